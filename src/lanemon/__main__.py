@@ -1,0 +1,5 @@
+import sys
+
+from lanemon.cli import main
+
+sys.exit(main())

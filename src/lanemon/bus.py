@@ -1,0 +1,41 @@
+"""The event bus: one place every event passes through, live or replayed.
+
+Publishers (lane clients, the replayer) call :meth:`EventBus.publish`;
+subscribers (the recorder, the dashboard state, the share server) are plain
+callables.  Delivery is synchronous and in order; a subscriber that raises is
+reported once through ``on_error`` and never stops the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from lanemon.record.schema import Event
+
+Subscriber = Callable[[Event], None]
+
+
+class EventBus:
+    def __init__(self, on_error: Callable[[Subscriber, BaseException], None] | None = None) -> None:
+        self._subscribers: list[Subscriber] = []
+        self._on_error = on_error
+        self.published = 0
+
+    def subscribe(self, fn: Subscriber) -> Callable[[], None]:
+        """Add a subscriber; returns a function that removes it."""
+        self._subscribers.append(fn)
+
+        def unsubscribe() -> None:
+            if fn in self._subscribers:
+                self._subscribers.remove(fn)
+
+        return unsubscribe
+
+    def publish(self, event: Event) -> None:
+        self.published += 1
+        for fn in tuple(self._subscribers):
+            try:
+                fn(event)
+            except Exception as exc:  # a broken subscriber must not stop the stream
+                if self._on_error is not None:
+                    self._on_error(fn, exc)

@@ -1,0 +1,308 @@
+"""Command line: ``lanemon [COMMAND] ...``.
+
+Every command reports bad input as one line on stderr with exit code 2 and
+never a traceback.  Textual is imported only by the commands that open the UI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from lanemon import __version__
+from lanemon.config import Config, ConfigError, LaneConfig, ProbeConfig, load_config, merge_lanes, validate_url
+
+EXIT_OK = 0
+EXIT_FAIL = 1
+EXIT_USAGE = 2
+
+DESCRIPTION = """\
+lanemon watches two or more OpenAI-compatible LLM endpoints ("lanes"), races
+them side by side and records every session for replay.
+
+First time here?  `lanemon demo` starts two simulated lanes on loopback
+(TensorFold EXL3 vs SGLang native, fitted to the reference write-up) and opens
+the live dashboard on them.
+"""
+
+EPILOG = """\
+lanes come from lanes.toml in the config dir (or --config PATH) and from
+--lane NAME=URL (repeatable; overrides the file).  Run `lanemon COMMAND --help`
+for a command's options.
+"""
+
+
+class UsageError(Exception):
+    """Bad input: print the message, exit 2."""
+
+
+def _err(message: str) -> None:
+    print(f"lanemon: {message}", file=sys.stderr)
+
+
+def _speed(text: str) -> float:
+    if text.lower() in ("max", "inf", "fastest"):
+        return math.inf
+    try:
+        value = float(text.rstrip("xX×"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"speed must be a number like 4 or 'max', not {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("speed must be positive")
+    return value
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, not {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return value
+
+
+def _add_lane_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", type=Path, metavar="PATH", help="lanes.toml to read (default: the XDG config dir)")
+    p.add_argument("--lane", action="append", default=[], metavar="NAME=URL",
+                   help="a lane, e.g. A=http://127.0.0.1:8001/v1 (repeatable; overrides the file)")
+
+
+def _add_ui_args(p: argparse.ArgumentParser, record: bool = True) -> None:
+    p.add_argument("--theme", metavar="NAME", help="colour theme (files in themes/ or the config dir)")
+    if record:
+        g = p.add_mutually_exclusive_group()
+        g.add_argument("--record", type=Path, metavar="PATH", help="write the recording here (default: XDG data dir)")
+        g.add_argument("--no-record", action="store_true", help="do not record this session")
+        p.add_argument("--interval", type=_positive, metavar="S", help="seconds between probe requests per lane")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lanemon", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--version", action="version", version=f"lanemon {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("live", help="live dashboard on the configured lanes (the default command)",
+                       description="Open the live dashboard: health, TTFT and tok/s per lane from a light probe loop.")
+    _add_lane_args(p)
+    _add_ui_args(p)
+
+    p = sub.add_parser("demo", help="start two simulated lanes and open the dashboard on them",
+                       description="Start lane A (tensorfold-exl3) and lane B (sglang-native) simulators on free "
+                                   "loopback ports and open the live dashboard; quitting stops them.")
+    _add_ui_args(p)
+    p.add_argument("--time-scale", type=_positive, default=1.0, metavar="X",
+                   help="simulated durations are multiplied by X (default 1.0 = real time)")
+
+    p = sub.add_parser("sim", help="run one simulated lane (an OpenAI-compatible HTTP server)",
+                       description="Serve an OpenAI-compatible API with timings fitted to the write-up's lanes.")
+    p.add_argument("--profile", required=True, metavar="NAME", help="tensorfold-exl3 (lane A) or sglang-native (lane B)")
+    p.add_argument("--port", type=int, default=8001, help="TCP port (0 picks a free one; default 8001)")
+    p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    p.add_argument("--time-scale", type=_positive, default=1.0, metavar="X",
+                   help="multiply every simulated duration by X (0.05 runs 20x faster)")
+    p.add_argument("--seed", type=int, default=0, help="seed for generated text (default 0)")
+
+    p = sub.add_parser("check", help="smoke-test one lane: models, completions, streaming, usage, tools, logprobs",
+                       description="Run the post-boot smoke test against a URL or a configured lane name. "
+                                   "Exit 0 only if every required check passes.")
+    p.add_argument("target", metavar="URL_OR_LANE", help="e.g. http://127.0.0.1:8001/v1, or a lane name from the config")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    p.add_argument("--model", help="model id to use (default: first of /v1/models)")
+    _add_lane_args(p)
+
+    p = sub.add_parser("replay", help="replay a recording in the dashboard",
+                       description="Open the dashboard fed from a recording instead of sockets. Keys: space/p pause, "
+                                   "+/- speed.")
+    p.add_argument("file", type=Path, metavar="FILE", help="a .jsonl recording")
+    p.add_argument("--speed", type=_speed, default=1.0, metavar="N", help="playback speed, e.g. 4, or 'max' (default 1)")
+    _add_ui_args(p, record=False)
+    return parser
+
+
+# ---------------------------------------------------------------- commands
+def _load(args: argparse.Namespace) -> Config:
+    return merge_lanes(load_config(args.config), args.lane)
+
+
+def _probe_config(config: Config, interval: float | None, demo: bool = False) -> ProbeConfig:
+    probe = config.probe
+    if demo and interval is None:
+        interval = 1.0
+    if interval is not None:
+        probe = ProbeConfig(interval, probe.max_tokens if not demo else 48, probe.prompt, probe.endpoint, probe.enabled)
+    return probe
+
+
+def _make_recorder(args: argparse.Namespace, command: str, lanes: list[dict], enabled: bool = True):
+    from lanemon.record.recorder import Recorder, default_recording_path, make_header
+
+    if getattr(args, "no_record", False) or not enabled:
+        return None
+    path = args.record or default_recording_path(command)
+    try:
+        return Recorder(path, make_header(command, lanes))
+    except OSError as exc:
+        raise UsageError(f"cannot create recording {path}: {exc.strerror or exc}") from None
+
+
+def _run_app(source, theme: str | None) -> int:
+    try:
+        from lanemon.ui.app import ThemeError, make_app
+    except ImportError as exc:  # pragma: no cover - a broken install
+        raise UsageError(f"the terminal UI is not available: {exc}") from None
+    try:
+        app = make_app(source, theme=theme)
+    except ThemeError as exc:
+        raise UsageError(str(exc)) from None
+    app.run()
+    return app.return_code or 0
+
+
+def cmd_live(args: argparse.Namespace, demo_lanes: list[LaneConfig] | None = None) -> int:
+    from lanemon.session import DEMO_PROMPTS, LiveSession
+
+    if demo_lanes is None:
+        config = _load(args)
+        lanes = list(config.lanes)
+        if not lanes:
+            raise UsageError(
+                "no lanes configured: pass --lane NAME=URL (e.g. --lane A=http://127.0.0.1:8001/v1), "
+                "create lanes.toml (see README), or try `lanemon demo`"
+            )
+        mode, prompts = "live", None
+    else:
+        config, lanes, mode, prompts = Config(), demo_lanes, "demo", DEMO_PROMPTS
+    recorder = _make_recorder(args, mode, [lane.public() for lane in lanes], enabled=config.record)
+    session = LiveSession(lanes, probe=_probe_config(config, args.interval, demo=demo_lanes is not None),
+                          mode=mode, recorder=recorder, prompts=prompts)
+    try:
+        code = _run_app(session, args.theme or config.theme)
+    finally:
+        session.close()
+    if recorder is not None:
+        print(f"lanemon: recording saved: {recorder.path} ({recorder.events} events)", file=sys.stderr)
+        if recorder.failed:
+            _err(recorder.failed)
+    return code
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from lanemon.sim.server import SimThread
+
+    sims = []
+    try:
+        for profile in ("tensorfold-exl3", "sglang-native"):
+            sims.append(SimThread(profile, time_scale=args.time_scale).start())
+        lanes = [LaneConfig("A", sims[0].base_url, defaults={"temperature": 0}),
+                 LaneConfig("B", sims[1].base_url, defaults={"temperature": 0})]
+        return cmd_live(args, demo_lanes=lanes)
+    finally:
+        for sim in sims:
+            sim.stop()
+
+
+def cmd_sim(args: argparse.Namespace) -> int:
+    from lanemon.sim.profiles import PROFILES
+    from lanemon.sim.server import run
+
+    if args.profile not in PROFILES:
+        raise UsageError(f"unknown profile {args.profile!r} (choose: {', '.join(PROFILES)})")
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port {args.port} is not a TCP port")
+    try:
+        run(args.profile, host=args.host, port=args.port, time_scale=args.time_scale, seed=args.seed,
+            announce=lambda line: print(line, flush=True))
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
+    except KeyboardInterrupt:
+        pass
+    return EXIT_OK
+
+
+def _resolve_target(args: argparse.Namespace) -> LaneConfig:
+    target = args.target
+    if "://" in target:
+        lane = LaneConfig("check", validate_url(target, "URL"), args.model)
+        return lane
+    config = _load(args)
+    for lane in config.lanes:
+        if lane.name == target:
+            if args.model:
+                lane = LaneConfig(lane.name, lane.url, args.model, lane.api_key_env, lane.headers, lane.defaults,
+                                  lane.timeout)
+            return lane
+    names = ", ".join(lane.name for lane in config.lanes) or "none configured"
+    raise UsageError(f"{target!r} is neither a URL nor a configured lane (lanes: {names})")
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    import orjson
+
+    from lanemon.workloads.check import run_check
+
+    lane = _resolve_target(args)
+    report = asyncio.run(run_check(lane))
+    if args.json:
+        sys.stdout.write(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=f"lanemon check {lane.url}" + (f" · {report.model}" if report.model else ""))
+        table.add_column("check")
+        table.add_column("result")
+        table.add_column("required")
+        table.add_column("detail", overflow="fold")
+        for c in report.checks:
+            mark = "[green]PASS[/]" if c.passed else ("[red]FAIL[/]" if c.required else "[yellow]no[/]")
+            table.add_row(c.name, mark, "yes" if c.required else "no", c.detail)
+        console = Console()
+        console.print(table)
+        passed = sum(c.passed for c in report.checks)
+        verdict = "[green]passed[/]" if report.passed else "[red]FAILED[/]"
+        console.print(f"{passed}/{len(report.checks)} checks passed; required checks {verdict}")
+    return EXIT_OK if report.passed else EXIT_FAIL
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from lanemon.record.replay import RecordingError
+    from lanemon.session import ReplaySession
+
+    try:
+        session = ReplaySession(args.file, speed=args.speed)
+    except RecordingError as exc:
+        raise UsageError(str(exc)) from None
+    code = _run_app(session, args.theme)
+    for warning in session.warnings:
+        _err(f"warning: {warning}")
+    return code
+
+
+COMMANDS = {"live": cmd_live, "demo": cmd_demo, "sim": cmd_sim, "check": cmd_check, "replay": cmd_replay}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
+        argv = ["live", *argv]
+    args = parser.parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except (UsageError, ConfigError) as exc:
+        _err(str(exc))
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        _err("interrupted")
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

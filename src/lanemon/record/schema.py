@@ -1,0 +1,98 @@
+"""The versioned event vocabulary shared by live sessions, recordings and replay.
+
+Everything lanemon shows or reports is built from a stream of :class:`Event`.
+A live session produces them from sockets; a replay produces the very same
+objects from a recording file.  Screens and reports never know which.
+
+Recording format (JSON lines, see docs/RECORDING.md):
+
+* line 1 -- a header object: ``{"schema": "lanemon.recording", "version": "1.0", ...}``
+* every further line -- one event: ``{"t": NS, "kind": KIND, "lane": NAME, "req": ID, "data": {...}}``
+  where ``t`` is nanoseconds since the session started (client monotonic clock).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA_NAME = "lanemon.recording"
+SCHEMA_VERSION = (1, 0)
+SCHEMA_VERSION_STR = f"{SCHEMA_VERSION[0]}.{SCHEMA_VERSION[1]}"
+
+# Event kinds.  Lane-level:
+PROBE = "probe"  # GET /v1/models health: ok, latency_s, models, model, error, message
+LANE = "lane"  # lane identity became known/changed: url, model
+# Request-level (``req`` is set):
+REQUEST = "request"  # request sent: endpoint, purpose, model, max_tokens, prompt_chars, prompt?
+FIRST_BYTE = "first_byte"  # first byte of the response body
+TOKEN = "token"  # a token-carrying chunk: text, reasoning (bool, optional), n (tokens, when known)
+USAGE = "usage"  # server usage block: prompt_tokens, completion_tokens, cached_tokens?, reasoning_tokens?
+DONE = "done"  # stream complete: finish_reason, status
+ERROR = "error"  # request failed: cls, message, status?
+# Session-level (lane may be None):
+MARK = "mark"  # a marker (bench cell, race): label
+NOTE = "note"  # a free-text note / warning for the log: level, message
+
+REQUEST_KINDS = frozenset({REQUEST, FIRST_BYTE, TOKEN, USAGE, DONE, ERROR})
+ALL_KINDS = frozenset({PROBE, LANE, MARK, NOTE}) | REQUEST_KINDS
+
+# Error classes (``data.cls`` on ERROR events and probe failures).
+ERR_CONNECT = "connect"  # connection refused / DNS / unreachable
+ERR_TIMEOUT = "timeout"  # connect, read or stall timeout
+ERR_HTTP = "http"  # HTTP status >= 400 (status + server message)
+ERR_MALFORMED = "malformed"  # response was not valid SSE / JSON
+ERR_CUT = "cut"  # stream ended before [DONE]
+ERR_CANCELLED = "cancelled"  # cancelled by lanemon (quit, Ctrl-C)
+ERR_OTHER = "other"
+
+
+@dataclass(slots=True)
+class Event:
+    """One thing that happened, stamped with nanoseconds since session start."""
+
+    t: int
+    kind: str
+    lane: str | None = None
+    req: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def to_json_obj(self) -> dict[str, Any]:
+        obj: dict[str, Any] = {"t": self.t, "kind": self.kind}
+        if self.lane is not None:
+            obj["lane"] = self.lane
+        if self.req is not None:
+            obj["req"] = self.req
+        if self.data:
+            obj["data"] = self.data
+        return obj
+
+    @classmethod
+    def from_json_obj(cls, obj: dict[str, Any]) -> "Event":
+        t = obj["t"]
+        kind = obj["kind"]
+        if not isinstance(t, int) or not isinstance(kind, str):
+            raise ValueError("event needs an integer 't' and a string 'kind'")
+        data = obj.get("data") or {}
+        if not isinstance(data, dict):
+            raise ValueError("event 'data' must be an object")
+        return cls(t=t, kind=kind, lane=obj.get("lane"), req=obj.get("req"), data=data)
+
+
+class Clock:
+    """Session clock: integer nanoseconds since the session started (monotonic)."""
+
+    __slots__ = ("t0",)
+
+    def __init__(self, t0: int | None = None) -> None:
+        self.t0 = time.perf_counter_ns() if t0 is None else t0
+
+    def now(self) -> int:
+        return time.perf_counter_ns() - self.t0
+
+
+def parse_version(text: str) -> tuple[int, int]:
+    """Parse ``"MAJOR.MINOR"``; raises ValueError for anything else."""
+    major, _, minor = str(text).partition(".")
+    return int(major), int(minor or 0)

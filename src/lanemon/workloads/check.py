@@ -1,0 +1,127 @@
+"""``lanemon check``: the smoke test to run right after a lane boots.
+
+Seven checks, in the spirit of the write-up's ``sanity.py ... 6/6``: the model
+list answers, a non-streaming completion, a streaming completion, a streaming
+chat, a usage block in the stream, tool calls, and logprobs.  Tool calls and
+logprobs are reported but not required (many production boots refuse them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from lanemon.config import LaneConfig
+from lanemon.lanes.client import LaneClient
+from lanemon.metrics import request_metrics
+from lanemon.record.schema import Clock, Event
+
+CHECK_PROMPT = "Name three colours of the sea, separated by commas."
+TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather for a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
+
+
+@dataclass
+class CheckResult:
+    name: str
+    passed: bool
+    required: bool
+    detail: str
+    ttft_s: float | None = None
+    tok_s: float | None = None
+
+
+@dataclass
+class CheckReport:
+    lane: str
+    url: str
+    model: str | None
+    checks: list[CheckResult]
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks if c.required)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "lane": self.lane,
+            "url": self.url,
+            "model": self.model,
+            "passed": self.passed,
+            "checks": [asdict(c) for c in self.checks],
+        }
+
+
+async def run_check(lane: LaneConfig, *, max_tokens: int = 24) -> CheckReport:
+    events: list[Event] = []
+    client = LaneClient(lane, clock=Clock(), emit=events.append, connect_timeout=5.0, stall_timeout=60.0)
+    checks: list[CheckResult] = []
+    try:
+        probe = await client.probe_models()
+        if not probe.get("ok"):
+            checks.append(CheckResult("models", False, True, probe.get("message", "no answer")))
+            return CheckReport(lane.name, lane.url, lane.model, checks)
+        checks.append(CheckResult("models", True, True,
+                                  f"{len(probe['models'])} model(s), using {probe['model']} "
+                                  f"({probe['latency_s'] * 1000:.0f} ms)"))
+        # 1. non-streaming completion
+        body = client.build_body("completions", prompt=CHECK_PROMPT, max_tokens=max_tokens,
+                                 extra={"temperature": 0})
+        body["stream"] = False
+        body.pop("stream_options", None)
+        status, obj, secs, err = await client.post_json("completions", body)
+        text = None
+        if err is None:
+            try:
+                text = obj["choices"][0]["text"]
+            except (KeyError, IndexError, TypeError):
+                err = "response has no choices[0].text"
+        checks.append(CheckResult("completion", err is None and bool(text), True,
+                                  err or f"{len(text or '')} chars in {secs:.2f} s"))
+        # 2/3. streaming completion and chat; 4. usage
+        usage_seen = []
+        for name, endpoint in (("stream_completion", "completions"), ("stream_chat", "chat")):
+            body = client.build_body(endpoint, prompt=CHECK_PROMPT, max_tokens=max_tokens, extra={"temperature": 0})
+            rec = await client.stream(endpoint, body, purpose="check")
+            m = request_metrics(rec)
+            if rec.error:
+                checks.append(CheckResult(name, False, True, rec.error.get("message", "failed")))
+            elif m.chunks == 0:
+                checks.append(CheckResult(name, False, True, "stream carried no token"))
+            else:
+                rate = f", {m.decode_tok_s:.1f} tok/s" if m.decode_tok_s else ""
+                checks.append(CheckResult(name, True, True,
+                                          f"{m.output_tokens} tokens{' (est.)' if m.tokens_estimated else ''}, "
+                                          f"TTFT {m.ttft_s * 1000:.0f} ms{rate}", m.ttft_s, m.decode_tok_s))
+            usage_seen.append(rec.completion_tokens is not None)
+        checks.append(CheckResult("usage", all(usage_seen), True,
+                                  "usage block in both streams" if all(usage_seen)
+                                  else "no usage block with stream_options.include_usage (token counts will be estimated)"))
+        # 5. tools (reported, not required)
+        body = client.build_body("chat", prompt="What is the weather in Lisbon? Use the tool.", max_tokens=64,
+                                 extra={"temperature": 0, "tools": [TOOL], "tool_choice": "required"})
+        rec = await client.stream("chat", body, purpose="check")
+        if rec.error:
+            checks.append(CheckResult("tools", False, False, rec.error.get("message", "failed")))
+        else:
+            called = rec.finish_reason == "tool_calls" or any(
+                ev.data.get("tool_calls") for ev in events if ev.req == rec.req)
+            checks.append(CheckResult("tools", called, False,
+                                      "tool call returned" if called else "accepted, but no tool call came back"))
+        # 6. logprobs (reported, not required)
+        body = client.build_body("completions", prompt=CHECK_PROMPT, max_tokens=4, extra={"temperature": 0, "logprobs": 1})
+        body["stream"] = False
+        body.pop("stream_options", None)
+        status, obj, secs, err = await client.post_json("completions", body)
+        ok = err is None and isinstance(obj, dict) and bool((obj.get("choices") or [{}])[0].get("logprobs"))
+        checks.append(CheckResult("logprobs", ok, False,
+                                  "token logprobs returned" if ok else (err or "accepted, but no logprobs in the answer")))
+        return CheckReport(lane.name, lane.url, client.model, checks)
+    finally:
+        await client.aclose()

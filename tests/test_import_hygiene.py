@@ -1,0 +1,54 @@
+"""The core never imports Textual (STYLE.md #2): headless runs, replay and reports stay cheap."""
+
+import subprocess
+import sys
+import textwrap
+
+CORE = [
+    "lanemon.cli",
+    "lanemon.config",
+    "lanemon.bus",
+    "lanemon.metrics",
+    "lanemon.state",
+    "lanemon.timeline",
+    "lanemon.session",
+    "lanemon.lanes.client",
+    "lanemon.record.schema",
+    "lanemon.record.recorder",
+    "lanemon.record.replay",
+    "lanemon.workloads.check",
+    "lanemon.sim.server",
+    "lanemon.sim.engine",
+]
+
+
+def test_core_imports_without_textual():
+    code = textwrap.dedent(
+        f"""
+        import sys
+        class Block:
+            def find_spec(self, name, path=None, target=None):
+                if name == "textual" or name.startswith("textual."):
+                    raise ImportError("textual is blocked in this test")
+                return None
+        sys.meta_path.insert(0, Block())
+        import importlib
+        for mod in {CORE!r}:
+            importlib.import_module(mod)
+        assert not any(m == "textual" or m.startswith("textual.") for m in sys.modules)
+        print("ok")
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+
+
+def test_import_linter_contract_holds():
+    import shutil
+
+    exe = shutil.which("lint-imports") or str(__import__("pathlib").Path(sys.executable).with_name("lint-imports"))
+    root = __import__("pathlib").Path(__file__).resolve().parents[1]
+    out = subprocess.run([exe], capture_output=True, text=True, timeout=120, cwd=root)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "1 kept, 0 broken" in out.stdout

@@ -1,0 +1,114 @@
+"""Recorder and reader: header, round trip, truncation, corruption, versions, write failures."""
+
+import orjson
+import pytest
+
+from lanemon.record import schema
+from lanemon.record.recorder import Recorder, make_header
+from lanemon.record.replay import Recording, RecordingError, read_events
+from lanemon.record.schema import Event
+
+LANES = [{"name": "A", "url": "http://127.0.0.1:8001/v1", "model": "m"}]
+
+
+def sample_events(n=20):
+    return [Event(i * 1000, schema.TOKEN, "A", "A-1", {"text": f"t{i}"}) for i in range(n)]
+
+
+def record(path, events):
+    with Recorder(path, make_header("test", LANES)) as rec:
+        for ev in events:
+            rec(ev)
+    return rec
+
+
+def test_round_trip_keeps_every_event(tmp_path):
+    evs = sample_events() + [Event(99_000, schema.PROBE, "A", None, {"ok": True, "latency_s": 0.01})]
+    rec = record(tmp_path / "s.jsonl", evs)
+    header, back, warnings = read_events(rec.path)
+    assert header["schema"] == schema.SCHEMA_NAME and header["version"] == schema.SCHEMA_VERSION_STR
+    assert header["lanes"] == LANES and "host" in header
+    assert back == evs and warnings == []
+
+
+def test_truncated_last_line_keeps_the_rest_and_warns_once(tmp_path):
+    rec = record(tmp_path / "s.jsonl", sample_events(10))
+    raw = rec.path.read_bytes()
+    rec.path.write_bytes(raw[: len(raw) - 12])  # cut the last line in half
+    r = Recording(rec.path)
+    back = list(r.events())
+    assert [e.data["text"] for e in back] == [f"t{i}" for i in range(9)]
+    assert len(r.warnings) == 1 and "truncated" in r.warnings[0]
+
+
+def test_corrupt_middle_line_is_skipped_and_counted(tmp_path):
+    rec = record(tmp_path / "s.jsonl", sample_events(5))
+    lines = rec.path.read_bytes().splitlines(keepends=True)
+    lines[3] = b"{not json\n"
+    rec.path.write_bytes(b"".join(lines))
+    r = Recording(rec.path)
+    assert len(list(r.events())) == 4
+    assert r.skipped == 1 and any("line 4" in w for w in r.warnings)
+
+
+@pytest.mark.parametrize(
+    "first, message",
+    [
+        (b"", "empty"),
+        (b"hello\n", "not a lanemon recording"),
+        (b'{"schema": "other"}\n', "not a lanemon recording"),
+        (orjson.dumps({"schema": schema.SCHEMA_NAME, "version": "9.0", "lanemon": "9.9"}) + b"\n", "upgrade lanemon"),
+    ],
+)
+def test_bad_headers_are_refused_clearly(tmp_path, first, message):
+    p = tmp_path / "bad.jsonl"
+    p.write_bytes(first)
+    with pytest.raises(RecordingError, match=message):
+        Recording(p)
+
+
+def test_newer_minor_version_loads_with_a_warning(tmp_path):
+    p = tmp_path / "minor.jsonl"
+    header = make_header("test", LANES)
+    header["version"] = f"{schema.SCHEMA_VERSION[0]}.{schema.SCHEMA_VERSION[1] + 5}"
+    p.write_bytes(orjson.dumps(header) + b"\n" + orjson.dumps(sample_events(1)[0].to_json_obj()) + b"\n")
+    r = Recording(p)
+    assert len(list(r.events())) == 1 and "newer" in r.warnings[0]
+
+
+def test_missing_file_is_a_clear_error(tmp_path):
+    with pytest.raises(RecordingError, match="no such file"):
+        Recording(tmp_path / "missing.jsonl")
+
+
+def test_two_recorders_never_share_a_file(tmp_path):
+    p = tmp_path / "same.jsonl"
+    r1 = Recorder(p, make_header("a", LANES))
+    r2 = Recorder(p, make_header("b", LANES))
+    assert r1.path != r2.path and r2.path.name == "same-2.jsonl"
+    r1.close(), r2.close()
+
+
+def test_write_failure_stops_recording_and_reports_once(tmp_path):
+    errors = []
+    rec = Recorder(tmp_path / "s.jsonl", make_header("test", LANES), on_error=errors.append)
+    rec(sample_events(1)[0])
+    rec.flush()
+
+    class Broken:
+        def write(self, _):
+            raise OSError(28, "No space left on device")
+
+        def flush(self):
+            raise OSError(28, "No space left on device")
+
+        def close(self):
+            pass
+
+    rec._fh = Broken()
+    rec(sample_events(2)[1])
+    rec(sample_events(3)[2])  # after the failure: ignored, no second report
+    assert len(errors) == 1 and "No space left on device" in errors[0]
+    assert rec.failed
+    rec.close()
+    assert len(list(Recording(rec.path).events())) == 1
