@@ -1,0 +1,174 @@
+"""One lane's column on the dashboard: identity, health, stats, sparklines, errors."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Grid, Horizontal, Vertical
+from textual.widgets import Label, Sparkline, Static
+
+from lanemon.state import LaneState
+from lanemon.ui import format as fmt
+from lanemon.ui.format import markup_escape as escape
+
+ERRORS_SHOWN = 5
+
+
+class LanePanel(Vertical):
+    """Everything lanemon knows about one lane, redrawn from a :class:`LaneState`.
+
+    The panel never reads the event stream; the app calls :meth:`update_from`
+    on its redraw timer, so a burst of token events costs one repaint.
+    """
+
+    DEFAULT_CSS = """
+    LanePanel {
+        width: 1fr;
+        height: 1fr;
+        min-width: 20;
+        border: round $primary 40%;
+        border-title-color: $text-muted;
+        background: $surface;
+        padding: 0 1;
+        margin: 0 0 0 1;
+    }
+    LanePanel:first-of-type { margin-left: 0; }
+    LanePanel.-up { border: round $success 55%; }
+    LanePanel.-down { border: round $error 70%; }
+    LanePanel .row { height: 1; }
+    LanePanel Label { text-wrap: nowrap; text-overflow: ellipsis; }
+    LanePanel #name {
+        background: $primary;
+        color: $background;
+        text-style: bold;
+        padding: 0 1;
+        margin-right: 1;
+    }
+    LanePanel #url { width: 1fr; color: $text-muted; }
+    LanePanel #badge { padding: 0 1; text-style: bold; min-width: 5; }
+    LanePanel #badge.-up { background: $success; color: $background; }
+    LanePanel #badge.-down { background: $error; color: $background; }
+    LanePanel #badge.-unknown { background: $panel; color: $text-muted; }
+    LanePanel #model { color: $text; margin-bottom: 1; width: 1fr; }
+    LanePanel #stats {
+        grid-size: 3;
+        grid-columns: 9 1fr 1fr;
+        grid-rows: 1;
+        height: 4;
+        max-width: 56;
+        margin-bottom: 1;
+    }
+    LanePanel #requests { column-span: 2; }
+    LanePanel #stats .head { color: $text-muted; }
+    LanePanel #stats .key { color: $text-muted; }
+    LanePanel #stats .val { text-style: bold; }
+    LanePanel .spark-label { color: $text-muted; width: 1fr; }
+    LanePanel Sparkline {
+        height: 1fr;
+        min-height: 2;
+        margin-bottom: 1;
+        background: $boost;
+    }
+    LanePanel #ttft-spark > .sparkline--max-color { color: $warning; }
+    LanePanel #ttft-spark > .sparkline--min-color { color: $success 70%; }
+    LanePanel #tps-spark > .sparkline--max-color { color: $primary; }
+    LanePanel #tps-spark > .sparkline--min-color { color: $primary 35%; }
+    LanePanel #errors-title { color: $text-muted; }
+    LanePanel #errors {
+        height: 5;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
+    }
+    """
+
+    def __init__(self, lane: str, *, id: str | None = None) -> None:
+        super().__init__(id=id, classes="-unknown")
+        self.lane = lane
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(classes="row"):
+            yield Label(escape(self.lane), id="name")
+            yield Label("", id="url")
+            yield Label("…", id="badge", classes="-unknown")
+        yield Label("model —", id="model")
+        with Grid(id="stats"):
+            yield Label("", classes="head")
+            yield Label("last", classes="head")
+            yield Label("median", classes="head")
+            yield Label("TTFT", classes="key")
+            yield Label("—", id="ttft-last", classes="val")
+            yield Label("—", id="ttft-median", classes="val")
+            yield Label("decode", classes="key")
+            yield Label("—", id="tps-last", classes="val")
+            yield Label("—", id="tps-median", classes="val")
+            yield Label("requests", classes="key")
+            yield Label("", id="requests")
+        yield Label("TTFT", id="ttft-label", classes="spark-label")
+        yield Sparkline([], id="ttft-spark")
+        yield Label("decode", id="tps-label", classes="spark-label")
+        yield Sparkline([], id="tps-spark")
+        yield Label("errors", id="errors-title")
+        yield Static("", id="errors")
+
+    def update_from(self, st: LaneState) -> None:
+        """Redraw every field from the lane's folded state."""
+        q = self.query_one
+        q("#url", Label).update(escape(st.url or ""))
+        q("#model", Label).update(f"[dim]model[/] {escape(st.model)}" if st.model else "[dim]model —[/]")
+
+        badge = q("#badge", Label)
+        if st.up is None:
+            state, text = "-unknown", "…"
+        elif st.up:
+            state = "-up"
+            text = "UP" if st.models_latency_s is None else f"UP {st.models_latency_s * 1000:.0f} ms"
+        else:
+            state, text = "-down", "DOWN"
+        badge.update(text)
+        for cls in ("-unknown", "-up", "-down"):
+            badge.set_class(cls == state, cls)
+            self.set_class(cls == state, cls)
+
+        est = " [$warning]est.[/]" if st.tokens_estimated else ""
+        q("#ttft-last", Label).update(fmt.seconds(st.last_ttft_s))
+        q("#ttft-median", Label).update(fmt.seconds(st.median_ttft_s))
+        q("#tps-last", Label).update(fmt.tok_s(st.last_tps) + (est if st.last_tps is not None else ""))
+        q("#tps-median", Label).update(fmt.tok_s(st.median_tps))
+
+        err_style = "$error" if st.requests_err else "$text-muted"
+        q("#requests", Label).update(
+            f"[b]{st.in_flight}[/] in flight  [$success]{st.requests_ok} ok[/]  [{err_style}]{st.requests_err} err[/]"
+        )
+
+        n_ttft = len(st.ttft_history)
+        q("#ttft-label", Label).update(
+            f"TTFT  [$text][b]{fmt.seconds(st.last_ttft_s)}[/b][/]"
+            + (f"  [dim]n={n_ttft} · {fmt.span(st.ttft_history, 's')}[/]" if n_ttft > 1 else "")
+        )
+        q("#ttft-spark", Sparkline).data = list(st.ttft_history)
+        n_tps = len(st.tps_history)
+        q("#tps-label", Label).update(
+            f"decode  [$text][b]{fmt.tok_s(st.last_tps)}[/b][/]{est}"
+            + (f"  [dim]n={n_tps} · {fmt.span(st.tps_history, 'tok/s')}[/]" if n_tps > 1 else "")
+        )
+        q("#tps-spark", Sparkline).data = list(st.tps_history)
+
+        errors = list(st.errors)[-ERRORS_SHOWN:][::-1]
+        total = len(st.errors)
+        q("#errors-title", Label).update(f"errors  [dim]{total} recent[/]" if total else "errors")
+        if errors:
+            lines = [_error_line(t, cls, msg) for t, cls, msg in errors]
+            q("#errors", Static).update("\n".join(lines))
+        else:
+            q("#errors", Static).update("[dim]none[/]")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _error_line(t: int, cls: str, msg: str) -> str:
+    """``+7.2s http 503 Service Unavailable``; lanemon's own cancellations are muted."""
+    style = "$text-muted b" if cls == "cancelled" else "$error b"
+    text = _one_line(msg)
+    tail = f" {escape(text)}" if text and text != cls else ""
+    return f"[dim]{fmt.event_time(t)}[/] [{style}]{escape(cls)}[/]{tail}"

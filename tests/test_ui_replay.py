@@ -1,0 +1,89 @@
+"""The dashboard over a real recording: Recorder -> file -> ReplaySession -> same panels."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from textual.widgets import Label, Sparkline, Static
+
+from lanemon.record.recorder import Recorder, make_header
+from lanemon.session import ReplaySession
+from lanemon.state import SessionState
+from lanemon.ui import format as fmt
+from lanemon.ui.app import make_app
+from lanemon.ui.sample import SAMPLE_LANES, sample_events
+from lanemon.ui.widgets.lane_panel import LanePanel
+
+
+@pytest.fixture(autouse=True)
+def _isolated_config(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+
+
+def plain(widget) -> str:
+    return widget.visual.plain
+
+
+@pytest.fixture
+def recording(tmp_path):
+    with Recorder(tmp_path / "session.jsonl", make_header("demo", SAMPLE_LANES)) as rec:
+        for ev in sample_events():
+            rec(ev)
+    return rec.path
+
+
+async def test_replay_at_max_speed_matches_direct_fold(recording):
+    events = sample_events()
+    direct = SessionState([(d["name"], d["url"], d["model"]) for d in SAMPLE_LANES])
+    for ev in events:
+        direct.apply(ev)
+
+    source = ReplaySession(recording, speed=math.inf)
+    app = make_app(source)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        app.redraw()
+        await pilot.pause()
+        assert source.finished
+        assert app.state.events == len(events)
+        for name, lane in direct.lanes.items():
+            panel = app.screen.query_one(f"#lane-{name}", LanePanel)
+            assert list(panel.query_one("#ttft-spark", Sparkline).data) == list(lane.ttft_history)
+            assert list(panel.query_one("#tps-spark", Sparkline).data) == list(lane.tps_history)
+            assert plain(panel.query_one("#ttft-last", Label)) == fmt.seconds(lane.last_ttft_s)
+            assert plain(panel.query_one("#ttft-median", Label)) == fmt.seconds(lane.median_ttft_s)
+            assert plain(panel.query_one("#tps-median", Label)) == fmt.tok_s(lane.median_tps)
+            assert plain(panel.query_one("#model", Label)) == f"model {lane.model}"
+            requests = plain(panel.query_one("#requests", Label))
+            assert f"{lane.in_flight} in flight" in requests
+            assert f"{lane.requests_ok} ok" in requests and f"{lane.requests_err} err" in requests
+            errors = plain(panel.query_one("#errors", Static)).splitlines()
+            assert len(errors) == len(lane.errors)
+            assert errors[0].endswith(lane.errors[-1][2])
+        info = plain(app.screen.query_one("#info", Label))
+        assert "speed max" in info and "replay finished" in info
+        assert plain(app.screen.query_one("#mode", Label)) == "REPLAY"
+        assert str(recording.name) in plain(app.screen.query_one("#path", Label))
+        # speed keys reach the real session
+        await pilot.press("minus")
+        assert source.speed == 64.0
+        await pilot.press("plus")
+        assert math.isinf(source.speed)
+
+
+async def test_replay_pause_key_pauses_playback(recording):
+    source = ReplaySession(recording, speed=1.0)
+    app = make_app(source)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("p")
+        assert source.paused
+        await pilot.pause(0.15)
+        published = source.published
+        await pilot.pause(0.15)
+        assert source.published == published  # nothing moves while paused
+        await pilot.press("p")
+        assert not source.paused
+        await pilot.press("q")
+    assert not source.finished  # quit long before the 25 s recording ended
