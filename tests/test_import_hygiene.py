@@ -17,6 +17,11 @@ CORE = [
     "lanemon.record.recorder",
     "lanemon.record.replay",
     "lanemon.workloads.check",
+    "lanemon.workloads.harness",
+    "lanemon.commands.common",
+    "lanemon.commands.race",
+    "lanemon.commands.bench",
+    "lanemon.commands.report",
     "lanemon.sim.server",
     "lanemon.sim.engine",
 ]

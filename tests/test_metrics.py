@@ -113,3 +113,16 @@ def test_assembler_keeps_requests_apart_and_returns_on_finish():
     assert {r.req: len(r.token_ns) for r in finished} == {"A-1": 1, "B-1": 2}
     assert not asm.open
     assert math.isclose(finished[0].token_ns[0], 10 * MS) or math.isclose(finished[1].token_ns[0], 10 * MS)
+
+
+def test_dashboard_state_does_not_count_lanemons_own_cancellations():
+    from lanemon.state import SessionState
+
+    st = SessionState([("A", "http://x/v1", None)])
+    for ev in request_events("A-1", tokens=[100 * MS], error={"cls": "cancelled", "message": "cancelled"}, end=150 * MS):
+        st.apply(ev)
+    for ev in request_events("A-2", tokens=[100 * MS], error={"cls": "cut", "message": "cut"}, end=150 * MS):
+        st.apply(ev)
+    lane = st.lanes["A"]
+    assert lane.requests_err == 1 and [e[1] for e in lane.errors] == ["cut"]
+    assert lane.in_flight == 0

@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from lanemon import __version__
+from lanemon.commands import MODULES as COMMAND_MODULES
+from lanemon.commands.common import UsageError, add_lane_args, demo_lanes
+from lanemon.commands.common import err as _err
+from lanemon.commands.common import positive_float as _positive
 from lanemon.config import Config, ConfigError, LaneConfig, ProbeConfig, load_config, merge_lanes, validate_url
 
 EXIT_OK = 0
@@ -36,14 +41,6 @@ for a command's options.
 """
 
 
-class UsageError(Exception):
-    """Bad input: print the message, exit 2."""
-
-
-def _err(message: str) -> None:
-    print(f"lanemon: {message}", file=sys.stderr)
-
-
 def _speed(text: str) -> float:
     if text.lower() in ("max", "inf", "fastest"):
         return math.inf
@@ -54,22 +51,6 @@ def _speed(text: str) -> float:
     if value <= 0:
         raise argparse.ArgumentTypeError("speed must be positive")
     return value
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, not {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be positive")
-    return value
-
-
-def _add_lane_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", type=Path, metavar="PATH", help="lanes.toml to read (default: the XDG config dir)")
-    p.add_argument("--lane", action="append", default=[], metavar="NAME=URL",
-                   help="a lane, e.g. A=http://127.0.0.1:8001/v1 (repeatable; overrides the file)")
 
 
 def _add_ui_args(p: argparse.ArgumentParser, record: bool = True) -> None:
@@ -90,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("live", help="live dashboard on the configured lanes (the default command)",
                        description="Open the live dashboard: health, TTFT and tok/s per lane from a light probe loop.")
-    _add_lane_args(p)
+    add_lane_args(p)
     _add_ui_args(p)
 
     p = sub.add_parser("demo", help="start two simulated lanes and open the dashboard on them",
@@ -115,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("target", metavar="URL_OR_LANE", help="e.g. http://127.0.0.1:8001/v1, or a lane name from the config")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.add_argument("--model", help="model id to use (default: first of /v1/models)")
-    _add_lane_args(p)
+    add_lane_args(p)
 
     p = sub.add_parser("replay", help="replay a recording in the dashboard",
                        description="Open the dashboard fed from a recording instead of sockets. Keys: space/p pause, "
@@ -123,6 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", type=Path, metavar="FILE", help="a .jsonl recording")
     p.add_argument("--speed", type=_speed, default=1.0, metavar="N", help="playback speed, e.g. 4, or 'max' (default 1)")
     _add_ui_args(p, record=False)
+
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
     return parser
 
 
@@ -162,6 +146,8 @@ def _run_app(source, theme: str | None) -> int:
     except ThemeError as exc:
         raise UsageError(str(exc)) from None
     app.run()
+    for warning in getattr(app, "theme_warnings", []):
+        _err(f"warning: {warning}")
     return app.return_code or 0
 
 
@@ -194,18 +180,8 @@ def cmd_live(args: argparse.Namespace, demo_lanes: list[LaneConfig] | None = Non
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from lanemon.sim.server import SimThread
-
-    sims = []
-    try:
-        for profile in ("tensorfold-exl3", "sglang-native"):
-            sims.append(SimThread(profile, time_scale=args.time_scale).start())
-        lanes = [LaneConfig("A", sims[0].base_url, defaults={"temperature": 0}),
-                 LaneConfig("B", sims[1].base_url, defaults={"temperature": 0})]
+    with demo_lanes(args.time_scale) as lanes:
         return cmd_live(args, demo_lanes=lanes)
-    finally:
-        for sim in sims:
-            sim.stop()
 
 
 def cmd_sim(args: argparse.Namespace) -> int:
@@ -294,8 +270,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
         argv = ["live", *argv]
     args = parser.parse_args(argv)
+    handler = COMMANDS.get(args.command) or getattr(args, "func", None)
+    if handler is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
     try:
-        return COMMANDS[args.command](args)
+        return handler(args)
     except (UsageError, ConfigError) as exc:
         _err(str(exc))
         return EXIT_USAGE

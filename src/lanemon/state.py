@@ -106,6 +106,8 @@ class SessionState:
             return None
         lane.in_flight = max(0, lane.in_flight - 1)
         if rec.error is not None:
+            if rec.error.get("cls") == schema.ERR_CANCELLED:
+                return rec  # lanemon stopped it (quit, Ctrl-C): not the lane's fault
             lane.requests_err += 1
             lane.errors.append((ev.t, rec.error.get("cls", "error"), rec.error.get("message", "")))
             return rec

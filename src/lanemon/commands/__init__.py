@@ -1,0 +1,12 @@
+"""Subcommands beyond the core ones in :mod:`lanemon.cli`.
+
+Each module here has ``register(subparsers)`` that adds its parser(s) and sets
+``func`` (a handler ``(args) -> int``) with ``parser.set_defaults(func=...)``.
+:data:`MODULES` lists them in the order ``--help`` shows them.
+"""
+
+MODULES = (
+    "lanemon.commands.race",
+    "lanemon.commands.bench",
+    "lanemon.commands.report",
+)

@@ -1,0 +1,9 @@
+"""`lanemon report` (being built)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the `report` parser (nothing yet)."""

@@ -1,0 +1,114 @@
+"""The harness every workload runs in: lanes, clients, one bus, one clock.
+
+A workload (race, decode ladder, prefill ladder, needles, ...) opens a
+:class:`Harness`, calls :meth:`Harness.connect` to probe every lane (and learn
+its model), then sends requests with :meth:`Harness.request`.  Every event goes
+to ``harness.bus`` -- the recorder and any live screen subscribe there -- and
+``harness.events`` keeps them all, so results are computed from exactly what
+was recorded (see :mod:`lanemon.results`).  Markers for bench cells and races
+are ``mark`` events (:meth:`Harness.mark`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from lanemon.bus import EventBus
+from lanemon.config import LaneConfig
+from lanemon.lanes.client import LaneClient
+from lanemon.record import schema
+from lanemon.record.recorder import Recorder
+from lanemon.record.schema import Clock, Event
+from lanemon.timeline import RequestRecord
+
+
+class LaneDown(RuntimeError):
+    """A lane did not answer its /models probe; the message says why."""
+
+
+class Harness:
+    def __init__(
+        self,
+        lanes: Sequence[LaneConfig],
+        *,
+        bus: EventBus | None = None,
+        clock: Clock | None = None,
+        recorder: Recorder | None = None,
+        stall_timeout: float | None = None,
+        keep_events: bool = True,
+    ) -> None:
+        if not lanes:
+            raise ValueError("a harness needs at least one lane")
+        self.lanes = list(lanes)
+        self.bus = bus or EventBus()
+        self.clock = clock or Clock()
+        self.recorder = recorder
+        self.events: list[Event] = []
+        if keep_events:
+            self.bus.subscribe(self.events.append)
+        if recorder is not None:
+            self.bus.subscribe(recorder)
+        self.clients: dict[str, LaneClient] = {
+            lane.name: LaneClient(lane, clock=self.clock, emit=self.bus.publish, stall_timeout=stall_timeout)
+            for lane in self.lanes
+        }
+        for lane in self.lanes:
+            self.bus.publish(Event(self.clock.now(), schema.LANE, lane.name, None, lane.public()))
+
+    @property
+    def names(self) -> list[str]:
+        return [lane.name for lane in self.lanes]
+
+    def public_lanes(self) -> list[dict[str, Any]]:
+        out = []
+        for lane in self.lanes:
+            info = lane.public()
+            info["model"] = self.clients[lane.name].model or info.get("model")
+            out.append(info)
+        return out
+
+    async def connect(self, require_all: bool = True) -> dict[str, dict[str, Any]]:
+        """Probe every lane's /models (in parallel); raise :class:`LaneDown` if one is down."""
+        results = await asyncio.gather(*(c.probe_models() for c in self.clients.values()))
+        by_lane = dict(zip(self.clients, results))
+        down = {name: r for name, r in by_lane.items() if not r.get("ok")}
+        if down and require_all:
+            raise LaneDown("; ".join(f"lane {name}: {r.get('message', 'down')}" for name, r in down.items()))
+        return by_lane
+
+    def mark(self, label: str, lane: str | None = None, **data: Any) -> None:
+        self.bus.publish(Event(self.clock.now(), schema.MARK, lane, None, {"label": label, **data}))
+
+    def note(self, message: str, level: str = "info") -> None:
+        self.bus.publish(Event(self.clock.now(), schema.NOTE, None, None, {"level": level, "message": message}))
+
+    async def request(
+        self,
+        lane: str,
+        endpoint: str = "completions",
+        *,
+        prompt: str | None = None,
+        messages: list[dict[str, Any]] | None = None,
+        max_tokens: int | None = None,
+        extra: dict[str, Any] | None = None,
+        purpose: str = "",
+        meta: dict[str, Any] | None = None,
+    ) -> RequestRecord:
+        """One streaming request on ``lane``; ``meta`` is recorded with the request event."""
+        client = self.clients[lane]
+        body = client.build_body(endpoint, prompt=prompt, messages=messages, max_tokens=max_tokens, extra=extra)
+        return await client.stream(endpoint, body, purpose=purpose, meta=meta)
+
+    async def aclose(self) -> None:
+        for client in self.clients.values():
+            await client.aclose()
+        if self.recorder is not None:
+            self.recorder.flush()
+
+    async def __aenter__(self) -> "Harness":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
