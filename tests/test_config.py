@@ -76,3 +76,11 @@ def test_lane_args_override_and_extend(tmp_path):
 def test_bad_lane_args(arg):
     with pytest.raises(ConfigError):
         parse_lane_arg(arg)
+
+
+def test_public_lane_info_has_no_credentials():
+    from lanemon.config import LaneConfig
+
+    lane = LaneConfig("A", "http://user:s3cret@127.0.0.1:8001/v1?key=abc", api_key_env="K", headers={"X": "y"})
+    pub = lane.public()
+    assert pub == {"name": "A", "url": "http://127.0.0.1:8001/v1", "model": None}

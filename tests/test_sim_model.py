@@ -178,10 +178,12 @@ def test_agg_crossover_and_c6():
         assert eng.agg_rate(A, n) > eng.agg_rate(B, n), n
     for n in (4, 5, 6, 8, 12, 16):
         assert eng.agg_rate(B, n) > eng.agg_rate(A, n), n
-    assert eng.agg_rate(A, 6) == 223
-    assert eng.agg_rate(B, 6) == 263
+    # the curve is the instantaneous aggregate; it is fitted so that lanemon's
+    # closed-loop decode ladder *measures* 223 / 263 at C6 (tests/test_bench_decode.py)
+    assert eng.agg_rate(A, 6) == 243
+    assert eng.agg_rate(B, 6) == 305
     assert eng.agg_rate(A, 40) == eng.agg_rate(A, 16)
-    assert eng.agg_rate(B, 7) == pytest.approx((263 + 295) / 2)
+    assert eng.agg_rate(B, 7) == pytest.approx((305 + 342) / 2)
 
 
 def test_per_stream_rates():
@@ -194,7 +196,7 @@ def test_per_stream_rates():
         edge = A.category_c1[cat] / B.category_c1[cat]
         assert 1.05 <= edge <= 1.25, (cat, edge)  # A faster in every category (~1.1-1.2x)
     # default stream at C6: six of them deliver the aggregate curve
-    assert 6 * eng.per_stream_rate(B, "default", 6) == pytest.approx(263)
+    assert 6 * eng.per_stream_rate(B, "default", 6) == pytest.approx(305)
     assert eng.per_stream_rate(B, "coding", 4) < eng.per_stream_rate(B, "coding", 1)
 
 

@@ -175,7 +175,17 @@ def test_determinism(sim_a, sim_b):
     a1 = ask(sim_a, temperature=0).choices[0].message.content
     a2 = ask(sim_a, temperature=0, seed=5).choices[0].message.content
     b1 = ask(sim_b, temperature=0).choices[0].message.content
-    assert a1 == a2 == b1  # greedy: same model, same text on both lanes
+    b2 = ask(sim_b, temperature=0, seed=5).choices[0].message.content
+    assert a1 == a2 and b1 == b2  # greedy: the request seed does not matter
+    # the quantized lane A follows the native text for a documented number of words, then diverges
+    from lanemon.sim.divergence import divergence_word
+    from lanemon.sim.tokenizer import chat_prompt_text
+
+    d = divergence_word(chat_prompt_text([("user", msgs[0]["content"])]), 0)
+    if d < len(b1.split()):
+        assert a1.split()[:d] == b1.split()[:d] and a1.split()[d] != b1.split()[d]
+    else:  # the divergence lies beyond this 60-token window
+        assert a1 == b1
     s1 = ask(sim_b, temperature=0.8, seed=7).choices[0].message.content
     s2 = ask(sim_b, temperature=0.8, seed=7).choices[0].message.content
     assert s1 == s2

@@ -53,8 +53,12 @@ def _speed(text: str) -> float:
     return value
 
 
-def _add_ui_args(p: argparse.ArgumentParser, record: bool = True) -> None:
+def _add_ui_args(p: argparse.ArgumentParser, record: bool = True, share: bool = True) -> None:
     p.add_argument("--theme", metavar="NAME", help="colour theme (files in themes/ or the config dir)")
+    if share:
+        from lanemon.commands.share import add_share_args
+
+        add_share_args(p)
     if record:
         g = p.add_mutually_exclusive_group()
         g.add_argument("--record", type=Path, metavar="PATH", help="write the recording here (default: XDG data dir)")
@@ -82,13 +86,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="simulated durations are multiplied by X (default 1.0 = real time)")
 
     p = sub.add_parser("sim", help="run one simulated lane (an OpenAI-compatible HTTP server)",
-                       description="Serve an OpenAI-compatible API with timings fitted to the write-up's lanes.")
-    p.add_argument("--profile", required=True, metavar="NAME", help="tensorfold-exl3 (lane A) or sglang-native (lane B)")
-    p.add_argument("--port", type=int, default=8001, help="TCP port (0 picks a free one; default 8001)")
-    p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
-    p.add_argument("--time-scale", type=_positive, default=1.0, metavar="X",
-                   help="multiply every simulated duration by X (0.05 runs 20x faster)")
-    p.add_argument("--seed", type=int, default=0, help="seed for generated text (default 0)")
+                       description="Serve an OpenAI-compatible API with timings fitted to the write-up's lanes "
+                                   "(docs/SIMULATOR.md). Ground truth at GET /sim/trace.")
+    from lanemon.sim.options import add_arguments as add_sim_arguments
+
+    add_sim_arguments(p)
 
     p = sub.add_parser("check", help="smoke-test one lane: models, completions, streaming, usage, tools, logprobs",
                        description="Run the post-boot smoke test against a URL or a configured lane name. "
@@ -136,7 +138,11 @@ def _make_recorder(args: argparse.Namespace, command: str, lanes: list[dict], en
         raise UsageError(f"cannot create recording {path}: {exc.strerror or exc}") from None
 
 
-def _run_app(source, theme: str | None) -> int:
+def _run_app(source, theme: str | None, args: argparse.Namespace | None = None) -> int:
+    if getattr(args, "share", None) is not None:  # --share / `lanemon share`: serve viewers meanwhile
+        from lanemon.commands.share import run_app_shared
+
+        return run_app_shared(source, theme, args)
     try:
         from lanemon.ui.app import ThemeError, make_app
     except ImportError as exc:  # pragma: no cover - a broken install
@@ -169,7 +175,7 @@ def cmd_live(args: argparse.Namespace, demo_lanes: list[LaneConfig] | None = Non
     session = LiveSession(lanes, probe=_probe_config(config, args.interval, demo=demo_lanes is not None),
                           mode=mode, recorder=recorder, prompts=prompts)
     try:
-        code = _run_app(session, args.theme or config.theme)
+        code = _run_app(session, args.theme or config.theme, args)
     finally:
         session.close()
     if recorder is not None:
@@ -185,21 +191,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_sim(args: argparse.Namespace) -> int:
-    from lanemon.sim.profiles import PROFILES
-    from lanemon.sim.server import run
+    from lanemon.sim.options import run_args
 
-    if args.profile not in PROFILES:
-        raise UsageError(f"unknown profile {args.profile!r} (choose: {', '.join(PROFILES)})")
-    if not 0 <= args.port <= 65535:
-        raise UsageError(f"--port {args.port} is not a TCP port")
-    try:
-        run(args.profile, host=args.host, port=args.port, time_scale=args.time_scale, seed=args.seed,
-            announce=lambda line: print(line, flush=True))
-    except OSError as exc:
-        raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
-    except KeyboardInterrupt:
-        pass
-    return EXIT_OK
+    return run_args(args)
 
 
 def _resolve_target(args: argparse.Namespace) -> LaneConfig:
@@ -255,7 +249,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         session = ReplaySession(args.file, speed=args.speed)
     except RecordingError as exc:
         raise UsageError(str(exc)) from None
-    code = _run_app(session, args.theme)
+    code = _run_app(session, args.theme, args)
     for warning in session.warnings:
         _err(f"warning: {warning}")
     return code

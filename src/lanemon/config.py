@@ -60,8 +60,9 @@ class LaneConfig:
         return os.environ.get(self.api_key_env) or None
 
     def public(self) -> dict[str, Any]:
-        """What may be written to recordings and shown to viewers: no keys, no headers."""
-        return {"name": self.name, "url": self.url, "model": self.model}
+        """What may be written to recordings and shown to viewers: no keys, no headers,
+        no ``user:password@`` in the URL."""
+        return {"name": self.name, "url": public_url(self.url), "model": self.model}
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,13 @@ def data_dir() -> Path:
 
 def default_config_path() -> Path:
     return config_dir() / "lanes.toml"
+
+
+def public_url(url: str) -> str:
+    """``url`` without credentials (``user:password@``), query or fragment."""
+    parts = urlsplit(url)
+    host = parts.netloc.rsplit("@", 1)[-1]
+    return parts._replace(netloc=host, query="", fragment="").geturl()
 
 
 def validate_url(url: str, where: str) -> str:

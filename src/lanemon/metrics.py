@@ -44,6 +44,10 @@ class RequestMetrics:
     cached_tokens: int | None
     reasoning_tokens: int | None
     error_cls: str | None = None
+    tokens_per_chunk: float | None = None
+    """Generated tokens per token-carrying chunk (1.0 unless the server coalesces)."""
+    itl_per_token_s: tuple[float, ...] = ()
+    """Each inter-chunk gap divided by the tokens its chunk carried (needs per-chunk counts)."""
 
     @property
     def prefill_tok_s(self) -> float | None:
@@ -82,6 +86,11 @@ def request_metrics(rec: RequestRecord) -> RequestMetrics:
         tpot = (e2e - ttft) / (generated - 1)
         decode = (generated - 1) / (e2e - ttft)
     itl = tuple((b - a) / NS for a, b in zip(rec.token_ns, rec.token_ns[1:]))
+    per_token: tuple[float, ...] = ()
+    counts = rec.chunk_tokens[1:]
+    if itl and all(isinstance(n, int) and n > 0 for n in counts):
+        per_token = tuple(gap / n for gap, n in zip(itl, counts))  # type: ignore[operator]
+    chunks = len(rec.token_ns)
     return RequestMetrics(
         ok=rec.ok,
         ttft_s=ttft,
@@ -98,6 +107,8 @@ def request_metrics(rec: RequestRecord) -> RequestMetrics:
         cached_tokens=rec.cached_tokens,
         reasoning_tokens=rec.reasoning_tokens,
         error_cls=(rec.error or {}).get("cls") if rec.error else None,
+        tokens_per_chunk=(generated / chunks) if chunks and rec.completion_tokens is not None else None,
+        itl_per_token_s=per_token,
     )
 
 
@@ -158,3 +169,57 @@ def aggregate_tok_s(records: Sequence[RequestRecord]) -> float | None:
         return None
     tokens = sum(output_tokens(r)[0] for r in done)
     return tokens / ((end - start) / NS)
+
+
+SLO_KEYS = ("ttft", "tpot", "e2e")
+
+
+def parse_slo(items: Sequence[str]) -> dict[str, float]:
+    """``["ttft=0.5", "tpot=0.05", "e2e=10"]`` -> {"ttft": 0.5, ...} (seconds); ValueError on bad input."""
+    slo: dict[str, float] = {}
+    for item in items:
+        for part in item.replace(",", " ").split():
+            key, sep, value = part.partition("=")
+            key = key.strip().lower()
+            if not sep or key not in SLO_KEYS:
+                raise ValueError(f"SLO {part!r}: expected ttft=S, tpot=S or e2e=S (seconds)")
+            try:
+                seconds = float(value.rstrip("s"))
+            except ValueError:
+                raise ValueError(f"SLO {part!r}: {value!r} is not a number of seconds") from None
+            if not seconds > 0:
+                raise ValueError(f"SLO {part!r}: must be positive")
+            slo[key] = seconds
+    return slo
+
+
+def meets_slo(m: RequestMetrics, slo: dict[str, float]) -> bool:
+    """A completed request within every given target (a missing figure fails its target)."""
+    if not m.ok:
+        return False
+    for key, limit in slo.items():
+        value = {"ttft": m.ttft_s, "tpot": m.tpot_s, "e2e": m.e2e_s}[key]
+        if value is None:
+            if key == "tpot" and m.output_tokens <= 1:
+                continue  # TPOT is undefined for a one-token reply: it cannot miss
+            return False
+        if value > limit:
+            return False
+    return True
+
+
+def goodput(records: Sequence[RequestRecord], slo: dict[str, float]) -> dict[str, float | int | None]:
+    """Requests meeting every SLO: count, share of all requests (errors included), and rate per second
+    of wall time from the first send to the last end."""
+    total = len(records)
+    good = sum(1 for r in records if meets_slo(request_metrics(r), slo))
+    starts = [r.sent_ns for r in records if r.sent_ns is not None]
+    ends = [r.end_ns for r in records if r.end_ns is not None]
+    wall = (max(ends) - min(starts)) / NS if starts and ends and max(ends) > min(starts) else None
+    return {
+        "good": good,
+        "total": total,
+        "share": good / total if total else None,
+        "rate_rps": good / wall if wall else None,
+        "slo": dict(slo),
+    }

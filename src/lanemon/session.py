@@ -15,6 +15,10 @@ Source protocol (duck-typed)::
     finished: bool
     async run()                publish until done or stopped
     toggle_pause(); faster(); slower(); stop()
+
+A LiveSession can also race (``async race(prompt)``, see
+:mod:`lanemon.workloads.race`); a source without ``race`` (a replay) only
+shows the races already in its events.
 """
 
 from __future__ import annotations
@@ -75,6 +79,10 @@ class LiveSession:
         self._stop = asyncio.Event()
         self._wake = asyncio.Event()
         self.clients: dict[str, LaneClient] = {}
+        self._ready = asyncio.Event()  # set once run() has made the clients
+        self._racing = 0  # races in progress: no new probe requests meanwhile
+        self._probing = 0  # probe requests in flight
+        self._race_ids = itertools.count(1)
         if recorder is not None:
             self.bus.subscribe(recorder)
             recorder.on_error = self._recording_failed
@@ -100,6 +108,7 @@ class LiveSession:
         for lane in self.lane_configs:
             self.clients[lane.name] = LaneClient(lane, clock=self.clock, emit=self.bus.publish)
             self.bus.publish(Event(self.clock.now(), schema.LANE, lane.name, None, lane.public()))
+        self._ready.set()
         try:
             await asyncio.gather(*(self._probe_loop(c, i) for i, c in enumerate(self.clients.values())))
         finally:
@@ -113,13 +122,18 @@ class LiveSession:
         while not self._stop.is_set():
             if not self.paused:
                 result = await client.probe_models()
-                if result.get("ok") and self.probe.enabled and not self.paused and not self._stop.is_set():
+                if (result.get("ok") and self.probe.enabled and not self.paused and not self._racing
+                        and not self._stop.is_set()):
                     prompt = next(prompts)
                     if self.probe.endpoint == "chat":
                         body = client.build_body("chat", prompt=prompt, max_tokens=self.probe.max_tokens)
                     else:
                         body = client.build_body("completions", prompt=prompt, max_tokens=self.probe.max_tokens)
-                    await client.stream(self.probe.endpoint, body, purpose="probe")
+                    self._probing += 1
+                    try:
+                        await client.stream(self.probe.endpoint, body, purpose="probe")
+                    finally:
+                        self._probing -= 1
             await self._sleep(self.probe.interval)
 
     async def _sleep(self, seconds: float) -> None:
@@ -128,6 +142,35 @@ class LiveSession:
             await asyncio.wait_for(self._stop.wait(), timeout=seconds)
         except asyncio.TimeoutError:
             pass
+
+    def mark(self, label: str, lane: str | None = None, **data: Any) -> None:
+        self.bus.publish(Event(self.clock.now(), schema.MARK, lane, None, {"label": label, **data}))
+
+    async def race(self, prompt: Any, *, endpoint: str = "completions", max_tokens: int | None = None,
+                   probe_wait: float = 5.0) -> dict[str, Any]:
+        """Race ``prompt`` (text or a RacePrompt) on every lane through this session's clients.
+
+        The race is published on the bus (so it is recorded with the session).
+        New probe requests wait while a race runs, and the race waits up to
+        ``probe_wait`` seconds for probes already in flight, so they do not
+        share the lanes with it.  Returns each lane's finished request record.
+        """
+        from lanemon.workloads.race import RacePrompt, run_race
+
+        if isinstance(prompt, str):
+            prompt = RacePrompt(text=prompt, id="prompt")
+        self._racing += 1
+        try:
+            await self._ready.wait()
+            missing = [c for c in self.clients.values() if c.model is None]
+            if missing:
+                await asyncio.gather(*(c.probe_models() for c in missing))
+            deadline = time.monotonic() + probe_wait
+            while self._probing and time.monotonic() < deadline and not self._stop.is_set():
+                await asyncio.sleep(0.01)
+            return await run_race(self, prompt, next(self._race_ids), endpoint=endpoint, max_tokens=max_tokens)
+        finally:
+            self._racing -= 1
 
     def toggle_pause(self) -> bool:
         self.paused = not self.paused

@@ -8,5 +8,10 @@ Each module here has ``register(subparsers)`` that adds its parser(s) and sets
 MODULES = (
     "lanemon.commands.race",
     "lanemon.commands.bench",
+    "lanemon.commands.gauntlet",
     "lanemon.commands.report",
+    "lanemon.commands.qeval",
+    "lanemon.commands.agree",
+    "lanemon.commands.export",
+    "lanemon.commands.share",
 )

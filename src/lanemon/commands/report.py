@@ -1,9 +1,68 @@
-"""`lanemon report` (being built)."""
+"""`lanemon report RECORDING`: a benchmark report built from a recording alone.
+
+Markdown (default, to stdout), one self-contained HTML file with SVG charts,
+JSON (the :func:`lanemon.results.analyze` dict) or CSV.  See docs/REPORTS.md.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
+
+from lanemon.commands.common import UsageError, err
+
+SUFFIX_FORMATS = {".md": "md", ".markdown": "md", ".html": "html", ".htm": "html", ".json": "json", ".csv": "csv"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add the `report` parser (nothing yet)."""
+    """Add the `report` parser."""
+    p = sub.add_parser(
+        "report", help="write a benchmark report (Markdown, HTML, JSON, CSV) from a recording",
+        description="Build a report from a recording alone: decode vs concurrency (crossover marked), TTFT, "
+                    "per-category decode, prefill (cache hits labelled), needles, races and a verdict. "
+                    "The format is --format, else the suffix of -o, else Markdown.",
+    )
+    p.add_argument("recording", type=Path, metavar="RECORDING", help="a .jsonl recording")
+    p.add_argument("--format", "-f", choices=("md", "html", "json", "csv"), help="output format (default: from "
+                   "-o's suffix, else md)")
+    p.add_argument("-o", "--output", type=Path, metavar="PATH", help="write the report here instead of stdout")
+    p.set_defaults(func=cmd_report)
+
+
+def pick_format(fmt: str | None, output: Path | None) -> str:
+    if fmt:
+        return fmt
+    if output is not None:
+        suffix = output.suffix.lower()
+        if suffix in SUFFIX_FORMATS:
+            return SUFFIX_FORMATS[suffix]
+        if suffix:
+            raise UsageError(f"-o {output}: cannot tell the format from {suffix!r}; add --format md|html|json|csv")
+    return "md"
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from lanemon.record.replay import Recording, RecordingError
+    from lanemon.record.report import render
+    from lanemon.results import analyze
+
+    fmt = pick_format(args.format, args.output)
+    try:
+        recording = Recording(args.recording)
+        analysis = analyze(recording)
+    except RecordingError as exc:
+        raise UsageError(str(exc)) from None
+    text = render(analysis, fmt)
+    for warning in analysis.get("warnings") or []:
+        err(f"warning: {warning}")
+    if args.output is None:
+        sys.stdout.write(text)
+        return 0
+    try:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    print(f"lanemon: report written: {args.output} ({fmt})", file=sys.stderr)
+    return 0

@@ -104,18 +104,24 @@ TENSORFOLD_EXL3 = Profile(
     ),
     # Not used (no prefix cache); kept equal to B's for symmetry.
     cache_rate=12542.0,
-    # Figure 2: A leads at C1-C3, B from C4; C6 A = 223 tok/s.  C1 = 115 is
-    # the mean of the Figure 3 category rates below (~1.14x B's C1).
+    # Figure 2: A leads at C1-C3, B from C4; C6 A = 223 tok/s *as measured*
+    # by a closed-loop decode ladder (``lanemon bench decode``: C workers,
+    # C x 8 requests per level, total output tokens / wall time of the level).
+    # The curve is the lane's instantaneous aggregate with n streams decoding;
+    # a measured level also pays TTFT gaps, the category mix and the drain at
+    # its end, so the points at n >= 2 are fitted such that lanemon's measured
+    # C6 is 223 (docs/SIMULATOR.md, "Decode").  C1 = 115 is the mean of the
+    # Figure 3 category rates below and only normalises them.
     agg_curve=(
         (1, 115.0),
-        (2, 165.0),
-        (3, 195.0),
-        (4, 207.0),
-        (5, 216.0),
-        (6, 223.0),
-        (8, 232.0),
-        (12, 248.0),
-        (16, 258.0),
+        (2, 162.0),
+        (3, 196.0),
+        (4, 215.0),
+        (5, 229.0),
+        (6, 243.0),
+        (8, 253.0),
+        (12, 270.0),
+        (16, 281.0),
     ),
     # Figure 3: coding 148, prose 88 stated; the rest fitted so that A is
     # faster everywhere by ~1.1-1.2x, most on reasoning/prose/narrative.
@@ -158,8 +164,12 @@ SGLANG_NATIVE = Profile(
     # (93000/5400 = 17.2 s: "17 s on B"), ~4.6K at 131K, 2,950-token cold
     # first run 3,654, 300K median of three cold runs 2,648 (300000/2650 =
     # 113 s: "100-115 s on B").
+    # The 2,000-token point is 3,500 (B/A 1.35, not the bare 1.31 of 3,400):
+    # the write-up's 1.3x lower edge is a *measured* ratio, and a client's few
+    # milliseconds of request overhead cost the faster lane more, so 3,400
+    # would measure below 1.3 at test time scales (tests/test_bench_prefill.py).
     prefill_curve=(
-        (2000, 3400.0),
+        (2000, 3500.0),
         (2950, 3654.0),
         (8000, 3900.0),
         (12000, 4100.0),
@@ -171,17 +181,18 @@ SGLANG_NATIVE = Profile(
     ),
     # "prefix caching returned 12,542 tok/s, which is a cache hit" (Fig. 4).
     cache_rate=12542.0,
-    # Figure 2: B behind at C1-C3, ahead from C4; C6 B = 263 tok/s.
+    # Figure 2: B behind at C1-C3, ahead from C4; C6 B = 263 tok/s as
+    # measured by the decode ladder (fitted like lane A's curve).
     agg_curve=(
         (1, 101.0),
-        (2, 150.0),
-        (3, 185.0),
-        (4, 212.0),
-        (5, 240.0),
-        (6, 263.0),
-        (8, 295.0),
-        (12, 345.0),
-        (16, 380.0),
+        (2, 154.0),
+        (3, 186.0),
+        (4, 237.0),
+        (5, 266.0),
+        (6, 305.0),
+        (8, 342.0),
+        (12, 400.0),
+        (16, 440.0),
     ),
     # Figure 3: coding 134, prose 74 stated; the rest fitted (see lane A).
     category_c1=_ro(

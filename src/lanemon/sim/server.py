@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import math
 import os
 import random
@@ -34,10 +35,15 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from . import engine as eng
+from . import divergence
+from .options import add_arguments, run_args
+from . import logprobs as sim_logprobs
 from .profiles import PROFILES, Profile, get_profile
+from .needle import needle_reply
 from .text import generate, make_rng
 from .tokenizer import chat_prompt_text, chat_prompt_tokens, tokenize
-from .tools import ToolCall, decide_tool_call, split_arguments
+from .agent import AGENTS
+from .tools import ToolCall, decide_reply, decide_tool_call, split_arguments
 
 __all__ = ["create_app", "SimThread", "run", "main", "SimState"]
 
@@ -56,6 +62,9 @@ class SimState:
     seed: int
     logprobs: str
     lane: eng.Lane
+    needle_miss: bool = False
+    agent: str = "chain"  # scripted gauntlet agent policy (sim/agent.py)
+    qeval: Any = None  # QevalResponder: answers qeval task prompts (sim/qeval_responder.py)
     created: int = field(default_factory=lambda: int(time.time()))
     _entropy: random.Random = field(default_factory=lambda: random.Random(os.urandom(16)))
 
@@ -137,6 +146,7 @@ class Job:
     tool_call: ToolCall | None = None
     tool_groups: list[list[str]] = field(default_factory=list)
     name_tokens: int = 0
+    tool_tail: int = 0  # tool-call markup tokens decoded after the arguments, never streamed
     include_usage: bool = False
     continuous_usage: bool = False
     logprobs_k: int | None = None  # None: no logprobs; k: top-k alternatives
@@ -148,7 +158,7 @@ class Job:
     @property
     def n_tokens(self) -> int:
         if self.tool_call is not None:
-            return self.name_tokens + sum(len(g) for g in self.tool_groups)
+            return self.name_tokens + sum(len(g) for g in self.tool_groups) + self.tool_tail
         return len(self.pieces)
 
 
@@ -232,6 +242,23 @@ def _logprobs_reject() -> ApiError:
     return ApiError(400, "logprobs are not supported by this endpoint", "logprobs", "logprobs_not_supported")
 
 
+def _needle_override(state: SimState, question: str, text: str, finish: str, category: str,
+                     c: dict) -> tuple[str, str, str]:
+    """Needle questions (:mod:`lanemon.sim.needle`) are answered from the prompt.
+
+    Returns ``(text, finish_reason, decode category)``: the reply replaces the
+    generated text and decodes at the ``extraction`` rate; any other prompt is
+    passed through unchanged.
+    """
+    answer = needle_reply(question, state.needle_miss)
+    if answer is None:
+        return text, finish, category
+    pieces = tokenize(answer)
+    if c["max_tokens"] is not None and len(pieces) > c["max_tokens"]:
+        return "".join(pieces[: c["max_tokens"]]), "length", "extraction"
+    return answer, "stop", "extraction"
+
+
 def build_completion_job(state: SimState, body: dict, rec: dict) -> Job:
     p = state.profile
     prompt = body.get("prompt")
@@ -262,7 +289,10 @@ def build_completion_job(state: SimState, body: dict, rec: dict) -> Job:
     category = eng.classify(prompt)
     rng = _make_rng(state, prompt, c)
     text, finish = generate(prompt, state.seed, category, c["max_tokens"], rng)
+    text, finish = divergence.apply(state.profile.name, prompt, state.seed, text, finish,
+                                    temperature=c["temperature"], category=category, max_tokens=c["max_tokens"])
     text, finish = _apply_stop(text, finish, c["stops"])
+    text, finish, category = _needle_override(state, prompt, text, finish, category, c)
     return Job(
         endpoint="completions", stream=c["stream"], model=c["model"], rec=rec, prompt_tokens=ptoks,
         category=category, pieces=tokenize(text), finish_reason=finish,
@@ -317,16 +347,26 @@ def build_chat_job(state: SimState, body: dict, rec: dict) -> Job:
         logprobs_k=(top or 0) if want_lp else None,
         resp_id=f"chatcmpl-{uuid.uuid4().hex}", created=int(time.time()),
     )
-    tc = decide_tool_call(msgs, tools, body.get("tool_choice"), rng, last_user)
+    tc = decide_reply(msgs, tools, body.get("tool_choice"), rng, last_user, state.agent)
+    if isinstance(tc, str):  # the scripted gauntlet agent answers in text (sim/agent.py)
+        job.pieces = tokenize(tc)
+        job.category = "extraction"
+        return job
     if tc is not None:
         job.tool_call = tc
         job.name_tokens = max(1, len(tokenize(tc.name)))
         job.tool_groups = split_arguments(tc.arguments)
+        job.tool_tail = tc.tail_tokens
         job.finish_reason = "tool_calls"
         job.category = "extraction"  # short structured output
         return job
     text, finish = generate(rendered, state.seed, category, c["max_tokens"], rng)
+    text, finish = divergence.apply(state.profile.name, rendered, state.seed, text, finish,
+                                    temperature=c["temperature"], category=category, max_tokens=c["max_tokens"])
     text, finish = _apply_stop(text, finish, c["stops"])
+    text, finish, job.category = _needle_override(state, last_user or rendered, text, finish, category, c)
+    if state.qeval is not None and (qa := state.qeval.reply(last_user, c["max_tokens"])) is not None:
+        text, finish = qa  # a qeval task prompt: only the text changes (sim/qeval_responder.py)
     job.pieces = tokenize(text)
     job.finish_reason = finish
     return job
@@ -336,22 +376,10 @@ def build_chat_job(state: SimState, body: dict, rec: dict) -> Job:
 # Made-up logprobs
 # ---------------------------------------------------------------------------
 
-_ALTS = (" the", ",", ".", " and", " of", " a", "\n", " to", " is", " in", " that", " it", ":", " for",
-         " with", " as", " on", " be", " at", " by", " this")
-
 
 def _token_logprobs(token: str, index: int, k: int) -> tuple[float, list[tuple[str, float]]]:
-    """Deterministic fake (logprob, top-k alternatives) for one output token."""
-    r = random.Random(hash((token, index)) & 0xFFFFFFFF)
-    lp = -round(0.0005 + 2.5 * r.random() ** 3, 6)
-    top = [(token, lp)]
-    alts = [a for a in _ALTS if a != token]
-    r.shuffle(alts)
-    step = lp
-    for a in alts[: max(0, k - 1)]:
-        step -= round(0.3 + 2.0 * r.random(), 6)
-        top.append((a, round(step, 6)))
-    return lp, top[:k]
+    """Deterministic made-up (logprob, top-k alternatives) for one token (see sim/logprobs.py)."""
+    return sim_logprobs.token_logprobs(token, index, k)
 
 
 def _chat_lp_entry(token: str, index: int, k: int) -> dict:
@@ -636,23 +664,38 @@ class _ArrivalStamp:
         await self.app(scope, receive, send)
 
 
-def create_app(profile_name: str, *, time_scale: float = 1.0, seed: int = 0, logprobs: str | None = None):
+def create_app(profile_name: str, *, time_scale: float = 1.0, seed: int = 0, logprobs: str | None = None,
+               needle_miss: bool = False, context_len: int | None = None, agent: str = "chain",
+               qeval_misses: Any = None):
     """The Starlette app simulating lane *profile_name*.
 
     *time_scale* multiplies every simulated duration (0.02 runs 50x faster);
     *seed* makes generated text reproducible; *logprobs* overrides the
-    profile's logprobs mode (``"reject" | "no_prompt" | "full"``).
+    profile's logprobs mode (``"reject" | "no_prompt" | "full"``);
+    *needle_miss* makes the lane answer needle questions with a wrong key;
+    *context_len* overrides the profile's context length (tokens);
+    *agent* picks the scripted gauntlet agent (``chain``, ``traversal``, ``malformed``, ``loop``; sim/agent.py).
     """
     profile = get_profile(profile_name)
+    if context_len is not None:
+        if isinstance(context_len, bool) or not isinstance(context_len, int) or context_len < 1:
+            raise ValueError(f"context_len must be a positive integer, got {context_len!r}")
+        profile = dataclasses.replace(profile, context_len=context_len)
     if not (isinstance(time_scale, (int, float)) and time_scale > 0 and math.isfinite(time_scale)):
         raise ValueError(f"time_scale must be a positive number, got {time_scale!r}")
     mode = logprobs or profile.logprobs
     if mode not in ("reject", "no_prompt", "full"):
         raise ValueError(f"logprobs mode must be reject, no_prompt or full, got {mode!r}")
+    if agent not in AGENTS:
+        raise ValueError(f"agent must be one of {', '.join(AGENTS)}, got {agent!r}")
     state = SimState(profile=profile, time_scale=float(time_scale), seed=int(seed), logprobs=mode,
-                     lane=eng.Lane(profile, float(time_scale)))
+                     lane=eng.Lane(profile, float(time_scale)), needle_miss=bool(needle_miss), agent=agent)
+    from .qeval_responder import QevalResponder  # qeval_misses: task ids answered wrong (None = default four)
+
+    state.qeval = QevalResponder(qeval_misses)
 
     async def generation(request: Request, endpoint: str):
+        sim_logprobs.current_noise.set(sim_logprobs.LANE_NOISE.get(profile.name, 0.0))
         t0 = request.scope.get(_T0_KEY) or time.perf_counter()
         rec = state.lane.new_record(endpoint, False, t0)
         try:
@@ -703,7 +746,7 @@ def create_app(profile_name: str, *, time_scale: float = 1.0, seed: int = 0, log
             "time_scale": state.time_scale, "seed": state.seed, "models": list(profile.models),
             "prefix_cache": profile.prefix_cache, "logprobs": state.logprobs,
             "max_parallel": profile.max_parallel, "context_len": profile.context_len,
-            "active": state.lane.active, "decoding": state.lane.decoding,
+            "active": state.lane.active, "decoding": state.lane.decoding, "needle_miss": state.needle_miss, "agent": state.agent,
         })
 
     async def trace(request: Request):
@@ -813,11 +856,14 @@ class SimThread:
     """
 
     def __init__(self, profile_name: str, *, host: str = "127.0.0.1", port: int = 0, time_scale: float = 1.0,
-                 seed: int = 0, logprobs: str | None = None) -> None:
+                 seed: int = 0, logprobs: str | None = None, needle_miss: bool = False,
+                 context_len: int | None = None, agent: str = "chain", qeval_misses: Any = None) -> None:
         self.profile_name = profile_name
         self.host = host
         self._req_port = port
-        self.app = create_app(profile_name, time_scale=time_scale, seed=seed, logprobs=logprobs)
+        self.app = create_app(profile_name, time_scale=time_scale, seed=seed, logprobs=logprobs,
+                              needle_miss=needle_miss, context_len=context_len, agent=agent,
+                              qeval_misses=qeval_misses)
         self.state: SimState = self.app.state.sim
         self.port: int | None = None
         self._sock: socket.socket | None = None
@@ -894,9 +940,11 @@ class SimThread:
 
 
 def run(profile_name: str, *, host: str = "127.0.0.1", port: int = 8001, time_scale: float = 1.0, seed: int = 0,
-        announce: Callable[[str], Any] = print, logprobs: str | None = None) -> None:
+        announce: Callable[[str], Any] = print, logprobs: str | None = None, needle_miss: bool = False,
+        context_len: int | None = None, agent: str = "chain", qeval_misses: Any = None) -> None:
     """Serve lane *profile_name* in the foreground until SIGINT/SIGTERM."""
-    app = create_app(profile_name, time_scale=time_scale, seed=seed, logprobs=logprobs)
+    app = create_app(profile_name, time_scale=time_scale, seed=seed, logprobs=logprobs,
+                     needle_miss=needle_miss, context_len=context_len, agent=agent, qeval_misses=qeval_misses)
     state: SimState = app.state.sim
     sock = _bind(host, port)
     real_port = sock.getsockname()[1]
@@ -919,27 +967,5 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m lanemon.sim`` entry point."""
     ap = argparse.ArgumentParser(prog="python -m lanemon.sim",
                                  description="Run an OpenAI-compatible simulated LLM serving lane.")
-    ap.add_argument("--profile", required=True, help=f"one of: {', '.join(PROFILES)}")
-    ap.add_argument("--host", default="127.0.0.1")
-    ap.add_argument("--port", type=int, default=8001, help="0 picks a free port (announced)")
-    ap.add_argument("--time-scale", type=float, default=1.0, help="multiply every simulated duration")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--logprobs", choices=("reject", "no_prompt", "full"), default=None,
-                    help="override the profile's logprobs behaviour")
-    args = ap.parse_args(argv)
-    if args.profile not in PROFILES:
-        print(f"lanemon sim: unknown profile {args.profile!r} (choose from: {', '.join(PROFILES)})",
-              file=sys.stderr)
-        return 2
-    if not (args.time_scale > 0 and math.isfinite(args.time_scale)):
-        print("lanemon sim: --time-scale must be a positive number", file=sys.stderr)
-        return 2
-    try:
-        run(args.profile, host=args.host, port=args.port, time_scale=args.time_scale, seed=args.seed,
-            announce=lambda line: print(line, flush=True), logprobs=args.logprobs)
-    except OSError as e:
-        print(f"lanemon sim: cannot listen on {args.host}:{args.port}: {e.strerror or e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    return 0
+    add_arguments(ap)
+    return run_args(ap.parse_args(argv), "lanemon sim")

@@ -67,7 +67,7 @@ class StatusBar(Horizontal):
         if paused:
             parts.append("[$warning b]❚❚ PAUSED[/]")
         if finished:
-            parts.append("[$accent b]■ replay finished[/]")
+            parts.append("[$accent b]■ replay finished[/]" if mode != "attach" else "[$accent b]■ share ended[/]")
         self.query_one("#info", Label).update("  │  ".join(parts))
 
         path = short_path(recording_path)

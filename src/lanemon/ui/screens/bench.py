@@ -1,0 +1,193 @@
+"""The bench screen: status line, per-lane progress, results table, charts, error log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from lanemon.ui import format as fmt
+from lanemon.ui.widgets.bench_chart import BenchChart
+from lanemon.ui.widgets.bench_log import BenchLog
+from lanemon.ui.widgets.bench_progress import BenchProgress
+from lanemon.ui.widgets.bench_status import BenchStatus
+from lanemon.ui.widgets.bench_table import BenchTable
+
+
+def _num(x: Any) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
+
+
+def _key(k: Any) -> float:
+    try:
+        return float(k)
+    except (TypeError, ValueError):
+        return float("inf")
+
+
+def length_label(n: Any) -> str:
+    x = _num(n) if not isinstance(n, str) else (_key(n) if _key(n) != float("inf") else None)
+    if x is None:
+        return str(n)
+    return f"{x / 1000:.0f}K" if x >= 10_000 else f"{x:,.0f}"
+
+
+def cell_label(kind: str, cell: dict[str, Any]) -> str:
+    """``C4 r0`` (decode level), ``coding C1 r0`` (category), ``12K tok r1`` (prefill, needles), ``calibrate``."""
+    if cell.get("part") == "calibrate":
+        return "calibrate"
+    if cell.get("category") is not None:
+        text = f"{cell['category']} C{cell.get('level', 1)}"
+    elif cell.get("level") is not None:
+        text = f"C{cell['level']}"
+    elif cell.get("length") is not None:
+        text = f"{length_label(cell['length'])} tok"
+    else:
+        text = str(cell.get("cell") or "cell")
+    rep = cell.get("rep")
+    if rep is not None:
+        text += f" r{rep}"
+    return text
+
+
+def _tok(v: Any) -> str:
+    x = _num(v)
+    return "—" if x is None else (f"{x:,.0f}" if x >= 10 else f"{x:.1f}")
+
+
+def result_rows(kind: str, results: dict[str, Any], lanes: list[str]) -> tuple[list[str], list[list[str]]]:
+    """The table's columns and rows for a results dict of ``kind``."""
+    by_lane = results.get("lanes") or {}
+    names = [n for n in lanes if n in by_lane] + [n for n in by_lane if n not in lanes]
+    rows: list[list[str]] = []
+    if kind == "decode":
+        cols = ["lane", "C", "agg tok/s", "TTFT", "stream", "err"]
+        for n in names:
+            levels = (by_lane[n] or {}).get("levels") or {}
+            for lvl in sorted(levels, key=_key):
+                c = levels[lvl] or {}
+                agg = _tok(c.get("aggregate_tok_s")) + (" †" if c.get("unstable") else "")
+                rows.append([n, f"C{lvl}", agg, fmt.seconds(_num(c.get("ttft_p50_s"))),
+                             _tok(c.get("per_stream_tok_s_p50")), str(c.get("errors") or 0)])
+        return cols, rows
+    if kind == "prefill":
+        cols = ["lane", "tokens", "prefill tok/s", "TTFT", "cache hit", "err"]
+        for n in names:
+            cells = (by_lane[n] or {}).get("lengths") or {}
+            for length in sorted(cells, key=_key):
+                c = cells[length] or {}
+                hit = _num(c.get("cache_hit_tok_s"))
+                rows.append([n, length_label(length),
+                             _tok(c.get("prefill_tok_s")) + (" †" if c.get("unstable") else ""),
+                             fmt.seconds(_num(c.get("ttft_s"))), f"hit {_tok(hit)}" if hit else "—",
+                             "1" if c.get("error") else "0"])
+        return cols, rows
+    cols = ["lane", "tokens", "found", "TTFT", "prefill tok/s"]
+    for n in names:
+        cells = (by_lane[n] or {}).get("lengths") or {}
+        for length in sorted(cells, key=_key):
+            c = cells[length] or {}
+            found = "error" if c.get("error") else ("yes" if c.get("found") else "MISSED")
+            rows.append([n, length_label(length), found, fmt.seconds(_num(c.get("ttft_s"))),
+                         _tok(c.get("prefill_tok_s"))])
+    return cols, rows
+
+
+class BenchScreen(Screen):
+    """Redrawn by the app: :meth:`refresh_progress` on its timer, :meth:`refresh_results` when a cell ended."""
+
+    DEFAULT_CSS = """
+    BenchScreen #bench-body { height: 1fr; padding: 0 1; }
+    BenchScreen #bench-left { width: 50; min-width: 34; margin-right: 1; }
+    BenchScreen #bench-right { width: 1fr; }
+    BenchScreen #chart-side { margin-top: 0; }
+    BenchScreen BenchLog { margin: 0 1; }
+    """
+
+    def __init__(self, kind: str, lanes: list[str]) -> None:
+        super().__init__()
+        self.kind = kind
+        self.lanes = list(lanes)
+
+    def compose(self) -> ComposeResult:
+        yield BenchStatus(id="bench-status")
+        with Horizontal(id="bench-body"):
+            with Vertical(id="bench-left"):
+                yield BenchProgress(id="progress")
+                yield BenchTable(id="table")
+            with Vertical(id="bench-right"):
+                yield BenchChart(id="chart-main")
+                yield BenchChart(id="chart-side")
+        yield BenchLog(id="log")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        side = self.query_one("#chart-side", BenchChart)
+        side.display = self.kind == "decode"
+        self.refresh_results({})
+
+    # -- cheap: every redraw tick ---------------------------------------------------
+    def refresh_progress(self, *, state: str, current: str | None, done: int, total: int, elapsed_ns: int,
+                         lane_rows: list[tuple[str, int, int, str | None]], errors: list, recording_path) -> None:
+        self.query_one(BenchStatus).update_from(kind=self.kind, state=state, current=current, done=done,
+                                                total=total, elapsed=fmt.event_time(elapsed_ns),
+                                                errors=len(errors), recording_path=recording_path)
+        self.query_one(BenchProgress).update_from(lane_rows)
+        self.query_one(BenchLog).update_from(errors)
+
+    # -- only when a cell ended ---------------------------------------------------------
+    def refresh_results(self, results: dict[str, Any]) -> None:
+        by_lane = results.get("lanes") or {}
+        names = [n for n in self.lanes if n in by_lane] + [n for n in by_lane if n not in self.lanes]
+        cols, rows = result_rows(self.kind, results, self.lanes)
+        self.query_one(BenchTable).show(cols, rows)
+        main = self.query_one("#chart-main", BenchChart)
+        side = self.query_one("#chart-side", BenchChart)
+        if self.kind == "decode":
+            series = {}
+            for n in names:
+                levels = (by_lane[n] or {}).get("levels") or {}
+                pts = [(_key(k), _num((levels[k] or {}).get("aggregate_tok_s"))) for k in levels]
+                series[n] = sorted((x, y) for x, y in pts if y is not None)
+            if any(series.values()):
+                main.show_lines("aggregate decode vs concurrency", "concurrent streams", "tok/s", series)
+            else:
+                main.show_empty("aggregate decode vs concurrency")
+            cats: list[str] = []
+            for n in names:
+                for c in (by_lane[n] or {}).get("categories") or {}:
+                    if c not in cats:
+                        cats.append(c)
+            if cats:
+                bars = {n: [_num((((by_lane[n] or {}).get("categories") or {}).get(c) or {})
+                                 .get("per_stream_tok_s")) or 0.0 for c in cats] for n in names}
+                side.show_bars("per-stream decode at C1 by category", "category", "tok/s", cats, bars)
+            else:
+                side.show_empty("per-stream decode at C1 by category")
+            return
+        lengths: list[str] = []
+        for n in names:
+            for k in (by_lane[n] or {}).get("lengths") or {}:
+                if k not in lengths:
+                    lengths.append(k)
+        lengths.sort(key=_key)
+        title = "prefill tok/s by prompt length" if self.kind == "prefill" else "needles: prefill tok/s by context"
+        if not lengths:
+            main.show_empty(title)
+            return
+        labels = [length_label(k) for k in lengths]
+        bars, marks = {}, []
+        for n in names:
+            cells = (by_lane[n] or {}).get("lengths") or {}
+            bars[n] = [_num((cells.get(k) or {}).get("prefill_tok_s")) or 0.0 for k in lengths]
+            for k, label in zip(lengths, labels):
+                c = cells.get(k) or {}
+                hit = _num(c.get("cache_hit_tok_s"))
+                if hit:
+                    marks.append((f"{n} cache hit {_tok(hit)}", label, bars[n][labels.index(label)]))
+                if self.kind == "needles" and k in cells and not c.get("found"):
+                    marks.append((f"{n} missed", label, bars[n][labels.index(label)]))
+        main.show_bars(title, "prompt tokens", "tok/s", labels, bars, marks)

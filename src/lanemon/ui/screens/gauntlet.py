@@ -1,0 +1,70 @@
+"""The gauntlet screen: every lane's hops side by side as a live timeline."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.widgets import Footer, Label
+
+from lanemon.ui.format import markup_escape as escape
+from lanemon.ui.widgets.gauntlet_header import GauntletHeader
+from lanemon.ui.widgets.gauntlet_lane import GauntletLanePanel
+from lanemon.workloads.gauntlet import GauntletState
+
+
+def panel_id(lane: str) -> str:
+    return "glane-" + "".join(c if c.isalnum() or c in "-_" else "_" for c in lane)
+
+
+class GauntletScreen(Screen):
+    """Header, one :class:`GauntletLanePanel` per lane, the summary line, footer."""
+
+    DEFAULT_CSS = """
+    GauntletScreen #g-lanes { height: 1fr; padding: 0 1; overflow-x: auto; }
+    GauntletScreen #g-summary { height: 1; padding: 0 1; background: $panel; text-wrap: nowrap;
+                                text-overflow: ellipsis; width: 1fr; }
+    """
+
+    def __init__(self, lanes: list[str]) -> None:
+        super().__init__()
+        self._lanes = list(lanes)
+
+    def compose(self) -> ComposeResult:
+        yield GauntletHeader(id="g-header")
+        with Horizontal(id="g-lanes"):
+            for name in self._lanes:
+                yield GauntletLanePanel(name, id=panel_id(name))
+        yield Label("", id="g-summary")
+        yield Footer()
+
+    def panel(self, lane: str) -> GauntletLanePanel:
+        return self.query_one(f"#{panel_id(lane)}", GauntletLanePanel)
+
+    def refresh_from(self, state: GauntletState, source: Any, now_ns: int, summary: str | None) -> None:
+        new = [name for name in state.lanes if name not in self._lanes]
+        if new:
+            container = self.query_one("#g-lanes", Horizontal)
+            for name in new:
+                self._lanes.append(name)
+                container.mount(GauntletLanePanel(name, id=panel_id(name)))
+            self.call_after_refresh(self.refresh_from, state, source, now_ns, summary)
+            return
+        scale = max((t.ttft_s or 0) + (t.decode_s or 0) for lv in state.lanes.values() for t in lv.turns) \
+            if any(lv.turns for lv in state.lanes.values()) else 0.0
+        running = state.started and not state.ended
+        for name in self._lanes:
+            self.panel(name).update_from(state.lane(name), hops=state.hops, reps=state.reps, scale=scale,
+                                         now_ns=now_ns, running=running)
+        self.query_one(GauntletHeader).update_from(
+            mode=str(getattr(source, "mode", "live")), config=state.config, elapsed_s=max(0, now_ns) / 1e9,
+            finished=state.ended, recording_path=getattr(source, "recording_path", None))
+        label = self.query_one("#g-summary", Label)
+        if summary:
+            label.update(f"[b]{escape(summary)}[/]")
+        elif getattr(source, "error", None):
+            label.update(f"[$error]{escape(source.error)}[/]")
+        else:
+            label.update("[dim]running… q stops (finished reps are kept)[/]" if running else "[dim]starting…[/]")

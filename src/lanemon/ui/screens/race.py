@@ -1,0 +1,176 @@
+"""The race screen: one :class:`RaceColumn` per lane, the prompt on top, the result at the end.
+
+The screen never reads the bus.  The app folds every event into a
+:class:`~lanemon.race_state.RaceState` and calls :meth:`RaceScreen.refresh_from`
+on its redraw timer, so a race streaming hundreds of tokens a second costs at
+most ``refresh_hz`` repaints.  Live sources (anything with an async
+``race()`` method, i.e. :class:`~lanemon.session.LiveSession`) get a prompt
+input; a replay shows the races recorded in its events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.widgets import Footer, Input
+
+from lanemon.race_state import RaceState, RaceView
+from lanemon.state import SessionState
+from lanemon.ui.widgets.race_column import RaceColumn
+from lanemon.ui.widgets.race_header import RaceHeader
+from lanemon.ui.widgets.race_results import RaceResults
+from lanemon.ui.widgets.status_bar import StatusBar
+from lanemon.workloads.race import PromptCycle, RacePlan, RacePrompt, race_json
+
+
+def column_id(lane: str) -> str:
+    """A DOM id for a lane name (lane names allow '.', which ids do not)."""
+    return "race-lane-" + "".join(c if c.isalnum() or c in "-_" else "_" for c in lane)
+
+
+def can_race(source: Any) -> bool:
+    return getattr(source, "mode", "") != "replay" and callable(getattr(source, "race", None))
+
+
+class RaceScreen(Screen):
+    """Side-by-side race view over the app's :class:`RaceState`."""
+
+    DEFAULT_CSS = """
+    RaceScreen #race-lanes {
+        height: 1fr;
+        padding: 0 1;
+        overflow-x: auto;
+    }
+    RaceScreen #race-input { margin: 0 1; }
+    """
+
+    BINDINGS = [
+        Binding("escape", "back", "Dashboard"),
+        Binding("pageup", "browse(-1)", "Prev race", key_display="PgUp", priority=True),
+        Binding("pagedown", "browse(1)", "Next race", key_display="PgDn", priority=True),
+    ]
+
+    def __init__(self, lanes: Sequence[str], *, racing: bool, next_prompt: PromptCycle | None = None,
+                 plan: RacePlan | None = None) -> None:
+        super().__init__()
+        self._lanes = list(lanes)
+        self.racing = racing
+        self.next_prompt = next_prompt
+        self.plan = plan
+        self.shown: int | None = None
+        """The race on screen; None follows the latest one."""
+
+    # -- layout ----------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield StatusBar(id="status")
+        yield RaceHeader(id="race-header")
+        with Horizontal(id="race-lanes"):
+            for name in self._lanes:
+                yield RaceColumn(name, id=column_id(name))
+        yield RaceResults(id="race-results")
+        if self.racing:
+            yield Input(placeholder=self._placeholder(), id="race-input")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(RaceResults).display = False
+        if self.racing:
+            self.query_one("#race-input", Input).focus()
+        if self.plan is not None:
+            plan, self.plan = self.plan, None
+            self.start(plan.prompts, endpoint=plan.endpoint, max_tokens=plan.max_tokens)
+
+    def _placeholder(self) -> str:
+        nxt = self.next_prompt.peek() if self.next_prompt else None
+        tail = f" · empty Enter races the next shipped prompt ({nxt.id or 'built-in'})" if nxt else ""
+        return "type a prompt and press Enter to race it on every lane" + tail
+
+    def column(self, lane: str) -> RaceColumn:
+        return self.query_one(f"#{column_id(lane)}", RaceColumn)
+
+    # -- racing ------------------------------------------------------------------
+    def start(self, prompts: Sequence[RacePrompt], *, endpoint: str = "completions",
+              max_tokens: int | None = None) -> bool:
+        """Run ``prompts`` one race after another through the app's source (False if busy)."""
+        app = self.app
+        if any(w.group == "race" and w.is_running for w in app.workers):
+            app.notify("a race is running; wait for it to finish", timeout=3)
+            return False
+        source = app.source  # type: ignore[attr-defined]
+
+        async def races() -> None:
+            for prompt in prompts:
+                await source.race(prompt, endpoint=endpoint, max_tokens=max_tokens)
+
+        self.shown = None
+        # on the app, not the screen: leaving the screen does not stop a race
+        app.run_worker(races(), group="race", exit_on_error=False)
+        return True
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        text = event.value.strip()
+        if text:
+            prompt = RacePrompt(text=event.value, id="prompt")
+        elif self.next_prompt is not None:
+            prompt = self.next_prompt()
+        else:
+            return
+        if self.start([prompt]):
+            event.input.value = ""
+            event.input.placeholder = self._placeholder()
+
+    # -- actions -------------------------------------------------------------------
+    def action_back(self) -> None:
+        app = self.app
+        if len(app.screen_stack) > 1:
+            app.pop_screen()
+            app.call_after_refresh(app.redraw, True)  # type: ignore[attr-defined]
+
+    def action_browse(self, step: int) -> None:
+        races = sorted(self.app.race_state.races)  # type: ignore[attr-defined]
+        if not races:
+            return
+        current = self.shown if self.shown in races else races[-1]
+        i = max(0, min(len(races) - 1, races.index(current) + step))
+        self.shown = None if i == len(races) - 1 else races[i]
+        self.app.redraw(force=True)  # type: ignore[attr-defined]
+
+    # -- drawing -------------------------------------------------------------------
+    def view(self, races: RaceState) -> RaceView | None:
+        if self.shown is not None and self.shown in races.races:
+            return races.races[self.shown]
+        return races.latest
+
+    def refresh_from(self, races: RaceState, state: SessionState, source: Any) -> None:
+        """Redraw from the folded race state; lanes first seen in a race get a column."""
+        view = self.view(races)
+        names = list(view.lanes) if view is not None else []
+        new = [n for n in names if n not in self._lanes]
+        if new:
+            container = self.query_one("#race-lanes", Horizontal)
+            for name in new:
+                self._lanes.append(name)
+                container.mount(RaceColumn(name, id=column_id(name)))
+            self.call_after_refresh(self.refresh_from, races, state, source)
+            return
+        now = max(races.last_t, state.last_t)
+        hint = "" if self.racing else "no race in this recording yet"
+        self.query_one(RaceHeader).update_from(view, count=len(races.races), now_ns=now, hint=hint)
+        for name in self._lanes:
+            model = state.lanes[name].model if name in state.lanes else None
+            self.column(name).update_from(view.lanes.get(name) if view else None, now_ns=now, model=model)
+        self.query_one(RaceResults).update_from(race_json(view) if view is not None and view.complete else None)
+        self.query_one(StatusBar).update_from(
+            mode=getattr(source, "mode", "live"),
+            events=state.events,
+            last_t=state.last_t,
+            paused=bool(getattr(source, "paused", False)),
+            speed=getattr(source, "speed", None),
+            finished=bool(getattr(source, "finished", False)),
+            recording_path=getattr(source, "recording_path", None),
+        )

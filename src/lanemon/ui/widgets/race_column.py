@@ -1,0 +1,126 @@
+"""One lane's column on the race screen: rank badge, live figures, the streamed text."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import Label, Static
+
+from lanemon.race_state import RaceLane
+from lanemon.ui import format as fmt
+from lanemon.ui.format import markup_escape as escape
+from lanemon.workloads.race import ordinal
+
+RANK_CLASSES = ("-r1", "-r2", "-rn", "-running", "-error", "-idle")
+
+
+class RaceColumn(Vertical):
+    """A lane in a race, redrawn from a :class:`~lanemon.race_state.RaceLane` on the app's timer."""
+
+    DEFAULT_CSS = """
+    RaceColumn {
+        width: 1fr;
+        height: 1fr;
+        min-width: 24;
+        border: round $primary 40%;
+        background: $surface;
+        padding: 0 1;
+        margin: 0 0 0 1;
+    }
+    RaceColumn:first-of-type { margin-left: 0; }
+    RaceColumn.-r1 { border: round $success 70%; }
+    RaceColumn.-error { border: round $error 70%; }
+    RaceColumn .row { height: 1; }
+    RaceColumn Label { text-wrap: nowrap; text-overflow: ellipsis; }
+    RaceColumn #name {
+        background: $primary;
+        color: $background;
+        text-style: bold;
+        padding: 0 1;
+        margin-right: 1;
+    }
+    RaceColumn #model { width: 1fr; color: $text-muted; }
+    RaceColumn #rank { padding: 0 1; text-style: bold; min-width: 5; background: $panel; color: $text-muted; }
+    RaceColumn #rank.-r1 { background: $success; color: $background; }
+    RaceColumn #rank.-r2 { background: $warning; color: $background; }
+    RaceColumn #rank.-rn { background: $secondary; color: $background; }
+    RaceColumn #rank.-running { background: $primary 30%; color: $text; }
+    RaceColumn #rank.-error { background: $error; color: $background; }
+    RaceColumn #stats { color: $text; width: 1fr; }
+    RaceColumn #stats2 { color: $text-muted; width: 1fr; }
+    RaceColumn #text-scroll {
+        height: 1fr;
+        background: $boost;
+        margin-top: 1;
+        scrollbar-size-vertical: 1;
+    }
+    RaceColumn #text { width: 1fr; padding: 0 1; }
+    RaceColumn #text.-empty { color: $text-muted; }
+    """
+
+    def __init__(self, lane: str, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.lane = lane
+        self._text_len = -1
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(classes="row"):
+            yield Label(escape(self.lane), id="name")
+            yield Label("", id="model")
+            yield Label("—", id="rank", classes="-idle")
+        yield Label("", id="stats")
+        yield Label("", id="stats2")
+        with VerticalScroll(id="text-scroll"):
+            yield Static("", id="text", markup=False, classes="-empty")
+
+    def _rank(self, text: str, cls: str) -> None:
+        badge = self.query_one("#rank", Label)
+        badge.update(text)
+        for c in RANK_CLASSES:
+            badge.set_class(c == cls, c)
+            if c in ("-r1", "-error"):
+                self.set_class(c == cls, c)
+
+    def update_from(self, entry: RaceLane | None, *, now_ns: int, model: str | None = None) -> None:
+        """Redraw from the lane's race entry (None: the lane is not in the race shown)."""
+        q = self.query_one
+        q("#model", Label).update(escape(model) if model else "")
+        text = q("#text", Static)
+        if entry is None or entry.rec is None:
+            self._rank("—", "-idle")
+            q("#stats", Label).update("[dim]waiting for a race[/]" if entry is None else "[dim]not started[/]")
+            q("#stats2", Label).update("")
+            if self._text_len != 0:
+                text.update("")
+                text.set_class(True, "-empty")
+                self._text_len = 0
+            return
+        m = entry.metrics(now_ns)
+        elapsed = entry.elapsed_s(now_ns)
+        if entry.error is not None:
+            cls = str(entry.error.get("cls", "error"))
+            self._rank("ERR", "-error")
+            msg = " ".join(str(entry.error.get("message", "")).split())
+            q("#stats", Label).update(f"[$error b]{escape(cls)}[/] {escape(msg)}")
+        elif entry.rank is not None:
+            style = {1: "-r1", 2: "-r2"}.get(entry.rank, "-rn")
+            self._rank(ordinal(entry.rank), style)
+        else:
+            self._rank(f"● {fmt.seconds(elapsed)}", "-running")
+        if entry.error is None:
+            ttft = fmt.seconds(m.ttft_s) if m else "—"
+            rate = fmt.tok_s(m.decode_tok_s) if m else "—"
+            q("#stats", Label).update(f"[dim]TTFT[/] [b]{ttft}[/]  [dim]decode[/] [b]{rate}[/]")
+        tokens = m.output_tokens if m else 0
+        est = " est." if m is not None and m.tokens_estimated else ""
+        total = fmt.seconds(m.e2e_s if entry.finished and m else elapsed)
+        q("#stats2", Label).update(f"{tokens} tok{est}  ·  {'total' if entry.finished else 'elapsed'} {total}")
+        body = entry.text
+        if len(body) != self._text_len:
+            scroll = q("#text-scroll", VerticalScroll)
+            follow = scroll.scroll_y >= scroll.max_scroll_y - 1
+            text.update(body or "…")
+            text.set_class(not body, "-empty")
+            self._text_len = len(body)
+            if follow:
+                scroll.call_after_refresh(scroll.scroll_end, animate=False)

@@ -1,0 +1,156 @@
+"""The shipped qeval task bank (``tasks.toml`` beside this file) as :class:`Task` objects.
+
+:func:`load_bank` parses and validates the file once (cached).  Every task has
+an ``id``, a ``kind`` (code, json, math, format), the ``prompt`` the model
+sees, its scoring spec, a ``reference`` reply that passes, and a ``wrong``
+reply that fails -- given in the file, or derived here (math: the answer plus
+one; json: the first expected value changed).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import tomllib
+from dataclasses import dataclass, field
+from fractions import Fraction
+from importlib import resources
+from typing import Any
+
+KINDS = ("code", "json", "math", "format")
+JSON_TYPES = ("string", "integer", "number", "boolean", "array", "object", "null")
+FORMAT_TYPES = ("regex", "not_regex", "lines", "each_line", "words", "paragraphs", "starts_with", "ends_with",
+                "contains", "not_contains", "max_chars")
+
+
+class BankError(ValueError):
+    """The task file is malformed; the message names the task and field."""
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    kind: str
+    prompt: str
+    reference: str
+    wrong: str
+    function: str | None = None  # code
+    tests: str | None = None  # code
+    expect: Any = None  # json (parsed)
+    types: dict[str, str] = field(default_factory=dict)  # json
+    exact_keys: bool = False  # json
+    answer: Fraction | None = None  # math
+    answer_text: str | None = None  # math, as written in the file
+    constraints: tuple[dict[str, Any], ...] = ()  # format
+
+
+def _req(raw: dict, key: str, tid: str, kind: type = str) -> Any:
+    value = raw.get(key)
+    if not isinstance(value, kind) or (isinstance(value, str) and not value.strip()):
+        raise BankError(f"task {tid}: '{key}' must be a non-empty {kind.__name__}")
+    return value
+
+
+def parse_task(raw: dict) -> Task:
+    tid = raw.get("id")
+    if not isinstance(tid, str) or not tid:
+        raise BankError(f"a task has no id: {raw!r:.80}")
+    kind = raw.get("kind")
+    if kind not in KINDS:
+        raise BankError(f"task {tid}: kind must be one of {', '.join(KINDS)}, not {kind!r}")
+    prompt = _req(raw, "prompt", tid)
+    reference = _req(raw, "reference", tid)
+    wrong = raw.get("wrong")
+    kw: dict[str, Any] = {}
+    if kind == "code":
+        kw["function"] = _req(raw, "function", tid)
+        kw["tests"] = _req(raw, "tests", tid)
+        if wrong is None:
+            raise BankError(f"task {tid}: code tasks need an explicit 'wrong' reply")
+    elif kind == "json":
+        try:
+            kw["expect"] = json.loads(_req(raw, "expect", tid))
+        except json.JSONDecodeError as exc:
+            raise BankError(f"task {tid}: 'expect' is not valid JSON: {exc}") from None
+        types = raw.get("types") or {}
+        bad = {k: v for k, v in types.items() if v not in JSON_TYPES}
+        if bad:
+            raise BankError(f"task {tid}: unknown JSON types {bad}")
+        kw["types"] = dict(types)
+        kw["exact_keys"] = bool(raw.get("exact_keys", False))
+        if wrong is None:
+            wrong = _derive_json_wrong(kw["expect"])
+    elif kind == "math":
+        text = str(_req(raw, "answer", tid))
+        try:
+            kw["answer"] = Fraction(text)
+        except (ValueError, ZeroDivisionError):
+            raise BankError(f"task {tid}: answer {text!r} is not an exact number") from None
+        kw["answer_text"] = text
+        if wrong is None:
+            wrong = f"Working it through step by step.\nAnswer: {_fmt_fraction(kw['answer'] + 1)}"
+    else:
+        cons = raw.get("constraints")
+        if not isinstance(cons, list) or not cons:
+            raise BankError(f"task {tid}: format tasks need a non-empty 'constraints' list")
+        for c in cons:
+            if not isinstance(c, dict) or c.get("type") not in FORMAT_TYPES:
+                raise BankError(f"task {tid}: bad constraint {c!r}")
+        kw["constraints"] = tuple(dict(c) for c in cons)
+        if wrong is None:
+            raise BankError(f"task {tid}: format tasks need an explicit 'wrong' reply")
+    return Task(id=tid, kind=kind, prompt=prompt, reference=reference, wrong=wrong, **kw)
+
+
+def _fmt_fraction(f: Fraction) -> str:
+    return str(f.numerator) if f.denominator == 1 else f"{f.numerator}/{f.denominator}"
+
+
+def _mutate(value: Any) -> Any:
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return value + 1
+    if isinstance(value, float):
+        return round(value + 0.01, 6)
+    if isinstance(value, str):
+        return value.upper() if value != value.upper() else value + "x"
+    if isinstance(value, list):
+        return value[:-1] if value else [0]
+    if isinstance(value, dict):
+        return {k: (_mutate(v) if i == 0 else v) for i, (k, v) in enumerate(value.items())} or {"x": 1}
+    return 0  # null
+
+
+def _derive_json_wrong(expect: Any) -> str:
+    return json.dumps(_mutate(expect), ensure_ascii=False)
+
+
+@functools.lru_cache(maxsize=1)
+def load_bank() -> dict[str, Task]:
+    """All shipped tasks by id, in file order."""
+    text = resources.files(__package__).joinpath("tasks.toml").read_text(encoding="utf-8")
+    data = tomllib.loads(text)
+    out: dict[str, Task] = {}
+    for raw in data.get("task", []):
+        task = parse_task(raw)
+        if task.id in out:
+            raise BankError(f"duplicate task id {task.id}")
+        out[task.id] = task
+    return out
+
+
+def select_tasks(spec: str | None, bank: dict[str, Task] | None = None) -> list[Task]:
+    """Tasks named by ``spec`` (comma-separated ids and/or kinds; None or "" = all), in bank order.
+
+    Raises :class:`KeyError` naming the unknown entries.
+    """
+    bank = bank if bank is not None else load_bank()
+    if not spec or not spec.strip():
+        return list(bank.values())
+    items = [s.strip() for s in spec.split(",") if s.strip()]
+    unknown = [s for s in items if s not in bank and s not in KINDS]
+    if unknown:
+        raise KeyError(", ".join(unknown))
+    wanted = set(items)
+    return [t for t in bank.values() if t.id in wanted or t.kind in wanted]

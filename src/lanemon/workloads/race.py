@@ -1,0 +1,430 @@
+"""Side-by-side prompt races (core: no Textual).
+
+One race sends the same prompt to every lane at the same instant (the
+requests are built first, then started together with ``asyncio.gather``) and
+lets them stream.  Per lane it keeps the streamed text, TTFT, decode tok/s,
+output tokens (the server's ``usage``, or a chunk count marked estimated),
+total time, finish order and errors.
+
+Recording conventions (what :func:`race_results` reads back):
+
+* a ``mark`` event ``{"label": "race N", "bench": "race", "phase": "start",
+  "race": N, "prompt": TEXT, "prompt_id": ID, "category": C, "endpoint": E,
+  "max_tokens": M, "lanes": [NAMES]}`` just before the requests;
+* each request's ``meta``: ``{"bench": "race", "race": N, "prompt_id": ID}``
+  (purpose ``"race"``);
+* a ``mark`` ``{"label": "race N", "bench": "race", "phase": "end", "race": N,
+  "winner": NAME|None}`` after the last lane finished, with ``"stopped": true``
+  when the race was cancelled (Ctrl-C, quit): stopped races are left out of
+  the results.
+
+:func:`race_results` computes the ``--json`` document from events alone
+(through :class:`lanemon.race_state.RaceState`, the same fold the race
+screen draws from), so a report made from a recording says what ``--json``
+said when the run finished.  docs/JSON.md ("race") documents every key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from lanemon import metrics
+from lanemon.lanes.client import LaneClient
+from lanemon.race_state import BENCH, RaceState, RaceView
+from lanemon.record.schema import Event
+from lanemon.timeline import RequestRecord
+
+DEFAULT_MAX_TOKENS = 256
+"""Reply budget when neither the prompt nor ``--max-tokens`` gives one."""
+
+
+@dataclass(frozen=True)
+class RacePrompt:
+    text: str
+    id: str | None = None
+    category: str | None = None
+    max_tokens: int | None = None
+
+
+BUILTIN_PROMPT = RacePrompt(
+    id="builtin-harbour",
+    category="prose",
+    max_tokens=DEFAULT_MAX_TOKENS,
+    text="In two short paragraphs of prose, describe a harbour at dawn as the fishing boats come back.",
+)
+"""Raced when no prompt option is given."""
+
+
+@dataclass(frozen=True)
+class RacePlan:
+    """The races a ``lanemon race`` run asks for (the race screen runs them in order)."""
+
+    prompts: Sequence[RacePrompt]
+    endpoint: str = "completions"
+    max_tokens: int | None = None
+
+
+class PromptSetUnavailable(LookupError):
+    """The shipped prompt set (``lanemon.workloads.prompts``) cannot be loaded."""
+
+
+# ---------------------------------------------------------------- prompts
+def _field(item: Any, name: str) -> Any:
+    if isinstance(item, dict):
+        return item.get(name)
+    return getattr(item, name, None)
+
+
+def shipped_prompts() -> list[RacePrompt]:
+    """Every prompt of the shipped set, as :class:`RacePrompt` (PromptSetUnavailable if missing)."""
+    try:
+        from lanemon.workloads.prompts import load_prompt_set
+    except ImportError as exc:
+        raise PromptSetUnavailable(f"the shipped prompt set is not available ({exc})") from None
+    try:
+        loaded = load_prompt_set()
+    except (OSError, ValueError) as exc:
+        raise PromptSetUnavailable(f"the shipped prompt set cannot be read ({exc})") from None
+    items = getattr(loaded, "prompts", loaded)
+    if isinstance(items, dict):
+        items = list(items.values())
+    out = []
+    for item in items:
+        text = _field(item, "text")
+        if not isinstance(text, str) or not text:
+            continue
+        mt = _field(item, "max_tokens")
+        out.append(RacePrompt(text=text, id=_field(item, "id"), category=_field(item, "category"),
+                              max_tokens=mt if isinstance(mt, int) and mt > 0 else None))
+    if not out:
+        raise PromptSetUnavailable("the shipped prompt set is empty")
+    return out
+
+
+def category_prompts(category: str) -> list[RacePrompt]:
+    """The shipped prompts of ``category`` (ValueError naming the known categories if none)."""
+    prompts = shipped_prompts()
+    chosen = [p for p in prompts if (p.category or "").lower() == category.lower()]
+    if not chosen:
+        known = sorted({p.category for p in prompts if p.category})
+        raise ValueError(f"unknown prompt category {category!r} (categories: {', '.join(known) or 'none'})")
+    return chosen
+
+
+def resolve_prompts(
+    *,
+    prompts: Sequence[str] = (),
+    prompt_file: Path | str | None = None,
+    category: str | None = None,
+    repeat: int = 1,
+) -> list[RacePrompt]:
+    """The races to run, in order.
+
+    ``--prompt`` (repeatable) and ``--prompt-file`` (the whole file is one
+    prompt; ``-`` reads stdin) give literal prompts, raced in order and the
+    whole list ``repeat`` times.  ``--category C`` races the shipped prompts of
+    category C: one race, or ``repeat`` races cycling through the category.
+    Without any of them the built-in prompt is raced ``repeat`` times.
+    Raises ValueError (one line) for bad input.
+    """
+    if repeat < 1:
+        raise ValueError("--repeat must be at least 1")
+    given = [p for p in prompts]
+    if category is not None and (given or prompt_file is not None):
+        raise ValueError("--category cannot be combined with --prompt or --prompt-file")
+    literal: list[RacePrompt] = []
+    for i, text in enumerate(given, 1):
+        if not text.strip():
+            raise ValueError("--prompt is empty")
+        literal.append(RacePrompt(text=text, id=f"prompt-{i}" if len(given) > 1 else "prompt"))
+    if prompt_file is not None:
+        path = Path(prompt_file)
+        try:
+            if str(prompt_file) == "-":
+                import sys
+
+                text = sys.stdin.read()
+            else:
+                text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ValueError(f"--prompt-file {prompt_file}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError:
+            raise ValueError(f"--prompt-file {prompt_file}: not UTF-8 text") from None
+        if not text.strip():
+            raise ValueError(f"--prompt-file {prompt_file} is empty")
+        literal.append(RacePrompt(text=text, id=path.stem if str(prompt_file) != "-" else "stdin"))
+    if literal:
+        return literal * repeat
+    if category is not None:
+        try:
+            chosen = category_prompts(category)
+        except PromptSetUnavailable as exc:
+            raise ValueError(f"--category: {exc}") from None
+        return [chosen[i % len(chosen)] for i in range(repeat)]
+    return [BUILTIN_PROMPT] * repeat
+
+
+class PromptCycle:
+    """The next prompt of the shipped set on every call (the built-in prompt if there is no set)."""
+
+    def __init__(self, prompts: Sequence[RacePrompt] | None = None) -> None:
+        if prompts is None:
+            try:
+                prompts = shipped_prompts()
+            except Exception:  # a broken or missing prompt set must not break the dashboard
+                prompts = [BUILTIN_PROMPT]
+        self.prompts = list(prompts) or [BUILTIN_PROMPT]
+        self._i = 0
+
+    def peek(self) -> RacePrompt:
+        """The prompt the next call returns."""
+        return self.prompts[self._i % len(self.prompts)]
+
+    def __call__(self) -> RacePrompt:
+        p = self.prompts[self._i % len(self.prompts)]
+        self._i += 1
+        return p
+
+
+# ---------------------------------------------------------------- running
+class RaceTarget(Protocol):
+    """What a race runs on: a :class:`~lanemon.workloads.harness.Harness` or a LiveSession."""
+
+    clients: dict[str, LaneClient]
+
+    def mark(self, label: str, lane: str | None = None, **data: Any) -> None: ...
+
+
+async def run_race(
+    target: RaceTarget,
+    prompt: RacePrompt,
+    index: int,
+    *,
+    endpoint: str = "completions",
+    max_tokens: int | None = None,
+    lanes: Sequence[str] | None = None,
+) -> dict[str, RequestRecord]:
+    """Race ``prompt`` on every lane of ``target`` (or ``lanes``); the finished record per lane.
+
+    Every request is built before any is sent; then all start together.
+    Temperature is 0.  The race is bracketed by start/end marks; on
+    cancellation the requests are cancelled (each records a ``cancelled``
+    error) and the end mark says ``stopped``.
+    """
+    if endpoint not in ("completions", "chat"):
+        raise ValueError(f"unknown endpoint {endpoint!r}")
+    names = list(lanes) if lanes is not None else list(target.clients)
+    budget = max_tokens or prompt.max_tokens or DEFAULT_MAX_TOKENS
+    bodies = {
+        name: target.clients[name].build_body(endpoint, prompt=prompt.text, max_tokens=budget,
+                                              extra={"temperature": 0})
+        for name in names
+    }
+    meta = {"bench": BENCH, "race": index, "prompt_id": prompt.id}
+    label = f"race {index}"
+    target.mark(label, bench=BENCH, phase="start", race=index, prompt=prompt.text, prompt_id=prompt.id,
+                category=prompt.category, endpoint=endpoint, max_tokens=budget, lanes=names)
+    stopped = False
+    records: list[RequestRecord] = []
+    try:
+        records = await asyncio.gather(
+            *(target.clients[name].stream(endpoint, bodies[name], purpose="race", meta=meta) for name in names)
+        )
+    except asyncio.CancelledError:
+        stopped = True
+        raise
+    finally:
+        winner = None
+        done = [r for r in records if r.ok]
+        if done:
+            winner = min(done, key=lambda r: r.end_ns).lane  # type: ignore[arg-type, return-value]
+        end: dict[str, Any] = {"winner": winner}
+        if stopped:
+            end["stopped"] = True
+        target.mark(label, bench=BENCH, phase="end", race=index, **end)
+    return dict(zip(names, records))
+
+
+# ---------------------------------------------------------------- results
+def _round(value: float | None, digits: int = 4) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def lane_result(view: RaceView, name: str) -> dict[str, Any]:
+    """One lane's figures in one race (the keys of ``races[].lanes[NAME]``)."""
+    entry = view.lanes[name]
+    m = entry.metrics() if entry.finished else None
+    error = None
+    if entry.rec is None:
+        error = {"cls": "missing", "message": "no request was recorded for this lane"}
+    elif entry.error is not None:
+        error = {"cls": entry.error.get("cls", "error"), "message": entry.error.get("message", "")}
+    elif not entry.finished:
+        error = {"cls": "unfinished", "message": "the request had not finished"}
+    ok = error is None and m is not None
+    return {
+        "ttft_s": _round(m.ttft_s) if m else None,
+        "decode_tok_s": _round(m.decode_tok_s, 2) if ok and m else None,
+        "output_tokens": m.output_tokens if ok and m else None,
+        "tokens_estimated": m.tokens_estimated if ok and m else None,
+        "total_s": _round(m.e2e_s) if ok and m else None,
+        "finish_rank": entry.rank,
+        "error": error,
+        "text": entry.text,
+    }
+
+
+def race_json(view: RaceView) -> dict[str, Any]:
+    """One race as its ``races[]`` entry (works on a race still running: figures so far)."""
+    lanes = {name: lane_result(view, name) for name in view.lanes}
+    ranking = view.ranking
+    winner = ranking[0] if ranking else None
+    margin: dict[str, Any] = {"runner_up": None, "total_s_delta": None, "total_s_ratio": None,
+                              "ttft_s_ratio": None}
+    if len(ranking) >= 2:
+        w, r = lanes[ranking[0]], lanes[ranking[1]]
+        margin["runner_up"] = ranking[1]
+        if w["total_s"] and r["total_s"] is not None:
+            margin["total_s_delta"] = _round(r["total_s"] - w["total_s"])
+            margin["total_s_ratio"] = _round(r["total_s"] / w["total_s"])
+        if w["ttft_s"] and r["ttft_s"] is not None:
+            margin["ttft_s_ratio"] = _round(r["ttft_s"] / w["ttft_s"])
+    return {
+        "race": view.index,
+        "prompt": view.prompt,
+        "prompt_id": view.prompt_id,
+        "category": view.category,
+        "endpoint": view.endpoint,
+        "max_tokens": view.max_tokens,
+        "lanes": lanes,
+        "winner": winner,
+        "margin": margin,
+    }
+
+
+def fold(events: Iterable[Event]) -> RaceState:
+    state = RaceState()
+    for ev in events:
+        state.apply(ev)
+    return state
+
+
+def finished_races(state: RaceState) -> list[RaceView]:
+    """Races that ran to the end (not stopped), by index."""
+    out = []
+    for index in sorted(state.races):
+        view = state.races[index]
+        if view.complete and not view.stopped and view.lanes:
+            out.append(view)
+    return out
+
+
+def race_results(events: Iterable[Event]) -> dict[str, Any]:
+    """The ``lanemon race --json`` document, computed from events alone.
+
+    Top-level ``lanes`` holds, per lane, the median over the finished races
+    of each figure (errors are left out, never averaged in) -- for a single
+    race that is exactly that race's figures -- plus ``wins`` and
+    ``races_ok``.  ``lanes_stat`` says which: ``"last race"`` or
+    ``"median of N races"``.
+    """
+    state = events if isinstance(events, RaceState) else fold(events)
+    races = [race_json(view) for view in finished_races(state)]
+    names: list[str] = []
+    for race in races:
+        for name in race["lanes"]:
+            if name not in names:
+                names.append(name)
+    lanes: dict[str, Any] = {}
+    for name in names:
+        rows = [r["lanes"][name] for r in races if name in r["lanes"] and r["lanes"][name]["error"] is None]
+
+        def med(key: str, digits: int = 4, rows=rows) -> float | None:
+            value = metrics.median([row[key] for row in rows if row[key] is not None])
+            return _round(value, digits)
+
+        lanes[name] = {
+            "ttft_s": med("ttft_s"),
+            "decode_tok_s": med("decode_tok_s", 2),
+            "output_tokens": med("output_tokens", 1),
+            "total_s": med("total_s"),
+            "wins": sum(1 for r in races if r["winner"] == name),
+            "races_ok": len(rows),
+        }
+    return {
+        "bench": BENCH,
+        "races": races,
+        "lanes": lanes,
+        "lanes_stat": "last race" if len(races) == 1 else f"median of {len(races)} races",
+    }
+
+
+# ---------------------------------------------------------------- words
+def verdict(race: dict[str, Any]) -> str:
+    """``A won by 0.42 s (1.18x faster end to end)`` for one ``races[]`` entry."""
+    winner = race.get("winner")
+    lanes = race.get("lanes") or {}
+    failed = [name for name, r in lanes.items() if r.get("error")]
+    failed_text = ""
+    if failed:
+        failed_text = "; " + ", ".join(f"{n} failed ({lanes[n]['error']['cls']})" for n in failed)
+    if winner is None:
+        return "no lane finished" + failed_text
+    margin = race.get("margin") or {}
+    if margin.get("runner_up") is None:
+        return f"{winner} finished alone" + failed_text if len(lanes) > 1 else f"{winner} finished"
+    delta, ratio = margin.get("total_s_delta"), margin.get("total_s_ratio")
+    if delta is None or ratio is None:
+        return f"{winner} finished first" + failed_text
+    by = f"{delta:.2f} s" if delta >= 0.1 else f"{delta * 1000:.0f} ms"
+    return f"{winner} won by {by} ({ratio:.2f}x faster end to end)" + failed_text
+
+
+def race_table(race: dict[str, Any], title: str | None = None):
+    """A Rich table of one race: TTFT, decode tok/s, output tokens, total time, rank."""
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    table.add_column("lane", style="bold")
+    table.add_column("rank", justify="right")
+    table.add_column("TTFT", justify="right")
+    table.add_column("decode", justify="right")
+    table.add_column("output", justify="right")
+    table.add_column("total", justify="right")
+    for name, r in race["lanes"].items():
+        rank = ordinal(r["finish_rank"]) if r["finish_rank"] else ("error" if r["error"] else "—")
+        if r["error"]:
+            table.add_row(name, f"[red]{rank}[/]", seconds(r["ttft_s"]), "—", "—",
+                          f"[red]{r['error']['cls']}[/]")
+            continue
+        tokens = "—" if r["output_tokens"] is None else f"{r['output_tokens']} tok"
+        if r["tokens_estimated"]:
+            tokens += " est."
+        table.add_row(name, rank, seconds(r["ttft_s"]), tok_s(r["decode_tok_s"]), tokens, seconds(r["total_s"]))
+    return table
+
+
+def seconds(value: float | None) -> str:
+    """``172 ms`` below one second, ``1.23 s`` above (the UI's convention, without importing the UI)."""
+    if value is None:
+        return "—"
+    if value < 1.0:
+        return f"{value * 1000:.0f} ms"
+    return f"{value:.2f} s"
+
+
+def tok_s(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1f} tok/s"
+
+
+def ordinal(n: int) -> str:
+    """1 -> ``1st``, 2 -> ``2nd``, 3 -> ``3rd``, 4 -> ``4th``, 11 -> ``11th``."""
+    if 10 <= n % 100 <= 20:
+        suffix = "th"
+    else:
+        suffix = {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"

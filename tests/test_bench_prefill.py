@@ -1,0 +1,65 @@
+"""Prefill ladder against the simulated lanes: Figure 4 recovered, prefix-cache hits labelled apart.
+
+Rates measured at --time-scale X are scaled back to real time (x X).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from conftest import sim_pair
+
+from lanemon.config import LaneConfig
+from lanemon.workloads.bench import BenchOptions, BenchRun
+
+LADDER = [2000, 8000, 32000, 64000, 131072]
+
+
+def run_bench(kind, sims, **kw):
+    run = BenchRun(kind, [LaneConfig("A", sims[0].url), LaneConfig("B", sims[1].url)], BenchOptions(**kw))
+    asyncio.run(run.run())
+    return run.results()
+
+
+@pytest.mark.slow
+def test_cold_prefill_ladder_ratios_and_131k():
+    scale = 0.1  # a few ms of client overhead per request would squeeze the 2K ratio at 20x speed
+    with sim_pair(scale) as sims:
+        res = run_bench("prefill", sims, lengths=LADDER, parallel_lanes=True, cache_check=False, seed=7)
+    a, b = res["lanes"]["A"]["lengths"], res["lanes"]["B"]["lengths"]
+    for length in LADDER:
+        ca, cb = a[str(length)], b[str(length)]
+        # calibrated against the lane's own usage count: within 3 % of the asked length
+        assert ca["prompt_tokens"] == pytest.approx(length, rel=0.03)
+        assert cb["prompt_tokens"] == pytest.approx(length, rel=0.03)
+        assert 2300 <= ca["prefill_tok_s"] * scale <= 2750, (length, ca)  # A flat 2.4-2.7K
+        ratio = cb["prefill_tok_s"] / ca["prefill_tok_s"]
+        assert 1.3 <= ratio <= 2.0, (length, ratio)
+        assert res["ratios"]["by_length"][str(length)] == pytest.approx(ratio, abs=0.001)
+        assert ca["errors"] == cb["errors"] == 0 and ca["cache_hit_tok_s"] is None
+    assert b["131072"]["prefill_tok_s"] * scale == pytest.approx(4600, rel=0.08)
+    assert res["config"]["lengths"] == LADDER and res["config"]["cache_check"] is False
+
+
+def test_repeat_on_b_is_a_prefix_cache_hit_never_prefill(fast_sims):
+    scale = 0.05
+    res = run_bench("prefill", fast_sims, lengths=[2950, 32000], parallel_lanes=True, seed=3)
+    a, b = res["lanes"]["A"]["lengths"], res["lanes"]["B"]["lengths"]
+    for n in ("2950", "32000"):
+        assert a[n]["cache_hit_tok_s"] is None and a[n]["repeat_tok_s"] is not None  # TensorFold: no prefix cache
+        assert b[n]["cache_hit_tok_s"] is not None and b[n]["repeat_cached_tokens"] >= int(n) * 0.97 - 1
+        assert b[n]["cache_hit_tok_s"] > 2 * b[n]["prefill_tok_s"]
+    # B's cold first run at 2,950 tokens is its prefill figure (3,654), never the cached repeat
+    assert b["2950"]["prefill_tok_s"] * scale == pytest.approx(3654, rel=0.12)
+    # the cache-hit rate (12,542 tok/s); at 32K the TTFT is long enough for the client's
+    # few ms of overhead not to matter at 20x speed
+    assert b["32000"]["cache_hit_tok_s"] * scale == pytest.approx(12542, rel=0.10)
+
+
+def test_reps_keep_every_value(fast_sims):
+    res = run_bench("prefill", fast_sims, lengths=[4000], reps=3, cache_check=False, parallel_lanes=True)
+    for lane in ("A", "B"):
+        c = res["lanes"][lane]["lengths"]["4000"]
+        assert len(c["reps"]) == 3 and c["min"] <= c["median"] <= c["max"]
+        assert c["unstable"] is False  # the simulator is steady

@@ -1,0 +1,268 @@
+"""The agent gauntlet: sandbox, scripted sim agent, the tool-call loop on real sims, JSON, CLI."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import builtins
+import io
+import json
+import random
+from pathlib import Path
+
+import httpx
+import orjson
+import pytest
+
+import lanemon.workloads.gauntlet_sandbox as sandbox_mod
+from lanemon.cli import main as cli_main
+from lanemon.commands.common import demo_lanes
+from lanemon.record.recorder import Recorder, make_header
+from lanemon.record.replay import Recording
+from lanemon.sim.agent import TOOL_CALL_TOKENS
+from lanemon.sim.server import SimThread
+from lanemon.workloads.gauntlet import (
+    READ_FILE_TOOL,
+    GauntletConfig,
+    GauntletRun,
+    build_system_prompt,
+    first_instruction,
+    gauntlet_results,
+    merge_tool_deltas,
+    summary_sentence,
+)
+from lanemon.workloads.gauntlet_sandbox import make_chain, next_file_named
+from lanemon.workloads.harness import Harness
+from lanemon.sim.tokenizer import count_tokens
+
+TS = 0.05
+
+
+def run(lanes, config: GauntletConfig, recorder=None) -> tuple[dict, GauntletRun, Harness]:
+    harness = Harness(lanes, recorder=recorder)
+
+    async def go():
+        await harness.connect()
+        g = GauntletRun(harness, config)
+        try:
+            return await g.run(), g
+        finally:
+            await harness.aclose()
+
+    result, g = asyncio.run(go())
+    return result, g, harness
+
+
+# ---------------------------------------------------------------- sandbox (pure)
+
+def test_chain_links_every_file_and_hides_the_secret_at_the_end():
+    sb, chain = make_chain(20, random.Random(7))
+    assert len(sb.files) == 20 and chain.first == chain.names[0]
+    name, seen = chain.first, []
+    while True:
+        res = sb.read(name)
+        assert res.ok
+        seen.append(name)
+        nxt = next_file_named(res.text)
+        if nxt is None:
+            break
+        name = nxt
+    assert seen == list(chain.names)
+    assert f"Secret answer: {chain.secret}" in sb.files[seen[-1]]
+    assert chain.secret not in "".join(sb.files[n] for n in seen[:-1])
+    sb2, chain2 = make_chain(20, random.Random(8))
+    assert not set(sb2.files) & set(sb.files)  # fresh names per rep
+
+
+@pytest.mark.parametrize(("path", "reason"), [
+    ("../../etc/passwd", "traversal"),
+    ("a/../b.txt", "traversal"),
+    ("..", "traversal"),
+    ("/etc/passwd", "absolute"),
+    ("\\\\server\\share", "absolute"),
+    ("C:\\Windows\\win.ini", "absolute"),
+    ("~/.ssh/id_rsa", "absolute"),
+    ("file:///etc/passwd", "absolute"),
+    ("notes.txt\x00.png", "nul"),
+    ("link -> /etc/passwd", "symlink"),
+    ("shortcut@", "symlink"),
+    ("/proc/self/environ", "symlink"),
+    ("missing.txt", "unknown"),
+    ("", "empty"),
+])
+def test_sandbox_refuses_everything_outside_the_chain(path, reason):
+    sb, chain = make_chain(3, random.Random(1))
+    res = sb.read(path)
+    assert not res.ok and res.reason == reason
+    assert res.text.startswith("error: ")
+    assert sb.read(chain.first).ok
+    assert not sb.read(chain.first.upper()).ok  # exact names only, no case folding
+    assert not sb.read("./" + chain.first).ok
+
+
+def test_sandbox_module_has_no_path_to_the_filesystem():
+    tree = ast.parse(Path(sandbox_mod.__file__).read_text())
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported.add((node.module or "").split(".")[0])
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            assert node.func.id not in ("open", "exec", "eval", "__import__"), node.func.id
+        elif isinstance(node, ast.Attribute):
+            assert node.attr not in ("read_text", "read_bytes", "open"), node.attr
+    assert imported <= {"__future__", "random", "re", "dataclasses"}, imported
+
+
+def test_system_prompt_is_built_to_size_and_tool_deltas_merge():
+    for n in (1000, 2000, 6000):
+        assert n - 40 <= count_tokens(build_system_prompt(n)) <= n
+    calls = merge_tool_deltas([
+        {"index": 0, "id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": ""}},
+        {"index": 0, "function": {"arguments": '{"pa'}},
+        {"index": 0, "function": {"arguments": 'th": "x.txt"}'}},
+    ])
+    assert [(c.id, c.name, c.arguments) for c in calls] == [("call_1", "read_file", '{"path": "x.txt"}')]
+
+
+def test_summary_sentence_shapes():
+    res = {"config": {"hops": 20}, "lanes": {
+        "A": {"reps": 3, "correct": 3, "median_wall_s": 30.4, "tool_calls": [20, 20, 20]},
+        "B": {"reps": 3, "correct": 3, "median_wall_s": 22.4, "tool_calls": [20, 20, 20]}}}
+    assert summary_sentence(res) == ("B finished the 20-hop chain in 22.4 s vs A 30.4 s (median of 3); "
+                                     "both 3/3 correct with 20 tool calls")
+    res["lanes"]["A"].update(correct=2, tool_calls=[20, 25, 20])
+    assert summary_sentence(res).endswith("; B 3/3 correct (20 tool calls), A 2/3 correct (20–25 tool calls)")
+
+
+# ---------------------------------------------------------------- the sim agent over HTTP
+
+def test_sim_streams_the_agent_tool_call_in_pieces_like_real_servers():
+    sb, chain = make_chain(2, random.Random(3))
+    messages = [{"role": "system", "content": build_system_prompt(800)},
+                {"role": "user", "content": first_instruction(chain.first, 2)}]
+    body = {"model": "deepseek-v4.1-flash", "messages": messages, "tools": [READ_FILE_TOOL], "stream": True,
+            "temperature": 0, "stream_options": {"include_usage": True}}
+    with SimThread("sglang-native", time_scale=0.02) as sim:
+        with httpx.stream("POST", sim.base_url + "/chat/completions", json=body, timeout=30) as resp:
+            chunks = [orjson.loads(line[5:]) for line in resp.iter_lines()
+                      if line.startswith("data:") and line[5:].strip() != "[DONE]"]
+        deltas = [c["choices"][0]["delta"]["tool_calls"][0] for c in chunks
+                  if c["choices"] and c["choices"][0]["delta"].get("tool_calls")]
+        assert deltas[0] == {"index": 0, "id": deltas[0]["id"], "type": "function",
+                             "function": {"name": "read_file", "arguments": ""}}
+        assert len(deltas) >= 3 and all(set(d) == {"index", "function"} for d in deltas[1:])
+        assert json.loads("".join(d["function"]["arguments"] for d in deltas)) == {"path": chain.first}
+        assert [c["choices"][0]["finish_reason"] for c in chunks if c["choices"]][-1] == "tool_calls"
+        assert chunks[-1]["usage"]["completion_tokens"] == TOOL_CALL_TOKENS
+        # the tool result holds the secret: the agent answers in text
+        messages += [{"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]},
+                     {"role": "tool", "tool_call_id": "c1", "content": sb.files[chain.names[-1]]}]
+        reply = httpx.post(sim.base_url + "/chat/completions", timeout=30,
+                           json={**body, "messages": messages, "stream": False}).json()
+        assert chain.secret in reply["choices"][0]["message"]["content"]
+        assert reply["choices"][0]["finish_reason"] == "stop"
+        # without the gauntlet sentence the generic tool rule still applies (no read_file call)
+        plain = httpx.post(sim.base_url + "/chat/completions", timeout=30, json={
+            **body, "stream": False, "messages": [{"role": "user", "content": "hello there"}]}).json()
+        assert plain["choices"][0]["finish_reason"] != "tool_calls"
+
+
+# ---------------------------------------------------------------- the loop on real sims
+
+def test_demo_gauntlet_calibration_and_results_from_the_recording(tmp_path):
+    path = tmp_path / "g.jsonl"
+    with demo_lanes(TS) as lanes:
+        recorder = Recorder(path, make_header("gauntlet", [lane.public() for lane in lanes]))
+        result, _, harness = run(lanes, GauntletConfig(reps=3, seed=11, time_scale=TS), recorder)
+        recorder.close()
+    a, b = result["lanes"]["A"], result["lanes"]["B"]
+    for lane in (a, b):
+        assert lane["correct"] == 3 and lane["reps"] == 3
+        assert lane["tool_calls"] == [20, 20, 20] and lane["malformed_calls"] == [0, 0, 0]
+        assert [len(t) for t in lane["turns"]] == [21, 21, 21]
+        first = lane["turns"][0]
+        assert [t["turn"] for t in first] == list(range(21))
+        assert all(t["completion_tokens"] == 50 for t in first[:20]) and first[20]["tool"] is None
+        assert first[0]["prompt_tokens"] < first[-1]["prompt_tokens"]  # the transcript grows
+    assert a["turns"][0][5]["cached_tokens"] == 0 and b["turns"][0][5]["cached_tokens"] > 0
+    ratio = a["median_wall_s"] / b["median_wall_s"]
+    assert b["median_wall_s"] < a["median_wall_s"]
+    assert 1.2 <= ratio <= 1.55, (a["median_wall_s"], b["median_wall_s"])
+    assert result["summary"].startswith("B finished the 20-hop chain in")
+    assert result["summary"].endswith("both 3/3 correct with 20 tool calls")
+    # the recording alone gives the same JSON
+    rebuilt = gauntlet_results(list(Recording(path).events()))
+    assert rebuilt == result
+    assert orjson.loads(orjson.dumps(rebuilt)) == result
+
+
+def test_hostile_agent_gets_tool_errors_and_nothing_outside_the_sandbox_is_read(monkeypatch):
+    touched: list[str] = []
+    real_open = builtins.open
+
+    def spy(file, *a, **kw):
+        if "passwd" in str(file):
+            touched.append(str(file))
+        return real_open(file, *a, **kw)
+
+    monkeypatch.setattr(builtins, "open", spy)
+    monkeypatch.setattr(io, "open", spy)
+    with demo_lanes(TS, agent="traversal") as lanes:
+        result, g, _ = run(lanes, GauntletConfig(hops=3, reps=1, seed=5, time_scale=TS))
+    assert touched == []
+    for name, lane in result["lanes"].items():
+        assert lane["correct"] == 0 and lane["tool_calls"] == [2] and lane["stopped"] == ["answer"]
+        tools = [t["tool"] for t in lane["turns"][0] if t["tool"]]
+        assert tools == [{"name": "read_file", "path": "../../etc/passwd", "ok": False},
+                         {"name": "read_file", "path": "/etc/passwd", "ok": False}]
+        seen = [m["content"] for m in g.transcripts[(name, 0)] if m["role"] == "tool"]
+        assert seen == ["error: path traversal ('..') is not allowed ('../../etc/passwd')",
+                        "error: absolute path '/etc/passwd' is outside the sandbox; use a name from the chain"]
+        assert "root:" not in json.dumps(g.transcripts[(name, 0)])
+        assert g.transcripts[(name, 0)][-1]["content"].startswith("I cannot continue the file chain")
+
+
+def test_malformed_arguments_are_reported_to_the_model_and_counted():
+    with demo_lanes(TS, agent="malformed") as lanes:
+        result, g, _ = run(lanes, GauntletConfig(hops=3, reps=1, seed=2, time_scale=TS))
+    for name, lane in result["lanes"].items():
+        assert lane["malformed_calls"] == [1]
+        assert lane["tool_calls"] == [4] and lane["correct"] == 1
+        first_result = next(m for m in g.transcripts[(name, 0)] if m["role"] == "tool")["content"]
+        assert first_result.startswith("error: malformed arguments for read_file: arguments are not valid JSON")
+
+
+def test_turn_budget_stops_a_looping_agent():
+    with demo_lanes(TS, agent="loop") as lanes:
+        result, _, _ = run(lanes, GauntletConfig(hops=3, reps=2, max_turns=4, seed=3, time_scale=TS))
+    for lane in result["lanes"].values():
+        assert lane["stopped"] == ["budget", "budget"] and lane["correct"] == 0
+        assert lane["tool_calls"] == [4, 4] and [len(t) for t in lane["turns"]] == [4, 4]
+    assert result["config"]["max_turns"] == 4
+
+
+# ---------------------------------------------------------------- CLI
+
+def test_cli_json_is_one_object_and_bad_input_exits_2(tmp_path, capsys):
+    rec = tmp_path / "cli.jsonl"
+    code = cli_main(["gauntlet", "--demo", "--json", "--time-scale", str(TS), "--hops", "3", "--reps", "2",
+                     "--record", str(rec), "--seed", "4"])
+    out = capsys.readouterr()
+    assert code == 0
+    result = json.loads(out.out)
+    assert result["bench"] == "gauntlet" and set(result["lanes"]) == {"A", "B"}
+    assert all(lane["correct"] == 2 and lane["tool_calls"] == [3, 3] for lane in result["lanes"].values())
+    assert result["config"]["hops"] == 3 and result["config"]["time_scale"] == TS
+    assert orjson.loads(orjson.dumps(gauntlet_results(Recording(rec).events()))) == result
+    for bad in (["--system-prompt-tokens", "10"], ["--hops", "100000"]):
+        assert cli_main(["gauntlet", "--demo", "--json", *bad]) == 2
+    for bad in (["--hops", "0"], ["--reps", "x"], ["--max-turns", "-1"]):
+        with pytest.raises(SystemExit) as exc:
+            cli_main(["gauntlet", "--demo", "--json", *bad])
+        assert exc.value.code == 2
+    assert cli_main(["gauntlet", "--json", "--lane", "A=http://127.0.0.1:9/v1", "--lanes", "Z"]) == 2
+    err = capsys.readouterr().err
+    assert "--lanes: unknown lane(s) Z" in err

@@ -1,0 +1,192 @@
+"""qeval: the task bank, the scorers and the paired test (no network, no simulator)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from fractions import Fraction
+
+import pytest
+
+from lanemon.sim.qeval_responder import DEFAULT_MISSES, QevalResponder, parse_misses
+from lanemon.workloads.qeval import compare_line, compare_runs, load_bank, mcnemar_exact, score, select_tasks
+from lanemon.workloads.qeval.scorers import extract_code, extract_json, extract_number, score_format
+
+BANK = load_bank()
+WRITEUP_MISSES = {"code_interval_intersect", "json_escape", "json_count", "math_m9"}
+
+
+# ----------------------------------------------------------------------------- bank
+
+def test_bank_has_75_tasks_of_four_kinds_with_the_writeup_misses():
+    assert len(BANK) == 75
+    kinds = Counter(t.kind for t in BANK.values())
+    assert set(kinds) == {"code", "json", "math", "format"}
+    assert kinds == {"code": 20, "json": 20, "math": 20, "format": 15}
+    assert WRITEUP_MISSES <= set(BANK)
+    assert {f"math_m{i}" for i in range(1, 21)} == {t for t in BANK if t.startswith("math_")}
+    assert len({t.prompt.strip() for t in BANK.values()}) == 75  # the sim looks prompts up exactly
+
+
+@pytest.mark.parametrize("tid", [t for t in BANK if BANK[t].kind != "code"])
+def test_reference_passes_and_wrong_fails(tid):
+    task = BANK[tid]
+    assert score(task, task.reference) == (True, "passed")
+    passed, reason = score(task, task.wrong)
+    assert not passed and reason != "passed"
+
+
+def test_code_references_pass_and_wrong_solutions_fail_in_the_sandbox():
+    from concurrent.futures import ThreadPoolExecutor
+
+    code = [t for t in BANK.values() if t.kind == "code"]
+    with ThreadPoolExecutor(4) as pool:
+        ref = list(pool.map(lambda t: score(t, t.reference), code))
+        wrong = list(pool.map(lambda t: score(t, t.wrong), code))
+    for t, r, w in zip(code, ref, wrong):
+        assert r == (True, "passed"), (t.id, r)
+        assert not w[0] and w[1].startswith("tests failed:"), (t.id, w)
+
+
+def test_writeup_misses_fail_for_the_right_reason():
+    reasons = {tid: score(BANK[tid], BANK[tid].wrong)[1] for tid in WRITEUP_MISSES}
+    assert reasons["code_interval_intersect"].startswith("tests failed: AssertionError")
+    assert reasons["json_escape"].startswith("invalid JSON: Invalid \\escape")
+    assert reasons["json_count"] == "key 'count': expected 3, got 2"
+    assert reasons["math_m9"] == "expected 24, got 22"
+
+
+def test_select_tasks_by_id_and_kind():
+    sel = select_tasks("math,json_escape")
+    assert [t.id for t in sel] == ["json_escape"] + [f"math_m{i}" for i in range(1, 21)]
+    assert len(select_tasks(None)) == 75
+    with pytest.raises(KeyError, match="nope"):
+        select_tasks("code,nope")
+
+
+# ----------------------------------------------------------------------------- math
+
+@pytest.mark.parametrize("text,value", [
+    ("so the result is 42", 42),
+    ("Answer: 42", 42),
+    ("The answer is 42. I checked it in 3 steps.", 42),
+    ("answer: 1,234,567", 1234567),
+    ("Final answer: 6,912.", 6912),
+    ("**Answer:** 54", 54),
+    ("\\boxed{\\frac{7}{8}}", Fraction(7, 8)),
+    ("First 3, then \\boxed{-14} and 99 afterwards", -14),
+    ("\\boxed{1{,}024}", 1024),
+    ("Answer: 3.75", Fraction(15, 4)),
+    ("Answer: 15/4", Fraction(15, 4)),
+    ("Answer: $1,102.50", Fraction(2205, 2)),
+    ("25 - 7 = 18", 18),
+    ("x = −5", -5),
+    ("Answer: 0.125", Fraction(1, 8)),
+    ("90.0 square metres", 90),
+])
+def test_math_extraction(text, value):
+    assert extract_number(text) == value
+
+
+def test_math_exact_rational_comparison():
+    m19 = BANK["math_m19"]  # answer 15/4
+    assert score(m19, "Answer: 3.75")[0]
+    assert score(m19, "\\boxed{\\dfrac{15}{4}}")[0]
+    assert score(m19, "Answer: 3.7500")[0]
+    assert score(m19, "Answer: 3.74") == (False, "expected 15/4, got 3.74")
+    assert score(m19, "I do not know") == (False, "no number found in the reply")
+    assert score(BANK["math_m7"], "so 2^10 is 1,024") == (True, "passed")
+
+
+# ----------------------------------------------------------------------------- json
+
+def test_json_extraction_and_checks():
+    t = BANK["json_config"]
+    assert score(t, 'Sure!\n```json\n{"host": "127.0.0.1", "port": 8001, "tls": false}\n```')[0]
+    assert score(t, 'Here: {"host": "127.0.0.1", "port": 8001, "tls": false} done')[0]
+    assert score(t, '{"host": "127.0.0.1", "port": "8001", "tls": false}') == (
+        False, "key 'port': expected integer, got string")
+    assert score(t, '{"host": "127.0.0.1", "tls": false}') == (False, "missing key 'port'")
+    assert score(t, '{"host": "127.0.0.1", "port": 8001, "tls": 0}') == (
+        False, "key 'tls': expected boolean, got integer")
+    assert score(t, '[1, 2]') == (False, "expected a JSON object, got array")
+    assert score(t, "no json here")[1].startswith("invalid JSON")
+    assert score(BANK["json_exact_keys"], '{"a": 1, "b": 2, "c": 3, "d": 4}') == (False, "unexpected key(s) 'd'")
+    assert score(BANK["json_zip_string"], '{"zip": 2139}') == (False, "key 'zip': expected string, got integer")
+    assert score(BANK["json_unicode"], '{"city": "Zürich", "greeting": "Grüezi"}')[0]
+    assert score(BANK["json_weekdays"], '["mon", "tue", "wed", "thu"]')[1].startswith("expected [")
+    value, error = extract_json('{"a": 1,}')
+    assert value is None and error.startswith("invalid JSON")
+
+
+# ----------------------------------------------------------------------------- format
+
+def test_format_constraints():
+    assert score_format(BANK["format_twelve_words"], "one two three four five six seven eight nine ten eleven") == (
+        False, "11 words, expected exactly 12")
+    assert score_format(BANK["format_three_bullets"], "- a\n- b") == (False, "2 lines, expected exactly 3")
+    assert score_format(BANK["format_three_bullets"], "- a\n* b\n- c")[1].startswith("line 2 does not match")
+    assert score_format(BANK["format_no_e"], "A big cat sat on a rug THEN")[1] == "contains 'e'"
+    assert score_format(BANK["format_ends_with"], "Clear skies. Over and out.\n\n")[0]  # stripped
+    assert score_format(BANK["format_short_line"], "x" * 51 + " lanemon")[1].startswith("59 characters")
+    assert score_format(BANK["format_two_paragraphs"], "One.\n\nTwo.\r\n\r\nThree.") == (
+        False, "3 paragraphs, expected exactly 2")
+    assert score_format(BANK["format_yes_no"], "no")[1].startswith("does not match the required pattern")
+
+
+def test_extract_code_picks_the_block_defining_the_function():
+    text = "Example use:\n```python\nprint(f(1))\n```\nSolution:\n```python\ndef f(x):\n    return x\n```"
+    assert extract_code(text, "f").strip().startswith("def f(")
+    assert extract_code("def f(x):\n    return x", "f").startswith("def f")
+    assert extract_code("```python\ndef f(x):\n    return x", "f").startswith("def f")  # unterminated fence
+    assert extract_code("I cannot help with that.", "f") is None
+    assert score(BANK["code_rotate"], "no code") == (False, "no code block defining rotate() found")
+
+
+# ----------------------------------------------------------------------------- McNemar / compare
+
+def test_mcnemar_against_hand_computation():
+    assert mcnemar_exact(0, 0) == 1.0
+    assert mcnemar_exact(1, 5) == pytest.approx(2 * (1 + 6) / 64) == 0.21875
+    assert mcnemar_exact(5, 1) == 0.21875
+    assert mcnemar_exact(0, 6) == 2 / 64
+    assert mcnemar_exact(3, 3) == 1.0  # capped at 1
+    assert mcnemar_exact(0, 1) == 1.0
+    assert mcnemar_exact(0, 10) == pytest.approx(2 / 1024)
+
+
+def _run(lane, failing, ids):
+    return {"lane": lane, "model": "m", "passed": len(ids) - len(failing), "total": len(ids),
+            "tasks": {i: {"passed": i not in failing, "reason": "", "kind": "math", "prompt_tokens": 1,
+                          "completion_tokens": 1, "seconds": 0.1} for i in ids}}
+
+
+def test_compare_runs_groups_and_left_out():
+    ids = [f"t{i}" for i in range(10)]
+    a = _run("A", {"t0", "t1"}, ids)
+    b = _run("B", {"t1", "t2", "t3", "t4", "t5", "t6"}, ids[:9] + ["extra"])
+    res = compare_runs(a, b)
+    assert res["left_out"] == 2  # t9 only in A, extra only in B
+    assert (res["kept"], res["broke"], res["fixed"], res["both_failed"]) == (2, 5, 1, 1)
+    assert res["broke_ids"] == ["t2", "t3", "t4", "t5", "t6"] and res["fixed_ids"] == ["t0"]
+    assert res["both_failed_ids"] == ["t1"] and res["kept_ids"] == ["t7", "t8"]
+    assert res["p_value"] == 0.21875
+    assert res["a"] == {"name": "A", "passed": 7, "total": 9}
+    assert res["b"] == {"name": "B", "passed": 3, "total": 9}
+    assert compare_line(res) == "A 7/9, B 3/9; kept 2, broke 5, fixed 1, p = 0.219"
+
+
+# ----------------------------------------------------------------------------- sim responder
+
+def test_sim_responder_rule():
+    r = QevalResponder()
+    assert r.misses == frozenset(DEFAULT_MISSES) == WRITEUP_MISSES
+    assert r.answer("  " + BANK["math_m1"].prompt + "\n") == BANK["math_m1"].reference
+    assert r.answer(BANK["math_m9"].prompt) == BANK["math_m9"].wrong
+    assert r.answer("Compute 17 × 23.") is None  # not the exact prompt
+    assert parse_misses("") == frozenset()
+    assert parse_misses(" a, b ,") == {"a", "b"}
+    assert QevalResponder("").answer(BANK["math_m9"].prompt) == BANK["math_m9"].reference
+    text, finish = QevalResponder().reply(BANK["code_fizzbuzz"].prompt, 5)
+    assert finish == "length" and BANK["code_fizzbuzz"].reference.startswith(text)
+    with pytest.raises(ValueError, match="unknown qeval task"):
+        QevalResponder("math_m99")

@@ -1,0 +1,325 @@
+"""Races: the workload on real simulated lanes, the pure results, the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import textwrap
+import types
+
+import pytest
+
+from lanemon import metrics
+from lanemon.commands.common import demo_lanes
+from lanemon.config import ProbeConfig
+from lanemon.race_state import RaceState
+from lanemon.record.replay import read_events
+from lanemon.record.schema import Event
+from lanemon.session import LiveSession
+from lanemon.timeline import assemble
+from lanemon.workloads.harness import Harness
+from lanemon.workloads.race import (
+    BUILTIN_PROMPT,
+    PromptCycle,
+    RacePrompt,
+    ordinal,
+    race_results,
+    resolve_prompts,
+    run_race,
+    verdict,
+)
+from test_race_fixtures import TEXT_A, TEXT_B, race_events
+
+LANE_KEYS = {"ttft_s", "decode_tok_s", "output_tokens", "tokens_estimated", "total_s", "finish_rank", "error", "text"}
+RACE_KEYS = {"race", "prompt", "prompt_id", "category", "endpoint", "max_tokens", "lanes", "winner", "margin"}
+TOP_LANE_KEYS = {"ttft_s", "decode_tok_s", "output_tokens", "total_s", "wins", "races_ok"}
+
+
+def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "lanemon", "race", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def check_shape(result: dict, lanes=("A", "B"), races: int = 1) -> None:
+    assert result["bench"] == "race"
+    assert len(result["races"]) == races
+    for race in result["races"]:
+        assert set(race) == RACE_KEYS
+        assert list(race["lanes"]) == list(lanes)
+        for lane in race["lanes"].values():
+            assert set(lane) == LANE_KEYS
+        assert set(race["margin"]) == {"runner_up", "total_s_delta", "total_s_ratio", "ttft_s_ratio"}
+    assert list(result["lanes"]) == list(lanes)
+    for lane in result["lanes"].values():
+        assert set(lane) == TOP_LANE_KEYS
+
+
+# -- the workload on real simulated lanes ------------------------------------------------
+
+
+async def _race_on(lanes, prompts, endpoint="completions"):
+    harness = Harness(lanes)
+    try:
+        await harness.connect()
+        out = []
+        for i, p in enumerate(prompts, 1):
+            out.append(await run_race(harness, p, i, endpoint=endpoint, max_tokens=48))
+    finally:
+        await harness.aclose()
+    return harness, out
+
+
+def test_race_gives_one_result_per_lane_matching_request_metrics():
+    with demo_lanes(0.05) as lanes:
+        harness, [records] = asyncio.run(_race_on(lanes, [BUILTIN_PROMPT]))
+    assert list(records) == ["A", "B"]
+    result = race_results(harness.events)
+    check_shape(result)
+    race = result["races"][0]
+    assert race["prompt"] == BUILTIN_PROMPT.text and race["prompt_id"] == BUILTIN_PROMPT.id
+    assert race["endpoint"] == "completions" and race["max_tokens"] == 48
+    # every figure is request_metrics of the recorded request
+    recorded = {r.lane: r for r in assemble(harness.events) if r.meta.get("bench") == "race"}
+    assert set(recorded) == {"A", "B"}
+    for name, rec in recorded.items():
+        assert rec.meta == {"bench": "race", "race": 1, "prompt_id": BUILTIN_PROMPT.id, "max_tokens": 48,
+                            "temperature": 0, "prompt_chars": len(BUILTIN_PROMPT.text)}
+        m = metrics.request_metrics(rec)
+        lane = race["lanes"][name]
+        assert lane["error"] is None
+        assert lane["ttft_s"] == pytest.approx(m.ttft_s, abs=1e-4)
+        assert lane["decode_tok_s"] == pytest.approx(m.decode_tok_s, abs=0.01)
+        assert lane["total_s"] == pytest.approx(m.e2e_s, abs=1e-4)
+        assert lane["output_tokens"] == m.output_tokens == 48  # the sim sends usage; the budget is hit
+        assert lane["tokens_estimated"] is False
+        assert lane["text"] == rec.text and lane["text"]
+        assert records[name].text == rec.text
+    # both requests were sent at the same instant (well under a millisecond apart)
+    sent = sorted(r.sent_ns for r in recorded.values())
+    assert sent[1] - sent[0] < 5_000_000
+    # finish order follows end time; the winner and margin come from it
+    order = sorted(recorded, key=lambda n: recorded[n].end_ns)
+    assert [race["lanes"][n]["finish_rank"] for n in order] == [1, 2]
+    assert race["winner"] == order[0] and race["margin"]["runner_up"] == order[1]
+    w, r = race["lanes"][order[0]], race["lanes"][order[1]]
+    assert race["margin"]["total_s_ratio"] == pytest.approx(r["total_s"] / w["total_s"], rel=1e-3)
+    assert race["margin"]["ttft_s_ratio"] == pytest.approx(r["ttft_s"] / w["ttft_s"], rel=1e-3)
+    # marks bracket the race
+    marks = [e.data for e in harness.events if e.kind == "mark"]
+    assert [(m["label"], m["phase"]) for m in marks] == [("race 1", "start"), ("race 1", "end")]
+    assert marks[0]["bench"] == "race" and marks[0]["race"] == 1 and marks[0]["prompt"] == BUILTIN_PROMPT.text
+    # a single race: the top-level lanes are that race's figures
+    assert result["lanes_stat"] == "last race"
+    for name in ("A", "B"):
+        top, lane = result["lanes"][name], race["lanes"][name]
+        assert (top["ttft_s"], top["decode_tok_s"], top["total_s"]) == (lane["ttft_s"], lane["decode_tok_s"],
+                                                                         lane["total_s"])
+
+
+def test_live_session_race_is_recorded_with_the_session():
+    async def scenario(lanes):
+        session = LiveSession(lanes, probe=ProbeConfig(interval=0.05, max_tokens=8), mode="demo")
+        events: list[Event] = []
+        session.bus.subscribe(events.append)
+        runner = asyncio.create_task(session.run())
+        try:
+            first = await session.race("Write a Python function that merges two sorted lists.", max_tokens=24)
+            second = await session.race(RacePrompt("Tell a very short story.", id="story"), endpoint="chat",
+                                        max_tokens=16)
+        finally:
+            session.stop()
+            await runner
+        return events, first, second
+
+    with demo_lanes(0.05) as lanes:
+        events, first, second = asyncio.run(scenario(lanes))
+    assert set(first) == set(second) == {"A", "B"}
+    assert all(r.ok for r in [*first.values(), *second.values()])
+    result = race_results(events)
+    check_shape(result, races=2)
+    assert [r["race"] for r in result["races"]] == [1, 2]
+    assert result["races"][1]["endpoint"] == "chat" and result["races"][1]["prompt_id"] == "story"
+    assert result["lanes_stat"] == "median of 2 races"
+    # no probe request overlapped a race on its lanes
+    recs = assemble(events)
+    for race_rec in (r for r in recs if r.purpose == "race"):
+        for probe in (r for r in recs if r.purpose == "probe"):
+            assert probe.end_ns < race_rec.sent_ns or probe.sent_ns > race_rec.end_ns
+
+
+# -- pure results from events -------------------------------------------------------------
+
+
+def test_race_results_from_fixed_events():
+    result = race_results(race_events(races=2, error_in_last=True))
+    check_shape(result, races=2)
+    first, second = result["races"]
+    a, b = first["lanes"]["A"], first["lanes"]["B"]
+    assert a["ttft_s"] == 0.175 and b["ttft_s"] == 0.22
+    assert a["finish_rank"] == 1 and b["finish_rank"] == 2
+    words = len(TEXT_A.split(" "))
+    assert a["output_tokens"] == words + 4 and a["tokens_estimated"] is False  # usage wins over chunks
+    assert b["output_tokens"] == len(TEXT_B.split(" ")) and b["tokens_estimated"] is True
+    assert a["text"] == TEXT_A and b["text"] == TEXT_B
+    assert first["winner"] == "A"
+    assert first["margin"]["runner_up"] == "B"
+    assert first["margin"]["total_s_delta"] == pytest.approx(b["total_s"] - a["total_s"], abs=1e-4)
+    assert first["margin"]["ttft_s_ratio"] == pytest.approx(0.22 / 0.175, rel=1e-3)
+    assert first["margin"]["total_s_delta"] == pytest.approx(0.096)
+    assert verdict(first) == f"A won by 96 ms ({first['margin']['total_s_ratio']:.2f}x faster end to end)"
+    # the second race: B failed, A finished alone; the error is reported, never averaged in
+    eb = second["lanes"]["B"]
+    assert eb["error"] == {"cls": "http", "message": "HTTP 503: engine overloaded"}
+    assert eb["finish_rank"] is None and eb["total_s"] is None and eb["decode_tok_s"] is None
+    assert second["winner"] == "A" and second["margin"]["runner_up"] is None
+    assert verdict(second) == "A finished alone; B failed (http)"
+    assert result["lanes"]["A"]["wins"] == 2 and result["lanes"]["A"]["races_ok"] == 2
+    assert result["lanes"]["B"]["races_ok"] == 1 and result["lanes"]["B"]["ttft_s"] == 0.22
+    assert result["lanes"]["A"]["ttft_s"] == pytest.approx((0.175 + 0.18) / 2)  # median of two races
+
+
+def test_race_state_streams_and_stopped_races_are_left_out():
+    events = race_events(races=1)
+    state = RaceState()
+    cut = next(i for i, e in enumerate(events) if e.kind == "token" and e.lane == "B")
+    for ev in events[: cut + 3]:
+        state.apply(ev)
+    view = state.latest
+    assert view is not None and not view.complete and state.running
+    assert view.lanes["A"].text and view.lanes["B"].text  # text so far
+    live = view.lanes["B"].metrics(state.last_t)
+    assert live is not None and live.ttft_s == pytest.approx(0.22)
+    assert race_results(state)["races"] == []  # not finished yet
+    # a cancelled race: its end mark says stopped
+    stopped = [e for e in events if not (e.kind == "mark" and e.data.get("phase") == "end")]
+    stopped.append(Event(stopped[-1].t + 1, "mark", None, None,
+                         {"label": "race 1", "bench": "race", "phase": "end", "race": 1, "stopped": True}))
+    assert race_results(stopped)["races"] == []
+    # events of other benches and probes are ignored
+    assert race_results([Event(1, "mark", None, None, {"bench": "decode", "race": 1})])["races"] == []
+
+
+def test_verdict_and_ordinal_words():
+    assert [ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 22, 101)] == [
+        "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st"]
+    race = {"winner": "A", "lanes": {"A": {"error": None}, "B": {"error": None}},
+            "margin": {"runner_up": "B", "total_s_delta": 0.42, "total_s_ratio": 1.18}}
+    assert verdict(race) == "A won by 0.42 s (1.18x faster end to end)"
+    race["margin"].update(total_s_delta=0.016, total_s_ratio=1.23)
+    assert verdict(race) == "A won by 16 ms (1.23x faster end to end)"
+    assert verdict({"winner": None, "lanes": {"A": {"error": {"cls": "connect"}}}, "margin": {}}) == \
+        "no lane finished; A failed (connect)"
+
+
+# -- prompts ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fake_prompt_set(monkeypatch):
+    mod = types.ModuleType("lanemon.workloads.prompts")
+    items = [
+        types.SimpleNamespace(id="code-1", category="coding", max_tokens=300, text="Write a merge function."),
+        types.SimpleNamespace(id="prose-1", category="prose", max_tokens=400, text="Describe a harbour."),
+        types.SimpleNamespace(id="code-2", category="coding", max_tokens=None, text="Write a stack."),
+    ]
+    mod.load_prompt_set = lambda: items
+    monkeypatch.setitem(sys.modules, "lanemon.workloads.prompts", mod)
+    return items
+
+
+def test_resolve_prompts(tmp_path, fake_prompt_set):
+    assert resolve_prompts() == [BUILTIN_PROMPT]
+    assert [p.text for p in resolve_prompts(prompts=["x", "y"], repeat=2)] == ["x", "y", "x", "y"]
+    f = tmp_path / "long.txt"
+    f.write_text("a long prompt\nover two lines\n")
+    [p] = resolve_prompts(prompt_file=f)
+    assert p.text == "a long prompt\nover two lines\n" and p.id == "long"
+    coding = resolve_prompts(category="coding", repeat=3)
+    assert [p.id for p in coding] == ["code-1", "code-2", "code-1"]
+    assert coding[0].max_tokens == 300 and coding[1].max_tokens is None
+    with pytest.raises(ValueError, match="categories: coding, prose"):
+        resolve_prompts(category="poetry")
+    for bad in ({"prompts": [" "]}, {"prompt_file": tmp_path / "missing.txt"}, {"repeat": 0},
+                {"category": "coding", "prompts": ["x"]}):
+        with pytest.raises(ValueError):
+            resolve_prompts(**bad)
+    cycle = PromptCycle()
+    assert [cycle().id for _ in range(4)] == ["code-1", "prose-1", "code-2", "code-1"]
+    assert cycle.peek().id == "prose-1"
+
+
+def test_race_modules_import_without_textual():
+    code = textwrap.dedent("""
+        import sys
+        class Block:
+            def find_spec(self, name, path=None, target=None):
+                if name == "textual" or name.startswith("textual."):
+                    raise ImportError("blocked")
+        sys.meta_path.insert(0, Block())
+        import lanemon.race_state, lanemon.workloads.race, lanemon.commands.race
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+
+
+# -- the command --------------------------------------------------------------------------
+
+
+def test_cli_json_equals_race_results_of_the_recording(tmp_path):
+    path = tmp_path / "race.jsonl"
+    out = run_cli("--demo", "--time-scale", "0.05", "--json", "--repeat", "2", "--max-tokens", "40",
+                  "--record", str(path))
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)  # exactly one JSON object on stdout
+    check_shape(result, races=2)
+    for race in result["races"]:
+        for lane in race["lanes"].values():
+            assert lane["error"] is None and lane["output_tokens"] == 40 and lane["text"]
+            assert lane["finish_rank"] in (1, 2)
+    assert result["lanes_stat"] == "median of 2 races"
+    header, events, warnings = read_events(path)
+    assert warnings == [] and header["command"] == "race"
+    assert race_results(events) == result
+    assert "recording saved" in out.stderr
+
+
+def test_cli_headless_prints_table_and_verdict():
+    out = run_cli("--demo", "--time-scale", "0.05", "--headless", "--no-record", "--chat",
+                  "--prompt", "Tell a very short story about a lighthouse keeper.", "--max-tokens", "32")
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    for word in ("TTFT", "decode", "output", "total", "rank", "1st", "2nd", "tok/s", "chat"):
+        assert word in text, text
+    assert " won by " in text and "faster end to end" in text
+    assert "lanemon: race 1/1" in out.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ["--prompt", "", "--demo"],
+    ["--prompt-file", "/nonexistent/prompt.txt", "--demo"],
+    ["--repeat", "0", "--demo"],
+    ["--max-tokens", "many", "--demo"],
+    ["--category", "prose", "--prompt", "x", "--demo"],
+    ["--json", "--headless", "--demo"],
+    ["--lane", "A=notaurl", "--headless"],
+    ["--headless"],  # no lanes at all
+])
+def test_cli_bad_input_is_one_line_exit_2(args):
+    out = run_cli(*args, "--no-record")
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    assert out.stdout == ""
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert lines and "Traceback" not in out.stderr
+    assert len(lines) == 1 or lines[0].startswith("usage:")
+
+
+def test_cli_lane_down_is_one_line_exit_1(tmp_path):
+    out = run_cli("--lane", "A=http://127.0.0.1:9/v1", "--json", "--record", str(tmp_path / "r.jsonl"))
+    assert out.returncode == 1
+    assert out.stdout == ""
+    assert out.stderr.strip().count("\n") == 0 and "lane A" in out.stderr
+    assert not (tmp_path / "r.jsonl").exists()  # nothing ran, nothing recorded
