@@ -32,9 +32,12 @@ from lanemon.workloads.race import (
 )
 from test_race_fixtures import TEXT_A, TEXT_B, race_events
 
-LANE_KEYS = {"ttft_s", "decode_tok_s", "output_tokens", "tokens_estimated", "total_s", "finish_rank", "error", "text"}
+LANE_KEYS = {"ttft_s", "ttfo_s", "decode_tok_s", "output_tokens", "reasoning_tokens", "reasoning_estimated",
+             "tokens_estimated", "tokens_per_chunk", "chunk_counts_estimated", "total_s", "finish_rank", "error",
+             "text", "reasoning_text"}
 RACE_KEYS = {"race", "prompt", "prompt_id", "category", "endpoint", "max_tokens", "lanes", "winner", "margin"}
-TOP_LANE_KEYS = {"ttft_s", "decode_tok_s", "output_tokens", "total_s", "wins", "races_ok"}
+TOP_LANE_KEYS = {"ttft_s", "ttfo_s", "decode_tok_s", "output_tokens", "reasoning_tokens", "tokens_per_chunk",
+                 "total_s", "wins", "races_ok"}
 
 
 def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from lanemon import __version__
 from lanemon.commands import MODULES as COMMAND_MODULES
-from lanemon.commands.common import UsageError, add_lane_args, demo_lanes
+from lanemon.commands.common import UsageError, add_fault_args, add_lane_args, add_stall_arg, demo_lanes
+from lanemon.commands.common import with_stall_timeout
 from lanemon.commands.common import err as _err
 from lanemon.commands.common import positive_float as _positive
 from lanemon.config import Config, ConfigError, LaneConfig, ProbeConfig, load_config, merge_lanes, validate_url
@@ -64,6 +65,7 @@ def _add_ui_args(p: argparse.ArgumentParser, record: bool = True, share: bool = 
         g.add_argument("--record", type=Path, metavar="PATH", help="write the recording here (default: XDG data dir)")
         g.add_argument("--no-record", action="store_true", help="do not record this session")
         p.add_argument("--interval", type=_positive, metavar="S", help="seconds between probe requests per lane")
+        add_stall_arg(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -84,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_ui_args(p)
     p.add_argument("--time-scale", type=_positive, default=1.0, metavar="X",
                    help="simulated durations are multiplied by X (default 1.0 = real time)")
+    add_fault_args(p)
 
     p = sub.add_parser("sim", help="run one simulated lane (an OpenAI-compatible HTTP server)",
                        description="Serve an OpenAI-compatible API with timings fitted to the write-up's lanes "
@@ -102,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("replay", help="replay a recording in the dashboard",
                        description="Open the dashboard fed from a recording instead of sockets. Keys: space/p pause, "
-                                   "+/- speed.")
+                                   "+/- speed, left/right 10 s back/forward, home/end, [/] previous/next marker.")
     p.add_argument("file", type=Path, metavar="FILE", help="a .jsonl recording")
     p.add_argument("--speed", type=_speed, default=1.0, metavar="N", help="playback speed, e.g. 4, or 'max' (default 1)")
     _add_ui_args(p, record=False)
@@ -157,6 +160,10 @@ def _run_app(source, theme: str | None, args: argparse.Namespace | None = None) 
     return app.return_code or 0
 
 
+SERVER_METRICS_INTERVAL = 2.0  # s between /metrics scrapes per lane (docs/SERVER_METRICS.md)
+HOST_INTERVAL = 2.0  # s between host (psutil) samples
+
+
 def cmd_live(args: argparse.Namespace, demo_lanes: list[LaneConfig] | None = None) -> int:
     from lanemon.session import DEMO_PROMPTS, LiveSession
 
@@ -171,9 +178,11 @@ def cmd_live(args: argparse.Namespace, demo_lanes: list[LaneConfig] | None = Non
         mode, prompts = "live", None
     else:
         config, lanes, mode, prompts = Config(), demo_lanes, "demo", DEMO_PROMPTS
+    lanes = with_stall_timeout(lanes, getattr(args, "stall_timeout", None))
     recorder = _make_recorder(args, mode, [lane.public() for lane in lanes], enabled=config.record)
     session = LiveSession(lanes, probe=_probe_config(config, args.interval, demo=demo_lanes is not None),
-                          mode=mode, recorder=recorder, prompts=prompts)
+                          mode=mode, recorder=recorder, prompts=prompts,
+                          metrics_interval=SERVER_METRICS_INTERVAL, host_interval=HOST_INTERVAL)
     try:
         code = _run_app(session, args.theme or config.theme, args)
     finally:
@@ -186,7 +195,8 @@ def cmd_live(args: argparse.Namespace, demo_lanes: list[LaneConfig] | None = Non
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    with demo_lanes(args.time_scale) as lanes:
+    with demo_lanes(args.time_scale, faults_a=getattr(args, "fault_a", None),
+                    faults_b=getattr(args, "fault_b", None)) as lanes:
         return cmd_live(args, demo_lanes=lanes)
 
 

@@ -47,7 +47,15 @@ class RequestMetrics:
     tokens_per_chunk: float | None = None
     """Generated tokens per token-carrying chunk (1.0 unless the server coalesces)."""
     itl_per_token_s: tuple[float, ...] = ()
-    """Each inter-chunk gap divided by the tokens its chunk carried (needs per-chunk counts)."""
+    """Each inter-chunk gap divided by the tokens its chunk carried (per-chunk counts from continuous
+    usage; else divided by the average tokens per chunk, and ``chunk_counts_estimated``)."""
+    generated_tokens: int = 0
+    """Every generated token: output + reasoning (what decode rates count)."""
+    reasoning_estimated: bool = False
+    """``reasoning_tokens`` is a count of reasoning chunks (the server did not say)."""
+    chunk_counts_estimated: bool = True
+    """Tokens per chunk are not known chunk by chunk (no continuous usage): ``itl_per_token_s`` uses
+    the average and ``tokens_per_chunk`` is that average (None when there is no usage at all)."""
 
     @property
     def prefill_tok_s(self) -> float | None:
@@ -63,14 +71,40 @@ def _s(a: int | None, b: int | None) -> float | None:
     return (b - a) / NS
 
 
-def output_tokens(rec: RequestRecord) -> tuple[int, bool]:
-    """(tokens, estimated): usage when the server sent it, else a chunk count."""
+def _chunk_counts(rec: RequestRecord) -> list[int] | None:
+    """Tokens in each chunk when the server said so for every chunk (continuous usage), else None."""
+    counts = rec.chunk_tokens
+    if counts and all(isinstance(n, int) and n > 0 for n in counts):
+        return counts  # type: ignore[return-value]
+    return None
+
+
+def generated_tokens(rec: RequestRecord) -> tuple[int, bool]:
+    """(every generated token incl. reasoning, estimated): usage when sent, else a chunk count."""
     if rec.completion_tokens is not None:
-        total = rec.completion_tokens
-        if rec.reasoning_tokens:
-            # usage counts reasoning inside completion_tokens; keep it apart
-            total = max(0, total - rec.reasoning_tokens)
-        return total, False
+        return rec.completion_tokens, False
+    return len(rec.token_ns), True
+
+
+def reasoning_tokens(rec: RequestRecord) -> tuple[int | None, bool]:
+    """(reasoning tokens, estimated): ``completion_tokens_details.reasoning_tokens`` when sent; else the
+    per-chunk counts of the reasoning chunks (continuous usage); else a count of reasoning chunks
+    (estimated).  None when the request streamed no reasoning and the server said nothing."""
+    if rec.reasoning_tokens is not None:
+        return rec.reasoning_tokens, False
+    if not rec.reasoning_chunks:
+        return None, False
+    if rec.reasoning_n and rec.completion_tokens is not None:
+        return rec.reasoning_n, False
+    return rec.reasoning_chunks, True
+
+
+def output_tokens(rec: RequestRecord) -> tuple[int, bool]:
+    """(output tokens without reasoning, estimated): usage when the server sent it, else a chunk count."""
+    if rec.completion_tokens is not None:
+        reasoning, est = reasoning_tokens(rec)
+        # usage counts reasoning inside completion_tokens; keep it apart
+        return max(0, rec.completion_tokens - (reasoning or 0)), est
     return len(rec.token_ns) - rec.reasoning_chunks, True
 
 
@@ -79,18 +113,26 @@ def request_metrics(rec: RequestRecord) -> RequestMetrics:
     ttfo = _s(rec.sent_ns, rec.first_content_ns)
     e2e = _s(rec.sent_ns, rec.end_ns)
     out_tokens, estimated = output_tokens(rec)
+    reasoning, reasoning_est = reasoning_tokens(rec)
     # decode rates count every generated token (reasoning included)
-    generated = rec.completion_tokens if rec.completion_tokens is not None else len(rec.token_ns)
+    generated, gen_est = generated_tokens(rec)
+    counts = _chunk_counts(rec) if not gen_est else None
+    # tokens that arrived after the first chunk (a coalescing server may put several in the first)
+    first = counts[0] if counts else 1
     tpot = decode = None
-    if rec.ok and ttft is not None and e2e is not None and generated > 1 and e2e > ttft:
-        tpot = (e2e - ttft) / (generated - 1)
-        decode = (generated - 1) / (e2e - ttft)
+    if rec.ok and ttft is not None and e2e is not None and generated > first and e2e > ttft:
+        tpot = (e2e - ttft) / (generated - first)
+        decode = (generated - first) / (e2e - ttft)
     itl = tuple((b - a) / NS for a, b in zip(rec.token_ns, rec.token_ns[1:]))
-    per_token: tuple[float, ...] = ()
-    counts = rec.chunk_tokens[1:]
-    if itl and all(isinstance(n, int) and n > 0 for n in counts):
-        per_token = tuple(gap / n for gap, n in zip(itl, counts))  # type: ignore[operator]
     chunks = len(rec.token_ns)
+    tpc: float | None = None
+    per_token: tuple[float, ...] = ()
+    if counts:
+        tpc = sum(counts) / chunks
+        per_token = tuple(gap / n for gap, n in zip(itl, counts[1:]))
+    elif chunks and not gen_est:
+        tpc = generated / chunks
+        per_token = tuple(gap / tpc for gap in itl) if tpc > 0 else ()
     return RequestMetrics(
         ok=rec.ok,
         ttft_s=ttft,
@@ -98,17 +140,20 @@ def request_metrics(rec: RequestRecord) -> RequestMetrics:
         first_byte_s=_s(rec.sent_ns, rec.first_byte_ns),
         e2e_s=e2e,
         output_tokens=out_tokens,
-        tokens_estimated=estimated,
-        chunks=len(rec.token_ns),
+        tokens_estimated=estimated or gen_est,
+        chunks=chunks,
         tpot_s=tpot,
         decode_tok_s=decode,
         itl_s=itl,
         prompt_tokens=rec.prompt_tokens,
         cached_tokens=rec.cached_tokens,
-        reasoning_tokens=rec.reasoning_tokens,
+        reasoning_tokens=reasoning,
         error_cls=(rec.error or {}).get("cls") if rec.error else None,
-        tokens_per_chunk=(generated / chunks) if chunks and rec.completion_tokens is not None else None,
+        tokens_per_chunk=tpc,
         itl_per_token_s=per_token,
+        generated_tokens=generated,
+        reasoning_estimated=reasoning_est,
+        chunk_counts_estimated=counts is None,
     )
 
 
@@ -159,7 +204,8 @@ def summarize(values: Iterable[float | None]) -> Summary:
 
 
 def aggregate_tok_s(records: Sequence[RequestRecord]) -> float | None:
-    """Total output tokens of the completed requests / wall time from first send to last end."""
+    """Total generated tokens (output + reasoning) of the completed requests / wall time from first
+    send to last end."""
     done = [r for r in records if r.ok and r.sent_ns is not None]
     if not done:
         return None
@@ -167,7 +213,7 @@ def aggregate_tok_s(records: Sequence[RequestRecord]) -> float | None:
     end = max(r.end_ns for r in done)  # type: ignore[type-var]
     if end <= start:
         return None
-    tokens = sum(output_tokens(r)[0] for r in done)
+    tokens = sum(generated_tokens(r)[0] for r in done)  # every generated token, reasoning included
     return tokens / ((end - start) / NS)
 
 
@@ -200,7 +246,7 @@ def meets_slo(m: RequestMetrics, slo: dict[str, float]) -> bool:
     for key, limit in slo.items():
         value = {"ttft": m.ttft_s, "tpot": m.tpot_s, "e2e": m.e2e_s}[key]
         if value is None:
-            if key == "tpot" and m.output_tokens <= 1:
+            if key == "tpot" and m.generated_tokens <= 1:
                 continue  # TPOT is undefined for a one-token reply: it cannot miss
             return False
         if value > limit:

@@ -57,6 +57,11 @@ class RaceLane:
         return self.rec.text if self.rec is not None else ""
 
     @property
+    def reasoning_text(self) -> str:
+        """The streamed reasoning (thinking models), kept apart from :attr:`text`."""
+        return self.rec.reasoning_text if self.rec is not None else ""
+
+    @property
     def error(self) -> dict[str, Any] | None:
         return self.rec.error if self.rec is not None else None
 
@@ -101,6 +106,8 @@ class RaceView:
     end_t: int | None = None
     stopped: bool = False
     """The end mark says the race was cancelled (Ctrl-C, quit) before every lane finished."""
+    slo: dict[str, float] | None = None
+    """``--slo`` targets recorded in the start mark (goodput), or None."""
     lanes: dict[str, RaceLane] = field(default_factory=dict)
     _finished_order: list[str] = field(default_factory=list)
 
@@ -195,6 +202,7 @@ class RaceState:
             view.category = d.get("category", view.category)
             view.endpoint = d.get("endpoint", view.endpoint)
             view.max_tokens = d.get("max_tokens", view.max_tokens)
+            view.slo = d.get("slo") or view.slo
             for name in d.get("lanes") or ():
                 view.lane(str(name))
         elif d.get("phase") == "end":

@@ -5,6 +5,7 @@
 
     {"environment": {...},            # from the header (and lane/probe events)
      "decode": {...}, "prefill": {...}, "needles": {...}, "race": {...},
+     "qeval": {...}, "agree": {...}, "kl": {...}, "gauntlet": {...},
      "warnings": [...]}
 
 Only the benches the recording holds appear.  Each bench dict is exactly what
@@ -12,8 +13,15 @@ that bench's own results function returns for the same events
 (:func:`lanemon.workloads.ladder.decode_results`,
 :func:`lanemon.workloads.prefill.prefill_results`,
 :func:`lanemon.workloads.needles.needle_results`,
-:func:`lanemon.workloads.race.race_results`), so a report built from a
-recording says what ``--json`` said when the run finished.  Reports
+:func:`lanemon.workloads.race.race_results`,
+:func:`lanemon.workloads.agree.agree_results`,
+:func:`lanemon.workloads.kl.kl_results`,
+:func:`lanemon.workloads.gauntlet.gauntlet_results`), so a report built from a
+recording says what ``--json`` said when the run finished.  qeval is per lane
+(``qeval run LANE``): ``"qeval"`` is ``{"bench": "qeval", "lanes": {LANE:
+qeval_results(events, lane=LANE)}, "compare": compare_runs(first, second) or
+None}``, each lane's dict exactly what that run's ``--json`` printed, and the
+paired comparison the one ``qeval compare`` prints.  Reports
 (:mod:`lanemon.record.report`) render this dict.
 """
 
@@ -29,7 +37,7 @@ from lanemon.record import schema
 from lanemon.record.replay import Recording
 from lanemon.record.schema import Event
 
-BENCHES = ("decode", "prefill", "needles", "race")
+BENCHES = ("decode", "prefill", "needles", "race", "qeval", "agree", "kl", "gauntlet")
 """Bench names in report order."""
 
 RESULT_FUNCTIONS: dict[str, tuple[str, str]] = {
@@ -37,7 +45,15 @@ RESULT_FUNCTIONS: dict[str, tuple[str, str]] = {
     "prefill": ("lanemon.workloads.prefill", "prefill_results"),
     "needles": ("lanemon.workloads.needles", "needle_results"),
     "race": ("lanemon.workloads.race", "race_results"),
+    "qeval": ("lanemon.workloads.qeval", "qeval_results"),
+    "agree": ("lanemon.workloads.agree", "agree_results"),
+    "kl": ("lanemon.workloads.kl", "kl_results"),
+    "gauntlet": ("lanemon.workloads.gauntlet", "gauntlet_results"),
 }
+
+PER_LANE = {"qeval": ("lanemon.workloads.qeval", "compare_runs")}
+"""Benches whose results function covers one lane (``fn(events, lane=NAME)``), with the function that
+pairs two lanes' results; :func:`analyze` runs them per lane (see the module docstring)."""
 
 
 def benches_in(events: Iterable[Event]) -> list[str]:
@@ -59,6 +75,28 @@ def results_function(bench: str):
     except ImportError:
         return None
     return getattr(module, attr, None)
+
+
+def lanes_of(bench: str, events: Iterable[Event]) -> list[str]:
+    """Lanes with requests (or lane marks) of ``bench``, in order of first appearance."""
+    out: list[str] = []
+    for ev in events:
+        if ev.lane and ev.kind in (schema.REQUEST, schema.MARK) and ev.data.get("bench") == bench \
+                and ev.lane not in out:
+            out.append(ev.lane)
+    return out
+
+
+def per_lane_results(bench: str, fn, events: Sequence[Event]) -> dict[str, Any]:
+    """``{"bench", "lanes": {LANE: fn(events, lane=LANE)}, "compare": pair(first, second) | None}``."""
+    lanes = {name: fn(events, lane=name) for name in lanes_of(bench, events)}
+    compare = None
+    if len(lanes) >= 2:
+        module_name, attr = PER_LANE[bench]
+        pair = getattr(importlib.import_module(module_name), attr)
+        first, second = list(lanes)[:2]
+        compare = pair(lanes[first], lanes[second], first, second)
+    return {"bench": bench, "lanes": lanes, "compare": compare}
 
 
 def environment(header: dict[str, Any] | None, events: Sequence[Event] = ()) -> dict[str, Any]:
@@ -123,8 +161,39 @@ def analyze(source: Any, *, benches: Sequence[str] | None = None) -> dict[str, A
             warnings.append(f"the recording holds {bench} data but this lanemon cannot analyse it")
             continue
         try:
-            out[bench] = fn(events)
+            out[bench] = per_lane_results(bench, fn, events) if bench in PER_LANE else fn(events)
         except Exception as exc:  # one broken bench must not hide the others
             warnings.append(f"{bench}: results could not be computed ({type(exc).__name__}: {exc})")
+    out["warnings"] = warnings
+    return out
+
+
+def analyze_many(sources: Sequence[Any]) -> dict[str, Any]:
+    """One analysis from several recordings (e.g. a decode, a prefill and a qeval run of the same lanes).
+
+    Recordings are analysed one by one -- never merged event by event, since
+    request ids and clocks are per recording -- and each bench section is taken
+    from the first recording that holds it (a later duplicate is reported in
+    ``warnings``).  The environment is the first recording's, with
+    ``recordings`` listing every file.
+    """
+    if not sources:
+        raise ValueError("no recording to analyse")
+    analyses = [analyze(src) for src in sources]
+    if len(analyses) == 1:
+        return analyses[0]
+    out: dict[str, Any] = {"environment": dict(analyses[0]["environment"])}
+    out["environment"]["recordings"] = [a["environment"].get("recording") for a in analyses]
+    warnings: list[str] = []
+    for a in analyses:
+        where = a["environment"].get("recording") or "a recording"
+        warnings.extend(f"{where}: {w}" for w in a.get("warnings") or [])
+        for key, value in a.items():
+            if key in ("environment", "warnings"):
+                continue
+            if key in out:
+                warnings.append(f"{key} appears in several recordings; the report uses the earlier one, not {where}")
+                continue
+            out[key] = value
     out["warnings"] = warnings
     return out

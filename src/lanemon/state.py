@@ -21,6 +21,61 @@ ERRORS_KEPT = 50
 
 
 @dataclass
+class ServerMetricsState:
+    """A lane's Prometheus /metrics as folded from ``server_metrics`` events (lanes/prom.py)."""
+
+    available: bool | None = None
+    """None until the first scrape; False once the lane turned out to have no /metrics."""
+    engine: str | None = None
+    last: dict = field(default_factory=dict)
+    """The latest successful scrape's data (running, waiting, kv_usage, gen_tok_s, ...)."""
+    last_t: int | None = None
+    error: str | None = None
+    """The latest scrape's failure (None after a success)."""
+    running: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    waiting: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    kv_usage: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    gen_tok_s: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    prompt_tok_s: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    hit_rate: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+
+    def apply(self, t: int, d: dict) -> None:
+        if not d.get("ok"):
+            if d.get("available") is False:
+                self.available = False
+            self.error = d.get("message") or d.get("cls") or "scrape failed"
+            return
+        self.available, self.error = True, None
+        self.engine = d.get("engine", self.engine)
+        self.last, self.last_t = dict(d), t
+        for key in ("running", "waiting", "kv_usage", "gen_tok_s", "prompt_tok_s"):
+            if d.get(key) is not None:
+                getattr(self, key).append(float(d[key]))
+        if d.get("prefix_hit_rate") is not None:
+            self.hit_rate.append(float(d["prefix_hit_rate"]))
+
+
+@dataclass
+class HostState:
+    """This machine (psutil) as folded from ``host`` events (lanes/host.py)."""
+
+    last: dict = field(default_factory=dict)
+    last_t: int | None = None
+    samples: int = 0
+    cpu_pct: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    mem_pct: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    net_rx_Bps: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    net_tx_Bps: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+
+    def apply(self, t: int, d: dict) -> None:
+        self.last, self.last_t = dict(d), t
+        self.samples += 1
+        for key in ("cpu_pct", "mem_pct", "net_rx_Bps", "net_tx_Bps"):
+            if d.get(key) is not None:
+                getattr(self, key).append(float(d[key]))
+
+
+@dataclass
 class LaneState:
     name: str
     url: str = ""
@@ -40,6 +95,8 @@ class LaneState:
     last_tps: float | None = None
     errors: deque[tuple[int, str, str]] = field(default_factory=lambda: deque(maxlen=ERRORS_KEPT))
     """(t_ns, error class, message) newest last."""
+    server: ServerMetricsState = field(default_factory=ServerMetricsState)
+    """The lane's Prometheus /metrics, when it has them."""
 
     @property
     def median_ttft_s(self) -> float | None:
@@ -59,6 +116,7 @@ class SessionState:
         self.events = 0
         self.last_t = 0
         self.notes: deque[tuple[int, str, str]] = deque(maxlen=ERRORS_KEPT)
+        self.host = HostState()
         self._asm = Assembler(keep_text=False)
         for name, url, model in lanes or []:
             self.lanes[name] = LaneState(name=name, url=url, model=model)
@@ -78,15 +136,23 @@ class SessionState:
         if kind == schema.NOTE:
             self.notes.append((ev.t, d.get("level", "info"), d.get("message", "")))
             return None
+        if kind == schema.HOST:
+            self.host.apply(ev.t, d)
+            return None
         if ev.lane is None:
             return None
         lane = self.lane(ev.lane)
+        if kind == schema.SERVER_METRICS:
+            lane.server.apply(ev.t, d)
+            return None
         if kind == schema.PROBE:
             lane.last_probe_t = ev.t
             lane.up = bool(d.get("ok"))
             lane.models_latency_s = d.get("latency_s")
             if d.get("model"):
                 lane.model = d["model"]
+            if d.get("model_changed_from"):  # logged with the errors: every later figure is another model's
+                lane.errors.append((ev.t, "model", f"model changed: {d['model_changed_from']} -> {d.get('model')}"))
             if lane.up:
                 lane.probe_error = None
             else:

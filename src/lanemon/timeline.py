@@ -33,13 +33,20 @@ class RequestRecord:
     first_content_ns: int | None = None
     """First chunk carrying non-reasoning output (TTFO)."""
     reasoning_chunks: int = 0
+    """Chunks carrying reasoning (a chunk carrying reasoning *and* content counts here too)."""
+    reasoning_n: int | None = 0
+    """Tokens of the reasoning-only chunks when every one of them said how many (continuous usage), else None."""
     text_parts: list[str] = field(default_factory=list)
+    reasoning_parts: list[str] = field(default_factory=list)
+    """The streamed reasoning text (``reasoning_content`` / ``reasoning``), kept apart from the answer."""
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cached_tokens: int | None = None
     reasoning_tokens: int | None = None
     end_ns: int | None = None
     finish_reason: str | None = None
+    server_request_id: str | None = None
+    """The server's id for this request (``x-request-id`` / ``x-sim-request-id``), when it sent one."""
     error: dict[str, Any] | None = None
 
     @property
@@ -53,6 +60,10 @@ class RequestRecord:
     @property
     def text(self) -> str:
         return "".join(self.text_parts)
+
+    @property
+    def reasoning_text(self) -> str:
+        return "".join(self.reasoning_parts)
 
 
 class Assembler:
@@ -74,15 +85,30 @@ class Assembler:
         kind = ev.kind
         if kind == schema.TOKEN:
             rec.token_ns.append(ev.t)
-            rec.chunk_tokens.append(d.get("n"))
+            n = d.get("n")
+            rec.chunk_tokens.append(n)
             if d.get("reasoning"):
                 rec.reasoning_chunks += 1
-            elif rec.first_content_ns is None:
-                rec.first_content_ns = ev.t
-            if self.keep_text and not d.get("reasoning"):
-                text = d.get("text")
-                if text:
-                    rec.text_parts.append(text)
+                # a chunk carrying both reasoning and content (coalescing servers) starts the output too
+                content = d.get("content")
+                if content and rec.first_content_ns is None:
+                    rec.first_content_ns = ev.t
+                if not content and rec.reasoning_n is not None:
+                    rec.reasoning_n = rec.reasoning_n + n if isinstance(n, int) else None
+                elif content:
+                    rec.reasoning_n = None  # the split inside a mixed chunk is unknown
+                if self.keep_text:
+                    if d.get("text"):
+                        rec.reasoning_parts.append(d["text"])
+                    if content:
+                        rec.text_parts.append(content)
+            else:
+                if rec.first_content_ns is None:
+                    rec.first_content_ns = ev.t
+                if self.keep_text:
+                    text = d.get("text")
+                    if text:
+                        rec.text_parts.append(text)
         elif kind == schema.REQUEST:
             rec.sent_ns = ev.t
             rec.purpose = d.get("purpose", "")
@@ -92,6 +118,7 @@ class Assembler:
         elif kind == schema.FIRST_BYTE:
             if rec.first_byte_ns is None:
                 rec.first_byte_ns = ev.t
+                rec.server_request_id = d.get("server_request_id")
         elif kind == schema.USAGE:
             rec.prompt_tokens = d.get("prompt_tokens", rec.prompt_tokens)
             rec.completion_tokens = d.get("completion_tokens", rec.completion_tokens)

@@ -10,8 +10,10 @@ MODULES = (
     "lanemon.commands.bench",
     "lanemon.commands.gauntlet",
     "lanemon.commands.report",
+    "lanemon.commands.compare",
     "lanemon.commands.qeval",
     "lanemon.commands.agree",
     "lanemon.commands.export",
     "lanemon.commands.share",
+    "lanemon.commands.web",
 )

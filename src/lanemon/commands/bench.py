@@ -20,11 +20,14 @@ from typing import Any
 
 from lanemon.commands.common import (
     UsageError,
+    add_measure_args,
     add_workload_args,
     err,
     int_list,
     open_recorder,
     run_interruptible,
+    slo_arg,
+    thinking_arg,
     workload_lanes,
 )
 
@@ -52,6 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="run the lanes at the same time (default: one after the other)")
         q.add_argument("--chat", action="store_true", help="use /chat/completions (default: /completions)")
         q.add_argument("--theme", metavar="NAME", help="colour theme of the TUI")
+        add_measure_args(q)
         if kind == "decode":
             q.add_argument("--levels", default="1,2,3,4,5,6", metavar="C,...",
                            help="concurrency levels (default 1,2,3,4,5,6)")
@@ -106,8 +110,10 @@ def build_options(args: argparse.Namespace):
     kw: dict[str, Any] = {
         "reps": _positive(args.reps, "--reps"),
         "parallel_lanes": args.parallel_lanes,
-        "chat": args.chat,
+        "chat": args.chat or args.thinking is not None,  # thinking is a chat-template switch
         "time_scale": args.time_scale if getattr(args, "demo", False) else None,
+        "thinking": thinking_arg(args),
+        "slo": slo_arg(args),
     }
     try:
         if kind == "decode":
@@ -339,9 +345,21 @@ def _render_decode(result: dict[str, Any], console) -> None:
     lanes = result.get("lanes", {})
     names = list(lanes)
     levels = sorted({int(k) for d in lanes.values() for k in d.get("levels", {})})
-    t = Table(title="decode ladder · aggregate = output tokens / wall time of the level")
-    for col, just in (("C", "right"), ("lane", "left"), ("aggregate tok/s", "right"), ("TTFT p50 / p90", "right"),
-                      ("per-stream p50", "right"), ("requests", "right")):
+    t = Table(title="decode ladder · aggregate = generated tokens / wall time of the level")
+    cells = [c for d in lanes.values() for c in d.get("levels", {}).values()]
+    show_ttfo = any(c.get("reasoning_tokens") for c in cells)
+    show_chunks = any((c.get("tokens_per_chunk") or 1) > 1.05 for c in cells)
+    show_goodput = any("goodput" in c for c in cells)
+    cols = [("C", "right"), ("lane", "left"), ("aggregate tok/s", "right"), ("TTFT p50 / p90", "right")]
+    if show_ttfo:
+        cols += [("TTFO p50", "right"), ("reasoning tok", "right")]
+    cols += [("per-stream p50", "right")]
+    if show_chunks:
+        cols += [("tok/chunk", "right"), ("ITL / per token p50", "right")]
+    if show_goodput:
+        cols += [("goodput", "right")]
+    cols += [("requests", "right")]
+    for col, just in cols:
         t.add_column(col, justify=just)
     for level in levels:
         vals = {n: (lanes[n]["levels"].get(str(level)) or {}).get("aggregate_tok_s") for n in names}
@@ -353,10 +371,25 @@ def _render_decode(result: dict[str, Any], console) -> None:
             if c is None:
                 continue
             name = f"[bold]{n}[/] ▲" if n == lead else n
-            t.add_row(f"C{level}" if i == 0 else "", name, _spread_cell(c, "aggregate_tok_s"),
-                      f"{_secs(c['ttft_p50_s'])} / {_secs(c['ttft_p90_s'])}", _rate(c["per_stream_tok_s_p50"]),
-                      str(c["requests"]), end_section=i == len(names) - 1)
+            row = [f"C{level}" if i == 0 else "", name, _spread_cell(c, "aggregate_tok_s"),
+                   f"{_secs(c['ttft_p50_s'])} / {_secs(c['ttft_p90_s'])}"]
+            if show_ttfo:
+                est = " est." if c.get("reasoning_estimated") else ""
+                row += [_secs(c.get("ttfo_s")), f"{c.get('reasoning_tokens') or 0}{est}"]
+            row.append(_rate(c["per_stream_tok_s_p50"]) + (" est." if c.get("tokens_estimated") else ""))
+            if show_chunks:
+                est = " est." if c.get("chunk_counts_estimated") else ""
+                tpc = c.get("tokens_per_chunk")
+                row += [f"{tpc:.2f}" if tpc else "–",
+                        f"{_ms(c.get('itl_p50_s'))} / {_ms(c.get('itl_per_token_p50_s'))}{est}"]
+            if show_goodput:
+                row.append(goodput_text(c.get("goodput")))
+            row.append(str(c["requests"]))
+            t.add_row(*row, end_section=i == len(names) - 1)
     console.print(t)
+    if show_goodput:
+        console.print(f"[dim]goodput: share and rate of requests meeting every target of "
+                      f"{slo_text((result.get('config') or {}).get('slo'))}[/]")
     sentence = crossover_sentence(result)
     if sentence:
         console.print(f"[bold]{sentence}[/]  (▲ leads the level)")
@@ -379,6 +412,24 @@ def _render_decode(result: dict[str, Any], console) -> None:
                 row.append(f"{vals2[0] / vals2[1]:.2f}×" if vals2[0] and vals2[1] else "–")
             ct.add_row(*row)
         console.print(ct)
+
+
+def _ms(v: Any) -> str:
+    return "–" if v is None else f"{v * 1000:.2f} ms"
+
+
+def slo_text(slo: dict[str, float] | None) -> str:
+    """``TTFT ≤ 0.5 s, TPOT ≤ 0.05 s``."""
+    return ", ".join(f"{k.upper()} ≤ {v:g} s" for k, v in (slo or {}).items()) or "no SLO"
+
+
+def goodput_text(g: dict[str, Any] | None) -> str:
+    """``75% · 1.9 req/s`` (share of requests meeting every SLO target, and their rate)."""
+    if not g:
+        return "–"
+    share = f"{g['share'] * 100:.0f}%" if g.get("share") is not None else "–"
+    rate = f"{g['rate_rps']:.2f} req/s" if g.get("rate_rps") is not None else "–"
+    return f"{share} · {rate}"
 
 
 def _render_prefill(result: dict[str, Any], console) -> None:

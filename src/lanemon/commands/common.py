@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Iterator
@@ -86,12 +87,45 @@ def add_workload_args(p: argparse.ArgumentParser) -> None:
                    help="run against the two built-in simulated lanes (A: tensorfold-exl3, B: sglang-native)")
     p.add_argument("--time-scale", type=positive_float, default=1.0, metavar="X",
                    help="with --demo: multiply simulated durations by X (results are reported as measured)")
+    add_fault_args(p)
+    add_stall_arg(p)
     out = p.add_mutually_exclusive_group()
     out.add_argument("--headless", action="store_true", help="no TUI: progress on stderr, result table on stdout")
     out.add_argument("--json", action="store_true", help="no TUI: the result as one JSON object on stdout")
     rec = p.add_mutually_exclusive_group()
     rec.add_argument("--record", type=Path, metavar="PATH", help="write the recording here (default: XDG data dir)")
     rec.add_argument("--no-record", action="store_true", help="do not record this run")
+
+
+def add_measure_args(p: argparse.ArgumentParser) -> None:
+    """``--thinking on|off`` and ``--slo`` (race and every bench)."""
+    p.add_argument("--thinking", choices=("on", "off"), default=None,
+                   help="switch a thinking model on or off on every request: sets chat_template_kwargs.thinking "
+                        "(and reasoning_effort when on); implies --chat (default: the lane's own defaults)")
+    p.add_argument("--slo", nargs="+", metavar="KEY=S",
+                   help="service-level targets in seconds, e.g. --slo ttft=0.5 tpot=0.05 e2e=10: report goodput, "
+                        "the share and rate of requests meeting every target")
+
+
+def thinking_arg(args: argparse.Namespace) -> bool | None:
+    value = getattr(args, "thinking", None)
+    return None if value is None else value == "on"
+
+
+def slo_arg(args: argparse.Namespace) -> dict[str, float] | None:
+    """The parsed ``--slo`` (None when not given); UsageError for bad input."""
+    from lanemon.metrics import parse_slo
+
+    items = getattr(args, "slo", None)
+    if not items:
+        return None
+    try:
+        slo = parse_slo(items)
+    except ValueError as exc:
+        raise UsageError(f"--slo: {exc}") from None
+    if not slo:
+        raise UsageError("--slo: expected targets like ttft=0.5 tpot=0.05 e2e=10")
+    return slo
 
 
 def load_lanes(args: argparse.Namespace) -> tuple[Config, list[LaneConfig]]:
@@ -110,17 +144,52 @@ def load_lanes(args: argparse.Namespace) -> tuple[Config, list[LaneConfig]]:
     return config, lanes
 
 
+def fault_spec(text: str):
+    """argparse type for ``--fault-a`` / ``--fault-b``: a parsed fault spec (docs/FAULTS.md)."""
+    from lanemon.sim.options import fault_spec as parse
+
+    return parse(text)
+
+
+def add_fault_args(p: argparse.ArgumentParser) -> None:
+    """``--fault-a SPEC`` / ``--fault-b SPEC`` (repeatable): faults injected by the demo lanes' simulators."""
+    for lane in ("a", "b"):
+        p.add_argument(f"--fault-{lane}", action="append", default=[], type=fault_spec, metavar="SPEC",
+                       help=f"demo lane {lane.upper()}: inject a fault, e.g. drop:50, http:503@0.2, stall:30#4 "
+                            "(repeatable; docs/FAULTS.md)")
+
+
+def add_stall_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--stall-timeout", type=positive_float, metavar="S",
+                   help="a request that receives no byte for S seconds fails as a timeout (default: each lane's "
+                        "lanes.toml timeout, 600 s)")
+
+
+def with_stall_timeout(lanes: list[LaneConfig], seconds: float | None) -> list[LaneConfig]:
+    """``--stall-timeout``: the lanes with their read/stall ``timeout`` replaced (None keeps them)."""
+    if seconds is None:
+        return lanes
+    return [dataclasses.replace(lane, timeout=float(seconds)) for lane in lanes]
+
+
 @contextlib.contextmanager
-def demo_lanes(time_scale: float = 1.0, **sim_kw: Any) -> Iterator[list[LaneConfig]]:
-    """Start the two simulated lanes in-process; yield their LaneConfigs; stop them after."""
+def demo_lanes(time_scale: float = 1.0, *, faults_a: Any = None, faults_b: Any = None,
+               stall_timeout: float | None = None, **sim_kw: Any) -> Iterator[list[LaneConfig]]:
+    """Start the two simulated lanes in-process; yield their LaneConfigs; stop them after.
+
+    *faults_a* / *faults_b*: fault specs injected by lane A's / B's simulator (sim/faults.py);
+    *stall_timeout*: the lanes' read/stall timeout (LaneConfig.timeout).
+    """
     from lanemon.sim.server import SimThread
 
     sims = []
     try:
-        for _, profile in DEMO_PROFILES:
-            sims.append(SimThread(profile, time_scale=time_scale, **sim_kw).start())
-        yield [LaneConfig(name, sim.base_url, defaults={"temperature": 0})
-               for (name, _), sim in zip(DEMO_PROFILES, sims)]
+        for (name, profile), faults in zip(DEMO_PROFILES, (faults_a, faults_b)):
+            kw = dict(sim_kw, faults=list(faults)) if faults else sim_kw
+            sims.append(SimThread(profile, time_scale=time_scale, **kw).start())
+        lanes = [LaneConfig(name, sim.base_url, defaults={"temperature": 0})
+                 for (name, _), sim in zip(DEMO_PROFILES, sims)]
+        yield with_stall_timeout(lanes, stall_timeout)
     finally:
         for sim in sims:
             sim.stop()
@@ -129,19 +198,23 @@ def demo_lanes(time_scale: float = 1.0, **sim_kw: Any) -> Iterator[list[LaneConf
 @contextlib.contextmanager
 def workload_lanes(args: argparse.Namespace) -> Iterator[list[LaneConfig]]:
     """--demo lanes, or the configured ones (UsageError when there are none)."""
+    stall = getattr(args, "stall_timeout", None)
     if getattr(args, "demo", False):
-        with demo_lanes(args.time_scale) as lanes:
+        with demo_lanes(args.time_scale, faults_a=getattr(args, "fault_a", None),
+                        faults_b=getattr(args, "fault_b", None), stall_timeout=stall) as lanes:
             wanted = getattr(args, "lanes", None)
             if wanted:
                 names = [n.strip() for n in wanted.split(",") if n.strip()]
                 lanes = [lane for lane in lanes if lane.name in names] or lanes
             yield lanes
         return
+    if getattr(args, "fault_a", None) or getattr(args, "fault_b", None):
+        raise UsageError("--fault-a/--fault-b need --demo (they configure the simulated lanes)")
     _, lanes = load_lanes(args)
     if not lanes:
         raise UsageError("no lanes: pass --lane NAME=URL (repeatable), create lanes.toml (see README), "
                          "or add --demo to use the simulated lanes")
-    yield lanes
+    yield with_stall_timeout(lanes, stall)
 
 
 def open_recorder(args: argparse.Namespace, command: str, lanes: list[dict[str, Any]],

@@ -15,11 +15,14 @@ from typing import Any
 
 from lanemon.commands.common import (
     UsageError,
+    add_measure_args,
     add_workload_args,
     err,
     open_recorder,
     positive_int,
     run_interruptible,
+    slo_arg,
+    thinking_arg,
     workload_lanes,
 )
 
@@ -46,6 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--repeat", type=positive_int, default=1, metavar="N",
                    help="run the races N times (a session of races; default 1)")
     p.add_argument("--theme", metavar="NAME", help="colour theme for the race screen")
+    add_measure_args(p)
     add_workload_args(p)
     p.set_defaults(func=cmd_race)
 
@@ -58,11 +62,13 @@ def _plan(args: argparse.Namespace):
                                   repeat=args.repeat)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    return RacePlan(prompts=prompts, endpoint="chat" if args.chat else "completions", max_tokens=args.max_tokens)
+    chat = args.chat or args.thinking is not None  # thinking is a chat-template switch
+    return RacePlan(prompts=prompts, endpoint="chat" if chat else "completions", max_tokens=args.max_tokens)
 
 
 def cmd_race(args: argparse.Namespace) -> int:
     plan = _plan(args)
+    args.slo_parsed = slo_arg(args)
     if args.headless or args.json:
         return _run_headless(args, plan)
     return _run_tui(args, plan)
@@ -83,14 +89,14 @@ def _run_headless(args: argparse.Namespace, plan) -> int:
     from lanemon.workloads.race import race_json, race_results, run_race, verdict
 
     with workload_lanes(args) as lanes:
-        harness = Harness(lanes)
+        harness = Harness(lanes, thinking=thinking_arg(args))
         live = RaceState()
         harness.bus.subscribe(live.apply)
         state: dict[str, Any] = {"recorder": None}
 
         async def main() -> None:
             try:
-                await harness.connect()
+                await harness.connect(detect_usage=True)
             except LaneDown as exc:
                 state["down"] = str(exc)
                 return
@@ -103,7 +109,8 @@ def _run_headless(args: argparse.Namespace, plan) -> int:
                 harness.bus.subscribe(recorder)
             total = len(plan.prompts)
             for i, prompt in enumerate(plan.prompts, 1):
-                await run_race(harness, prompt, i, endpoint=plan.endpoint, max_tokens=plan.max_tokens)
+                await run_race(harness, prompt, i, endpoint=plan.endpoint, max_tokens=plan.max_tokens,
+                               slo=args.slo_parsed)
                 race = race_json(live.races[i])
                 err(f"race {i}/{total} ({race['prompt_id'] or 'prompt'}): {verdict(race)}")
 
@@ -152,6 +159,14 @@ def print_result(result: dict[str, Any], console=None) -> None:
             if lane["error"]:
                 console.print(f"  {escape(name)}: {escape(lane['error']['cls'])}: {escape(lane['error']['message'])}")
         console.print()
+    if result.get("slo"):
+        targets = ", ".join(f"{k.upper()} ≤ {v:g} s" for k, v in result["slo"].items())
+        for name, lane in result["lanes"].items():
+            g = lane.get("goodput") or {}
+            if g.get("share") is not None:
+                rate = f", {g['rate_rps']:.2f} req/s" if g.get("rate_rps") is not None else ""
+                console.print(f"goodput {escape(name)}: {g['good']}/{g['total']} races within {targets} "
+                              f"({g['share'] * 100:.0f}%{rate})")
     if len(races) > 1:
         table = Table(title=f"{len(races)} races · {result['lanes_stat']}", title_justify="left")
         for col in ("lane", "wins", "TTFT", "decode", "output", "total"):
@@ -199,6 +214,9 @@ def _run_tui(args: argparse.Namespace, plan) -> int:
         # health probes only (GET /models); no probe requests share the lanes with a race
         session = LiveSession(lanes, probe=ProbeConfig(interval=2.0, enabled=False),
                               mode="demo" if args.demo else "live", recorder=recorder)
+        for client in session.clients.values():
+            client.thinking = thinking_arg(args)
+        session.race_slo = args.slo_parsed
         app = make_app(session, theme=args.theme, race=plan)
         try:
             app.run()

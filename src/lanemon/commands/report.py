@@ -18,12 +18,14 @@ SUFFIX_FORMATS = {".md": "md", ".markdown": "md", ".html": "html", ".htm": "html
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the `report` parser."""
     p = sub.add_parser(
-        "report", help="write a benchmark report (Markdown, HTML, JSON, CSV) from a recording",
-        description="Build a report from a recording alone: decode vs concurrency (crossover marked), TTFT, "
-                    "per-category decode, prefill (cache hits labelled), needles, races and a verdict. "
+        "report", help="write a benchmark report (Markdown, HTML, JSON, CSV) from recordings",
+        description="Build a report from recordings alone: a verdict, decode vs concurrency (crossover marked), "
+                    "TTFT, per-category decode, prefill (cache hits labelled), needles, races, the quality gate "
+                    "(with the paired comparison), greedy agreement, logprob divergence and the agent gauntlet. "
+                    "Give several recordings (e.g. one per bench) to report them together. "
                     "The format is --format, else the suffix of -o, else Markdown.",
     )
-    p.add_argument("recording", type=Path, metavar="RECORDING", help="a .jsonl recording")
+    p.add_argument("recording", type=Path, nargs="+", metavar="RECORDING", help=".jsonl recording(s)")
     p.add_argument("--format", "-f", choices=("md", "html", "json", "csv"), help="output format (default: from "
                    "-o's suffix, else md)")
     p.add_argument("-o", "--output", type=Path, metavar="PATH", help="write the report here instead of stdout")
@@ -45,12 +47,11 @@ def pick_format(fmt: str | None, output: Path | None) -> str:
 def cmd_report(args: argparse.Namespace) -> int:
     from lanemon.record.replay import Recording, RecordingError
     from lanemon.record.report import render
-    from lanemon.results import analyze
+    from lanemon.results import analyze_many
 
     fmt = pick_format(args.format, args.output)
     try:
-        recording = Recording(args.recording)
-        analysis = analyze(recording)
+        analysis = analyze_many([Recording(path) for path in args.recording])
     except RecordingError as exc:
         raise UsageError(str(exc)) from None
     text = render(analysis, fmt)

@@ -1,7 +1,8 @@
 """Streaming client for one lane: a request becomes a stream of typed events.
 
 ``LaneClient.stream()`` sends one OpenAI-style request with ``stream: true``,
-parses the SSE body line by line (httpx ``aiter_lines`` + orjson: the cheapest
+parses the SSE body line by line (a bounded line splitter over httpx ``aiter_bytes``
+-- one line is capped at ``MAX_SSE_LINE`` -- + orjson: the cheapest
 correct reader) and emits :class:`~lanemon.record.schema.Event` objects stamped
 with the session clock:
 
@@ -17,7 +18,9 @@ Authorization header only; nothing about headers is ever emitted.
 from __future__ import annotations
 
 import asyncio
+import html
 import itertools
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +37,7 @@ Emit = Callable[[Event], None]
 
 PROMPT_RECORD_LIMIT = 4096  # prompts up to this many characters are kept in the recording
 ERROR_BODY_LIMIT = 64 * 1024
+MAX_SSE_LINE = 16 * 1024 * 1024  # one SSE line longer than this is a malformed stream (never buffered whole)
 ENDPOINTS = {"chat": "/chat/completions", "completions": "/completions"}
 
 
@@ -52,12 +56,19 @@ def error_message_from_body(body: bytes, status: int) -> str:
             return err[:500]
         if isinstance(obj.get("detail"), str):
             return obj["detail"][:500]
+    if text[:1] == "<":  # an HTML error page (a proxy's 502/503): its <title>, else its text without tags
+        m = re.search(r"<title[^>]*>(.*?)</title>", text, re.I | re.S)
+        plain = " ".join(html.unescape(m.group(1) if m else re.sub(r"<[^>]*>", " ", text)).split())
+        if plain:
+            return plain[:300]
     first = text.splitlines()[0] if text else ""
     return first[:300] or f"HTTP {status} with an empty body"
 
 
 def describe_exception(exc: BaseException, url: str) -> tuple[str, str]:
     """(error class, one-line message) for a transport exception."""
+    if isinstance(exc, SSELineTooLong):
+        return schema.ERR_MALFORMED, str(exc)
     if isinstance(exc, httpx.ConnectTimeout):
         return schema.ERR_TIMEOUT, f"connect timeout to {url}"
     if isinstance(exc, httpx.ReadTimeout):
@@ -110,6 +121,13 @@ class LaneClient:
         self.clock = clock
         self.emit = emit
         self.model: str | None = lane.model
+        self.continuous_usage: bool | None = None
+        """Whether the lane accepts ``stream_options.continuous_usage_stats`` (running usage on every
+        chunk, so each token event knows how many tokens it carries); None until
+        :meth:`detect_continuous_usage` ran (then it is asked for on every request)."""
+        self.thinking: bool | None = None
+        """``--thinking on|off``: sets ``chat_template_kwargs.thinking`` (and ``reasoning_effort`` when on)
+        on every request; None leaves the lane's own defaults alone."""
         headers = {"User-Agent": f"lanemon/{__version__}", **lane.headers}
         key = lane.api_key()
         if key:
@@ -167,8 +185,12 @@ class LaneClient:
         if self.lane.model and self.lane.model not in ids:
             return {"ok": False, "cls": "model", "latency_s": latency, "models": ids,
                     "message": f"model {self.lane.model!r} is not served here (serving: {', '.join(ids[:5])})"}
-        self.model = self.lane.model or ids[0]
-        return {"ok": True, "latency_s": latency, "models": ids[:20], "model": self.model}
+        old = self.model
+        self.model = self.lane.model or (old if old in ids else ids[0])  # stay on a model still served
+        out: dict[str, Any] = {"ok": True, "latency_s": latency, "models": ids[:20], "model": self.model}
+        if old and old != self.model:  # the lane swapped its model under us (unpinned lane)
+            out["model_changed_from"] = old
+        return out
 
     async def post_json(self, endpoint: str, body: dict[str, Any]) -> tuple[int | None, Any, float, str | None]:
         """Non-streaming POST: (status, parsed JSON or None, seconds, error message or None)."""
@@ -213,12 +235,48 @@ class LaneClient:
         if max_tokens is not None:
             body["max_tokens"] = max_tokens
         body.update(extra or {})
+        if self.thinking is not None:
+            apply_thinking(body, self.thinking)
         body["stream"] = True
         if include_usage:
             opts = dict(body.get("stream_options") or {})
             opts.setdefault("include_usage", True)
+            if self.continuous_usage:
+                opts.setdefault("continuous_usage_stats", True)
             body["stream_options"] = opts
         return body
+
+    async def detect_continuous_usage(self) -> bool:
+        """Ask once whether the lane accepts ``stream_options.continuous_usage_stats``.
+
+        Sends one tiny streaming request (1 token) through :meth:`stream` whose events are *not*
+        emitted (nothing is recorded): HTTP 400 (or any failure, or token chunks without usage) means
+        off.  The answer is kept in :attr:`continuous_usage` and used by every later
+        :meth:`build_body`.  (It also warms the client: the first stream of a fresh client pays
+        one-off costs that are not the lane's.)
+        """
+        ok = False
+        for endpoint in ("completions", "chat"):
+            body: dict[str, Any] = {"max_tokens": 1, "stream": True, "temperature": 0,
+                                    "stream_options": {"include_usage": True, "continuous_usage_stats": True}}
+            if self.model:
+                body["model"] = self.model
+            if endpoint == "chat":
+                body["messages"] = [{"role": "user", "content": "hi"}]
+            else:
+                body["prompt"] = "hi"
+            seen: list[Event] = []
+            rec = await self.stream(endpoint, body, purpose="detect", sink=seen.append)
+            status = (rec.error or {}).get("status")
+            if status == 404 and endpoint == "completions":
+                continue  # a chat-only lane: ask there
+            ok = rec.ok and bool(rec.chunk_tokens) and all(isinstance(n, int) for n in rec.chunk_tokens)
+            if not rec.ok and status == 400:  # refused: warm the client up with a plain tiny stream instead
+                body["stream_options"] = {"include_usage": True}
+                await self.stream(endpoint, body, purpose="detect", sink=seen.append)
+            break
+        self.continuous_usage = ok
+        return ok
 
     async def stream(
         self,
@@ -228,24 +286,32 @@ class LaneClient:
         purpose: str = "",
         req_id: str | None = None,
         meta: dict[str, Any] | None = None,
+        sink: Emit | None = None,
     ) -> RequestRecord:
-        """Send one streaming request; emit its events; return its finished record."""
+        """Send one streaming request; emit its events (to ``sink`` instead when given); return its
+        finished record."""
         req = req_id or self.new_request_id()
+        out = sink or self.emit
         lane = self.lane.name
         clock = self.clock
         asm = Assembler()
 
         def emit(kind: str, data: dict[str, Any], t: int | None = None) -> RequestRecord | None:
             ev = Event(clock.now() if t is None else t, kind, lane, req, data)
-            self.emit(ev)
+            out(ev)
             return asm.apply(ev)
 
         url = f"{self.lane.url}{ENDPOINTS[endpoint]}"
         prompt_text = body.get("prompt") if endpoint == "completions" else _messages_text(body.get("messages"))
         sent: dict[str, Any] = {"endpoint": endpoint, "purpose": purpose, "model": body.get("model")}
-        for key in ("max_tokens", "temperature", "seed"):
+        for key in ("max_tokens", "temperature", "seed", "reasoning_effort"):
             if key in body:
                 sent[key] = body[key]
+        ctk = body.get("chat_template_kwargs")
+        if isinstance(ctk, dict) and "thinking" in ctk:
+            sent["thinking"] = ctk["thinking"]
+        if (body.get("stream_options") or {}).get("continuous_usage_stats"):
+            sent["continuous_usage"] = True
         if isinstance(prompt_text, str):
             sent["prompt_chars"] = len(prompt_text)
             if len(prompt_text) <= PROMPT_RECORD_LIMIT:
@@ -254,22 +320,36 @@ class LaneClient:
             sent.update(meta)
         payload = orjson.dumps(body)
         emit(schema.REQUEST, sent)
+        answered = False
         try:
             async with self.http.stream(
                 "POST", url, content=payload, headers={"Content-Type": "application/json"}
             ) as resp:
-                emit(schema.FIRST_BYTE, {"status": resp.status_code})
+                first = {"status": resp.status_code}
+                server_id = resp.headers.get("x-request-id") or resp.headers.get("x-sim-request-id")
+                if server_id:
+                    first["server_request_id"] = server_id[:128]  # to match the server's own logs
+                emit(schema.FIRST_BYTE, first)
+                answered = True
                 if resp.status_code >= 400:
                     raw = await _read_bounded(resp, ERROR_BODY_LIMIT)
                     msg = error_message_from_body(raw, resp.status_code)
-                    return emit(schema.ERROR, {"cls": schema.ERR_HTTP, "status": resp.status_code,
-                                               "message": f"HTTP {resp.status_code}: {msg}"})  # type: ignore[return-value]
+                    err = {"cls": schema.ERR_HTTP, "status": resp.status_code,
+                           "message": f"HTTP {resp.status_code}: {msg}"}
+                    retry = resp.headers.get("retry-after")
+                    if retry:  # 429/503: when the server asks to be retried
+                        err["retry_after"] = retry[:64]
+                        err["message"] += f" (Retry-After: {retry[:64]})"
+                    return emit(schema.ERROR, err)  # type: ignore[return-value]
                 return await self._read_sse(resp, emit)
         except asyncio.CancelledError:
             emit(schema.ERROR, {"cls": schema.ERR_CANCELLED, "message": "cancelled"})
             raise
         except Exception as exc:
             cls, msg = describe_exception(exc, url)
+            if not answered and isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
+                # accepted, then closed (or reset) before a single response byte: the lane refused the request
+                cls, msg = schema.ERR_CONNECT, f"the server closed the connection without a response ({url})"
             return emit(schema.ERROR, {"cls": cls, "message": msg})  # type: ignore[return-value]
 
     async def _read_sse(self, resp: httpx.Response, emit) -> RequestRecord:
@@ -277,7 +357,7 @@ class LaneClient:
         usage: dict[str, Any] | None = None
         last_completion = 0
         chunks = 0
-        async for line in resp.aiter_lines():
+        async for line in sse_lines(resp):
             if not line or line[0] == ":":
                 continue
             if not line.startswith("data:"):
@@ -348,6 +428,26 @@ class LaneClient:
                                    "message": f"stream ended before [DONE] after {chunks} token chunks"})
 
 
+REASONING_EFFORT_ON = "medium"
+
+
+def apply_thinking(body: dict[str, Any], on: bool) -> dict[str, Any]:
+    """Switch a thinking model on or off in a request body (in place; returns it).
+
+    Sets ``chat_template_kwargs.thinking`` (merged with whatever template kwargs the body already
+    has, e.g. from the lane's defaults) and, when on, ``reasoning_effort`` (the body's own value, else
+    ``"medium"``); when off, ``reasoning_effort`` is removed.
+    """
+    kwargs = dict(body.get("chat_template_kwargs") or {})
+    kwargs["thinking"] = bool(on)
+    body["chat_template_kwargs"] = kwargs
+    if on:
+        body.setdefault("reasoning_effort", REASONING_EFFORT_ON)
+    else:
+        body.pop("reasoning_effort", None)
+    return body
+
+
 def _usage_fields(u: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
@@ -372,6 +472,51 @@ def _messages_text(messages: Any) -> str | None:
             if isinstance(c, str):
                 parts.append(c)
     return "\n".join(parts)
+
+
+class SSELineTooLong(Exception):
+    """One line of the stream passed ``MAX_SSE_LINE`` bytes; the client stops reading (class malformed)."""
+
+
+async def sse_lines(resp: httpx.Response, limit: int = MAX_SSE_LINE):
+    """The body's lines (LF, CRLF or CR ends), decoded as UTF-8 with U+FFFD for invalid bytes.
+
+    Like httpx's ``aiter_lines`` but bounded: a line longer than *limit* bytes
+    raises :class:`SSELineTooLong` as soon as it passes the limit instead of
+    being buffered whole (a 100 MB line costs at most *limit* bytes).
+    """
+    pending: list[bytes] = []
+    size = 0
+    skip_lf = False
+    async for chunk in resp.aiter_bytes():
+        if skip_lf and chunk[:1] == b"\n":
+            chunk = chunk[1:]
+        skip_lf = False
+        if b"\r" in chunk:
+            skip_lf = chunk.endswith(b"\r")
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        lines = chunk.split(b"\n")
+        last = lines.pop()
+        for piece in lines:
+            if pending:
+                pending.append(piece)
+                piece = b"".join(pending)
+                pending.clear()
+                size = 0
+            if len(piece) > limit:
+                raise SSELineTooLong(f"an SSE line longer than {_size(limit)}: stopped reading it")
+            yield piece.decode("utf-8", "replace")
+        if last:
+            size += len(last)
+            if size > limit:
+                raise SSELineTooLong(f"an SSE line longer than {_size(limit)}: stopped reading it")
+            pending.append(last)
+    if pending:
+        yield b"".join(pending).decode("utf-8", "replace")
+
+
+def _size(n: int) -> str:
+    return f"{n / (1 << 20):g} MiB" if n >= 1 << 20 else f"{n} bytes"
 
 
 async def _read_bounded(resp: httpx.Response, limit: int) -> bytes:

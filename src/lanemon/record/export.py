@@ -22,8 +22,9 @@ from lanemon.timeline import assemble
 CSV_COLUMNS = (
     "lane", "req", "purpose", "bench", "endpoint", "model", "start_s", "ttft_s", "ttfo_s", "first_byte_s", "e2e_s",
     "tpot_s", "decode_tok_s", "prompt_tokens", "cached_tokens", "output_tokens", "reasoning_tokens",
-    "tokens_estimated", "chunks", "tokens_per_chunk", "status", "error_cls", "error_message", "finish_reason",
-    "itl_s", "meta",
+    "reasoning_estimated", "generated_tokens", "tokens_estimated", "chunks", "tokens_per_chunk",
+    "chunk_counts_estimated", "status", "error_cls", "error_message", "finish_reason", "itl_s", "itl_per_token_s",
+    "meta",
 )
 
 
@@ -31,7 +32,8 @@ def request_rows(events: Iterable[Event]) -> list[dict[str, Any]]:
     rows = []
     for rec in sorted(assemble(events), key=lambda r: (r.sent_ns if r.sent_ns is not None else 0, r.req)):
         m = request_metrics(rec)
-        meta = {k: v for k, v in rec.meta.items() if k not in ("prompt_chars", "max_tokens", "temperature", "seed")}
+        meta = {k: v for k, v in rec.meta.items()
+                if k not in ("prompt_chars", "max_tokens", "temperature", "seed", "continuous_usage")}
         rows.append({
             "lane": rec.lane,
             "req": rec.req,
@@ -50,14 +52,18 @@ def request_rows(events: Iterable[Event]) -> list[dict[str, Any]]:
             "cached_tokens": m.cached_tokens,
             "output_tokens": m.output_tokens,
             "reasoning_tokens": m.reasoning_tokens,
+            "reasoning_estimated": m.reasoning_estimated,
+            "generated_tokens": m.generated_tokens,
             "tokens_estimated": m.tokens_estimated,
             "chunks": m.chunks,
             "tokens_per_chunk": m.tokens_per_chunk,
+            "chunk_counts_estimated": m.chunk_counts_estimated,
             "status": "ok" if rec.ok else "error",
             "error_cls": m.error_cls,
             "error_message": (rec.error or {}).get("message") if rec.error else None,
             "finish_reason": rec.finish_reason,
             "itl_s": list(m.itl_s),
+            "itl_per_token_s": list(m.itl_per_token_s),
             "meta": meta,
         })
     return rows
@@ -74,6 +80,7 @@ def to_csv(rows: list[dict[str, Any]]) -> str:
     for row in rows:
         flat = dict(row)
         flat["itl_s"] = " ".join(f"{x:.6f}" for x in row["itl_s"])
+        flat["itl_per_token_s"] = " ".join(f"{x:.6f}" for x in row.get("itl_per_token_s") or ())
         flat["meta"] = orjson.dumps(row["meta"]).decode() if row["meta"] else ""
         writer.writerow({k: ("" if v is None else v) for k, v in flat.items()})
     return buf.getvalue()

@@ -8,7 +8,9 @@ HTML adds inline SVG charts drawn here (one self-contained file: no scripts,
 no external CSS, fonts or images; light and dark via ``prefers-color-scheme``).
 
 Sections without data are left out; the verdict only says what the numbers
-show (a lead under :data:`TIE` is called a tie).
+show (a lead under :data:`TIE` is called a tie).  Report order: verdict,
+decode, TTFT, categories, prefill, needles, races, quality gate (qeval),
+greedy agreement, logprob divergence (KL), agent gauntlet, environment.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ CSV_COLUMNS = (
     "bench", "lane", "cell_kind", "cell", "tok_s", "ttft_s", "ttft_p90_s", "ttft_p99_s", "per_stream_tok_s",
     "min_tok_s", "max_tok_s", "reps", "unstable", "prompt_tokens", "cache_hit_tok_s", "output_tokens",
     "tokens_estimated", "requests", "errors", "found", "winner", "error",
+    "vs_lane", "rep", "passed", "reason", "task_kind", "seconds", "paired", "count", "p_value",
+    "first_divergence_word", "exact", "words", "vs_words", "status", "kl", "kl_p50", "kl_p99", "positions",
+    "tool_calls", "malformed_calls", "decode_s", "cached_tokens",
 )
 """Columns of the CSV report (see docs/REPORTS.md)."""
 
@@ -120,10 +125,13 @@ def sparkline(values: list[float | None], top: float | None = None) -> str:
 def lane_names(analysis: dict[str, Any]) -> list[str]:
     """Lanes in header order, then any that appear only in results."""
     names: list[str] = [lane["name"] for lane in analysis.get("environment", {}).get("lanes", []) if lane.get("name")]
-    for bench in ("decode", "prefill", "needles", "race"):
+    for bench in ("decode", "prefill", "needles", "race", "agree", "kl", "gauntlet"):
         for name in (analysis.get(bench) or {}).get("lanes", {}) or {}:
-            if name not in names:
+            if isinstance(name, str) and name not in names:
                 names.append(name)
+    for name in qeval_runs(analysis.get("qeval")):
+        if name not in names:
+            names.append(name)
     return names
 
 
@@ -298,6 +306,10 @@ def verdict(analysis: dict[str, Any]) -> list[str]:
     s = _race_sentence(analysis)
     if s:
         out.append(s)
+    for fn in (_qeval_verdict, _agree_verdict, _kl_verdict, _gauntlet_verdict):
+        s = fn(analysis)
+        if s:
+            out.append(s)
     errs = _error_sentence(analysis)
     if errs:
         out.append(errs)
@@ -425,6 +437,14 @@ class Chart:
     band_label: str = ""
     ranges: dict[tuple[str, int], tuple[float, float]] = field(default_factory=dict)
     """(series, x index) -> (min, max) over reps, drawn as a whisker."""
+    stack: dict[str, list[float | None]] = field(default_factory=dict)
+    """bars: series -> a second segment drawn (lighter) on top of that series' bar."""
+    stack_label: tuple[str, str] = ("", "")
+    """legend words for the (solid, light) segments of stacked bars."""
+    integer: bool = False
+    """values are counts: whole-number ticks and labels."""
+    colors: dict[str, int] = field(default_factory=dict)
+    """series -> colour index, for series that are not lane names."""
 
 
 @dataclass
@@ -437,6 +457,10 @@ class Section:
     chart: Chart | None = None
     spark: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    summary: str = ""
+    """the section's one-sentence finding (printed above the table)."""
+    more: list[tuple[str, list[str], list[list[str]]]] = field(default_factory=list)
+    """further (title, headers, rows) tables, after the main one."""
 
 
 def sections(analysis: dict[str, Any]) -> list[Section]:
@@ -454,6 +478,19 @@ def sections(analysis: dict[str, Any]) -> list[Section]:
     race = analysis.get("race") or {}
     if race.get("races"):
         out.append(_race_section(race, lane_names(analysis)))
+    order = lane_names(analysis)
+    q = analysis.get("qeval")
+    if qeval_runs(q):
+        out.append(_qeval_section(q, order))
+    ag = analysis.get("agree") or {}
+    if ag.get("total") or ag.get("prompts"):
+        out.append(_agree_section(ag))
+    kl = analysis.get("kl") or {}
+    if kl.get("lanes"):
+        out.append(_kl_section(kl, order))
+    g = analysis.get("gauntlet") or {}
+    if _gauntlet_lanes(g, order):
+        out += _gauntlet_sections(g, order)
     return out
 
 
@@ -517,8 +554,21 @@ def _decode_sections(decode: dict[str, Any], lanes: list[str]) -> list[Section]:
     chart = Chart("line", "Aggregate decode vs concurrency", "concurrent streams (C)", "aggregate decode (tok/s)",
                   [f"C{lvl}" for lvl in levels], {n: [_agg(per[n].get(lvl, {})) for lvl in levels] for n in lanes},
                   band=band, band_label="crossover")
+    # goodput (bench decode --slo): share and rate of requests meeting every target, per lane and level
+    more = []
+    slo = (decode.get("config") or {}).get("slo")
+    if slo and any("goodput" in c for p in per.values() for c in p.values()):
+        def _gp(c: dict[str, Any]) -> str:
+            g = c.get("goodput") or {}
+            share, rate = _num(g.get("share")), _num(g.get("rate_rps"))
+            if share is None:
+                return "—"
+            return f"{share * 100:.0f}%" + (f" · {rate:.2f} req/s" if rate is not None else "")
+        targets = ", ".join(f"{k.upper()} ≤ {v:g} s" for k, v in slo.items())
+        more.append((f"Goodput (requests meeting {targets})", ["Concurrency"] + [f"{n} goodput" for n in lanes],
+                     [[f"C{lvl}"] + [_gp(per[n].get(lvl) or {}) for n in lanes] for lvl in levels]))
     out.append(Section("decode", "Decode: aggregate throughput vs concurrency", caption, headers, rows, chart,
-                       spark, notes))
+                       spark, notes, more=more))
 
     # TTFT and per-stream detail at C1
     c1 = {n: _c1(decode, n) for n in lanes}
@@ -707,6 +757,524 @@ def err_text(e: Any, n: int = 40) -> str:
     return _short(text, n)
 
 
+# ----------------------------------------------------------------- quality, agreement, KL, agents
+QEVAL_KINDS = ("code", "json", "math", "format")
+
+
+def _median(xs: list[float]) -> float | None:
+    xs = sorted(x for x in xs if x is not None)
+    if not xs:
+        return None
+    m = len(xs) // 2
+    return xs[m] if len(xs) % 2 else (xs[m - 1] + xs[m]) / 2
+
+
+def _int_text(v: Any) -> str:
+    x = _num(v)
+    if x is None:
+        return "—"
+    return f"{x:.0f}" if x == int(x) else f"{x:.1f}"
+
+
+def qeval_runs(q: Any) -> dict[str, dict[str, Any]]:
+    """Lane -> ``qeval run`` result, from ``analysis["qeval"]`` (per-lane) or one bare run dict."""
+    if not isinstance(q, dict):
+        return {}
+    if "tasks" in q:
+        return {str(q.get("lane") or "?"): q}
+    return {n: r for n, r in (q.get("lanes") or {}).items() if isinstance(r, dict) and r.get("tasks") is not None}
+
+
+def _qeval_misses(run: dict[str, Any]) -> list[str]:
+    return [tid for tid, t in (run.get("tasks") or {}).items() if not t.get("passed")]
+
+
+def _qeval_rate(run: dict[str, Any]) -> float | None:
+    """Median E2E reply rate (completion tokens / seconds) over the tasks."""
+    rates = [c / s for t in (run.get("tasks") or {}).values()
+             if (c := _num(t.get("completion_tokens"))) and (s := _num(t.get("seconds")))]
+    return _median(rates)
+
+
+def _paired_text(c: dict[str, Any]) -> str:
+    p = _num(c.get("p_value")) or 0.0
+    return f"kept {c.get('kept')}, broke {c.get('broke')}, fixed {c.get('fixed')}, p = {p:.3f}"
+
+
+def qeval_sentence(q: Any) -> str | None:
+    """``A 71/75, B 71/75, the same four misses (code_interval_intersect, ...)``."""
+    runs = qeval_runs(q)
+    if not runs:
+        return None
+    score = ", ".join(f"{n} {r.get('passed')}/{r.get('total')}" for n, r in runs.items())
+    misses = {n: _qeval_misses(r) for n, r in runs.items()}
+    first = next(iter(misses.values()))
+    if all(not m for m in misses.values()):
+        return f"{score}, no misses"
+    if len(runs) == 1:
+        return f"{score}; {'misses' if len(first) > 1 else 'missed'}: {', '.join(first)}"
+    if all(set(m) == set(first) for m in misses.values()):
+        k = len(first)
+        what = "miss" if k == 1 else f"{_word(k).lower()} misses"
+        return f"{score}, the same {what} ({', '.join(first)})"
+    return score + "; misses: " + "; ".join(f"{n} {', '.join(m) if m else 'none'}" for n, m in misses.items())
+
+
+def _qeval_verdict(analysis: dict[str, Any]) -> str | None:
+    q = analysis.get("qeval")
+    s = qeval_sentence(q)
+    if s is None:
+        return None
+    c = q.get("compare") if isinstance(q, dict) else None
+    if not c:
+        return f"Quality gate (qeval): {s}."
+    broke, fixed, p = int(c.get("broke") or 0), int(c.get("fixed") or 0), _num(c.get("p_value"))
+    a, b = (c.get("a") or {}).get("name"), (c.get("b") or {}).get("name")
+    if broke == 0 and fixed == 0:
+        return f"Quality gate: identical — {s}; {_paired_text(c)}."
+    if p is not None and p < 0.05:
+        lead = b if fixed > broke else a
+        return f"Quality gate → {lead}: {s}; {_paired_text(c)}."
+    return f"Quality gate: no significant difference — {s}; {_paired_text(c)}."
+
+
+def _qeval_section(q: Any, order: list[str]) -> Section:
+    runs = qeval_runs(q)
+    lanes = [n for n in order if n in runs] + [n for n in runs if n not in order]
+    compare = q.get("compare") if isinstance(q, dict) else None
+    kinds = [k for k in QEVAL_KINDS if any(t.get("kind") == k for r in runs.values() for t in r["tasks"].values())]
+    kinds += sorted({t.get("kind") for r in runs.values() for t in r["tasks"].values()} - set(kinds) - {None})
+    headers = ["Lane", "passed"] + kinds + ["median s/task", "median tok/s (E2E)"]
+    rows = []
+    for n in lanes:
+        r = runs[n]
+        tasks = r["tasks"].values()
+        row = [n, f"{r.get('passed')}/{r.get('total')}"]
+        for k in kinds:
+            of = [t for t in tasks if t.get("kind") == k]
+            row.append(f"{sum(1 for t in of if t.get('passed'))}/{len(of)}" if of else "—")
+        row += [secs(_median([_num(t.get("seconds")) for t in tasks])), tok(_qeval_rate(r))]
+        rows.append(row)
+    summary = qeval_sentence(q) or ""
+    if compare:
+        summary += f"; paired {compare['a']['name']} → {compare['b']['name']}: {_paired_text(compare)}"
+        rates = {n: _qeval_rate(runs[n]) for n in lanes[:2]}
+        if all(rates.values()):
+            (fa, va), (fb, vb) = sorted(rates.items(), key=lambda t: -t[1])
+            if va / vb >= TIE:
+                summary += f". Median single-stream inside qeval: {fa} faster ({tok(va)} vs {tok(vb)} tok/s E2E)"
+    summary += "."
+    more = []
+    failed = list(dict.fromkeys(tid for n in lanes for tid in _qeval_misses(runs[n])))  # bank order per lane
+    if failed:
+        paired_of = {}
+        if compare:
+            for key, word in (("kept", "kept"), ("broke", "broke"), ("fixed", "fixed"), ("both_failed", "both failed")):
+                for tid in compare.get(f"{key}_ids") or []:
+                    paired_of[tid] = word
+        h = ["Task", "kind"] + lanes + (["paired"] if compare else [])
+        rr = []
+        for tid in failed:
+            kind = next((r["tasks"][tid].get("kind") for r in runs.values() if tid in r["tasks"]), "")
+            row = [tid, str(kind or "")]
+            for n in lanes:
+                t = runs[n]["tasks"].get(tid)
+                row.append("—" if t is None else "passed" if t.get("passed") else _short(t.get("reason") or "failed", 70))
+            if compare:
+                row.append(paired_of.get(tid, "—"))
+            rr.append(row)
+        more.append(("Tasks missed on any lane", h, rr))
+    if compare:
+        h = [f"Paired {compare['a']['name']} → {compare['b']['name']}", "kept", "broke", "fixed", "both failed",
+             "p (exact McNemar)", "left out"]
+        more.append(("Paired comparison (qeval compare)", h, [[
+            f"{compare['a']['passed']}/{compare['a']['total']} → {compare['b']['passed']}/{compare['b']['total']}",
+            str(compare.get("kept")), str(compare.get("broke")), str(compare.get("fixed")),
+            str(compare.get("both_failed")), f"{_num(compare.get('p_value')) or 0:.3f}", str(compare.get("left_out", 0))]]))
+    caption = ("Auto-scored tasks (code with hidden tests in a sandbox, JSON, math, format) at temperature 0, "
+               "re-scored from the recorded replies. broke = passes on the first lane, fails on the second; "
+               "fixed = the reverse; p is the exact two-sided McNemar test on those discordant pairs.")
+    return Section("qeval", "Quality gate (qeval)", caption, headers, rows, summary=summary, more=more)
+
+
+def agree_sentence(ag: dict[str, Any]) -> str | None:
+    """``0/40 exact matches with a median first divergence at word 2 (9/40 agree ..., 18/40 diverge at word 0)``."""
+    total = ag.get("total")
+    if not total:
+        return None
+    return (f"{ag.get('exact')}/{total} exact matches with a median first divergence at word "
+            f"{_int_text(ag.get('median_first_divergence_word'))} ({ag.get('agree_ge_10_words')}/{total} agree for "
+            f"ten or more words, {ag.get('diverge_at_0')}/{total} diverge at word 0)")
+
+
+def _agree_pair(ag: dict[str, Any]) -> tuple[str, str]:
+    lanes = list(ag.get("lanes") or []) + ["A", "B"]
+    return str(lanes[0]), str(lanes[1])
+
+
+def _agree_verdict(analysis: dict[str, Any]) -> str | None:
+    ag = analysis.get("agree") or {}
+    s = agree_sentence(ag)
+    if s is None:
+        return None
+    a, b = _agree_pair(ag)
+    if ag.get("exact") == ag.get("total"):
+        return f"Greedy agreement {a} vs {b}: {ag['exact']}/{ag['total']} exact matches."
+    return f"Greedy agreement {a} vs {b}: {s}; a divergence signature, not a quality verdict."
+
+
+def _where_they_part(row: dict[str, Any], a: str, b: str) -> str:
+    if row.get("error"):
+        return f"error: {_short(row['error'], 50)}"
+    if row.get("exact"):
+        return "exact"
+    ta, tb = row.get("a_text"), row.get("b_text")
+    if ta is None or tb is None:
+        return ""
+    wa, wb = str(ta).split(), str(tb).split()
+    d = int(row.get("first_divergence_word") or 0)
+    lead = " ".join(wa[max(0, d - 3):d])
+    xa = _short(wa[d], 18) if d < len(wa) else "(end)"
+    xb = _short(wb[d], 18) if d < len(wb) else "(end)"
+    return f"{'… ' + _short(lead, 30) + ' ' if lead else ''}→ {a} “{xa}” / {b} “{xb}”"
+
+
+def _agree_section(ag: dict[str, Any]) -> Section:
+    a, b = _agree_pair(ag)
+    hist = ag.get("histogram") or {}
+    total = int(ag.get("total") or 0)
+    labels = list(hist)
+    rows = [[("exact match" if k == "exact" else f"word {k.replace('-', '–')}"), str(v),
+             f"{v / total:.0%}" if total else "—"] for k, v in hist.items()]
+    cfg = ag.get("config") or {}
+    what = f"{total} raw-text prompts" + (f" × {cfg['tokens']} tokens" if cfg.get("tokens") else "")
+    summary = f"{a} vs {b}, greedy (temperature 0) on {what}: {agree_sentence(ag) or 'no prompt compared'}"
+    if ag.get("errors"):
+        e = int(ag["errors"])
+        summary += f"; {e} prompt{'s' if e != 1 else ''} errored and {'are' if e != 1 else 'is'} left out"
+    summary += "."
+    chart = Chart("bars", "Where the continuations first differ", "first differing word (0-based)", "prompts",
+                  [("exact" if k == "exact" else k.replace("-", "–")) for k in labels],
+                  {f"{a} vs {b}": [float(hist[k]) for k in labels]}, integer=True, colors={f"{a} vs {b}": 3})
+    top = max(hist.values(), default=0)
+    width = max(len(k) for k in labels) if labels else 0
+    spark = [f"{k:>{width}} {'█' * round(v / top * 30) if top else ''}{' ' if v else ''}{v}" for k, v in hist.items()]
+    prompts = ag.get("prompts") or []
+    more = []
+    if prompts:
+        h = ["Prompt", "first differing word", f"{a} words", f"{b} words", "where they part"]
+        more.append(("Per prompt", h, [[str(r.get("id")), "—" if r.get("error") else str(r.get("first_divergence_word")),
+                                        str(r.get("a_words", "—")), str(r.get("b_words", "—")), _where_they_part(r, a, b)]
+                                       for r in prompts]))
+    caption = ("Per prompt, the first whitespace-separated word where the two continuations differ; an exact match "
+               "agrees on every word. A signature of quantization on open-ended text, not a quality verdict "
+               "(that is the quality gate).")
+    return Section("agree", "Greedy agreement", caption, ["First difference at", "prompts", "share"], rows, chart,
+                   spark, summary=summary, more=more)
+
+
+def _kl_num(v: Any) -> str:
+    x = _num(v)
+    if x is None:
+        return "—"
+    if x == 0:
+        return "0"
+    return f"{x:.4f}" if x >= 0.001 else f"{x:.2e}"
+
+
+def kl_lane_text(kl: dict[str, Any], n: str) -> str:
+    """``KL(B ‖ A) = 0.0123 nats/token (...)`` or ``not exposed by lane A: HTTP 400: ...``."""
+    c = (kl.get("lanes") or {}).get(n) or {}
+    ref = kl.get("reference")
+    st, msg = c.get("status"), c.get("message")
+    if st == "ok":
+        if n == ref:
+            return f"{n} is the reference"
+        return (f"KL({ref} ‖ {n}) = {_kl_num(c.get('kl'))} nats/token (p50 {_kl_num(c.get('kl_p50'))}, "
+                f"p99 {_kl_num(c.get('kl_p99'))}, {c.get('positions', 0):,} positions)")
+    if st == "not_exposed":
+        return f"not exposed by lane {n}: {_short(msg or 'no logprobs', 90)}"
+    if st == "skipped":
+        return f"{n} skipped: {_short(msg or '', 90)}"
+    return f"{n} {st or 'unknown'}: {_short(msg or '', 90)}"
+
+
+def _kl_lanes(kl: dict[str, Any], order: list[str]) -> list[str]:
+    lanes = kl.get("lanes") or {}
+    return [n for n in order if n in lanes] + [n for n in lanes if n not in order]
+
+
+def _kl_verdict(analysis: dict[str, Any]) -> str | None:
+    kl = analysis.get("kl") or {}
+    lanes = _kl_lanes(kl, lane_names(analysis))
+    if not lanes:
+        return None
+    ref = kl.get("reference")
+    ok = [n for n in lanes if n != ref and (kl["lanes"][n] or {}).get("status") == "ok"]
+    if ok:
+        return "Logprob divergence: " + "; ".join(kl_lane_text(kl, n) for n in ok) + "."
+    why = [kl_lane_text(kl, n) for n in lanes if (kl["lanes"][n] or {}).get("status") != "ok"]
+    return "No KL between lanes: " + "; ".join(why) + "."
+
+
+def _kl_section(kl: dict[str, Any], order: list[str]) -> Section:
+    lanes = _kl_lanes(kl, order)
+    ref = kl.get("reference")
+    headers = ["Lane", "role", "status", "KL mean (nats/token)", "p50", "p99", "positions", "message"]
+    rows = []
+    for n in lanes:
+        c = kl["lanes"][n] or {}
+        rows.append([n, "reference" if n == ref else "compared", str(c.get("status") or "—").replace("_", " "),
+                     _kl_num(c.get("kl")), _kl_num(c.get("kl_p50")), _kl_num(c.get("kl_p99")),
+                     f"{c.get('positions', 0):,}", _short(c.get("message") or "", 90)])
+    summary = (_kl_verdict({"kl": kl, "environment": {"lanes": [{"name": n} for n in lanes]}}) or "").replace(
+        "Logprob divergence: ", "", 1)
+    cfg = kl.get("config") or {}
+    caption = (f"Teacher-forced KL({ref} ‖ lane) per token: {ref} continues each prompt greedily, every lane scores "
+               f"that text with top-{kl.get('k') or cfg.get('k') or '?'} prompt logprobs (echo); estimator "
+               f"{kl.get('estimator') or 'topk_tail'}, a lower bound of the full-vocabulary KL, over positions where "
+               f"both lanes scored the same token.")
+    if cfg.get("prompts"):
+        caption += f" {cfg['prompts']} prompts × {cfg.get('tokens', '?')} tokens."
+    return Section("kl", f"Logprob divergence (KL vs {ref})", caption, headers, rows, summary=summary)
+
+
+def _gauntlet_lanes(g: dict[str, Any], order: list[str]) -> list[str]:
+    lanes = {n: d for n, d in (g.get("lanes") or {}).items() if isinstance(d, dict) and d.get("reps")}
+    return [n for n in order if n in lanes] + [n for n in lanes if n not in order]
+
+
+def _turn_split(d: dict[str, Any]) -> dict[str, Any]:
+    """A lane's TTFT / decode seconds: median over reps of the per-rep sums, and per turn (median over reps)."""
+    reps = d.get("turns") or []
+    ttft_sums, dec_sums = [], []
+    per_turn: dict[int, dict[str, list[float]]] = {}
+    for turns in reps:
+        ttft_sums.append(sum(_num(t.get("ttft_s")) or 0.0 for t in turns))
+        dec_sums.append(sum(_num(t.get("decode_s")) or 0.0 for t in turns))
+        for t in turns:
+            cell = per_turn.setdefault(int(t.get("turn", 0)), {"ttft": [], "decode": [], "prompt": [], "out": [],
+                                                              "tool": []})
+            for key, src in (("ttft", "ttft_s"), ("decode", "decode_s"), ("prompt", "prompt_tokens"),
+                             ("out", "completion_tokens")):
+                if _num(t.get(src)) is not None:
+                    cell[key].append(_num(t.get(src)))
+            cell["tool"].append(bool(t.get("calls")))
+    turns = {k: {"ttft": _median(v["ttft"]), "decode": _median(v["decode"]), "prompt": _median(v["prompt"]),
+                 "out": _median(v["out"]), "tool": any(v["tool"])} for k, v in sorted(per_turn.items())}
+    return {"ttft": _median(ttft_sums), "decode": _median(dec_sums), "turns": turns}
+
+
+def _gauntlet_why(g: dict[str, Any], lanes: list[str]) -> tuple[str, str]:
+    """(sentence on where the time goes, verdict clause) from the per-turn TTFT/decode split."""
+    split = {n: _turn_split(g["lanes"][n]) for n in lanes}
+    share = []
+    for n in lanes:
+        p, d = split[n]["ttft"], split[n]["decode"]
+        if p is not None and d is not None and p + d > 0:
+            share.append(f"{p / (p + d):.0%} of {n}'s")
+    first = lanes[0]
+    tt = split[first]["turns"]
+    prompts = [v["prompt"] for v in tt.values() if v["prompt"]]
+    outs = [v["out"] for k, v in tt.items() if v["out"] and v["tool"]]
+    head = "Every turn re-sends the system prompt and the growing transcript"
+    if prompts:
+        head += f" ({tok(prompts[0])} → {tok(prompts[-1])} prompt tokens on {first})"
+    if outs:
+        head += f" for a ~{_median(outs):.0f}-token tool call"
+    head += f", so TTFT (prefill) is {' and '.join(share)} request time" if share else ""
+    clause = ""
+    if len(lanes) >= 2:
+        walls = {n: _num(g["lanes"][n].get("median_wall_s")) for n in lanes}
+        ranked = sorted((n for n in lanes if walls[n] is not None), key=lambda n: walls[n])
+        if len(ranked) >= 2 and walls[ranked[1]] / max(walls[ranked[0]], 1e-9) >= TIE:
+            fast, slow = ranked[0], ranked[1]
+            pf, ps = split[fast]["ttft"], split[slow]["ttft"]
+            df, ds = split[fast]["decode"], split[slow]["decode"]
+            if None not in (pf, ps, df, ds) and min(pf, ps, df, ds) > 0:
+                p_lead, p_lag = ps / pf >= TIE, pf / ps >= TIE  # a lead under TIE is no lead
+                d_lead, d_lag = ds / df >= TIE, df / ds >= TIE
+                pre = f"TTFT {secs(pf)} vs {secs(ps)} over the chain"
+                if p_lead and d_lag:
+                    clause = (f"{fast}'s faster prefill of the growing transcript ({pre}) outweighs {slow}'s "
+                              f"decode edge ({secs(ds)} vs {secs(df)})")
+                elif p_lead and d_lead:
+                    clause = f"{fast} is faster at both prefill ({pre}) and decode ({secs(df)} vs {secs(ds)})"
+                elif p_lead:
+                    clause = (f"the gap is {fast}'s faster prefill of the growing transcript ({pre}); decode is "
+                              f"even ({secs(df)} vs {secs(ds)})")
+                elif d_lead and p_lag:
+                    clause = (f"{fast}'s faster decode ({secs(df)} vs {secs(ds)} over the chain) outweighs {slow}'s "
+                              f"faster prefill (TTFT {secs(ps)} vs {secs(pf)})")
+                elif d_lead:
+                    clause = (f"the gap is {fast}'s faster decode ({secs(df)} vs {secs(ds)} over the chain); "
+                              f"prefill is even (TTFT {secs(pf)} vs {secs(ps)})")
+    sentence = head + (f"; {clause}" if clause else "") + "."
+    return sentence, clause
+
+
+def _gauntlet_verdict(analysis: dict[str, Any]) -> str | None:
+    g = analysis.get("gauntlet") or {}
+    lanes = _gauntlet_lanes(g, lane_names(analysis))
+    if not lanes:
+        return None
+    d = g["lanes"]
+    summary = g.get("summary") or ""
+    hops = (g.get("config") or {}).get("hops", "?")
+    if len(lanes) == 1:
+        return f"Agents: {summary}." if summary else None
+    walls = {n: _num(d[n].get("median_wall_s")) for n in lanes}
+    ranked = sorted((n for n in lanes if walls[n] is not None), key=lambda n: walls[n])
+    if len(ranked) < 2:
+        return f"Agents: {summary}." if summary else None
+    fast, slow = ranked[0], ranked[1]
+    rate = {n: d[n]["correct"] / d[n]["reps"] for n in lanes}
+    of = "median of " + str(d[fast]["reps"]) if d[fast]["reps"] == d[slow]["reps"] else "medians"
+    _, clause = _gauntlet_why(g, lanes)
+    if rate[slow] > rate[fast]:
+        return (f"Agents: {fast} finishes the {hops}-hop chain faster ({secs(walls[fast])} vs {secs(walls[slow])}, "
+                f"{of}) but {slow} is correct more often ({d[slow]['correct']}/{d[slow]['reps']} vs "
+                f"{d[fast]['correct']}/{d[fast]['reps']}).")
+    if walls[slow] / max(walls[fast], 1e-9) < TIE:
+        return (f"Agents: {fast} and {slow} tie on the {hops}-hop chain ({secs(walls[fast])} vs "
+                f"{secs(walls[slow])}, {of}).")
+    body = summary[len(fast) + 1:] if summary.startswith(f"{fast} finished") else (
+        f"finished the {hops}-hop chain in {secs(walls[fast])} vs {slow} {secs(walls[slow])} ({of})")
+    return f"Agents → {fast}: {body}" + (f"; {clause}" if clause else "") + "."
+
+
+def _gauntlet_sections(g: dict[str, Any], order: list[str]) -> list[Section]:
+    lanes = _gauntlet_lanes(g, order)
+    d = g["lanes"]
+    cfg = g.get("config") or {}
+    headers = ["Lane", "correct", "tool calls", "median wall", "wall per rep", "malformed calls", "stopped"]
+    rows = []
+    for n in lanes:
+        x = d[n]
+        calls = x.get("tool_calls") or []
+        rows.append([n, f"{x.get('correct')}/{x.get('reps')}",
+                     (str(calls[0]) if calls and min(calls) == max(calls) else ", ".join(map(str, calls))) or "—",
+                     secs(x.get("median_wall_s")), ", ".join(secs(w) for w in x.get("wall_s") or []),
+                     str(sum(x.get("malformed_calls") or [])),
+                     ", ".join(f"{k} ×{v}" if v > 1 else str(k) for k, v in
+                               _counts(x.get("stopped") or []).items())])
+    nreps = max(len(d[n].get("wall_s") or []) for n in lanes)
+    chart = Chart("bars", "Wall time per rep", "rep (a fresh agent session each)", "wall time (s)",
+                  [f"rep {i + 1}" for i in range(nreps)],
+                  {n: [(_num(w[i]) if i < len(w) else None) for i in range(nreps)]
+                   for n in lanes for w in [d[n].get("wall_s") or []]})
+    caption = (f"A fresh agent session per rep: a {cfg.get('system_prompt_tokens', '?'):,}-token system prompt, one "
+               f"read_file tool and a chain of {cfg.get('hops', '?')} files, each naming the next; correct = the final "
+               f"answer holds the secret. Wall = rep start → final answer." if isinstance(
+                   cfg.get("system_prompt_tokens"), int) else
+               f"A fresh agent session per rep, one read_file tool, a chain of {cfg.get('hops', '?')} files; "
+               f"correct = the final answer holds the secret.")
+    notes = []
+    ts = _num(cfg.get("time_scale"))
+    if ts:
+        notes.append(f"Times as measured on simulated lanes run at time scale {ts:g} (--demo): divide by {ts:g} "
+                     f"for the simulated lanes' own seconds.")
+    summary = (g.get("summary") or "") + "."
+    out = [Section("gauntlet", "Agent gauntlet", caption, headers, rows, chart, summary=summary, notes=notes)]
+
+    split = {n: _turn_split(d[n]) for n in lanes}
+    turn_ids = sorted(set().union(*(set(split[n]["turns"]) for n in lanes)))
+    if turn_ids:
+        headers = ["Turn"] + [h for n in lanes for h in (f"{n} prompt tok", f"{n} TTFT", f"{n} decode")]
+        rows = []
+        for t in turn_ids:
+            row = [str(t)]
+            for n in lanes:
+                c = split[n]["turns"].get(t) or {}
+                row += [tok(c.get("prompt")), secs(c.get("ttft")), secs(c.get("decode"))]
+            rows.append(row)
+        total = ["all turns"]
+        for n in lanes:
+            total += ["", secs(split[n]["ttft"]), secs(split[n]["decode"])]
+        rows.append(total)
+        x = [str(t) for t in turn_ids]
+        chart = Chart("bars", "Per-turn request time: TTFT (prefill of the transcript) + decode", "turn",
+                      "seconds per request (s)", x,
+                      {n: [(split[n]["turns"].get(t) or {}).get("ttft") for t in turn_ids] for n in lanes},
+                      stack={n: [(split[n]["turns"].get(t) or {}).get("decode") for t in turn_ids] for n in lanes},
+                      stack_label=("TTFT (solid)", "decode (light)"))
+        why, _ = _gauntlet_why(g, lanes)
+        reps = {len(d[n].get("turns") or []) for n in lanes}
+        over = "one rep" if reps == {1} else "median over reps, per turn; the totals are the median of the per-rep sums"
+        out.append(Section("gauntlet-turns", "Agent gauntlet: where each turn's time goes",
+                           f"Per request: TTFT = sent → first token-carrying chunk (the prefill of the whole "
+                           f"transcript), decode = the rest of the request ({over}).", headers, rows, chart,
+                           summary=why, notes=list(notes)))
+    return out
+
+
+def _counts(xs: list[Any]) -> dict[Any, int]:
+    out: dict[Any, int] = {}
+    for x in xs:
+        out[x] = out.get(x, 0) + 1
+    return out
+
+
+def _quality_csv_rows(analysis: dict[str, Any]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    q = analysis.get("qeval")
+    runs = qeval_runs(q)
+    compare = q.get("compare") if isinstance(q, dict) else None
+    paired: dict[str, str] = {}
+    pair: tuple[str, str] | None = None
+    if compare:
+        pair = (compare["a"]["name"], compare["b"]["name"])
+        for key in ("kept", "broke", "fixed", "both_failed"):
+            for tid in compare.get(f"{key}_ids") or []:
+                paired[tid] = key
+    for n, r in runs.items():
+        for tid, t in (r.get("tasks") or {}).items():
+            in_pair = pair is not None and n in pair
+            rows.append({"bench": "qeval", "lane": n, "cell_kind": "task", "cell": tid, "task_kind": t.get("kind"),
+                         "passed": t.get("passed"), "reason": t.get("reason"), "prompt_tokens": t.get("prompt_tokens"),
+                         "output_tokens": t.get("completion_tokens"), "seconds": t.get("seconds"),
+                         "vs_lane": (pair[1] if n == pair[0] else pair[0]) if in_pair else None,
+                         "paired": paired.get(tid) if in_pair else None})
+    if compare:
+        for key in ("kept", "broke", "fixed", "both_failed"):
+            rows.append({"bench": "qeval", "lane": pair[0], "vs_lane": pair[1], "cell_kind": "paired", "cell": key,
+                         "count": compare.get(key), "p_value": compare.get("p_value")})
+    ag = analysis.get("agree") or {}
+    if ag.get("total") or ag.get("prompts"):
+        a, b = _agree_pair(ag)
+        for r in ag.get("prompts") or []:
+            rows.append({"bench": "agree", "lane": a, "vs_lane": b, "cell_kind": "prompt", "cell": r.get("id"),
+                         "first_divergence_word": r.get("first_divergence_word"), "exact": r.get("exact"),
+                         "words": r.get("a_words"), "vs_words": r.get("b_words"), "error": r.get("error")})
+        for k, v in (ag.get("histogram") or {}).items():
+            rows.append({"bench": "agree", "lane": a, "vs_lane": b, "cell_kind": "bucket", "cell": k, "count": v})
+    kl = analysis.get("kl") or {}
+    for n, c in (kl.get("lanes") or {}).items():
+        c = c or {}
+        rows.append({"bench": "kl", "lane": n, "vs_lane": kl.get("reference"), "cell_kind": "lane", "cell": n,
+                     "status": c.get("status"), "kl": c.get("kl"), "kl_p50": c.get("kl_p50"), "kl_p99": c.get("kl_p99"),
+                     "positions": c.get("positions"), "reason": c.get("message")})
+    g = analysis.get("gauntlet") or {}
+    for n, x in (g.get("lanes") or {}).items():
+        walls, turns = x.get("wall_s") or [], x.get("turns") or []
+        for i in range(len(walls)):
+            def at(key: str, i: int = i) -> Any:
+                v = x.get(key) or []
+                return v[i] if i < len(v) else None
+            rows.append({"bench": "gauntlet", "lane": n, "cell_kind": "rep", "cell": i, "rep": i,
+                         "passed": at("correct_per_rep"), "tool_calls": at("tool_calls"),
+                         "malformed_calls": at("malformed_calls"), "seconds": walls[i], "reason": at("stopped"),
+                         "requests": len(turns[i]) if i < len(turns) else None})
+        for i, rep_turns in enumerate(turns):
+            for t in rep_turns:
+                rows.append({"bench": "gauntlet", "lane": n, "cell_kind": "turn", "cell": t.get("turn"), "rep": i,
+                             "prompt_tokens": t.get("prompt_tokens"), "cached_tokens": t.get("cached_tokens"),
+                             "ttft_s": t.get("ttft_s"), "decode_s": t.get("decode_s"),
+                             "output_tokens": t.get("completion_tokens"), "tool_calls": t.get("calls"),
+                             "error": t.get("error")})
+    return rows
+
+
 def environment_rows(env: dict[str, Any]) -> list[list[str]]:
     rows = []
     for lane in env.get("lanes") or []:
@@ -732,7 +1300,8 @@ def environment_rows(env: dict[str, Any]) -> list[list[str]]:
 def title(analysis: dict[str, Any]) -> str:
     lanes = analysis.get("environment", {}).get("lanes") or [{"name": n} for n in lane_names(analysis)]
     names = [f"{lane['name']} ({lane['model']})" if lane.get("model") else str(lane["name"]) for lane in lanes]
-    benches = [b for b in ("decode", "prefill", "needles", "race") if analysis.get(b)]
+    benches = [b for b in ("decode", "prefill", "needles", "race", "qeval", "agree", "kl", "gauntlet")
+               if analysis.get(b)]
     head = " vs ".join(names) if names else "lanemon session"
     return f"{head}: {', '.join(benches)}" if benches else head
 
@@ -765,7 +1334,10 @@ def render_markdown(analysis: dict[str, Any]) -> str:
     if not secs_:
         lines += ["_This recording holds no bench or race results._", ""]
     for s in secs_:
-        lines += [f"## {s.title}", "", s.caption, ""]
+        lines += [f"## {s.title}", ""]
+        if s.summary:
+            lines += [f"**{s.summary}**", ""]
+        lines += [s.caption, ""]
         lines += _md_table(s.headers, s.rows) + [""]
         for note in s.notes:
             lines += [f"{note}  "]
@@ -773,6 +1345,8 @@ def render_markdown(analysis: dict[str, Any]) -> str:
             lines.append("")
         if s.spark:
             lines += ["```"] + s.spark + ["```", ""]
+        for sub, headers, rows in s.more:
+            lines += [f"### {sub}", ""] + _md_table(headers, rows) + [""]
     lines += ["## Environment", ""] + _md_table(["Item", "Value"], environment_rows(env)) + [""]
     return "\n".join(lines)
 
@@ -824,6 +1398,7 @@ def csv_rows(analysis: dict[str, Any]) -> list[dict[str, Any]]:
                          "tok_s": c.get("decode_tok_s"), "ttft_s": c.get("ttft_s"),
                          "output_tokens": c.get("output_tokens"), "tokens_estimated": c.get("tokens_estimated"),
                          "winner": r.get("winner") == n, "error": err_text(c["error"], 200) if c.get("error") else None})
+    rows += _quality_csv_rows(analysis)
     return rows
 
 
@@ -871,6 +1446,10 @@ def _tick(v: float, step: float) -> str:
     return f"{v:.{max(0, -math.floor(math.log10(step)))}f}".rstrip("0").rstrip(".") if v else "0"
 
 
+def _bar_label(v: float, fmtv, as_is: bool) -> str:
+    return fmtv(v) if as_is else _k(v) if v >= 10000 else tok(v)
+
+
 def _e(s: Any) -> str:
     return html.escape(str(s), quote=True)
 
@@ -880,10 +1459,14 @@ def svg_chart(chart: Chart, lanes: list[str], width: int = 760, height: int = 33
     left, right, top, bottom = 64, 16, 44, 58
     pw, ph = width - left - right, height - top - bottom
     vals = [v for s in chart.series.values() for v in s if v is not None] + [hi for _, hi in chart.ranges.values()]
+    vals += [(v or 0) + (chart.stack[name][i] or 0) for name, s in chart.series.items() if name in chart.stack
+             for i, v in enumerate(s) if i < len(chart.stack[name])]
     if not vals:
         return ""
     unit_s = chart.y_title.endswith("(s)")
     ymax, step = nice_max(max(vals) * (1.12 if chart.notes else 1.0))  # headroom for the notes
+    if chart.integer and step < 1:
+        step, ymax = 1.0, float(math.ceil(max(vals)) + 1)
     n = len(chart.x)
     parts = [f'<svg class="chart" viewBox="0 0 {width} {height}" width="100%" role="img" '
              f'aria-label="{_e(chart.title)}" xmlns="http://www.w3.org/2000/svg">',
@@ -914,8 +1497,9 @@ def svg_chart(chart: Chart, lanes: list[str], width: int = 760, height: int = 33
 
     for i, label in enumerate(chart.x):
         parts.append(f'<text class="tick" x="{xc(i):.1f}" y="{top + ph + 18}" text-anchor="middle">{_e(label)}</text>')
-    color = {name: f"s{lanes.index(name) % 6 if name in lanes else 0}" for name in chart.series}
-    fmtv = (lambda v: f"{v:.2f}") if unit_s else (lambda v: tok(v))
+    color = {name: f"s{chart.colors[name] % 6 if name in chart.colors else lanes.index(name) % 6 if name in lanes else 0}"
+             for name in chart.series}
+    fmtv = (lambda v: f"{v:.0f}") if chart.integer else (lambda v: f"{v:.2f}") if unit_s else (lambda v: tok(v))
 
     if chart.kind == "line":
         if chart.band is not None:
@@ -954,11 +1538,22 @@ def svg_chart(chart: Chart, lanes: list[str], width: int = 760, height: int = 33
                 if v is None:
                     continue
                 x0 = xc(i) - group / 2 + j * bw
-                parts.append(f'<rect class="bar {color[name]}" x="{x0 + 1:.1f}" y="{y(v):.1f}" width="{bw - 2:.1f}" '
-                             f'height="{top + ph - y(v):.1f}"><title>{_e(name)} {_e(chart.x[i])}: {fmtv(v)}'
-                             f"</title></rect>")
+                gap = 1 if bw >= 6 else 0.3
+                solid_word = chart.stack_label[0].split(" (")[0] + " "
+                parts.append(f'<rect class="bar {color[name]}" x="{x0 + gap:.1f}" y="{y(v):.1f}" '
+                             f'width="{bw - 2 * gap:.1f}" height="{top + ph - y(v):.1f}"><title>{_e(name)} '
+                             f'{_e(chart.x[i])}: {_e(solid_word if name in chart.stack else "")}'
+                             f"{fmtv(v)}</title></rect>")
+                label_y, label_v = y(v), v
+                extra = chart.stack.get(name, [])
+                if i < len(extra) and extra[i]:
+                    hi = v + extra[i]
+                    parts.append(f'<rect class="bar light {color[name]}" x="{x0 + gap:.1f}" y="{y(hi):.1f}" '
+                                 f'width="{bw - 2 * gap:.1f}" height="{y(v) - y(hi):.1f}"><title>{_e(name)} '
+                                 f'{_e(chart.x[i])}: {_e(chart.stack_label[1].split(" (")[0])} {fmtv(extra[i])} '
+                                 f"(total {fmtv(hi)})</title></rect>")
+                    label_y, label_v = y(hi), hi
                 rng = chart.ranges.get((name, i))
-                label_y = y(v)
                 if rng:
                     cx = x0 + bw / 2
                     parts.append(f'<path class="whisker" d="M{cx:.1f} {y(rng[0]):.1f}V{y(rng[1]):.1f}'
@@ -967,7 +1562,7 @@ def svg_chart(chart: Chart, lanes: list[str], width: int = 760, height: int = 33
                     label_y = min(label_y, y(rng[1]))
                 if bw >= 26:
                     parts.append(f'<text class="vlabel" x="{x0 + bw / 2:.1f}" y="{label_y - 5:.1f}" '
-                                 f'text-anchor="middle">{_e(fmtv(v) if unit_s else _k(v) if v >= 10000 else tok(v))}'
+                                 f'text-anchor="middle">{_e(_bar_label(label_v, fmtv, unit_s or chart.integer))}'
                                  f"</text>")
                 note = chart.notes.get((name, i))
                 if note:
@@ -979,6 +1574,13 @@ def svg_chart(chart: Chart, lanes: list[str], width: int = 760, height: int = 33
         parts.append(f'<rect class="{color[name]}" x="{lx}" y="14" width="12" height="12" rx="2"/>')
         parts.append(f'<text class="legend" x="{lx + 17}" y="24">{_e(name)}</text>')
         lx += 30 + 8 * len(str(name))
+    if chart.stack and any(chart.stack_label):
+        lx += 10
+        for k, label in enumerate(chart.stack_label):
+            parts.append(f'<rect class="{"bar light " if k else ""}swatch" x="{lx}" y="14" width="12" height="12" '
+                         f'rx="2"/>')
+            parts.append(f'<text class="legend" x="{lx + 17}" y="24">{_e(label)}</text>')
+            lx += 30 + 7 * len(label)
     parts.append("</svg>")
     return "".join(parts)
 
@@ -1027,7 +1629,10 @@ svg .bandlabel { fill: var(--muted); font-size: 12px; font-style: italic; }
 svg .line { fill: none; stroke-width: 2.5; stroke-linejoin: round; }
 svg .dot { stroke: var(--bg); stroke-width: 1.5; }
 svg .whisker { stroke: var(--fg); stroke-width: 1.5; fill: none; opacity: .75; }
+svg .bar.light { opacity: .42; } svg .swatch { fill: var(--muted); }
 td.t, th.t { text-align: left; }
+.lead { margin: 2px 0 10px; font-weight: 500; }
+h3 { font-size: 15px; margin: 18px 0 4px; color: var(--muted); }
 """ + "".join(f"svg .s{i} {{ fill: var(--c{i}); }} svg .line.s{i} {{ stroke: var(--c{i}); fill: none; }} "
               f"svg .s{i}t {{ fill: var(--c{i}); font-weight: 600; }}\n" for i in range(6))
 
@@ -1073,6 +1678,8 @@ def render_html(analysis: dict[str, Any]) -> str:
     fig = 0
     for s in secs_:
         body.append(f'<section id="{_e(s.key)}"><h2>{_e(s.title)}</h2>')
+        if s.summary:
+            body.append(f'<p class="lead">{_e(s.summary)}</p>')
         if s.chart is not None:
             svg = svg_chart(s.chart, lanes)
             if svg:
@@ -1086,6 +1693,8 @@ def render_html(analysis: dict[str, Any]) -> str:
         body.append(_html_table(s.headers, s.rows))
         for note in s.notes:
             body.append(f'<p class="notes">{_e(note)}</p>')
+        for sub, headers, rows in s.more:
+            body.append(f"<h3>{_e(sub)}</h3>" + _html_table(headers, rows))
         body.append("</section>")
     body.append('<section id="environment"><h2>Environment</h2>'
                 + _html_table(["", ""], environment_rows(env), "env") + "</section>")

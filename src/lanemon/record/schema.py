@@ -24,6 +24,7 @@ SCHEMA_VERSION_STR = f"{SCHEMA_VERSION[0]}.{SCHEMA_VERSION[1]}"
 # Event kinds.  Lane-level:
 PROBE = "probe"  # GET /v1/models health: ok, latency_s, models, model, error, message
 LANE = "lane"  # lane identity became known/changed: url, model
+SERVER_METRICS = "server_metrics"  # one scrape of the lane's Prometheus /metrics, mapped (docs/SERVER_METRICS.md)
 # Request-level (``req`` is set):
 REQUEST = "request"  # request sent: endpoint, purpose, model, max_tokens, prompt_chars, prompt?
 FIRST_BYTE = "first_byte"  # first byte of the response body
@@ -34,9 +35,10 @@ ERROR = "error"  # request failed: cls, message, status?
 # Session-level (lane may be None):
 MARK = "mark"  # a marker (bench cell, race): label
 NOTE = "note"  # a free-text note / warning for the log: level, message
+HOST = "host"  # a sample of this machine (psutil): cpu_pct, mem_*, net_*_Bps, proc_* (lanes/host.py)
 
 REQUEST_KINDS = frozenset({REQUEST, FIRST_BYTE, TOKEN, USAGE, DONE, ERROR})
-ALL_KINDS = frozenset({PROBE, LANE, MARK, NOTE}) | REQUEST_KINDS
+ALL_KINDS = frozenset({PROBE, LANE, MARK, NOTE, SERVER_METRICS, HOST}) | REQUEST_KINDS
 
 # Error classes (``data.cls`` on ERROR events and probe failures).
 ERR_CONNECT = "connect"  # connection refused / DNS / unreachable

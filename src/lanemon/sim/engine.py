@@ -239,6 +239,14 @@ class Lane:
     active: int = 0
     decoding: int = 0
     closing: bool = False
+    # Cumulative counters and the KV gauge behind GET /metrics (sim/metrics_endpoint.py);
+    # never reset (clearing the trace does not touch them).
+    prompt_tokens_total: int = 0
+    cached_tokens_total: int = 0
+    generation_tokens_total: int = 0
+    requests_admitted: int = 0
+    kv_tokens: int = 0
+    """Tokens held by admitted streams right now (prompt + generated so far)."""
     trace: collections.deque = field(init=False)
     cache: PrefixCache = field(init=False)
     _waiters: collections.deque = field(init=False)
@@ -268,6 +276,9 @@ class Lane:
             "scheduled_ttft_s": None,
             "ttft_s": None,
             "token_times_s": [],
+            "chunk_tokens": [],
+            "reasoning_tokens": 0,
+            "ttfo_s": None,
             "e2e_s": None,
             "finish_reason": None,
             "status": "running",
@@ -284,6 +295,7 @@ class Lane:
         for rec in list(self.trace):
             d = {k: v for k, v in rec.items() if not k.startswith("_")}
             d["token_times_s"] = list(rec["token_times_s"])
+            d["chunk_tokens"] = list(rec["chunk_tokens"])
             out.append(d)
         return out
 
@@ -291,6 +303,11 @@ class Lane:
         self.trace.clear()
 
     # -- admission ---------------------------------------------------------
+    @property
+    def waiting(self) -> int:
+        """Requests queued for a slot (FIFO), not yet admitted."""
+        return sum(1 for f in self._waiters if not f.done())
+
     async def acquire(self) -> None:
         """Wait (FIFO) for one of the ``max_parallel`` slots."""
         if self.closing:
@@ -352,10 +369,16 @@ class Lane:
         t_wait = time.perf_counter()
         await self.acquire()
         stream = Stream(rec, category, t0)
+        held = 0  # KV tokens this stream holds
         try:
             t_adm = time.perf_counter()
             n_prompt = len(prompt_tokens)
             cached = self.cache.lookup(prompt_tokens) if p.prefix_cache else 0
+            self.requests_admitted += 1
+            self.prompt_tokens_total += n_prompt
+            self.cached_tokens_total += cached
+            self.kv_tokens += n_prompt
+            held = n_prompt
             ttft = model_ttft(p, n_prompt, cached, self.active)
             queued = t_adm - t_wait
             rec.update(
@@ -384,8 +407,12 @@ class Lane:
                     await asyncio.sleep(max(0.0, deadline - time.perf_counter()))
                 if self.closing:
                     raise Closed()
+                self.generation_tokens_total += 1
+                self.kv_tokens += 1
+                held += 1
                 yield i
         finally:
+            self.kv_tokens -= held
             if stream.decoding:
                 self.decoding -= 1
             self._release_slot()

@@ -36,11 +36,13 @@ from starlette.routing import Route
 
 from . import engine as eng
 from . import divergence
+from . import metrics_endpoint
 from .options import add_arguments, run_args
 from . import logprobs as sim_logprobs
 from .profiles import PROFILES, Profile, get_profile
 from .needle import needle_reply
 from .text import generate, make_rng
+from . import thinking as sim_thinking
 from .tokenizer import chat_prompt_text, chat_prompt_tokens, tokenize
 from .agent import AGENTS
 from .tools import ToolCall, decide_reply, decide_tool_call, split_arguments
@@ -65,6 +67,11 @@ class SimState:
     needle_miss: bool = False
     agent: str = "chain"  # scripted gauntlet agent policy (sim/agent.py)
     qeval: Any = None  # QevalResponder: answers qeval task prompts (sim/qeval_responder.py)
+    thinking: bool = False  # chat replies think first (reasoning_content) unless the request says not to
+    reasoning_tokens: int = sim_thinking.DEFAULT_REASONING_TOKENS  # reasoning budget at effort "medium"
+    tokens_per_chunk: int = 1  # tokens coalesced into one streamed chunk (after the first token)
+    spec_accept: tuple[int, int] | None = None  # speculative decoding: tokens per chunk drawn from lo..hi
+    usage: str = "continuous"  # continuous | final (continuous_usage_stats -> 400) | none (never usage)
     created: int = field(default_factory=lambda: int(time.time()))
     _entropy: random.Random = field(default_factory=lambda: random.Random(os.urandom(16)))
 
@@ -143,6 +150,8 @@ class Job:
     category: str
     pieces: list[str]  # output tokens (text replies)
     finish_reason: str
+    reasoning_pieces: list[str] = field(default_factory=list)  # thinking tokens, streamed before ``pieces``
+    chunk_ends: frozenset[int] | None = None  # token indices that end a streamed chunk (None: every token)
     tool_call: ToolCall | None = None
     tool_groups: list[list[str]] = field(default_factory=list)
     name_tokens: int = 0
@@ -159,7 +168,7 @@ class Job:
     def n_tokens(self) -> int:
         if self.tool_call is not None:
             return self.name_tokens + sum(len(g) for g in self.tool_groups) + self.tool_tail
-        return len(self.pieces)
+        return len(self.reasoning_pieces) + len(self.pieces)
 
 
 def _common(state: SimState, body: dict, endpoint: str) -> dict:
@@ -200,6 +209,11 @@ def _common(state: SimState, body: dict, endpoint: str) -> dict:
     if so is not None and not isinstance(so, dict):
         raise ApiError(400, "'stream_options' must be an object", "stream_options")
     so = so or {}
+    if state.usage == "none":
+        so = {}  # a server that never reports usage
+    elif state.usage == "final" and so.get("continuous_usage_stats"):
+        raise ApiError(400, "stream_options.continuous_usage_stats is not supported by this server",
+                       "stream_options")
     return {
         "model": model,
         "stream": stream,
@@ -259,6 +273,41 @@ def _needle_override(state: SimState, question: str, text: str, finish: str, cat
     return answer, "stop", "extraction"
 
 
+def _chunking(state: SimState, job: Job) -> None:
+    """Coalesce a text reply's tokens into chunks: the first token alone, then ``tokens_per_chunk``
+    tokens each, or a speculative-decoding acceptance length drawn from ``spec_accept`` per step."""
+    n = job.n_tokens
+    if job.tool_call is not None or n <= 1 or (state.tokens_per_chunk <= 1 and state.spec_accept is None):
+        return
+    rng = random.Random(f"{state.seed}:{job.rec['id']}:chunks")
+    ends = {0}
+    i = 0
+    while i < n - 1:
+        if state.spec_accept is not None:
+            step = rng.randint(*state.spec_accept)
+        else:
+            step = state.tokens_per_chunk
+        i = min(n - 1, i + max(1, step))
+        ends.add(i)
+    job.chunk_ends = frozenset(ends)
+
+
+def _apply_thinking(state: SimState, job: Job, body: dict, prompt_text: str, max_tokens: int | None) -> None:
+    """Think first (chat text replies): reasoning tokens count against ``max_tokens``."""
+    on, scale = sim_thinking.thinking_switch(body, state.thinking)
+    if not on or job.tool_call is not None:
+        return
+    budget = max(1, round(state.reasoning_tokens * scale))
+    if max_tokens is not None:
+        budget = min(budget, max_tokens)
+    rng = make_rng(prompt_text, f"{state.seed}:thinking")
+    job.reasoning_pieces = sim_thinking.reasoning_pieces(prompt_text, rng, budget)
+    if max_tokens is not None and len(job.reasoning_pieces) + len(job.pieces) > max_tokens:
+        job.pieces = job.pieces[: max_tokens - len(job.reasoning_pieces)]
+        job.finish_reason = "length"
+    job.rec["reasoning_tokens"] = len(job.reasoning_pieces)
+
+
 def build_completion_job(state: SimState, body: dict, rec: dict) -> Job:
     p = state.profile
     prompt = body.get("prompt")
@@ -293,13 +342,15 @@ def build_completion_job(state: SimState, body: dict, rec: dict) -> Job:
                                     temperature=c["temperature"], category=category, max_tokens=c["max_tokens"])
     text, finish = _apply_stop(text, finish, c["stops"])
     text, finish, category = _needle_override(state, prompt, text, finish, category, c)
-    return Job(
+    job = Job(
         endpoint="completions", stream=c["stream"], model=c["model"], rec=rec, prompt_tokens=ptoks,
         category=category, pieces=tokenize(text), finish_reason=finish,
         include_usage=c["include_usage"], continuous_usage=c["continuous_usage"], logprobs_k=lp,
         echo=prompt if echo else None, echo_tokens=ptoks if echo else [],
         resp_id=f"cmpl-{uuid.uuid4().hex}", created=int(time.time()),
     )
+    _chunking(state, job)
+    return job
 
 
 def build_chat_job(state: SimState, body: dict, rec: dict) -> Job:
@@ -351,6 +402,7 @@ def build_chat_job(state: SimState, body: dict, rec: dict) -> Job:
     if isinstance(tc, str):  # the scripted gauntlet agent answers in text (sim/agent.py)
         job.pieces = tokenize(tc)
         job.category = "extraction"
+        _chunking(state, job)
         return job
     if tc is not None:
         job.tool_call = tc
@@ -369,6 +421,8 @@ def build_chat_job(state: SimState, body: dict, rec: dict) -> Job:
         text, finish = qa  # a qeval task prompt: only the text changes (sim/qeval_responder.py)
     job.pieces = tokenize(text)
     job.finish_reason = finish
+    _apply_thinking(state, job, body, rendered, c["max_tokens"])
+    _chunking(state, job)
     return job
 
 
@@ -414,12 +468,15 @@ def _completion_lp(tokens: list[str], start_index: int, k: int, offset: int, pro
 
 def _usage(job: Job, completion_tokens: int) -> dict:
     pt = len(job.prompt_tokens)
-    return {
+    out = {
         "prompt_tokens": pt,
         "completion_tokens": completion_tokens,
         "total_tokens": pt + completion_tokens,
         "prompt_tokens_details": {"cached_tokens": job.rec.get("cached_tokens") or 0},
     }
+    if job.reasoning_pieces:
+        out["completion_tokens_details"] = {"reasoning_tokens": min(completion_tokens, len(job.reasoning_pieces))}
+    return out
 
 
 class GenerationResponse:
@@ -429,6 +486,7 @@ class GenerationResponse:
         self.state = state
         self.job = job
         self._offset = 0  # characters of completion text streamed so far
+        self._chunk_start = 0  # first token index of the chunk being built (coalesced chunks)
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
         job = self.job
@@ -476,6 +534,8 @@ class GenerationResponse:
     def _token_chunks(self, i: int, emitted: int) -> list[tuple[bytes, bool]]:
         """Chunks to write when token *i* is ready: [(bytes, carries_token)]."""
         job = self.job
+        if job.tool_call is None and (job.chunk_ends is not None or job.reasoning_pieces):
+            return self._group_chunks(i, emitted)
         usage = _usage(job, emitted) if job.continuous_usage else None
         out: list[tuple[bytes, bool]] = []
         if job.endpoint == "chat.completions":
@@ -525,6 +585,57 @@ class GenerationResponse:
         self._offset += len(tok)
         out.append((self._chunk([{"index": 0, "text": text, "logprobs": lp, "finish_reason": None}], usage),
                     True))
+        return out
+
+    def _group_chunks(self, i: int, emitted: int) -> list[tuple[bytes, bool]]:
+        """Text replies with reasoning and/or coalesced chunks: one chunk per group of tokens, written
+        when the group's last token is due (a group may carry reasoning *and* content)."""
+        job = self.job
+        if job.chunk_ends is not None and i not in job.chunk_ends and i < job.n_tokens - 1:
+            return []
+        start, self._chunk_start = self._chunk_start, i + 1
+        usage = _usage(job, emitted) if job.continuous_usage else None
+        nr = len(job.reasoning_pieces)
+        idx = range(start, i + 1)
+        reasoning = "".join(job.reasoning_pieces[j] for j in idx if j < nr)
+        content_idx = [j - nr for j in idx if j >= nr]
+        content = [job.pieces[j] for j in content_idx]
+        out: list[tuple[bytes, bool]] = []
+        rec = job.rec
+        rec["chunk_tokens"].append(len(idx))
+        if content and rec.get("ttfo_s") is None:
+            rec["ttfo_s"] = time.perf_counter() - rec["_t0"]
+        if job.endpoint == "chat.completions":
+            if start == 0:
+                role = {"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
+                        "finish_reason": None}
+                out.append((self._chunk([role], _usage(job, 0) if job.continuous_usage else None), False))
+            delta: dict[str, Any] = {}
+            if reasoning:
+                delta["reasoning_content"] = reasoning
+            if content:
+                delta["content"] = "".join(content)
+            lp = None
+            if job.logprobs_k is not None and content:
+                lp = {"content": [_chat_lp_entry(job.pieces[j], j, job.logprobs_k) for j in content_idx]}
+            out.append((self._chunk([{"index": 0, "delta": delta, "logprobs": lp, "finish_reason": None}], usage),
+                        True))
+            return out
+        # completions (no reasoning there): the group's text in one chunk
+        text = "".join(content)
+        lp = None
+        if start == 0 and job.echo is not None:
+            text = job.echo + text
+        if job.logprobs_k is not None:
+            off = len(job.echo or "") + self._offset
+            lp = _completion_lp(content, start, job.logprobs_k, off)
+            if start == 0 and job.echo is not None:
+                plp = _completion_lp(job.echo_tokens, 0, job.logprobs_k, 0, prompt=True)
+                for key in plp:
+                    plp[key].extend(lp[key])
+                lp = plp
+        self._offset += sum(len(t) for t in content)
+        out.append((self._chunk([{"index": 0, "text": text, "logprobs": lp, "finish_reason": None}], usage), True))
         return out
 
     async def _ticks(self):
@@ -609,6 +720,8 @@ class GenerationResponse:
                     {"id": tc.id, "type": "function", "function": {"name": tc.name, "arguments": tc.arguments}}]}
             else:
                 message = {"role": "assistant", "content": "".join(job.pieces)}
+                if job.reasoning_pieces:
+                    message["reasoning_content"] = "".join(job.reasoning_pieces)
             lp = None
             if job.logprobs_k is not None and job.tool_call is None:
                 lp = {"content": [_chat_lp_entry(t, i, job.logprobs_k) for i, t in enumerate(job.pieces)]}
@@ -666,7 +779,9 @@ class _ArrivalStamp:
 
 def create_app(profile_name: str, *, time_scale: float = 1.0, seed: int = 0, logprobs: str | None = None,
                needle_miss: bool = False, context_len: int | None = None, agent: str = "chain",
-               qeval_misses: Any = None):
+               qeval_misses: Any = None, thinking: bool = False,
+               reasoning_tokens: int = sim_thinking.DEFAULT_REASONING_TOKENS, tokens_per_chunk: int = 1,
+               spec_accept: tuple[int, int] | None = None, usage: str = "continuous", faults: Any = None):
     """The Starlette app simulating lane *profile_name*.
 
     *time_scale* multiplies every simulated duration (0.02 runs 50x faster);
@@ -674,8 +789,24 @@ def create_app(profile_name: str, *, time_scale: float = 1.0, seed: int = 0, log
     profile's logprobs mode (``"reject" | "no_prompt" | "full"``);
     *needle_miss* makes the lane answer needle questions with a wrong key;
     *context_len* overrides the profile's context length (tokens);
-    *agent* picks the scripted gauntlet agent (``chain``, ``traversal``, ``malformed``, ``loop``; sim/agent.py).
+    *agent* picks the scripted gauntlet agent (``chain``, ``traversal``, ``malformed``, ``loop``; sim/agent.py);
+    *thinking* makes chat replies reason first (*reasoning_tokens* at effort medium; sim/thinking.py);
+    *tokens_per_chunk* coalesces K tokens per streamed chunk, *spec_accept* ``(lo, hi)`` draws each
+    chunk's size like a speculative decoder's acceptance length; *usage* is ``continuous`` (honour
+    ``continuous_usage_stats``), ``final`` (reject it with HTTP 400) or ``none`` (never send usage);
+    *faults* is a list of fault specs (``"drop:50@0.3"``; sim/faults.py, docs/FAULTS.md).
     """
+    if isinstance(tokens_per_chunk, bool) or not isinstance(tokens_per_chunk, int) or tokens_per_chunk < 1:
+        raise ValueError(f"tokens_per_chunk must be a positive integer, got {tokens_per_chunk!r}")
+    if spec_accept is not None:
+        lo, hi = spec_accept
+        if not (isinstance(lo, int) and isinstance(hi, int) and 1 <= lo <= hi):
+            raise ValueError(f"spec_accept must be (lo, hi) with 1 <= lo <= hi, got {spec_accept!r}")
+        spec_accept = (lo, hi)
+    if usage not in ("continuous", "final", "none"):
+        raise ValueError(f"usage must be continuous, final or none, got {usage!r}")
+    if isinstance(reasoning_tokens, bool) or not isinstance(reasoning_tokens, int) or reasoning_tokens < 1:
+        raise ValueError(f"reasoning_tokens must be a positive integer, got {reasoning_tokens!r}")
     profile = get_profile(profile_name)
     if context_len is not None:
         if isinstance(context_len, bool) or not isinstance(context_len, int) or context_len < 1:
@@ -689,7 +820,9 @@ def create_app(profile_name: str, *, time_scale: float = 1.0, seed: int = 0, log
     if agent not in AGENTS:
         raise ValueError(f"agent must be one of {', '.join(AGENTS)}, got {agent!r}")
     state = SimState(profile=profile, time_scale=float(time_scale), seed=int(seed), logprobs=mode,
-                     lane=eng.Lane(profile, float(time_scale)), needle_miss=bool(needle_miss), agent=agent)
+                     lane=eng.Lane(profile, float(time_scale)), needle_miss=bool(needle_miss), agent=agent,
+                     thinking=bool(thinking), reasoning_tokens=reasoning_tokens, tokens_per_chunk=tokens_per_chunk,
+                     spec_accept=spec_accept, usage=usage)
     from .qeval_responder import QevalResponder  # qeval_misses: task ids answered wrong (None = default four)
 
     state.qeval = QevalResponder(qeval_misses)
@@ -747,6 +880,9 @@ def create_app(profile_name: str, *, time_scale: float = 1.0, seed: int = 0, log
             "prefix_cache": profile.prefix_cache, "logprobs": state.logprobs,
             "max_parallel": profile.max_parallel, "context_len": profile.context_len,
             "active": state.lane.active, "decoding": state.lane.decoding, "needle_miss": state.needle_miss, "agent": state.agent,
+            "thinking": state.thinking, "reasoning_tokens": state.reasoning_tokens,
+            "tokens_per_chunk": state.tokens_per_chunk,
+            "spec_accept": list(state.spec_accept) if state.spec_accept else None, "usage": state.usage,
         })
 
     async def trace(request: Request):
@@ -776,11 +912,16 @@ def create_app(profile_name: str, *, time_scale: float = 1.0, seed: int = 0, log
             Route("/sim/info", info, methods=["GET"]),
             Route("/sim/trace", trace, methods=["GET", "DELETE"]),
             Route("/sim/cache", cache, methods=["DELETE"]),
+            *metrics_endpoint.routes(state),  # GET /metrics in the profile's engine naming
         ],
         exception_handlers={404: not_found, 405: bad_method},
         middleware=[Middleware(_ArrivalStamp)],
     )
     app.state.sim = state
+    if faults:  # fault injection (sim/faults.py, docs/FAULTS.md): the outermost ASGI layer
+        from .faults import FaultMiddleware
+
+        return FaultMiddleware(app, faults, sim=state, seed=int(seed))
     return app
 
 
@@ -857,13 +998,14 @@ class SimThread:
 
     def __init__(self, profile_name: str, *, host: str = "127.0.0.1", port: int = 0, time_scale: float = 1.0,
                  seed: int = 0, logprobs: str | None = None, needle_miss: bool = False,
-                 context_len: int | None = None, agent: str = "chain", qeval_misses: Any = None) -> None:
+                 context_len: int | None = None, agent: str = "chain", qeval_misses: Any = None,
+                 **sim_kw: Any) -> None:
         self.profile_name = profile_name
         self.host = host
         self._req_port = port
         self.app = create_app(profile_name, time_scale=time_scale, seed=seed, logprobs=logprobs,
                               needle_miss=needle_miss, context_len=context_len, agent=agent,
-                              qeval_misses=qeval_misses)
+                              qeval_misses=qeval_misses, **sim_kw)
         self.state: SimState = self.app.state.sim
         self.port: int | None = None
         self._sock: socket.socket | None = None
@@ -941,10 +1083,12 @@ class SimThread:
 
 def run(profile_name: str, *, host: str = "127.0.0.1", port: int = 8001, time_scale: float = 1.0, seed: int = 0,
         announce: Callable[[str], Any] = print, logprobs: str | None = None, needle_miss: bool = False,
-        context_len: int | None = None, agent: str = "chain", qeval_misses: Any = None) -> None:
-    """Serve lane *profile_name* in the foreground until SIGINT/SIGTERM."""
+        context_len: int | None = None, agent: str = "chain", qeval_misses: Any = None, **sim_kw: Any) -> None:
+    """Serve lane *profile_name* in the foreground until SIGINT/SIGTERM (``sim_kw``: the thinking,
+    chunking and usage options of :func:`create_app`)."""
     app = create_app(profile_name, time_scale=time_scale, seed=seed, logprobs=logprobs,
-                     needle_miss=needle_miss, context_len=context_len, agent=agent, qeval_misses=qeval_misses)
+                     needle_miss=needle_miss, context_len=context_len, agent=agent, qeval_misses=qeval_misses,
+                     **sim_kw)
     state: SimState = app.state.sim
     sock = _bind(host, port)
     real_port = sock.getsockname()[1]

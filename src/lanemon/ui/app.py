@@ -9,15 +9,19 @@ when something changed: hundreds of token events per second cost at most
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from textual.app import App
 from textual.binding import Binding
+from textual.css.query import NoMatches
 from textual.worker import Worker, WorkerState
 
 from lanemon.bus import EventBus
 from lanemon.race_state import RaceState
+from lanemon.request_timeline import RequestTimeline
 from lanemon.record import schema
 from lanemon.record.schema import Event
 from lanemon.state import SessionState
@@ -59,6 +63,17 @@ class LanemonApp(App):
         Binding("plus,equals_sign", "faster", "Faster", key_display="+"),
         Binding("minus", "slower", "Slower", key_display="-"),
         Binding("r", "race", "Race"),
+        Binding("t", "timeline", "Timeline"),
+        # replay seeking (hidden on live sources by check_action)
+        Binding("left", "seek_by(-10)", "back 10 s", key_display="←", group=Binding.Group("±10s", compact=True)),
+        Binding("right", "seek_by(10)", "forward 10 s", key_display="→", group=Binding.Group("±10s", compact=True)),
+        Binding("left_square_bracket", "seek_marker(-1)", "previous marker", key_display="[",
+                group=Binding.Group("marker", compact=True)),
+        Binding("right_square_bracket", "seek_marker(1)", "next marker", key_display="]",
+                group=Binding.Group("marker", compact=True)),
+        Binding("home", "seek_start", "to start", show=False),
+        Binding("end", "seek_end", "to end", show=False),
+        Binding("h", "toggle_host", "Host"),
     ]
 
     def __init__(
@@ -81,6 +96,8 @@ class LanemonApp(App):
         self.state = SessionState([(d["name"], d.get("url", ""), d.get("model")) for d in source.lanes])
         self.race_state = RaceState()
         """Every race in the event stream (live or replayed), for the race screen."""
+        self.timeline = RequestTimeline()
+        """Every request as a bar over time, for the timeline screen (``t``)."""
         self.race_plan = race
         """Races to run as soon as the app starts (``lanemon race``); opens the race screen."""
         self._next_prompt: Any = None
@@ -92,12 +109,14 @@ class LanemonApp(App):
     # -- lifecycle -----------------------------------------------------------
 
     def get_default_screen(self) -> DashboardScreen:
-        return DashboardScreen(list(self.state.lanes))
+        return DashboardScreen(list(self.state.lanes), source=self.source)
 
     def on_mount(self) -> None:
         bus = self.source.bus
         self._unsubscribe = [bus.subscribe(self.state.apply), bus.subscribe(self.race_state.apply),
-                             bus.subscribe(self._collect_note)]
+                             bus.subscribe(self.timeline.apply), bus.subscribe(self._collect_note)]
+        if hasattr(self.source, "attach_state"):  # a seekable replay: backward seeks restore our folds
+            self.source.attach_state(self._snapshot_states, self._restore_states)
         self.run_worker(self._run_source(), exclusive=True, group="source", exit_on_error=False)
         if self.race_plan is not None:
             plan, self.race_plan = self.race_plan, None
@@ -143,11 +162,16 @@ class LanemonApp(App):
         screen = self.screen
         if not isinstance(screen, (DashboardScreen, RaceScreen)) or not screen.is_mounted:
             return False
+        try:
+            if isinstance(screen, RaceScreen):
+                screen.refresh_from(self.race_state, self.state, self.source)
+            else:
+                screen.refresh_from(self.state, self.source)
+        except NoMatches:
+            # a panel mounted this frame has not composed its children yet (or the app is
+            # shutting down): leave the fingerprint stale so the next tick draws everything
+            return False
         self._drawn = fp
-        if isinstance(screen, RaceScreen):
-            screen.refresh_from(self.race_state, self.state, self.source)
-        else:
-            screen.refresh_from(self.state, self.source)
         notes, self._pending_notes = self._pending_notes[-3:], []
         for level, message in notes:
             self.notify(message, severity="error" if level == "error" else "warning", timeout=10, markup=False)
@@ -170,10 +194,77 @@ class LanemonApp(App):
         self.push_screen(self._race_screen())
         self.call_after_refresh(self.redraw, True)
 
+    def action_timeline(self) -> None:
+        """Open the per-request timeline (every request of the session as a bar over time)."""
+        from lanemon.ui.screens.timeline import TimelineScreen
+
+        if isinstance(self.screen, TimelineScreen):
+            return
+        self.push_screen(TimelineScreen(self.timeline))
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("faster", "slower"):
             return self.source.mode == "replay"
+        if action in ("seek_by", "seek_marker", "seek_start", "seek_end"):
+            return self.source.mode == "replay" and hasattr(self.source, "seek")
+        if action == "toggle_host":  # the host strip lives on the dashboard only
+            return isinstance(self.screen, DashboardScreen)
         return True
+
+    def action_toggle_host(self) -> None:
+        """Show or hide the host panel (CPU, memory, network of this machine)."""
+        from lanemon.ui.widgets.host_panel import HostPanel
+
+        if isinstance(self.screen, DashboardScreen):
+            self.screen.query_one(HostPanel).toggle()
+            self.redraw(force=True)
+
+    # -- replay seeking --------------------------------------------------------
+
+    def seekable_states(self) -> list[Any]:
+        """Everything folded from the bus that a backward seek must rewind (plain objects)."""
+        return [self.state, self.race_state, self.timeline]
+
+    def _snapshot_states(self) -> list[dict[str, Any]]:
+        return [copy_fold(obj.__dict__) for obj in self.seekable_states()]
+
+    def _restore_states(self, snapshot: list[dict[str, Any]]) -> None:
+        # in place: subscriptions and screens keep pointing at the same objects
+        for obj, saved in zip(self.seekable_states(), snapshot):
+            obj.__dict__.clear()
+            obj.__dict__.update(copy_fold(saved))
+
+    def _seek(self, seek: Callable[[], Awaitable[Any]], what: str) -> None:
+        async def run() -> None:
+            result = await seek()
+            if result is False:
+                self.notify(f"no {what}", timeout=2)
+            self._drawn = None
+            self.redraw(force=True)
+            running = any(w.group == "source" and w.state in (WorkerState.PENDING, WorkerState.RUNNING)
+                          for w in self.workers)
+            if not self.source.finished and not running:  # seeked back after the end: play on
+                self.run_worker(self._run_source(), exclusive=True, group="source", exit_on_error=False)
+
+        self.run_worker(run(), group="seek", exclusive=True, exit_on_error=False)
+
+    def seek_to(self, target_ns: int) -> None:
+        """Move a replay's playhead to session time ``target_ns`` (the timeline bar's clicks)."""
+        if self.check_action("seek_by", ()):
+            self._seek(lambda: self.source.seek(target_ns), "position")
+
+    def action_seek_by(self, seconds: float) -> None:
+        self._seek(lambda: self.source.seek_relative(float(seconds)), "position")
+
+    def action_seek_marker(self, direction: int) -> None:
+        self._seek(lambda: self.source.seek_marker(int(direction)),
+                   "next marker" if int(direction) > 0 else "earlier marker")
+
+    def action_seek_start(self) -> None:
+        self._seek(lambda: self.source.seek(0), "position")
+
+    def action_seek_end(self) -> None:
+        self._seek(lambda: self.source.seek(self.source.duration_ns), "position")
 
     def action_toggle_pause(self) -> None:
         paused = self.source.toggle_pause()
@@ -194,16 +285,36 @@ class LanemonApp(App):
         self.exit()
 
 
+def copy_fold(fields: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a fold's fields for a replay snapshot: deep, except the request timeline's
+    ``bars`` (up to 20,000): a finished bar never changes again, so it is shared, not copied."""
+    out: dict[str, Any] = {}
+    for key, value in fields.items():
+        if key == "bars" and isinstance(value, dict):
+            out[key] = {req: (bar if getattr(bar, "finished", False) else copy.copy(bar)) for req, bar in value.items()}
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
 def make_app(source: Source, *, theme: str | None = None, refresh_hz: float = 10.0, race: Any = None) -> LanemonApp:
     """Build the dashboard app for ``source`` (the CLI and every test use this).
 
     Raises :class:`ThemeError` when ``theme`` names no known theme; the message
-    lists the available names.  ``race`` (a :class:`~lanemon.workloads.race.RacePlan`)
+    lists the available names.  A theme whose file exists but is broken
+    (``<name>.toml`` skipped with a warning) falls back to the default with
+    one more warning instead.  ``race`` (a :class:`~lanemon.workloads.race.RacePlan`)
     opens the race screen at start and runs those races through ``source.race``.
     """
     if refresh_hz <= 0:
         raise ValueError("refresh_hz must be positive")
     warnings: list[str] = []
     themes = load_themes(warnings=warnings)
-    name = resolve_theme(theme, themes)
+    try:
+        name = resolve_theme(theme, themes)
+    except ThemeError:
+        if not any(f"/{theme}.toml:" in w.replace("\\", "/") for w in warnings):
+            raise
+        name = resolve_theme(None, themes)  # the chosen theme's file is broken: say so, use the default
+        warnings.append(f"theme {theme!r} could not be loaded (see above); using {name}")
     return LanemonApp(source, theme=name, themes=themes, theme_warnings=warnings, refresh_hz=refresh_hz, race=race)

@@ -24,6 +24,7 @@ from textual.worker import Worker, WorkerState
 
 from lanemon.record import schema
 from lanemon.record.schema import Event
+from lanemon.request_timeline import RequestTimeline
 from lanemon.ui.screens.bench import BenchScreen, cell_label
 from lanemon.ui.themes import ThemeError, load_themes, resolve_theme
 
@@ -104,7 +105,7 @@ class BenchApp(App):
 
     TITLE = "lanemon bench"
     CSS_PATH = "lanemon.tcss"
-    BINDINGS = [Binding("q", "quit", "Stop and quit")]
+    BINDINGS = [Binding("q", "quit", "Stop and quit"), Binding("t", "timeline", "Timeline")]
 
     def __init__(self, bench_run: Any, *, theme: str, themes: dict[str, Any],
                  theme_warnings: list[str] | None = None, refresh_hz: float = 4.0) -> None:
@@ -117,6 +118,8 @@ class BenchApp(App):
             self.register_theme(t)
         self.theme = theme
         self.tracker = BenchTracker(self.kind)
+        self.timeline = RequestTimeline()
+        """Every request of the run as a bar over time (``t``: the timeline screen)."""
         self.results: dict[str, Any] = {}
         self.results_computed = 0
         """How many times ``bench_run.results()`` was called (tests check it stays low)."""
@@ -139,7 +142,8 @@ class BenchApp(App):
         return BenchScreen(self.kind, self.lanes())
 
     def on_mount(self) -> None:
-        self._unsubscribe = [self.bench_run.bus.subscribe(self.tracker.apply)]
+        self._unsubscribe = [self.bench_run.bus.subscribe(self.tracker.apply),
+                             self.bench_run.bus.subscribe(self.timeline.apply)]
         self._worker = self.run_worker(self._run_source(), exclusive=True, group="source", exit_on_error=False)
         self.set_interval(1 / self.refresh_hz, self.redraw)
         self.redraw(force=True)
@@ -221,6 +225,15 @@ class BenchApp(App):
         return True
 
     # -- actions ----------------------------------------------------------------------------
+    def action_timeline(self) -> None:
+        """The per-request timeline, opened on the cell running now (``a`` shows the whole run)."""
+        from lanemon.ui.screens.timeline import TimelineScreen
+
+        if isinstance(self.screen, TimelineScreen):
+            return
+        cell = self.timeline.cells[-1] if self.timeline.cells else None
+        self.push_screen(TimelineScreen(self.timeline, cell=cell))
+
     async def action_quit(self) -> None:
         """Stop the bench (finished cells are kept), let it clean up, then exit."""
         if not getattr(self.bench_run, "finished", False):

@@ -43,7 +43,7 @@ from typing import Any
 
 from lanemon.bus import EventBus
 from lanemon.config import LaneConfig
-from lanemon.metrics import median
+from lanemon.metrics import NS, meets_slo, median, request_metrics
 from lanemon.record import schema
 from lanemon.record.recorder import Recorder
 from lanemon.record.schema import Event
@@ -79,6 +79,8 @@ class BenchOptions:
     cache_check: bool = True  # prefill: repeat each length's first prompt once
     per_category: bool = True  # decode: per-category C1 phase after the ladder
     time_scale: float | None = None  # --demo only; recorded for reference
+    thinking: bool | None = None  # --thinking on|off: chat_template_kwargs.thinking per request (None: lane default)
+    slo: dict[str, float] | None = None  # --slo ttft=S tpot=S e2e=S: goodput per cell
 
     def __post_init__(self) -> None:
         if self.reps < 1:
@@ -130,6 +132,10 @@ class BenchOptions:
             cfg["seed"] = self.seed
         if self.time_scale is not None:
             cfg["time_scale"] = self.time_scale
+        if self.thinking is not None:
+            cfg["thinking"] = self.thinking
+        if self.slo:
+            cfg["slo"] = dict(self.slo)
         return cfg
 
 
@@ -156,6 +162,55 @@ def rnd(value: float | None, digits: int = 4) -> float | None:
     if value is None:
         return None
     return round(float(value), digits)
+
+
+def token_figures(records) -> dict[str, Any]:
+    """The thinking/chunking figures of a cell's completed requests (docs/JSON.md):
+
+    ``ttfo_s`` median TTFO; ``reasoning_tokens`` total (null when no request reasoned and no lane said
+    so); ``reasoning_estimated`` (counted from chunks); ``tokens_per_chunk`` generated tokens / chunks
+    over the cell (null without usage); ``itl_p50_s`` median inter-chunk gap and ``itl_per_token_p50_s``
+    median gap per token; ``chunk_counts_estimated`` when per-chunk counts were not reported
+    (no continuous usage: per-token latency uses the average chunk size).
+    """
+    ms = [request_metrics(r) for r in records if r.ok]
+    reasoning = [m.reasoning_tokens for m in ms if m.reasoning_tokens is not None]
+    chunks = sum(m.chunks for m in ms)
+    with_usage = [m for m in ms if m.tokens_per_chunk is not None]
+    tpc = (sum(m.generated_tokens for m in with_usage) / sum(m.chunks for m in with_usage)
+           if with_usage and chunks and sum(m.chunks for m in with_usage) else None)
+    itl = [x for m in ms for x in m.itl_s]
+    per_token = [x for m in ms for x in m.itl_per_token_s]
+    return {
+        "ttfo_s": rnd(median([m.ttfo_s for m in ms if m.ttfo_s is not None])),
+        "reasoning_tokens": sum(reasoning) if reasoning else None,
+        "reasoning_estimated": any(m.reasoning_estimated for m in ms),
+        "tokens_per_chunk": rnd(tpc, 3),
+        "itl_p50_s": rnd(median(itl), 6),
+        "itl_per_token_p50_s": rnd(median(per_token), 6),
+        "chunk_counts_estimated": any(m.chunk_counts_estimated for m in ms) if ms else None,
+    }
+
+
+def goodput_of(reps: Sequence[Sequence[Any]], slo: dict[str, float] | None) -> dict[str, Any] | None:
+    """``{"rate_rps", "share", "good", "total"}`` of a cell: requests meeting every SLO target
+    (:func:`lanemon.metrics.meets_slo`; errors count as misses).  ``share`` = good / all requests;
+    ``rate_rps`` = good / the summed wall time of the reps (first send -> last end of each rep, so the
+    time between reps is not counted).  None without an SLO."""
+    if not slo:
+        return None
+    good = total = 0
+    wall = 0.0
+    for recs in reps:
+        recs = list(recs)
+        total += len(recs)
+        good += sum(1 for r in recs if meets_slo(request_metrics(r), slo))
+        starts = [r.sent_ns for r in recs if r.sent_ns is not None]
+        ends = [r.end_ns for r in recs if r.end_ns is not None]
+        if starts and ends and max(ends) > min(starts):
+            wall += (max(ends) - min(starts)) / NS
+    return {"rate_rps": rnd(good / wall, 4) if wall else None, "share": rnd(good / total, 4) if total else None,
+            "good": good, "total": total}
 
 
 @dataclass
@@ -306,10 +361,11 @@ class BenchRun:
         from lanemon.workloads.harness import Harness
 
         self._task = asyncio.current_task()
-        h = Harness(self.lane_configs, bus=self.bus, keep_events=False, stall_timeout=self.stall_timeout)
+        h = Harness(self.lane_configs, bus=self.bus, keep_events=False, stall_timeout=self.stall_timeout,
+                    thinking=self.options.thinking)
         started = False
         try:
-            await h.connect()
+            await h.connect(detect_usage=True)
             for info in self.lanes:
                 info["model"] = h.clients[info["name"]].model or info.get("model")
             h.mark("bench", bench=self.kind, phase="start", config=self.options.config(self.kind, self.names))

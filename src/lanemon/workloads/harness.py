@@ -38,6 +38,7 @@ class Harness:
         recorder: Recorder | None = None,
         stall_timeout: float | None = None,
         keep_events: bool = True,
+        thinking: bool | None = None,
     ) -> None:
         if not lanes:
             raise ValueError("a harness needs at least one lane")
@@ -54,6 +55,8 @@ class Harness:
             lane.name: LaneClient(lane, clock=self.clock, emit=self.bus.publish, stall_timeout=stall_timeout)
             for lane in self.lanes
         }
+        for client in self.clients.values():
+            client.thinking = thinking
         for lane in self.lanes:
             self.bus.publish(Event(self.clock.now(), schema.LANE, lane.name, None, lane.public()))
 
@@ -69,14 +72,33 @@ class Harness:
             out.append(info)
         return out
 
-    async def connect(self, require_all: bool = True) -> dict[str, dict[str, Any]]:
-        """Probe every lane's /models (in parallel); raise :class:`LaneDown` if one is down."""
+    async def connect(self, require_all: bool = True, detect_usage: bool = False) -> dict[str, dict[str, Any]]:
+        """Probe every lane's /models (in parallel); raise :class:`LaneDown` if one is down.
+
+        With ``detect_usage`` each lane that is up is then asked once whether it accepts
+        ``stream_options.continuous_usage_stats`` (:meth:`LaneClient.detect_continuous_usage`; the
+        tiny request is not recorded); the answer is published as a ``lane`` event carrying
+        ``continuous_usage`` and used for every later request of that client.
+        """
         results = await asyncio.gather(*(c.probe_models() for c in self.clients.values()))
         by_lane = dict(zip(self.clients, results))
         down = {name: r for name, r in by_lane.items() if not r.get("ok")}
         if down and require_all:
             raise LaneDown("; ".join(f"lane {name}: {r.get('message', 'down')}" for name, r in down.items()))
+        if detect_usage:
+            await self.detect_usage([name for name in by_lane if name not in down])
         return by_lane
+
+    async def detect_usage(self, names: Sequence[str] | None = None) -> None:
+        """Detect continuous usage on these lanes (default: all) and publish the answers."""
+        names = list(self.clients) if names is None else list(names)
+        await asyncio.gather(*(self.clients[n].detect_continuous_usage() for n in names))
+        for lane in self.lanes:
+            if lane.name in names:
+                client = self.clients[lane.name]
+                info = {**lane.public(), "model": client.model or lane.model,
+                        "continuous_usage": client.continuous_usage}
+                self.bus.publish(Event(self.clock.now(), schema.LANE, lane.name, None, info))
 
     def mark(self, label: str, lane: str | None = None, **data: Any) -> None:
         self.bus.publish(Event(self.clock.now(), schema.MARK, lane, None, {"label": label, **data}))

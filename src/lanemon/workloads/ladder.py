@@ -26,7 +26,16 @@ from typing import Any
 from lanemon.metrics import aggregate_tok_s, median, output_tokens, request_metrics, summarize
 from lanemon.record.schema import Event
 from lanemon.timeline import RequestRecord, assemble
-from lanemon.workloads.bench import BenchOptions, first_error, read_marks, rnd, run_state, spread
+from lanemon.workloads.bench import (
+    BenchOptions,
+    first_error,
+    goodput_of,
+    read_marks,
+    rnd,
+    run_state,
+    spread,
+    token_figures,
+)
 from lanemon.workloads.prompts import Prompt
 
 BENCH = "decode"
@@ -151,7 +160,7 @@ async def run(h, opts: BenchOptions) -> None:
 # ---------------------------------------------------------------------------
 
 
-def _level_result(reps: dict[int, list[RequestRecord]]) -> dict[str, Any]:
+def _level_result(reps: dict[int, list[RequestRecord]], slo: dict[str, float] | None = None) -> dict[str, Any]:
     per_rep: list[float | None] = []
     all_recs: list[RequestRecord] = []
     for rep in sorted(reps):
@@ -173,12 +182,14 @@ def _level_result(reps: dict[int, list[RequestRecord]]) -> dict[str, Any]:
         "requests": len(all_recs),
         "output_tokens": sum(output_tokens(r)[0] for r in ok),
         "tokens_estimated": any(m.tokens_estimated for m in ms),
+        **token_figures(ok),
         **stats,
         "error": first_error(all_recs),
+        **({"goodput": goodput_of([reps[k] for k in sorted(reps)], slo)} if slo else {}),
     }
 
 
-def _category_result(reps: dict[int, list[RequestRecord]]) -> dict[str, Any]:
+def _category_result(reps: dict[int, list[RequestRecord]], slo: dict[str, float] | None = None) -> dict[str, Any]:
     per_rep: list[float | None] = []
     rates: list[float] = []
     total = errors = 0
@@ -198,8 +209,11 @@ def _category_result(reps: dict[int, list[RequestRecord]]) -> dict[str, Any]:
         "ttft_p50_s": rnd(median(ttfts)),
         "requests": total,
         "errors": errors,
+        "tokens_estimated": any(request_metrics(r).tokens_estimated for recs in reps.values() for r in recs if r.ok),
+        **token_figures([r for recs in reps.values() for r in recs]),
         **stats,
         "error": first_error(r for recs in reps.values() for r in recs),
+        **({"goodput": goodput_of([reps[k] for k in sorted(reps)], slo)} if slo else {}),
     }
 
 
@@ -286,10 +300,11 @@ def decode_results(events: Iterable[Event], *, in_progress: bool = False) -> dic
         cv = cats_by.get(lane, {})
         if not lv and not cv:
             continue
-        cats = {c: _category_result(cv[c]) for c in cfg_cats if c in cv}
-        cats.update({c: _category_result(v) for c, v in cv.items() if c not in cats})
+        slo = marks.config.get("slo") or None
+        cats = {c: _category_result(cv[c], slo) for c in cfg_cats if c in cv}
+        cats.update({c: _category_result(v, slo) for c, v in cv.items() if c not in cats})
         lanes[lane] = {
-            "levels": {str(level): _level_result(lv[level]) for level in sorted(lv)},
+            "levels": {str(level): _level_result(lv[level], slo) for level in sorted(lv)},
             "categories": cats,
         }
     out: dict[str, Any] = {"bench": BENCH, "lanes": lanes, "crossover": crossover(lanes, list(lanes))}

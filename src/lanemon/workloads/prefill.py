@@ -24,7 +24,7 @@ from typing import Any
 from lanemon.metrics import median, request_metrics
 from lanemon.record.schema import Event
 from lanemon.timeline import RequestRecord, assemble
-from lanemon.workloads.bench import BenchOptions, first_error, read_marks, rnd, run_state, spread
+from lanemon.workloads.bench import BenchOptions, first_error, goodput_of, read_marks, rnd, run_state, spread
 from lanemon.workloads.prompts import DEFAULT_TOKENS_PER_CHAR, chars_for_tokens, prefill_prompt
 
 BENCH = "prefill"
@@ -133,7 +133,8 @@ async def _per_lane(h, opts: BenchOptions, rng: random.Random, one_lane) -> None
 # ---------------------------------------------------------------------------
 
 
-def _length_result(runs: dict[str, list[RequestRecord]], length: int) -> dict[str, Any]:
+def _length_result(runs: dict[str, list[RequestRecord]], length: int,
+                   slo: dict[str, float] | None = None) -> dict[str, Any]:
     cold = sorted(runs.get("cold", []), key=lambda r: int(r.meta.get("rep", 0)))
     per_rep: list[float | None] = []
     ttfts: list[float] = []
@@ -174,6 +175,7 @@ def _length_result(runs: dict[str, list[RequestRecord]], length: int) -> dict[st
         "requests": len(all_recs),
         "errors": sum(1 for r in all_recs if not r.ok),
         "error": first_error(all_recs),
+        **({"goodput": goodput_of([[r] for r in cold], slo)} if slo else {}),
     }
 
 
@@ -203,7 +205,8 @@ def prefill_results(events: Iterable[Event], *, in_progress: bool = False, bench
             continue
         lengths = by.get(lane, {})
         lanes[lane] = {
-            "lengths": {str(n): _length_result(lengths[n], n) for n in sorted(lengths)},
+            "lengths": {str(n): _length_result(lengths[n], n, marks.config.get("slo") or None)
+                        for n in sorted(lengths)},
             "tokens_per_char": calib.get(lane),
         }
     out: dict[str, Any] = {"bench": bench, "lanes": lanes}

@@ -207,6 +207,7 @@ async def run_race(
     endpoint: str = "completions",
     max_tokens: int | None = None,
     lanes: Sequence[str] | None = None,
+    slo: dict[str, float] | None = None,
 ) -> dict[str, RequestRecord]:
     """Race ``prompt`` on every lane of ``target`` (or ``lanes``); the finished record per lane.
 
@@ -226,8 +227,9 @@ async def run_race(
     }
     meta = {"bench": BENCH, "race": index, "prompt_id": prompt.id}
     label = f"race {index}"
+    extra_mark: dict[str, Any] = {"slo": dict(slo)} if slo else {}
     target.mark(label, bench=BENCH, phase="start", race=index, prompt=prompt.text, prompt_id=prompt.id,
-                category=prompt.category, endpoint=endpoint, max_tokens=budget, lanes=names)
+                category=prompt.category, endpoint=endpoint, max_tokens=budget, lanes=names, **extra_mark)
     stopped = False
     records: list[RequestRecord] = []
     try:
@@ -266,16 +268,25 @@ def lane_result(view: RaceView, name: str) -> dict[str, Any]:
     elif not entry.finished:
         error = {"cls": "unfinished", "message": "the request had not finished"}
     ok = error is None and m is not None
-    return {
+    out = {
         "ttft_s": _round(m.ttft_s) if m else None,
+        "ttfo_s": _round(m.ttfo_s) if m else None,
         "decode_tok_s": _round(m.decode_tok_s, 2) if ok and m else None,
         "output_tokens": m.output_tokens if ok and m else None,
+        "reasoning_tokens": m.reasoning_tokens if ok and m else None,
+        "reasoning_estimated": m.reasoning_estimated if ok and m else None,
         "tokens_estimated": m.tokens_estimated if ok and m else None,
+        "tokens_per_chunk": _round(m.tokens_per_chunk, 3) if ok and m and m.tokens_per_chunk else None,
+        "chunk_counts_estimated": m.chunk_counts_estimated if ok and m else None,
         "total_s": _round(m.e2e_s) if ok and m else None,
         "finish_rank": entry.rank,
         "error": error,
         "text": entry.text,
+        "reasoning_text": entry.reasoning_text,
     }
+    if view.slo:
+        out["meets_slo"] = bool(ok and m is not None and metrics.meets_slo(m, view.slo))
+    return out
 
 
 def race_json(view: RaceView) -> dict[str, Any]:
@@ -349,18 +360,47 @@ def race_results(events: Iterable[Event]) -> dict[str, Any]:
 
         lanes[name] = {
             "ttft_s": med("ttft_s"),
+            "ttfo_s": med("ttfo_s"),
             "decode_tok_s": med("decode_tok_s", 2),
             "output_tokens": med("output_tokens", 1),
+            "reasoning_tokens": med("reasoning_tokens", 1),
+            "tokens_per_chunk": med("tokens_per_chunk", 3),
             "total_s": med("total_s"),
             "wins": sum(1 for r in races if r["winner"] == name),
             "races_ok": len(rows),
         }
-    return {
+        views = [v for v in finished_races(state) if name in v.lanes and v.slo]
+        if views:
+            lanes[name]["goodput"] = race_goodput([v.lanes[name] for v in views], views[-1].slo or {})
+    out: dict[str, Any] = {
         "bench": BENCH,
         "races": races,
         "lanes": lanes,
         "lanes_stat": "last race" if len(races) == 1 else f"median of {len(races)} races",
     }
+    slos = [v.slo for v in finished_races(state) if v.slo]
+    if slos:
+        out["slo"] = slos[-1]
+    return out
+
+
+def race_goodput(entries: Sequence[Any], slo: dict[str, float]) -> dict[str, Any]:
+    """One lane's goodput over its races: ``share`` = races whose request met every target / races
+    (errors count as misses); ``rate_rps`` = those requests / the lane's summed request time
+    (request sent -> end, races run one after another)."""
+    good = 0
+    busy = 0.0
+    for entry in entries:
+        rec = entry.rec
+        if rec is None:
+            continue
+        if rec.sent_ns is not None and rec.end_ns is not None:
+            busy += (rec.end_ns - rec.sent_ns) / metrics.NS
+        if rec.ok and metrics.meets_slo(metrics.request_metrics(rec), slo):
+            good += 1
+    total = len(entries)
+    return {"rate_rps": _round(good / busy) if busy else None, "share": _round(good / total) if total else None,
+            "good": good, "total": total}
 
 
 # ---------------------------------------------------------------- words
@@ -392,19 +432,26 @@ def race_table(race: dict[str, Any], title: str | None = None):
     table.add_column("lane", style="bold")
     table.add_column("rank", justify="right")
     table.add_column("TTFT", justify="right")
+    thinking = any(r.get("reasoning_tokens") for r in race["lanes"].values())
+    if thinking:
+        table.add_column("TTFO", justify="right")
     table.add_column("decode", justify="right")
     table.add_column("output", justify="right")
     table.add_column("total", justify="right")
     for name, r in race["lanes"].items():
         rank = ordinal(r["finish_rank"]) if r["finish_rank"] else ("error" if r["error"] else "—")
+        ttfo = [seconds(r.get("ttfo_s"))] if thinking else []
         if r["error"]:
-            table.add_row(name, f"[red]{rank}[/]", seconds(r["ttft_s"]), "—", "—",
+            table.add_row(name, f"[red]{rank}[/]", seconds(r["ttft_s"]), *ttfo, "—", "—",
                           f"[red]{r['error']['cls']}[/]")
             continue
         tokens = "—" if r["output_tokens"] is None else f"{r['output_tokens']} tok"
         if r["tokens_estimated"]:
             tokens += " est."
-        table.add_row(name, rank, seconds(r["ttft_s"]), tok_s(r["decode_tok_s"]), tokens, seconds(r["total_s"]))
+        if r.get("reasoning_tokens"):
+            tokens += f" + {r['reasoning_tokens']} think" + (" est." if r.get("reasoning_estimated") else "")
+        table.add_row(name, rank, seconds(r["ttft_s"]), *ttfo, tok_s(r["decode_tok_s"]), tokens,
+                      seconds(r["total_s"]))
     return table
 
 

@@ -58,20 +58,39 @@ def _tok(v: Any) -> str:
     return "—" if x is None else (f"{x:,.0f}" if x >= 10 else f"{x:.1f}")
 
 
+def goodput_cell(g: Any) -> str:
+    """``75% 1.9/s``: share of requests meeting every SLO target and their rate."""
+    if not isinstance(g, dict):
+        return "—"
+    share, rate = _num(g.get("share")), _num(g.get("rate_rps"))
+    return f"{share * 100:.0f}% {rate:.1f}/s" if share is not None and rate is not None else (
+        f"{share * 100:.0f}%" if share is not None else "—")
+
+
 def result_rows(kind: str, results: dict[str, Any], lanes: list[str]) -> tuple[list[str], list[list[str]]]:
     """The table's columns and rows for a results dict of ``kind``."""
     by_lane = results.get("lanes") or {}
     names = [n for n in lanes if n in by_lane] + [n for n in by_lane if n not in lanes]
     rows: list[list[str]] = []
     if kind == "decode":
-        cols = ["lane", "C", "agg tok/s", "TTFT", "stream", "err"]
+        all_cells = [c or {} for n in names for c in ((by_lane[n] or {}).get("levels") or {}).values()]
+        show_ttfo = any(c.get("reasoning_tokens") for c in all_cells)
+        show_goodput = any("goodput" in c for c in all_cells)
+        cols = ["lane", "C", "agg tok/s", "TTFT"] + (["TTFO"] if show_ttfo else []) + ["stream"]
+        cols += (["goodput"] if show_goodput else []) + ["err"]
         for n in names:
             levels = (by_lane[n] or {}).get("levels") or {}
             for lvl in sorted(levels, key=_key):
                 c = levels[lvl] or {}
                 agg = _tok(c.get("aggregate_tok_s")) + (" †" if c.get("unstable") else "")
-                rows.append([n, f"C{lvl}", agg, fmt.seconds(_num(c.get("ttft_p50_s"))),
-                             _tok(c.get("per_stream_tok_s_p50")), str(c.get("errors") or 0)])
+                row = [n, f"C{lvl}", agg, fmt.seconds(_num(c.get("ttft_p50_s")))]
+                if show_ttfo:
+                    row.append(fmt.seconds(_num(c.get("ttfo_s"))))
+                row.append(_tok(c.get("per_stream_tok_s_p50")) + (" est." if c.get("tokens_estimated") else ""))
+                if show_goodput:
+                    row.append(goodput_cell(c.get("goodput")))
+                row.append(str(c.get("errors") or 0))
+                rows.append(row)
         return cols, rows
     if kind == "prefill":
         cols = ["lane", "tokens", "prefill tok/s", "TTFT", "cache hit", "err"]

@@ -10,6 +10,7 @@ from textual.screen import Screen
 from textual.widgets import Footer
 
 from lanemon.state import SessionState
+from lanemon.ui.widgets.host_panel import HostPanel
 from lanemon.ui.widgets.lane_panel import LanePanel
 from lanemon.ui.widgets.status_bar import StatusBar
 
@@ -22,15 +23,21 @@ def panel_id(lane: str) -> str:
 class DashboardScreen(Screen):
     """Status bar, lane panels, footer.  Redrawn by the app via :meth:`refresh_from`."""
 
-    def __init__(self, lanes: list[str]) -> None:
+    def __init__(self, lanes: list[str], source: Any = None) -> None:
         super().__init__()
         self._lanes = list(lanes)
+        self._source = source
 
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
         with Horizontal(id="lanes"):
             for name in self._lanes:
                 yield LanePanel(name, id=panel_id(name))
+        yield HostPanel(id="host")  # hidden until `h`
+        if self._source is not None and hasattr(self._source, "seek"):  # a seekable replay
+            from lanemon.ui.widgets.timeline_bar import TimelineBar
+
+            yield TimelineBar(self._source, id="timeline")
         yield Footer()
 
     def panel(self, lane: str) -> LanePanel:
@@ -48,6 +55,7 @@ class DashboardScreen(Screen):
             return
         for name in self._lanes:
             self.panel(name).update_from(state.lane(name))
+        self.query_one(HostPanel).update_from(state.host)
         self.query_one(StatusBar).update_from(
             mode=getattr(source, "mode", "live"),
             events=state.events,

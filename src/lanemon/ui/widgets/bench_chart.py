@@ -32,6 +32,17 @@ class BenchChart(PlotextPlot):
         self.series: dict[str, list[tuple[Any, float]]] = {}
         self.kind = "empty"
         self.marks: list[tuple[str, Any, float]] = []
+        self._last: tuple[Any, tuple] | None = None  # the last show_* call, replayed on a theme change
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        # series colours are baked into the plot: draw it again in the new theme's colours
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self.call_after_refresh(self._replot))
+
+    def _replot(self) -> None:
+        if self._last is not None:
+            method, args = self._last
+            method(*args)
 
     def colors(self, n: int) -> list[tuple[int, int, int]]:
         """Series colours from the app theme (plotext takes RGB tuples)."""
@@ -56,6 +67,7 @@ class BenchChart(PlotextPlot):
     def show_lines(self, title: str, xlabel: str, ylabel: str, series: dict[str, list[tuple[float, float]]]) -> None:
         """One line per series over numeric x (e.g. tok/s vs concurrency)."""
         self.kind, self.series, self.marks = "lines", {k: list(v) for k, v in series.items()}, []
+        self._last = (self.show_lines, (title, xlabel, ylabel, series))
         plt = self._frame(title, xlabel, ylabel)
         xs = sorted({x for pts in series.values() for x, _ in pts})
         for (name, pts), color in zip(series.items(), self.colors(len(series))):
@@ -72,6 +84,7 @@ class BenchChart(PlotextPlot):
         """Grouped horizontal bars (finer resolution than vertical ones in a terminal): one group per
         label, one bar per series; ``marks`` are (text, label, value) notes drawn at the bar's end."""
         self.kind = "bars"
+        self._last = (self.show_bars, (title, xlabel, ylabel, labels, series, marks))
         self.series = {k: list(zip(labels, v)) for k, v in series.items()}
         self.marks = list(marks or [])
         plt = self._frame(title, ylabel, xlabel)  # horizontal: the value axis is x
@@ -87,6 +100,7 @@ class BenchChart(PlotextPlot):
 
     def show_empty(self, title: str, message: str = "waiting for the first cell…") -> None:
         self.kind, self.series, self.marks = "empty", {}, []
+        self._last = (self.show_empty, (title, message))
         self.border_title = title
         plt = self.plt
         plt.clear_figure()

@@ -9,6 +9,7 @@ from textual.widgets import Label, Sparkline, Static
 from lanemon.state import LaneState
 from lanemon.ui import format as fmt
 from lanemon.ui.format import markup_escape as escape
+from lanemon.ui.widgets.server_gauges import ServerGauges
 
 ERRORS_SHOWN = 5
 
@@ -102,6 +103,7 @@ class LanePanel(Vertical):
             yield Label("—", id="tps-median", classes="val")
             yield Label("requests", classes="key")
             yield Label("", id="requests")
+        yield ServerGauges(id="server")  # hidden until the lane's /metrics answered
         yield Label("TTFT", id="ttft-label", classes="spark-label")
         yield Sparkline([], id="ttft-spark")
         yield Label("decode", id="tps-label", classes="spark-label")
@@ -151,6 +153,7 @@ class LanePanel(Vertical):
             + (f"  [dim]n={n_tps} · {fmt.span(st.tps_history, 'tok/s')}[/]" if n_tps > 1 else "")
         )
         q("#tps-spark", Sparkline).data = list(st.tps_history)
+        q("#server", ServerGauges).update_from(st.server)
 
         errors = list(st.errors)[-ERRORS_SHOWN:][::-1]
         total = len(st.errors)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Label, Static
@@ -110,17 +111,32 @@ class RaceColumn(Vertical):
         if entry.error is None:
             ttft = fmt.seconds(m.ttft_s) if m else "—"
             rate = fmt.tok_s(m.decode_tok_s) if m else "—"
-            q("#stats", Label).update(f"[dim]TTFT[/] [b]{ttft}[/]  [dim]decode[/] [b]{rate}[/]")
+            ttfo = ""
+            if m is not None and m.ttfo_s is not None and m.reasoning_tokens:
+                ttfo = f"  [dim]TTFO[/] [b]{fmt.seconds(m.ttfo_s)}[/]"
+            q("#stats", Label).update(f"[dim]TTFT[/] [b]{ttft}[/]{ttfo}  [dim]decode[/] [b]{rate}[/]")
         tokens = m.output_tokens if m else 0
         est = " est." if m is not None and m.tokens_estimated else ""
         total = fmt.seconds(m.e2e_s if entry.finished and m else elapsed)
-        q("#stats2", Label).update(f"{tokens} tok{est}  ·  {'total' if entry.finished else 'elapsed'} {total}")
+        think = ""
+        if m is not None and m.reasoning_tokens:
+            think = f" + {m.reasoning_tokens} think{' est.' if m.reasoning_estimated else ''}"
+        q("#stats2", Label).update(f"{tokens} tok{est}{think}  ·  {'total' if entry.finished else 'elapsed'} {total}")
         body = entry.text
-        if len(body) != self._text_len:
+        reasoning = entry.reasoning_text
+        size = len(body) + len(reasoning) * 3 + 1  # changes whenever either part grows
+        if size != self._text_len:
             scroll = q("#text-scroll", VerticalScroll)
             follow = scroll.scroll_y >= scroll.max_scroll_y - 1
-            text.update(body or "…")
-            text.set_class(not body, "-empty")
-            self._text_len = len(body)
+            if reasoning:  # thinking models: the reasoning dimmed above the answer
+                shown = Text(reasoning, style="dim italic")
+                if body:
+                    shown.append("\n\n")
+                    shown.append(body)
+                text.update(shown)
+            else:
+                text.update(body or "…")
+            text.set_class(not (body or reasoning), "-empty")
+            self._text_len = size
             if follow:
                 scroll.call_after_refresh(scroll.scroll_end, animate=False)

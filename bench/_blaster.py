@@ -1,0 +1,82 @@
+"""A minimal SSE server on loopback that streams pre-built chat chunks as fast as the socket takes them.
+
+It isolates *client* cost: the server does no per-token work beyond a write.
+Every request gets ``tokens`` content chunks (one token each), a usage chunk and
+``[DONE]``, in OpenAI's chat.completion.chunk shape.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import orjson
+
+
+def build_stream(tokens: int) -> bytes:
+    head = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+    parts = []
+    base = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 0, "model": "bench"}
+    role = dict(base, choices=[{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}])
+    parts.append(b"data: " + orjson.dumps(role) + b"\n\n")
+    for i in range(tokens):
+        c = dict(base, choices=[{"index": 0, "delta": {"content": f" tok{i % 97}"}, "finish_reason": None}])
+        parts.append(b"data: " + orjson.dumps(c) + b"\n\n")
+    fin = dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": "length"}])
+    parts.append(b"data: " + orjson.dumps(fin) + b"\n\n")
+    usage = dict(base, choices=[], usage={"prompt_tokens": 5, "completion_tokens": tokens, "total_tokens": tokens + 5})
+    parts.append(b"data: " + orjson.dumps(usage) + b"\n\n")
+    parts.append(b"data: [DONE]\n\n")
+    body = b""
+    # HTTP chunked encoding, 64 KiB per HTTP chunk
+    raw = b"".join(parts)
+    for i in range(0, len(raw), 65536):
+        piece = raw[i:i + 65536]
+        body += f"{len(piece):x}\r\n".encode() + piece + b"\r\n"
+    body += b"0\r\n\r\n"
+    return head + body
+
+
+class Blaster:
+    def __init__(self, tokens: int) -> None:
+        self.payload = build_stream(tokens)
+        self.loop = asyncio.new_event_loop()
+        self.port = 0
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        server = self.loop.run_until_complete(asyncio.start_server(self._handle, "127.0.0.1", 0))
+        self.port = server.sockets[0].getsockname()[1]
+        self._ready.set()
+        self.loop.run_forever()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                length = 0
+                line = await reader.readline()
+                if not line:
+                    return
+                while True:
+                    h = await reader.readline()
+                    if h in (b"\r\n", b"\n", b""):
+                        break
+                    if h.lower().startswith(b"content-length:"):
+                        length = int(h.split(b":")[1])
+                if length:
+                    await reader.readexactly(length)
+                writer.write(self.payload)
+                await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+
+    def start(self) -> "Blaster":
+        self._thread.start()
+        self._ready.wait(5)
+        return self

@@ -1,0 +1,87 @@
+"""Soak: a bounded run of the dashboard under steady load, with memory sampled over time.
+
+    python bench/soak.py [--minutes 10] [--streams 64] [--sample 10] [--json out.json]
+
+The dashboard app runs headless under the pilot over the two simulated lanes
+(separate processes) with ``--streams`` requests kept in flight and the session
+recorded to a temporary file, like a real live session.  RSS is sampled every
+``--sample`` seconds; the result is the samples plus the growth between the
+first and the last quarter of the run (flat memory is the target).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+
+
+async def run(args) -> dict:
+    import psutil
+
+    from conftest import SimProcess
+    from dashboard_scale import LoadSource
+    from lanemon.config import LaneConfig
+    from lanemon.record.recorder import Recorder, make_header
+    from lanemon.ui.app import make_app
+
+    sims = [SimProcess("tensorfold-exl3", 1.0), SimProcess("sglang-native", 1.0)]
+    tmp = tempfile.mkdtemp()
+    try:
+        lanes = [LaneConfig("A", sims[0].url), LaneConfig("B", sims[1].url)]
+        source = LoadSource(lanes, args.streams // 2, args.minutes * 60)
+        recorder = Recorder(os.path.join(tmp, "soak.jsonl"), make_header("soak", source.lanes))
+        source.bus.subscribe(recorder)
+        app = make_app(source, refresh_hz=10)
+        proc = psutil.Process()
+        samples = []
+        async with app.run_test(size=(160, 45)) as pilot:
+            t0 = time.monotonic()
+            next_sample = t0
+            while not source.finished:
+                now = time.monotonic()
+                if now >= next_sample:
+                    samples.append({"t_s": round(now - t0, 1), "rss_mb": round(proc.memory_info().rss / 2**20, 1),
+                                    "events": source.bus.published})
+                    next_sample += args.sample
+                await pilot.pause(0.5)
+            await pilot.press("q")
+        recorder.close()
+        q = max(1, len(samples) // 4)
+        first = sum(s["rss_mb"] for s in samples[:q]) / q
+        last = sum(s["rss_mb"] for s in samples[-q:]) / q
+        return {"benchmark": "soak", "minutes": args.minutes, "streams": args.streams, "requests": source.requests,
+                "events": source.bus.published, "recording_mb": round(os.path.getsize(recorder.path) / 2**20, 1),
+                "rss_first_quarter_mb": round(first, 1), "rss_last_quarter_mb": round(last, 1),
+                "rss_growth_mb": round(last - first, 1), "samples": samples}
+    finally:
+        for sim in sims:
+            sim.stop()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--minutes", type=float, default=10)
+    ap.add_argument("--streams", type=int, default=64)
+    ap.add_argument("--sample", type=float, default=10)
+    ap.add_argument("--json", metavar="PATH")
+    args = ap.parse_args()
+    result = asyncio.run(run(args))
+    for k, v in result.items():
+        if k != "samples":
+            print(f"{k:22} {v}")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(result, fh, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,131 @@
+"""A lane's server-side figures from its Prometheus ``/metrics`` (vLLM or SGLang), inside the lane panel.
+
+Hidden until the lane's first successful scrape, and for good when the lane
+has no ``/metrics``: a lane without them costs no screen space.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Label, Sparkline
+
+from lanemon.state import ServerMetricsState
+from lanemon.ui import format as fmt
+from lanemon.ui.format import markup_escape as escape
+
+ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
+BAR_WIDTH = 16
+_EIGHTHS = " ▏▎▍▌▋▊▉"
+
+
+def bar(fraction: float | None, width: int = BAR_WIDTH) -> str:
+    """A horizontal gauge of ``width`` cells in eighth blocks (``█████▌      ``)."""
+    if fraction is None:
+        return " " * width
+    f = max(0.0, min(1.0, fraction))
+    eighths = round(f * width * 8)
+    full, part = divmod(eighths, 8)
+    out = "█" * full + (_EIGHTHS[part] if part and full < width else "")
+    return out.ljust(width)
+
+
+def pct(fraction: float | None) -> str:
+    if fraction is None:
+        return "—"
+    if 0 < fraction < 0.0005:
+        return "<0.1%"
+    return f"{fraction * 100:.1f}%" if fraction < 0.1 else f"{fraction * 100:.0f}%"
+
+
+class ServerGauges(Vertical):
+    """Running/waiting, KV-cache usage, generation and prompt throughput, prefix-cache hit rate."""
+
+    DEFAULT_CSS = """
+    ServerGauges {
+        height: auto;
+        margin-bottom: 1;
+        display: none;
+    }
+    ServerGauges.-shown { display: block; }
+    ServerGauges .srow { height: 1; }
+    ServerGauges Label { text-wrap: nowrap; text-overflow: ellipsis; }
+    ServerGauges #srv-title { width: 1fr; color: $text-muted; }
+    ServerGauges .skey { width: 22; color: $text-muted; }
+    ServerGauges #srv-kv-bar { width: 16; color: $secondary; background: $primary 15%; }
+    ServerGauges #srv-kv-bar.-high { color: $warning; }
+    ServerGauges #srv-kv-val { margin-left: 1; width: 1fr; }
+    ServerGauges Sparkline { height: 1; width: 1fr; background: $boost; }
+    ServerGauges #srv-gen-spark > .sparkline--max-color { color: $primary; }
+    ServerGauges #srv-gen-spark > .sparkline--min-color { color: $primary 35%; }
+    ServerGauges #srv-prompt-spark > .sparkline--max-color { color: $secondary; }
+    ServerGauges #srv-prompt-spark > .sparkline--min-color { color: $secondary 35%; }
+    ServerGauges #srv-run-spark > .sparkline--max-color { color: $accent; }
+    ServerGauges #srv-run-spark > .sparkline--min-color { color: $accent 35%; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._built = False
+
+    def compose(self) -> ComposeResult:
+        return []  # built on the first data (a lane without /metrics carries no gauge widgets)
+
+    def _build(self) -> None:
+        self._built = True
+        self.mount_all([
+            Label("server", id="srv-title"),
+            Horizontal(Label("running —", id="srv-run", classes="skey"), Sparkline([], id="srv-run-spark"),
+                       classes="srow"),
+            Horizontal(Label("KV cache", classes="skey"), Label(bar(None), id="srv-kv-bar"),
+                       Label("—", id="srv-kv-val"), classes="srow"),
+            Horizontal(Label("gen —", id="srv-gen", classes="skey"), Sparkline([], id="srv-gen-spark"),
+                       classes="srow"),
+            Horizontal(Label("prompt —", id="srv-prompt", classes="skey"), Sparkline([], id="srv-prompt-spark"),
+                       classes="srow"),
+        ])
+
+    def update_from(self, st: ServerMetricsState) -> None:
+        """Redraw from the lane's folded server metrics (shown once a scrape succeeded)."""
+        shown = st.available is True or bool(st.last)
+        self.set_class(shown, "-shown")
+        if not shown:
+            return
+        if not self._built:
+            self._build()
+            self.call_after_refresh(self.update_from, st)
+            return
+        q = self.query_one
+        d = st.last
+        engine = ENGINE_NAMES.get(st.engine or "", st.engine or "?")
+        hit = d.get("prefix_hit_rate")
+        title = f"server  [$text][b]{escape(engine)}[/b][/] /metrics"
+        if hit is not None:
+            title += f"  prefix hit [$text][b]{pct(hit)}[/b][/]"
+        if st.error:
+            title += f"  [$warning]{escape(' '.join(st.error.split()))}[/]"
+        elif d.get("latency_s") is not None:
+            title += f"  [dim]{fmt.seconds(d['latency_s'])}[/]"
+        q("#srv-title", Label).update(title)
+
+        running, waiting = d.get("running"), d.get("waiting")
+        wait_style = "$warning b" if waiting else "b"
+        q("#srv-run", Label).update(
+            f"run [$text][b]{_int(running)}[/b][/]  wait [{wait_style}]{_int(waiting)}[/]"
+        )
+        q("#srv-run-spark", Sparkline).data = list(st.running)
+
+        kv = d.get("kv_usage")
+        kv_bar = q("#srv-kv-bar", Label)
+        kv_bar.update(bar(kv))
+        kv_bar.set_class(kv is not None and kv >= 0.9, "-high")
+        q("#srv-kv-val", Label).update(f"[b]{pct(kv)}[/]" if kv is not None else "[dim]—[/]")
+
+        q("#srv-gen", Label).update(f"gen [$text][b]{fmt.tok_s(d.get('gen_tok_s'))}[/b][/]")
+        q("#srv-gen-spark", Sparkline).data = list(st.gen_tok_s)
+        q("#srv-prompt", Label).update(f"prompt [$text][b]{fmt.tok_s(d.get('prompt_tok_s'))}[/b][/]")
+        q("#srv-prompt-spark", Sparkline).data = list(st.prompt_tok_s)
+
+
+def _int(value: object) -> str:
+    return "—" if value is None else f"{int(value)}"  # type: ignore[arg-type]

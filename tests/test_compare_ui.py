@@ -1,0 +1,68 @@
+"""The compare screen: a pilot test and one snapshot, on fixed recordings written here."""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets import DataTable, Static
+
+from lanemon.record.compare import compare, compare_lanes
+from lanemon.results import analyze
+from lanemon.ui.compare import make_compare_app
+from lanemon.ui.widgets.bench_chart import BenchChart
+from test_compare_fixtures import session_events, slow_copy, write_recording
+
+
+@pytest.fixture()
+def result(tmp_path):
+    old = write_recording(tmp_path / "old.jsonl", session_events())
+    new = slow_copy(old, tmp_path / "new.jsonl", lane="A", factor=1.3)
+    res = compare(analyze(old), analyze(new))
+    # fixed labels: tmp paths differ per run
+    res["old"]["recording"], res["new"]["recording"] = "old.jsonl", "new.jsonl"
+    return res
+
+
+def _plain(widget) -> str:
+    return str(widget.render())
+
+
+async def test_compare_screen_shows_curves_races_and_highlighted_rows(result):
+    app = make_compare_app(result)
+    async with app.run_test(size=(150, 45)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        decode = screen.query_one("#chart-decode", BenchChart)
+        assert set(decode.series) == {"A old", "A new", "B old", "B new"}
+        a_old, a_new = dict(decode.series["A old"]), dict(decode.series["A new"])
+        assert a_new[1.0] == pytest.approx(a_old[1.0] / 1.3, rel=0.01)
+        assert decode.series["B old"] == decode.series["B new"]
+        prefill = screen.query_one("#chart-prefill", BenchChart)
+        assert prefill.kind == "bars" and set(prefill.series) == {"A old", "A new", "B old", "B new"}
+        races = screen.query_one("#cmp-races", DataTable)
+        assert races.display and races.row_count == 4  # 2 races x 2 lanes
+        rows = screen.query_one("#cmp-rows", DataTable)
+        assert rows.row_count == len(result["rows"])
+        styles = [str(rows.get_row_at(i)[-1].style) for i in range(rows.row_count)]
+        sig = [r for r in result["rows"] if r["significant"]]
+        assert sig and styles.count("bold red") == len(sig) and "bold green" not in styles
+        head = _plain(screen.query_one("#cmp-head", Static))
+        assert "significantly worse" in head and "new worse" in head
+        await pilot.press("q")
+
+
+async def test_lanes_mode_screen(tmp_path):
+    old = write_recording(tmp_path / "old.jsonl", session_events())
+    app = make_compare_app(compare_lanes(analyze(old), "A", "B"))
+    async with app.run_test(size=(150, 45)) as pilot:
+        await pilot.pause()
+        decode = app.screen.query_one("#chart-decode", BenchChart)
+        assert set(decode.series) == {"A", "B"}
+        rows = app.screen.query_one("#cmp-rows", DataTable)
+        assert [str(c.label) for c in rows.columns.values()][:4] == ["bench", "cell", "metric", "A"]
+
+
+def test_snapshot_compare_screen(snap_compare, result):
+    async def before(pilot):
+        await pilot.pause()
+
+    assert snap_compare(make_compare_app(result), terminal_size=(150, 45), run_before=before)

@@ -1,0 +1,219 @@
+"""Fault injection end to end: the dashboard, a bench, the recording and the `lanemon demo` path.
+
+One faulty simulated lane per fault kind next to a clean lane A: every fault
+shows on its own lane's panel while A keeps running; a decode bench marks the
+faulty cells errored with no rate; the recordings read back whole.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+
+import orjson
+import pytest
+from textual.widgets import Label, Static
+
+from lanemon.config import LaneConfig, ProbeConfig
+from lanemon.record.recorder import Recorder, make_header
+from lanemon.record.replay import read_events
+from lanemon.session import DEMO_PROMPTS, LiveSession
+from lanemon.sim.server import SimThread
+from lanemon.state import SessionState
+from lanemon.ui.app import make_app
+from lanemon.ui.widgets.lane_panel import LanePanel
+
+STALL_TIMEOUT = 0.4
+
+# lane name -> (fault spec, what the lane's panel must show)
+LANES = {
+    "refuse": ("refuse", "connect the server closed the connection without a response"),
+    "drop": ("drop:3", "cut connection closed by the server mid-response"),
+    "stall": ("stall:3", "timeout no data from the server within the read/stall timeout"),
+    "h503": ("http:503", "http HTTP 503: The server is overloaded or not ready yet."),
+    "h429": ("http:429", "(Retry-After: 1)"),
+    "h502": ("http:502:html", "http HTTP 502: 502 Bad Gateway"),
+    "malf": ("malformed", "malformed invalid JSON in SSE data"),
+    "nodone": ("nodone", "cut stream ended before [DONE]"),
+    "huge": ("huge:17", "malformed an SSE line longer than 16 MiB"),
+    "utf8": ("badutf8", None),  # absorbed: U+FFFD in the text, no error
+    "nousage": ("nousage", None),  # absorbed: tokens estimated
+    "slowhdr": ("slowheaders:0.25", None),  # absorbed: a late first byte
+    "models": ("models-change:2", "model model changed: deepseek-v4.1-flash -> deepseek-v4.1-flash-v2"),
+}
+ERRORING = {"refuse", "drop", "stall", "h503", "h429", "h502", "malf", "nodone", "huge"}
+
+
+@pytest.fixture(autouse=True)
+def _isolated_config(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+
+
+@contextlib.contextmanager
+def faulty_lanes(names, *, time_scale=0.05):
+    """Lane A (clean, tensorfold-exl3) plus one sglang-native lane per fault in ``names``."""
+    sims = [SimThread("tensorfold-exl3", time_scale=time_scale)]
+    sims += [SimThread("sglang-native", time_scale=time_scale, faults=[LANES[n][0]]) for n in names]
+    try:
+        for sim in sims:
+            sim.start()
+        lanes = [LaneConfig(name, sim.base_url, defaults={"temperature": 0}, timeout=STALL_TIMEOUT)
+                 for name, sim in zip(["A", *names], sims)]
+        yield lanes
+    finally:
+        for sim in sims:
+            sim.stop(timeout=1.0)
+
+
+def plain(widget) -> str:
+    return widget.visual.plain
+
+
+async def wait_for(pilot, condition, timeout=30.0, what="condition", state=None):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            lanes = {n: (l.model, l.requests_ok, l.requests_err) for n, l in state.lanes.items()} if state else ""
+            raise AssertionError(f"{what} not reached in time {lanes}")
+        await pilot.pause(0.05)
+
+
+def replayed_state(path) -> tuple[SessionState, list]:
+    header, events, warnings = read_events(path)
+    assert warnings == [], warnings
+    state = SessionState()
+    for ev in events:
+        state.apply(ev)
+    return state, events
+
+
+async def test_every_fault_shows_on_its_own_panel_and_lane_a_keeps_running(tmp_path):
+    names = list(LANES)
+    with faulty_lanes(names) as lanes:
+        path = tmp_path / "faults.jsonl"
+        recorder = Recorder(path, make_header("demo", [lane.public() for lane in lanes]))
+        session = LiveSession(lanes, probe=ProbeConfig(interval=0.2, max_tokens=12), mode="demo",
+                              recorder=recorder, prompts=DEMO_PROMPTS)
+        app = make_app(session, refresh_hz=2)
+        async with app.run_test(size=(30 * len(lanes), 40)) as pilot:
+            st = app.state
+
+            def seen_everything() -> bool:
+                return (all(st.lanes[n].requests_err >= 2 for n in ERRORING)
+                        and all(st.lanes[n].requests_ok >= 2 for n in ("utf8", "nousage", "slowhdr"))
+                        and st.lanes["models"].model == "deepseek-v4.1-flash-v2"
+                        and st.lanes["models"].requests_ok >= 3)
+
+            await wait_for(pilot, seen_everything, 40, "an error on every faulty lane", st)
+            a_ok = st.lanes["A"].requests_ok
+            await wait_for(pilot, lambda: st.lanes["A"].requests_ok >= a_ok + 2, 20, "lane A still growing")
+            app.redraw(force=True)
+            await pilot.pause()
+            panels = {p.lane: p for p in app.screen.query(LanePanel)}
+            shown = {n: plain(panels[n].query_one("#errors", Static)) for n in ["A", *names]}
+            decode = {n: plain(panels[n].query_one("#tps-label", Label)) for n in names}
+            live = {n: (lane.requests_ok, lane.requests_err) for n, lane in st.lanes.items()}
+            await pilot.press("q")
+        session.close()
+
+    assert shown["A"] == "none" and live["A"][1] == 0 and live["A"][0] >= 4
+    for name, (spec, words) in LANES.items():
+        if words is not None:
+            assert words in " ".join(shown[name].split()), (name, shown[name])
+        else:
+            assert shown[name] == "none", (name, shown[name])
+    assert "est." in decode["nousage"] and "est." not in decode["utf8"]
+    # nothing recorded is lost: the recording reads back whole, every finished request in it
+    state, events = replayed_state(path)
+    for name, (ok, err) in live.items():
+        assert state.lanes[name].requests_ok >= ok and state.lanes[name].requests_err >= err, name
+    assert state.lanes["slowhdr"].median_ttft_s >= 0.2
+
+
+def test_bench_marks_faulty_cells_errored_and_never_reports_a_rate(tmp_path):
+    from lanemon.workloads.bench import BenchOptions, BenchRun
+
+    names = ["refuse", "drop", "stall", "h503", "malf", "nodone", "huge", "utf8", "nousage", "slowhdr"]
+    with faulty_lanes(names) as lanes:
+        path = tmp_path / "bench.jsonl"
+        recorder = Recorder(path, make_header("bench-decode", [lane.public() for lane in lanes]))
+        opts = BenchOptions(levels=[1, 2], categories=["prose"], per_category=False, max_tokens=12, seed=1)
+        run = BenchRun("decode", lanes, opts, recorder=recorder, stall_timeout=STALL_TIMEOUT)
+        asyncio.run(run.run())
+        recorder.close()
+        result = run.results()
+    levels = {name: result["lanes"][name]["levels"] for name in ["A", *names]}
+    for name in ["A", "utf8", "nousage", "slowhdr"]:
+        for cell in levels[name].values():
+            assert cell["errors"] == 0 and cell["aggregate_tok_s"] and cell["per_stream_tok_s_p50"], (name, cell)
+    assert all(c["tokens_estimated"] for c in levels["nousage"].values())
+    for name in ERRORING & set(names):
+        for cell in levels[name].values():
+            assert cell["errors"] == cell["requests"] > 0, (name, cell)
+            assert cell["aggregate_tok_s"] is None and cell["median"] is None and cell["reps"] == [None]
+            assert cell["per_stream_tok_s_p50"] is None and cell["ttft_p50_s"] is None
+            assert cell["output_tokens"] == 0 and cell["error"], (name, cell)
+    assert "HTTP 503" in levels["h503"]["1"]["error"] and "16 MiB" in levels["huge"]["1"]["error"]
+    # the recording reads back whole and gives the same results
+    from lanemon.workloads.ladder import decode_results
+
+    _, events = replayed_state(path)
+    again = decode_results(events)
+    assert orjson.dumps(again["lanes"], option=orjson.OPT_SORT_KEYS) == orjson.dumps(
+        result["lanes"], option=orjson.OPT_SORT_KEYS)
+
+
+def test_cli_bench_decode_demo_with_a_faulty_lane(capsys):
+    from lanemon.cli import main
+
+    code = main(["bench", "decode", "--demo", "--time-scale", "0.05", "--fault-b", "drop:4", "--levels", "1",
+                 "--categories", "prose", "--no-categories", "--max-tokens", "12", "--json", "--no-record",
+                 "--stall-timeout", "5"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    result = orjson.loads(out)
+    a, b = result["lanes"]["A"]["levels"]["1"], result["lanes"]["B"]["levels"]["1"]
+    assert a["errors"] == 0 and a["aggregate_tok_s"] > 0
+    assert b["errors"] == b["requests"] > 0 and b["aggregate_tok_s"] is None and "mid-response" in b["error"]
+
+
+def test_lanemon_demo_fault_b_drop_keeps_both_panels_alive(tmp_path, monkeypatch):
+    """`lanemon demo --fault-b drop:50` through cli.main: only the app's run loop is swapped for a pilot."""
+    from lanemon import cli
+
+    seen: dict = {}
+
+    def pilot_run_app(source, theme, args=None):
+        async def go():
+            app = make_app(source, theme=theme, refresh_hz=10)
+            async with app.run_test(size=(120, 36)) as pilot:
+                st = app.state
+                await wait_for(pilot, lambda: set(st.lanes) == {"A", "B"} and st.lanes["B"].requests_err >= 2
+                               and st.lanes["A"].requests_ok >= 2, 40, "both lanes probed")
+                a_ok, b_err = st.lanes["A"].requests_ok, st.lanes["B"].requests_err
+                await wait_for(pilot, lambda: st.lanes["A"].requests_ok > a_ok and st.lanes["B"].requests_err > b_err,
+                               20, "both lanes keep going")
+                app.redraw(force=True)
+                await pilot.pause()
+                panels = {p.lane: p for p in app.screen.query(LanePanel)}
+                seen["errors"] = {n: plain(p.query_one("#errors", Static)) for n, p in panels.items()}
+                seen["requests"] = {n: plain(p.query_one("#requests", Label)) for n, p in panels.items()}
+                seen["live"] = {n: (lane.requests_ok, lane.requests_err) for n, lane in st.lanes.items()}
+                await pilot.press("q")
+            return app.return_code or 0
+
+        return asyncio.run(go())
+
+    monkeypatch.setattr(cli, "_run_app", pilot_run_app)
+    path = tmp_path / "demo.jsonl"
+    code = cli.main(["demo", "--time-scale", "0.05", "--interval", "0.05", "--fault-b", "drop:50",
+                     "--record", str(path)])
+    assert code == 0
+    assert seen["errors"]["A"] == "none" and "cut" in seen["errors"]["B"]
+    assert "mid-response" in " ".join(seen["errors"]["B"].split())
+    assert "0 err" in seen["requests"]["A"] and " ok" in seen["requests"]["B"]
+    state, _ = replayed_state(path)
+    for name, (ok, err) in seen["live"].items():
+        assert state.lanes[name].requests_ok >= ok and state.lanes[name].requests_err >= err
