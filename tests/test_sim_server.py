@@ -427,7 +427,9 @@ def test_no_prefix_cache_lane_a(sim_a):
 
 
 async def test_queueing_beyond_16_streams():
-    with SimThread("tensorfold-exl3", time_scale=0.05) as sim:
+    # at half speed a request lasts ~0.2 s: long enough that all 20 are in before the first 16 finish,
+    # even when the client is slow to send them on a loaded machine
+    with SimThread("tensorfold-exl3", time_scale=0.5) as sim:
         ac = AsyncOpenAI(base_url=sim.base_url, api_key="x", max_retries=0, timeout=30)
         try:
             async def one(i):
