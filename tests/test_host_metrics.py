@@ -3,7 +3,6 @@ a pilot against the simulated lanes, and one snapshot from fixed events."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from pathlib import Path
 

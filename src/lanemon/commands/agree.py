@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 from lanemon.commands.common import (
     UsageError,
     add_workload_args,
     err,
-    open_recorder,
     positive_int,
-    run_interruptible,
+    run_headless,
     workload_lanes,
 )
 from lanemon.config import LaneConfig
@@ -37,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "kl", help="teacher-forced logprob divergence of each lane against a reference lane",
         description="KL(reference || lane) per token over the reference lane's greedy continuation, from top-k "
                     "prompt logprobs (echo). Lanes that refuse logprobs are reported as 'not exposed' with the "
-                    f"server's message and exit code 3. Estimator: docs/KL.md.")
+                    "server's message and exit code 3. Estimator: docs/AGREE.md.")
     p.add_argument("--reference", required=True, metavar="LANE", help="the reference lane (e.g. the native one)")
     p.add_argument("--prompts", type=positive_int, default=8, metavar="N", help="how many prompts (default 8)")
     p.add_argument("--tokens", type=positive_int, default=32, metavar="N", help="teacher tokens per prompt (32)")
@@ -78,32 +76,23 @@ def _progress(label: str, quiet: bool):
     return progress, update
 
 
-def _run(args: argparse.Namespace, command: str, lanes: list[LaneConfig], body, results_fn) -> tuple[dict, bool, Any]:
-    from lanemon.workloads.harness import Harness, LaneDown
-
-    recorder = open_recorder(args, command, [lane.public() for lane in lanes])
-    harness = Harness(lanes, recorder=recorder)
+def _run(args: argparse.Namespace, command: str, lanes: list[LaneConfig], body, results_fn
+         ) -> tuple[dict | None, bool]:
+    """Run ``body(harness, progress)`` headless with a Rich progress bar; results from the events."""
     progress, update = _progress(command, args.json)
 
-    async def main() -> None:
-        try:
-            await harness.connect()
-        except LaneDown as exc:
-            raise UsageError(str(exc)) from None
-        if progress is not None:
-            with progress:
-                await body(harness, update)
-        else:
+    async def run_body(harness) -> None:
+        if progress is None:
+            await body(harness, update)
+            return
+        with progress:
             await body(harness, update)
 
-    try:
-        _, interrupted = run_interruptible(main, cleanup=harness.aclose)
-    finally:
-        if recorder is not None:
-            recorder.close()
-    if recorder is not None:
-        print(f"lanemon: recording saved: {recorder.path}", file=sys.stderr)
-    return results_fn(harness.events), interrupted, recorder
+    run = run_headless(args, command, lanes, run_body)
+    if run.down:
+        err(f"lane down: {run.down}")
+        return None, False
+    return results_fn(run.harness.events), run.interrupted
 
 
 def cmd_agree(args: argparse.Namespace) -> int:
@@ -120,7 +109,9 @@ def cmd_agree(args: argparse.Namespace) -> int:
         async def body(harness, update):
             await run_agree(harness, prompts, tokens=args.tokens, progress=update)
 
-        result, interrupted, _ = _run(args, "agree", lanes, body, agree_results)
+        result, interrupted = _run(args, "agree", lanes, body, agree_results)
+        if result is None:
+            return 1  # a lane was down (said on stderr)
     if args.json:
         sys.stdout.write(orjson.dumps(_public_agree(result)).decode() + "\n")
     else:
@@ -177,7 +168,9 @@ def cmd_kl(args: argparse.Namespace) -> int:
             await run_kl(harness, prompts, reference=args.reference, tokens=args.tokens, k=args.top_k,
                          progress=update)
 
-        result, interrupted, _ = _run(args, "kl", lanes, body, kl_results)
+        result, interrupted = _run(args, "kl", lanes, body, kl_results)
+        if result is None:
+            return 1  # a lane was down (said on stderr)
     if args.json:
         sys.stdout.write(orjson.dumps(result).decode() + "\n")
     else:

@@ -272,3 +272,61 @@ def run_interruptible(fn: Callable[[], Awaitable[T]], cleanup: Callable[[], Awai
         return result, state["interrupted"]
 
     return asyncio.run(main())
+
+
+def recording_saved(recorder) -> None:
+    """Close ``recorder`` (if any) and say where it went, plus any write failure."""
+    if recorder is None:
+        return
+    recorder.close()
+    print(f"lanemon: recording saved: {recorder.path} ({recorder.events} events)", file=sys.stderr)
+    if recorder.failed:
+        err(recorder.failed)
+
+
+class HeadlessRun:
+    """Outcome of :func:`run_headless`: the harness (its ``events``), Ctrl-C, a lane that was down."""
+
+    def __init__(self, harness, interrupted: bool, down: str | None) -> None:
+        self.harness = harness
+        self.interrupted = interrupted
+        self.down = down
+
+
+def run_headless(args: argparse.Namespace, command: str, lanes: list[LaneConfig],
+                 body: Callable[[Any], Awaitable[None]], *, extra: dict[str, Any] | None = None,
+                 harness_kw: dict[str, Any] | None = None, connect_kw: dict[str, Any] | None = None,
+                 setup: Callable[[Any], None] | None = None) -> HeadlessRun:
+    """The shape every headless workload command shares.
+
+    Probe every lane (a lane that is down ends the run before any file is
+    written: ``HeadlessRun.down``), open the recording and write what the
+    harness already published, run ``body(harness)`` under Ctrl-C handling, close
+    the clients, and report where the recording went.
+    """
+    from lanemon.workloads.harness import Harness, LaneDown
+
+    harness = Harness(lanes, **(harness_kw or {}))
+    if setup is not None:
+        setup(harness)
+    state: dict[str, Any] = {"recorder": None, "down": None}
+
+    async def main() -> None:
+        try:
+            await harness.connect(**(connect_kw or {}))
+        except LaneDown as exc:
+            state["down"] = str(exc)
+            return
+        recorder = open_recorder(args, command, harness.public_lanes(), extra=extra)
+        if recorder is not None:
+            state["recorder"] = recorder
+            for ev in harness.events:
+                recorder(ev)
+            harness.bus.subscribe(recorder)
+        await body(harness)
+
+    try:
+        _, interrupted = run_interruptible(main, harness.aclose)
+    finally:
+        recording_saved(state["recorder"])
+    return HeadlessRun(harness, interrupted, state["down"])

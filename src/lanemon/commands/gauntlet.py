@@ -17,7 +17,8 @@ from lanemon.commands.common import (
     err,
     open_recorder,
     positive_int,
-    run_interruptible,
+    recording_saved,
+    run_headless,
     workload_lanes,
 )
 
@@ -73,47 +74,20 @@ def cmd_gauntlet(args: argparse.Namespace) -> int:
     return _run_tui(args, config)
 
 
-def _saved(recorder) -> None:
-    if recorder is None:
-        return
-    recorder.close()
-    print(f"lanemon: recording saved: {recorder.path} ({recorder.events} events)", file=sys.stderr)
-    if recorder.failed:
-        err(recorder.failed)
-
-
 def _run_headless(args: argparse.Namespace, config) -> int:
     from lanemon.workloads.gauntlet import GauntletRun, gauntlet_results
-    from lanemon.workloads.harness import Harness, LaneDown
 
     with workload_lanes(args) as lanes:
-        harness = Harness(lanes)
-        state: dict[str, Any] = {"recorder": None}
 
-        async def main() -> None:
-            try:
-                await harness.connect()
-            except LaneDown as exc:
-                state["down"] = str(exc)
-                return
-            # record only once every lane answered (no file for a run that never started)
-            recorder = open_recorder(args, "gauntlet", harness.public_lanes(), extra={"bench": "gauntlet"})
-            if recorder is not None:
-                state["recorder"] = recorder
-                for ev in harness.events:
-                    recorder(ev)
-                harness.bus.subscribe(recorder)
+        async def body(harness) -> None:
             await GauntletRun(harness, config, progress=err).run()
 
-        async def cleanup() -> None:
-            await harness.aclose()
-
-        _, interrupted = run_interruptible(main, cleanup)
-        _saved(state["recorder"])
-        if "down" in state:
-            err(f"lane down: {state['down']}")
+        run = run_headless(args, "gauntlet", lanes, body, extra={"bench": "gauntlet"})
+        if run.down:
+            err(f"lane down: {run.down}")
             return EXIT_FAIL
-        result = gauntlet_results(harness.events)
+        interrupted = run.interrupted
+        result = gauntlet_results(run.harness.events)
     if args.json:
         import orjson
 
@@ -178,7 +152,7 @@ def _run_tui(args: argparse.Namespace, config) -> int:
         except ThemeError as exc:
             raise UsageError(str(exc)) from None
         finally:
-            _saved(recorder)
+            recording_saved(recorder)
     if source.error:
         err(f"lane down: {source.error}")
         return EXIT_FAIL

@@ -20,7 +20,8 @@ from lanemon.commands.common import (
     err,
     open_recorder,
     positive_int,
-    run_interruptible,
+    recording_saved,
+    run_headless,
     slo_arg,
     thinking_arg,
     workload_lanes,
@@ -74,39 +75,14 @@ def cmd_race(args: argparse.Namespace) -> int:
     return _run_tui(args, plan)
 
 
-def _saved(recorder) -> None:
-    if recorder is None:
-        return
-    recorder.close()
-    print(f"lanemon: recording saved: {recorder.path} ({recorder.events} events)", file=sys.stderr)
-    if recorder.failed:
-        err(recorder.failed)
-
-
 def _run_headless(args: argparse.Namespace, plan) -> int:
     from lanemon.race_state import RaceState
-    from lanemon.workloads.harness import Harness, LaneDown
     from lanemon.workloads.race import race_json, race_results, run_race, verdict
 
     with workload_lanes(args) as lanes:
-        harness = Harness(lanes, thinking=thinking_arg(args))
         live = RaceState()
-        harness.bus.subscribe(live.apply)
-        state: dict[str, Any] = {"recorder": None}
 
-        async def main() -> None:
-            try:
-                await harness.connect(detect_usage=True)
-            except LaneDown as exc:
-                state["down"] = str(exc)
-                return
-            # record only once every lane answered (no file for a run that never started)
-            recorder = open_recorder(args, "race", harness.public_lanes(), extra={"bench": "race"})
-            if recorder is not None:
-                state["recorder"] = recorder
-                for ev in harness.events:
-                    recorder(ev)
-                harness.bus.subscribe(recorder)
+        async def body(harness) -> None:
             total = len(plan.prompts)
             for i, prompt in enumerate(plan.prompts, 1):
                 await run_race(harness, prompt, i, endpoint=plan.endpoint, max_tokens=plan.max_tokens,
@@ -114,22 +90,20 @@ def _run_headless(args: argparse.Namespace, plan) -> int:
                 race = race_json(live.races[i])
                 err(f"race {i}/{total} ({race['prompt_id'] or 'prompt'}): {verdict(race)}")
 
-        async def cleanup() -> None:
-            await harness.aclose()
-
-        _, interrupted = run_interruptible(main, cleanup)
-        _saved(state["recorder"])
-        if "down" in state:
-            err(f"lane down: {state['down']}")
+        run = run_headless(args, "race", lanes, body, extra={"bench": "race"},
+                           harness_kw={"thinking": thinking_arg(args)}, connect_kw={"detect_usage": True},
+                           setup=lambda harness: harness.bus.subscribe(live.apply))
+        if run.down:
+            err(f"lane down: {run.down}")
             return EXIT_FAIL
-        result = race_results(harness.events)
+        result = race_results(run.harness.events)
     if args.json:
         import orjson
 
         sys.stdout.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         print_result(result)
-    return EXIT_INTERRUPTED if interrupted else EXIT_OK
+    return EXIT_INTERRUPTED if run.interrupted else EXIT_OK
 
 
 def print_result(result: dict[str, Any], console=None) -> None:
@@ -222,10 +196,7 @@ def _run_tui(args: argparse.Namespace, plan) -> int:
             app.run()
         finally:
             session.close()
-        if recorder is not None:
-            print(f"lanemon: recording saved: {recorder.path} ({recorder.events} events)", file=sys.stderr)
-            if recorder.failed:
-                err(recorder.failed)
+            recording_saved(recorder)
         for warning in getattr(app, "theme_warnings", []):
             err(f"warning: {warning}")
         return app.return_code or EXIT_OK

@@ -75,6 +75,7 @@ class Recording:
             fh.readline()  # header
             lineno = 1
             pending: bytes | None = None
+            pending_lineno = 0
             for raw in fh:
                 lineno += 1
                 if pending is not None:

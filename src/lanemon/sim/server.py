@@ -20,7 +20,6 @@ import os
 import random
 import signal
 import socket
-import sys
 import threading
 import time
 import uuid
@@ -39,13 +38,13 @@ from . import divergence
 from . import metrics_endpoint
 from .options import add_arguments, run_args
 from . import logprobs as sim_logprobs
-from .profiles import PROFILES, Profile, get_profile
+from .profiles import Profile, get_profile
 from .needle import needle_reply
 from .text import generate, make_rng
 from . import thinking as sim_thinking
 from .tokenizer import chat_prompt_text, chat_prompt_tokens, tokenize
 from .agent import AGENTS
-from .tools import ToolCall, decide_reply, decide_tool_call, split_arguments
+from .tools import ToolCall, decide_reply, split_arguments
 
 __all__ = ["create_app", "SimThread", "run", "main", "SimState"]
 

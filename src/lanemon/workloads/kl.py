@@ -1,6 +1,6 @@
 """Teacher-forced logprob divergence between lanes (``lanemon kl``).
 
-Method (docs/KL.md):
+Method (docs/AGREE.md):
 
 1. The reference lane continues each prompt greedily (temperature 0): that
    text is the shared teacher.
