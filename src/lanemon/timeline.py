@@ -66,6 +66,10 @@ class RequestRecord:
         return "".join(self.reasoning_parts)
 
 
+_TOKEN = schema.TOKEN
+_REQUEST_KINDS = schema.REQUEST_KINDS
+
+
 class Assembler:
     """Builds :class:`RequestRecord` objects from request events."""
 
@@ -75,33 +79,20 @@ class Assembler:
 
     def apply(self, ev: Event) -> RequestRecord | None:
         """Apply one event; return the record if this event finished its request."""
-        if ev.req is None or ev.kind not in schema.REQUEST_KINDS:
+        req = ev.req
+        if req is None:
             return None
-        rec = self.open.get(ev.req)
-        if rec is None:
-            rec = RequestRecord(lane=ev.lane or "?", req=ev.req)
-            self.open[ev.req] = rec
-        d = ev.data
         kind = ev.kind
-        if kind == schema.TOKEN:
+        rec = self.open.get(req)
+        if kind == _TOKEN:  # the hot path: hundreds per second per stream
+            if rec is None:
+                rec = self.open[req] = RequestRecord(lane=ev.lane or "?", req=req)
+            d = ev.data
             rec.token_ns.append(ev.t)
             n = d.get("n")
             rec.chunk_tokens.append(n)
             if d.get("reasoning"):
-                rec.reasoning_chunks += 1
-                # a chunk carrying both reasoning and content (coalescing servers) starts the output too
-                content = d.get("content")
-                if content and rec.first_content_ns is None:
-                    rec.first_content_ns = ev.t
-                if not content and rec.reasoning_n is not None:
-                    rec.reasoning_n = rec.reasoning_n + n if isinstance(n, int) else None
-                elif content:
-                    rec.reasoning_n = None  # the split inside a mixed chunk is unknown
-                if self.keep_text:
-                    if d.get("text"):
-                        rec.reasoning_parts.append(d["text"])
-                    if content:
-                        rec.text_parts.append(content)
+                self._reasoning_token(rec, ev.t, d, n)
             else:
                 if rec.first_content_ns is None:
                     rec.first_content_ns = ev.t
@@ -109,7 +100,13 @@ class Assembler:
                     text = d.get("text")
                     if text:
                         rec.text_parts.append(text)
-        elif kind == schema.REQUEST:
+            return None
+        if kind not in _REQUEST_KINDS:
+            return None
+        if rec is None:
+            rec = self.open[req] = RequestRecord(lane=ev.lane or "?", req=req)
+        d = ev.data
+        if kind == schema.REQUEST:
             rec.sent_ns = ev.t
             rec.purpose = d.get("purpose", "")
             rec.endpoint = d.get("endpoint", "")
@@ -133,6 +130,22 @@ class Assembler:
             rec.error = dict(d)
             return self.open.pop(ev.req)
         return None
+
+    def _reasoning_token(self, rec: RequestRecord, t: int, d: dict[str, Any], n: int | None) -> None:
+        rec.reasoning_chunks += 1
+        # a chunk carrying both reasoning and content (coalescing servers) starts the output too
+        content = d.get("content")
+        if content and rec.first_content_ns is None:
+            rec.first_content_ns = t
+        if not content and rec.reasoning_n is not None:
+            rec.reasoning_n = rec.reasoning_n + n if isinstance(n, int) else None
+        elif content:
+            rec.reasoning_n = None  # the split inside a mixed chunk is unknown
+        if self.keep_text:
+            if d.get("text"):
+                rec.reasoning_parts.append(d["text"])
+            if content:
+                rec.text_parts.append(content)
 
 
 def assemble(events) -> list[RequestRecord]:

@@ -330,3 +330,17 @@ def run_headless(args: argparse.Namespace, command: str, lanes: list[LaneConfig]
     finally:
         recording_saved(state["recorder"])
     return HeadlessRun(harness, interrupted, state["down"])
+
+
+def output_format(fmt: str | None, output: Path | None, suffixes: dict[str, str], default: str) -> str:
+    """``--format``, else the format ``-o``'s suffix names (``suffixes``), else ``default``."""
+    if fmt:
+        return fmt
+    if output is not None:
+        suffix = output.suffix.lower()
+        if suffix in suffixes:
+            return suffixes[suffix]
+        if suffix:
+            choices = "|".join(dict.fromkeys(suffixes.values()))
+            raise UsageError(f"-o {output}: cannot tell the format from {suffix!r}; add --format {choices}")
+    return default

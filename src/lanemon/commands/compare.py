@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from lanemon.commands.common import UsageError, err
+from lanemon.commands.common import UsageError, err, output_format
 
 SUFFIX_FORMATS = {".md": "md", ".markdown": "md", ".html": "html", ".htm": "html", ".json": "json",
                   ".txt": "table"}
@@ -41,15 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def pick_format(fmt: str | None, output: Path | None) -> str:
-    if fmt:
-        return fmt
-    if output is not None:
-        suffix = output.suffix.lower()
-        if suffix in SUFFIX_FORMATS:
-            return SUFFIX_FORMATS[suffix]
-        if suffix:
-            raise UsageError(f"-o {output}: cannot tell the format from {suffix!r}; add --format table|md|html|json")
-    return "table"
+    return output_format(fmt, output, SUFFIX_FORMATS, "table")
 
 
 def _names(text: str | None) -> list[str]:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from lanemon.commands.common import UsageError, err
+from lanemon.commands.common import UsageError, err, output_format
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,13 +28,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     if not args.requests:
         raise UsageError("say what to export: --requests")
-    fmt = args.format
-    if fmt is None and args.output is not None:
-        suffix = args.output.suffix.lower()
-        fmt = {".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl"}.get(suffix)
-        if fmt is None:
-            raise UsageError(f"-o {args.output}: cannot tell the format from {suffix!r}; add --format jsonl|csv")
-    fmt = fmt or "jsonl"
+    fmt = output_format(args.format, args.output,
+                        {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}, "jsonl")
     try:
         rec = Recording(args.recording)
         rows = request_rows(rec.events())

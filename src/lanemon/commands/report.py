@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from lanemon.commands.common import UsageError, err
+from lanemon.commands.common import UsageError, err, output_format
 
 SUFFIX_FORMATS = {".md": "md", ".markdown": "md", ".html": "html", ".htm": "html", ".json": "json", ".csv": "csv"}
 
@@ -33,15 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def pick_format(fmt: str | None, output: Path | None) -> str:
-    if fmt:
-        return fmt
-    if output is not None:
-        suffix = output.suffix.lower()
-        if suffix in SUFFIX_FORMATS:
-            return SUFFIX_FORMATS[suffix]
-        if suffix:
-            raise UsageError(f"-o {output}: cannot tell the format from {suffix!r}; add --format md|html|json|csv")
-    return "md"
+    return output_format(fmt, output, SUFFIX_FORMATS, "md")
 
 
 def cmd_report(args: argparse.Namespace) -> int:

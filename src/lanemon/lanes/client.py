@@ -357,63 +357,70 @@ class LaneClient:
         usage: dict[str, Any] | None = None
         last_completion = 0
         chunks = 0
-        async for line in sse_lines(resp):
-            if not line or line[0] == ":":
+        async for line in sse_lines(resp):  # bytes: orjson parses them without a decode step
+            if not line or line[:1] == b":":
                 continue
-            if not line.startswith("data:"):
-                if line.startswith(("event:", "id:", "retry:")):
+            if not line.startswith(b"data:"):
+                if line.startswith((b"event:", b"id:", b"retry:")):
                     continue
                 return emit(schema.ERROR, {"cls": schema.ERR_MALFORMED,
-                                           "message": f"not an SSE line: {line[:80]!r}"})
+                                           "message": f"not an SSE line: {_text(line)[:80]!r}"})
             data = line[5:].strip()
-            if data == "[DONE]":
+            if data == b"[DONE]":
                 if usage is not None:
                     emit(schema.USAGE, usage)
                 return emit(schema.DONE, {"finish_reason": finish_reason, "chunks": chunks})
             try:
                 obj = orjson.loads(data)
             except orjson.JSONDecodeError:
+                try:  # invalid UTF-8 inside a token: decode with U+FFFD, as browsers and the SDKs do
+                    obj = orjson.loads(_text(data))
+                except orjson.JSONDecodeError:
+                    return emit(schema.ERROR, {"cls": schema.ERR_MALFORMED,
+                                               "message": f"invalid JSON in SSE data: {_text(data)[:80]!r}"})
+            if type(obj) is not dict:
                 return emit(schema.ERROR, {"cls": schema.ERR_MALFORMED,
-                                           "message": f"invalid JSON in SSE data: {data[:80]!r}"})
-            if not isinstance(obj, dict):
-                return emit(schema.ERROR, {"cls": schema.ERR_MALFORMED,
-                                           "message": f"SSE data is not a JSON object: {data[:80]!r}"})
-            if "error" in obj and not obj.get("choices"):
+                                           "message": f"SSE data is not a JSON object: {_text(data)[:80]!r}"})
+            choices = obj.get("choices")
+            if "error" in obj and not choices:
                 err = obj["error"]
                 msg = err.get("message") if isinstance(err, dict) else str(err)
                 return emit(schema.ERROR, {"cls": schema.ERR_HTTP, "status": resp.status_code,
                                            "message": f"error in stream: {msg}"})
-            u = obj.get("usage")
             n = None
-            if isinstance(u, dict):
+            u = obj.get("usage")
+            if u and type(u) is dict:
                 usage = _usage_fields(u)
                 ct = usage.get("completion_tokens")
                 if isinstance(ct, int):
                     n = ct - last_completion
                     last_completion = ct
-            choices = obj.get("choices") or ()
-            if not choices:
+            if not choices or type(choices) is not list:
                 continue
             choice = choices[0]
-            if not isinstance(choice, dict):
+            if type(choice) is not dict:
                 continue
             fr = choice.get("finish_reason")
             if fr:
                 finish_reason = fr
             delta = choice.get("delta")
             tok: dict[str, Any] | None = None
-            if isinstance(delta, dict):  # chat
+            if delta is not None and type(delta) is dict:  # chat
                 content = delta.get("content")
-                reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-                tools = delta.get("tool_calls")
-                if reasoning:
-                    tok = {"text": reasoning, "reasoning": True}
-                    if content:  # both in one chunk: record the content too
-                        tok["content"] = content
-                elif content:
-                    tok = {"text": content}
-                elif tools:
-                    tok = {"text": "", "tool_calls": tools}
+                if content and "reasoning_content" not in delta and "reasoning" not in delta:
+                    tok = {"text": content}  # the common case, decided in one look-up
+                else:
+                    reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+                    if reasoning:
+                        tok = {"text": reasoning, "reasoning": True}
+                        if content:  # both in one chunk: record the content too
+                            tok["content"] = content
+                    elif content:
+                        tok = {"text": content}
+                    else:
+                        tools = delta.get("tool_calls")
+                        if tools:
+                            tok = {"text": "", "tool_calls": tools}
             else:  # completions
                 text = choice.get("text")
                 if text:
@@ -478,8 +485,12 @@ class SSELineTooLong(Exception):
     """One line of the stream passed ``MAX_SSE_LINE`` bytes; the client stops reading (class malformed)."""
 
 
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
+
+
 async def sse_lines(resp: httpx.Response, limit: int = MAX_SSE_LINE):
-    """The body's lines (LF, CRLF or CR ends), decoded as UTF-8 with U+FFFD for invalid bytes.
+    """The body's lines (LF, CRLF or CR ends) as bytes, without their line ends.
 
     Like httpx's ``aiter_lines`` but bounded: a line longer than *limit* bytes
     raises :class:`SSELineTooLong` as soon as it passes the limit instead of
@@ -505,14 +516,14 @@ async def sse_lines(resp: httpx.Response, limit: int = MAX_SSE_LINE):
                 size = 0
             if len(piece) > limit:
                 raise SSELineTooLong(f"an SSE line longer than {_size(limit)}: stopped reading it")
-            yield piece.decode("utf-8", "replace")
+            yield piece
         if last:
             size += len(last)
             if size > limit:
                 raise SSELineTooLong(f"an SSE line longer than {_size(limit)}: stopped reading it")
             pending.append(last)
     if pending:
-        yield b"".join(pending).decode("utf-8", "replace")
+        yield b"".join(pending)
 
 
 def _size(n: int) -> str:
