@@ -45,8 +45,10 @@ def test_planted_key_is_in_no_artefact_of_a_cli_run(sims, tmp_path):
     artefacts += [out.stdout, out.stderr]
     out = run("export", str(rec), "--requests", env=env)
     artefacts += [out.stdout, out.stderr]
-    for extra in (("report", str(rec), "--format", "html"), ("report", str(rec), "--format", "json")):
+    for extra in (("report", str(rec), "--format", "html"), ("report", str(rec), "--format", "json"),
+                  ("report", str(rec), "--format", "csv")):
         out = run(*extra, env=env)
+        assert out.returncode == 0, out.stderr
         artefacts += [out.stdout, out.stderr]
     for text in artefacts:
         assert PLANTED not in text
