@@ -68,6 +68,10 @@ async def run_level_bare(url: str, c: int, max_tokens: int):
             for i in range(c)))
 
 
+def _ms(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f} ms"
+
+
 def main() -> int:
     from conftest import SimProcess
     from lanemon.metrics import percentile, request_metrics
@@ -100,7 +104,11 @@ def main() -> int:
                     true_rate = (len(times) - 1) / (t["e2e_s"] - t["ttft_s"])
                     dec_err.append(abs(m.decode_tok_s - true_rate) / true_rate * 100)
             sim.clear_trace()
-            bare = asyncio.run(run_level_bare(sim.url, c, args.max_tokens))
+            try:
+                bare = asyncio.run(run_level_bare(sim.url, c, args.max_tokens))
+            except Exception as exc:  # the comparison reader failing must not hide lanemon's figures
+                print(f"C{c}: bare httpx reader failed: {type(exc).__name__}", flush=True)
+                bare = []
             truth = {t["id"]: t for t in sim.trace()}
             bare_err = [abs(ttft - truth[rid]["ttft_s"]) * 1000 for rid, ttft in bare if rid in truth and ttft]
             row = {"concurrency": c,
@@ -112,7 +120,7 @@ def main() -> int:
             print(f"C{c:<4} matched {matched:4}/{len(recs):<4} TTFT err p50 {row['ttft_abs_err_ms_p50']:.2f} ms "
                   f"p99 {row['ttft_abs_err_ms_p99']:.2f} ms   decode err p50 {row['decode_rel_err_pct_p50']:.2f}% "
                   f"p99 {row['decode_rel_err_pct_p99']:.2f}%   (bare httpx TTFT err p50 "
-                  f"{row['bare_httpx_ttft_abs_err_ms_p50']:.2f} ms p99 {row['bare_httpx_ttft_abs_err_ms_p99']:.2f} ms)",
+                  f"{_ms(row['bare_httpx_ttft_abs_err_ms_p50'])} p99 {_ms(row['bare_httpx_ttft_abs_err_ms_p99'])})",
                   flush=True)
     finally:
         sim.stop()

@@ -24,7 +24,9 @@ def run_bench(kind, sims, **kw):
 
 @pytest.mark.slow
 def test_cold_prefill_ladder_ratios_and_131k():
-    scale = 0.1  # a few ms of client overhead per request would squeeze the 2K ratio at 20x speed
+    # a few ms of client and loopback overhead per request would squeeze the 2K ratio at high speed-ups
+    # (B's 2K TTFT is 0.57 s at real time); at 4x the overhead stays within about 2 %
+    scale = 0.25
     with sim_pair(scale) as sims:
         res = run_bench("prefill", sims, lengths=LADDER, parallel_lanes=True, cache_check=False, seed=7)
     a, b = res["lanes"]["A"]["lengths"], res["lanes"]["B"]["lengths"]
@@ -42,9 +44,10 @@ def test_cold_prefill_ladder_ratios_and_131k():
     assert res["config"]["lengths"] == LADDER and res["config"]["cache_check"] is False
 
 
-def test_repeat_on_b_is_a_prefix_cache_hit_never_prefill(fast_sims):
-    scale = 0.05
-    res = run_bench("prefill", fast_sims, lengths=[2950, 32000], parallel_lanes=True, seed=3)
+def test_repeat_on_b_is_a_prefix_cache_hit_never_prefill():
+    scale = 0.2  # B's cold 2,950-token TTFT is 0.16 s at 5x: a few ms of overhead stay within the tolerance
+    with sim_pair(scale) as sims:
+        res = run_bench("prefill", sims, lengths=[2950, 32000], parallel_lanes=True, seed=3)
     a, b = res["lanes"]["A"]["lengths"], res["lanes"]["B"]["lengths"]
     for n in ("2950", "32000"):
         assert a[n]["cache_hit_tok_s"] is None and a[n]["repeat_tok_s"] is not None  # TensorFold: no prefix cache
@@ -53,7 +56,7 @@ def test_repeat_on_b_is_a_prefix_cache_hit_never_prefill(fast_sims):
     # B's cold first run at 2,950 tokens is its prefill figure (3,654), never the cached repeat
     assert b["2950"]["prefill_tok_s"] * scale == pytest.approx(3654, rel=0.12)
     # the cache-hit rate (12,542 tok/s); at 32K the TTFT is long enough for the client's
-    # few ms of overhead not to matter at 20x speed
+    # few ms of overhead not to matter
     assert b["32000"]["cache_hit_tok_s"] * scale == pytest.approx(12542, rel=0.10)
 
 
