@@ -27,3 +27,14 @@ def test_report_of_two_recordings_holds_both_sections(tmp_path):
     # the same bench twice: the first is used and the duplicate is named
     dup = lanemon("report", str(agree), str(agree), "--format", "json")
     assert dup.returncode == 0 and "agree appears in several recordings" in dup.stderr
+
+
+def test_two_single_lane_qeval_recordings_are_joined_and_paired():
+    from pathlib import Path
+
+    samples = Path(__file__).resolve().parents[1] / "sample_sessions"
+    out = lanemon("report", str(samples / "qeval-A.jsonl"), str(samples / "qeval-B.jsonl"), "--format", "json")
+    assert out.returncode == 0, out.stderr
+    q = json.loads(out.stdout)["qeval"]
+    assert set(q["lanes"]) == {"A", "B"} and "several recordings" not in out.stderr
+    assert (q["compare"]["kept"], q["compare"]["broke"], q["compare"]["fixed"], q["compare"]["p_value"]) == (71, 0, 0, 1.0)

@@ -90,13 +90,17 @@ def lanes_of(bench: str, events: Iterable[Event]) -> list[str]:
 def per_lane_results(bench: str, fn, events: Sequence[Event]) -> dict[str, Any]:
     """``{"bench", "lanes": {LANE: fn(events, lane=LANE)}, "compare": pair(first, second) | None}``."""
     lanes = {name: fn(events, lane=name) for name in lanes_of(bench, events)}
-    compare = None
-    if len(lanes) >= 2:
-        module_name, attr = PER_LANE[bench]
-        pair = getattr(importlib.import_module(module_name), attr)
-        first, second = list(lanes)[:2]
-        compare = pair(lanes[first], lanes[second], first, second)
-    return {"bench": bench, "lanes": lanes, "compare": compare}
+    return {"bench": bench, "lanes": lanes, "compare": _pair(bench, lanes)}
+
+
+def _pair(bench: str, lanes: dict[str, Any]) -> Any:
+    """The bench's paired comparison of its first two lanes, or None with fewer than two."""
+    if len(lanes) < 2:
+        return None
+    module_name, attr = PER_LANE[bench]
+    pair = getattr(importlib.import_module(module_name), attr)
+    first, second = list(lanes)[:2]
+    return pair(lanes[first], lanes[second], first, second)
 
 
 def environment(header: dict[str, Any] | None, events: Sequence[Event] = ()) -> dict[str, Any]:
@@ -174,7 +178,8 @@ def analyze_many(sources: Sequence[Any]) -> dict[str, Any]:
     Recordings are analysed one by one -- never merged event by event, since
     request ids and clocks are per recording -- and each bench section is taken
     from the first recording that holds it (a later duplicate is reported in
-    ``warnings``).  The environment is the first recording's, with
+    ``warnings``), except per-lane benches (qeval) whose recordings hold
+    different lanes: those are joined and paired.  The environment is the first recording's, with
     ``recordings`` listing every file.
     """
     if not sources:
@@ -190,6 +195,11 @@ def analyze_many(sources: Sequence[Any]) -> dict[str, Any]:
         warnings.extend(f"{where}: {w}" for w in a.get("warnings") or [])
         for key, value in a.items():
             if key in ("environment", "warnings"):
+                continue
+            if key in out and key in PER_LANE and not set(value["lanes"]) & set(out[key]["lanes"]):
+                # one lane per recording (e.g. `qeval run A` and `qeval run B`): join them and pair them
+                lanes = {**out[key]["lanes"], **value["lanes"]}
+                out[key] = {"bench": key, "lanes": lanes, "compare": _pair(key, lanes)}
                 continue
             if key in out:
                 warnings.append(f"{key} appears in several recordings; the report uses the earlier one, not {where}")
