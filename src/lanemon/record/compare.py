@@ -620,10 +620,7 @@ def render_html(result: dict[str, Any]) -> str:
         if items:
             body.append(f"<h2>{e(label)}</h2><ul>" + "".join(f"<li>{e(x)}</li>" for x in _only_text(items)) + "</ul>")
     body.append(f'<p class="notes">{e(NOTE)}</p>')
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{e(title)}</title><style>{rpt.CSS}{EXTRA_CSS}</style></head><body><main>"
-            + "\n".join(body) + "</main></body></html>\n")
+    return rpt.html_page(title, body, rpt.CSS + EXTRA_CSS)
 
 
 def render(result: dict[str, Any], fmt: str) -> str:
