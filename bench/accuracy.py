@@ -74,7 +74,7 @@ def _ms(value: float | None) -> str:
 
 def main() -> int:
     from conftest import SimProcess
-    from lanemon.metrics import percentile, request_metrics
+    from lanemon.measure.metrics import percentile, request_metrics
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--levels", default="1,16,64,256")

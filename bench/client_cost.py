@@ -55,8 +55,8 @@ async def run_bare(url: str, requests: int) -> int:
 
 async def run_lanemon(url: str, requests: int) -> int:
     from lanemon.config import LaneConfig
-    from lanemon.lanes.client import LaneClient
-    from lanemon.record.schema import Clock
+    from lanemon.client.http import LaneClient
+    from lanemon.events import Clock
 
     events = []
     client = LaneClient(LaneConfig("X", url, "bench"), clock=Clock(), emit=events.append)

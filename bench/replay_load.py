@@ -55,8 +55,8 @@ def generate(path: Path, n_events: int, seed: int = 7, cell_every_s: int = 600, 
     A bench-cell marker every ``cell_every_s`` and a race every ``race_every_s`` seconds."""
     import random
 
-    from lanemon.record.recorder import make_header
-    from lanemon.record.schema import Event
+    from lanemon.recording.writer import make_header
+    from lanemon.events import Event
 
     rnd = random.Random(seed)
     lanes = [
@@ -163,9 +163,9 @@ def generate(path: Path, n_events: int, seed: int = 7, cell_every_s: int = 600, 
 
 
 async def measure(path: Path, n: int) -> dict[str, float]:
-    from lanemon.race_state import RaceState
-    from lanemon.session import ReplaySession
-    from lanemon.state import SessionState
+    from lanemon.folds.race import RaceState
+    from lanemon.sessions.sources import ReplaySession
+    from lanemon.folds.dashboard import SessionState
 
     out: dict[str, float] = {"events": n, "file_mb": path.stat().st_size / 2**20}
     out["rss_before_mb"] = rss_mb()
@@ -179,7 +179,7 @@ async def measure(path: Path, n: int) -> dict[str, float]:
     races = RaceState()
     folds: list = [state, races]
     try:  # the dashboard's per-request timeline, where this tree has it
-        from lanemon.request_timeline import RequestTimeline
+        from lanemon.folds.requests import RequestTimeline
 
         folds.append(RequestTimeline())
     except ImportError:

@@ -29,7 +29,7 @@ async def run(args) -> dict:
     from conftest import SimProcess
     from dashboard_scale import LoadSource
     from lanemon.config import LaneConfig
-    from lanemon.record.recorder import Recorder, make_header
+    from lanemon.recording.writer import Recorder, make_header
     from lanemon.ui.app import make_app
 
     sims = [SimProcess("tensorfold-exl3", 1.0), SimProcess("sglang-native", 1.0)]

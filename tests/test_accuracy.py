@@ -12,9 +12,9 @@ import pytest
 
 from conftest import sim_pair
 from lanemon.config import LaneConfig
-from lanemon.metrics import median, request_metrics
-from lanemon.lanes.client import LaneClient
-from lanemon.record.schema import Clock
+from lanemon.measure.metrics import median, request_metrics
+from lanemon.client.http import LaneClient
+from lanemon.events import Clock
 
 SCALE = 0.5
 PROMPTS = [

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from lanemon.record.replay import read_events
+from lanemon.recording.reader import read_events
 from lanemon.sim.divergence import divergence_word
 from lanemon.sim.server import SimThread
 from lanemon.workloads.agree import first_divergence_word, load_agree_prompts, summarize_agreement

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from lanemon.record.replay import Recording
-from lanemon.workloads.ladder import decode_results
+from lanemon.recording.reader import Recording
+from lanemon.workloads.bench.decode import decode_results
 
 LEVEL_KEYS = {"aggregate_tok_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "per_stream_tok_s_p50", "errors",
               "requests", "output_tokens", "tokens_estimated", "reps", "min", "median", "max", "unstable"}

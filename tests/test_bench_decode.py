@@ -14,10 +14,10 @@ import pytest
 from conftest import sim_pair
 
 from lanemon.config import LaneConfig
-from lanemon.record.replay import Recording
-from lanemon.record.recorder import Recorder, make_header
-from lanemon.workloads.bench import BenchOptions, BenchRun
-from lanemon.workloads.ladder import crossover_sentence, decode_results
+from lanemon.recording.reader import Recording
+from lanemon.recording.writer import Recorder, make_header
+from lanemon.workloads.bench.run import BenchOptions, BenchRun
+from lanemon.workloads.bench.decode import crossover_sentence, decode_results
 
 FAST = 0.05
 

@@ -7,7 +7,7 @@ import asyncio
 from conftest import SimProcess
 
 from lanemon.config import LaneConfig
-from lanemon.workloads.bench import BenchOptions, BenchRun
+from lanemon.workloads.bench.run import BenchOptions, BenchRun
 
 
 def run_needles(lanes, **kw):

@@ -11,7 +11,7 @@ import pytest
 from conftest import sim_pair
 
 from lanemon.config import LaneConfig
-from lanemon.workloads.bench import BenchOptions, BenchRun
+from lanemon.workloads.bench.run import BenchOptions, BenchRun
 
 LADDER = [2000, 8000, 32000, 64000, 131072]
 

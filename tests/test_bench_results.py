@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import itertools
 
-from lanemon.record import schema
-from lanemon.record.schema import Event
-from lanemon.workloads.bench import spread
-from lanemon.workloads.ladder import crossover_sentence, decode_results, requests_for_level
-from lanemon.workloads.needles import needle_results
-from lanemon.workloads.prefill import prefill_results
+from lanemon import events as schema
+from lanemon.events import Event
+from lanemon.workloads.bench.run import spread
+from lanemon.workloads.bench.decode import crossover_sentence, decode_results, requests_for_level
+from lanemon.workloads.bench.needles import needle_results
+from lanemon.workloads.bench.prefill import prefill_results
 
 MS = 1_000_000
 _ids = itertools.count(1)

@@ -10,7 +10,7 @@ import sys
 import orjson
 import pytest
 
-from lanemon.record.schema import SCHEMA_NAME
+from lanemon.events import SCHEMA_NAME
 
 
 def lanemon(*args, timeout=60, env=None):

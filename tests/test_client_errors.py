@@ -6,9 +6,9 @@ import socket
 import pytest
 
 from lanemon.config import LaneConfig
-from lanemon.lanes.client import LaneClient
-from lanemon.record import schema
-from lanemon.record.schema import Clock
+from lanemon.client.http import LaneClient
+from lanemon import events as schema
+from lanemon.events import Clock
 from scripted_server import ScriptedServer, chunk, json_response, sse_head
 
 CHAT = "/v1/chat/completions"

@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from lanemon.cli import main
-from lanemon.record.compare import NOISE_BANDS, Metric, compare, compare_lanes, judge, render
-from lanemon.results import analyze
+from lanemon.cli.main import main
+from lanemon.reports.compare import NOISE_BANDS, Metric, compare, compare_lanes, judge, render
+from lanemon.reports.analyse import analyze
 from test_compare_fixtures import session_events, slow_copy, write_recording
 
 ROW_KEYS = {"bench", "lane", "cell", "metric", "old", "new", "ratio", "better", "significant"}

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import orjson
 
-from lanemon.record import schema
-from lanemon.record.schema import SCHEMA_NAME, Event
+from lanemon import events as schema
+from lanemon.events import SCHEMA_NAME, Event
 from test_bench_results import MS, Ev
 from test_race_fixtures import race_events
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from textual.widgets import DataTable, Static
 
-from lanemon.record.compare import compare, compare_lanes
-from lanemon.results import analyze
+from lanemon.reports.compare import compare, compare_lanes
+from lanemon.reports.analyse import analyze
 from lanemon.ui.compare import make_compare_app
 from lanemon.ui.widgets.bench_chart import BenchChart
 from test_compare_fixtures import session_events, slow_copy, write_recording

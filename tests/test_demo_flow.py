@@ -7,9 +7,9 @@ import time
 from textual.widgets import Sparkline
 
 from lanemon.config import LaneConfig, ProbeConfig
-from lanemon.record.recorder import Recorder, make_header
-from lanemon.record.replay import read_events
-from lanemon.session import DEMO_PROMPTS, LiveSession, ReplaySession
+from lanemon.recording.writer import Recorder, make_header
+from lanemon.recording.reader import read_events
+from lanemon.sessions.sources import DEMO_PROMPTS, LiveSession, ReplaySession
 from lanemon.sim.server import SimThread
 from lanemon.ui.app import make_app
 from lanemon.ui.widgets.lane_panel import LanePanel
@@ -78,8 +78,8 @@ async def test_demo_session_records_and_replays_to_the_same_panels(tmp_path):
 
 
 async def test_replay_of_a_truncated_recording_keeps_the_rest_and_warns_once(tmp_path):
-    from lanemon.record import schema
-    from lanemon.record.schema import Event
+    from lanemon import events as schema
+    from lanemon.events import Event
 
     path = tmp_path / "cut.jsonl"
     with Recorder(path, make_header("test", [{"name": "A", "url": "http://x/v1", "model": "m"}])) as rec:

@@ -10,10 +10,10 @@ import sys
 import time
 
 from lanemon.config import ProbeConfig
-from lanemon.record.recorder import Recorder, make_header
-from lanemon.record.replay import Recording
-from lanemon.session import LiveSession
-from lanemon.commands.common import demo_lanes
+from lanemon.recording.writer import Recorder, make_header
+from lanemon.recording.reader import Recording
+from lanemon.sessions.sources import LiveSession
+from lanemon.cli.common import demo_lanes
 from lanemon.ui.app import make_app
 
 

@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from lanemon import metrics
-from lanemon.record.replay import read_events
-from lanemon.timeline import assemble
+from lanemon.measure import metrics
+from lanemon.recording.reader import read_events
+from lanemon.measure.records import assemble
 from test_metrics import MS, request_events
 
 

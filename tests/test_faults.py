@@ -15,12 +15,12 @@ import tracemalloc
 import httpx
 import pytest
 
-from lanemon import metrics
+from lanemon.measure import metrics
 from lanemon.config import LaneConfig
-from lanemon.lanes import client as client_mod
-from lanemon.lanes.client import LaneClient
-from lanemon.record import schema
-from lanemon.record.schema import Clock
+from lanemon.client import http as client_mod
+from lanemon.client.http import LaneClient
+from lanemon import events as schema
+from lanemon.events import Clock
 from lanemon.sim.faults import parse_fault
 from lanemon.sim.server import SimThread
 
@@ -82,7 +82,7 @@ def test_every_nth_and_probability_select_requests():
 
 
 def test_the_cli_option_is_repeatable_and_bad_specs_are_usage_errors(capsys):
-    from lanemon.cli import build_parser
+    from lanemon.cli.main import build_parser
 
     args = build_parser().parse_args(["sim", "--profile", PROFILE, "--fault", "drop:5", "--fault", "http:429#2"])
     assert [str(f) for f in args.fault] == ["drop:5", "http:429#2"]
@@ -194,7 +194,7 @@ def test_slow_headers_beyond_the_stall_timeout_time_out():
 
 
 def test_a_models_list_change_is_followed_and_logged():
-    from lanemon.state import SessionState
+    from lanemon.folds.dashboard import SessionState
 
     with SimThread(PROFILE, time_scale=0.02, faults=["models-change:2"]) as sim:
 

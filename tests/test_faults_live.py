@@ -16,11 +16,11 @@ import pytest
 from textual.widgets import Label, Static
 
 from lanemon.config import LaneConfig, ProbeConfig
-from lanemon.record.recorder import Recorder, make_header
-from lanemon.record.replay import read_events
-from lanemon.session import DEMO_PROMPTS, LiveSession
+from lanemon.recording.writer import Recorder, make_header
+from lanemon.recording.reader import read_events
+from lanemon.sessions.sources import DEMO_PROMPTS, LiveSession
 from lanemon.sim.server import SimThread
-from lanemon.state import SessionState
+from lanemon.folds.dashboard import SessionState
 from lanemon.ui.app import make_app
 from lanemon.ui.widgets.lane_panel import LanePanel
 
@@ -133,7 +133,7 @@ async def test_every_fault_shows_on_its_own_panel_and_lane_a_keeps_running(tmp_p
 
 
 def test_bench_marks_faulty_cells_errored_and_never_reports_a_rate(tmp_path):
-    from lanemon.workloads.bench import BenchOptions, BenchRun
+    from lanemon.workloads.bench.run import BenchOptions, BenchRun
 
     names = ["refuse", "drop", "stall", "h503", "malf", "nodone", "huge", "utf8", "nousage", "slowhdr"]
     with faulty_lanes(names) as lanes:
@@ -157,7 +157,7 @@ def test_bench_marks_faulty_cells_errored_and_never_reports_a_rate(tmp_path):
             assert cell["output_tokens"] == 0 and cell["error"], (name, cell)
     assert "HTTP 503" in levels["h503"]["1"]["error"] and "16 MiB" in levels["huge"]["1"]["error"]
     # the recording reads back whole and gives the same results
-    from lanemon.workloads.ladder import decode_results
+    from lanemon.workloads.bench.decode import decode_results
 
     _, events = replayed_state(path)
     again = decode_results(events)
@@ -166,7 +166,7 @@ def test_bench_marks_faulty_cells_errored_and_never_reports_a_rate(tmp_path):
 
 
 def test_cli_bench_decode_demo_with_a_faulty_lane(capsys):
-    from lanemon.cli import main
+    from lanemon.cli.main import main
 
     code = main(["bench", "decode", "--demo", "--time-scale", "0.05", "--fault-b", "drop:4", "--levels", "1",
                  "--categories", "prose", "--no-categories", "--max-tokens", "12", "--json", "--no-record",
@@ -181,7 +181,7 @@ def test_cli_bench_decode_demo_with_a_faulty_lane(capsys):
 
 def test_lanemon_demo_fault_b_drop_keeps_both_panels_alive(tmp_path, monkeypatch):
     """`lanemon demo --fault-b drop:50` through cli.main: only the app's run loop is swapped for a pilot."""
-    from lanemon import cli
+    from lanemon.cli import main as cli
 
     seen: dict = {}
 

@@ -14,24 +14,15 @@ import httpx
 import orjson
 import pytest
 
-import lanemon.workloads.gauntlet_sandbox as sandbox_mod
-from lanemon.cli import main as cli_main
-from lanemon.commands.common import demo_lanes
-from lanemon.record.recorder import Recorder, make_header
-from lanemon.record.replay import Recording
+import lanemon.workloads.gauntlet.sandbox as sandbox_mod
+from lanemon.cli.main import main as cli_main
+from lanemon.cli.common import demo_lanes
+from lanemon.recording.writer import Recorder, make_header
+from lanemon.recording.reader import Recording
 from lanemon.sim.agent import TOOL_CALL_TOKENS
 from lanemon.sim.server import SimThread
-from lanemon.workloads.gauntlet import (
-    READ_FILE_TOOL,
-    GauntletConfig,
-    GauntletRun,
-    build_system_prompt,
-    first_instruction,
-    gauntlet_results,
-    merge_tool_deltas,
-    summary_sentence,
-)
-from lanemon.workloads.gauntlet_sandbox import make_chain, next_file_named
+from lanemon.workloads.gauntlet.run import (READ_FILE_TOOL, GauntletConfig, GauntletRun, build_system_prompt, first_instruction, gauntlet_results, merge_tool_deltas, summary_sentence)
+from lanemon.workloads.gauntlet.sandbox import make_chain, next_file_named
 from lanemon.workloads.harness import Harness
 from lanemon.sim.tokenizer import count_tokens
 

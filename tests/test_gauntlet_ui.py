@@ -7,14 +7,14 @@ import asyncio
 import pytest
 from textual.widgets import Label, Static
 
-from lanemon.commands.common import demo_lanes
-from lanemon.record import schema
-from lanemon.record.schema import Event
+from lanemon.cli.common import demo_lanes
+from lanemon import events as schema
+from lanemon.events import Event
 from lanemon.ui.gauntlet import make_gauntlet_app
 from lanemon.ui.sample import ScriptedSource
 from lanemon.ui.screens.gauntlet import GauntletScreen
 from lanemon.ui.widgets.gauntlet_lane import GauntletLanePanel
-from lanemon.workloads.gauntlet import BENCH, GauntletConfig, GauntletSource, GauntletState, gauntlet_results
+from lanemon.workloads.gauntlet.run import BENCH, GauntletConfig, GauntletSource, GauntletState, gauntlet_results
 
 LANES = [{"name": "A", "url": "http://127.0.0.1:8001/v1", "model": "deepseek-v4.1-flash"},
          {"name": "B", "url": "http://127.0.0.1:8888/v1", "model": "deepseek-v4.1-flash"}]
@@ -157,8 +157,8 @@ async def test_redraws_coalesce_token_bursts():
 
 
 async def test_q_stops_a_real_gauntlet_cleanly(tmp_path):
-    from lanemon.record.recorder import Recorder, make_header
-    from lanemon.record.replay import Recording
+    from lanemon.recording.writer import Recorder, make_header
+    from lanemon.recording.reader import Recording
 
     path = tmp_path / "g.jsonl"
     with demo_lanes(0.05) as lanes:

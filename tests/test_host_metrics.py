@@ -10,14 +10,14 @@ import pytest
 from textual.widgets import Label, Sparkline
 
 from lanemon.config import LaneConfig, ProbeConfig
-from lanemon.lanes.host import HostSampler
-from lanemon.record import schema
-from lanemon.record.recorder import Recorder, make_header
-from lanemon.record.replay import Recording
-from lanemon.record.schema import Event
-from lanemon.session import LiveSession
+from lanemon.client.host import HostSampler
+from lanemon import events as schema
+from lanemon.recording.writer import Recorder, make_header
+from lanemon.recording.reader import Recording
+from lanemon.events import Event
+from lanemon.sessions.sources import LiveSession
 from lanemon.sim.server import SimThread
-from lanemon.state import SessionState
+from lanemon.folds.dashboard import SessionState
 from lanemon.ui import format as fmt
 from lanemon.ui.app import LanemonApp, make_app
 from lanemon.ui.sample import SAMPLE_LANES, ScriptedSource, sample_events

@@ -4,10 +4,10 @@ import math
 
 import pytest
 
-from lanemon import metrics
-from lanemon.record import schema
-from lanemon.record.schema import Event
-from lanemon.timeline import Assembler, assemble
+from lanemon.measure import metrics
+from lanemon import events as schema
+from lanemon.events import Event
+from lanemon.measure.records import Assembler, assemble
 
 MS = 1_000_000
 
@@ -116,7 +116,7 @@ def test_assembler_keeps_requests_apart_and_returns_on_finish():
 
 
 def test_dashboard_state_does_not_count_lanemons_own_cancellations():
-    from lanemon.state import SessionState
+    from lanemon.folds.dashboard import SessionState
 
     st = SessionState([("A", "http://x/v1", None)])
     for ev in request_events("A-1", tokens=[100 * MS], error={"cls": "cancelled", "message": "cancelled"}, end=150 * MS):

@@ -10,14 +10,14 @@ import httpx
 import pytest
 
 from lanemon.config import LaneConfig, ProbeConfig
-from lanemon.lanes import prom
-from lanemon.lanes.prom import MetricsScraper, PromParseError, RateTracker, map_engine, metrics_url, parse
-from lanemon.record import schema
-from lanemon.record.schema import Clock
-from lanemon.session import LiveSession
+from lanemon.client import prom
+from lanemon.client.prom import MetricsScraper, PromParseError, RateTracker, map_engine, metrics_url, parse
+from lanemon import events as schema
+from lanemon.events import Clock
+from lanemon.sessions.sources import LiveSession
 from lanemon.sim import metrics_endpoint
 from lanemon.sim.server import SimThread
-from lanemon.state import SessionState
+from lanemon.folds.dashboard import SessionState
 
 # A vLLM V1 exposition as the server sends it (prometheus_client output), trimmed, with
 # a histogram, _created samples, two data-parallel engines, a label value with escaped

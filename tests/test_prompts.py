@@ -8,16 +8,7 @@ import pytest
 
 from lanemon.sim.engine import classify
 from lanemon.sim.needle import needle_reply, wrong_key
-from lanemon.workloads.prompts import (
-    CATEGORIES,
-    PromptSetError,
-    chars_for_tokens,
-    filler_text,
-    load_prompt_set,
-    needle_prompt,
-    new_key,
-    prefill_prompt,
-)
+from lanemon.workloads.prompts import (CATEGORIES, PromptSetError, chars_for_tokens, filler_text, load_prompt_set, needle_prompt, new_key, prefill_prompt)
 
 
 def test_shipped_set_has_eight_categories_of_at_least_five():

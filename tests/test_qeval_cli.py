@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from lanemon.cli import main
-from lanemon.record.replay import read_events
+from lanemon.cli.main import main
+from lanemon.recording.reader import read_events
 from lanemon.sim.server import SimThread
 from lanemon.workloads.qeval import qeval_results
 

@@ -11,25 +11,16 @@ import types
 
 import pytest
 
-from lanemon import metrics
-from lanemon.commands.common import demo_lanes
+from lanemon.measure import metrics
+from lanemon.cli.common import demo_lanes
 from lanemon.config import ProbeConfig
-from lanemon.race_state import RaceState
-from lanemon.record.replay import read_events
-from lanemon.record.schema import Event
-from lanemon.session import LiveSession
-from lanemon.timeline import assemble
+from lanemon.folds.race import RaceState
+from lanemon.recording.reader import read_events
+from lanemon.events import Event
+from lanemon.sessions.sources import LiveSession
+from lanemon.measure.records import assemble
 from lanemon.workloads.harness import Harness
-from lanemon.workloads.race import (
-    BUILTIN_PROMPT,
-    PromptCycle,
-    RacePrompt,
-    ordinal,
-    race_results,
-    resolve_prompts,
-    run_race,
-    verdict,
-)
+from lanemon.workloads.race import (BUILTIN_PROMPT, PromptCycle, RacePrompt, ordinal, race_results, resolve_prompts, run_race, verdict)
 from test_race_fixtures import TEXT_A, TEXT_B, race_events
 
 LANE_KEYS = {"ttft_s", "ttfo_s", "decode_tok_s", "output_tokens", "reasoning_tokens", "reasoning_estimated",
@@ -261,7 +252,7 @@ def test_race_modules_import_without_textual():
                 if name == "textual" or name.startswith("textual."):
                     raise ImportError("blocked")
         sys.meta_path.insert(0, Block())
-        import lanemon.race_state, lanemon.workloads.race, lanemon.commands.race
+        import lanemon.folds.race, lanemon.workloads.race, lanemon.cli.race
         print("ok")
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

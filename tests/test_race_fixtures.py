@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from lanemon.record import schema
-from lanemon.record.schema import Event
+from lanemon import events as schema
+from lanemon.events import Event
 
 MS = 1_000_000
 LANES = [

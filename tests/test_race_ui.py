@@ -10,12 +10,12 @@ import pytest
 from rich.console import Console
 from textual.widgets import Input, Label, Static
 
-from lanemon.commands.common import demo_lanes
+from lanemon.cli.common import demo_lanes
 from lanemon.config import ProbeConfig
-from lanemon.record.recorder import Recorder, make_header
-from lanemon.record.replay import read_events
-from lanemon.record.schema import Event
-from lanemon.session import LiveSession
+from lanemon.recording.writer import Recorder, make_header
+from lanemon.recording.reader import read_events
+from lanemon.events import Event
+from lanemon.sessions.sources import LiveSession
 from lanemon.ui.app import LanemonApp, make_app
 from lanemon.ui.sample import ScriptedSource
 from lanemon.ui.screens.dashboard import DashboardScreen
@@ -217,7 +217,7 @@ def test_snapshot_race_screen_error_light(snap_compare):
 
 def test_lane_seen_only_in_a_race_gets_a_column():
     """A race over a lane the source did not list still gets a column (fold only)."""
-    from lanemon.race_state import RaceState
+    from lanemon.folds.race import RaceState
 
     state = RaceState()
     for ev in race_events(races=1):

@@ -3,10 +3,10 @@
 import orjson
 import pytest
 
-from lanemon.record import schema
-from lanemon.record.recorder import Recorder, make_header
-from lanemon.record.replay import Recording, RecordingError, read_events
-from lanemon.record.schema import Event
+from lanemon import events as schema
+from lanemon.recording.writer import Recorder, make_header
+from lanemon.recording.reader import Recording, RecordingError, read_events
+from lanemon.events import Event
 
 LANES = [{"name": "A", "url": "http://127.0.0.1:8001/v1", "model": "m"}]
 

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from lanemon.race_state import RaceState
-from lanemon.record import index as index_mod
-from lanemon.record import schema
-from lanemon.record.recorder import Recorder, make_header
-from lanemon.record.replay import Recording
-from lanemon.session import ReplaySession
-from lanemon.state import SessionState
+from lanemon.folds.race import RaceState
+from lanemon.recording import index as index_mod
+from lanemon import events as schema
+from lanemon.recording.writer import Recorder, make_header
+from lanemon.recording.reader import Recording
+from lanemon.sessions.sources import ReplaySession
+from lanemon.folds.dashboard import SessionState
 from lanemon.ui.app import make_app
 from lanemon.ui.sample import SAMPLE_LANES, ScriptedSource, sample_events
 from lanemon.ui.widgets.timeline_bar import TimelineBar, clock
@@ -206,7 +206,7 @@ def small(tmp_path) -> Path:
     """The scripted sample session plus three markers, as a real recording (25 s)."""
     path = tmp_path / "sample.jsonl"
     events = sample_events()
-    from lanemon.record.schema import Event
+    from lanemon.events import Event
 
     for t, label in ((5 * S, "cell 1"), (12 * S, "race 1"), (20 * S, "cell 2")):
         events.append(Event(t, schema.MARK, None, None, {"label": label}))

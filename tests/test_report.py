@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from lanemon.record import report
+from lanemon.reports import report
 
 
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from lanemon.commands.common import demo_lanes
-from lanemon.record.recorder import Recorder, make_header
-from lanemon.results import analyze
+from lanemon.cli.common import demo_lanes
+from lanemon.recording.writer import Recorder, make_header
+from lanemon.reports.analyse import analyze
 
-bench = pytest.importorskip("lanemon.workloads.bench")
+bench = pytest.importorskip("lanemon.workloads.bench.run")
 
 
 def lanemon(*args: str) -> subprocess.CompletedProcess:

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from lanemon.record import report
-from lanemon.results import analyze
+from lanemon.reports import report
+from lanemon.reports.analyse import analyze
 
 TASKS = "math_m9,json_escape,json_count,code_interval_intersect,format_haiku,format_three_bullets,math_m1"
 MISSES = "code_interval_intersect, json_escape, json_count, math_m9"  # bank order
@@ -39,8 +39,8 @@ def lanemon(*args: str) -> subprocess.CompletedProcess:
 
 def _two_lane_qeval(path: Path) -> dict:
     """`qeval run A` then `qeval run B` in one recording (one harness, both simulated lanes)."""
-    from lanemon.commands.common import demo_lanes
-    from lanemon.record.recorder import Recorder, make_header
+    from lanemon.cli.common import demo_lanes
+    from lanemon.recording.writer import Recorder, make_header
     from lanemon.workloads.harness import Harness
     from lanemon.workloads.qeval import run_qeval, select_tasks
 
@@ -209,7 +209,7 @@ def _env():
 
 def writeup_gauntlet():
     """The write-up's gauntlet: B 22.4 s vs A 30.4 s, 3/3 with 20 calls; B prefills faster, A decodes faster."""
-    from lanemon.workloads.gauntlet import summary_sentence
+    from lanemon.workloads.gauntlet.run import summary_sentence
 
     def lane(wall, ttft0, decode):
         turns = [{"turn": t, "prompt_tokens": 2023 + 85 * t, "cached_tokens": 0, "ttft_s": ttft0 * (1 + t / 20),
@@ -266,7 +266,7 @@ def test_gauntlet_verdict_swaps_with_the_figures_and_ties_are_ties():
     a = writeup_quality()
     g = a["gauntlet"]
     g["lanes"]["A"], g["lanes"]["B"] = g["lanes"]["B"], g["lanes"]["A"]
-    from lanemon.workloads.gauntlet import summary_sentence
+    from lanemon.workloads.gauntlet.run import summary_sentence
 
     g["summary"] = summary_sentence(g)
     v = report.verdict(a)[-1]

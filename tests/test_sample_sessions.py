@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from lanemon.record.replay import Recording
-from lanemon.record.report import render
-from lanemon.record.schema import SCHEMA_VERSION_STR
-from lanemon.results import analyze
-from lanemon.session import ReplaySession
-from lanemon.state import SessionState
+from lanemon.recording.reader import Recording
+from lanemon.reports.report import render
+from lanemon.events import SCHEMA_VERSION_STR
+from lanemon.reports.analyse import analyze
+from lanemon.sessions.sources import ReplaySession
+from lanemon.folds.dashboard import SessionState
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_sessions"
 FILES = sorted(SAMPLES.glob("*.jsonl"))

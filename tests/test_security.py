@@ -10,8 +10,8 @@ import time
 import pytest
 
 from lanemon.config import LaneConfig, ProbeConfig
-from lanemon.record.recorder import Recorder, make_header
-from lanemon.session import LiveSession
+from lanemon.recording.writer import Recorder, make_header
+from lanemon.sessions.sources import LiveSession
 from lanemon.sim.server import SimThread
 from lanemon.ui.app import make_app
 

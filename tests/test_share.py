@@ -13,18 +13,18 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from lanemon.bus import EventBus
-from lanemon.cli import main
-from lanemon.commands.common import demo_lanes
-from lanemon.commands.share import lane_secrets
+from lanemon.cli.main import main
+from lanemon.cli.common import demo_lanes
+from lanemon.cli.share import lane_secrets
 from lanemon.config import LaneConfig, ProbeConfig
-from lanemon.record import schema
-from lanemon.record.schema import Event
-from lanemon.session import DEMO_PROMPTS, LiveSession
+from lanemon import events as schema
+from lanemon.events import Event
+from lanemon.sessions.sources import DEMO_PROMPTS, LiveSession
 from lanemon.share import protocol as P
 from lanemon.share.client import RemoteSource
 from lanemon.share.protocol import ShareError, bind_socket, parse_share_address
 from lanemon.share.server import Publisher
-from lanemon.state import SessionState
+from lanemon.folds.dashboard import SessionState
 
 PROBE = ProbeConfig(interval=0.05, max_tokens=24)
 
@@ -428,7 +428,7 @@ def test_share_core_imports_without_textual():
                 if name == "textual" or name.startswith("textual."):
                     raise ImportError("textual is blocked in this test")
         sys.meta_path.insert(0, Block())
-        import lanemon.share.server, lanemon.share.client, lanemon.share.protocol, lanemon.commands.share
+        import lanemon.share.server, lanemon.share.client, lanemon.share.protocol, lanemon.cli.share
         assert not any(m == "textual" or m.startswith("textual.") for m in sys.modules)
         print("ok")
     """)

@@ -10,7 +10,7 @@ from textual.app import App
 from textual.color import Color
 from textual.widgets import Sparkline
 
-from lanemon.cli import main
+from lanemon.cli.main import main
 from lanemon.ui.app import make_app
 from lanemon.ui.sample import ScriptedSource
 from lanemon.ui.themes import DEFAULT_THEME, load_themes, shipped_themes_dir, user_themes_dir
@@ -155,7 +155,7 @@ async def test_broken_theme_file_warns_and_falls_back_to_the_default(user_config
 
 
 def test_unknown_theme_on_the_command_line_exits_2(tmp_path, capsys):
-    from lanemon.record.recorder import Recorder, make_header
+    from lanemon.recording.writer import Recorder, make_header
 
     path = tmp_path / "r.jsonl"
     Recorder(path, make_header("test", [])).close()

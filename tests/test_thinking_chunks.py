@@ -16,13 +16,13 @@ import sys
 import pytest
 
 from conftest import SimProcess
-from lanemon import metrics
+from lanemon.measure import metrics
 from lanemon.config import LaneConfig
-from lanemon.lanes.client import LaneClient
-from lanemon.record.replay import read_events
-from lanemon.record.schema import Clock
-from lanemon.timeline import assemble
-from lanemon.workloads.bench import goodput_of
+from lanemon.client.http import LaneClient
+from lanemon.recording.reader import read_events
+from lanemon.events import Clock
+from lanemon.measure.records import assemble
+from lanemon.workloads.bench.run import goodput_of
 
 TS = 0.05
 PROMPTS = ["Write a short poem about the sea.", "Describe a harbour at dawn in one paragraph.",

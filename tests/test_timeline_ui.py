@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from textual.widgets import Label, Static
 
-from lanemon.record import schema
-from lanemon.record.schema import Event
-from lanemon.request_timeline import DECODE, EMPTY, ERROR, WAIT, RequestTimeline, layout, span
+from lanemon import events as schema
+from lanemon.events import Event
+from lanemon.folds.requests import DECODE, EMPTY, ERROR, WAIT, RequestTimeline, layout, span
 from lanemon.ui.app import make_app
 from lanemon.ui.sample import ScriptedSource
 from lanemon.ui.screens.timeline import TimelineScreen

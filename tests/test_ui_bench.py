@@ -10,8 +10,8 @@ import pytest
 from textual.widgets import Static
 
 from lanemon.bus import EventBus
-from lanemon.record import schema
-from lanemon.record.schema import Event
+from lanemon import events as schema
+from lanemon.events import Event
 from lanemon.ui.bench import BenchApp, BenchTracker, make_bench_app
 from lanemon.ui.screens.bench import BenchScreen
 from lanemon.ui.widgets.bench_chart import BenchChart
@@ -235,7 +235,7 @@ def test_tracker_counts_cells_and_ignores_other_benches():
 
 
 def test_unknown_theme_is_a_usage_error():
-    from lanemon.commands.common import UsageError
+    from lanemon.cli.common import UsageError
     from lanemon.ui.bench import run_bench_app
 
     with pytest.raises(UsageError, match="unknown theme"):
@@ -251,8 +251,8 @@ def test_snapshot_bench_decode(snap_compare):
 
 
 async def test_real_bench_run_against_the_simulated_lanes():
-    bench = pytest.importorskip("lanemon.workloads.bench")
-    from lanemon.commands.common import demo_lanes
+    bench = pytest.importorskip("lanemon.workloads.bench.run")
+    from lanemon.cli.common import demo_lanes
 
     with demo_lanes(0.05) as lanes:
         run = bench.BenchRun("decode", lanes, bench.BenchOptions(levels=[1, 2], categories=["coding", "prose"],

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from textual.widgets import Label, Sparkline, Static
 
-from lanemon import metrics
-from lanemon.record import schema
-from lanemon.record.schema import Event
-from lanemon.timeline import assemble
+from lanemon.measure import metrics
+from lanemon import events as schema
+from lanemon.events import Event
+from lanemon.measure.records import assemble
 from lanemon.ui.app import LanemonApp, make_app
 from lanemon.ui.sample import SAMPLE_LANES, ScriptedSource, sample_events
 from lanemon.ui.screens.dashboard import DashboardScreen

@@ -7,9 +7,9 @@ import math
 import pytest
 from textual.widgets import Label, Sparkline, Static
 
-from lanemon.record.recorder import Recorder, make_header
-from lanemon.session import ReplaySession
-from lanemon.state import SessionState
+from lanemon.recording.writer import Recorder, make_header
+from lanemon.sessions.sources import ReplaySession
+from lanemon.folds.dashboard import SessionState
 from lanemon.ui import format as fmt
 from lanemon.ui.app import make_app
 from lanemon.ui.sample import SAMPLE_LANES, sample_events

@@ -7,14 +7,7 @@ from textual.theme import Theme
 
 from lanemon.ui.app import make_app
 from lanemon.ui.sample import ScriptedSource
-from lanemon.ui.themes import (
-    DEFAULT_THEME,
-    ThemeError,
-    load_themes,
-    shipped_themes_dir,
-    theme_from_dict,
-    user_themes_dir,
-)
+from lanemon.ui.themes import (DEFAULT_THEME, ThemeError, load_themes, shipped_themes_dir, theme_from_dict, user_themes_dir)
 
 
 @pytest.fixture(autouse=True)

@@ -12,8 +12,8 @@ import time
 import httpx
 import pytest
 
-from lanemon.cli import main
-from lanemon.commands.web import is_loopback, served_command
+from lanemon.cli.main import main
+from lanemon.cli.web import is_loopback, served_command
 
 
 def free_port() -> int:

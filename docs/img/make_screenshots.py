@@ -39,10 +39,10 @@ def save(app, name: str) -> None:
 
 
 async def dashboard() -> None:
-    from lanemon.commands.common import demo_lanes
+    from lanemon.cli.common import demo_lanes
     from lanemon.config import ProbeConfig
-    from lanemon.record.recorder import Recorder, default_recording_path, make_header
-    from lanemon.session import DEMO_PROMPTS, LiveSession
+    from lanemon.recording.writer import Recorder, default_recording_path, make_header
+    from lanemon.sessions.sources import DEMO_PROMPTS, LiveSession
     from lanemon.ui.app import make_app
 
     with demo_lanes(1.0) as lanes:
@@ -60,9 +60,9 @@ async def dashboard() -> None:
 
 
 async def race() -> None:
-    from lanemon.commands.common import demo_lanes
+    from lanemon.cli.common import demo_lanes
     from lanemon.config import ProbeConfig
-    from lanemon.session import LiveSession
+    from lanemon.sessions.sources import LiveSession
     from lanemon.ui.app import make_app
     from lanemon.workloads.race import RacePlan, RacePrompt
 
@@ -80,9 +80,9 @@ async def race() -> None:
 
 
 async def bench() -> None:
-    from lanemon.commands.common import demo_lanes
+    from lanemon.cli.common import demo_lanes
     from lanemon.ui.bench import make_bench_app
-    from lanemon.workloads.bench import BenchOptions, BenchRun
+    from lanemon.workloads.bench.run import BenchOptions, BenchRun
 
     with demo_lanes(1.0) as lanes:
         run = BenchRun("decode", lanes, BenchOptions(levels=[1, 2, 4], categories=["coding", "prose", "reasoning"],

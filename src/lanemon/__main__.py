@@ -1,5 +1,5 @@
 import sys
 
-from lanemon.cli import main
+from lanemon.cli.main import main
 
 sys.exit(main())

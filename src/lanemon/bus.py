@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from lanemon.record.schema import Event
+from lanemon.events import Event
 
 Subscriber = Callable[[Event], None]
 

@@ -1,4 +1,4 @@
-"""The share viewer: a dashboard :class:`~lanemon.session` source fed from a publisher's websocket.
+"""The share viewer: a dashboard :class:`~lanemon.sessions.sources` source fed from a publisher's websocket.
 
 :class:`RemoteSource` implements the Source protocol (``mode = "attach"``):
 it says hello with the token, takes the lanes from the snapshot header, and
@@ -20,8 +20,8 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from lanemon.bus import EventBus
-from lanemon.record import schema
-from lanemon.record.schema import Event
+from lanemon import events as schema
+from lanemon.events import Event
 from lanemon.share import protocol as P
 from lanemon.share.protocol import ShareError
 

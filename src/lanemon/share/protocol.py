@@ -9,7 +9,7 @@ A viewer connects and speaks first; after that only the publisher talks::
     publisher -> {"type": "live"}                                               (snapshot done)
     publisher -> {"type": "events", "snapshot": false, "events": [EVENT, ...]}  (every ~50 ms)
 
-``EVENT`` is exactly :meth:`lanemon.record.schema.Event.to_json_obj` (the same
+``EVENT`` is exactly :meth:`lanemon.events.Event.to_json_obj` (the same
 object as one line of a recording).  Every publisher message stays under
 :data:`MAX_MESSAGE` bytes.  Whatever a viewer sends after its hello is read,
 counted and ignored.  The publisher ends a connection with a close code:

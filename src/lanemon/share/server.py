@@ -12,7 +12,7 @@ dropped (close 4408), never waited for.  Viewers cannot act on the session:
 everything they send after the hello is read, counted and ignored.
 
 What travels: the header (lanemon version, mode, each lane's name, URL without
-credentials or query, model) and :class:`~lanemon.record.schema.Event` objects
+credentials or query, model) and :class:`~lanemon.events.Event` objects
 -- the very lines a recording holds.  Lane API keys and headers live only in
 :class:`~lanemon.config.LaneConfig` and never enter an event; as a second
 guard, any value passed in ``redact`` is replaced by ``[redacted]`` wherever it
@@ -35,8 +35,8 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 from lanemon import __version__
-from lanemon.record import schema
-from lanemon.record.schema import Event
+from lanemon import events as schema
+from lanemon.events import Event
 from lanemon.share import protocol as P
 
 log = logging.getLogger("lanemon.share")

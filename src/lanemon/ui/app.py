@@ -1,7 +1,7 @@
 """The Textual app: thin glue between an event source and the dashboard.
 
 ``make_app`` is the one way to build it (CLI and tests alike).  The app folds
-every event from ``source.bus`` into a :class:`~lanemon.state.SessionState`
+every event from ``source.bus`` into a :class:`~lanemon.folds.dashboard.SessionState`
 synchronously (cheap) and repaints from that state on a fixed timer, only
 when something changed: hundreds of token events per second cost at most
 ``refresh_hz`` repaints.
@@ -20,11 +20,11 @@ from textual.css.query import NoMatches
 from textual.worker import Worker, WorkerState
 
 from lanemon.bus import EventBus
-from lanemon.race_state import RaceState
-from lanemon.request_timeline import RequestTimeline
-from lanemon.record import schema
-from lanemon.record.schema import Event
-from lanemon.state import SessionState
+from lanemon.folds.race import RaceState
+from lanemon.folds.requests import RequestTimeline
+from lanemon import events as schema
+from lanemon.events import Event
+from lanemon.folds.dashboard import SessionState
 from lanemon.ui.screens.dashboard import DashboardScreen
 from lanemon.ui.screens.race import RaceScreen, can_race
 from lanemon.ui.themes import ThemeError, load_themes, resolve_theme

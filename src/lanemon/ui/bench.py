@@ -22,9 +22,9 @@ from textual.app import App
 from textual.binding import Binding
 from textual.worker import Worker, WorkerState
 
-from lanemon.record import schema
-from lanemon.record.schema import Event
-from lanemon.request_timeline import RequestTimeline
+from lanemon import events as schema
+from lanemon.events import Event
+from lanemon.folds.requests import RequestTimeline
 from lanemon.ui.screens.bench import BenchScreen, cell_label
 from lanemon.ui.themes import ThemeError, load_themes, resolve_theme
 
@@ -261,7 +261,7 @@ def run_bench_app(bench_run: Any, theme: str | None = None) -> int:
 
     Returns 0, or 1 when the bench failed; an unknown theme raises ``UsageError`` (exit 2).
     """
-    from lanemon.commands.common import UsageError, err
+    from lanemon.cli.common import UsageError, err
 
     try:
         app = make_bench_app(bench_run, theme)

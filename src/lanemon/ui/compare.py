@@ -1,7 +1,7 @@
 """The compare TUI: two sessions (or two lanes) side by side.
 
 ``make_compare_app(result)`` builds it (CLI and tests) from a compare dict
-(:func:`lanemon.record.compare.compare` or ``compare_lanes``);
+(:func:`lanemon.reports.compare.compare` or ``compare_lanes``);
 ``run_compare_app(result)`` runs it and returns an exit code.  The content is
 static: nothing runs in the background.  ``q`` quits.
 """

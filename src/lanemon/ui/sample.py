@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from lanemon.bus import EventBus
-from lanemon.record import schema
-from lanemon.record.schema import Event
+from lanemon import events as schema
+from lanemon.events import Event
 
 MS = 1_000_000
 SAMPLE_LANES: list[dict[str, Any]] = [

@@ -24,10 +24,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from lanemon import metrics
-from lanemon.record import schema
-from lanemon.record.schema import Event
-from lanemon.timeline import assemble
+from lanemon.measure import metrics
+from lanemon import events as schema
+from lanemon.events import Event
+from lanemon.measure.records import assemble
 from lanemon.workloads.harness import Harness
 
 HISTOGRAM_BUCKETS = (("0", 0, 0), ("1", 1, 1), ("2", 2, 2), ("3-4", 3, 4), ("5-9", 5, 9), ("10-19", 10, 19),

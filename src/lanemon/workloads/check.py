@@ -14,9 +14,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from lanemon.config import LaneConfig
-from lanemon.lanes.client import LaneClient
-from lanemon.metrics import request_metrics
-from lanemon.record.schema import Clock, Event
+from lanemon.client.http import LaneClient
+from lanemon.measure.metrics import request_metrics
+from lanemon.events import Clock, Event
 
 CHECK_PROMPT = "Name three colours of the sea, separated by commas."
 TOOL = {

@@ -5,7 +5,7 @@ A workload (race, decode ladder, prefill ladder, needles, ...) opens a
 its model), then sends requests with :meth:`Harness.request`.  Every event goes
 to ``harness.bus`` -- the recorder and any live screen subscribe there -- and
 ``harness.events`` keeps them all, so results are computed from exactly what
-was recorded (see :mod:`lanemon.results`).  Markers for bench cells and races
+was recorded (see :mod:`lanemon.reports.analyse`).  Markers for bench cells and races
 are ``mark`` events (:meth:`Harness.mark`).
 """
 
@@ -17,11 +17,11 @@ from typing import Any
 
 from lanemon.bus import EventBus
 from lanemon.config import LaneConfig
-from lanemon.lanes.client import LaneClient
-from lanemon.record import schema
-from lanemon.record.recorder import Recorder
-from lanemon.record.schema import Clock, Event
-from lanemon.timeline import RequestRecord
+from lanemon.client.http import LaneClient
+from lanemon import events as schema
+from lanemon.recording.writer import Recorder
+from lanemon.events import Clock, Event
+from lanemon.measure.records import RequestRecord
 
 
 class LaneDown(RuntimeError):

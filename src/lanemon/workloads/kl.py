@@ -35,9 +35,9 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from lanemon import metrics
-from lanemon.record import schema
-from lanemon.record.schema import Event
+from lanemon.measure import metrics
+from lanemon import events as schema
+from lanemon.events import Event
 from lanemon.workloads.harness import Harness
 
 FLOOR = 1e-10

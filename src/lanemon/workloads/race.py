@@ -19,7 +19,7 @@ Recording conventions (what :func:`race_results` reads back):
   the results.
 
 :func:`race_results` computes the ``--json`` document from events alone
-(through :class:`lanemon.race_state.RaceState`, the same fold the race
+(through :class:`lanemon.folds.race.RaceState`, the same fold the race
 screen draws from), so a report made from a recording says what ``--json``
 said when the run finished.  docs/JSON.md ("race") documents every key.
 """
@@ -32,11 +32,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from lanemon import metrics
-from lanemon.lanes.client import LaneClient
-from lanemon.race_state import BENCH, RaceState, RaceView
-from lanemon.record.schema import Event
-from lanemon.timeline import RequestRecord
+from lanemon.measure import metrics
+from lanemon.client.http import LaneClient
+from lanemon.folds.race import BENCH, RaceState, RaceView
+from lanemon.events import Event
+from lanemon.measure.records import RequestRecord
 
 DEFAULT_MAX_TOKENS = 256
 """Reply budget when neither the prompt nor ``--max-tokens`` gives one."""

@@ -10,8 +10,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from lanemon.record import compare as cmp
-from lanemon.record.report import length_label
+from lanemon.reports import compare as cmp
+from lanemon.reports.report import length_label
 from lanemon.ui.format import markup_escape as escape
 from lanemon.ui.widgets.bench_chart import BenchChart
 
@@ -54,7 +54,7 @@ def _styled(row: dict[str, Any], cells: list[str]) -> list[Text]:
 
 
 class CompareScreen(Screen):
-    """Filled once from a compare result (:func:`lanemon.record.compare.compare` / ``compare_lanes``)."""
+    """Filled once from a compare result (:func:`lanemon.reports.compare.compare` / ``compare_lanes``)."""
 
     DEFAULT_CSS = """
     CompareScreen #cmp-head { height: auto; max-height: 9; padding: 0 1; background: $panel; }

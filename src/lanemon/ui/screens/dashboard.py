@@ -9,7 +9,7 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer
 
-from lanemon.state import SessionState
+from lanemon.folds.dashboard import SessionState
 from lanemon.ui.widgets.host_panel import HostPanel
 from lanemon.ui.widgets.lane_panel import LanePanel
 from lanemon.ui.widgets.status_bar import StatusBar

@@ -1,10 +1,10 @@
 """The race screen: one :class:`RaceColumn` per lane, the prompt on top, the result at the end.
 
 The screen never reads the bus.  The app folds every event into a
-:class:`~lanemon.race_state.RaceState` and calls :meth:`RaceScreen.refresh_from`
+:class:`~lanemon.folds.race.RaceState` and calls :meth:`RaceScreen.refresh_from`
 on its redraw timer, so a race streaming hundreds of tokens a second costs at
 most ``refresh_hz`` repaints.  Live sources (anything with an async
-``race()`` method, i.e. :class:`~lanemon.session.LiveSession`) get a prompt
+``race()`` method, i.e. :class:`~lanemon.sessions.sources.LiveSession`) get a prompt
 input; a replay shows the races recorded in its events.
 """
 
@@ -19,8 +19,8 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
-from lanemon.race_state import RaceState, RaceView
-from lanemon.state import SessionState
+from lanemon.folds.race import RaceState, RaceView
+from lanemon.folds.dashboard import SessionState
 from lanemon.ui.widgets.race_column import RaceColumn
 from lanemon.ui.widgets.race_header import RaceHeader
 from lanemon.ui.widgets.race_results import RaceResults

@@ -1,6 +1,6 @@
 """The per-request timeline: one bar per request over time, grouped by lane, coloured by phase.
 
-Drawn from a :class:`~lanemon.request_timeline.RequestTimeline` (the pure fold every app keeps on its
+Drawn from a :class:`~lanemon.folds.requests.RequestTimeline` (the pure fold every app keeps on its
 bus) on a timer, only when the fold or the scope changed.  Keys: ``c`` next bench cell / race,
 ``x`` previous, ``a`` the whole session, ``Esc`` back.
 """
@@ -14,7 +14,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Label, Static
 
-from lanemon.request_timeline import DECODE, EMPTY, ERROR, WAIT, RequestTimeline, layout, span
+from lanemon.folds.requests import DECODE, EMPTY, ERROR, WAIT, RequestTimeline, layout, span
 from lanemon.ui import format as fmt
 
 GLYPH = {WAIT: ("▒", "yellow"), DECODE: ("█", "green"), ERROR: ("✖", "bold red"), EMPTY: (" ", "")}

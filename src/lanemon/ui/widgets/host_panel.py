@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Label, Sparkline
 
-from lanemon.state import HostState
+from lanemon.folds.dashboard import HostState
 
 
 def size(n: float | None, *, binary: bool = True) -> str:
@@ -34,7 +34,7 @@ class HostPanel(Vertical):
     """CPU %, memory, network throughput and lanemon's own footprint, each with a sparkline.
 
     Hidden by default; the app's ``h`` key calls :meth:`toggle`.  Filled from
-    :class:`~lanemon.state.HostState`, so a replay shows the recorded samples.
+    :class:`~lanemon.folds.dashboard.HostState`, so a replay shows the recorded samples.
     """
 
     DEFAULT_CSS = """

@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.containers import Grid, Horizontal, Vertical
 from textual.widgets import Label, Sparkline, Static
 
-from lanemon.state import LaneState
+from lanemon.folds.dashboard import LaneState
 from lanemon.ui import format as fmt
 from lanemon.ui.format import markup_escape as escape
 from lanemon.ui.widgets.server_gauges import ServerGauges

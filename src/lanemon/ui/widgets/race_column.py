@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Label, Static
 
-from lanemon.race_state import RaceLane
+from lanemon.folds.race import RaceLane
 from lanemon.ui import format as fmt
 from lanemon.ui.format import markup_escape as escape
 from lanemon.workloads.race import ordinal
@@ -16,7 +16,7 @@ RANK_CLASSES = ("-r1", "-r2", "-rn", "-running", "-error", "-idle")
 
 
 class RaceColumn(Vertical):
-    """A lane in a race, redrawn from a :class:`~lanemon.race_state.RaceLane` on the app's timer."""
+    """A lane in a race, redrawn from a :class:`~lanemon.folds.race.RaceLane` on the app's timer."""
 
     DEFAULT_CSS = """
     RaceColumn {

@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Label
 
-from lanemon.race_state import RaceView
+from lanemon.folds.race import RaceView
 from lanemon.ui import format as fmt
 from lanemon.ui.format import markup_escape as escape
 

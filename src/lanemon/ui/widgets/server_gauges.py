@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Label, Sparkline
 
-from lanemon.state import ServerMetricsState
+from lanemon.folds.dashboard import ServerMetricsState
 from lanemon.ui import format as fmt
 from lanemon.ui.format import markup_escape as escape
 

@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from lanemon.record import schema
-from lanemon.record.schema import Event
-from lanemon.timeline import Assembler, RequestRecord
+from lanemon import events as schema
+from lanemon.events import Event
+from lanemon.measure.records import Assembler, RequestRecord
 
 from .bank import Task, load_bank
 from .sandbox import SandboxLimits

@@ -1,0 +1,197 @@
+"""``lanemon agree`` (greedy agreement) and ``lanemon kl`` (logprob divergence)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from lanemon.cli.common import (UsageError, add_workload_args, err, positive_int, run_headless, workload_lanes)
+from lanemon.config import LaneConfig
+
+EXIT_INTERRUPTED = 130
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "agree", help="greedy agreement: where do two lanes' temperature-0 continuations first differ?",
+        description="Send the same raw-text prompts to two lanes at temperature 0 and report, per prompt, the "
+                    "first word where the continuations differ; summary: exact matches, median first divergence, "
+                    "prompts agreeing for >= 10 words, prompts diverging at word 0. A signature of quantization "
+                    "on open-ended text, not a quality verdict (see `lanemon qeval`).")
+    p.add_argument("--prompts", type=positive_int, default=40, metavar="N", help="how many prompts (default 40)")
+    p.add_argument("--tokens", type=positive_int, default=128, metavar="N", help="tokens per continuation (128)")
+    p.add_argument("--prompt-file", metavar="F", help="your own prompts, one per line")
+    add_workload_args(p)
+    p.set_defaults(func=cmd_agree)
+
+    p = sub.add_parser(
+        "kl", help="teacher-forced logprob divergence of each lane against a reference lane",
+        description="KL(reference || lane) per token over the reference lane's greedy continuation, from top-k "
+                    "prompt logprobs (echo). Lanes that refuse logprobs are reported as 'not exposed' with the "
+                    "server's message and exit code 3. Estimator: docs/AGREE.md.")
+    p.add_argument("--reference", required=True, metavar="LANE", help="the reference lane (e.g. the native one)")
+    p.add_argument("--prompts", type=positive_int, default=8, metavar="N", help="how many prompts (default 8)")
+    p.add_argument("--tokens", type=positive_int, default=32, metavar="N", help="teacher tokens per prompt (32)")
+    p.add_argument("--top-k", type=positive_int, default=5, metavar="K", help="logprobs per position (5)")
+    add_workload_args(p)
+    p.set_defaults(func=cmd_kl)
+
+
+def _prompts(args: argparse.Namespace) -> list[str]:
+    from lanemon.workloads.agree import load_agree_prompts
+
+    try:
+        prompts = load_agree_prompts(args.prompt_file if getattr(args, "prompt_file", None) else None)
+    except OSError as exc:
+        raise UsageError(f"--prompt-file: cannot read {args.prompt_file}: {exc.strerror or exc}") from None
+    if not prompts:
+        raise UsageError("no prompts to send")
+    if args.prompts > len(prompts):
+        if getattr(args, "prompt_file", None):
+            raise UsageError(f"--prompts {args.prompts}: the file has only {len(prompts)} prompts")
+        prompts = (prompts * (args.prompts // len(prompts) + 1))
+    return prompts[: args.prompts]
+
+
+def _progress(label: str, quiet: bool):
+    if quiet:
+        return None, None
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.console import Console
+
+    progress = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                        console=Console(stderr=True), transient=True)
+    task = progress.add_task(label, total=None)
+
+    def update(done: int, total: int) -> None:
+        progress.update(task, completed=done, total=total)
+
+    return progress, update
+
+
+def _run(args: argparse.Namespace, command: str, lanes: list[LaneConfig], body, results_fn
+         ) -> tuple[dict | None, bool]:
+    """Run ``body(harness, progress)`` headless with a Rich progress bar; results from the events."""
+    progress, update = _progress(command, args.json)
+
+    async def run_body(harness) -> None:
+        if progress is None:
+            await body(harness, update)
+            return
+        with progress:
+            await body(harness, update)
+
+    run = run_headless(args, command, lanes, run_body)
+    if run.down:
+        err(f"lane down: {run.down}")
+        return None, False
+    return results_fn(run.harness.events), run.interrupted
+
+
+def cmd_agree(args: argparse.Namespace) -> int:
+    import orjson
+
+    from lanemon.workloads.agree import agree_results, run_agree
+
+    prompts = _prompts(args)
+    with workload_lanes(args) as lanes:
+        if len(lanes) < 2:
+            raise UsageError("agree needs two lanes (--lanes A,B)")
+        lanes = lanes[:2]
+
+        async def body(harness, update):
+            await run_agree(harness, prompts, tokens=args.tokens, progress=update)
+
+        result, interrupted = _run(args, "agree", lanes, body, agree_results)
+        if result is None:
+            return 1  # a lane was down (said on stderr)
+    if args.json:
+        sys.stdout.write(orjson.dumps(_public_agree(result)).decode() + "\n")
+    else:
+        _print_agree(result)
+    return EXIT_INTERRUPTED if interrupted else 0
+
+
+def _public_agree(result: dict) -> dict:
+    """--json output: keep per-prompt rows but not the full texts (they are in the recording)."""
+    out = dict(result)
+    out["prompts"] = [{k: v for k, v in row.items() if k not in ("a_text", "b_text")} for row in result["prompts"]]
+    return out
+
+
+def _print_agree(r: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    a, b = (r["lanes"] + ["?", "?"])[:2]
+    table = Table(title=f"greedy agreement {a} vs {b}: first differing word per prompt")
+    table.add_column("words", justify="right")
+    table.add_column("prompts", justify="right")
+    table.add_column("")
+    total = max(1, r["total"])
+    for label, count in r["histogram"].items():
+        table.add_row(label, str(count), "█" * round(30 * count / total))
+    console.print(table)
+    med = r["median_first_divergence_word"]
+    console.print(
+        f"{r['exact']}/{r['total']} exact matches; median first divergence at word "
+        f"{'—' if med is None else f'{med:g}'}; {r['agree_ge_10_words']}/{r['total']} agree for ten or more words; "
+        f"{r['diverge_at_0']}/{r['total']} diverge at word 0"
+        + (f"; {r['errors']} prompts errored" if r["errors"] else "")
+    )
+    console.print("[dim]Greedy agreement is a divergence signature, not a quality verdict: see `lanemon qeval`.[/]")
+
+
+def cmd_kl(args: argparse.Namespace) -> int:
+    import orjson
+
+    from lanemon.workloads.agree import load_agree_prompts
+    from lanemon.workloads.kl import EXIT_NOT_EXPOSED, kl_results, run_kl
+
+    prompts = load_agree_prompts()[: args.prompts]
+    with workload_lanes(args) as lanes:
+        names = [lane.name for lane in lanes]
+        if args.reference not in names:
+            raise UsageError(f"--reference {args.reference!r} is not a lane (lanes: {', '.join(names)})")
+        if len(lanes) < 2:
+            raise UsageError("kl needs a reference lane and at least one other lane")
+
+        async def body(harness, update):
+            await run_kl(harness, prompts, reference=args.reference, tokens=args.tokens, k=args.top_k,
+                         progress=update)
+
+        result, interrupted = _run(args, "kl", lanes, body, kl_results)
+        if result is None:
+            return 1  # a lane was down (said on stderr)
+    if args.json:
+        sys.stdout.write(orjson.dumps(result).decode() + "\n")
+    else:
+        _print_kl(result)
+    for name, v in result["lanes"].items():
+        if v["status"] == "not_exposed":
+            err(f"not exposed by lane {name}: {v['message']}")
+    if interrupted:
+        return EXIT_INTERRUPTED
+    statuses = [v["status"] for v in result["lanes"].values()]
+    if any(s == "error" for s in statuses):
+        return 1
+    if any(s in ("not_exposed", "skipped") for s in statuses):
+        return EXIT_NOT_EXPOSED
+    return 0
+
+
+def _print_kl(r: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    table = Table(title=f"teacher-forced KL(reference {r['reference']} || lane), top-{r['k']} with tail bucket")
+    for col in ("lane", "status", "mean KL (nats/token)", "p50", "p99", "positions", "detail"):
+        table.add_column(col)
+    for name, v in r["lanes"].items():
+        def f(x):
+            return "—" if x is None else f"{x:.4f}"
+        detail = v["message"] or ""
+        table.add_row(name, v["status"], f(v["kl"]), f(v["kl_p50"]), f(v["kl_p99"]), str(v["positions"]), detail)
+    console.print(table)

@@ -1,0 +1,492 @@
+"""`lanemon bench {decode,prefill,needles}`: the speed harness.
+
+Without ``--headless``/``--json`` the bench opens its TUI screen
+(:func:`lanemon.ui.bench.run_bench_app`, imported lazily); ``--headless`` shows
+a progress bar on stderr and the result tables on stdout; ``--json`` prints
+exactly one JSON object on stdout (docs/JSON.md).  Both use the same
+:class:`~lanemon.workloads.bench.run.BenchRun`.  Ctrl-C stops cleanly: finished
+cells are kept and recorded, the results say ``interrupted``, exit code 130.
+Bad input is one line and exit 2; a lane that is down at start is one line
+and exit 1.  Nothing here imports Textual at module level.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from lanemon.cli.common import (UsageError, add_measure_args, add_workload_args, err, int_list, open_recorder, run_interruptible, slo_arg, thinking_arg, workload_lanes)
+
+EXIT_OK, EXIT_FAIL, EXIT_INTERRUPTED = 0, 1, 130
+
+HELP = {
+    "decode": "decode ladder: aggregate tok/s by concurrency, TTFT, per-category C1 rates, the crossover",
+    "prefill": "prefill ladder: cold prefill tok/s by prompt length; prefix-cache hits labelled apart",
+    "needles": "needle in a haystack: is a random key found at each context length?",
+}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``bench`` with its three sub-commands."""
+    p = sub.add_parser("bench", help="benchmarks: decode ladder, prefill ladder, needles",
+                       description="Benchmark the lanes the way the reference write-up did (docs/BENCH.md).")
+    bsub = p.add_subparsers(dest="bench_kind", metavar="BENCH")
+    p.set_defaults(func=_missing_kind, bench_parser=p)
+    for kind in ("decode", "prefill", "needles"):
+        q = bsub.add_parser(kind, help=HELP[kind], description=HELP[kind] + ". See docs/BENCH.md.")
+        add_workload_args(q)
+        q.add_argument("--reps", default="1", metavar="N", help="repeat every cell N times (default 1); "
+                       "cells show min/median/max and are flagged unstable when (max-min)/median > 0.25")
+        q.add_argument("--parallel-lanes", action="store_true",
+                       help="run the lanes at the same time (default: one after the other)")
+        q.add_argument("--chat", action="store_true", help="use /chat/completions (default: /completions)")
+        q.add_argument("--theme", metavar="NAME", help="colour theme of the TUI")
+        add_measure_args(q)
+        if kind == "decode":
+            q.add_argument("--levels", default="1,2,3,4,5,6", metavar="C,...",
+                           help="concurrency levels (default 1,2,3,4,5,6)")
+            q.add_argument("--categories", default="all", metavar="all|CAT,...",
+                           help="prompt categories to use (default all)")
+            q.add_argument("--max-tokens", default=None, metavar="N", help="cap every prompt's max_tokens at N")
+            q.add_argument("--prompts", type=Path, metavar="FILE",
+                           help="a prompt set file (TOML, docs/BENCH.md; default: the shipped set v1)")
+            q.add_argument("--temperature", default="0", metavar="T", help="sampling temperature (default 0)")
+            q.add_argument("--no-categories", action="store_true",
+                           help="skip the per-category C1 phase after the ladder")
+        else:
+            default = "2000,8000,32000,64000" if kind == "prefill" else "20000,131072,300000"
+            q.add_argument("--lengths", default=default, metavar="N,...",
+                           help=f"prompt lengths in the lane's tokens, 8k style allowed (default {default})")
+            q.add_argument("--seed", type=int, default=None, help="seed for nonces, keys and depths (default random)")
+            if kind == "prefill":
+                q.add_argument("--no-cache-check", action="store_true",
+                               help="do not repeat each length's prompt to look for a prefix-cache hit")
+        q.set_defaults(func=cmd_bench, bench_kind=kind)
+
+
+def _missing_kind(args: argparse.Namespace) -> int:
+    raise UsageError("bench: choose one of decode, prefill, needles (e.g. `lanemon bench decode --demo --headless`)")
+
+
+def _ints(text: str, flag: str) -> list[int]:
+    try:
+        return int_list(text)
+    except argparse.ArgumentTypeError as exc:
+        raise UsageError(f"{flag}: {exc}") from None
+
+
+def _positive(text: str | None, flag: str) -> int | None:
+    if text is None:
+        return None
+    try:
+        value = int(str(text))
+    except ValueError:
+        raise UsageError(f"{flag}: expected a whole number, not {text!r}") from None
+    if value < 1:
+        raise UsageError(f"{flag}: must be at least 1")
+    return value
+
+
+def build_options(args: argparse.Namespace):
+    """BenchOptions from the arguments; UsageError (one line) for bad input."""
+    from lanemon.workloads.bench.run import BenchOptions
+    from lanemon.workloads.prompts import PromptSetError, load_prompt_set
+
+    kind = args.bench_kind
+    kw: dict[str, Any] = {
+        "reps": _positive(args.reps, "--reps"),
+        "parallel_lanes": args.parallel_lanes,
+        "chat": args.chat or args.thinking is not None,  # thinking is a chat-template switch
+        "time_scale": args.time_scale if getattr(args, "demo", False) else None,
+        "thinking": thinking_arg(args),
+        "slo": slo_arg(args),
+    }
+    try:
+        if kind == "decode":
+            kw["levels"] = _ints(args.levels, "--levels")
+            kw["max_tokens"] = _positive(args.max_tokens, "--max-tokens")
+            kw["per_category"] = not args.no_categories
+            try:
+                kw["temperature"] = float(args.temperature)
+            except ValueError:
+                raise UsageError(f"--temperature: expected a number, not {args.temperature!r}") from None
+            if kw["temperature"] < 0:
+                raise UsageError("--temperature: must be >= 0")
+            kw["prompt_set"] = load_prompt_set(args.prompts)
+            cats = [c.strip() for c in str(args.categories).split(",") if c.strip()]
+            if not cats:
+                raise UsageError("--categories: expected 'all' or a list like coding,prose")
+            kw["categories"] = None if cats == ["all"] else cats
+        else:
+            kw["lengths"] = _ints(args.lengths, "--lengths")
+            kw["seed"] = args.seed
+            if kind == "prefill":
+                kw["cache_check"] = not args.no_cache_check
+        return BenchOptions(**kw)
+    except PromptSetError as exc:
+        msg = str(exc)
+        raise UsageError(f"--categories: {msg}" if msg.startswith("unknown categor") else msg) from None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from lanemon.workloads.bench.run import BenchRun
+
+    kind = args.bench_kind
+    opts = build_options(args)
+    with workload_lanes(args) as lanes:
+        recorder = open_recorder(args, f"bench-{kind}", [lane.public() for lane in lanes], {"bench": kind})
+        run = BenchRun(kind, lanes, opts, recorder=recorder)
+        try:
+            if not (args.headless or args.json):
+                try:
+                    from lanemon.ui.bench import run_bench_app
+                except ImportError as exc:
+                    err(f"the bench screen is not available ({exc}); running headless")
+                else:
+                    return run_bench_app(run, theme=args.theme)
+            return _headless(run, args)
+        finally:
+            if recorder is not None:
+                recorder.close()
+                if run.events:
+                    err(f"recording saved: {recorder.path} ({recorder.events} events)")
+                if recorder.failed:
+                    err(recorder.failed)
+
+
+# ---------------------------------------------------------------------------
+# Headless
+# ---------------------------------------------------------------------------
+
+
+class _Progress:
+    """Progress on stderr: a Rich bar with ETA on a terminal, one line per finished cell otherwise."""
+
+    def __init__(self, run) -> None:
+        from rich.console import Console
+
+        self.run = run
+        self.console = Console(stderr=True)
+        self.total = sum(float(c.get("weight", 1.0)) for c in run.plan) or 1.0
+        self.weights = {c["cell"]: float(c.get("weight", 1.0)) for c in run.plan}
+        self.done_weight = 0.0
+        self.t0 = time.monotonic()
+        self.bar = None
+        self.task = None
+        if self.console.is_terminal:
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+            self.bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                                TextColumn("{task.fields[cells]}"), TimeElapsedColumn(), TextColumn("ETA"),
+                                TimeRemainingColumn(), console=self.console, transient=True)
+            self.task = self.bar.add_task(f"bench {run.kind}", total=self.total,
+                                          cells=f"0/{len(run.plan)} cells")
+        run.bus.subscribe(self.on_event)
+
+    def __enter__(self) -> "_Progress":
+        if self.bar is not None:
+            self.bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+    def on_event(self, ev) -> None:
+        if ev.kind != "mark" or ev.data.get("label") != "cell":
+            return
+        label = _cell_label(ev.lane, ev.data)
+        if ev.data.get("phase") == "start":
+            if self.bar is not None:
+                self.bar.update(self.task, description=f"bench {self.run.kind} · {label}")
+            return
+        if ev.data.get("phase") != "end":
+            return
+        self.done_weight += self.weights.get(ev.data.get("cell"), 1.0)
+        done, total = self.run.cells_done, len(self.run.plan)
+        if self.bar is not None:
+            self.bar.update(self.task, completed=self.done_weight, cells=f"{done}/{total} cells")
+            return
+        elapsed = time.monotonic() - self.t0
+        frac = min(1.0, self.done_weight / self.total)
+        eta = f", ETA {_duration(elapsed / frac - elapsed)}" if 0 < frac < 1 else ""
+        errors = ev.data.get("errors") or 0
+        note = f" ({errors} error{'s' if errors != 1 else ''})" if errors else ""
+        err(f"{label} done{note} [{done}/{total} cells, {_duration(elapsed)} elapsed{eta}]")
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    if seconds < 60:
+        return f"{seconds}s"
+    m, s = divmod(seconds, 60)
+    if m < 60:
+        return f"{m}m{s:02d}s"
+    h, m = divmod(m, 60)
+    return f"{h}h{m:02d}m"
+
+
+def _cell_label(lane: str | None, d: dict[str, Any]) -> str:
+    rep = f" rep {int(d['rep']) + 1}" if d.get("rep") is not None else ""
+    if d.get("part") == "calibrate":
+        what = "calibration"
+    elif d.get("part") == "category":
+        what = f"C1 {d.get('category')}"
+    elif d.get("level") is not None:
+        what = f"C{d['level']}"
+    elif d.get("length") is not None:
+        what = f"{_tokens(d['length'])} tokens"
+    else:
+        what = str(d.get("cell", "cell"))
+        rep = ""
+    return f"{lane or '?'} {what}{rep}"
+
+
+def _headless(run, args: argparse.Namespace) -> int:
+    import orjson
+
+    from lanemon.workloads.harness import LaneDown
+
+    try:
+        with _Progress(run):
+            _, interrupted = run_interruptible(run.run)
+    except LaneDown as exc:
+        err(str(exc))
+        return EXIT_FAIL
+    result = run.results()
+    if args.json:
+        sys.stdout.write(orjson.dumps(result).decode() + "\n")
+        sys.stdout.flush()
+    else:
+        from rich.console import Console
+
+        render(result, Console(), time_scale=getattr(args, "time_scale", None) if getattr(args, "demo", False)
+               else None)
+    return EXIT_INTERRUPTED if interrupted or result.get("interrupted") else EXIT_OK
+
+
+# ---------------------------------------------------------------------------
+# Tables
+# ---------------------------------------------------------------------------
+
+
+def _tokens(n: Any) -> str:
+    n = int(n)
+    if n >= 1000 and n % 1000 == 0:
+        return f"{n // 1000}K"
+    if n >= 1000:
+        return f"{n / 1000:.1f}K"
+    return str(n)
+
+
+def _rate(v: Any) -> str:
+    if v is None:
+        return "–"
+    return f"{v:,.0f}" if v >= 100 else f"{v:,.1f}"
+
+
+def _secs(v: Any) -> str:
+    if v is None:
+        return "–"
+    return f"{v * 1000:.0f} ms" if v < 1 else f"{v:.2f} s"
+
+
+def _spread_cell(c: dict[str, Any], key: str) -> str:
+    text = _rate(c.get(key))
+    reps = [r for r in c.get("reps") or [] if r is not None]
+    if len(c.get("reps") or []) > 1 and reps:
+        text += f" [dim]({_rate(c.get('min'))}–{_rate(c.get('max'))})[/]"
+    if c.get("unstable"):
+        text += " [yellow]unstable[/]"
+    if c.get("errors"):
+        text += f" [red]{c['errors']} err[/]"
+    return text
+
+
+def render(result: dict[str, Any], console, time_scale: float | None = None) -> None:
+    """The result table(s) of one bench, with the crossover sentence and flags."""
+    kind = result.get("bench")
+    if kind == "decode":
+        _render_decode(result, console)
+    elif kind == "prefill":
+        _render_prefill(result, console)
+    elif kind == "needles":
+        _render_needles(result, console)
+    if time_scale and time_scale != 1.0:
+        console.print(f"[dim]simulated lanes at --time-scale {time_scale}: rates are as measured "
+                      f"(multiply by {time_scale} for the lanes' real-time rates, times divide)[/]")
+    if result.get("interrupted"):
+        cut = result.get("cut") or []
+        what = ", ".join(_cell_label(c.get("lane"), c) for c in cut) or "none in progress"
+        console.print(f"[yellow]interrupted[/]: finished cells are shown; cut: {what}")
+
+
+def _render_decode(result: dict[str, Any], console) -> None:
+    from rich.table import Table
+
+    from lanemon.workloads.bench.decode import crossover_sentence
+
+    lanes = result.get("lanes", {})
+    names = list(lanes)
+    levels = sorted({int(k) for d in lanes.values() for k in d.get("levels", {})})
+    t = Table(title="decode ladder · aggregate = generated tokens / wall time of the level")
+    cells = [c for d in lanes.values() for c in d.get("levels", {}).values()]
+    show_ttfo = any(c.get("reasoning_tokens") for c in cells)
+    show_chunks = any((c.get("tokens_per_chunk") or 1) > 1.05 for c in cells)
+    show_goodput = any("goodput" in c for c in cells)
+    cols = [("C", "right"), ("lane", "left"), ("aggregate tok/s", "right"), ("TTFT p50 / p90", "right")]
+    if show_ttfo:
+        cols += [("TTFO p50", "right"), ("reasoning tok", "right")]
+    cols += [("per-stream p50", "right")]
+    if show_chunks:
+        cols += [("tok/chunk", "right"), ("ITL / per token p50", "right")]
+    if show_goodput:
+        cols += [("goodput", "right")]
+    cols += [("requests", "right")]
+    for col, just in cols:
+        t.add_column(col, justify=just)
+    for level in levels:
+        vals = {n: (lanes[n]["levels"].get(str(level)) or {}).get("aggregate_tok_s") for n in names}
+        lead = None
+        if len(names) >= 2 and vals[names[0]] is not None and vals[names[1]] is not None:
+            lead = names[0] if vals[names[0]] >= vals[names[1]] else names[1]
+        for i, n in enumerate(names):
+            c = lanes[n]["levels"].get(str(level))
+            if c is None:
+                continue
+            name = f"[bold]{n}[/] ▲" if n == lead else n
+            row = [f"C{level}" if i == 0 else "", name, _spread_cell(c, "aggregate_tok_s"),
+                   f"{_secs(c['ttft_p50_s'])} / {_secs(c['ttft_p90_s'])}"]
+            if show_ttfo:
+                est = " est." if c.get("reasoning_estimated") else ""
+                row += [_secs(c.get("ttfo_s")), f"{c.get('reasoning_tokens') or 0}{est}"]
+            row.append(_rate(c["per_stream_tok_s_p50"]) + (" est." if c.get("tokens_estimated") else ""))
+            if show_chunks:
+                est = " est." if c.get("chunk_counts_estimated") else ""
+                tpc = c.get("tokens_per_chunk")
+                row += [f"{tpc:.2f}" if tpc else "–",
+                        f"{_ms(c.get('itl_p50_s'))} / {_ms(c.get('itl_per_token_p50_s'))}{est}"]
+            if show_goodput:
+                row.append(goodput_text(c.get("goodput")))
+            row.append(str(c["requests"]))
+            t.add_row(*row, end_section=i == len(names) - 1)
+    console.print(t)
+    if show_goodput:
+        console.print(f"[dim]goodput: share and rate of requests meeting every target of "
+                      f"{slo_text((result.get('config') or {}).get('slo'))}[/]")
+    sentence = crossover_sentence(result)
+    if sentence:
+        console.print(f"[bold]{sentence}[/]  (▲ leads the level)")
+    cats = list(dict.fromkeys(c for d in lanes.values() for c in d.get("categories", {})))
+    if cats:
+        ct = Table(title="per-stream decode tok/s at C1, by category")
+        ct.add_column("category")
+        for n in names:
+            ct.add_column(n, justify="right")
+        if len(names) >= 2:
+            ct.add_column(f"{names[0]}/{names[1]}", justify="right")
+        for cat in cats:
+            row = [cat]
+            vals2 = []
+            for n in names:
+                c = lanes[n].get("categories", {}).get(cat)
+                row.append(_spread_cell(c, "per_stream_tok_s") if c else "–")
+                vals2.append(c.get("per_stream_tok_s") if c else None)
+            if len(names) >= 2:
+                row.append(f"{vals2[0] / vals2[1]:.2f}×" if vals2[0] and vals2[1] else "–")
+            ct.add_row(*row)
+        console.print(ct)
+
+
+def _ms(v: Any) -> str:
+    return "–" if v is None else f"{v * 1000:.2f} ms"
+
+
+def slo_text(slo: dict[str, float] | None) -> str:
+    """``TTFT ≤ 0.5 s, TPOT ≤ 0.05 s``."""
+    return ", ".join(f"{k.upper()} ≤ {v:g} s" for k, v in (slo or {}).items()) or "no SLO"
+
+
+def goodput_text(g: dict[str, Any] | None) -> str:
+    """``75% · 1.9 req/s`` (share of requests meeting every SLO target, and their rate)."""
+    if not g:
+        return "–"
+    share = f"{g['share'] * 100:.0f}%" if g.get("share") is not None else "–"
+    rate = f"{g['rate_rps']:.2f} req/s" if g.get("rate_rps") is not None else "–"
+    return f"{share} · {rate}"
+
+
+def _render_prefill(result: dict[str, Any], console) -> None:
+    from rich.table import Table
+
+    lanes = result.get("lanes", {})
+    names = list(lanes)
+    lengths = sorted({int(k) for d in lanes.values() for k in d.get("lengths", {})})
+    ratios = result.get("ratios") or {}
+    compared = ratios.get("compared")
+    t = Table(title="cold prefill · prompt tokens / TTFT, 1-token reply, unique prompts")
+    for col, just in (("length", "right"), ("lane", "left"), ("tokens", "right"), ("prefill tok/s", "right"),
+                      ("TTFT", "right"), ("same prompt again", "left")):
+        t.add_column(col, justify=just)
+    if compared:
+        t.add_column(f"{compared[1]}/{compared[0]}", justify="right")
+    for length in lengths:
+        rows = [(n, lanes[n]["lengths"].get(str(length))) for n in names]
+        rows = [(n, c) for n, c in rows if c is not None]
+        for i, (n, c) in enumerate(rows):
+            first = i == 0
+            ratio = ""
+            if compared and first:
+                v = (ratios.get("by_length") or {}).get(str(length))
+                ratio = f"{v:.2f}×" if v else "–"
+            if c.get("prefill_tok_s") is None and c.get("error"):
+                cells = [str(c.get("prompt_tokens") or "–"), f"[red]error[/] {c['error'][:50]}", "–", "–"]
+            else:
+                tokens = f"{c['prompt_tokens']:,}" if c.get("prompt_tokens") else "–"
+                if c.get("tokens_estimated"):
+                    tokens += " (est.)"
+                if c.get("cache_hit_tok_s") is not None:
+                    rep = f"[cyan]prefix-cache hit: {_rate(c['cache_hit_tok_s'])} tok/s[/]"
+                elif c.get("repeat_tok_s") is not None:
+                    rep = f"no cache hit ({_rate(c['repeat_tok_s'])})"
+                else:
+                    rep = "–"
+                cells = [tokens, _spread_cell(c, "prefill_tok_s"), _secs(c.get("ttft_s")), rep]
+            row = [_tokens(length) if first else "", n, *cells]
+            if compared:
+                row.append(ratio)
+            t.add_row(*row, end_section=i == len(rows) - 1)
+    console.print(t)
+
+
+def _render_needles(result: dict[str, Any], console) -> None:
+    from rich.table import Table
+
+    lanes = result.get("lanes", {})
+    names = list(lanes)
+    lengths = sorted({int(k) for d in lanes.values() for k in d.get("lengths", {})})
+    t = Table(title="needles · a random 8-character key at a random depth")
+    for col, just in (("length", "right"), ("lane", "left"), ("found", "left"), ("depth", "right"),
+                      ("TTFT", "right"), ("prefill tok/s", "right")):
+        t.add_column(col, justify=just)
+    for length in lengths:
+        rows = [(n, lanes[n]["lengths"].get(str(length))) for n in names]
+        rows = [(n, c) for n, c in rows if c is not None]
+        for i, (n, c) in enumerate(rows):
+            if c.get("found") is None:
+                found = f"[red]error[/]: {str(c.get('error') or '')[:60]}"
+            elif c["found"]:
+                found = "[green]found[/]"
+                if c.get("runs_count", 1) > 1:
+                    found += f" {c['found_count']}/{c['runs_count']}"
+            else:
+                found = f"[red]NOT FOUND[/] (key {c.get('key')}, answer {str(c.get('answer') or '')[:40]!r})"
+            depth = f"{c['depth'] * 100:.0f}%" if c.get("depth") is not None else "–"
+            t.add_row(_tokens(length) if i == 0 else "", n, found, depth, _secs(c.get("ttft_s")),
+                      _rate(c.get("prefill_tok_s")), end_section=i == len(rows) - 1)
+    console.print(t)

@@ -1,0 +1,346 @@
+"""Plumbing shared by the commands: lanes from args, demo lanes, recorders, Ctrl-C.
+
+Nothing here imports Textual.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import signal
+import sys
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+from lanemon.config import Config, LaneConfig, load_config, merge_lanes
+
+T = TypeVar("T")
+
+DEMO_PROFILES = (("A", "tensorfold-exl3"), ("B", "sglang-native"))
+
+
+class UsageError(Exception):
+    """Bad input: the CLI prints the message and exits 2."""
+
+
+def err(message: str) -> None:
+    print(f"lanemon: {message}", file=sys.stderr)
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, not {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return value
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def int_list(text: str) -> list[int]:
+    """``1,2,3`` -> [1, 2, 3] (positive, no duplicates, order kept)."""
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip().replace("_", "")
+        if not part:
+            continue
+        mult = 1
+        if part[-1] in "kK":
+            part, mult = part[:-1], 1000
+        try:
+            value = int(float(part) * mult)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected numbers like 1,2,4 or 2000,8k; got {text!r}") from None
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"values must be positive; got {value}")
+        if value not in out:
+            out.append(value)
+    if not out:
+        raise argparse.ArgumentTypeError("expected at least one number")
+    return out
+
+
+def add_lane_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", type=Path, metavar="PATH", help="lanes.toml to read (default: the XDG config dir)")
+    p.add_argument("--lane", action="append", default=[], metavar="NAME=URL",
+                   help="a lane, e.g. A=http://127.0.0.1:8001/v1 (repeatable; overrides the file)")
+
+
+def add_workload_args(p: argparse.ArgumentParser) -> None:
+    """Options every race/bench command takes."""
+    add_lane_args(p)
+    p.add_argument("--lanes", metavar="A,B", help="use only these lanes, in this order (default: all)")
+    p.add_argument("--demo", action="store_true",
+                   help="run against the two built-in simulated lanes (A: tensorfold-exl3, B: sglang-native)")
+    p.add_argument("--time-scale", type=positive_float, default=1.0, metavar="X",
+                   help="with --demo: multiply simulated durations by X (results are reported as measured)")
+    add_fault_args(p)
+    add_stall_arg(p)
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--headless", action="store_true", help="no TUI: progress on stderr, result table on stdout")
+    out.add_argument("--json", action="store_true", help="no TUI: the result as one JSON object on stdout")
+    rec = p.add_mutually_exclusive_group()
+    rec.add_argument("--record", type=Path, metavar="PATH", help="write the recording here (default: XDG data dir)")
+    rec.add_argument("--no-record", action="store_true", help="do not record this run")
+
+
+def add_measure_args(p: argparse.ArgumentParser) -> None:
+    """``--thinking on|off`` and ``--slo`` (race and every bench)."""
+    p.add_argument("--thinking", choices=("on", "off"), default=None,
+                   help="switch a thinking model on or off on every request: sets chat_template_kwargs.thinking "
+                        "(and reasoning_effort when on); implies --chat (default: the lane's own defaults)")
+    p.add_argument("--slo", nargs="+", metavar="KEY=S",
+                   help="service-level targets in seconds, e.g. --slo ttft=0.5 tpot=0.05 e2e=10: report goodput, "
+                        "the share and rate of requests meeting every target")
+
+
+def thinking_arg(args: argparse.Namespace) -> bool | None:
+    value = getattr(args, "thinking", None)
+    return None if value is None else value == "on"
+
+
+def slo_arg(args: argparse.Namespace) -> dict[str, float] | None:
+    """The parsed ``--slo`` (None when not given); UsageError for bad input."""
+    from lanemon.measure.metrics import parse_slo
+
+    items = getattr(args, "slo", None)
+    if not items:
+        return None
+    try:
+        slo = parse_slo(items)
+    except ValueError as exc:
+        raise UsageError(f"--slo: {exc}") from None
+    if not slo:
+        raise UsageError("--slo: expected targets like ttft=0.5 tpot=0.05 e2e=10")
+    return slo
+
+
+def load_lanes(args: argparse.Namespace) -> tuple[Config, list[LaneConfig]]:
+    """Lanes from the config file and --lane, filtered and ordered by --lanes."""
+    config = merge_lanes(load_config(getattr(args, "config", None)), getattr(args, "lane", []) or [])
+    lanes = list(config.lanes)
+    wanted = getattr(args, "lanes", None)
+    if wanted:
+        names = [n.strip() for n in wanted.split(",") if n.strip()]
+        by_name = {lane.name: lane for lane in lanes}
+        missing = [n for n in names if n not in by_name]
+        if missing:
+            known = ", ".join(by_name) or "none configured"
+            raise UsageError(f"--lanes: unknown lane(s) {', '.join(missing)} (lanes: {known})")
+        lanes = [by_name[n] for n in names]
+    return config, lanes
+
+
+def fault_spec(text: str):
+    """argparse type for ``--fault-a`` / ``--fault-b``: a parsed fault spec (docs/FAULTS.md)."""
+    from lanemon.sim.options import fault_spec as parse
+
+    return parse(text)
+
+
+def add_fault_args(p: argparse.ArgumentParser) -> None:
+    """``--fault-a SPEC`` / ``--fault-b SPEC`` (repeatable): faults injected by the demo lanes' simulators."""
+    for lane in ("a", "b"):
+        p.add_argument(f"--fault-{lane}", action="append", default=[], type=fault_spec, metavar="SPEC",
+                       help=f"demo lane {lane.upper()}: inject a fault, e.g. drop:50, http:503@0.2, stall:30#4 "
+                            "(repeatable; docs/FAULTS.md)")
+
+
+def add_stall_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--stall-timeout", type=positive_float, metavar="S",
+                   help="a request that receives no byte for S seconds fails as a timeout (default: each lane's "
+                        "lanes.toml timeout, 600 s)")
+
+
+def with_stall_timeout(lanes: list[LaneConfig], seconds: float | None) -> list[LaneConfig]:
+    """``--stall-timeout``: the lanes with their read/stall ``timeout`` replaced (None keeps them)."""
+    if seconds is None:
+        return lanes
+    return [dataclasses.replace(lane, timeout=float(seconds)) for lane in lanes]
+
+
+@contextlib.contextmanager
+def demo_lanes(time_scale: float = 1.0, *, faults_a: Any = None, faults_b: Any = None,
+               stall_timeout: float | None = None, **sim_kw: Any) -> Iterator[list[LaneConfig]]:
+    """Start the two simulated lanes in-process; yield their LaneConfigs; stop them after.
+
+    *faults_a* / *faults_b*: fault specs injected by lane A's / B's simulator (sim/faults.py);
+    *stall_timeout*: the lanes' read/stall timeout (LaneConfig.timeout).
+    """
+    from lanemon.sim.server import SimThread
+
+    sims = []
+    try:
+        for (name, profile), faults in zip(DEMO_PROFILES, (faults_a, faults_b)):
+            kw = dict(sim_kw, faults=list(faults)) if faults else sim_kw
+            sims.append(SimThread(profile, time_scale=time_scale, **kw).start())
+        lanes = [LaneConfig(name, sim.base_url, defaults={"temperature": 0})
+                 for (name, _), sim in zip(DEMO_PROFILES, sims)]
+        yield with_stall_timeout(lanes, stall_timeout)
+    finally:
+        for sim in sims:
+            sim.stop()
+
+
+@contextlib.contextmanager
+def workload_lanes(args: argparse.Namespace) -> Iterator[list[LaneConfig]]:
+    """--demo lanes, or the configured ones (UsageError when there are none)."""
+    stall = getattr(args, "stall_timeout", None)
+    if getattr(args, "demo", False):
+        with demo_lanes(args.time_scale, faults_a=getattr(args, "fault_a", None),
+                        faults_b=getattr(args, "fault_b", None), stall_timeout=stall) as lanes:
+            wanted = getattr(args, "lanes", None)
+            if wanted:
+                names = [n.strip() for n in wanted.split(",") if n.strip()]
+                lanes = [lane for lane in lanes if lane.name in names] or lanes
+            yield lanes
+        return
+    if getattr(args, "fault_a", None) or getattr(args, "fault_b", None):
+        raise UsageError("--fault-a/--fault-b need --demo (they configure the simulated lanes)")
+    _, lanes = load_lanes(args)
+    if not lanes:
+        raise UsageError("no lanes: pass --lane NAME=URL (repeatable), create lanes.toml (see README), "
+                         "or add --demo to use the simulated lanes")
+    yield with_stall_timeout(lanes, stall)
+
+
+def open_recorder(args: argparse.Namespace, command: str, lanes: list[dict[str, Any]],
+                  extra: dict[str, Any] | None = None):
+    """The run's Recorder (None with --no-record); UsageError if the file cannot be created."""
+    from lanemon.recording.writer import Recorder, default_recording_path, make_header
+
+    if getattr(args, "no_record", False):
+        return None
+    path = getattr(args, "record", None) or default_recording_path(command)
+    try:
+        return Recorder(path, make_header(command, lanes, extra))
+    except OSError as exc:
+        raise UsageError(f"cannot create recording {path}: {exc.strerror or exc}") from None
+
+
+def run_interruptible(fn: Callable[[], Awaitable[T]], cleanup: Callable[[], Awaitable[None]] | None = None
+                      ) -> tuple[T | None, bool]:
+    """Run ``fn()`` in a fresh event loop; the first Ctrl-C (SIGINT) cancels it cleanly.
+
+    Returns ``(result, interrupted)``.  ``cleanup`` runs in the same loop either
+    way (close clients, flush the recorder).  A second Ctrl-C while cleaning up
+    is ignored so the recording is never left half-written.
+    """
+
+    async def main() -> tuple[T | None, bool]:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        state = {"interrupted": False}
+
+        def on_sigint() -> None:
+            if not state["interrupted"]:
+                state["interrupted"] = True
+                err("interrupted: stopping; finished work is kept")
+                assert task is not None
+                task.cancel()
+
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signal.SIGINT, on_sigint)
+        result: T | None = None
+        try:
+            try:
+                result = await fn()
+            except asyncio.CancelledError:
+                if not state["interrupted"]:
+                    raise
+                if task is not None:
+                    task.uncancel()
+            finally:
+                if cleanup is not None:
+                    await cleanup()
+        finally:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(signal.SIGINT)
+        return result, state["interrupted"]
+
+    return asyncio.run(main())
+
+
+def recording_saved(recorder) -> None:
+    """Close ``recorder`` (if any) and say where it went, plus any write failure."""
+    if recorder is None:
+        return
+    recorder.close()
+    print(f"lanemon: recording saved: {recorder.path} ({recorder.events} events)", file=sys.stderr)
+    if recorder.failed:
+        err(recorder.failed)
+
+
+class HeadlessRun:
+    """Outcome of :func:`run_headless`: the harness (its ``events``), Ctrl-C, a lane that was down."""
+
+    def __init__(self, harness, interrupted: bool, down: str | None) -> None:
+        self.harness = harness
+        self.interrupted = interrupted
+        self.down = down
+
+
+def run_headless(args: argparse.Namespace, command: str, lanes: list[LaneConfig],
+                 body: Callable[[Any], Awaitable[None]], *, extra: dict[str, Any] | None = None,
+                 harness_kw: dict[str, Any] | None = None, connect_kw: dict[str, Any] | None = None,
+                 setup: Callable[[Any], None] | None = None) -> HeadlessRun:
+    """The shape every headless workload command shares.
+
+    Probe every lane (a lane that is down ends the run before any file is
+    written: ``HeadlessRun.down``), open the recording and write what the
+    harness already published, run ``body(harness)`` under Ctrl-C handling, close
+    the clients, and report where the recording went.
+    """
+    from lanemon.workloads.harness import Harness, LaneDown
+
+    harness = Harness(lanes, **(harness_kw or {}))
+    if setup is not None:
+        setup(harness)
+    state: dict[str, Any] = {"recorder": None, "down": None}
+
+    async def main() -> None:
+        try:
+            await harness.connect(**(connect_kw or {}))
+        except LaneDown as exc:
+            state["down"] = str(exc)
+            return
+        recorder = open_recorder(args, command, harness.public_lanes(), extra=extra)
+        if recorder is not None:
+            state["recorder"] = recorder
+            for ev in harness.events:
+                recorder(ev)
+            harness.bus.subscribe(recorder)
+        await body(harness)
+
+    try:
+        _, interrupted = run_interruptible(main, harness.aclose)
+    finally:
+        recording_saved(state["recorder"])
+    return HeadlessRun(harness, interrupted, state["down"])
+
+
+def output_format(fmt: str | None, output: Path | None, suffixes: dict[str, str], default: str) -> str:
+    """``--format``, else the format ``-o``'s suffix names (``suffixes``), else ``default``."""
+    if fmt:
+        return fmt
+    if output is not None:
+        suffix = output.suffix.lower()
+        if suffix in suffixes:
+            return suffixes[suffix]
+        if suffix:
+            choices = "|".join(dict.fromkeys(suffixes.values()))
+            raise UsageError(f"-o {output}: cannot tell the format from {suffix!r}; add --format {choices}")
+    return default

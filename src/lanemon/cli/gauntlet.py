@@ -1,0 +1,152 @@
+"""`lanemon gauntlet`: the 20-hop agent file-chain gauntlet on every lane.
+
+Without ``--headless``/``--json`` it opens the gauntlet screen (Textual is
+imported only then).  Bad input exits 2, a lane down at the start exits 1,
+Ctrl-C keeps the finished reps (exit 130).  See docs/GAUNTLET.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from lanemon.cli.common import (UsageError, add_workload_args, err, open_recorder, positive_int, recording_saved, run_headless, workload_lanes)
+
+EXIT_OK, EXIT_FAIL, EXIT_INTERRUPTED = 0, 1, 130
+MAX_HOPS = 500
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from lanemon.workloads.gauntlet.run import DEFAULT_HOPS, DEFAULT_REPS, DEFAULT_SYSTEM_PROMPT_TOKENS
+
+    p = sub.add_parser(
+        "gauntlet", help="the 20-hop agent gauntlet: follow a chain of files through tool calls",
+        description="Play an agent harness against every lane: a fresh session per rep with a realistic system "
+                    "prompt, one read_file tool and a chain of in-memory files, each naming the next; the last "
+                    "holds a secret. Reports correct x/N, tool calls and wall time per rep, and per turn the "
+                    "prompt tokens, TTFT (prefill) and decode time. Without --headless or --json it opens the "
+                    "gauntlet screen. See docs/GAUNTLET.md.",
+    )
+    p.add_argument("--hops", type=positive_int, default=DEFAULT_HOPS, metavar="N",
+                   help=f"files in the chain = tool calls a correct agent makes (default {DEFAULT_HOPS})")
+    p.add_argument("--reps", type=positive_int, default=DEFAULT_REPS, metavar="N",
+                   help=f"fresh sessions per lane (default {DEFAULT_REPS})")
+    p.add_argument("--system-prompt-tokens", type=positive_int, default=DEFAULT_SYSTEM_PROMPT_TOKENS, metavar="N",
+                   help=f"size of the agent's system prompt in tokens (default {DEFAULT_SYSTEM_PROMPT_TOKENS})")
+    p.add_argument("--max-turns", type=positive_int, metavar="N",
+                   help="requests per rep before giving up on a looping agent (default hops + 5)")
+    p.add_argument("--stable-prompt", action="store_true",
+                   help="no per-turn session header in the system prompt (a prefix-cache-friendly harness)")
+    p.add_argument("--seed", type=int, metavar="N", help="seed for file names and secrets (default: fresh)")
+    p.add_argument("--theme", metavar="NAME", help="colour theme for the gauntlet screen")
+    add_workload_args(p)
+    p.set_defaults(func=cmd_gauntlet)
+
+
+def _config(args: argparse.Namespace):
+    from lanemon.workloads.gauntlet.run import MIN_SYSTEM_PROMPT_TOKENS, GauntletConfig
+
+    if args.hops > MAX_HOPS:
+        raise UsageError(f"--hops {args.hops}: at most {MAX_HOPS}")
+    if args.system_prompt_tokens < MIN_SYSTEM_PROMPT_TOKENS:
+        raise UsageError(f"--system-prompt-tokens {args.system_prompt_tokens}: at least {MIN_SYSTEM_PROMPT_TOKENS}")
+    if args.system_prompt_tokens > 200_000:
+        raise UsageError(f"--system-prompt-tokens {args.system_prompt_tokens}: at most 200000")
+    return GauntletConfig(hops=args.hops, reps=args.reps, system_prompt_tokens=args.system_prompt_tokens,
+                          max_turns=args.max_turns, stable_prompt=args.stable_prompt, seed=args.seed,
+                          time_scale=args.time_scale if args.demo else None)
+
+
+def cmd_gauntlet(args: argparse.Namespace) -> int:
+    config = _config(args)
+    if args.headless or args.json:
+        return _run_headless(args, config)
+    return _run_tui(args, config)
+
+
+def _run_headless(args: argparse.Namespace, config) -> int:
+    from lanemon.workloads.gauntlet.run import GauntletRun, gauntlet_results
+
+    with workload_lanes(args) as lanes:
+
+        async def body(harness) -> None:
+            await GauntletRun(harness, config, progress=err).run()
+
+        run = run_headless(args, "gauntlet", lanes, body, extra={"bench": "gauntlet"})
+        if run.down:
+            err(f"lane down: {run.down}")
+            return EXIT_FAIL
+        interrupted = run.interrupted
+        result = gauntlet_results(run.harness.events)
+    if args.json:
+        import orjson
+
+        sys.stdout.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        print_result(result)
+    return EXIT_INTERRUPTED if interrupted else EXIT_OK
+
+
+def _s(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def print_result(result: dict[str, Any], console=None) -> None:
+    """The headless report: one table per lane (rep rows) plus the summary sentence."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = console or Console()
+    config = result.get("config") or {}
+    scale = config.get("time_scale")
+    for name, lane in (result.get("lanes") or {}).items():
+        title = f"lane {name}" + (f" · {lane['model']}" if lane.get("model") else "")
+        table = Table(title=escape(title), title_justify="left")
+        for col in ("rep", "ok", "calls", "bad", "turns", "wall s", "ΣTTFT s", "Σdecode s", "prompt tok", "end"):
+            table.add_column(col, justify="right" if col not in ("ok", "end") else "left", no_wrap=True)
+        for r, turns in enumerate(lane["turns"]):
+            ttft = sum(t["ttft_s"] or 0 for t in turns)
+            decode = sum(t["decode_s"] or 0 for t in turns)
+            prompts = [t["prompt_tokens"] for t in turns if t["prompt_tokens"] is not None]
+            ptxt = f"{prompts[0]:,}→{prompts[-1]:,}" if prompts else "–"
+            flags = lane.get("correct_per_rep") or []
+            correct = "[green]✓[/]" if r < len(flags) and flags[r] else "[red]✗[/]"
+            table.add_row(str(r + 1), correct, str(lane["tool_calls"][r]), str(lane["malformed_calls"][r]),
+                          str(len(turns)), f"{lane['wall_s'][r]:.2f}", f"{ttft:.2f}", f"{decode:.2f}", ptxt,
+                          escape(str(lane["stopped"][r])))
+        console.print(table)
+        console.print(f"  {lane['correct']}/{lane['reps']} correct · median wall {_s(lane['median_wall_s'])} s"
+                      " · [dim]calls = tool calls, bad = malformed arguments, Σ over the rep's turns[/]")
+    console.print(escape(result.get("summary") or ""))
+    if scale and scale != 1:
+        walls = ", ".join(f"{n} {lane['median_wall_s'] / scale:.1f} s" for n, lane in (result.get("lanes") or {}).items()
+                          if lane.get("median_wall_s") is not None)
+        console.print(f"[dim]simulated lanes at --time-scale {scale:g}: in lane seconds (÷ {scale:g}) the "
+                      f"median walls are {walls}[/]")
+
+
+def _run_tui(args: argparse.Namespace, config) -> int:
+    from lanemon.workloads.gauntlet.run import GauntletSource
+
+    with workload_lanes(args) as lanes:
+        recorder = open_recorder(args, "gauntlet", [lane.public() for lane in lanes], extra={"bench": "gauntlet"})
+        source = GauntletSource(lanes, config, mode="demo" if args.demo else "live", recorder=recorder)
+        try:
+            from lanemon.ui.gauntlet import run_gauntlet_app
+            from lanemon.ui.themes import ThemeError
+        except ImportError as exc:  # pragma: no cover - a broken install
+            raise UsageError(f"the terminal UI is not available: {exc}") from None
+        try:
+            code = run_gauntlet_app(source, theme=args.theme)
+        except ThemeError as exc:
+            raise UsageError(str(exc)) from None
+        finally:
+            recording_saved(recorder)
+    if source.error:
+        err(f"lane down: {source.error}")
+        return EXIT_FAIL
+    if source.result is not None:
+        print(source.result.get("summary", ""))
+    return code

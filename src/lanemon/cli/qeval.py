@@ -1,0 +1,212 @@
+"""`lanemon qeval run` / `lanemon qeval compare`: the quality gate.
+
+``run`` sends the 75 shipped tasks (or a subset) to one lane at temperature 0,
+scores each reply (code in a sandboxed subprocess) and reports pass/fail per
+task; ``compare`` pairs two run files by task id (kept / broke / fixed /
+both failed) with an exact McNemar test.  Output is headless (a Rich summary
+on stdout, progress on stderr) or one JSON object with ``--json``; there is no
+TUI for qeval.  JSON shapes: docs/JSON.md, "qeval".
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from lanemon.cli.common import (UsageError, add_workload_args, err, open_recorder, positive_float, positive_int, run_interruptible, workload_lanes)
+
+RUN_DESCRIPTION = """\
+Run the qeval tasks (code, json, math, format; 75 shipped) on one lane over
+/v1/chat/completions at temperature 0 and score every reply: code runs with
+hidden tests in a sandboxed subprocess (never in lanemon's process), JSON is
+checked for keys/types/values, math answers are extracted from prose and
+compared exactly, format replies are checked against their constraints.
+
+Output is headless: progress on stderr, a summary on stdout (--headless is
+the default for this command; there is no qeval TUI), or one JSON object with
+--json.  -o writes the same JSON to a file for `lanemon qeval compare`.  The
+run is recorded like every workload (requests carry meta bench=qeval).
+"""
+
+COMPARE_DESCRIPTION = """\
+Pair two `qeval run` result files by task id: kept (both pass), broke (A
+passes, B fails), fixed (A fails, B passes), both failed; p is the exact
+two-sided McNemar test on the discordant pairs.  Tasks present in only one
+file are left out (and counted).
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("qeval", help="quality gate: 75 auto-scored tasks on a lane; compare two runs",
+                       description="The quality gate: `qeval run LANE` scores a lane on the shipped tasks, "
+                                   "`qeval compare A.json B.json` pairs two runs (McNemar).")
+    qsub = p.add_subparsers(dest="qeval_command", metavar="SUBCOMMAND")
+    r = qsub.add_parser("run", help="run the tasks on one lane", description=RUN_DESCRIPTION,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    r.add_argument("target_lane", metavar="LANE", help="a lane name (with --demo: A or B)")
+    r.add_argument("-o", "--output", type=Path, metavar="FILE", help="write the result JSON here")
+    r.add_argument("--tasks", metavar="IDS|KINDS",
+                   help="comma-separated task ids and/or kinds (code, json, math, format); default: all")
+    r.add_argument("--concurrency", type=positive_int, default=1, metavar="N",
+                   help="requests in flight at once (default 1: single stream, as in the write-up)")
+    r.add_argument("--timeout", type=positive_float, default=10.0, metavar="S",
+                   help="wall-clock limit per code task in the sandbox (default 10 s)")
+    r.add_argument("--max-tokens", type=positive_int, default=2048, metavar="N",
+                   help="max_tokens per reply (default 2048)")
+    add_workload_args(r)
+    c = qsub.add_parser("compare", help="pair two run files (kept/broke/fixed, McNemar p)",
+                        description=COMPARE_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    c.add_argument("a", type=Path, metavar="A.json")
+    c.add_argument("b", type=Path, metavar="B.json")
+    c.add_argument("--json", action="store_true", help="print the comparison as one JSON object")
+
+    def dispatch(args: argparse.Namespace) -> int:
+        if args.qeval_command == "run":
+            return cmd_run(args)
+        if args.qeval_command == "compare":
+            return cmd_compare(args)
+        p.print_help(sys.stderr)
+        return 2
+
+    p.set_defaults(func=dispatch)
+
+
+def _dump(obj: Any) -> str:
+    import orjson
+
+    return orjson.dumps(obj, option=orjson.OPT_INDENT_2).decode() + "\n"
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from lanemon.workloads.harness import Harness, LaneDown
+    from lanemon.workloads.qeval import KINDS, select_tasks
+    from lanemon.workloads.qeval.run import build_result, run_qeval
+    from lanemon.workloads.qeval.sandbox import SandboxLimits
+
+    try:
+        tasks = select_tasks(args.tasks)
+    except KeyError as exc:
+        raise UsageError(f"--tasks: unknown task id(s) or kind(s): {exc.args[0]} "
+                         f"(kinds: {', '.join(KINDS)}; ids: see docs/QEVAL.md)") from None
+    if args.output is not None and args.output.parent and not args.output.parent.exists():
+        raise UsageError(f"-o: directory {args.output.parent} does not exist")
+    limits = SandboxLimits(timeout_s=args.timeout)
+    errcon = Console(stderr=True)
+    with workload_lanes(args) as lanes:
+        by_name = {lane.name: lane for lane in lanes}
+        if args.target_lane not in by_name:
+            raise UsageError(f"unknown lane {args.target_lane!r} (lanes: {', '.join(by_name) or 'none'})")
+        lane = by_name[args.target_lane]
+        recorder = open_recorder(args, "qeval", [lane.public()], {"qeval": {"lane": lane.name, "tasks": len(tasks)}})
+        harness = Harness([lane], recorder=recorder)
+        entries: dict[str, dict[str, Any]] = {}
+        progress = Progress(TextColumn("qeval {task.description}"), BarColumn(), MofNCompleteColumn(),
+                            TextColumn("[green]{task.fields[ok]} passed"), TimeElapsedColumn(),
+                            console=errcon, transient=False)
+        bar = progress.add_task(lane.name, total=len(tasks), ok=0)
+
+        def on_result(task, entry) -> None:
+            progress.update(bar, advance=1, ok=sum(1 for e in entries.values() if e["passed"]))
+            if not entry["passed"]:
+                progress.console.print(f"[red]✗[/] {task.id}: {entry['reason']}", highlight=False, soft_wrap=True)
+
+        down: list[str] = []
+
+        async def go():
+            try:
+                await harness.connect()
+            except LaneDown as exc:
+                down.append(str(exc))
+                return None
+            with progress:
+                return await run_qeval(harness, lane.name, tasks, concurrency=args.concurrency, limits=limits,
+                                       max_tokens=args.max_tokens, entries=entries, on_result=on_result)
+
+        result, interrupted = run_interruptible(go, cleanup=harness.aclose)
+        if recorder is not None:
+            recorder.close()
+            err(f"recording saved: {recorder.path} ({recorder.events} events)")
+        if down:
+            err(down[0])
+            return 1
+        if result is None:
+            result = build_result(lane.name, harness.clients[lane.name].model, entries)
+            err(f"interrupted: {result['total']} of {len(tasks)} tasks finished")
+    if args.output is not None:
+        try:
+            args.output.write_text(_dump(result), encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    if args.json:
+        sys.stdout.write(_dump(result))
+    else:
+        _print_run(result)
+    return 130 if interrupted else 0
+
+
+def _print_run(result: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from lanemon.workloads.qeval import KINDS
+
+    con = Console()
+    tasks = result["tasks"]
+    table = Table(title=f"qeval {result['lane']}" + (f" · {result['model']}" if result.get("model") else ""))
+    for col in ("kind", "passed", "total", "median s"):
+        table.add_column(col, justify="left" if col == "kind" else "right")
+    for kind in KINDS:
+        rows = [e for e in tasks.values() if e["kind"] == kind]
+        if rows:
+            secs = [e["seconds"] for e in rows if e["seconds"] is not None]
+            table.add_row(kind, str(sum(e["passed"] for e in rows)), str(len(rows)),
+                          f"{statistics.median(secs):.2f}" if secs else "-")
+    con.print(table)
+    misses = [(tid, e) for tid, e in tasks.items() if not e["passed"]]
+    for tid, e in misses:
+        con.print(f"  [red]✗[/] {tid} ({e['kind']}): {e['reason']}", highlight=False, soft_wrap=True)
+    secs = [e["seconds"] for e in tasks.values() if e["seconds"] is not None]
+    med = f"; median {statistics.median(secs):.2f} s per task" if secs else ""
+    con.print(f"{result['lane']} {result['passed']}/{result['total']}{med}", highlight=False)
+
+
+def _load_run(path: Path) -> dict[str, Any]:
+    import json
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path} is not JSON: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("tasks"), dict) or not all(
+            isinstance(e, dict) and "passed" in e for e in data["tasks"].values()):
+        raise UsageError(f"{path} is not a `lanemon qeval run` result (expected a 'tasks' object)")
+    return data
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from lanemon.workloads.qeval import compare_line, compare_runs
+
+    a, b = _load_run(args.a), _load_run(args.b)
+    name_a, name_b = a.get("lane") or args.a.stem, b.get("lane") or args.b.stem
+    if name_a == name_b:
+        name_a, name_b = args.a.stem, args.b.stem
+    result = compare_runs(a, b, name_a, name_b)
+    if args.json:
+        sys.stdout.write(_dump(result))
+        return 0
+    print(compare_line(result))
+    for key, label in (("broke", "broke"), ("fixed", "fixed"), ("both_failed", "both failed")):
+        ids = result[f"{key}_ids"]
+        if ids:
+            print(f"  {label} ({len(ids)}): {', '.join(ids)}")
+    if result["left_out"]:
+        print(f"  left out {result['left_out']} task(s) present in only one file")
+    return 0

@@ -1,0 +1,85 @@
+"""`lanemon web`: the dashboard in a browser, served by textual-serve.
+
+``lanemon web [--host 127.0.0.1] [--port 8000] [-- COMMAND ARGS...]`` serves
+``lanemon COMMAND ARGS...`` (default: ``lanemon live``): every browser tab
+that opens the page starts its own copy of that command in a pseudo-terminal
+on this machine and shows it with xterm.js.  There is no login, so the
+default bind address is loopback; binding elsewhere prints a warning.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import shlex
+import sys
+
+from lanemon.cli.common import UsageError, err
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"port must be a number, not {text!r}") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError("port must be between 1 and 65535")
+    return port
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def served_command(args: list[str]) -> str:
+    """The shell command each browser session runs: this Python, this lanemon."""
+    args = list(args)
+    if args and args[0] == "--":
+        args = args[1:]
+    if args and args[0] == "web":
+        raise UsageError("lanemon web cannot serve itself; give the command to serve, e.g. `lanemon web -- demo`")
+    return shlex.join([sys.executable, "-m", "lanemon", *(args or ["live"])])
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "web", help="serve the dashboard to a web browser (textual-serve)",
+        description="Serve `lanemon COMMAND ...` to web browsers: open http://HOST:PORT/ and every tab runs its "
+                    "own copy of the command on this machine. Put the command after `--`, e.g. "
+                    "`lanemon web -- demo` or `lanemon web --port 8080 -- replay rec.jsonl --speed 4` "
+                    "(default: `live`). No login: loopback only unless you pass --host.",
+    )
+    p.add_argument("--host", default=DEFAULT_HOST, help=f"bind address (default {DEFAULT_HOST})")
+    p.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT})")
+    p.add_argument("--title", default="lanemon", help="browser tab title (default lanemon)")
+    p.add_argument("served", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
+                   help="the lanemon command to serve and its options (default: live)")
+    p.set_defaults(func=cmd_web)
+
+
+def cmd_web(args: argparse.Namespace) -> int:
+    try:
+        from textual_serve.server import Server
+    except ImportError:
+        raise UsageError(
+            "lanemon web needs the textual-serve package, which is not installed here: "
+            "pip install 'textual-serve>=1.1' (it is a dependency of lanemon; reinstall lanemon)"
+        ) from None
+    command = served_command(args.served)
+    if not is_loopback(args.host):
+        err(f"warning: serving on {args.host}: anyone who can reach this port gets a lanemon session, "
+            "with no login")
+    url_host = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"lanemon web: serving `{shlex.join(['lanemon', *shlex.split(command)[3:]])}` "
+          f"on http://{url_host}:{args.port}/ (Ctrl-C stops)", file=sys.stderr, flush=True)
+    server = Server(command, host=args.host, port=args.port, title=args.title)
+    server.serve()
+    return 0

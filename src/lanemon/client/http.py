@@ -1,0 +1,547 @@
+"""Streaming client for one lane: a request becomes a stream of typed events.
+
+``LaneClient.stream()`` sends one OpenAI-style request with ``stream: true``,
+parses the SSE body line by line (a bounded line splitter over httpx ``aiter_bytes``
+-- one line is capped at ``MAX_SSE_LINE`` -- + orjson: the cheapest
+correct reader) and emits :class:`~lanemon.events.Event` objects stamped
+with the session clock:
+
+    request -> first_byte -> token* -> usage? -> done | error
+
+Every failure becomes an ``error`` event with a class from the taxonomy in
+:mod:`lanemon.events` (connect, timeout, http, malformed, cut,
+cancelled) and the server's own message -- never an exception out of
+``stream()`` (cancellation is re-raised after its event).  API keys go in the
+Authorization header only; nothing about headers is ever emitted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import itertools
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import orjson
+
+from lanemon import __version__
+from lanemon.config import LaneConfig
+from lanemon import events as schema
+from lanemon.events import Clock, Event
+from lanemon.measure.records import Assembler, RequestRecord
+
+Emit = Callable[[Event], None]
+
+PROMPT_RECORD_LIMIT = 4096  # prompts up to this many characters are kept in the recording
+ERROR_BODY_LIMIT = 64 * 1024
+MAX_SSE_LINE = 16 * 1024 * 1024  # one SSE line longer than this is a malformed stream (never buffered whole)
+ENDPOINTS = {"chat": "/chat/completions", "completions": "/completions"}
+
+
+def error_message_from_body(body: bytes, status: int) -> str:
+    """The server's own error message from an OpenAI-style (or any) error body."""
+    text = body[:ERROR_BODY_LIMIT].decode("utf-8", errors="replace").strip()
+    try:
+        obj = orjson.loads(body[:ERROR_BODY_LIMIT])
+    except orjson.JSONDecodeError:
+        obj = None
+    if isinstance(obj, dict):
+        err = obj.get("error", obj)
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return err["message"][:500]
+        if isinstance(err, str):
+            return err[:500]
+        if isinstance(obj.get("detail"), str):
+            return obj["detail"][:500]
+    if text[:1] == "<":  # an HTML error page (a proxy's 502/503): its <title>, else its text without tags
+        m = re.search(r"<title[^>]*>(.*?)</title>", text, re.I | re.S)
+        plain = " ".join(html.unescape(m.group(1) if m else re.sub(r"<[^>]*>", " ", text)).split())
+        if plain:
+            return plain[:300]
+    first = text.splitlines()[0] if text else ""
+    return first[:300] or f"HTTP {status} with an empty body"
+
+
+def describe_exception(exc: BaseException, url: str) -> tuple[str, str]:
+    """(error class, one-line message) for a transport exception."""
+    if isinstance(exc, SSELineTooLong):
+        return schema.ERR_MALFORMED, str(exc)
+    if isinstance(exc, httpx.ConnectTimeout):
+        return schema.ERR_TIMEOUT, f"connect timeout to {url}"
+    if isinstance(exc, httpx.ReadTimeout):
+        return schema.ERR_TIMEOUT, "no data from the server within the read/stall timeout"
+    if isinstance(exc, httpx.TimeoutException):
+        return schema.ERR_TIMEOUT, f"timeout talking to {url}"
+    if isinstance(exc, httpx.ConnectError):
+        return schema.ERR_CONNECT, f"{_connect_reason(exc)} ({url})"
+    if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
+        return schema.ERR_CUT, f"connection closed by the server mid-response ({exc.__class__.__name__})"
+    if isinstance(exc, httpx.HTTPError):
+        return schema.ERR_OTHER, f"{exc.__class__.__name__}: {exc}"
+    return schema.ERR_OTHER, f"{exc.__class__.__name__}: {exc}"
+
+
+def _connect_reason(exc: BaseException) -> str:
+    """The root OS reason behind httpx's generic 'All connection attempts failed'."""
+    seen = 0
+    cur: BaseException | None = exc
+    while cur is not None and seen < 8:
+        if isinstance(cur, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(cur, OSError) and cur.strerror:
+            return cur.strerror.lower()
+        cur = cur.__cause__ or cur.__context__
+        seen += 1
+    text = str(exc)
+    if "refused" in text.lower() or "All connection attempts failed" in text:
+        return "connection refused"
+    return text or "connection failed"
+
+
+class LaneClient:
+    """One lane's HTTP client (a pooled ``httpx.AsyncClient``)."""
+
+    _ids = itertools.count(1)
+
+    def __init__(
+        self,
+        lane: LaneConfig,
+        *,
+        clock: Clock,
+        emit: Emit,
+        stall_timeout: float | None = None,
+        connect_timeout: float = 10.0,
+        max_connections: int = 512,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.lane = lane
+        self.clock = clock
+        self.emit = emit
+        self.model: str | None = lane.model
+        self.continuous_usage: bool | None = None
+        """Whether the lane accepts ``stream_options.continuous_usage_stats`` (running usage on every
+        chunk, so each token event knows how many tokens it carries); None until
+        :meth:`detect_continuous_usage` ran (then it is asked for on every request)."""
+        self.thinking: bool | None = None
+        """``--thinking on|off``: sets ``chat_template_kwargs.thinking`` (and ``reasoning_effort`` when on)
+        on every request; None leaves the lane's own defaults alone."""
+        headers = {"User-Agent": f"lanemon/{__version__}", **lane.headers}
+        key = lane.api_key()
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        read_timeout = stall_timeout if stall_timeout is not None else lane.timeout
+        self.http = httpx.AsyncClient(
+            headers=headers,
+            timeout=httpx.Timeout(connect=connect_timeout, read=read_timeout, write=30.0, pool=None),
+            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+            transport=transport,
+        )
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    def new_request_id(self) -> str:
+        return f"{self.lane.name}-{next(self._ids)}"
+
+    # ------------------------------------------------------------------ models
+    async def probe_models(self) -> dict[str, Any]:
+        """GET /models; emits and returns one ``probe`` event's data."""
+        url = f"{self.lane.url}/models"
+        start = self.clock.now()
+        data: dict[str, Any]
+        try:
+            resp = await self.http.get(url, timeout=httpx.Timeout(10.0))
+            latency = (self.clock.now() - start) / 1e9
+            if resp.status_code >= 400:
+                data = {
+                    "ok": False,
+                    "cls": schema.ERR_HTTP,
+                    "status": resp.status_code,
+                    "latency_s": latency,
+                    "message": f"HTTP {resp.status_code}: {error_message_from_body(resp.content, resp.status_code)}",
+                }
+            else:
+                data = self._models_result(resp.content, latency)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            cls, msg = describe_exception(exc, url)
+            data = {"ok": False, "cls": cls, "message": msg}
+        self.emit(Event(self.clock.now(), schema.PROBE, self.lane.name, None, data))
+        return data
+
+    def _models_result(self, body: bytes, latency: float) -> dict[str, Any]:
+        try:
+            obj = orjson.loads(body)
+            ids = [m["id"] for m in obj["data"] if isinstance(m, dict) and isinstance(m.get("id"), str)]
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            return {"ok": False, "cls": schema.ERR_MALFORMED, "latency_s": latency,
+                    "message": "/models did not return an OpenAI model list"}
+        if not ids:
+            return {"ok": False, "cls": schema.ERR_MALFORMED, "latency_s": latency, "message": "/models lists no model"}
+        if self.lane.model and self.lane.model not in ids:
+            return {"ok": False, "cls": "model", "latency_s": latency, "models": ids,
+                    "message": f"model {self.lane.model!r} is not served here (serving: {', '.join(ids[:5])})"}
+        old = self.model
+        self.model = self.lane.model or (old if old in ids else ids[0])  # stay on a model still served
+        out: dict[str, Any] = {"ok": True, "latency_s": latency, "models": ids[:20], "model": self.model}
+        if old and old != self.model:  # the lane swapped its model under us (unpinned lane)
+            out["model_changed_from"] = old
+        return out
+
+    async def post_json(self, endpoint: str, body: dict[str, Any]) -> tuple[int | None, Any, float, str | None]:
+        """Non-streaming POST: (status, parsed JSON or None, seconds, error message or None)."""
+        url = f"{self.lane.url}{ENDPOINTS[endpoint]}"
+        start = self.clock.now()
+        try:
+            resp = await self.http.post(url, content=orjson.dumps(body), headers={"Content-Type": "application/json"})
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return None, None, (self.clock.now() - start) / 1e9, describe_exception(exc, url)[1]
+        elapsed = (self.clock.now() - start) / 1e9
+        if resp.status_code >= 400:
+            msg = error_message_from_body(resp.content, resp.status_code)
+            return resp.status_code, None, elapsed, f"HTTP {resp.status_code}: {msg}"
+        try:
+            return resp.status_code, orjson.loads(resp.content), elapsed, None
+        except orjson.JSONDecodeError:
+            return resp.status_code, None, elapsed, "response body is not JSON"
+
+    # ---------------------------------------------------------------- requests
+    def build_body(
+        self,
+        endpoint: str,
+        *,
+        prompt: str | None = None,
+        messages: list[dict[str, Any]] | None = None,
+        max_tokens: int | None = None,
+        extra: dict[str, Any] | None = None,
+        include_usage: bool = True,
+    ) -> dict[str, Any]:
+        """Request body: lane defaults < explicit arguments < ``extra``."""
+        if endpoint not in ENDPOINTS:
+            raise ValueError(f"unknown endpoint {endpoint!r}")
+        body: dict[str, Any] = dict(self.lane.defaults)
+        if self.model:
+            body["model"] = self.model
+        if endpoint == "chat":
+            body["messages"] = messages if messages is not None else [{"role": "user", "content": prompt or ""}]
+        else:
+            body["prompt"] = prompt if prompt is not None else ""
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
+        body.update(extra or {})
+        if self.thinking is not None:
+            apply_thinking(body, self.thinking)
+        body["stream"] = True
+        if include_usage:
+            opts = dict(body.get("stream_options") or {})
+            opts.setdefault("include_usage", True)
+            if self.continuous_usage:
+                opts.setdefault("continuous_usage_stats", True)
+            body["stream_options"] = opts
+        return body
+
+    async def detect_continuous_usage(self) -> bool:
+        """Ask once whether the lane accepts ``stream_options.continuous_usage_stats``.
+
+        Sends one tiny streaming request (1 token) through :meth:`stream` whose events are *not*
+        emitted (nothing is recorded): HTTP 400 (or any failure, or token chunks without usage) means
+        off.  The answer is kept in :attr:`continuous_usage` and used by every later
+        :meth:`build_body`.  (It also warms the client: the first stream of a fresh client pays
+        one-off costs that are not the lane's.)
+        """
+        ok = False
+        for endpoint in ("completions", "chat"):
+            body: dict[str, Any] = {"max_tokens": 1, "stream": True, "temperature": 0,
+                                    "stream_options": {"include_usage": True, "continuous_usage_stats": True}}
+            if self.model:
+                body["model"] = self.model
+            if endpoint == "chat":
+                body["messages"] = [{"role": "user", "content": "hi"}]
+            else:
+                body["prompt"] = "hi"
+            seen: list[Event] = []
+            rec = await self.stream(endpoint, body, purpose="detect", sink=seen.append)
+            status = (rec.error or {}).get("status")
+            if status == 404 and endpoint == "completions":
+                continue  # a chat-only lane: ask there
+            ok = rec.ok and bool(rec.chunk_tokens) and all(isinstance(n, int) for n in rec.chunk_tokens)
+            if not rec.ok and status == 400:  # refused: warm the client up with a plain tiny stream instead
+                body["stream_options"] = {"include_usage": True}
+                await self.stream(endpoint, body, purpose="detect", sink=seen.append)
+            break
+        self.continuous_usage = ok
+        return ok
+
+    async def stream(
+        self,
+        endpoint: str,
+        body: dict[str, Any],
+        *,
+        purpose: str = "",
+        req_id: str | None = None,
+        meta: dict[str, Any] | None = None,
+        sink: Emit | None = None,
+    ) -> RequestRecord:
+        """Send one streaming request; emit its events (to ``sink`` instead when given); return its
+        finished record."""
+        req = req_id or self.new_request_id()
+        out = sink or self.emit
+        lane = self.lane.name
+        clock = self.clock
+        asm = Assembler()
+
+        def emit(kind: str, data: dict[str, Any], t: int | None = None) -> RequestRecord | None:
+            ev = Event(clock.now() if t is None else t, kind, lane, req, data)
+            out(ev)
+            return asm.apply(ev)
+
+        url = f"{self.lane.url}{ENDPOINTS[endpoint]}"
+        prompt_text = body.get("prompt") if endpoint == "completions" else _messages_text(body.get("messages"))
+        sent: dict[str, Any] = {"endpoint": endpoint, "purpose": purpose, "model": body.get("model")}
+        for key in ("max_tokens", "temperature", "seed", "reasoning_effort"):
+            if key in body:
+                sent[key] = body[key]
+        ctk = body.get("chat_template_kwargs")
+        if isinstance(ctk, dict) and "thinking" in ctk:
+            sent["thinking"] = ctk["thinking"]
+        if (body.get("stream_options") or {}).get("continuous_usage_stats"):
+            sent["continuous_usage"] = True
+        if isinstance(prompt_text, str):
+            sent["prompt_chars"] = len(prompt_text)
+            if len(prompt_text) <= PROMPT_RECORD_LIMIT:
+                sent["prompt"] = prompt_text
+        if meta:
+            sent.update(meta)
+        payload = orjson.dumps(body)
+        emit(schema.REQUEST, sent)
+        answered = False
+        try:
+            async with self.http.stream(
+                "POST", url, content=payload, headers={"Content-Type": "application/json"}
+            ) as resp:
+                first = {"status": resp.status_code}
+                server_id = resp.headers.get("x-request-id") or resp.headers.get("x-sim-request-id")
+                if server_id:
+                    first["server_request_id"] = server_id[:128]  # to match the server's own logs
+                emit(schema.FIRST_BYTE, first)
+                answered = True
+                if resp.status_code >= 400:
+                    raw = await _read_bounded(resp, ERROR_BODY_LIMIT)
+                    msg = error_message_from_body(raw, resp.status_code)
+                    err = {"cls": schema.ERR_HTTP, "status": resp.status_code,
+                           "message": f"HTTP {resp.status_code}: {msg}"}
+                    retry = resp.headers.get("retry-after")
+                    if retry:  # 429/503: when the server asks to be retried
+                        err["retry_after"] = retry[:64]
+                        err["message"] += f" (Retry-After: {retry[:64]})"
+                    return emit(schema.ERROR, err)  # type: ignore[return-value]
+                return await self._read_sse(resp, emit, (lane, req, out, asm.apply))
+        except asyncio.CancelledError:
+            emit(schema.ERROR, {"cls": schema.ERR_CANCELLED, "message": "cancelled"})
+            raise
+        except Exception as exc:
+            cls, msg = describe_exception(exc, url)
+            if not answered and isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
+                # accepted, then closed (or reset) before a single response byte: the lane refused the request
+                cls, msg = schema.ERR_CONNECT, f"the server closed the connection without a response ({url})"
+            return emit(schema.ERROR, {"cls": cls, "message": msg})  # type: ignore[return-value]
+
+    async def _read_sse(self, resp: httpx.Response, emit, hot: tuple) -> RequestRecord:
+        """Parse the SSE body; ``hot`` = (lane, req, out, apply) lets token events skip ``emit``'s layers."""
+        lane, req, out, apply = hot
+        perf_ns = time.perf_counter_ns
+        t0 = self.clock.t0
+        TOKEN = schema.TOKEN
+        finish_reason = None
+        usage: dict[str, Any] | None = None
+        last_completion = 0
+        chunks = 0
+        async for line in sse_lines(resp):  # bytes: orjson parses them without a decode step
+            if not line or line[:1] == b":":
+                continue
+            if not line.startswith(b"data:"):
+                if line.startswith((b"event:", b"id:", b"retry:")):
+                    continue
+                return emit(schema.ERROR, {"cls": schema.ERR_MALFORMED,
+                                           "message": f"not an SSE line: {_text(line)[:80]!r}"})
+            data = line[5:].strip()
+            if data == b"[DONE]":
+                if usage is not None:
+                    emit(schema.USAGE, usage)
+                return emit(schema.DONE, {"finish_reason": finish_reason, "chunks": chunks})
+            try:
+                obj = orjson.loads(data)
+            except orjson.JSONDecodeError:
+                try:  # invalid UTF-8 inside a token: decode with U+FFFD, as browsers and the SDKs do
+                    obj = orjson.loads(_text(data))
+                except orjson.JSONDecodeError:
+                    return emit(schema.ERROR, {"cls": schema.ERR_MALFORMED,
+                                               "message": f"invalid JSON in SSE data: {_text(data)[:80]!r}"})
+            if type(obj) is not dict:
+                return emit(schema.ERROR, {"cls": schema.ERR_MALFORMED,
+                                           "message": f"SSE data is not a JSON object: {_text(data)[:80]!r}"})
+            choices = obj.get("choices")
+            if "error" in obj and not choices:
+                err = obj["error"]
+                msg = err.get("message") if isinstance(err, dict) else str(err)
+                return emit(schema.ERROR, {"cls": schema.ERR_HTTP, "status": resp.status_code,
+                                           "message": f"error in stream: {msg}"})
+            n = None
+            u = obj.get("usage")
+            if u and type(u) is dict:
+                usage = _usage_fields(u)
+                ct = usage.get("completion_tokens")
+                if isinstance(ct, int):
+                    n = ct - last_completion
+                    last_completion = ct
+            if not choices or type(choices) is not list:
+                continue
+            choice = choices[0]
+            if type(choice) is not dict:
+                continue
+            fr = choice.get("finish_reason")
+            if fr:
+                finish_reason = fr
+            delta = choice.get("delta")
+            tok: dict[str, Any] | None = None
+            if delta is not None and type(delta) is dict:  # chat
+                content = delta.get("content")
+                if content and "reasoning_content" not in delta and "reasoning" not in delta:
+                    tok = {"text": content}  # the common case, decided in one look-up
+                else:
+                    reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+                    if reasoning:
+                        tok = {"text": reasoning, "reasoning": True}
+                        if content:  # both in one chunk: record the content too
+                            tok["content"] = content
+                    elif content:
+                        tok = {"text": content}
+                    else:
+                        tools = delta.get("tool_calls")
+                        if tools:
+                            tok = {"text": "", "tool_calls": tools}
+            else:  # completions
+                text = choice.get("text")
+                if text:
+                    tok = {"text": text}
+            if tok is not None:
+                if n is not None:
+                    tok["n"] = n
+                chunks += 1
+                ev = Event(perf_ns() - t0, TOKEN, lane, req, tok)  # == emit(TOKEN, tok), inlined: the hot path
+                out(ev)
+                apply(ev)
+        # body ended without [DONE]
+        return emit(schema.ERROR, {"cls": schema.ERR_CUT,
+                                   "message": f"stream ended before [DONE] after {chunks} token chunks"})
+
+
+REASONING_EFFORT_ON = "medium"
+
+
+def apply_thinking(body: dict[str, Any], on: bool) -> dict[str, Any]:
+    """Switch a thinking model on or off in a request body (in place; returns it).
+
+    Sets ``chat_template_kwargs.thinking`` (merged with whatever template kwargs the body already
+    has, e.g. from the lane's defaults) and, when on, ``reasoning_effort`` (the body's own value, else
+    ``"medium"``); when off, ``reasoning_effort`` is removed.
+    """
+    kwargs = dict(body.get("chat_template_kwargs") or {})
+    kwargs["thinking"] = bool(on)
+    body["chat_template_kwargs"] = kwargs
+    if on:
+        body.setdefault("reasoning_effort", REASONING_EFFORT_ON)
+    else:
+        body.pop("reasoning_effort", None)
+    return body
+
+
+def _usage_fields(u: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
+        if isinstance(u.get(key), int):
+            out[key] = u[key]
+    ptd = u.get("prompt_tokens_details")
+    if isinstance(ptd, dict) and isinstance(ptd.get("cached_tokens"), int):
+        out["cached_tokens"] = ptd["cached_tokens"]
+    ctd = u.get("completion_tokens_details")
+    if isinstance(ctd, dict) and isinstance(ctd.get("reasoning_tokens"), int):
+        out["reasoning_tokens"] = ctd["reasoning_tokens"]
+    return out
+
+
+def _messages_text(messages: Any) -> str | None:
+    if not isinstance(messages, list):
+        return None
+    parts = []
+    for m in messages:
+        if isinstance(m, dict):
+            c = m.get("content")
+            if isinstance(c, str):
+                parts.append(c)
+    return "\n".join(parts)
+
+
+class SSELineTooLong(Exception):
+    """One line of the stream passed ``MAX_SSE_LINE`` bytes; the client stops reading (class malformed)."""
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
+
+
+async def sse_lines(resp: httpx.Response, limit: int = MAX_SSE_LINE):
+    """The body's lines (LF, CRLF or CR ends) as bytes, without their line ends.
+
+    Like httpx's ``aiter_lines`` but bounded: a line longer than *limit* bytes
+    raises :class:`SSELineTooLong` as soon as it passes the limit instead of
+    being buffered whole (a 100 MB line costs at most *limit* bytes).
+    """
+    pending: list[bytes] = []
+    size = 0
+    skip_lf = False
+    async for chunk in resp.aiter_bytes():
+        if skip_lf and chunk[:1] == b"\n":
+            chunk = chunk[1:]
+        skip_lf = False
+        if b"\r" in chunk:
+            skip_lf = chunk.endswith(b"\r")
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        lines = chunk.split(b"\n")
+        last = lines.pop()
+        for piece in lines:
+            if pending:
+                pending.append(piece)
+                piece = b"".join(pending)
+                pending.clear()
+                size = 0
+            if len(piece) > limit:
+                raise SSELineTooLong(f"an SSE line longer than {_size(limit)}: stopped reading it")
+            yield piece
+        if last:
+            size += len(last)
+            if size > limit:
+                raise SSELineTooLong(f"an SSE line longer than {_size(limit)}: stopped reading it")
+            pending.append(last)
+    if pending:
+        yield b"".join(pending)
+
+
+def _size(n: int) -> str:
+    return f"{n / (1 << 20):g} MiB" if n >= 1 << 20 else f"{n} bytes"
+
+
+async def _read_bounded(resp: httpx.Response, limit: int) -> bytes:
+    buf = bytearray()
+    async for chunk in resp.aiter_bytes():
+        buf += chunk
+        if len(buf) >= limit:
+            break
+    return bytes(buf[:limit])

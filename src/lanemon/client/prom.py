@@ -1,0 +1,266 @@
+"""Server metrics: scrape a lane's Prometheus ``/metrics`` and map vLLM and SGLang names to one view.
+
+Three layers, the first two pure:
+
+* :func:`parse` -- the Prometheus text exposition format, read by
+  ``prometheus_client.parser`` (the reference implementation: comments,
+  HELP/TYPE, escaped label values, NaN/±Inf, timestamps, histograms and
+  summaries), flattened to ``{sample name: [(labels, value), ...]}``.
+* :func:`map_engine` and :class:`RateTracker` -- which engine's names are
+  present, the serving figures in one vocabulary (running, waiting, KV usage,
+  token counters, prefix cache) and the rates derived from consecutive
+  scrapes (counter resets handled like Prometheus ``rate()``).
+* :class:`MetricsScraper` -- one lane's scraper: ``GET {root}/metrics`` through
+  the lane's own HTTP client, one ``server_metrics`` event per scrape.  A 404
+  (or a body with no vLLM/SGLang metric) ends scraping for that lane after one
+  quiet event.
+
+The mapping table is in docs/SERVER_METRICS.md.  Never imports ``textual``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from lanemon import events as schema
+from lanemon.events import Clock, Event
+
+Samples = dict[str, list[tuple[dict[str, str], float]]]
+
+# ---------------------------------------------------------------------------
+# Parsing
+# ---------------------------------------------------------------------------
+
+
+class PromParseError(ValueError):
+    """The body is not Prometheus text exposition format."""
+
+
+def parse(text: str) -> Samples:
+    """Every sample of a Prometheus text exposition, grouped by sample name.
+
+    Histogram and summary series keep their own names (``x_bucket``,
+    ``x_sum``, ``x_count``, ``x{quantile=...}``); counters keep ``_total``.
+    Raises :class:`PromParseError` on a malformed body.
+    """
+    out: Samples = {}
+    try:
+        for family in text_string_to_metric_families(text):
+            for s in family.samples:
+                out.setdefault(s.name, []).append((dict(s.labels), float(s.value)))
+    except (ValueError, IndexError, KeyError, TypeError) as exc:
+        raise PromParseError(f"not Prometheus text format: {exc}") from None
+    return out
+
+
+def families(text: str) -> dict[str, str]:
+    """``{family name: type}`` (``counter``, ``gauge``, ``histogram``, ``summary``, ``unknown``)."""
+    try:
+        return {f.name: f.type for f in text_string_to_metric_families(text)}
+    except (ValueError, IndexError, KeyError, TypeError) as exc:
+        raise PromParseError(f"not Prometheus text format: {exc}") from None
+
+
+# ---------------------------------------------------------------------------
+# Engine-name mapping
+# ---------------------------------------------------------------------------
+
+#: Our field -> candidate sample names, first present wins; how label sets combine.
+#: ``sum``: add every series (data-parallel engines / ranks); ``max``: the fullest one.
+VLLM: dict[str, tuple[tuple[str, ...], str]] = {
+    "running": (("vllm:num_requests_running",), "sum"),
+    "waiting": (("vllm:num_requests_waiting",), "sum"),
+    # renamed in vLLM 0.10 (gpu_cache_usage_perc is the V0 / older V1 name)
+    "kv_usage": (("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"), "max"),
+    "prompt_tokens_total": (("vllm:prompt_tokens_total",), "sum"),
+    "generation_tokens_total": (("vllm:generation_tokens_total",), "sum"),
+    # V1 counters (tokens); older releases prefixed them with gpu_
+    "prefix_hits_total": (("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"), "sum"),
+    "prefix_queries_total": (("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"), "sum"),
+    # V0 gauge, used only when the counters are absent
+    "prefix_hit_rate_gauge": (("vllm:gpu_prefix_cache_hit_rate",), "max"),
+}
+SGLANG: dict[str, tuple[tuple[str, ...], str]] = {
+    "running": (("sglang:num_running_reqs",), "sum"),
+    "waiting": (("sglang:num_queue_reqs",), "sum"),
+    "kv_usage": (("sglang:token_usage",), "max"),
+    "prompt_tokens_total": (("sglang:prompt_tokens_total",), "sum"),
+    "generation_tokens_total": (("sglang:generation_tokens_total",), "sum"),
+    "prefix_hits_total": (("sglang:cached_tokens_total",), "sum"),
+    "prefix_hit_rate_gauge": (("sglang:cache_hit_rate",), "max"),
+    "gen_throughput": (("sglang:gen_throughput",), "sum"),
+}
+ENGINES = {"vllm": VLLM, "sglang": SGLANG}
+
+
+def detect_engine(samples: Samples) -> str | None:
+    """``"vllm"``, ``"sglang"`` or None from the metric names present (the one with more known names wins)."""
+    best, best_n = None, 0
+    for engine, table in ENGINES.items():
+        n = sum(1 for names, _ in table.values() if any(name in samples for name in names))
+        if n > best_n:
+            best, best_n = engine, n
+    return best
+
+
+def _combine(values: list[float], how: str) -> float | None:
+    vals = [v for v in values if not math.isnan(v)]
+    if not vals:
+        return None
+    return max(vals) if how == "max" else sum(vals)
+
+
+def map_engine(samples: Samples, engine: str | None = None) -> dict[str, Any]:
+    """The serving figures in lanemon's vocabulary (missing ones are left out).
+
+    Keys: ``engine``, ``running``, ``waiting``, ``kv_usage`` (0..1),
+    ``prompt_tokens_total``, ``generation_tokens_total``, ``prefix_hits_total``,
+    ``prefix_queries_total``, ``prefix_hit_rate_gauge``, ``gen_throughput``.
+    When the prefix-cache *queries* are not exported (SGLang), the prompt
+    tokens count as queries: SGLang's cached tokens are a subset of them.
+    """
+    engine = engine or detect_engine(samples)
+    if engine is None:
+        return {}
+    out: dict[str, Any] = {"engine": engine}
+    for key, (names, how) in ENGINES[engine].items():
+        for name in names:
+            if name in samples:
+                v = _combine([val for _, val in samples[name]], how)
+                if v is not None:
+                    out[key] = int(v) if key in ("running", "waiting") else v
+                break
+    if "prefix_hits_total" in out and "prefix_queries_total" not in out and "prompt_tokens_total" in out:
+        out["prefix_queries_total"] = out["prompt_tokens_total"]
+    return out
+
+
+@dataclass
+class RateTracker:
+    """Rates from consecutive scrapes of one lane's counters (Prometheus ``rate()`` semantics).
+
+    A counter that went down was reset (server restart): the increase over
+    that interval is its new value, as Prometheus counts it.
+    """
+
+    last_t: int | None = None
+    last: dict[str, float] = field(default_factory=dict)
+
+    COUNTERS = ("prompt_tokens_total", "generation_tokens_total", "prefix_hits_total", "prefix_queries_total")
+
+    def update(self, t_ns: int, mapped: dict[str, Any]) -> dict[str, float]:
+        """Derived figures for this scrape: ``prompt_tok_s``, ``gen_tok_s``, ``prefix_hit_rate``."""
+        out: dict[str, float] = {}
+        inc: dict[str, float] = {}
+        dt = (t_ns - self.last_t) / 1e9 if self.last_t is not None else 0.0
+        for key in self.COUNTERS:
+            if key not in mapped:
+                continue
+            now = float(mapped[key])
+            if key in self.last and dt > 0:
+                prev = self.last[key]
+                inc[key] = now - prev if now >= prev else now
+        if dt > 0:
+            if "prompt_tokens_total" in inc:
+                out["prompt_tok_s"] = inc["prompt_tokens_total"] / dt
+            if "generation_tokens_total" in inc:
+                out["gen_tok_s"] = inc["generation_tokens_total"] / dt
+        hits, queries = inc.get("prefix_hits_total"), inc.get("prefix_queries_total")
+        if hits is not None and queries:
+            out["prefix_hit_rate"] = max(0.0, min(1.0, hits / queries))
+        elif "prefix_hit_rate_gauge" in mapped:
+            out["prefix_hit_rate"] = float(mapped["prefix_hit_rate_gauge"])
+        elif self.last_t is None and mapped.get("prefix_queries_total"):
+            out["prefix_hit_rate"] = mapped.get("prefix_hits_total", 0.0) / mapped["prefix_queries_total"]
+        self.last_t = t_ns
+        self.last = {k: float(mapped[k]) for k in self.COUNTERS if k in mapped}
+        return out
+
+
+# ---------------------------------------------------------------------------
+# Scraping
+# ---------------------------------------------------------------------------
+
+
+def metrics_url(lane_url: str) -> str:
+    """The server root's ``/metrics`` for an OpenAI base URL (``…/v1`` stripped, query dropped)."""
+    parts = urlsplit(lane_url.rstrip("/"))
+    path = parts.path.rstrip("/")
+    if path.endswith("/v1"):
+        path = path[: -len("/v1")]
+    else:
+        path = ""  # an OpenAI base without /v1: the engines serve /metrics at the server root
+    return urlunsplit((parts.scheme, parts.netloc, path + "/metrics", "", ""))
+
+
+class MetricsScraper:
+    """Scrapes one lane's ``/metrics``; each :meth:`scrape` emits one ``server_metrics`` event.
+
+    ``available`` becomes False for good after a 404/410 or a body without any
+    vLLM/SGLang metric; the caller then stops scraping.  Transport errors and
+    other HTTP errors are reported (``ok: false``) and the caller tries again
+    on its next interval.
+    """
+
+    def __init__(self, lane: str, url: str, http: httpx.AsyncClient, *, clock: Clock,
+                 emit: Callable[[Event], None], timeout: float = 5.0) -> None:
+        self.lane = lane
+        self.url = metrics_url(url)
+        self.http = http
+        self.clock = clock
+        self.emit = emit
+        self.timeout = timeout
+        self.available = True
+        self.engine: str | None = None
+        self.rates = RateTracker()
+
+    async def scrape(self) -> dict[str, Any]:
+        start = self.clock.now()
+        data: dict[str, Any]
+        try:
+            resp = await self.http.get(self.url, timeout=httpx.Timeout(self.timeout),
+                                       headers={"Accept": "text/plain;version=0.0.4;q=1,*/*;q=0.1"})
+            t = self.clock.now()
+            latency = (t - start) / 1e9
+            if resp.status_code in (404, 410):
+                self.available = False
+                data = {"ok": False, "available": False, "status": resp.status_code, "cls": schema.ERR_HTTP,
+                        "message": f"no /metrics (HTTP {resp.status_code})"}
+            elif resp.status_code >= 400:
+                data = {"ok": False, "status": resp.status_code, "cls": schema.ERR_HTTP,
+                        "message": f"/metrics: HTTP {resp.status_code}"}
+            else:
+                data = self._read(resp.text, t, latency)
+        except asyncio.CancelledError:
+            raise
+        except httpx.HTTPError as exc:
+            from lanemon.client.http import describe_exception
+
+            cls, message = describe_exception(exc, self.url)
+            data = {"ok": False, "cls": cls, "message": message}
+        self.emit(Event(self.clock.now(), schema.SERVER_METRICS, self.lane, None, data))
+        return data
+
+    def _read(self, text: str, t: int, latency: float) -> dict[str, Any]:
+        try:
+            samples = parse(text)
+        except PromParseError as exc:
+            self.available = False
+            return {"ok": False, "available": False, "cls": schema.ERR_MALFORMED, "message": str(exc)[:300]}
+        mapped = map_engine(samples, self.engine)
+        if not mapped:
+            self.available = False
+            return {"ok": False, "available": False, "cls": schema.ERR_MALFORMED,
+                    "message": "/metrics has no vLLM or SGLang metric"}
+        self.engine = mapped["engine"]
+        data: dict[str, Any] = {"ok": True, "latency_s": latency, **mapped}
+        data.update(self.rates.update(t, mapped))
+        return data

@@ -1,0 +1,189 @@
+"""Dashboard state: a pure fold of the event stream (no Textual, no IO).
+
+The live dashboard, a replay and a share viewer all keep one
+:class:`SessionState` and feed it every event from the bus.  The UI redraws
+from it on a timer (high-rate token events coalesce here instead of causing a
+redraw each), checking :attr:`SessionState.version` to skip idle frames.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from lanemon.measure import metrics
+from lanemon import events as schema
+from lanemon.events import Event
+from lanemon.measure.records import Assembler, RequestRecord
+
+HISTORY = 120  # points kept per sparkline
+ERRORS_KEPT = 50
+
+
+@dataclass
+class ServerMetricsState:
+    """A lane's Prometheus /metrics as folded from ``server_metrics`` events (lanes/prom.py)."""
+
+    available: bool | None = None
+    """None until the first scrape; False once the lane turned out to have no /metrics."""
+    engine: str | None = None
+    last: dict = field(default_factory=dict)
+    """The latest successful scrape's data (running, waiting, kv_usage, gen_tok_s, ...)."""
+    last_t: int | None = None
+    error: str | None = None
+    """The latest scrape's failure (None after a success)."""
+    running: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    waiting: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    kv_usage: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    gen_tok_s: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    prompt_tok_s: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    hit_rate: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+
+    def apply(self, t: int, d: dict) -> None:
+        if not d.get("ok"):
+            if d.get("available") is False:
+                self.available = False
+            self.error = d.get("message") or d.get("cls") or "scrape failed"
+            return
+        self.available, self.error = True, None
+        self.engine = d.get("engine", self.engine)
+        self.last, self.last_t = dict(d), t
+        for key in ("running", "waiting", "kv_usage", "gen_tok_s", "prompt_tok_s"):
+            if d.get(key) is not None:
+                getattr(self, key).append(float(d[key]))
+        if d.get("prefix_hit_rate") is not None:
+            self.hit_rate.append(float(d["prefix_hit_rate"]))
+
+
+@dataclass
+class HostState:
+    """This machine (psutil) as folded from ``host`` events (lanes/host.py)."""
+
+    last: dict = field(default_factory=dict)
+    last_t: int | None = None
+    samples: int = 0
+    cpu_pct: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    mem_pct: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    net_rx_Bps: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    net_tx_Bps: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+
+    def apply(self, t: int, d: dict) -> None:
+        self.last, self.last_t = dict(d), t
+        self.samples += 1
+        for key in ("cpu_pct", "mem_pct", "net_rx_Bps", "net_tx_Bps"):
+            if d.get(key) is not None:
+                getattr(self, key).append(float(d[key]))
+
+
+@dataclass
+class LaneState:
+    name: str
+    url: str = ""
+    model: str | None = None
+    up: bool | None = None
+    """None until the first probe answers."""
+    models_latency_s: float | None = None
+    last_probe_t: int | None = None
+    probe_error: str | None = None
+    in_flight: int = 0
+    requests_ok: int = 0
+    requests_err: int = 0
+    tokens_estimated: bool = False
+    ttft_history: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    tps_history: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    last_ttft_s: float | None = None
+    last_tps: float | None = None
+    errors: deque[tuple[int, str, str]] = field(default_factory=lambda: deque(maxlen=ERRORS_KEPT))
+    """(t_ns, error class, message) newest last."""
+    server: ServerMetricsState = field(default_factory=ServerMetricsState)
+    """The lane's Prometheus /metrics, when it has them."""
+
+    @property
+    def median_ttft_s(self) -> float | None:
+        return metrics.median(list(self.ttft_history))
+
+    @property
+    def median_tps(self) -> float | None:
+        return metrics.median(list(self.tps_history))
+
+
+class SessionState:
+    """Everything the dashboard shows, rebuilt identically from live or replayed events."""
+
+    def __init__(self, lanes: list[tuple[str, str, str | None]] | None = None) -> None:
+        self.lanes: dict[str, LaneState] = {}
+        self.version = 0
+        self.events = 0
+        self.last_t = 0
+        self.notes: deque[tuple[int, str, str]] = deque(maxlen=ERRORS_KEPT)
+        self.host = HostState()
+        self._asm = Assembler(keep_text=False)
+        for name, url, model in lanes or []:
+            self.lanes[name] = LaneState(name=name, url=url, model=model)
+
+    def lane(self, name: str) -> LaneState:
+        st = self.lanes.get(name)
+        if st is None:
+            st = self.lanes[name] = LaneState(name=name)
+        return st
+
+    def apply(self, ev: Event) -> RequestRecord | None:
+        """Apply one event; returns the finished request record, if any."""
+        self.events += 1
+        self.version += 1
+        self.last_t = max(self.last_t, ev.t)
+        kind, d = ev.kind, ev.data
+        if kind == schema.NOTE:
+            self.notes.append((ev.t, d.get("level", "info"), d.get("message", "")))
+            return None
+        if kind == schema.HOST:
+            self.host.apply(ev.t, d)
+            return None
+        if ev.lane is None:
+            return None
+        lane = self.lane(ev.lane)
+        if kind == schema.SERVER_METRICS:
+            lane.server.apply(ev.t, d)
+            return None
+        if kind == schema.PROBE:
+            lane.last_probe_t = ev.t
+            lane.up = bool(d.get("ok"))
+            lane.models_latency_s = d.get("latency_s")
+            if d.get("model"):
+                lane.model = d["model"]
+            if d.get("model_changed_from"):  # logged with the errors: every later figure is another model's
+                lane.errors.append((ev.t, "model", f"model changed: {d['model_changed_from']} -> {d.get('model')}"))
+            if lane.up:
+                lane.probe_error = None
+            else:
+                msg = d.get("message") or d.get("cls") or "down"
+                if msg != lane.probe_error:
+                    lane.errors.append((ev.t, d.get("cls", "probe"), msg))
+                lane.probe_error = msg
+            return None
+        if kind == schema.LANE:
+            lane.url = d.get("url", lane.url)
+            lane.model = d.get("model", lane.model)
+            return None
+        if kind == schema.REQUEST:
+            lane.in_flight += 1
+        rec = self._asm.apply(ev)
+        if rec is None:
+            return None
+        lane.in_flight = max(0, lane.in_flight - 1)
+        if rec.error is not None:
+            if rec.error.get("cls") == schema.ERR_CANCELLED:
+                return rec  # lanemon stopped it (quit, Ctrl-C): not the lane's fault
+            lane.requests_err += 1
+            lane.errors.append((ev.t, rec.error.get("cls", "error"), rec.error.get("message", "")))
+            return rec
+        lane.requests_ok += 1
+        m = metrics.request_metrics(rec)
+        if m.ttft_s is not None:
+            lane.last_ttft_s = m.ttft_s
+            lane.ttft_history.append(m.ttft_s)
+        if m.decode_tok_s is not None:
+            lane.last_tps = m.decode_tok_s
+            lane.tps_history.append(m.decode_tok_s)
+        lane.tokens_estimated = m.tokens_estimated
+        return rec

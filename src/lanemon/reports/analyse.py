@@ -1,0 +1,209 @@
+"""Everything a recording measured, as one JSON-able dict (pure, no Textual).
+
+:func:`analyze` takes a :class:`~lanemon.recording.reader.Recording`, a path, a
+``(header, events)`` pair or a plain list of events and returns::
+
+    {"environment": {...},            # from the header (and lane/probe events)
+     "decode": {...}, "prefill": {...}, "needles": {...}, "race": {...},
+     "qeval": {...}, "agree": {...}, "kl": {...}, "gauntlet": {...},
+     "warnings": [...]}
+
+Only the benches the recording holds appear.  Each bench dict is exactly what
+that bench's own results function returns for the same events
+(:func:`lanemon.workloads.bench.decode.decode_results`,
+:func:`lanemon.workloads.bench.prefill.prefill_results`,
+:func:`lanemon.workloads.bench.needles.needle_results`,
+:func:`lanemon.workloads.race.race_results`,
+:func:`lanemon.workloads.agree.agree_results`,
+:func:`lanemon.workloads.kl.kl_results`,
+:func:`lanemon.workloads.gauntlet.run.gauntlet_results`), so a report built from a
+recording says what ``--json`` said when the run finished.  qeval is per lane
+(``qeval run LANE``): ``"qeval"`` is ``{"bench": "qeval", "lanes": {LANE:
+qeval_results(events, lane=LANE)}, "compare": compare_runs(first, second) or
+None}``, each lane's dict exactly what that run's ``--json`` printed, and the
+paired comparison the one ``qeval compare`` prints.  Reports
+(:mod:`lanemon.reports.report`) render this dict.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from lanemon import __version__
+from lanemon import events as schema
+from lanemon.recording.reader import Recording
+from lanemon.events import Event
+
+BENCHES = ("decode", "prefill", "needles", "race", "qeval", "agree", "kl", "gauntlet")
+"""Bench names in report order."""
+
+RESULT_FUNCTIONS: dict[str, tuple[str, str]] = {
+    "decode": ("lanemon.workloads.bench.decode", "decode_results"),
+    "prefill": ("lanemon.workloads.bench.prefill", "prefill_results"),
+    "needles": ("lanemon.workloads.bench.needles", "needle_results"),
+    "race": ("lanemon.workloads.race", "race_results"),
+    "qeval": ("lanemon.workloads.qeval", "qeval_results"),
+    "agree": ("lanemon.workloads.agree", "agree_results"),
+    "kl": ("lanemon.workloads.kl", "kl_results"),
+    "gauntlet": ("lanemon.workloads.gauntlet.run", "gauntlet_results"),
+}
+
+PER_LANE = {"qeval": ("lanemon.workloads.qeval", "compare_runs")}
+"""Benches whose results function covers one lane (``fn(events, lane=NAME)``), with the function that
+pairs two lanes' results; :func:`analyze` runs them per lane (see the module docstring)."""
+
+
+def benches_in(events: Iterable[Event]) -> list[str]:
+    """The benches whose requests or markers appear in ``events``, in report order."""
+    seen: set[str] = set()
+    for ev in events:
+        if ev.kind in (schema.REQUEST, schema.MARK):
+            bench = ev.data.get("bench")
+            if bench in RESULT_FUNCTIONS:
+                seen.add(bench)
+    return [b for b in BENCHES if b in seen]
+
+
+def results_function(bench: str):
+    """The results function for ``bench``, or None when that workload is not available."""
+    module_name, attr = RESULT_FUNCTIONS[bench]
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:
+        return None
+    return getattr(module, attr, None)
+
+
+def lanes_of(bench: str, events: Iterable[Event]) -> list[str]:
+    """Lanes with requests (or lane marks) of ``bench``, in order of first appearance."""
+    out: list[str] = []
+    for ev in events:
+        if ev.lane and ev.kind in (schema.REQUEST, schema.MARK) and ev.data.get("bench") == bench \
+                and ev.lane not in out:
+            out.append(ev.lane)
+    return out
+
+
+def per_lane_results(bench: str, fn, events: Sequence[Event]) -> dict[str, Any]:
+    """``{"bench", "lanes": {LANE: fn(events, lane=LANE)}, "compare": pair(first, second) | None}``."""
+    lanes = {name: fn(events, lane=name) for name in lanes_of(bench, events)}
+    return {"bench": bench, "lanes": lanes, "compare": _pair(bench, lanes)}
+
+
+def _pair(bench: str, lanes: dict[str, Any]) -> Any:
+    """The bench's paired comparison of its first two lanes, or None with fewer than two."""
+    if len(lanes) < 2:
+        return None
+    module_name, attr = PER_LANE[bench]
+    pair = getattr(importlib.import_module(module_name), attr)
+    first, second = list(lanes)[:2]
+    return pair(lanes[first], lanes[second], first, second)
+
+
+def environment(header: dict[str, Any] | None, events: Sequence[Event] = ()) -> dict[str, Any]:
+    """Lanes, versions, date, command and host of a session (from its header and lane events)."""
+    header = header or {}
+    lanes: dict[str, dict[str, Any]] = {}
+    for lane in header.get("lanes") or []:
+        if isinstance(lane, dict) and lane.get("name"):
+            lanes[lane["name"]] = {"name": lane["name"], "url": lane.get("url"), "model": lane.get("model")}
+    for ev in events:
+        if ev.lane is None:
+            continue
+        if ev.kind == schema.LANE:
+            info = lanes.setdefault(ev.lane, {"name": ev.lane, "url": None, "model": None})
+            info["url"] = info.get("url") or ev.data.get("url")
+            info["model"] = info.get("model") or ev.data.get("model")
+        elif ev.kind in (schema.PROBE, schema.REQUEST):
+            info = lanes.setdefault(ev.lane, {"name": ev.lane, "url": None, "model": None})
+            if not info.get("model") and ev.data.get("model"):
+                info["model"] = ev.data["model"]
+    duration = None
+    if events:
+        duration = round(max(ev.t for ev in events) / 1e9, 3)
+    return {
+        "lanes": list(lanes.values()),
+        "lanemon": header.get("lanemon"),
+        "reported_by": __version__,
+        "schema": header.get("version"),
+        "created": header.get("created"),
+        "command": header.get("command"),
+        "host": dict(header.get("host") or {}),
+        "duration_s": duration,
+        "events": len(events),
+    }
+
+
+def _load(source: Any) -> tuple[dict[str, Any] | None, list[Event], list[str], str | None]:
+    if isinstance(source, (str, Path)):
+        source = Recording(source)
+    if isinstance(source, Recording):
+        events = list(source.events())
+        return source.header, events, list(source.warnings), str(source.path)
+    if isinstance(source, tuple) and len(source) == 2 and isinstance(source[0], (dict, type(None))):
+        return source[0], list(source[1]), [], None
+    return None, list(source), [], None
+
+
+def analyze(source: Any, *, benches: Sequence[str] | None = None) -> dict[str, Any]:
+    """Results of every bench in ``source`` plus the session's environment.
+
+    ``source`` is a Recording, a path (``RecordingError`` if it is not a
+    recording), a ``(header, events)`` pair or an iterable of events.
+    ``benches`` restricts the analysis (default: whatever the events hold).
+    """
+    header, events, warnings, path = _load(source)
+    out: dict[str, Any] = {"environment": environment(header, events)}
+    if path is not None:
+        out["environment"]["recording"] = path
+    for bench in benches or benches_in(events):
+        fn = results_function(bench)
+        if fn is None:
+            warnings.append(f"the recording holds {bench} data but this lanemon cannot analyse it")
+            continue
+        try:
+            out[bench] = per_lane_results(bench, fn, events) if bench in PER_LANE else fn(events)
+        except Exception as exc:  # one broken bench must not hide the others
+            warnings.append(f"{bench}: results could not be computed ({type(exc).__name__}: {exc})")
+    out["warnings"] = warnings
+    return out
+
+
+def analyze_many(sources: Sequence[Any]) -> dict[str, Any]:
+    """One analysis from several recordings (e.g. a decode, a prefill and a qeval run of the same lanes).
+
+    Recordings are analysed one by one -- never merged event by event, since
+    request ids and clocks are per recording -- and each bench section is taken
+    from the first recording that holds it (a later duplicate is reported in
+    ``warnings``), except per-lane benches (qeval) whose recordings hold
+    different lanes: those are joined and paired.  The environment is the first recording's, with
+    ``recordings`` listing every file.
+    """
+    if not sources:
+        raise ValueError("no recording to analyse")
+    analyses = [analyze(src) for src in sources]
+    if len(analyses) == 1:
+        return analyses[0]
+    out: dict[str, Any] = {"environment": dict(analyses[0]["environment"])}
+    out["environment"]["recordings"] = [a["environment"].get("recording") for a in analyses]
+    warnings: list[str] = []
+    for a in analyses:
+        where = a["environment"].get("recording") or "a recording"
+        warnings.extend(f"{where}: {w}" for w in a.get("warnings") or [])
+        for key, value in a.items():
+            if key in ("environment", "warnings"):
+                continue
+            if key in out and key in PER_LANE and not set(value["lanes"]) & set(out[key]["lanes"]):
+                # one lane per recording (e.g. `qeval run A` and `qeval run B`): join them and pair them
+                lanes = {**out[key]["lanes"], **value["lanes"]}
+                out[key] = {"bench": key, "lanes": lanes, "compare": _pair(key, lanes)}
+                continue
+            if key in out:
+                warnings.append(f"{key} appears in several recordings; the report uses the earlier one, not {where}")
+                continue
+            out[key] = value
+    out["warnings"] = warnings
+    return out

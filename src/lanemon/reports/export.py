@@ -1,0 +1,86 @@
+"""Per-request traces from a recording (``lanemon export --requests``).
+
+One row per finished request with its lane, start, TTFT, TTFO, every
+inter-chunk gap, tokens, reasoning tokens, status and error class: the raw
+material for your own notebooks.  :func:`request_rows` is pure; the writers
+only format.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+from lanemon.measure.metrics import NS, request_metrics
+from lanemon.events import Event
+from lanemon.measure.records import assemble
+
+CSV_COLUMNS = (
+    "lane", "req", "purpose", "bench", "endpoint", "model", "start_s", "ttft_s", "ttfo_s", "first_byte_s", "e2e_s",
+    "tpot_s", "decode_tok_s", "prompt_tokens", "cached_tokens", "output_tokens", "reasoning_tokens",
+    "reasoning_estimated", "generated_tokens", "tokens_estimated", "chunks", "tokens_per_chunk",
+    "chunk_counts_estimated", "status", "error_cls", "error_message", "finish_reason", "itl_s", "itl_per_token_s",
+    "meta",
+)
+
+
+def request_rows(events: Iterable[Event]) -> list[dict[str, Any]]:
+    rows = []
+    for rec in sorted(assemble(events), key=lambda r: (r.sent_ns if r.sent_ns is not None else 0, r.req)):
+        m = request_metrics(rec)
+        meta = {k: v for k, v in rec.meta.items()
+                if k not in ("prompt_chars", "max_tokens", "temperature", "seed", "continuous_usage")}
+        rows.append({
+            "lane": rec.lane,
+            "req": rec.req,
+            "purpose": rec.purpose,
+            "bench": rec.meta.get("bench"),
+            "endpoint": rec.endpoint,
+            "model": rec.model,
+            "start_s": rec.sent_ns / NS if rec.sent_ns is not None else None,
+            "ttft_s": m.ttft_s,
+            "ttfo_s": m.ttfo_s,
+            "first_byte_s": m.first_byte_s,
+            "e2e_s": m.e2e_s,
+            "tpot_s": m.tpot_s,
+            "decode_tok_s": m.decode_tok_s,
+            "prompt_tokens": m.prompt_tokens,
+            "cached_tokens": m.cached_tokens,
+            "output_tokens": m.output_tokens,
+            "reasoning_tokens": m.reasoning_tokens,
+            "reasoning_estimated": m.reasoning_estimated,
+            "generated_tokens": m.generated_tokens,
+            "tokens_estimated": m.tokens_estimated,
+            "chunks": m.chunks,
+            "tokens_per_chunk": m.tokens_per_chunk,
+            "chunk_counts_estimated": m.chunk_counts_estimated,
+            "status": "ok" if rec.ok else "error",
+            "error_cls": m.error_cls,
+            "error_message": (rec.error or {}).get("message") if rec.error else None,
+            "finish_reason": rec.finish_reason,
+            "itl_s": list(m.itl_s),
+            "itl_per_token_s": list(m.itl_per_token_s),
+            "meta": meta,
+        })
+    return rows
+
+
+def to_jsonl(rows: list[dict[str, Any]]) -> bytes:
+    return b"".join(orjson.dumps(row) + b"\n" for row in rows)
+
+
+def to_csv(rows: list[dict[str, Any]]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        flat = dict(row)
+        flat["itl_s"] = " ".join(f"{x:.6f}" for x in row["itl_s"])
+        flat["itl_per_token_s"] = " ".join(f"{x:.6f}" for x in row.get("itl_per_token_s") or ())
+        flat["meta"] = orjson.dumps(row["meta"]).decode() if row["meta"] else ""
+        writer.writerow({k: ("" if v is None else v) for k, v in flat.items()})
+    return buf.getvalue()

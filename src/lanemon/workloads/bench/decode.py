@@ -1,0 +1,307 @@
+"""Decode ladder: aggregate decode throughput by concurrency, per-category C1 rates.
+
+For each lane (one after another; all at once with ``parallel_lanes``), for
+each level C and rep: C workers run a *closed loop* -- each pulls the next
+prompt from the selected set (interleaved by category: coding-01, prose-01,
+..., math-01, coding-02, ...; starting at ``rep x categories``) and sends it as
+soon as its previous request ended -- until the level has run
+:func:`requests_for_level` requests: C x the number of categories (every
+category C times; each worker runs about one request per category), so the
+drain at the end of the level stays a small part of its wall time.  Then, per category, each
+of its prompts runs once alone (C1) for the per-stream rate.
+
+:func:`decode_results` computes the JSON (docs/JSON.md) from events alone:
+aggregate decode tok/s = total output tokens / wall time of the level
+(:func:`lanemon.measure.metrics.aggregate_tok_s`), TTFT percentiles, per-stream
+p50, errors; and the crossover between the first two lanes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from lanemon.measure.metrics import aggregate_tok_s, median, output_tokens, request_metrics, summarize
+from lanemon.events import Event
+from lanemon.measure.records import RequestRecord, assemble
+from lanemon.workloads.bench.run import (BenchOptions, first_error, goodput_of, read_marks, rnd, run_state, spread, token_figures)
+from lanemon.workloads.prompts import Prompt
+
+BENCH = "decode"
+
+
+def requests_for_level(level: int, categories: int) -> int:
+    """Requests a level runs: ``level x categories``.
+
+    Every category is sent C times and each worker runs about as many
+    requests as there are categories, so the drain at the end of a level
+    (fewer than C streams left) is a small part of its wall time.
+    docs/BENCH.md compares this with shorter designs.
+    """
+    return max(1, level) * max(1, categories)
+
+
+def level_cell(lane: str, level: int, rep: int) -> str:
+    return f"{lane}/C{level}/r{rep}"
+
+
+def category_cell(lane: str, category: str, rep: int) -> str:
+    return f"{lane}/cat:{category}/r{rep}"
+
+
+def plan(lanes: Sequence[str], opts: BenchOptions) -> list[dict[str, Any]]:
+    """Every cell the run will do, in order (lane-major), with a rough cost ``weight``."""
+    pset = opts.selected()
+    ncat = len(pset.categories)
+    groups = pset.by_category()
+    out: list[dict[str, Any]] = []
+    for lane in lanes:
+        for level in opts.levels:
+            n = requests_for_level(level, ncat)
+            for rep in range(opts.reps):
+                out.append({"lane": lane, "cell": level_cell(lane, level, rep), "part": "level", "level": level,
+                            "rep": rep, "requests": n, "weight": n / level * (1 + 0.12 * (level - 1))})
+        if opts.per_category:
+            for rep in range(opts.reps):
+                for cat, prompts in groups.items():
+                    out.append({"lane": lane, "cell": category_cell(lane, cat, rep), "part": "category",
+                                "category": cat, "level": 1, "rep": rep, "requests": len(prompts),
+                                "weight": float(len(prompts))})
+    return out
+
+
+def _request_args(p: Prompt, opts: BenchOptions) -> dict[str, Any]:
+    max_tokens = min(p.max_tokens, opts.max_tokens) if opts.max_tokens else p.max_tokens
+    args: dict[str, Any] = {"max_tokens": max_tokens, "extra": {"temperature": opts.temperature},
+                            "purpose": "bench"}
+    if opts.chat:
+        args["messages"] = [{"role": "user", "content": p.text}]
+    else:
+        args["prompt"] = p.text
+    return args
+
+
+async def run_level(h, lane: str, level: int, rep: int, order: list[Prompt], ncat: int,
+                    opts: BenchOptions) -> list[RequestRecord]:
+    """One cell: ``level`` closed-loop workers until the level's request count is reached."""
+    n = requests_for_level(level, ncat)
+    start = (rep * ncat) % len(order)
+    cell = level_cell(lane, level, rep)
+    keys = {"part": "level", "level": level, "rep": rep}
+    h.mark("cell", lane=lane, bench=BENCH, phase="start", cell=cell, requests=n, **keys)
+    records: list[RequestRecord] = []
+    counter = iter(range(n))
+
+    async def worker() -> None:
+        for i in counter:
+            p = order[(start + i) % len(order)]
+            meta = {"bench": BENCH, "cell": cell, **keys, "category": p.category, "prompt_id": p.id}
+            records.append(await h.request(lane, opts.endpoint, meta=meta, **_request_args(p, opts)))
+
+    async with asyncio.TaskGroup() as tg:
+        for _ in range(level):
+            tg.create_task(worker())
+    errors = sum(1 for r in records if not r.ok)
+    h.mark("cell", lane=lane, bench=BENCH, phase="end", cell=cell, requests=len(records), errors=errors, **keys)
+    return records
+
+
+async def run_category(h, lane: str, category: str, prompts: list[Prompt], rep: int,
+                       opts: BenchOptions) -> None:
+    cell = category_cell(lane, category, rep)
+    keys = {"part": "category", "category": category, "level": 1, "rep": rep}
+    h.mark("cell", lane=lane, bench=BENCH, phase="start", cell=cell, requests=len(prompts), **keys)
+    errors = 0
+    for p in prompts:
+        meta = {"bench": BENCH, "cell": cell, **keys, "prompt_id": p.id}
+        rec = await h.request(lane, opts.endpoint, meta=meta, **_request_args(p, opts))
+        errors += not rec.ok
+    h.mark("cell", lane=lane, bench=BENCH, phase="end", cell=cell, requests=len(prompts), errors=errors, **keys)
+
+
+async def run(h, opts: BenchOptions) -> None:
+    """The whole decode bench on the harness ``h`` (bench start/end marks are the caller's)."""
+    pset = opts.selected()
+    order = pset.interleaved()
+    ncat = len(pset.categories)
+    groups = pset.by_category()
+
+    async def one_lane(lane: str) -> None:
+        for level in opts.levels:
+            for rep in range(opts.reps):
+                await run_level(h, lane, level, rep, order, ncat, opts)
+        if opts.per_category:
+            for rep in range(opts.reps):
+                for cat, prompts in groups.items():
+                    await run_category(h, lane, cat, prompts, rep, opts)
+
+    if opts.parallel_lanes:
+        async with asyncio.TaskGroup() as tg:
+            for lane in h.names:
+                tg.create_task(one_lane(lane))
+    else:
+        for lane in h.names:
+            await one_lane(lane)
+
+
+# ---------------------------------------------------------------------------
+# Results (pure)
+# ---------------------------------------------------------------------------
+
+
+def _level_result(reps: dict[int, list[RequestRecord]], slo: dict[str, float] | None = None) -> dict[str, Any]:
+    per_rep: list[float | None] = []
+    all_recs: list[RequestRecord] = []
+    for rep in sorted(reps):
+        recs = reps[rep]
+        all_recs.extend(recs)
+        # a rep with an error is an errored cell: no throughput figure from it
+        per_rep.append(None if any(not r.ok for r in recs) else aggregate_tok_s(recs))
+    ok = [r for r in all_recs if r.ok]
+    ms = [request_metrics(r) for r in ok]
+    ttft = summarize(m.ttft_s for m in ms)
+    stats = spread(per_rep)
+    return {
+        "aggregate_tok_s": stats["median"],
+        "ttft_p50_s": rnd(ttft.p50),
+        "ttft_p90_s": rnd(ttft.p90),
+        "ttft_p99_s": rnd(ttft.p99),
+        "per_stream_tok_s_p50": rnd(summarize(m.decode_tok_s for m in ms).p50),
+        "errors": len(all_recs) - len(ok),
+        "requests": len(all_recs),
+        "output_tokens": sum(output_tokens(r)[0] for r in ok),
+        "tokens_estimated": any(m.tokens_estimated for m in ms),
+        **token_figures(ok),
+        **stats,
+        "error": first_error(all_recs),
+        **({"goodput": goodput_of([reps[k] for k in sorted(reps)], slo)} if slo else {}),
+    }
+
+
+def _category_result(reps: dict[int, list[RequestRecord]], slo: dict[str, float] | None = None) -> dict[str, Any]:
+    per_rep: list[float | None] = []
+    rates: list[float] = []
+    total = errors = 0
+    ttfts: list[float] = []
+    for rep in sorted(reps):
+        recs = reps[rep]
+        total += len(recs)
+        errors += sum(1 for r in recs if not r.ok)
+        ms = [request_metrics(r) for r in recs if r.ok]
+        rep_rates = [m.decode_tok_s for m in ms if m.decode_tok_s is not None]
+        rates.extend(rep_rates)
+        ttfts.extend(m.ttft_s for m in ms if m.ttft_s is not None)
+        per_rep.append(median(rep_rates))
+    stats = spread(per_rep)
+    return {
+        "per_stream_tok_s": rnd(median(rates)),
+        "ttft_p50_s": rnd(median(ttfts)),
+        "requests": total,
+        "errors": errors,
+        "tokens_estimated": any(request_metrics(r).tokens_estimated for recs in reps.values() for r in recs if r.ok),
+        **token_figures([r for recs in reps.values() for r in recs]),
+        **stats,
+        "error": first_error(r for recs in reps.values() for r in recs),
+        **({"goodput": goodput_of([reps[k] for k in sorted(reps)], slo)} if slo else {}),
+    }
+
+
+def crossover(lanes: dict[str, dict[str, Any]], order: Sequence[str]) -> dict[str, Any] | None:
+    """Where leadership by aggregate tok/s changes between consecutive levels (first two lanes).
+
+    Levels without a figure on either lane are skipped; the first change is
+    reported (``changes`` lists all of them).  None when leadership never
+    changes or there are fewer than two lanes.
+    """
+    if len(order) < 2:
+        return None
+    a, b = order[0], order[1]
+    la = lanes.get(a, {}).get("levels", {})
+    lb = lanes.get(b, {}).get("levels", {})
+    common = sorted(int(k) for k in la if k in lb
+                    and la[k].get("aggregate_tok_s") is not None and lb[k].get("aggregate_tok_s") is not None)
+    leaders: list[tuple[int, str]] = []
+    for level in common:
+        va, vb = la[str(level)]["aggregate_tok_s"], lb[str(level)]["aggregate_tok_s"]
+        if va == vb:
+            continue
+        leaders.append((level, a if va > vb else b))
+    changes = []
+    for (l0, w0), (l1, w1) in zip(leaders, leaders[1:]):
+        if w0 != w1:
+            changes.append({"leader_before": w0, "leader_after": w1, "between": [l0, l1]})
+    if not changes:
+        return None
+    return {**changes[0], "compared": [a, b], "changes": changes}
+
+
+def crossover_sentence(result: dict[str, Any]) -> str:
+    """``B overtakes A between C3 and C4`` (or who leads throughout)."""
+    x = result.get("crossover")
+    lanes = list(result.get("lanes", {}))
+    extra = ""
+    if len(lanes) > 2:
+        extra = f" (comparing the first two lanes, {lanes[0]} and {lanes[1]})"
+    if x:
+        lo, hi = x["between"]
+        text = f"{x['leader_after']} overtakes {x['leader_before']} between C{lo} and C{hi}"
+        if len(x.get("changes", [])) > 1:
+            text += f" (leadership changes {len(x['changes'])} times)"
+        return text + extra
+    if len(lanes) < 2:
+        return ""
+    a, b = lanes[0], lanes[1]
+    la, lb = result["lanes"][a]["levels"], result["lanes"][b]["levels"]
+    common = [k for k in la if k in lb and la[k]["aggregate_tok_s"] is not None and lb[k]["aggregate_tok_s"] is not None]
+    if not common:
+        return "no crossover: no level has a figure on both lanes" + extra
+    wins = {a: 0, b: 0}
+    for k in common:
+        wins[a if la[k]["aggregate_tok_s"] >= lb[k]["aggregate_tok_s"] else b] += 1
+    leader = a if wins[a] >= wins[b] else b
+    return f"no crossover: {leader} leads at every measured level" + extra
+
+
+def decode_results(events: Iterable[Event], *, in_progress: bool = False) -> dict[str, Any]:
+    """The ``bench decode`` JSON (docs/JSON.md) from a run's events."""
+    events = list(events)
+    marks = read_marks(events, BENCH)
+    levels_by: dict[str, dict[int, dict[int, list[RequestRecord]]]] = defaultdict(lambda: defaultdict(dict))
+    cats_by: dict[str, dict[str, dict[int, list[RequestRecord]]]] = defaultdict(lambda: defaultdict(dict))
+    for rec in assemble(events):
+        meta = rec.meta
+        if meta.get("bench") != BENCH or not marks.finished(meta.get("cell", "")):
+            continue
+        rep = int(meta.get("rep", 0))
+        if meta.get("part") == "level":
+            levels_by[rec.lane][int(meta["level"])].setdefault(rep, []).append(rec)
+        elif meta.get("part") == "category":
+            cats_by[rec.lane][str(meta.get("category"))].setdefault(rep, []).append(rec)
+    # finished cells with no request at all (e.g. every request was cut) still count as cells
+    order = list(marks.lanes) or sorted(set(levels_by) | set(cats_by))
+    for lane in list(levels_by) + list(cats_by):
+        if lane not in order:
+            order.append(lane)
+    lanes: dict[str, dict[str, Any]] = {}
+    cfg_cats = marks.config.get("categories") or []
+    for lane in order:
+        lv = levels_by.get(lane, {})
+        cv = cats_by.get(lane, {})
+        if not lv and not cv:
+            continue
+        slo = marks.config.get("slo") or None
+        cats = {c: _category_result(cv[c], slo) for c in cfg_cats if c in cv}
+        cats.update({c: _category_result(v, slo) for c, v in cv.items() if c not in cats})
+        lanes[lane] = {
+            "levels": {str(level): _level_result(lv[level], slo) for level in sorted(lv)},
+            "categories": cats,
+        }
+    out: dict[str, Any] = {"bench": BENCH, "lanes": lanes, "crossover": crossover(lanes, list(lanes))}
+    out.update(run_state(marks, in_progress))
+    out["config"] = marks.config
+    return out
+
+
+results = decode_results

@@ -1,0 +1,134 @@
+"""Needles: is a random 8-character key, hidden at a random depth, found at each length?
+
+Per lane: the same calibration as the prefill ladder (tokens per character of
+our filler, from the lane's own usage); then for each length and rep a fresh
+key (letters and digits) and depth (10-90 % of the filler), the key sentence
+``The pass key is KEY. ...`` placed at the paragraph boundary nearest that
+depth, the question ``What is the pass key?`` last.  The answer is *found*
+when the key appears in it (case-insensitive).  A request the lane refuses
+(HTTP 400 for a context that is too long, a timeout, ...) is reported with
+its ``error`` and ``found: null`` -- never as "not found".
+
+:func:`needle_results` computes the JSON (docs/JSON.md) from events alone.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from lanemon.measure.metrics import request_metrics
+from lanemon.events import Event
+from lanemon.measure.records import RequestRecord, assemble
+from lanemon.workloads.bench import prefill
+from lanemon.workloads.bench.run import BenchOptions, read_marks, rnd, run_state, spread
+from lanemon.workloads.prompts import chars_for_tokens, needle_prompt, new_key
+
+BENCH = "needles"
+#: Reply cap: the answer is the key and a few words.
+ANSWER_MAX_TOKENS = 32
+DEPTH_RANGE = (0.1, 0.9)
+
+
+def plan(lanes: Sequence[str], opts: BenchOptions) -> list[dict[str, Any]]:
+    return prefill.plan(lanes, opts, kind=BENCH)
+
+
+async def run(h, opts: BenchOptions) -> None:
+    rng = prefill.rng_for(opts)
+    lengths = opts.lengths_for(BENCH)
+
+    async def one_lane(lane: str, lane_rng: random.Random) -> None:
+        tpc = await prefill.calibrate(h, lane, opts, lane_rng, BENCH)
+        for length in lengths:
+            for rep in range(opts.reps):
+                cell = prefill.cell_id(lane, length, rep)
+                keys = {"part": "length", "length": length, "rep": rep}
+                h.mark("cell", lane=lane, bench=BENCH, phase="start", cell=cell, **keys)
+                key = new_key(lane_rng)
+                text, depth = needle_prompt(chars_for_tokens(length, tpc), key, lane_rng.uniform(*DEPTH_RANGE),
+                                            lane_rng)
+                meta = {"bench": BENCH, "cell": cell, **keys, "run": "needle", "key": key, "depth": depth,
+                        "chars": len(text)}
+                rec = await h.request(lane, opts.endpoint, meta=meta,
+                                      **prefill._args(text, opts, ANSWER_MAX_TOKENS))
+                tpc = prefill.tokens_per_char(rec, len(text)) or tpc
+                h.mark("cell", lane=lane, bench=BENCH, phase="end", cell=cell, errors=0 if rec.ok else 1,
+                       found=found_in(key, rec.text) if rec.ok else None, **keys)
+
+    await prefill._per_lane(h, opts, rng, one_lane)
+
+
+def found_in(key: str, answer: str) -> bool:
+    return bool(key) and key.lower() in (answer or "").lower()
+
+
+# ---------------------------------------------------------------------------
+# Results (pure)
+# ---------------------------------------------------------------------------
+
+
+def _run_result(rec: RequestRecord) -> dict[str, Any]:
+    m = request_metrics(rec)
+    key = str(rec.meta.get("key", ""))
+    ok = rec.ok
+    return {
+        "rep": int(rec.meta.get("rep", 0)),
+        "found": found_in(key, rec.text) if ok else None,
+        "key": key,
+        "answer": rec.text if ok else None,
+        "depth": rec.meta.get("depth"),
+        "prompt_tokens": rec.prompt_tokens,
+        "ttft_s": rnd(m.ttft_s) if ok else None,
+        "prefill_tok_s": rnd(m.prefill_tok_s) if ok else None,
+        "error": None if ok else str((rec.error or {}).get("message") or (rec.error or {}).get("cls") or "error"),
+    }
+
+
+def _length_result(recs: list[RequestRecord]) -> dict[str, Any]:
+    runs = [_run_result(r) for r in sorted(recs, key=lambda r: int(r.meta.get("rep", 0)))]
+    # the headline run: the first that was not found (or errored), else the first
+    head = next((r for r in runs if r["found"] is not True), runs[0])
+    answered = [r for r in runs if r["error"] is None]
+    found: bool | None = all(r["found"] for r in answered) if answered else None
+    return {
+        "found": found,
+        "key": head["key"],
+        "answer": head["answer"],
+        "depth": head["depth"],
+        "prompt_tokens": head["prompt_tokens"],
+        "ttft_s": head["ttft_s"],
+        "prefill_tok_s": head["prefill_tok_s"],
+        "error": head["error"],
+        "found_count": sum(1 for r in runs if r["found"]),
+        "runs_count": len(runs),
+        **spread([r["prefill_tok_s"] for r in runs]),
+        "runs": runs,
+    }
+
+
+def needle_results(events: Iterable[Event], *, in_progress: bool = False) -> dict[str, Any]:
+    """The ``bench needles`` JSON (docs/JSON.md) from a run's events."""
+    events = list(events)
+    marks = read_marks(events, BENCH)
+    by: dict[str, dict[int, list[RequestRecord]]] = defaultdict(lambda: defaultdict(list))
+    for rec in assemble(events):
+        meta = rec.meta
+        if meta.get("bench") != BENCH or meta.get("run") != "needle" or not marks.finished(meta.get("cell", "")):
+            continue
+        by[rec.lane][int(meta["length"])].append(rec)
+    order = list(marks.lanes)
+    for lane in by:
+        if lane not in order:
+            order.append(lane)
+    lanes = {lane: {"lengths": {str(n): _length_result(by[lane][n]) for n in sorted(by[lane])}}
+             for lane in order if lane in by}
+    out: dict[str, Any] = {"bench": BENCH, "lanes": lanes}
+    out.update(run_state(marks, in_progress))
+    out["config"] = marks.config
+    return out
+
+
+results = needle_results

@@ -1,0 +1,407 @@
+"""The speed benches as an event source: :class:`BenchRun`, plus what they share.
+
+``BenchRun(kind, lanes, options)`` runs one bench (``decode``, ``prefill`` or
+``needles``) on a :class:`~lanemon.workloads.harness.Harness` whose bus is
+``self.bus``; the headless CLI and the bench screen of the TUI both drive it.
+Source protocol (duck-typed, like :mod:`lanemon.sessions.sources`)::
+
+    mode = "bench"; kind: str       "decode" | "prefill" | "needles"
+    bus: EventBus                   every event of the run, live
+    lanes: list[dict]               public lane info: name, url, model
+    recording_path: Path | None
+    paused = False; speed = None    (a bench cannot pause; see toggle_pause)
+    finished: bool; interrupted: bool
+    plan: list[dict]                planned cells: lane, cell, part, level|length|category, rep, weight
+    cells_done: int                 cells finished so far
+    current: dict | None            the cell that started last (for a progress line)
+    events: list[Event]             everything published so far
+    async run()                     the whole bench; LaneDown if a lane is down at start
+    stop()                          cancel cleanly (finished cells are kept)
+    toggle_pause() -> False; faster() / slower() -> None
+    results() -> dict               the bench's JSON for the events so far
+
+Recording conventions (docs/JSON.md, docs/BENCH.md): a ``mark`` event
+``label="bench", phase="start"`` carries the run's ``config``; every cell is
+bracketed by ``label="cell"`` marks (``phase`` start/end, ``cell`` id and its
+keys); the run ends with ``label="bench", phase="end", interrupted, cut``.
+Every request's ``meta`` names its ``bench`` and ``cell`` plus the cell keys,
+so the pure results functions (``ladder.decode_results``,
+``prefill.prefill_results``, ``needles.needle_results``) compute the same JSON
+from a recording as from the live run.
+
+Never imports Textual.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lanemon.bus import EventBus
+from lanemon.config import LaneConfig
+from lanemon.measure.metrics import NS, meets_slo, median, request_metrics
+from lanemon import events as schema
+from lanemon.recording.writer import Recorder
+from lanemon.events import Event
+from lanemon.workloads.prompts import PromptSet, load_prompt_set
+
+KINDS = ("decode", "prefill", "needles")
+_MODULES = {"decode": "lanemon.workloads.bench.decode", "prefill": "lanemon.workloads.bench.prefill",
+            "needles": "lanemon.workloads.bench.needles"}
+
+#: A cell whose (max - min) / median exceeds this is flagged ``unstable``
+#: (the write-up's 300K run on B: 1,791 vs 2,648 vs 3,029 tok/s).
+UNSTABLE_SPREAD = 0.25
+
+DEFAULT_LEVELS = (1, 2, 3, 4, 5, 6)
+DEFAULT_PREFILL_LENGTHS = (2000, 8000, 32000, 64000)
+DEFAULT_NEEDLE_LENGTHS = (20000, 131072, 300000)
+
+
+@dataclass
+class BenchOptions:
+    """What to run; the CLI fills it from arguments, the TUI from its form."""
+
+    levels: list[int] = field(default_factory=lambda: list(DEFAULT_LEVELS))
+    lengths: list[int] | None = None  # None: the bench's default lengths
+    reps: int = 1
+    categories: list[str] | None = None  # None: all categories of the prompt set
+    parallel_lanes: bool = False
+    max_tokens: int | None = None  # cap on every prompt's own max_tokens (decode)
+    chat: bool = False  # /chat/completions instead of /completions
+    temperature: float = 0.0
+    prompt_set: PromptSet | None = None  # None: the shipped set
+    seed: int | None = None  # nonces, keys and depths (None: fresh randomness)
+    cache_check: bool = True  # prefill: repeat each length's first prompt once
+    per_category: bool = True  # decode: per-category C1 phase after the ladder
+    time_scale: float | None = None  # --demo only; recorded for reference
+    thinking: bool | None = None  # --thinking on|off: chat_template_kwargs.thinking per request (None: lane default)
+    slo: dict[str, float] | None = None  # --slo ttft=S tpot=S e2e=S: goodput per cell
+
+    def __post_init__(self) -> None:
+        if self.reps < 1:
+            raise ValueError("--reps must be at least 1")
+        if not self.levels or any(int(c) < 1 for c in self.levels):
+            raise ValueError("--levels must be positive whole numbers")
+        if self.lengths is not None and (not self.lengths or any(n < 1 for n in self.lengths)):
+            raise ValueError("--lengths must be positive whole numbers")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ValueError("--max-tokens must be at least 1")
+        if self.prompt_set is None:
+            self.prompt_set = load_prompt_set()
+        if self.categories:
+            self.prompt_set.select(self.categories)  # PromptSetError names an unknown category
+
+    @property
+    def endpoint(self) -> str:
+        return "chat" if self.chat else "completions"
+
+    def selected(self) -> PromptSet:
+        assert self.prompt_set is not None
+        return self.prompt_set.select(self.categories)
+
+    def lengths_for(self, kind: str) -> list[int]:
+        if self.lengths:
+            return list(self.lengths)
+        return list(DEFAULT_NEEDLE_LENGTHS if kind == "needles" else DEFAULT_PREFILL_LENGTHS)
+
+    def config(self, kind: str, lanes: Sequence[str]) -> dict[str, Any]:
+        """The ``config`` dict written in the bench-start mark (and echoed in results)."""
+        pset = self.selected()
+        cfg: dict[str, Any] = {
+            "lanes": list(lanes),
+            "reps": self.reps,
+            "parallel_lanes": self.parallel_lanes,
+            "endpoint": self.endpoint,
+            "temperature": self.temperature,
+        }
+        if kind == "decode":
+            cfg.update(levels=list(self.levels), categories=pset.categories,
+                       prompt_set={"name": pset.name, "version": pset.version, "source": pset.source,
+                                   "prompts": len(pset.prompts)},
+                       max_tokens_cap=self.max_tokens, per_category=self.per_category)
+        else:
+            cfg["lengths"] = self.lengths_for(kind)
+            if kind == "prefill":
+                cfg["cache_check"] = self.cache_check
+        if self.seed is not None:
+            cfg["seed"] = self.seed
+        if self.time_scale is not None:
+            cfg["time_scale"] = self.time_scale
+        if self.thinking is not None:
+            cfg["thinking"] = self.thinking
+        if self.slo:
+            cfg["slo"] = dict(self.slo)
+        return cfg
+
+
+# ---------------------------------------------------------------------------
+# Shared pure helpers for the results functions
+# ---------------------------------------------------------------------------
+
+
+def spread(values: Sequence[float | None]) -> dict[str, Any]:
+    """``reps`` (all raw values, None for an errored rep), ``min``/``median``/``max``, ``unstable``."""
+    xs = [v for v in values if v is not None]
+    med = median(xs)
+    unstable = bool(len(xs) >= 2 and med and (max(xs) - min(xs)) / med > UNSTABLE_SPREAD)
+    return {
+        "reps": [rnd(v) for v in values],
+        "min": rnd(min(xs)) if xs else None,
+        "median": rnd(med),
+        "max": rnd(max(xs)) if xs else None,
+        "unstable": unstable,
+    }
+
+
+def rnd(value: float | None, digits: int = 4) -> float | None:
+    if value is None:
+        return None
+    return round(float(value), digits)
+
+
+def token_figures(records) -> dict[str, Any]:
+    """The thinking/chunking figures of a cell's completed requests (docs/JSON.md):
+
+    ``ttfo_s`` median TTFO; ``reasoning_tokens`` total (null when no request reasoned and no lane said
+    so); ``reasoning_estimated`` (counted from chunks); ``tokens_per_chunk`` generated tokens / chunks
+    over the cell (null without usage); ``itl_p50_s`` median inter-chunk gap and ``itl_per_token_p50_s``
+    median gap per token; ``chunk_counts_estimated`` when per-chunk counts were not reported
+    (no continuous usage: per-token latency uses the average chunk size).
+    """
+    ms = [request_metrics(r) for r in records if r.ok]
+    reasoning = [m.reasoning_tokens for m in ms if m.reasoning_tokens is not None]
+    chunks = sum(m.chunks for m in ms)
+    with_usage = [m for m in ms if m.tokens_per_chunk is not None]
+    tpc = (sum(m.generated_tokens for m in with_usage) / sum(m.chunks for m in with_usage)
+           if with_usage and chunks and sum(m.chunks for m in with_usage) else None)
+    itl = [x for m in ms for x in m.itl_s]
+    per_token = [x for m in ms for x in m.itl_per_token_s]
+    return {
+        "ttfo_s": rnd(median([m.ttfo_s for m in ms if m.ttfo_s is not None])),
+        "reasoning_tokens": sum(reasoning) if reasoning else None,
+        "reasoning_estimated": any(m.reasoning_estimated for m in ms),
+        "tokens_per_chunk": rnd(tpc, 3),
+        "itl_p50_s": rnd(median(itl), 6),
+        "itl_per_token_p50_s": rnd(median(per_token), 6),
+        "chunk_counts_estimated": any(m.chunk_counts_estimated for m in ms) if ms else None,
+    }
+
+
+def goodput_of(reps: Sequence[Sequence[Any]], slo: dict[str, float] | None) -> dict[str, Any] | None:
+    """``{"rate_rps", "share", "good", "total"}`` of a cell: requests meeting every SLO target
+    (:func:`lanemon.measure.metrics.meets_slo`; errors count as misses).  ``share`` = good / all requests;
+    ``rate_rps`` = good / the summed wall time of the reps (first send -> last end of each rep, so the
+    time between reps is not counted).  None without an SLO."""
+    if not slo:
+        return None
+    good = total = 0
+    wall = 0.0
+    for recs in reps:
+        recs = list(recs)
+        total += len(recs)
+        good += sum(1 for r in recs if meets_slo(request_metrics(r), slo))
+        starts = [r.sent_ns for r in recs if r.sent_ns is not None]
+        ends = [r.end_ns for r in recs if r.end_ns is not None]
+        if starts and ends and max(ends) > min(starts):
+            wall += (max(ends) - min(starts)) / NS
+    return {"rate_rps": rnd(good / wall, 4) if wall else None, "share": rnd(good / total, 4) if total else None,
+            "good": good, "total": total}
+
+
+@dataclass
+class BenchMarks:
+    """What the ``mark`` events of one bench say."""
+
+    config: dict[str, Any]
+    started: bool
+    ended: bool
+    interrupted: bool
+    cells: dict[str, dict[str, Any]]  # cell id -> start data (+ "end": end data or None)
+    lanes: list[str]
+
+    def finished(self, cell: str) -> bool:
+        c = self.cells.get(cell)
+        return bool(c and c.get("end") is not None)
+
+    def open_cells(self) -> list[dict[str, Any]]:
+        """Cells that started but never ended, as dicts of their keys."""
+        return [cell_keys(c) for c in self.cells.values() if c.get("end") is None]
+
+
+_CELL_META = {"label", "phase", "end", "bench", "errors", "requests", "ok"}
+
+
+def cell_keys(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if k not in _CELL_META}
+
+
+def read_marks(events: Iterable[Event], bench: str) -> BenchMarks:
+    config: dict[str, Any] = {}
+    started = ended = False
+    interrupted = False
+    cells: dict[str, dict[str, Any]] = {}
+    lanes: list[str] = []
+    for ev in events:
+        if ev.kind == schema.LANE and ev.lane and ev.lane not in lanes:
+            lanes.append(ev.lane)
+        if ev.kind != schema.MARK or ev.data.get("bench") != bench:
+            continue
+        d = ev.data
+        label, phase = d.get("label"), d.get("phase")
+        if label == "bench":
+            if phase == "start":
+                started = True
+                config = dict(d.get("config") or {})
+            elif phase == "end":
+                ended = True
+                interrupted = bool(d.get("interrupted"))
+        elif label == "cell" and isinstance(d.get("cell"), str):
+            if phase == "start":
+                cells[d["cell"]] = {**d, "lane": ev.lane, "end": None}
+            elif phase == "end" and d["cell"] in cells:
+                cells[d["cell"]]["end"] = {**d, "lane": ev.lane}
+    if config.get("lanes"):
+        lanes = [name for name in config["lanes"]]
+    return BenchMarks(config, started, ended, interrupted, cells, lanes)
+
+
+def run_state(marks: BenchMarks, in_progress: bool) -> dict[str, Any]:
+    """The ``interrupted`` / ``cut`` / ``running`` part of a results dict."""
+    open_cells = marks.open_cells()
+    out: dict[str, Any] = {"interrupted": marks.interrupted or (marks.started and not marks.ended and not in_progress)}
+    if in_progress and not marks.ended:
+        out["running"] = open_cells
+        out["cut"] = []
+    else:
+        out["cut"] = open_cells
+    return out
+
+
+def first_error(records) -> str | None:
+    for r in records:
+        if r.error:
+            return str(r.error.get("message") or r.error.get("cls") or "error")
+    return None
+
+
+# ---------------------------------------------------------------------------
+# BenchRun
+# ---------------------------------------------------------------------------
+
+
+class BenchRun:
+    """One bench run on a set of lanes; publishes everything on ``self.bus``."""
+
+    mode = "bench"
+
+    def __init__(self, kind: str, lanes: Sequence[LaneConfig], options: BenchOptions | None = None, *,
+                 recorder: Recorder | None = None, stall_timeout: float | None = None) -> None:
+        if kind not in KINDS:
+            raise ValueError(f"unknown bench {kind!r} (choose: {', '.join(KINDS)})")
+        if not lanes:
+            raise ValueError("a bench needs at least one lane")
+        self.kind = kind
+        self.lane_configs = list(lanes)
+        self.options = options or BenchOptions()
+        self.bus = EventBus()
+        self.lanes: list[dict[str, Any]] = [lane.public() for lane in self.lane_configs]
+        self.recorder = recorder
+        self.recording_path: Path | None = recorder.path if recorder is not None else None
+        self.paused = False
+        self.speed: float | None = None
+        self.finished = False
+        self.interrupted = False
+        self.cells_done = 0
+        self.current: dict[str, Any] | None = None
+        self.events: list[Event] = []
+        self.error: str | None = None
+        self.stall_timeout = stall_timeout
+        self._module = importlib.import_module(_MODULES[kind])
+        self.plan: list[dict[str, Any]] = self._module.plan(self.names, self.options)
+        self._open: dict[str, dict[str, Any]] = {}
+        self._task: asyncio.Task | None = None
+        self._stop_requested = False
+        self.bus.subscribe(self.events.append)
+        if recorder is not None:
+            self.bus.subscribe(recorder)
+        self.bus.subscribe(self._track)
+
+    @property
+    def names(self) -> list[str]:
+        return [lane.name for lane in self.lane_configs]
+
+    @property
+    def cells_total(self) -> int:
+        return len(self.plan)
+
+    def _track(self, ev: Event) -> None:
+        if ev.kind != schema.MARK or ev.data.get("label") != "cell":
+            return
+        cell = ev.data.get("cell")
+        if ev.data.get("phase") == "start":
+            self._open[cell] = dict(ev.data, lane=ev.lane)
+            self.current = self._open[cell]
+        elif ev.data.get("phase") == "end":
+            self._open.pop(cell, None)
+            self.cells_done += 1
+
+    async def run(self) -> None:
+        """Probe the lanes, run the bench, mark its end; sets ``finished``.
+
+        Raises :class:`~lanemon.workloads.harness.LaneDown` (nothing is run)
+        when a lane is down.  A cancellation from :meth:`stop` ends the run
+        cleanly; any other cancellation (Ctrl-C) is re-raised after the end
+        mark is written.
+        """
+        from lanemon.workloads.harness import Harness
+
+        self._task = asyncio.current_task()
+        h = Harness(self.lane_configs, bus=self.bus, keep_events=False, stall_timeout=self.stall_timeout,
+                    thinking=self.options.thinking)
+        started = False
+        try:
+            await h.connect(detect_usage=True)
+            for info in self.lanes:
+                info["model"] = h.clients[info["name"]].model or info.get("model")
+            h.mark("bench", bench=self.kind, phase="start", config=self.options.config(self.kind, self.names))
+            started = True
+            await self._module.run(h, self.options)
+        except asyncio.CancelledError:
+            self.interrupted = True
+            if not self._stop_requested:
+                raise
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+        finally:
+            if started:
+                cut = [cell_keys(c) for c in self._open.values()]
+                h.mark("bench", bench=self.kind, phase="end", interrupted=self.interrupted, cut=cut)
+            await h.aclose()
+            if self.recorder is not None:
+                self.recorder.flush()
+            self.finished = True
+
+    def stop(self) -> None:
+        """Cancel the run; finished cells are kept, the results say ``interrupted``."""
+        if self._task is not None and not self.finished:
+            self._stop_requested = True
+            self._task.cancel()
+
+    def toggle_pause(self) -> bool:
+        return False
+
+    def faster(self) -> None:
+        return None
+
+    def slower(self) -> None:
+        return None
+
+    def results(self) -> dict[str, Any]:
+        """The bench's JSON computed from the events so far (see docs/JSON.md)."""
+        return self._module.results(self.events, in_progress=not self.finished)
