@@ -21,7 +21,7 @@ from lanemon.recording.writer import Recorder, make_header
 from lanemon.recording.reader import Recording
 from lanemon.sim.agent import TOOL_CALL_TOKENS
 from lanemon.sim.server import SimThread
-from lanemon.workloads.gauntlet.run import (READ_FILE_TOOL, GauntletConfig, GauntletRun, build_system_prompt, first_instruction, gauntlet_results, merge_tool_deltas, summary_sentence)
+from lanemon.workloads.gauntlet import (READ_FILE_TOOL, GauntletConfig, GauntletRun, build_system_prompt, first_instruction, gauntlet_results, merge_tool_deltas, summary_sentence)
 from lanemon.workloads.gauntlet.sandbox import make_chain, next_file_named
 from lanemon.workloads.harness import Harness
 from lanemon.sim.tokenizer import count_tokens

@@ -14,7 +14,9 @@ from lanemon.ui.gauntlet import make_gauntlet_app
 from lanemon.ui.sample import ScriptedSource
 from lanemon.ui.screens.gauntlet import GauntletScreen
 from lanemon.ui.widgets.gauntlet_lane import GauntletLanePanel
-from lanemon.workloads.gauntlet.run import BENCH, GauntletConfig, GauntletSource, GauntletState, gauntlet_results
+from lanemon.folds.gauntlet import GauntletState
+from lanemon.sessions.gauntlet import GauntletSource
+from lanemon.workloads.gauntlet import BENCH, GauntletConfig, gauntlet_results
 
 LANES = [{"name": "A", "url": "http://127.0.0.1:8001/v1", "model": "deepseek-v4.1-flash"},
          {"name": "B", "url": "http://127.0.0.1:8888/v1", "model": "deepseek-v4.1-flash"}]

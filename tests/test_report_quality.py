@@ -209,7 +209,7 @@ def _env():
 
 def writeup_gauntlet():
     """The write-up's gauntlet: B 22.4 s vs A 30.4 s, 3/3 with 20 calls; B prefills faster, A decodes faster."""
-    from lanemon.workloads.gauntlet.run import summary_sentence
+    from lanemon.workloads.gauntlet import summary_sentence
 
     def lane(wall, ttft0, decode):
         turns = [{"turn": t, "prompt_tokens": 2023 + 85 * t, "cached_tokens": 0, "ttft_s": ttft0 * (1 + t / 20),
@@ -266,7 +266,7 @@ def test_gauntlet_verdict_swaps_with_the_figures_and_ties_are_ties():
     a = writeup_quality()
     g = a["gauntlet"]
     g["lanes"]["A"], g["lanes"]["B"] = g["lanes"]["B"], g["lanes"]["A"]
-    from lanemon.workloads.gauntlet.run import summary_sentence
+    from lanemon.workloads.gauntlet import summary_sentence
 
     g["summary"] = summary_sentence(g)
     v = report.verdict(a)[-1]

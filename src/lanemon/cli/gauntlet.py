@@ -18,7 +18,7 @@ MAX_HOPS = 500
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from lanemon.workloads.gauntlet.run import DEFAULT_HOPS, DEFAULT_REPS, DEFAULT_SYSTEM_PROMPT_TOKENS
+    from lanemon.workloads.gauntlet import DEFAULT_HOPS, DEFAULT_REPS, DEFAULT_SYSTEM_PROMPT_TOKENS
 
     p = sub.add_parser(
         "gauntlet", help="the 20-hop agent gauntlet: follow a chain of files through tool calls",
@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _config(args: argparse.Namespace):
-    from lanemon.workloads.gauntlet.run import MIN_SYSTEM_PROMPT_TOKENS, GauntletConfig
+    from lanemon.workloads.gauntlet import MIN_SYSTEM_PROMPT_TOKENS, GauntletConfig
 
     if args.hops > MAX_HOPS:
         raise UsageError(f"--hops {args.hops}: at most {MAX_HOPS}")
@@ -66,7 +66,7 @@ def cmd_gauntlet(args: argparse.Namespace) -> int:
 
 
 def _run_headless(args: argparse.Namespace, config) -> int:
-    from lanemon.workloads.gauntlet.run import GauntletRun, gauntlet_results
+    from lanemon.workloads.gauntlet import GauntletRun, gauntlet_results
 
     with workload_lanes(args) as lanes:
 
@@ -128,7 +128,7 @@ def print_result(result: dict[str, Any], console=None) -> None:
 
 
 def _run_tui(args: argparse.Namespace, config) -> int:
-    from lanemon.workloads.gauntlet.run import GauntletSource
+    from lanemon.sessions.gauntlet import GauntletSource
 
     with workload_lanes(args) as lanes:
         recorder = open_recorder(args, "gauntlet", [lane.public() for lane in lanes], extra={"bench": "gauntlet"})

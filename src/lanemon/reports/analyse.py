@@ -16,7 +16,7 @@ that bench's own results function returns for the same events
 :func:`lanemon.workloads.race.race_results`,
 :func:`lanemon.workloads.agree.agree_results`,
 :func:`lanemon.workloads.kl.kl_results`,
-:func:`lanemon.workloads.gauntlet.run.gauntlet_results`), so a report built from a
+:func:`lanemon.workloads.gauntlet.results.gauntlet_results`), so a report built from a
 recording says what ``--json`` said when the run finished.  qeval is per lane
 (``qeval run LANE``): ``"qeval"`` is ``{"bench": "qeval", "lanes": {LANE:
 qeval_results(events, lane=LANE)}, "compare": compare_runs(first, second) or
@@ -48,7 +48,7 @@ RESULT_FUNCTIONS: dict[str, tuple[str, str]] = {
     "qeval": ("lanemon.workloads.qeval", "qeval_results"),
     "agree": ("lanemon.workloads.agree", "agree_results"),
     "kl": ("lanemon.workloads.kl", "kl_results"),
-    "gauntlet": ("lanemon.workloads.gauntlet.run", "gauntlet_results"),
+    "gauntlet": ("lanemon.workloads.gauntlet.results", "gauntlet_results"),
 }
 
 PER_LANE = {"qeval": ("lanemon.workloads.qeval", "compare_runs")}

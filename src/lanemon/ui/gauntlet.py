@@ -4,12 +4,12 @@
 runs it and returns an exit code.  ``source`` follows the dashboard
 :class:`~lanemon.ui.app.Source` protocol (``mode``, ``bus``, ``lanes``,
 ``recording_path``, ``paused``, ``speed``, ``finished``, ``run()``, ``stop()``
-...) -- :class:`lanemon.workloads.gauntlet.run.GauntletSource` runs the gauntlet on
+...) -- :class:`lanemon.sessions.gauntlet.GauntletSource` runs the gauntlet on
 its bus; a replayed recording or a scripted list of events works the same.
 Optional extras: ``now_ns()`` (the session clock, so elapsed time ticks
 between events) and ``result`` (the final results dict).
 
-Every event is folded into a :class:`~lanemon.workloads.gauntlet.run.GauntletState`
+Every event is folded into a :class:`~lanemon.folds.gauntlet.GauntletState`
 (cheap); the screen is repainted on a timer from that state, never per token.
 ``q`` cancels the run (finished reps stay in the recording) and quits.
 """
@@ -25,7 +25,8 @@ from textual.worker import Worker, WorkerState
 
 from lanemon.ui.screens.gauntlet import GauntletScreen
 from lanemon.ui.themes import ThemeError, load_themes, resolve_theme
-from lanemon.workloads.gauntlet.run import GauntletState, summary_sentence
+from lanemon.folds.gauntlet import GauntletState
+from lanemon.workloads.gauntlet import summary_sentence
 
 __all__ = ["GauntletApp", "ThemeError", "make_gauntlet_app", "run_gauntlet_app"]
 

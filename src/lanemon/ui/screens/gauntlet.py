@@ -12,7 +12,7 @@ from textual.widgets import Footer, Label
 from lanemon.ui.format import markup_escape as escape
 from lanemon.ui.widgets.gauntlet_header import GauntletHeader
 from lanemon.ui.widgets.gauntlet_lane import GauntletLanePanel
-from lanemon.workloads.gauntlet.run import GauntletState
+from lanemon.folds.gauntlet import GauntletState
 
 
 def panel_id(lane: str) -> str:

@@ -7,7 +7,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Label, Static
 
 from lanemon.ui.format import markup_escape as escape
-from lanemon.workloads.gauntlet.run import LaneView
+from lanemon.folds.gauntlet import LaneView
 
 BAR_WIDTH = 22
 PHASES = {
