@@ -181,7 +181,7 @@ def test_cli_bench_decode_demo_with_a_faulty_lane(capsys):
 
 def test_lanemon_demo_fault_b_drop_keeps_both_panels_alive(tmp_path, monkeypatch):
     """`lanemon demo --fault-b drop:50` through cli.main: only the app's run loop is swapped for a pilot."""
-    from lanemon.cli import main as cli
+    from lanemon.cli import launch, main as cli
 
     seen: dict = {}
 
@@ -206,7 +206,7 @@ def test_lanemon_demo_fault_b_drop_keeps_both_panels_alive(tmp_path, monkeypatch
 
         return asyncio.run(go())
 
-    monkeypatch.setattr(cli, "_run_app", pilot_run_app)
+    monkeypatch.setattr(launch, "run_app", pilot_run_app)
     path = tmp_path / "demo.jsonl"
     code = cli.main(["demo", "--time-scale", "0.05", "--interval", "0.05", "--fault-b", "drop:50",
                      "--record", str(path)])

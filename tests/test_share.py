@@ -15,7 +15,7 @@ from websockets.exceptions import ConnectionClosed
 from lanemon.bus import EventBus
 from lanemon.cli.main import main
 from lanemon.cli.common import demo_lanes
-from lanemon.cli.share import lane_secrets
+from lanemon.cli.launch import lane_secrets
 from lanemon.config import LaneConfig, ProbeConfig
 from lanemon import events as schema
 from lanemon.events import Event

@@ -6,6 +6,10 @@ Each module here has ``register(subparsers)`` that adds its parser(s) and sets
 """
 
 MODULES = (
+    "lanemon.cli.live",
+    "lanemon.cli.sim",
+    "lanemon.cli.check",
+    "lanemon.cli.replay",
     "lanemon.cli.race",
     "lanemon.cli.bench",
     "lanemon.cli.gauntlet",

@@ -1,0 +1,73 @@
+"""`lanemon check URL_OR_LANE`: the post-boot smoke test of one lane."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from lanemon.cli.common import UsageError, add_lane_args
+from lanemon.cli.live import _load
+from lanemon.config import LaneConfig, validate_url
+
+EXIT_OK = 0
+EXIT_FAIL = 1
+
+
+def register(sub) -> None:
+    p = sub.add_parser("check", help="smoke-test one lane: models, completions, streaming, usage, tools, logprobs",
+                       description="Run the post-boot smoke test against a URL or a configured lane name. "
+                                   "Exit 0 only if every required check passes.")
+    p.add_argument("target", metavar="URL_OR_LANE", help="e.g. http://127.0.0.1:8001/v1, or a lane name from the config")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    p.add_argument("--model", help="model id to use (default: first of /v1/models)")
+    add_lane_args(p)
+
+    p.set_defaults(func=cmd_check)
+
+
+def _resolve_target(args: argparse.Namespace) -> LaneConfig:
+    target = args.target
+    if "://" in target:
+        lane = LaneConfig("check", validate_url(target, "URL"), args.model)
+        return lane
+    config = _load(args)
+    for lane in config.lanes:
+        if lane.name == target:
+            if args.model:
+                lane = LaneConfig(lane.name, lane.url, args.model, lane.api_key_env, lane.headers, lane.defaults,
+                                  lane.timeout)
+            return lane
+    names = ", ".join(lane.name for lane in config.lanes) or "none configured"
+    raise UsageError(f"{target!r} is neither a URL nor a configured lane (lanes: {names})")
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    import orjson
+
+    from lanemon.workloads.check import run_check
+
+    lane = _resolve_target(args)
+    report = asyncio.run(run_check(lane))
+    if args.json:
+        sys.stdout.write(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=f"lanemon check {lane.url}" + (f" · {report.model}" if report.model else ""))
+        table.add_column("check")
+        table.add_column("result")
+        table.add_column("required")
+        table.add_column("detail", overflow="fold")
+        for c in report.checks:
+            mark = "[green]PASS[/]" if c.passed else ("[red]FAIL[/]" if c.required else "[yellow]no[/]")
+            table.add_row(c.name, mark, "yes" if c.required else "no", c.detail)
+        console = Console()
+        console.print(table)
+        passed = sum(c.passed for c in report.checks)
+        verdict = "[green]passed[/]" if report.passed else "[red]FAILED[/]"
+        console.print(f"{passed}/{len(report.checks)} checks passed; required checks {verdict}")
+    return EXIT_OK if report.passed else EXIT_FAIL
+
+

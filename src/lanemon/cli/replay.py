@@ -1,0 +1,50 @@
+"""`lanemon replay FILE`: the same screens, fed from a recording."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+from lanemon.cli.common import UsageError
+from lanemon.cli.common import err as _err
+from lanemon.cli.launch import add_ui_args, run_app
+
+
+def _speed(text: str) -> float:
+    if text.lower() in ("max", "inf", "fastest"):
+        return math.inf
+    try:
+        value = float(text.rstrip("xX×"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"speed must be a number like 4 or 'max', not {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("speed must be positive")
+    return value
+
+
+def register(sub) -> None:
+    p = sub.add_parser("replay", help="replay a recording in the dashboard",
+                       description="Open the dashboard fed from a recording instead of sockets. Keys: space/p pause, "
+                                   "+/- speed, left/right 10 s back/forward, home/end, [/] previous/next marker.")
+    p.add_argument("file", type=Path, metavar="FILE", help="a .jsonl recording")
+    p.add_argument("--speed", type=_speed, default=1.0, metavar="N", help="playback speed, e.g. 4, or 'max' (default 1)")
+    add_ui_args(p, record=False)
+
+    p.set_defaults(func=cmd_replay)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from lanemon.recording.reader import RecordingError
+    from lanemon.sessions.sources import ReplaySession
+
+    try:
+        session = ReplaySession(args.file, speed=args.speed)
+    except RecordingError as exc:
+        raise UsageError(str(exc)) from None
+    code = run_app(session, args.theme, args)
+    for warning in session.warnings:
+        _err(f"warning: {warning}")
+    return code
+
+
