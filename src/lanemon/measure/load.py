@@ -1,0 +1,144 @@
+"""Was lanemon itself starved? The ``client_load`` events folded into intervals (pure, no IO).
+
+:class:`lanemon.client.loadwatch.LoadWatch` samples lanemon's own event loop
+(how late a 100 ms sleep wakes up) with the host's CPU and publishes one
+``client_load`` event per window (docs/METRICS.md, "Client-bound samples")::
+
+    t0          ns, session clock: start of the window (the event's ``t`` is its end)
+    lag_ms      the largest loop lag seen in the window
+    lag_mean_ms mean loop lag of the window's samples
+    samples     sleeps measured in the window
+    cpu_pct     host CPU busy %, all cores (psutil)
+    proc_cpu_pct lanemon's own process, % of one core
+    bound       True when lanemon was starved in the window (lag_ms >= the threshold)
+    threshold_ms the lag that counts as starved
+
+A request whose span (sent -> end) overlaps a bound window is *client-bound*:
+its timestamps say how late lanemon read the chunks, not how fast the lane
+wrote them.  :func:`mark_client_bound` adds ``"client_bound"`` to such a
+record's ``flags``; figures from it are counted, never shown as lane speed.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable
+from typing import Any
+
+from lanemon import events as schema
+from lanemon.events import Event
+
+CLIENT_BOUND = "client_bound"
+"""The per-request flag (``RequestRecord.flags``) and the JSON key of the per-cell count."""
+
+LAG_BOUND_MS = 20.0
+"""Loop lag that counts as starved: a chunk read this late moves an inter-token gap of a 50 tok/s stream
+by a whole token."""
+
+KIND = getattr(schema, "CLIENT_LOAD", "client_load")
+
+
+class ClientLoad:
+    """Fold of ``client_load`` events: the windows in which lanemon was starved."""
+
+    def __init__(self) -> None:
+        self.bound: list[tuple[int, int]] = []
+        """Merged (start, end) ns intervals in which lanemon was starved, in time order."""
+        self.seen_until: int | None = None
+        """End of the latest window reported (None: no watcher in this stream)."""
+        self.windows = 0
+        self.bound_windows = 0
+        self.last: dict[str, Any] = {}
+        self.max_lag_ms = 0.0
+
+    @property
+    def watching(self) -> bool:
+        return self.seen_until is not None
+
+    def apply(self, ev: Event) -> bool:
+        """Fold one event; True when it was a ``client_load`` event."""
+        if ev.kind != KIND:
+            return False
+        d = ev.data or {}
+        self.windows += 1
+        self.last = dict(d)
+        lag = d.get("lag_ms")
+        if isinstance(lag, (int, float)) and not isinstance(lag, bool):
+            self.max_lag_ms = max(self.max_lag_ms, float(lag))
+        self.seen_until = ev.t if self.seen_until is None else max(self.seen_until, ev.t)
+        if d.get("bound"):
+            self.bound_windows += 1
+            t0 = d.get("t0")
+            start = t0 if isinstance(t0, int) and not isinstance(t0, bool) and t0 <= ev.t else ev.t
+            self._add(start, ev.t)
+        return True
+
+    def _add(self, start: int, end: int) -> None:
+        if self.bound and start <= self.bound[-1][1]:
+            s, e = self.bound[-1]
+            self.bound[-1] = (min(s, start), max(e, end))
+            return
+        i = bisect.bisect_left(self.bound, (start, end))
+        self.bound.insert(i, (start, end))
+
+    def overlaps(self, start: int | None, end: int | None) -> bool:
+        """True when [start, end] touches a window in which lanemon was starved."""
+        if start is None or end is None or not self.bound:
+            return False
+        i = bisect.bisect_right(self.bound, (end, 1 << 62))
+        return any(s <= end and e >= start for s, e in self.bound[max(0, i - 2):i])
+
+    def covers(self, t: int | None) -> bool:
+        """True when the watcher has reported past ``t`` (so a request ending at ``t`` can be judged)."""
+        return t is not None and self.seen_until is not None and self.seen_until >= t
+
+    @property
+    def is_bound(self) -> bool:
+        """The latest window was starved."""
+        return bool(self.last.get("bound"))
+
+
+def client_load(events: Iterable[Event]) -> ClientLoad:
+    fold = ClientLoad()
+    for ev in events:
+        fold.apply(ev)
+    return fold
+
+
+def flag(rec: Any, name: str = CLIENT_BOUND) -> None:
+    """Add ``name`` to ``rec.flags`` (a set; created when the record has none)."""
+    flags = getattr(rec, "flags", None)
+    if flags is None:
+        try:
+            rec.flags = {name}
+        except AttributeError:  # a slotted record without ``flags``: nothing to mark
+            return
+    elif isinstance(flags, set):
+        flags.add(name)
+    elif isinstance(flags, list):
+        if name not in flags:
+            flags.append(name)
+
+
+def is_client_bound(rec: Any, load: ClientLoad) -> bool:
+    return load.overlaps(getattr(rec, "sent_ns", None), getattr(rec, "end_ns", None))
+
+
+def has_flag(rec: Any, name: str = CLIENT_BOUND) -> bool:
+    return name in (getattr(rec, "flags", None) or ())
+
+
+def mark_client_bound(records: Iterable[Any], load: ClientLoad | Iterable[Event]) -> int:
+    """Flag every record whose span overlaps a starved window; returns how many were flagged."""
+    if not isinstance(load, ClientLoad):
+        load = client_load(load)
+    n = 0
+    for rec in records:
+        if is_client_bound(rec, load):
+            flag(rec)
+            n += 1
+    return n
+
+
+__all__ = ["CLIENT_BOUND", "ClientLoad", "KIND", "LAG_BOUND_MS", "client_load", "flag", "has_flag",
+           "is_client_bound", "mark_client_bound"]
