@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from lanemon.cli import bench_load
 from lanemon.cli.common import (UsageError, add_measure_args, add_workload_args, err, int_list, open_recorder, run_interruptible, slo_arg, thinking_arg, workload_lanes)
 
 EXIT_OK, EXIT_FAIL, EXIT_INTERRUPTED = 0, 1, 130
@@ -26,16 +27,17 @@ HELP = {
     "decode": "decode ladder: aggregate tok/s by concurrency, TTFT, per-category C1 rates, the crossover",
     "prefill": "prefill ladder: cold prefill tok/s by prompt length; prefix-cache hits labelled apart",
     "needles": "needle in a haystack: is a random key found at each context length?",
+    "load": bench_load.HELP,
 }
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add ``bench`` with its three sub-commands."""
-    p = sub.add_parser("bench", help="benchmarks: decode ladder, prefill ladder, needles",
+    """Add ``bench`` with its sub-commands."""
+    p = sub.add_parser("bench", help="benchmarks: decode ladder, prefill ladder, needles, open-loop load",
                        description="Benchmark the lanes the way the reference write-up did (docs/BENCH.md).")
     bsub = p.add_subparsers(dest="bench_kind", metavar="BENCH")
     p.set_defaults(func=_missing_kind, bench_parser=p)
-    for kind in ("decode", "prefill", "needles"):
+    for kind in ("decode", "prefill", "needles", "load"):
         q = bsub.add_parser(kind, help=HELP[kind], description=HELP[kind] + ". See docs/BENCH.md.")
         add_workload_args(q)
         q.add_argument("--reps", default="1", metavar="N", help="repeat every cell N times (default 1); "
@@ -56,6 +58,8 @@ def register(sub: argparse._SubParsersAction) -> None:
             q.add_argument("--temperature", default="0", metavar="T", help="sampling temperature (default 0)")
             q.add_argument("--no-categories", action="store_true",
                            help="skip the per-category C1 phase after the ladder")
+        elif kind == "load":
+            bench_load.add_arguments(q)
         else:
             default = "2000,8000,32000,64000" if kind == "prefill" else "20000,131072,300000"
             q.add_argument("--lengths", default=default, metavar="N,...",
@@ -120,6 +124,14 @@ def build_options(args: argparse.Namespace):
             if not cats:
                 raise UsageError("--categories: expected 'all' or a list like coding,prose")
             kw["categories"] = None if cats == ["all"] else cats
+        elif kind == "load":
+            kw["load"] = bench_load.load_options(args)
+            kw["seed"] = args.seed
+            kw["max_tokens"] = _positive(args.max_tokens, "--max-tokens")
+            try:
+                kw["temperature"] = float(args.temperature)
+            except ValueError:
+                raise UsageError(f"--temperature: expected a number, not {args.temperature!r}") from None
         else:
             kw["lengths"] = _ints(args.lengths, "--lengths")
             kw["seed"] = args.seed
@@ -317,6 +329,8 @@ def render(result: dict[str, Any], console, time_scale: float | None = None) -> 
         _render_prefill(result, console)
     elif kind == "needles":
         _render_needles(result, console)
+    elif kind == "load":
+        bench_load.render(result, console, _secs, _rate)
     if time_scale and time_scale != 1.0:
         console.print(f"[dim]simulated lanes at --time-scale {time_scale}: rates are as measured "
                       f"(multiply by {time_scale} for the lanes' real-time rates, times divide)[/]")

@@ -49,9 +49,9 @@ from lanemon.recording.writer import Recorder
 from lanemon.events import Event
 from lanemon.workloads.prompts import PromptSet, load_prompt_set
 
-KINDS = ("decode", "prefill", "needles")
+KINDS = ("decode", "prefill", "needles", "load")
 _MODULES = {"decode": "lanemon.workloads.bench.decode", "prefill": "lanemon.workloads.bench.prefill",
-            "needles": "lanemon.workloads.bench.needles"}
+            "needles": "lanemon.workloads.bench.needles", "load": "lanemon.workloads.bench.load"}
 
 #: A cell whose (max - min) / median exceeds this is flagged ``unstable``
 #: (the write-up's 300K run on B: 1,791 vs 2,648 vs 3,029 tok/s).
@@ -81,6 +81,7 @@ class BenchOptions:
     time_scale: float | None = None  # --demo only; recorded for reference
     thinking: bool | None = None  # --thinking on|off: chat_template_kwargs.thinking per request (None: lane default)
     slo: dict[str, float] | None = None  # --slo ttft=S tpot=S e2e=S: goodput per cell
+    load: Any = None  # bench load: a workloads.bench.load.LoadOptions (arrivals, lengths)
 
     def __post_init__(self) -> None:
         if self.reps < 1:
@@ -124,6 +125,10 @@ class BenchOptions:
                        prompt_set={"name": pset.name, "version": pset.version, "source": pset.source,
                                    "prompts": len(pset.prompts)},
                        max_tokens_cap=self.max_tokens, per_category=self.per_category)
+        elif kind == "load":
+            cfg.update(prompt_set={"name": pset.name, "version": pset.version, "source": pset.source,
+                                   "prompts": len(pset.prompts)},
+                       max_tokens_cap=self.max_tokens, load=self.load.config() if self.load else None)
         else:
             cfg["lengths"] = self.lengths_for(kind)
             if kind == "prefill":

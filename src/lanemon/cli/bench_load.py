@@ -1,0 +1,85 @@
+"""`lanemon bench load`: open-loop arrivals (constant, Poisson, trace), its options and its table.
+
+The workload itself is :mod:`lanemon.workloads.bench.load`; this module adds its arguments to the
+``bench load`` parser, turns them into :class:`~lanemon.workloads.bench.load.LoadOptions` (bad input is
+one line, exit 2) and renders its result table.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from lanemon.cli.common import UsageError
+
+HELP = ("open-loop load: requests arrive at a rate (constant or Poisson) or from a timed trace, "
+        "whether or not earlier ones finished; latency percentiles over the measured window")
+
+
+def add_arguments(q: argparse.ArgumentParser) -> None:
+    g = q.add_argument_group("arrivals")
+    g.add_argument("--arrival", choices=("constant", "poisson", "trace"), default="poisson",
+                   help="arrival process (default poisson)")
+    g.add_argument("--rate", type=float, metavar="RPS", help="requests per second (constant, poisson)")
+    g.add_argument("--trace", metavar="FILE",
+                   help="JSON lines {\"t\": seconds, \"input_tokens\": n, \"output_tokens\": n} (--arrival trace)")
+    g.add_argument("--requests", type=int, metavar="N", help="stop scheduling after N requests")
+    g.add_argument("--duration", type=float, metavar="S", help="stop scheduling after S seconds")
+    g.add_argument("--warmup", type=float, default=0.0, metavar="S",
+                   help="requests scheduled in the first S seconds are sent but not measured (default 0)")
+    g.add_argument("--cooldown", type=float, default=0.0, metavar="S",
+                   help="requests scheduled in the last S seconds are sent but not measured (default 0)")
+    g = q.add_argument_group("lengths")
+    g.add_argument("--input-len", metavar="DIST", help="prompt tokens per request: fixed:N, uniform:LO,HI, "
+                   "normal:MEAN,SD or file:PATH (default: the prompt set's prompts)")
+    g.add_argument("--output-len", metavar="DIST", help="max_tokens per request, same forms (default: each "
+                   "prompt's own)")
+    g.add_argument("--shared-prefix", type=int, default=0, metavar="TOKENS",
+                   help="every prompt starts with the same TOKENS of text (a prefix-cache workload)")
+    g.add_argument("--ignore-eos", action="store_true",
+                   help="send ignore_eos=true (vLLM, SGLang) so replies run to the drawn output length")
+    q.add_argument("--seed", type=int, default=None, help="seed for the schedule and lengths (default random)")
+    q.add_argument("--max-tokens", default=None, metavar="N", help="cap every prompt's max_tokens at N")
+    q.add_argument("--temperature", default="0", metavar="T", help="sampling temperature (default 0)")
+
+
+def load_options(args: argparse.Namespace):
+    from lanemon.workloads.bench.load import LengthDist, LoadOptions, LoadSpecError, read_trace
+
+    try:
+        trace = read_trace(args.trace) if args.trace else []
+        if args.arrival == "trace" and not trace:
+            raise UsageError("--arrival trace needs --trace FILE")
+        opts = LoadOptions(
+            arrival=args.arrival, rate=args.rate, requests=args.requests, duration=args.duration,
+            warmup=args.warmup, cooldown=args.cooldown,
+            input_len=LengthDist.parse(args.input_len, "--input-len") if args.input_len else None,
+            output_len=LengthDist.parse(args.output_len, "--output-len") if args.output_len else None,
+            shared_prefix=args.shared_prefix, ignore_eos=args.ignore_eos, trace=trace, trace_path=args.trace)
+        opts.schedule(args.seed)  # validates rate/count/duration now, not mid-run
+        return opts
+    except LoadSpecError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def render(result: dict[str, Any], console, secs, rate) -> None:
+    from rich.table import Table
+
+    cfg = (result.get("config") or {}).get("load") or {}
+    what = f"{cfg.get('arrival')} arrivals" + (f" at {cfg['rate']:g} req/s" if cfg.get("rate") else "")
+    table = Table(title=f"open-loop load · {what}", title_justify="left")
+    for col in ("lane", "rep", "measured", "ok", "err", "sched req/s", "sent req/s", "done req/s", "out tok/s",
+                "TTFT p50", "TTFT p99", "TPOT p50", "E2E p99", "send lag p99"):
+        table.add_column(col, justify="left" if col == "lane" else "right", no_wrap=True)
+    for lane, d in (result.get("lanes") or {}).items():
+        for i, r in enumerate(d.get("reps") or []):
+            lag = r["send_lag_s"]["p99"]
+            table.add_row(lane, str(i + 1), str(r["measured"]), str(r["ok"]), str(r["errors"]),
+                          rate(r["scheduled_rate_rps"]), rate(r["sent_rate_rps"]), rate(r["completed_rate_rps"]),
+                          rate(r["output_tok_s"]), secs(r["ttft_s"]["p50"]), secs(r["ttft_s"]["p99"]),
+                          secs(r["tpot_s"]["p50"]), secs(r["e2e_s"]["p99"]),
+                          secs(lag) + (" [yellow]behind[/]" if r["client_behind"] else ""))
+    console.print(table)
+    if any(d.get("client_behind") for d in (result.get("lanes") or {}).values()):
+        console.print("[yellow]client behind[/]: lanemon sent some requests late (send lag p99 over 10 ms); the "
+                      "lane was offered less than the schedule says. Use fewer lanes at once or a lower rate.")

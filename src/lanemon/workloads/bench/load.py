@@ -1,0 +1,416 @@
+"""Open-loop load: requests arrive on a schedule, whether or not earlier ones finished.
+
+The decode ladder is a *closed* loop (C workers, each sending when its last
+request ended), so a slow lane is offered less work.  Production traffic does
+not wait: ``bench load`` sends request *i* at ``t0 + offset[i]`` where the
+offsets come from an arrival process:
+
+* ``constant`` -- one request every ``1/rate`` s;
+* ``poisson``  -- exponential gaps of mean ``1/rate`` s (seeded: the same seed
+  gives the same schedule);
+* ``trace``    -- the timestamps of a JSON-lines file (``{"t": seconds,
+  "input_tokens": n, "output_tokens": m}`` per line; only ``t`` is required),
+  replayed relative to its first line.
+
+A run is bounded by a request count or a duration (or both: the first reached).
+Requests scheduled in the first ``warmup`` s or the last ``cooldown`` s are sent
+and recorded but excluded from the figures (``meta.phase``).  Input and output
+lengths are drawn per request from :class:`LengthDist` (fixed, uniform, normal,
+or values from a file); input tokens are turned into filler text at about four
+characters a token, so the *requested* input length is approximate and the
+figures use the server's ``usage`` counts where it sends them.  With
+``shared_prefix`` tokens, every prompt starts with the same text (a prefix-cache
+workload).
+
+Every request's ``meta`` carries its scheduled offset and its send lag (actual
+send minus schedule): a client that cannot keep up shows a growing lag, and the
+results flag the cell ``client_behind`` instead of reporting a rate the lane was
+never offered.  :func:`load_results` recomputes everything from the events, so a
+recording reports what the run reported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from lanemon.events import Event
+from lanemon.measure.metrics import NS, request_metrics, summarize
+from lanemon.measure.records import RequestRecord, assemble
+from lanemon.workloads.bench.run import first_error, read_marks, rnd, run_state
+from lanemon.workloads.prompts import filler_text
+
+BENCH = "load"
+ARRIVALS = ("constant", "poisson", "trace")
+CHARS_PER_TOKEN = 4.0
+"""Filler text is about this many characters per token (English prose, BPE tokenizers)."""
+CLIENT_BEHIND_S = 0.010
+"""A cell whose p99 send lag exceeds this is flagged ``client_behind`` (lanemon could not keep the schedule)."""
+MAX_TRACE_LINES = 1_000_000
+MAX_TRACE_BYTES = 64 * 1024 * 1024
+
+
+class LoadSpecError(ValueError):
+    """A load option is malformed; the message names it."""
+
+
+# ---------------------------------------------------------------------------
+# Length distributions
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LengthDist:
+    """A distribution of token counts: ``fixed:N``, ``uniform:LO,HI``, ``normal:MEAN,SD`` or ``file:PATH``.
+
+    ``file:PATH`` reads one whole number per line (e.g. the prompt lengths of real traffic) and draws
+    from them uniformly.  Every draw is at least 1.
+    """
+
+    kind: str
+    a: float = 0.0
+    b: float = 0.0
+    values: tuple[int, ...] = ()
+    source: str = ""
+
+    @classmethod
+    def parse(cls, text: str, flag: str = "length") -> "LengthDist":
+        kind, _, rest = text.partition(":")
+        kind = kind.strip().lower()
+        try:
+            if kind == "fixed":
+                n = int(rest)
+                if n < 1:
+                    raise ValueError
+                return cls("fixed", n, n, source=text)
+            if kind in ("uniform", "normal"):
+                lo_s, _, hi_s = rest.partition(",")
+                a, b = float(lo_s), float(hi_s)
+                if kind == "uniform" and not 1 <= a <= b:
+                    raise ValueError
+                if kind == "normal" and (a < 1 or b < 0):
+                    raise ValueError
+                return cls(kind, a, b, source=text)
+            if kind == "file":
+                path = Path(rest)
+                raw = path.read_bytes()[:MAX_TRACE_BYTES]
+                values = tuple(int(x) for x in raw.split() if x.strip())
+                if not values or min(values) < 1:
+                    raise ValueError
+                return cls("file", values=values, source=text)
+        except OSError as exc:
+            raise LoadSpecError(f"{flag}: cannot read {rest!r}: {exc.strerror or exc}") from None
+        except ValueError:
+            pass
+        raise LoadSpecError(f"{flag} must be fixed:N, uniform:LO,HI (1 <= LO <= HI), normal:MEAN,SD or file:PATH "
+                            f"with positive whole numbers, not {text!r}")
+
+    def sample(self, rng: random.Random) -> int:
+        if self.kind == "fixed":
+            return int(self.a)
+        if self.kind == "uniform":
+            return rng.randint(int(self.a), int(self.b))
+        if self.kind == "normal":
+            return max(1, int(round(rng.gauss(self.a, self.b))))
+        return rng.choice(self.values)
+
+    def public(self) -> str:
+        return self.source or f"{self.kind}:{self.a:g},{self.b:g}"
+
+
+# ---------------------------------------------------------------------------
+# Arrival schedules (pure)
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """One scheduled request: when (s after the start), and its lengths when the schedule says so."""
+
+    offset_s: float
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+def read_trace(path: str | Path) -> list[Arrival]:
+    """A timestamped trace: JSON lines with ``t`` (seconds; any origin), optional token counts.
+
+    Bounded in size and lines; a bad line is one clear :class:`LoadSpecError` naming it.
+    """
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_TRACE_BYTES + 1)
+    except OSError as exc:
+        raise LoadSpecError(f"--trace: cannot read {path}: {exc.strerror or exc}") from None
+    if len(raw) > MAX_TRACE_BYTES:
+        raise LoadSpecError(f"--trace: {path} is larger than {MAX_TRACE_BYTES // (1024 * 1024)} MB")
+    out: list[Arrival] = []
+    for no, line in enumerate(raw.splitlines(), 1):
+        if not line.strip():
+            continue
+        if len(out) >= MAX_TRACE_LINES:
+            raise LoadSpecError(f"--trace: {path} has more than {MAX_TRACE_LINES} lines")
+        try:
+            obj = orjson.loads(line)
+            t = obj["t"]
+            if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t):
+                raise TypeError
+            ins, outs = obj.get("input_tokens"), obj.get("output_tokens")
+            for v in (ins, outs):
+                if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+                    raise TypeError
+        except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
+            raise LoadSpecError(f"--trace: {path} line {no}: expected {{\"t\": seconds, \"input_tokens\": n?, "
+                                f"\"output_tokens\": n?}}") from None
+        out.append(Arrival(float(t), ins, outs))
+    if not out:
+        raise LoadSpecError(f"--trace: {path} has no arrivals")
+    out.sort(key=lambda a: a.offset_s)
+    t0 = out[0].offset_s
+    return [Arrival(a.offset_s - t0, a.input_tokens, a.output_tokens) for a in out]
+
+
+def schedule(arrival: str, *, rate: float | None = None, requests: int | None = None,
+             duration: float | None = None, seed: int | None = None,
+             trace: Sequence[Arrival] | None = None) -> list[Arrival]:
+    """The arrival offsets of one run (pure; seeded).  Ends at ``requests`` or ``duration``, whichever first."""
+    if requests is None and duration is None and arrival != "trace":
+        raise LoadSpecError("a load run needs --requests N or --duration S")
+    if arrival == "trace":
+        if not trace:
+            raise LoadSpecError("--arrival trace needs --trace FILE")
+        out = [a for a in trace if duration is None or a.offset_s < duration]
+        return out[:requests] if requests is not None else out
+    if arrival not in ARRIVALS:
+        raise LoadSpecError(f"--arrival must be one of {', '.join(ARRIVALS)}, not {arrival!r}")
+    if rate is None or not rate > 0 or not math.isfinite(rate):
+        raise LoadSpecError("--rate must be a positive number of requests per second")
+    rng = random.Random(seed)
+    out = []
+    t = 0.0
+    while requests is None or len(out) < requests:
+        if arrival == "constant":
+            t = len(out) / rate
+        elif out:
+            t += rng.expovariate(rate)
+        else:
+            t = rng.expovariate(rate)
+        if duration is not None and t >= duration:
+            break
+        out.append(Arrival(t))
+    return out
+
+
+def phase_of(offset_s: float, span_s: float, warmup: float, cooldown: float) -> str:
+    """``warmup`` / ``measure`` / ``cooldown`` for a request scheduled at ``offset_s`` of a ``span_s`` run."""
+    if offset_s < warmup:
+        return "warmup"
+    if cooldown and offset_s >= span_s - cooldown:
+        return "cooldown"
+    return "measure"
+
+
+@dataclass
+class LoadOptions:
+    """What ``bench load`` runs (the CLI fills it)."""
+
+    arrival: str = "poisson"
+    rate: float | None = None
+    requests: int | None = None
+    duration: float | None = None
+    warmup: float = 0.0
+    cooldown: float = 0.0
+    input_len: LengthDist | None = None
+    """None: the prompt set's prompts, in turn."""
+    output_len: LengthDist | None = None
+    """None: each prompt's own max_tokens."""
+    shared_prefix: int = 0
+    """Tokens of text every prompt starts with (0: none)."""
+    ignore_eos: bool = False
+    """Send ``ignore_eos: true`` (vLLM, SGLang) so replies run to the drawn output length."""
+    trace: list[Arrival] = field(default_factory=list)
+    trace_path: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.warmup < 0 or self.cooldown < 0:
+            raise LoadSpecError("--warmup and --cooldown must be zero or more seconds")
+        if self.requests is not None and self.requests < 1:
+            raise LoadSpecError("--requests must be at least 1")
+        if self.duration is not None and not self.duration > 0:
+            raise LoadSpecError("--duration must be positive")
+        if self.shared_prefix < 0:
+            raise LoadSpecError("--shared-prefix must be zero or more tokens")
+
+    def schedule(self, seed: int | None) -> list[Arrival]:
+        return schedule(self.arrival, rate=self.rate, requests=self.requests, duration=self.duration,
+                        seed=seed, trace=self.trace)
+
+    def config(self) -> dict[str, Any]:
+        return {"arrival": self.arrival, "rate": self.rate, "requests": self.requests, "duration": self.duration,
+                "warmup": self.warmup, "cooldown": self.cooldown,
+                "input_len": self.input_len.public() if self.input_len else None,
+                "output_len": self.output_len.public() if self.output_len else None,
+                "shared_prefix": self.shared_prefix, "ignore_eos": self.ignore_eos, "trace": self.trace_path}
+
+
+def cell_id(lane: str, rep: int) -> str:
+    return f"{lane}:load:r{rep}"
+
+
+def plan(lanes: Sequence[str], opts) -> list[dict[str, Any]]:
+    load: LoadOptions = opts.load or LoadOptions()
+    n = len(load.schedule(opts.seed))
+    return [{"lane": lane, "cell": cell_id(lane, rep), "part": "load", "rep": rep, "requests": n, "weight": float(n)}
+            for lane in lanes for rep in range(opts.reps)]
+
+
+# ---------------------------------------------------------------------------
+# The run
+# ---------------------------------------------------------------------------
+
+
+def _prompt_text(n_tokens: int, prefix: str, rng: random.Random) -> str:
+    body = filler_text(max(1, int(n_tokens * CHARS_PER_TOKEN) - len(prefix)), rng)
+    return prefix + body
+
+
+async def run_cell(h, lane: str, rep: int, opts) -> list[RequestRecord]:
+    load: LoadOptions = opts.load
+    seed = None if opts.seed is None else opts.seed + rep
+    arrivals = load.schedule(seed)
+    rng = random.Random(seed)
+    span = arrivals[-1].offset_s if arrivals else 0.0
+    if load.duration is not None:
+        span = load.duration
+    prefix = filler_text(int(load.shared_prefix * CHARS_PER_TOKEN), random.Random(0)) if load.shared_prefix else ""
+    prompts = opts.selected().interleaved()
+    cell = cell_id(lane, rep)
+    keys = {"part": "load", "rep": rep}
+    h.mark("cell", lane=lane, bench=BENCH, phase="start", cell=cell, requests=len(arrivals), span_s=rnd(span), **keys)
+    loop = asyncio.get_running_loop()
+    tasks: list[asyncio.Task] = []
+    t0 = loop.time() + 0.02
+    for i, a in enumerate(arrivals):
+        delay = t0 + a.offset_s - loop.time()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        lag = loop.time() - (t0 + a.offset_s)
+        p = prompts[i % len(prompts)]
+        in_tokens = a.input_tokens or (load.input_len.sample(rng) if load.input_len else None)
+        out_tokens = a.output_tokens or (load.output_len.sample(rng) if load.output_len else None)
+        text = _prompt_text(in_tokens, prefix, rng) if in_tokens else prefix + p.text
+        max_tokens = out_tokens or (min(p.max_tokens, opts.max_tokens) if opts.max_tokens else p.max_tokens)
+        extra: dict[str, Any] = {"temperature": opts.temperature}
+        if load.ignore_eos:
+            extra["ignore_eos"] = True
+        meta = {"bench": BENCH, "cell": cell, **keys, "i": i, "scheduled_s": round(a.offset_s, 6),
+                "send_lag_s": round(lag, 6), "phase": phase_of(a.offset_s, span, load.warmup, load.cooldown),
+                "input_tokens_requested": in_tokens, "max_tokens": max_tokens}
+        args: dict[str, Any] = {"max_tokens": max_tokens, "extra": extra, "purpose": "bench", "meta": meta}
+        if opts.chat:
+            args["messages"] = [{"role": "user", "content": text}]
+        else:
+            args["prompt"] = text
+        tasks.append(asyncio.ensure_future(h.request(lane, opts.endpoint, **args)))
+    records = list(await asyncio.gather(*tasks)) if tasks else []
+    errors = sum(1 for r in records if not r.ok)
+    h.mark("cell", lane=lane, bench=BENCH, phase="end", cell=cell, requests=len(records), errors=errors, **keys)
+    return records
+
+
+async def run(h, opts) -> None:
+    """The whole load bench on the harness ``h`` (bench start/end marks are the caller's)."""
+    async def one_lane(lane: str) -> None:
+        for rep in range(opts.reps):
+            await run_cell(h, lane, rep, opts)
+
+    if opts.parallel_lanes:
+        async with asyncio.TaskGroup() as tg:
+            for lane in h.names:
+                tg.create_task(one_lane(lane))
+    else:
+        for lane in h.names:
+            await one_lane(lane)
+
+
+# ---------------------------------------------------------------------------
+# Results (pure)
+# ---------------------------------------------------------------------------
+
+
+def _pcts(values: Iterable[float | None]) -> dict[str, float | None]:
+    s = summarize(values)
+    return {"p50": rnd(s.p50, 6), "p90": rnd(s.p90, 6), "p99": rnd(s.p99, 6)}
+
+
+def cell_result(records: Sequence[RequestRecord], span_s: float | None, config: dict[str, Any]) -> dict[str, Any]:
+    """One lane's (one rep's) figures over the measured phase (warm-up and cool-down excluded)."""
+    warmup = float(config.get("warmup") or 0.0)
+    cooldown = float(config.get("cooldown") or 0.0)
+    measured = [r for r in records if r.meta.get("phase", "measure") == "measure"]
+    window = None
+    if span_s:
+        window = max(0.0, span_s - warmup - cooldown) or None
+    ok = [r for r in measured if r.ok]
+    ms = [request_metrics(r) for r in ok]
+    lags = [float(r.meta.get("send_lag_s") or 0.0) for r in records]
+    lag = summarize(lags)
+    sends = sorted(r.sent_ns for r in measured if r.sent_ns is not None)
+    out_tokens = sum(m.output_tokens or 0 for m in ms)
+    behind = bool(lag.p99 is not None and lag.p99 > CLIENT_BEHIND_S)
+    return {
+        "requests": len(records),
+        "measured": len(measured),
+        "ok": len(ok),
+        "errors": len(measured) - len(ok),
+        "offered_rate_rps": rnd(config.get("rate")) if config.get("arrival") != "trace" else None,
+        "scheduled_rate_rps": rnd(len(measured) / window) if window else None,
+        "sent_rate_rps": rnd((len(sends) - 1) / ((sends[-1] - sends[0]) / NS))
+        if len(sends) > 1 and sends[-1] > sends[0] else None,
+        "completed_rate_rps": rnd(len(ok) / window) if window else None,
+        "output_tok_s": rnd(out_tokens / window) if window else None,
+        "ttft_s": _pcts(m.ttft_s for m in ms),
+        "tpot_s": _pcts(m.tpot_s for m in ms),
+        "e2e_s": _pcts(m.e2e_s for m in ms),
+        "send_lag_s": {"p50": rnd(lag.p50, 6), "p99": rnd(lag.p99, 6), "max": rnd(max(lags), 6) if lags else None},
+        "client_behind": behind,
+        "tokens_estimated": any(m.tokens_estimated for m in ms),
+        "error": first_error(measured),
+    }
+
+
+def load_results(events: Iterable[Event], *, in_progress: bool = False) -> dict[str, Any]:
+    """The ``bench load`` JSON (docs/JSON.md) from a run's events."""
+    events = list(events)
+    marks = read_marks(events, BENCH)
+    by_cell: dict[str, list[RequestRecord]] = defaultdict(list)
+    for rec in assemble(events):
+        cell = rec.meta.get("cell", "")
+        if rec.meta.get("bench") == BENCH and marks.finished(cell):
+            by_cell[cell].append(rec)
+    lanes: dict[str, dict[str, Any]] = {}
+    for cell, start in marks.cells.items():
+        if start.get("end") is None:
+            continue
+        lane = start.get("lane") or ""
+        res = cell_result(by_cell.get(cell, []), start.get("span_s"), marks.config.get("load") or {})
+        lanes.setdefault(lane, {"reps": []})["reps"].append(res)
+    for lane, d in lanes.items():
+        reps = d["reps"]
+        d.update({k: reps[0][k] for k in ("offered_rate_rps",)})
+        d["client_behind"] = any(r["client_behind"] for r in reps)
+    out: dict[str, Any] = {"bench": BENCH, "lanes": lanes}
+    out.update(run_state(marks, in_progress))
+    out["config"] = marks.config
+    return out
+
+
+results = load_results

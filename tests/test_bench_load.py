@@ -1,0 +1,131 @@
+"""`bench load`: open-loop arrival schedules (pure) and a real run against the simulated lanes."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+
+import pytest
+
+from lanemon.workloads.bench.load import (Arrival, LengthDist, LoadSpecError, cell_result, phase_of, read_trace,
+                                          schedule)
+
+
+def test_constant_schedule_is_exact():
+    s = schedule("constant", rate=4.0, requests=9)
+    assert [a.offset_s for a in s] == [i / 4.0 for i in range(9)]
+    s = schedule("constant", rate=4.0, duration=2.0)
+    assert len(s) == 8 and s[-1].offset_s < 2.0
+
+
+def test_poisson_schedule_has_the_asked_rate_and_exponential_gaps():
+    rate = 20.0
+    counts = [len(schedule("poisson", rate=rate, duration=60.0, seed=seed)) for seed in range(40)]
+    # 60 s at 20/s: 1,200 expected per run; the mean of 40 runs is within 1 %
+    assert abs(statistics.mean(counts) / (rate * 60) - 1) < 0.01, statistics.mean(counts)
+    s = schedule("poisson", rate=rate, requests=5000, seed=1)
+    gaps = [b.offset_s - a.offset_s for a, b in zip(s, s[1:])]
+    # exponential: mean = sd = 1/rate (a constant schedule would have sd 0)
+    assert abs(statistics.mean(gaps) * rate - 1) < 0.05
+    assert abs(statistics.pstdev(gaps) * rate - 1) < 0.08
+    assert schedule("poisson", rate=rate, requests=50, seed=7) == schedule("poisson", rate=rate, requests=50, seed=7)
+
+
+def test_schedule_needs_a_bound_and_a_rate():
+    with pytest.raises(LoadSpecError, match="--requests N or --duration"):
+        schedule("poisson", rate=1.0)
+    with pytest.raises(LoadSpecError, match="--rate"):
+        schedule("constant", rate=0, requests=3)
+    with pytest.raises(LoadSpecError, match="--arrival"):
+        schedule("bursty", rate=1, requests=3)
+
+
+def test_trace_is_replayed_relative_to_its_first_line(tmp_path):
+    path = tmp_path / "trace.jsonl"
+    path.write_text('{"t": 100.5, "input_tokens": 30}\n{"t": 100.0, "output_tokens": 5}\n\n{"t": 103}\n')
+    trace = read_trace(path)
+    assert trace == [Arrival(0.0, None, 5), Arrival(0.5, 30, None), Arrival(3.0, None, None)]
+    assert len(schedule("trace", trace=trace, duration=1.0)) == 2
+    assert len(schedule("trace", trace=trace, requests=1)) == 1
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"t": 1}\n{"t": "soon"}\n')
+    with pytest.raises(LoadSpecError, match="line 2"):
+        read_trace(bad)
+    neg = tmp_path / "neg.jsonl"
+    neg.write_text('{"t": 1, "input_tokens": -4}\n')
+    with pytest.raises(LoadSpecError, match="line 1"):
+        read_trace(neg)
+
+
+def test_length_distributions(tmp_path):
+    import random
+
+    rng = random.Random(0)
+    assert LengthDist.parse("fixed:128").sample(rng) == 128
+    u = [LengthDist.parse("uniform:10,20").sample(rng) for _ in range(500)]
+    assert min(u) == 10 and max(u) == 20
+    n = [LengthDist.parse("normal:200,20").sample(rng) for _ in range(2000)]
+    assert abs(statistics.mean(n) - 200) < 3 and 15 < statistics.pstdev(n) < 25
+    f = tmp_path / "lens.txt"
+    f.write_text("5\n7\n")
+    assert {LengthDist.parse(f"file:{f}").sample(rng) for _ in range(100)} == {5, 7}
+    for bad in ("fixed:0", "uniform:20,10", "normal:0,5", "gamma:3", "fixed:x", f"file:{tmp_path}/none"):
+        with pytest.raises(LoadSpecError):
+            LengthDist.parse(bad)
+
+
+def test_phases_exclude_warmup_and_cooldown():
+    assert [phase_of(t, 10, 2, 3) for t in (0, 1.99, 2, 6.99, 7, 9.9)] == [
+        "warmup", "warmup", "measure", "measure", "cooldown", "cooldown"]
+
+
+def test_cell_result_counts_only_the_measured_window_and_flags_a_late_client():
+    from lanemon.measure.records import RequestRecord
+
+    def rec(i, phase, lag, ok=True):
+        r = RequestRecord(lane="A", req=f"r{i}")
+        r.meta = {"phase": phase, "send_lag_s": lag}
+        r.sent_ns = i * 100_000_000
+        r.token_ns = [r.sent_ns + 50_000_000, r.sent_ns + 60_000_000]
+        r.end_ns = r.sent_ns + 70_000_000
+        r.finish_reason = "stop"
+        if not ok:
+            r.error = {"cls": "http", "message": "HTTP 500"}
+        return r
+
+    records = [rec(0, "warmup", 0.001), rec(1, "measure", 0.001), rec(2, "measure", 0.002, ok=False),
+               rec(3, "cooldown", 0.5)]
+    res = cell_result(records, 10.0, {"arrival": "poisson", "rate": 0.4, "warmup": 2, "cooldown": 3})
+    assert res["requests"] == 4 and res["measured"] == 2 and res["errors"] == 1
+    assert res["scheduled_rate_rps"] == pytest.approx(2 / 5)
+    assert res["client_behind"] is True  # one send 0.5 s late
+
+
+@pytest.mark.slow
+def test_open_loop_run_on_the_simulated_lanes_keeps_its_schedule_and_replays(tmp_path):
+    """A real run: every scheduled request is sent and recorded, on time, and the recording reports the same."""
+    rec = tmp_path / "load.jsonl"
+    cmd = [sys.executable, "-m", "lanemon", "bench", "load", "--demo", "--time-scale", "0.02", "--lanes", "A",
+           "--arrival", "poisson", "--rate", "12", "--duration", "6", "--seed", "5", "--output-len", "fixed:16",
+           "--json", "--record", str(rec)]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    lane = result["lanes"]["A"]["reps"][0]
+    expected = len(schedule("poisson", rate=12, duration=6, seed=5))
+    assert lane["requests"] == expected and lane["ok"] == expected
+    # sends follow the schedule: the achieved send rate is the schedule's own within 5 %
+    assert lane["sent_rate_rps"] == pytest.approx(lane["scheduled_rate_rps"], rel=0.05)
+    assert lane["ttft_s"]["p50"] is not None
+    # the recording holds every request and reports the same figures
+    lines = rec.read_text().splitlines()
+    requests = [json.loads(x) for x in lines[1:] if json.loads(x)["kind"] == "request"]
+    assert len(requests) == expected
+    from lanemon.workloads.bench.load import load_results
+    from lanemon.recording.reader import read_events
+
+    _, events, _ = read_events(rec)
+    again = load_results(events)
+    assert again["lanes"]["A"]["reps"][0] == lane
