@@ -122,6 +122,7 @@ class LiveSession:
                 loops += [self._metrics_loop(c) for c in self.clients.values()]
             if self.host_interval:
                 loops.append(self._host_loop())
+            loops.append(self._load_loop())
             await asyncio.gather(*loops)
         finally:
             for client in self.clients.values():
@@ -177,6 +178,17 @@ class LiveSession:
             if not self.paused:
                 data = await asyncio.to_thread(sampler.sample)
                 self.bus.publish(Event(self.clock.now(), schema.HOST, None, None, data))
+
+    async def _load_loop(self) -> None:
+        """lanemon's own event-loop lag as ``client_load`` events (client/loadwatch.py) until stopped."""
+        from lanemon.client.loadwatch import LoadWatch
+
+        watch = LoadWatch(self.clock, self.bus.publish)
+        watch.start()
+        try:
+            await self._stop.wait()
+        finally:
+            await watch.stop()
 
     async def _sleep(self, seconds: float) -> None:
         """Sleep, but wake early on stop (the next probe is scheduled after this one ends)."""

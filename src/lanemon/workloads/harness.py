@@ -39,6 +39,7 @@ class Harness:
         stall_timeout: float | None = None,
         keep_events: bool = True,
         thinking: bool | None = None,
+        watch_load: bool = True,
     ) -> None:
         if not lanes:
             raise ValueError("a harness needs at least one lane")
@@ -59,6 +60,12 @@ class Harness:
             client.thinking = thinking
         for lane in self.lanes:
             self.bus.publish(Event(self.clock.now(), schema.LANE, lane.name, None, lane.public()))
+        self.loadwatch = None
+        """lanemon's own loop lag as ``client_load`` events (client/loadwatch.py), from connect() to aclose()."""
+        if watch_load:
+            from lanemon.client.loadwatch import LoadWatch
+
+            self.loadwatch = LoadWatch(self.clock, self.bus.publish)
 
     @property
     def names(self) -> list[str]:
@@ -80,6 +87,8 @@ class Harness:
         tiny request is not recorded); the answer is published as a ``lane`` event carrying
         ``continuous_usage`` and used for every later request of that client.
         """
+        if self.loadwatch is not None:
+            self.loadwatch.start()
         results = await asyncio.gather(*(c.probe_models() for c in self.clients.values()))
         by_lane = dict(zip(self.clients, results))
         down = {name: r for name, r in by_lane.items() if not r.get("ok")}
@@ -124,6 +133,8 @@ class Harness:
         return await client.stream(endpoint, body, purpose=purpose, meta=meta)
 
     async def aclose(self) -> None:
+        if self.loadwatch is not None:
+            await self.loadwatch.stop()
         for client in self.clients.values():
             await client.aclose()
         if self.recorder is not None:

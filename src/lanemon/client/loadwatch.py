@@ -1,0 +1,114 @@
+"""lanemon watches its own event loop: :class:`LoadWatch` publishes ``client_load`` events.
+
+Every ``interval`` (100 ms) a task sleeps and measures how late it woke up:
+the *loop lag*.  A loop blocked by lanemon's own work (drawing the dashboard,
+parsing a burst of chunks) or a process the OS does not schedule (CPU hogs on
+the machine) wakes late, and so does every socket read: the chunk timestamps
+lanemon takes then say when lanemon got round to reading, not when the lane
+wrote.  Once per ``window`` (0.5 s) the watcher publishes one ``client_load``
+event with the window's largest and mean lag, the host's CPU and lanemon's own
+(psutil), and ``bound`` = the largest lag reached the threshold
+(:data:`lanemon.measure.load.LAG_BOUND_MS`).  The fold and the per-request
+``client_bound`` flag are in :mod:`lanemon.measure.load`.
+
+A starved window is published as soon as the watcher sees it (it does not
+wait for the window to end), so a request finishing right after it is judged
+with it.  Never imports Textual.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from lanemon import events as schema
+from lanemon.events import Clock, Event
+from lanemon.measure.load import LAG_BOUND_MS
+
+INTERVAL_S = 0.1
+WINDOW_S = 0.5
+
+
+class LoadWatch:
+    """Sample the event loop's lag (and the host CPU) and publish ``client_load`` events."""
+
+    def __init__(self, clock: Clock, emit: Callable[[Event], Any], *, interval: float = INTERVAL_S,
+                 window: float = WINDOW_S, threshold_ms: float = LAG_BOUND_MS, host: bool = True) -> None:
+        self.clock = clock
+        self.emit = emit
+        self.interval = interval
+        self.window = max(window, interval)
+        self.threshold_ms = threshold_ms
+        self._task: asyncio.Task | None = None
+        self._proc = None
+        self._psutil = None
+        if host:
+            try:
+                import psutil
+
+                self._psutil = psutil
+                self._proc = psutil.Process(os.getpid())
+                psutil.cpu_percent(interval=None)  # prime: the first reading is meaningless
+                self._proc.cpu_percent(interval=None)
+            except Exception:  # psutil missing or /proc unreadable: lag alone still works
+                self._psutil = self._proc = None
+        self.windows = 0
+        self.bound_windows = 0
+
+    def _cpu(self) -> dict[str, float]:
+        if self._psutil is None:
+            return {}
+        out: dict[str, float] = {}
+        with contextlib.suppress(Exception):
+            out["cpu_pct"] = float(self._psutil.cpu_percent(interval=None))
+            out["proc_cpu_pct"] = float(self._proc.cpu_percent(interval=None))  # type: ignore[union-attr]
+        return out
+
+    def _publish(self, t0: int, lags: list[float]) -> None:
+        lag = max(lags) if lags else 0.0
+        bound = lag >= self.threshold_ms
+        if bound:  # the samples before this one were fine: the starved stretch is this sleep and its lag
+            t0 = max(t0, self.clock.now() - int((self.interval * 1000.0 + lag) * 1e6))
+        data: dict[str, Any] = {"t0": t0, "lag_ms": round(lag, 3),
+                                "lag_mean_ms": round(sum(lags) / len(lags), 3) if lags else 0.0,
+                                "samples": len(lags), "bound": bound, "threshold_ms": self.threshold_ms,
+                                **self._cpu()}
+        self.windows += 1
+        self.bound_windows += bound
+        self.emit(Event(self.clock.now(), schema.CLIENT_LOAD, None, None, data))
+
+    async def run(self) -> None:
+        """Watch until cancelled."""
+        t0 = self.clock.now()
+        lags: list[float] = []
+        window_ns = int(self.window * 1e9)
+        while True:
+            before = time.perf_counter()
+            await asyncio.sleep(self.interval)
+            lag_ms = max(0.0, (time.perf_counter() - before - self.interval) * 1000.0)
+            lags.append(lag_ms)
+            now = self.clock.now()
+            if lag_ms >= self.threshold_ms or now - t0 >= window_ns:
+                # a starved sample is published at once, covering the time since the last event
+                self._publish(t0, lags)
+                t0, lags = now, []
+
+    def start(self) -> asyncio.Task:
+        """Run in the background of the running loop (idempotent)."""
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self.run(), name="lanemon-loadwatch")
+        return self._task
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+__all__ = ["INTERVAL_S", "LoadWatch", "WINDOW_S"]
