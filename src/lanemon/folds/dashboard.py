@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from lanemon.measure import metrics
 from lanemon import events as schema
 from lanemon.events import Event
+from lanemon.measure.load import ClientLoad, flag as flag_record
 from lanemon.measure.records import Assembler, RequestRecord
 
 HISTORY = 120  # points kept per sparkline
@@ -67,12 +68,27 @@ class HostState:
     net_rx_Bps: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
     net_tx_Bps: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
 
+    client_lag_ms: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    """lanemon's own event-loop lag, largest per ``client_load`` window (client/loadwatch.py)."""
+    client_bound: bool = False
+    """The latest ``client_load`` window was starved: lanemon itself is the bottleneck right now."""
+    client_bound_windows: int = 0
+    client_load: dict = field(default_factory=dict)
+    """The latest ``client_load`` event's data (lag_ms, lag_mean_ms, cpu_pct, proc_cpu_pct, bound, ...)."""
+
     def apply(self, t: int, d: dict) -> None:
         self.last, self.last_t = dict(d), t
         self.samples += 1
         for key in ("cpu_pct", "mem_pct", "net_rx_Bps", "net_tx_Bps"):
             if d.get(key) is not None:
                 getattr(self, key).append(float(d[key]))
+
+    def apply_load(self, d: dict) -> None:
+        self.client_load = dict(d)
+        self.client_bound = bool(d.get("bound"))
+        self.client_bound_windows += self.client_bound
+        if isinstance(d.get("lag_ms"), (int, float)):
+            self.client_lag_ms.append(float(d["lag_ms"]))
 
 
 @dataclass
@@ -97,6 +113,11 @@ class LaneState:
     """(t_ns, error class, message) newest last."""
     server: ServerMetricsState = field(default_factory=ServerMetricsState)
     """The lane's Prometheus /metrics, when it has them."""
+    client_bound: int = 0
+    """Completed requests whose TTFT / decode were NOT plotted: lanemon itself was starved while they ran
+    (their timestamps say when lanemon read the chunks, not when the lane wrote them)."""
+    last_client_bound_t: int | None = None
+    """End (ns) of the latest client-bound request (None: none yet); the panel says "client-bound" near it."""
 
     @property
     def median_ttft_s(self) -> float | None:
@@ -117,6 +138,10 @@ class SessionState:
         self.last_t = 0
         self.notes: deque[tuple[int, str, str]] = deque(maxlen=ERRORS_KEPT)
         self.host = HostState()
+        self.load = ClientLoad()
+        """lanemon's own starved windows (measure/load.py), from ``client_load`` events."""
+        self._pending: deque[tuple[LaneState, RequestRecord, metrics.RequestMetrics]] = deque()
+        """Completed requests waiting for the load watcher to report past their end before they are plotted."""
         self._asm = Assembler(keep_text=False)
         for name, url, model in lanes or []:
             self.lanes[name] = LaneState(name=name, url=url, model=model)
@@ -138,6 +163,10 @@ class SessionState:
             return None
         if kind == schema.HOST:
             self.host.apply(ev.t, d)
+            return None
+        if self.load.apply(ev):
+            self.host.apply_load(d)
+            self._resolve()
             return None
         if ev.lane is None:
             return None
@@ -179,11 +208,28 @@ class SessionState:
             return rec
         lane.requests_ok += 1
         m = metrics.request_metrics(rec)
+        lane.tokens_estimated = m.tokens_estimated
+        if self.load.watching and not self.load.covers(rec.end_ns):
+            self._pending.append((lane, rec, m))  # judged when the watcher reports past its end
+        else:
+            self._plot(lane, rec, m)
+        return rec
+
+    def _resolve(self) -> None:
+        while self._pending and self.load.covers(self._pending[0][1].end_ns):
+            self._plot(*self._pending.popleft())
+
+    def _plot(self, lane: LaneState, rec: RequestRecord, m: metrics.RequestMetrics) -> None:
+        """Add a completed request's TTFT and decode to the lane's figures, unless lanemon was starved."""
+        self.version += 1
+        if self.load.overlaps(rec.sent_ns, rec.end_ns):
+            flag_record(rec)
+            lane.client_bound += 1
+            lane.last_client_bound_t = rec.end_ns
+            return
         if m.ttft_s is not None:
             lane.last_ttft_s = m.ttft_s
             lane.ttft_history.append(m.ttft_s)
         if m.decode_tok_s is not None:
             lane.last_tps = m.decode_tok_s
             lane.tps_history.append(m.decode_tok_s)
-        lane.tokens_estimated = m.tokens_estimated
-        return rec

@@ -1,0 +1,158 @@
+"""lanemon watches its own event loop: client_load events, client-bound requests, CPU hogs beside lanemon."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import subprocess
+import sys
+import time
+
+from lanemon import events as schema
+from lanemon.client.loadwatch import LoadWatch
+from lanemon.events import Clock, Event
+from lanemon.folds.dashboard import SessionState
+from lanemon.measure.load import ClientLoad, mark_client_bound
+
+MS = 1_000_000
+
+
+def _load(t, t0, bound, lag=30.0):
+    return Event(t, schema.CLIENT_LOAD, None, None, {"t0": t0, "lag_ms": lag if bound else 1.0, "bound": bound})
+
+
+def _request(lane, req, sent, end, tokens=10, step=10 * MS):
+    evs = [Event(sent, schema.REQUEST, lane, req, {"endpoint": "completions", "purpose": "probe"})]
+    for i in range(tokens):
+        evs.append(Event(sent + 50 * MS + i * step, schema.TOKEN, lane, req, {"text": "x"}))
+    evs.append(Event(end, schema.DONE, lane, req, {"finish_reason": "length"}))
+    return evs
+
+
+# ------------------------------------------------------------------ the pure fold
+def test_client_load_fold_merges_starved_windows_and_finds_overlaps():
+    load = ClientLoad()
+    assert not load.watching and not load.overlaps(0, 10)
+    for ev in (_load(500 * MS, 0, False), _load(700 * MS, 560 * MS, True), _load(900 * MS, 700 * MS, True),
+               _load(1400 * MS, 900 * MS, False)):
+        assert load.apply(ev)
+    assert not load.apply(Event(0, schema.HOST, None, None, {}))
+    assert load.bound == [(560 * MS, 900 * MS)] and load.windows == 4 and load.bound_windows == 2
+    assert load.overlaps(100 * MS, 560 * MS) and load.overlaps(890 * MS, 2000 * MS)
+    assert not load.overlaps(0, 559 * MS) and not load.overlaps(901 * MS, 1300 * MS)
+    assert load.covers(1400 * MS) and not load.covers(1401 * MS) and load.max_lag_ms == 30.0
+
+
+def test_mark_client_bound_counts_the_records_it_flags():
+    from lanemon.measure.records import assemble
+
+    evs = _request("A", "1", 0, 400 * MS) + _request("A", "2", 600 * MS, 1000 * MS) + [_load(800 * MS, 700 * MS, True)]
+    recs = assemble(evs)
+    assert mark_client_bound(recs, evs) == 1
+
+
+# ------------------------------------------------------------------ the dashboard fold
+def test_dashboard_withholds_client_bound_figures_and_counts_them():
+    st = SessionState([("A", "http://a", None)])
+    evs = [_load(100 * MS, 0, False)]
+    evs += _request("A", "1", 110 * MS, 400 * MS)  # clean: plotted once the watcher reports past 400 ms
+    evs += [_load(600 * MS, 100 * MS, False)]
+    evs += _request("A", "2", 610 * MS, 900 * MS)  # lanemon starved from 700 to 800 ms: withheld
+    evs += [_load(800 * MS, 700 * MS, True)]
+    evs += [_load(1000 * MS, 800 * MS, False)]
+    for ev in evs[:-2]:
+        st.apply(ev)
+    lane = st.lanes["A"]
+    assert lane.requests_ok == 2 and len(lane.tps_history) == 1  # request 2 waits for the watcher
+    for ev in evs[-2:]:
+        st.apply(ev)
+    assert lane.requests_ok == 2 and len(lane.tps_history) == 1 and len(lane.ttft_history) == 1
+    assert lane.client_bound == 1 and lane.last_client_bound_t == 900 * MS
+    assert st.host.client_bound is False and st.host.client_bound_windows == 1
+    assert list(st.host.client_lag_ms) == [1.0, 1.0, 30.0, 1.0]
+
+
+def test_dashboard_without_a_watcher_plots_at_once():
+    st = SessionState()
+    for ev in _request("A", "1", 0, 400 * MS):
+        st.apply(ev)
+    assert len(st.lanes["A"].tps_history) == 1 and st.lanes["A"].client_bound == 0
+
+
+# ------------------------------------------------------------------ the watcher, for real
+def _watch(seconds: float, block_s: float = 0.0, every_s: float = 0.2) -> list[Event]:
+    async def main() -> list[Event]:
+        got: list[Event] = []
+        watch = LoadWatch(Clock(), got.append)
+        watch.start()
+
+        async def hog_the_loop() -> None:
+            while True:
+                await asyncio.sleep(every_s)
+                time.sleep(block_s)  # lanemon's loop blocked (as a heavy redraw would)
+
+        task = asyncio.get_running_loop().create_task(hog_the_loop()) if block_s else None
+        await asyncio.sleep(seconds)
+        if task:
+            task.cancel()
+        await watch.stop()
+        return got
+
+    return asyncio.run(main())
+
+
+def test_a_blocked_loop_is_reported_as_starved():
+    evs = _watch(1.5, block_s=0.06)
+    bound = [e for e in evs if e.data["bound"]]
+    assert bound, [e.data for e in evs]
+    assert all(e.data["lag_ms"] >= 20 for e in bound)
+    for e in bound:  # a starved window covers the late sleep, not the whole time since the last event
+        assert e.t - e.data["t0"] <= (100 + e.data["lag_ms"]) * MS + 5 * MS
+    assert all({"t0", "lag_ms", "lag_mean_ms", "samples", "threshold_ms"} <= set(e.data) for e in evs)
+
+
+@contextlib.contextmanager
+def cpu_hogs(n: int = 4, seconds: int = 60):
+    procs = [subprocess.Popen(["timeout", str(seconds), sys.executable, "-c", "while 1: pass"]) for _ in range(n)]
+    try:
+        yield procs
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+def test_demo_under_cpu_hogs_withholds_what_lanemon_could_not_time():
+    """Four CPU hogs beside a demo session whose loop is also busy: every starved window withholds the
+    requests it touched, and the figures that are plotted are physically possible for the simulated lane."""
+    from lanemon.cli.common import demo_lanes
+    from lanemon.config import ProbeConfig
+    from lanemon.sessions.sources import LiveSession
+
+    async def main(lanes):
+        session = LiveSession(lanes, probe=ProbeConfig(interval=0.05, max_tokens=24), mode="demo")
+        st = SessionState()
+        session.bus.subscribe(st.apply)
+
+        async def redraws() -> None:  # a busy dashboard: the loop is blocked 40 ms every 150 ms
+            while True:
+                await asyncio.sleep(0.15)
+                time.sleep(0.04)
+
+        runner = asyncio.get_running_loop().create_task(session.run())
+        busy = asyncio.get_running_loop().create_task(redraws())
+        await asyncio.sleep(4.0)
+        busy.cancel()
+        session.stop()
+        await runner
+        return st
+
+    with cpu_hogs(), demo_lanes(0.2) as lanes:
+        st = asyncio.run(main(lanes))
+    assert st.load.windows >= 5 and st.host.client_bound_windows >= 1
+    withheld = sum(lane.client_bound for lane in st.lanes.values())
+    plotted = sum(len(lane.tps_history) for lane in st.lanes.values())
+    assert withheld >= 1, (st.load.bound, {n: (x.requests_ok, len(x.tps_history)) for n, x in st.lanes.items()})
+    # at time scale 0.2 the simulated lanes decode at most ~150 / 0.2 = 750 tok/s per stream; the plotted
+    # figures stay below 3x that (a burst read after a starved stretch would be far beyond it)
+    assert all(v < 3 * 750 for lane in st.lanes.values() for v in lane.tps_history), plotted
