@@ -129,3 +129,51 @@ def test_open_loop_run_on_the_simulated_lanes_keeps_its_schedule_and_replays(tmp
     _, events, _ = read_events(rec)
     again = load_results(events)
     assert again["lanes"]["A"]["reps"][0] == lane
+
+
+# ---------------------------------------------------------------------------
+# bench sweep: find the knee
+# ---------------------------------------------------------------------------
+
+
+def test_gain_per_doubling_scales_any_step_to_a_doubling():
+    from lanemon.workloads.bench.sweep import gain_per_doubling
+
+    assert gain_per_doubling(4, 100.0, 8, 150.0) == pytest.approx(0.5)
+    assert gain_per_doubling(4, 100.0, 16, 225.0) == pytest.approx(0.5)  # two doublings of +50 %
+    assert gain_per_doubling(3, 100.0, 4, 100.0) == 0.0
+    assert gain_per_doubling(3, 0.0, 4, 100.0) == 0.0
+
+
+def test_stop_reason_knee_slo_and_errors():
+    from lanemon.workloads.bench.sweep import stop_reason
+
+    assert stop_reason([1, 2], [100.0, 180.0], None, 0, 0.1) is None
+    assert stop_reason([8, 12], [250.0, 255.0], None, 0, 0.1) == "knee"
+    assert stop_reason([1, 2], [100.0, 180.0], "p90 TTFT 2 s > 1 s", 0, 0.1) == "slo"
+    assert stop_reason([1], [None], None, 3, 0.1) == "errors"
+
+
+@pytest.mark.slow
+def test_sweep_finds_each_lanes_knee_and_the_crossover_on_the_simulated_lanes(tmp_path):
+    """The simulated lanes' curves flatten (A's 16 slots, B's queue) and B overtakes A after C3 (Figure 2)."""
+    rec = tmp_path / "sweep.jsonl"
+    cmd = [sys.executable, "-m", "lanemon", "bench", "sweep", "--demo", "--time-scale", "0.1", "--max-level", "32",
+           "--json", "--record", str(rec)]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=400)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    for lane in ("A", "B"):
+        d = result["lanes"][lane]
+        assert d["stopped"] == "knee", d
+        # the knee is where the curve flattens: beyond C6 on both simulated lanes, never at the first levels
+        assert 6 <= d["knee"] <= 24, d
+    x = result["crossover"]
+    assert x and x["leader_before"] == "A" and x["leader_after"] == "B", x
+    assert 2 <= x["between"][0] and x["between"][1] <= 6, x
+    # the recording says the same
+    from lanemon.recording.reader import read_events
+    from lanemon.workloads.bench.sweep import sweep_results
+
+    _, events, _ = read_events(rec)
+    assert sweep_results(events)["lanes"]["A"]["knee"] == result["lanes"]["A"]["knee"]

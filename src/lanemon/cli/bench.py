@@ -1,7 +1,7 @@
 """`lanemon bench {decode,prefill,needles}`: the speed harness.
 
 Without ``--headless``/``--json`` the bench opens its TUI screen
-(:func:`lanemon.ui.bench.run_bench_app`, imported lazily); ``--headless`` shows
+(the bench screen of :func:`lanemon.ui.app.run_screen`, imported lazily); ``--headless`` shows
 a progress bar on stderr and the result tables on stdout; ``--json`` prints
 exactly one JSON object on stdout (docs/JSON.md).  Both use the same
 :class:`~lanemon.workloads.bench.run.BenchRun`.  Ctrl-C stops cleanly: finished
@@ -28,6 +28,7 @@ HELP = {
     "prefill": "prefill ladder: cold prefill tok/s by prompt length; prefix-cache hits labelled apart",
     "needles": "needle in a haystack: is a random key found at each context length?",
     "load": bench_load.HELP,
+    "sweep": bench_load.SWEEP_HELP,
 }
 
 
@@ -37,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Benchmark the lanes the way the reference write-up did (docs/BENCH.md).")
     bsub = p.add_subparsers(dest="bench_kind", metavar="BENCH")
     p.set_defaults(func=_missing_kind, bench_parser=p)
-    for kind in ("decode", "prefill", "needles", "load"):
+    for kind in ("decode", "prefill", "needles", "load", "sweep"):
         q = bsub.add_parser(kind, help=HELP[kind], description=HELP[kind] + ". See docs/BENCH.md.")
         add_workload_args(q)
         q.add_argument("--reps", default="1", metavar="N", help="repeat every cell N times (default 1); "
@@ -60,6 +61,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                            help="skip the per-category C1 phase after the ladder")
         elif kind == "load":
             bench_load.add_arguments(q)
+        elif kind == "sweep":
+            bench_load.add_sweep_arguments(q)
         else:
             default = "2000,8000,32000,64000" if kind == "prefill" else "20000,131072,300000"
             q.add_argument("--lengths", default=default, metavar="N,...",
@@ -124,6 +127,9 @@ def build_options(args: argparse.Namespace):
             if not cats:
                 raise UsageError("--categories: expected 'all' or a list like coding,prose")
             kw["categories"] = None if cats == ["all"] else cats
+        elif kind == "sweep":
+            kw.update(bench_load.sweep_options(args))
+            kw["max_tokens"] = _positive(args.max_tokens, "--max-tokens")
         elif kind == "load":
             kw["load"] = bench_load.load_options(args)
             kw["seed"] = args.seed
@@ -156,11 +162,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
         try:
             if not (args.headless or args.json):
                 try:
-                    from lanemon.ui.bench import run_bench_app
+                    from lanemon.ui.app import run_screen
                 except ImportError as exc:
                     err(f"the bench screen is not available ({exc}); running headless")
                 else:
-                    return run_bench_app(run, theme=args.theme)
+                    return run_screen(run, theme=args.theme, refresh_hz=4.0)
             return _headless(run, args)
         finally:
             if recorder is not None:
@@ -331,6 +337,8 @@ def render(result: dict[str, Any], console, time_scale: float | None = None) -> 
         _render_needles(result, console)
     elif kind == "load":
         bench_load.render(result, console, _secs, _rate)
+    elif kind == "sweep":
+        bench_load.render_sweep(result, console, _rate)
     if time_scale and time_scale != 1.0:
         console.print(f"[dim]simulated lanes at --time-scale {time_scale}: rates are as measured "
                       f"(multiply by {time_scale} for the lanes' real-time rates, times divide)[/]")

@@ -1,4 +1,4 @@
-"""`lanemon bench load`: open-loop arrivals (constant, Poisson, trace), its options and its table.
+"""`lanemon bench load` (open-loop arrivals) and `bench sweep` (find the knee): options and tables.
 
 The workload itself is :mod:`lanemon.workloads.bench.load`; this module adds its arguments to the
 ``bench load`` parser, turns them into :class:`~lanemon.workloads.bench.load.LoadOptions` (bad input is
@@ -14,6 +14,63 @@ from lanemon.cli.common import UsageError
 
 HELP = ("open-loop load: requests arrive at a rate (constant or Poisson) or from a timed trace, "
         "whether or not earlier ones finished; latency percentiles over the measured window")
+
+SWEEP_HELP = ("find the knee: raise concurrency (1..6, then 8, 12, 16, ...) until throughput stops growing "
+              "or an SLO breaks; per lane, with the crossover between lanes")
+
+
+def add_sweep_arguments(q: argparse.ArgumentParser) -> None:
+    q.add_argument("--max-level", default="64", metavar="C", help="highest concurrency to try (default 64)")
+    q.add_argument("--knee-gain", type=float, default=0.10, metavar="G",
+                   help="stop when doubling the concurrency gains less than G of aggregate tok/s (default 0.10)")
+    q.add_argument("--categories", default="all", metavar="all|CAT,...", help="prompt categories (default all)")
+    q.add_argument("--max-tokens", default=None, metavar="N", help="cap every prompt's max_tokens at N")
+
+
+def sweep_options(args: argparse.Namespace) -> dict[str, Any]:
+    try:
+        max_level = int(args.max_level)
+    except ValueError:
+        raise UsageError(f"--max-level: expected a whole number, not {args.max_level!r}") from None
+    if max_level < 1:
+        raise UsageError("--max-level must be at least 1")
+    if not 0 < args.knee_gain < 1:
+        raise UsageError("--knee-gain must be between 0 and 1 (e.g. 0.1 for 10 %)")
+    cats = [c.strip() for c in str(args.categories).split(",") if c.strip()]
+    return {"max_level": max_level, "knee_gain": args.knee_gain, "per_category": False,
+            "categories": None if cats in ([], ["all"]) else cats}
+
+
+def render_sweep(result: dict[str, Any], console, rate) -> None:
+    from rich.table import Table
+
+    lanes = result.get("lanes") or {}
+    levels = sorted({int(c) for d in lanes.values() for c in d["levels"]})
+    table = Table(title="concurrency sweep · aggregate decode tok/s (gain per doubling of C)", title_justify="left")
+    table.add_column("C", justify="right")
+    for lane in lanes:
+        table.add_column(lane, justify="right", no_wrap=True)
+    for c in levels:
+        row = [f"C{c}"]
+        for d in lanes.values():
+            cell = d["levels"].get(str(c))
+            gain = d["gain_per_doubling"].get(str(c))
+            row.append("–" if cell is None else rate(cell["aggregate_tok_s"])
+                       + (f" [dim]({gain * 100:+.0f} %)[/]" if gain is not None else ""))
+        table.add_row(*row)
+    console.print(table)
+    for lane, d in lanes.items():
+        if d["knee"]:
+            what = f"knee at C{d['knee']} (C{d['rests_on'][1]} gained under {result['knee_gain'] * 100:.0f} % a doubling)"
+        elif d["stopped"] == "slo":
+            what = f"SLO holds up to C{d['slo_holds_to']}" if d["slo_holds_to"] else "SLO broken already at C1"
+        else:
+            what = {"errors": "stopped on errors", "max_level": "no knee up to --max-level"}.get(d["stopped"], d["stopped"])
+        console.print(f"{lane}: {what}; best {rate(d['max_aggregate_tok_s'])} tok/s")
+    x = result.get("crossover")
+    if x:
+        console.print(f"crossover: {x['leader_after']} overtakes {x['leader_before']} between C{x['between'][0]} "
+                      f"and C{x['between'][1]}")
 
 
 def add_arguments(q: argparse.ArgumentParser) -> None:

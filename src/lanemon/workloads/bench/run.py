@@ -49,9 +49,10 @@ from lanemon.recording.writer import Recorder
 from lanemon.events import Event
 from lanemon.workloads.prompts import PromptSet, load_prompt_set
 
-KINDS = ("decode", "prefill", "needles", "load")
+KINDS = ("decode", "prefill", "needles", "load", "sweep")
 _MODULES = {"decode": "lanemon.workloads.bench.decode", "prefill": "lanemon.workloads.bench.prefill",
-            "needles": "lanemon.workloads.bench.needles", "load": "lanemon.workloads.bench.load"}
+            "needles": "lanemon.workloads.bench.needles", "load": "lanemon.workloads.bench.load",
+            "sweep": "lanemon.workloads.bench.sweep"}
 
 #: A cell whose (max - min) / median exceeds this is flagged ``unstable``
 #: (the write-up's 300K run on B: 1,791 vs 2,648 vs 3,029 tok/s).
@@ -82,6 +83,8 @@ class BenchOptions:
     thinking: bool | None = None  # --thinking on|off: chat_template_kwargs.thinking per request (None: lane default)
     slo: dict[str, float] | None = None  # --slo ttft=S tpot=S e2e=S: goodput per cell
     load: Any = None  # bench load: a workloads.bench.load.LoadOptions (arrivals, lengths)
+    max_level: int = 64  # bench sweep: highest concurrency tried
+    knee_gain: float = 0.10  # bench sweep: stop when a doubling of C gains less than this
 
     def __post_init__(self) -> None:
         if self.reps < 1:
@@ -125,6 +128,10 @@ class BenchOptions:
                        prompt_set={"name": pset.name, "version": pset.version, "source": pset.source,
                                    "prompts": len(pset.prompts)},
                        max_tokens_cap=self.max_tokens, per_category=self.per_category)
+        elif kind == "sweep":
+            cfg.update(categories=pset.categories, max_level=self.max_level, knee_gain=self.knee_gain,
+                       prompt_set={"name": pset.name, "version": pset.version, "source": pset.source,
+                                   "prompts": len(pset.prompts)}, max_tokens_cap=self.max_tokens)
         elif kind == "load":
             cfg.update(prompt_set={"name": pset.name, "version": pset.version, "source": pset.source,
                                    "prompts": len(pset.prompts)},

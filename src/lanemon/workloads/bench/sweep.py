@@ -1,0 +1,158 @@
+"""Find the knee: raise concurrency until throughput stops growing or an SLO breaks.
+
+``bench sweep`` runs the decode ladder's closed-loop cells (the same cells,
+recorded the same way, so ``decode`` figures come out of a sweep recording too)
+at levels 1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32, 48, 64 (up to ``max_level``), on
+each lane, and stops a lane at the first of:
+
+* **the knee** -- the aggregate tok/s gained from the previous level, scaled to
+  a doubling of C, is below ``knee_gain`` (default 10 %): more streams only add
+  queueing.  The knee is the previous level;
+* **an SLO breaks** -- with ``--slo ttft=S tpot=S``: p90 TTFT or median TPOT of
+  the level's completed requests is over the target.  The SLO holds up to the
+  previous level;
+* errors at a level (a lane that fails under load has no knee to find).
+
+With reps, every level's aggregate is the median of the reps and carries their
+min/max; the knee and the crossover between the first two lanes (decided on
+the levels both ran, :func:`lanemon.workloads.bench.decode.crossover`) say
+which levels they rest on.  :func:`sweep_results` recomputes all of it from the
+events.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from lanemon.events import Event
+from lanemon.measure.metrics import aggregate_tok_s, median, request_metrics, summarize
+from lanemon.workloads.bench import decode
+from lanemon.workloads.bench.run import rnd
+
+BENCH = "sweep"
+LEVELS = (1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32, 48, 64)
+KNEE_GAIN = 0.10
+
+
+def levels_up_to(max_level: int) -> list[int]:
+    return [c for c in LEVELS if c <= max_level] or [1]
+
+
+def gain_per_doubling(c0: int, agg0: float, c1: int, agg1: float) -> float:
+    """Relative aggregate gain from level c0 to c1, scaled to a doubling of C (pure)."""
+    if agg0 <= 0 or c1 <= c0:
+        return 0.0
+    return (agg1 / agg0) ** (1.0 / math.log2(c1 / c0)) - 1.0
+
+
+def slo_breach(records, slo: dict[str, float] | None) -> str | None:
+    """Which SLO a level's completed requests break (p90 TTFT, median TPOT), or None."""
+    if not slo:
+        return None
+    ms = [request_metrics(r) for r in records if r.ok]
+    if not ms:
+        return "no completed request"
+    ttft = summarize(m.ttft_s for m in ms).p90
+    tpot = median([m.tpot_s for m in ms if m.tpot_s is not None])
+    if "ttft" in slo and ttft is not None and ttft > slo["ttft"]:
+        return f"p90 TTFT {ttft:.3f} s > {slo['ttft']:g} s"
+    if "tpot" in slo and tpot is not None and tpot > slo["tpot"]:
+        return f"median TPOT {tpot * 1000:.1f} ms > {slo['tpot'] * 1000:g} ms"
+    return None
+
+
+def stop_reason(levels: Sequence[int], aggs: Sequence[float | None], breach: str | None, errors: int,
+                knee_gain: float) -> str | None:
+    """Why a lane's sweep stops after its last level (pure), or None to go on."""
+    if errors:
+        return "errors"
+    if breach:
+        return "slo"
+    if len(levels) >= 2 and aggs[-1] is not None and aggs[-2] is not None:
+        if gain_per_doubling(levels[-2], aggs[-2], levels[-1], aggs[-1]) < knee_gain:
+            return "knee"
+    return None
+
+
+def plan(lanes: Sequence[str], opts) -> list[dict[str, Any]]:
+    """The most the sweep can run (it stops earlier at the knee)."""
+    ncat = len(opts.selected().categories)
+    return [{"lane": lane, "cell": decode.level_cell(lane, c, rep), "part": "level", "level": c, "rep": rep,
+             "requests": decode.requests_for_level(c, ncat), "weight": float(decode.requests_for_level(c, ncat))}
+            for lane in lanes for c in levels_up_to(opts.max_level) for rep in range(opts.reps)]
+
+
+async def run(h, opts) -> None:
+    import asyncio
+
+    pset = opts.selected()
+    order = pset.interleaved()
+    ncat = len(pset.categories)
+
+    async def one_lane(lane: str) -> None:
+        done: list[int] = []
+        aggs: list[float | None] = []
+        for level in levels_up_to(opts.max_level):
+            recs_by_rep = [await decode.run_level(h, lane, level, rep, order, ncat, opts) for rep in range(opts.reps)]
+            per_rep = [aggregate_tok_s(recs) for recs in recs_by_rep]
+            done.append(level)
+            aggs.append(median([x for x in per_rep if x is not None]))
+            flat = [r for recs in recs_by_rep for r in recs]
+            reason = stop_reason(done, aggs, slo_breach(flat, opts.slo), sum(not r.ok for r in flat),
+                                 opts.knee_gain)
+            if reason:
+                h.mark("sweep", lane=lane, bench=BENCH, phase="stop", reason=reason, level=level)
+                return
+        h.mark("sweep", lane=lane, bench=BENCH, phase="stop", reason="max_level", level=done[-1] if done else None)
+
+    if opts.parallel_lanes:
+        async with asyncio.TaskGroup() as tg:
+            for lane in h.names:
+                tg.create_task(one_lane(lane))
+    else:
+        for lane in h.names:
+            await one_lane(lane)
+
+
+def sweep_results(events: Iterable[Event], *, in_progress: bool = False) -> dict[str, Any]:
+    """The ``bench sweep`` JSON: the decode figures of every level run, plus each lane's knee."""
+    events = list(events)
+    dec = decode.decode_results(events, in_progress=in_progress)
+    cfg: dict[str, Any] = {}
+    stops: dict[str, dict[str, Any]] = {}
+    for ev in events:
+        if ev.kind != "mark" or ev.data.get("bench") != BENCH:
+            continue
+        if ev.data.get("label") == "bench" and ev.data.get("phase") == "start":
+            cfg = dict(ev.data.get("config") or {})
+        elif ev.data.get("label") == "sweep" and ev.lane:
+            stops[ev.lane] = dict(ev.data)
+    knee_gain = float(cfg.get("knee_gain") or KNEE_GAIN)
+    slo = cfg.get("slo") or None
+    lanes: dict[str, Any] = {}
+    for lane, d in dec["lanes"].items():
+        levels = sorted(int(k) for k in d["levels"])
+        aggs = [d["levels"][str(c)]["aggregate_tok_s"] for c in levels]
+        gains = [None] + [rnd(gain_per_doubling(levels[i - 1], aggs[i - 1], levels[i], aggs[i]), 4)
+                          if aggs[i - 1] and aggs[i] is not None else None for i in range(1, len(levels))]
+        stop = stops.get(lane, {})
+        reason = stop.get("reason")
+        knee = levels[-2] if reason == "knee" and len(levels) >= 2 else None
+        slo_ok = (levels[-2] if len(levels) >= 2 else None) if reason == "slo" else (levels[-1] if levels else None)
+        best = max((a for a in aggs if a is not None), default=None)
+        lanes[lane] = {
+            "levels": d["levels"],
+            "gain_per_doubling": dict(zip((str(c) for c in levels), gains)),
+            "stopped": reason or ("running" if in_progress else "cut"),
+            "knee": knee,
+            "slo_holds_to": slo_ok if slo else None,
+            "max_aggregate_tok_s": best,
+            "rests_on": [levels[-2], levels[-1]] if knee else None,
+        }
+    return {"bench": BENCH, "lanes": lanes, "crossover": dec["crossover"], "knee_gain": knee_gain, "slo": slo,
+            "interrupted": dec.get("interrupted"), "cut": dec.get("cut"), "config": cfg}
+
+
+results = sweep_results
