@@ -4,6 +4,10 @@ Publishers (lane clients, the replayer) call :meth:`EventBus.publish`;
 subscribers (the recorder, the dashboard state, the share server) are plain
 callables.  Delivery is synchronous and in order; a subscriber that raises is
 reported once through ``on_error`` and never stops the others.
+
+A ``gate`` (set while worker processes run a workload, lanemon.workers.pool)
+takes every published event instead, and hands events on with :meth:`deliver`
+once it can put them in time order with the workers' events.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ class EventBus:
         self._subscribers: list[Subscriber] = []
         self._on_error = on_error
         self.published = 0
+        self.gate: Subscriber | None = None
+        """When set, :meth:`publish` hands every event to it; it calls :meth:`deliver` in its own order."""
 
     def subscribe(self, fn: Subscriber) -> Callable[[], None]:
         """Add a subscriber; returns a function that removes it."""
@@ -32,6 +38,13 @@ class EventBus:
         return unsubscribe
 
     def publish(self, event: Event) -> None:
+        if self.gate is not None:
+            self.gate(event)
+            return
+        self.deliver(event)
+
+    def deliver(self, event: Event) -> None:
+        """Fan ``event`` out to every subscriber, now."""
         self.published += 1
         for fn in tuple(self._subscribers):
             try:

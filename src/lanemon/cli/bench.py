@@ -132,6 +132,9 @@ def build_options(args: argparse.Namespace):
             kw["max_tokens"] = _positive(args.max_tokens, "--max-tokens")
         elif kind == "load":
             kw["load"] = bench_load.load_options(args)
+            if args.workers < 1:
+                raise UsageError("--workers must be at least 1")
+            kw["workers"] = args.workers
             kw["seed"] = args.seed
             kw["max_tokens"] = _positive(args.max_tokens, "--max-tokens")
             try:

@@ -95,6 +95,11 @@ def add_arguments(q: argparse.ArgumentParser) -> None:
                    help="every prompt starts with the same TOKENS of text (a prefix-cache workload)")
     g.add_argument("--ignore-eos", action="store_true",
                    help="send ignore_eos=true (vLLM, SGLang) so replies run to the drawn output length")
+    from lanemon.workers.pool import default_workers
+
+    q.add_argument("--workers", type=int, default=default_workers(), metavar="N",
+                   help="worker processes sending the requests, their events merged in time order "
+                        f"(default {default_workers()}: the cores less one; 1 = this process)")
     q.add_argument("--seed", type=int, default=None, help="seed for the schedule and lengths (default random)")
     q.add_argument("--max-tokens", default=None, metavar="N", help="cap every prompt's max_tokens at N")
     q.add_argument("--temperature", default="0", metavar="T", help="sampling temperature (default 0)")

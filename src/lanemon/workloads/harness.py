@@ -60,6 +60,8 @@ class Harness:
             client.thinking = thinking
         for lane in self.lanes:
             self.bus.publish(Event(self.clock.now(), schema.LANE, lane.name, None, lane.public()))
+        self.pool = None
+        """Worker processes sending requests for this harness (``--workers N``; lanemon.workers.pool)."""
         self.loadwatch = None
         """lanemon's own loop lag as ``client_load`` events (client/loadwatch.py), from connect() to aclose()."""
         if watch_load:

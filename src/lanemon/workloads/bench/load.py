@@ -295,14 +295,8 @@ async def run_cell(h, lane: str, rep: int, opts) -> list[RequestRecord]:
     cell = cell_id(lane, rep)
     keys = {"part": "load", "rep": rep}
     h.mark("cell", lane=lane, bench=BENCH, phase="start", cell=cell, requests=len(arrivals), span_s=rnd(span), **keys)
-    loop = asyncio.get_running_loop()
-    tasks: list[asyncio.Task] = []
-    t0 = loop.time() + 0.02
+    planned = []
     for i, a in enumerate(arrivals):
-        delay = t0 + a.offset_s - loop.time()
-        if delay > 0:
-            await asyncio.sleep(delay)
-        lag = loop.time() - (t0 + a.offset_s)
         p = prompts[i % len(prompts)]
         in_tokens = a.input_tokens or (load.input_len.sample(rng) if load.input_len else None)
         out_tokens = a.output_tokens or (load.output_len.sample(rng) if load.output_len else None)
@@ -312,14 +306,33 @@ async def run_cell(h, lane: str, rep: int, opts) -> list[RequestRecord]:
         if load.ignore_eos:
             extra["ignore_eos"] = True
         meta = {"bench": BENCH, "cell": cell, **keys, "i": i, "scheduled_s": round(a.offset_s, 6),
-                "send_lag_s": round(lag, 6), "phase": phase_of(a.offset_s, span, load.warmup, load.cooldown),
+                "send_lag_s": 0.0, "phase": phase_of(a.offset_s, span, load.warmup, load.cooldown),
                 "input_tokens_requested": in_tokens, "max_tokens": max_tokens}
-        args: dict[str, Any] = {"max_tokens": max_tokens, "extra": extra, "purpose": "bench", "meta": meta}
+        args: dict[str, Any] = {"max_tokens": max_tokens, "extra": extra}
         if opts.chat:
             args["messages"] = [{"role": "user", "content": text}]
         else:
             args["prompt"] = text
-        tasks.append(asyncio.ensure_future(h.request(lane, opts.endpoint, **args)))
+        planned.append((a.offset_s, meta, args))
+    pool = getattr(h, "pool", None)
+    if pool is not None:  # --workers N: the same requests, sent by worker processes
+        from lanemon.workers.pool import Item
+
+        client = h.clients[lane]
+        items = [Item(off, client.new_request_id(), opts.endpoint, client.build_body(opts.endpoint, **args),
+                      "bench", meta) for off, meta, args in planned]
+        errors = await pool.run_job(lane, items)
+        h.mark("cell", lane=lane, bench=BENCH, phase="end", cell=cell, requests=len(items), errors=errors, **keys)
+        return []
+    loop = asyncio.get_running_loop()
+    tasks: list[asyncio.Task] = []
+    t0 = loop.time() + 0.02
+    for off, meta, args in planned:
+        delay = t0 + off - loop.time()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        meta["send_lag_s"] = round(loop.time() - (t0 + off), 6)
+        tasks.append(asyncio.ensure_future(h.request(lane, opts.endpoint, purpose="bench", meta=meta, **args)))
     records = list(await asyncio.gather(*tasks)) if tasks else []
     errors = sum(1 for r in records if not r.ok)
     h.mark("cell", lane=lane, bench=BENCH, phase="end", cell=cell, requests=len(records), errors=errors, **keys)

@@ -83,6 +83,7 @@ class BenchOptions:
     thinking: bool | None = None  # --thinking on|off: chat_template_kwargs.thinking per request (None: lane default)
     slo: dict[str, float] | None = None  # --slo ttft=S tpot=S e2e=S: goodput per cell
     load: Any = None  # bench load: a workloads.bench.load.LoadOptions (arrivals, lengths)
+    workers: int = 1  # bench load: worker processes sending the requests (1: this process)
     max_level: int = 64  # bench sweep: highest concurrency tried
     knee_gain: float = 0.10  # bench sweep: stop when a doubling of C gains less than this
 
@@ -135,7 +136,8 @@ class BenchOptions:
         elif kind == "load":
             cfg.update(prompt_set={"name": pset.name, "version": pset.version, "source": pset.source,
                                    "prompts": len(pset.prompts)},
-                       max_tokens_cap=self.max_tokens, load=self.load.config() if self.load else None)
+                       max_tokens_cap=self.max_tokens, load=self.load.config() if self.load else None,
+                       workers=self.workers)
         else:
             cfg["lengths"] = self.lengths_for(kind)
             if kind == "prefill":
@@ -380,6 +382,12 @@ class BenchRun:
             await h.connect(detect_usage=True)
             for info in self.lanes:
                 info["model"] = h.clients[info["name"]].model or info.get("model")
+            if self.options.workers > 1:
+                from lanemon.workers.pool import WorkerPool
+
+                h.pool = WorkerPool(self.options.workers, self.lane_configs, h.clock, h.bus,
+                                    stall_timeout=self.stall_timeout)
+                await h.pool.start()
             h.mark("bench", bench=self.kind, phase="start", config=self.options.config(self.kind, self.names))
             started = True
             await self._module.run(h, self.options)
@@ -391,6 +399,10 @@ class BenchRun:
             if task is not None:
                 task.uncancel()
         finally:
+            if getattr(h, "pool", None) is not None:
+                await h.pool.aclose()
+                for failure in h.pool.failures:
+                    h.note(f"worker: {failure}", "error")
             if started:
                 cut = [cell_keys(c) for c in self._open.values()]
                 h.mark("bench", bench=self.kind, phase="end", interrupted=self.interrupted, cut=cut)

@@ -1,0 +1,6 @@
+"""Worker processes: a workload's requests sent from several processes, their events merged in time order.
+
+* ``merge.py`` -- the pure timestamp-order merge (watermarks from heartbeats)
+* ``pool.py``  -- :class:`WorkerPool`: spawn N processes, hand them jobs, publish their events on the bus
+* ``ray_pool.py`` -- the same over Ray actors (local or a cluster; docs/WORKERS.md)
+"""

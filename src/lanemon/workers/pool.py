@@ -1,0 +1,305 @@
+"""Worker processes that send a workload's requests and stream every event back.
+
+One event loop spends about a core at a few thousand streamed tokens a second.
+With ``--workers N`` a workload hands its requests to N worker processes: the
+main process builds every request (body, id, ``meta``, scheduled offset), so a
+run is the same whatever N is; each worker owns its own HTTP clients and event
+loop, sends its share at the scheduled times on the shared session clock, and
+streams its events back in batches (every 20 ms) with a heartbeat.  The main
+process merges the streams in timestamp order (:mod:`lanemon.workers.merge`)
+and publishes them on its one bus, so recordings, screens and reports do not
+change.  Nothing is lost: a worker flushes everything before it reports a job
+done, and a worker that dies is an error event for each request it held, never
+a silent gap.
+
+Two backends share this interface (:class:`WorkerPool`): ``process``
+(multiprocessing, spawn; the default) and ``ray`` (Ray actors, local or on a
+cluster; :mod:`lanemon.workers.ray_pool`, docs/WORKERS.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import orjson
+
+from lanemon.bus import EventBus
+from lanemon.events import Clock, Event
+from lanemon.workers.merge import Merger
+
+MAIN = "main"
+"""The merge source of this process's own events."""
+FLUSH_S = 0.02
+"""A worker sends its buffered events (and a heartbeat) this often."""
+
+
+@dataclass
+class Item:
+    """One request a worker sends: when (s after the job's start), and exactly what."""
+
+    offset_s: float
+    req_id: str
+    endpoint: str
+    body: dict[str, Any]
+    purpose: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def default_workers() -> int:
+    """One worker per core beyond the one the main process (merging, recording, UI) keeps."""
+    return max(1, (os.cpu_count() or 2) - 1)
+
+
+# ---------------------------------------------------------------------------
+# The worker side (runs in the child process)
+# ---------------------------------------------------------------------------
+
+
+class WorkerCore:
+    """What a worker does with a job, whatever carries the messages (a pipe, or a Ray actor)."""
+
+    def __init__(self, index: int, lanes: Sequence[dict[str, Any]], t0_ns: int,
+                 stall_timeout: float | None = None) -> None:
+        from lanemon.client.http import LaneClient
+        from lanemon.config import LaneConfig
+
+        self.index = index
+        self.clock = Clock(t0_ns)
+        self.buffer: list[Event] = []
+        self.clients = {
+            d["name"]: LaneClient(LaneConfig(**d), clock=self.clock, emit=self.buffer.append,
+                                  stall_timeout=stall_timeout)
+            for d in lanes
+        }
+
+    def take(self) -> tuple[int, list[dict[str, Any]]]:
+        """(heartbeat time, every event buffered so far as JSON objects); nothing stamped earlier can follow."""
+        now = self.clock.now()
+        batch, self.buffer[:] = list(self.buffer), []
+        return now, [ev.to_json_obj() for ev in batch]
+
+    async def run_job(self, lane: str, start_ns: int, items: Sequence[Item]) -> int:
+        """Send every item at ``start_ns`` (session clock) + its offset; returns how many did not complete."""
+        client = self.clients[lane]
+        loop = asyncio.get_running_loop()
+        tasks = []
+        for it in items:
+            delay = (start_ns - self.clock.now()) / 1e9 + it.offset_s
+            if delay > 0:
+                await asyncio.sleep(delay)
+            meta = dict(it.meta)
+            if "send_lag_s" in meta:
+                meta["send_lag_s"] = round((self.clock.now() - start_ns) / 1e9 - it.offset_s, 6)
+            tasks.append(loop.create_task(client.stream(it.endpoint, it.body, purpose=it.purpose,
+                                                        req_id=it.req_id, meta=meta)))
+        records = await asyncio.gather(*tasks) if tasks else []
+        return sum(1 for r in records if not r.ok)
+
+    async def aclose(self) -> None:
+        for c in self.clients.values():
+            await c.aclose()
+
+
+def _child_main(conn, index: int, lanes: list[dict[str, Any]], t0_ns: int, stall_timeout: float | None) -> None:
+    asyncio.run(_child(conn, index, lanes, t0_ns, stall_timeout))
+
+
+async def _child(conn, index: int, lanes, t0_ns: int, stall_timeout) -> None:
+    core = WorkerCore(index, lanes, t0_ns, stall_timeout)
+    loop = asyncio.get_running_loop()
+    inbox: asyncio.Queue = asyncio.Queue()
+    loop.add_reader(conn.fileno(), lambda: inbox.put_nowait(conn.recv_bytes()))
+    stop = asyncio.Event()
+
+    def send(msg: dict[str, Any]) -> None:
+        conn.send_bytes(orjson.dumps(msg))
+
+    async def flusher() -> None:
+        while not stop.is_set():
+            await asyncio.sleep(FLUSH_S)
+            now, evs = core.take()
+            send({"hb": now, "ev": evs})
+
+    async def job(msg: dict[str, Any]) -> None:
+        try:
+            errors = await core.run_job(msg["lane"], msg["start_ns"], [Item(**i) for i in msg["items"]])
+            failure = None
+        except Exception as exc:  # a bug or a bad job: reported, never a silent gap
+            errors, failure = len(msg["items"]), f"{type(exc).__name__}: {exc}"
+        now, evs = core.take()
+        send({"hb": now, "ev": evs, "done": msg["job"], "errors": errors, "failure": failure})
+
+    send({"hb": core.clock.now(), "ev": [], "ready": True})
+    flush_task = loop.create_task(flusher())
+    jobs: set[asyncio.Task] = set()
+    try:
+        while True:
+            msg = orjson.loads(await inbox.get())
+            if msg.get("stop"):
+                break
+            t = loop.create_task(job(msg))
+            jobs.add(t)
+            t.add_done_callback(jobs.discard)
+        if jobs:
+            await asyncio.gather(*jobs)
+    finally:
+        stop.set()
+        await flush_task
+        await core.aclose()
+        now, evs = core.take()
+        send({"hb": now, "ev": evs, "bye": True})
+        loop.remove_reader(conn.fileno())
+        conn.close()
+
+
+# ---------------------------------------------------------------------------
+# The main side
+# ---------------------------------------------------------------------------
+
+
+class WorkerPool:
+    """N worker processes for one run; :meth:`run_job` splits a job's items across them."""
+
+    def __init__(self, n: int, lanes: Sequence[Any], clock: Clock, bus: EventBus, *,
+                 stall_timeout: float | None = None) -> None:
+        if n < 1:
+            raise ValueError("--workers must be at least 1")
+        self.n = n
+        self.clock = clock
+        self.bus = bus
+        self.lanes = [_lane_dict(lane) for lane in lanes]
+        self.stall_timeout = stall_timeout
+        self._procs: list[Any] = []
+        self._conns: list[Any] = []
+        self._merger = Merger([*range(n), MAIN])
+        self._waiting: dict[int, asyncio.Future] = {}
+        self._job_ids = iter(range(1, 1 << 62))
+        self.events_received = 0
+        self.failures: list[str] = []
+        self._ready: set[int] = set()
+
+    def _publish_main(self, ev: Event) -> None:
+        """The bus's gate while the pool runs: this process's own events (marks, loop lag, notes) join the
+        merge too, so the recording stays in time order."""
+        self._merger.push(MAIN, ev.t, ev)
+        self._release()
+
+    async def start(self) -> None:
+        self.bus.gate = self._publish_main
+        ctx = multiprocessing.get_context("spawn")
+        loop = asyncio.get_running_loop()
+        for i in range(self.n):
+            parent, child = ctx.Pipe(duplex=True)
+            p = ctx.Process(target=_child_main, args=(child, i, self.lanes, self.clock.t0, self.stall_timeout),
+                            name=f"lanemon-worker-{i}", daemon=True)
+            p.start()
+            child.close()
+            self._procs.append(p)
+            self._conns.append(parent)
+            loop.add_reader(parent.fileno(), self._on_readable, i)
+        deadline = time.monotonic() + 60
+        while len(self._ready) < self.n:  # spawn + imports take a second or two; no job is timed before
+            if time.monotonic() > deadline or not all(p.is_alive() for p in self._procs):
+                raise RuntimeError(f"worker processes did not start ({len(self._ready)} of {self.n} ready)")
+            await asyncio.sleep(0.02)
+
+    def _on_readable(self, i: int) -> None:
+        conn = self._conns[i]
+        try:
+            raw = conn.recv_bytes()
+        except (EOFError, OSError):
+            asyncio.get_running_loop().remove_reader(conn.fileno())
+            self._merger.finish(i)
+            self._release()
+            for fut in list(self._waiting.values()):
+                if not fut.done() and getattr(fut, "worker", None) == i:
+                    fut.set_result((None, f"worker {i} exited"))
+            return
+        msg = orjson.loads(raw)
+        for obj in msg.get("ev") or ():
+            self._merger.push(i, obj["t"], obj)
+        self.events_received += len(msg.get("ev") or ())
+        if msg.get("ready"):
+            self._ready.add(i)
+        self._merger.heartbeat(i, msg.get("hb", -1))
+        if msg.get("bye"):
+            asyncio.get_running_loop().remove_reader(conn.fileno())
+            self._merger.finish(i)
+        self._release()
+        if "done" in msg:
+            fut = self._waiting.pop(msg["done"], None)
+            if fut is not None and not fut.done():
+                fut.set_result((msg.get("errors", 0), msg.get("failure")))
+
+    def _release(self) -> None:
+        # this process stamps its own events with clock.now() as it publishes them: none can come earlier
+        self._merger.heartbeat(MAIN, self.clock.now())
+        for item in self._merger.ready():
+            self.bus.deliver(item if isinstance(item, Event) else Event.from_json_obj(item))
+
+    async def run_job(self, lane: str, items: Sequence[Item], *, lead_s: float = 0.2) -> int:
+        """Send ``items`` (offsets from a start ``lead_s`` from now) spread round-robin over the workers;
+        returns how many requests did not complete.  Their events reach ``publish`` in time order."""
+        start_ns = self.clock.now() + int(lead_s * 1e9)
+        loop = asyncio.get_running_loop()
+        futs = []
+        for w in range(self.n):
+            share = [asdict(it) for k, it in enumerate(items) if k % self.n == w]
+            if not share:
+                continue
+            job = next(self._job_ids)
+            fut = loop.create_future()
+            fut.worker = w  # type: ignore[attr-defined]
+            self._waiting[job] = fut
+            futs.append(fut)
+            self._conns[w].send_bytes(orjson.dumps({"job": job, "lane": lane, "start_ns": start_ns, "items": share}))
+        errors = 0
+        for fut in futs:
+            n_err, failure = await fut
+            if failure:
+                self.failures.append(failure)
+            errors += n_err or 0
+        await self._settle(self.clock.now())
+        return errors
+
+    async def _settle(self, t: int, timeout: float = 2.0) -> None:
+        """Wait until every live worker has been heard from past ``t``, so every event before ``t`` is out."""
+        deadline = time.monotonic() + timeout
+        while self._merger.watermark < t and time.monotonic() < deadline:
+            await asyncio.sleep(FLUSH_S / 2)
+        self._release()
+
+    async def aclose(self) -> None:
+        for conn in self._conns:
+            try:
+                conn.send_bytes(orjson.dumps({"stop": True}))
+            except (OSError, ValueError):
+                pass
+        deadline = time.monotonic() + 10
+        while any(p.is_alive() for p in self._procs) and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        for p in self._procs:
+            if p.is_alive():
+                p.kill()
+            p.join(timeout=1)
+        self.bus.gate = None
+        for item in self._merger.drain():
+            self.bus.deliver(item if isinstance(item, Event) else Event.from_json_obj(item))
+        loop = asyncio.get_running_loop()
+        for conn in self._conns:
+            try:
+                loop.remove_reader(conn.fileno())
+            except (OSError, ValueError):
+                pass
+            conn.close()
+
+
+def _lane_dict(lane: Any) -> dict[str, Any]:
+    d = asdict(lane) if not isinstance(lane, dict) else dict(lane)
+    return {k: d[k] for k in ("name", "url", "model", "api_key_env", "headers", "defaults", "timeout") if k in d}
