@@ -44,12 +44,13 @@ def test_code_references_pass_and_wrong_solutions_fail_in_the_sandbox():
         wrong = list(pool.map(lambda t: score(t, t.wrong), code))
     for t, r, w in zip(code, ref, wrong):
         assert r == (True, "passed"), (t.id, r)
-        assert not w[0] and w[1].startswith("tests failed:"), (t.id, w)
+        assert not w[0] and w[1].startswith("tests failed ("), (t.id, w)
 
 
 def test_writeup_misses_fail_for_the_right_reason():
     reasons = {tid: score(BANK[tid], BANK[tid].wrong)[1] for tid in WRITEUP_MISSES}
-    assert reasons["code_interval_intersect"].startswith("tests failed: AssertionError")
+    assert reasons["code_interval_intersect"] == (
+        "tests failed (2 of 6): interval_intersect((1, 3), (3, 5)) returned None, expected (3, 3)")
     assert reasons["json_escape"].startswith("invalid JSON: Invalid \\escape")
     assert reasons["json_count"] == "key 'count': expected 3, got 2"
     assert reasons["math_m9"] == "expected 24, got 22"
@@ -140,6 +141,46 @@ def test_extract_code_picks_the_block_defining_the_function():
     assert extract_code("```python\ndef f(x):\n    return x", "f").startswith("def f")  # unterminated fence
     assert extract_code("I cannot help with that.", "f") is None
     assert score(BANK["code_rotate"], "no code") == (False, "no code block defining rotate() found")
+
+
+def test_code_cases_are_literals_checked_when_the_bank_loads():
+    from lanemon.workloads.qeval.bank import BankError, parse_task
+
+    base = {"id": "c", "kind": "code", "function": "f", "prompt": "p", "reference": "r", "wrong": "w"}
+    ok = parse_task({**base, "cases": [{"args": "1, [2]", "expect": "(1, 2)"}, {"args": "", "raises": "ValueError"},
+                                       {"args": "3", "len": 2, "unchanged": True}]})
+    assert [(c.args, c.expect, c.raises, c.length, c.unchanged) for c in ok.cases] == [
+        ("1, [2]", (1, 2), None, None, False), ("", None, "ValueError", None, False), ("3", None, None, 2, True)]
+    for bad in ([], [{"args": "1"}], [{"args": "__import__('os')", "expect": "1"}],
+                [{"args": "1", "expect": "1", "len": 1}], [{"args": "1", "expect": "f()"}],
+                [{"args": "1", "raises": "not a name"}], [{"args": "1", "expect": "1", "tests": "x"}]):
+        with pytest.raises(BankError):
+            parse_task({**base, "cases": bad})
+
+
+def test_sandbox_values_decode_strictly_and_compare_by_type():
+    from lanemon.workloads.qeval.values import Opaque, Undecodable, decode, difference, same
+
+    tree = {"tuple": [1, {"list": ["a", {"dict": [[1, 2.5], [{"tuple": [1]}, None]]}]}, True,
+                      {"set": [1, 2]}, {"bytes": "ff"}, {"bigint": "1" * 30}, {"float": "nan"}]}
+    value = decode(tree)
+    assert value[:2] == (1, ["a", {1: 2.5, (1,): None}]) and value[3] == {1, 2} and value[4] == b"\xff"
+    assert value[5] == int("1" * 30) and value[6] != value[6]
+    assert type(decode({"object": "Anything"})) is Opaque
+    for garbage in ({"list": 1}, {"dict": [[1]]}, {"dict": [[1, 1], [1, 2]]}, {"x": []}, {"list": [], "tuple": []},
+                    [1, 2], {"set": [{"list": []}]}, {"bigint": "12a"}, {"float": "1.5"}):
+        with pytest.raises(Undecodable):
+            decode(garbage)
+    nested: dict = {"list": []}
+    for _ in range(100):
+        nested = {"list": [nested]}
+    with pytest.raises(Undecodable):
+        decode(nested)
+    assert same(2.0, 2) and same({"a": [1, (2,)]}, {"a": [1, (2,)]}) and same({1, 2}, {2, 1})
+    assert not same(True, 1) and not same(1, True) and not same([3], (3,)) and not same({True: 1}, {1: 1})
+    assert not same(Opaque("X"), Opaque("X")) and not same("1", 1) and not same([1, 2], [1, 2, 3])
+    assert difference(["a", "b"], ["a", "c"]) == "returned a value whose [1] is 'b', expected 'c'"
+    assert difference([1], (1,)) == "returned [1], expected (1,)"
 
 
 # ----------------------------------------------------------------------------- McNemar / compare

@@ -52,11 +52,37 @@ def test_recording_rebuilds_the_same_result(demo_runs):
     header, events, warnings = read_events(rec)
     assert not warnings
     marks = [ev.data["label"] for ev in events if ev.kind == "mark" and ev.data.get("bench") == "qeval"]
-    assert marks == ["qeval start", "qeval end"]
+    assert marks[0] == "qeval start" and marks[-1] == "qeval end" and marks[1:-1] == ["qeval score"] * 75
     reqs = [ev for ev in events if ev.kind == "request"]
     assert len(reqs) == 75 and all(ev.data["bench"] == "qeval" and ev.data["task"] and ev.data["kind"]
                                    for ev in reqs)
+    scores = {ev.data["task"]: ev.data for ev in events if ev.kind == "mark" and ev.data["label"] == "qeval score"}
+    assert {t: (d["passed"], d["reason"]) for t, d in scores.items()} == {
+        t: (e["passed"], e["reason"]) for t, e in stdout_json["tasks"].items()}
+    assert {d["req"] for d in scores.values()} == {ev.req for ev in reqs}
+    assert qeval_results(events) == stdout_json  # from the recorded verdicts
+
+
+def test_reading_uses_recorded_verdicts_and_names_the_unscored(demo_runs, monkeypatch):
+    """qeval_results never runs anything: a tripwire on the sandbox stays untouched, even for code tasks;
+    replies without a recorded verdict (an older recording) are listed as not scored, never re-executed."""
+    import lanemon.workloads.qeval.sandbox as sandbox
+    from lanemon.workloads.qeval.run import NOT_SCORED
+
+    calls = []
+    monkeypatch.setattr(sandbox, "_run", lambda *a, **k: calls.append(a) or pytest.fail("code was executed"))
+    _, stdout_json, rec = demo_runs["A"]
+    header, events, _ = read_events(rec)
     assert qeval_results(events) == stdout_json
+    old = [ev for ev in events if not (ev.kind == "mark" and ev.data.get("label") == "qeval score")]
+    res = qeval_results(old)
+    assert (res["passed"], res["total"], len(res["skipped"])) == (0, 0, 75)
+    assert set(res["skipped"].values()) == {NOT_SCORED} and "lanemon qeval rescore" in NOT_SCORED
+    # a verdict with the wrong types (a hostile recording) counts as none
+    bad = [ev if not (ev.kind == "mark" and ev.data.get("task") == "math_m1") else
+           type(ev)(ev.t, ev.kind, ev.lane, ev.req, {**ev.data, "passed": "yes"}) for ev in events]
+    assert qeval_results(bad)["skipped"] == {"math_m1": NOT_SCORED}
+    assert calls == []
 
 
 def test_compare_identical_misses(demo_runs, capsys):
@@ -128,7 +154,120 @@ def test_run_usage_errors(capsys):
     assert main(["qeval"]) == 2
 
 
+def test_without_a_sandbox_code_tasks_are_skipped_and_counted(tmp_path, capsys):
+    missing = str(tmp_path / "no-bwrap")
+    code = main(["qeval", "run", "A", "--demo", "--time-scale", "0.05", "--tasks", "code_fizzbuzz,json_count",
+                 "--bwrap", missing, "--record", str(tmp_path / "r.jsonl"), "--json"])
+    assert code == 0
+    cap = capsys.readouterr()
+    res = json.loads(cap.out)
+    assert (res["passed"], res["total"], list(res["tasks"])) == (0, 1, ["json_count"])
+    assert list(res["skipped"]) == ["code_fizzbuzz"]
+    assert res["skipped"]["code_fizzbuzz"].startswith(f"skipped: no sandbox: {missing} not found")
+    assert "--unsafe-run-code-without-sandbox" in res["skipped"]["code_fizzbuzz"]
+    assert "1 code task(s) will be skipped: no sandbox" in cap.err
+    _, events, _ = read_events(tmp_path / "r.jsonl")
+    assert qeval_results(events) == res  # the skip is recorded too
+    assert main(["qeval", "run", "A", "--demo", "--time-scale", "0.05", "--tasks", "code_fizzbuzz",
+                 "--bwrap", missing, "--no-record"]) == 0
+    out = capsys.readouterr().out
+    assert "A 0/0, 1 skipped" in out and "skipped 1 (not in the score): skipped: no sandbox" in out
+
+
+def test_the_unsafe_opt_in_runs_code_and_says_so(tmp_path, capsys):
+    code = main(["qeval", "run", "A", "--demo", "--time-scale", "0.05", "--tasks", "code_fizzbuzz",
+                 "--bwrap", str(tmp_path / "no-bwrap"), "--unsafe-run-code-without-sandbox", "--json",
+                 "--record", str(tmp_path / "r.jsonl")])
+    assert code == 0
+    cap = capsys.readouterr()
+    assert (json.loads(cap.out)["passed"], json.loads(cap.out)["total"]) == (1, 1)
+    assert "WARNING" in cap.err and "WITHOUT a sandbox" in cap.err
+    _, events, _ = read_events(tmp_path / "r.jsonl")
+    assert [ev.data.get("sandbox") for ev in events if ev.kind == "mark" and ev.data["label"] == "qeval score"] == [
+        "none"]
+
+
+def test_rescore_is_explicit_and_writes_a_copy_with_verdicts(demo_runs, tmp_path, capsys):
+    _, stdout_json, rec = demo_runs["B"]
+    header, events, _ = read_events(rec)
+    old = tmp_path / "old.jsonl"
+    with old.open("w") as fh:  # a recording from before verdicts were recorded
+        fh.write(json.dumps(header) + "\n")
+        for ev in events:
+            if not (ev.kind == "mark" and ev.data.get("label") == "qeval score"):
+                fh.write(json.dumps(ev.to_json_obj()) + "\n")
+    assert main(["qeval", "rescore", str(old), "--json", "--write", str(tmp_path / "new.jsonl")]) == 0
+    assert json.loads(capsys.readouterr().out) == stdout_json
+    _, new_events, warnings = read_events(tmp_path / "new.jsonl")
+    assert not warnings and qeval_results(new_events) == stdout_json
+    marks = [ev.data for ev in new_events if ev.kind == "mark" and ev.data["label"] == "qeval score"]
+    assert len(marks) == 75 and all(m["rescored"] is True for m in marks)
+    assert main(["qeval", "rescore", str(old), "--lane", "Z"]) == 2
+    assert "no qeval replies for lane 'Z'" in capsys.readouterr().err
+    assert main(["qeval", "rescore", str(tmp_path / "missing.jsonl")]) == 2
+
+
 def test_headless_summary(capsys):
     assert main(["qeval", "run", "B", "--demo", "--time-scale", "0.05", "--tasks", "math", "--no-record"]) == 0
     out = capsys.readouterr().out
     assert "B 19/20" in out and "math_m9 (math): expected 24, got 22" in out
+
+
+def _hostile_reply(watch) -> str:
+    """A correct fizzbuzz whose module level creates files in ``watch`` when run outside a sandbox."""
+    return ("```python\nimport os, sqlite3\ntry:\n"
+            f"    sqlite3.connect({str(watch / 'by-sqlite.db')!r}).execute('create table t (x)')\n"
+            f"    os.close(os.open('by-dirfd.txt', os.O_CREAT | os.O_WRONLY, dir_fd=os.open({str(watch)!r}, os.O_RDONLY)))\n"
+            "except Exception:\n    pass\n\n"
+            "def fizzbuzz(n):\n    out = []\n    for i in range(1, n + 1):\n"
+            "        out.append('FizzBuzz' if i % 15 == 0 else 'Fizz' if i % 3 == 0 else 'Buzz' if i % 5 == 0 else str(i))\n"
+            "    return out\n```")
+
+
+def test_report_compare_export_never_run_a_recordings_code(tmp_path, monkeypatch, capsys):
+    """A hostile lane answers with code that creates files; reading its recording creates nothing."""
+    import subprocess
+    import sys
+
+    from scripted_server import ScriptedServer, json_response, sse_head
+
+    import lanemon.workloads.qeval.sandbox as sandbox
+
+    watch = tmp_path / "watched"
+    watch.mkdir()
+    reply = _hostile_reply(watch)
+    sse = [sse_head()]
+    for part in (reply[:40], reply[40:]):
+        sse.append(b"data: " + json.dumps({"choices": [{"index": 0, "delta": {"content": part}}]}).encode() + b"\n\n")
+    sse.append(b"data: " + json.dumps({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}).encode()
+               + b"\n\ndata: [DONE]\n\n")
+    models = json_response(200, b'{"object": "list", "data": [{"id": "hostile-model"}]}')
+    rec = tmp_path / "hostile.jsonl"
+    with ScriptedServer({"/v1/models": [models], "/v1/chat/completions": sse}) as srv:
+        code = main(["qeval", "run", "H", "--lane", f"H={srv.url}", "--tasks", "code_fizzbuzz", "--json",
+                     "--record", str(rec)])
+    assert code == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["tasks"]["code_fizzbuzz"]["passed"] is True  # scored once, in the sandbox: no file appeared
+    assert list(watch.iterdir()) == []
+
+    # in this process: a tripwire on the sandbox
+    calls = []
+    monkeypatch.setattr(sandbox, "_run", lambda *a, **k: calls.append(a) or pytest.fail("code was executed"))
+    assert main(["report", str(rec), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["qeval"]["lanes"]["H"] == res
+    assert main(["compare", str(rec), str(rec), "--format", "json"]) == 0
+    assert main(["export", str(rec), "--requests", "--format", "csv"]) == 0
+    assert calls == []
+    # and as separate processes, unsandboxed if anything ran: the watched directory stays empty
+    for args in (["report", str(rec)], ["compare", str(rec), str(rec)], ["export", str(rec), "--requests"],
+                 ["report", str(rec), "--format", "html", "-o", str(tmp_path / "r.html")]):
+        out = subprocess.run([sys.executable, "-m", "lanemon", *args], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, (args, out.stderr[-500:])
+    assert list(watch.iterdir()) == []
+    # rescoring is the explicit way to run it again -- in the sandbox, so still nothing appears
+    monkeypatch.undo()
+    capsys.readouterr()
+    assert main(["qeval", "rescore", str(rec), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["tasks"]["code_fizzbuzz"]["passed"] is True
+    assert list(watch.iterdir()) == []

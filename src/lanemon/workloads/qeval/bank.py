@@ -9,6 +9,7 @@ one; json: the first expected value changed).
 
 from __future__ import annotations
 
+import ast
 import functools
 import json
 import tomllib
@@ -28,6 +29,27 @@ class BankError(ValueError):
 
 
 @dataclass(frozen=True)
+class Case:
+    """One hidden test of a code task: call the function on ``args`` and check the result in lanemon.
+
+    ``args`` is the argument list as Python literals (``"(1, 5), (3, 8)"``); exactly one of ``expect`` (the
+    return value, a literal), ``length`` (the length of the returned sequence) or ``raises`` (an exception
+    type name) is set; ``unchanged``: the call must not modify its arguments.  Literals are parsed with
+    :func:`ast.literal_eval` (never executed).
+    """
+
+    args: str
+    expect_text: str | None = None
+    expect: Any = None
+    length: int | None = None
+    raises: str | None = None
+    unchanged: bool = False
+
+    def call(self, function: str) -> str:
+        return f"{function}({self.args})"
+
+
+@dataclass(frozen=True)
 class Task:
     id: str
     kind: str
@@ -35,7 +57,7 @@ class Task:
     reference: str
     wrong: str
     function: str | None = None  # code
-    tests: str | None = None  # code
+    cases: tuple[Case, ...] = ()  # code
     expect: Any = None  # json (parsed)
     types: dict[str, str] = field(default_factory=dict)  # json
     exact_keys: bool = False  # json
@@ -64,7 +86,7 @@ def parse_task(raw: dict) -> Task:
     kw: dict[str, Any] = {}
     if kind == "code":
         kw["function"] = _req(raw, "function", tid)
-        kw["tests"] = _req(raw, "tests", tid)
+        kw["cases"] = _parse_cases(raw.get("cases"), tid)
         if wrong is None:
             raise BankError(f"task {tid}: code tasks need an explicit 'wrong' reply")
     elif kind == "json":
@@ -100,6 +122,44 @@ def parse_task(raw: dict) -> Task:
         if wrong is None:
             raise BankError(f"task {tid}: format tasks need an explicit 'wrong' reply")
     return Task(id=tid, kind=kind, prompt=prompt, reference=reference, wrong=wrong, **kw)
+
+
+def _literal(text: Any, tid: str, what: str) -> Any:
+    if not isinstance(text, str):
+        raise BankError(f"task {tid}: {what} must be a string holding a Python literal")
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        raise BankError(f"task {tid}: {what} {text!r} is not a Python literal") from None
+
+
+def _parse_cases(raw: Any, tid: str) -> tuple[Case, ...]:
+    if not isinstance(raw, list) or not raw:
+        raise BankError(f"task {tid}: code tasks need a non-empty 'cases' list")
+    out = []
+    for c in raw:
+        if not isinstance(c, dict) or not isinstance(c.get("args"), str):
+            raise BankError(f"task {tid}: bad case {c!r}: needs 'args' (a string)")
+        unknown = set(c) - {"args", "expect", "len", "raises", "unchanged"}
+        if unknown:
+            raise BankError(f"task {tid}: case {c['args']!r}: unknown field(s) {', '.join(sorted(unknown))}")
+        if sum(k in c for k in ("expect", "len", "raises")) != 1:
+            raise BankError(f"task {tid}: case {c['args']!r}: give exactly one of expect, len, raises")
+        _literal(f"({c['args']},)" if c["args"].strip() else "()", tid, f"case args {c['args']!r}:")
+        case = Case(args=c["args"], unchanged=bool(c.get("unchanged", False)))
+        if "expect" in c:
+            case = Case(args=c["args"], expect_text=c["expect"], expect=_literal(c["expect"], tid, "expect"),
+                        unchanged=case.unchanged)
+        elif "len" in c:
+            if not isinstance(c["len"], int) or isinstance(c["len"], bool) or c["len"] < 0:
+                raise BankError(f"task {tid}: case {c['args']!r}: len must be a non-negative integer")
+            case = Case(args=c["args"], length=c["len"], unchanged=case.unchanged)
+        else:
+            if not isinstance(c["raises"], str) or not c["raises"].isidentifier():
+                raise BankError(f"task {tid}: case {c['args']!r}: raises must be an exception name")
+            case = Case(args=c["args"], raises=c["raises"], unchanged=case.unchanged)
+        out.append(case)
+    return tuple(out)
 
 
 def _fmt_fraction(f: Fraction) -> str:

@@ -1,33 +1,47 @@
-"""Run untrusted model code in a child process: the qeval code scorer's sandbox.
+"""Run model-written code in an operating-system sandbox and bring back plain JSON outputs.
 
-Model output is never imported or exec'd in lanemon's own process.  For each
-solution :func:`run_code`
+The qeval code scorer never runs model output in lanemon's own process, and it
+no longer relies on anything inside the interpreter (audit hooks can be
+bypassed).  For each solution :func:`run_function`
 
-1. makes a fresh temporary directory and writes ``solution.py`` (the extracted
-   code), ``hidden_tests.py`` (the task's asserts) and ``bootstrap.py`` there;
-2. starts ``python -I -B bootstrap.py`` in a new session (its own process
-   group) with cwd = that directory, a minimal environment and, in
-   ``preexec_fn``, ``resource.setrlimit`` limits: CPU seconds, address space,
-   file size, no core dumps, processes, open files;
-3. the bootstrap installs a ``sys.addaudithook`` hook *before* it runs the
-   solution: socket connect/bind/send, process creation (fork, exec, spawn,
-   subprocess, system), ``ctypes`` and opening/creating/removing files outside
-   the temp dir for writing are refused (the hook raises ``PermissionError``
-   and remembers the violation, so catching the exception does not help);
-4. the parent reads stdout/stderr with a size cap and a wall-clock timeout; on
-   expiry or overflow it kills the whole process group.
+1. starts ``bwrap`` (bubblewrap) with an empty environment:
+   new user, pid, network, ipc, uts and cgroup namespaces (``--unshare-all``),
+   ``--die-with-parent``, ``--new-session``, ``--clearenv``, all capabilities
+   dropped, uid/gid 65534 inside; the filesystem is an empty read-only root
+   with read-only binds of only what the interpreter needs (``/usr``, the
+   ``/lib*`` links, the interpreter's prefix), a fresh ``/proc`` (only the
+   sandbox's own processes), a read-only minimal ``/dev`` and a size-capped
+   tmpfs work directory ``/work``; no network but its own loopback;
+2. runs the interpreter (``-I -S -B``) as pid 1 of the new pid namespace
+   (``--as-pid-1``): when it exits, the kernel kills everything it started;
+   the bootstrap below first lowers the resource limits (CPU seconds, address
+   space, file size, processes, open files, no core dumps; hard limits, so the
+   solution cannot raise them), then runs the solution and calls the task's
+   function on each input, and prints one JSON object: the return values
+   (encoded by type: a tuple is not a list, a bool is not an int), or the
+   exception each call raised;
+3. lanemon reads stdout/stderr with one ``select`` loop bounded in time (the
+   task's wall-clock timeout) and size; on expiry or overflow it kills the
+   sandbox's pid 1 (the whole namespace dies with it) and the bwrap process,
+   and never waits on a pipe a leftover process could hold.
 
-This is a guard against accidents and naive escapes (a runaway loop, a huge
-print, a stray socket or file write), **not a jail**: audit hooks can be
-bypassed by determined code (e.g. through native extensions already loaded),
-and the process runs as the same user as lanemon.  Run real untrusted models'
-code in a container or VM if that matters.  See docs/QEVAL.md.
+The expected answers never enter the sandbox: the scorer compares the decoded
+outputs in lanemon's process, type-strictly (:mod:`.values`), so nothing the
+solution does to frames, tracebacks or ``__eq__`` can forge a pass.
+
+When bubblewrap is missing or cannot create namespaces here (checked once with
+a quick probe, cached), :func:`run_function` raises :class:`SandboxUnavailable`
+and code tasks are skipped -- unless ``SandboxLimits.unsafe_no_sandbox`` is set
+(``--unsafe-run-code-without-sandbox``), which runs the same bootstrap as a
+plain child process with the same limits and an empty environment: that is
+NOT a sandbox.  See docs/QEVAL.md, "Sandbox".
 """
 
 from __future__ import annotations
 
+import json
 import os
-import secrets
+import selectors
 import shutil
 import signal
 import subprocess
@@ -35,290 +49,456 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
-__all__ = ["SandboxLimits", "SandboxResult", "run_code"]
+__all__ = ["SandboxLimits", "SandboxRun", "SandboxUnavailable", "run_function", "sandbox_problem",
+           "UNSAFE_FLAG"]
 
 MB = 1024 * 1024
+UNSAFE_FLAG = "--unsafe-run-code-without-sandbox"
+MAX_SOLUTION_CHARS = 200_000
+
+
+class SandboxUnavailable(RuntimeError):
+    """No working sandbox tool here (and running without one was not asked for); the message says why."""
 
 
 @dataclass(frozen=True)
 class SandboxLimits:
     timeout_s: float = 10.0
-    """Wall-clock limit; the process group is killed when it expires."""
+    """Wall-clock limit of one solution (all its calls); the whole sandbox is killed when it expires."""
     cpu_s: int | None = None
     """RLIMIT_CPU (default: timeout rounded up + 1)."""
     address_space: int = 512 * MB
     file_size: int = 1 * MB
+    work_dir_bytes: int = 16 * MB
+    """Size of the tmpfs work directory (bubblewrap ``--size``, where supported)."""
     output_bytes: int = 1 * MB
     """stdout + stderr together; more is a failure ("output too large")."""
-    max_processes: int = 64
-    """RLIMIT_NPROC, counted per user by the kernel (not enforced for root; the audit hook is the real guard)."""
+    max_processes: int = 32
+    """RLIMIT_NPROC.  The kernel counts it per real user and does not enforce it for root; the pid namespace
+    and the kill at the timeout are what bound a fork bomb then."""
     open_files: int = 64
+    bwrap: str | None = None
+    """Path of the bubblewrap binary (default: ``bwrap`` on PATH)."""
+    unsafe_no_sandbox: bool = False
+    """Run code without a sandbox when none works (``--unsafe-run-code-without-sandbox``).  NOT a jail."""
 
 
 @dataclass
-class SandboxResult:
-    passed: bool
-    reason: str
-    seconds: float
+class SandboxRun:
+    """What one sandboxed run of a solution gave back (never the verdict: see scorers.score_code)."""
+
+    status: str
+    """``ran`` (``results`` holds one entry per call), or why not: ``syntax``, ``error`` (the solution raised
+    at import), ``missing`` (no such function), ``exit``, ``timeout``, ``output`` (too large), ``crashed``,
+    ``malformed`` (output that is not the bootstrap's JSON)."""
+    reason: str = ""
+    results: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
     returncode: int | None = None
     stdout: str = ""
     stderr: str = ""
+    sandboxed: bool = True
 
 
+# The bootstrap runs inside the sandbox.  It is public: nothing in it is a secret or a check.  Its input (the
+# solution, the function name, the argument literals, the limits) arrives on stdin as JSON; its only output
+# is one JSON object on the original stdout (the solution's own prints go to stderr).
 BOOTSTRAP = r'''
-import sys
+import sys, os
 
 def _qeval_main():
-    import os
-    nonce = sys.stdin.readline().strip()
-    root = os.path.realpath(os.getcwd())
-    violations = []
-
-    def inside(path):
-        try:
-            if isinstance(path, int):
-                return True  # an already-open descriptor
-            p = os.fsdecode(path)
-            p = os.path.realpath(os.path.join(root, p))
-            return p == root or p.startswith(root + os.sep)
-        except Exception:
-            return False
-
-    WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
-    PROCESS = {"os.fork", "os.forkpty", "os.system", "os.posix_spawn", "os.exec", "os.spawn",
-               "subprocess.Popen", "os.startfile", "pty.spawn"}
-    NETWORK = {"socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg", "socket.getaddrinfo",
-               "socket.gethostbyname", "socket.gethostbyaddr"}
-    PATH_WRITES = {"os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod", "os.chown", "os.symlink",
-                   "os.link", "os.truncate", "os.utime", "shutil.rmtree", "shutil.move", "os.removexattr",
-                   "os.setxattr"}
-
-    def deny(kind, detail):
-        msg = f"{kind} blocked ({detail})"
-        violations.append(msg)
-        raise PermissionError("qeval sandbox: " + msg)
-
-    def hook(event, args):
-        if event == "open":
-            path, mode, flags = (list(args) + [None, None, None])[:3]
-            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
-                isinstance(flags, int) and flags & WRITE_FLAGS)
-            if writing and path is not None and not inside(path):
-                deny("file write outside the sandbox", os.fsdecode(path) if not isinstance(path, int) else path)
-        elif event in NETWORK:
-            detail = event
-            if event in ("socket.connect", "socket.bind", "socket.sendto") and len(args) > 1:
-                detail = f"{event} to {args[1]!r}"
-            deny("network access", detail)
-        elif event in PROCESS:
-            deny("process creation", event)
-        elif event.startswith("ctypes."):
-            deny("ctypes", event)
-        elif event in PATH_WRITES:
-            paths = [a for a in args[:2] if isinstance(a, (str, bytes, os.PathLike))]
-            for p in paths:
-                if not inside(p):
-                    deny("file change outside the sandbox", f"{event} {os.fsdecode(p)}")
-
-    with open("solution.py", encoding="utf-8") as f:
-        solution = f.read()
-    with open("hidden_tests.py", encoding="utf-8") as f:
-        tests = f.read()
+    import ast, json, resource
+    task = json.loads(sys.stdin.buffer.read())
+    out = os.dup(1)
+    os.dup2(2, 1)
     sys.stdin.close()
-    out = sys.__stdout__
+    for name, value in task["limits"].items():
+        which = getattr(resource, name)
+        if name == "RLIMIT_CPU":
+            used = resource.getrusage(resource.RUSAGE_SELF)
+            value += int(used.ru_utime + used.ru_stime) + 1
+        try:
+            resource.setrlimit(which, (value, value))
+        except (ValueError, OSError):
+            pass
 
-    def report(status, detail=""):
-        out.flush()
-        out.write(f"\n@@QEVAL {nonce} {status} {detail}\n")
-        out.flush()
+    def emit(obj):
+        try:
+            sys.stdout.flush()
+        except BaseException:
+            pass
+        data = json.dumps(obj, allow_nan=False).encode()
+        while data:
+            data = data[os.write(out, data):]
         os._exit(0)
 
-    sys.addaudithook(hook)
+    def enc(v, depth=0):
+        if depth > 40:
+            raise ValueError("nested too deeply")
+        t = type(v)
+        if v is None or t is bool or t is str:
+            return v
+        if t is int:
+            return v if -2 ** 63 < v < 2 ** 63 else {"bigint": str(v)}
+        if t is float:
+            return v if v == v and v not in (float("inf"), float("-inf")) else {"float": repr(v)}
+        if t in (list, tuple, set, frozenset):
+            return {t.__name__: [enc(x, depth + 1) for x in v]}
+        if t is dict:
+            return {"dict": [[enc(k, depth + 1), enc(x, depth + 1)] for k, x in v.items()]}
+        if t is bytes:
+            return {"bytes": v.hex()}
+        return {"object": t.__name__[:80]}
+
+    def describe(e):
+        names = [c.__name__ for c in type(e).__mro__ if c.__module__ == "builtins"]
+        return {"raised": names[:20], "message": str(e)[:300]}
+
     ns = {"__name__": "solution", "__builtins__": __builtins__}
-    stage = "solution"
     try:
-        try:
-            code = compile(solution, "solution.py", "exec")
-        except SyntaxError as e:
-            report("syntax", f"{e.msg} (line {e.lineno})")
+        code = compile(task["solution"], "solution.py", "exec")
+    except (SyntaxError, ValueError) as e:
+        emit({"error": "syntax", "detail": f"{getattr(e, 'msg', e)} (line {getattr(e, 'lineno', '?')})"})
+    try:
         exec(code, ns)
-        stage = "tests"
-        exec(compile(tests, "hidden_tests.py", "exec"), ns)
     except SystemExit as e:
-        if violations:
-            report("violation", violations[0])
-        report("exit", f"the {stage} called exit({e.code!r})")
+        emit({"error": "exit", "detail": repr(e.code)[:100]})
     except BaseException as e:
-        if violations:
-            report("violation", violations[0])
-        import traceback
-        line = ""
-        for fr in reversed(traceback.extract_tb(e.__traceback__)):
-            if fr.filename == "hidden_tests.py":
-                line = (fr.line or "").strip()
-                break
-        text = f"{type(e).__name__}: {e}".strip().rstrip(":")
-        if isinstance(e, AssertionError) and not str(e) and line:
-            text = f"AssertionError: {line}"
-        elif line and stage == "tests":
-            text = f"{text} (at {line})"
-        report("error" if stage == "solution" else "failed", text.replace("\n", " ")[:500])
-    if violations:
-        report("violation", violations[0])
-    report("passed")
+        emit({"error": "error", "detail": describe(e)})
+    fn = ns.get(task["function"])
+    if not callable(fn):
+        emit({"error": "missing", "detail": task["function"]})
+    results = []
+    for call in task["calls"]:
+        args = ast.literal_eval("(" + call["args"] + ",)") if call["args"].strip() else ()
+        try:
+            entry = {"value": enc(fn(*args))}
+        except BaseException as e:
+            entry = describe(e)
+        if call.get("report_args"):
+            try:
+                entry["args"] = enc(args)
+            except BaseException as e:
+                entry["args"] = {"object": type(e).__name__}
+        results.append(entry)
+    emit({"results": results})
 
 _qeval_main()
 '''
 
+_LIMIT_NAMES = ("RLIMIT_CPU", "RLIMIT_AS", "RLIMIT_FSIZE", "RLIMIT_CORE", "RLIMIT_NPROC", "RLIMIT_NOFILE")
 
-def _limits(limits: SandboxLimits):
-    import resource
 
+def _limit_values(limits: SandboxLimits) -> dict[str, int]:
     cpu = limits.cpu_s if limits.cpu_s is not None else int(limits.timeout_s) + 1
+    return {"RLIMIT_CPU": max(1, cpu), "RLIMIT_AS": limits.address_space, "RLIMIT_FSIZE": limits.file_size,
+            "RLIMIT_CORE": 0, "RLIMIT_NPROC": limits.max_processes, "RLIMIT_NOFILE": limits.open_files}
 
-    def apply() -> None:  # runs in the child between fork and exec
-        def setl(which: int, value: int) -> None:
+
+# ----------------------------------------------------------------------------- the bwrap command line
+
+
+def interpreter() -> tuple[str, str]:
+    """(the base interpreter's real path, its prefix): a venv's python is a link to it."""
+    exe = os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
+    return exe, os.path.realpath(sys.base_prefix)
+
+
+def _bwrap_path(limits: SandboxLimits) -> str | None:
+    if limits.bwrap is not None:
+        return limits.bwrap if os.path.isfile(limits.bwrap) and os.access(limits.bwrap, os.X_OK) else None
+    return shutil.which("bwrap")
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def bwrap_argv(bwrap: str, limits: SandboxLimits, *, size_option: bool = True) -> list[str]:
+    """The bubblewrap command line that runs the interpreter on :data:`BOOTSTRAP`."""
+    exe, prefix = interpreter()
+    argv = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--as-pid-1", "--cap-drop", "ALL",
+            "--clearenv", "--hostname", "qeval", "--uid", "65534", "--gid", "65534",
+            "--ro-bind", "/usr", "/usr"]
+    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(top):
+            argv += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            argv += ["--ro-bind", top, top]
+    bound = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"]
+    for extra in (prefix, os.path.dirname(exe)):
+        if not any(_under(extra, b) for b in bound):
+            argv += ["--ro-bind", extra, extra]
+            bound.append(extra)
+    argv += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]
+    if size_option:
+        argv += ["--size", str(limits.work_dir_bytes)]
+    argv += ["--tmpfs", "/work", "--chdir", "/work", "--remount-ro", "/"]
+    return argv + [exe, "-I", "-S", "-B", "-c", BOOTSTRAP]
+
+
+_PROBE: dict[tuple[str | None, str], str | None] = {}
+_SIZE_OPTION: dict[str, bool] = {}
+_PROBE_LOCK = threading.Lock()
+
+
+def sandbox_problem(limits: SandboxLimits | None = None) -> str | None:
+    """None when bubblewrap works here, else a one-line reason.  Probed once per bwrap path (cached)."""
+    limits = limits or SandboxLimits()
+    bwrap = _bwrap_path(limits)
+    key = (bwrap, interpreter()[0])
+    with _PROBE_LOCK:
+        if key not in _PROBE:
+            _PROBE[key] = _probe(bwrap, limits)
+        return _PROBE[key]
+
+
+def _probe(bwrap: str | None, limits: SandboxLimits) -> str | None:
+    if bwrap is None:
+        where = limits.bwrap or "bwrap (bubblewrap) on PATH"
+        return f"no sandbox: {where} not found (Debian/Ubuntu: apt-get install bubblewrap)"
+    if not sys.platform.startswith("linux"):
+        return "no sandbox: bubblewrap needs Linux"
+    try:
+        helptext = subprocess.run([bwrap, "--help"], capture_output=True, timeout=10, env={}).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"no sandbox: cannot run {bwrap}: {exc}"
+    _SIZE_OPTION[bwrap] = b"--size" in helptext
+    run = _run(bwrap, "def f(x):\n    return [x, (x,)]\n", "f", [{"args": "1"}],
+               SandboxLimits(timeout_s=10.0, bwrap=bwrap))
+    if run.status == "ran" and run.results == [{"value": {"list": [1, {"tuple": [1]}]}}]:
+        return None
+    detail = (run.stderr.strip().splitlines() or [run.reason or run.status])[-1][:200]
+    return f"no sandbox: bubblewrap does not work here ({detail})"
+
+
+# ----------------------------------------------------------------------------- running
+
+
+def run_function(solution: str, function: str, calls: list[dict[str, Any]],
+                 limits: SandboxLimits | None = None) -> SandboxRun:
+    """Run ``solution`` in the sandbox and call ``function`` on each call's ``args`` (a Python literal list).
+
+    ``calls``: ``[{"args": "(1, 5), (3, 8)", "report_args": False}, ...]``.  Raises
+    :class:`SandboxUnavailable` when no sandbox works (unless ``limits.unsafe_no_sandbox``); never raises for
+    bad code.
+    """
+    limits = limits or SandboxLimits()
+    problem = sandbox_problem(limits)
+    if len(solution) > MAX_SOLUTION_CHARS:
+        return SandboxRun("malformed", f"solution too long ({len(solution)} characters)", sandboxed=problem is None)
+    if problem is None:
+        return _run(_bwrap_path(limits), solution, function, calls, limits)
+    if limits.unsafe_no_sandbox:
+        return _run(None, solution, function, calls, limits)
+    raise SandboxUnavailable(problem)
+
+
+def _run(bwrap: str | None, solution: str, function: str, calls: list[dict[str, Any]],
+         limits: SandboxLimits) -> SandboxRun:
+    task = {"solution": solution, "function": function, "calls": calls, "limits": _limit_values(limits)}
+    start = time.monotonic()
+    deadline = start + limits.timeout_s
+    workdir = None
+    info_r = info_w = -1
+    with tempfile.TemporaryFile() as payload:
+        payload.write(json.dumps(task).encode())
+        payload.flush()
+        payload.seek(0)
+        if bwrap is not None:
+            info_r, info_w = os.pipe()
+            argv = bwrap_argv(bwrap, limits, size_option=_SIZE_OPTION.get(bwrap, False))
+            argv = argv[:1] + ["--info-fd", str(info_w)] + argv[1:]
+            cwd, pass_fds = "/", (info_w,)
+        else:  # --unsafe-run-code-without-sandbox: a plain child, same bootstrap, same limits
+            workdir = tempfile.mkdtemp(prefix="lanemon-qeval-")
+            argv = [interpreter()[0], "-I", "-S", "-B", "-c", BOOTSTRAP]
+            cwd, pass_fds = workdir, ()
+        try:
+            proc = subprocess.Popen(argv, stdin=payload, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={},
+                                    cwd=cwd, start_new_session=True, close_fds=True, pass_fds=pass_fds)
+        except OSError as exc:
+            for fd in (info_r, info_w):
+                if fd >= 0:
+                    os.close(fd)
+            if workdir:
+                shutil.rmtree(workdir, ignore_errors=True)
+            return SandboxRun("crashed", f"could not start the sandbox: {exc}", seconds=time.monotonic() - start,
+                              sandboxed=bwrap is not None)
+    if info_w >= 0:
+        os.close(info_w)
+    try:
+        out, err, info, ended = _collect(proc, info_r, deadline, limits.output_bytes)
+        if ended != "eof":
+            _kill(proc, info)
+        rc = _reap(proc, deadline if ended == "eof" else time.monotonic() + 2.0)
+        if rc is None:  # pipes closed, process still running: the timeout applies
+            ended = "timeout"
+            _kill(proc, info)
+            rc = _reap(proc, time.monotonic() + 2.0)
+        if bwrap is None:
+            _kill(proc, {})  # no sandbox: at least whatever the child left in its process group
+    finally:
+        for f in (proc.stdout, proc.stderr):
             try:
-                soft, hard = resource.getrlimit(which)
-                if hard != resource.RLIM_INFINITY:
-                    value = min(value, hard)
-                resource.setrlimit(which, (value, value))
-            except (ValueError, OSError):
+                f.close()
+            except OSError:
                 pass
+        if info_r >= 0:
+            os.close(info_r)
+        if workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+    run = SandboxRun("", seconds=time.monotonic() - start, returncode=rc,
+                     stdout=out[-4000:].decode("utf-8", "replace"), stderr=err[-4000:].decode("utf-8", "replace"),
+                     sandboxed=bwrap is not None)
+    if ended == "overflow":
+        run.status, run.reason = "output", f"output too large (more than {_fmt_bytes(limits.output_bytes)})"
+    elif ended == "timeout":
+        run.status, run.reason = "timeout", f"timeout after {limits.timeout_s:g} s"
+    else:
+        _parse(run, out, limits)
+    return run
 
-        setl(resource.RLIMIT_CPU, max(1, cpu))
-        setl(resource.RLIMIT_AS, limits.address_space)
-        setl(resource.RLIMIT_FSIZE, limits.file_size)
-        setl(resource.RLIMIT_CORE, 0)
-        setl(resource.RLIMIT_NPROC, limits.max_processes)
-        setl(resource.RLIMIT_NOFILE, limits.open_files)
 
-    return apply
+def _collect(proc: subprocess.Popen, info_fd: int, deadline: float, cap: int
+             ) -> tuple[bytes, bytes, dict[str, Any], str]:
+    """Read stdout, stderr and bwrap's info pipe until EOF on both outputs, the deadline, or ``cap`` bytes."""
+    bufs = {"out": bytearray(), "err": bytearray(), "info": bytearray()}
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout.fileno(), selectors.EVENT_READ, "out")
+    sel.register(proc.stderr.fileno(), selectors.EVENT_READ, "err")
+    if info_fd >= 0:
+        sel.register(info_fd, selectors.EVENT_READ, "info")
+    open_outputs, total, ended = 2, 0, "eof"
+    try:
+        while open_outputs:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                ended = "timeout"
+                break
+            for key, _ in sel.select(min(left, 0.5)):
+                try:
+                    chunk = os.read(key.fd, 65536)
+                except (BlockingIOError, InterruptedError):
+                    continue
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    sel.unregister(key.fd)
+                    open_outputs -= key.data != "info"
+                    continue
+                if key.data == "info":
+                    if len(bufs["info"]) < 4096:
+                        bufs["info"] += chunk
+                    continue
+                total += len(chunk)
+                if total > cap:
+                    ended = "overflow"
+                    break
+                bufs[key.data] += chunk
+            if ended != "eof":
+                break
+    finally:
+        sel.close()
+    info: dict[str, Any] = {}
+    try:
+        parsed = json.loads(bytes(bufs["info"]).decode() or "{}")
+        if isinstance(parsed, dict):
+            info = parsed
+    except (ValueError, UnicodeDecodeError):
+        pass
+    return bytes(bufs["out"]), bytes(bufs["err"]), info, ended
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _kill(proc: subprocess.Popen, info: dict[str, Any]) -> None:
+    """Kill the sandbox and return once nothing of it is left running.
+
+    Its pid 1 first: the kernel then kills every process of the pid namespace before pid 1 is gone, and bwrap
+    (which waits for it) exits; then bwrap's process group, in case bwrap itself did not exit.  Without a pid
+    1 (no bwrap: ``--unsafe-run-code-without-sandbox``), the child's process group only.
+    """
+    child = info.get("child-pid")
+    if type(child) is int and child > 1:
+        try:
+            os.kill(child, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        else:
+            try:
+                proc.wait(timeout=2.0)
+            except subprocess.TimeoutExpired:
+                pass
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
 
 
+def _reap(proc: subprocess.Popen, until: float) -> int | None:
+    try:
+        return proc.wait(timeout=max(0.0, until - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        return None
+
+
 def _fmt_bytes(n: int) -> str:
     return f"{n // MB} MB" if n >= MB and n % MB == 0 else f"{n} bytes"
 
 
-def _fmt_s(s: float) -> str:
-    return f"{s:g} s"
-
-
-def run_code(solution: str, tests: str, limits: SandboxLimits | None = None,
-             python: str | None = None) -> SandboxResult:
-    """Run ``solution`` then ``tests`` (Python source) in a sandboxed child; never raises for bad code."""
-    limits = limits or SandboxLimits()
-    nonce = secrets.token_hex(16)
-    tmp = tempfile.mkdtemp(prefix="lanemon-qeval-")
-    start = time.monotonic()
+def _parse(run: SandboxRun, out: bytes, limits: SandboxLimits) -> None:
+    """Fill ``run`` from the bootstrap's JSON (untrusted: the solution controls the process that wrote it)."""
     try:
-        for name, text in (("solution.py", solution), ("hidden_tests.py", tests), ("bootstrap.py", BOOTSTRAP)):
-            with open(os.path.join(tmp, name), "w", encoding="utf-8") as f:
-                f.write(text)
-        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": tmp, "TMPDIR": tmp,
-               "PYTHONIOENCODING": "utf-8"}
-        try:
-            proc = subprocess.Popen(
-                [python or sys.executable, "-I", "-B", "bootstrap.py"], cwd=tmp, env=env,
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                start_new_session=True, preexec_fn=_limits(limits), close_fds=True,
-            )
-        except OSError as exc:
-            return SandboxResult(False, f"could not start the sandbox: {exc}", time.monotonic() - start)
-        bufs: dict[str, bytearray] = {"out": bytearray(), "err": bytearray()}
-        total = [0]
-        overflow = threading.Event()
-        lock = threading.Lock()
-
-        def reader(stream, key: str) -> None:
-            try:
-                while True:
-                    chunk = stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
-                    if not chunk:
-                        return
-                    with lock:
-                        total[0] += len(chunk)
-                        if total[0] > limits.output_bytes:
-                            overflow.set()
-                            _kill_group(proc)
-                            return
-                        bufs[key] += chunk
-            except (OSError, ValueError):
-                return
-
-        threads = [threading.Thread(target=reader, args=(proc.stdout, "out"), daemon=True),
-                   threading.Thread(target=reader, args=(proc.stderr, "err"), daemon=True)]
-        for t in threads:
-            t.start()
-        try:
-            proc.stdin.write(nonce.encode() + b"\n")
-            proc.stdin.close()
-        except OSError:
-            pass
-        timed_out = False
-        try:
-            proc.wait(timeout=limits.timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-        _kill_group(proc)  # the child and anything it left behind
-        if timed_out:
-            proc.wait()
-        for t in threads:
-            t.join(2.0)
-        for s in (proc.stdout, proc.stderr):
-            try:
-                s.close()
-            except OSError:
-                pass
-        seconds = time.monotonic() - start
-        out = bytes(bufs["out"]).decode("utf-8", "replace")
-        err = bytes(bufs["err"]).decode("utf-8", "replace")
-        rc = proc.returncode
-        res = SandboxResult(False, "", seconds, rc, out[-4000:], err[-4000:])
-        if overflow.is_set():
-            res.reason = f"output too large (more than {_fmt_bytes(limits.output_bytes)})"
-            return res
-        if timed_out:
-            res.reason = f"timeout after {_fmt_s(limits.timeout_s)}"
-            return res
-        marker = f"@@QEVAL {nonce} "
-        idx = out.rfind(marker)
-        if idx < 0:
-            res.reason = _crash_reason(rc, err, limits)
-            return res
-        status, _, detail = out[idx + len(marker):].strip().partition(" ")
-        detail = detail.strip()
-        if status == "passed":
-            res.passed, res.reason = True, "passed"
-        elif status == "failed":
-            res.reason = f"tests failed: {detail}"
-        elif status == "violation":
-            res.reason = detail
-        elif status == "syntax":
-            res.reason = f"syntax error: {detail}"
-        elif status == "exit":
-            res.reason = detail
-        elif detail.startswith("MemoryError"):
-            res.reason = f"memory limit exceeded ({_fmt_bytes(limits.address_space)})"
+        obj = json.loads(out.decode("utf-8")) if out.strip() else None
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        run.status, run.reason = "malformed", "the sandbox's output is not the expected JSON"
+        return
+    if obj is None:
+        run.status, run.reason = "crashed", _crash_reason(run.returncode, run.stderr, limits)
+        return
+    if not isinstance(obj, dict):
+        run.status, run.reason = "malformed", "the sandbox's output is not the expected JSON"
+        return
+    if "error" in obj:
+        kind, detail = obj.get("error"), obj.get("detail")
+        if kind == "syntax" and isinstance(detail, str):
+            run.status, run.reason = "syntax", f"syntax error: {detail[:300]}"
+        elif kind == "exit":
+            run.status, run.reason = "exit", f"the solution called exit({str(detail)[:100]})"
+        elif kind == "missing":
+            run.status, run.reason = "missing", "the solution does not define the function"
+        elif kind == "error" and isinstance(detail, dict):
+            run.status, run.reason = "error", f"solution raised {raised_text(detail, limits)}"
         else:
-            res.reason = f"solution raised {detail}"
-        return res
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+            run.status, run.reason = "malformed", "the sandbox's output is not the expected JSON"
+        return
+    results = obj.get("results")
+    if not isinstance(results, list) or not all(isinstance(r, dict) for r in results):
+        run.status, run.reason = "malformed", "the sandbox's output is not the expected JSON"
+        return
+    run.status, run.results = "ran", results
+
+
+def raised_text(entry: dict[str, Any], limits: SandboxLimits | None = None) -> str:
+    """``"ValueError: bad size"`` from a call result ``{"raised": [names], "message": ...}``."""
+    names = entry.get("raised")
+    name = names[0] if isinstance(names, list) and names and isinstance(names[0], str) else "an exception"
+    if name == "MemoryError":
+        return f"MemoryError (memory limit {_fmt_bytes((limits or SandboxLimits()).address_space)})"
+    msg = entry.get("message")
+    msg = msg.replace("\n", " ")[:200] if isinstance(msg, str) else ""
+    return f"{name[:80]}: {msg}" if msg else name[:80]
 
 
 def _crash_reason(rc: int | None, err: str, limits: SandboxLimits) -> str:
+    sig = None
     if rc is not None and rc < 0:
         sig = -rc
+    elif rc is not None and rc > 128:  # bwrap exits with 128 + the signal that killed its child
+        sig = rc - 128
+    if sig is not None:
         if sig == signal.SIGXCPU:
             return f"CPU time limit exceeded ({limits.cpu_s or int(limits.timeout_s) + 1} s)"
         if sig == signal.SIGXFSZ:

@@ -8,12 +8,17 @@
   fence, else from the first ``{``/``[`` to the last ``}``/``]``; then keys,
   types and values are checked (booleans never equal numbers).
 * format -- every constraint of the task must hold on the stripped reply.
-* code   -- the code block defining the function is run with the hidden tests
-  in the sandbox (:mod:`lanemon.workloads.qeval.sandbox`), never in-process.
+* code   -- the code block defining the function runs in the OS sandbox
+  (:mod:`lanemon.workloads.qeval.sandbox`), never in-process; the sandbox
+  calls the function on each hidden case's arguments and returns the outputs
+  as typed JSON; they are compared with the expected values here, in
+  lanemon's process, type-strictly (:mod:`lanemon.workloads.qeval.values`).
+  Raises :class:`~lanemon.workloads.qeval.sandbox.SandboxUnavailable` when no
+  sandbox works (the caller counts the task as skipped).
 
 Reasons are short, human-readable and stable, e.g. ``"expected 24, got 22"``,
 ``"invalid JSON: Invalid \\escape at line 1 column 35"``,
-``"tests failed: AssertionError: assert f(1) == 2"``.
+``"tests failed (1 of 6): f((1, 3), (3, 5)) returned None, expected (3, 3)"``.
 """
 
 from __future__ import annotations
@@ -23,11 +28,12 @@ import re
 from fractions import Fraction
 from typing import Any
 
-from .bank import Task
-from .sandbox import SandboxLimits, run_code
+from .bank import Case, Task
+from .sandbox import SandboxLimits, SandboxUnavailable, raised_text, run_function
+from .values import Undecodable, decode, difference, same, show
 
-__all__ = ["score", "score_math", "score_json", "score_format", "score_code", "extract_number",
-           "parse_number", "extract_code", "extract_json"]
+__all__ = ["score", "score_math", "score_json", "score_format", "score_code", "check_case", "extract_number",
+           "parse_number", "extract_code", "extract_json", "SandboxUnavailable"]
 
 # ----------------------------------------------------------------------------- math
 
@@ -279,13 +285,74 @@ def extract_code(text: str, function: str) -> str | None:
     return None
 
 
+def check_case(case: Case, function: str, result: Any, limits: SandboxLimits | None = None) -> str | None:
+    """None when the sandbox's ``result`` for ``case`` is right, else what was wrong (one line)."""
+    call = case.call(function)
+    if not isinstance(result, dict):
+        return f"{call}: no result"
+    if "raised" in result:
+        names = result.get("raised")
+        if case.raises is not None and isinstance(names, list) and case.raises in names:
+            return _check_args(case, call, result)
+        want = f"expected {case.raises}" if case.raises else f"expected {_expected(case)}"
+        return f"{call} raised {raised_text(result, limits)}, {want}"
+    if "value" not in result:
+        return f"{call}: no result"
+    try:
+        got = decode(result["value"])
+    except (Undecodable, RecursionError) as exc:
+        return f"{call} returned an unreadable value ({exc})"
+    if case.raises is not None:
+        return f"{call} returned {show(got)}, expected it to raise {case.raises}"
+    if case.length is not None:
+        if type(got) not in (list, tuple, str):
+            return f"{call} returned {show(got)}, expected a sequence of length {case.length}"
+        if len(got) != case.length:
+            return f"{call} returned {len(got)} items, expected {case.length}"
+    elif not same(got, case.expect):
+        return f"{call} {difference(got, case.expect)}"
+    return _check_args(case, call, result)
+
+
+def _expected(case: Case) -> str:
+    return f"length {case.length}" if case.length is not None else show(case.expect)
+
+
+def _check_args(case: Case, call: str, result: dict[str, Any]) -> str | None:
+    if not case.unchanged:
+        return None
+    import ast
+
+    before = ast.literal_eval(f"({case.args},)") if case.args.strip() else ()
+    try:
+        after = decode(result.get("args"))
+    except (Undecodable, RecursionError):
+        return f"{call}: arguments unreadable after the call"
+    if not same(after, before):
+        shown = show(after[0]) if type(after) is tuple and len(after) == 1 else show(after)
+        return f"{call} changed its arguments to {shown}"
+    return None
+
+
 def score_code(task: Task, text: str, limits: SandboxLimits | None = None) -> tuple[bool, str]:
-    assert task.function is not None and task.tests is not None
+    """Run the reply's code in the sandbox on every case; raises SandboxUnavailable when there is none."""
+    assert task.function is not None and task.cases
     code = extract_code(text, task.function)
     if code is None:
         return False, f"no code block defining {task.function}() found"
-    result = run_code(code, task.tests, limits)
-    return result.passed, result.reason
+    calls = [{"args": c.args, "report_args": c.unchanged} for c in task.cases]
+    run = run_function(code, task.function, calls, limits)
+    if run.status == "missing":
+        return False, f"the solution does not define {task.function}()"
+    if run.status != "ran":
+        return False, run.reason
+    if len(run.results) != len(task.cases):
+        return False, "the sandbox returned the wrong number of results"
+    problems = [p for c, r in zip(task.cases, run.results)
+                if (p := check_case(c, task.function, r, limits)) is not None]
+    if problems:
+        return False, f"tests failed ({len(problems)} of {len(task.cases)}): {problems[0]}"
+    return True, "passed"
 
 
 def score(task: Task, text: str, limits: SandboxLimits | None = None) -> tuple[bool, str]:
