@@ -10,6 +10,10 @@ from lanemon.cli.main import main
 from lanemon.recording.reader import read_events
 from lanemon.sim.server import SimThread
 from lanemon.workloads.qeval import qeval_results
+from lanemon.workloads.qeval.sandbox import sandbox_problem
+
+needs_sandbox = pytest.mark.skipif(sandbox_problem() is not None,
+                                   reason=f"code tasks are skipped here: {sandbox_problem()}")
 
 WRITEUP_MISSES = ["code_interval_intersect", "json_escape", "json_count", "math_m9"]
 
@@ -32,6 +36,7 @@ def demo_runs(tmp_path_factory):
     return out
 
 
+@needs_sandbox
 @pytest.mark.parametrize("lane", ["A", "B"])
 def test_run_on_each_simulated_lane_gives_71_of_75(demo_runs, lane):
     path, stdout_json, _ = demo_runs[lane]
@@ -47,6 +52,7 @@ def test_run_on_each_simulated_lane_gives_71_of_75(demo_runs, lane):
         assert (e["reason"] == "passed") == e["passed"]
 
 
+@needs_sandbox
 def test_recording_rebuilds_the_same_result(demo_runs):
     _, stdout_json, rec = demo_runs["A"]
     header, events, warnings = read_events(rec)
@@ -63,6 +69,7 @@ def test_recording_rebuilds_the_same_result(demo_runs):
     assert qeval_results(events) == stdout_json  # from the recorded verdicts
 
 
+@needs_sandbox
 def test_reading_uses_recorded_verdicts_and_names_the_unscored(demo_runs, monkeypatch):
     """qeval_results never runs anything: a tripwire on the sandbox stays untouched, even for code tasks;
     replies without a recorded verdict (an older recording) are listed as not scored, never re-executed."""
@@ -85,6 +92,7 @@ def test_reading_uses_recorded_verdicts_and_names_the_unscored(demo_runs, monkey
     assert calls == []
 
 
+@needs_sandbox
 def test_compare_identical_misses(demo_runs, capsys):
     a, b = demo_runs["A"][0], demo_runs["B"][0]
     assert main(["qeval", "compare", str(a), str(b)]) == 0
@@ -99,6 +107,7 @@ def test_compare_identical_misses(demo_runs, capsys):
     assert len(res["kept_ids"]) == 71
 
 
+@needs_sandbox
 def test_different_miss_list_gives_broke_and_fixed(demo_runs, tmp_path, capsys):
     # B2 fixes code_interval_intersect and breaks five others: b = 5, c = 1 -> p = 2 * (1 + 6) / 64
     misses = "json_escape,json_count,math_m9,code_fizzbuzz,json_person,math_m1,format_yes_no,format_csv"
@@ -119,6 +128,7 @@ def test_different_miss_list_gives_broke_and_fixed(demo_runs, tmp_path, capsys):
     assert capsys.readouterr().out.splitlines()[0] == "A 71/75, B2 67/75; kept 66, broke 5, fixed 1, p = 0.219"
 
 
+@needs_sandbox
 def test_sim_subprocess_with_empty_miss_list_passes_everything(tmp_path, capsys):
     from conftest import SimProcess
 
@@ -133,6 +143,7 @@ def test_sim_subprocess_with_empty_miss_list_passes_everything(tmp_path, capsys)
     assert (res["passed"], res["total"]) == (4, 4)
 
 
+@needs_sandbox
 def test_compare_left_out_and_bad_input(demo_runs, tmp_path, capsys):
     a = json.loads(demo_runs["A"][0].read_text())
     del a["tasks"]["math_m1"]
@@ -187,6 +198,7 @@ def test_the_unsafe_opt_in_runs_code_and_says_so(tmp_path, capsys):
         "none"]
 
 
+@needs_sandbox
 def test_rescore_is_explicit_and_writes_a_copy_with_verdicts(demo_runs, tmp_path, capsys):
     _, stdout_json, rec = demo_runs["B"]
     header, events, _ = read_events(rec)
@@ -224,6 +236,7 @@ def _hostile_reply(watch) -> str:
             "    return out\n```")
 
 
+@needs_sandbox
 def test_report_compare_export_never_run_a_recordings_code(tmp_path, monkeypatch, capsys):
     """A hostile lane answers with code that creates files; reading its recording creates nothing."""
     import subprocess
