@@ -435,19 +435,19 @@ def test_no_prefix_cache_lane_a(sim_a):
 
 
 async def test_queueing_beyond_16_streams():
-    # at half speed a request lasts ~0.2 s: long enough that all 20 are in before the first 16 finish,
-    # even when the client is slow to send them on a loaded machine
-    with SimThread("tensorfold-exl3", time_scale=0.5) as sim:
+    # at full speed a request of 60 tokens lasts ~0.8 s: long enough that all 20 are in before the first
+    # 16 finish, even when the client is slow to send them on a loaded machine (at 0.2 s it was not, once)
+    with SimThread("tensorfold-exl3", time_scale=1.0) as sim:
         ac = AsyncOpenAI(base_url=sim.base_url, api_key="x", max_retries=0, timeout=30)
         try:
             async def one(i):
-                r = await ac.completions.create(model=MODEL, prompt=f"Hello number {i}", max_tokens=30)
+                r = await ac.completions.create(model=MODEL, prompt=f"Hello number {i}", max_tokens=60)
                 return r.usage.completion_tokens
 
             got = await asyncio.gather(*(one(i) for i in range(20)))
         finally:
             await ac.close()
-        assert got == [30] * 20
+        assert got == [60] * 20
         recs = trace(sim)
     assert len(recs) == 20 and all(r["status"] == "ok" for r in recs)
     assert max(r["active_at_start"] for r in recs) == 16

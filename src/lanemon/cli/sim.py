@@ -17,7 +17,7 @@ def register(sub) -> None:
 
 
 def cmd_sim(args: argparse.Namespace) -> int:
-    from lanemon.sim.options import run_args
+    from lanemon.sim.server import run_args
 
     return run_args(args)
 

@@ -1,6 +1,6 @@
 """The simulator's scripted agent: it walks the gauntlet's file chain.
 
-:func:`agent_reply` is consulted by :func:`lanemon.sim.tools.decide_reply`
+:func:`agent_reply` is consulted by :func:`decide_reply` (below)
 before the generic tool rule.  It acts only on a *gauntlet session*: the
 request offers a tool named ``read_file`` and a user message says
 ``The first file is `NAME` `` (the sentence ``lanemon gauntlet`` writes; see
@@ -42,9 +42,9 @@ import re
 from typing import Any
 
 from .tokenizer import tokenize
-from .tools import ToolCall
+from .tools import ToolCall, decide_tool_call
 
-__all__ = ["AGENTS", "TOOL_CALL_TOKENS", "agent_reply", "is_gauntlet_session"]
+__all__ = ["AGENTS", "TOOL_CALL_TOKENS", "agent_reply", "decide_reply", "is_gauntlet_session"]
 
 AGENTS = ("chain", "traversal", "malformed", "loop")
 TOOL_NAME = "read_file"
@@ -148,3 +148,22 @@ def agent_reply(messages: list[dict], tools: Any, tool_choice: Any, rng: random.
     if role == "tool":
         return _follow(last, rng)
     return None
+
+
+def decide_reply(
+    messages: list[dict],
+    tools: list[dict] | None,
+    tool_choice: Any,
+    rng: random.Random,
+    last_user_text: str = "",
+    agent: str = "chain",
+) -> ToolCall | str | None:
+    """The reply decided by policy: a tool call, a scripted text answer, or None (generate text).
+
+    The gauntlet agent (:func:`agent_reply`, policy *agent*)
+    gets the first word; otherwise :func:`decide_tool_call` applies.
+    """
+    reply = agent_reply(messages, tools, tool_choice, rng, agent)
+    if reply is not None:
+        return reply
+    return decide_tool_call(messages, tools, tool_choice, rng, last_user_text)

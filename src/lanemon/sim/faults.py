@@ -18,7 +18,8 @@ ground-truth trace (``GET /sim/trace``).
 Faults that need the raw connection (``refuse``, ``drop``, ``slowheaders``)
 reach the asyncio transport through uvicorn's ``send`` (the middleware must be
 the outermost ASGI app, which is why it wraps Starlette rather than sitting in
-its middleware list).  Never imports Textual or the web stack.
+its middleware list).  The spec syntax is parsed in :mod:`lanemon.sim.fault_spec`.
+Never imports Textual or the web stack.
 """
 
 from __future__ import annotations
@@ -27,17 +28,14 @@ import asyncio
 import contextlib
 import random
 import time
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import orjson
 
-__all__ = ["FaultSpec", "FaultMiddleware", "parse_fault", "KINDS"]
+from .fault_spec import KINDS, FaultSpec, parse_fault, parse_faults
 
-KINDS = ("refuse", "drop", "stall", "http", "malformed", "badutf8", "nousage", "nodone", "huge",
-         "slowheaders", "models-change")
-MALFORMED_MODES = ("json", "line", "nested", "array")
-HTTP_FORMATS = ("json", "text", "html")
+__all__ = ["FaultSpec", "FaultMiddleware", "parse_fault", "parse_faults", "KINDS"]
+
 GEN_PATHS = {"/v1/completions": "completions", "/v1/chat/completions": "chat.completions"}
 HUGE_SLICE = 256 * 1024
 NEST_DEPTH = 5000
@@ -59,104 +57,6 @@ _HTTP_ERRORS = {
     500: ("The server had an error while processing your request.", "server_error", None),
     503: ("The server is overloaded or not ready yet.", "server_error", "service_unavailable"),
 }
-
-
-# ---------------------------------------------------------------------------
-# Spec
-# ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FaultSpec:
-    """One parsed ``--fault`` value.  ``args`` are already typed for ``kind``."""
-
-    kind: str
-    args: tuple = ()
-    prob: float | None = None
-    every: int | None = None
-    text: str = ""
-
-    def __str__(self) -> str:
-        return self.text
-
-
-def _num(text: str, what: str, *, integer: bool = False, lo: float = 0.0, lo_open: bool = False,
-         hi: float | None = None) -> Any:
-    try:
-        value = int(text) if integer else float(text)
-    except ValueError:
-        raise ValueError(f"{what} must be a {'whole ' if integer else ''}number, not {text!r}") from None
-    if value != value or (lo_open and value <= lo) or (not lo_open and value < lo) or (hi is not None and value > hi):
-        bound = f"> {lo:g}" if lo_open else f">= {lo:g}"
-        raise ValueError(f"{what} must be {bound}" + (f" and <= {hi:g}" if hi is not None else "") + f", not {text}")
-    return value
-
-
-def parse_fault(text: str) -> FaultSpec:
-    """``KIND[:ARG[:ARG]][@PROB|#EVERY]`` -> :class:`FaultSpec`; ValueError with a one-line message."""
-    spec = str(text).strip()
-    if not spec:
-        raise ValueError("empty fault spec")
-    body, prob, every = spec, None, None
-    if "@" in spec:
-        body, _, sel = spec.rpartition("@")
-        prob = _num(sel, f"fault {spec!r}: probability after @", lo=0.0, lo_open=True, hi=1.0)
-    elif "#" in spec:
-        body, _, sel = spec.rpartition("#")
-        every = _num(sel, f"fault {spec!r}: N after #", integer=True, lo=1)
-    kind, *raw = body.split(":")
-    kind = kind.strip().lower()
-    where = f"fault {spec!r}"
-    if kind not in KINDS:
-        raise ValueError(f"{where}: unknown kind {kind!r} (kinds: {', '.join(KINDS)})")
-
-    def nargs(lo: int, hi: int, usage: str) -> None:
-        if not lo <= len(raw) <= hi:
-            raise ValueError(f"{where}: expected {usage}")
-
-    args: tuple
-    if kind in ("refuse", "badutf8", "nousage", "nodone"):
-        nargs(0, 0, f"{kind} without an argument")
-        args = ()
-    elif kind == "drop":
-        nargs(1, 1, "drop:N (token chunks sent before the connection is dropped)")
-        args = (_num(raw[0], f"{where}: N", integer=True, lo=0),)
-    elif kind == "stall":
-        nargs(1, 2, "stall:SECONDS[:AFTER_TOKENS]")
-        after = _num(raw[1], f"{where}: AFTER_TOKENS", integer=True, lo=0) if len(raw) > 1 else 1
-        args = (_num(raw[0], f"{where}: SECONDS", lo=0.0, lo_open=True, hi=3600.0), after)
-    elif kind == "http":
-        nargs(1, 3, "http:STATUS[:json|text|html][:RETRY_AFTER_S]")
-        status = _num(raw[0], f"{where}: STATUS", integer=True, lo=400, hi=599)
-        fmt, retry = "json", (1 if status == 429 else None)
-        for extra in raw[1:]:
-            if extra.lower() in HTTP_FORMATS:
-                fmt = extra.lower()
-            else:
-                retry = _num(extra, f"{where}: RETRY_AFTER_S (or json|text|html)", integer=True, lo=0)
-        args = (status, fmt, retry)
-    elif kind == "malformed":
-        nargs(0, 1, f"malformed[:{'|'.join(MALFORMED_MODES)}]")
-        mode = raw[0].lower() if raw else "json"
-        if mode not in MALFORMED_MODES:
-            raise ValueError(f"{where}: mode must be one of {', '.join(MALFORMED_MODES)}")
-        args = (mode,)
-    elif kind == "huge":
-        nargs(1, 1, "huge:MB (size of the one SSE line, MiB)")
-        args = (_num(raw[0], f"{where}: MB", lo=0.0, lo_open=True, hi=4096.0),)
-    elif kind == "slowheaders":
-        nargs(1, 1, "slowheaders:SECONDS (the headers take this long, byte by byte)")
-        args = (_num(raw[0], f"{where}: SECONDS", lo=0.0, lo_open=True, hi=3600.0),)
-    else:  # models-change
-        nargs(1, 1, "models-change:N (GET /v1/models answers a different list after N requests)")
-        if prob is not None or every is not None:
-            raise ValueError(f"{where}: models-change happens once; it takes no @PROB or #EVERY")
-        args = (_num(raw[0], f"{where}: N", integer=True, lo=0),)
-    return FaultSpec(kind, args, prob, every, spec)
-
-
-def parse_faults(specs: Any) -> list[FaultSpec]:
-    return [s if isinstance(s, FaultSpec) else parse_fault(s) for s in (specs or ())]
 
 
 # ---------------------------------------------------------------------------

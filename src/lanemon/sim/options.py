@@ -1,13 +1,12 @@
 """The simulator's command-line options, defined once for ``lanemon sim`` and ``python -m lanemon.sim``.
 
-Kept apart from server.py so that building the CLI parser does not import the web stack.
+Kept apart from the server package so that building the CLI parser does not import the web stack;
+validating and serving parsed options is :func:`lanemon.sim.server.run_args`.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
-import sys
 
 from .agent import AGENTS
 from .profiles import PROFILES
@@ -52,50 +51,9 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                          "\"\" = none)")
 
 
-def run_args(args: argparse.Namespace, prog: str = "lanemon sim") -> int:
-    """Validate parsed options and serve; one-line errors, exit 2 for bad input."""
-    if args.profile not in PROFILES:
-        print(f"{prog}: unknown profile {args.profile!r} (choose from: {', '.join(PROFILES)})", file=sys.stderr)
-        return 2
-    if not 0 <= args.port <= 65535:
-        print(f"{prog}: --port {args.port} is not a TCP port", file=sys.stderr)
-        return 2
-    if not (args.time_scale > 0 and math.isfinite(args.time_scale)):
-        print(f"{prog}: --time-scale must be a positive number", file=sys.stderr)
-        return 2
-    if args.context_len is not None and args.context_len < 1:
-        print(f"{prog}: --context-len must be a positive number of tokens", file=sys.stderr)
-        return 2
-    if args.reasoning_tokens < 1 or args.tokens_per_chunk < 1:
-        print(f"{prog}: --reasoning-tokens and --tokens-per-chunk must be at least 1", file=sys.stderr)
-        return 2
-    spec = None
-    if args.spec_accept is not None:
-        try:
-            spec = parse_spec_accept(args.spec_accept)
-        except ValueError as exc:
-            print(f"{prog}: --spec-accept: {exc}", file=sys.stderr)
-            return 2
-    try:
-        from .server import run
-
-        run(args.profile, host=args.host, port=args.port, time_scale=args.time_scale, seed=args.seed,
-            announce=lambda line: print(line, flush=True), logprobs=args.logprobs,
-            needle_miss=args.needle_miss, context_len=args.context_len, agent=args.agent,
-            qeval_misses=args.qeval_misses, thinking=args.thinking, reasoning_tokens=args.reasoning_tokens,
-            tokens_per_chunk=args.tokens_per_chunk, spec_accept=spec, usage=args.usage,
-            faults=getattr(args, "fault", None) or None)
-    except OSError as e:
-        print(f"{prog}: cannot listen on {args.host}:{args.port}: {e.strerror or e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
-    return 0
-
-
 def fault_spec(text: str):
     """argparse type for ``--fault``: the parsed spec (sim/faults.py); a bad spec is a usage error."""
-    from .faults import parse_fault  # no web stack there
+    from .fault_spec import parse_fault  # no web stack there
 
     try:
         return parse_fault(text)

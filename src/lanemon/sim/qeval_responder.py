@@ -1,13 +1,18 @@
 """The simulator's answers to qeval tasks.
 
 Rule: a chat request whose **last user message**, stripped of leading and
-trailing whitespace, is exactly the ``prompt`` of a task in the shipped bank
-(:func:`lanemon.workloads.qeval.load_bank`) is a qeval task.  The simulator
+trailing whitespace, is exactly the ``prompt`` of a task the simulator knows
+(``qeval_answers.json`` beside this module) is a qeval task.  The simulator
 then replies with that task's ``reference`` text (a correct answer), unless
 the task is on the lane's miss list, in which case it replies with the task's
 ``wrong`` text (a plausible answer that fails the scorer for the task's own
 reason: buggy code, a JSON bad escape, a wrong count, a wrong number).  Any
 other prompt gets the ordinary generated text.
+
+The data file is the simulator's own copy of the prompts and scripted answers
+of lanemon's qeval task bank: the simulator never imports the measuring side
+(the workloads).  ``tests/test_sim_qeval_data.py`` checks that the copy agrees
+with the bank and regenerates it (``python tests/test_sim_qeval_data.py --write``).
 
 The default miss list is the write-up's four shared misses, so both simulated
 lanes score 71/75 with the same misses.  Only the text changes: the lane's
@@ -18,11 +23,16 @@ tokenized and streamed like any other).
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Iterable
+from importlib import resources
 
-__all__ = ["DEFAULT_MISSES", "QevalResponder", "parse_misses"]
+from .tokenizer import tokenize
+
+__all__ = ["DEFAULT_MISSES", "QevalResponder", "parse_misses", "load_answers", "DATA_FILE"]
 
 DEFAULT_MISSES: tuple[str, ...] = ("code_interval_intersect", "json_escape", "json_count", "math_m9")
+DATA_FILE = "qeval_answers.json"
 
 
 def parse_misses(text: str | Iterable[str] | None) -> frozenset[str]:
@@ -34,10 +44,16 @@ def parse_misses(text: str | Iterable[str] | None) -> frozenset[str]:
 
 
 @functools.lru_cache(maxsize=1)
-def _prompts() -> dict[str, tuple[str, str, str]]:
-    from lanemon.workloads.qeval.bank import load_bank
+def load_answers() -> dict[str, dict[str, str]]:
+    """Task id -> ``{"prompt", "reference", "wrong"}`` from the simulator's data file, in bank order."""
+    text = resources.files(__package__).joinpath(DATA_FILE).read_text(encoding="utf-8")
+    return {t["id"]: {"prompt": t["prompt"], "reference": t["reference"], "wrong": t["wrong"]}
+            for t in json.loads(text)["tasks"]}
 
-    return {t.prompt.strip(): (t.id, t.reference, t.wrong) for t in load_bank().values()}
+
+@functools.lru_cache(maxsize=1)
+def _prompts() -> dict[str, tuple[str, str, str]]:
+    return {t["prompt"].strip(): (tid, t["reference"], t["wrong"]) for tid, t in load_answers().items()}
 
 
 class QevalResponder:
@@ -45,9 +61,7 @@ class QevalResponder:
 
     def __init__(self, misses: str | Iterable[str] | None = None) -> None:
         self.misses = parse_misses(misses)
-        from lanemon.workloads.qeval.bank import load_bank
-
-        unknown = sorted(self.misses - set(load_bank()))
+        unknown = sorted(self.misses - set(load_answers()))
         if unknown:
             raise ValueError(f"unknown qeval task id(s) in the miss list: {', '.join(unknown)}")
 
@@ -64,8 +78,6 @@ class QevalResponder:
         text = self.answer(last_user)
         if text is None:
             return None
-        from .tokenizer import tokenize
-
         pieces = tokenize(text)
         if max_tokens is not None and len(pieces) > max_tokens:
             return "".join(pieces[:max_tokens]), "length"

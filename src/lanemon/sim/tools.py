@@ -13,11 +13,10 @@ a tool call and what it contains.  Today's rule:
 Arguments are a JSON object that fills every *required* property with a short
 deterministic value (strings by property name, numbers 1, booleans true, ...).
 
-:func:`decide_reply` is what the server calls: it asks the scripted gauntlet
-agent (:mod:`lanemon.sim.agent`, the write-up's 20-hop file chain) first and
-falls back to :func:`decide_tool_call`.  The agent may also answer in text
-(the secret at the end of the chain), so its result is a ToolCall, a str or
-None.
+What the server calls is :func:`lanemon.sim.agent.decide_reply`: it asks the
+scripted gauntlet agent (the write-up's 20-hop file chain) first and falls back
+to :func:`decide_tool_call`.  This module never imports the agent (the agent
+builds on it).
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ from typing import Any
 
 from .tokenizer import tokenize
 
-__all__ = ["ToolCall", "decide_reply", "decide_tool_call", "build_arguments", "split_arguments"]
+__all__ = ["ToolCall", "decide_tool_call", "build_arguments", "split_arguments"]
 
 
 @dataclass(frozen=True)
@@ -135,27 +134,6 @@ def decide_tool_call(
     args = build_arguments(params, rng)
     call_id = "call_" + "".join(rng.choice("0123456789abcdef") for _ in range(24))
     return ToolCall(id=call_id, name=chosen, arguments=json.dumps(args, ensure_ascii=False))
-
-
-def decide_reply(
-    messages: list[dict],
-    tools: list[dict] | None,
-    tool_choice: Any,
-    rng: random.Random,
-    last_user_text: str = "",
-    agent: str = "chain",
-) -> ToolCall | str | None:
-    """The reply decided by policy: a tool call, a scripted text answer, or None (generate text).
-
-    The gauntlet agent (:func:`lanemon.sim.agent.agent_reply`, policy *agent*)
-    gets the first word; otherwise :func:`decide_tool_call` applies.
-    """
-    from .agent import agent_reply
-
-    reply = agent_reply(messages, tools, tool_choice, rng, agent)
-    if reply is not None:
-        return reply
-    return decide_tool_call(messages, tools, tool_choice, rng, last_user_text)
 
 
 def split_arguments(arguments: str, pieces: int = 5) -> list[list[str]]:

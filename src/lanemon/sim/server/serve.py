@@ -1,0 +1,247 @@
+"""Serving one simulated lane: in a daemon thread (:class:`SimThread`, for ``lanemon demo`` and the
+tests) or in the foreground until SIGINT/SIGTERM (:func:`run`, :func:`run_args`, :func:`main`:
+``lanemon sim`` and ``python -m lanemon.sim``)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import math
+import signal
+import socket
+import sys
+import threading
+import time
+from typing import Any, Callable
+
+from ..options import add_arguments, parse_spec_accept
+from ..profiles import PROFILES
+from .app import create_app
+from .state import SimState
+
+__all__ = ["SimThread", "run", "run_args", "main"]
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(128)
+    except BaseException:
+        sock.close()
+        raise
+    sock.setblocking(False)
+    return sock
+
+
+def _config(app) -> "uvicorn.Config":  # noqa: F821
+    import uvicorn
+
+    return uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
+                          timeout_graceful_shutdown=1, loop="asyncio", http="auto", ws="none")
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+class _QuietServer:
+    """Factory for a uvicorn.Server subclass with our own signal handling."""
+
+    @staticmethod
+    def make(config, on_signal: Callable[[], None] | None):
+        import uvicorn
+
+        class Server(uvicorn.Server):
+            @contextlib.contextmanager
+            def capture_signals(self):  # type: ignore[override]
+                if on_signal is None or threading.current_thread() is not threading.main_thread():
+                    yield
+                    return
+
+                def handler(sig, frame):
+                    if self.should_exit:
+                        self.force_exit = True
+                    self.should_exit = True
+                    on_signal()
+
+                sigs = [signal.SIGINT, signal.SIGTERM]
+                old = {s: signal.signal(s, handler) for s in sigs}
+                try:
+                    yield
+                finally:
+                    for s, h in old.items():
+                        signal.signal(s, h)
+
+            def install_signal_handlers(self) -> None:  # uvicorn < 0.29
+                pass
+
+        return Server(config)
+
+
+class SimThread:
+    """One simulated lane served by uvicorn in a daemon thread.
+
+    >>> with SimThread("sglang-native", time_scale=0.05) as sim:
+    ...     client = OpenAI(base_url=sim.base_url, api_key="x")
+    """
+
+    def __init__(self, profile_name: str, *, host: str = "127.0.0.1", port: int = 0, time_scale: float = 1.0,
+                 seed: int = 0, logprobs: str | None = None, needle_miss: bool = False,
+                 context_len: int | None = None, agent: str = "chain", qeval_misses: Any = None,
+                 **sim_kw: Any) -> None:
+        self.profile_name = profile_name
+        self.host = host
+        self._req_port = port
+        self.app = create_app(profile_name, time_scale=time_scale, seed=seed, logprobs=logprobs,
+                              needle_miss=needle_miss, context_len=context_len, agent=agent,
+                              qeval_misses=qeval_misses, **sim_kw)
+        self.state: SimState = self.app.state.sim
+        self.port: int | None = None
+        self._sock: socket.socket | None = None
+        self._server = None
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._error: BaseException | None = None
+
+    @property
+    def base_url(self) -> str:
+        if self.port is None:
+            raise RuntimeError("SimThread not started")
+        return f"http://{_url_host(self.host)}:{self.port}/v1"
+
+    @property
+    def root_url(self) -> str:
+        return self.base_url[: -len("/v1")]
+
+    def start(self, timeout: float = 10.0) -> "SimThread":
+        if self._thread is not None:
+            return self
+        self._sock = _bind(self.host, self._req_port)
+        self.port = self._sock.getsockname()[1]
+        self._server = _QuietServer.make(_config(self.app), None)
+
+        def target() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            asyncio.set_event_loop(loop)
+            try:
+                loop.run_until_complete(self._server.serve(sockets=[self._sock]))
+            except BaseException as e:  # pragma: no cover - reported by start()
+                self._error = e
+            finally:
+                with contextlib.suppress(Exception):
+                    loop.run_until_complete(loop.shutdown_asyncgens())
+                loop.close()
+
+        self._thread = threading.Thread(target=target, name=f"lanemon-sim-{self.profile_name}", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self._server.started:
+            if not self._thread.is_alive():
+                raise RuntimeError(f"sim server failed to start: {self._error!r}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("sim server did not start in time")
+            time.sleep(0.005)
+        return self
+
+    def stop(self, timeout: float = 3.0) -> None:
+        if self._thread is None:
+            return
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self.state.lane.close)
+        if self._server is not None:
+            self._server.should_exit = True
+        self._thread.join(timeout)
+        if self._thread.is_alive() and self._server is not None:
+            self._server.force_exit = True
+            self._thread.join(1.0)
+        if self._sock is not None:
+            with contextlib.suppress(OSError):
+                self._sock.close()
+        self._thread = None
+
+    def __enter__(self) -> "SimThread":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def run(profile_name: str, *, host: str = "127.0.0.1", port: int = 8001, time_scale: float = 1.0, seed: int = 0,
+        announce: Callable[[str], Any] = print, logprobs: str | None = None, needle_miss: bool = False,
+        context_len: int | None = None, agent: str = "chain", qeval_misses: Any = None, **sim_kw: Any) -> None:
+    """Serve lane *profile_name* in the foreground until SIGINT/SIGTERM (``sim_kw``: the thinking,
+    chunking and usage options of :func:`create_app`)."""
+    app = create_app(profile_name, time_scale=time_scale, seed=seed, logprobs=logprobs,
+                     needle_miss=needle_miss, context_len=context_len, agent=agent, qeval_misses=qeval_misses,
+                     **sim_kw)
+    state: SimState = app.state.sim
+    sock = _bind(host, port)
+    real_port = sock.getsockname()[1]
+
+    def on_signal() -> None:
+        state.lane.close()
+
+    server = _QuietServer.make(_config(app), on_signal)
+    announce(f"lanemon sim {profile_name} listening on http://{_url_host(host)}:{real_port}/v1")
+    try:
+        asyncio.run(server.serve(sockets=[sock]))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            sock.close()
+
+
+def run_args(args: argparse.Namespace, prog: str = "lanemon sim") -> int:
+    """Validate parsed options and serve; one-line errors, exit 2 for bad input."""
+    if args.profile not in PROFILES:
+        print(f"{prog}: unknown profile {args.profile!r} (choose from: {', '.join(PROFILES)})", file=sys.stderr)
+        return 2
+    if not 0 <= args.port <= 65535:
+        print(f"{prog}: --port {args.port} is not a TCP port", file=sys.stderr)
+        return 2
+    if not (args.time_scale > 0 and math.isfinite(args.time_scale)):
+        print(f"{prog}: --time-scale must be a positive number", file=sys.stderr)
+        return 2
+    if args.context_len is not None and args.context_len < 1:
+        print(f"{prog}: --context-len must be a positive number of tokens", file=sys.stderr)
+        return 2
+    if args.reasoning_tokens < 1 or args.tokens_per_chunk < 1:
+        print(f"{prog}: --reasoning-tokens and --tokens-per-chunk must be at least 1", file=sys.stderr)
+        return 2
+    spec = None
+    if args.spec_accept is not None:
+        try:
+            spec = parse_spec_accept(args.spec_accept)
+        except ValueError as exc:
+            print(f"{prog}: --spec-accept: {exc}", file=sys.stderr)
+            return 2
+    try:
+        run(args.profile, host=args.host, port=args.port, time_scale=args.time_scale, seed=args.seed,
+            announce=lambda line: print(line, flush=True), logprobs=args.logprobs,
+            needle_miss=args.needle_miss, context_len=args.context_len, agent=args.agent,
+            qeval_misses=args.qeval_misses, thinking=args.thinking, reasoning_tokens=args.reasoning_tokens,
+            tokens_per_chunk=args.tokens_per_chunk, spec_accept=spec, usage=args.usage,
+            faults=getattr(args, "fault", None) or None)
+    except OSError as e:
+        print(f"{prog}: cannot listen on {args.host}:{args.port}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m lanemon.sim`` entry point."""
+    ap = argparse.ArgumentParser(prog="python -m lanemon.sim",
+                                 description="Run an OpenAI-compatible simulated LLM serving lane.")
+    add_arguments(ap)
+    return run_args(ap.parse_args(argv), "lanemon sim")
