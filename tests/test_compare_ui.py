@@ -7,7 +7,7 @@ from textual.widgets import DataTable, Static
 
 from lanemon.reports.compare import compare, compare_lanes
 from lanemon.reports.analyse import analyze
-from lanemon.ui.compare import make_compare_app
+from lanemon.ui.app import make_app
 from lanemon.ui.widgets.bench_chart import BenchChart
 from test_compare_fixtures import session_events, slow_copy, write_recording
 
@@ -27,7 +27,7 @@ def _plain(widget) -> str:
 
 
 async def test_compare_screen_shows_curves_races_and_highlighted_rows(result):
-    app = make_compare_app(result)
+    app = make_app(compare=result)
     async with app.run_test(size=(150, 45)) as pilot:
         await pilot.pause()
         screen = app.screen
@@ -52,7 +52,7 @@ async def test_compare_screen_shows_curves_races_and_highlighted_rows(result):
 
 async def test_lanes_mode_screen(tmp_path):
     old = write_recording(tmp_path / "old.jsonl", session_events())
-    app = make_compare_app(compare_lanes(analyze(old), "A", "B"))
+    app = make_app(compare=compare_lanes(analyze(old), "A", "B"))
     async with app.run_test(size=(150, 45)) as pilot:
         await pilot.pause()
         decode = app.screen.query_one("#chart-decode", BenchChart)
@@ -65,4 +65,4 @@ def test_snapshot_compare_screen(snap_compare, result):
     async def before(pilot):
         await pilot.pause()
 
-    assert snap_compare(make_compare_app(result), terminal_size=(150, 45), run_before=before)
+    assert snap_compare(make_app(compare=result), terminal_size=(150, 45), run_before=before)

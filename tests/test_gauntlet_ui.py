@@ -10,7 +10,7 @@ from textual.widgets import Label, Static
 from lanemon.cli.common import demo_lanes
 from lanemon import events as schema
 from lanemon.events import Event
-from lanemon.ui.gauntlet import make_gauntlet_app
+from lanemon.ui.app import make_app
 from lanemon.ui.sample import ScriptedSource
 from lanemon.ui.screens.gauntlet import GauntletScreen
 from lanemon.ui.widgets.gauntlet_lane import GauntletLanePanel
@@ -110,7 +110,7 @@ def test_state_fold_matches_the_results_function():
 
 async def test_screen_shows_hops_files_bars_and_summary():
     source = ScriptedSource(fixed_events(), lanes=LANES, mode="demo", hold=True)
-    app = make_gauntlet_app(source)
+    app = make_app(source, screen="gauntlet")
     async with app.run_test(size=(150, 40)) as pilot:
         await pilot.pause(0.1)
         app.redraw(force=True)
@@ -143,7 +143,7 @@ async def test_screen_shows_hops_files_bars_and_summary():
 async def test_redraws_coalesce_token_bursts():
     events = fixed_events(partial={"A": 3, "B": 3})
     source = ScriptedSource(events, lanes=LANES, mode="demo", hold=True)
-    app = make_gauntlet_app(source, refresh_hz=2)
+    app = make_app(source, screen="gauntlet", refresh_hz=2)
     async with app.run_test(size=(150, 40)) as pilot:
         await pilot.pause(0.1)
         before = app.redraws
@@ -167,13 +167,13 @@ async def test_q_stops_a_real_gauntlet_cleanly(tmp_path):
         recorder = Recorder(path, make_header("gauntlet", [lane.public() for lane in lanes]))
         source = GauntletSource(lanes, GauntletConfig(reps=3, seed=9, time_scale=0.05), mode="demo",
                                 recorder=recorder)
-        app = make_gauntlet_app(source)
+        app = make_app(source, screen="gauntlet")
         async with app.run_test(size=(150, 40)) as pilot:
             for _ in range(100):
                 await pilot.pause(0.1)
-                if any(lv.hops_done >= 3 for lv in app.state.lanes.values()):
+                if any(lv.hops_done >= 3 for lv in app.gauntlet.lanes.values()):
                     break
-            assert any(lv.hops_done >= 3 for lv in app.state.lanes.values())
+            assert any(lv.hops_done >= 3 for lv in app.gauntlet.lanes.values())
             hops = plain(app.screen.query_one("#glane-A #hops", Static))
             assert "▶" in hops and "/20 hops" in hops
             await pilot.press("q")
@@ -194,4 +194,4 @@ def test_snapshot_gauntlet_screen(snap_compare):
 
     source = ScriptedSource(fixed_events(hops=20, reps=3, partial={"A": 9}), lanes=LANES, mode="demo",
                             hold=True)
-    assert snap_compare(make_gauntlet_app(source), terminal_size=(150, 42), run_before=settle)
+    assert snap_compare(make_app(source, screen="gauntlet"), terminal_size=(150, 42), run_before=settle)

@@ -12,16 +12,20 @@ from textual.widgets import Static
 from lanemon.bus import EventBus
 from lanemon import events as schema
 from lanemon.events import Event
-from lanemon.ui.bench import BenchApp, BenchTracker, make_bench_app
+from lanemon.folds.bench import BenchResults, BenchTracker
+from lanemon.ui.app import LanemonApp, make_app
 from lanemon.ui.screens.bench import BenchScreen
 from lanemon.ui.widgets.bench_chart import BenchChart
 from lanemon.ui.widgets.bench_table import BenchTable
+from lanemon.workloads.bench.decode import decode_results
+from lanemon.workloads.bench.prefill import prefill_results
 
 MS = 1_000_000
 SNAP_PATH = Path("recordings/20261018-090000-bench-decode.jsonl")
-AGG = {"A": {1: 118.0, 2: 190.0, 3: 212.0}, "B": {1: 104.0, 2: 175.0, 3: 205.0}}
-CATS = {"A": {"coding": 148.0, "prose": 88.0}, "B": {"coding": 134.0, "prose": 74.0}}
-PREFILL = {"A": {2000: 2420.0, 12000: 2600.0}, "B": {2000: 3654.0, 12000: 4160.0}}
+# decode: (TTFT ms, ms per token) per lane; prefill: prompt tok/s per lane (B's repeat of 2,000 hits the cache)
+DECODE = {"A": (170, 6.8), "B": (220, 7.5)}
+PREFILL = {"A": 2600.0, "B": 3650.0}
+CATEGORIES = ("coding", "prose")
 
 
 @pytest.fixture(autouse=True)
@@ -34,7 +38,8 @@ def plain(widget: Static) -> str:
 
 
 class ScriptedBench:
-    """A bench run that publishes a fixed script of events; ``results()`` covers the cells ended so far."""
+    """A bench run that publishes a fixed, well-formed script of events (marks and request meta as
+    ``BenchRun`` writes them), so the workload's own results functions apply to it."""
 
     def __init__(self, kind: str = "decode", *, levels=(1, 2, 3), lengths=(2000, 12000), tokens: int = 40,
                  delay: float = 0.0, hold: bool = False, error_on: tuple[str, Any] | None = ("B", 2)) -> None:
@@ -49,9 +54,7 @@ class ScriptedBench:
         self.finished = False
         self.interrupted = False
         self.stopped = False
-        key = "level" if kind == "decode" else "length"
-        cells = levels if kind == "decode" else lengths
-        self.plan = [{"lane": lane, key: c, "rep": 1} for c in cells for lane in ("A", "B")]
+        self.levels, self.lengths = list(levels), list(lengths)
         self.cells_done: list[dict[str, Any]] = []
         self.events: list[Event] = []
         self.results_calls = 0
@@ -61,82 +64,101 @@ class ScriptedBench:
         self.error_on = error_on
         self._stop: asyncio.Event | None = None
 
+    def config(self) -> dict[str, Any]:
+        if self.kind == "decode":
+            return {"lanes": ["A", "B"], "reps": 1, "levels": self.levels, "categories": list(CATEGORIES),
+                    "per_category": True}
+        return {"lanes": ["A", "B"], "reps": 1, "lengths": self.lengths, "cache_check": True}
+
+    def cells(self, lane: str) -> list[dict[str, Any]]:
+        if self.kind == "decode":
+            return ([{"cell": f"{lane}/C{lvl}/r0", "part": "level", "level": lvl, "rep": 0} for lvl in self.levels]
+                    + [{"cell": f"{lane}/{c}/r0", "part": "category", "category": c, "level": 1, "rep": 0}
+                       for c in CATEGORIES])
+        return ([{"cell": f"{lane}/calibrate", "part": "calibrate", "rep": 0}]
+                + [{"cell": f"{lane}/{n}/r0", "part": "length", "length": n, "rep": 0} for n in self.lengths])
+
+    def _request(self, out, t: int, lane: str, req: str, meta: dict[str, Any], ttft_ms: float, tokens: int,
+                 prompt_tokens: int, error: bool = False, slow: float = 1.0) -> int:
+        out.append((Event(t, schema.REQUEST, lane, req, {"endpoint": "completions", "bench": self.kind, **meta}), None))
+        if error:
+            t += 50 * MS
+            out.append((Event(t, schema.ERROR, lane, req, {"cls": "http", "status": 503,
+                                                           "message": "503 Service Unavailable"}), None))
+            return t
+        t += int(ttft_ms * MS)
+        step = (DECODE[lane][1] if self.kind == "decode" else 5.0) * slow
+        for i in range(tokens):
+            out.append((Event(t + int(i * step * MS), schema.TOKEN, lane, req, {"text": "x"}), None))
+        t += int((tokens - 1) * step * MS)
+        out.append((Event(t, schema.USAGE, lane, req, {"prompt_tokens": prompt_tokens, "completion_tokens": tokens}),
+                    None))
+        out.append((Event(t, schema.DONE, lane, req, {"finish_reason": "length"}), None))
+        return t
+
     def script(self) -> list[tuple[Event, dict | None]]:
         """(event, cell finished by this event or None)."""
         out: list[tuple[Event, dict | None]] = []
         t = 0
-        out.append((Event(t, schema.MARK, None, None, {"label": f"{self.kind} start", "bench": self.kind,
-                                                       "phase": "start", "config": {"reps": 1}}), None))
-        for i, cell in enumerate(self.plan):
-            lane = cell["lane"]
-            key = "level" if "level" in cell else "length"
-            t += 10 * MS
-            out.append((Event(t, schema.MARK, lane, None, {"label": "cell", "bench": self.kind, "phase": "start",
-                                                           key: cell[key], "rep": 1}), None))
-            req = f"{lane}-{i}"
-            t += 1 * MS
-            out.append((Event(t, schema.REQUEST, lane, req, {"endpoint": "completions", "bench": self.kind}), None))
-            if self.error_on == (lane, cell[key]):
-                t += 50 * MS
-                out.append((Event(t, schema.ERROR, lane, req, {"cls": "http", "status": 503,
-                                                               "message": "503 Service Unavailable"}), None))
-            else:
-                t += 170 * MS
-                for _ in range(self.tokens):
-                    t += 5 * MS
-                    out.append((Event(t, schema.TOKEN, lane, req, {"text": "x"}), None))
-                out.append((Event(t, schema.USAGE, lane, req, {"prompt_tokens": 20, "completion_tokens": self.tokens}),
-                            None))
-                out.append((Event(t, schema.DONE, lane, req, {"finish_reason": "length"}), None))
-            t += 1 * MS
-            out.append((Event(t, schema.MARK, lane, None, {"label": "cell", "bench": self.kind, "phase": "end",
-                                                           key: cell[key], "rep": 1}), cell))
-        out.append((Event(t + MS, schema.MARK, None, None, {"label": "end", "bench": self.kind, "phase": "end"}), None))
+        out.append((Event(t, schema.MARK, None, None, {"label": "bench", "bench": self.kind, "phase": "start",
+                                                       "config": self.config()}), None))
+        n = 0
+        for lane in ("A", "B"):
+            for cell in self.cells(lane):
+                t += 10 * MS
+                out.append((Event(t, schema.MARK, lane, None, {"label": "cell", "bench": self.kind, "phase": "start",
+                                                               **cell}), None))
+                meta = {k: v for k, v in cell.items()}
+                if self.kind == "decode":  # a level cell runs `level` streams at once, 12% slower each per level
+                    err = self.error_on == (lane, cell.get("level")) and cell["part"] == "level"
+                    streams = cell["level"] if cell["part"] == "level" else 1
+                    ends = []
+                    for _ in range(streams):
+                        n += 1
+                        ends.append(self._request(out, t + MS, lane, f"{lane}-{n}", meta, DECODE[lane][0], self.tokens,
+                                                  20, error=err, slow=1 + 0.12 * (streams - 1)))
+                    t = max(ends)
+                elif cell["part"] == "calibrate":
+                    n += 1
+                    t = self._request(out, t + MS, lane, f"{lane}-{n}", {**meta, "run": "calibrate", "chars": 4000},
+                                      300, 1, 1000)
+                else:
+                    length = cell["length"]
+                    n += 1
+                    t = self._request(out, t + MS, lane, f"{lane}-{n}", {**meta, "run": "cold"},
+                                      length / PREFILL[lane] * 1000, 1, length)
+                    if length == self.lengths[0]:  # the cache check repeats the first length's prompt
+                        n += 1
+                        hit = lane == "B"
+                        ttft = length / (PREFILL[lane] * (4 if hit else 1.05)) * 1000
+                        t = self._request(out, t + MS, lane, f"{lane}-{n}", {**meta, "run": "repeat"}, ttft, 1, length)
+                t += 1 * MS
+                out.append((Event(t, schema.MARK, lane, None, {"label": "cell", "bench": self.kind, "phase": "end",
+                                                               **cell}), {"lane": lane, **cell}))
+        out.append((Event(t + MS, schema.MARK, None, None, {"label": "bench", "bench": self.kind, "phase": "end",
+                                                            "interrupted": False, "cut": []}), None))
         return out
 
     async def run(self) -> None:
         self._stop = asyncio.Event()
-        try:
-            for ev, done in self.script():
-                if self.stopped:
-                    self.interrupted = True
-                    return
-                self.events.append(ev)
-                self.bus.publish(ev)
-                if done is not None:
-                    self.cells_done.append(done)
-                    if self.delay:
-                        await asyncio.sleep(self.delay)
-            self.finished = True
-            if self.hold and not self.stopped:
-                await self._stop.wait()
-        finally:
-            pass
+        for ev, done in self.script():
+            if self.stopped:
+                self.interrupted = True
+                return
+            self.events.append(ev)
+            self.bus.publish(ev)
+            if done is not None:
+                self.cells_done.append(done)
+                if self.delay:
+                    await asyncio.sleep(self.delay)
+        self.finished = True
+        if self.hold and not self.stopped:
+            await self._stop.wait()
 
     def results(self) -> dict[str, Any]:
+        """What the old bench app called on every cell end; the UI must never call it now."""
         self.results_calls += 1
-        lanes: dict[str, Any] = {}
-        for cell in self.cells_done:
-            lane = cell["lane"]
-            if self.kind == "decode":
-                lvl = cell["level"]
-                entry = lanes.setdefault(lane, {"levels": {}, "categories": {}})
-                err = int(self.error_on == (lane, lvl))
-                entry["levels"][str(lvl)] = {
-                    "aggregate_tok_s": None if err else AGG[lane][lvl], "ttft_p50_s": None if err else 0.17,
-                    "per_stream_tok_s_p50": None if err else AGG[lane][lvl] / lvl, "errors": err, "requests": 1,
-                    "unstable": False}
-                if lvl == 1:
-                    entry["categories"] = {c: {"per_stream_tok_s": v, "requests": 1, "errors": 0}
-                                           for c, v in CATS[lane].items()}
-            else:
-                length = cell["length"]
-                entry = lanes.setdefault(lane, {"lengths": {}})
-                v = PREFILL[lane][length]
-                entry["lengths"][str(length)] = {"prompt_tokens": length, "prefill_tok_s": v, "ttft_s": length / v,
-                                                 "cache_hit_tok_s": 12542.0 if (lane, length) == ("B", 2000) else None,
-                                                 "found": True, "unstable": False, "error": None}
-        return {"bench": self.kind, "lanes": lanes, "interrupted": self.interrupted}
+        return {}
 
     def toggle_pause(self) -> bool:
         return False
@@ -153,43 +175,54 @@ class ScriptedBench:
             self._stop.set()
 
 
-async def settle(app: BenchApp, pilot) -> None:
+async def settle(app: LanemonApp, pilot) -> None:
     await app.workers.wait_for_complete()
     await pilot.pause()
     app.redraw()
     await pilot.pause()
 
 
+def _series_from(results: dict[str, Any]) -> dict[str, list[tuple[float, float]]]:
+    return {lane: [(float(k), v["aggregate_tok_s"]) for k, v in body["levels"].items()
+                   if v["aggregate_tok_s"] is not None] for lane, body in results["lanes"].items()}
+
+
 async def test_decode_progress_charts_table_and_errors():
     run = ScriptedBench("decode", tokens=300)
-    app = make_bench_app(run)
+    app = make_app(run)
     async with app.run_test(size=(140, 42)) as pilot:
         await settle(app, pilot)
         screen = app.screen
         assert isinstance(screen, BenchScreen)
         info = plain(screen.query_one("#info"))
-        assert "6/6 cells" in info and "finished" in info
+        assert "10/10 cells" in info and "finished" in info
         progress = plain(screen.query_one("#progress")).splitlines()
-        assert progress[0].startswith("A ") and "3/3" in progress[0]
-        assert progress[1].startswith("B ") and "3/3" in progress[1]
+        assert progress[0].startswith("A ") and "5/5" in progress[0]
+        assert progress[1].startswith("B ") and "5/5" in progress[1]
+        # the screen's figures are the workload's own results over the whole run, folded cell by cell
+        reference = decode_results(run.events)
         main = screen.query_one("#chart-main", BenchChart)
         assert main.kind == "lines"
-        assert main.series == {"A": [(1.0, 118.0), (2.0, 190.0), (3.0, 212.0)], "B": [(1.0, 104.0), (3.0, 205.0)]}
+        assert main.series == _series_from(reference)
+        assert [x for x, _ in main.series["B"]] == [1.0, 3.0]  # B's C2 errored: no figure
+        # 300 tokens / (170 ms TTFT + 299 gaps of 6.8 ms)
+        assert main.series["A"][0][1] == pytest.approx(300 / (0.170 + 299 * 0.0068), rel=0.01)
         side = screen.query_one("#chart-side", BenchChart)
-        assert side.series == {"A": [("coding", 148.0), ("prose", 88.0)], "B": [("coding", 134.0), ("prose", 74.0)]}
+        assert side.series == {lane: [(c, body["categories"][c]["per_stream_tok_s"]) for c in CATEGORIES]
+                               for lane, body in reference["lanes"].items()}
         table = screen.query_one(BenchTable)
         assert table.row_count == 6
-        assert [str(c) for c in table.get_row_at(0)][:3] == ["A", "C1", "118"]
+        assert [str(c) for c in table.get_row_at(0)][:2] == ["A", "C1"]
         log = plain(screen.query_one("#log")).splitlines()
-        assert len(log) == 1 and "B C2 r1 http 503 Service Unavailable" in log[0]
-        # 1,500 token events, 6 cell ends: results are recomputed per cell end at most, never per token
-        assert run.results_calls <= 6 + 3
-        assert app.results_computed == run.results_calls
+        assert len(log) == 2 and all("B C2 r0 http 503 Service Unavailable" in line for line in log)  # both streams
+        # 3,000 token events, 10 cell ends: each cell's group is folded once; the run is never asked
+        assert run.results_calls == 0
+        assert app.bench_results.computed <= 10
 
 
 async def test_progress_while_running_and_q_stops_the_bench():
     run = ScriptedBench("decode", delay=0.25)
-    app = make_bench_app(run, refresh_hz=20)
+    app = make_app(run, refresh_hz=20)
     async with app.run_test(size=(140, 42)) as pilot:
         for _ in range(50):
             await pilot.pause(0.05)
@@ -198,8 +231,8 @@ async def test_progress_while_running_and_q_stops_the_bench():
         app.redraw()
         await pilot.pause()
         info = plain(app.screen.query_one("#info"))
-        done = int(info.split("/6 cells")[0].split()[-1])
-        assert 1 <= done < 6 and "finished" not in info
+        done = int(info.split("/10 cells")[0].split()[-1])
+        assert 1 <= done < 10 and "finished" not in info
         assert app.screen.query_one("#chart-main", BenchChart).series  # the first cell reached the chart
         await pilot.press("q")
         await pilot.pause()
@@ -210,21 +243,29 @@ async def test_progress_while_running_and_q_stops_the_bench():
 
 async def test_prefill_bars_mark_cache_hits():
     run = ScriptedBench("prefill", error_on=None)
-    app = make_bench_app(run)
+    app = make_app(run)
     async with app.run_test(size=(140, 42)) as pilot:
         await settle(app, pilot)
         main = app.screen.query_one("#chart-main", BenchChart)
         assert main.kind == "bars"
-        assert main.series["B"] == [("2,000", 3654.0), ("12K", 4160.0)]
-        assert main.marks == [("B cache hit 12,542", "2,000", 3654.0)]
+        reference = prefill_results(run.events)
+        b = reference["lanes"]["B"]["lengths"]
+        assert main.series["B"] == [("2,000", b["2000"]["prefill_tok_s"]), ("12K", b["12000"]["prefill_tok_s"])]
+        assert main.series["B"][0][1] == pytest.approx(3650, rel=0.01)
+        hit = b["2000"]["cache_hit_tok_s"]
+        assert hit == pytest.approx(4 * 3650, rel=0.01)
+        assert reference["lanes"]["A"]["lengths"]["2000"]["cache_hit_tok_s"] is None  # A's repeat was no faster
+        assert main.marks == [(f"B cache hit {hit:,.0f}", "2,000", b["2000"]["prefill_tok_s"])]
         assert not app.screen.query_one("#chart-side", BenchChart).display
         rows = [[str(c) for c in app.screen.query_one(BenchTable).get_row_at(i)] for i in range(4)]
-        assert ["B", "2,000", "3,654", "547 ms", "hit 12,542", "0"] in rows
+        assert any(r[:2] == ["B", "2,000"] and r[4] == f"hit {hit:,.0f}" for r in rows)
 
 
 def test_tracker_counts_cells_and_ignores_other_benches():
     tr = BenchTracker("decode")
-    tr.apply(Event(0, schema.MARK, None, None, {"bench": "decode", "phase": "start", "config": {}}))
+    tr.apply(Event(0, schema.MARK, None, None, {"bench": "decode", "label": "bench", "phase": "start",
+                                                "config": {"lanes": ["A", "B"], "reps": 2, "levels": [1, 4],
+                                                           "categories": ["coding"], "per_category": True}}))
     tr.apply(Event(1, schema.MARK, "A", None, {"bench": "decode", "phase": "start", "level": 4, "rep": 2}))
     assert tr.current == {"A": "C4 r2"}
     tr.apply(Event(2, schema.MARK, None, None, {"bench": "race", "phase": "end", "race": 1}))
@@ -232,21 +273,44 @@ def test_tracker_counts_cells_and_ignores_other_benches():
     tr.apply(Event(5, schema.MARK, "A", None, {"bench": "decode", "phase": "end", "level": 4, "rep": 2}))
     assert tr.cells_version == 1 and tr.done_by_lane["A"] == 1 and tr.current == {}
     assert tr.elapsed_ns == 5
+    assert tr.cells_total() == 12  # (2 levels + 1 category) x 2 reps x 2 lanes, from the recorded config
+    assert tr.progress_rows() == [("A", 1, 6, None), ("B", 0, 6, None)]
+
+
+def test_results_fold_matches_the_workload_and_costs_per_cell():
+    """Fed event by event, the fold gives exactly the workload's results; each cell end recomputes
+    only that cell's group (a level, a category, a length), never the history."""
+    for kind, ref in (("decode", decode_results), ("prefill", prefill_results)):
+        run = ScriptedBench(kind, tokens=50)
+        fold = BenchResults(kind)
+        ends = 0
+        for ev, done in run.script():
+            run.events.append(ev)
+            fold.apply(ev)
+            if done is not None:
+                ends += 1
+                assert fold.results(in_progress=True)["lanes"] == ref(run.events, in_progress=True)["lanes"]
+        assert fold.computed == ends  # one group per ended cell
+        assert fold.results(in_progress=False) == ref(run.events)
+        # snapshot / restore (replay seeks) give the same results again
+        saved = fold.snapshot()
+        fold.restore(saved)
+        assert fold.results(in_progress=False) == ref(run.events)
 
 
 def test_unknown_theme_is_a_usage_error():
     from lanemon.cli.common import UsageError
-    from lanemon.ui.bench import run_bench_app
+    from lanemon.ui.app import run_screen
 
     with pytest.raises(UsageError, match="unknown theme"):
-        run_bench_app(ScriptedBench(), theme="no-such-theme")
+        run_screen(ScriptedBench(), theme="no-such-theme")
 
 
 def test_snapshot_bench_decode(snap_compare):
     async def before(pilot):
         await settle(pilot.app, pilot)
 
-    app = make_bench_app(ScriptedBench("decode"))
+    app = make_app(ScriptedBench("decode"))
     assert snap_compare(app, terminal_size=(130, 40), run_before=before)
 
 
@@ -257,7 +321,7 @@ async def test_real_bench_run_against_the_simulated_lanes():
     with demo_lanes(0.05) as lanes:
         run = bench.BenchRun("decode", lanes, bench.BenchOptions(levels=[1, 2], categories=["coding", "prose"],
                                                                  seed=1, max_tokens=32))
-        app = make_bench_app(run, refresh_hz=20)
+        app = make_app(run, refresh_hz=20)
         async with app.run_test(size=(140, 42)) as pilot:
             await settle(app, pilot)
             assert run.finished
@@ -275,4 +339,4 @@ async def test_real_bench_run_against_the_simulated_lanes():
             assert dict(app.screen.query_one("#chart-side", BenchChart).series["B"]) == {
                 c: cats[c]["per_stream_tok_s"] for c in cats}
             assert app.screen.query_one(BenchTable).row_count == 4
-            assert app.results_computed <= total + 3
+            assert app.bench_results.computed <= total

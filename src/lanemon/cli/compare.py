@@ -90,14 +90,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         err(f"warning: {warning}")
     if args.tui:
         try:
-            from lanemon.ui.compare import run_compare_app
-            from lanemon.ui.themes import ThemeError
+            from lanemon.ui.app import run_screen
         except ImportError as exc:  # pragma: no cover - a broken install
             raise UsageError(f"the terminal UI is not available: {exc}") from None
-        try:
-            return run_compare_app(result, theme=args.theme)
-        except ThemeError as exc:
-            raise UsageError(str(exc)) from None
+        return run_screen(compare=result, theme=args.theme)
     from lanemon.reports.compare import render, rich_renderables
 
     if args.output is None:

@@ -134,14 +134,11 @@ def _run_tui(args: argparse.Namespace, config) -> int:
         recorder = open_recorder(args, "gauntlet", [lane.public() for lane in lanes], extra={"bench": "gauntlet"})
         source = GauntletSource(lanes, config, mode="demo" if args.demo else "live", recorder=recorder)
         try:
-            from lanemon.ui.gauntlet import run_gauntlet_app
-            from lanemon.ui.themes import ThemeError
+            from lanemon.ui.app import run_screen
         except ImportError as exc:  # pragma: no cover - a broken install
             raise UsageError(f"the terminal UI is not available: {exc}") from None
         try:
-            code = run_gauntlet_app(source, theme=args.theme)
-        except ThemeError as exc:
-            raise UsageError(str(exc)) from None
+            code = run_screen(source, theme=args.theme, screen="gauntlet", refresh_hz=8.0)
         finally:
             recording_saved(recorder)
     if source.error:

@@ -1,14 +1,22 @@
-"""The Textual app: thin glue between an event source and the dashboard.
+"""The one Textual app: every screen (dashboard, bench, race, gauntlet, compare, timeline) over one source.
 
-``make_app`` is the one way to build it (CLI and tests alike).  The app folds
-every event from ``source.bus`` into a :class:`~lanemon.folds.dashboard.SessionState`
-synchronously (cheap) and repaints from that state on a fixed timer, only
-when something changed: hundreds of token events per second cost at most
-``refresh_hz`` repaints.
+``make_app`` is the one way to build it (CLI and tests alike).  The app owns the
+plumbing once: the worker that runs the source, the folds subscribed to
+``source.bus`` (pure state: :class:`~lanemon.folds.dashboard.SessionState`,
+race, request timeline, gauntlet and, for a bench, :mod:`lanemon.folds.bench`),
+the one redraw timer and the unsubscribe on unmount.  Every screen draws from
+those folds -- live and replay alike -- and never from the run itself.
+
+Which screen opens first: ``screen=`` when given; else a bench run (``mode ==
+"bench"``) opens the bench screen, a replayed recording the screen of the
+workload that made it (the recording header's ``bench``), a compare result the
+compare screen, anything else the dashboard.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import copy
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -17,24 +25,31 @@ from typing import Any, Protocol, runtime_checkable
 from textual.app import App
 from textual.binding import Binding
 from textual.css.query import NoMatches
+from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
+from lanemon import events as schema
 from lanemon.bus import EventBus
+from lanemon.events import Event
+from lanemon.folds.bench import BENCH_KINDS, BenchResults, BenchTracker
+from lanemon.folds.dashboard import SessionState
+from lanemon.folds.gauntlet import GauntletState
 from lanemon.folds.race import RaceState
 from lanemon.folds.requests import RequestTimeline
-from lanemon import events as schema
-from lanemon.events import Event
-from lanemon.folds.dashboard import SessionState
+from lanemon.ui.screens.base import LanemonScreen
 from lanemon.ui.screens.dashboard import DashboardScreen
-from lanemon.ui.screens.race import RaceScreen, can_race
 from lanemon.ui.themes import ThemeError, load_themes, resolve_theme
 
-__all__ = ["LanemonApp", "Source", "ThemeError", "make_app"]
+__all__ = ["LanemonApp", "SCREENS_BY_NAME", "Source", "ThemeError", "make_app"]
+
+SCREENS_BY_NAME = ("dashboard", "bench", "race", "gauntlet", "compare", "timeline")
+STOP_GRACE_S = 10.0
+"""How long ``q`` waits for a bench to wind down (finished cells and the recording are kept)."""
 
 
 @runtime_checkable
 class Source(Protocol):
-    """What the UI needs from an event source (live probes, demo, replay)."""
+    """What the UI needs from an event source (live probes, demo, replay, a bench or gauntlet run)."""
 
     mode: str
     bus: EventBus
@@ -51,8 +66,51 @@ class Source(Protocol):
     def stop(self) -> None: ...
 
 
+class _NoSource:
+    """The source of a static screen (compare): nothing runs, nothing arrives."""
+
+    mode = "static"
+    lanes: list[dict[str, Any]] = []
+    recording_path = None
+    paused = False
+    speed = None
+    finished = True
+
+    def __init__(self) -> None:
+        self.bus = EventBus()
+
+    async def run(self) -> None:
+        return None
+
+    def toggle_pause(self) -> bool:
+        return False
+
+    def faster(self) -> None:
+        return None
+
+    def slower(self) -> None:
+        return None
+
+    def stop(self) -> None:
+        return None
+
+
+def workload_of(source: Any) -> tuple[str | None, str | None]:
+    """(screen, bench kind) the run behind ``source`` showed: from a bench run's ``kind`` or a
+    recording's header (``bench``: decode / prefill / needles / gauntlet / race)."""
+    if getattr(source, "mode", None) == "bench" and getattr(source, "kind", None) in BENCH_KINDS:
+        return "bench", source.kind
+    header = getattr(getattr(source, "recording", None), "header", None)
+    bench = header.get("bench") if isinstance(header, dict) else None
+    if bench in BENCH_KINDS:
+        return "bench", bench
+    if bench in ("gauntlet", "race"):
+        return bench, None
+    return None, None
+
+
 class LanemonApp(App):
-    """Dashboard over one :class:`Source`."""
+    """All of lanemon's screens over one :class:`Source`."""
 
     TITLE = "lanemon"
     CSS_PATH = "lanemon.tcss"
@@ -62,8 +120,11 @@ class LanemonApp(App):
         Binding("space", "toggle_pause", "Pause/resume", show=False),
         Binding("plus,equals_sign", "faster", "Faster", key_display="+"),
         Binding("minus", "slower", "Slower", key_display="-"),
-        Binding("r", "race", "Race"),
-        Binding("t", "timeline", "Timeline"),
+        Binding("d", "open('dashboard')", "Dashboard"),
+        Binding("b", "open('bench')", "Bench"),
+        Binding("g", "open('gauntlet')", "Gauntlet"),
+        Binding("r", "open('race')", "Race"),
+        Binding("t", "open('timeline')", "Timeline"),
         # replay seeking (hidden on live sources by check_action)
         Binding("left", "seek_by(-10)", "back 10 s", key_display="←", group=Binding.Group("±10s", compact=True)),
         Binding("right", "seek_by(10)", "forward 10 s", key_display="→", group=Binding.Group("±10s", compact=True)),
@@ -76,51 +137,105 @@ class LanemonApp(App):
         Binding("h", "toggle_host", "Host"),
     ]
 
-    def __init__(
-        self,
-        source: Source,
-        *,
-        theme: str,
-        themes: dict[str, Any],
-        theme_warnings: list[str] | None = None,
-        refresh_hz: float = 10.0,
-        race: Any = None,
-    ) -> None:
+    def __init__(self, source: Source | None, *, theme: str, themes: dict[str, Any],
+                 theme_warnings: list[str] | None = None, refresh_hz: float = 10.0, race: Any = None,
+                 compare: dict[str, Any] | None = None, screen: str | None = None) -> None:
         super().__init__()
-        self.source = source
+        self.source: Any = source if source is not None else _NoSource()
         self.refresh_hz = refresh_hz
         self.theme_warnings = list(theme_warnings or [])
         for t in themes.values():
             self.register_theme(t)
         self.theme = theme
-        self.state = SessionState([(d["name"], d.get("url", ""), d.get("model")) for d in source.lanes])
+        lanes = [d for d in self.source.lanes if isinstance(d, dict) and d.get("name")]
+        self.state = SessionState([(d["name"], d.get("url", ""), d.get("model")) for d in lanes])
         self.race_state = RaceState()
         """Every race in the event stream (live or replayed), for the race screen."""
         self.timeline = RequestTimeline()
         """Every request as a bar over time, for the timeline screen (``t``)."""
+        self.gauntlet = GauntletState([d["name"] for d in lanes])
+        """The gauntlet's hops per lane (``g``), when the stream has a gauntlet."""
+        for d in lanes:
+            self.gauntlet.lane(d["name"]).model = d.get("model")
+        start, kind = workload_of(self.source)
+        self.bench: BenchTracker | None = None
+        """Progress of the bench in the stream (``b``); None until one starts."""
+        self.bench_results: BenchResults | None = None
+        """Its results, recomputed per ended cell's group, never from the whole history."""
+        if kind is not None:
+            self._start_bench(kind)
+        self.compare_result = compare
+        self.start_screen = screen or ("compare" if compare is not None and source is None else start)
+        if self.start_screen not in (None, *SCREENS_BY_NAME):
+            raise ValueError(f"unknown screen {self.start_screen!r} (choose: {', '.join(SCREENS_BY_NAME)})")
         self.race_plan = race
         """Races to run as soon as the app starts (``lanemon race``); opens the race screen."""
-        self._next_prompt: Any = None
-        self._unsubscribe: list = []
-        self._pending_notes: list[tuple[str, str]] = []
-        self._drawn: tuple | None = None
         self.source_error: BaseException | None = None
+        self.stopped_by_user = False
+        self.redraws = 0
+        """How many times a screen was repainted (tests check it stays low)."""
+        self._next_prompt: Any = None
+        self._unsubscribe: list[Callable[[], None]] = []
+        self._pending_notes: list[tuple[str, str]] = []
 
-    # -- lifecycle -----------------------------------------------------------
+    # -- folds -----------------------------------------------------------------
 
-    def get_default_screen(self) -> DashboardScreen:
+    def _start_bench(self, kind: str) -> None:
+        self.bench = BenchTracker(kind)
+        self.bench_results = BenchResults(kind)
+
+    def _fold(self, ev: Event) -> None:
+        """Every event into every fold (cheap per event; the screens draw on the timer)."""
+        self.state.apply(ev)
+        self.race_state.apply(ev)
+        self.timeline.apply(ev)
+        self.gauntlet.apply(ev)
+        if ev.kind == schema.MARK:
+            d = ev.data
+            if self.bench is None and d.get("bench") in BENCH_KINDS and d.get("label") == "bench":
+                self._start_bench(d["bench"])
+        elif ev.kind == schema.NOTE and ev.data.get("level") in ("warning", "error"):
+            self._pending_notes.append((ev.data["level"], str(ev.data.get("message", ""))))
+        if self.bench is not None:
+            self.bench.apply(ev)
+            assert self.bench_results is not None
+            self.bench_results.apply(ev)
+
+    def seekable_states(self) -> list[Any]:
+        """Everything folded from the bus that a backward seek must rewind (plain objects)."""
+        folds = [self.state, self.race_state, self.timeline, self.gauntlet]
+        return folds + ([self.bench, self.bench_results] if self.bench is not None else [])
+
+    def _snapshot_states(self) -> list[Any]:
+        return [obj.snapshot() if hasattr(obj, "snapshot") else copy_fold(obj.__dict__)
+                for obj in self.seekable_states()]
+
+    def _restore_states(self, snapshot: list[Any]) -> None:
+        # in place: the screens keep pointing at the same objects
+        for obj, saved in zip(self.seekable_states(), snapshot):
+            if hasattr(obj, "restore"):
+                obj.restore(saved)
+            else:
+                obj.__dict__.clear()
+                obj.__dict__.update(copy_fold(saved))
+
+    # -- lifecycle -------------------------------------------------------------
+
+    def get_default_screen(self) -> Screen:
+        if self.start_screen == "compare" and isinstance(self.source, _NoSource):
+            return self._make_screen("compare")
         return DashboardScreen(list(self.state.lanes), source=self.source)
 
     def on_mount(self) -> None:
-        bus = self.source.bus
-        self._unsubscribe = [bus.subscribe(self.state.apply), bus.subscribe(self.race_state.apply),
-                             bus.subscribe(self.timeline.apply), bus.subscribe(self._collect_note)]
+        self._unsubscribe = [self.source.bus.subscribe(self._fold)]
         if hasattr(self.source, "attach_state"):  # a seekable replay: backward seeks restore our folds
             self.source.attach_state(self._snapshot_states, self._restore_states)
-        self.run_worker(self._run_source(), exclusive=True, group="source", exit_on_error=False)
+        if not isinstance(self.source, _NoSource):
+            self.run_worker(self._run_source(), exclusive=True, group="source", exit_on_error=False)
         if self.race_plan is not None:
-            plan, self.race_plan = self.race_plan, None
-            self.push_screen(self._race_screen(plan))
+            self.push_screen(self._make_screen("race"))
+        elif self.start_screen not in (None, "dashboard") and self.screen_name() != self.start_screen:
+            self.push_screen(self._make_screen(self.start_screen))
         self.set_interval(1 / self.refresh_hz, self.redraw)
         self.redraw(force=True)
         for msg in self.theme_warnings:
@@ -134,7 +249,8 @@ class LanemonApp(App):
             return
         if event.state == WorkerState.ERROR:
             self.source_error = event.worker.error
-            self.notify(str(event.worker.error), title="event source failed", severity="error", timeout=30, markup=False)
+            what = "bench" if self.source.mode == "bench" else "event source"
+            self.notify(str(event.worker.error), title=f"{what} failed", severity="error", timeout=30, markup=False)
         self.redraw(force=True)
 
     def on_unmount(self) -> None:
@@ -143,72 +259,120 @@ class LanemonApp(App):
             unsubscribe()
         self._unsubscribe = []
 
-    # -- drawing -------------------------------------------------------------
-
-    def _collect_note(self, ev: Event) -> None:
-        """Warnings and errors published as NOTE events become toasts (on the next redraw)."""
-        if ev.kind == schema.NOTE and ev.data.get("level") in ("warning", "error"):
-            self._pending_notes.append((ev.data["level"], str(ev.data.get("message", ""))))
-
-    def _fingerprint(self) -> tuple:
-        s = self.source
-        return (self.state.version, self.race_state.version, s.paused, s.speed, s.finished, str(s.recording_path))
+    # -- drawing ---------------------------------------------------------------
 
     def redraw(self, force: bool = False) -> bool:
-        """Repaint from the state if anything changed since the last repaint; True if painted."""
-        fp = self._fingerprint()
-        if not force and fp == self._drawn:
-            return False
+        """Repaint the screen on top if what it shows changed since its last repaint; True if painted."""
         screen = self.screen
-        if not isinstance(screen, (DashboardScreen, RaceScreen)) or not screen.is_mounted:
+        if not isinstance(screen, LanemonScreen) or not screen.is_mounted:
+            return False
+        fp = screen.fingerprint(self)
+        if not force and fp == screen.drawn:
             return False
         try:
-            if isinstance(screen, RaceScreen):
-                screen.refresh_from(self.race_state, self.state, self.source)
-            else:
-                screen.refresh_from(self.state, self.source)
+            screen.draw(self)
         except NoMatches:
             # a panel mounted this frame has not composed its children yet (or the app is
             # shutting down): leave the fingerprint stale so the next tick draws everything
             return False
-        self._drawn = fp
+        screen.drawn = fp
+        self.redraws += 1
         notes, self._pending_notes = self._pending_notes[-3:], []
         for level, message in notes:
             self.notify(message, severity="error" if level == "error" else "warning", timeout=10, markup=False)
         return True
 
-    # -- actions -------------------------------------------------------------
+    def source_state(self) -> str:
+        """running / finished / stopped, from the folds and the source's own flags."""
+        if self.stopped_by_user or (self.bench is not None and self.bench.interrupted):
+            return "stopped"
+        if self.source.finished or (self.bench is not None and self.bench.bench_ended):
+            return "finished"
+        return "running"
 
-    def _race_screen(self, plan: Any = None) -> RaceScreen:
-        racing = can_race(self.source)
-        if racing and self._next_prompt is None:
-            from lanemon.workloads.race import PromptCycle
+    def now_ns(self) -> int:
+        """Session time now: the source's clock while a gauntlet runs, else the last event's time."""
+        clock = getattr(self.source, "now_ns", None)
+        g = self.gauntlet
+        if callable(clock) and g.started and not g.ended and not self.source.finished:
+            return int(clock())
+        return max(self.state.last_t, g.last_t)
 
-            self._next_prompt = PromptCycle()
-        return RaceScreen(list(self.state.lanes), racing=racing, next_prompt=self._next_prompt, plan=plan)
+    # -- screens ---------------------------------------------------------------
 
-    def action_race(self) -> None:
-        """Open the race screen: a prompt input on a live source, the recorded races in a replay."""
-        if isinstance(self.screen, RaceScreen):
+    def _make_screen(self, name: str) -> LanemonScreen:
+        if name == "dashboard":
+            return DashboardScreen(list(self.state.lanes), source=self.source)
+        if name == "bench":
+            from lanemon.ui.screens.bench import BenchScreen
+
+            assert self.bench is not None
+            return BenchScreen(self.bench.kind, self.bench.lanes or list(self.state.lanes))
+        if name == "race":
+            from lanemon.ui.screens.race import RaceScreen, can_race
+
+            racing = can_race(self.source)
+            if racing and self._next_prompt is None:
+                from lanemon.workloads.race import PromptCycle
+
+                self._next_prompt = PromptCycle()
+            plan, self.race_plan = self.race_plan, None
+            return RaceScreen(list(self.state.lanes), racing=racing, next_prompt=self._next_prompt, plan=plan)
+        if name == "gauntlet":
+            from lanemon.ui.screens.gauntlet import GauntletScreen
+
+            return GauntletScreen(list(self.gauntlet.lanes))
+        if name == "compare":
+            from lanemon.ui.screens.compare import CompareScreen
+
+            return CompareScreen(self.compare_result or {})
+        if name == "timeline":
+            from lanemon.ui.screens.timeline import TimelineScreen
+
+            cell = self.timeline.cells[-1] if self.bench is not None and self.timeline.cells else None
+            return TimelineScreen(self.timeline, cell=cell)
+        raise ValueError(f"unknown screen {name!r}")
+
+    def screen_name(self, screen: Screen | None = None) -> str:
+        return getattr(screen or self.screen, "NAME", "")
+
+    def action_open(self, name: str) -> None:
+        """Open screen ``name`` (back to it if it is already on the stack)."""
+        if self.screen_name() == name:
             return
-        self.push_screen(self._race_screen())
+        for i, screen in enumerate(self.screen_stack):
+            if self.screen_name(screen) == name:
+                while len(self.screen_stack) > i + 1:
+                    self.pop_screen()
+                self.call_after_refresh(self.redraw, True)
+                return
+        self.push_screen(self._make_screen(name))
         self.call_after_refresh(self.redraw, True)
 
-    def action_timeline(self) -> None:
-        """Open the per-request timeline (every request of the session as a bar over time)."""
-        from lanemon.ui.screens.timeline import TimelineScreen
+    def action_race(self) -> None:
+        self.action_open("race")
 
-        if isinstance(self.screen, TimelineScreen):
-            return
-        self.push_screen(TimelineScreen(self.timeline))
+    def action_timeline(self) -> None:
+        self.action_open("timeline")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        static = isinstance(self.source, _NoSource)
         if action in ("faster", "slower"):
             return self.source.mode == "replay"
         if action in ("seek_by", "seek_marker", "seek_start", "seek_end"):
             return self.source.mode == "replay" and hasattr(self.source, "seek")
         if action == "toggle_host":  # the host strip lives on the dashboard only
             return isinstance(self.screen, DashboardScreen)
+        if action == "toggle_pause":  # a bench or a gauntlet cannot pause mid-run
+            return not static and self.source.mode != "bench" and self.screen_name() != "gauntlet"
+        if action == "open" and parameters:
+            name = parameters[0]
+            if static or self.screen_name() == name:
+                return False
+            if name == "bench":
+                return self.bench is not None
+            if name == "gauntlet":
+                return self.gauntlet.started
         return True
 
     def action_toggle_host(self) -> None:
@@ -219,27 +383,15 @@ class LanemonApp(App):
             self.screen.query_one(HostPanel).toggle()
             self.redraw(force=True)
 
-    # -- replay seeking --------------------------------------------------------
-
-    def seekable_states(self) -> list[Any]:
-        """Everything folded from the bus that a backward seek must rewind (plain objects)."""
-        return [self.state, self.race_state, self.timeline]
-
-    def _snapshot_states(self) -> list[dict[str, Any]]:
-        return [copy_fold(obj.__dict__) for obj in self.seekable_states()]
-
-    def _restore_states(self, snapshot: list[dict[str, Any]]) -> None:
-        # in place: subscriptions and screens keep pointing at the same objects
-        for obj, saved in zip(self.seekable_states(), snapshot):
-            obj.__dict__.clear()
-            obj.__dict__.update(copy_fold(saved))
+    # -- replay seeking ----------------------------------------------------------
 
     def _seek(self, seek: Callable[[], Awaitable[Any]], what: str) -> None:
         async def run() -> None:
             result = await seek()
             if result is False:
                 self.notify(f"no {what}", timeout=2)
-            self._drawn = None
+            if isinstance(self.screen, LanemonScreen):
+                self.screen.drawn = None
             self.redraw(force=True)
             running = any(w.group == "source" and w.state in (WorkerState.PENDING, WorkerState.RUNNING)
                           for w in self.workers)
@@ -281,8 +433,16 @@ class LanemonApp(App):
         self.redraw(force=True)
 
     async def action_quit(self) -> None:
+        """Stop the source (a bench winds down: finished cells are kept), then exit."""
+        if not self.source.finished:
+            self.stopped_by_user = self.source.mode == "bench"
         self.source.stop()
-        self.exit()
+        if self.source.mode == "bench":
+            for worker in [w for w in self.workers if w.group == "source" and w.is_running]:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(worker.wait(), timeout=STOP_GRACE_S)
+        self.workers.cancel_group(self, "source")
+        self.exit(return_code=1 if self.source_error is not None and self.source.mode == "bench" else 0)
 
 
 def copy_fold(fields: dict[str, Any]) -> dict[str, Any]:
@@ -297,17 +457,25 @@ def copy_fold(fields: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def make_app(source: Source, *, theme: str | None = None, refresh_hz: float = 10.0, race: Any = None) -> LanemonApp:
-    """Build the dashboard app for ``source`` (the CLI and every test use this).
+def make_app(source: Source | None = None, *, theme: str | None = None, refresh_hz: float = 10.0,
+             race: Any = None, compare: dict[str, Any] | None = None, screen: str | None = None) -> LanemonApp:
+    """Build the app (the CLI and every test use this).
 
-    Raises :class:`ThemeError` when ``theme`` names no known theme; the message
-    lists the available names.  A theme whose file exists but is broken
-    (``<name>.toml`` skipped with a warning) falls back to the default with
-    one more warning instead.  ``race`` (a :class:`~lanemon.workloads.race.RacePlan`)
-    opens the race screen at start and runs those races through ``source.race``.
+    ``source`` feeds every screen (None with ``compare``: a static comparison).  ``screen``
+    names the first screen (dashboard, bench, race, gauntlet, compare, timeline); by default
+    the workload's own (see the module docstring).  ``race`` (a
+    :class:`~lanemon.workloads.race.RacePlan`) opens the race screen and runs those races
+    through ``source.race``; ``compare`` is a compare result
+    (:func:`lanemon.reports.compare.compare` or ``compare_lanes``).
+
+    Raises :class:`ThemeError` when ``theme`` names no known theme; the message lists the
+    available names.  A theme whose file exists but is broken (``<name>.toml`` skipped with
+    a warning) falls back to the default with one more warning instead.
     """
     if refresh_hz <= 0:
         raise ValueError("refresh_hz must be positive")
+    if source is None and compare is None:
+        raise ValueError("make_app needs a source or a compare result")
     warnings: list[str] = []
     themes = load_themes(warnings=warnings)
     try:
@@ -317,4 +485,26 @@ def make_app(source: Source, *, theme: str | None = None, refresh_hz: float = 10
             raise
         name = resolve_theme(None, themes)  # the chosen theme's file is broken: say so, use the default
         warnings.append(f"theme {theme!r} could not be loaded (see above); using {name}")
-    return LanemonApp(source, theme=name, themes=themes, theme_warnings=warnings, refresh_hz=refresh_hz, race=race)
+    return LanemonApp(source, theme=name, themes=themes, theme_warnings=warnings, refresh_hz=refresh_hz, race=race,
+                      compare=compare, screen=screen)
+
+
+def run_screen(source: Source | None = None, *, theme: str | None = None, **kw: Any) -> int:
+    """Run the app until the user quits (the CLI's bench, gauntlet and compare --tui).
+
+    Returns 0, or 1 when the source failed (said on stderr); an unknown theme raises
+    ``UsageError`` (exit 2); theme warnings go to stderr after the screen closes.
+    """
+    from lanemon.cli.common import UsageError, err
+
+    try:
+        app = make_app(source, theme=theme, **kw)
+    except ThemeError as exc:
+        raise UsageError(str(exc)) from None
+    app.run()
+    for warning in app.theme_warnings:
+        err(f"warning: {warning}")
+    if app.source_error is not None:
+        err(f"{app.source.mode if app.source.mode == 'bench' else 'run'} failed: {app.source_error}")
+        return 1
+    return app.return_code or 0

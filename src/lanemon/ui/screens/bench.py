@@ -6,10 +6,11 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.screen import Screen
 from textual.widgets import Footer
 
+from lanemon.folds.bench import cell_label, length_label
 from lanemon.ui import format as fmt
+from lanemon.ui.screens.base import LanemonScreen
 from lanemon.ui.widgets.bench_chart import BenchChart
 from lanemon.ui.widgets.bench_log import BenchLog
 from lanemon.ui.widgets.bench_progress import BenchProgress
@@ -26,31 +27,6 @@ def _key(k: Any) -> float:
         return float(k)
     except (TypeError, ValueError):
         return float("inf")
-
-
-def length_label(n: Any) -> str:
-    x = _num(n) if not isinstance(n, str) else (_key(n) if _key(n) != float("inf") else None)
-    if x is None:
-        return str(n)
-    return f"{x / 1000:.0f}K" if x >= 10_000 else f"{x:,.0f}"
-
-
-def cell_label(kind: str, cell: dict[str, Any]) -> str:
-    """``C4 r0`` (decode level), ``coding C1 r0`` (category), ``12K tok r1`` (prefill, needles), ``calibrate``."""
-    if cell.get("part") == "calibrate":
-        return "calibrate"
-    if cell.get("category") is not None:
-        text = f"{cell['category']} C{cell.get('level', 1)}"
-    elif cell.get("level") is not None:
-        text = f"C{cell['level']}"
-    elif cell.get("length") is not None:
-        text = f"{length_label(cell['length'])} tok"
-    else:
-        text = str(cell.get("cell") or "cell")
-    rep = cell.get("rep")
-    if rep is not None:
-        text += f" r{rep}"
-    return text
 
 
 def _tok(v: Any) -> str:
@@ -115,8 +91,10 @@ def result_rows(kind: str, results: dict[str, Any], lanes: list[str]) -> tuple[l
     return cols, rows
 
 
-class BenchScreen(Screen):
-    """Redrawn by the app: :meth:`refresh_progress` on its timer, :meth:`refresh_results` when a cell ended."""
+class BenchScreen(LanemonScreen):
+    """Drawn from the app's bench folds: progress on every changed tick, results only when a cell ended."""
+
+    NAME = "bench"
 
     DEFAULT_CSS = """
     BenchScreen #bench-body { height: 1fr; padding: 0 1; }
@@ -130,6 +108,7 @@ class BenchScreen(Screen):
         super().__init__()
         self.kind = kind
         self.lanes = list(lanes)
+        self._results_at: int | None = None
 
     def compose(self) -> ComposeResult:
         yield BenchStatus(id="bench-status")
@@ -147,6 +126,23 @@ class BenchScreen(Screen):
         side = self.query_one("#chart-side", BenchChart)
         side.display = self.kind == "decode"
         self.refresh_results({})
+
+    def fingerprint(self, app: Any) -> tuple:
+        tracker, results = app.bench, app.bench_results
+        return (tracker.version, results.version, app.source_state(), str(app.source.recording_path))
+
+    def draw(self, app: Any) -> None:
+        tracker = app.bench
+        current = next(iter(tracker.current.items()), None)
+        self.refresh_progress(state=app.source_state(), current=f"{current[1]} on {current[0]}" if current else None,
+                              done=tracker.cells_done, total=tracker.cells_total(), elapsed_ns=tracker.elapsed_ns,
+                              lane_rows=tracker.progress_rows(), errors=tracker.errors,
+                              recording_path=app.source.recording_path)
+        folded = app.bench_results
+        finished = app.source_state() != "running"
+        if self._results_at != (folded.version, finished):
+            self._results_at = (folded.version, finished)
+            self.refresh_results(folded.results(in_progress=not finished))
 
     # -- cheap: every redraw tick ---------------------------------------------------
     def refresh_progress(self, *, state: str, current: str | None, done: int, total: int, elapsed_ns: int,

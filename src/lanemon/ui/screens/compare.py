@@ -7,12 +7,12 @@ from typing import Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from lanemon.reports import compare as cmp
 from lanemon.reports.report import length_label
 from lanemon.ui.format import markup_escape as escape
+from lanemon.ui.screens.base import LanemonScreen
 from lanemon.ui.widgets.bench_chart import BenchChart
 
 
@@ -53,8 +53,10 @@ def _styled(row: dict[str, Any], cells: list[str]) -> list[Text]:
     return [Text(c, style=style, justify="left") for c in cells]
 
 
-class CompareScreen(Screen):
+class CompareScreen(LanemonScreen):
     """Filled once from a compare result (:func:`lanemon.reports.compare.compare` / ``compare_lanes``)."""
+
+    NAME = "compare"
 
     DEFAULT_CSS = """
     CompareScreen #cmp-head { height: auto; max-height: 9; padding: 0 1; background: $panel; }

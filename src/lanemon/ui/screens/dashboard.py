@@ -6,10 +6,10 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal
-from textual.screen import Screen
 from textual.widgets import Footer
 
 from lanemon.folds.dashboard import SessionState
+from lanemon.ui.screens.base import LanemonScreen
 from lanemon.ui.widgets.host_panel import HostPanel
 from lanemon.ui.widgets.lane_panel import LanePanel
 from lanemon.ui.widgets.status_bar import StatusBar
@@ -20,8 +20,10 @@ def panel_id(lane: str) -> str:
     return "lane-" + "".join(c if c.isalnum() or c in "-_" else "_" for c in lane)
 
 
-class DashboardScreen(Screen):
+class DashboardScreen(LanemonScreen):
     """Status bar, lane panels, footer.  Redrawn by the app via :meth:`refresh_from`."""
+
+    NAME = "dashboard"
 
     def __init__(self, lanes: list[str], source: Any = None) -> None:
         super().__init__()
@@ -39,6 +41,13 @@ class DashboardScreen(Screen):
 
             yield TimelineBar(self._source, id="timeline")
         yield Footer()
+
+    def fingerprint(self, app: Any) -> tuple:
+        s = app.source
+        return (app.state.version, s.paused, s.speed, s.finished, str(s.recording_path))
+
+    def draw(self, app: Any) -> None:
+        self.refresh_from(app.state, app.source)
 
     def panel(self, lane: str) -> LanePanel:
         return self.query_one(f"#{panel_id(lane)}", LanePanel)

@@ -6,21 +6,24 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal
-from textual.screen import Screen
 from textual.widgets import Footer, Label
 
 from lanemon.ui.format import markup_escape as escape
 from lanemon.ui.widgets.gauntlet_header import GauntletHeader
 from lanemon.ui.widgets.gauntlet_lane import GauntletLanePanel
 from lanemon.folds.gauntlet import GauntletState
+from lanemon.ui.screens.base import LanemonScreen
+from lanemon.workloads.gauntlet import summary_sentence
 
 
 def panel_id(lane: str) -> str:
     return "glane-" + "".join(c if c.isalnum() or c in "-_" else "_" for c in lane)
 
 
-class GauntletScreen(Screen):
+class GauntletScreen(LanemonScreen):
     """Header, one :class:`GauntletLanePanel` per lane, the summary line, footer."""
+
+    NAME = "gauntlet"
 
     DEFAULT_CSS = """
     GauntletScreen #g-lanes { height: 1fr; padding: 0 1; overflow-x: auto; }
@@ -31,6 +34,7 @@ class GauntletScreen(Screen):
     def __init__(self, lanes: list[str]) -> None:
         super().__init__()
         self._lanes = list(lanes)
+        self._summary: str | None = None
 
     def compose(self) -> ComposeResult:
         yield GauntletHeader(id="g-header")
@@ -39,6 +43,17 @@ class GauntletScreen(Screen):
                 yield GauntletLanePanel(name, id=panel_id(name))
         yield Label("", id="g-summary")
         yield Footer()
+
+    def fingerprint(self, app: Any) -> tuple:
+        g = app.gauntlet
+        running = g.started and not g.ended
+        return (g.version, app.source.finished, app.now_ns() // 100_000_000 if running else 0)
+
+    def draw(self, app: Any) -> None:
+        g = app.gauntlet
+        if g.ended and self._summary is None:
+            self._summary = summary_sentence(results_from_state(g))
+        self.refresh_from(g, app.source, app.now_ns(), self._summary)
 
     def panel(self, lane: str) -> GauntletLanePanel:
         return self.query_one(f"#{panel_id(lane)}", GauntletLanePanel)
@@ -68,3 +83,19 @@ class GauntletScreen(Screen):
             label.update(f"[$error]{escape(source.error)}[/]")
         else:
             label.update("[dim]running… q stops (finished reps are kept)[/]" if running else "[dim]starting…[/]")
+
+
+def results_from_state(state: GauntletState) -> dict[str, Any]:
+    """A summary-sized result from the fold (what :func:`summary_sentence` reads), so the screen
+    says how the run went without asking the run."""
+    from lanemon.measure.metrics import median
+
+    lanes = {}
+    for name, lv in state.lanes.items():
+        walls = [float(r.get("wall_s", 0)) for r in lv.results]
+        if not walls:
+            continue
+        lanes[name] = {"reps": len(walls), "median_wall_s": median(walls),
+                       "correct": sum(1 for r in lv.results if r.get("correct")),
+                       "tool_calls": [int(r.get("tool_calls", 0)) for r in lv.results]}
+    return {"lanes": lanes, "config": state.config}

@@ -16,11 +16,11 @@ from typing import Any
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.screen import Screen
 from textual.widgets import Footer, Input
 
 from lanemon.folds.race import RaceState, RaceView
 from lanemon.folds.dashboard import SessionState
+from lanemon.ui.screens.base import LanemonScreen
 from lanemon.ui.widgets.race_column import RaceColumn
 from lanemon.ui.widgets.race_header import RaceHeader
 from lanemon.ui.widgets.race_results import RaceResults
@@ -37,8 +37,10 @@ def can_race(source: Any) -> bool:
     return getattr(source, "mode", "") != "replay" and callable(getattr(source, "race", None))
 
 
-class RaceScreen(Screen):
+class RaceScreen(LanemonScreen):
     """Side-by-side race view over the app's :class:`RaceState`."""
+
+    NAME = "race"
 
     DEFAULT_CSS = """
     RaceScreen #race-lanes {
@@ -50,7 +52,7 @@ class RaceScreen(Screen):
     """
 
     BINDINGS = [
-        Binding("escape", "back", "Dashboard"),
+        Binding("escape", "back", "Back"),
         Binding("pageup", "browse(-1)", "Prev race", key_display="PgUp", priority=True),
         Binding("pagedown", "browse(1)", "Next race", key_display="PgDn", priority=True),
     ]
@@ -125,12 +127,6 @@ class RaceScreen(Screen):
             event.input.placeholder = self._placeholder()
 
     # -- actions -------------------------------------------------------------------
-    def action_back(self) -> None:
-        app = self.app
-        if len(app.screen_stack) > 1:
-            app.pop_screen()
-            app.call_after_refresh(app.redraw, True)  # type: ignore[attr-defined]
-
     def action_browse(self, step: int) -> None:
         races = sorted(self.app.race_state.races)  # type: ignore[attr-defined]
         if not races:
@@ -145,6 +141,14 @@ class RaceScreen(Screen):
         if self.shown is not None and self.shown in races.races:
             return races.races[self.shown]
         return races.latest
+
+    def fingerprint(self, app: Any) -> tuple:
+        s = app.source
+        return (app.race_state.version, app.state.version, self.shown, s.paused, s.speed, s.finished,
+                str(s.recording_path))
+
+    def draw(self, app: Any) -> None:
+        self.refresh_from(app.race_state, app.state, app.source)
 
     def refresh_from(self, races: RaceState, state: SessionState, source: Any) -> None:
         """Redraw from the folded race state; lanes first seen in a race get a column."""

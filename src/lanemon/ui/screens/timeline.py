@@ -11,11 +11,11 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Footer, Label, Static
 
 from lanemon.folds.requests import DECODE, EMPTY, ERROR, WAIT, RequestTimeline, layout, span
 from lanemon.ui import format as fmt
+from lanemon.ui.screens.base import LanemonScreen
 
 GLYPH = {WAIT: ("▒", "yellow"), DECODE: ("█", "green"), ERROR: ("✖", "bold red"), EMPTY: (" ", "")}
 LABEL_WIDTH = 14
@@ -49,11 +49,10 @@ def render_rows(timeline: RequestTimeline, cell: str | None, width: int, now_ns:
     return out, len(shown), t0, t1
 
 
-class TimelineScreen(Screen):
+class TimelineScreen(LanemonScreen):
     """Requests as bars over time (wait = sent -> first token, decode = first token -> end)."""
 
     BINDINGS = [
-        Binding("escape", "app.pop_screen", "Back"),
         Binding("c", "scope(1)", "Next cell"),
         Binding("x", "scope(-1)", "Previous cell"),
         Binding("a", "scope_all", "Whole session"),
@@ -66,14 +65,13 @@ class TimelineScreen(Screen):
     TimelineScreen #tl-legend { height: 1; padding: 0 1; color: $text-muted; }
     """
 
-    def __init__(self, timeline: RequestTimeline, *, cell: str | None = None, refresh_hz: float = 4.0,
-                 live: bool = True) -> None:
+    NAME = "timeline"
+
+    def __init__(self, timeline: RequestTimeline, *, cell: str | None = None, live: bool = True) -> None:
         super().__init__()
         self.timeline = timeline
         self.cell = cell
-        self.refresh_hz = refresh_hz
         self.live = live
-        self._drawn: tuple | None = None
 
     def compose(self) -> ComposeResult:
         yield Label("", id="tl-head")
@@ -84,11 +82,13 @@ class TimelineScreen(Screen):
                     "[bold red]✖[/] error", id="tl-legend")
         yield Footer()
 
-    def on_mount(self) -> None:
-        self.set_interval(1 / self.refresh_hz, self.redraw)
+    def on_resize(self) -> None:
         self.redraw(force=True)
 
-    def on_resize(self) -> None:
+    def fingerprint(self, app: object = None) -> tuple:
+        return (self.timeline.version, self.timeline.last_t if self.live else 0, self.cell, self.size.width)
+
+    def draw(self, app: object = None) -> None:
         self.redraw(force=True)
 
     def action_scope(self, step: int) -> None:
@@ -110,10 +110,10 @@ class TimelineScreen(Screen):
         if not self.is_mounted:
             return False
         width = self.size.width - 2
-        fp = (self.timeline.version, self.timeline.last_t if self.live else 0, self.cell, width)
-        if not force and fp == self._drawn:
+        fp = self.fingerprint()
+        if not force and fp == self.drawn:
             return False
-        self._drawn = fp
+        self.drawn = fp
         now = self.timeline.last_t if self.live else None
         text, n, t0, t1 = render_rows(self.timeline, self.cell, width, now)
         scope = "whole session" if self.cell is None else self.cell

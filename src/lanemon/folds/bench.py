@@ -1,0 +1,313 @@
+"""The bench screen's folds: bench events -> progress and results (pure, no Textual, no IO).
+
+:class:`BenchTracker` holds the cheap part (cell in progress, cells ended per
+lane, errors, planned cells from the recorded config).  :class:`BenchResults`
+holds the results: it files every request event under its *group* (a lane's
+level, category or prompt length, all reps together) and, when asked after a
+cell ended, recomputes only the groups that changed with the workload's own
+pure results function.  The work at a cell end is proportional to that cell's
+group, never to the history: the same figures as ``BenchRun.results()`` (which
+re-assembles every event so far), at a flat cost per cell.
+
+Both are fed from the bus, live and replay alike; neither reads the run.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections import Counter
+from typing import Any
+
+from lanemon import events as schema
+from lanemon.events import Event
+
+__all__ = ["BenchResults", "BenchTracker", "cell_label", "length_label", "planned_cells"]
+
+START_PHASES = frozenset({"start", "cell_start", "cell-start", "begin"})
+END_PHASES = frozenset({"end", "cell_end", "cell-end", "done"})
+CELL_KEYS = ("level", "length")
+BENCH_KINDS = ("decode", "prefill", "needles")
+_RESULTS = {"decode": ("lanemon.workloads.bench.decode", "decode_results"),
+            "prefill": ("lanemon.workloads.bench.prefill", "prefill_results"),
+            "needles": ("lanemon.workloads.bench.needles", "needle_results")}
+
+
+def _key(k: Any) -> float:
+    try:
+        return float(k)
+    except (TypeError, ValueError):
+        return float("inf")
+
+
+def length_label(n: Any) -> str:
+    """``2,000`` / ``64K``: a prompt length as the charts and tables show it."""
+    x = _key(n) if not isinstance(n, bool) else float("inf")
+    if x == float("inf"):
+        return str(n)
+    return f"{x / 1000:.0f}K" if x >= 10_000 else f"{x:,.0f}"
+
+
+def cell_label(kind: str, cell: dict[str, Any]) -> str:
+    """``C4 r0`` (decode level), ``coding C1 r0`` (category), ``12K tok r1`` (prefill, needles), ``calibrate``."""
+    if cell.get("part") == "calibrate":
+        return "calibrate"
+    if cell.get("category") is not None:
+        text = f"{cell['category']} C{cell.get('level', 1)}"
+    elif cell.get("level") is not None:
+        text = f"C{cell['level']}"
+    elif cell.get("length") is not None:
+        text = f"{length_label(cell['length'])} tok"
+    else:
+        text = str(cell.get("cell") or "cell")
+    rep = cell.get("rep")
+    if rep is not None:
+        text += f" r{rep}"
+    return text
+
+
+def planned_cells(kind: str, config: dict[str, Any]) -> int | None:
+    """Cells per lane the bench-start ``config`` plans (None when the config does not say).
+
+    decode: every level × reps, plus every category × reps when ``per_category``;
+    prefill / needles: one calibration cell plus every length × reps.
+    """
+    reps = config.get("reps")
+    if not isinstance(reps, int) or reps < 1:
+        return None
+    if kind == "decode":
+        levels = config.get("levels")
+        if not isinstance(levels, list):
+            return None
+        cats = config.get("categories") if config.get("per_category", True) else []
+        return len(levels) * reps + len(cats if isinstance(cats, list) else []) * reps
+    lengths = config.get("lengths")
+    if not isinstance(lengths, list):
+        return None
+    return 1 + len(lengths) * reps
+
+
+class BenchTracker:
+    """A pure fold of one bench's events: cell in progress, cells ended per lane, errors, plan size."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.version = 0
+        self.cells_version = 0
+        """Bumped when a cell ends: the signal to recompute results."""
+        self.current: dict[str, str] = {}
+        self.done_by_lane: Counter[str] = Counter()
+        self.errors: list[tuple[int, str, str, str]] = []
+        self.t_start: int | None = None
+        self.last_t = 0
+        self.started = False
+        self.bench_ended = False
+        self.interrupted = False
+        self.config: dict[str, Any] = {}
+        self.lanes: list[str] = []
+        """Lanes in the order the bench names them (config), then as first seen."""
+
+    def apply(self, ev: Event) -> None:
+        kind = ev.kind
+        if kind == schema.TOKEN:  # the hot path: nothing the progress shows changes per token
+            self.last_t = ev.t if ev.t > self.last_t else self.last_t
+            return
+        self.version += 1
+        self.last_t = max(self.last_t, ev.t)
+        if self.t_start is None and kind in (schema.MARK, schema.REQUEST):
+            self.t_start = ev.t
+        d = ev.data
+        if kind == schema.MARK:
+            if d.get("bench") not in (None, self.kind):
+                return
+            phase = d.get("phase")
+            lane = ev.lane or d.get("lane")
+            is_cell = d.get("label") != "bench" and ("cell" in d or any(d.get(k) is not None for k in CELL_KEYS)
+                                                     or d.get("part") is not None)
+            if lane and is_cell and lane not in self.lanes:
+                self.lanes.append(lane)
+            if phase in START_PHASES:
+                if is_cell and lane:
+                    self.current[lane] = cell_label(self.kind, d)
+                elif not is_cell:
+                    self.started = True
+                    if "config" in d:
+                        self.t_start = ev.t
+                        self.config = dict(d.get("config") or {})
+                        for name in self.config.get("lanes") or []:
+                            if isinstance(name, str) and name not in self.lanes:
+                                self.lanes.insert(len([n for n in self.lanes if n in self.config["lanes"]]), name)
+            elif phase in END_PHASES:
+                if is_cell:
+                    if lane:
+                        self.done_by_lane[lane] += 1
+                        self.current.pop(lane, None)
+                    self.cells_version += 1
+                else:
+                    self.bench_ended = True
+                    self.interrupted = bool(d.get("interrupted"))
+                    self.current.clear()
+                    self.cells_version += 1
+        elif kind == schema.ERROR:
+            cell = self.current.get(ev.lane or "", "")
+            msg = str(d.get("message", ""))
+            self.errors.append((ev.t, f"{ev.lane or '?'}{' ' + cell if cell else ''}", str(d.get("cls", "error")),
+                                msg))
+
+    @property
+    def elapsed_ns(self) -> int:
+        return max(0, self.last_t - (self.t_start or 0))
+
+    @property
+    def cells_done(self) -> int:
+        return sum(self.done_by_lane.values())
+
+    def cells_total(self) -> int:
+        """Planned cells over all lanes (0 when the config does not say)."""
+        per_lane = planned_cells(self.kind, self.config) or 0
+        return per_lane * len(self.lanes)
+
+    def progress_rows(self) -> list[tuple[str, int, int, str | None]]:
+        """(lane, cells done, cells planned, cell in progress) per lane."""
+        per_lane = planned_cells(self.kind, self.config) or 0
+        return [(lane, min(self.done_by_lane.get(lane, 0), per_lane) if per_lane else self.done_by_lane.get(lane, 0),
+                 per_lane, self.current.get(lane)) for lane in self.lanes]
+
+
+def _group(lane: str | None, d: dict[str, Any]) -> tuple:
+    """The results group a cell (or a request's meta) belongs to: all reps of one lane's level,
+    category or prompt length (a calibration cell is its own group)."""
+    part = d.get("part")
+    if part == "calibrate" or d.get("run") == "calibrate":
+        return (lane, "calibrate")
+    if part == "category" or (part is None and d.get("category") is not None):
+        return (lane, "category", str(d.get("category")))
+    if d.get("level") is not None and d.get("length") is None:
+        return (lane, "level", str(d.get("level")))
+    return (lane, "length", str(d.get("length")))
+
+
+class BenchResults:
+    """The bench's results JSON, kept up to date from the bus at a flat cost per cell end.
+
+    ``apply`` files each event (O(1)); :meth:`results` recomputes only the groups a cell
+    ended in since the last call, by running the workload's pure results function on the
+    bench's marks plus that group's events, and merges them into the cached result.
+    """
+
+    def __init__(self, kind: str) -> None:
+        if kind not in _RESULTS:
+            raise ValueError(f"unknown bench {kind!r}")
+        self.kind = kind
+        self.version = 0
+        """Bumped whenever :meth:`results` would return something new."""
+        self.computed = 0
+        """How many groups were recomputed in all (tests check this stays per cell, not per event)."""
+        self._head: list[Event] = []  # lane events and this bench's marks: O(cells)
+        self._events: dict[tuple, list[Event]] = {}
+        self._cell_group: dict[str, tuple] = {}
+        self._req_cell: dict[str, tuple[str, tuple]] = {}  # open request -> (cell id, group)
+        self._ended: set[str] = set()
+        self._dirty: set[tuple] = set()
+        self._lanes: dict[str, dict[str, Any]] = {}
+        self._cached: dict[str, Any] | None = None
+        self._cached_at: tuple = (-1, None)
+
+    def _module(self) -> Any:
+        return importlib.import_module(_RESULTS[self.kind][0])
+
+    def apply(self, ev: Event) -> None:
+        req = ev.req
+        if req is not None:
+            opened = self._req_cell.get(req)
+            if opened is not None:
+                cell, group = opened
+                self._events[group].append(ev)
+                if ev.kind in (schema.DONE, schema.ERROR):
+                    del self._req_cell[req]
+                    if cell in self._ended:  # finished after its cell's end mark: still that cell's figure
+                        self._dirty.add(group)
+                        self.version += 1
+                return
+            if ev.kind == schema.REQUEST and ev.data.get("bench") == self.kind:
+                d = ev.data
+                cell = str(d.get("cell"))
+                group = self._cell_group.get(cell) or _group(ev.lane, d)
+                self._req_cell[req] = (cell, group)
+                self._events.setdefault(group, []).append(ev)
+            return
+        if ev.kind == schema.LANE:
+            self._head.append(ev)
+            return
+        if ev.kind != schema.MARK or ev.data.get("bench") != self.kind:
+            return
+        self._head.append(ev)
+        d = ev.data
+        self.version += 1
+        if d.get("label") == "cell" and isinstance(d.get("cell"), str):
+            if d.get("phase") == "start":
+                self._cell_group[d["cell"]] = _group(ev.lane, d)
+            elif d.get("phase") == "end":
+                self._ended.add(d["cell"])
+                group = self._cell_group.get(d["cell"])
+                if group is not None:
+                    self._dirty.add(group)
+
+    def results(self, *, in_progress: bool = True) -> dict[str, Any]:
+        """The bench JSON for every cell ended so far (same figures as the workload's results function)."""
+        if self._cached is not None and not self._dirty and self._cached_at == (self.version, in_progress):
+            return self._cached
+        module = self._module()
+        fn = getattr(module, _RESULTS[self.kind][1])
+        head = self._head
+        for group in sorted(self._dirty, key=str):
+            partial = fn(head + self._events.get(group, []), in_progress=in_progress)
+            self.computed += 1
+            for lane, body in (partial.get("lanes") or {}).items():
+                self._merge(lane, body)
+        self._dirty.clear()
+        out = fn(head, in_progress=in_progress)  # run state and config: the marks alone
+        order = [n for n in (out.get("config") or {}).get("lanes") or [] if isinstance(n, str)]
+        order += [lane for lane in self._lanes if lane not in order]
+        out["lanes"] = {lane: self._lanes[lane] for lane in order if lane in self._lanes}
+        if self.kind == "decode":
+            out["crossover"] = module.crossover(out["lanes"], list(out["lanes"]))
+        elif self.kind == "prefill":
+            names = list(out["lanes"])
+            if len(names) >= 2:
+                out["ratios"] = module.ratios(out["lanes"], names[0], names[1])
+        self._cached, self._cached_at = out, (self.version, in_progress)
+        return out
+
+    def _merge(self, lane: str, body: dict[str, Any]) -> None:
+        cached = self._lanes.setdefault(lane, {})
+        for key, value in body.items():
+            if isinstance(value, dict):
+                section = dict(cached.get(key) or {})
+                section.update(value)
+                if all(_key(k) != float("inf") for k in section):
+                    section = dict(sorted(section.items(), key=lambda kv: _key(kv[0])))
+                cached[key] = section
+            elif value is not None or key not in cached:
+                cached[key] = value
+
+    # A replay's backward seek snapshots and restores the folds.  Events never change, so the
+    # lists are copied but the events in them are shared (a deep copy would copy every token).
+    def snapshot(self) -> dict[str, Any]:
+        return _copy_state(self.__dict__)
+
+    def restore(self, state: dict[str, Any]) -> None:
+        self.__dict__.clear()
+        self.__dict__.update(_copy_state(state))  # copied again: one snapshot can be restored twice
+
+
+def _copy_state(state: dict[str, Any]) -> dict[str, Any]:
+    out = dict(state)
+    out["_head"] = list(state["_head"])
+    out["_events"] = {g: list(evs) for g, evs in state["_events"].items()}
+    for name in ("_cell_group", "_req_cell"):
+        out[name] = dict(state[name])
+    out["_ended"], out["_dirty"] = set(state["_ended"]), set(state["_dirty"])
+    out["_lanes"] = {lane: {k: (dict(v) if isinstance(v, dict) else v) for k, v in body.items()}
+                     for lane, body in state["_lanes"].items()}
+    out["_cached"], out["_cached_at"] = None, (-1, None)
+    return out
