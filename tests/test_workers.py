@@ -84,3 +84,76 @@ def test_two_workers_record_every_event_and_match_one_process(tmp_path):
         assert abs(errors[2] - errors[1]) < 0.015, errors
     finally:
         sim.stop()
+
+
+@pytest.mark.slow
+def test_a_worker_that_dies_leaves_error_events_not_a_gap(tmp_path):
+    """Kill a worker mid-run: every request it held ends as an error event in the bus, counted."""
+    import asyncio
+    import os
+    import signal
+
+    from lanemon.bus import EventBus
+    from lanemon.client.http import LaneClient
+    from lanemon.config import LaneConfig
+    from lanemon.events import Clock
+    from lanemon.measure.records import assemble
+    from lanemon.workers.pool import Item, WorkerPool
+
+    sim = SimProcess("sglang-native", 1.0)  # real time: each request takes seconds, so the kill lands mid-run
+    try:
+        lane = LaneConfig("B", sim.url)
+
+        async def go():
+            bus, clock, seen = EventBus(), Clock(), []
+            bus.subscribe(seen.append)
+            pool = WorkerPool(2, [lane], clock, bus)
+            await pool.start()
+            client = LaneClient(lane, clock=clock, emit=bus.publish)
+            items = [Item(0.0, f"B-x{i}", "completions",
+                          client.build_body("completions", prompt="Write a long story.", max_tokens=400))
+                     for i in range(6)]
+            job = asyncio.ensure_future(pool.run_job("B", items))
+            await asyncio.sleep(1.0)
+            os.kill(pool._procs[1].pid, signal.SIGKILL)
+            errors = await asyncio.wait_for(job, 60)
+            await pool.aclose()
+            await client.aclose()
+            return errors, seen, pool.failures
+
+        errors, seen, failures = asyncio.run(go())
+        recs = {r.req: r for r in assemble(seen)}
+        assert set(recs) == {f"B-x{i}" for i in range(6)}  # every request has a record
+        dead = [r for r in recs.values() if r.error and "worker 1" in str(r.error.get("message"))]
+        assert len(dead) == 3 and errors >= 3 and failures, (errors, failures)
+        assert all(r.ok for r in recs.values() if r not in dead)
+    finally:
+        sim.stop()
+
+
+@pytest.mark.slow
+def test_ray_backend_runs_the_same_job_through_local_ray_actors(tmp_path):
+    """Two Ray actors in a local Ray runtime (the multi-host path, exercised on one machine)."""
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'lanemon[ray]')")
+    from lanemon.measure.records import assemble
+    from lanemon.recording.reader import read_events
+    from lanemon.workloads.bench.load import schedule
+
+    sim = SimProcess("sglang-native", 0.05)
+    try:
+        rec = tmp_path / "ray.jsonl"
+        cmd = [sys.executable, "-m", "lanemon", "bench", "load", "--lane", f"A={sim.url}", "--arrival", "constant",
+               "--rate", "10", "--duration", "3", "--output-len", "fixed:16", "--workers", "2",
+               "--workers-backend", "ray", "--json", "--record", str(rec)]
+        env = {**__import__("os").environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+        assert out.returncode == 0, out.stderr[-3000:]
+        expected = len(schedule("constant", rate=10, duration=3))
+        lane = json.loads(out.stdout)["lanes"]["A"]["reps"][0]
+        assert lane["requests"] == expected and lane["ok"] == expected, lane
+        _, events, _ = read_events(rec)
+        assert [ev.t for ev in events] == sorted(ev.t for ev in events)
+        recs = [r for r in assemble(events) if r.meta.get("bench") == "load"]
+        assert len(recs) == expected and all(r.ok for r in recs)
+    finally:
+        sim.stop()

@@ -135,6 +135,8 @@ def build_options(args: argparse.Namespace):
             if args.workers < 1:
                 raise UsageError("--workers must be at least 1")
             kw["workers"] = args.workers
+            kw["workers_backend"] = args.workers_backend
+            kw["ray_address"] = args.ray_address
             kw["seed"] = args.seed
             kw["max_tokens"] = _positive(args.max_tokens, "--max-tokens")
             try:
@@ -271,12 +273,13 @@ def _cell_label(lane: str | None, d: dict[str, Any]) -> str:
 def _headless(run, args: argparse.Namespace) -> int:
     import orjson
 
+    from lanemon.workers.pool import WorkersUnavailable
     from lanemon.workloads.harness import LaneDown
 
     try:
         with _Progress(run):
             _, interrupted = run_interruptible(run.run)
-    except LaneDown as exc:
+    except (LaneDown, WorkersUnavailable) as exc:
         err(str(exc))
         return EXIT_FAIL
     result = run.results()

@@ -100,6 +100,10 @@ def add_arguments(q: argparse.ArgumentParser) -> None:
     q.add_argument("--workers", type=int, default=default_workers(), metavar="N",
                    help="worker processes sending the requests, their events merged in time order "
                         f"(default {default_workers()}: the cores less one; 1 = this process)")
+    q.add_argument("--workers-backend", choices=("process", "ray"), default="process",
+                   help="how workers run: local processes (default) or Ray actors (pip install 'lanemon[ray]'; "
+                        "docs/WORKERS.md)")
+    q.add_argument("--ray-address", metavar="ADDR", help="join this Ray cluster (default: a local Ray runtime)")
     q.add_argument("--seed", type=int, default=None, help="seed for the schedule and lengths (default random)")
     q.add_argument("--max-tokens", default=None, metavar="N", help="cap every prompt's max_tokens at N")
     q.add_argument("--temperature", default="0", metavar="T", help="sampling temperature (default 0)")

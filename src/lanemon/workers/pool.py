@@ -30,6 +30,7 @@ from typing import Any
 import orjson
 
 from lanemon.bus import EventBus
+from lanemon import events as schema
 from lanemon.events import Clock, Event
 from lanemon.workers.merge import Merger
 
@@ -37,6 +38,10 @@ MAIN = "main"
 """The merge source of this process's own events."""
 FLUSH_S = 0.02
 """A worker sends its buffered events (and a heartbeat) this often."""
+
+
+class WorkersUnavailable(RuntimeError):
+    """The worker processes (or actors) could not be started; the message says why."""
 
 
 @dataclass
@@ -163,8 +168,8 @@ async def _child(conn, index: int, lanes, t0_ns: int, stall_timeout) -> None:
 # ---------------------------------------------------------------------------
 
 
-class WorkerPool:
-    """N worker processes for one run; :meth:`run_job` splits a job's items across them."""
+class MergingPool:
+    """The main side every backend shares: the bus gate, the merge and the settling at a job's end."""
 
     def __init__(self, n: int, lanes: Sequence[Any], clock: Clock, bus: EventBus, *,
                  stall_timeout: float | None = None) -> None:
@@ -175,20 +180,87 @@ class WorkerPool:
         self.bus = bus
         self.lanes = [_lane_dict(lane) for lane in lanes]
         self.stall_timeout = stall_timeout
-        self._procs: list[Any] = []
-        self._conns: list[Any] = []
         self._merger = Merger([*range(n), MAIN])
-        self._waiting: dict[int, asyncio.Future] = {}
-        self._job_ids = iter(range(1, 1 << 62))
         self.events_received = 0
         self.failures: list[str] = []
-        self._ready: set[int] = set()
+        self._busy: dict[int, int] = {}
+        """Jobs in flight per worker; an idle worker sends nothing, so it does not hold the merge back."""
+        self._open: dict[str, tuple[int, str]] = {}
+        """Requests handed to a worker with no terminal event yet: req id -> (worker, lane)."""
 
     def _publish_main(self, ev: Event) -> None:
         """The bus's gate while the pool runs: this process's own events (marks, loop lag, notes) join the
         merge too, so the recording stays in time order."""
         self._merger.push(MAIN, ev.t, ev)
         self._release()
+
+    def _receive(self, i: int, msg: dict[str, Any]) -> None:
+        """One batch from worker ``i``: its events and its heartbeat."""
+        evs = msg.get("ev") or ()
+        for obj in evs:
+            self._merger.push(i, obj["t"], obj)
+            if obj.get("kind") in (schema.DONE, schema.ERROR):
+                self._open.pop(obj.get("req"), None)
+        self.events_received += len(evs)
+        self._merger.heartbeat(i, msg.get("hb", -1))
+        if msg.get("bye"):
+            self._merger.finish(i)
+        self._release()
+
+    def _release(self) -> None:
+        # this process stamps its own events with clock.now() as it publishes them: none can come earlier;
+        # an idle worker's next event belongs to a job not yet handed out, so it is later than now too
+        now = self.clock.now()
+        self._merger.heartbeat(MAIN, now)
+        for w in range(self.n):
+            if not self._busy.get(w):
+                self._merger.heartbeat(w, now)
+        for item in self._merger.ready():
+            self.bus.deliver(item if isinstance(item, Event) else Event.from_json_obj(item))
+
+    async def _settle(self, t: int, timeout: float = 2.0) -> None:
+        """Wait until every live worker has been heard from past ``t``, so every event before ``t`` is out."""
+        deadline = time.monotonic() + timeout
+        while self._merger.watermark < t and time.monotonic() < deadline:
+            await asyncio.sleep(FLUSH_S / 2)
+        self._release()
+
+    def _shares(self, lane: str, items: Sequence[Item]) -> list[list[dict[str, Any]]]:
+        shares: list[list[dict[str, Any]]] = [[] for _ in range(self.n)]
+        for k, it in enumerate(items):
+            shares[k % self.n].append(asdict(it))
+            self._open[it.req_id] = (k % self.n, lane)
+        return shares
+
+    def _lost(self, worker: int, why: str) -> int:
+        """Worker ``worker`` is gone: an error event for every request it held with no end yet (never a
+        silent gap); returns how many."""
+        self._merger.finish(worker)
+        lost = [(req, lane) for req, (w, lane) in self._open.items() if w == worker]
+        for req, lane in lost:
+            del self._open[req]
+            self._publish_main(Event(self.clock.now(), schema.ERROR, lane, req,
+                                     {"cls": schema.ERR_OTHER, "message": f"lanemon worker {worker} {why}"}))
+        self._release()
+        return len(lost)
+
+    def _close_merge(self) -> None:
+        self.bus.gate = None
+        for item in self._merger.drain():
+            self.bus.deliver(item if isinstance(item, Event) else Event.from_json_obj(item))
+
+
+class WorkerPool(MergingPool):
+    """N worker processes for one run; :meth:`run_job` splits a job's items across them."""
+
+    def __init__(self, n: int, lanes: Sequence[Any], clock: Clock, bus: EventBus, *,
+                 stall_timeout: float | None = None) -> None:
+        super().__init__(n, lanes, clock, bus, stall_timeout=stall_timeout)
+        self._procs: list[Any] = []
+        self._conns: list[Any] = []
+        self._waiting: dict[int, asyncio.Future] = {}
+        self._job_ids = iter(range(1, 1 << 62))
+        self._ready: set[int] = set()
 
     async def start(self) -> None:
         self.bus.gate = self._publish_main
@@ -206,7 +278,7 @@ class WorkerPool:
         deadline = time.monotonic() + 60
         while len(self._ready) < self.n:  # spawn + imports take a second or two; no job is timed before
             if time.monotonic() > deadline or not all(p.is_alive() for p in self._procs):
-                raise RuntimeError(f"worker processes did not start ({len(self._ready)} of {self.n} ready)")
+                raise WorkersUnavailable(f"worker processes did not start ({len(self._ready)} of {self.n} ready)")
             await asyncio.sleep(0.02)
 
     def _on_readable(self, i: int) -> None:
@@ -215,33 +287,22 @@ class WorkerPool:
             raw = conn.recv_bytes()
         except (EOFError, OSError):
             asyncio.get_running_loop().remove_reader(conn.fileno())
-            self._merger.finish(i)
-            self._release()
+            lost = self._lost(i, "exited")
             for fut in list(self._waiting.values()):
                 if not fut.done() and getattr(fut, "worker", None) == i:
-                    fut.set_result((None, f"worker {i} exited"))
+                    fut.set_result((lost, f"worker {i} exited with {lost} requests unfinished"))
             return
         msg = orjson.loads(raw)
-        for obj in msg.get("ev") or ():
-            self._merger.push(i, obj["t"], obj)
-        self.events_received += len(msg.get("ev") or ())
         if msg.get("ready"):
             self._ready.add(i)
-        self._merger.heartbeat(i, msg.get("hb", -1))
         if msg.get("bye"):
             asyncio.get_running_loop().remove_reader(conn.fileno())
-            self._merger.finish(i)
-        self._release()
+        self._receive(i, msg)
         if "done" in msg:
             fut = self._waiting.pop(msg["done"], None)
+            self._busy[i] = max(0, self._busy.get(i, 0) - 1)
             if fut is not None and not fut.done():
                 fut.set_result((msg.get("errors", 0), msg.get("failure")))
-
-    def _release(self) -> None:
-        # this process stamps its own events with clock.now() as it publishes them: none can come earlier
-        self._merger.heartbeat(MAIN, self.clock.now())
-        for item in self._merger.ready():
-            self.bus.deliver(item if isinstance(item, Event) else Event.from_json_obj(item))
 
     async def run_job(self, lane: str, items: Sequence[Item], *, lead_s: float = 0.2) -> int:
         """Send ``items`` (offsets from a start ``lead_s`` from now) spread round-robin over the workers;
@@ -249,11 +310,11 @@ class WorkerPool:
         start_ns = self.clock.now() + int(lead_s * 1e9)
         loop = asyncio.get_running_loop()
         futs = []
-        for w in range(self.n):
-            share = [asdict(it) for k, it in enumerate(items) if k % self.n == w]
+        for w, share in enumerate(self._shares(lane, items)):
             if not share:
                 continue
             job = next(self._job_ids)
+            self._busy[w] = self._busy.get(w, 0) + 1
             fut = loop.create_future()
             fut.worker = w  # type: ignore[attr-defined]
             self._waiting[job] = fut
@@ -268,13 +329,6 @@ class WorkerPool:
         await self._settle(self.clock.now())
         return errors
 
-    async def _settle(self, t: int, timeout: float = 2.0) -> None:
-        """Wait until every live worker has been heard from past ``t``, so every event before ``t`` is out."""
-        deadline = time.monotonic() + timeout
-        while self._merger.watermark < t and time.monotonic() < deadline:
-            await asyncio.sleep(FLUSH_S / 2)
-        self._release()
-
     async def aclose(self) -> None:
         for conn in self._conns:
             try:
@@ -288,9 +342,7 @@ class WorkerPool:
             if p.is_alive():
                 p.kill()
             p.join(timeout=1)
-        self.bus.gate = None
-        for item in self._merger.drain():
-            self.bus.deliver(item if isinstance(item, Event) else Event.from_json_obj(item))
+        self._close_merge()
         loop = asyncio.get_running_loop()
         for conn in self._conns:
             try:

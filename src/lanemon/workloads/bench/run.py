@@ -84,6 +84,8 @@ class BenchOptions:
     slo: dict[str, float] | None = None  # --slo ttft=S tpot=S e2e=S: goodput per cell
     load: Any = None  # bench load: a workloads.bench.load.LoadOptions (arrivals, lengths)
     workers: int = 1  # bench load: worker processes sending the requests (1: this process)
+    workers_backend: str = "process"  # "process" (multiprocessing) or "ray" (Ray actors)
+    ray_address: str | None = None  # join this Ray cluster (None: a local Ray runtime)
     max_level: int = 64  # bench sweep: highest concurrency tried
     knee_gain: float = 0.10  # bench sweep: stop when a doubling of C gains less than this
 
@@ -137,7 +139,7 @@ class BenchOptions:
             cfg.update(prompt_set={"name": pset.name, "version": pset.version, "source": pset.source,
                                    "prompts": len(pset.prompts)},
                        max_tokens_cap=self.max_tokens, load=self.load.config() if self.load else None,
-                       workers=self.workers)
+                       workers=self.workers, workers_backend=self.workers_backend)
         else:
             cfg["lengths"] = self.lengths_for(kind)
             if kind == "prefill":
@@ -382,11 +384,17 @@ class BenchRun:
             await h.connect(detect_usage=True)
             for info in self.lanes:
                 info["model"] = h.clients[info["name"]].model or info.get("model")
-            if self.options.workers > 1:
-                from lanemon.workers.pool import WorkerPool
+            if self.options.workers > 1 or self.options.workers_backend == "ray":
+                if self.options.workers_backend == "ray":
+                    from lanemon.workers.ray_pool import RayPool
 
-                h.pool = WorkerPool(self.options.workers, self.lane_configs, h.clock, h.bus,
-                                    stall_timeout=self.stall_timeout)
+                    h.pool = RayPool(self.options.workers, self.lane_configs, h.clock, h.bus,
+                                     stall_timeout=self.stall_timeout, address=self.options.ray_address)
+                else:
+                    from lanemon.workers.pool import WorkerPool
+
+                    h.pool = WorkerPool(self.options.workers, self.lane_configs, h.clock, h.bus,
+                                        stall_timeout=self.stall_timeout)
                 await h.pool.start()
             h.mark("bench", bench=self.kind, phase="start", config=self.options.config(self.kind, self.names))
             started = True
