@@ -433,3 +433,19 @@ def test_namespaces_refused_is_detected(tmp_path):
     assert problem == "no sandbox: bubblewrap does not work here (bwrap: No permissions to creating new namespace)"
     fake.write_text("#!/bin/sh\nexit 0\n")  # the answer is cached: no second probe
     assert sandbox_problem(limits) == problem
+
+
+def test_a_fork_loop_is_bounded_and_cleaned_up():
+    from lanemon.workloads.qeval import pidlimit
+
+    code = ("import os, time\ndef f():\n    n = 0\n    for _ in range(300):\n        try:\n"
+            "            if os.fork() == 0:\n                time.sleep(60)\n                os._exit(0)\n"
+            "        except OSError:\n            break\n        n += 1\n    return n\n")
+    t0 = time.monotonic()
+    run = run_function(code, "f", [{"args": ""}], FAST)
+    assert run.status == "ran" and time.monotonic() - t0 < FAST.timeout_s + 1.5
+    forks = run.results[0]["value"]
+    if os.geteuid() != 0 or pidlimit.available():  # RLIMIT_NPROC (not root) or the run's pids cgroup
+        assert forks < FAST.max_processes
+    me = psutil.Process()
+    assert [p for p in me.children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE] == []

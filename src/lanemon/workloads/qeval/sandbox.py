@@ -16,7 +16,9 @@ bypassed).  For each solution :func:`run_function`
    (``--as-pid-1``): when it exits, the kernel kills everything it started;
    the bootstrap below first lowers the resource limits (CPU seconds, address
    space, file size, processes, open files, no core dumps; hard limits, so the
-   solution cannot raise them), then runs the solution and calls the task's
+   solution cannot raise them; where lanemon may create cgroups, the run also
+   gets its own pids cgroup, :mod:`.pidlimit`, since root ignores
+   RLIMIT_NPROC), then runs the solution and calls the task's
    function on each input, and prints one JSON object: the return values
    (encoded by type: a tuple is not a list, a bool is not an int), or the
    exception each call raised;
@@ -52,6 +54,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from .pidlimit import PidsCgroup
+
 __all__ = ["SandboxLimits", "SandboxRun", "SandboxUnavailable", "run_function", "sandbox_problem",
            "UNSAFE_FLAG"]
 
@@ -77,8 +81,8 @@ class SandboxLimits:
     output_bytes: int = 1 * MB
     """stdout + stderr together; more is a failure ("output too large")."""
     max_processes: int = 32
-    """RLIMIT_NPROC.  The kernel counts it per real user and does not enforce it for root; the pid namespace
-    and the kill at the timeout are what bound a fork bomb then."""
+    """RLIMIT_NPROC, and ``pids.max`` of the run's own pids cgroup where lanemon can make one
+    (:mod:`.pidlimit`): the kernel does not enforce RLIMIT_NPROC for root."""
     open_files: int = 64
     bwrap: str | None = None
     """Path of the bubblewrap binary (default: ``bwrap`` on PATH)."""
@@ -303,16 +307,21 @@ def _run(bwrap: str | None, solution: str, function: str, calls: list[dict[str, 
     start = time.monotonic()
     deadline = start + limits.timeout_s
     workdir = None
-    info_r = info_w = -1
+    cgroup = PidsCgroup(limits.max_processes)
+    fds: dict[str, int] = {}
     with tempfile.TemporaryFile() as payload:
         payload.write(json.dumps(task).encode())
         payload.flush()
         payload.seek(0)
         if bwrap is not None:
-            info_r, info_w = os.pipe()
+            fds["info_r"], fds["info_w"] = os.pipe()
+            extra = ["--info-fd", str(fds["info_w"])]
+            if cgroup.create():  # bwrap holds the sandbox before exec until it is in the cgroup
+                fds["block_r"], fds["block_w"] = os.pipe()
+                extra += ["--block-fd", str(fds["block_r"])]
             argv = bwrap_argv(bwrap, limits, size_option=_SIZE_OPTION.get(bwrap, False))
-            argv = argv[:1] + ["--info-fd", str(info_w)] + argv[1:]
-            cwd, pass_fds = "/", (info_w,)
+            argv = argv[:1] + extra + argv[1:]
+            cwd, pass_fds = "/", tuple(fds[k] for k in ("info_w", "block_r") if k in fds)
         else:  # --unsafe-run-code-without-sandbox: a plain child, same bootstrap, same limits
             workdir = tempfile.mkdtemp(prefix="lanemon-qeval-")
             argv = [interpreter()[0], "-I", "-S", "-B", "-c", BOOTSTRAP]
@@ -321,17 +330,25 @@ def _run(bwrap: str | None, solution: str, function: str, calls: list[dict[str, 
             proc = subprocess.Popen(argv, stdin=payload, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={},
                                     cwd=cwd, start_new_session=True, close_fds=True, pass_fds=pass_fds)
         except OSError as exc:
-            for fd in (info_r, info_w):
-                if fd >= 0:
-                    os.close(fd)
+            _close(fds, *fds)
+            cgroup.remove()
             if workdir:
                 shutil.rmtree(workdir, ignore_errors=True)
             return SandboxRun("crashed", f"could not start the sandbox: {exc}", seconds=time.monotonic() - start,
                               sandboxed=bwrap is not None)
-    if info_w >= 0:
-        os.close(info_w)
+    _close(fds, "info_w", "block_r")
     try:
-        out, err, info, ended = _collect(proc, info_r, deadline, limits.output_bytes)
+        info = _read_info(fds.get("info_r", -1), min(deadline, time.monotonic() + 5.0))
+        if "block_w" in fds:
+            child = info.get("child-pid")
+            if type(child) is int and child > 1:
+                cgroup.add(child)
+            try:
+                os.write(fds["block_w"], b"go")
+            except OSError:
+                pass
+            _close(fds, "block_w")
+        out, err, ended = _collect(proc, deadline, limits.output_bytes)
         if ended != "eof":
             _kill(proc, info)
         rc = _reap(proc, deadline if ended == "eof" else time.monotonic() + 2.0)
@@ -347,8 +364,8 @@ def _run(bwrap: str | None, solution: str, function: str, calls: list[dict[str, 
                 f.close()
             except OSError:
                 pass
-        if info_r >= 0:
-            os.close(info_r)
+        _close(fds, *list(fds))
+        cgroup.remove()
         if workdir:
             shutil.rmtree(workdir, ignore_errors=True)
     run = SandboxRun("", seconds=time.monotonic() - start, returncode=rc,
@@ -363,18 +380,53 @@ def _run(bwrap: str | None, solution: str, function: str, calls: list[dict[str, 
     return run
 
 
-def _collect(proc: subprocess.Popen, info_fd: int, deadline: float, cap: int
-             ) -> tuple[bytes, bytes, dict[str, Any], str]:
-    """Read stdout, stderr and bwrap's info pipe until EOF on both outputs, the deadline, or ``cap`` bytes."""
-    bufs = {"out": bytearray(), "err": bytearray(), "info": bytearray()}
+def _close(fds: dict[str, int], *names: str) -> None:
+    for name in names:
+        fd = fds.pop(name, None)
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _read_info(fd: int, deadline: float) -> dict[str, Any]:
+    """bwrap's ``--info-fd`` JSON (``{"child-pid": N, ...}``): read until it parses, EOF or the deadline."""
+    if fd < 0:
+        return {}
+    buf = bytearray()
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_READ)
+        while len(buf) < 4096:
+            left = deadline - time.monotonic()
+            if left <= 0 or not sel.select(left):
+                break
+            try:
+                chunk = os.read(fd, 4096)
+            except (BlockingIOError, InterruptedError):
+                continue
+            except OSError:
+                break
+            if not chunk:
+                break
+            buf += chunk
+            try:
+                parsed = json.loads(bytes(buf).decode())
+            except (ValueError, UnicodeDecodeError):
+                continue
+            return parsed if isinstance(parsed, dict) else {}
+    return {}
+
+
+def _collect(proc: subprocess.Popen, deadline: float, cap: int) -> tuple[bytes, bytes, str]:
+    """Read stdout and stderr until EOF on both, the deadline, or ``cap`` bytes in all: (out, err, how it ended)."""
+    bufs = {"out": bytearray(), "err": bytearray()}
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout.fileno(), selectors.EVENT_READ, "out")
     sel.register(proc.stderr.fileno(), selectors.EVENT_READ, "err")
-    if info_fd >= 0:
-        sel.register(info_fd, selectors.EVENT_READ, "info")
     open_outputs, total, ended = 2, 0, "eof"
     try:
-        while open_outputs:
+        while open_outputs and ended == "eof":
             left = deadline - time.monotonic()
             if left <= 0:
                 ended = "timeout"
@@ -388,29 +440,16 @@ def _collect(proc: subprocess.Popen, info_fd: int, deadline: float, cap: int
                     chunk = b""
                 if not chunk:
                     sel.unregister(key.fd)
-                    open_outputs -= key.data != "info"
-                    continue
-                if key.data == "info":
-                    if len(bufs["info"]) < 4096:
-                        bufs["info"] += chunk
+                    open_outputs -= 1
                     continue
                 total += len(chunk)
                 if total > cap:
                     ended = "overflow"
                     break
                 bufs[key.data] += chunk
-            if ended != "eof":
-                break
     finally:
         sel.close()
-    info: dict[str, Any] = {}
-    try:
-        parsed = json.loads(bytes(bufs["info"]).decode() or "{}")
-        if isinstance(parsed, dict):
-            info = parsed
-    except (ValueError, UnicodeDecodeError):
-        pass
-    return bytes(bufs["out"]), bytes(bufs["err"]), info, ended
+    return bytes(bufs["out"]), bytes(bufs["err"]), ended
 
 
 def _kill(proc: subprocess.Popen, info: dict[str, Any]) -> None:
