@@ -160,7 +160,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             if entry.get("skipped"):
                 pass  # counted in the summary; the reason was said once at the start
             elif not entry["passed"]:
-                progress.console.print(f"[red]✗[/] {task.id}: {entry['reason']}", highlight=False, soft_wrap=True)
+                progress.console.print(f"[red]✗[/] {task.id}: {_shown(entry['reason'])}", highlight=False,
+                                       soft_wrap=True)
 
         down: list[str] = []
 
@@ -220,6 +221,13 @@ def sandbox_notice(limits, code_tasks: int) -> None:
             "(not isolated)")
 
 
+def _shown(text: Any) -> str:
+    """A string from a lane or a recording, inert on a terminal: control characters replaced, Rich markup escaped."""
+    from rich.markup import escape
+
+    return escape("".join(c if c.isprintable() else "?" for c in str(text)[:2000]))
+
+
 def _print_run(result: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -228,7 +236,8 @@ def _print_run(result: dict[str, Any]) -> None:
 
     con = Console()
     tasks = result["tasks"]
-    table = Table(title=f"qeval {result['lane']}" + (f" · {result['model']}" if result.get("model") else ""))
+    model = f" · {_shown(result['model'])}" if result.get("model") else ""
+    table = Table(title=f"qeval {_shown(result['lane'])}{model}")
     for col in ("kind", "passed", "total", "median s"):
         table.add_column(col, justify="left" if col == "kind" else "right")
     for kind in KINDS:
@@ -240,16 +249,17 @@ def _print_run(result: dict[str, Any]) -> None:
     con.print(table)
     misses = [(tid, e) for tid, e in tasks.items() if not e["passed"]]
     for tid, e in misses:
-        con.print(f"  [red]✗[/] {tid} ({e['kind']}): {e['reason']}", highlight=False, soft_wrap=True)
+        con.print(f"  [red]✗[/] {_shown(tid)} ({_shown(e['kind'])}): {_shown(e['reason'])}", highlight=False,
+                  soft_wrap=True)
     skipped = result.get("skipped") or {}
     if skipped:
         reasons = list(dict.fromkeys(skipped.values()))
-        con.print(f"  [yellow]skipped {len(skipped)}[/] (not in the score): {reasons[0]}", highlight=False,
+        con.print(f"  [yellow]skipped {len(skipped)}[/] (not in the score): {_shown(reasons[0])}", highlight=False,
                   soft_wrap=True, markup=True)
     secs = [e["seconds"] for e in tasks.values() if e["seconds"] is not None]
     med = f"; median {statistics.median(secs):.2f} s per task" if secs else ""
     skip = f", {len(skipped)} skipped" if skipped else ""
-    con.print(f"{result['lane']} {result['passed']}/{result['total']}{skip}{med}", highlight=False)
+    con.print(f"{_shown(result['lane'])} {result['passed']}/{result['total']}{skip}{med}", highlight=False)
 
 
 def _load_run(path: Path) -> dict[str, Any]:

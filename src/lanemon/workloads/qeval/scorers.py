@@ -345,14 +345,19 @@ def score_code(task: Task, text: str, limits: SandboxLimits | None = None) -> tu
     if run.status == "missing":
         return False, f"the solution does not define {task.function}()"
     if run.status != "ran":
-        return False, run.reason
+        return False, _printable(run.reason)
     if len(run.results) != len(task.cases):
         return False, "the sandbox returned the wrong number of results"
     problems = [p for c, r in zip(task.cases, run.results)
                 if (p := check_case(c, task.function, r, limits)) is not None]
     if problems:
-        return False, f"tests failed ({len(problems)} of {len(task.cases)}): {problems[0]}"
+        return False, _printable(f"tests failed ({len(problems)} of {len(task.cases)}): {problems[0]}")
     return True, "passed"
+
+
+def _printable(text: str) -> str:
+    """A reason built from what the sandbox printed: control characters replaced (it is shown and recorded)."""
+    return "".join(c if c.isprintable() else "?" for c in text)
 
 
 def score(task: Task, text: str, limits: SandboxLimits | None = None) -> tuple[bool, str]:
