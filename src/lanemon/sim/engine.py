@@ -20,7 +20,7 @@ import itertools
 import math
 import time
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Sequence
+from typing import AsyncIterator, Callable, Sequence
 
 from .profiles import Profile
 
@@ -247,6 +247,8 @@ class Lane:
     requests_admitted: int = 0
     kv_tokens: int = 0
     """Tokens held by admitted streams right now (prompt + generated so far)."""
+    on_finish: Callable[[dict], None] | None = None
+    """Called with each trace record when its request ends (the /metrics histograms, sim/metrics_endpoint.py)."""
     trace: collections.deque = field(init=False)
     cache: PrefixCache = field(init=False)
     _waiters: collections.deque = field(init=False)
@@ -426,9 +428,10 @@ class Lane:
                 rec["ttft_s"] = dt
             rec["token_times_s"].append(dt)
 
-    @staticmethod
-    def finish(rec: dict, status: str, finish_reason: str | None = None) -> None:
+    def finish(self, rec: dict, status: str, finish_reason: str | None = None) -> None:
         rec["e2e_s"] = time.perf_counter() - rec["_t0"]
         rec["status"] = status
         if finish_reason is not None:
             rec["finish_reason"] = finish_reason
+        if self.on_finish is not None:
+            self.on_finish(rec)
