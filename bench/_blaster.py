@@ -3,6 +3,11 @@
 It isolates *client* cost: the server does no per-token work beyond a write.
 Every request gets ``tokens`` content chunks (one token each), a usage chunk and
 ``[DONE]``, in OpenAI's chat.completion.chunk shape.
+
+Batched (default): the whole stream in one write, so a reader gets many chunks per
+read -- the floor of per-token cost, not what a lane does.  Paced (``pace_tok_s``):
+one chunk per write (its own HTTP chunk, TCP_NODELAY) every ``1/pace_tok_s`` s, the
+way an engine emits tokens -- every token costs the reader a wake-up and a read.
 """
 
 from __future__ import annotations
@@ -13,8 +18,11 @@ import threading
 import orjson
 
 
-def build_stream(tokens: int) -> bytes:
-    head = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+
+
+def build_parts(tokens: int) -> list[bytes]:
+    """The SSE events of one stream, each ``data: ...\\n\\n``."""
     parts = []
     base = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 0, "model": "bench"}
     role = dict(base, choices=[{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}])
@@ -27,6 +35,16 @@ def build_stream(tokens: int) -> bytes:
     usage = dict(base, choices=[], usage={"prompt_tokens": 5, "completion_tokens": tokens, "total_tokens": tokens + 5})
     parts.append(b"data: " + orjson.dumps(usage) + b"\n\n")
     parts.append(b"data: [DONE]\n\n")
+    return parts
+
+
+def http_chunk(piece: bytes) -> bytes:
+    return f"{len(piece):x}\r\n".encode() + piece + b"\r\n"
+
+
+def build_stream(tokens: int) -> bytes:
+    head = HEAD
+    parts = build_parts(tokens)
     body = b""
     # HTTP chunked encoding, 64 KiB per HTTP chunk
     raw = b"".join(parts)
@@ -38,8 +56,10 @@ def build_stream(tokens: int) -> bytes:
 
 
 class Blaster:
-    def __init__(self, tokens: int) -> None:
+    def __init__(self, tokens: int, pace_tok_s: float | None = None) -> None:
         self.payload = build_stream(tokens)
+        self.pace_tok_s = pace_tok_s
+        self.chunks = [http_chunk(p) for p in build_parts(tokens)]
         self.loop = asyncio.new_event_loop()
         self.port = 0
         self._ready = threading.Event()
@@ -71,8 +91,28 @@ class Blaster:
                         length = int(h.split(b":")[1])
                 if length:
                     await reader.readexactly(length)
-                writer.write(self.payload)
-                await writer.drain()
+                if self.pace_tok_s:
+                    sock = writer.get_extra_info("socket")
+                    if sock is not None:
+                        import socket
+
+                        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                    gap = 1.0 / self.pace_tok_s
+                    writer.write(HEAD)
+                    loop = asyncio.get_running_loop()
+                    t_next = loop.time()
+                    for c in self.chunks:
+                        writer.write(c)
+                        await writer.drain()
+                        t_next += gap
+                        delay = t_next - loop.time()
+                        if delay > 0:
+                            await asyncio.sleep(delay)
+                    writer.write(b"0\r\n\r\n")
+                    await writer.drain()
+                else:
+                    writer.write(self.payload)
+                    await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
 

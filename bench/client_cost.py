@@ -1,9 +1,14 @@
 """Client cost: CPU-seconds per million streamed tokens, side by side in one run.
 
     python bench/client_cost.py [--tokens 2000] [--requests 100] [--json out.json]
+    python bench/client_cost.py --paced 50 --concurrency 32 --tokens 200 --requests 64
 
 Three readers consume the very same pre-built SSE stream from a loopback
-server running in a separate process (so its CPU is not counted):
+server running in a separate process (so its CPU is not counted).  By default
+the whole stream is one write (reads batch many chunks: the floor of per-token
+cost).  ``--paced R`` writes one chunk per packet every 1/R s per stream, with
+``--concurrency`` streams at once -- how a lane really streams, where every
+token costs the reader a wake-up:
 
 * ``bare``    -- httpx ``aiter_lines`` + orjson, extracting the content: the practical floor;
 * ``lanemon`` -- lanemon's LaneClient.stream(), with every timestamp and event object;
@@ -25,23 +30,37 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 
 
-def _serve(tokens: int, port_q) -> None:
+def _serve(tokens: int, port_q, pace: float | None = None) -> None:
     from _blaster import Blaster
 
-    b = Blaster(tokens).start()
+    b = Blaster(tokens, pace).start()
     port_q.put(b.port)
     while True:
         time.sleep(3600)
 
 
-async def run_bare(url: str, requests: int) -> int:
+async def _spread(requests: int, concurrency: int, one) -> int:
+    """Run ``one()`` ``requests`` times on ``concurrency`` workers; the sum of what they return."""
+    todo = iter(range(requests))
+    total = 0
+
+    async def worker() -> None:
+        nonlocal total
+        for _ in todo:
+            total += await one()
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return total
+
+
+async def run_bare(url: str, requests: int, concurrency: int = 1) -> int:
     import httpx
     import orjson
 
     body = orjson.dumps({"model": "bench", "messages": [{"role": "user", "content": "x"}], "stream": True})
-    n = 0
-    async with httpx.AsyncClient(timeout=60) as client:
-        for _ in range(requests):
+    async with httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=1024)) as client:
+        async def one() -> int:
+            n = 0
             async with client.stream("POST", url + "/chat/completions", content=body,
                                      headers={"content-type": "application/json"}) as resp:
                 async for line in resp.aiter_lines():
@@ -50,46 +69,54 @@ async def run_bare(url: str, requests: int) -> int:
                         ch = obj.get("choices")
                         if ch and ch[0]["delta"].get("content"):
                             n += 1
-    return n
+            return n
+
+        return await _spread(requests, concurrency, one)
 
 
-async def run_lanemon(url: str, requests: int) -> int:
+async def run_lanemon(url: str, requests: int, concurrency: int = 1) -> int:
     from lanemon.config import LaneConfig
     from lanemon.client.http import LaneClient
     from lanemon.events import Clock
 
     events = []
     client = LaneClient(LaneConfig("X", url, "bench"), clock=Clock(), emit=events.append)
-    n = 0
-    try:
-        for _ in range(requests):
-            rec = await client.stream("chat", client.build_body("chat", prompt="x"))
-            n += len(rec.token_ns)
+    async def one() -> int:
+        rec = await client.stream("chat", client.build_body("chat", prompt="x"))
+        if len(events) > 100_000:
             events.clear()
+        return len(rec.token_ns)
+
+    try:
+        return await _spread(requests, concurrency, one)
     finally:
         await client.aclose()
-    return n
 
 
-async def run_openai(url: str, requests: int) -> int:
+async def run_openai(url: str, requests: int, concurrency: int = 1) -> int:
     from openai import AsyncOpenAI
 
     client = AsyncOpenAI(base_url=url, api_key="x", max_retries=0)
-    n = 0
-    for _ in range(requests):
+
+    async def one() -> int:
+        n = 0
         stream = await client.chat.completions.create(model="bench", messages=[{"role": "user", "content": "x"}],
                                                       stream=True)
         async for chunk in stream:
             if chunk.choices and chunk.choices[0].delta.content:
                 n += 1
-    await client.close()
-    return n
+        return n
+
+    try:
+        return await _spread(requests, concurrency, one)
+    finally:
+        await client.close()
 
 
-def measure(name: str, fn, url: str, requests: int) -> dict:
-    asyncio.run(fn(url, 2))  # warm up imports and connections
+def measure(name: str, fn, url: str, requests: int, concurrency: int = 1) -> dict:
+    asyncio.run(fn(url, 2, min(2, concurrency)))  # warm up imports and connections
     t0, c0 = time.perf_counter(), time.process_time()
-    tokens = asyncio.run(fn(url, requests))
+    tokens = asyncio.run(fn(url, requests, concurrency))
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     return {"reader": name, "tokens": tokens, "cpu_s": cpu, "wall_s": wall,
             "cpu_s_per_million_tokens": cpu / tokens * 1e6, "tokens_per_s": tokens / wall}
@@ -101,9 +128,11 @@ def main() -> int:
     ap.add_argument("--requests", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=3, help="alternate the readers this many times; best round kept")
     ap.add_argument("--json", metavar="PATH", help="also write the result as JSON")
+    ap.add_argument("--paced", type=float, metavar="TOK_S", help="one chunk per packet at this rate per stream")
+    ap.add_argument("--concurrency", type=int, default=1, help="streams at once (default 1)")
     args = ap.parse_args()
     q = multiprocessing.Queue()
-    server = multiprocessing.Process(target=_serve, args=(args.tokens, q), daemon=True)
+    server = multiprocessing.Process(target=_serve, args=(args.tokens, q, args.paced), daemon=True)
     server.start()
     url = f"http://127.0.0.1:{q.get(timeout=10)}/v1"
     readers = {"bare": run_bare, "lanemon": run_lanemon, "openai": run_openai}
@@ -111,7 +140,7 @@ def main() -> int:
     try:
         for _ in range(args.rounds):
             for name, fn in readers.items():
-                r = measure(name, fn, url, args.requests)
+                r = measure(name, fn, url, args.requests, args.concurrency)
                 if name not in best or r["cpu_s_per_million_tokens"] < best[name]["cpu_s_per_million_tokens"]:
                     best[name] = r
     finally:
@@ -120,6 +149,7 @@ def main() -> int:
     for r in best.values():
         r["ratio_to_bare"] = r["cpu_s_per_million_tokens"] / floor
     result = {"benchmark": "client_cost", "tokens_per_request": args.tokens, "requests": args.requests,
+              "paced_tok_s_per_stream": args.paced, "concurrency": args.concurrency,
               "rounds": args.rounds, "python": sys.version.split()[0], "cpus": os.cpu_count(),
               "readers": list(best.values())}
     print(f"{'reader':10} {'CPU s / 1M tok':>15} {'x bare':>8} {'tok/s':>12}")

@@ -118,10 +118,7 @@ class LiveSession:
         self._ready.set()
         try:
             loops = [self._probe_loop(c, i) for i, c in enumerate(self.clients.values())]
-            if self.metrics_interval:
-                loops += [self._metrics_loop(c) for c in self.clients.values()]
-            if self.host_interval:
-                loops.append(self._host_loop())
+            loops.append(self._monitor_loop())
             loops.append(self._load_loop())
             await asyncio.gather(*loops)
         finally:
@@ -149,35 +146,17 @@ class LiveSession:
                         self._probing -= 1
             await self._sleep(self.probe.interval)
 
-    async def _metrics_loop(self, client: LaneClient) -> None:
-        """Scrape the lane's /metrics; the next scrape is scheduled when this one ended.
+    async def _monitor_loop(self) -> None:
+        """The lanes' /metrics and this machine's samples (client/monitors.py), paused with the probes."""
+        from lanemon.client.monitors import Monitors
 
-        A lane without /metrics (404, or no vLLM/SGLang metric in it) is tried
-        once and then left alone.  Paused like the probes.
-        """
-        from lanemon.client.prom import MetricsScraper
-
-        scraper = MetricsScraper(client.lane.name, client.lane.url, client.http, clock=self.clock,
-                                 emit=self.bus.publish)
-        while not self._stop.is_set():
-            if not self.paused:
-                await scraper.scrape()
-                if not scraper.available:
-                    return
-            await self._sleep(self.metrics_interval or 2.0)
-
-    async def _host_loop(self) -> None:
-        """Sample this machine (psutil, in a thread) and publish ``host`` events; never overlapping."""
-        from lanemon.client.host import HostSampler
-
-        sampler = await asyncio.to_thread(HostSampler)
-        while not self._stop.is_set():
-            await self._sleep(self.host_interval or 2.0)
-            if self._stop.is_set():
-                return
-            if not self.paused:
-                data = await asyncio.to_thread(sampler.sample)
-                self.bus.publish(Event(self.clock.now(), schema.HOST, None, None, data))
+        mon = Monitors(self.clients.values(), self.clock, self.bus.publish, metrics_interval=self.metrics_interval,
+                       host_interval=self.host_interval, paused=lambda: self.paused)
+        mon.start()
+        try:
+            await self._stop.wait()
+        finally:
+            await mon.stop()
 
     async def _load_loop(self) -> None:
         """lanemon's own event-loop lag as ``client_load`` events (client/loadwatch.py) until stopped."""

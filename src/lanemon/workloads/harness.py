@@ -40,6 +40,7 @@ class Harness:
         keep_events: bool = True,
         thinking: bool | None = None,
         watch_load: bool = True,
+        monitor: bool = False,
     ) -> None:
         if not lanes:
             raise ValueError("a harness needs at least one lane")
@@ -62,6 +63,12 @@ class Harness:
             self.bus.publish(Event(self.clock.now(), schema.LANE, lane.name, None, lane.public()))
         self.pool = None
         """Worker processes sending requests for this harness (``--workers N``; lanemon.workers.pool)."""
+        self.monitors = None
+        """The lanes' /metrics and this machine's samples during the run (client/monitors.py; ``monitor=True``)."""
+        if monitor:
+            from lanemon.client.monitors import Monitors
+
+            self.monitors = Monitors(self.clients.values(), self.clock, self.bus.publish)
         self.loadwatch = None
         """lanemon's own loop lag as ``client_load`` events (client/loadwatch.py), from connect() to aclose()."""
         if watch_load:
@@ -91,6 +98,8 @@ class Harness:
         """
         if self.loadwatch is not None:
             self.loadwatch.start()
+        if self.monitors is not None:
+            self.monitors.start()
         results = await asyncio.gather(*(c.probe_models() for c in self.clients.values()))
         by_lane = dict(zip(self.clients, results))
         down = {name: r for name, r in by_lane.items() if not r.get("ok")}
@@ -135,6 +144,8 @@ class Harness:
         return await client.stream(endpoint, body, purpose=purpose, meta=meta)
 
     async def aclose(self) -> None:
+        if self.monitors is not None:
+            await self.monitors.stop()
         if self.loadwatch is not None:
             await self.loadwatch.stop()
         for client in self.clients.values():

@@ -378,7 +378,7 @@ class BenchRun:
 
         self._task = asyncio.current_task()
         h = Harness(self.lane_configs, bus=self.bus, keep_events=False, stall_timeout=self.stall_timeout,
-                    thinking=self.options.thinking)
+                    thinking=self.options.thinking, monitor=True)
         started = False
         try:
             await h.connect(detect_usage=True)
