@@ -244,7 +244,7 @@ def bwrap_argv(bwrap: str, limits: SandboxLimits, *, size_option: bool = True) -
     return argv + [exe, "-I", "-S", "-B", "-c", BOOTSTRAP]
 
 
-_PROBE: dict[tuple[str | None, str], str | None] = {}
+_PROBE: dict[tuple[str | None, str | None, str], str | None] = {}
 _SIZE_OPTION: dict[str, bool] = {}
 _PROBE_LOCK = threading.Lock()
 
@@ -253,7 +253,7 @@ def sandbox_problem(limits: SandboxLimits | None = None) -> str | None:
     """None when bubblewrap works here, else a one-line reason.  Probed once per bwrap path (cached)."""
     limits = limits or SandboxLimits()
     bwrap = _bwrap_path(limits)
-    key = (bwrap, interpreter()[0])
+    key = (limits.bwrap, bwrap, interpreter()[0])
     with _PROBE_LOCK:
         if key not in _PROBE:
             _PROBE[key] = _probe(bwrap, limits)
