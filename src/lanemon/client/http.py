@@ -21,7 +21,6 @@ import asyncio
 import html
 import itertools
 import re
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -33,12 +32,12 @@ from lanemon.config import LaneConfig
 from lanemon import events as schema
 from lanemon.events import Clock, Event
 from lanemon.measure.records import Assembler, RequestRecord
+from lanemon.client.sse import MAX_SSE_LINE, SSELineTooLong, read_sse, sse_lines  # noqa: F401 (re-exported)
 
 Emit = Callable[[Event], None]
 
 PROMPT_RECORD_LIMIT = 4096  # prompts up to this many characters are kept in the recording
 ERROR_BODY_LIMIT = 64 * 1024
-MAX_SSE_LINE = 16 * 1024 * 1024  # one SSE line longer than this is a malformed stream (never buffered whole)
 ENDPOINTS = {"chat": "/chat/completions", "completions": "/completions"}
 
 
@@ -148,6 +147,23 @@ class LaneClient:
         return f"{self.lane.name}-{next(self._ids)}"
 
     # ------------------------------------------------------------------ models
+    async def warm(self, connections: int) -> int:
+        """Open ``connections`` pooled connections before a timed wave (``GET /models`` on each at once), so
+        the first requests of a level do not carry connection set-up; returns how many answered.  Nothing is
+        emitted: a warm-up is not a measured request (the caller marks it)."""
+        url = f"{self.lane.url}/models"
+
+        async def one() -> bool:
+            try:
+                resp = await self.http.get(url, timeout=httpx.Timeout(10.0))
+                await resp.aclose()
+                return resp.status_code < 500
+            except httpx.HTTPError:
+                return False
+
+        results = await asyncio.gather(*(one() for _ in range(max(0, connections))))
+        return sum(results)
+
     async def probe_models(self) -> dict[str, Any]:
         """GET /models; emits and returns one ``probe`` event's data."""
         url = f"{self.lane.url}/models"
@@ -342,7 +358,7 @@ class LaneClient:
                         err["retry_after"] = retry[:64]
                         err["message"] += f" (Retry-After: {retry[:64]})"
                     return emit(schema.ERROR, err)  # type: ignore[return-value]
-                return await self._read_sse(resp, emit, (lane, req, out, asm.apply))
+                return await read_sse(resp, emit, (lane, req, out, asm.apply), clock.t0)
         except asyncio.CancelledError:
             emit(schema.ERROR, {"cls": schema.ERR_CANCELLED, "message": "cancelled"})
             raise
@@ -352,95 +368,6 @@ class LaneClient:
                 # accepted, then closed (or reset) before a single response byte: the lane refused the request
                 cls, msg = schema.ERR_CONNECT, f"the server closed the connection without a response ({url})"
             return emit(schema.ERROR, {"cls": cls, "message": msg})  # type: ignore[return-value]
-
-    async def _read_sse(self, resp: httpx.Response, emit, hot: tuple) -> RequestRecord:
-        """Parse the SSE body; ``hot`` = (lane, req, out, apply) lets token events skip ``emit``'s layers."""
-        lane, req, out, apply = hot
-        perf_ns = time.perf_counter_ns
-        t0 = self.clock.t0
-        TOKEN = schema.TOKEN
-        finish_reason = None
-        usage: dict[str, Any] | None = None
-        last_completion = 0
-        chunks = 0
-        async for line in sse_lines(resp):  # bytes: orjson parses them without a decode step
-            if not line or line[:1] == b":":
-                continue
-            if not line.startswith(b"data:"):
-                if line.startswith((b"event:", b"id:", b"retry:")):
-                    continue
-                return emit(schema.ERROR, {"cls": schema.ERR_MALFORMED,
-                                           "message": f"not an SSE line: {_text(line)[:80]!r}"})
-            data = line[5:].strip()
-            if data == b"[DONE]":
-                if usage is not None:
-                    emit(schema.USAGE, usage)
-                return emit(schema.DONE, {"finish_reason": finish_reason, "chunks": chunks})
-            try:
-                obj = orjson.loads(data)
-            except orjson.JSONDecodeError:
-                try:  # invalid UTF-8 inside a token: decode with U+FFFD, as browsers and the SDKs do
-                    obj = orjson.loads(_text(data))
-                except orjson.JSONDecodeError:
-                    return emit(schema.ERROR, {"cls": schema.ERR_MALFORMED,
-                                               "message": f"invalid JSON in SSE data: {_text(data)[:80]!r}"})
-            if type(obj) is not dict:
-                return emit(schema.ERROR, {"cls": schema.ERR_MALFORMED,
-                                           "message": f"SSE data is not a JSON object: {_text(data)[:80]!r}"})
-            choices = obj.get("choices")
-            if "error" in obj and not choices:
-                err = obj["error"]
-                msg = err.get("message") if isinstance(err, dict) else str(err)
-                return emit(schema.ERROR, {"cls": schema.ERR_HTTP, "status": resp.status_code,
-                                           "message": f"error in stream: {msg}"})
-            n = None
-            u = obj.get("usage")
-            if u and type(u) is dict:
-                usage = _usage_fields(u)
-                ct = usage.get("completion_tokens")
-                if isinstance(ct, int):
-                    n = ct - last_completion
-                    last_completion = ct
-            if not choices or type(choices) is not list:
-                continue
-            choice = choices[0]
-            if type(choice) is not dict:
-                continue
-            fr = choice.get("finish_reason")
-            if fr:
-                finish_reason = fr
-            delta = choice.get("delta")
-            tok: dict[str, Any] | None = None
-            if delta is not None and type(delta) is dict:  # chat
-                content = delta.get("content")
-                if content and "reasoning_content" not in delta and "reasoning" not in delta:
-                    tok = {"text": content}  # the common case, decided in one look-up
-                else:
-                    reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-                    if reasoning:
-                        tok = {"text": reasoning, "reasoning": True}
-                        if content:  # both in one chunk: record the content too
-                            tok["content"] = content
-                    elif content:
-                        tok = {"text": content}
-                    else:
-                        tools = delta.get("tool_calls")
-                        if tools:
-                            tok = {"text": "", "tool_calls": tools}
-            else:  # completions
-                text = choice.get("text")
-                if text:
-                    tok = {"text": text}
-            if tok is not None:
-                if n is not None:
-                    tok["n"] = n
-                chunks += 1
-                ev = Event(perf_ns() - t0, TOKEN, lane, req, tok)  # == emit(TOKEN, tok), inlined: the hot path
-                out(ev)
-                apply(ev)
-        # body ended without [DONE]
-        return emit(schema.ERROR, {"cls": schema.ERR_CUT,
-                                   "message": f"stream ended before [DONE] after {chunks} token chunks"})
 
 
 REASONING_EFFORT_ON = "medium"
@@ -463,20 +390,6 @@ def apply_thinking(body: dict[str, Any], on: bool) -> dict[str, Any]:
     return body
 
 
-def _usage_fields(u: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
-        if isinstance(u.get(key), int):
-            out[key] = u[key]
-    ptd = u.get("prompt_tokens_details")
-    if isinstance(ptd, dict) and isinstance(ptd.get("cached_tokens"), int):
-        out["cached_tokens"] = ptd["cached_tokens"]
-    ctd = u.get("completion_tokens_details")
-    if isinstance(ctd, dict) and isinstance(ctd.get("reasoning_tokens"), int):
-        out["reasoning_tokens"] = ctd["reasoning_tokens"]
-    return out
-
-
 def _messages_text(messages: Any) -> str | None:
     if not isinstance(messages, list):
         return None
@@ -487,55 +400,6 @@ def _messages_text(messages: Any) -> str | None:
             if isinstance(c, str):
                 parts.append(c)
     return "\n".join(parts)
-
-
-class SSELineTooLong(Exception):
-    """One line of the stream passed ``MAX_SSE_LINE`` bytes; the client stops reading (class malformed)."""
-
-
-def _text(raw: bytes) -> str:
-    return raw.decode("utf-8", "replace")
-
-
-async def sse_lines(resp: httpx.Response, limit: int = MAX_SSE_LINE):
-    """The body's lines (LF, CRLF or CR ends) as bytes, without their line ends.
-
-    Like httpx's ``aiter_lines`` but bounded: a line longer than *limit* bytes
-    raises :class:`SSELineTooLong` as soon as it passes the limit instead of
-    being buffered whole (a 100 MB line costs at most *limit* bytes).
-    """
-    pending: list[bytes] = []
-    size = 0
-    skip_lf = False
-    async for chunk in resp.aiter_bytes():
-        if skip_lf and chunk[:1] == b"\n":
-            chunk = chunk[1:]
-        skip_lf = False
-        if b"\r" in chunk:
-            skip_lf = chunk.endswith(b"\r")
-            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        lines = chunk.split(b"\n")
-        last = lines.pop()
-        for piece in lines:
-            if pending:
-                pending.append(piece)
-                piece = b"".join(pending)
-                pending.clear()
-                size = 0
-            if len(piece) > limit:
-                raise SSELineTooLong(f"an SSE line longer than {_size(limit)}: stopped reading it")
-            yield piece
-        if last:
-            size += len(last)
-            if size > limit:
-                raise SSELineTooLong(f"an SSE line longer than {_size(limit)}: stopped reading it")
-            pending.append(last)
-    if pending:
-        yield b"".join(pending)
-
-
-def _size(n: int) -> str:
-    return f"{n / (1 << 20):g} MiB" if n >= 1 << 20 else f"{n} bytes"
 
 
 async def _read_bounded(resp: httpx.Response, limit: int) -> bytes:
