@@ -272,6 +272,22 @@ def test_signals_cannot_reach_lanemon():
     assert res["first"] == "ran" and res["again"] == [{"value": 7}]
 
 
+def _new_children(before: set[int]) -> list[psutil.Process]:
+    """This process's live descendants that were not there before (other tests' servers may be)."""
+    out = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if p.pid not in before and p.status() != psutil.STATUS_ZOMBIE:
+                out.append(p)
+        except psutil.NoSuchProcess:
+            pass
+    return out
+
+
+def _children() -> set[int]:
+    return {p.pid for p in psutil.Process().children(recursive=True)}
+
+
 def _leftovers(marker: str) -> list[psutil.Process]:
     found = []
     for p in psutil.process_iter(["cmdline"]):
@@ -296,14 +312,14 @@ def test_grandchild_in_new_session_holding_the_pipe_is_killed(main_waits):
     time.sleep(0.3)
     """
     tail = "def f():\n    while True:\n        pass\n" if main_waits else "def f():\n    return 1\n"
-    me = psutil.Process()
+    before = _children()
     t0 = time.monotonic()
     run = run_function(textwrap.dedent(body) + tail, "f", [{"args": ""}], SHORT)
     elapsed = time.monotonic() - t0
     assert elapsed < SHORT.timeout_s + 1.5
     assert run.status == ("timeout" if main_waits else "ran"), run
     assert _leftovers(marker) == []
-    assert [p for p in me.children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE] == []
+    assert _new_children(before) == []
 
 
 def test_grandchild_check_is_not_vacuous():
@@ -441,14 +457,14 @@ def test_a_fork_loop_is_bounded_and_cleaned_up():
     code = ("import os, time\ndef f():\n    n = 0\n    for _ in range(300):\n        try:\n"
             "            if os.fork() == 0:\n                time.sleep(60)\n                os._exit(0)\n"
             "        except OSError:\n            break\n        n += 1\n    return n\n")
+    before = _children()
     t0 = time.monotonic()
     run = run_function(code, "f", [{"args": ""}], FAST)
     assert run.status == "ran" and time.monotonic() - t0 < FAST.timeout_s + 1.5
     forks = run.results[0]["value"]
     if os.geteuid() != 0 or pidlimit.available():  # RLIMIT_NPROC (not root) or the run's pids cgroup
         assert forks < FAST.max_processes
-    me = psutil.Process()
-    assert [p for p in me.children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE] == []
+    assert _new_children(before) == []
 
 
 def test_reasons_built_from_sandbox_output_are_inert(capsys):
