@@ -98,7 +98,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         description=RESCORE_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("recording", type=Path, metavar="RECORDING.jsonl")
     s.add_argument("--lane", metavar="LANE", help="which lane's replies (default: every lane with qeval replies)")
-    s.add_argument("--json", action="store_true", help="print the result as one JSON object (one per lane)")
+    s.add_argument("--json", action="store_true", help="print the result as one JSON object (with several lanes: lane -> result)")
     s.add_argument("-o", "--output", type=Path, metavar="FILE", help="write the result JSON here")
     s.add_argument("--write", type=Path, metavar="OUT.jsonl",
                    help="write a copy of the recording with the new verdicts recorded")
