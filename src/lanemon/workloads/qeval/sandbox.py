@@ -234,7 +234,7 @@ def bwrap_argv(bwrap: str, limits: SandboxLimits, *, size_option: bool = True) -
             argv += ["--ro-bind", top, top]
     bound = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"]
     for extra in (prefix, os.path.dirname(exe)):
-        if not any(_under(extra, b) for b in bound):
+        if extra != "/" and not any(_under(extra, b) for b in bound):  # never the whole host
             argv += ["--ro-bind", extra, extra]
             bound.append(extra)
     argv += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]
