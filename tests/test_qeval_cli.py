@@ -85,6 +85,10 @@ def test_reading_uses_recorded_verdicts_and_names_the_unscored(demo_runs, monkey
     res = qeval_results(old)
     assert (res["passed"], res["total"], len(res["skipped"])) == (0, 0, 75)
     assert set(res["skipped"].values()) == {NOT_SCORED} and "lanemon qeval rescore" in NOT_SCORED
+    from lanemon.reports.analyse import analyze
+    from lanemon.reports.report import render
+
+    assert "Quality gate (qeval): A 0/0 (75 not scored)" in render(analyze((header, old)), "md")
     # a verdict with the wrong types (a hostile recording) counts as none
     bad = [ev if not (ev.kind == "mark" and ev.data.get("task") == "math_m1") else
            type(ev)(ev.t, ev.kind, ev.lane, ev.req, {**ev.data, "passed": "yes"}) for ev in events]

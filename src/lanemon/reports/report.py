@@ -806,7 +806,9 @@ def qeval_sentence(q: Any) -> str | None:
     runs = qeval_runs(q)
     if not runs:
         return None
-    score = ", ".join(f"{n} {r.get('passed')}/{r.get('total')}" for n, r in runs.items())
+    score = ", ".join(f"{n} {r.get('passed')}/{r.get('total')}" + (  # skipped: no sandbox, or no recorded verdict
+        f" ({len(r['skipped'])} not scored)" if isinstance(r.get("skipped"), dict) and r["skipped"] else "")
+        for n, r in runs.items())
     misses = {n: _qeval_misses(r) for n, r in runs.items()}
     first = next(iter(misses.values()))
     if all(not m for m in misses.values()):
