@@ -12,6 +12,9 @@ Example ``lanes.toml`` (in the XDG config dir, or ``--config PATH``)::
     model = "deepseek-v4.1-flash"      # optional: default is the first of /v1/models
     api_key_env = "LANE_A_KEY"         # optional: the NAME of an env var, never the key
     headers = { "X-Team" = "serving" } # optional extra headers
+    timeout = 600                      # optional: seconds without progress (a data line) before a request
+                                       # fails as stalled; keep-alive comments do not count
+    deadline = 1800                    # optional: seconds a whole request may take
     [lanes.A.defaults]                  # optional per-lane request defaults
     temperature = 0
 
@@ -34,7 +37,11 @@ import platformdirs
 APP_NAME = "lanemon"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
 
-LANE_KEYS = {"url", "model", "api_key_env", "headers", "defaults", "timeout"}
+LANE_KEYS = {"url", "model", "api_key_env", "headers", "defaults", "timeout", "deadline"}
+DEFAULT_TIMEOUT = 600.0
+"""Seconds a request may go without progress (no byte, or only keep-alive comments) before it fails."""
+DEFAULT_DEADLINE = 1800.0
+"""Seconds a whole request may take: a two-minute 300K-token prefill plus a long answer fit."""
 PROBE_KEYS = {"interval", "max_tokens", "prompt", "endpoint", "enabled"}
 TOP_KEYS = {"lanes", "probe", "theme", "record"}
 
@@ -51,7 +58,10 @@ class LaneConfig:
     api_key_env: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
     defaults: dict[str, Any] = field(default_factory=dict)
-    timeout: float = 600.0
+    timeout: float = DEFAULT_TIMEOUT
+    """Stall window: seconds without progress (a data line of the stream) before the request fails."""
+    deadline: float = DEFAULT_DEADLINE
+    """Seconds a whole request (or a non-streaming call) may take, however the server keeps it alive."""
 
     def api_key(self) -> str | None:
         """The key from the environment variable named in the config (never stored)."""
@@ -96,10 +106,29 @@ def default_config_path() -> Path:
 
 
 def public_url(url: str) -> str:
-    """``url`` without credentials (``user:password@``), query or fragment."""
-    parts = urlsplit(url)
+    """``url`` without credentials (``user:password@``), query or fragment: the form that is recorded,
+    shown, shared and quoted in error messages."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "(invalid URL)"
     host = parts.netloc.rsplit("@", 1)[-1]
     return parts._replace(netloc=host, query="", fragment="").geturl()
+
+
+def endpoint_url(base: str, path: str) -> str:
+    """``base`` (a lane URL, perhaps with a query such as ``?api-version=...``) with ``path`` appended
+    to its path, the query kept after it."""
+    parts = urlsplit(base)
+    if not parts.query and not parts.fragment:
+        return base + path
+    return parts._replace(path=parts.path.rstrip("/") + path, fragment="").geturl()
+
+
+def _shown(url: str) -> str:
+    from lanemon.untrusted import PUBLIC, inert
+
+    return PUBLIC.redact(inert(url, 200))
 
 
 def validate_url(url: str, where: str) -> str:
@@ -107,12 +136,13 @@ def validate_url(url: str, where: str) -> str:
         raise ConfigError(f"{where}: url must be a non-empty string")
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigError(f"{where}: url {url!r} is not an http(s) URL like http://127.0.0.1:8001/v1")
+        raise ConfigError(f"{where}: url {_shown(url)!r} is not an http(s) URL like http://127.0.0.1:8001/v1")
     try:
         parts.port
     except ValueError:
-        raise ConfigError(f"{where}: url {url!r} has an invalid port") from None
-    return url.rstrip("/")
+        raise ConfigError(f"{where}: url {_shown(url)!r} has an invalid port") from None
+    parts = parts._replace(path=parts.path.rstrip("/"))
+    return parts.geturl() if (parts.query or parts.fragment) else url.rstrip("/")
 
 
 def validate_name(name: str, where: str) -> str:
@@ -145,10 +175,13 @@ def _lane_from_table(name: str, table: Any, where: str) -> LaneConfig:
     defaults = table.get("defaults", {})
     if not isinstance(defaults, dict):
         raise ConfigError(f"{where}.defaults: must be a table")
-    timeout = table.get("timeout", 600.0)
-    if not isinstance(timeout, (int, float)) or timeout <= 0:
+    timeout = table.get("timeout", DEFAULT_TIMEOUT)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
         raise ConfigError(f"{where}.timeout: must be a positive number of seconds")
-    return LaneConfig(name, url, model, key_env, dict(headers), dict(defaults), float(timeout))
+    deadline = table.get("deadline", DEFAULT_DEADLINE)
+    if isinstance(deadline, bool) or not isinstance(deadline, (int, float)) or deadline <= 0:
+        raise ConfigError(f"{where}.deadline: must be a positive number of seconds")
+    return LaneConfig(name, url, model, key_env, dict(headers), dict(defaults), float(timeout), float(deadline))
 
 
 def _probe_from_table(table: Any) -> ProbeConfig:
@@ -224,6 +257,7 @@ def merge_lanes(config: Config, lane_args: list[str]) -> Config:
         lane = parse_lane_arg(arg)
         old = lanes.get(lane.name)
         if old is not None:  # keep file settings (model, key env, defaults), take the new URL
-            lane = LaneConfig(lane.name, lane.url, old.model, old.api_key_env, old.headers, old.defaults, old.timeout)
+            lane = LaneConfig(lane.name, lane.url, old.model, old.api_key_env, old.headers, old.defaults, old.timeout,
+                              old.deadline)
         lanes[lane.name] = lane
     return Config(tuple(lanes.values()), config.probe, config.theme, config.record, config.path)

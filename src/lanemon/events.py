@@ -44,6 +44,7 @@ ALL_KINDS = frozenset({PROBE, LANE, MARK, NOTE, SERVER_METRICS, HOST, CLIENT_LOA
 # Error classes (``data.cls`` on ERROR events and probe failures).
 ERR_CONNECT = "connect"  # connection refused / DNS / unreachable
 ERR_TIMEOUT = "timeout"  # connect, read or stall timeout
+ERR_STALLED = "stalled"  # bytes kept coming (keep-alive comments, a drip) but no data for the stall window
 ERR_HTTP = "http"  # HTTP status >= 400 (status + server message)
 ERR_MALFORMED = "malformed"  # response was not valid SSE / JSON
 ERR_CUT = "cut"  # stream ended before [DONE]

@@ -17,20 +17,55 @@ import orjson
 from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.measure.records import RequestRecord
+from lanemon.untrusted import Redactor
 
 MAX_SSE_LINE = 16 * 1024 * 1024  # one SSE line longer than this is a malformed stream (never buffered whole)
 
 
-async def read_sse(resp: httpx.Response, emit, hot: tuple, t0: int) -> RequestRecord:
-    """Parse the SSE body; ``hot`` = (lane, req, out, apply) lets token events skip ``emit``'s layers."""
+class Stalled(Exception):
+    """Bytes kept arriving (keep-alive comments, a one-byte drip) but no data for the stall window."""
+
+
+class Progress:
+    """When the stream last made progress (a token, usage or the end); :func:`sse_lines` checks it
+    whenever bytes arrive, so keep-alive comments and drips cannot keep a request alive."""
+
+    __slots__ = ("t", "stall")
+
+    def __init__(self, stall: float) -> None:
+        self.stall = stall
+        self.t = time.monotonic()
+
+    def check(self) -> None:
+        idle = time.monotonic() - self.t
+        if idle > self.stall:
+            raise Stalled(f"no data from the server for {idle:.0f} s (only keep-alive bytes; stall window "
+                          f"{self.stall:g} s)")
+
+
+_NO_REDACTION = Redactor()
+
+
+async def read_sse(resp: httpx.Response, emit, hot: tuple, t0: int, *, redactor: Redactor | None = None,
+                   stall: float | None = None) -> RequestRecord:
+    """Parse the SSE body; ``hot`` = (lane, req, out, apply) lets token events skip ``emit``'s layers.
+
+    Token text passes ``redactor.token`` (escape sequences and control characters out, configured
+    secrets redacted; one regex search when there is nothing to do); text that is not a string is
+    ignored.  With ``stall``, a stream that makes no progress for that many seconds while bytes keep
+    coming fails with :class:`Stalled`.
+    """
     lane, req, out, apply = hot
     perf_ns = time.perf_counter_ns
+    clean = (redactor or _NO_REDACTION).token
+    progress = Progress(stall) if stall else None
+    mono = time.monotonic
     TOKEN = schema.TOKEN
     finish_reason = None
     usage: dict[str, Any] | None = None
     last_completion = 0
     chunks = 0
-    async for line in sse_lines(resp):  # bytes: orjson parses them without a decode step
+    async for line in sse_lines(resp, progress=progress):  # bytes: orjson parses them without a decode step
         if not line or line[:1] == b":":
             continue
         if not line.startswith(b"data:"):
@@ -75,29 +110,36 @@ async def read_sse(resp: httpx.Response, emit, hot: tuple, t0: int) -> RequestRe
             continue
         fr = choice.get("finish_reason")
         if fr:
-            finish_reason = fr
+            finish_reason = fr[:64] if type(fr) is str else _text(orjson.dumps(fr)[:64])
         delta = choice.get("delta")
         tok: dict[str, Any] | None = None
         if delta is not None and type(delta) is dict:  # chat
             content = delta.get("content")
+            if type(content) is not str:  # null, or odd but valid JSON (a number, a list): no text
+                content = None
             if content and "reasoning_content" not in delta and "reasoning" not in delta:
-                tok = {"text": content}  # the common case, decided in one look-up
+                tok = {"text": clean(content)}  # the common case, decided in one look-up
             else:
                 reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+                if type(reasoning) is not str:
+                    reasoning = None
                 if reasoning:
-                    tok = {"text": reasoning, "reasoning": True}
+                    tok = {"text": clean(reasoning), "reasoning": True}
                     if content:  # both in one chunk: record the content too
-                        tok["content"] = content
+                        tok["content"] = clean(content)
                 elif content:
-                    tok = {"text": content}
+                    tok = {"text": clean(content)}
                 else:
                     tools = delta.get("tool_calls")
                     if tools:
-                        tok = {"text": "", "tool_calls": tools}
+                        tok = {"text": "", "tool_calls": (redactor or _NO_REDACTION).scrub(tools, 16384)}
         else:  # completions
             text = choice.get("text")
-            if text:
-                tok = {"text": text}
+            if text and type(text) is str:
+                tok = {"text": clean(text)}
+        if tok is not None or n is not None:
+            if progress is not None:
+                progress.t = mono()
         if tok is not None:
             if n is not None:
                 tok["n"] = n
@@ -132,7 +174,7 @@ def _text(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
 
-async def sse_lines(resp: httpx.Response, limit: int = MAX_SSE_LINE):
+async def sse_lines(resp: httpx.Response, limit: int = MAX_SSE_LINE, *, progress: Progress | None = None):
     """The body's lines (LF, CRLF or CR ends) as bytes, without their line ends.
 
     Like httpx's ``aiter_lines`` but bounded: a line longer than *limit* bytes
@@ -143,6 +185,8 @@ async def sse_lines(resp: httpx.Response, limit: int = MAX_SSE_LINE):
     size = 0
     skip_lf = False
     async for chunk in resp.aiter_bytes():
+        if progress is not None:
+            progress.check()
         if skip_lf and chunk[:1] == b"\n":
             chunk = chunk[1:]
         skip_lf = False

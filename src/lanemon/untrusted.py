@@ -1,0 +1,287 @@
+"""Text that came from a lane, made harmless: inert on screen, redacted of secrets, bounded in size.
+
+Every byte a lane sends is untrusted (docs/SECURITY.md).  The client
+(:mod:`lanemon.client.http`) passes every server string through one
+:class:`Redactor` before it becomes an :class:`~lanemon.events.Event`, so the
+recorder, the share stream, the screens, reports and exports only ever see the
+cleaned text.  Pure functions, no IO, no Textual.
+
+- :func:`inert` removes terminal escape sequences (CSI, OSC, DCS, ...), C0/C1
+  control characters and bidi overrides, and cuts over-long text with ``…``.
+- :func:`markup_escape` makes text safe inside Textual/Rich markup (no
+  ``MarkupError``, no injected style) after making it inert.
+- :class:`Redactor` replaces configured secrets (API keys, header values, URL
+  passwords and sensitive query values, also URL-encoded, JSON-escaped or in a
+  Basic-auth header), URL userinfo, sensitive query parameters, ``Bearer ...``
+  values and well-known key shapes (``sk-...``, ``ghp_...``, JWTs, ...) with
+  ``[redacted]``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlsplit
+
+REDACTED = "[redacted]"
+ELLIPSIS = "…"
+
+MESSAGE_LIMIT = 500
+"""Server messages (error bodies, notes) are cut to this many characters."""
+ID_LIMIT = 200
+"""Model ids, request ids and other identifiers are cut to this many characters."""
+
+# -- inert -------------------------------------------------------------------------------------------
+
+_ESCAPE_SEQ = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]?"  # CSI (also unterminated)
+    r"|\x1b\][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"  # OSC ... BEL/ST (title, hyperlinks, clipboard)
+    r"|\x1b[PX^_][^\x1b\x9c]*(?:\x1b\\|\x9c)?"  # DCS, SOS, PM, APC ... ST
+    r"|\x1b[ -/]*[0-~]?"  # two-character and nF escapes (ESC c: full reset, ESC 7, ...)
+    r"|\x9b[0-?]*[ -/]*[@-~]?"  # 8-bit CSI
+    r"|[\x9d\x90\x98\x9e\x9f][^\x07\x1b\x9c]*(?:\x07|\x9c)?"  # 8-bit OSC, DCS, SOS, PM, APC
+)
+# C0 and C1 controls except tab/newline, DEL, bidi embeddings/overrides/isolates, line/paragraph separators
+_CONTROL_KEEP_NL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_CONTROL_ONE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_WHITESPACE_CONTROLS = re.compile(r"[\t\n\r\x0b\x0c\u2028\u2029]+")
+# text with none of these is already inert (the fast path: one search)
+_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_ONE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# token text keeps \r as well (it is the model's output; the screens make it inert when they show it)
+_UNSAFE_TOKEN = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_CONTROL_TOKEN = _UNSAFE_TOKEN
+
+
+def cut(text: str, limit: int | None) -> str:
+    """``text`` cut to at most ``limit`` characters, the last one an ellipsis when it was longer."""
+    if limit is None or len(text) <= limit:
+        return text
+    if limit <= 1:
+        return ELLIPSIS[:limit]
+    return text[: limit - 1] + ELLIPSIS
+
+
+def inert(text: Any, limit: int | None = None, *, newlines: bool = False) -> str:
+    """``text`` with escape sequences and control characters removed, cut to ``limit`` characters.
+
+    Without ``newlines`` the result is one line (tabs and line breaks become one space);
+    with it, ``\\n`` and ``\\t`` are kept (``\\r`` is dropped: it rewrites a terminal line).
+    Anything that is not a string is shown as ``str(value)`` first.
+    """
+    if not isinstance(text, str):
+        text = "" if text is None else str(text)
+    if limit is not None and len(text) > 4 * limit + 64:  # never scan megabytes to show a line
+        text = text[: 4 * limit + 64]
+    unsafe = _UNSAFE if newlines else _UNSAFE_ONE_LINE
+    if unsafe.search(text) is not None:
+        text = _ESCAPE_SEQ.sub("", text)
+        if newlines:
+            text = _CONTROL_KEEP_NL.sub("", text.replace("\r\n", "\n"))
+        else:
+            text = _CONTROL_ONE_LINE.sub("", _WHITESPACE_CONTROLS.sub(" ", text))
+    return cut(text, limit)
+
+
+def inert_token(text: str) -> str:
+    """Model output made inert but kept as faithful as possible: escape sequences and control
+    characters go, tab, newline and carriage return stay.  Cheap when there is nothing to do."""
+    if _UNSAFE_TOKEN.search(text) is None:
+        return text
+    return _CONTROL_TOKEN.sub("", _ESCAPE_SEQ.sub("", text))
+
+
+def markup_escape(text: Any) -> str:
+    """Arbitrary text made safe inside Textual markup (and inert).
+
+    Every ``[`` is escaped (``textual.markup.escape`` leaves ``[DONE]`` alone although the parser
+    eats it); a trailing backslash, which would escape the markup that follows, gets a zero-width
+    space after it.
+    """
+    out = inert(text, newlines=True).replace("[", "\\[")
+    if out.endswith("\\"):
+        out += "\u200b"
+    return out
+
+
+def rich_escape(text: Any, limit: int | None = None) -> str:
+    """Arbitrary text made safe inside Rich console markup (and inert, one line)."""
+    from rich.markup import escape
+
+    return escape(inert(text, limit))
+
+
+# -- redaction ---------------------------------------------------------------------------------------
+
+SENSITIVE_PARAMS = (
+    "key", "api_key", "api-key", "apikey", "x-api-key", "token", "access_token", "refresh_token", "id_token",
+    "auth", "auth_token", "authorization", "secret", "client_secret", "password", "passwd", "pwd", "sig",
+    "signature", "x-amz-signature", "x-goog-signature", "session", "sessionid", "credential", "credentials",
+    "code", "jwt",
+)
+_PARAMS = "|".join(re.escape(p) for p in sorted(SENSITIVE_PARAMS, key=len, reverse=True))
+# a value that looks like a credential: 8+ characters with a digit in them, or 24+ characters
+_VALUE = r"(?:(?=[{chars}]*\d)[{chars}]{{8,}}|[{chars}]{{24,}})"
+_GENERIC = [
+    # scheme://user:pass@host -> scheme://[redacted]@host
+    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]{1,15}://)[^/\s@\"'<>]+@"), r"\1" + REDACTED + "@"),
+    # ?api_key=...&token=... in any URL or form body
+    (re.compile(r"(?i)([?&;](?:" + _PARAMS + r")=)[^&#;\s\"'<>]*"), r"\1" + REDACTED),
+    # Authorization: Bearer xxx / Basic xxx / Token xxx
+    (re.compile(r"(?i)\b(bearer|basic)(\s+)" + _VALUE.format(chars=r"A-Za-z0-9._~+/=:-")), r"\1\2" + REDACTED),
+    # "api_key": "...", 'password'='...', secret: ...
+    (re.compile(r"(?i)([\"']?\b(?:api[_-]?key|x-api-key|access[_-]?token|auth[_-]?token|client[_-]?secret|secret|"
+                r"password|passwd|authorization)\b[\"']?\s*[:=]\s*[\"']?)(?!\[redacted\])(?:bearer\s+|basic\s+)?"
+                + _VALUE.format(chars=r"^\s\"',;&}<>")),
+     r"\1" + REDACTED),
+    # well-known key shapes: OpenAI/Anthropic-style sk-..., GitHub, Slack, AWS, Hugging Face, Google, JWTs
+    (re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{3,}[A-Za-z0-9]{8,}[A-Za-z0-9_-]*"), REDACTED),
+    (re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr|github_pat)_[A-Za-z0-9_]{20,}"), REDACTED),
+    (re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"), REDACTED),
+    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), REDACTED),
+    (re.compile(r"\bhf_[A-Za-z0-9]{20,}"), REDACTED),
+    (re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), REDACTED),
+    (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), REDACTED),
+]
+_GENERIC_HINT = re.compile(r"(?i)://|[?&;]|bearer|basic|token|apikey|key|secret|passw|authorization|sk-|pk-|rk-|"
+                           r"gh[pousr]_|github_pat|xox|AKIA|ASIA|hf_|AIza|eyJ")
+
+MIN_SECRET = 6
+"""Configured values shorter than this are not searched for (they would redact ordinary words)."""
+
+
+def _variants(secret: str) -> set[str]:
+    out = {secret, quote(secret, safe=""), json.dumps(secret)[1:-1]}
+    return {v for v in out if len(v) >= MIN_SECRET}
+
+
+def url_secrets(url: str) -> list[str]:
+    """The secrets a URL carries: its userinfo (user, password, ``user:password`` and its Basic-auth
+    base64) and the values of its sensitive query parameters."""
+    try:
+        parts = urlsplit(url)
+        user, password = parts.username, parts.password
+    except ValueError:
+        return []
+    out: list[str] = []
+    if password:
+        out.append(password)
+        pair = f"{user or ''}:{password}"
+        out += [pair, base64.b64encode(pair.encode()).decode()]
+    if user:
+        out.append(user)
+    sensitive = {p.lower() for p in SENSITIVE_PARAMS}
+    for name, value in parse_qsl(parts.query, keep_blank_values=False):
+        if name.lower() in sensitive and value:
+            out.append(value)
+    return out
+
+
+class Redactor:
+    """Replaces secrets in server text with ``[redacted]``.
+
+    ``secrets`` are exact values to remove wherever they appear (configured API keys, header
+    values, URL credentials); the generic patterns (URL userinfo, sensitive query parameters,
+    bearer values, well-known key shapes) apply to every text.  Token text (model output) is only
+    searched for the exact secrets: the generic patterns would rewrite ordinary code a model writes.
+    """
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        values: set[str] = set()
+        for secret in secrets:
+            if isinstance(secret, str) and len(secret) >= MIN_SECRET:
+                values |= _variants(secret)
+        self.secrets = tuple(sorted(values, key=len, reverse=True))
+        self._literal = re.compile("|".join(re.escape(s) for s in self.secrets)) if self.secrets else None
+        # model output: control characters or an exact secret (one search on the hot path)
+        token_alternatives = [_UNSAFE_TOKEN.pattern] + [re.escape(s) for s in self.secrets]
+        self._token_hint = re.compile("|".join(token_alternatives))
+
+    @classmethod
+    def for_lane(cls, lane: Any) -> "Redactor":
+        """The redactor of one lane (a :class:`~lanemon.config.LaneConfig`): its key, its header
+        values and the credentials in its URL."""
+        return cls(lane_secrets([lane]))
+
+    def redact(self, text: str) -> str:
+        """``text`` with every secret and secret-looking value replaced by ``[redacted]``."""
+        if self._literal is not None:
+            text = self._literal.sub(REDACTED, text)
+        if _GENERIC_HINT.search(text) is not None:
+            for pattern, repl in _GENERIC:
+                text = pattern.sub(repl, text)
+        return text
+
+    __call__ = redact
+
+    def text(self, value: Any, limit: int | None = MESSAGE_LIMIT, *, newlines: bool = False) -> str:
+        """A server string as it may be recorded and shown: inert, redacted, at most ``limit`` long."""
+        if not isinstance(value, str):
+            value = "" if value is None else str(value)
+        if limit is not None and len(value) > 4 * limit + 256:
+            value = value[: 4 * limit + 256]
+        return inert(self.redact(inert(value, None, newlines=newlines)), limit, newlines=newlines)
+
+    def ident(self, value: Any) -> str:
+        """An identifier from the server (model id, request id): one line, at most ``ID_LIMIT``."""
+        return self.text(value, ID_LIMIT)
+
+    def token(self, text: str) -> str:
+        """Model output: control characters and escape sequences removed, exact secrets redacted;
+        the common case (nothing to do) costs one regex search."""
+        if self._token_hint.search(text) is None:
+            return text
+        text = inert_token(text)
+        return self._literal.sub(REDACTED, text) if self._literal is not None else text
+
+    def scrub(self, value: Any, limit: int = MESSAGE_LIMIT, *, depth: int = 0) -> Any:
+        """A JSON-like value from the server (tool calls, odd fields) with every string made inert
+        and redacted; bounded in depth (6), items (64 per container) and string length."""
+        if value is None or isinstance(value, (bool, int, float)):
+            return value
+        if isinstance(value, str):
+            return self.text(value, limit, newlines=True)
+        if depth >= 6:
+            return ELLIPSIS
+        if isinstance(value, dict):
+            out: dict[str, Any] = {}
+            for i, (k, v) in enumerate(value.items()):
+                if i >= 64:
+                    out[ELLIPSIS] = f"{len(value) - 64} more"
+                    break
+                out[self.text(k, ID_LIMIT)] = self.scrub(v, limit, depth=depth + 1)
+            return out
+        if isinstance(value, (list, tuple)):
+            items = [self.scrub(v, limit, depth=depth + 1) for v in value[:64]]
+            if len(value) > 64:
+                items.append(f"{ELLIPSIS} {len(value) - 64} more")
+            return items
+        return self.text(value, limit)
+
+
+def lane_secrets(lanes: Iterable[Any]) -> list[str]:
+    """Every secret the given lanes (:class:`~lanemon.config.LaneConfig`) carry: API keys (from their
+    environment variables), header values, URL credentials and sensitive query values."""
+    out: list[str] = []
+    for lane in lanes:
+        try:
+            key = lane.api_key()
+        except Exception:
+            key = None
+        if key:
+            out.append(key)
+        for name, value in (getattr(lane, "headers", None) or {}).items():
+            if isinstance(value, str):
+                out.append(value)
+                scheme, _, rest = value.partition(" ")  # "Bearer xyz": the token alone, too
+                if rest and scheme.lower() in ("bearer", "basic", "token"):
+                    out.append(rest.strip())
+        out += url_secrets(getattr(lane, "url", "") or "")
+    return out
+
+
+PUBLIC = Redactor()
+"""A redactor with no configured secrets: the generic patterns only."""
