@@ -66,7 +66,8 @@ class Monitors:
     async def metrics_loop(self, client) -> None:
         from lanemon.client.prom import MetricsScraper
 
-        scraper = MetricsScraper(client.lane.name, client.lane.url, client.http, clock=self.clock, emit=self.emit)
+        scraper = MetricsScraper(client.lane.name, client.lane.url, client.http, clock=self.clock, emit=self.emit,
+                                 redactor=getattr(client, "redactor", None))
         while not self._stop.is_set():
             if not self.paused():
                 await scraper.scrape()

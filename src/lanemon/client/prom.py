@@ -201,6 +201,10 @@ def metrics_url(lane_url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path + "/metrics", "", ""))
 
 
+METRICS_BODY_LIMIT = 8 << 20
+"""A /metrics body larger than this is not read (vLLM's and SGLang's are well under 1 MiB)."""
+
+
 class MetricsScraper:
     """Scrapes one lane's ``/metrics``; each :meth:`scrape` emits one ``server_metrics`` event.
 
@@ -211,9 +215,13 @@ class MetricsScraper:
     """
 
     def __init__(self, lane: str, url: str, http: httpx.AsyncClient, *, clock: Clock,
-                 emit: Callable[[Event], None], timeout: float = 5.0) -> None:
+                 emit: Callable[[Event], None], timeout: float = 5.0, redactor: Any = None) -> None:
+        from lanemon.untrusted import Redactor, url_secrets
+
         self.lane = lane
         self.url = metrics_url(url)
+        self.redactor = redactor or Redactor(url_secrets(url))
+        """Server text in the event (label values, parse errors) passes this (docs/SECURITY.md)."""
         self.http = http
         self.clock = clock
         self.emit = emit
@@ -226,8 +234,11 @@ class MetricsScraper:
         start = self.clock.now()
         data: dict[str, Any]
         try:
-            resp = await self.http.get(self.url, timeout=httpx.Timeout(self.timeout),
-                                       headers={"Accept": "text/plain;version=0.0.4;q=1,*/*;q=0.1"})
+            from lanemon.client.http import get_bounded
+
+            resp, body = await get_bounded(self.http, "GET", self.url, limit=METRICS_BODY_LIMIT,
+                                           deadline=2 * self.timeout, timeout=httpx.Timeout(self.timeout),
+                                           headers={"Accept": "text/plain;version=0.0.4;q=1,*/*;q=0.1"})
             t = self.clock.now()
             latency = (t - start) / 1e9
             if resp.status_code in (404, 410):
@@ -238,14 +249,15 @@ class MetricsScraper:
                 data = {"ok": False, "status": resp.status_code, "cls": schema.ERR_HTTP,
                         "message": f"/metrics: HTTP {resp.status_code}"}
             else:
-                data = self._read(resp.text, t, latency)
+                data = self._read(body.decode("utf-8", "replace"), t, latency)
         except asyncio.CancelledError:
             raise
-        except httpx.HTTPError as exc:
+        except Exception as exc:  # transport errors, a body over the cap, the deadline
             from lanemon.client.http import describe_exception
 
             cls, message = describe_exception(exc, self.url)
             data = {"ok": False, "cls": cls, "message": message}
+        data = self.redactor.scrub(data, 300, items=512)
         self.emit(Event(self.clock.now(), schema.SERVER_METRICS, self.lane, None, data))
         return data
 
