@@ -237,9 +237,9 @@ class Redactor:
         text = inert_token(text)
         return self._literal.sub(REDACTED, text) if self._literal is not None else text
 
-    def scrub(self, value: Any, limit: int = MESSAGE_LIMIT, *, depth: int = 0) -> Any:
+    def scrub(self, value: Any, limit: int = MESSAGE_LIMIT, *, items: int = 64, depth: int = 0) -> Any:
         """A JSON-like value from the server (tool calls, odd fields) with every string made inert
-        and redacted; bounded in depth (6), items (64 per container) and string length."""
+        and redacted; bounded in depth (6), ``items`` per container and string length."""
         if value is None or isinstance(value, (bool, int, float)):
             return value
         if isinstance(value, str):
@@ -249,16 +249,16 @@ class Redactor:
         if isinstance(value, dict):
             out: dict[str, Any] = {}
             for i, (k, v) in enumerate(value.items()):
-                if i >= 64:
-                    out[ELLIPSIS] = f"{len(value) - 64} more"
+                if i >= items:
+                    out[ELLIPSIS] = f"{len(value) - items} more"
                     break
-                out[self.text(k, ID_LIMIT)] = self.scrub(v, limit, depth=depth + 1)
+                out[self.text(k, ID_LIMIT)] = self.scrub(v, limit, items=items, depth=depth + 1)
             return out
         if isinstance(value, (list, tuple)):
-            items = [self.scrub(v, limit, depth=depth + 1) for v in value[:64]]
-            if len(value) > 64:
-                items.append(f"{ELLIPSIS} {len(value) - 64} more")
-            return items
+            kept = [self.scrub(v, limit, items=items, depth=depth + 1) for v in value[:items]]
+            if len(value) > items:
+                kept.append(f"{ELLIPSIS} {len(value) - items} more")
+            return kept
         return self.text(value, limit)
 
 
