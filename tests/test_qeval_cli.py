@@ -288,3 +288,22 @@ def test_report_compare_export_never_run_a_recordings_code(tmp_path, monkeypatch
     assert main(["qeval", "rescore", str(rec), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["tasks"]["code_fizzbuzz"]["passed"] is True
     assert list(watch.iterdir()) == []
+
+
+def test_a_truncated_stream_is_not_scored_as_a_reply(tmp_path, capsys):
+    """Tokens, then [DONE] without a finish_reason: a request failure, not a reply to score."""
+    from scripted_server import ScriptedServer, json_response, sse_head
+
+    reply = json.dumps({"choices": [{"index": 0, "delta": {"content": "Answer: 42"}}]}).encode()
+    sse = [sse_head(), b"data: " + reply + b"\n\ndata: [DONE]\n\n"]
+    models = json_response(200, b'{"object": "list", "data": [{"id": "m"}]}')
+    with ScriptedServer({"/v1/models": [models], "/v1/chat/completions": sse}) as srv:
+        assert main(["qeval", "run", "T", "--lane", f"T={srv.url}", "--tasks", "math_m1", "--json",
+                     "--no-record"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    from lanemon.measure.records import RequestRecord
+
+    if not hasattr(RequestRecord, "outcome"):
+        pytest.skip("this lanemon has no request outcomes yet")
+    assert res["tasks"]["math_m1"]["passed"] is False
+    assert res["tasks"]["math_m1"]["reason"] == "request failed: the stream ended without a finish_reason (truncated)"

@@ -52,6 +52,8 @@ def score_record(task: Task, rec: RequestRecord, limits: SandboxLimits | None) -
     if rec.error is not None:
         return {"passed": False,
                 "reason": f"request failed: {rec.error.get('message') or rec.error.get('cls') or 'error'}"[:MAX_REASON]}
+    if getattr(rec, "outcome", None) == "truncated":  # not a clean completion: never scored as one
+        return {"passed": False, "reason": "request failed: the stream ended without a finish_reason (truncated)"}
     try:
         passed, reason = score(task, rec.text, limits)
     except SandboxUnavailable as exc:
