@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from lanemon.config import LaneConfig
+from lanemon.config import LaneConfig, public_url
 from lanemon.client.http import LaneClient
 from lanemon.measure.metrics import request_metrics
 from lanemon.events import Clock, Event
@@ -27,6 +27,17 @@ TOOL = {
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
     },
 }
+
+
+def first_choice(obj: Any) -> dict[str, Any] | None:
+    """``obj["choices"][0]`` of a non-streaming answer when it is an object, else None (odd but valid
+    JSON -- ``choices: [null]``, a list body, a string -- never raises)."""
+    if not isinstance(obj, dict):
+        return None
+    choices = obj.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return None
+    return choices[0]
 
 
 @dataclass
@@ -63,12 +74,13 @@ class CheckReport:
 async def run_check(lane: LaneConfig, *, max_tokens: int = 24) -> CheckReport:
     events: list[Event] = []
     client = LaneClient(lane, clock=Clock(), emit=events.append, connect_timeout=5.0, stall_timeout=60.0)
+    url = public_url(lane.url)  # never the credentials or the query
     checks: list[CheckResult] = []
     try:
         probe = await client.probe_models()
         if not probe.get("ok"):
             checks.append(CheckResult("models", False, True, probe.get("message", "no answer")))
-            return CheckReport(lane.name, lane.url, lane.model, checks)
+            return CheckReport(lane.name, url, client.model, checks)
         checks.append(CheckResult("models", True, True,
                                   f"{len(probe['models'])} model(s), using {probe['model']} "
                                   f"({probe['latency_s'] * 1000:.0f} ms)"))
@@ -80,10 +92,9 @@ async def run_check(lane: LaneConfig, *, max_tokens: int = 24) -> CheckReport:
         status, obj, secs, err = await client.post_json("completions", body)
         text = None
         if err is None:
-            try:
-                text = obj["choices"][0]["text"]
-            except (KeyError, IndexError, TypeError):
-                err = "response has no choices[0].text"
+            text = (first_choice(obj) or {}).get("text")
+            if not isinstance(text, str):
+                err = "response has no choices[0].text string"
         checks.append(CheckResult("completion", err is None and bool(text), True,
                                   err or f"{len(text or '')} chars in {secs:.2f} s"))
         # 2/3. streaming completion and chat; 4. usage
@@ -122,9 +133,9 @@ async def run_check(lane: LaneConfig, *, max_tokens: int = 24) -> CheckReport:
         body["stream"] = False
         body.pop("stream_options", None)
         status, obj, secs, err = await client.post_json("completions", body)
-        ok = err is None and isinstance(obj, dict) and bool((obj.get("choices") or [{}])[0].get("logprobs"))
+        ok = err is None and bool((first_choice(obj) or {}).get("logprobs"))
         checks.append(CheckResult("logprobs", ok, False,
                                   "token logprobs returned" if ok else (err or "accepted, but no logprobs in the answer")))
-        return CheckReport(lane.name, lane.url, client.model, checks)
+        return CheckReport(lane.name, url, client.model, checks)
     finally:
         await client.aclose()
