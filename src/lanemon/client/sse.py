@@ -131,7 +131,7 @@ async def read_sse(resp: httpx.Response, emit, hot: tuple, t0: int, *, redactor:
                     tok = {"text": clean(content)}
                 else:
                     tools = delta.get("tool_calls")
-                    if tools:
+                    if tools and type(tools) is list:
                         tok = {"text": "", "tool_calls": (redactor or _NO_REDACTION).scrub(tools, 16384)}
         else:  # completions
             text = choice.get("text")
