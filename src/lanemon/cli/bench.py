@@ -68,6 +68,9 @@ def register(sub: argparse._SubParsersAction) -> None:
             q.add_argument("--lengths", default=default, metavar="N,...",
                            help=f"prompt lengths in the lane's tokens, 8k style allowed (default {default})")
             q.add_argument("--seed", type=int, default=None, help="seed for nonces, keys and depths (default random)")
+            q.add_argument("--max-context", default=None, metavar="N",
+                           help="the lanes' context in tokens: calibration stays inside it and longer lengths are "
+                                "not sent (default: max_model_len from each lane's /v1/models, when it says)")
             if kind == "prefill":
                 q.add_argument("--no-cache-check", action="store_true",
                                help="do not repeat each length's prompt to look for a prefix-cache hit")
@@ -146,6 +149,7 @@ def build_options(args: argparse.Namespace):
         else:
             kw["lengths"] = _ints(args.lengths, "--lengths")
             kw["seed"] = args.seed
+            kw["max_context"] = _positive(args.max_context, "--max-context")
             if kind == "prefill":
                 kw["cache_check"] = not args.no_cache_check
         return BenchOptions(**kw)
@@ -291,7 +295,13 @@ def _headless(run, args: argparse.Namespace) -> int:
 
         render(result, Console(), time_scale=getattr(args, "time_scale", None) if getattr(args, "demo", False)
                else None)
-    return EXIT_INTERRUPTED if interrupted or result.get("interrupted") else EXIT_OK
+    if interrupted or result.get("interrupted"):
+        return EXIT_INTERRUPTED
+    failed = {name: lane["error"] for name, lane in (result.get("lanes") or {}).items()
+              if run.kind in ("prefill", "needles") and isinstance(lane, dict) and lane.get("error")}
+    for name, why in failed.items():  # a failed calibration or a length the lane cannot take
+        err(f"lane {name}: {why}")
+    return EXIT_FAIL if failed else EXIT_OK
 
 
 # ---------------------------------------------------------------------------

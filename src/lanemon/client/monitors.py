@@ -33,6 +33,7 @@ class Monitors:
         self.paused = paused
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
+        self._scrapers: list = []  # every lane's scraper, for one last scrape at stop()
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -50,6 +51,10 @@ class Monitors:
     async def stop(self) -> None:
         self._stop.set()
         await self._finish()
+        # one last scrape per lane once the loops are gone, so server-side deltas cover the whole run
+        scrapers, self._scrapers = self._scrapers, []
+        await asyncio.gather(*(s.scrape() for s in scrapers if s.available and not self.paused()),
+                             return_exceptions=True)
 
     async def _finish(self) -> None:
         tasks, self._tasks = self._tasks, []
@@ -68,6 +73,7 @@ class Monitors:
 
         scraper = MetricsScraper(client.lane.name, client.lane.url, client.http, clock=self.clock, emit=self.emit,
                                  redactor=getattr(client, "redactor", None))
+        self._scrapers.append(scraper)
         while not self._stop.is_set():
             if not self.paused():
                 await scraper.scrape()

@@ -100,6 +100,72 @@ SGLANG: dict[str, tuple[tuple[str, ...], str]] = {
 }
 ENGINES = {"vllm": VLLM, "sglang": SGLANG}
 
+VLLM.update({
+    "prompt_tokens_cached_total": (("vllm:prompt_tokens_cached_total",), "sum"),
+    "preemptions_total": (("vllm:num_preemptions_total",), "sum"),
+    "requests_success_total": (("vllm:request_success_total",), "sum"),
+})
+SGLANG.update({
+    "requests_success_total": (("sglang:num_requests_total",), "sum"),
+    "preemptions_total": (("sglang:num_retracted_reqs_total",), "sum"),
+    "kv_capacity_tokens": (("sglang:max_total_num_tokens",), "max"),
+})
+
+#: Latency histograms (seconds): our key -> candidate family names per engine.  Their ``_sum`` and
+#: ``_count`` are mapped as ``<key>_sum`` / ``<key>_count``; ``measure.server.server_timings`` turns two scrapes
+#: into means over the requests that ended in between (docs/SERVER_METRICS.md).
+HISTOGRAMS: dict[str, dict[str, tuple[str, ...]]] = {
+    "vllm": {"ttft": ("vllm:time_to_first_token_seconds",), "itl": ("vllm:inter_token_latency_seconds",
+                                                                   "vllm:time_per_output_token_seconds"),
+             "tpot": ("vllm:request_time_per_output_token_seconds",), "e2e": ("vllm:e2e_request_latency_seconds",),
+             "queue": ("vllm:request_queue_time_seconds",), "prefill": ("vllm:request_prefill_time_seconds",),
+             "decode": ("vllm:request_decode_time_seconds",), "inference": ("vllm:request_inference_time_seconds",)},
+    "sglang": {"ttft": ("sglang:time_to_first_token_seconds",), "itl": ("sglang:inter_token_latency_seconds",),
+               "e2e": ("sglang:e2e_request_latency_seconds",), "queue": ("sglang:queue_time_seconds",)},
+}
+#: Counters split by a label: (family, label, label value) -> our key.
+BY_LABEL: dict[str, dict[str, tuple[str, str, str]]] = {
+    "vllm": {"prompt_tokens_computed_total": ("vllm:prompt_tokens_by_source_total", "source", "local_compute"),
+             "prompt_tokens_hit_total": ("vllm:prompt_tokens_by_source_total", "source", "local_cache_hit")},
+}
+FINISH_COUNTERS = {"vllm": ("vllm:request_success_total", "finished_reason")}
+
+
+def _labelled(samples: Samples, engine: str) -> dict[str, Any]:
+    """Histogram sums/counts, by-label counters, finish reasons and KV capacity of one scrape."""
+    out: dict[str, Any] = {}
+    for key, names in HISTOGRAMS.get(engine, {}).items():
+        for name in names:
+            s, c = samples.get(name + "_sum"), samples.get(name + "_count")
+            if s and c:
+                out[key + "_sum"] = sum(v for _, v in s if not math.isnan(v))
+                out[key + "_count"] = sum(v for _, v in c if not math.isnan(v))
+                break
+    for key, (name, label, value) in BY_LABEL.get(engine, {}).items():
+        vals = [v for labels, v in samples.get(name, []) if labels.get(label) == value and not math.isnan(v)]
+        if vals:
+            out[key] = sum(vals)
+    if engine in FINISH_COUNTERS:
+        name, label = FINISH_COUNTERS[engine]
+        by: dict[str, float] = {}
+        for labels, v in samples.get(name, []):
+            if not math.isnan(v):
+                by[str(labels.get(label, "?"))[:32]] = by.get(str(labels.get(label, "?"))[:32], 0.0) + v
+        if by:
+            out["requests_by_finish"] = dict(list(by.items())[:16])
+    for labels, _ in samples.get("vllm:cache_config_info", [])[:1] if engine == "vllm" else []:
+        try:
+            block = int(labels["block_size"])
+            out["block_size"] = block
+            blocks = labels.get("num_gpu_blocks_override")
+            blocks = int(blocks) if blocks not in (None, "None", "") else int(labels.get("num_gpu_blocks", ""))
+            out["kv_blocks"] = blocks
+            out["kv_capacity_tokens"] = block * blocks
+        except (KeyError, ValueError):
+            pass
+        out["prefix_caching"] = labels.get("enable_prefix_caching") == "True"
+    return out
+
 
 def detect_engine(samples: Samples) -> str | None:
     """``"vllm"``, ``"sglang"`` or None from the metric names present (the one with more known names wins)."""
@@ -140,6 +206,7 @@ def map_engine(samples: Samples, engine: str | None = None) -> dict[str, Any]:
                 break
     if "prefix_hits_total" in out and "prefix_queries_total" not in out and "prompt_tokens_total" in out:
         out["prefix_queries_total"] = out["prompt_tokens_total"]
+    out.update(_labelled(samples, engine))
     return out
 
 
@@ -154,7 +221,8 @@ class RateTracker:
     last_t: int | None = None
     last: dict[str, float] = field(default_factory=dict)
 
-    COUNTERS = ("prompt_tokens_total", "generation_tokens_total", "prefix_hits_total", "prefix_queries_total")
+    COUNTERS = ("prompt_tokens_total", "generation_tokens_total", "prefix_hits_total", "prefix_queries_total",
+                "prompt_tokens_computed_total")
 
     def update(self, t_ns: int, mapped: dict[str, Any]) -> dict[str, float]:
         """Derived figures for this scrape: ``prompt_tok_s``, ``gen_tok_s``, ``prefix_hit_rate``."""
@@ -173,6 +241,8 @@ class RateTracker:
                 out["prompt_tok_s"] = inc["prompt_tokens_total"] / dt
             if "generation_tokens_total" in inc:
                 out["gen_tok_s"] = inc["generation_tokens_total"] / dt
+            if "prompt_tokens_computed_total" in inc:  # prefill actually computed (cache hits apart)
+                out["prompt_compute_tok_s"] = inc["prompt_tokens_computed_total"] / dt
         hits, queries = inc.get("prefix_hits_total"), inc.get("prefix_queries_total")
         if hits is not None and queries:
             out["prefix_hit_rate"] = max(0.0, min(1.0, hits / queries))

@@ -17,6 +17,7 @@ from lanemon.config import LaneConfig, public_url
 from lanemon.client.http import LaneClient
 from lanemon.measure.metrics import request_metrics
 from lanemon.events import Clock, Event
+from lanemon.workloads.toolcalls import ToolCall, call_problem, merge_tool_deltas
 
 CHECK_PROMPT = "Name three colours of the sea, separated by commas."
 TOOL = {
@@ -69,6 +70,18 @@ class CheckReport:
             "passed": self.passed,
             "checks": [asdict(c) for c in self.checks],
         }
+
+
+def tool_check(calls: list[ToolCall]) -> CheckResult:
+    """Passed only when a call came back and every call names the tool with arguments that parse as a
+    JSON object fitting its schema (``"38"`` is not a call of ``get_weather(city)``)."""
+    if not calls:
+        return CheckResult("tools", False, False, "accepted, but no tool call came back")
+    for call in calls:
+        why = call_problem(call, [TOOL])
+        if why:
+            return CheckResult("tools", False, False, f"tool call returned, but unusable: {why}")
+    return CheckResult("tools", True, False, f"{len(calls)} tool call(s) of get_weather, arguments match the schema")
 
 
 async def run_check(lane: LaneConfig, *, max_tokens: int = 24) -> CheckReport:
@@ -124,10 +137,8 @@ async def run_check(lane: LaneConfig, *, max_tokens: int = 24) -> CheckReport:
         if rec.error:
             checks.append(CheckResult("tools", False, False, rec.error.get("message", "failed")))
         else:
-            called = rec.finish_reason == "tool_calls" or any(
-                ev.data.get("tool_calls") for ev in events if ev.req == rec.req)
-            checks.append(CheckResult("tools", called, False,
-                                      "tool call returned" if called else "accepted, but no tool call came back"))
+            checks.append(tool_check(merge_tool_deltas(
+                d for ev in events if ev.req == rec.req for d in (ev.data.get("tool_calls") or []))))
         # 6. logprobs (reported, not required)
         body = client.build_body("completions", prompt=CHECK_PROMPT, max_tokens=4, extra={"temperature": 0, "logprobs": 1})
         body["stream"] = False

@@ -41,12 +41,19 @@ async def run(h, opts: BenchOptions) -> None:
     lengths = opts.lengths_for(BENCH)
 
     async def one_lane(lane: str, lane_rng: random.Random) -> None:
-        tpc = await prefill.calibrate(h, lane, opts, lane_rng, BENCH)
+        tpc = await prefill.calibrate(h, lane, opts, lane_rng, BENCH, lengths)
+        if tpc is None:  # calibration failed: its cell says why
+            return
+        ctx, source = prefill.lane_context(h, lane, opts)
         for length in lengths:
             for rep in range(opts.reps):
                 cell = prefill.cell_id(lane, length, rep)
                 keys = {"part": "length", "length": length, "rep": rep}
                 h.mark("cell", lane=lane, bench=BENCH, phase="start", cell=cell, **keys)
+                if not prefill.fits(length, ctx):
+                    h.mark("cell", lane=lane, bench=BENCH, phase="end", cell=cell, errors=0, skipped=True,
+                           error=prefill.beyond_context(length, ctx, source), **keys)
+                    continue
                 key = new_key(lane_rng)
                 text, depth = needle_prompt(chars_for_tokens(length, tpc), key, lane_rng.uniform(*DEPTH_RANGE),
                                             lane_rng)
@@ -125,6 +132,14 @@ def needle_results(events: Iterable[Event], *, in_progress: bool = False) -> dic
             order.append(lane)
     lanes = {lane: {"lengths": {str(n): _length_result(by[lane][n]) for n in sorted(by[lane])}}
              for lane in order if lane in by}
+    for c in marks.cells.values():  # calibration failures and lengths beyond the context: said, not dropped
+        end = c.get("end") or {}
+        if end.get("error") and (end.get("skipped") or c.get("part") == "calibrate"):
+            lane = lanes.setdefault(c["lane"], {"lengths": {}})
+            lane.setdefault("error", str(end["error"]))
+            if end.get("skipped") and c.get("length") is not None:
+                lane["lengths"].setdefault(str(c["length"]), {"found": None, "skipped": True, "error": str(end["error"]),
+                                                              "runs_count": 0, "found_count": 0})
     out: dict[str, Any] = {"bench": BENCH, "lanes": lanes}
     out.update(run_state(marks, in_progress))
     out["config"] = marks.config

@@ -78,6 +78,7 @@ class BenchOptions:
     prompt_set: PromptSet | None = None  # None: the shipped set
     seed: int | None = None  # nonces, keys and depths (None: fresh randomness)
     cache_check: bool = True  # prefill: repeat each length's first prompt once
+    max_context: int | None = None  # prefill/needles: --max-context (else the lane's /v1/models max_model_len)
     per_category: bool = True  # decode: per-category C1 phase after the ladder
     time_scale: float | None = None  # --demo only; recorded for reference
     thinking: bool | None = None  # --thinking on|off: chat_template_kwargs.thinking per request (None: lane default)
@@ -144,6 +145,8 @@ class BenchOptions:
             cfg["lengths"] = self.lengths_for(kind)
             if kind == "prefill":
                 cfg["cache_check"] = self.cache_check
+            if self.max_context is not None:
+                cfg["max_context"] = self.max_context
         if self.seed is not None:
             cfg["seed"] = self.seed
         if self.time_scale is not None:
@@ -436,4 +439,6 @@ class BenchRun:
 
     def results(self) -> dict[str, Any]:
         """The bench's JSON computed from the events so far (see docs/JSON.md)."""
-        return self._module.results(self.events, in_progress=not self.finished)
+        from lanemon.measure.server import attach_server_views
+
+        return attach_server_views(self._module.results(self.events, in_progress=not self.finished), self.events)

@@ -32,8 +32,7 @@ import asyncio
 import json
 import random
 import secrets
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 from lanemon import events as schema
@@ -43,37 +42,11 @@ from lanemon.workloads.gauntlet.config import (BENCH, READ_FILE_TOOL, STATUS, Ga
 from lanemon.workloads.gauntlet.results import gauntlet_results
 from lanemon.workloads.gauntlet.sandbox import ToolResult, make_chain
 from lanemon.workloads.harness import Harness
+from lanemon.workloads.toolcalls import ToolCall, merge_tool_deltas
 
 # ---------------------------------------------------------------------------
 # Tool calls
 # ---------------------------------------------------------------------------
-
-
-@dataclass
-class _Call:
-    id: str = ""
-    name: str = ""
-    arguments: str = ""
-
-
-def merge_tool_deltas(deltas: Iterable[Any]) -> list[_Call]:
-    """OpenAI streaming tool-call deltas (by ``index``) merged into whole calls."""
-    calls: dict[int, _Call] = {}
-    for delta in deltas:
-        if not isinstance(delta, dict):
-            continue
-        idx = delta.get("index", 0)
-        idx = idx if isinstance(idx, int) else 0
-        call = calls.setdefault(idx, _Call())
-        if isinstance(delta.get("id"), str) and delta["id"]:
-            call.id = delta["id"]
-        fn = delta.get("function")
-        if isinstance(fn, dict):
-            if isinstance(fn.get("name"), str) and fn["name"] and not call.name:
-                call.name = fn["name"]
-            if isinstance(fn.get("arguments"), str):
-                call.arguments += fn["arguments"]
-    return [calls[i] for i in sorted(calls)]
 
 
 def parse_path_argument(arguments: str) -> tuple[str | None, str | None]:
@@ -214,7 +187,7 @@ class GauntletRun:
         self._say(f"{lane} rep {rep + 1}/{cfg.reps}: {verdict}, {tool_calls} tool calls, {wall:.2f} s")
 
     @staticmethod
-    def _execute(sandbox: Any, call: _Call) -> tuple[ToolResult, bool, str | None]:
+    def _execute(sandbox: Any, call: ToolCall) -> tuple[ToolResult, bool, str | None]:
         """Run one call against the sandbox: (result, malformed?, path asked for)."""
         if call.name != "read_file":
             return ToolResult(False, f"error: unknown tool {call.name!r}; the only tool is read_file",
