@@ -28,16 +28,20 @@ import httpx
 import orjson
 
 from lanemon import __version__
-from lanemon.config import LaneConfig
+from lanemon.config import LaneConfig, endpoint_url, public_url
 from lanemon import events as schema
 from lanemon.events import Clock, Event
 from lanemon.measure.records import Assembler, RequestRecord
-from lanemon.client.sse import MAX_SSE_LINE, SSELineTooLong, read_sse, sse_lines  # noqa: F401 (re-exported)
+from lanemon.client.sse import MAX_SSE_LINE, SSELineTooLong, Stalled, _size, read_sse, sse_lines  # noqa: F401
+from lanemon.untrusted import ID_LIMIT, MESSAGE_LIMIT, PUBLIC, Redactor
 
 Emit = Callable[[Event], None]
 
 PROMPT_RECORD_LIMIT = 4096  # prompts up to this many characters are kept in the recording
 ERROR_BODY_LIMIT = 64 * 1024
+MODELS_BODY_LIMIT = 4 << 20  # a /models answer larger than this is refused (hundreds of models fit)
+JSON_BODY_LIMIT = 32 << 20  # a non-streaming answer larger than this is refused
+PROBE_DEADLINE = 30.0  # seconds a /models probe may take in all, however slowly the body drips
 ENDPOINTS = {"chat": "/chat/completions", "completions": "/completions"}
 
 
@@ -65,10 +69,46 @@ def error_message_from_body(body: bytes, status: int) -> str:
     return first[:300] or f"HTTP {status} with an empty body"
 
 
+class BodyTooLarge(Exception):
+    """A non-streaming body passed its size cap; the client stopped reading it (class malformed)."""
+
+
+async def read_capped(resp: httpx.Response, limit: int) -> bytes:
+    """The whole body of ``resp``, or :class:`BodyTooLarge` as soon as it passes ``limit`` bytes."""
+    buf = bytearray()
+    async for chunk in resp.aiter_bytes():
+        buf += chunk
+        if len(buf) > limit:
+            raise BodyTooLarge(f"response body larger than {_size(limit)}: stopped reading it")
+    return bytes(buf)
+
+
+async def get_bounded(http: httpx.AsyncClient, method: str, url: str, *, limit: int, deadline: float,
+                      **kw: Any) -> tuple[httpx.Response, bytes]:
+    """One non-streaming call whose body is capped at ``limit`` bytes (an error body at
+    ``ERROR_BODY_LIMIT``, cut, not refused) and which ends within ``deadline`` seconds
+    (:class:`TimeoutError`) however the server keeps it alive."""
+    async with asyncio.timeout(deadline):
+        async with http.stream(method, url, **kw) as resp:
+            if resp.status_code >= 400:
+                return resp, await _read_bounded(resp, ERROR_BODY_LIMIT)
+            return resp, await read_capped(resp, limit)
+
+
 def describe_exception(exc: BaseException, url: str) -> tuple[str, str]:
-    """(error class, one-line message) for a transport exception."""
-    if isinstance(exc, SSELineTooLong):
+    """(error class, one-line message) for a transport exception; the URL is quoted without its
+    credentials or query, and the message is inert and redacted."""
+    cls, msg = _describe(exc, public_url(url))
+    return cls, PUBLIC.text(msg, MESSAGE_LIMIT)
+
+
+def _describe(exc: BaseException, url: str) -> tuple[str, str]:
+    if isinstance(exc, (SSELineTooLong, BodyTooLarge)):
         return schema.ERR_MALFORMED, str(exc)
+    if isinstance(exc, Stalled):
+        return schema.ERR_STALLED, str(exc)
+    if isinstance(exc, TimeoutError):  # asyncio.timeout: the whole-call deadline passed
+        return schema.ERR_TIMEOUT, f"no complete answer within the deadline ({url})"
     if isinstance(exc, httpx.ConnectTimeout):
         return schema.ERR_TIMEOUT, f"connect timeout to {url}"
     if isinstance(exc, httpx.ReadTimeout):
@@ -121,6 +161,14 @@ class LaneClient:
         self.clock = clock
         self.emit = emit
         self.model: str | None = lane.model
+        """The model id as recorded and shown (inert, redacted, cut); :attr:`wire_model` is the one sent."""
+        self.wire_model: str | None = lane.model
+        """The model id exactly as the server spelled it, sent back in request bodies (never recorded)."""
+        self.redactor = Redactor.for_lane(lane)
+        """Every server string passes this before it becomes an event (docs/SECURITY.md)."""
+        self.public_url = public_url(lane.url)
+        self.deadline = lane.deadline
+        """Seconds a whole request may take (``lanes.toml`` ``deadline``, ``--deadline``)."""
         self.max_model_len: int | None = None
         """The model's context length from ``/models`` (vLLM's ``max_model_len``), when the lane says."""
         self.continuous_usage: bool | None = None
@@ -135,6 +183,8 @@ class LaneClient:
         if key:
             headers["Authorization"] = f"Bearer {key}"
         read_timeout = stall_timeout if stall_timeout is not None else lane.timeout
+        self.stall = read_timeout
+        """Seconds a request may go without progress (a data line; keep-alive comments do not count)."""
         self.http = httpx.AsyncClient(
             headers=headers,
             timeout=httpx.Timeout(connect=connect_timeout, read=read_timeout, write=30.0, pool=None),
@@ -168,11 +218,12 @@ class LaneClient:
 
     async def probe_models(self) -> dict[str, Any]:
         """GET /models; emits and returns one ``probe`` event's data."""
-        url = f"{self.lane.url}/models"
+        url = endpoint_url(self.lane.url, "/models")
         start = self.clock.now()
         data: dict[str, Any]
         try:
-            resp = await self.http.get(url, timeout=httpx.Timeout(10.0))
+            resp, content = await get_bounded(self.http, "GET", url, limit=MODELS_BODY_LIMIT,
+                                              deadline=min(PROBE_DEADLINE, self.deadline), timeout=httpx.Timeout(10.0))
             latency = (self.clock.now() - start) / 1e9
             if resp.status_code >= 400:
                 data = {
@@ -180,58 +231,63 @@ class LaneClient:
                     "cls": schema.ERR_HTTP,
                     "status": resp.status_code,
                     "latency_s": latency,
-                    "message": f"HTTP {resp.status_code}: {error_message_from_body(resp.content, resp.status_code)}",
+                    "message": self.redactor.text(
+                        f"HTTP {resp.status_code}: {error_message_from_body(content, resp.status_code)}"),
                 }
             else:
-                data = self._models_result(resp.content, latency)
+                data = self._models_result(content, latency)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             cls, msg = describe_exception(exc, url)
-            data = {"ok": False, "cls": cls, "message": msg}
+            data = {"ok": False, "cls": cls, "message": self.redactor.text(msg)}
         self.emit(Event(self.clock.now(), schema.PROBE, self.lane.name, None, data))
         return data
 
     def _models_result(self, body: bytes, latency: float) -> dict[str, Any]:
         try:
             obj = orjson.loads(body)
-            ids = [m["id"] for m in obj["data"] if isinstance(m, dict) and isinstance(m.get("id"), str)]
+            ids = [m["id"] for m in obj["data"] if isinstance(m, dict) and isinstance(m.get("id"), str) and m["id"]]
         except (orjson.JSONDecodeError, KeyError, TypeError):
             return {"ok": False, "cls": schema.ERR_MALFORMED, "latency_s": latency,
                     "message": "/models did not return an OpenAI model list"}
         if not ids:
             return {"ok": False, "cls": schema.ERR_MALFORMED, "latency_s": latency, "message": "/models lists no model"}
+        shown = [self.redactor.ident(i) for i in ids[:20]]  # the ids as recorded and shown
         if self.lane.model and self.lane.model not in ids:
-            return {"ok": False, "cls": "model", "latency_s": latency, "models": ids,
-                    "message": f"model {self.lane.model!r} is not served here (serving: {', '.join(ids[:5])})"}
-        old = self.model
-        self.model = self.lane.model or (old if old in ids else ids[0])  # stay on a model still served
-        out: dict[str, Any] = {"ok": True, "latency_s": latency, "models": ids[:20], "model": self.model}
-        ctx = next((m.get("max_model_len") for m in obj["data"] if isinstance(m, dict) and m.get("id") == self.model),
+            return {"ok": False, "cls": "model", "latency_s": latency, "models": shown,
+                    "message": self.redactor.text(f"model {self.lane.model!r} is not served here "
+                                                  f"(serving: {', '.join(shown[:5])})")}
+        old, old_wire = self.model, self.wire_model
+        self.wire_model = self.lane.model or (old_wire if old_wire in ids else ids[0])  # stay on a model still served
+        self.model = self.lane.model or self.redactor.ident(self.wire_model)
+        out: dict[str, Any] = {"ok": True, "latency_s": latency, "models": shown, "model": self.model}
+        ctx = next((m.get("max_model_len") for m in obj["data"] if isinstance(m, dict) and m.get("id") == self.wire_model),
                    None)  # vLLM (and SGLang) say how long a sequence the model may be
         self.max_model_len = ctx if isinstance(ctx, int) and not isinstance(ctx, bool) and 0 < ctx < 1 << 31 else None
         if self.max_model_len:
             out["max_model_len"] = self.max_model_len
-        if old and old != self.model:  # the lane swapped its model under us (unpinned lane)
+        if old_wire and old_wire != self.wire_model:  # the lane swapped its model under us (unpinned lane)
             out["model_changed_from"] = old
         return out
 
     async def post_json(self, endpoint: str, body: dict[str, Any]) -> tuple[int | None, Any, float, str | None]:
         """Non-streaming POST: (status, parsed JSON or None, seconds, error message or None)."""
-        url = f"{self.lane.url}{ENDPOINTS[endpoint]}"
+        url = endpoint_url(self.lane.url, ENDPOINTS[endpoint])
         start = self.clock.now()
         try:
-            resp = await self.http.post(url, content=orjson.dumps(body), headers={"Content-Type": "application/json"})
+            resp, content = await get_bounded(self.http, "POST", url, limit=JSON_BODY_LIMIT, deadline=self.deadline,
+                                              content=orjson.dumps(body), headers={"Content-Type": "application/json"})
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            return None, None, (self.clock.now() - start) / 1e9, describe_exception(exc, url)[1]
+            return None, None, (self.clock.now() - start) / 1e9, self.redactor.text(describe_exception(exc, url)[1])
         elapsed = (self.clock.now() - start) / 1e9
         if resp.status_code >= 400:
-            msg = error_message_from_body(resp.content, resp.status_code)
-            return resp.status_code, None, elapsed, f"HTTP {resp.status_code}: {msg}"
+            msg = error_message_from_body(content, resp.status_code)
+            return resp.status_code, None, elapsed, self.redactor.text(f"HTTP {resp.status_code}: {msg}")
         try:
-            return resp.status_code, orjson.loads(resp.content), elapsed, None
+            return resp.status_code, orjson.loads(content), elapsed, None
         except orjson.JSONDecodeError:
             return resp.status_code, None, elapsed, "response body is not JSON"
 
@@ -250,8 +306,8 @@ class LaneClient:
         if endpoint not in ENDPOINTS:
             raise ValueError(f"unknown endpoint {endpoint!r}")
         body: dict[str, Any] = dict(self.lane.defaults)
-        if self.model:
-            body["model"] = self.model
+        if self.wire_model:
+            body["model"] = self.wire_model
         if endpoint == "chat":
             body["messages"] = messages if messages is not None else [{"role": "user", "content": prompt or ""}]
         else:
@@ -283,8 +339,8 @@ class LaneClient:
         for endpoint in ("completions", "chat"):
             body: dict[str, Any] = {"max_tokens": 1, "stream": True, "temperature": 0,
                                     "stream_options": {"include_usage": True, "continuous_usage_stats": True}}
-            if self.model:
-                body["model"] = self.model
+            if self.wire_model:
+                body["model"] = self.wire_model
             if endpoint == "chat":
                 body["messages"] = [{"role": "user", "content": "hi"}]
             else:
@@ -319,15 +375,21 @@ class LaneClient:
         lane = self.lane.name
         clock = self.clock
         asm = Assembler()
+        clean = self._clean
 
         def emit(kind: str, data: dict[str, Any], t: int | None = None) -> RequestRecord | None:
+            if kind is not schema.REQUEST:  # server text (messages, ids, finish reasons): inert and redacted
+                data = clean(data)
             ev = Event(clock.now() if t is None else t, kind, lane, req, data)
             out(ev)
             return asm.apply(ev)
 
-        url = f"{self.lane.url}{ENDPOINTS[endpoint]}"
+        url = endpoint_url(self.lane.url, ENDPOINTS[endpoint])
         prompt_text = body.get("prompt") if endpoint == "completions" else _messages_text(body.get("messages"))
-        sent: dict[str, Any] = {"endpoint": endpoint, "purpose": purpose, "model": body.get("model")}
+        model = body.get("model")
+        if model is not None:  # the recorded id: the shown one for the wire id, else cleaned
+            model = self.model if (model == self.wire_model and self.model) else self.redactor.ident(model)
+        sent: dict[str, Any] = {"endpoint": endpoint, "purpose": purpose, "model": model}
         for key in ("max_tokens", "temperature", "seed", "reasoning_effort"):
             if key in body:
                 sent[key] = body[key]
@@ -346,35 +408,52 @@ class LaneClient:
         emit(schema.REQUEST, sent)
         answered = False
         try:
-            async with self.http.stream(
-                "POST", url, content=payload, headers={"Content-Type": "application/json"}
-            ) as resp:
-                first = {"status": resp.status_code}
-                server_id = resp.headers.get("x-request-id") or resp.headers.get("x-sim-request-id")
-                if server_id:
-                    first["server_request_id"] = server_id[:128]  # to match the server's own logs
-                emit(schema.FIRST_BYTE, first)
-                answered = True
-                if resp.status_code >= 400:
-                    raw = await _read_bounded(resp, ERROR_BODY_LIMIT)
-                    msg = error_message_from_body(raw, resp.status_code)
-                    err = {"cls": schema.ERR_HTTP, "status": resp.status_code,
-                           "message": f"HTTP {resp.status_code}: {msg}"}
-                    retry = resp.headers.get("retry-after")
-                    if retry:  # 429/503: when the server asks to be retried
-                        err["retry_after"] = retry[:64]
-                        err["message"] += f" (Retry-After: {retry[:64]})"
-                    return emit(schema.ERROR, err)  # type: ignore[return-value]
-                return await read_sse(resp, emit, (lane, req, out, asm.apply), clock.t0)
+            async with asyncio.timeout(self.deadline):  # the whole request, however the server keeps it alive
+                async with self.http.stream(
+                    "POST", url, content=payload, headers={"Content-Type": "application/json"}
+                ) as resp:
+                    first = {"status": resp.status_code}
+                    server_id = resp.headers.get("x-request-id") or resp.headers.get("x-sim-request-id")
+                    if server_id:
+                        first["server_request_id"] = self.redactor.ident(server_id[:4096])  # to match server logs
+                    emit(schema.FIRST_BYTE, first)
+                    answered = True
+                    if resp.status_code >= 400:
+                        raw = await _read_bounded(resp, ERROR_BODY_LIMIT)
+                        msg = error_message_from_body(raw, resp.status_code)
+                        err = {"cls": schema.ERR_HTTP, "status": resp.status_code,
+                               "message": f"HTTP {resp.status_code}: {msg}"}
+                        retry = resp.headers.get("retry-after")
+                        if retry:  # 429/503: when the server asks to be retried
+                            err["retry_after"] = retry[:64]
+                            err["message"] += f" (Retry-After: {retry[:64]})"
+                        return emit(schema.ERROR, err)  # type: ignore[return-value]
+                    return await read_sse(resp, emit, (lane, req, out, asm.apply), clock.t0,
+                                          redactor=self.redactor, stall=self.stall)
         except asyncio.CancelledError:
             emit(schema.ERROR, {"cls": schema.ERR_CANCELLED, "message": "cancelled"})
             raise
         except Exception as exc:
             cls, msg = describe_exception(exc, url)
+            if isinstance(exc, TimeoutError):
+                msg = f"no complete answer within the {self.deadline:g} s request deadline ({self.public_url})"
             if not answered and isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
                 # accepted, then closed (or reset) before a single response byte: the lane refused the request
-                cls, msg = schema.ERR_CONNECT, f"the server closed the connection without a response ({url})"
+                cls, msg = schema.ERR_CONNECT, f"the server closed the connection without a response ({self.public_url})"
             return emit(schema.ERROR, {"cls": cls, "message": msg})  # type: ignore[return-value]
+
+    def _clean(self, data: dict[str, Any]) -> dict[str, Any]:
+        """An event's data with every server string inert, redacted and cut (numbers pass as they are)."""
+        out: dict[str, Any] = {}
+        text = self.redactor.text
+        for key, value in data.items():
+            if value is None or value.__class__ in (int, float, bool):
+                out[key] = value
+            elif value.__class__ is str:
+                out[key] = text(value, MESSAGE_LIMIT if key == "message" else ID_LIMIT)
+            else:
+                out[key] = self.redactor.scrub(value)
+        return out
 
 
 REASONING_EFFORT_ON = "medium"
