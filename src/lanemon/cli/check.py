@@ -55,14 +55,16 @@ def cmd_check(args: argparse.Namespace) -> int:
         from rich.console import Console
         from rich.table import Table
 
-        table = Table(title=f"lanemon check {lane.url}" + (f" · {report.model}" if report.model else ""))
+        from lanemon.untrusted import rich_escape as esc  # server text: inert, and no markup of its own
+
+        table = Table(title=f"lanemon check {esc(report.url)}" + (f" · {esc(report.model)}" if report.model else ""))
         table.add_column("check")
         table.add_column("result")
         table.add_column("required")
         table.add_column("detail", overflow="fold")
         for c in report.checks:
             mark = "[green]PASS[/]" if c.passed else ("[red]FAIL[/]" if c.required else "[yellow]no[/]")
-            table.add_row(c.name, mark, "yes" if c.required else "no", c.detail)
+            table.add_row(c.name, mark, "yes" if c.required else "no", esc(c.detail))
         console = Console()
         console.print(table)
         passed = sum(c.passed for c in report.checks)

@@ -51,12 +51,11 @@ def speed(value: float | None) -> str:
 
 
 def markup_escape(text: object) -> str:
-    """Make arbitrary text (server messages, URLs) safe inside Textual markup.
+    """Make arbitrary text (server messages, URLs) safe inside Textual markup, and inert (no
+    escape sequences or control characters): :func:`lanemon.untrusted.markup_escape`."""
+    from lanemon.untrusted import markup_escape as escape
 
-    ``textual.markup.escape`` leaves ``[DONE]`` alone (it only escapes
-    lower-case tags) although the parser eats it, so escape every ``[``.
-    """
-    return str(text).replace("[", "\\[")
+    return escape(text)
 
 
 def span(values, unit: str) -> str:
