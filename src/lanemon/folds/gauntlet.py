@@ -8,7 +8,10 @@ from typing import Any
 
 from lanemon import events as schema
 from lanemon.events import Event
-from lanemon.workloads.gauntlet.config import BENCH, DEFAULT_HOPS, DEFAULT_REPS
+BENCH = "gauntlet"
+DEFAULT_HOPS = 20
+"""Hops of the write-up's chain (the workload's default; shown when a recording's config lacks it)."""
+DEFAULT_REPS = 3
 
 # ---------------------------------------------------------------------------
 # The live fold the TUI renders

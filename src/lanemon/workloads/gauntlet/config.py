@@ -10,11 +10,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from lanemon.folds.gauntlet import BENCH, DEFAULT_HOPS, DEFAULT_REPS  # noqa: F401 (re-exported)
 from lanemon.sim.tokenizer import count_tokens
 
-BENCH = "gauntlet"
-DEFAULT_HOPS = 20
-DEFAULT_REPS = 3
 DEFAULT_SYSTEM_PROMPT_TOKENS = 1950
 MIN_SYSTEM_PROMPT_TOKENS = 300
 PREAMBLE_MAX_TOKENS = 200
