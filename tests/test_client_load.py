@@ -8,6 +8,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from lanemon import events as schema
 from lanemon.client.loadwatch import LoadWatch
 from lanemon.events import Clock, Event
@@ -41,6 +43,10 @@ def test_client_load_fold_merges_starved_windows_and_finds_overlaps():
     assert load.overlaps(100 * MS, 560 * MS) and load.overlaps(890 * MS, 2000 * MS)
     assert not load.overlaps(0, 559 * MS) and not load.overlaps(901 * MS, 1300 * MS)
     assert load.covers(1400 * MS) and not load.covers(1401 * MS) and load.max_lag_ms == 30.0
+    assert load.worst_stall_s(0, 100 * MS) == 0.001 and load.worst_stall_s(600 * MS, 650 * MS) == 0.030
+    load.apply(Event(1900 * MS, schema.CLIENT_LOAD, None, None, {"t0": 1400 * MS, "lag_ms": 2.0, "runq_ms": 45.0,
+                                                                 "bound": True}))
+    assert load.worst_stall_s(1500 * MS, 1600 * MS) == 0.045 and load.overlaps(1500 * MS, 1600 * MS)
 
 
 def test_mark_client_bound_counts_the_records_it_flags():
@@ -106,8 +112,9 @@ def test_a_blocked_loop_is_reported_as_starved():
     bound = [e for e in evs if e.data["bound"]]
     assert bound, [e.data for e in evs]
     assert all(e.data["lag_ms"] >= 20 for e in bound)
-    for e in bound:  # a starved window covers the late sleep, not the whole time since the last event
-        assert e.t - e.data["t0"] <= (100 + e.data["lag_ms"]) * MS + 5 * MS
+    for e in bound:  # a late sleep alone marks that sleep, not the whole time since the last event
+        if e.data.get("runq_ms", 0) < e.data["threshold_ms"]:
+            assert e.t - e.data["t0"] <= (20 + e.data["lag_ms"]) * MS + 5 * MS
     assert all({"t0", "lag_ms", "lag_mean_ms", "samples", "threshold_ms"} <= set(e.data) for e in evs)
 
 
@@ -122,6 +129,7 @@ def cpu_hogs(n: int = 4, seconds: int = 60):
             p.wait()
 
 
+@pytest.mark.timeout(200)
 def test_demo_under_cpu_hogs_withholds_what_lanemon_could_not_time():
     """Four CPU hogs beside a demo session whose loop is also busy: every starved window withholds the
     requests it touched, and the figures that are plotted are physically possible for the simulated lane."""
@@ -141,13 +149,16 @@ def test_demo_under_cpu_hogs_withholds_what_lanemon_could_not_time():
 
         runner = asyncio.get_running_loop().create_task(session.run())
         busy = asyncio.get_running_loop().create_task(redraws())
-        await asyncio.sleep(4.0)
+        deadline = time.monotonic() + 60  # a loaded machine may need long for a few requests
+        while time.monotonic() < deadline and (st.load.windows < 8 or sum(
+                lane.requests_ok for lane in st.lanes.values()) < 6):
+            await asyncio.sleep(0.1)
         busy.cancel()
         session.stop()
         await runner
         return st
 
-    with cpu_hogs(), demo_lanes(0.2) as lanes:
+    with cpu_hogs(seconds=90), demo_lanes(0.2) as lanes:
         st = asyncio.run(main(lanes))
     assert st.load.windows >= 5 and st.host.client_bound_windows >= 1
     withheld = sum(lane.client_bound for lane in st.lanes.values())

@@ -1,13 +1,17 @@
 """lanemon watches its own event loop: :class:`LoadWatch` publishes ``client_load`` events.
 
-Every ``interval`` (100 ms) a task sleeps and measures how late it woke up:
+Every ``interval`` (20 ms) a task sleeps and measures how late it woke up:
 the *loop lag*.  A loop blocked by lanemon's own work (drawing the dashboard,
 parsing a burst of chunks) or a process the OS does not schedule (CPU hogs on
 the machine) wakes late, and so does every socket read: the chunk timestamps
 lanemon takes then say when lanemon got round to reading, not when the lane
-wrote.  Once per ``window`` (0.5 s) the watcher publishes one ``client_load``
-event with the window's largest and mean lag, the host's CPU and lanemon's own
-(psutil), and ``bound`` = the largest lag reached the threshold
+wrote.  A short stall between two wake-ups would go unseen, so on Linux the
+watcher also reads how long the loop's thread sat runnable on the OS run
+queue without a CPU (``/proc/self/task/TID/schedstat``): the time CPU hogs
+took from lanemon.  Once per ``window`` (0.5 s) the watcher publishes one
+``client_load`` event with the window's largest and mean lag, the run-queue
+wait, the host's CPU and lanemon's own (psutil), and ``bound`` = the largest
+lag or the run-queue wait reached the threshold
 (:data:`lanemon.measure.load.LAG_BOUND_MS`).  The fold and the per-request
 ``client_bound`` flag are in :mod:`lanemon.measure.load`.
 
@@ -21,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -29,8 +34,29 @@ from lanemon import events as schema
 from lanemon.events import Clock, Event
 from lanemon.measure.load import LAG_BOUND_MS
 
-INTERVAL_S = 0.1
+INTERVAL_S = 0.02
 WINDOW_S = 0.5
+
+
+def _schedstat_path() -> str | None:
+    """This thread's scheduler statistics (Linux): ns on a CPU, ns waiting on the run queue, slices."""
+    try:
+        path = f"/proc/self/task/{threading.get_native_id()}/schedstat"
+        with open(path, "rb") as f:
+            f.read()
+        return path
+    except (OSError, AttributeError):
+        return None
+
+
+def _runq_ns(path: str | None) -> int | None:
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as f:
+            return int(f.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 class LoadWatch:
@@ -58,6 +84,8 @@ class LoadWatch:
                 self._psutil = self._proc = None
         self.windows = 0
         self.bound_windows = 0
+        self._schedstat: str | None = None
+        self._runq_last: int | None = None
 
     def _cpu(self) -> dict[str, float]:
         if self._psutil is None:
@@ -68,14 +96,23 @@ class LoadWatch:
             out["proc_cpu_pct"] = float(self._proc.cpu_percent(interval=None))  # type: ignore[union-attr]
         return out
 
-    def _publish(self, t0: int, lags: list[float]) -> None:
+    def _runq_ms(self) -> float | None:
+        now = _runq_ns(self._schedstat)
+        prev, self._runq_last = self._runq_last, now
+        if now is None or prev is None:
+            return None
+        return max(0, now - prev) / 1e6
+
+    def _publish(self, t0: int, lags: list[float], runq_ms: float | None) -> None:
         lag = max(lags) if lags else 0.0
-        bound = lag >= self.threshold_ms
-        if bound:  # the samples before this one were fine: the starved stretch is this sleep and its lag
+        bound = lag >= self.threshold_ms or (runq_ms or 0.0) >= self.threshold_ms
+        if lag >= self.threshold_ms and (runq_ms or 0.0) < self.threshold_ms:
+            # the samples before this one were fine: the starved stretch is this sleep and its lag
             t0 = max(t0, self.clock.now() - int((self.interval * 1000.0 + lag) * 1e6))
         data: dict[str, Any] = {"t0": t0, "lag_ms": round(lag, 3),
                                 "lag_mean_ms": round(sum(lags) / len(lags), 3) if lags else 0.0,
                                 "samples": len(lags), "bound": bound, "threshold_ms": self.threshold_ms,
+                                **({"runq_ms": round(runq_ms, 3)} if runq_ms is not None else {}),
                                 **self._cpu()}
         self.windows += 1
         self.bound_windows += bound
@@ -86,6 +123,8 @@ class LoadWatch:
         t0 = self.clock.now()
         lags: list[float] = []
         window_ns = int(self.window * 1e9)
+        self._schedstat = _schedstat_path()
+        self._runq_last = _runq_ns(self._schedstat)
         while True:
             before = time.perf_counter()
             await asyncio.sleep(self.interval)
@@ -93,8 +132,8 @@ class LoadWatch:
             lags.append(lag_ms)
             now = self.clock.now()
             if lag_ms >= self.threshold_ms or now - t0 >= window_ns:
-                # a starved sample is published at once, covering the time since the last event
-                self._publish(t0, lags)
+                # a starved sample is published at once
+                self._publish(t0, lags, self._runq_ms())
                 t0, lags = now, []
 
     def start(self) -> asyncio.Task:

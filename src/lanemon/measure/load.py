@@ -8,9 +8,10 @@
     lag_ms      the largest loop lag seen in the window
     lag_mean_ms mean loop lag of the window's samples
     samples     sleeps measured in the window
+    runq_ms     how long lanemon's loop thread sat runnable without a CPU in the window (Linux; absent elsewhere)
     cpu_pct     host CPU busy %, all cores (psutil)
     proc_cpu_pct lanemon's own process, % of one core
-    bound       True when lanemon was starved in the window (lag_ms >= the threshold)
+    bound       True when lanemon was starved in the window (lag_ms or runq_ms >= the threshold)
     threshold_ms the lag that counts as starved
 
 A request whose span (sent -> end) overlaps a bound window is *client-bound*:
@@ -50,6 +51,8 @@ class ClientLoad:
         self.bound_windows = 0
         self.last: dict[str, Any] = {}
         self.max_lag_ms = 0.0
+        self.stalls: list[tuple[int, int, float]] = []
+        """(t0, t, ms) of every window: the longest lanemon may have been held up in it (lag or run-queue wait)."""
 
     @property
     def watching(self) -> bool:
@@ -66,6 +69,9 @@ class ClientLoad:
         if isinstance(lag, (int, float)) and not isinstance(lag, bool):
             self.max_lag_ms = max(self.max_lag_ms, float(lag))
         self.seen_until = ev.t if self.seen_until is None else max(self.seen_until, ev.t)
+        t0 = d.get("t0")
+        start0 = t0 if isinstance(t0, int) and not isinstance(t0, bool) and t0 <= ev.t else ev.t
+        self.stalls.append((start0, ev.t, max(_ms(d.get("lag_ms")), _ms(d.get("runq_ms")))))
         if d.get("bound"):
             self.bound_windows += 1
             t0 = d.get("t0")
@@ -88,6 +94,13 @@ class ClientLoad:
         i = bisect.bisect_right(self.bound, (end, 1 << 62))
         return any(s <= end and e >= start for s, e in self.bound[max(0, i - 2):i])
 
+    def worst_stall_s(self, start: int | None, end: int | None) -> float:
+        """The longest lanemon may have been held up (loop lag or run-queue wait) in the windows touching
+        [start, end], in seconds: how late it may have taken any timestamp of a request in that span."""
+        if start is None or end is None:
+            return 0.0
+        return max((ms for t0, t, ms in self.stalls if t0 <= end and t >= start), default=0.0) / 1000.0
+
     def covers(self, t: int | None) -> bool:
         """True when the watcher has reported past ``t`` (so a request ending at ``t`` can be judged)."""
         return t is not None and self.seen_until is not None and self.seen_until >= t
@@ -96,6 +109,10 @@ class ClientLoad:
     def is_bound(self) -> bool:
         """The latest window was starved."""
         return bool(self.last.get("bound"))
+
+
+def _ms(x: Any) -> float:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else 0.0
 
 
 def client_load(events: Iterable[Event]) -> ClientLoad:
