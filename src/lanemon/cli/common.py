@@ -161,20 +161,29 @@ def add_fault_args(p: argparse.ArgumentParser) -> None:
 
 def add_stall_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stall-timeout", type=positive_float, metavar="S",
-                   help="a request that receives no byte for S seconds fails as a timeout (default: each lane's "
-                        "lanes.toml timeout, 600 s)")
+                   help="a request that makes no progress for S seconds fails: no byte at all is a timeout, "
+                        "only keep-alive comments or a drip is 'stalled' (default: each lane's lanes.toml "
+                        "timeout, 600 s)")
+    p.add_argument("--deadline", type=positive_float, metavar="S",
+                   help="a whole request may take at most S seconds, however the server keeps it alive "
+                        "(default: each lane's lanes.toml deadline, 1800 s)")
 
 
-def with_stall_timeout(lanes: list[LaneConfig], seconds: float | None) -> list[LaneConfig]:
-    """``--stall-timeout``: the lanes with their read/stall ``timeout`` replaced (None keeps them)."""
-    if seconds is None:
-        return lanes
-    return [dataclasses.replace(lane, timeout=float(seconds)) for lane in lanes]
+def with_stall_timeout(lanes: list[LaneConfig], seconds: float | None,
+                       deadline: float | None = None) -> list[LaneConfig]:
+    """``--stall-timeout`` / ``--deadline``: the lanes with their stall ``timeout`` / whole-request
+    ``deadline`` replaced (None keeps them)."""
+    if seconds is not None:
+        lanes = [dataclasses.replace(lane, timeout=float(seconds)) for lane in lanes]
+    if deadline is not None:
+        lanes = [dataclasses.replace(lane, deadline=float(deadline)) for lane in lanes]
+    return lanes
 
 
 @contextlib.contextmanager
 def demo_lanes(time_scale: float = 1.0, *, faults_a: Any = None, faults_b: Any = None,
-               stall_timeout: float | None = None, **sim_kw: Any) -> Iterator[list[LaneConfig]]:
+               stall_timeout: float | None = None, deadline: float | None = None,
+               **sim_kw: Any) -> Iterator[list[LaneConfig]]:
     """Start the two simulated lanes in-process; yield their LaneConfigs; stop them after.
 
     *faults_a* / *faults_b*: fault specs injected by lane A's / B's simulator (sim/faults.py);
@@ -189,7 +198,7 @@ def demo_lanes(time_scale: float = 1.0, *, faults_a: Any = None, faults_b: Any =
             sims.append(SimThread(profile, time_scale=time_scale, **kw).start())
         lanes = [LaneConfig(name, sim.base_url, defaults={"temperature": 0})
                  for (name, _), sim in zip(DEMO_PROFILES, sims)]
-        yield with_stall_timeout(lanes, stall_timeout)
+        yield with_stall_timeout(lanes, stall_timeout, deadline)
     finally:
         for sim in sims:
             sim.stop()
@@ -201,7 +210,8 @@ def workload_lanes(args: argparse.Namespace) -> Iterator[list[LaneConfig]]:
     stall = getattr(args, "stall_timeout", None)
     if getattr(args, "demo", False):
         with demo_lanes(args.time_scale, faults_a=getattr(args, "fault_a", None),
-                        faults_b=getattr(args, "fault_b", None), stall_timeout=stall) as lanes:
+                        faults_b=getattr(args, "fault_b", None), stall_timeout=stall,
+                        deadline=getattr(args, "deadline", None)) as lanes:
             wanted = getattr(args, "lanes", None)
             if wanted:
                 names = [n.strip() for n in wanted.split(",") if n.strip()]
@@ -214,7 +224,7 @@ def workload_lanes(args: argparse.Namespace) -> Iterator[list[LaneConfig]]:
     if not lanes:
         raise UsageError("no lanes: pass --lane NAME=URL (repeatable), create lanes.toml (see README), "
                          "or add --demo to use the simulated lanes")
-    yield with_stall_timeout(lanes, stall)
+    yield with_stall_timeout(lanes, stall, getattr(args, "deadline", None))
 
 
 def open_recorder(args: argparse.Namespace, command: str, lanes: list[dict[str, Any]],

@@ -72,7 +72,7 @@ def cmd_live(args: argparse.Namespace, demo_lanes: list[LaneConfig] | None = Non
         mode, prompts = "live", None
     else:
         config, lanes, mode, prompts = Config(), demo_lanes, "demo", DEMO_PROMPTS
-    lanes = with_stall_timeout(lanes, getattr(args, "stall_timeout", None))
+    lanes = with_stall_timeout(lanes, getattr(args, "stall_timeout", None), getattr(args, "deadline", None))
     recorder = _make_recorder(args, mode, [lane.public() for lane in lanes], enabled=config.record)
     session = LiveSession(lanes, probe=_probe_config(config, args.interval, demo=demo_lanes is not None),
                           mode=mode, recorder=recorder, prompts=prompts,

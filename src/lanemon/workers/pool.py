@@ -354,4 +354,5 @@ class WorkerPool(MergingPool):
 
 def _lane_dict(lane: Any) -> dict[str, Any]:
     d = asdict(lane) if not isinstance(lane, dict) else dict(lane)
-    return {k: d[k] for k in ("name", "url", "model", "api_key_env", "headers", "defaults", "timeout") if k in d}
+    return {k: d[k] for k in ("name", "url", "model", "api_key_env", "headers", "defaults", "timeout",
+                                     "deadline") if k in d}
