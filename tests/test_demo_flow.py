@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 
-from textual.widgets import Sparkline
 
 from lanemon.config import LaneConfig, ProbeConfig
 from lanemon.recording.writer import Recorder, make_header
@@ -13,6 +12,7 @@ from lanemon.sessions.sources import DEMO_PROMPTS, LiveSession, ReplaySession
 from lanemon.sim.server import SimThread
 from lanemon.ui.app import make_app
 from lanemon.ui.widgets.lane_panel import LanePanel
+from lanemon.ui.widgets.time_chart import TimeChart
 
 
 async def wait_for(pilot, condition, timeout=30.0):
@@ -24,10 +24,13 @@ async def wait_for(pilot, condition, timeout=30.0):
 
 
 def panel_data(app):
+    """Per lane: what the TTFT and decode charts plot (time, value) and mark, and the panel's figures."""
     out = {}
+    charts = {c.id: c for c in app.screen.query(TimeChart) if c.id in ("chart-ttft", "chart-decode")}
     for panel in app.screen.query(LanePanel):
-        sparks = {s.id: list(s.data or []) for s in panel.query(Sparkline)}
-        out[panel.lane] = sparks
+        out[panel.lane] = {cid: sorted(c.series.get(panel.lane, [])) for cid, c in charts.items()}
+        out[panel.lane]["marks"] = sorted(charts["chart-ttft"].marks.get(panel.lane, []))
+        out[panel.lane]["ttft-median"] = panel.query_one("#ttft-median").visual.plain
     return out
 
 
@@ -59,7 +62,7 @@ async def test_demo_session_records_and_replays_to_the_same_panels(tmp_path):
     assert set(live) == {"A", "B"}
     for lane in ("A", "B"):
         assert live_state[lane][0] is True and live_state[lane][1] == "deepseek-v4.1-flash"
-        assert all(len(v) >= 3 for v in live[lane].values()), live[lane]
+        assert len(live[lane]["chart-ttft"]) >= 3 and len(live[lane]["chart-decode"]) >= 3, live[lane]
     header, events, warnings = read_events(recorder.path)
     assert warnings == [] and [l["name"] for l in header["lanes"]] == ["A", "B"]
     assert any(e.kind == "token" for e in events)

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from textual.app import App
 from textual.color import Color
-from textual.widgets import Sparkline
 
 from lanemon.cli.main import main
 from lanemon.ui.app import make_app
@@ -64,17 +63,19 @@ async def test_themes_are_registered_and_switch_at_run_time():
         await pilot.pause()
         assert set(SHIPPED) <= set(app.available_themes)  # what the palette's "Change theme" lists
         assert app.theme == DEFAULT_THEME
-        spark = app.screen.query_one("#ttft-spark", Sparkline)
-        before = spark.get_component_rich_style("sparkline--max-color").color
+        app.redraw(force=True)
+        chart = app.screen.query_one("#chart-ttft")
+        before = chart.colours["B"]
         for name in ("lanemon-high-contrast", "lanemon-light", "nord"):
             app.theme = name  # what picking it in the command palette does
             await pilot.pause()
             assert app.theme == name
             theme = app.available_themes[name]
             assert app.screen.styles.background == Color.parse(theme.background)
-            colour = spark.get_component_rich_style("sparkline--max-color").color
-            want = Color.parse(theme.warning).rgb
-            assert all(abs(a - b) <= 2 for a, b in zip(colour.triplet, want)), (name, colour, want)  # follows
+            app.redraw(force=True)
+            colour = Color.parse(chart.colours["B"]).rgb  # lane B is the theme's accent on every chart
+            want = Color.parse(theme.accent).rgb
+            assert all(abs(a - b) <= 2 for a, b in zip(colour, want)), (name, colour, want)  # follows
         assert colour != before
         await pilot.press("q")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from textual.widgets import Label, Sparkline, Static
+from textual.widgets import Label, Static
 
 from lanemon.measure import metrics
 from lanemon import events as schema
@@ -15,6 +15,7 @@ from lanemon.ui.app import LanemonApp, make_app
 from lanemon.ui.sample import SAMPLE_LANES, ScriptedSource, sample_events
 from lanemon.ui.screens.dashboard import DashboardScreen
 from lanemon.ui.widgets.lane_panel import LanePanel
+from lanemon.ui.widgets.time_chart import TimeChart
 
 SNAP_PATH = Path("recordings/20260503-101500-demo.jsonl")  # fixed: snapshots must not depend on $HOME
 
@@ -61,17 +62,26 @@ async def test_dashboard_shows_lanes_metrics_and_errors():
         assert isinstance(screen, DashboardScreen)
         panels = list(screen.query(LanePanel))
         assert [p.lane for p in panels] == ["A", "B"]
+        ttft_chart = screen.query_one("#chart-ttft", TimeChart)
+        decode_chart = screen.query_one("#chart-decode", TimeChart)
         for panel in panels:
             badge = panel.query_one("#badge", Label)
             assert plain(badge).startswith("UP")
             assert badge.has_class("-up")
             ttft, tps = expected_series(events, panel.lane)
             assert ttft and tps
-            assert list(panel.query_one("#ttft-spark", Sparkline).data) == pytest.approx(ttft)
-            assert list(panel.query_one("#tps-spark", Sparkline).data) == pytest.approx(tps)
+            # every clean request on the shared charts, at its end time; the axes start at zero
+            assert [v for _, v in sorted(ttft_chart.series[panel.lane])] == pytest.approx(ttft)
+            assert [v for _, v in sorted(decode_chart.series[panel.lane])] == pytest.approx(tps)
             assert plain(panel.query_one("#ttft-last", Label)) == f"{ttft[-1] * 1000:.0f} ms"
             assert plain(panel.query_one("#tps-last", Label)).startswith(f"{tps[-1]:.1f} tok/s")
             assert plain(panel.query_one("#ttft-median", Label)) == f"{metrics.median(ttft) * 1000:.0f} ms"
+        assert ttft_chart.y_max >= max(v for pts in ttft_chart.series.values() for _, v in pts)
+        assert ttft_chart.y_max <= 2 * max(v for pts in ttft_chart.series.values() for _, v in pts)
+        # failed requests are marked on the strip under the plot, never drawn as speed
+        assert sorted(f for _, f in ttft_chart.marks["A"]) == ["cut"]
+        assert sorted(f for _, f in ttft_chart.marks["B"]) == ["error", "error"]
+        assert ttft_chart.colours["A"] != ttft_chart.colours["B"]
         a, b = panels
         assert plain(a.query_one("#badge", Label)) == "UP 11 ms"
         assert plain(a.query_one("#url", Label)) == SAMPLE_LANES[0]["url"]
@@ -84,8 +94,8 @@ async def test_dashboard_shows_lanes_metrics_and_errors():
         assert b_errors[0].startswith("+25.1s timeout read timeout")
         assert b_errors[1].startswith("+7.2s http 503 Service Unavailable")
         # B's last request had no usage block: its rate is marked estimated
-        assert "est." in plain(b.query_one("#tps-last", Label))
-        assert "est." not in plain(a.query_one("#tps-last", Label))
+        assert "est." in plain(b.query_one("#tps-label", Label))
+        assert "est." not in plain(a.query_one("#tps-label", Label))
         status = plain(screen.query_one("#info", Label))
         assert f"{len(events):,} events" in status
         assert plain(screen.query_one("#mode", Label)) == "LIVE"
@@ -135,8 +145,8 @@ async def test_redraw_coalesces_bursts_and_skips_idle_frames():
         await pilot.pause(0.2)
         assert calls == before
         panel = screen.query_one("#lane-A", LanePanel)
-        assert len(panel.query_one("#tps-spark", Sparkline).data) == 1
-        assert "est." in plain(panel.query_one("#tps-last", Label))  # no usage block
+        assert len(screen.query_one("#chart-decode", TimeChart).series["A"]) == 1
+        assert "est." in plain(panel.query_one("#tps-label", Label))  # no usage block
 
 
 async def test_lane_seen_only_in_events_gets_a_panel_and_down_badge():

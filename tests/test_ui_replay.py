@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from textual.widgets import Label, Sparkline, Static
+from textual.widgets import Label, Static
 
 from lanemon.recording.writer import Recorder, make_header
 from lanemon.sessions.sources import ReplaySession
@@ -50,8 +50,8 @@ async def test_replay_at_max_speed_matches_direct_fold(recording):
         assert app.state.events == len(events)
         for name, lane in direct.lanes.items():
             panel = app.screen.query_one(f"#lane-{name}", LanePanel)
-            assert list(panel.query_one("#ttft-spark", Sparkline).data) == list(lane.ttft_history)
-            assert list(panel.query_one("#tps-spark", Sparkline).data) == list(lane.tps_history)
+            chart = app.screen.query_one("#chart-ttft")
+            assert [v for _, v in sorted(chart.series[name])] == list(lane.ttft_history)
             assert plain(panel.query_one("#ttft-last", Label)) == fmt.seconds(lane.last_ttft_s)
             assert plain(panel.query_one("#ttft-median", Label)) == fmt.seconds(lane.median_ttft_s)
             assert plain(panel.query_one("#tps-median", Label)) == fmt.tok_s(lane.median_tps)

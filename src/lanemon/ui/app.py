@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+from datetime import datetime
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -36,6 +37,7 @@ from lanemon.folds.dashboard import SessionState
 from lanemon.folds.gauntlet import GauntletState
 from lanemon.folds.race import RaceState
 from lanemon.folds.requests import RequestTimeline
+from lanemon.folds.series import SeriesState
 from lanemon.ui.screens.base import LanemonScreen
 from lanemon.ui.screens.dashboard import DashboardScreen
 from lanemon.ui.themes import ThemeError, load_themes, resolve_theme
@@ -149,6 +151,8 @@ class LanemonApp(App):
         self.theme = theme
         lanes = [d for d in self.source.lanes if isinstance(d, dict) and d.get("name")]
         self.state = SessionState([(d["name"], d.get("url", ""), d.get("model")) for d in lanes])
+        self.series = SeriesState([d["name"] for d in lanes])
+        """Every finished request as a timed sample, throughput and server metrics: the dashboard's charts."""
         self.race_state = RaceState()
         """Every race in the event stream (live or replayed), for the race screen."""
         self.timeline = RequestTimeline()
@@ -187,6 +191,7 @@ class LanemonApp(App):
     def _fold(self, ev: Event) -> None:
         """Every event into every fold (cheap per event; the screens draw on the timer)."""
         self.state.apply(ev)
+        self.series.apply(ev)
         self.race_state.apply(ev)
         self.timeline.apply(ev)
         self.gauntlet.apply(ev)
@@ -203,7 +208,7 @@ class LanemonApp(App):
 
     def seekable_states(self) -> list[Any]:
         """Everything folded from the bus that a backward seek must rewind (plain objects)."""
-        folds = [self.state, self.race_state, self.timeline, self.gauntlet]
+        folds = [self.state, self.series, self.race_state, self.timeline, self.gauntlet]
         return folds + ([self.bench, self.bench_results] if self.bench is not None else [])
 
     def _snapshot_states(self) -> list[Any]:
@@ -289,6 +294,17 @@ class LanemonApp(App):
         if self.source.finished or (self.bench is not None and self.bench.bench_ended):
             return "finished"
         return "running"
+
+    def wall_base_s(self) -> float | None:
+        """Wall-clock time (epoch s) of session time 0, when the source says (a recording's header)."""
+        header = getattr(getattr(self.source, "recording", None), "header", None)
+        created = header.get("created") if isinstance(header, dict) else None
+        if not isinstance(created, str):
+            return None
+        try:
+            return datetime.fromisoformat(created).timestamp()
+        except ValueError:
+            return None
 
     def now_ns(self) -> int:
         """Session time now: the source's clock while a gauntlet runs, else the last event's time."""

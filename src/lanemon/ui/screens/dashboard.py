@@ -1,18 +1,36 @@
-"""The live dashboard: one :class:`LanePanel` per lane, side by side."""
+"""The live dashboard: a panel per lane, the numbers over the window, and shared time charts.
+
+Every chart draws every lane on the same axes (time on x over the last 1, 5 or 15 minutes --
+``w`` switches; zero at the bottom; units on y), in the lane's own colour.  ``z`` zooms one lane
+(its panel alone, the charts with that lane only); ``z`` again moves to the next lane, then back.
+"""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from textual.app import ComposeResult
-from textual.containers import Horizontal
+from textual.binding import Binding
+from textual.containers import Grid, Horizontal
 from textual.widgets import Footer
 
 from lanemon.folds.dashboard import SessionState
+from lanemon.folds.series import NS, WINDOWS_S
+from lanemon.ui import format as fmt
+from lanemon.ui.colours import lane_colours
 from lanemon.ui.screens.base import LanemonScreen
 from lanemon.ui.widgets.host_panel import HostPanel
 from lanemon.ui.widgets.lane_panel import LanePanel
+from lanemon.ui.widgets.lane_stats import LaneStats
 from lanemon.ui.widgets.status_bar import StatusBar
+from lanemon.ui.widgets.time_chart import TimeChart
+
+SHORT = 40
+"""Below this many rows the panels drop their model and errors-title rows, and the server chart
+gives its space to the other three (its current numbers stay in each lane's panel)."""
+CHARTS = (("chart-ttft", "TTFT"), ("chart-decode", "decode per stream"), ("chart-tput", "throughput"),
+          ("chart-server", "server queue"))
 
 
 def panel_id(lane: str) -> str:
@@ -20,21 +38,60 @@ def panel_id(lane: str) -> str:
     return "lane-" + "".join(c if c.isalnum() or c in "-_" else "_" for c in lane)
 
 
+def window_text(seconds: int) -> str:
+    return f"{seconds // 60} min" if seconds >= 60 else f"{seconds} s"
+
+
+def seconds_axis(v: float) -> str:
+    """Axis label for a duration in seconds: ``250 ms``, ``1.5 s``."""
+    if v < 1:
+        return f"{v * 1000:.0f} ms"
+    return f"{v:.1f} s" if v < 10 else f"{v:.0f} s"
+
+
+def rate_axis(v: float) -> str:
+    return f"{v:,.0f} tok/s" if v >= 10 else f"{v:.1f} tok/s"
+
+
+def count_axis(v: float) -> str:
+    return f"{v:.2g} req"
+
+
 class DashboardScreen(LanemonScreen):
-    """Status bar, lane panels, footer.  Redrawn by the app via :meth:`refresh_from`."""
+    """Status bar, lane panels, window numbers, charts, footer.  Drawn by the app via :meth:`draw`."""
 
     NAME = "dashboard"
+    BINDINGS = [
+        Binding("w", "window", "Window"),
+        Binding("z", "zoom", "Zoom lane"),
+    ]
+    DEFAULT_CSS = """
+    DashboardScreen #lanes { height: auto; max-height: 50%; padding: 0 1; overflow-x: auto; }
+    DashboardScreen #window-stats { margin: 0 1; height: auto; }
+    DashboardScreen #charts { grid-size: 3 1; grid-gutter: 0 1; height: 1fr; min-height: 8; padding: 0 1; }
+    DashboardScreen #charts.-four { grid-size: 2 2; }
+    DashboardScreen.-short LanePanel #model, DashboardScreen.-short LanePanel #errors-title { display: none; }
+    DashboardScreen.-short LanePanel #errors { max-height: 2; }
+    """
 
     def __init__(self, lanes: list[str], source: Any = None) -> None:
         super().__init__()
         self._lanes = list(lanes)
         self._source = source
+        self.window_s = WINDOWS_S[0]
+        """The charts' and numbers' window (seconds): 60, 300 or 900."""
+        self.zoomed: str | None = None
+        """The lane shown alone (``z``), or None for all of them."""
 
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
         with Horizontal(id="lanes"):
             for name in self._lanes:
                 yield LanePanel(name, id=panel_id(name))
+        yield LaneStats(id="window-stats")
+        with Grid(id="charts"):
+            for chart_id, title in CHARTS:
+                yield TimeChart(title, id=chart_id)
         yield HostPanel(id="host")  # hidden until `h`
         if self._source is not None and hasattr(self._source, "seek"):  # a seekable replay
             from lanemon.ui.widgets.timeline_bar import TimelineBar
@@ -42,18 +99,44 @@ class DashboardScreen(LanemonScreen):
             yield TimelineBar(self._source, id="timeline")
         yield Footer()
 
-    def fingerprint(self, app: Any) -> tuple:
-        s = app.source
-        return (app.state.version, s.paused, s.speed, s.finished, str(s.recording_path))
-
-    def draw(self, app: Any) -> None:
-        self.refresh_from(app.state, app.source)
+    def on_resize(self) -> None:
+        self.set_class(self.size.height < SHORT, "-short")
+        self.drawn = None
 
     def panel(self, lane: str) -> LanePanel:
         return self.query_one(f"#{panel_id(lane)}", LanePanel)
 
+    # -- keys --------------------------------------------------------------------
+
+    def action_window(self) -> None:
+        """Widen the window: 1 → 5 → 15 minutes → 1."""
+        i = WINDOWS_S.index(self.window_s) if self.window_s in WINDOWS_S else -1
+        self.window_s = WINDOWS_S[(i + 1) % len(WINDOWS_S)]
+        self.notify(f"charts: last {window_text(self.window_s)}", timeout=2)
+        self.drawn = None
+
+    def action_zoom(self) -> None:
+        """Show one lane alone (the next one on every press), then all again."""
+        order = [None, *self._lanes]
+        i = order.index(self.zoomed) if self.zoomed in order else 0
+        self.zoomed = order[(i + 1) % len(order)]
+        for name in self._lanes:
+            self.panel(name).display = self.zoomed in (None, name)
+        self.drawn = None
+
+    # -- drawing -------------------------------------------------------------------
+
+    def fingerprint(self, app: Any) -> tuple:
+        s = app.source
+        return (app.state.version, app.series.version, self.window_s, self.zoomed, s.paused, s.speed, s.finished,
+                str(s.recording_path), self.size)
+
+    def draw(self, app: Any) -> None:
+        self.refresh_from(app.state, app.source)
+        self.draw_charts(app)
+
     def refresh_from(self, state: SessionState, source: Any) -> None:
-        """Redraw everything from ``state``; lanes first seen in events get a panel."""
+        """Redraw the panels and status bar from ``state``; lanes first seen in events get a panel."""
         new = [name for name in state.lanes if name not in self._lanes]
         if new:
             container = self.query_one("#lanes", Horizontal)
@@ -63,7 +146,7 @@ class DashboardScreen(LanemonScreen):
             self.call_after_refresh(self.refresh_from, state, source)
             return
         for name in self._lanes:
-            self.panel(name).update_from(state.lane(name))
+            self.panel(name).update_from(state.lane(name), state.last_t)
         self.query_one(HostPanel).update_from(state.host)
         self.query_one(StatusBar).update_from(
             mode=getattr(source, "mode", "live"),
@@ -74,3 +157,55 @@ class DashboardScreen(LanemonScreen):
             finished=bool(getattr(source, "finished", False)),
             recording_path=getattr(source, "recording_path", None),
         )
+
+    def _x_fmt(self, app: Any) -> Any:
+        base = app.wall_base_s()
+        if base is None:
+            return fmt.event_time
+        return lambda t: datetime.fromtimestamp(base + t / NS).strftime("%H:%M:%S")
+
+    def draw_charts(self, app: Any) -> None:
+        series = app.series
+        lanes = [self.zoomed] if self.zoomed else [n for n in self._lanes]
+        colours = lane_colours(app, self._lanes)
+        t1 = max(app.state.last_t, series.last_t)
+        t0 = max(0, t1 - self.window_s * NS)  # a session shorter than the window: its whole length
+        final = bool(app.source.finished)
+        window = window_text(self.window_s)
+        self.query_one(LaneStats).update_from({n: series.window(n, t0, t1, final=final) for n in lanes}, colours,
+                                              window)
+        clean: dict[str, list] = {"ttft": {}, "decode": {}}
+        marks: dict[str, list] = {}
+        for name in lanes:
+            ttft, tok, flagged = [], [], []
+            for s in series.lane(name).samples:
+                if s.t < t0 or series.pending(s, final):
+                    continue
+                flags = series.flags_of(s)
+                if flags:
+                    flagged.append((s.t, sorted(flags)[0] if s.outcome == "ok" else s.outcome))
+                    continue
+                if s.ttft_s is not None:
+                    ttft.append((s.t, s.ttft_s))
+                if s.tok_s is not None:
+                    tok.append((s.t, s.tok_s))
+            clean["ttft"][name], clean["decode"][name], marks[name] = ttft, tok, flagged
+        x_fmt = self._x_fmt(app)
+        common = dict(t0=t0, t1=t1, colours=colours, x_fmt=x_fmt, note=f"last {window}")
+        self.query_one("#chart-ttft", TimeChart).show(series=clean["ttft"], marks=marks, value_fmt=seconds_axis,
+                                                      title="TTFT", **common)
+        self.query_one("#chart-decode", TimeChart).show(series=clean["decode"], marks=marks, value_fmt=rate_axis,
+                                                        title="decode per stream", **common)
+        avg = {60: 5, 300: 15, 900: 30}.get(self.window_s, 5)
+        tput = {n: series.tokens_per_s(n, t0, t1, avg_s=avg) for n in lanes}
+        self.query_one("#chart-tput", TimeChart).show(series=tput, marks={}, value_fmt=rate_axis, connect=True,
+                                                      title=f"throughput, all streams ({avg} s avg)", **common)
+        server_chart = self.query_one("#chart-server", TimeChart)
+        queue = {n: [(t, v.get("running", 0) + v.get("waiting", 0)) for t, v in series.lane(n).server]
+                 for n in lanes if series.lane(n).server}
+        queue = queue if self.size.height >= SHORT else {}
+        server_chart.display = bool(queue)
+        self.query_one("#charts", Grid).set_class(bool(queue), "-four")
+        if queue:
+            server_chart.show(series=queue, marks={}, value_fmt=count_axis, connect=True,
+                              title="server: running + waiting", **common)

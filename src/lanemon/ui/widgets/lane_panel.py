@@ -1,17 +1,21 @@
-"""One lane's column on the dashboard: identity, health, stats, sparklines, errors."""
+"""One lane's column on the dashboard: identity, health, latest figures, server gauges, errors.
+
+The lane's history is drawn on the dashboard's shared time charts (every lane on the same axes),
+not here: a per-panel sparkline scaled to its own min and max cannot be compared across lanes.
+"""
 
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.containers import Grid, Horizontal, Vertical
-from textual.widgets import Label, Sparkline, Static
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Label, Static
 
 from lanemon.folds.dashboard import LaneState
 from lanemon.ui import format as fmt
 from lanemon.ui.format import markup_escape as escape
 from lanemon.ui.widgets.server_gauges import ServerGauges
 
-ERRORS_SHOWN = 5
+ERRORS_SHOWN = 3
 
 
 class LanePanel(Vertical):
@@ -24,7 +28,7 @@ class LanePanel(Vertical):
     DEFAULT_CSS = """
     LanePanel {
         width: 1fr;
-        height: 1fr;
+        height: auto;
         min-width: 20;
         border: round $primary 40%;
         border-title-color: $text-muted;
@@ -49,33 +53,16 @@ class LanePanel(Vertical):
     LanePanel #badge.-up { background: $success; color: $background; }
     LanePanel #badge.-down { background: $error; color: $background; }
     LanePanel #badge.-unknown { background: $panel; color: $text-muted; }
-    LanePanel #model { color: $text; margin-bottom: 1; width: 1fr; }
-    LanePanel #stats {
-        grid-size: 3;
-        grid-columns: 9 1fr 1fr;
-        grid-rows: 1;
-        height: 4;
-        max-width: 56;
-        margin-bottom: 1;
-    }
-    LanePanel #requests { column-span: 2; }
-    LanePanel #stats .head { color: $text-muted; }
-    LanePanel #stats .key { color: $text-muted; }
-    LanePanel #stats .val { text-style: bold; }
+    LanePanel #model { color: $text; width: 1fr; }
+    LanePanel .key { color: $text-muted; width: 9; }
+    LanePanel .val { text-style: bold; width: auto; min-width: 7; margin-right: 1; }
+    LanePanel .med { color: $text-muted; width: auto; margin-right: 1; }
     LanePanel .spark-label { color: $text-muted; width: 1fr; }
-    LanePanel Sparkline {
-        height: 1fr;
-        min-height: 2;
-        margin-bottom: 1;
-        background: $boost;
-    }
-    LanePanel #ttft-spark > .sparkline--max-color { color: $warning; }
-    LanePanel #ttft-spark > .sparkline--min-color { color: $success 70%; }
-    LanePanel #tps-spark > .sparkline--max-color { color: $primary; }
-    LanePanel #tps-spark > .sparkline--min-color { color: $primary 35%; }
+    LanePanel #requests { width: 1fr; }
     LanePanel #errors-title { color: $text-muted; }
     LanePanel #errors {
-        height: 5;
+        height: auto;
+        max-height: 3;
         text-wrap: nowrap;
         text-overflow: ellipsis;
     }
@@ -91,27 +78,26 @@ class LanePanel(Vertical):
             yield Label("", id="url")
             yield Label("…", id="badge", classes="-unknown")
         yield Label("model —", id="model")
-        with Grid(id="stats"):
-            yield Label("", classes="head")
-            yield Label("last", classes="head")
-            yield Label("median", classes="head")
+        with Horizontal(classes="row"):  # last · median of the last 120 · n and range
             yield Label("TTFT", classes="key")
             yield Label("—", id="ttft-last", classes="val")
+            yield Label("med", classes="med")
             yield Label("—", id="ttft-median", classes="val")
+            yield Label("", id="ttft-label", classes="spark-label")
+        with Horizontal(classes="row"):
             yield Label("decode", classes="key")
             yield Label("—", id="tps-last", classes="val")
+            yield Label("med", classes="med")
             yield Label("—", id="tps-median", classes="val")
+            yield Label("", id="tps-label", classes="spark-label")
+        with Horizontal(classes="row"):
             yield Label("requests", classes="key")
             yield Label("", id="requests")
         yield ServerGauges(id="server")  # hidden until the lane's /metrics answered
-        yield Label("TTFT", id="ttft-label", classes="spark-label")
-        yield Sparkline([], id="ttft-spark")
-        yield Label("decode", id="tps-label", classes="spark-label")
-        yield Sparkline([], id="tps-spark")
         yield Label("errors", id="errors-title")
         yield Static("", id="errors")
 
-    def update_from(self, st: LaneState) -> None:
+    def update_from(self, st: LaneState, now_ns: int = 0) -> None:
         """Redraw every field from the lane's folded state."""
         q = self.query_one
         q("#url", Label).update(escape(st.url or ""))
@@ -133,26 +119,23 @@ class LanePanel(Vertical):
         est = " [$warning]est.[/]" if st.tokens_estimated else ""
         q("#ttft-last", Label).update(fmt.seconds(st.last_ttft_s))
         q("#ttft-median", Label).update(fmt.seconds(st.median_ttft_s))
-        q("#tps-last", Label).update(fmt.tok_s(st.last_tps) + (est if st.last_tps is not None else ""))
+        q("#tps-last", Label).update(fmt.tok_s(st.last_tps))
         q("#tps-median", Label).update(fmt.tok_s(st.median_tps))
 
         err_style = "$error" if st.requests_err else "$text-muted"
+        bound = ""
+        if st.client_bound:  # lanemon itself was starved while these ran: counted, not plotted as lane speed
+            hot = st.last_client_bound_t is not None and now_ns - st.last_client_bound_t < 5_000_000_000
+            bound = f"  [{'$warning b' if hot else '$warning'}]{st.client_bound} client-bound[/]"
         q("#requests", Label).update(
             f"[b]{st.in_flight}[/] in flight  [$success]{st.requests_ok} ok[/]  [{err_style}]{st.requests_err} err[/]"
-        )
+            + bound)
 
         n_ttft = len(st.ttft_history)
-        q("#ttft-label", Label).update(
-            f"TTFT  [$text][b]{fmt.seconds(st.last_ttft_s)}[/b][/]"
-            + (f"  [dim]n={n_ttft} · {fmt.span(st.ttft_history, 's')}[/]" if n_ttft > 1 else "")
-        )
-        q("#ttft-spark", Sparkline).data = list(st.ttft_history)
+        q("#ttft-label", Label).update(f"[dim]n={n_ttft} · {fmt.span(st.ttft_history, 's')}[/]" if n_ttft > 1 else "")
         n_tps = len(st.tps_history)
         q("#tps-label", Label).update(
-            f"decode  [$text][b]{fmt.tok_s(st.last_tps)}[/b][/]{est}"
-            + (f"  [dim]n={n_tps} · {fmt.span(st.tps_history, 'tok/s')}[/]" if n_tps > 1 else "")
-        )
-        q("#tps-spark", Sparkline).data = list(st.tps_history)
+            est.strip() + (f"  [dim]n={n_tps} · {fmt.span(st.tps_history, 'tok/s')}[/]" if n_tps > 1 else ""))
         q("#server", ServerGauges).update_from(st.server)
 
         errors = list(st.errors)[-ERRORS_SHOWN:][::-1]

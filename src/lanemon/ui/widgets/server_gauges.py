@@ -44,18 +44,20 @@ class ServerGauges(Vertical):
     DEFAULT_CSS = """
     ServerGauges {
         height: auto;
-        margin-bottom: 1;
         display: none;
     }
     ServerGauges.-shown { display: block; }
     ServerGauges .srow { height: 1; }
     ServerGauges Label { text-wrap: nowrap; text-overflow: ellipsis; }
     ServerGauges #srv-title { width: 1fr; color: $text-muted; }
-    ServerGauges .skey { width: 22; color: $text-muted; }
-    ServerGauges #srv-kv-bar { width: 16; color: $secondary; background: $primary 15%; }
+    ServerGauges .skey { width: auto; min-width: 16; margin-right: 1; color: $text-muted; }
+    ServerGauges #srv-kv-bar { width: 12; color: $secondary; background: $primary 15%; }
     ServerGauges #srv-kv-bar.-high { color: $warning; }
     ServerGauges #srv-kv-val { margin-left: 1; width: 1fr; }
-    ServerGauges Sparkline { height: 1; width: 1fr; background: $boost; }
+    ServerGauges #srv-prompt { width: 1fr; }
+    ServerGauges .skey-kv { width: 3; color: $text-muted; }
+    /* the history is on the dashboard's shared server chart; the data stays here for the numbers */
+    ServerGauges Sparkline { display: none; }
     ServerGauges #srv-gen-spark > .sparkline--max-color { color: $primary; }
     ServerGauges #srv-gen-spark > .sparkline--min-color { color: $primary 35%; }
     ServerGauges #srv-prompt-spark > .sparkline--max-color { color: $secondary; }
@@ -76,12 +78,10 @@ class ServerGauges(Vertical):
         self.mount_all([
             Label("server", id="srv-title"),
             Horizontal(Label("running —", id="srv-run", classes="skey"), Sparkline([], id="srv-run-spark"),
-                       classes="srow"),
-            Horizontal(Label("KV cache", classes="skey"), Label(bar(None), id="srv-kv-bar"),
+                       Label("KV", classes="skey-kv"), Label(bar(None, 12), id="srv-kv-bar"),
                        Label("—", id="srv-kv-val"), classes="srow"),
             Horizontal(Label("gen —", id="srv-gen", classes="skey"), Sparkline([], id="srv-gen-spark"),
-                       classes="srow"),
-            Horizontal(Label("prompt —", id="srv-prompt", classes="skey"), Sparkline([], id="srv-prompt-spark"),
+                       Label("prompt —", id="srv-prompt"), Sparkline([], id="srv-prompt-spark"),
                        classes="srow"),
         ])
 
@@ -117,7 +117,7 @@ class ServerGauges(Vertical):
 
         kv = d.get("kv_usage")
         kv_bar = q("#srv-kv-bar", Label)
-        kv_bar.update(bar(kv))
+        kv_bar.update(bar(kv, 12))
         kv_bar.set_class(kv is not None and kv >= 0.9, "-high")
         q("#srv-kv-val", Label).update(f"[b]{pct(kv)}[/]" if kv is not None else "[dim]—[/]")
 

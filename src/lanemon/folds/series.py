@@ -1,0 +1,236 @@
+"""Time series for the dashboard's charts: every finished request as a timed sample (pure, no Textual).
+
+:class:`SeriesState` folds the bus into, per lane,
+
+* one :class:`Sample` per finished request, stamped with its end time: TTFT, TPOT, end-to-end,
+  per-stream decode tok/s, its outcome (``ok``, ``error``, ``cut``) and its flags;
+* the generated tokens per second of session time (aggregate throughput), from token events;
+* the lane's own ``/metrics`` over time (running, waiting, KV cache use).
+
+A sample is *flagged* -- counted, marked on the chart, never drawn as lane speed -- when the
+request did not complete cleanly (an error or a cut stream: outcome), when the measuring side
+flagged the record (``RequestRecord.flags``: ``burst``), or when lanemon itself was starved while
+it ran (``client_bound``, from the ``client_load`` events; :mod:`lanemon.measure.load`).  A sample
+ending after the last ``client_load`` window is *pending*: not drawn until the watcher has reported
+past it (a replay that ends first shows it, judged on what the recording says).
+
+:meth:`SeriesState.window` answers the numbers beside the charts: per lane p50/p90/p99 of TTFT,
+TPOT and E2E, request rate and outcome counts over the last N seconds.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from lanemon import events as schema
+from lanemon.events import Event
+from lanemon.measure.load import CLIENT_BOUND, ClientLoad
+from lanemon.measure.metrics import percentile, request_metrics
+from lanemon.measure.records import Assembler, RequestRecord
+
+__all__ = ["KEEP_NS", "Sample", "SeriesState", "WindowStats", "WINDOWS_S"]
+
+NS = 1_000_000_000
+WINDOWS_S = (60, 300, 900)
+"""The chart windows the user switches between: 1, 5 and 15 minutes."""
+KEEP_NS = (WINDOWS_S[-1] + 60) * NS
+"""History kept per lane: the widest window plus a minute."""
+FLAG_NAMES = ("error", "cut", "burst", CLIENT_BOUND)
+
+
+@dataclass(slots=True)
+class Sample:
+    """One finished request, as the charts draw it."""
+
+    t: int
+    """End of the request (ns session time): where it sits on the time axis."""
+    sent: int
+    ttft_s: float | None
+    tpot_s: float | None
+    e2e_s: float | None
+    tok_s: float | None
+    outcome: str
+    """``ok`` | ``error`` | ``cut`` (the stream ended before it said it was done)."""
+    flags: frozenset[str] = frozenset()
+    """What the measuring side said of the record (``burst``); ``client_bound`` is judged lazily."""
+
+
+@dataclass
+class LaneSeries:
+    samples: deque[Sample] = field(default_factory=deque)
+    tokens: dict[int, float] = field(default_factory=lambda: defaultdict(float))
+    """Generated tokens per whole second of session time, of the requests that completed cleanly
+    (each request's tokens spread evenly from its first token to its end)."""
+    server: deque[tuple[int, dict[str, float]]] = field(default_factory=deque)
+    """(t, {running, waiting, kv_usage}) per successful /metrics scrape."""
+
+
+@dataclass
+class WindowStats:
+    """One lane's numbers over a window (all None/0 when nothing finished in it)."""
+
+    n: int = 0
+    ok: int = 0
+    errors: int = 0
+    cut: int = 0
+    flagged: int = 0
+    """Completed cleanly but not counted as lane speed (client-bound, burst)."""
+    rate_rps: float | None = None
+    ttft: tuple[float | None, float | None, float | None] = (None, None, None)
+    tpot: tuple[float | None, float | None, float | None] = (None, None, None)
+    e2e: tuple[float | None, float | None, float | None] = (None, None, None)
+    tok_s_p50: float | None = None
+
+
+def _pcts(values: list[float]) -> tuple[float | None, float | None, float | None]:
+    if not values:
+        return (None, None, None)
+    values.sort()
+    return (percentile(values, 50), percentile(values, 90), percentile(values, 99))
+
+
+class SeriesState:
+    """Per-lane time series of finished requests, throughput and server metrics."""
+
+    def __init__(self, lanes: list[str] | None = None) -> None:
+        self.lanes: dict[str, LaneSeries] = {name: LaneSeries() for name in lanes or []}
+        self.version = 0
+        self.last_t = 0
+        self.load = ClientLoad()
+        self._asm = Assembler(keep_text=False)
+
+    def lane(self, name: str) -> LaneSeries:
+        series = self.lanes.get(name)
+        if series is None:
+            series = self.lanes[name] = LaneSeries()
+        return series
+
+    def apply(self, ev: Event) -> None:
+        kind = ev.kind
+        if ev.t > self.last_t:
+            self.last_t = ev.t
+        if kind == schema.TOKEN:
+            self._asm.apply(ev)
+            return
+        if self.load.apply(ev):
+            self.version += 1
+            return
+        if kind == schema.SERVER_METRICS and ev.lane is not None:
+            d = ev.data
+            if d.get("ok"):
+                vals = {k: float(d[k]) for k in ("running", "waiting", "kv_usage")
+                        if isinstance(d.get(k), (int, float)) and not isinstance(d.get(k), bool)}
+                if vals:
+                    self._push(self.lane(ev.lane).server, (ev.t, vals))
+                    self.version += 1
+            return
+        if ev.lane is not None and kind == schema.LANE:
+            self.lane(ev.lane)
+            return
+        rec = self._asm.apply(ev)
+        if rec is not None:
+            self.add(rec)
+
+    def add(self, rec: RequestRecord) -> None:
+        """File one finished request (lanemon's own cancellations are not the lane's: skipped)."""
+        if rec.error is not None and rec.error.get("cls") == schema.ERR_CANCELLED:
+            return
+        end = rec.end_ns if rec.end_ns is not None else self.last_t
+        if rec.error is not None:
+            outcome = "cut" if rec.error.get("cls") == schema.ERR_CUT else "error"
+            sample = Sample(end, rec.sent_ns or end, None, None, (end - (rec.sent_ns or end)) / NS, None, outcome)
+        else:
+            m = request_metrics(rec)
+            flags = frozenset(str(f) for f in (getattr(rec, "flags", None) or ()))
+            sample = Sample(end, rec.sent_ns or end, m.ttft_s, m.tpot_s, m.e2e_s, m.decode_tok_s, "ok", flags)
+            self._spread(self.lane(rec.lane).tokens, rec.token_ns[0] if rec.token_ns else end, end,
+                         float(m.generated_tokens))
+        self._push(self.lane(rec.lane).samples, sample)
+        self.version += 1
+
+    @staticmethod
+    def _spread(buckets: dict[int, float], start: int, end: int, tokens: float) -> None:
+        if tokens <= 0:
+            return
+        if end <= start:
+            buckets[end // NS] += tokens
+            return
+        sec = start // NS
+        while sec * NS < end:
+            lo, hi = max(start, sec * NS), min(end, (sec + 1) * NS)
+            buckets[sec] += tokens * (hi - lo) / (end - start)
+            sec += 1
+
+    def _push(self, dq: deque, item: Any) -> None:
+        dq.append(item)
+        cutoff = self.last_t - KEEP_NS
+        while dq and (dq[0][0] if isinstance(dq[0], tuple) else dq[0].t) < cutoff:
+            dq.popleft()
+
+    # -- reading (the screen, on its timer) ------------------------------------
+
+    def pending(self, s: Sample, final: bool = False) -> bool:
+        """Not judged yet: the load watcher has not reported past the sample's end."""
+        return not final and self.load.watching and not self.load.covers(s.t)
+
+    def flags_of(self, s: Sample) -> set[str]:
+        """Every reason ``s`` is not lane speed (empty: a clean, countable sample)."""
+        out = set(s.flags)
+        if s.outcome != "ok":
+            out.add(s.outcome)
+        elif self.load.overlaps(s.sent, s.t):
+            out.add(CLIENT_BOUND)
+        return out
+
+    def tokens_per_s(self, lane: str, t0: int, t1: int, avg_s: int = 5) -> list[tuple[int, float]]:
+        """(second end ns, generated tok/s over the ``avg_s`` seconds before it) for each second in [t0, t1)."""
+        buckets = self.lane(lane).tokens
+        first, last = max(0, t0 // NS), t1 // NS
+        if len(buckets) > KEEP_NS // NS + 120:  # prune: nothing older than the widest window is drawn
+            for sec in [s for s in buckets if s < (self.last_t - KEEP_NS) // NS]:
+                del buckets[sec]
+        avg = max(1, int(avg_s))
+        out = []
+        total = sum(buckets.get(s, 0.0) for s in range(first - avg, first))
+        for sec in range(first, last):
+            total += buckets.get(sec, 0.0) - buckets.get(sec - avg, 0.0)
+            out.append(((sec + 1) * NS, max(0.0, total) / min(avg, sec + 1)))
+        return out
+
+    def window(self, lane: str, t0: int, t1: int, *, final: bool = False) -> WindowStats:
+        """One lane's numbers over the samples that ended in [t0, t1]."""
+        st = WindowStats()
+        ttft: list[float] = []
+        tpot: list[float] = []
+        e2e: list[float] = []
+        tok: list[float] = []
+        first = None
+        for s in self.lane(lane).samples:
+            if s.t < t0 or s.t > t1 or self.pending(s, final):
+                continue
+            st.n += 1
+            first = s.t if first is None else min(first, s.t)
+            flags = self.flags_of(s)
+            if s.outcome == "error":
+                st.errors += 1
+            elif s.outcome == "cut":
+                st.cut += 1
+            elif flags:
+                st.flagged += 1
+            else:
+                st.ok += 1
+                if s.ttft_s is not None:
+                    ttft.append(s.ttft_s)
+                if s.tpot_s is not None:
+                    tpot.append(s.tpot_s)
+                if s.e2e_s is not None:
+                    e2e.append(s.e2e_s)
+                if s.tok_s is not None:
+                    tok.append(s.tok_s)
+        span = (t1 - max(t0, 0)) / NS
+        st.rate_rps = st.n / span if span > 0 and st.n else None
+        st.ttft, st.tpot, st.e2e = _pcts(ttft), _pcts(tpot), _pcts(e2e)
+        st.tok_s_p50 = _pcts(tok)[0]
+        return st

@@ -1,0 +1,66 @@
+"""The numbers beside the charts: per lane over the chart window, and the ratio to the first lane.
+
+Columns: request rate, outcomes (ok / err / cut / not counted), and p50 · p90 · p99 of TTFT, TPOT
+and end-to-end over the clean samples only.  With two or more lanes one more row per extra lane
+gives its p50s over the first lane's (``B/A 1.29×``: B takes 29 % longer).
+"""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.widgets import Static
+
+from lanemon.folds.series import WindowStats
+
+
+def _ms(x: float | None, digits: int = 0) -> str:
+    return "—" if x is None else f"{x * 1000:,.{digits}f}"
+
+
+def triple(vals: tuple[float | None, float | None, float | None], *, tpot: bool = False) -> str:
+    """``172·190·199 ms`` (or seconds when the median is over 10 s); ``—`` for nothing."""
+    if vals[0] is None:
+        return "—"
+    if not tpot and vals[0] >= 10:
+        return "·".join("—" if v is None else f"{v:.1f}" for v in vals) + " s"
+    digits = 1 if tpot else 0
+    return "·".join(_ms(v, digits) for v in vals) + " ms"
+
+
+def ratio(b: float | None, a: float | None) -> str:
+    return "—" if not a or b is None else f"{b / a:.2f}×"
+
+
+class LaneStats(Static):
+    """A compact table redrawn from :meth:`lanemon.folds.series.SeriesState.window` results."""
+
+    DEFAULT_CSS = """
+    LaneStats { height: auto; padding: 0 1; background: $surface; }
+    """
+
+    def update_from(self, stats: dict[str, WindowStats], colours: dict[str, str], window: str) -> None:
+        table = Table(box=None, pad_edge=False, padding=(0, 1), expand=False, show_edge=False,
+                      header_style="dim", title=None)
+        for name, justify in (("lane", "left"), ("req/s", "right"), ("ok", "right"), ("err", "right"),
+                              ("cut", "right"), ("flag", "right"), ("TTFT p50·90·99", "right"),
+                              ("TPOT p50·90·99", "right"), ("E2E p50·90·99", "right")):
+            table.add_column(name, justify=justify, no_wrap=True, overflow="ellipsis")  # type: ignore[arg-type]
+        names = list(stats)
+        for name in names:
+            st = stats[name]
+            table.add_row(Text(f"■ {name}", style=colours.get(name, "")),
+                          "—" if st.rate_rps is None else f"{st.rate_rps:.2f}",
+                          str(st.ok), Text(str(st.errors), style="bold red" if st.errors else ""),
+                          Text(str(st.cut), style="bold yellow" if st.cut else ""),
+                          Text(str(st.flagged), style="yellow" if st.flagged else ""),
+                          triple(st.ttft), triple(st.tpot, tpot=True), triple(st.e2e))
+        if len(names) >= 2:
+            a = stats[names[0]]
+            for name in names[1:]:
+                b = stats[name]
+                table.add_row(Text(f"{name}/{names[0]}", style="bold"), ratio(b.rate_rps, a.rate_rps), "", "", "", "",
+                              f"p50 {ratio(b.ttft[0], a.ttft[0])}", f"p50 {ratio(b.tpot[0], a.tpot[0])}",
+                              f"p50 {ratio(b.e2e[0], a.e2e[0])}")
+        self.border_title = f"last {window}"
+        self.update(table)
