@@ -237,6 +237,20 @@ class Redactor:
         text = inert_token(text)
         return self._literal.sub(REDACTED, text) if self._literal is not None else text
 
+    def deep(self, value: Any, *, depth: int = 0) -> Any:
+        """A JSON-like value with every string (and key) redacted; nothing cut, nothing made inert
+        (a second guard for text that was cleaned at the source already)."""
+        if isinstance(value, str):
+            return self.redact(value)
+        if depth >= 32:
+            return value
+        if isinstance(value, dict):
+            return {(self.redact(k) if isinstance(k, str) else k): self.deep(v, depth=depth + 1)
+                    for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.deep(v, depth=depth + 1) for v in value]
+        return value
+
     def scrub(self, value: Any, limit: int = MESSAGE_LIMIT, *, items: int = 64, depth: int = 0) -> Any:
         """A JSON-like value from the server (tool calls, odd fields) with every string made inert
         and redacted; bounded in depth (6), ``items`` per container and string length."""

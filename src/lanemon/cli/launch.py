@@ -75,22 +75,11 @@ def run_app(source, theme: str | None, args: argparse.Namespace | None = None) -
 
 
 def lane_secrets(source: Any) -> list[str]:
-    """Values that must never leave this machine (lane keys, header values): a second guard."""
-    from urllib.parse import urlsplit
+    """Values that must never leave this machine (lane keys, header values, URL credentials and
+    sensitive query values): a second guard (untrusted.lane_secrets)."""
+    from lanemon.untrusted import lane_secrets as secrets
 
-    out: list[str] = []
-    for lane in getattr(source, "lane_configs", None) or []:
-        key = lane.api_key()
-        if key:
-            out.append(key)
-        out.extend(v for v in (lane.headers or {}).values() if isinstance(v, str))
-        try:
-            password = urlsplit(lane.url).password  # error messages quote the URL
-        except ValueError:
-            password = None
-        if password:
-            out.append(password)
-    return out
+    return secrets(getattr(source, "lane_configs", None) or [])
 
 
 def run_app_shared(source: Any, theme: str | None, args: argparse.Namespace) -> int:

@@ -16,7 +16,10 @@ credentials or query, model) and :class:`~lanemon.events.Event` objects
 -- the very lines a recording holds.  Lane API keys and headers live only in
 :class:`~lanemon.config.LaneConfig` and never enter an event; as a second
 guard, any value passed in ``redact`` is replaced by ``[redacted]`` wherever it
-would appear in a message.  No Textual here.
+would appear in a message, and every event other than a token (and the header)
+passes :class:`lanemon.untrusted.Redactor` again: URL userinfo, sensitive query
+parameters, bearer values and key shapes are removed even from text that did not
+come through the client.  No Textual here.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from lanemon import __version__
 from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.share import protocol as P
+from lanemon.untrusted import Redactor
 
 log = logging.getLogger("lanemon.share")
 _ws_log = logging.getLogger("lanemon.share.websockets")
@@ -121,7 +125,9 @@ class Publisher:
         self.max_ignored = max_ignored
         self.close_timeout = close_timeout
         self.on_notice = on_notice
+        redact = list(redact)
         self._redact = self._redact_patterns(redact)
+        self._redactor = Redactor(redact)
         self._sock = sock
         self._server: Server | None = None
         self._flusher: asyncio.Task | None = None
@@ -237,6 +243,11 @@ class Publisher:
         obj = ev.to_json_obj()
         if ev.kind == schema.LANE and "url" in ev.data:
             obj["data"] = {**ev.data, "url": P.public_url(ev.data["url"])}
+        if ev.kind != schema.TOKEN and "data" in obj:  # tokens: exact secrets only (the bytes scrub below)
+            cleaned = self._redactor.deep(obj["data"])
+            if cleaned != obj["data"]:
+                self.stats["redacted"] += 1
+                obj["data"] = cleaned
         data = self._scrub(orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS))
         if len(data) > self.max_event:
             data = self._shrink(obj)
@@ -315,7 +326,7 @@ class Publisher:
         return out
 
     def header(self, snapshot_events: int) -> bytes:
-        lanes = [P.public_lane(lane) for lane in getattr(self.source, "lanes", [])]
+        lanes = self._redactor.deep([P.public_lane(lane) for lane in getattr(self.source, "lanes", [])])
         return self._scrub(orjson.dumps({
             "type": "header", "protocol": P.PROTOCOL, "lanemon": __version__,
             "mode": str(getattr(self.source, "mode", "live")), "lanes": lanes,
