@@ -361,7 +361,7 @@ def _printable(text: str) -> str:
 
 
 def score(task: Task, text: str, limits: SandboxLimits | None = None) -> tuple[bool, str]:
-    """Score one reply; never raises for bad replies."""
+    """Score one reply; never raises for bad replies (code tasks: SandboxUnavailable when no sandbox works)."""
     if task.kind == "code":
         return score_code(task, text, limits)
     if task.kind == "json":
