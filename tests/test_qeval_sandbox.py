@@ -481,3 +481,14 @@ def test_reasons_built_from_sandbox_output_are_inert(capsys):
     _print_run(result)  # no MarkupError
     out = capsys.readouterr().out
     assert "\x1b]0" not in out and "\x1b[2J" not in out and "[/bold]" in out
+
+
+def test_a_fake_builtin_exception_does_not_count_as_the_real_one():
+    t = Task(id="t", kind="code", prompt="", reference="", wrong="", function="f",
+             cases=(Case(args="0", raises="ValueError"),))
+    fake = ("class ValueError(Exception):\n    pass\nValueError.__module__ = 'builtins'\n"
+            "def f(x):\n    raise ValueError('fake')\n")
+    passed, reason = score_code(t, fake)
+    assert not passed and reason == "tests failed (1 of 1): f(0) raised Exception: fake, expected ValueError"
+    real = "def f(x):\n    raise ValueError('real')\n"
+    assert score_code(t, real) == (True, "passed")

@@ -157,8 +157,11 @@ def _qeval_main():
             return {"bytes": v.hex()}
         return {"object": t.__name__[:80]}
 
-    def describe(e):
-        names = [c.__name__ for c in type(e).__mro__ if c.__module__ == "builtins"]
+    import builtins
+    real = {n: c for n, c in vars(builtins).items() if isinstance(c, type) and issubclass(c, BaseException)}
+
+    def describe(e):  # the built-in exception classes it is an instance of (as they were before the solution)
+        names = [c.__name__ for c in type(e).__mro__ if real.get(c.__name__) is c]
         return {"raised": names[:20], "message": str(e)[:300]}
 
     ns = {"__name__": "solution", "__builtins__": __builtins__}
