@@ -148,6 +148,11 @@ async def test_dashboard_r_races_through_the_live_session_and_records_it(tmp_pat
             screen = app.screen
             assert isinstance(screen, RaceScreen)
             field = screen.query_one("#race-input", Input)
+            assert not field.has_focus  # keys are the screen's until the user focuses the box
+            await pilot.press("p")  # a key, not a letter typed into the box
+            assert field.value == "" and session.paused
+            await pilot.press("p")
+            await pilot.press("slash")
             assert field.has_focus
             await pilot.press("enter")  # empty: the next prompt of the shipped set
             await wait_for(pilot, lambda: app.race_state.latest is not None and app.race_state.latest.complete)
@@ -166,6 +171,9 @@ async def test_dashboard_r_races_through_the_live_session_and_records_it(tmp_pat
             assert screen.query_one(RaceResults).display
             assert " won by " in plain(screen.query_one("#verdict", Label))
             assert "Explain why the sky is blue" in plain(screen.query_one("#race-prompt-text", Label))
+            await pilot.press("escape")  # first esc leaves the box, the second the screen
+            await pilot.pause()
+            assert not field.has_focus and isinstance(app.screen, RaceScreen)
             await pilot.press("escape")
             await pilot.pause()
             assert isinstance(app.screen, DashboardScreen)
@@ -225,3 +233,36 @@ def test_lane_seen_only_in_a_race_gets_a_column():
     state.apply(Event(5_000_000_000, "mark", None, None, {"bench": "race", "phase": "start", "race": 2,
                                                           "prompt": "p", "lanes": ["A", "C"]}))
     assert list(state.latest.lanes) == ["A", "C"]
+
+
+async def test_race_text_follows_every_lane_to_its_end_while_it_streams():
+    """Long answers streamed in bursts between repaints (as under load): both columns end scrolled
+    to their last line, the slower lane too."""
+    from lanemon import events as schema
+    from test_race_fixtures import _lane
+
+    long_a, long_b = " ".join([TEXT_A] * 6), " ".join([TEXT_B] * 7)
+    start = 1_000 * 1_000_000
+    events = [Event(start, schema.MARK, None, None, {"label": "race 1", "bench": "race", "phase": "start",
+                                                      "race": 1, "prompt": "p", "lanes": ["A", "B"]})]
+    events += _lane("A", "A-r1", 1, start + 1_000_000, 170, 3, long_a)
+    events += _lane("B", "B-r1", 1, start + 1_000_000, 220, 4, long_b)
+    events.sort(key=lambda e: e.t)
+    source = ScriptedSource([], lanes=LANES, mode="replay", speed=4.0, recording_path=SNAP_PATH, hold=True)
+    app = make_app(source, refresh_hz=30)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await pilot.press("r")
+        await pilot.pause()
+        for i in range(0, len(events), 25):  # bursts of 25 events, a repaint or two in between
+            for ev in events[i:i + 25]:
+                source.bus.publish(ev)
+            await pilot.pause(0.04)
+        await pilot.pause(0.3)
+        app.redraw(force=True)
+        await pilot.pause(0.3)
+        for lane, col in columns(app).items():
+            scroll = col.query_one("#text-scroll")
+            assert scroll.max_scroll_y > 5, lane  # the text is longer than the column
+            assert scroll.scroll_y == scroll.max_scroll_y, (lane, scroll.scroll_y, scroll.max_scroll_y)
+        await pilot.press("q")

@@ -210,3 +210,40 @@ def test_snapshot_dashboard_four_lanes_large(snap_compare):
     ]
     app = _snap_app(lanes=lanes, mode="live")
     assert snap_compare(app, terminal_size=(160, 45), run_before=_settle_for_snapshot)
+
+
+async def test_screenshot_goes_to_the_data_dir_which_is_created(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    app = make_app(ScriptedSource(mode="demo", hold=True))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        app.action_screenshot()
+        for _ in range(40):
+            await pilot.pause(0.05)
+            shots = list((tmp_path / "data" / "lanemon" / "screenshots").glob("*.svg"))
+            if shots:
+                break
+        assert len(shots) == 1 and shots[0].read_text().startswith("<svg")
+        await pilot.pause(0.2)
+        messages = [n.message for n in app._notifications]
+        assert any(str(shots[0]) in m for m in messages), messages
+        await pilot.press("q")
+
+
+async def test_q_quits_and_esc_goes_back_from_every_screen():
+    source = ScriptedSource(mode="replay", speed=4.0)
+    app = make_app(source)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause(0.2)
+        for key, name in (("r", "race"), ("t", "timeline")):
+            await pilot.press(key)
+            await pilot.pause()
+            assert app.screen_name() == name
+            await pilot.press("escape")
+            await pilot.pause()
+            assert app.screen_name() == "dashboard"
+        await pilot.press("t")
+        await pilot.pause()
+        await pilot.press("q")
+        await pilot.pause()
+    assert not app.is_running and source.stopped

@@ -448,6 +448,21 @@ class LanemonApp(App):
         self.source.slower()
         self.redraw(force=True)
 
+    def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
+        """Save an SVG of the screen in lanemon's data directory (created if missing); the
+        notification says where."""
+        if path is None:
+            from lanemon.config import data_dir
+
+            target = data_dir() / "screenshots"
+            try:
+                target.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                self.notify(f"cannot create {target}: {exc}", title="Screenshot", severity="error", markup=False)
+                return
+            path = str(target)
+        self.deliver_screenshot(filename, path)
+
     async def action_quit(self) -> None:
         """Stop the source (a bench winds down: finished cells are kept), then exit."""
         if not self.source.finished:

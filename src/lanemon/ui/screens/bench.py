@@ -123,6 +123,8 @@ class BenchScreen(LanemonScreen):
         yield Footer()
 
     def on_mount(self) -> None:
+        for chart in self.query(BenchChart):
+            chart.lane_order = list(self.lanes)  # lane colours: the same order as every other screen
         side = self.query_one("#chart-side", BenchChart)
         side.display = self.kind == "decode"
         self.refresh_results({})

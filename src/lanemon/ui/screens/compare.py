@@ -10,7 +10,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Footer, Static
 
 from lanemon.reports import compare as cmp
-from lanemon.reports.report import length_label
+from lanemon.reports.format import length_label
 from lanemon.ui.format import markup_escape as escape
 from lanemon.ui.screens.base import LanemonScreen
 from lanemon.ui.widgets.bench_chart import BenchChart

@@ -41,6 +41,7 @@ class RaceScreen(LanemonScreen):
     """Side-by-side race view over the app's :class:`RaceState`."""
 
     NAME = "race"
+    AUTO_FOCUS = None  # the prompt box takes keys only once focused (/ or a click)
 
     DEFAULT_CSS = """
     RaceScreen #race-lanes {
@@ -53,6 +54,7 @@ class RaceScreen(LanemonScreen):
 
     BINDINGS = [
         Binding("escape", "back", "Back"),
+        Binding("slash,i", "focus_prompt", "Type a prompt", key_display="/"),
         Binding("pageup", "browse(-1)", "Prev race", key_display="PgUp", priority=True),
         Binding("pagedown", "browse(1)", "Next race", key_display="PgDn", priority=True),
     ]
@@ -81,8 +83,6 @@ class RaceScreen(LanemonScreen):
 
     def on_mount(self) -> None:
         self.query_one(RaceResults).display = False
-        if self.racing:
-            self.query_one("#race-input", Input).focus()
         if self.plan is not None:
             plan, self.plan = self.plan, None
             self.start(plan.prompts, endpoint=plan.endpoint, max_tokens=plan.max_tokens)
@@ -127,6 +127,22 @@ class RaceScreen(LanemonScreen):
             event.input.placeholder = self._placeholder()
 
     # -- actions -------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "focus_prompt":
+            return self.racing
+        return super().check_action(action, parameters)
+
+    def action_focus_prompt(self) -> None:
+        if self.racing:
+            self.query_one("#race-input", Input).focus()
+
+    def action_back(self) -> None:
+        """Esc leaves the prompt box first (its keys go back to the screen), then the screen."""
+        if isinstance(self.focused, Input):
+            self.set_focus(None)
+            return
+        super().action_back()
+
     def action_browse(self, step: int) -> None:
         races = sorted(self.app.race_state.races)  # type: ignore[attr-defined]
         if not races:

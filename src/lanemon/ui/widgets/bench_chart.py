@@ -1,17 +1,91 @@
-"""A plotext chart for the bench screen that keeps the data it was given."""
+"""A bench chart that keeps the data it was given: lines over concurrency, or grouped bars.
+
+Lines (tok/s vs concurrency) are drawn by plotext.  Grouped bars are drawn here, as text: one
+group per category (or prompt length), one bar per lane side by side under its label, each bar in
+the lane's colour (:mod:`lanemon.ui.colours`) with its value at its end, the legend in the title
+line (outside the plot), and notes such as cache hits on the bar they belong to.  Every bar of
+every group shares one scale that starts at zero.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from textual.color import Color
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
-SERIES_VARS = ("primary", "accent", "success", "secondary", "warning", "error")
+from lanemon.ui.colours import SERIES_VARS, lane_colour, rgb
+
+__all__ = ["BenchChart", "SERIES_VARS", "render_bars"]
+
+_EIGHTHS = " ▏▎▍▌▋▊▉"
 
 
-class BenchChart(PlotextPlot):
-    """Lines (x numeric) or grouped bars (x labels), one series per lane, in theme colours.
+def _bar(fraction: float, width: int) -> str:
+    eighths = round(max(0.0, min(1.0, fraction)) * width * 8)
+    full, part = divmod(eighths, 8)
+    return "█" * full + (_EIGHTHS[part] if part else "")
+
+
+def _value(v: float) -> str:
+    return f"{v:,.0f}" if v >= 10 else f"{v:.1f}"
+
+
+def render_bars(labels: list[str], series: dict[str, list[float]], colours: dict[str, str], width: int,
+                unit: str, marks: list[tuple[str, Any, float]] | None = None) -> Text:
+    """Grouped horizontal bars as text ``width`` cells wide (see the module docstring)."""
+    names = list(series)
+    label_w = min(max((len(lb) for lb in labels), default=0), max(6, width // 4))
+    name_w = max((len(n) for n in names), default=1)
+    values = [v for vs in series.values() for v in vs if v is not None]
+    top = max(values, default=0.0) or 1.0
+    notes: dict[tuple[str, str], list[str]] = {}
+    for text, label, _value_at in marks or []:
+        lane = next((n for n in names if text.startswith(n + " ")), None)
+        notes.setdefault((str(label), lane or ""), []).append(text[len(lane) + 1:] if lane else text)
+    value_w = max((len(_value(v)) for v in values), default=1) + 1 + len(unit)
+    bar_w = max(4, width - label_w - name_w - value_w - 4)
+    out = Text()
+    legend = Text("  ")
+    for n in names:
+        legend.append("██", style=colours.get(n, ""))
+        legend.append(f" {n}  ")
+    legend.append(f"({unit}, one scale from 0)", style="dim")
+    legend.truncate(width, overflow="ellipsis")
+    out.append_text(legend)
+    for i, label in enumerate(labels):
+        for j, n in enumerate(names):
+            vs = series[n]
+            v = vs[i] if i < len(vs) else None
+            out.append("\n")
+            shown = label if len(label) <= label_w else label[: max(1, label_w - 1)] + "…"
+            out.append(f"{shown if j == 0 else '':<{label_w}} ", style="bold" if j == 0 else "")
+            out.append(f"{n:<{name_w}} ", style=colours.get(n, ""))
+            if v is None:
+                out.append("—", style="dim")
+                continue
+            bar = _bar(v / top, bar_w)
+            out.append(bar, style=colours.get(n, ""))
+            tail = f" {_value(v)} {unit}"
+            note = notes.get((label, n))
+            used = label_w + 1 + name_w + 1 + len(bar) + len(tail)
+            out.append(tail)
+            if note:
+                text = "  ◀ " + "; ".join(note)
+                room = width - used
+                if room >= 8:
+                    out.append(text if len(text) <= room else text[: room - 1] + "…", style="bold yellow")
+                else:  # no room beside the bar: the note gets its own line under it
+                    out.append("\n" + " " * (label_w + name_w + 2) + text.strip()[: width - label_w - name_w - 2],
+                               style="bold yellow")
+    return out
+
+
+class BenchChart(Vertical):
+    """Lines (x numeric, plotext) or grouped bars (x labels, text), one series per lane.
 
     :attr:`series` keeps what was last plotted (``{name: [(x, y), ...]}``),
     so tests and the screen can see what the chart holds without rendering.
@@ -25,6 +99,8 @@ class BenchChart(PlotextPlot):
         border-title-color: $text-muted;
         background: $surface;
     }
+    BenchChart > PlotextPlot { height: 1fr; }
+    BenchChart > #bars { height: 1fr; padding: 0 1; overflow-y: auto; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -32,77 +108,97 @@ class BenchChart(PlotextPlot):
         self.series: dict[str, list[tuple[Any, float]]] = {}
         self.kind = "empty"
         self.marks: list[tuple[str, Any, float]] = []
+        self.lane_order: list[str] = []
+        """Lane names in the app's order (colour index); defaults to the series order."""
         self._last: tuple[Any, tuple] | None = None  # the last show_* call, replayed on a theme change
+        self._bars: tuple[list[str], dict[str, list[float]], str] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield PlotextPlot(id="plot")
+        yield Static("", id="bars")
+
+    @property
+    def plt(self) -> Any:
+        return self.query_one(PlotextPlot).plt
 
     def on_mount(self) -> None:
-        super().on_mount()
         # series colours are baked into the plot: draw it again in the new theme's colours
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self.call_after_refresh(self._replot))
+        self._show("empty")
+
+    def on_resize(self) -> None:
+        if self.kind == "bars":
+            self._draw_bars()
 
     def _replot(self) -> None:
         if self._last is not None:
             method, args = self._last
             method(*args)
 
-    def colors(self, n: int) -> list[tuple[int, int, int]]:
-        """Series colours from the app theme (plotext takes RGB tuples)."""
-        variables = self.app.theme_variables if self.is_attached else {}
-        out = []
-        for i in range(n):
-            name = SERIES_VARS[i % len(SERIES_VARS)]
-            try:
-                out.append(Color.parse(variables.get(name, "#4FB3D9")).rgb)
-            except Exception:  # a theme without this variable
-                out.append((79, 179, 217))
+    def _show(self, which: str) -> None:
+        self.query_one(PlotextPlot).display = which == "lines"
+        self.query_one("#bars", Static).display = which != "lines"
+
+    def lane_colours(self, names: list[str]) -> dict[str, str]:
+        order = self.lane_order or []
+        out = {}
+        for i, n in enumerate(names):
+            idx = order.index(n) if n in order else (len(order) + i if order else i)
+            out[n] = lane_colour(self.app, idx) if self.is_attached else "#4FB3D9"
         return out
 
-    def _frame(self, title: str, xlabel: str, ylabel: str) -> Any:
-        self.border_title = title
-        plt = self.plt
-        plt.clear_figure()
-        plt.xlabel(xlabel)
-        plt.ylabel(ylabel)
-        return plt
+    def colors(self, n: int) -> list[tuple[int, int, int]]:
+        """Series colours from the app theme (plotext takes RGB tuples)."""
+        return [rgb(lane_colour(self.app, i)) if self.is_attached else (79, 179, 217) for i in range(n)]
 
     def show_lines(self, title: str, xlabel: str, ylabel: str, series: dict[str, list[tuple[float, float]]]) -> None:
         """One line per series over numeric x (e.g. tok/s vs concurrency)."""
         self.kind, self.series, self.marks = "lines", {k: list(v) for k, v in series.items()}, []
         self._last = (self.show_lines, (title, xlabel, ylabel, series))
-        plt = self._frame(title, xlabel, ylabel)
-        xs = sorted({x for pts in series.values() for x, _ in pts})
-        for (name, pts), color in zip(series.items(), self.colors(len(series))):
+        self.border_title = title
+        self._show("lines")
+        plt = self.plt
+        plt.clear_figure()
+        plt.xlabel(xlabel)
+        plt.ylabel(ylabel)
+        xs = sorted({x for pts in series.values() for x in (p[0] for p in pts)})
+        colours = self.lane_colours(list(series))
+        for name, pts in series.items():
+            color = rgb(colours[name])
             if pts:
                 plt.plot([x for x, _ in pts], [y for _, y in pts], label=name, color=color, marker="braille")
                 plt.scatter([x for x, _ in pts], [y for _, y in pts], color=color, marker="●")
         if xs:
             plt.xticks(xs, [f"C{x:g}" for x in xs])
         plt.ylim(0, None)
-        self.refresh()
+        self.query_one(PlotextPlot).refresh()
 
     def show_bars(self, title: str, xlabel: str, ylabel: str, labels: list[str],
                   series: dict[str, list[float]], marks: list[tuple[str, Any, float]] | None = None) -> None:
-        """Grouped horizontal bars (finer resolution than vertical ones in a terminal): one group per
-        label, one bar per series; ``marks`` are (text, label, value) notes drawn at the bar's end."""
+        """Grouped bars: one group per label (``xlabel`` names them), one bar per series, values in
+        ``ylabel``; ``marks`` are (``"<lane> <note>"``, label, value) notes drawn beside that lane's bar."""
         self.kind = "bars"
         self._last = (self.show_bars, (title, xlabel, ylabel, labels, series, marks))
         self.series = {k: list(zip(labels, v)) for k, v in series.items()}
         self.marks = list(marks or [])
-        plt = self._frame(title, ylabel, xlabel)  # horizontal: the value axis is x
-        if labels and series:
-            names = list(series)
-            plt.multiple_bar(labels, [series[n] for n in names], labels=names, color=self.colors(len(names)),
-                             width=0.8, orientation="horizontal")
-            note = self.colors(len(SERIES_VARS))[SERIES_VARS.index("warning")]
-            for text, label, value in self.marks:
-                if label in labels:
-                    plt.text(f"◀ {text}", value, labels.index(label) + 1, color=note, alignment="left")
-        self.refresh()
+        self.border_title = f"{title}  [dim]({xlabel})[/]"
+        self._bars = (list(labels), {k: list(v) for k, v in series.items()}, ylabel)
+        self._show("bars")
+        self._draw_bars()
+
+    def _draw_bars(self) -> None:
+        if self._bars is None:
+            return
+        labels, series, unit = self._bars
+        width = max(20, (self.content_region.width or self.size.width or 60) - 2)
+        self.query_one("#bars", Static).update(
+            render_bars(labels, series, self.lane_colours(list(series)), width, unit, self.marks))
 
     def show_empty(self, title: str, message: str = "waiting for the first cell…") -> None:
         self.kind, self.series, self.marks = "empty", {}, []
         self._last = (self.show_empty, (title, message))
         self.border_title = title
-        plt = self.plt
-        plt.clear_figure()
-        plt.title(message)
-        self.refresh()
+        self._bars = None
+        if self.is_mounted:
+            self._show("empty")
+            self.query_one("#bars", Static).update(Text(message, style="dim"))

@@ -74,6 +74,9 @@ class RaceColumn(Vertical):
         with VerticalScroll(id="text-scroll"):
             yield Static("", id="text", markup=False, classes="-empty")
 
+    def on_mount(self) -> None:
+        self.query_one("#text-scroll", VerticalScroll).anchor()
+
     def _rank(self, text: str, cls: str) -> None:
         badge = self.query_one("#rank", Label)
         badge.update(text)
@@ -127,7 +130,8 @@ class RaceColumn(Vertical):
         size = len(body) + len(reasoning) * 3 + 1  # changes whenever either part grows
         if size != self._text_len:
             scroll = q("#text-scroll", VerticalScroll)
-            follow = scroll.scroll_y >= scroll.max_scroll_y - 1
+            if size < self._text_len or self._text_len <= 1:  # a new race: follow its text from the start
+                scroll.anchor()
             if reasoning:  # thinking models: the reasoning dimmed above the answer
                 shown = Text(reasoning, style="dim italic")
                 if body:
@@ -137,6 +141,5 @@ class RaceColumn(Vertical):
             else:
                 text.update(body or "…")
             text.set_class(not (body or reasoning), "-empty")
-            self._text_len = size
-            if follow:
-                scroll.call_after_refresh(scroll.scroll_end, animate=False)
+            self._text_len = size  # anchored: Textual keeps the scroll at the end as the text grows,
+            # after every layout, until the user scrolls up (and again once they scroll back down)
