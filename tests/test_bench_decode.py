@@ -17,7 +17,11 @@ from lanemon.config import LaneConfig
 from lanemon.recording.reader import Recording
 from lanemon.recording.writer import Recorder, make_header
 from lanemon.workloads.bench.run import BenchOptions, BenchRun
-from lanemon.workloads.bench.decode import crossover_sentence, decode_results
+from lanemon.measure.load import client_load
+from lanemon.measure.metrics import request_metrics
+from lanemon.measure.records import assemble
+from lanemon.measure.stats import NS, steady_state
+from lanemon.workloads.bench.decode import crossover_sentence, decode_results, level_leads
 
 FAST = 0.05
 
@@ -33,63 +37,143 @@ def run_bench(lanes, **kw):
     return run
 
 
+def truth_levels(run, sims) -> dict[str, dict[str, dict]]:
+    """The same ladder's figures from the simulators' own traces (GET /sim/trace): every request's
+    arrival and token write times as the server saw them, through the same steady-state function."""
+    recs = {r.server_request_id: r for r in assemble(run.events) if r.meta.get("part") == "level" and r.ok}
+    out: dict[str, dict[str, dict]] = {}
+    for lane, sim in zip(("A", "B"), sims):
+        by_level: dict[str, list[dict]] = {}
+        for tr in sim.trace():
+            rec = recs.get(tr["id"])
+            if rec is None or tr["e2e_s"] is None:
+                continue
+            t0 = tr["t_arrival_wall"] * NS
+            by_level.setdefault(str(rec.meta["level"]), []).append({
+                "sent_ns": int(t0), "end_ns": int(t0 + tr["e2e_s"] * NS),
+                "token_ns": [int(t0 + x * NS) for x in tr["token_times_s"]],
+                "chunk_tokens": tr["chunk_tokens"], "generated": tr["completion_tokens"]})
+        out[lane] = {lvl: steady_state(reqs, int(lvl)) for lvl, reqs in by_level.items()}
+    return out
+
+
 @pytest.mark.slow
-def test_ladder_shape_crossover_and_c6(fast_sims, tmp_path):
+@pytest.mark.timeout(400)
+def test_ladder_recovers_the_simulators_own_trace_and_its_crossover(fast_sims, tmp_path):
+    """lanemon's steady-state aggregates match the same requests' figures from the simulators' own traces, and
+    the crossover it names is the one in the trace.  On an idle machine that is the write-up's Figure 2 (B
+    overtakes A between C3 and C4); on a loaded one the simulators slow down too, and lanemon must still
+    measure what they did (timing expectations against the trace, not against fixed figures)."""
+    for sim in fast_sims:
+        sim.clear_trace()
     rec = Recorder(tmp_path / "decode.jsonl", make_header("bench-decode", []))
     run = BenchRun("decode", lanes_of(fast_sims), BenchOptions(levels=[1, 2, 3, 4, 5, 6], per_category=False),
                    recorder=rec)
     asyncio.run(run.run())
     rec.close()
     res = run.results()
-    a, b = res["lanes"]["A"]["levels"], res["lanes"]["B"]["levels"]
-    real = {lane: {c: v["aggregate_tok_s"] * FAST for c, v in lv.items()} for lane, lv in (("A", a), ("B", b))}
-    for c in ("1", "2", "3"):
-        assert real["A"][c] > real["B"][c], (c, real)
-    for c in ("4", "5", "6"):
-        assert real["B"][c] > real["A"][c], (c, real)
-    assert res["crossover"]["between"] == [3, 4]
-    assert (res["crossover"]["leader_before"], res["crossover"]["leader_after"]) == ("A", "B")
-    assert crossover_sentence(res) == "B overtakes A between C3 and C4"
-    assert real["A"]["6"] == pytest.approx(223, rel=0.12)
-    assert real["B"]["6"] == pytest.approx(263, rel=0.12)
+    truth = truth_levels(run, fast_sims)
+    judged = 0
     for lane in ("A", "B"):
         for c, cell in res["lanes"][lane]["levels"].items():
             assert cell["errors"] == 0 and cell["requests"] == int(c) * 8 and cell["tokens_estimated"] is False
-            assert cell["unstable"] is False and cell["reps"] == [cell["aggregate_tok_s"]]
+            assert cell["reps"] == [cell["aggregate_tok_s"]] and cell["steady_reps"] == [cell["steady_tok_s"]]
+            got, want = cell["steady_tok_s"], truth[lane][c]["tok_s"]
+            print(lane, c, cell["client_bound"], round(got, 1), round(want, 1), round(got / want - 1, 4),
+                  cell["aggregate_tok_s"])
+            if cell["unreliable"]:
+                # lanemon was starved while this cell ran and says so; over a window of seconds its
+                # figure is still near the truth, but not to the few percent of a clean cell
+                assert got == pytest.approx(want, rel=0.15), (lane, c)
+                continue
+            judged += 1
+            assert got == pytest.approx(want, rel=0.05), (lane, c)
+            # the steady-state window leaves out ramp-up and drain (fewer streams, less aggregate)
+            assert got >= cell["aggregate_tok_s"] * 0.98, (lane, c, cell)
+    # the crossover is decided the same way on the trace's figures
+    trace_lanes = {lane: {"levels": {c: {"steady_tok_s": v["tok_s"], "steady_reps": [v["tok_s"]]}
+                                     for c, v in truth[lane].items()}} for lane in ("A", "B")}
+    for mine, theirs in zip(level_leads(res["lanes"], "A", "B"), level_leads(trace_lanes, "A", "B")):
+        if mine["leader"] is not None and abs(theirs["gap"]) > theirs["band"] + 0.06:
+            assert mine["leader"] == theirs["leader"], (mine, theirs)
+    if res["crossover"]:
+        assert crossover_sentence(res).startswith(
+            f"{res['crossover']['leader_after']} overtakes {res['crossover']['leader_before']} between C")
     # the --json output IS the results function over the recording
     events = list(Recording(rec.path).events())
     assert decode_results(events) == res
 
 
+def _trace_by_id(sims) -> dict[str, dict]:
+    return {tr["id"]: tr for sim in sims for tr in sim.trace()}
+
+
+def stall_s(events, rec) -> float:
+    """The longest lanemon measured itself held up (client_load: loop lag, run-queue wait) while ``rec``
+    ran, in seconds: how late it may have taken any of the request's timestamps."""
+    return client_load(events).worst_stall_s(rec.sent_ns, rec.end_ns)
+
+
 def test_per_category_c1_rates(fast_sims):
+    """Per-category C1 rates: every request's rate is the simulator's own (trace) rate for it, within what
+    lanemon's own measured starvation explains; the simulator's model is the write-up's."""
+    for sim in fast_sims:
+        sim.clear_trace()
     run = run_bench(lanes_of(fast_sims), levels=[1], categories=["coding", "prose", "reasoning"],
                     parallel_lanes=True)
     res = run.results()
-    got = {lane: {c: v["per_stream_tok_s"] * FAST for c, v in d["categories"].items()}
-           for lane, d in res["lanes"].items()}
+    trace = _trace_by_id(fast_sims)
+    checked = 0
+    for rec in assemble(run.events):
+        tr = trace.get(rec.server_request_id)
+        if rec.meta.get("part") != "category" or tr is None:
+            continue
+        times = tr["token_times_s"]
+        truth = times[-1] - times[0]  # first -> last token write, as the server saw it
+        got = (rec.token_ns[-1] - rec.token_ns[0]) / NS
+        # the first and the last chunk may each be read up to one measured stall late
+        assert abs(got - truth) <= 0.05 * truth + 0.001 + 2 * stall_s(run.events, rec), (rec.lane, got, truth)
+        checked += 1
+    assert checked == 2 * 15
+    # the model behind those rates is the write-up's (timing-free: the profile itself)
+    from lanemon.sim import engine
+    from lanemon.sim.profiles import PROFILES
+
+    profiles = {"A": PROFILES["tensorfold-exl3"], "B": PROFILES["sglang-native"]}
     want = {"A": {"coding": 148, "prose": 88}, "B": {"coding": 134, "prose": 74}}
     for lane, cats in want.items():
         for cat, value in cats.items():
-            assert got[lane][cat] == pytest.approx(value, rel=0.10), (lane, cat, got)
-    for cat in got["A"]:  # A faster in every category
-        assert got["A"][cat] > got["B"][cat], cat
-    assert all(v["requests"] == 5 and v["errors"] == 0 for d in res["lanes"].values()
+            assert engine.per_stream_rate(profiles[lane], cat, 1) == value
+    assert all(v["requests"] == 5 and v["errors"] == 0 and "unreliable" in v for d in res["lanes"].values()
                for v in d["categories"].values())
     assert res["config"]["categories"] == ["coding", "prose", "reasoning"]
     assert res["config"]["prompt_set"]["version"] == "1"
 
 
-def test_c1_ttft_near_the_write_up():
+def test_c1_ttft_matches_the_trace_and_the_model_is_the_write_up():
     scale = 0.5
     with sim_pair(scale) as sims:
         run = run_bench(lanes_of(sims), levels=[1], categories=["translation"], reps=5, max_tokens=4,
                         per_category=False, parallel_lanes=True)
+        trace = _trace_by_id(sims)
     res = run.results()
-    ttft = {lane: d["levels"]["1"]["ttft_p50_s"] / scale for lane, d in res["lanes"].items()}
-    assert ttft["A"] == pytest.approx(0.17, abs=0.02), ttft
-    assert ttft["B"] == pytest.approx(0.22, abs=0.02), ttft
-    cell = res["lanes"]["A"]["levels"]["1"]
-    assert cell["requests"] == 5 and len(cell["reps"]) == 5
+    for lane, d in res["lanes"].items():
+        cell = d["levels"]["1"]
+        assert cell["requests"] == 5 and len(cell["reps"]) == 5 and len(cell["ttft_p50_reps"]) == 5
+        recs = [r for r in assemble(run.events) if r.lane == lane and r.meta.get("part") == "level"]
+        for rec in recs:
+            tr = trace[rec.server_request_id]
+            m = request_metrics(rec)
+            gap, end_gap = m.ttft_s - tr["ttft_s"], m.e2e_s - tr["e2e_s"]
+            # the client's TTFT is the server's plus sending (loopback, the server's own parsing: not lanemon's
+            # to see) plus reading the first chunk: never less.  The sending part is the same in the
+            # end-to-end gap, so the two gaps differ by how late lanemon read the first chunk against the
+            # last: within what its measured stalls explain
+            assert gap >= -0.0005, (lane, gap)
+            assert abs(gap - end_gap) <= 0.003 + 2 * stall_s(run.events, rec), (lane, gap, end_gap)
+        # the simulator's model (timing-free) is the write-up's C1 TTFT
+        model = sorted(trace[r.server_request_id]["model_ttft_s"] / scale for r in recs)
+        assert model[2] == pytest.approx({"A": 0.17, "B": 0.22}[lane], abs=0.02), (lane, model)
 
 
 def test_request_meta_and_marks_follow_the_recording_conventions(fast_sims):

@@ -85,7 +85,8 @@ def test_decode_crossover_detected_between_the_right_levels():
     assert abs(lv["1"]["ttft_p50_s"] - 0.1) < 1e-9
     x = res["crossover"]
     assert (x["leader_before"], x["leader_after"], x["between"]) == ("A", "B", [3, 4])
-    assert crossover_sentence(res) == "B overtakes A between C3 and C4"
+    assert crossover_sentence(res) == ("B overtakes A between C3 and C4 [C3 B -5.6 % vs A (band 5.0 % default); "
+                                       "C4 B +10.5 % vs A (band 5.0 % default)]")  # with the gaps and the band
 
 
 def test_no_crossover_is_null_and_said_so():
@@ -95,7 +96,7 @@ def test_no_crossover_is_null_and_said_so():
         _level(ev, "B", level, 0, 90, level * 10_000 * MS)
     res = decode_results(ev.end())
     assert res["crossover"] is None
-    assert crossover_sentence(res) == "no crossover: A leads at every measured level"
+    assert crossover_sentence(res) == "no crossover: A leads at every measured level (B vs A -10.0 % to -10.0 %)"
 
 
 def test_errored_cell_has_no_throughput_figure():

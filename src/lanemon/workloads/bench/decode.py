@@ -11,9 +11,15 @@ drain at the end of the level stays a small part of its wall time.  Then, per ca
 of its prompts runs once alone (C1) for the per-stream rate.
 
 :func:`decode_results` computes the JSON (docs/JSON.md) from events alone:
-aggregate decode tok/s = total output tokens / wall time of the level
-(:func:`lanemon.measure.metrics.aggregate_tok_s`), TTFT percentiles, per-stream
-p50, errors; and the crossover between the first two lanes.
+the steady-state aggregate ``steady_tok_s`` = tokens that arrived while all C
+streams were in flight / that window (:func:`lanemon.measure.stats.steady_state`;
+ramp-up and drain left out), beside ``aggregate_tok_s`` = total output tokens /
+first send -> last end of the level (:func:`lanemon.measure.metrics.aggregate_tok_s`);
+TTFT percentiles, per-stream p50, errors; how many requests ran while lanemon
+itself was starved (``client_bound``; such a cell is ``unreliable``, see
+:mod:`lanemon.measure.load`); and the crossover between the first two lanes,
+decided on the steady-state figure with the shared noise band
+(:func:`lanemon.measure.stats.noise_band`): a gap inside the band is a tie.
 """
 
 from __future__ import annotations
@@ -23,7 +29,10 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from lanemon.measure.metrics import aggregate_tok_s, median, output_tokens, request_metrics, summarize
+from lanemon.measure import stats as st
+from lanemon.measure.load import ClientLoad, client_load
+from lanemon.measure.metrics import (aggregate_tok_s, generated_tokens, median, output_tokens, request_metrics,
+                                     summarize)
 from lanemon.events import Event
 from lanemon.measure.records import RequestRecord, assemble
 from lanemon.workloads.bench.run import (BenchOptions, first_error, goodput_of, read_marks, rnd, run_state, spread, token_figures)
@@ -91,6 +100,8 @@ async def run_level(h, lane: str, level: int, rep: int, order: list[Prompt], nca
     cell = level_cell(lane, level, rep)
     keys = {"part": "level", "level": level, "rep": rep}
     h.mark("cell", lane=lane, bench=BENCH, phase="start", cell=cell, requests=n, **keys)
+    if level > 1:  # the first wave must not carry C cold connection set-ups (issue 13: the C64 tail)
+        await h.clients[lane].warm(level)
     records: list[RequestRecord] = []
     counter = iter(range(n))
 
@@ -151,20 +162,48 @@ async def run(h, opts: BenchOptions) -> None:
 # ---------------------------------------------------------------------------
 
 
-def _level_result(reps: dict[int, list[RequestRecord]], slo: dict[str, float] | None = None) -> dict[str, Any]:
+def steady_of(recs: list[RequestRecord], level: int) -> dict[str, Any] | None:
+    """The steady-state aggregate of one rep of a level (:func:`lanemon.measure.stats.steady_state`)."""
+    return st.steady_state(({"sent_ns": r.sent_ns, "end_ns": r.end_ns, "token_ns": r.token_ns,
+                             "chunk_tokens": r.chunk_tokens, "generated": generated_tokens(r)[0]}
+                            for r in recs if r.ok), level)
+
+
+def _client_bound(recs: Iterable[RequestRecord], load: ClientLoad | None) -> dict[str, Any]:
+    n = sum(1 for r in recs if load is not None and load.overlaps(r.sent_ns, r.end_ns))
+    return {"client_bound": n, "unreliable": n > 0}
+
+
+def _level_result(reps: dict[int, list[RequestRecord]], slo: dict[str, float] | None = None, level: int = 1,
+                  load: ClientLoad | None = None) -> dict[str, Any]:
     per_rep: list[float | None] = []
+    steady_reps: list[float | None] = []
+    windows: list[float] = []
+    ttft_reps: list[float | None] = []
     all_recs: list[RequestRecord] = []
     for rep in sorted(reps):
         recs = reps[rep]
         all_recs.extend(recs)
         # a rep with an error is an errored cell: no throughput figure from it
-        per_rep.append(None if any(not r.ok for r in recs) else aggregate_tok_s(recs))
+        errored = any(not r.ok for r in recs)
+        per_rep.append(None if errored else aggregate_tok_s(recs))
+        steady = None if errored else steady_of(recs, level)
+        steady_reps.append(steady["tok_s"] if steady else None)
+        if steady:
+            windows.append(steady["window_s"])
+        ttft_reps.append(None if errored else summarize(request_metrics(r).ttft_s for r in recs).p50)
     ok = [r for r in all_recs if r.ok]
     ms = [request_metrics(r) for r in ok]
     ttft = summarize(m.ttft_s for m in ms)
     stats = spread(per_rep)
+    steady = spread(steady_reps)
     return {
+        "steady_tok_s": steady["median"],
+        "steady_reps": steady["reps"],
+        "steady_window_s": rnd(median(windows)),
+        "steady_unstable": steady["unstable"],
         "aggregate_tok_s": stats["median"],
+        "ttft_p50_reps": [rnd(v) for v in ttft_reps],
         "ttft_p50_s": rnd(ttft.p50),
         "ttft_p90_s": rnd(ttft.p90),
         "ttft_p99_s": rnd(ttft.p99),
@@ -176,11 +215,13 @@ def _level_result(reps: dict[int, list[RequestRecord]], slo: dict[str, float] | 
         **token_figures(ok),
         **stats,
         "error": first_error(all_recs),
+        **_client_bound(all_recs, load),
         **({"goodput": goodput_of([reps[k] for k in sorted(reps)], slo)} if slo else {}),
     }
 
 
-def _category_result(reps: dict[int, list[RequestRecord]], slo: dict[str, float] | None = None) -> dict[str, Any]:
+def _category_result(reps: dict[int, list[RequestRecord]], slo: dict[str, float] | None = None,
+                     load: ClientLoad | None = None) -> dict[str, Any]:
     per_rep: list[float | None] = []
     rates: list[float] = []
     total = errors = 0
@@ -204,41 +245,80 @@ def _category_result(reps: dict[int, list[RequestRecord]], slo: dict[str, float]
         **token_figures([r for recs in reps.values() for r in recs]),
         **stats,
         "error": first_error(r for recs in reps.values() for r in recs),
+        **_client_bound((r for recs in reps.values() for r in recs), load),
         **({"goodput": goodput_of([reps[k] for k in sorted(reps)], slo)} if slo else {}),
     }
 
 
-def crossover(lanes: dict[str, dict[str, Any]], order: Sequence[str]) -> dict[str, Any] | None:
-    """Where leadership by aggregate tok/s changes between consecutive levels (first two lanes).
+def level_figure(cell: dict[str, Any]) -> tuple[float | None, list[Any], str]:
+    """(figure, its reps, basis) a level is judged on: the steady-state aggregate, else first send -> last end."""
+    if cell.get("steady_tok_s") is not None:
+        return cell["steady_tok_s"], list(cell.get("steady_reps") or []), "steady"
+    return cell.get("aggregate_tok_s"), list(cell.get("reps") or []), "span"
 
-    Levels without a figure on either lane are skipped; the first change is
-    reported (``changes`` lists all of them).  None when leadership never
-    changes or there are fewer than two lanes.
+
+def level_leads(lanes: dict[str, dict[str, Any]], a: str, b: str) -> list[dict[str, Any]]:
+    """Per level both lanes have a figure on: the gap B / A - 1 on the steady-state aggregate, the shared
+    noise band (from the reps where there are any) and the leader (``"tie"`` inside the band; None when
+    either cell is unreliable: lanemon was starved while it ran)."""
+    la = lanes.get(a, {}).get("levels", {})
+    lb = lanes.get(b, {}).get("levels", {})
+    out: list[dict[str, Any]] = []
+    for level in sorted(int(k) for k in la if k in lb):
+        ca, cb = la[str(level)], lb[str(level)]
+        va, ra, basis_a = level_figure(ca)
+        vb, rb, basis_b = level_figure(cb)
+        if va is None or vb is None:
+            continue
+        if basis_a != basis_b:  # never compare a steady figure with a span one
+            va, ra, basis_a = ca.get("aggregate_tok_s"), list(ca.get("reps") or []), "span"
+            vb, rb, basis_b = cb.get("aggregate_tok_s"), list(cb.get("reps") or []), "span"
+            if va is None or vb is None:
+                continue
+        band = st.noise_band("throughput", ra, rb)
+        unreliable = bool(ca.get("unreliable") or cb.get("unreliable"))
+        who = None if unreliable else st.lead(va, vb, band["band"])
+        out.append({"level": level, "a": va, "b": vb, "gap": rnd(st.rel_gap(va, vb)), "band": band["band"],
+                    "band_from_reps": band["from_reps"], "basis": basis_a, "unreliable": unreliable,
+                    "leader": {"a": a, "b": b}.get(who, who) if who else None})
+    return out
+
+
+def crossover(lanes: dict[str, dict[str, Any]], order: Sequence[str]) -> dict[str, Any] | None:
+    """Where leadership by the steady-state aggregate changes between decided levels (first two lanes).
+
+    A level where the gap is inside the noise band is a tie and decides nothing, nor does a level where
+    either cell is unreliable; the first change is reported (``changes`` lists all of them) with the
+    per-level gaps and bands (``levels``).  None when leadership never changes or there are fewer than
+    two lanes.
     """
     if len(order) < 2:
         return None
     a, b = order[0], order[1]
-    la = lanes.get(a, {}).get("levels", {})
-    lb = lanes.get(b, {}).get("levels", {})
-    common = sorted(int(k) for k in la if k in lb
-                    and la[k].get("aggregate_tok_s") is not None and lb[k].get("aggregate_tok_s") is not None)
-    leaders: list[tuple[int, str]] = []
-    for level in common:
-        va, vb = la[str(level)]["aggregate_tok_s"], lb[str(level)]["aggregate_tok_s"]
-        if va == vb:
-            continue
-        leaders.append((level, a if va > vb else b))
+    leads = level_leads(lanes, a, b)
+    decided = [(x["level"], x["leader"]) for x in leads if x["leader"] not in (None, "tie")]
     changes = []
-    for (l0, w0), (l1, w1) in zip(leaders, leaders[1:]):
+    for (l0, w0), (l1, w1) in zip(decided, decided[1:]):
         if w0 != w1:
             changes.append({"leader_before": w0, "leader_after": w1, "between": [l0, l1]})
     if not changes:
         return None
-    return {**changes[0], "compared": [a, b], "changes": changes}
+    return {**changes[0], "compared": [a, b], "changes": changes, "levels": leads}
+
+
+def _gap_text(x: dict[str, Any], a: str, b: str) -> str:
+    if x["leader"] is None:
+        return f"C{x['level']} not judged (lanemon was starved)"
+    gap = x["gap"] or 0.0
+    src = "from the reps" if x["band_from_reps"] else "default"
+    if x["leader"] == "tie":
+        return f"C{x['level']} within noise ({b} {gap * 100:+.1f} %, band {x['band'] * 100:.1f} % {src})"
+    return f"C{x['level']} {b} {gap * 100:+.1f} % vs {a} (band {x['band'] * 100:.1f} % {src})"
 
 
 def crossover_sentence(result: dict[str, Any]) -> str:
-    """``B overtakes A between C3 and C4`` (or who leads throughout)."""
+    """``B overtakes A between C3 and C4 (C3 B -4.1 % vs A ...; C4 B +6.0 % vs A ...)`` or who leads throughout,
+    always with the gaps and the noise band the statement rests on."""
     x = result.get("crossover")
     lanes = list(result.get("lanes", {}))
     extra = ""
@@ -246,28 +326,42 @@ def crossover_sentence(result: dict[str, Any]) -> str:
         extra = f" (comparing the first two lanes, {lanes[0]} and {lanes[1]})"
     if x:
         lo, hi = x["between"]
+        a, b = x.get("compared") or lanes[:2]
         text = f"{x['leader_after']} overtakes {x['leader_before']} between C{lo} and C{hi}"
         if len(x.get("changes", [])) > 1:
             text += f" (leadership changes {len(x['changes'])} times)"
+        around = [g for g in x.get("levels") or [] if g["level"] in (lo, hi)]
+        if around:
+            text += " [" + "; ".join(_gap_text(g, a, b) for g in around) + "]"
         return text + extra
     if len(lanes) < 2:
         return ""
     a, b = lanes[0], lanes[1]
-    la, lb = result["lanes"][a]["levels"], result["lanes"][b]["levels"]
-    common = [k for k in la if k in lb and la[k]["aggregate_tok_s"] is not None and lb[k]["aggregate_tok_s"] is not None]
-    if not common:
+    leads = level_leads(result["lanes"], a, b)
+    if not leads:
         return "no crossover: no level has a figure on both lanes" + extra
-    wins = {a: 0, b: 0}
-    for k in common:
-        wins[a if la[k]["aggregate_tok_s"] >= lb[k]["aggregate_tok_s"] else b] += 1
-    leader = a if wins[a] >= wins[b] else b
-    return f"no crossover: {leader} leads at every measured level" + extra
+    judged = [g for g in leads if g["leader"] is not None]
+    leaders = {g["leader"] for g in judged}
+    gaps = [g["gap"] for g in judged if g["gap"] is not None]
+    span = f" ({b} vs {a} {min(gaps) * 100:+.1f} % to {max(gaps) * 100:+.1f} %)" if gaps else ""
+    starved = len(leads) - len(judged)
+    tail = f"; {starved} level(s) not judged: lanemon was starved" if starved else ""
+    if leaders == {"tie"}:
+        return f"no crossover: {a} and {b} within noise at every level{span}{tail}" + extra
+    if not judged:
+        return f"no crossover: no level could be judged (lanemon was starved){extra}"
+    winners = leaders - {"tie"}
+    leader = next(iter(winners))
+    ties = sum(1 for g in judged if g["leader"] == "tie")
+    where = f"at every measured level outside the noise band ({ties} within noise)" if ties else "at every measured level"
+    return f"no crossover: {leader} leads {where}{span}{tail}" + extra
 
 
 def decode_results(events: Iterable[Event], *, in_progress: bool = False) -> dict[str, Any]:
     """The ``bench decode`` JSON (docs/JSON.md) from a run's events."""
     events = list(events)
     marks = read_marks(events, BENCH)
+    load = client_load(events)
     levels_by: dict[str, dict[int, dict[int, list[RequestRecord]]]] = defaultdict(lambda: defaultdict(dict))
     cats_by: dict[str, dict[str, dict[int, list[RequestRecord]]]] = defaultdict(lambda: defaultdict(dict))
     for rec in assemble(events):
@@ -292,14 +386,16 @@ def decode_results(events: Iterable[Event], *, in_progress: bool = False) -> dic
         if not lv and not cv:
             continue
         slo = marks.config.get("slo") or None
-        cats = {c: _category_result(cv[c], slo) for c in cfg_cats if c in cv}
-        cats.update({c: _category_result(v, slo) for c, v in cv.items() if c not in cats})
+        cats = {c: _category_result(cv[c], slo, load) for c in cfg_cats if c in cv}
+        cats.update({c: _category_result(v, slo, load) for c, v in cv.items() if c not in cats})
         lanes[lane] = {
-            "levels": {str(level): _level_result(lv[level], slo) for level in sorted(lv)},
+            "levels": {str(level): _level_result(lv[level], slo, level, load) for level in sorted(lv)},
             "categories": cats,
         }
     out: dict[str, Any] = {"bench": BENCH, "lanes": lanes, "crossover": crossover(lanes, list(lanes))}
     out.update(run_state(marks, in_progress))
+    out["client_load"] = {"watched": load.watching, "starved_windows": load.bound_windows,
+                          "max_lag_ms": rnd(load.max_lag_ms, 1) if load.watching else None}
     out["config"] = marks.config
     return out
 
