@@ -86,7 +86,7 @@ def test_reading_uses_recorded_verdicts_and_names_the_unscored(demo_runs, monkey
     assert (res["passed"], res["total"], len(res["skipped"])) == (0, 0, 75)
     assert set(res["skipped"].values()) == {NOT_SCORED} and "lanemon qeval rescore" in NOT_SCORED
     from lanemon.reports.analyse import analyze
-    from lanemon.reports.report import render
+    from lanemon.reports.render import render
 
     assert "Quality gate (qeval): A 0/0 (75 not scored)" in render(analyze((header, old)), "md")
     # a verdict with the wrong types (a hostile recording) counts as none

@@ -10,7 +10,9 @@ import re
 
 import pytest
 
-from lanemon.reports import report
+from lanemon.reports.verdict import verdict
+from lanemon.reports.render import FORMATS, render, render_csv, render_html, render_json, render_markdown
+from lanemon.reports.render.csv import CSV_COLUMNS
 
 
 
@@ -74,7 +76,7 @@ def swap_lanes(analysis):
 
 
 def test_verdict_reads_like_the_writeup():
-    v = report.verdict(writeup())
+    v = verdict(writeup())
     assert v[0].startswith("One user, short prompts → A: ~1.1× faster decode at C1 (118 vs 104 tok/s), "
                            "TTFT 0.17 s vs 0.22 s; faster in every prompt category")
     assert v[1] == ("Four or more users or long prompts → B: overtakes between C3 and C4 (C6: 263 vs 223 tok/s); "
@@ -85,7 +87,7 @@ def test_verdict_reads_like_the_writeup():
 
 
 def test_verdict_swaps_when_the_figures_swap():
-    v = report.verdict(swap_lanes(writeup()))
+    v = verdict(swap_lanes(writeup()))
     assert v[0].startswith("One user, short prompts → B: ~1.1× faster decode at C1 (118 vs 104 tok/s)")
     assert v[1].startswith("Four or more users or long prompts → A: overtakes between C3 and C4 (C6: 263 vs 223")
     assert "Races → B: won 2 of 3 (A 1)." in v
@@ -95,7 +97,7 @@ def test_verdict_claims_only_what_the_data_supports():
     a = writeup()
     # no prefill data: no "long prompts"/"short prompts" and no prefill claim
     del a["prefill"]
-    v = report.verdict(a)
+    v = verdict(a)
     assert v[0].startswith("One user → A:")
     assert v[1].startswith("Four or more users → B:") and "prefill" not in v[1]
     assert not any("cache" in s for s in v)
@@ -104,17 +106,17 @@ def test_verdict_claims_only_what_the_data_supports():
     for lvl, c in a["decode"]["lanes"]["B"]["levels"].items():
         c["aggregate_tok_s"] = a["decode"]["lanes"]["A"]["levels"][lvl]["aggregate_tok_s"] * 0.99
     a["decode"]["crossover"] = None
-    v = report.verdict(a)
+    v = verdict(a)
     assert "tie on decode at C1" in v[0]
     assert not any("overtakes" in s for s in v)
     # a needle missed is said
     a = writeup()
     a["needles"]["lanes"]["B"]["lengths"]["300000"]["found"] = False
-    assert "Needles: missed by B at 300K; 5 of 6 found." in report.verdict(a)
+    assert "Needles: missed by B at 300K; 5 of 6 found." in verdict(a)
 
 
 def test_markdown_has_every_table_and_omits_empty_sections():
-    md = report.render_markdown(writeup())
+    md = render_markdown(writeup())
     for title in ("## Verdict", "## Decode: aggregate throughput vs concurrency", "## Time to first token at C1",
                   "## Per-category decode at C1", "## Prefill: prompt tokens / TTFT, cold",
                   "## Needles: long-context retrieval", "## Races", "## Environment"):
@@ -126,12 +128,12 @@ def test_markdown_has_every_table_and_omits_empty_sections():
     a = writeup()
     for key in ("prefill", "needles", "race"):
         del a[key]
-    md = report.render_markdown(a)
+    md = render_markdown(a)
     assert "## Decode" in md and "## Prefill" not in md and "## Needles" not in md and "## Races" not in md
 
 
 def test_html_is_one_self_contained_file_with_svg_charts():
-    page = report.render_html(writeup())
+    page = render_html(writeup())
     assert page.startswith("<!DOCTYPE html>")
     assert page.count("<svg") == 4  # decode, TTFT, categories, prefill
     assert not re.search(r"""(src|href)\s*=\s*["']?https?:""", page)
@@ -142,14 +144,14 @@ def test_html_is_one_self_contained_file_with_svg_charts():
     # untrusted text is escaped
     a = writeup()
     a["race"]["races"][0]["prompt"] = "<script>alert(1)</script>"
-    assert "<script>alert" not in report.render_html(a)
+    assert "<script>alert" not in render_html(a)
 
 
 def test_json_and_csv():
     a = writeup()
-    assert json.loads(report.render_json(a)) == json.loads(json.dumps(a))
-    rows = list(csv.DictReader(io.StringIO(report.render_csv(a))))
-    assert tuple(rows[0]) == report.CSV_COLUMNS
+    assert json.loads(render_json(a)) == json.loads(json.dumps(a))
+    rows = list(csv.DictReader(io.StringIO(render_csv(a))))
+    assert tuple(rows[0]) == CSV_COLUMNS
     c6 = [r for r in rows if r["bench"] == "decode" and r["cell_kind"] == "level" and r["cell"] == "6"]
     assert {r["lane"]: float(r["tok_s"]) for r in c6} == {"A": 223.0, "B": 263.0}
     b2950 = next(r for r in rows if r["bench"] == "prefill" and r["lane"] == "B" and r["cell"] == "2950")
@@ -158,10 +160,10 @@ def test_json_and_csv():
     assert sum(r["cell_kind"] == "category" for r in rows) == 16
 
 
-@pytest.mark.parametrize("fmt", report.FORMATS)
+@pytest.mark.parametrize("fmt", FORMATS)
 def test_every_format_renders_an_empty_analysis(fmt):
     a = {"environment": {"lanes": [{"name": "A", "url": "u", "model": None}]}, "warnings": ["cut short"]}
-    text = report.render(a, fmt)
+    text = render(a, fmt)
     assert text
     if fmt in ("md", "html"):
         assert "cut short" in text and "no bench or race results" in text
@@ -173,8 +175,8 @@ def test_single_lane_and_unknown_format():
     for bench in ("decode", "prefill", "needles"):
         del a[bench]["lanes"]["B"]
     del a["race"]
-    v = report.verdict(a)
+    v = verdict(a)
     assert v[0].startswith("Decode on A: 118 tok/s at C1, peaking at 223 tok/s at C6")
     assert "Needles: all found on lane A" in v[1]
     with pytest.raises(ValueError):
-        report.render(a, "pdf")
+        render(a, "pdf")

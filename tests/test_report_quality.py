@@ -19,7 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from lanemon.reports import report
+from lanemon.reports.sections import sections
+from lanemon.reports.verdict import verdict
+from lanemon.reports.format import int_text
+from lanemon.reports.render import render_csv, render_html, render_markdown
+from lanemon.reports.render.csv import CSV_COLUMNS
 from lanemon.reports.analyse import analyze
 
 TASKS = "math_m9,json_escape,json_count,code_interval_intersect,format_haiku,format_three_bullets,math_m1"
@@ -141,7 +145,7 @@ def test_agree_report(runs, tmp_path):
     path, printed = runs["agree"]
     n = printed["total"]
     sentence = (f"{printed['exact']}/{n} exact matches with a median first divergence at word "
-                f"{report._int_text(printed['median_first_divergence_word'])} ({printed['agree_ge_10_words']}/{n} "
+                f"{int_text(printed['median_first_divergence_word'])} ({printed['agree_ge_10_words']}/{n} "
                 f"agree for ten or more words, {printed['diverge_at_0']}/{n} diverge at word 0)")
     md = lanemon("report", str(path)).stdout
     assert "## Greedy agreement" in md and sentence in md
@@ -251,7 +255,7 @@ def writeup_quality():
 
 
 def test_verdict_reads_like_the_writeup():
-    v = report.verdict(writeup_quality())
+    v = verdict(writeup_quality())
     assert v[0] == ("Quality gate: identical — A 2/6, B 2/6, the same four misses (code_interval_intersect, json_escape, "
                     "json_count, math_m9); kept 2, broke 0, fixed 0, p = 1.000.")
     assert v[1].startswith("Greedy agreement A vs B: 0/40 exact matches with a median first divergence at word 2 "
@@ -269,13 +273,13 @@ def test_gauntlet_verdict_swaps_with_the_figures_and_ties_are_ties():
     from lanemon.workloads.gauntlet import summary_sentence
 
     g["summary"] = summary_sentence(g)
-    v = report.verdict(a)[-1]
+    v = verdict(a)[-1]
     assert v.startswith("Agents → A: finished the 20-hop chain in 22.4 s vs B 30.4 s") and "outweighs B's decode edge" in v
     g["lanes"]["B"]["median_wall_s"] = 22.5
-    assert report.verdict(a)[-1].startswith("Agents: A and B tie on the 20-hop chain")
+    assert verdict(a)[-1].startswith("Agents: A and B tie on the 20-hop chain")
     g["lanes"]["B"].update(median_wall_s=30.4, correct=3)
     g["lanes"]["A"].update(correct=2, correct_per_rep=[True, True, False])
-    assert "but B is correct more often (3/3 vs 2/3)" in report.verdict(a)[-1]
+    assert "but B is correct more often (3/3 vs 2/3)" in verdict(a)[-1]
 
 
 def test_quality_verdict_claims_a_lead_only_when_the_paired_test_says_so():
@@ -287,14 +291,14 @@ def test_quality_verdict_claims_a_lead_only_when_the_paired_test_says_so():
     runs["B"]["tasks"]["format_haiku"]["passed"] = False  # broke 1
     runs["A"]["tasks"]["math_m1"]["passed"] = False  # fixed 1
     q["compare"] = compare_runs(runs["A"], runs["B"])
-    v = report.verdict(a)[0]
+    v = verdict(a)[0]
     assert v.startswith("Quality gate: no significant difference — ") and "broke 1, fixed 1, p = 1.000" in v
     # 8 fixed, 0 broke: p = 2/2^8 < 0.05
     tasks = {f"t{i}": {"passed": False, "kind": "math", "reason": "x"} for i in range(8)}
     a_run = {"lane": "A", "passed": 0, "total": 8, "tasks": tasks}
     b_run = {"lane": "B", "passed": 8, "total": 8, "tasks": {k: dict(v, passed=True) for k, v in tasks.items()}}
     a["qeval"] = {"bench": "qeval", "lanes": {"A": a_run, "B": b_run}, "compare": compare_runs(a_run, b_run)}
-    v = report.verdict(a)[0]
+    v = verdict(a)[0]
     assert v.startswith("Quality gate → B: A 0/8, B 8/8") and "fixed 8" in v and "p = 0.008" in v
 
 
@@ -302,8 +306,8 @@ def test_kl_sentences_and_sections_without_data_are_omitted():
     a = writeup_quality()
     a["kl"]["lanes"]["A"] = {"status": "not_exposed", "message": "HTTP 400: logprobs are not supported", "kl": None,
                              "kl_p50": None, "kl_p99": None, "positions": 0}
-    assert "No KL between lanes: not exposed by lane A: HTTP 400: logprobs are not supported." in report.verdict(a)
-    md = report.render_markdown(a)
+    assert "No KL between lanes: not exposed by lane A: HTTP 400: logprobs are not supported." in verdict(a)
+    md = render_markdown(a)
     order = [md.index(h) for h in ("## Verdict", "## Quality gate (qeval)", "## Greedy agreement",
                                    "## Logprob divergence (KL vs B)", "## Agent gauntlet\n",
                                    "## Agent gauntlet: where each turn's time goes", "## Environment")]
@@ -311,22 +315,22 @@ def test_kl_sentences_and_sections_without_data_are_omitted():
     for key in ("qeval", "agree", "kl", "gauntlet"):
         b = copy.deepcopy(a)
         del b[key]
-        text = report.render_markdown(b) + report.render_html(b)
+        text = render_markdown(b) + render_html(b)
         gone = {"qeval": "Quality gate", "agree": "Greedy agreement", "kl": "KL", "gauntlet": "Agent"}[key]
         assert gone not in text
     empty = {"environment": _env(), "agree": {"total": 0, "prompts": []}, "kl": {"lanes": {}},
              "gauntlet": {"lanes": {"A": {"reps": 0}}}, "qeval": {"lanes": {}}, "warnings": []}
-    assert report.sections(empty) == [] and report.verdict(empty) == []
+    assert sections(empty) == [] and verdict(empty) == []
 
 
 def test_writeup_html_has_the_quality_and_agent_charts():
     a = writeup_quality()
-    page = report.render_html(a)
+    page = render_html(a)
     assert_self_contained(page)
     assert page.count("<svg") == 3  # agreement histogram, wall per rep, per-turn breakdown
     assert "A vs B 0: 18</title>" in page and ">18</text>" in page  # bar + integer value label
     assert "B rep 2: 22.40</title>" in page
     assert page.count('class="bar light') == 42 + 1  # a decode segment on every turn of both lanes + legend
-    csv_rows = list(csv.DictReader(io.StringIO(report.render_csv(a))))
-    assert tuple(csv_rows[0]) == report.CSV_COLUMNS
+    csv_rows = list(csv.DictReader(io.StringIO(render_csv(a))))
+    assert tuple(csv_rows[0]) == CSV_COLUMNS
     assert sum(r["bench"] == "gauntlet" and r["cell_kind"] == "turn" for r in csv_rows) == 2 * 3 * 21

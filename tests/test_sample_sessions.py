@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from lanemon.recording.reader import Recording
-from lanemon.reports.report import render
+from lanemon.reports.render import render
 from lanemon.events import SCHEMA_VERSION_STR
 from lanemon.reports.analyse import analyze
 from lanemon.sessions.sources import ReplaySession

@@ -38,7 +38,7 @@ def pick_format(fmt: str | None, output: Path | None) -> str:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from lanemon.recording.reader import Recording, RecordingError
-    from lanemon.reports.report import render
+    from lanemon.reports.render import render
     from lanemon.reports.analyse import analyze_many
 
     fmt = pick_format(args.format, args.output)

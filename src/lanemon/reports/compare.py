@@ -38,9 +38,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
-from lanemon.reports import report as rpt
+from lanemon.reports.charts import Chart, svg_chart
+from lanemon.reports.data import qeval_runs
+from lanemon.reports.format import esc, int_key, length_label, secs, tok
+from lanemon.reports.render.html import CSS, html_page
+from lanemon.reports.render.json import render_json
+from lanemon.reports.render.markdown import md_table
 
 FORMATS = ("table", "md", "html", "json")
 
@@ -112,7 +115,7 @@ def _reps(values: Any) -> list[float]:
 
 
 def _sorted(d: dict[str, Any]) -> list[str]:
-    return sorted(d, key=lambda k: (rpt._int_key(k), str(k)))
+    return sorted(d, key=lambda k: (int_key(k), str(k)))
 
 
 # ----------------------------------------------------------------- cells of one analysis
@@ -163,7 +166,7 @@ def cells(analysis: dict[str, Any]) -> list[Cell]:
             for metric in ("ttft_s", "decode_tok_s", "total_s"):
                 add("race", lane, "race", cell, metric, x.get(metric))
     q = analysis.get("qeval") or {}
-    for lane, run in rpt.qeval_runs(q).items():
+    for lane, run in qeval_runs(q).items():
         add("qeval", lane, "score", "score", "passed", run.get("passed"), extra=run)
         for tid, t in (run.get("tasks") or {}).items():
             add("qeval", lane, "task", tid, "task_passed", 1 if (t or {}).get("passed") else 0)
@@ -370,9 +373,9 @@ def value_text(v: Any, unit: str, metric: str = "") -> str:
     if metric == "task_passed":
         return "pass" if v else "fail"
     if unit == "tok/s":
-        return rpt.tok(v)
+        return tok(v)
     if unit == "s":
-        return rpt.secs(v)
+        return secs(v)
     if unit == "nats":
         return f"{v:.4f}"
     return f"{v:g}"
@@ -417,7 +420,7 @@ def side_title(result: dict[str, Any], side: str) -> str:
 
 def cell_text(r: dict[str, Any]) -> str:
     if r["cell_kind"] == "length":
-        return f"{rpt.length_label(r['cell'])} tok"
+        return f"{length_label(r['cell'])} tok"
     if r["cell_kind"] == "category":
         return f"{r['cell']} (C1)"
     return str(r["cell"])
@@ -529,16 +532,12 @@ def render_markdown(result: dict[str, Any]) -> str:
     for r, cells_ in zip(result["rows"], rows):
         if r["significant"]:
             cells_[-1] = f"**{cells_[-1]}**"
-    lines += rpt._md_table(_headers(result), rows) + [""]
+    lines += md_table(_headers(result), rows) + [""]
     for label, items in ((f"Only in {a}", result["only_old"]), (f"Only in {b}", result["only_new"])):
         if items:
             lines += [f"## {label}", ""] + [f"- {x}" for x in _only_text(items)] + [""]
     lines += [f"_{NOTE}_", ""]
     return "\n".join(lines)
-
-
-def render_json(result: dict[str, Any]) -> str:
-    return orjson.dumps(result, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n"
 
 
 def chart_series(result: dict[str, Any], bench: str, metric: str, cell_kind: str
@@ -549,7 +548,7 @@ def chart_series(result: dict[str, Any], bench: str, metric: str, cell_kind: str
     for r in rows:
         if r["cell"] not in xs:
             xs.append(r["cell"])
-    xs.sort(key=lambda c: (rpt._int_key(c.lstrip("C")), c))
+    xs.sort(key=lambda c: (int_key(c.lstrip("C")), c))
     a, b = side_names(result)
     series: dict[str, list[float | None]] = {}
     lanes_mode = result.get("mode") == "lanes"
@@ -560,21 +559,21 @@ def chart_series(result: dict[str, Any], bench: str, metric: str, cell_kind: str
     return xs, series
 
 
-def _charts(result: dict[str, Any]) -> list[rpt.Chart]:
+def _charts(result: dict[str, Any]) -> list[Chart]:
     charts = []
     xs, series = chart_series(result, "decode", "aggregate_tok_s", "level")
     if xs:
-        charts.append(rpt.Chart("line", "Decode: aggregate throughput vs concurrency, overlaid", "concurrent streams",
+        charts.append(Chart("line", "Decode: aggregate throughput vs concurrency, overlaid", "concurrent streams",
                                 "aggregate tok/s", xs, series, colors={k: i for i, k in enumerate(series)}))
     for bench, title in (("prefill", "Prefill ladder, overlaid"), ("needles", "Needles: prefill by context")):
         xs, series = chart_series(result, bench, "prefill_tok_s", "length")
         if xs:
-            charts.append(rpt.Chart("bars", title, "prompt tokens", "prefill tok/s",
-                                    [rpt.length_label(x) for x in xs], series,
+            charts.append(Chart("bars", title, "prompt tokens", "prefill tok/s",
+                                    [length_label(x) for x in xs], series,
                                     colors={k: i for i, k in enumerate(series)}))
     xs, series = chart_series(result, "decode", "per_stream_tok_s", "category")
     if xs:
-        charts.append(rpt.Chart("bars", "Per-stream decode at C1 by category", "category", "tok/s", xs, series,
+        charts.append(Chart("bars", "Per-stream decode at C1 by category", "category", "tok/s", xs, series,
                                 colors={k: i for i, k in enumerate(series)}))
     return charts
 
@@ -586,7 +585,7 @@ tr.better td:last-child, tr.worse td:last-child { font-weight: 600; } tr.noise t
 
 
 def render_html(result: dict[str, Any]) -> str:
-    e = rpt._e
+    e = esc
     a, b = side_names(result)
     title = f"Compare: lane {a} vs lane {b}" if result.get("mode") == "lanes" else "Compare: old vs new session"
     body = [f"<h1>{e(title)}</h1>",
@@ -597,7 +596,7 @@ def render_html(result: dict[str, Any]) -> str:
     body.append('<section class="verdict"><h2>Summary</h2><p>' + e(summary_line(result)) + "</p>"
                 + ("<ul>" + "".join(f"<li>{e(s)}</li>" for s in head) + "</ul>" if head else "") + "</section>")
     for i, chart in enumerate(_charts(result), 1):
-        svg = rpt.svg_chart(chart, [])
+        svg = svg_chart(chart, [])
         if svg:
             body.append(f"<figure>{svg}<figcaption>Figure {i}. {e(chart.title)}.</figcaption></figure>")
     body.append("<h2>All figures</h2>")
@@ -620,7 +619,7 @@ def render_html(result: dict[str, Any]) -> str:
         if items:
             body.append(f"<h2>{e(label)}</h2><ul>" + "".join(f"<li>{e(x)}</li>" for x in _only_text(items)) + "</ul>")
     body.append(f'<p class="notes">{e(NOTE)}</p>')
-    return rpt.html_page(title, body, rpt.CSS + EXTRA_CSS)
+    return html_page(title, body, CSS + EXTRA_CSS)
 
 
 def render(result: dict[str, Any], fmt: str) -> str:

@@ -1,0 +1,142 @@
+"""Reading an analysis dict (:func:`lanemon.reports.analyse.analyze`): lane order and each bench's cells.
+
+Pure accessors shared by the verdict, the sections and the CSV: which lanes a bench holds (in
+header order), a lane's decode levels and prefill lengths, the decode crossover, race wins,
+qeval runs and misses, the agreement pair, KL and gauntlet lanes, and the gauntlet's per-turn
+TTFT/decode split.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lanemon.measure.stats import median
+from lanemon.reports.format import num
+
+
+def lane_names(analysis: dict[str, Any]) -> list[str]:
+    """Lanes in header order, then any that appear only in results."""
+    names: list[str] = [lane["name"] for lane in analysis.get("environment", {}).get("lanes", []) if lane.get("name")]
+    for bench in ("decode", "prefill", "needles", "race", "agree", "kl", "gauntlet"):
+        for name in (analysis.get(bench) or {}).get("lanes", {}) or {}:
+            if isinstance(name, str) and name not in names:
+                names.append(name)
+    for name in qeval_runs(analysis.get("qeval")):
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def present_lanes(analysis: dict[str, Any], bench: str) -> list[str]:
+    lanes = (analysis.get(bench) or {}).get("lanes") or {}
+    return [n for n in lane_names(analysis) if n in lanes]
+
+
+def decode_levels(decode: dict[str, Any], lane: str) -> dict[int, dict[str, Any]]:
+    levels = ((decode.get("lanes") or {}).get(lane) or {}).get("levels") or {}
+    out = {}
+    for k, v in levels.items():
+        try:
+            out[int(float(k))] = v or {}
+        except (TypeError, ValueError):
+            continue
+    return dict(sorted(out.items()))
+
+
+def agg(cell: dict[str, Any]) -> float | None:
+    return num(cell.get("aggregate_tok_s"))
+
+
+def crossover(decode: dict[str, Any], lanes: list[str]) -> dict[str, Any] | None:
+    if "crossover" in decode:
+        c = decode.get("crossover")
+        return c if isinstance(c, dict) and c.get("between") else None
+    # older/hand-made dicts without the key: the first change of leader
+    if len(lanes) < 2:
+        return None
+    per = {n: decode_levels(decode, n) for n in lanes}
+    common = sorted(set.intersection(*(set(k for k, c in p.items() if agg(c) is not None) for p in per.values())))
+    prev = None
+    for lvl in common:
+        leader = max(lanes, key=lambda n: agg(per[n][lvl]) or 0)
+        if prev is not None and leader != prev[1]:
+            return {"leader_before": prev[1], "leader_after": leader, "between": [prev[0], lvl]}
+        prev = (lvl, leader)
+    return None
+
+
+def first_level(decode: dict[str, Any], lane: str) -> tuple[int, dict[str, Any]] | None:
+    levels = decode_levels(decode, lane)
+    if not levels:
+        return None
+    lvl = 1 if 1 in levels else min(levels)
+    return lvl, levels[lvl]
+
+
+def prefill_cells(prefill: dict[str, Any], lane: str) -> dict[str, dict[str, Any]]:
+    return ((prefill.get("lanes") or {}).get(lane) or {}).get("lengths") or {}
+
+
+def race_wins(race: dict[str, Any]) -> dict[str, int]:
+    wins: dict[str, int] = {}
+    for r in race.get("races") or []:
+        w = r.get("winner")
+        if w:
+            wins[w] = wins.get(w, 0) + 1
+    return wins
+
+
+def qeval_runs(q: Any) -> dict[str, dict[str, Any]]:
+    """Lane -> ``qeval run`` result, from ``analysis["qeval"]`` (per-lane) or one bare run dict."""
+    if not isinstance(q, dict):
+        return {}
+    if "tasks" in q:
+        return {str(q.get("lane") or "?"): q}
+    return {n: r for n, r in (q.get("lanes") or {}).items() if isinstance(r, dict) and r.get("tasks") is not None}
+
+
+def qeval_misses(run: dict[str, Any]) -> list[str]:
+    return [tid for tid, t in (run.get("tasks") or {}).items() if not t.get("passed")]
+
+
+def qeval_rate(run: dict[str, Any]) -> float | None:
+    """Median E2E reply rate (completion tokens / seconds) over the tasks."""
+    rates = [c / s for t in (run.get("tasks") or {}).values()
+             if (c := num(t.get("completion_tokens"))) and (s := num(t.get("seconds")))]
+    return median(rates)
+
+
+def agree_pair(ag: dict[str, Any]) -> tuple[str, str]:
+    lanes = list(ag.get("lanes") or []) + ["A", "B"]
+    return str(lanes[0]), str(lanes[1])
+
+
+def kl_lanes(kl: dict[str, Any], order: list[str]) -> list[str]:
+    lanes = kl.get("lanes") or {}
+    return [n for n in order if n in lanes] + [n for n in lanes if n not in order]
+
+
+def gauntlet_lanes(g: dict[str, Any], order: list[str]) -> list[str]:
+    lanes = {n: d for n, d in (g.get("lanes") or {}).items() if isinstance(d, dict) and d.get("reps")}
+    return [n for n in order if n in lanes] + [n for n in lanes if n not in order]
+
+
+def turn_split(d: dict[str, Any]) -> dict[str, Any]:
+    """A lane's TTFT / decode seconds: median over reps of the per-rep sums, and per turn (median over reps)."""
+    reps = d.get("turns") or []
+    ttft_sums, dec_sums = [], []
+    per_turn: dict[int, dict[str, list[float]]] = {}
+    for turns in reps:
+        ttft_sums.append(sum(num(t.get("ttft_s")) or 0.0 for t in turns))
+        dec_sums.append(sum(num(t.get("decode_s")) or 0.0 for t in turns))
+        for t in turns:
+            cell = per_turn.setdefault(int(t.get("turn", 0)), {"ttft": [], "decode": [], "prompt": [], "out": [],
+                                                              "tool": []})
+            for key, src in (("ttft", "ttft_s"), ("decode", "decode_s"), ("prompt", "prompt_tokens"),
+                             ("out", "completion_tokens")):
+                if num(t.get(src)) is not None:
+                    cell[key].append(num(t.get(src)))
+            cell["tool"].append(bool(t.get("calls")))
+    turns = {k: {"ttft": median(v["ttft"]), "decode": median(v["decode"]), "prompt": median(v["prompt"]),
+                 "out": median(v["out"]), "tool": any(v["tool"])} for k, v in sorted(per_turn.items())}
+    return {"ttft": median(ttft_sums), "decode": median(dec_sums), "turns": turns}

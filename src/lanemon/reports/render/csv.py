@@ -1,0 +1,147 @@
+"""The CSV report: one row per cell (decode level or category, prefill/needles length, race lane, qeval task,
+agreement prompt, KL lane, gauntlet rep and turn), columns :data:`CSV_COLUMNS` (docs/REPORTS.md)."""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+from lanemon.reports.data import agree_pair, decode_levels, prefill_cells, present_lanes, qeval_runs
+from lanemon.reports.format import err_text, sorted_keys
+
+
+CSV_COLUMNS = (
+    "bench", "lane", "cell_kind", "cell", "tok_s", "ttft_s", "ttft_p90_s", "ttft_p99_s", "per_stream_tok_s",
+    "min_tok_s", "max_tok_s", "reps", "unstable", "prompt_tokens", "cache_hit_tok_s", "output_tokens",
+    "tokens_estimated", "requests", "errors", "found", "winner", "error",
+    "vs_lane", "rep", "passed", "reason", "task_kind", "seconds", "paired", "count", "p_value",
+    "first_divergence_word", "exact", "words", "vs_words", "status", "kl", "kl_p50", "kl_p99", "positions",
+    "tool_calls", "malformed_calls", "decode_s", "cached_tokens",
+)
+"""Columns of the CSV report (see docs/REPORTS.md)."""
+
+
+def csv_rows(analysis: dict[str, Any]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    decode = analysis.get("decode") or {}
+    for n in present_lanes(analysis, "decode"):
+        for lvl, c in decode_levels(decode, n).items():
+            rows.append({"bench": "decode", "lane": n, "cell_kind": "level", "cell": lvl,
+                         "tok_s": c.get("aggregate_tok_s"), "ttft_s": c.get("ttft_p50_s"),
+                         "ttft_p90_s": c.get("ttft_p90_s"), "ttft_p99_s": c.get("ttft_p99_s"),
+                         "per_stream_tok_s": c.get("per_stream_tok_s_p50"), "min_tok_s": c.get("min"),
+                         "max_tok_s": c.get("max"), "reps": len(c.get("reps") or []), "unstable": c.get("unstable"),
+                         "output_tokens": c.get("output_tokens"), "tokens_estimated": c.get("tokens_estimated"),
+                         "requests": c.get("requests"), "errors": c.get("errors")})
+        cats = ((decode.get("lanes") or {}).get(n) or {}).get("categories") or {}
+        for cat, c in cats.items():
+            rows.append({"bench": "decode", "lane": n, "cell_kind": "category", "cell": cat,
+                         "tok_s": c.get("per_stream_tok_s"), "per_stream_tok_s": c.get("per_stream_tok_s"),
+                         "requests": c.get("requests"), "errors": c.get("errors")})
+    prefill = analysis.get("prefill") or {}
+    for n in present_lanes(analysis, "prefill"):
+        cells = prefill_cells(prefill, n)
+        for length in sorted_keys(cells):
+            c = cells[length]
+            rows.append({"bench": "prefill", "lane": n, "cell_kind": "length", "cell": length,
+                         "tok_s": c.get("prefill_tok_s"), "ttft_s": c.get("ttft_s"), "min_tok_s": c.get("min"),
+                         "max_tok_s": c.get("max"), "reps": len(c.get("reps") or []), "unstable": c.get("unstable"),
+                         "prompt_tokens": c.get("prompt_tokens"), "cache_hit_tok_s": c.get("cache_hit_tok_s"),
+                         "error": err_text(c["error"], 200) if c.get("error") else None})
+    needles = analysis.get("needles") or {}
+    for n in present_lanes(analysis, "needles"):
+        cells = ((needles["lanes"].get(n) or {}).get("lengths")) or {}
+        for length in sorted_keys(cells):
+            c = cells[length]
+            rows.append({"bench": "needles", "lane": n, "cell_kind": "length", "cell": length,
+                         "tok_s": c.get("prefill_tok_s"), "ttft_s": c.get("ttft_s"), "found": c.get("found"),
+                         "error": err_text(c["error"], 200) if c.get("error") else None})
+    race = analysis.get("race") or {}
+    for r in race.get("races") or []:
+        for n, c in (r.get("lanes") or {}).items():
+            rows.append({"bench": "race", "lane": n, "cell_kind": "race", "cell": r.get("race"),
+                         "tok_s": c.get("decode_tok_s"), "ttft_s": c.get("ttft_s"),
+                         "output_tokens": c.get("output_tokens"), "tokens_estimated": c.get("tokens_estimated"),
+                         "winner": r.get("winner") == n, "error": err_text(c["error"], 200) if c.get("error") else None})
+    rows += quality_csv_rows(analysis)
+    return rows
+
+
+def quality_csv_rows(analysis: dict[str, Any]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    q = analysis.get("qeval")
+    runs = qeval_runs(q)
+    compare = q.get("compare") if isinstance(q, dict) else None
+    paired: dict[str, str] = {}
+    pair: tuple[str, str] | None = None
+    if compare:
+        pair = (compare["a"]["name"], compare["b"]["name"])
+        for key in ("kept", "broke", "fixed", "both_failed"):
+            for tid in compare.get(f"{key}_ids") or []:
+                paired[tid] = key
+    for n, r in runs.items():
+        for tid, t in (r.get("tasks") or {}).items():
+            in_pair = pair is not None and n in pair
+            rows.append({"bench": "qeval", "lane": n, "cell_kind": "task", "cell": tid, "task_kind": t.get("kind"),
+                         "passed": t.get("passed"), "reason": t.get("reason"), "prompt_tokens": t.get("prompt_tokens"),
+                         "output_tokens": t.get("completion_tokens"), "seconds": t.get("seconds"),
+                         "vs_lane": (pair[1] if n == pair[0] else pair[0]) if in_pair else None,
+                         "paired": paired.get(tid) if in_pair else None})
+    if compare:
+        for key in ("kept", "broke", "fixed", "both_failed"):
+            rows.append({"bench": "qeval", "lane": pair[0], "vs_lane": pair[1], "cell_kind": "paired", "cell": key,
+                         "count": compare.get(key), "p_value": compare.get("p_value")})
+    ag = analysis.get("agree") or {}
+    if ag.get("total") or ag.get("prompts"):
+        a, b = agree_pair(ag)
+        for r in ag.get("prompts") or []:
+            rows.append({"bench": "agree", "lane": a, "vs_lane": b, "cell_kind": "prompt", "cell": r.get("id"),
+                         "first_divergence_word": r.get("first_divergence_word"), "exact": r.get("exact"),
+                         "words": r.get("a_words"), "vs_words": r.get("b_words"), "error": r.get("error")})
+        for k, v in (ag.get("histogram") or {}).items():
+            rows.append({"bench": "agree", "lane": a, "vs_lane": b, "cell_kind": "bucket", "cell": k, "count": v})
+    kl = analysis.get("kl") or {}
+    for n, c in (kl.get("lanes") or {}).items():
+        c = c or {}
+        rows.append({"bench": "kl", "lane": n, "vs_lane": kl.get("reference"), "cell_kind": "lane", "cell": n,
+                     "status": c.get("status"), "kl": c.get("kl"), "kl_p50": c.get("kl_p50"), "kl_p99": c.get("kl_p99"),
+                     "positions": c.get("positions"), "reason": c.get("message")})
+    g = analysis.get("gauntlet") or {}
+    for n, x in (g.get("lanes") or {}).items():
+        walls, turns = x.get("wall_s") or [], x.get("turns") or []
+        for i in range(len(walls)):
+            def at(key: str, i: int = i) -> Any:
+                v = x.get(key) or []
+                return v[i] if i < len(v) else None
+            rows.append({"bench": "gauntlet", "lane": n, "cell_kind": "rep", "cell": i, "rep": i,
+                         "passed": at("correct_per_rep"), "tool_calls": at("tool_calls"),
+                         "malformed_calls": at("malformed_calls"), "seconds": walls[i], "reason": at("stopped"),
+                         "requests": len(turns[i]) if i < len(turns) else None})
+        for i, rep_turns in enumerate(turns):
+            for t in rep_turns:
+                rows.append({"bench": "gauntlet", "lane": n, "cell_kind": "turn", "cell": t.get("turn"), "rep": i,
+                             "prompt_tokens": t.get("prompt_tokens"), "cached_tokens": t.get("cached_tokens"),
+                             "ttft_s": t.get("ttft_s"), "decode_s": t.get("decode_s"),
+                             "output_tokens": t.get("completion_tokens"), "tool_calls": t.get("calls"),
+                             "error": t.get("error")})
+    return rows
+
+
+def csv_value(v: Any) -> Any:
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return round(v, 4)
+    return v
+
+
+def render_csv(analysis: dict[str, Any]) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(CSV_COLUMNS), extrasaction="ignore", lineterminator="\n")
+    w.writeheader()
+    for row in csv_rows(analysis):
+        w.writerow({k: csv_value(v) for k, v in row.items()})
+    return buf.getvalue()

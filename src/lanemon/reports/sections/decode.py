@@ -1,0 +1,130 @@
+"""Decode sections: aggregate throughput vs concurrency (crossover, goodput), TTFT at C1, per-category decode."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lanemon.reports.charts import Chart
+from lanemon.reports.data import agg, crossover, decode_levels, first_level
+from lanemon.reports.format import num, secs, sparkline, tok
+from lanemon.reports.sections.section import Section
+from lanemon.reports.verdict import TIE
+
+
+def decode_sections(decode: dict[str, Any], lanes: list[str]) -> list[Section]:
+    out = []
+    per = {n: decode_levels(decode, n) for n in lanes}
+    levels = sorted(set().union(*(set(p) for p in per.values())))
+    cross = crossover(decode, lanes)
+    headers = ["Concurrency"] + [f"{n} tok/s" for n in lanes] + (["Leader"] if len(lanes) > 1 else [])
+    rows, any_unstable, any_est = [], False, False
+    for lvl in levels:
+        row = [f"C{lvl}"]
+        vals = []
+        for n in lanes:
+            c = per[n].get(lvl)
+            if not c:
+                row.append("—")
+                continue
+            v = agg(c)
+            vals.append((n, v))
+            cell = tok(v)
+            mn, mx = num(c.get("min")), num(c.get("max"))
+            if len(c.get("reps") or []) > 1 and mn is not None and mx is not None:
+                cell += f" ({tok(mn)}–{tok(mx)})"
+            if c.get("unstable"):
+                cell += " †"
+                any_unstable = True
+            if c.get("tokens_estimated"):
+                cell += " ~"
+                any_est = True
+            if num(c.get("errors")):
+                cell += f" [{int(num(c.get('errors')))} err]"
+            row.append(cell)
+        if len(lanes) > 1:
+            vals = [(n, v) for n, v in vals if v]
+            if len(vals) >= 2:
+                vals.sort(key=lambda t: -t[1])
+                r = vals[0][1] / vals[1][1]
+                row.append("tie" if r < TIE else f"{vals[0][0]} ({r:.2f}×)")
+            else:
+                row.append("—")
+        rows.append(row)
+    caption = "Aggregate decode throughput (total output tokens / wall time of the level) by concurrency."
+    if cross:
+        caption += (f" {cross.get('leader_before')} leads up to C{cross['between'][0]}, "
+                    f"{cross.get('leader_after')} from C{cross['between'][-1]}.")
+    notes = []
+    if any_unstable:
+        notes.append("† unstable: the reps of this cell differ by more than the bench's stability threshold.")
+    if any_est:
+        notes.append("~ token counts estimated from chunks (the lane sent no usage block).")
+    top = max((v for p in per.values() for c in p.values() if (v := agg(c))), default=0)
+    spark = [f"{n}  {sparkline([agg(per[n].get(lvl, {})) for lvl in levels], top)}  "
+             f"C{levels[0]}→C{levels[-1]}" for n in lanes] if levels else []
+    band = None
+    if cross:
+        try:
+            band = (levels.index(int(cross["between"][0])), levels.index(int(cross["between"][-1])))
+        except ValueError:
+            band = None
+    chart = Chart("line", "Aggregate decode vs concurrency", "concurrent streams (C)", "aggregate decode (tok/s)",
+                  [f"C{lvl}" for lvl in levels], {n: [agg(per[n].get(lvl, {})) for lvl in levels] for n in lanes},
+                  band=band, band_label="crossover")
+    # goodput (bench decode --slo): share and rate of requests meeting every target, per lane and level
+    more = []
+    slo = (decode.get("config") or {}).get("slo")
+    if slo and any("goodput" in c for p in per.values() for c in p.values()):
+        def _gp(c: dict[str, Any]) -> str:
+            g = c.get("goodput") or {}
+            share, rate = num(g.get("share")), num(g.get("rate_rps"))
+            if share is None:
+                return "—"
+            return f"{share * 100:.0f}%" + (f" · {rate:.2f} req/s" if rate is not None else "")
+        targets = ", ".join(f"{k.upper()} ≤ {v:g} s" for k, v in slo.items())
+        more.append((f"Goodput (requests meeting {targets})", ["Concurrency"] + [f"{n} goodput" for n in lanes],
+                     [[f"C{lvl}"] + [_gp(per[n].get(lvl) or {}) for n in lanes] for lvl in levels]))
+    out.append(Section("decode", "Decode: aggregate throughput vs concurrency", caption, headers, rows, chart,
+                       spark, notes, more=more))
+
+    # TTFT and per-stream detail at C1
+    c1 = {n: first_level(decode, n) for n in lanes}
+    lvl1 = min((c[0] for c in c1.values() if c), default=1)
+    headers = ["Lane", "TTFT p50", "TTFT p90", "TTFT p99", "per-stream p50 tok/s", "requests", "errors"]
+    rows = []
+    series: dict[str, list[float | None]] = {}
+    for n in lanes:
+        c = per[n].get(lvl1) or {}
+        rows.append([n, secs(c.get("ttft_p50_s")), secs(c.get("ttft_p90_s")), secs(c.get("ttft_p99_s")),
+                     tok(c.get("per_stream_tok_s_p50")) + (" ~" if c.get("tokens_estimated") else ""),
+                     str(c.get("requests", "—")), str(c.get("errors", "—"))])
+        series[n] = [num(c.get("ttft_p50_s")), num(c.get("ttft_p90_s")), num(c.get("ttft_p99_s"))]
+    chart = Chart("bars", f"TTFT at C{lvl1}", "percentile", "time to first token (s)", ["p50", "p90", "p99"], series)
+    out.append(Section("ttft", f"Time to first token at C{lvl1}",
+                       "Request sent → first token-carrying chunk, over the completed requests of the level.",
+                       headers, rows, chart))
+
+    # per-category at C1
+    cats_by_lane = {n: ((decode.get("lanes") or {}).get(n) or {}).get("categories") or {} for n in lanes}
+    cats: list[str] = []
+    for n in lanes:
+        for c in cats_by_lane[n]:
+            if c not in cats:
+                cats.append(c)
+    if cats:
+        headers = ["Category"] + [f"{n} tok/s" for n in lanes] + ([f"{lanes[0]}/{lanes[1]}"] if len(lanes) == 2 else [])
+        rows = []
+        for cat in cats:
+            vals = [num((cats_by_lane[n].get(cat) or {}).get("per_stream_tok_s")) for n in lanes]
+            row = [cat] + [tok(v) + (f" [{e} err]" if (e := (cats_by_lane[n].get(cat) or {}).get("errors")) else "")
+                           for n, v in zip(lanes, vals)]
+            if len(lanes) == 2:
+                row.append(f"{vals[0] / vals[1]:.2f}×" if vals[0] and vals[1] else "—")
+            rows.append(row)
+        chart = Chart("bars", f"Per-stream decode at C{lvl1} by prompt category", "prompt category",
+                      "per-stream decode (tok/s)", cats,
+                      {n: [num((cats_by_lane[n].get(c) or {}).get("per_stream_tok_s")) for c in cats] for n in lanes})
+        out.append(Section("categories", f"Per-category decode at C{lvl1}",
+                           "Per-stream decode tok/s ((output tokens − 1) / (E2E − TTFT)), median per category.",
+                           headers, rows, chart))
+    return out

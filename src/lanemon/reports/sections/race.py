@@ -1,0 +1,50 @@
+"""Races section: the same prompt to every lane at once, per-lane TTFT / tok/s / total, winner and margin."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lanemon.reports.data import race_wins
+from lanemon.reports.format import clip, err_text, num, secs, tok
+from lanemon.reports.sections.section import Section
+
+
+def race_section(race: dict[str, Any], order: list[str]) -> Section:
+    races = race.get("races") or []
+    lanes = [n for n in order if any(n in (r.get("lanes") or {}) for r in races)]
+    for r in races:
+        for n in r.get("lanes") or {}:
+            if n not in lanes:
+                lanes.append(n)
+    headers = ["Race", "Prompt"] + [f"{n} TTFT / tok/s / total" for n in lanes] + ["Winner", "Margin"]
+    rows = []
+    for r in races:
+        row = [str(r.get("race", "")), clip(r.get("prompt") or "", 40)]
+        for n in lanes:
+            c = (r.get("lanes") or {}).get(n)
+            if not c:
+                row.append("—")
+            elif c.get("error"):
+                row.append(f"error: {err_text(c['error'], 30)}")
+            else:
+                row.append(f"{secs(c.get('ttft_s'))} / {tok(c.get('decode_tok_s'))}"
+                           f"{' ~' if c.get('tokens_estimated') else ''} / {secs(c.get('total_s'))}")
+        row.append(r.get("winner") or "—")
+        row.append(margin_text(r.get("margin")))
+        rows.append(row)
+    wins = race_wins(race)
+    caption = "Same prompt sent to every lane at once; the winner finishes first."
+    if wins:
+        caption += " Wins: " + ", ".join(f"{n} {wins.get(n, 0)}" for n in lanes) + f" of {len(races)}."
+    return Section("race", "Races", caption, headers, rows)
+
+
+def margin_text(m: Any) -> str:
+    """``0.20 s (1.12×)`` from a race's margin (``total_s_delta``, ``total_s_ratio``)."""
+    if not isinstance(m, dict) or not m:
+        return "—"
+    delta, ratio = num(m.get("total_s_delta")), num(m.get("total_s_ratio"))
+    if delta is None:
+        return "—"
+    text = f"{delta:.2f} s" if delta >= 0.1 else f"{delta * 1000:.0f} ms"
+    return text + (f" ({ratio:.2f}×)" if ratio else "")

@@ -1,0 +1,23 @@
+"""One report section: a titled table (plus further tables, notes and a chart spec)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from lanemon.reports.charts import Chart
+
+
+@dataclass
+class Section:
+    key: str
+    title: str
+    caption: str
+    headers: list[str]
+    rows: list[list[str]]
+    chart: Chart | None = None
+    spark: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    summary: str = ""
+    """the section's one-sentence finding (printed above the table)."""
+    more: list[tuple[str, list[str], list[list[str]]]] = field(default_factory=list)
+    """further (title, headers, rows) tables, after the main one."""

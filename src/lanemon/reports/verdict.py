@@ -1,0 +1,417 @@
+"""The verdict: sentences in the write-up's style, each backed by the numbers in the analysis.
+
+:func:`verdict` goes bench by bench (decode and its crossover, prefill, prefix-cache hits,
+needles, races, the quality gate, greedy agreement, KL, the agent gauntlet, decode errors).
+It only says what the numbers show: a lead under :data:`TIE` is called a tie.  The
+sentence helpers here (:func:`qeval_sentence`, :func:`agree_sentence`, :func:`kl_lane_text`,
+:func:`gauntlet_why`) are also the one-line summaries of their report sections.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lanemon.measure.stats import median
+from lanemon.reports.data import (agree_pair, agg, crossover, decode_levels, first_level, gauntlet_lanes, kl_lanes,
+                                  lane_names, prefill_cells, present_lanes, qeval_misses, qeval_runs, race_wins,
+                                  turn_split)
+from lanemon.reports.format import int_key, int_text, kl_num, length_label, number_word, num, ratio_text, secs, \
+    clip, sorted_keys, tok
+
+TIE = 1.03
+"""Leads smaller than this ratio are reported as ties."""
+
+
+def _two(ranked: list[tuple[str, float]]) -> tuple[str, float, str, float]:
+    (a, va), (b, vb) = ranked[0], ranked[1]
+    return a, va, b, vb
+
+
+def _prefill_lead(analysis: dict[str, Any]) -> dict[str, Any] | None:
+    """Which lane prefills faster (cold), by how much, over which lengths."""
+    prefill = analysis.get("prefill") or {}
+    lanes = present_lanes(analysis, "prefill")
+    if len(lanes) < 2:
+        return None
+    lengths = set.intersection(*(set(prefill_cells(prefill, n)) for n in lanes))
+    wins: dict[str, list[tuple[float, float, str]]] = {n: [] for n in lanes}
+    for length in sorted_keys({k: None for k in lengths}):
+        vals = [(n, num(prefill_cells(prefill, n)[length].get("prefill_tok_s"))) for n in lanes]
+        vals = [(n, v) for n, v in vals if v]
+        if len(vals) < 2:
+            continue
+        vals.sort(key=lambda t: -t[1])
+        wins[vals[0][0]].append((vals[0][1] / vals[1][1], int_key(length), length))
+    total = sum(len(w) for w in wins.values())
+    if not total:
+        return None
+    leader = max(wins, key=lambda n: len(wins[n]))
+    ratios = [r for r, _, _ in wins[leader]]
+    return {"leader": leader, "others": [n for n in lanes if n != leader], "lo": min(ratios), "hi": max(ratios),
+            "won": len(wins[leader]), "of": total, "cells": wins[leader]}
+
+
+def verdict(analysis: dict[str, Any]) -> list[str]:
+    """Sentences in the write-up's style, each backed by the numbers in ``analysis``."""
+    out: list[str] = []
+    decode = analysis.get("decode") or {}
+    d_lanes = present_lanes(analysis, "decode")
+    pre = _prefill_lead(analysis)
+    pre_used = False
+
+    if len(d_lanes) >= 2:
+        c1 = {n: first_level(decode, n) for n in d_lanes}
+        lvl1 = min(c[0] for c in c1.values() if c)
+        ranked = sorted(((n, agg(decode_levels(decode, n).get(lvl1, {}))) for n in d_lanes),
+                        key=lambda t: -(t[1] or 0))
+        ranked = [(n, v) for n, v in ranked if v]
+        cross = crossover(decode, d_lanes)
+        if len(ranked) >= 2:
+            a, va, b, vb = _two(ranked)
+            r = va / vb
+            who = "One user" if lvl1 == 1 else f"{number_word(lvl1)} concurrent users"
+            short = pre is not None and pre["leader"] != a
+            if r < TIE:
+                s = f"{who}: {a} and {b} tie on decode at C{lvl1} ({tok(va)} vs {tok(vb)} tok/s)"
+            else:
+                s = (f"{who}{', short prompts' if short else ''} → {a}: ~{ratio_text(r)} faster decode at "
+                     f"C{lvl1} ({tok(va)} vs {tok(vb)} tok/s)")
+                s += _ttft_clause(decode, a, b, lvl1)
+                s += _category_clause(decode, a, b, lvl1)
+            out.append(s + ".")
+            top = max(set.intersection(*(set(k for k, c in decode_levels(decode, n).items() if agg(c))
+                                         for n in (a, b))), default=None)
+            if cross and cross.get("leader_after") in d_lanes:
+                after, before = cross["leader_after"], cross.get("leader_before", a)
+                lo_c, hi_c = cross["between"][0], cross["between"][-1]
+                longp = pre is not None and pre["leader"] == after
+                s = f"{number_word(int(hi_c))} or more users{' or long prompts' if longp else ''} → {after}: overtakes " \
+                    f"between C{lo_c} and C{hi_c}"
+                lvls_after = decode_levels(decode, after)
+                lvls_before = decode_levels(decode, before)
+                if top is not None and agg(lvls_after.get(top, {})) and agg(lvls_before.get(top, {})):
+                    s += f" (C{top}: {tok(agg(lvls_after[top]))} vs {tok(agg(lvls_before[top]))} tok/s)"
+                if longp:
+                    s += f"; prefill {ratio_text(pre['lo'], pre['hi'])} faster"
+                    pre_used = True
+                out.append(s + ".")
+            elif top is not None and top != lvl1:
+                va_t = agg(decode_levels(decode, a)[top])
+                vb_t = agg(decode_levels(decode, b)[top])
+                if va_t and vb_t:
+                    if va_t / vb_t >= TIE:
+                        out.append(f"No crossover up to C{top}: {a} still leads there ({tok(va_t)} vs "
+                                   f"{tok(vb_t)} tok/s, {ratio_text(va_t / vb_t)}).")
+                    elif vb_t / va_t < TIE:
+                        out.append(f"At C{top} the lanes tie ({tok(va_t)} vs {tok(vb_t)} tok/s).")
+    elif len(d_lanes) == 1:
+        n = d_lanes[0]
+        levels = decode_levels(decode, n)
+        vals = [(k, agg(c)) for k, c in levels.items() if agg(c)]
+        if vals:
+            best = max(vals, key=lambda t: t[1])
+            out.append(f"Decode on {n}: {tok(vals[0][1])} tok/s at C{vals[0][0]}, peaking at {tok(best[1])} tok/s "
+                       f"at C{best[0]}.")
+
+    if pre is not None and not pre_used:
+        lead, others = pre["leader"], pre["others"]
+        if pre["hi"] < TIE:
+            out.append(f"Prefill: {lead} and {', '.join(others)} tie.")
+        else:
+            where = "" if pre["won"] == pre["of"] else f" at {pre['won']} of {pre['of']} lengths"
+            best = max(pre["cells"], key=lambda c: c[1])
+            length = best[2]
+            prefill = analysis["prefill"]
+            v_lead = num(prefill_cells(prefill, lead)[length].get("prefill_tok_s"))
+            v_oth = num(prefill_cells(prefill, others[0])[length].get("prefill_tok_s"))
+            out.append(f"Long prompts → {lead}: prefill {ratio_text(pre['lo'], pre['hi'])} faster{where} "
+                       f"({tok(v_lead)} vs {tok(v_oth)} tok/s at {length_label(length)}).")
+    hits = _cache_hits(analysis)
+    if hits:
+        parts = [f"{n} {tok(v)} tok/s at {length_label(length)}" for n, length, v in hits]
+        out.append("Prefix-cache hits (" + "; ".join(parts) + ") are cache hits, not prefill, and are left out "
+                   "of the prefill figures.")
+    s = _needles_sentence(analysis)
+    if s:
+        out.append(s)
+    s = _race_sentence(analysis)
+    if s:
+        out.append(s)
+    for fn in (_qeval_verdict, _agree_verdict, kl_verdict, _gauntlet_verdict):
+        s = fn(analysis)
+        if s:
+            out.append(s)
+    errs = _error_sentence(analysis)
+    if errs:
+        out.append(errs)
+    return out
+
+
+def _ttft_clause(decode: dict[str, Any], a: str, b: str, lvl: int) -> str:
+    ta = num(decode_levels(decode, a).get(lvl, {}).get("ttft_p50_s"))
+    tb = num(decode_levels(decode, b).get(lvl, {}).get("ttft_p50_s"))
+    if ta is None or tb is None:
+        return ""
+    if max(ta, tb) / max(min(ta, tb), 1e-9) < TIE:
+        return f"; same TTFT ({secs(ta)})"
+    if ta < tb:
+        return f", TTFT {secs(ta)} vs {secs(tb)}"
+    return f", though {b} answers first (TTFT {secs(tb)} vs {secs(ta)})"
+
+
+def _category_clause(decode: dict[str, Any], a: str, b: str, lvl: int) -> str:
+    ca = ((decode.get("lanes") or {}).get(a) or {}).get("categories") or {}
+    cb = ((decode.get("lanes") or {}).get(b) or {}).get("categories") or {}
+    common = [c for c in ca if c in cb and num(ca[c].get("per_stream_tok_s")) and num(cb[c].get("per_stream_tok_s"))]
+    if len(common) < 2:
+        return ""
+    diffs = sorted(((num(ca[c]["per_stream_tok_s"]) / num(cb[c]["per_stream_tok_s"]), c) for c in common),
+                   reverse=True)
+    faster = [c for r, c in diffs if r >= 1.0]
+    if len(faster) == len(common):
+        top = ", ".join(f"{c} {tok(ca[c]['per_stream_tok_s'])} vs {tok(cb[c]['per_stream_tok_s'])}"
+                        for _, c in diffs[:2])
+        return f"; faster in every prompt category ({top})"
+    if not faster:
+        top = ", ".join(f"{c} {tok(cb[c]['per_stream_tok_s'])} vs {tok(ca[c]['per_stream_tok_s'])}"
+                        for _, c in diffs[::-1][:2])
+        return f"; but {b} is faster per stream in every prompt category ({top})"
+    return f"; faster in {len(faster)} of {len(common)} prompt categories"
+
+
+def _cache_hits(analysis: dict[str, Any]) -> list[tuple[str, str, float]]:
+    prefill = analysis.get("prefill") or {}
+    out = []
+    for n in present_lanes(analysis, "prefill"):
+        cells = prefill_cells(prefill, n)
+        for length in sorted_keys(cells):
+            v = num(cells[length].get("cache_hit_tok_s"))
+            if v:
+                out.append((n, length, v))
+    return out
+
+
+def _needles_sentence(analysis: dict[str, Any]) -> str | None:
+    needles = analysis.get("needles") or {}
+    lanes = present_lanes(analysis, "needles")
+    if not lanes:
+        return None
+    missed, lengths, total = [], set(), 0
+    for n in lanes:
+        cells = ((needles["lanes"].get(n) or {}).get("lengths")) or {}
+        for length, c in cells.items():
+            lengths.add(length)
+            total += 1
+            if not c.get("found"):
+                missed.append(f"{n} at {length_label(length)}" + (" (error)" if c.get("error") else ""))
+    if not total:
+        return None
+    ls = sorted_keys({k: None for k in lengths})
+    span = length_label(ls[0]) if len(ls) == 1 else f"{length_label(ls[0])}–{length_label(ls[-1])}"
+    who = "both lanes" if len(lanes) == 2 else ("every lane" if len(lanes) > 2 else f"lane {lanes[0]}")
+    if not missed:
+        return f"Needles: all found on {who} ({span})."
+    return f"Needles: missed by {', '.join(missed)}; {total - len(missed)} of {total} found."
+
+
+def _race_sentence(analysis: dict[str, Any]) -> str | None:
+    race = analysis.get("race") or {}
+    races = race.get("races") or []
+    if not races:
+        return None
+    wins = race_wins(race)
+    n = len(races)
+    if not wins:
+        return f"Races: no winner in {n} race{'s' if n != 1 else ''}."
+    ranked = sorted(wins.items(), key=lambda t: -t[1])
+    lead, k = ranked[0]
+    rest = ", ".join(f"{name} {w}" for name, w in ranked[1:])
+    if len(ranked) > 1 and ranked[1][1] == k:
+        return f"Races: split, {', '.join(f'{name} {w}' for name, w in ranked)} of {n}."
+    return f"Races → {lead}: won {k} of {n}" + (f" ({rest})" if rest else "") + "."
+
+
+def _error_sentence(analysis: dict[str, Any]) -> str | None:
+    decode = analysis.get("decode") or {}
+    parts = []
+    for n in present_lanes(analysis, "decode"):
+        errs = sum(int(num(c.get("errors")) or 0) for c in decode_levels(decode, n).values())
+        if errs:
+            parts.append(f"{n} {errs}")
+    if not parts:
+        return None
+    return f"Decode errors ({', '.join(parts)}) are counted, never averaged in; those cells cover completed " \
+           f"requests only."
+
+
+def paired_text(c: dict[str, Any]) -> str:
+    p = num(c.get("p_value")) or 0.0
+    return f"kept {c.get('kept')}, broke {c.get('broke')}, fixed {c.get('fixed')}, p = {p:.3f}"
+
+
+def qeval_sentence(q: Any) -> str | None:
+    """``A 71/75, B 71/75, the same four misses (code_interval_intersect, ...)``."""
+    runs = qeval_runs(q)
+    if not runs:
+        return None
+    score = ", ".join(f"{n} {r.get('passed')}/{r.get('total')}" + (  # skipped: no sandbox, or no recorded verdict
+        f" ({len(r['skipped'])} not scored)" if isinstance(r.get("skipped"), dict) and r["skipped"] else "")
+        for n, r in runs.items())
+    misses = {n: qeval_misses(r) for n, r in runs.items()}
+    first = next(iter(misses.values()))
+    if all(not m for m in misses.values()):
+        return f"{score}, no misses"
+    if len(runs) == 1:
+        return f"{score}; {'misses' if len(first) > 1 else 'missed'}: {', '.join(first)}"
+    if all(set(m) == set(first) for m in misses.values()):
+        k = len(first)
+        what = "miss" if k == 1 else f"{number_word(k).lower()} misses"
+        return f"{score}, the same {what} ({', '.join(first)})"
+    return score + "; misses: " + "; ".join(f"{n} {', '.join(m) if m else 'none'}" for n, m in misses.items())
+
+
+def _qeval_verdict(analysis: dict[str, Any]) -> str | None:
+    q = analysis.get("qeval")
+    s = qeval_sentence(q)
+    if s is None:
+        return None
+    c = q.get("compare") if isinstance(q, dict) else None
+    if not c:
+        return f"Quality gate (qeval): {s}."
+    broke, fixed, p = int(c.get("broke") or 0), int(c.get("fixed") or 0), num(c.get("p_value"))
+    a, b = (c.get("a") or {}).get("name"), (c.get("b") or {}).get("name")
+    if broke == 0 and fixed == 0:
+        return f"Quality gate: identical — {s}; {paired_text(c)}."
+    if p is not None and p < 0.05:
+        lead = b if fixed > broke else a
+        return f"Quality gate → {lead}: {s}; {paired_text(c)}."
+    return f"Quality gate: no significant difference — {s}; {paired_text(c)}."
+
+
+def agree_sentence(ag: dict[str, Any]) -> str | None:
+    """``0/40 exact matches with a median first divergence at word 2 (9/40 agree ..., 18/40 diverge at word 0)``."""
+    total = ag.get("total")
+    if not total:
+        return None
+    return (f"{ag.get('exact')}/{total} exact matches with a median first divergence at word "
+            f"{int_text(ag.get('median_first_divergence_word'))} ({ag.get('agree_ge_10_words')}/{total} agree for "
+            f"ten or more words, {ag.get('diverge_at_0')}/{total} diverge at word 0)")
+
+
+def _agree_verdict(analysis: dict[str, Any]) -> str | None:
+    ag = analysis.get("agree") or {}
+    s = agree_sentence(ag)
+    if s is None:
+        return None
+    a, b = agree_pair(ag)
+    if ag.get("exact") == ag.get("total"):
+        return f"Greedy agreement {a} vs {b}: {ag['exact']}/{ag['total']} exact matches."
+    return f"Greedy agreement {a} vs {b}: {s}; a divergence signature, not a quality verdict."
+
+
+def kl_lane_text(kl: dict[str, Any], n: str) -> str:
+    """``KL(B ‖ A) = 0.0123 nats/token (...)`` or ``not exposed by lane A: HTTP 400: ...``."""
+    c = (kl.get("lanes") or {}).get(n) or {}
+    ref = kl.get("reference")
+    st, msg = c.get("status"), c.get("message")
+    if st == "ok":
+        if n == ref:
+            return f"{n} is the reference"
+        return (f"KL({ref} ‖ {n}) = {kl_num(c.get('kl'))} nats/token (p50 {kl_num(c.get('kl_p50'))}, "
+                f"p99 {kl_num(c.get('kl_p99'))}, {c.get('positions', 0):,} positions)")
+    if st == "not_exposed":
+        return f"not exposed by lane {n}: {clip(msg or 'no logprobs', 90)}"
+    if st == "skipped":
+        return f"{n} skipped: {clip(msg or '', 90)}"
+    return f"{n} {st or 'unknown'}: {clip(msg or '', 90)}"
+
+
+def kl_verdict(analysis: dict[str, Any]) -> str | None:
+    kl = analysis.get("kl") or {}
+    lanes = kl_lanes(kl, lane_names(analysis))
+    if not lanes:
+        return None
+    ref = kl.get("reference")
+    ok = [n for n in lanes if n != ref and (kl["lanes"][n] or {}).get("status") == "ok"]
+    if ok:
+        return "Logprob divergence: " + "; ".join(kl_lane_text(kl, n) for n in ok) + "."
+    why = [kl_lane_text(kl, n) for n in lanes if (kl["lanes"][n] or {}).get("status") != "ok"]
+    return "No KL between lanes: " + "; ".join(why) + "."
+
+
+def gauntlet_why(g: dict[str, Any], lanes: list[str]) -> tuple[str, str]:
+    """(sentence on where the time goes, verdict clause) from the per-turn TTFT/decode split."""
+    split = {n: turn_split(g["lanes"][n]) for n in lanes}
+    share = []
+    for n in lanes:
+        p, d = split[n]["ttft"], split[n]["decode"]
+        if p is not None and d is not None and p + d > 0:
+            share.append(f"{p / (p + d):.0%} of {n}'s")
+    first = lanes[0]
+    tt = split[first]["turns"]
+    prompts = [v["prompt"] for v in tt.values() if v["prompt"]]
+    outs = [v["out"] for k, v in tt.items() if v["out"] and v["tool"]]
+    head = "Every turn re-sends the system prompt and the growing transcript"
+    if prompts:
+        head += f" ({tok(prompts[0])} → {tok(prompts[-1])} prompt tokens on {first})"
+    if outs:
+        head += f" for a ~{median(outs):.0f}-token tool call"
+    head += f", so TTFT (prefill) is {' and '.join(share)} request time" if share else ""
+    clause = ""
+    if len(lanes) >= 2:
+        walls = {n: num(g["lanes"][n].get("median_wall_s")) for n in lanes}
+        ranked = sorted((n for n in lanes if walls[n] is not None), key=lambda n: walls[n])
+        if len(ranked) >= 2 and walls[ranked[1]] / max(walls[ranked[0]], 1e-9) >= TIE:
+            fast, slow = ranked[0], ranked[1]
+            pf, ps = split[fast]["ttft"], split[slow]["ttft"]
+            df, ds = split[fast]["decode"], split[slow]["decode"]
+            if None not in (pf, ps, df, ds) and min(pf, ps, df, ds) > 0:
+                p_lead, p_lag = ps / pf >= TIE, pf / ps >= TIE  # a lead under TIE is no lead
+                d_lead, d_lag = ds / df >= TIE, df / ds >= TIE
+                pre = f"TTFT {secs(pf)} vs {secs(ps)} over the chain"
+                if p_lead and d_lag:
+                    clause = (f"{fast}'s faster prefill of the growing transcript ({pre}) outweighs {slow}'s "
+                              f"decode edge ({secs(ds)} vs {secs(df)})")
+                elif p_lead and d_lead:
+                    clause = f"{fast} is faster at both prefill ({pre}) and decode ({secs(df)} vs {secs(ds)})"
+                elif p_lead:
+                    clause = (f"the gap is {fast}'s faster prefill of the growing transcript ({pre}); decode is "
+                              f"even ({secs(df)} vs {secs(ds)})")
+                elif d_lead and p_lag:
+                    clause = (f"{fast}'s faster decode ({secs(df)} vs {secs(ds)} over the chain) outweighs {slow}'s "
+                              f"faster prefill (TTFT {secs(ps)} vs {secs(pf)})")
+                elif d_lead:
+                    clause = (f"the gap is {fast}'s faster decode ({secs(df)} vs {secs(ds)} over the chain); "
+                              f"prefill is even (TTFT {secs(pf)} vs {secs(ps)})")
+    sentence = head + (f"; {clause}" if clause else "") + "."
+    return sentence, clause
+
+
+def _gauntlet_verdict(analysis: dict[str, Any]) -> str | None:
+    g = analysis.get("gauntlet") or {}
+    lanes = gauntlet_lanes(g, lane_names(analysis))
+    if not lanes:
+        return None
+    d = g["lanes"]
+    summary = g.get("summary") or ""
+    hops = (g.get("config") or {}).get("hops", "?")
+    if len(lanes) == 1:
+        return f"Agents: {summary}." if summary else None
+    walls = {n: num(d[n].get("median_wall_s")) for n in lanes}
+    ranked = sorted((n for n in lanes if walls[n] is not None), key=lambda n: walls[n])
+    if len(ranked) < 2:
+        return f"Agents: {summary}." if summary else None
+    fast, slow = ranked[0], ranked[1]
+    rate = {n: d[n]["correct"] / d[n]["reps"] for n in lanes}
+    of = "median of " + str(d[fast]["reps"]) if d[fast]["reps"] == d[slow]["reps"] else "medians"
+    _, clause = gauntlet_why(g, lanes)
+    if rate[slow] > rate[fast]:
+        return (f"Agents: {fast} finishes the {hops}-hop chain faster ({secs(walls[fast])} vs {secs(walls[slow])}, "
+                f"{of}) but {slow} is correct more often ({d[slow]['correct']}/{d[slow]['reps']} vs "
+                f"{d[fast]['correct']}/{d[fast]['reps']}).")
+    if walls[slow] / max(walls[fast], 1e-9) < TIE:
+        return (f"Agents: {fast} and {slow} tie on the {hops}-hop chain ({secs(walls[fast])} vs "
+                f"{secs(walls[slow])}, {of}).")
+    body = summary[len(fast) + 1:] if summary.startswith(f"{fast} finished") else (
+        f"finished the {hops}-hop chain in {secs(walls[fast])} vs {slow} {secs(walls[slow])} ({of})")
+    return f"Agents → {fast}: {body}" + (f"; {clause}" if clause else "") + "."
