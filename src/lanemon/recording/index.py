@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from typing import IO
 
 from lanemon import events as schema
-from lanemon.recording.reader import Recording
 from lanemon.events import Event
+from lanemon.recording.reader import Recording, truncated_warning, unreadable_last_warning
+from lanemon.recording.schema import MAX_LINE_BYTES, BadRow, Overlong, bounded_lines, decode_event
 
 CHECKPOINT_EVERY = 16384
 """Lines between checkpoints: a backward seek re-folds at most this many events."""
@@ -75,7 +76,8 @@ class RecordingIndex:
         in it (a broken line, a line not written by the recorder) is indexed line by line."""
         builder = _Builder(cls(), recording, every or CHECKPOINT_EVERY)
         with recording.path.open("rb") as fh:
-            builder.offset = len(fh.readline())
+            fh.seek(recording.body_offset)
+            builder.offset = recording.body_offset
             builder.run(fh)
         return builder.finish()
 
@@ -94,7 +96,7 @@ class _Builder:
         self.tmax = -1
         self.t_first: int | None = None
         self.since = every  # a checkpoint at the first event line
-        self.pending_bad: int | None = None
+        self.pending_bad: tuple[int, str] | None = None
         self.truncated = False
 
     def run(self, fh: IO[bytes]) -> None:
@@ -107,10 +109,36 @@ class _Builder:
             cut = block.rfind(b"\n") + 1
             chunk, tail = block[:cut], block[cut:]
             if chunk and not self._fast(chunk):
-                for raw in chunk.splitlines(keepends=True):
-                    self._line(raw)
+                for raw in chunk.split(b"\n")[:-1]:
+                    self._line(raw + b"\n")
+            if len(tail) >= MAX_LINE_BYTES:  # a line over the bound: counted and stepped over, never held
+                self._overlong(fh, len(tail))
+                tail = b""
         if tail and not self.truncated:
             self._line(tail)
+
+    def _overlong(self, fh: IO[bytes], size: int) -> None:
+        """Skip the rest of a line longer than the bound (``size`` bytes of it already read)."""
+        self.lineno += 1
+        ended = False
+        while True:
+            block = fh.read(CHUNK)
+            if not block:
+                break
+            nl = block.find(b"\n")
+            if nl >= 0:
+                size += nl + 1
+                fh.seek(nl + 1 - len(block), 1)
+                ended = True
+                break
+            size += len(block)
+        self.offset += size
+        if self.pending_bad is not None:
+            self.recording._bad(*self.pending_bad)
+            self.pending_bad = None
+        self.recording._bad(self.lineno, f"longer than {MAX_LINE_BYTES >> 20} MiB")
+        if not ended:
+            self.truncated = True
 
     def _fast(self, chunk: bytes) -> bool:
         """Index a chunk of whole lines if every one is a recorder line; False to go line by line."""
@@ -170,21 +198,21 @@ class _Builder:
             except ValueError:
                 t = None
         if t is None:
-            ev = Recording._decode(raw)
+            try:
+                ev, why = decode_event(raw.rstrip(b"\n") if raw.endswith(b"\n") else raw), ""
+            except BadRow as exc:
+                ev, why = None, str(exc)
             if ev is None or not raw.endswith(b"\n"):
                 if self.pending_bad is not None:
-                    recording._bad(self.pending_bad, "unreadable line skipped")
+                    recording._bad(*self.pending_bad)
                     self.pending_bad = None
                 if not raw.endswith(b"\n"):
                     if ev is None:
-                        recording.warnings.append(
-                            f"{recording.path}: last line {self.lineno} is truncated (recording was cut short); "
-                            "it was dropped, every earlier event is kept"
-                        )
+                        recording.warnings.append(truncated_warning(recording.path, self.lineno))
                         self.truncated = True
                         return
                 elif raw.strip():
-                    self.pending_bad = self.lineno
+                    self.pending_bad = (self.lineno, why)
                     return
                 else:
                     return
@@ -192,7 +220,7 @@ class _Builder:
             if ev.kind == schema.MARK:
                 self.index.markers.append(Marker(t, str(ev.data.get("label", "mark")), here, ev.lane))
         if self.pending_bad is not None:
-            recording._bad(self.pending_bad, "unreadable line skipped")
+            recording._bad(*self.pending_bad)
             self.pending_bad = None
         if self.since >= self.every:
             self.index.checkpoints.append(Checkpoint(here, self.tmax))
@@ -207,10 +235,8 @@ class _Builder:
     def finish(self) -> RecordingIndex:
         index, recording = self.index, self.recording
         if self.pending_bad is not None:
-            recording.warnings.append(
-                f"{recording.path}: last line {self.pending_bad} is unreadable; it was dropped, "
-                "every earlier event is kept"
-            )
+            recording.warnings.append(unreadable_last_warning(recording.path, self.pending_bad[0]))
+        recording.summarise()
         index.events = self.n
         index.t_first = self.t_first or 0
         index.t_last = max(self.tmax, 0)
@@ -221,20 +247,33 @@ class _Builder:
         return index
 
 
-def read_from(fh: IO[bytes], offset: int, end: int) -> Iterator[tuple[int, Event]]:
-    """``(line offset, event)`` for every readable event line in ``[offset, end)``."""
+def read_from(fh: IO[bytes], offset: int, end: int,
+              recording: Recording | None = None) -> Iterator[tuple[int, Event]]:
+    """``(line offset, event)`` for every readable event line in ``[offset, end)``.
+
+    Lines over the bound and lines that do not fit the schema are stepped over.  The index's fast
+    path checks a line's shape, not its types, so a well-shaped line that fails the schema is found
+    here: with *recording* given, it is counted there once (``Recording.bad_at``), with a warning.
+    """
     fh.seek(offset)
-    decode = Recording._decode
-    for raw in fh:
+    decode = decode_event
+    for item in bounded_lines(fh):
         if offset >= end:
             return
         here = offset
-        offset += len(raw)
-        if not raw.endswith(b"\n"):
+        if item.__class__ is Overlong:
+            offset += item.size
+            continue
+        raw, ended = item
+        offset += len(raw) + ended
+        try:
             ev = decode(raw)
-            if ev is not None:
-                yield here, ev
+        except BadRow as exc:
+            if not ended:
+                return
+            if recording is not None and raw.strip():
+                recording.bad_at(here, str(exc))
+            continue
+        yield here, ev
+        if not ended:
             return
-        ev = decode(raw)
-        if ev is not None:
-            yield here, ev

@@ -2,9 +2,11 @@
 
 Readers are forgiving where a file is merely cut short (a crash mid-write):
 a truncated last line is dropped with one warning and every earlier event is
-kept.  They are strict where reading on would mislead: a file that is not a
-lanemon recording, or one written by a newer major schema version, raises
-:class:`RecordingError` with a message fit for the terminal.
+kept.  A line that does not fit the schema (lanemon.recording.schema: wrong
+types, not JSON, longer than the line bound) is skipped and counted.  They are
+strict where reading on would mislead: a file that is not a lanemon recording,
+a header that does not fit the schema, or one written by a newer major schema
+version raises :class:`RecordingError` with a message fit for the terminal.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from typing import Any
 import orjson
 
 from lanemon.events import SCHEMA_NAME, SCHEMA_VERSION, Event, parse_version
+from lanemon.recording.schema import (MAX_HEADER_BYTES, MAX_LINE_BYTES, BadRow, Overlong, bounded_lines,
+                                      check_header, decode_event)
 
 
 class RecordingError(ValueError):
@@ -23,24 +27,34 @@ class RecordingError(ValueError):
 
 
 class Recording:
-    """An open recording: ``header`` now, ``events()`` lazily, ``warnings`` as found."""
+    """An open recording: ``header`` now, ``events()`` lazily, ``warnings`` as found.
+
+    ``skipped`` counts the lines dropped because they do not fit the schema (lanemon.recording.schema)
+    or exceed its size bound; the first few are named in ``warnings``, then one summary line.
+    """
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         self.warnings: list[str] = []
         self.skipped = 0
+        self._bad_offsets: set[int] = set()
         try:
             with self.path.open("rb") as fh:
-                first = fh.readline()
+                first = fh.readline(MAX_HEADER_BYTES + 1)
         except FileNotFoundError:
             raise RecordingError(f"{self.path}: no such file") from None
         except IsADirectoryError:
             raise RecordingError(f"{self.path}: is a directory, not a recording") from None
         except OSError as exc:
             raise RecordingError(f"{self.path}: cannot read: {exc.strerror}") from None
+        self.body_offset = len(first)
+        """Byte offset of the first event line."""
         self.header = self._parse_header(first)
 
     def _parse_header(self, line: bytes) -> dict[str, Any]:
+        if len(line) > MAX_HEADER_BYTES:
+            raise RecordingError(f"{self.path}: not a lanemon recording (first line longer than "
+                                 f"{MAX_HEADER_BYTES >> 20} MiB)")
         if not line.strip():
             raise RecordingError(f"{self.path}: empty file, not a lanemon recording")
         try:
@@ -51,13 +65,18 @@ class Recording:
             raise RecordingError(f"{self.path}: not a lanemon recording (no '{SCHEMA_NAME}' header)")
         try:
             major, minor = parse_version(header.get("version", ""))
-        except ValueError:
-            raise RecordingError(f"{self.path}: unreadable schema version {header.get('version')!r}") from None
+        except (ValueError, TypeError):
+            raise RecordingError(f"{self.path}: unreadable schema version {_short(header.get('version'))}") from None
         if major > SCHEMA_VERSION[0]:
             raise RecordingError(
                 f"{self.path}: written with recording schema {major}.{minor} by lanemon "
-                f"{header.get('lanemon', '?')}; this lanemon reads schema {SCHEMA_VERSION[0]}.x -- upgrade lanemon"
+                f"{_short(header.get('lanemon', '?'))}; this lanemon reads schema {SCHEMA_VERSION[0]}.x -- "
+                "upgrade lanemon"
             )
+        try:
+            check_header(header)
+        except ValueError as exc:
+            raise RecordingError(f"{self.path}: bad recording header: {exc}") from None
         if major == SCHEMA_VERSION[0] and minor > SCHEMA_VERSION[1]:
             self.warnings.append(
                 f"recording schema {major}.{minor} is newer than {SCHEMA_VERSION[0]}.{SCHEMA_VERSION[1]}; "
@@ -71,51 +90,79 @@ class Recording:
 
     def events(self) -> Iterator[Event]:
         """Yield every readable event in file order."""
+        decode = decode_event
         with self.path.open("rb") as fh:
-            fh.readline()  # header
+            fh.seek(self.body_offset)
             lineno = 1
-            pending: bytes | None = None
-            pending_lineno = 0
-            for raw in fh:
+            pending: tuple[int, str] | None = None
+            for item in bounded_lines(fh):
                 lineno += 1
                 if pending is not None:
                     # the previous bad line was not the last: it is corruption, not truncation
-                    self._bad(pending_lineno, "unreadable line skipped")
+                    self._bad(*pending)
                     pending = None
-                if not raw.endswith(b"\n"):
-                    # last line without newline: a write cut short
-                    ev = self._decode(raw)
-                    if ev is None:
-                        self.warnings.append(
-                            f"{self.path}: last line {lineno} is truncated (recording was cut short); "
-                            "it was dropped, every earlier event is kept"
-                        )
-                    else:
-                        yield ev
-                    return
-                ev = self._decode(raw)
-                if ev is None:
-                    if raw.strip():
-                        pending, pending_lineno = raw, lineno
+                if item.__class__ is Overlong:
+                    self._bad(lineno, f"longer than {MAX_LINE_BYTES >> 20} MiB")
                     continue
-                yield ev
+                raw, ended = item
+                try:
+                    yield decode(raw)
+                except BadRow as exc:
+                    if not ended:  # last line without newline: a write cut short
+                        self.warnings.append(truncated_warning(self.path, lineno))
+                        break
+                    if raw.strip():
+                        pending = (lineno, str(exc))
             if pending is not None:
-                self.warnings.append(
-                    f"{self.path}: last line {pending_lineno} is unreadable; it was dropped, every earlier event is kept"
-                )
+                self.warnings.append(unreadable_last_warning(self.path, pending[0]))
+        self.summarise()
 
-    def _bad(self, lineno: int, what: str) -> None:
+    def _bad(self, lineno: int, why: str) -> None:
         self.skipped += 1
-        if self.skipped <= 3:
-            self.warnings.append(f"{self.path}: line {lineno}: {what}")
+        if self.skipped <= SHOWN_BAD_LINES:
+            self.warnings.append(f"{self.path}: line {lineno}: skipped ({why})")
+
+    def bad_at(self, offset: int, why: str) -> None:
+        """A bad line found while replaying (by byte offset): counted once, however often it is re-read."""
+        if offset in self._bad_offsets:
+            return
+        self._bad_offsets.add(offset)
+        self.skipped += 1
+        if self.skipped <= SHOWN_BAD_LINES:
+            self.warnings.append(f"{self.path}: line at byte {offset}: skipped ({why})")
+        elif self.skipped == SHOWN_BAD_LINES + 1:
+            self.warnings.append(f"{self.path}: more lines skipped (unreadable or not fitting the recording schema)")
+
+    def summarise(self) -> None:
+        """After a full read: one warning counting the skipped lines beyond those named."""
+        if self.skipped > SHOWN_BAD_LINES:
+            self.warnings.append(f"{self.path}: {self.skipped} lines skipped in all (unreadable or not fitting "
+                                 "the recording schema)")
 
     @staticmethod
     def _decode(raw: bytes) -> Event | None:
         try:
-            obj = orjson.loads(raw)
-            return Event.from_json_obj(obj)
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            return decode_event(raw)
+        except BadRow:
             return None
+
+
+SHOWN_BAD_LINES = 3
+"""Bad lines named one by one in ``Recording.warnings``; the rest are counted."""
+
+
+def truncated_warning(path: Path, lineno: int) -> str:
+    return (f"{path}: last line {lineno} is truncated (recording was cut short); it was dropped, every earlier "
+            "event is kept")
+
+
+def unreadable_last_warning(path: Path, lineno: int) -> str:
+    return f"{path}: last line {lineno} is unreadable; it was dropped, every earlier event is kept"
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
 def read_events(path: Path | str) -> tuple[dict[str, Any], list[Event], list[str]]:

@@ -317,7 +317,7 @@ class ReplaySession:
 
         if self._fh is None:
             self._fh = self.recording.path.open("rb")
-        self._reader = read_from(self._fh, offset, self.index.end_offset)
+        self._reader = read_from(self._fh, offset, self.index.end_offset, self.recording)
         self._pending = None
         cps = self.index.checkpoints
         self._next_cp = bisect.bisect_left([c.offset for c in cps], offset)

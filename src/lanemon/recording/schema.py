@@ -1,0 +1,326 @@
+"""The typed schema of a recording: its header and every event kind, checked as a file is read.
+
+A recording is something other people hand you, so every line is untrusted.  Each
+event line is decoded by msgspec straight into :class:`EventRow` (the envelope:
+``t`` a non-negative integer, ``kind`` a string, ``lane`` and ``req`` strings or
+absent, ``data`` an object), and the fields a reader relies on in ``data`` are
+checked against the kind's schema (:data:`DATA_SCHEMAS`): a usage count is an
+integer, a token's text a string, and so on.  Fields a schema does not name are
+kept as they are (newer minor versions add fields); kinds it does not know keep
+only the envelope check.  The header is checked by :func:`check_header`.
+
+Sizes are bounded before anything is parsed: the header line by
+:data:`MAX_HEADER_BYTES`, every event line by :data:`MAX_LINE_BYTES`;
+:func:`bounded_lines` never holds a longer line in memory.
+
+A line that fails is the reader's to skip and count (:class:`lanemon.recording.reader.Recording`);
+a header that fails is one clear :class:`~lanemon.recording.reader.RecordingError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import IO, Annotated, Any
+
+import msgspec
+
+from lanemon import events as ev_schema
+from lanemon.events import Event
+
+__all__ = ["EventRow", "Header", "DATA_SCHEMAS", "MAX_HEADER_BYTES", "MAX_LINE_BYTES", "BadRow", "decode_event",
+           "check_header", "bounded_lines", "Overlong"]
+
+MAX_HEADER_BYTES = 1 << 20
+"""The header line's bound (1 MiB); a longer first line is not a lanemon recording."""
+MAX_LINE_BYTES = 8 << 20
+"""An event line's bound (8 MiB); a longer line is skipped without being read into memory."""
+READ_CHUNK = 1 << 20
+
+Count = int  # no range check: the reader checks types, not plausibility (the folds flag implausible values)
+Num = float  # msgspec accepts an int where a float is expected (not a bool)
+Key = str | int | float | bool | None
+"""An identifier-like field (cell, part, run, ...): any hashable scalar, never a list or an object."""
+
+
+class EventRow(msgspec.Struct):
+    """The envelope of one event line."""
+
+    t: Annotated[int, msgspec.Meta(ge=0)]
+    kind: str
+    lane: str | None = None
+    req: str | None = None
+    data: dict[str, Any] | None = None
+
+
+class _Data(msgspec.Struct, forbid_unknown_fields=False):
+    pass
+
+
+class ProbeData(_Data):
+    ok: bool | None = None
+    latency_s: Num | None = None
+    models: list[Any] | None = None
+    model: str | None = None
+    cls: str | None = None
+    message: str | None = None
+    status: Key = None
+
+
+class LaneData(_Data):
+    name: str | None = None
+    url: str | None = None
+    model: str | None = None
+    continuous_usage: bool | None = None
+
+
+class RequestData(_Data):
+    endpoint: str | None = None
+    purpose: Key = None
+    model: str | None = None
+    max_tokens: int | None = None
+    temperature: Num | None = None
+    prompt_chars: Count | None = None
+    prompt: str | None = None
+    continuous_usage: bool | None = None
+    bench: Key = None
+    cell: Key = None
+    part: Key = None
+    run: Key = None
+    rep: Key = None
+    chars: int | None = None
+    length: Key = None
+    race: Key = None
+    prompt_id: Key = None
+    level: Key = None
+    category: Key = None
+    task: Key = None
+    kind: Key = None
+    turn: Key = None
+
+
+class FirstByteData(_Data):
+    status: Key = None
+    server_request_id: str | None = None
+
+
+class TokenData(_Data):
+    text: str | None = None
+    n: Count | None = None
+    reasoning: bool | None = None
+    tool_calls: list[Any] | None = None
+
+
+class UsageData(_Data):
+    prompt_tokens: Count | None = None
+    completion_tokens: Count | None = None
+    total_tokens: Count | None = None
+    cached_tokens: Count | None = None
+    reasoning_tokens: Count | None = None
+
+
+class DoneData(_Data):
+    finish_reason: str | None = None
+    status: Key = None
+    chunks: Count | None = None
+
+
+class ErrorData(_Data):
+    cls: str | None = None
+    message: str | None = None
+    status: Key = None
+
+
+class MarkData(_Data):
+    label: str | None = None
+    bench: Key = None
+    phase: Key = None
+    cell: Key = None
+    part: Key = None
+    rep: Key = None
+    errors: Num | None = None
+    tokens_per_char: Num | None = None
+    length: Key = None
+    interrupted: bool | None = None
+    race: Key = None
+    requests: Num | None = None
+    level: Key = None
+    tasks: Num | None = None
+    total: Num | None = None
+    hops: Num | None = None
+    turn: Num | None = None
+    turns: Num | None = None
+    calls: Num | None = None
+    tool_calls: Num | None = None
+    malformed_calls: Num | None = None
+    wall_s: Num | None = None
+    config: dict[str, Any] | None = None
+    lanes: list[Any] | None = None
+    cut: list[Any] | None = None
+
+
+class NoteData(_Data):
+    level: str | None = None
+    message: str | None = None
+
+
+class ServerMetricsData(_Data):
+    ok: bool | None = None
+    engine: str | None = None
+    latency_s: Num | None = None
+    running: Num | None = None
+    waiting: Num | None = None
+    kv_usage: Num | None = None
+    prompt_tokens_total: Num | None = None
+    generation_tokens_total: Num | None = None
+    prefix_hits_total: Num | None = None
+    prefix_queries_total: Num | None = None
+    prefix_hit_rate: Num | None = None
+    prompt_tok_s: Num | None = None
+    gen_tok_s: Num | None = None
+    gen_throughput: Num | None = None
+
+
+class HostData(_Data):
+    cpu_pct: Num | None = None
+    cpus: int | None = None
+    load1: Num | None = None
+    mem_total: Num | None = None
+    mem_used: Num | None = None
+    mem_pct: Num | None = None
+    net_rx_Bps: Num | None = None
+    net_tx_Bps: Num | None = None
+    proc_cpu_pct: Num | None = None
+    proc_rss: Num | None = None
+
+
+class ClientLoadData(_Data):
+    lag_ms: Num | None = None
+    lag_mean_ms: Num | None = None
+    window_s: Num | None = None
+    samples: int | None = None
+    cpu_pct: Num | None = None
+    proc_cpu_pct: Num | None = None
+    bound: bool | None = None
+
+
+#: kind -> the schema of its ``data`` (fields not named are kept unchecked).
+DATA_SCHEMAS: dict[str, type[_Data]] = {
+    ev_schema.PROBE: ProbeData,
+    ev_schema.LANE: LaneData,
+    ev_schema.REQUEST: RequestData,
+    ev_schema.FIRST_BYTE: FirstByteData,
+    ev_schema.TOKEN: TokenData,
+    ev_schema.USAGE: UsageData,
+    ev_schema.DONE: DoneData,
+    ev_schema.ERROR: ErrorData,
+    ev_schema.MARK: MarkData,
+    ev_schema.NOTE: NoteData,
+    ev_schema.SERVER_METRICS: ServerMetricsData,
+    ev_schema.HOST: HostData,
+    ev_schema.CLIENT_LOAD: ClientLoadData,
+}
+
+
+class BadRow(ValueError):
+    """One event line that does not fit the schema (the message says where)."""
+
+
+_decoder = msgspec.json.Decoder(EventRow)
+_convert = msgspec.convert
+
+
+def decode_event(raw: bytes) -> Event:
+    """One event line -> :class:`Event`; :class:`BadRow` if it is not JSON or does not fit the schema."""
+    try:
+        row = _decoder.decode(raw)
+    except msgspec.ValidationError as exc:
+        raise BadRow(_where(exc)) from None
+    except (msgspec.DecodeError, RecursionError):
+        raise BadRow("not JSON") from None
+    schema = DATA_SCHEMAS.get(row.kind)
+    if schema is not None and row.data:
+        try:
+            _convert(row.data, schema)
+        except msgspec.ValidationError as exc:
+            raise BadRow(f"{row.kind} event: " + _where(exc).replace("`$.", "`$.data.", 1)) from None
+    return Event(row.t, row.kind, row.lane, row.req, row.data or {})
+
+
+def _where(exc: Exception) -> str:
+    text = str(exc)
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
+class LaneInfo(msgspec.Struct, forbid_unknown_fields=False):
+    name: str | None = None
+    url: str | None = None
+    model: str | None = None
+
+
+class Header(msgspec.Struct, forbid_unknown_fields=False):
+    schema: str
+    version: str
+    lanemon: str | None = None
+    created: str | None = None
+    command: str | None = None
+    lanes: list[LaneInfo] = []
+    host: dict[str, Any] = {}
+    bench: str | None = None
+    qeval: dict[str, Any] | None = None
+
+
+def check_header(obj: Any) -> None:
+    """Raise ValueError (saying which field) unless ``obj`` fits :class:`Header`."""
+    try:
+        msgspec.convert(obj, Header)
+    except msgspec.ValidationError as exc:
+        raise ValueError(_where(exc)) from None
+
+
+class Overlong:
+    """A line longer than the bound: its size (with its newline), never its bytes."""
+
+    __slots__ = ("size", "ended")
+
+    def __init__(self, size: int, ended: bool) -> None:
+        self.size = size
+        self.ended = ended  # False: the file ended inside it
+
+
+def bounded_lines(fh: IO[bytes], max_line: int = MAX_LINE_BYTES,
+                  chunk: int = READ_CHUNK) -> Iterator[tuple[bytes, bool] | Overlong]:
+    """Every line of ``fh`` from its position, in order: ``(bytes without the newline, ended)``, where
+    ``ended`` is False only for a last line the file cut short.
+
+    Lines are split at ``\n`` only (as the recorder writes them).  A line longer than ``max_line``
+    bytes comes as :class:`Overlong` and is never held in memory: reading skips to its end.  Memory
+    stays within about ``chunk + max_line``.
+    """
+    tail = b""
+    skipping = 0  # > 0: inside an overlong line, this many bytes so far
+    while True:
+        block = fh.read(chunk)
+        if not block:
+            break
+        if skipping:
+            nl = block.find(b"\n")
+            if nl < 0:
+                skipping += len(block)
+                continue
+            yield Overlong(skipping + nl + 1, True)
+            skipping = 0
+            block = block[nl + 1:]
+        data = tail + block if tail else block
+        parts = data.split(b"\n")
+        tail = parts.pop()
+        for line in parts:
+            if len(line) >= max_line:
+                yield Overlong(len(line) + 1, True)
+            else:
+                yield line, True
+        if len(tail) >= max_line:
+            skipping, tail = len(tail), b""
+    if skipping:
+        yield Overlong(skipping, False)
+    elif tail:
+        yield tail, False
