@@ -19,6 +19,9 @@ from lanemon.measure.records import Assembler, RequestRecord
 
 HISTORY = 120  # points kept per sparkline
 ERRORS_KEPT = 50
+STALL_SHOWN_S = 10.0
+"""An in-flight request without data for this long is shown as stalled (the client's own stall rule,
+lanes.toml ``timeout``, later ends it as an error)."""
 
 
 @dataclass
@@ -118,6 +121,14 @@ class LaneState:
     (their timestamps say when lanemon read the chunks, not when the lane wrote them)."""
     last_client_bound_t: int | None = None
     """End (ns) of the latest client-bound request (None: none yet); the panel says "client-bound" near it."""
+    active: dict[str, int] = field(default_factory=dict)
+    """In-flight request id -> time (ns) of its latest sign of progress (sent, first byte, token, usage)."""
+
+    def stalled(self, now_ns: int, after_s: float = STALL_SHOWN_S) -> tuple[int, float]:
+        """(in-flight requests without data for ``after_s`` seconds, the longest such wait in seconds)."""
+        limit = now_ns - int(after_s * 1e9)
+        waits = [now_ns - t for t in self.active.values() if t <= limit]
+        return len(waits), (max(waits) / 1e9 if waits else 0.0)
 
     @property
     def median_ttft_s(self) -> float | None:
@@ -196,9 +207,12 @@ class SessionState:
             return None
         if kind == schema.REQUEST:
             lane.in_flight += 1
+        if ev.req is not None:
+            lane.active[ev.req] = ev.t
         rec = self._asm.apply(ev)
         if rec is None:
             return None
+        lane.active.pop(ev.req, None)
         lane.in_flight = max(0, lane.in_flight - 1)
         if rec.error is not None:
             if rec.error.get("cls") == schema.ERR_CANCELLED:

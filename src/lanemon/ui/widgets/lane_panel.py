@@ -127,9 +127,11 @@ class LanePanel(Vertical):
         if st.client_bound:  # lanemon itself was starved while these ran: counted, not plotted as lane speed
             hot = st.last_client_bound_t is not None and now_ns - st.last_client_bound_t < 5_000_000_000
             bound = f"  [{'$warning b' if hot else '$warning'}]{st.client_bound} client-bound[/]"
+        stalled, wait_s = st.stalled(now_ns) if now_ns else (0, 0.0)
+        stall = f"  [$warning b]{stalled} stalled {wait_s:.0f} s[/]" if stalled else ""  # in flight, no data
         q("#requests", Label).update(
-            f"[b]{st.in_flight}[/] in flight  [$success]{st.requests_ok} ok[/]  [{err_style}]{st.requests_err} err[/]"
-            + bound)
+            f"[b]{st.in_flight}[/] in flight{stall}  [$success]{st.requests_ok} ok[/]  "
+            f"[{err_style}]{st.requests_err} err[/]" + bound)
 
         n_ttft = len(st.ttft_history)
         q("#ttft-label", Label).update(f"[dim]n={n_ttft} · {fmt.span(st.ttft_history, 's')}[/]" if n_ttft > 1 else "")
