@@ -5,14 +5,22 @@
 that opens the page starts its own copy of that command in a pseudo-terminal
 on this machine and shows it with xterm.js.  There is no login, so the
 default bind address is loopback; binding elsewhere prints a warning.
+
+Offline by construction: textual-serve's page asks a web-font service for its
+font, although the font files ship in its own static folder.  lanemon serves a
+copy of that page (rewritten when the server starts, into lanemon's cache dir)
+whose ``@font-face`` points at those local files, and refuses to serve a page
+that would still load anything from another host.
 """
 
 from __future__ import annotations
 
 import argparse
 import ipaddress
+import re
 import shlex
 import sys
+from pathlib import Path
 
 from lanemon.cli.common import UsageError, err
 
@@ -49,6 +57,38 @@ def served_command(args: list[str]) -> str:
     return shlex.join([sys.executable, "-m", "lanemon", *(args or ["live"])])
 
 
+_REMOTE_LINK = re.compile(r"<link\b[^>]*\bhref=\"https?://[^\"]*\"[^>]*>", re.S)
+_REMOTE_URL = re.compile(r"(?:src|href|url)\s*[=(]\s*[\"']?https?://", re.I)
+LOCAL_FONTS = """<style>
+      @font-face { font-family: "Roboto Mono"; font-style: normal;
+        src: url("{{ config.static.url }}fonts/RobotoMono-VariableFont_wght.ttf") format("truetype"); }
+      @font-face { font-family: "Roboto Mono"; font-style: italic;
+        src: url("{{ config.static.url }}fonts/RobotoMono-Italic-VariableFont_wght.ttf") format("truetype"); }
+    </style>"""
+
+
+def offline_page(html: str) -> str:
+    """textual-serve's page with every stylesheet from another host replaced by the local fonts (pure).
+
+    Raises UsageError if anything would still be fetched from another host."""
+    out = _REMOTE_LINK.sub(LOCAL_FONTS, html)
+    if _REMOTE_URL.search(out):
+        raise UsageError("lanemon web: textual-serve's page loads something from another host; refusing to serve "
+                         "it (this lanemon does not know this textual-serve version's page)")
+    return out
+
+
+def offline_templates(dest: Path) -> Path:
+    """Write textual-serve's templates, made offline, into ``dest``; returns it."""
+    import textual_serve
+
+    src = Path(textual_serve.__file__).parent / "templates"
+    dest.mkdir(parents=True, exist_ok=True)
+    for f in src.glob("*.html"):
+        (dest / f.name).write_text(offline_page(f.read_text(encoding="utf-8")), encoding="utf-8")
+    return dest
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "web", help="serve the dashboard to a web browser (textual-serve)",
@@ -80,6 +120,9 @@ def cmd_web(args: argparse.Namespace) -> int:
     url_host = f"[{args.host}]" if ":" in args.host else args.host
     print(f"lanemon web: serving `{shlex.join(['lanemon', *shlex.split(command)[3:]])}` "
           f"on http://{url_host}:{args.port}/ (Ctrl-C stops)", file=sys.stderr, flush=True)
-    server = Server(command, host=args.host, port=args.port, title=args.title)
+    from platformdirs import user_cache_dir
+
+    templates = offline_templates(Path(user_cache_dir("lanemon")) / "web-templates")
+    server = Server(command, host=args.host, port=args.port, title=args.title, templates_path=templates)
     server.serve()
     return 0

@@ -6,8 +6,8 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Footer
 
+from lanemon.ui.widgets.footer import Footer
 from lanemon.folds.bench import cell_label, length_label
 from lanemon.ui import format as fmt
 from lanemon.ui.screens.base import LanemonScreen

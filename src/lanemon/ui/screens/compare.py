@@ -7,8 +7,9 @@ from typing import Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
+from lanemon.ui.widgets.footer import Footer
 from lanemon.reports import compare as cmp
 from lanemon.reports.format import length_label
 from lanemon.ui.format import markup_escape as escape

@@ -13,8 +13,8 @@ from typing import Any
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Horizontal
-from textual.widgets import Footer
 
+from lanemon.ui.widgets.footer import Footer
 from lanemon.folds.dashboard import SessionState
 from lanemon.folds.series import NS, WINDOWS_S
 from lanemon.ui import format as fmt

@@ -6,8 +6,9 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal
-from textual.widgets import Footer, Label
+from textual.widgets import Label
 
+from lanemon.ui.widgets.footer import Footer
 from lanemon.ui.format import markup_escape as escape
 from lanemon.ui.widgets.gauntlet_header import GauntletHeader
 from lanemon.ui.widgets.gauntlet_lane import GauntletLanePanel

@@ -16,8 +16,9 @@ from typing import Any
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.widgets import Footer, Input
+from textual.widgets import Input
 
+from lanemon.ui.widgets.footer import Footer
 from lanemon.folds.race import RaceState, RaceView
 from lanemon.folds.dashboard import SessionState
 from lanemon.ui.screens.base import LanemonScreen

@@ -11,8 +11,9 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import Footer, Label, Static
+from textual.widgets import Label, Static
 
+from lanemon.ui.widgets.footer import Footer
 from lanemon.folds.requests import DECODE, EMPTY, ERROR, WAIT, RequestTimeline, layout, span
 from lanemon.ui import format as fmt
 from lanemon.ui.screens.base import LanemonScreen
