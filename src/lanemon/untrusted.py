@@ -154,7 +154,7 @@ MIN_SECRET = 6
 
 
 def _variants(secret: str) -> set[str]:
-    out = {secret, quote(secret, safe=""), json.dumps(secret)[1:-1]}
+    out = {secret, quote(secret, safe=""), json.dumps(secret)[1:-1], json.dumps(secret)[1:-1].replace("/", "\\/")}
     return {v for v in out if len(v) >= MIN_SECRET}
 
 

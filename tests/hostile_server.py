@@ -1,0 +1,286 @@
+"""A hostile OpenAI-compatible server on loopback, written for the security tests (issue 11).
+
+:class:`HostileServer` is a real HTTP/1.1 server (asyncio, in a thread) that hands every
+request to a handler returning the raw response as *parts*: bytes are written, a float
+pauses that many seconds, ``None`` aborts the connection, and an iterable of parts is
+written as it is produced (an endless body stops when the client hangs up).  The server
+counts the bytes it wrote per path, so a test can prove the client stopped reading.
+
+:class:`HostileLane` is a handler that behaves like a serving engine -- ``/v1/models``,
+streaming and non-streaming completions and chat (tool calls too), ``/metrics`` -- but
+echoes a planted secret everywhere a real server might: the ``x-request-id`` header, the
+model id, 401 bodies ("Incorrect API key provided: ..."), errors inside a stream, token
+text, tool-call arguments and metric labels; and it puts terminal escape sequences and
+Rich markup into the same places.  Its knobs turn each behaviour on or off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+from urllib.parse import parse_qs, urlsplit
+
+ESCAPES = "\x1b]0;pwned-title\x07\x1b[2J\x1b[31m\x9b1m\x1bc"
+"""Set the window title, clear the screen, colour, 8-bit CSI, full terminal reset."""
+MARKUP = "[/bold][red]x[/red][link=file:///etc/passwd]y[/link]"
+
+
+@dataclass
+class Request:
+    method: str
+    target: str
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def path(self) -> str:
+        return urlsplit(self.target).path
+
+    @property
+    def query(self) -> dict[str, list[str]]:
+        return parse_qs(urlsplit(self.target).query)
+
+    def json(self) -> Any:
+        try:
+            return json.loads(self.body or b"null")
+        except ValueError:
+            return None
+
+
+Handler = Callable[[Request], Iterable[Any]]
+
+
+class HostileServer:
+    def __init__(self, handler: Handler):
+        self.handler = handler
+        self.loop = asyncio.new_event_loop()
+        self.port: int | None = None
+        self.requests: list[Request] = []
+        self.sent: Counter[str] = Counter()
+        """Bytes written per request path."""
+        self._server = None
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self._server = self.loop.run_until_complete(asyncio.start_server(self._handle, "127.0.0.1", 0))
+        self.port = self._server.sockets[0].getsockname()[1]
+        self._ready.set()
+        self.loop.run_forever()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            line = await reader.readline()
+            if not line:
+                return
+            method, target, _ = line.decode("latin-1").split(" ", 2)
+            headers: dict[str, str] = {}
+            while True:
+                h = await reader.readline()
+                if h in (b"\r\n", b"\n", b""):
+                    break
+                name, _, value = h.decode("latin-1").partition(":")
+                headers[name.strip().lower()] = value.strip()
+            length = int(headers.get("content-length", "0") or 0)
+            body = await reader.readexactly(length) if length else b""
+            req = Request(method, target, headers, body)
+            self.requests.append(req)
+            await self._write(writer, req.path, self.handler(req))
+            writer.close()
+        except (ConnectionError, asyncio.IncompleteReadError, ValueError):
+            pass
+
+    async def _write(self, writer: asyncio.StreamWriter, path: str, parts: Iterable[Any]) -> None:
+        for part in parts:
+            if part is None:
+                writer.transport.abort()
+                return
+            if isinstance(part, float):
+                await asyncio.sleep(part)
+                continue
+            if isinstance(part, (bytes, bytearray)):
+                if writer.transport.is_closing():
+                    raise ConnectionResetError
+                writer.write(part)
+                self.sent[path] += len(part)
+                await writer.drain()
+                continue
+            await self._write(writer, path, part)  # a (possibly endless) iterable of parts
+
+    def __enter__(self) -> "HostileServer":
+        self._thread.start()
+        self._ready.wait(5)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(5)
+
+
+# ------------------------------------------------------------------------------------------ responses
+def head(status: int = 200, content_type: str = "application/json", length: int | None = None,
+         extra: dict[str, str] | None = None) -> bytes:
+    lines = [f"HTTP/1.1 {status} X", f"content-type: {content_type}", "connection: close"]
+    if length is not None:
+        lines.append(f"content-length: {length}")
+    for k, v in (extra or {}).items():
+        lines.append(f"{k}: {v}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8")
+
+
+def response(status: int, body: bytes | str | Any, extra: dict[str, str] | None = None,
+             content_type: str = "application/json") -> list[bytes]:
+    if not isinstance(body, (bytes, str)):
+        body = json.dumps(body)
+    if isinstance(body, str):
+        body = body.encode("utf-8")
+    return [head(status, content_type, len(body), extra) + body]
+
+
+def sse(obj: Any) -> bytes:
+    return b"data: " + (obj if isinstance(obj, bytes) else json.dumps(obj).encode()) + b"\n\n"
+
+
+def endless(piece: bytes, limit: int = 200 << 20) -> Iterable[bytes]:
+    """``piece`` again and again, up to ``limit`` bytes (a body that, for the client, never ends)."""
+    sent = 0
+    while sent < limit:
+        yield piece
+        sent += len(piece)
+
+
+def drip(data: bytes, every: float) -> Iterable[Any]:
+    """One byte of ``data`` every ``every`` seconds, for ever."""
+    for i in itertools.count():
+        yield data[i % len(data): i % len(data) + 1]
+        yield every
+
+
+def pings(every: float, text: bytes = b": ping\n\n") -> Iterable[Any]:
+    while True:
+        yield text
+        yield every
+
+
+# ------------------------------------------------------------------------------------------ the lane
+@dataclass
+class HostileLane:
+    """An OpenAI-compatible lane that echoes ``secret`` and sends escapes wherever it may.
+
+    ``unauthorized_every``: every Nth generation request answers 401 with the secret in the body;
+    ``stream_error_every``: every Nth streamed request ends with an error event naming the secret.
+    """
+
+    secret: str
+    model_id: str | None = None
+    echo_in_tokens: bool = True
+    unauthorized_every: int = 5
+    stream_error_every: int = 7
+    tool_calls: bool = True
+    words: int = 8
+    escapes: bool = True
+    counter: itertools.count = field(default_factory=lambda: itertools.count(1))
+
+    def __post_init__(self) -> None:
+        if self.model_id is None:
+            self.model_id = f"hostile-{self.secret}" + (ESCAPES if self.escapes else "")
+
+    @property
+    def request_id(self) -> str:
+        return f"req-Bearer {self.secret}"
+
+    def headers(self) -> dict[str, str]:
+        return {"x-request-id": self.request_id}
+
+    def __call__(self, req: Request) -> Iterable[Any]:
+        path = req.path
+        if path.endswith("/models"):
+            return response(200, {"object": "list", "data": [{"id": self.model_id, "object": "model"}]},
+                            self.headers())
+        if path == "/metrics":
+            return response(200, self.metrics(), content_type="text/plain; version=0.0.4")
+        if path.endswith("/completions"):
+            n = next(self.counter)
+            body = req.json() if isinstance(req.json(), dict) else {}
+            if self.unauthorized_every and n % self.unauthorized_every == 0:
+                return response(401, {"error": {"message": f"Incorrect API key provided: {self.secret}. "
+                                                           f"{MARKUP}{ESCAPES if self.escapes else ''}",
+                                                "type": "invalid_request_error", "code": "invalid_api_key"}},
+                                self.headers())
+            chat = path.endswith("/chat/completions")
+            if not body.get("stream"):
+                return self.non_stream(body, chat)
+            return self.stream(body, chat, error=bool(self.stream_error_every and n % self.stream_error_every == 0))
+        return response(404, {"error": {"message": f"no route {path} for key {self.secret}"}})
+
+    def text(self, i: int) -> str:
+        if self.echo_in_tokens and i == 2:
+            return f" key={self.secret}"
+        if self.escapes and i == 3:
+            return " \x1b]0;title-from-a-token\x07x"
+        return f" word{i}"
+
+    def non_stream(self, body: dict, chat: bool) -> list[bytes]:
+        text = "".join(self.text(i) for i in range(self.words))
+        choice: dict[str, Any] = {"index": 0, "finish_reason": "stop"}
+        if chat:
+            choice["message"] = {"role": "assistant", "content": text}
+        else:
+            choice["text"] = text
+            if body.get("logprobs"):
+                choice["logprobs"] = {"tokens": [self.secret], "token_logprobs": [-0.1],
+                                      "top_logprobs": [{self.secret: -0.1}]}
+        return response(200, {"id": self.secret, "model": self.model_id, "choices": [choice],
+                              "usage": {"prompt_tokens": 5, "completion_tokens": self.words}}, self.headers())
+
+    def stream(self, body: dict, chat: bool, error: bool) -> list[Any]:
+        parts: list[Any] = [head(200, "text/event-stream", extra=self.headers())]
+        max_tokens = body.get("max_tokens") or self.words
+        n = max(1, min(self.words, int(max_tokens)))
+        if chat and body.get("tools") and self.tool_calls:
+            tool = body["tools"][0]["function"]["name"]
+            args = json.dumps({"path": f"{self.secret}.txt", "city": "Lisbon"})
+            parts.append(sse({"choices": [{"index": 0, "delta": {"tool_calls": [
+                {"index": 0, "id": "call-" + self.secret, "type": "function",
+                 "function": {"name": tool, "arguments": args}}]}}]}))
+            parts.append(sse({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}))
+        else:
+            for i in range(n):
+                t = self.text(i)
+                if chat:
+                    parts.append(sse({"choices": [{"index": 0, "delta": {"content": t}}]}))
+                else:
+                    parts.append(sse({"choices": [{"index": 0, "text": t}]}))
+                parts.append(0.001)
+            if error:
+                parts.append(sse({"error": {"message": f"upstream said: Authorization: Bearer {self.secret} "
+                                                       f"{MARKUP}{ESCAPES if self.escapes else ''}"}}))
+                return parts
+            parts.append(sse({"choices": [{"index": 0, "delta": {} if chat else None, "text": "",
+                                           "finish_reason": "length" if n == max_tokens else "stop"}]}))
+        parts.append(sse({"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": n}}))
+        parts.append(b"data: [DONE]\n\n")
+        return parts
+
+    def metrics(self) -> str:
+        label = f"{self.secret}{ESCAPES if self.escapes else ''}"
+        return (
+            "# TYPE vllm:num_requests_running gauge\n"
+            f'vllm:num_requests_running{{model_name="{self.model_id.encode("unicode_escape").decode()}"}} 1\n'
+            "# TYPE vllm:num_requests_waiting gauge\n"
+            'vllm:num_requests_waiting{model_name="m"} 0\n'
+            "# TYPE vllm:request_success_total counter\n"
+            f'vllm:request_success_total{{finished_reason="{label.encode("unicode_escape").decode()}"}} 3\n'
+            "# TYPE vllm:generation_tokens_total counter\n"
+            'vllm:generation_tokens_total{model_name="m"} 100\n'
+        )
