@@ -18,7 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lanemon.cli.common import (UsageError, add_workload_args, err, open_recorder, positive_float, positive_int, run_interruptible, workload_lanes)
+from lanemon.untrusted import rich_escape
+from lanemon.cli.common import (UsageError, add_workload_args, err, open_recorder, positive_float, positive_int, recording_saved, run_interruptible, workload_lanes)
 
 RUN_DESCRIPTION = """\
 Run the qeval tasks (code, json, math, format; 75 shipped) on one lane over
@@ -160,7 +161,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             if entry.get("skipped"):
                 pass  # counted in the summary; the reason was said once at the start
             elif not entry["passed"]:
-                progress.console.print(f"[red]✗[/] {task.id}: {_shown(entry['reason'])}", highlight=False,
+                progress.console.print(f"[red]✗[/] {task.id}: {rich_escape(entry['reason'])}", highlight=False,
                                        soft_wrap=True)
 
         down: list[str] = []
@@ -177,9 +178,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                                        on_result=on_result)
 
         result, interrupted = run_interruptible(go, cleanup=harness.aclose)
-        if recorder is not None:
-            recorder.close()
-            err(f"recording saved: {recorder.path} ({recorder.events} events)")
+        recording_saved(recorder)
         if down:
             err(down[0])
             return 1
@@ -221,13 +220,6 @@ def sandbox_notice(limits, code_tasks: int) -> None:
             "(not isolated)")
 
 
-def _shown(text: Any) -> str:
-    """A string from a lane or a recording, inert on a terminal: control characters replaced, Rich markup escaped."""
-    from rich.markup import escape
-
-    return escape("".join(c if c.isprintable() else "?" for c in str(text)[:2000]))
-
-
 def _print_run(result: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -236,8 +228,8 @@ def _print_run(result: dict[str, Any]) -> None:
 
     con = Console()
     tasks = result["tasks"]
-    model = f" · {_shown(result['model'])}" if result.get("model") else ""
-    table = Table(title=f"qeval {_shown(result['lane'])}{model}")
+    model = f" · {rich_escape(result['model'])}" if result.get("model") else ""
+    table = Table(title=f"qeval {rich_escape(result['lane'])}{model}")
     for col in ("kind", "passed", "total", "median s"):
         table.add_column(col, justify="left" if col == "kind" else "right")
     for kind in KINDS:
@@ -249,17 +241,17 @@ def _print_run(result: dict[str, Any]) -> None:
     con.print(table)
     misses = [(tid, e) for tid, e in tasks.items() if not e["passed"]]
     for tid, e in misses:
-        con.print(f"  [red]✗[/] {_shown(tid)} ({_shown(e['kind'])}): {_shown(e['reason'])}", highlight=False,
-                  soft_wrap=True)
+        con.print(f"  [red]✗[/] {rich_escape(tid)} ({rich_escape(e['kind'])}): {rich_escape(e['reason'])}",
+                  highlight=False, soft_wrap=True)
     skipped = result.get("skipped") or {}
     if skipped:
         reasons = list(dict.fromkeys(skipped.values()))
-        con.print(f"  [yellow]skipped {len(skipped)}[/] (not in the score): {_shown(reasons[0])}", highlight=False,
-                  soft_wrap=True, markup=True)
+        con.print(f"  [yellow]skipped {len(skipped)}[/] (not in the score): {rich_escape(reasons[0])}",
+                  highlight=False, soft_wrap=True)
     secs = [e["seconds"] for e in tasks.values() if e["seconds"] is not None]
     med = f"; median {statistics.median(secs):.2f} s per task" if secs else ""
     skip = f", {len(skipped)} skipped" if skipped else ""
-    con.print(f"{_shown(result['lane'])} {result['passed']}/{result['total']}{skip}{med}", highlight=False)
+    con.print(f"{rich_escape(result['lane'])} {result['passed']}/{result['total']}{skip}{med}", highlight=False)
 
 
 def _load_run(path: Path) -> dict[str, Any]:
