@@ -20,7 +20,8 @@ from lanemon.events import Event
 from lanemon.sessions.sources import LiveSession
 from lanemon.measure.records import assemble
 from lanemon.workloads.harness import Harness
-from lanemon.workloads.race import (BUILTIN_PROMPT, PromptCycle, RacePrompt, ordinal, race_results, resolve_prompts, run_race, verdict)
+from lanemon.reports.format import ordinal
+from lanemon.workloads.race import (BUILTIN_PROMPT, PromptCycle, RacePrompt, race_results, resolve_prompts, run_race, verdict)
 from test_race_fixtures import TEXT_A, TEXT_B, race_events
 
 LANE_KEYS = {"ttft_s", "ttfo_s", "decode_tok_s", "output_tokens", "reasoning_tokens", "reasoning_estimated",

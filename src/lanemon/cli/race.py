@@ -100,7 +100,9 @@ def print_result(result: dict[str, Any], console=None) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from lanemon.workloads.race import race_table, seconds, tok_s, verdict
+    from lanemon.reports.format import seconds, tok_s
+    from lanemon.reports.render.race_tables import race_table
+    from lanemon.workloads.race import verdict
 
     console = console or Console()
     races = result["races"]

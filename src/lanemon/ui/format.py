@@ -2,29 +2,9 @@
 
 from __future__ import annotations
 
+from lanemon.reports.format import ordinal, seconds, tok_s  # noqa: F401  (one copy, shared with reports and CLI)
+
 NS = 1_000_000_000
-
-
-def seconds(value: float | None) -> str:
-    """``172 ms`` below one second, ``1.23 s`` above; ``—`` when unknown."""
-    if value is None:
-        return "—"
-    if value < 0.001:
-        return f"{value * 1e6:.0f} µs"
-    if value < 1.0:
-        return f"{value * 1000:.0f} ms"
-    if value < 100.0:
-        return f"{value:.2f} s"
-    return f"{value:.0f} s"
-
-
-def tok_s(value: float | None) -> str:
-    """``148.2 tok/s`` (one decimal under 1000); ``—`` when unknown."""
-    if value is None:
-        return "—"
-    if value < 1000:
-        return f"{value:.1f} tok/s"
-    return f"{value:,.0f} tok/s"
 
 
 def event_time(t_ns: int) -> str:

@@ -10,7 +10,7 @@ from textual.widgets import Label, Static
 from lanemon.folds.race import RaceLane
 from lanemon.ui import format as fmt
 from lanemon.ui.format import markup_escape as escape
-from lanemon.workloads.race import ordinal
+from lanemon.ui.format import ordinal
 
 RANK_CLASSES = ("-r1", "-r2", "-rn", "-running", "-error", "-idle")
 

@@ -11,7 +11,8 @@ from textual.widgets import Label, Static
 
 from lanemon.ui import format as fmt
 from lanemon.ui.format import markup_escape as escape
-from lanemon.workloads.race import ordinal, verdict
+from lanemon.ui.format import ordinal
+from lanemon.workloads.race import verdict
 
 
 class RaceResults(Vertical):
