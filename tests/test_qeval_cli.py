@@ -307,3 +307,31 @@ def test_a_truncated_stream_is_not_scored_as_a_reply(tmp_path, capsys):
         pytest.skip("this lanemon has no request outcomes yet")
     assert res["tasks"]["math_m1"]["passed"] is False
     assert res["tasks"]["math_m1"]["reason"] == "request failed: the stream ended without a finish_reason (truncated)"
+
+
+@needs_sandbox
+def test_a_verdict_quoting_the_lanes_key_is_redacted(tmp_path, monkeypatch, capsys):
+    """The model rebuilds the lane's key in its output (it never sees the key in the sandbox, but a hostile
+    server knows it): the recorded and printed reason carries [redacted], not the key."""
+    from scripted_server import ScriptedServer, json_response, sse_head
+
+    planted = "sk-lanemon-planted-qeval-" + "4d2e9a71c0"
+    monkeypatch.setenv("LANEMON_QEVAL_KEY", planted)
+    half = len(planted) // 2
+    code = (f"```python\ndef fizzbuzz(n):\n    return [{planted[:half]!r} + {planted[half:]!r}]\n```")
+    sse = [sse_head(),
+           b"data: " + json.dumps({"choices": [{"index": 0, "delta": {"content": code}}]}).encode() + b"\n\n",
+           b"data: " + json.dumps({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}).encode()
+           + b"\n\ndata: [DONE]\n\n"]
+    models = json_response(200, b'{"object": "list", "data": [{"id": "m"}]}')
+    with ScriptedServer({"/v1/models": [models], "/v1/chat/completions": sse}) as srv:
+        cfg = tmp_path / "lanes.toml"
+        cfg.write_text(f'[lanes.K]\nurl = "{srv.url}"\napi_key_env = "LANEMON_QEVAL_KEY"\n')
+        rec = tmp_path / "k.jsonl"
+        assert main(["qeval", "run", "K", "--config", str(cfg), "--tasks", "code_fizzbuzz", "--json",
+                     "--record", str(rec)]) == 0
+    out = capsys.readouterr()
+    res = json.loads(out.out)
+    reason = res["tasks"]["code_fizzbuzz"]["reason"]
+    assert not res["tasks"]["code_fizzbuzz"]["passed"] and "[redacted]" in reason, reason
+    assert planted not in out.out + out.err and planted not in rec.read_text()

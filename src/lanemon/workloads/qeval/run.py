@@ -116,6 +116,9 @@ async def run_qeval(harness, lane: str, tasks: list[Task], *, concurrency: int =
                 extra={"temperature": 0}, purpose="qeval", meta={"bench": BENCH, "task": task.id, "kind": task.kind},
             )
         verdict = await asyncio.to_thread(score_record, task, rec, limits)
+        redactor = getattr(harness.clients.get(lane), "redactor", None)  # the reason quotes what the model wrote
+        if redactor is not None:
+            verdict["reason"] = redactor.text(verdict["reason"], MAX_REASON)
         harness.mark(SCORE_LABEL, lane, bench=BENCH, task=task.id, req=rec.req, **verdict)
         if verdict.get("skipped"):
             skipped[task.id] = verdict["reason"]
