@@ -80,3 +80,26 @@ def json_response(status: int, body: bytes, content_type: str = "application/jso
 
 def chunk(text: str) -> bytes:
     return ('data: {"choices":[{"index":0,"delta":{"content":' + repr(text).replace("'", '"') + "}}]}\n\n").encode()
+
+
+# -- OpenAI stream pieces for the misbehaving-server cases (tests/test_outcomes.py) ---------------------------
+DONE = b"data: [DONE]\n\n"
+
+
+def sse(obj) -> bytes:
+    import json
+
+    return b"data: " + json.dumps(obj).encode() + b"\n\n"
+
+
+def tok(text: str, finish: str | None = None, index: int = 0) -> bytes:
+    """One chat chunk carrying ``text`` (and a finish_reason when given)."""
+    return sse({"choices": [{"index": index, "delta": {"content": text}, "finish_reason": finish}]})
+
+
+def finish(reason: str = "stop") -> bytes:
+    return sse({"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]})
+
+
+def usage(completion, prompt=3) -> bytes:
+    return sse({"choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion}})

@@ -29,7 +29,7 @@ def kinds(events):
 
 
 def test_good_stream_gives_ordered_events():
-    script = [sse_head(), chunk("Hel"), chunk("lo"),
+    script = [sse_head(), chunk("Hel"), chunk("lo"), b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n',
               b'data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}\n\n', b"data: [DONE]\n\n"]
     with ScriptedServer({CHAT: script}) as srv:
         rec, events = asyncio.run(run_one(srv.url))

@@ -124,5 +124,9 @@ def test_dashboard_state_does_not_count_lanemons_own_cancellations():
     for ev in request_events("A-2", tokens=[100 * MS], error={"cls": "cut", "message": "cut"}, end=150 * MS):
         st.apply(ev)
     lane = st.lanes["A"]
-    assert lane.requests_err == 1 and [e[1] for e in lane.errors] == ["cut"]
+    # a stream cut after a token is truncated: counted apart from errors, listed with the errors
+    assert lane.requests_err == 0 and lane.requests_truncated == 1 and [e[1] for e in lane.errors] == ["truncated"]
+    for ev in request_events("A-3", tokens=[], error={"cls": "cut", "message": "cut"}, end=150 * MS):
+        st.apply(ev)
+    assert lane.requests_err == 1 and [e[1] for e in lane.errors] == ["truncated", "cut"]
     assert lane.in_flight == 0

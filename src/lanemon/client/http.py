@@ -32,6 +32,7 @@ from lanemon.config import LaneConfig, endpoint_url, public_url
 from lanemon import events as schema
 from lanemon.events import Clock, Event
 from lanemon.measure.records import Assembler, RequestRecord
+from lanemon.client.sse import N_CHOICES_MESSAGE
 from lanemon.client.sse import MAX_SSE_LINE, SSELineTooLong, Stalled, _size, read_sse, sse_lines  # noqa: F401
 from lanemon.untrusted import ID_LIMIT, MESSAGE_LIMIT, PUBLIC, Redactor
 
@@ -406,6 +407,9 @@ class LaneClient:
             sent.update(meta)
         payload = orjson.dumps(body)
         emit(schema.REQUEST, sent)
+        n_choices = body.get("n")
+        if type(n_choices) is int and n_choices > 1:  # never merged into one stream's figures
+            return emit(schema.ERROR, {"cls": schema.ERR_OTHER, "message": N_CHOICES_MESSAGE})  # type: ignore[return-value]
         answered = False
         try:
             async with asyncio.timeout(self.deadline):  # the whole request, however the server keeps it alive

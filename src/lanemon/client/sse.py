@@ -16,7 +16,7 @@ import orjson
 
 from lanemon import events as schema
 from lanemon.events import Event
-from lanemon.measure.records import RequestRecord
+from lanemon.measure.records import NO_DONE_NOTE, RequestRecord
 from lanemon.untrusted import Redactor
 
 MAX_SSE_LINE = 16 * 1024 * 1024  # one SSE line longer than this is a malformed stream (never buffered whole)
@@ -46,6 +46,17 @@ class Progress:
 _NO_REDACTION = Redactor()
 
 
+class ReadClock:
+    """When the body bytes being parsed were read (``perf_counter_ns``): every chunk that came in one
+    network read carries that read's time, so a burst (many chunks in one read) has no gaps at all
+    instead of gaps that measure how long lanemon took to parse them."""
+
+    __slots__ = ("t",)
+
+    def __init__(self) -> None:
+        self.t = 0
+
+
 async def read_sse(resp: httpx.Response, emit, hot: tuple, t0: int, *, redactor: Redactor | None = None,
                    stall: float | None = None) -> RequestRecord:
     """Parse the SSE body; ``hot`` = (lane, req, out, apply) lets token events skip ``emit``'s layers.
@@ -54,38 +65,61 @@ async def read_sse(resp: httpx.Response, emit, hot: tuple, t0: int, *, redactor:
     secrets redacted; one regex search when there is nothing to do); text that is not a string is
     ignored.  With ``stall``, a stream that makes no progress for that many seconds while bytes keep
     coming fails with :class:`Stalled`.
+
+    A ``data:`` line that is a whole JSON object on its own is handled when it arrives (the common case:
+    the chunk's time is that line's); otherwise the event's ``data:`` lines are joined with ``"\n"``
+    and parsed at the blank line that ends the event, as the SSE spec says.  A stream that ends after a
+    ``finish_reason`` but without ``[DONE]`` is done (with a note); without one it is cut.  A choice
+    other than index 0 (``n > 1``) is refused, never merged into choice 0.  ``done`` carries
+    ``finish_t``: when the chunk with the ``finish_reason`` arrived.
     """
     lane, req, out, apply = hot
-    perf_ns = time.perf_counter_ns
     clean = (redactor or _NO_REDACTION).token
     progress = Progress(stall) if stall else None
     mono = time.monotonic
     TOKEN = schema.TOKEN
     finish_reason = None
+    finish_t: int | None = None
     usage: dict[str, Any] | None = None
     last_completion = 0
     chunks = 0
-    async for line in sse_lines(resp, progress=progress):  # bytes: orjson parses them without a decode step
-        if not line or line[:1] == b":":
+    pending: list[bytes] = []  # data lines of an event that is not one whole JSON line
+    read = ReadClock()
+    async for line in sse_lines(resp, progress=progress, final_blank=True, read_clock=read):  # bytes for orjson
+        if not line:  # a blank line ends an event (and the body ends with one): dispatch a multi-line data
+            if not pending:
+                continue
+            data = b"\n".join(pending)
+            pending.clear()
+            if data == b"[DONE]":
+                return _done(emit, usage, finish_reason, finish_t, chunks)
+            try:
+                obj = orjson.loads(data)
+            except orjson.JSONDecodeError:
+                try:  # invalid UTF-8 inside a token: decode with U+FFFD, as browsers and the SDKs do
+                    obj = orjson.loads(_text(data))
+                except orjson.JSONDecodeError:
+                    return emit(schema.ERROR, {"cls": schema.ERR_MALFORMED,
+                                               "message": f"invalid JSON in SSE data: {_text(data)[:80]!r}"})
+        elif line[:1] == b":":
             continue
-        if not line.startswith(b"data:"):
+        elif not line.startswith(b"data:"):
             if line.startswith((b"event:", b"id:", b"retry:")):
                 continue
             return emit(schema.ERROR, {"cls": schema.ERR_MALFORMED,
                                        "message": f"not an SSE line: {_text(line)[:80]!r}"})
-        data = line[5:].strip()
-        if data == b"[DONE]":
-            if usage is not None:
-                emit(schema.USAGE, usage)
-            return emit(schema.DONE, {"finish_reason": finish_reason, "chunks": chunks})
-        try:
-            obj = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            try:  # invalid UTF-8 inside a token: decode with U+FFFD, as browsers and the SDKs do
-                obj = orjson.loads(_text(data))
-            except orjson.JSONDecodeError:
-                return emit(schema.ERROR, {"cls": schema.ERR_MALFORMED,
-                                           "message": f"invalid JSON in SSE data: {_text(data)[:80]!r}"})
+        else:
+            data = line[5:].strip()
+            if pending:  # the next line of a multi-line data field
+                pending.append(data)
+                continue
+            if data == b"[DONE]":
+                return _done(emit, usage, finish_reason, finish_t, chunks)
+            try:
+                obj = orjson.loads(data)
+            except orjson.JSONDecodeError:  # part of a multi-line field, or bad UTF-8: judged at the event's end
+                pending.append(data)
+                continue
         if type(obj) is not dict:
             return emit(schema.ERROR, {"cls": schema.ERR_MALFORMED,
                                        "message": f"SSE data is not a JSON object: {_text(data)[:80]!r}"})
@@ -108,8 +142,12 @@ async def read_sse(resp: httpx.Response, emit, hot: tuple, t0: int, *, redactor:
         choice = choices[0]
         if type(choice) is not dict:
             continue
+        if len(choices) > 1 or choice.get("index", 0) not in (0, None):
+            return emit(schema.ERROR, {"cls": schema.ERR_OTHER, "message": N_CHOICES_MESSAGE})
         fr = choice.get("finish_reason")
         if fr:
+            if finish_t is None:
+                finish_t = read.t - t0
             finish_reason = fr[:64] if type(fr) is str else _text(orjson.dumps(fr)[:64])
         delta = choice.get("delta")
         tok: dict[str, Any] | None = None
@@ -144,25 +182,60 @@ async def read_sse(resp: httpx.Response, emit, hot: tuple, t0: int, *, redactor:
             if n is not None:
                 tok["n"] = n
             chunks += 1
-            ev = Event(perf_ns() - t0, TOKEN, lane, req, tok)  # == emit(TOKEN, tok), inlined: the hot path
+            ev = Event(read.t - t0, TOKEN, lane, req, tok)  # == emit(TOKEN, tok), inlined: the hot path
             out(ev)
             apply(ev)
-    # body ended without [DONE]
+    # body ended without [DONE]: done if the lane said why it finished, else cut
+    if finish_reason is not None:
+        return _done(emit, usage, finish_reason, finish_t, chunks, note=NO_DONE_NOTE)
     return emit(schema.ERROR, {"cls": schema.ERR_CUT,
                                "message": f"stream ended before [DONE] after {chunks} token chunks"})
 
 
+N_CHOICES_MESSAGE = ("the stream carries several choices (n > 1): lanemon measures one choice per request "
+                     "and does not merge them; send n=1")
+
+
+def _done(emit, usage: dict[str, Any] | None, finish_reason: str | None, finish_t: int | None, chunks: int,
+          note: str | None = None) -> RequestRecord:
+    if usage is not None:
+        emit(schema.USAGE, usage)
+    d: dict[str, Any] = {"finish_reason": finish_reason, "chunks": chunks}
+    if finish_t is not None:
+        d["finish_t"] = finish_t
+    if note:
+        d["note"] = note
+    return emit(schema.DONE, d)
+
+
+def _count(value: Any) -> bool:
+    return type(value) is int  # not bool, not float, not a string of digits
+
+
 def _usage_fields(u: dict[str, Any]) -> dict[str, Any]:
+    """The usage block's counts; a count that is not an integer (a bool, a float, a string, ...) is
+    dropped and named under ``malformed`` (negative and absurd counts are judged in measure/records.py)."""
     out: dict[str, Any] = {}
+    bad: list[str] = []
+
+    def take(src: dict[str, Any], key: str, name: str, path: str) -> None:
+        if key not in src or src[key] is None:
+            return
+        if _count(src[key]):
+            out[name] = src[key]
+        else:
+            bad.append(f"usage.{path} is {_text(orjson.dumps(src[key], default=str)[:40])}, not an integer")
+
     for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
-        if isinstance(u.get(key), int):
-            out[key] = u[key]
+        take(u, key, key, key)
     ptd = u.get("prompt_tokens_details")
-    if isinstance(ptd, dict) and isinstance(ptd.get("cached_tokens"), int):
-        out["cached_tokens"] = ptd["cached_tokens"]
+    if isinstance(ptd, dict):
+        take(ptd, "cached_tokens", "cached_tokens", "prompt_tokens_details.cached_tokens")
     ctd = u.get("completion_tokens_details")
-    if isinstance(ctd, dict) and isinstance(ctd.get("reasoning_tokens"), int):
-        out["reasoning_tokens"] = ctd["reasoning_tokens"]
+    if isinstance(ctd, dict):
+        take(ctd, "reasoning_tokens", "reasoning_tokens", "completion_tokens_details.reasoning_tokens")
+    if bad:
+        out["malformed"] = bad[0]
     return out
 
 
@@ -174,8 +247,11 @@ def _text(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
 
-async def sse_lines(resp: httpx.Response, limit: int = MAX_SSE_LINE, *, progress: Progress | None = None):
-    """The body's lines (LF, CRLF or CR ends) as bytes, without their line ends.
+async def sse_lines(resp: httpx.Response, limit: int = MAX_SSE_LINE, *, progress: Progress | None = None,
+                    final_blank: bool = False, read_clock: ReadClock | None = None):
+    """The body's lines (LF, CRLF or CR ends) as bytes, without their line ends (and one empty line
+    after the last when ``final_blank``: the end of the body ends an event too).  ``read_clock.t`` is
+    set to the time of each network read before its lines are yielded.
 
     Like httpx's ``aiter_lines`` but bounded: a line longer than *limit* bytes
     raises :class:`SSELineTooLong` as soon as it passes the limit instead of
@@ -184,7 +260,10 @@ async def sse_lines(resp: httpx.Response, limit: int = MAX_SSE_LINE, *, progress
     pending: list[bytes] = []
     size = 0
     skip_lf = False
+    perf_ns = time.perf_counter_ns
     async for chunk in resp.aiter_bytes():
+        if read_clock is not None:
+            read_clock.t = perf_ns()
         if progress is not None:
             progress.check()
         if skip_lf and chunk[:1] == b"\n":
@@ -211,6 +290,8 @@ async def sse_lines(resp: httpx.Response, limit: int = MAX_SSE_LINE, *, progress
             pending.append(last)
     if pending:
         yield b"".join(pending)
+    if final_blank:
+        yield b""
 
 
 def _size(n: int) -> str:

@@ -15,7 +15,7 @@ from lanemon.measure import metrics
 from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.measure.load import ClientLoad, flag as flag_record
-from lanemon.measure.records import Assembler, RequestRecord
+from lanemon.measure.records import BURST, EMPTY, ERROR, TRUNCATED, Assembler, RequestRecord
 
 HISTORY = 120  # points kept per sparkline
 ERRORS_KEPT = 50
@@ -106,7 +106,16 @@ class LaneState:
     probe_error: str | None = None
     in_flight: int = 0
     requests_ok: int = 0
+    """Complete requests (a finish_reason and at least one token): the only ones with figures."""
     requests_err: int = 0
+    """Requests that ended in an error (any class but ``cancelled``), malformed usage included."""
+    requests_truncated: int = 0
+    """Tokens came, but the stream ended (``[DONE]`` or a cut) without a finish_reason: no figures."""
+    requests_empty: int = 0
+    """The stream ended without a single content or reasoning token: no figures."""
+    bursts: int = 0
+    """Complete requests whose chunks were read in one burst: TTFT plotted, decode rate not."""
+    last_burst_t: int | None = None
     tokens_estimated: bool = False
     ttft_history: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
     tps_history: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
@@ -214,11 +223,21 @@ class SessionState:
             return None
         lane.active.pop(ev.req, None)
         lane.in_flight = max(0, lane.in_flight - 1)
-        if rec.error is not None:
-            if rec.error.get("cls") == schema.ERR_CANCELLED:
+        outcome = rec.outcome
+        if outcome == ERROR:
+            if rec.error.get("cls") == schema.ERR_CANCELLED:  # type: ignore[union-attr]
                 return rec  # lanemon stopped it (quit, Ctrl-C): not the lane's fault
             lane.requests_err += 1
-            lane.errors.append((ev.t, rec.error.get("cls", "error"), rec.error.get("message", "")))
+            lane.errors.append((ev.t, rec.error.get("cls", "error"), rec.error.get("message", "")))  # type: ignore[union-attr]
+            return rec
+        if outcome == TRUNCATED:
+            lane.requests_truncated += 1
+            why = (rec.error or {}).get("message") or "the stream ended without a finish_reason"
+            lane.errors.append((ev.t, TRUNCATED, f"{why} after {len(rec.token_ns)} token chunks"))
+            return rec
+        if outcome == EMPTY:
+            lane.requests_empty += 1
+            lane.errors.append((ev.t, EMPTY, f"no token in the reply (finish_reason {rec.finish_reason})"))
             return rec
         lane.requests_ok += 1
         m = metrics.request_metrics(rec)
@@ -244,6 +263,10 @@ class SessionState:
         if m.ttft_s is not None:
             lane.last_ttft_s = m.ttft_s
             lane.ttft_history.append(m.ttft_s)
+        if BURST in m.flags:  # read in one go: the gaps are lanemon's read granularity, not the lane's pace
+            lane.bursts += 1
+            lane.last_burst_t = rec.end_ns
+            return
         if m.decode_tok_s is not None:
             lane.last_tps = m.decode_tok_s
             lane.tps_history.append(m.decode_tok_s)

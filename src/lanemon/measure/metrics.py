@@ -6,9 +6,13 @@ Definitions follow vLLM ``bench serve`` (see docs/METRICS.md):
   Not the first byte, not the role-only first chunk.
 * TTFO -- request sent to the first non-reasoning output chunk.
 * ITL -- gaps between successive token-carrying chunks.
-* TPOT -- (E2E - TTFT) / (output_tokens - 1).
-* decode tok/s per stream -- (output_tokens - 1) / (E2E - TTFT).
+* TPOT -- (last token - first token) / (output_tokens - 1): it ends at the last
+  token-carrying chunk, not at ``[DONE]`` or a late usage chunk.
+* decode tok/s per stream -- its inverse.
 * aggregate tok/s -- total output tokens / wall time.
+* Only *complete* requests (``RequestRecord.outcome``) get TPOT and decode
+  figures; a burst (chunks read in one go) gets neither, and its ITLs are
+  left out of every aggregate.
 * Token counts come from the server's usage block; without one, chunks are
   counted and the figure is marked ``estimated``.
 
@@ -22,7 +26,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from lanemon.measure.records import RequestRecord
+from lanemon.measure.records import BURST, RequestRecord, is_burst
 
 NS = 1_000_000_000
 
@@ -56,6 +60,13 @@ class RequestMetrics:
     chunk_counts_estimated: bool = True
     """Tokens per chunk are not known chunk by chunk (no continuous usage): ``itl_per_token_s`` uses
     the average and ``tokens_per_chunk`` is that average (None when there is no usage at all)."""
+    outcome: str | None = None
+    """``complete`` / ``truncated`` / ``empty`` / ``error`` (measure/records.py); None while streaming."""
+    flags: frozenset[str] = frozenset()
+    """``burst`` / ``client_bound``: the request's timings are not the lane's speed."""
+    decode_span_s: float | None = None
+    """First to last token-carrying chunk, or to the finish_reason chunk when later (what TPOT and decode
+    divide by; :func:`decode_end_ns`)."""
 
     @property
     def prefill_tok_s(self) -> float | None:
@@ -108,7 +119,24 @@ def output_tokens(rec: RequestRecord) -> tuple[int, bool]:
     return len(rec.token_ns) - rec.reasoning_chunks, True
 
 
+def decode_end_ns(rec: RequestRecord) -> int | None:
+    """Where decode ends: the last token-carrying chunk -- or the chunk carrying the ``finish_reason``
+    when that came later but before ``[DONE]`` (a tool parser holds back a call's closing tokens and
+    sends no chunk for them; the lane finished generating when it said so).  Never ``[DONE]`` itself,
+    nor a usage chunk sent after the last token."""
+    if not rec.token_ns:
+        return None
+    last = rec.token_ns[-1]
+    fin = rec.finish_ns
+    if fin is not None and last < fin <= (rec.end_ns if rec.end_ns is not None else fin):
+        return fin
+    return last
+
+
 def request_metrics(rec: RequestRecord) -> RequestMetrics:
+    """Per-request figures.  TTFT, TTFO and E2E are given for any request that has them (a row of
+    the request list); TPOT, decode and ITLs only for a complete request that was not a burst.
+    Aggregates take :attr:`RequestMetrics.ok` (complete) requests only."""
     ttft = _s(rec.sent_ns, rec.token_ns[0]) if rec.token_ns else None
     ttfo = _s(rec.sent_ns, rec.first_content_ns)
     e2e = _s(rec.sent_ns, rec.end_ns)
@@ -119,10 +147,18 @@ def request_metrics(rec: RequestRecord) -> RequestMetrics:
     counts = _chunk_counts(rec) if not gen_est else None
     # tokens that arrived after the first chunk (a coalescing server may put several in the first)
     first = counts[0] if counts else 1
+    flags = set(rec.flags)
+    if rec.finished and is_burst(rec.token_ns):
+        flags.add(BURST)
+    burst = BURST in flags
+    span = _s(rec.token_ns[0], decode_end_ns(rec)) if len(rec.token_ns) >= 2 else None
+    ok = rec.ok
     tpot = decode = None
-    if rec.ok and ttft is not None and e2e is not None and generated > first and e2e > ttft:
-        tpot = (e2e - ttft) / (generated - first)
-        decode = (generated - first) / (e2e - ttft)
+    # first -> last token-carrying chunk: not [DONE], not a usage chunk sent after the last token
+    if ok and not burst and span is not None and span > 0 and generated > first:
+        tpot = span / (generated - first)
+        decode = (generated - first) / span
+    # the raw gaps, even of a burst (export rows); aggregates leave bursts out (``BURST in m.flags``)
     itl = tuple((b - a) / NS for a, b in zip(rec.token_ns, rec.token_ns[1:]))
     chunks = len(rec.token_ns)
     tpc: float | None = None
@@ -134,7 +170,7 @@ def request_metrics(rec: RequestRecord) -> RequestMetrics:
         tpc = generated / chunks
         per_token = tuple(gap / tpc for gap in itl) if tpc > 0 else ()
     return RequestMetrics(
-        ok=rec.ok,
+        ok=ok,
         ttft_s=ttft,
         ttfo_s=ttfo,
         first_byte_s=_s(rec.sent_ns, rec.first_byte_ns),
@@ -154,6 +190,9 @@ def request_metrics(rec: RequestRecord) -> RequestMetrics:
         generated_tokens=generated,
         reasoning_estimated=reasoning_est,
         chunk_counts_estimated=counts is None,
+        outcome=rec.outcome,
+        flags=frozenset(flags),
+        decode_span_s=span,
     )
 
 
@@ -269,3 +308,10 @@ def goodput(records: Sequence[RequestRecord], slo: dict[str, float]) -> dict[str
         "rate_rps": good / wall if wall else None,
         "slo": dict(slo),
     }
+
+
+def round_or_none(value: float | None, digits: int = 4) -> float | None:
+    """``value`` rounded to ``digits`` as a float (results JSON); ``None`` stays ``None``."""
+    if value is None:
+        return None
+    return round(float(value), digits)

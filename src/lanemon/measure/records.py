@@ -5,6 +5,21 @@ A :class:`RequestRecord` holds the timestamps of one request; the
 back each record when its request finishes (``done`` or ``error``).  Both the
 live dashboard and every report use this one fold, so the numbers on screen and
 in a report come from the same code.
+
+Every finished request has exactly one :attr:`RequestRecord.outcome`
+(docs/METRICS.md, "Outcomes"):
+
+* ``complete``  -- a ``finish_reason`` was seen and at least one token chunk arrived;
+* ``truncated`` -- tokens arrived but the stream ended (``[DONE]`` or a cut
+  connection) without a ``finish_reason``;
+* ``empty``     -- the stream ended without a single content or reasoning token;
+* ``error``     -- an error event (its class in ``error["cls"]``), or a
+  malformed usage block (class ``malformed``, set here when the stream ends).
+
+Only complete requests are :attr:`~RequestRecord.ok` and feed latency and rate
+figures.  A complete request whose token chunks were read in one burst (the
+gaps collapsed to the client's read granularity) carries the ``burst`` flag:
+its decode rate is not the lane's.
 """
 
 from __future__ import annotations
@@ -14,6 +29,22 @@ from typing import Any
 
 from lanemon import events as schema
 from lanemon.events import Event
+
+
+COMPLETE, TRUNCATED, EMPTY, ERROR = "complete", "truncated", "empty", "error"
+OUTCOMES = (COMPLETE, TRUNCATED, EMPTY, ERROR)
+
+BURST = "burst"
+"""Flag (``RequestRecord.flags``): the token chunks were read in one burst; no decode rate from them."""
+BURST_GAP_NS = 50_000
+"""Mean gap between successive token chunks below which a stream counts as one burst: 50 us is 20,000
+chunks/s for one stream, ten times the fastest single-stream decode any lane reaches, and what reading
+chunks that are already in the socket buffer costs this client (10-30 us each)."""
+MAX_TOKENS_PER_CHUNK = 256
+"""More completion tokens than this per token chunk is absurd usage (coalescing servers and speculative
+decoding put a handful, not hundreds, in one chunk)."""
+
+NO_DONE_NOTE = "stream ended with a finish_reason but without [DONE]"
 
 
 @dataclass(slots=True)
@@ -45,13 +76,42 @@ class RequestRecord:
     reasoning_tokens: int | None = None
     end_ns: int | None = None
     finish_reason: str | None = None
+    finish_ns: int | None = None
+    """Arrival of the chunk that carried the ``finish_reason`` (``done``'s ``finish_t``), when recorded."""
     server_request_id: str | None = None
     """The server's id for this request (``x-request-id`` / ``x-sim-request-id``), when it sent one."""
     error: dict[str, Any] | None = None
+    flags: set[str] = field(default_factory=set)
+    """Marks on the request's figures: ``"burst"`` (here) and ``"client_bound"`` (measure/load.py): its
+    timestamps say when lanemon read the chunks, not when the lane wrote them."""
+    notes: list[str] = field(default_factory=list)
+    """Things worth saying about a request that still counts (e.g. no ``[DONE]`` after a finish_reason)."""
+    usage_problem: str | None = None
+    """Why the server's usage block is not believable (negative, boolean, non-integer ...), or None."""
+
+    @property
+    def outcome(self) -> str | None:
+        """``complete`` / ``truncated`` / ``empty`` / ``error`` once finished, None while streaming."""
+        if self.end_ns is None:
+            return None
+        if self.error is not None:
+            if self.error.get("cls") == schema.ERR_CUT and self.token_ns:
+                return TRUNCATED  # tokens came, then the connection was cut
+            return ERROR
+        if not self.token_ns:
+            return EMPTY
+        if not self.finish_reason:
+            return TRUNCATED
+        return COMPLETE
 
     @property
     def ok(self) -> bool:
-        return self.error is None and self.end_ns is not None
+        """A complete request: the only kind whose timings feed latency and rate figures."""
+        return self.outcome == COMPLETE
+
+    @property
+    def burst(self) -> bool:
+        return BURST in self.flags or is_burst(self.token_ns)
 
     @property
     def finished(self) -> bool:
@@ -64,6 +124,71 @@ class RequestRecord:
     @property
     def reasoning_text(self) -> str:
         return "".join(self.reasoning_parts)
+
+
+def is_burst(token_ns: list[int]) -> bool:
+    """True when the token chunks' gaps collapsed to the client's read granularity: mean gap between the
+    first and last token chunk below :data:`BURST_GAP_NS` (at least two chunks)."""
+    n = len(token_ns)
+    return n >= 2 and (token_ns[-1] - token_ns[0]) < BURST_GAP_NS * (n - 1)
+
+
+def _bad_count(key: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        return f"usage.{key} is {value!r}, not an integer"
+    if value < 0:
+        return f"usage.{key} is negative ({value})"
+    return None
+
+
+def usage_problem(rec: RequestRecord) -> str | None:
+    """Why ``rec``'s usage cannot be true, or None: bad values (from the stream), a token count with no
+    token chunk, more tokens than the chunks could carry, reasoning or cached counts above their totals."""
+    if rec.usage_problem:
+        return rec.usage_problem
+    for key in ("prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens"):
+        bad = _bad_count(key, getattr(rec, key))
+        if bad:
+            return bad
+    for n in rec.chunk_tokens:
+        bad = _bad_count("completion_tokens (running count)", n)
+        if bad:
+            return bad.replace("is negative", "went down by")
+    ct = rec.completion_tokens
+    chunks = len(rec.token_ns)
+    if ct is not None:
+        if ct > 0 and chunks == 0:
+            return f"usage says {ct} completion tokens but no token chunk arrived"
+        if ct > MAX_TOKENS_PER_CHUNK * chunks:
+            return f"usage says {ct} completion tokens for {chunks} token chunks (absurd)"
+        if rec.reasoning_tokens is not None and rec.reasoning_tokens > ct:
+            return f"usage says {rec.reasoning_tokens} reasoning tokens of {ct} completion tokens"
+    if rec.cached_tokens is not None and rec.prompt_tokens is not None and rec.cached_tokens > rec.prompt_tokens:
+        return f"usage says {rec.cached_tokens} cached of {rec.prompt_tokens} prompt tokens"
+    return None
+
+
+def outcome_counts(records) -> dict[str, int]:
+    """{"complete", "truncated", "empty", "error"} -> how many of the finished ``records``."""
+    out = dict.fromkeys(OUTCOMES, 0)
+    for rec in records:
+        o = rec.outcome
+        if o is not None:
+            out[o] += 1
+    return out
+
+
+def finish(rec: RequestRecord) -> RequestRecord:
+    """Judge a record that just ended: bad usage becomes a ``malformed`` error; a burst is flagged."""
+    if rec.error is None:
+        problem = usage_problem(rec)
+        if problem:
+            rec.error = {"cls": schema.ERR_MALFORMED, "message": problem}
+    if rec.error is None and rec.finish_reason and is_burst(rec.token_ns):
+        rec.flags.add(BURST)
+    return rec
 
 
 _TOKEN = schema.TOKEN
@@ -121,10 +246,18 @@ class Assembler:
             rec.completion_tokens = d.get("completion_tokens", rec.completion_tokens)
             rec.cached_tokens = d.get("cached_tokens", rec.cached_tokens)
             rec.reasoning_tokens = d.get("reasoning_tokens", rec.reasoning_tokens)
+            if d.get("malformed"):
+                rec.usage_problem = str(d["malformed"])[:300]
         elif kind == schema.DONE:
             rec.end_ns = ev.t
-            rec.finish_reason = d.get("finish_reason")
-            return self.open.pop(ev.req)
+            fr = d.get("finish_reason")
+            rec.finish_reason = fr if isinstance(fr, str) and fr else None
+            ft = d.get("finish_t")
+            if type(ft) is int and rec.finish_reason:
+                rec.finish_ns = ft
+            if d.get("note"):
+                rec.notes.append(str(d["note"])[:300])
+            return finish(self.open.pop(ev.req))
         elif kind == schema.ERROR:
             rec.end_ns = ev.t
             rec.error = dict(d)
