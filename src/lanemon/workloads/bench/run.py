@@ -44,6 +44,7 @@ from typing import Any
 from lanemon.bus import EventBus
 from lanemon.config import LaneConfig
 from lanemon.measure.metrics import NS, meets_slo, median, request_metrics
+from lanemon.measure.metrics import round_or_none as rnd  # the benches' name for it
 from lanemon import events as schema
 from lanemon.recording.writer import Recorder
 from lanemon.events import Event
@@ -175,12 +176,6 @@ def spread(values: Sequence[float | None]) -> dict[str, Any]:
         "max": rnd(max(xs)) if xs else None,
         "unstable": unstable,
     }
-
-
-def rnd(value: float | None, digits: int = 4) -> float | None:
-    if value is None:
-        return None
-    return round(float(value), digits)
 
 
 def token_figures(records) -> dict[str, Any]:

@@ -8,12 +8,10 @@ from typing import Any
 from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.measure import metrics
+from lanemon.measure.metrics import round_or_none
 from lanemon.measure.records import Assembler, RequestRecord
 from lanemon.workloads.gauntlet.config import BENCH, DEFAULT_HOPS
 
-
-def _r(value: float | None, digits: int = 4) -> float | None:
-    return None if value is None else round(value, digits)
 
 # ---------------------------------------------------------------------------
 # Results (pure: events in, JSON out)
@@ -59,8 +57,8 @@ def gauntlet_results(events: Iterable[Event]) -> dict[str, Any]:
             "turn": turn,
             "prompt_tokens": rec.prompt_tokens,
             "cached_tokens": rec.cached_tokens,
-            "ttft_s": _r(m.ttft_s),
-            "decode_s": _r(m.e2e_s - m.ttft_s) if m.e2e_s is not None and m.ttft_s is not None else None,
+            "ttft_s": round_or_none(m.ttft_s),
+            "decode_s": round_or_none(m.e2e_s - m.ttft_s) if m.e2e_s is not None and m.ttft_s is not None else None,
             "completion_tokens": rec.completion_tokens,
             "tool": calls[0] if calls else None,
             "calls": len(calls),
@@ -82,7 +80,7 @@ def gauntlet_results(events: Iterable[Event]) -> dict[str, Any]:
             "correct_per_rep": [bool(ends[r].get("correct")) for r in reps],
             "tool_calls": [int(ends[r].get("tool_calls", 0)) for r in reps],
             "wall_s": walls,
-            "median_wall_s": _r(metrics.median(walls)) if walls else None,
+            "median_wall_s": round_or_none(metrics.median(walls)) if walls else None,
             "malformed_calls": [int(ends[r].get("malformed_calls", 0)) for r in reps],
             "stopped": [ends[r].get("stopped") for r in reps],
             "turns": [[row for _, row in sorted(turns.get((name, r), {}).items())] for r in reps],
