@@ -62,6 +62,8 @@ def render_sweep(result: dict[str, Any], console, rate) -> None:
     for lane, d in lanes.items():
         if d["knee"]:
             what = f"knee at C{d['knee']} (C{d['rests_on'][1]} gained under {result['knee_gain'] * 100:.0f} % a doubling)"
+            if not d.get("knee_reliable", True):
+                what += " [yellow]unreliable: lanemon itself was starved at these levels[/]"
         elif d["stopped"] == "slo":
             what = f"SLO holds up to C{d['slo_holds_to']}" if d["slo_holds_to"] else "SLO broken already at C1"
         else:

@@ -37,13 +37,15 @@ from lanemon import events as schema
 from lanemon.recording.reader import Recording
 from lanemon.events import Event
 
-BENCHES = ("decode", "prefill", "needles", "race", "qeval", "agree", "kl", "gauntlet")
+BENCHES = ("decode", "prefill", "needles", "sweep", "load", "race", "qeval", "agree", "kl", "gauntlet")
 """Bench names in report order."""
 
 RESULT_FUNCTIONS: dict[str, tuple[str, str]] = {
     "decode": ("lanemon.workloads.bench.decode", "decode_results"),
     "prefill": ("lanemon.workloads.bench.prefill", "prefill_results"),
     "needles": ("lanemon.workloads.bench.needles", "needle_results"),
+    "sweep": ("lanemon.workloads.bench.sweep", "sweep_results"),
+    "load": ("lanemon.workloads.bench.load", "load_results"),
     "race": ("lanemon.workloads.race", "race_results"),
     "qeval": ("lanemon.workloads.qeval", "qeval_results"),
     "agree": ("lanemon.workloads.agree", "agree_results"),
@@ -124,7 +126,14 @@ def environment(header: dict[str, Any] | None, events: Sequence[Event] = ()) -> 
     duration = None
     if events:
         duration = round(max(ev.t for ev in events) / 1e9, 3)
+    from lanemon.reports.simulated import simulated_lanes
+
+    simulated = simulated_lanes(header, events)
+    for name in simulated:
+        if name in lanes:
+            lanes[name]["simulated"] = True
     return {
+        "simulated": simulated,
         "lanes": list(lanes.values()),
         "lanemon": header.get("lanemon"),
         "reported_by": __version__,

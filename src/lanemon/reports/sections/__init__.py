@@ -1,7 +1,7 @@
 """The report's sections: the analysis turned into titled tables and chart specs, one module per bench.
 
 :func:`sections` returns them in report order (decode, TTFT, categories, prefill, needles,
-races, quality gate, greedy agreement, KL, agent gauntlet); a bench without data has no
+sweep, open-loop load, races, quality gate, greedy agreement, KL, agent gauntlet); a bench without data has no
 section.  :class:`~lanemon.reports.sections.section.Section` is what every renderer reads.
 """
 
@@ -14,6 +14,7 @@ from lanemon.reports.sections.agree import agree_section
 from lanemon.reports.sections.decode import decode_sections
 from lanemon.reports.sections.gauntlet import gauntlet_sections
 from lanemon.reports.sections.kl import kl_section
+from lanemon.reports.sections.load import load_section, sweep_section
 from lanemon.reports.sections.needles import needles_section
 from lanemon.reports.sections.prefill import prefill_section
 from lanemon.reports.sections.qeval import qeval_section
@@ -33,6 +34,12 @@ def sections(analysis: dict[str, Any]) -> list[Section]:
     n_lanes = present_lanes(analysis, "needles")
     if n_lanes:
         out.append(needles_section(analysis["needles"], n_lanes))
+    s_lanes = present_lanes(analysis, "sweep")
+    if s_lanes:
+        out.append(sweep_section(analysis["sweep"], s_lanes))
+    l_lanes = present_lanes(analysis, "load")
+    if l_lanes:
+        out.append(load_section(analysis["load"], l_lanes))
     race = analysis.get("race") or {}
     if race.get("races"):
         out.append(race_section(race, lane_names(analysis)))

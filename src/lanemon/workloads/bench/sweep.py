@@ -13,6 +13,10 @@ each lane, and stops a lane at the first of:
   previous level;
 * errors at a level (a lane that fails under load has no knee to find).
 
+A level run while lanemon itself was starved (its decode cell is ``unreliable``:
+client-bound requests) cannot tell a lane's knee from lanemon's own limit: the
+result lists such levels and ``knee_reliable`` is false when the knee rests on one.
+
 With reps, every level's aggregate is the median of the reps and carries their
 min/max; the knee and the crossover between the first two lanes (decided on
 the levels both ran, :func:`lanemon.workloads.bench.decode.crossover`) say
@@ -142,6 +146,8 @@ def sweep_results(events: Iterable[Event], *, in_progress: bool = False) -> dict
         knee = levels[-2] if reason == "knee" and len(levels) >= 2 else None
         slo_ok = (levels[-2] if len(levels) >= 2 else None) if reason == "slo" else (levels[-1] if levels else None)
         best = max((a for a in aggs if a is not None), default=None)
+        unreliable = [c for c in levels if d["levels"][str(c)].get("unreliable")]
+        rests_on = [levels[-2], levels[-1]] if knee else None
         lanes[lane] = {
             "levels": d["levels"],
             "gain_per_doubling": dict(zip((str(c) for c in levels), gains)),
@@ -149,7 +155,9 @@ def sweep_results(events: Iterable[Event], *, in_progress: bool = False) -> dict
             "knee": knee,
             "slo_holds_to": slo_ok if slo else None,
             "max_aggregate_tok_s": best,
-            "rests_on": [levels[-2], levels[-1]] if knee else None,
+            "rests_on": rests_on,
+            "unreliable_levels": unreliable,
+            "knee_reliable": bool(knee) and not any(c in unreliable for c in rests_on or ()),
         }
     return {"bench": BENCH, "lanes": lanes, "crossover": dec["crossover"], "knee_gain": knee_gain, "slo": slo,
             "interrupted": dec.get("interrupted"), "cut": dec.get("cut"), "config": cfg}
