@@ -2,6 +2,10 @@
 
 The system prompt is built to a size in tokens (``system_prompt_tokens``) from
 agent instructions; the first user message names the first file of the chain.
+Sizes are counted in the lane's own tokens: :class:`GauntletRun` measures how
+many tokens a character of these instructions is on each lane (one recorded
+1-token request, usage.prompt_tokens) and builds that lane's prompt with the
+ratio; without usage it falls back to a typical 4 characters per token.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from lanemon.folds.gauntlet import BENCH, DEFAULT_HOPS, DEFAULT_REPS  # noqa: F401 (re-exported)
-from lanemon.sim.tokenizer import count_tokens
+from lanemon.workloads.prompts import DEFAULT_TOKENS_PER_CHAR
 
 DEFAULT_SYSTEM_PROMPT_TOKENS = 1950
 MIN_SYSTEM_PROMPT_TOKENS = 300
@@ -132,8 +136,14 @@ def _body_lines() -> Iterable[str]:
                 yield f"{n}.{i} {rule}\n"
 
 
-def build_system_prompt(tokens: int, *, status: str | None = None, status_tokens: int = 0) -> str:
-    """Agent instructions of about ``tokens`` tokens (lanemon's reference tokenizer).
+def count_tokens(text: str, tokens_per_char: float = DEFAULT_TOKENS_PER_CHAR) -> float:
+    """Tokens ``text`` is on a lane with this many tokens per character (a typical 0.25 by default)."""
+    return len(text) * tokens_per_char
+
+
+def build_system_prompt(tokens: int, *, status: str | None = None, status_tokens: float = 0,
+                        tokens_per_char: float = DEFAULT_TOKENS_PER_CHAR) -> str:
+    """Agent instructions of about ``tokens`` tokens on a lane with ``tokens_per_char``.
 
     Layout: a short fixed preamble, then the session header ``status`` when
     given (the part that changes every turn; ``status_tokens`` is reserved for
@@ -142,9 +152,9 @@ def build_system_prompt(tokens: int, *, status: str | None = None, status_tokens
     """
     budget = max(MIN_SYSTEM_PROMPT_TOKENS, int(tokens))
     parts = [PREAMBLE, "\n"]
-    used = count_tokens(PREAMBLE) + 1 + status_tokens
+    used = count_tokens(PREAMBLE, tokens_per_char) + 1 + status_tokens
     for line in _body_lines():
-        n = count_tokens(line)
+        n = count_tokens(line, tokens_per_char)
         if used + n > budget:
             break
         parts.append(line)

@@ -42,6 +42,7 @@ from lanemon.workloads.gauntlet.config import (BENCH, READ_FILE_TOOL, STATUS, Ga
 from lanemon.workloads.gauntlet.results import gauntlet_results
 from lanemon.workloads.gauntlet.sandbox import ToolResult, make_chain
 from lanemon.workloads.harness import Harness
+from lanemon.workloads.prompts import DEFAULT_TOKENS_PER_CHAR
 from lanemon.workloads.toolcalls import ToolCall, merge_tool_deltas
 
 # ---------------------------------------------------------------------------
@@ -82,6 +83,8 @@ class GauntletRun:
         self._watch: dict[str, list[Any]] = {}
         self._unsubscribe = harness.bus.subscribe(self._collect)
         self._prompt_cache: dict[str, str] = {}
+        self.tokens_per_char: dict[str, float] = {}
+        """Each lane's tokens per character of the instructions, measured by :meth:`calibrate`."""
         self.transcripts: dict[tuple[str, int], list[dict[str, Any]]] = {}
         """The messages of every rep as last sent plus the final reply (for tests and debugging)."""
 
@@ -98,17 +101,40 @@ class GauntletRun:
         if self.progress is not None:
             self.progress(line)
 
-    def system_prompt(self, session: str, turn: int, calls: int) -> str:
+    def system_prompt(self, session: str, turn: int, calls: int, lane: str | None = None) -> str:
         cfg = self.config
+        tpc = self.tokens_per_char.get(lane or "", DEFAULT_TOKENS_PER_CHAR)
         if cfg.stable_prompt:
-            key = "stable"
+            key = f"stable:{tpc}"
             if key not in self._prompt_cache:
-                self._prompt_cache[key] = build_system_prompt(cfg.system_prompt_tokens)
+                self._prompt_cache[key] = build_system_prompt(cfg.system_prompt_tokens, tokens_per_char=tpc)
             return self._prompt_cache[key]
         status = STATUS.format(session=session, turn=turn + 1, budget=cfg.turn_budget, calls=calls)
         reserve = count_tokens(STATUS.format(session=session, turn=cfg.turn_budget, budget=cfg.turn_budget,
-                                             calls=cfg.turn_budget))
-        return build_system_prompt(cfg.system_prompt_tokens, status=status, status_tokens=reserve)
+                                             calls=cfg.turn_budget), tpc)
+        return build_system_prompt(cfg.system_prompt_tokens, status=status, status_tokens=reserve, tokens_per_char=tpc)
+
+    async def calibrate(self, lane: str) -> None:
+        """Measure the lane's tokens per character of the instructions (one recorded 1-token request;
+        a ``gauntlet`` mark with phase ``calibrate`` says what was found), so its system prompt is
+        ``system_prompt_tokens`` of *its* tokens.  Without usage the typical ratio stays (said so)."""
+        client = self.harness.clients[lane]
+        pt = None
+        for attempt in range(2):  # twice: the ratio of the prompt as first built, then of the prompt it gives
+            tpc = self.tokens_per_char.get(lane, DEFAULT_TOKENS_PER_CHAR)
+            text = build_system_prompt(self.config.system_prompt_tokens, tokens_per_char=tpc)
+            body = client.build_body("chat", messages=[{"role": "system", "content": text},
+                                                       {"role": "user", "content": "ok"}],
+                                     max_tokens=1, extra={"temperature": 0})
+            rec = await client.stream("chat", body, purpose="calibrate",
+                                      meta={"gauntlet": "calibrate", "chars": len(text), "attempt": attempt})
+            pt = rec.prompt_tokens if rec.ok else None
+            if not pt:
+                break
+            self.tokens_per_char[lane] = pt / len(text)
+        self._mark("calibrate", lane, chars=len(text), prompt_tokens=pt,
+                   tokens_per_char=round(self.tokens_per_char.get(lane, DEFAULT_TOKENS_PER_CHAR), 6),
+                   counted_from="usage" if pt else "estimate (the lane reported no usage)")
 
     async def run(self) -> dict[str, Any]:
         cfg = self.config
@@ -124,6 +150,7 @@ class GauntletRun:
         return gauntlet_results(h.events)
 
     async def _lane(self, lane: str) -> None:
+        await self.calibrate(lane)
         for rep in range(self.config.reps):
             await self._rep(lane, rep)
 
@@ -145,7 +172,7 @@ class GauntletRun:
         turns = 0
         for turn in range(cfg.turn_budget):
             turns = turn + 1
-            messages[0]["content"] = self.system_prompt(session, turn, tool_calls)
+            messages[0]["content"] = self.system_prompt(session, turn, tool_calls, lane)
             req = client.new_request_id()
             self._watch[req] = []
             body = client.build_body("chat", messages=messages, max_tokens=cfg.max_tokens,
