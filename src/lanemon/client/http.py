@@ -40,7 +40,7 @@ Emit = Callable[[Event], None]
 
 PROMPT_RECORD_LIMIT = 4096  # prompts up to this many characters are kept in the recording
 ERROR_BODY_LIMIT = 64 * 1024
-MODELS_BODY_LIMIT = 4 << 20  # a /models answer larger than this is refused (hundreds of models fit)
+MODELS_BODY_LIMIT = 16 << 20  # a /models answer larger than this is refused (thousands of models fit)
 JSON_BODY_LIMIT = 32 << 20  # a non-streaming answer larger than this is refused
 PROBE_DEADLINE = 30.0  # seconds a /models probe may take in all, however slowly the body drips
 ENDPOINTS = {"chat": "/chat/completions", "completions": "/completions"}
@@ -268,6 +268,10 @@ class LaneClient:
         self.max_model_len = ctx if isinstance(ctx, int) and not isinstance(ctx, bool) and 0 < ctx < 1 << 31 else None
         if self.max_model_len:
             out["max_model_len"] = self.max_model_len
+        owner = next((m.get("owned_by") for m in obj["data"] if isinstance(m, dict) and m.get("id") == self.wire_model),
+                     None)
+        if owner == "lanemon-sim":  # lanemon's own simulator: reports made from it say so (reports/simulated.py)
+            out["simulated"] = True
         if old_wire and old_wire != self.wire_model:  # the lane swapped its model under us (unpinned lane)
             out["model_changed_from"] = old
         return out
