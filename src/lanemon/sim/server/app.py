@@ -36,15 +36,24 @@ __all__ = ["create_app"]
 _T0_KEY = "lanemon.sim.t0"
 
 
+ARRIVALS: dict[tuple[str, int], float] = {}
+"""Client address -> when the first bytes of its next request were read from the socket (serve.py's
+protocol stamps them; the middleware takes them).  With 64 requests landing at once, the ASGI task of the
+last one starts many milliseconds after its bytes arrived: stamping there would make the ground truth
+itself late, and every client look slower than it is."""
+
+
 class _ArrivalStamp:
-    """ASGI middleware: stamp the request's arrival time as early as possible."""
+    """ASGI middleware: the request's arrival time, as read from the socket where the protocol stamped it."""
 
     def __init__(self, app) -> None:
         self.app = app
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "http":
-            scope[_T0_KEY] = time.perf_counter()
+            client = scope.get("client")
+            t = ARRIVALS.pop(tuple(client), None) if client else None
+            scope[_T0_KEY] = t if t is not None else time.perf_counter()
         await self.app(scope, receive, send)
 
 

@@ -37,11 +37,35 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _protocol():
+    """uvicorn's h11 protocol, stamping when a request's first bytes are read (app.ARRIVALS)."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    from lanemon.sim.server.app import ARRIVALS
+
+    class StampingProtocol(H11Protocol):
+        def data_received(self, data: bytes) -> None:
+            peer = self.client
+            cycle = getattr(self, "cycle", None)
+            idle = cycle is None or getattr(cycle, "response_complete", True)
+            # only the first bytes of a new request: a body read while a request runs is not an arrival
+            if idle and peer is not None and tuple(peer) not in ARRIVALS:
+                ARRIVALS[tuple(peer)] = time.perf_counter()
+            super().data_received(data)
+
+        def connection_lost(self, exc) -> None:
+            if self.client is not None:
+                ARRIVALS.pop(tuple(self.client), None)
+            super().connection_lost(exc)
+
+    return StampingProtocol
+
+
 def _config(app) -> "uvicorn.Config":  # noqa: F821
     import uvicorn
 
     return uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
-                          timeout_graceful_shutdown=1, loop="asyncio", http="auto", ws="none")
+                          timeout_graceful_shutdown=1, loop="asyncio", http=_protocol(), ws="none")
 
 
 def _url_host(host: str) -> str:
