@@ -112,3 +112,39 @@ def test_write_failure_stops_recording_and_reports_once(tmp_path):
     assert rec.failed
     rec.close()
     assert len(list(Recording(rec.path).events())) == 1
+
+
+@pytest.mark.parametrize("line", [
+    b'{"t": 1.5, "kind": "token", "lane": "A", "req": "A-1", "data": {"text": "x"}}',
+    b'{"t": 99999999999999999999999, "kind": "token", "lane": "A", "req": "A-1"}',
+    b'{"t": 5, "kind": 7, "lane": "A"}',
+    b'{"t": 5, "kind": "token", "lane": "A", "req": "A-1", "data": "text"}',
+    b"[" * 100_000 + b"]" * 100_000,
+    b'{"t": 5, "kind": "note", "data": ' + b'{"a":' * 5000 + b"1" + b"}" * 5000 + b"}",
+])
+def test_the_schema_still_rejects_what_the_reader_always_rejected(tmp_path, line):
+    """Held before the typed schema (recording/schema.py) and kept: garbage and deep nesting are one skipped line."""
+    rec = record(tmp_path / "s.jsonl", sample_events(6))
+    lines = rec.path.read_bytes().split(b"\n")
+    rec.path.write_bytes(b"\n".join(lines[:3] + [line] + lines[3:]))
+    r = Recording(rec.path)
+    assert len(list(r.events())) == 6 and r.skipped == 1 and "line 4" in r.warnings[0]
+
+
+def test_unknown_kinds_and_fields_still_read(tmp_path):
+    evs = [Event(1, schema.TOKEN, "A", "A-1", {"text": "x", "from_the_future": {"x": [1, 2]}}),
+           Event(2, "telemetry", "A", None, {"anything": [1]}), Event(3, schema.MARK, None, None, {"label": "m", "cell": 4})]
+    rec = record(tmp_path / "s.jsonl", evs)
+    r = Recording(rec.path)
+    assert list(r.events()) == evs and r.skipped == 0 and r.warnings == []
+
+
+def test_every_sample_session_fits_the_schema():
+    from pathlib import Path
+
+    paths = sorted((Path(__file__).resolve().parents[1] / "sample_sessions").glob("*.jsonl"))
+    assert len(paths) >= 10
+    for path in paths:
+        r = Recording(path)
+        n = sum(1 for _ in r.events())
+        assert n > 50 and r.skipped == 0 and r.warnings == [], (path, r.warnings)

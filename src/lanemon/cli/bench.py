@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from lanemon.cli import bench_load
-from lanemon.cli.common import (UsageError, add_measure_args, add_workload_args, err, int_list, open_recorder, run_interruptible, slo_arg, thinking_arg, workload_lanes)
+from lanemon.cli.common import (UsageError, add_measure_args, add_workload_args, err, int_list, open_recorder, recording_saved, run_interruptible, slo_arg, thinking_arg, workload_lanes)
 
 EXIT_OK, EXIT_FAIL, EXIT_INTERRUPTED = 0, 1, 130
 
@@ -179,11 +179,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
             return _headless(run, args)
         finally:
             if recorder is not None:
-                recorder.close()
-                if run.events:
-                    err(f"recording saved: {recorder.path} ({recorder.events} events)")
-                if recorder.failed:
-                    err(recorder.failed)
+                if run.events or recorder.failed:
+                    recording_saved(recorder)
+                else:
+                    recorder.close()
 
 
 # ---------------------------------------------------------------------------

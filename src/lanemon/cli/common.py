@@ -285,13 +285,16 @@ def run_interruptible(fn: Callable[[], Awaitable[T]], cleanup: Callable[[], Awai
 
 
 def recording_saved(recorder) -> None:
-    """Close ``recorder`` (if any) and say where it went, plus any write failure."""
+    """Close ``recorder`` (if any) and say where it went; after a write failure, the failure first and
+    no "saved" line (the file holds only what was written before it)."""
     if recorder is None:
         return
     recorder.close()
-    print(f"lanemon: recording saved: {recorder.path} ({recorder.events} events)", file=sys.stderr)
     if recorder.failed:
         err(recorder.failed)
+        err(f"recording incomplete: {recorder.path} holds only what was written before the failure")
+        return
+    print(f"lanemon: recording saved: {recorder.path} ({recorder.events} events)", file=sys.stderr)
 
 
 class HeadlessRun:

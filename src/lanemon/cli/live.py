@@ -7,11 +7,9 @@ The UI launch (``add_ui_args``, ``run_app``) lives in :mod:`lanemon.cli.launch`.
 from __future__ import annotations
 
 import argparse
-import sys
 
-from lanemon.cli.common import UsageError, add_fault_args, add_lane_args, demo_lanes
+from lanemon.cli.common import UsageError, add_fault_args, add_lane_args, demo_lanes, recording_saved
 from lanemon.cli import launch
-from lanemon.cli.common import err as _err
 from lanemon.cli.common import positive_float as _positive
 from lanemon.cli.common import with_stall_timeout
 from lanemon.config import Config, LaneConfig, ProbeConfig, load_config, merge_lanes
@@ -79,12 +77,14 @@ def cmd_live(args: argparse.Namespace, demo_lanes: list[LaneConfig] | None = Non
                           metrics_interval=SERVER_METRICS_INTERVAL, host_interval=HOST_INTERVAL)
     try:
         code = launch.run_app(session, args.theme or config.theme, args)
+    except UsageError:  # refused before it ran (a --share host not allowed, a port in use, a bad theme)
+        session.close()
+        if recorder is not None:
+            recorder.discard_if_empty()  # no empty recording left behind
+        raise
     finally:
         session.close()
-    if recorder is not None:
-        print(f"lanemon: recording saved: {recorder.path} ({recorder.events} events)", file=sys.stderr)
-        if recorder.failed:
-            _err(recorder.failed)
+    recording_saved(recorder)
     return code
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -147,6 +147,8 @@ class _Builder:
         lines = chunk.split(b"\n")
         lines.pop()  # after the last newline
         nl = len(lines)
+        if max(map(len, lines), default=0) >= MAX_LINE_BYTES:
+            return False  # a line over the bound: the line-by-line path steps over it
         ts = _T.findall(b"\n" + chunk)
         if len(ts) != nl or chunk.count(b"}\n") != nl or b"\n\n" in chunk:
             return False
@@ -191,6 +193,12 @@ class _Builder:
         self.lineno += 1
         here = self.offset
         self.offset += len(raw)
+        if len(raw) - raw.endswith(b"\n") >= MAX_LINE_BYTES:  # as the reader: over the bound, not read
+            if self.pending_bad is not None:
+                recording._bad(*self.pending_bad)
+                self.pending_bad = None
+            recording._bad(self.lineno, f"longer than {MAX_LINE_BYTES >> 20} MiB")
+            return
         t: int | None = None
         if raw.startswith(b'{"t":') and raw.endswith(b"}\n") and b'"kind":"mark"' not in raw:
             try:

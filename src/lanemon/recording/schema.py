@@ -45,7 +45,7 @@ Key = str | int | float | bool | None
 class EventRow(msgspec.Struct):
     """The envelope of one event line."""
 
-    t: Annotated[int, msgspec.Meta(ge=0)]
+    t: Annotated[int, msgspec.Meta(ge=0, le=(1 << 63) - 1)]
     kind: str
     lane: str | None = None
     req: str | None = None

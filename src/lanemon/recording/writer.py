@@ -144,6 +144,17 @@ class Recorder:
             pass
         self._fh = None
 
+    def discard_if_empty(self) -> bool:
+        """Close and delete the file if no event was recorded (a command refused before it ran)."""
+        self.close()
+        if self.events:
+            return False
+        try:
+            self.path.unlink()
+        except OSError:
+            return False
+        return True
+
     def __enter__(self) -> "Recorder":
         return self
 
