@@ -320,3 +320,59 @@ def test_snapshot_timeline_bar(snap_compare, small):
         await pilot.pause()
 
     assert snap_compare(BarApp(), terminal_size=(100, 2), run_before=run_before)
+
+
+async def test_one_press_per_distinct_marker_labelled_and_toasts_clear_the_bar(tmp_path):
+    """Markers less than half a second apart are one stop; the bar names what the marker marks;
+    a notification never covers the timeline bar."""
+    from lanemon import events as schema
+    from lanemon.events import Event
+    from lanemon.recording.writer import Recorder, make_header
+    from lanemon.sessions.sources import ReplaySession
+
+    S = 1_000_000_000
+    path = tmp_path / "cells.jsonl"
+    with Recorder(path, make_header("bench-decode", [{"name": "A", "url": "http://x/v1", "model": "m"},
+                                                     {"name": "B", "url": "http://y/v1", "model": "m"}],
+                                    {"bench": "decode"})) as rec:
+        rec(Event(0, schema.PROBE, "A", None, {"ok": True, "latency_s": 0.002}))
+        t = S
+        for lane in ("A", "B"):
+            for level in (1, 4):
+                cell = {"label": "cell", "bench": "decode", "cell": f"{lane}/C{level}/r0", "part": "level",
+                        "level": level, "rep": 0}
+                rec(Event(t, schema.MARK, lane, None, {**cell, "phase": "start"}))
+                t += 3 * S
+                rec(Event(t, schema.MARK, lane, None, {**cell, "phase": "end"}))
+                t += 200_000  # the next cell starts 0.2 ms later: the same stop
+        rec(Event(t + S, schema.PROBE, "A", None, {"ok": True, "latency_s": 0.002}))
+    source = ReplaySession(path, speed=4.0)
+    app = make_app(source)
+    async with app.run_test(size=(100, 30), notifications=True) as pilot:
+        await pilot.pause(0.2)
+        if not source.paused:
+            await pilot.press("p")  # hold playback: only the seeks move the playhead
+        await pilot.press("home")
+        for _ in range(50):
+            await pilot.pause(0.02)
+            if not any(w.group == "seek" and w.is_running for w in app.workers):
+                break
+        assert source.playhead_ns < S
+        stops = []
+        for _ in range(5):
+            await pilot.press("right_square_bracket")
+            for _ in range(50):  # the seek runs in a worker of its own
+                await pilot.pause(0.02)
+                if not any(w.group == "seek" and w.is_running for w in app.workers):
+                    break
+            stops.append(source.playhead_ns)
+        assert stops == [S, 4 * S, 7 * S + 200_000, 10 * S + 400_000, 13 * S + 600_000]
+        bar = app.screen.query_one("#timeline")
+        assert "C1 · B" in bar.render().plain or "C4 · B" in bar.render().plain
+        app.notify("a long notification that would once have covered the bar", timeout=5)
+        await pilot.pause(0.5)
+        from textual.widgets._toast import Toast
+
+        toasts = [w for w in app.screen.walk_children(with_self=False) if isinstance(w, Toast)]
+        assert toasts and all(t.region.bottom <= bar.region.y for t in toasts)
+        await pilot.press("q")

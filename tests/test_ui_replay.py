@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from pathlib import Path
+
 import pytest
 from textual.widgets import Label, Static
 
@@ -87,3 +89,28 @@ async def test_replay_pause_key_pauses_playback(recording):
         assert not source.paused
         await pilot.press("q")
     assert not source.finished  # quit long before the 25 s recording ended
+
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_sessions"
+OPENS = {"decode": "bench", "prefill": "bench", "needles": "bench", "today": "bench", "yesterday": "bench",
+         "gauntlet": "gauntlet", "races": "race", "demo": "dashboard", "agree": "dashboard", "kl": "dashboard",
+         "qeval-A": "dashboard", "qeval-B": "dashboard"}
+
+
+@pytest.mark.parametrize("name", sorted(OPENS))
+async def test_replaying_each_sample_session_opens_the_screen_its_run_showed(name):
+    """A bench recording opens the bench screen, a gauntlet the gauntlet, races the race screen;
+    headless workloads (agree, kl, qeval) and demo sessions the dashboard.  Esc goes back to it."""
+    from lanemon.sessions.sources import ReplaySession
+
+    path = SAMPLES / f"{name}.jsonl"
+    source = ReplaySession(path, speed=float("inf"))
+    app = make_app(source)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause(0.3)
+        assert app.screen_name() == OPENS[name]
+        if OPENS[name] != "dashboard":
+            await pilot.press("escape")
+            await pilot.pause()
+            assert app.screen_name() == "dashboard"
+        await pilot.press("q")

@@ -45,6 +45,8 @@ from lanemon.ui.themes import ThemeError, load_themes, resolve_theme
 __all__ = ["LanemonApp", "SCREENS_BY_NAME", "Source", "ThemeError", "make_app"]
 
 SCREENS_BY_NAME = ("dashboard", "bench", "race", "gauntlet", "compare", "timeline")
+MARKER_GAP_NS = 500_000_000
+"""Markers closer than this are one stop for ``[`` / ``]``."""
 STOP_GRACE_S = 10.0
 """How long ``q`` waits for a bench to wind down (finished cells and the recording are kept)."""
 
@@ -178,6 +180,8 @@ class LanemonApp(App):
         self.stopped_by_user = False
         self.redraws = 0
         """How many times a screen was repainted (tests check it stays low)."""
+        self.marker_labels: dict[int, str] = {}
+        """What each mark seen so far marks (``C4 · B``, ``race 3``), by its time: the timeline bar's label."""
         self._next_prompt: Any = None
         self._unsubscribe: list[Callable[[], None]] = []
         self._pending_notes: list[tuple[str, str]] = []
@@ -199,6 +203,7 @@ class LanemonApp(App):
             d = ev.data
             if self.bench is None and d.get("bench") in BENCH_KINDS and d.get("label") == "bench":
                 self._start_bench(d["bench"])
+            self.marker_labels[ev.t] = marker_text(ev)
         elif ev.kind == schema.NOTE and ev.data.get("level") in ("warning", "error"):
             self._pending_notes.append((ev.data["level"], str(ev.data.get("message", ""))))
         if self.bench is not None:
@@ -403,6 +408,9 @@ class LanemonApp(App):
 
     def _seek(self, seek: Callable[[], Awaitable[Any]], what: str) -> None:
         async def run() -> None:
+            speed = self.source.speed
+            if (speed is None or speed == float("inf")) and not self.source.paused:
+                self.source.toggle_pause()  # at max speed a seek would play straight on to the end: hold it
             result = await seek()
             if result is False:
                 self.notify(f"no {what}", timeout=2)
@@ -424,9 +432,23 @@ class LanemonApp(App):
     def action_seek_by(self, seconds: float) -> None:
         self._seek(lambda: self.source.seek_relative(float(seconds)), "position")
 
+    def marker_target(self, direction: int) -> int | None:
+        """Where ``]`` (``direction > 0``) or ``[`` goes: the start of the next (previous) group of
+        markers, markers less than half a second apart counting as one (a cell's end and the next
+        cell's start), so one press moves to the next distinct point."""
+        times = sorted(m.t for m in getattr(self.source, "markers", None) or [])
+        starts = [t for i, t in enumerate(times) if i == 0 or t - times[i - 1] > MARKER_GAP_NS]
+        head = int(getattr(self.source, "playhead_ns", 0) or 0)
+        if direction > 0:
+            return next((t for t in starts if t > head), None)
+        return next((t for t in reversed(starts) if t < head - MARKER_GAP_NS), None)
+
     def action_seek_marker(self, direction: int) -> None:
-        self._seek(lambda: self.source.seek_marker(int(direction)),
-                   "next marker" if int(direction) > 0 else "earlier marker")
+        target = self.marker_target(int(direction))
+        if target is None:
+            self.notify("no next marker" if int(direction) > 0 else "no earlier marker", timeout=2)
+            return
+        self._seek(lambda: self.source.seek(target), "marker")
 
     def action_seek_start(self) -> None:
         self._seek(lambda: self.source.seek(0), "position")
@@ -474,6 +496,25 @@ class LanemonApp(App):
                     await asyncio.wait_for(worker.wait(), timeout=STOP_GRACE_S)
         self.workers.cancel_group(self, "source")
         self.exit(return_code=1 if self.source_error is not None and self.source.mode == "bench" else 0)
+
+
+def marker_text(ev: Event) -> str:
+    """What a mark marks, short: ``C4 · B``, ``coding C1 · A``, ``12K tok · B ✓`` (a cell's end),
+    ``race 3``, ``rep 2 · A``; else its label."""
+    from lanemon.folds.bench import cell_label
+
+    d = ev.data
+    label = str(d.get("label", "mark"))
+    lane = f" · {ev.lane}" if ev.lane else ""
+    end = " ✓" if d.get("phase") in ("end", "rep_end") and ev.lane else ""
+    if label == "cell" or d.get("part") is not None:
+        text = cell_label(str(d.get("bench", "")), {k: v for k, v in d.items() if k != "rep"})
+        return f"{text}{lane}{end}"
+    if d.get("phase") in ("rep_start", "rep_end") and d.get("rep") is not None:
+        return f"rep {int(d['rep']) + 1}{lane}{end}"
+    if d.get("race") is not None:
+        return f"race {d['race']}{' end' if d.get('phase') == 'end' else ''}"
+    return f"{label}{lane}"
 
 
 def copy_fold(fields: dict[str, Any]) -> dict[str, Any]:

@@ -29,6 +29,16 @@ class LanemonScreen(Screen):
     def lanemon(self) -> "LanemonApp":
         return self.app  # type: ignore[return-value]
 
+    def replay_bar(self) -> list[Any]:
+        """The timeline bar (playhead, markers, seeking) when the app's source is a seekable replay:
+        every screen yields it just above its footer, so a replay looks like the run and seeks anywhere."""
+        source = getattr(self.app, "source", None)
+        if source is None or not hasattr(source, "seek"):
+            return []
+        from lanemon.ui.widgets.timeline_bar import TimelineBar
+
+        return [TimelineBar(source, id="timeline")]
+
     def fingerprint(self, app: "LanemonApp") -> tuple:
         """What the screen shows, as a cheap comparable value."""
         return ()

@@ -95,6 +95,7 @@ class BenchScreen(LanemonScreen):
     """Drawn from the app's bench folds: progress on every changed tick, results only when a cell ended."""
 
     NAME = "bench"
+    AUTO_FOCUS = ""  # keys are the app's (arrows and home seek a replay); a click focuses the table
 
     DEFAULT_CSS = """
     BenchScreen #bench-body { height: 1fr; padding: 0 1; }
@@ -120,6 +121,7 @@ class BenchScreen(LanemonScreen):
                 yield BenchChart(id="chart-main")
                 yield BenchChart(id="chart-side")
         yield BenchLog(id="log")
+        yield from self.replay_bar()
         yield Footer()
 
     def on_mount(self) -> None:

@@ -93,10 +93,7 @@ class DashboardScreen(LanemonScreen):
             for chart_id, title in CHARTS:
                 yield TimeChart(title, id=chart_id)
         yield HostPanel(id="host")  # hidden until `h`
-        if self._source is not None and hasattr(self._source, "seek"):  # a seekable replay
-            from lanemon.ui.widgets.timeline_bar import TimelineBar
-
-            yield TimelineBar(self._source, id="timeline")
+        yield from self.replay_bar()
         yield Footer()
 
     def on_resize(self) -> None:

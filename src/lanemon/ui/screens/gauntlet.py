@@ -43,6 +43,7 @@ class GauntletScreen(LanemonScreen):
             for name in self._lanes:
                 yield GauntletLanePanel(name, id=panel_id(name))
         yield Label("", id="g-summary")
+        yield from self.replay_bar()
         yield Footer()
 
     def fingerprint(self, app: Any) -> tuple:

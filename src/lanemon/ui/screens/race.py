@@ -42,7 +42,7 @@ class RaceScreen(LanemonScreen):
     """Side-by-side race view over the app's :class:`RaceState`."""
 
     NAME = "race"
-    AUTO_FOCUS = None  # the prompt box takes keys only once focused (/ or a click)
+    AUTO_FOCUS = ""  # the prompt box takes keys only once focused (/ or a click)
 
     DEFAULT_CSS = """
     RaceScreen #race-lanes {
@@ -80,6 +80,7 @@ class RaceScreen(LanemonScreen):
         yield RaceResults(id="race-results")
         if self.racing:
             yield Input(placeholder=self._placeholder(), id="race-input")
+        yield from self.replay_bar()
         yield Footer()
 
     def on_mount(self) -> None:

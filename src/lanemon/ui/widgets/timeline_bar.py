@@ -129,8 +129,10 @@ class TimelineBar(Widget):
         )
         marker = self.current_marker()
         if marker is not None:
+            labels = getattr(self.app, "marker_labels", {}) if self.is_attached else {}
+            text = labels.get(marker.t) or (marker.label + (f" · {marker.lane}" if marker.lane else ""))
             right.append("  ◆ ", style("timeline-bar--marker"))
-            right.append(marker.label[:24], style("timeline-bar--dim"))
+            right.append(text[:24], style("timeline-bar--dim"))
         width = self.content_size.width or self.size.width or 80
         track_w = max(10, width - left.cell_len - right.cell_len)
         self._track = (left.cell_len, left.cell_len + track_w)
