@@ -144,7 +144,8 @@ async def run_check(lane: LaneConfig, *, max_tokens: int = 24) -> CheckReport:
         body["stream"] = False
         body.pop("stream_options", None)
         status, obj, secs, err = await client.post_json("completions", body)
-        ok = err is None and bool((first_choice(obj) or {}).get("logprobs"))
+        logprobs = (first_choice(obj) or {}).get("logprobs")
+        ok = err is None and isinstance(logprobs, (dict, list)) and bool(logprobs)
         checks.append(CheckResult("logprobs", ok, False,
                                   "token logprobs returned" if ok else (err or "accepted, but no logprobs in the answer")))
         return CheckReport(lane.name, url, client.model, checks)
