@@ -35,7 +35,7 @@ from lanemon.measure.metrics import (aggregate_tok_s, generated_tokens, median, 
                                      summarize)
 from lanemon.events import Event
 from lanemon.measure.records import RequestRecord, assemble
-from lanemon.workloads.bench.run import (BenchOptions, first_error, goodput_of, read_marks, rnd, run_state, spread, token_figures)
+from lanemon.workloads.bench.run import (each_lane, BenchOptions, first_error, goodput_of, read_marks, rnd, run_state, spread, token_figures)
 from lanemon.workloads.prompts import Prompt
 
 BENCH = "decode"
@@ -148,13 +148,7 @@ async def run(h, opts: BenchOptions) -> None:
                 for cat, prompts in groups.items():
                     await run_category(h, lane, cat, prompts, rep, opts)
 
-    if opts.parallel_lanes:
-        async with asyncio.TaskGroup() as tg:
-            for lane in h.names:
-                tg.create_task(one_lane(lane))
-    else:
-        for lane in h.names:
-            await one_lane(lane)
+    await each_lane(h, opts, one_lane)
 
 
 # ---------------------------------------------------------------------------

@@ -45,7 +45,7 @@ import orjson
 from lanemon.events import Event
 from lanemon.measure.metrics import NS, request_metrics, summarize
 from lanemon.measure.records import RequestRecord, assemble
-from lanemon.workloads.bench.run import first_error, read_marks, rnd, run_state
+from lanemon.workloads.bench.run import each_lane, first_error, read_marks, rnd, run_state
 from lanemon.workloads.prompts import filler_text
 
 BENCH = "load"
@@ -345,13 +345,7 @@ async def run(h, opts) -> None:
         for rep in range(opts.reps):
             await run_cell(h, lane, rep, opts)
 
-    if opts.parallel_lanes:
-        async with asyncio.TaskGroup() as tg:
-            for lane in h.names:
-                tg.create_task(one_lane(lane))
-    else:
-        for lane in h.names:
-            await one_lane(lane)
+    await each_lane(h, opts, one_lane)
 
 
 # ---------------------------------------------------------------------------

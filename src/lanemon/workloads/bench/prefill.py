@@ -208,16 +208,10 @@ async def run(h, opts: BenchOptions) -> None:
 
 
 async def _per_lane(h, opts: BenchOptions, rng: random.Random, one_lane) -> None:
-    import asyncio
+    from lanemon.workloads.bench.run import each_lane
 
     seeds = {lane: rng.getrandbits(64) for lane in h.names}
-    if opts.parallel_lanes:
-        async with asyncio.TaskGroup() as tg:
-            for lane in h.names:
-                tg.create_task(one_lane(lane, random.Random(seeds[lane])))
-    else:
-        for lane in h.names:
-            await one_lane(lane, random.Random(seeds[lane]))
+    await each_lane(h, opts, lambda lane: one_lane(lane, random.Random(seeds[lane])))
 
 
 # ---------------------------------------------------------------------------

@@ -296,6 +296,18 @@ def run_state(marks: BenchMarks, in_progress: bool) -> dict[str, Any]:
     return out
 
 
+async def each_lane(h, opts: "BenchOptions", one_lane) -> None:
+    """``await one_lane(name)`` for every lane of the harness: one after another, or all at once with
+    ``parallel_lanes``."""
+    if opts.parallel_lanes:
+        async with asyncio.TaskGroup() as tg:
+            for lane in h.names:
+                tg.create_task(one_lane(lane))
+    else:
+        for lane in h.names:
+            await one_lane(lane)
+
+
 def first_error(records) -> str | None:
     for r in records:
         if r.error:

@@ -33,7 +33,7 @@ from typing import Any
 from lanemon.events import Event
 from lanemon.measure.metrics import aggregate_tok_s, median, request_metrics, summarize
 from lanemon.workloads.bench import decode
-from lanemon.workloads.bench.run import rnd
+from lanemon.workloads.bench.run import each_lane, rnd
 
 BENCH = "sweep"
 LEVELS = (1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32, 48, 64)
@@ -89,8 +89,6 @@ def plan(lanes: Sequence[str], opts) -> list[dict[str, Any]]:
 
 
 async def run(h, opts) -> None:
-    import asyncio
-
     pset = opts.selected()
     order = pset.interleaved()
     ncat = len(pset.categories)
@@ -111,13 +109,7 @@ async def run(h, opts) -> None:
                 return
         h.mark("sweep", lane=lane, bench=BENCH, phase="stop", reason="max_level", level=done[-1] if done else None)
 
-    if opts.parallel_lanes:
-        async with asyncio.TaskGroup() as tg:
-            for lane in h.names:
-                tg.create_task(one_lane(lane))
-    else:
-        for lane in h.names:
-            await one_lane(lane)
+    await each_lane(h, opts, one_lane)
 
 
 def sweep_results(events: Iterable[Event], *, in_progress: bool = False) -> dict[str, Any]:
