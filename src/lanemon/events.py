@@ -4,7 +4,8 @@ Everything lanemon shows or reports is built from a stream of :class:`Event`.
 A live session produces them from sockets; a replay produces the very same
 objects from a recording file.  Screens and reports never know which.
 
-Recording format (JSON lines, see docs/RECORDING.md):
+Recording format (JSON lines, see docs/RECORDING.md; the typed schema readers check is
+lanemon/recording/schema.py):
 
 * line 1 -- a header object: ``{"schema": "lanemon.recording", "version": "1.0", ...}``
 * every further line -- one event: ``{"t": NS, "kind": KIND, "lane": NAME, "req": ID, "data": {...}}``
@@ -81,7 +82,10 @@ class Event:
         data = obj.get("data") or {}
         if not isinstance(data, dict):
             raise ValueError("event 'data' must be an object")
-        return cls(t=t, kind=kind, lane=obj.get("lane"), req=obj.get("req"), data=data)
+        lane, req = obj.get("lane"), obj.get("req")
+        if not (lane is None or isinstance(lane, str)) or not (req is None or isinstance(req, str)):
+            raise ValueError("event 'lane' and 'req' must be strings")
+        return cls(t=t, kind=kind, lane=lane, req=req, data=data)
 
 
 class Clock:
