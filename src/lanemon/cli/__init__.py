@@ -1,8 +1,10 @@
-"""Subcommands beyond the core ones in :mod:`lanemon.cli.main`.
+"""The command line: one module per command; :mod:`lanemon.cli.main` builds the parser and dispatches.
 
 Each module here has ``register(subparsers)`` that adds its parser(s) and sets
 ``func`` (a handler ``(args) -> int``) with ``parser.set_defaults(func=...)``.
-:data:`MODULES` lists them in the order ``--help`` shows them.
+:data:`MODULES` lists them in the order ``--help`` shows them.  ``common.py`` holds the plumbing the
+commands share (lanes from arguments, demo lanes, recorders, Ctrl-C); ``launch.py`` opens the UI (and
+``--share``).  Nothing here is imported by the core.
 """
 
 MODULES = (
