@@ -22,14 +22,15 @@ from lanemon.measure.records import assemble
 from lanemon.workloads.harness import Harness
 from lanemon.reports.format import ordinal
 from lanemon.workloads.race import (BUILTIN_PROMPT, PromptCycle, RacePrompt, race_results, resolve_prompts, run_race, verdict)
-from test_race_fixtures import TEXT_A, TEXT_B, race_events
+from test_race_fixtures import MS, TEXT_A, TEXT_B, race_events
 
 LANE_KEYS = {"ttft_s", "ttfo_s", "decode_tok_s", "output_tokens", "reasoning_tokens", "reasoning_estimated",
              "tokens_estimated", "tokens_per_chunk", "chunk_counts_estimated", "total_s", "finish_rank", "error",
-             "text", "reasoning_text"}
-RACE_KEYS = {"race", "prompt", "prompt_id", "category", "endpoint", "max_tokens", "lanes", "winner", "margin"}
+             "text", "reasoning_text", "outcome", "flags", "generated_tokens"}
+RACE_KEYS = {"race", "prompt", "prompt_id", "category", "endpoint", "max_tokens", "lanes", "winner", "margin",
+             "winners"}
 TOP_LANE_KEYS = {"ttft_s", "ttfo_s", "decode_tok_s", "output_tokens", "reasoning_tokens", "tokens_per_chunk",
-                 "total_s", "wins", "races_ok"}
+                 "total_s", "wins", "races_ok", "outcomes", "bursts"}
 
 
 def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -163,7 +164,10 @@ def test_race_results_from_fixed_events():
     assert first["margin"]["total_s_delta"] == pytest.approx(b["total_s"] - a["total_s"], abs=1e-4)
     assert first["margin"]["ttft_s_ratio"] == pytest.approx(0.22 / 0.175, rel=1e-3)
     assert first["margin"]["total_s_delta"] == pytest.approx(0.096)
-    assert verdict(first) == f"A won by 96 ms ({first['margin']['total_s_ratio']:.2f}x faster end to end)"
+    ratio = first["margin"]["total_s_ratio"]
+    assert verdict(first).startswith(f"A finished first by 96 ms ({ratio:.2f}x sooner end to end), writing ")
+    assert "; also faster per token (" in verdict(first) and verdict(first).endswith("; first token: A, 1.26x sooner")
+    assert first["winners"]["decode"]["lane"] == "A" and first["winners"]["ttft"]["lane"] == "A"
     # the second race: B failed, A finished alone; the error is reported, never averaged in
     eb = second["lanes"]["B"]
     assert eb["error"] == {"cls": "http", "message": "HTTP 503: engine overloaded"}
@@ -201,11 +205,11 @@ def test_verdict_and_ordinal_words():
         "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st"]
     race = {"winner": "A", "lanes": {"A": {"error": None}, "B": {"error": None}},
             "margin": {"runner_up": "B", "total_s_delta": 0.42, "total_s_ratio": 1.18}}
-    assert verdict(race) == "A won by 0.42 s (1.18x faster end to end)"
+    assert verdict(race) == "A finished first by 0.42 s (1.18x sooner end to end)"
     race["margin"].update(total_s_delta=0.016, total_s_ratio=1.23)
-    assert verdict(race) == "A won by 16 ms (1.23x faster end to end)"
+    assert verdict(race) == "A finished first by 16 ms (1.23x sooner end to end)"
     assert verdict({"winner": None, "lanes": {"A": {"error": {"cls": "connect"}}}, "margin": {}}) == \
-        "no lane finished; A failed (connect)"
+        "no lane completed; A failed (connect)"
 
 
 # -- prompts ----------------------------------------------------------------------------
@@ -289,7 +293,7 @@ def test_cli_headless_prints_table_and_verdict():
     text = out.stdout
     for word in ("TTFT", "decode", "output", "total", "rank", "1st", "2nd", "tok/s", "chat"):
         assert word in text, text
-    assert " won by " in text and "faster end to end" in text
+    assert " finished first by " in text and "sooner end to end" in text and "first token: " in text
     assert "lanemon: race 1/1" in out.stderr
 
 
@@ -318,3 +322,76 @@ def test_cli_lane_down_is_one_line_exit_1(tmp_path):
     assert out.stdout == ""
     assert out.stderr.strip().count("\n") == 0 and "lane A" in out.stderr
     assert not (tmp_path / "r.jsonl").exists()  # nothing ran, nothing recorded
+
+
+# -- outcomes and the verdict (issue 16) -------------------------------------------------
+
+
+def _one_lane(lane, race, start, ttft_ms, tokens, step_ms, finish="stop", usage=True, step_us=None):
+    req = f"{lane}-r{race}"
+    meta = {"endpoint": "completions", "purpose": "race", "bench": "race", "race": race, "prompt_id": "p"}
+    evs = [Event(start, "request", lane, req, meta), Event(start + 1 * MS, "first_byte", lane, req, {"status": 200})]
+    t = start + ttft_ms * MS
+    for _ in range(tokens):
+        evs.append(Event(t, "token", lane, req, {"text": "w "}))
+        t += int(step_us * 1000 if step_us is not None else step_ms * MS)
+    if usage:
+        evs.append(Event(t, "usage", lane, req, {"prompt_tokens": 9, "completion_tokens": tokens}))
+    evs.append(Event(t, "done", lane, req, {"finish_reason": finish}))
+    return evs
+
+
+def _race(*lanes):
+    """One race; each lane ``(name, ttft_ms, tokens, step_ms, finish, kw)``."""
+    evs = [Event(0, "mark", None, None, {"label": "race 1", "bench": "race", "phase": "start", "race": 1,
+                                         "prompt": "p", "lanes": [lane[0] for lane in lanes]})]
+    for name, ttft, tokens, step, finish, kw in lanes:
+        evs += _one_lane(name, 1, 1 * MS, ttft, tokens, step, finish, **kw)
+    evs.sort(key=lambda e: e.t)
+    evs.append(Event(evs[-1].t + MS, "mark", None, None, {"label": "race 1", "bench": "race", "phase": "end",
+                                                           "race": 1}))
+    return race_results(evs)
+
+
+def test_verdict_names_the_end_to_end_the_per_token_and_the_first_token_winners_apart():
+    # the issue's race: B wrote 105 tokens to A's 174 and finished first, but A was faster per token
+    result = _race(("A", 200, 174, 1000 / 88.0, "stop", {}), ("B", 220, 105, 1000 / 74.2, "length", {}))
+    race = result["races"][0]
+    a, b = race["lanes"]["A"], race["lanes"]["B"]
+    assert race["winner"] == "B" and a["decode_tok_s"] == pytest.approx(88.0, abs=0.05)
+    assert race["winners"]["end_to_end"]["lane"] == "B" and race["winners"]["decode"]["lane"] == "A"
+    assert race["winners"]["ttft"]["lane"] == "A" and race["winners"]["tokens"] == {"A": 174, "B": 105}
+    ratio = race["margin"]["total_s_ratio"]
+    assert verdict(race) == (f"B finished first by {race['margin']['total_s_delta']:.2f} s ({ratio:.2f}x sooner "
+                             "end to end), writing 40 % fewer tokens (105 vs 174); per token A was 1.19x faster "
+                             "(88.0 vs 74.2 tok/s); first token: A, 1.10x sooner")
+
+
+@pytest.mark.parametrize("finish, tokens, outcome, words", [
+    (None, 20, "truncated", "B was truncated (no finish_reason)"),
+    ("stop", 0, "empty", "B sent an empty reply"),
+])
+def test_a_truncated_or_empty_reply_never_wins_and_gives_no_figures(finish, tokens, outcome, words):
+    # B "finishes" first by far, but without a finish_reason (an interrupted stream) or without a token
+    result = _race(("A", 200, 50, 10, "stop", {}), ("B", 100, tokens, 1, finish, {}))
+    race = result["races"][0]
+    b = race["lanes"]["B"]
+    assert race["winner"] == "A" and b["finish_rank"] is None and b["outcome"] == outcome
+    assert b["error"]["cls"] == outcome and b["ttft_s"] is None and b["decode_tok_s"] is None
+    assert b["total_s"] is None and b["output_tokens"] is None
+    assert verdict(race) == f"A finished alone; {words}"
+    assert result["lanes"]["B"]["wins"] == 0 and result["lanes"]["B"]["races_ok"] == 0
+    assert result["lanes"]["B"]["outcomes"][outcome] == 1 and result["lanes"]["B"]["ttft_s"] is None
+    assert result["lanes"]["A"]["outcomes"] == {"complete": 1, "truncated": 0, "empty": 0, "error": 0}
+
+
+def test_a_burst_lane_keeps_its_win_but_shows_no_per_token_rate():
+    # B's 40 tokens were read in one go (10 us apart): complete, first to finish, but no decode rate from it
+    result = _race(("A", 200, 40, 10, "stop", {}), ("B", 300, 40, 0, "stop", {"step_us": 10}))
+    race = result["races"][0]
+    b = race["lanes"]["B"]
+    assert race["winner"] == "B" and b["flags"] == ["burst"] and b["decode_tok_s"] is None
+    assert b["ttft_s"] == pytest.approx(0.3) and race["winners"]["decode"] == {"lane": "A", "runner_up": None,
+                                                                               "ratio": None}
+    assert result["lanes"]["B"]["bursts"] == 1 and result["lanes"]["B"]["decode_tok_s"] is None
+    assert verdict(race).endswith("; first token: A, 1.50x sooner; B arrived in one burst (no per-token rate)")

@@ -169,7 +169,7 @@ async def test_dashboard_r_races_through_the_live_session_and_records_it(tmp_pat
                 assert static_text(col.query_one("#text", Static)).strip()
             assert {plain(c.query_one("#rank", Label)) for c in cols.values()} == {"1st", "2nd"}
             assert screen.query_one(RaceResults).display
-            assert " won by " in plain(screen.query_one("#verdict", Label))
+            assert " finished first by " in plain(screen.query_one("#verdict", Label))
             assert "Explain why the sky is blue" in plain(screen.query_one("#race-prompt-text", Label))
             await pilot.press("escape")  # first esc leaves the box, the second the screen
             await pilot.pause()

@@ -37,7 +37,8 @@ class RaceLane:
     rec: RequestRecord | None = None
     """The request's record: open (streaming) until ``done``/``error``, then final."""
     rank: int | None = None
-    """Finish order among the lanes that completed (1 = first); None while running or on error."""
+    """Finish order among the lanes that completed (1 = first); None while running, on error, and for a
+    truncated or empty reply (those never win)."""
     _final: RequestMetrics | None = None
 
     @property
@@ -50,7 +51,13 @@ class RaceLane:
 
     @property
     def ok(self) -> bool:
+        """The request is complete (a finish_reason and at least one token; measure/records.py)."""
         return self.rec is not None and self.rec.ok
+
+    @property
+    def outcome(self) -> str | None:
+        """``complete`` / ``truncated`` / ``empty`` / ``error``; None while running."""
+        return self.rec.outcome if self.rec is not None else None
 
     @property
     def text(self) -> str:
@@ -81,7 +88,9 @@ class RaceLane:
         end = rec.token_ns[-1] if rec.token_ns else now_ns
         if end is None or end < rec.sent_ns:
             return None
-        return metrics.request_metrics(dataclasses.replace(rec, end_ns=end))
+        # a progress view of a stream still running: judged as if it had just completed (the final figures,
+        # with the real outcome, replace these when it ends)
+        return metrics.request_metrics(dataclasses.replace(rec, end_ns=end, finish_reason=rec.finish_reason or "…"))
 
     def elapsed_s(self, now_ns: int) -> float | None:
         """Seconds since the request was sent (up to its end once finished)."""

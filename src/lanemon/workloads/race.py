@@ -352,7 +352,7 @@ def winners(lanes: dict[str, Any], ranking: list[str]) -> dict[str, Any]:
     "ratio"}``; ``tokens``: every complete lane's generated tokens (output + reasoning)."""
     e2e: dict[str, Any] = {"lane": ranking[0] if ranking else None, "runner_up": None, "ratio": None}
     if len(ranking) >= 2:
-        w, r = lanes[ranking[0]]["total_s"], lanes[ranking[1]]["total_s"]
+        w, r = lanes[ranking[0]].get("total_s"), lanes[ranking[1]].get("total_s")
         e2e["runner_up"] = ranking[1]
         e2e["ratio"] = round_or_none(r / w, 3) if w and r is not None else None
     return {
