@@ -211,7 +211,10 @@ def test_export_requests_rows_carry_the_new_fields(bench_recording):
     rows = {row["req"]: row for row in map(json.loads, out.stdout.splitlines())}
     _, events, _ = read_events(path)
     recs = assemble(events)
-    assert len(rows) == len(recs) == 12
+    probes = [r for r in recs if r.purpose == "detect"]  # the usage-detection probes: recorded and labelled
+    assert len(probes) == 2 and all(rows[r.req]["meta"].get("probe") == "continuous_usage" for r in probes)
+    recs = [r for r in recs if r.purpose != "detect"]
+    assert len(rows) == len(recs) + 2 and len(recs) == 12
     for rec in recs:
         m = metrics.request_metrics(rec)
         row = rows[rec.req]

@@ -280,13 +280,19 @@ class LaneClient:
         """Non-streaming POST: (status, parsed JSON or None, seconds, error message or None)."""
         url = endpoint_url(self.lane.url, ENDPOINTS[endpoint])
         start = self.clock.now()
-        try:
-            resp, content = await get_bounded(self.http, "POST", url, limit=JSON_BODY_LIMIT, deadline=self.deadline,
-                                              content=orjson.dumps(body), headers={"Content-Type": "application/json"})
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            return None, None, (self.clock.now() - start) / 1e9, self.redactor.text(describe_exception(exc, url)[1])
+        for attempt in (0, 1):
+            try:
+                resp, content = await get_bounded(self.http, "POST", url, limit=JSON_BODY_LIMIT,
+                                                  deadline=self.deadline, content=orjson.dumps(body),
+                                                  headers={"Content-Type": "application/json"})
+                break
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                if attempt == 0 and idle_closed(exc):
+                    await self._retrying(None, exc)
+                    continue
+                return None, None, (self.clock.now() - start) / 1e9, self.redactor.text(describe_exception(exc, url)[1])
         elapsed = (self.clock.now() - start) / 1e9
         if resp.status_code >= 400:
             msg = error_message_from_body(content, resp.status_code)
@@ -414,7 +420,42 @@ class LaneClient:
         n_choices = body.get("n")
         if type(n_choices) is int and n_choices > 1:  # never merged into one stream's figures
             return emit(schema.ERROR, {"cls": schema.ERR_OTHER, "message": N_CHOICES_MESSAGE})  # type: ignore[return-value]
+        for attempt in (0, 1):
+            answered = False
+            try:
+                return await self._send(url, payload, emit, (lane, req, out, asm.apply))
+            except _Unanswered as cut:
+                answered = cut.answered
+                exc = cut.exc
+            except asyncio.CancelledError:
+                emit(schema.ERROR, {"cls": schema.ERR_CANCELLED, "message": "cancelled"})
+                raise
+            if attempt == 0 and not answered and idle_closed(exc, streaming=True):
+                await self._retrying(req, exc, out)  # an idle pooled connection the server had closed
+                continue
+            cls, msg = describe_exception(exc, url)
+            if isinstance(exc, TimeoutError):
+                msg = f"no complete answer within the {self.deadline:g} s request deadline ({self.public_url})"
+            if not answered and isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
+                # accepted, then closed (or reset) before a single response byte: the lane refused the request
+                cls, msg = schema.ERR_CONNECT, f"the server closed the connection without a response ({self.public_url})"
+            return emit(schema.ERROR, {"cls": cls, "message": msg})  # type: ignore[return-value]
+        raise AssertionError("unreachable")
+
+    async def _retrying(self, req: str | None, exc: BaseException, out: Emit | None = None) -> None:
+        """Say (a ``note`` event of the request) that a connection closed before any response is retried
+        once, and drop the pool's idle connections so the retry opens a fresh one."""
+        (out or self.emit)(Event(self.clock.now(), schema.NOTE, self.lane.name, req, {
+            "level": "warning", "retry": True,
+            "message": f"the server closed a pooled connection before answering ({exc.__class__.__name__}); "
+                       "retried once on a new connection"}))
+        await drop_idle_connections(self.http)
+
+    async def _send(self, url: str, payload: bytes, emit, sink) -> RequestRecord:
+        """One attempt of :meth:`stream`; a transport failure is raised as :class:`_Unanswered`."""
         answered = False
+        lane, req, out, apply = sink
+        clock = self.clock
         try:
             async with asyncio.timeout(self.deadline):  # the whole request, however the server keeps it alive
                 async with self.http.stream(
@@ -436,19 +477,12 @@ class LaneClient:
                             err["retry_after"] = retry[:64]
                             err["message"] += f" (Retry-After: {retry[:64]})"
                         return emit(schema.ERROR, err)  # type: ignore[return-value]
-                    return await read_sse(resp, emit, (lane, req, out, asm.apply), clock.t0,
+                    return await read_sse(resp, emit, (lane, req, out, apply), clock.t0,
                                           redactor=self.redactor, stall=self.stall)
         except asyncio.CancelledError:
-            emit(schema.ERROR, {"cls": schema.ERR_CANCELLED, "message": "cancelled"})
             raise
         except Exception as exc:
-            cls, msg = describe_exception(exc, url)
-            if isinstance(exc, TimeoutError):
-                msg = f"no complete answer within the {self.deadline:g} s request deadline ({self.public_url})"
-            if not answered and isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
-                # accepted, then closed (or reset) before a single response byte: the lane refused the request
-                cls, msg = schema.ERR_CONNECT, f"the server closed the connection without a response ({self.public_url})"
-            return emit(schema.ERROR, {"cls": cls, "message": msg})  # type: ignore[return-value]
+            raise _Unanswered(exc, answered) from None
 
     def _clean(self, data: dict[str, Any]) -> dict[str, Any]:
         """An event's data with every server string inert, redacted and cut (numbers pass as they are)."""
@@ -462,6 +496,35 @@ class LaneClient:
             else:
                 out[key] = self.redactor.scrub(value)
         return out
+
+
+class _Unanswered(Exception):
+    """A transport failure of one attempt of a stream (``answered``: a response had begun)."""
+
+    def __init__(self, exc: BaseException, answered: bool) -> None:
+        super().__init__(str(exc))
+        self.exc, self.answered = exc, answered
+
+
+def idle_closed(exc: BaseException, streaming: bool = False) -> bool:
+    """Whether a failure looks like a pooled keep-alive connection the server had closed while idle:
+    closed or reset before any response byte (worth one retry on a new connection)."""
+    if isinstance(exc, httpx.WriteError):
+        return True
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return streaming or "without sending a response" in str(exc)
+    return streaming and isinstance(exc, httpx.ReadError)
+
+
+async def drop_idle_connections(http: httpx.AsyncClient) -> None:
+    """Close the idle connections of an httpx client's pool (best effort: a custom transport has none)."""
+    pool = getattr(getattr(http, "_transport", None), "_pool", None)
+    for conn in list(getattr(pool, "connections", None) or []):
+        try:
+            if conn.is_idle():
+                await conn.aclose()
+        except Exception:  # noqa: BLE001 - internals of the pool: never fail a request over them
+            pass
 
 
 REASONING_EFFORT_ON = "medium"

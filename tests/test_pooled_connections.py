@@ -1,0 +1,107 @@
+"""No dead pooled connection: a connection the server closed while idle is retried once, visibly.
+
+The server here answers the first request on a connection with keep-alive, then reads the next request
+on that same connection and closes it without a byte of response (what a server that drops idle or
+broken keep-alive connections does).  A fresh connection is always answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+
+from lanemon import events as schema
+from lanemon.client.http import LaneClient
+from lanemon.config import LaneConfig
+from lanemon.events import Clock
+from lanemon.measure.records import assemble
+
+MODELS = json.dumps({"object": "list", "data": [{"id": "m", "object": "model"}]}).encode()
+SSE = (b'data: {"choices":[{"index":0,"text":"hi","finish_reason":null}]}\n\n'
+       b'data: {"choices":[{"index":0,"text":"","finish_reason":"stop"}],'
+       b'"usage":{"prompt_tokens":2,"completion_tokens":1,"total_tokens":3}}\n\ndata: [DONE]\n\n')
+ANSWER = json.dumps({"choices": [{"index": 0, "text": "hi", "finish_reason": "stop"}],
+                     "usage": {"prompt_tokens": 2, "completion_tokens": 1, "total_tokens": 3}}).encode()
+
+
+class OneShotKeepAlive:
+    def __init__(self):
+        self.loop = asyncio.new_event_loop()
+        self.connections = 0
+        self.dropped = 0
+        ready = threading.Event()
+
+        def run():
+            asyncio.set_event_loop(self.loop)
+            self.server = self.loop.run_until_complete(asyncio.start_server(self.handle, "127.0.0.1", 0))
+            self.port = self.server.sockets[0].getsockname()[1]
+            ready.set()
+            self.loop.run_forever()
+
+        threading.Thread(target=run, daemon=True).start()
+        ready.wait(5)
+
+    async def read_request(self, reader):
+        line = await reader.readline()
+        if not line:
+            return None
+        length = 0
+        while True:
+            h = await reader.readline()
+            if h in (b"\r\n", b"\n", b""):
+                break
+            if h.lower().startswith(b"content-length:"):
+                length = int(h.split(b":")[1])
+        body = await reader.readexactly(length) if length else b""
+        return line.split()[1].decode(), body
+
+    async def handle(self, reader, writer):
+        self.connections += 1
+        first = await self.read_request(reader)
+        if first is None:
+            writer.close()
+            return
+        path, body = first
+        if path.endswith("/models"):
+            payload, ctype = MODELS, b"application/json"
+        elif json.loads(body or b"{}").get("stream"):
+            payload, ctype = SSE, b"text/event-stream"
+        else:
+            payload, ctype = ANSWER, b"application/json"
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: " + ctype + b"\r\nContent-Length: "
+                     + str(len(payload)).encode() + b"\r\nConnection: keep-alive\r\n\r\n" + payload)
+        await writer.drain()
+        if await self.read_request(reader) is not None:  # the next request on this connection: no answer
+            self.dropped += 1
+        writer.transport.abort()
+
+
+def test_a_connection_closed_while_idle_is_retried_once_and_said():
+    server = OneShotKeepAlive()
+    url = f"http://127.0.0.1:{server.port}/v1"
+
+    async def go():
+        events = []
+        client = LaneClient(LaneConfig("L", url), clock=Clock(), emit=events.append)
+        try:
+            assert (await client.probe_models())["ok"]
+            body = client.build_body("completions", prompt="x", max_tokens=1)
+            body["stream"] = False
+            body.pop("stream_options", None)
+            status, obj, _, err = await client.post_json("completions", body)
+            rec = await client.stream("completions", client.build_body("completions", prompt="x", max_tokens=1))
+        finally:
+            await client.aclose()
+        return events, rec, (status, obj, err)
+
+    events, rec, (status, obj, err) = asyncio.run(go())
+    assert rec.ok and rec.text == "hi" and rec.completion_tokens == 1
+    assert err is None and status == 200 and obj["choices"][0]["text"] == "hi"
+    assert server.dropped == 2  # both requests met a connection the server had closed: both were retried
+    notes = [ev for ev in events if ev.kind == schema.NOTE and ev.data.get("retry")]
+    assert len(notes) == 2 and notes[0].req is None and notes[1].req == rec.req
+    assert all("retried once on a new connection" in n.data["message"] for n in notes)
+    # the retry is part of the same request: one record, no error event
+    assert [r.req for r in assemble(events)] == [rec.req]
+    assert not [ev for ev in events if ev.kind == schema.ERROR]
