@@ -222,3 +222,40 @@ def test_every_request_has_exactly_one_outcome_and_counts_show_them_apart():
     lane = dashboard(events).lanes["X"]
     assert (lane.requests_ok, lane.requests_truncated, lane.requests_empty, lane.requests_err) == (1, 1, 1, 1)
     assert len(lane.ttft_history) == 1 and len(lane.tps_history) == 1
+
+
+# -- bench cells ----------------------------------------------------------------------------------------------
+def _records(specs):
+    """Records from synthetic events: (tokens, step_ns, finish, usage) per request, all sent at t=0."""
+    evs = []
+    for i, (tokens, step, fin, used) in enumerate(specs):
+        req = f"X-{i}"
+        evs += [Event(0, schema.REQUEST, "X", req, {"endpoint": "chat"}),
+                Event(1_000_000, schema.FIRST_BYTE, "X", req, {"status": 200})]
+        t = 100_000_000
+        for _ in range(tokens):
+            evs.append(Event(t, schema.TOKEN, "X", req, {"text": "w"}))
+            t += step
+        if used is not None:
+            evs.append(Event(t, schema.USAGE, "X", req, {"completion_tokens": used}))
+        evs.append(Event(t, schema.DONE, "X", req, {"finish_reason": fin}))
+    return assemble(evs)
+
+
+def test_a_decode_cell_counts_truncated_empty_and_bursts_apart_and_takes_no_figure_from_them():
+    from lanemon.workloads.bench.decode import _category_result, _level_result
+
+    good = (20, 10_000_000, "length", 20)
+    recs = _records([good, good, (20, 10_000_000, None, 20), (0, 0, "stop", 0), (20, 1_000, "length", 20),
+                     (3, 10_000_000, "stop", -4)])
+    assert [r.outcome for r in recs] == [COMPLETE, COMPLETE, TRUNCATED, EMPTY, COMPLETE, ERROR]
+    cell = _level_result({0: recs}, level=6)
+    assert (cell["truncated"], cell["empty"], cell["bursts"], cell["errors"], cell["requests"]) == (1, 1, 1, 3, 6)
+    assert cell["aggregate_tok_s"] is None and cell["steady_tok_s"] is None  # an unclean rep gives no throughput
+    assert cell["per_stream_tok_s_p50"] == pytest.approx(19 / 0.19)  # the two paced streams only, not the burst
+    assert cell["itl_p50_s"] == pytest.approx(0.01)
+    cat = _category_result({0: recs})
+    assert (cat["truncated"], cat["empty"], cat["bursts"]) == (1, 1, 1)
+    assert cat["per_stream_tok_s"] == pytest.approx(19 / 0.19)
+    clean = _level_result({0: [r for r in recs if r.ok]}, level=3)
+    assert clean["aggregate_tok_s"] is not None and clean["bursts"] == 1 and clean["errors"] == 0

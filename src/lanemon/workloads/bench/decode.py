@@ -35,7 +35,7 @@ from lanemon.measure.metrics import (aggregate_tok_s, generated_tokens, median, 
                                      summarize)
 from lanemon.events import Event
 from lanemon.measure.records import RequestRecord, assemble
-from lanemon.workloads.bench.run import (each_lane, BenchOptions, first_error, goodput_of, read_marks, rnd, run_state, spread, token_figures)
+from lanemon.workloads.bench.run import (each_lane, BenchOptions, first_error, goodput_of, outcome_figures, read_marks, rnd, run_state, spread, token_figures)
 from lanemon.workloads.prompts import Prompt
 
 BENCH = "decode"
@@ -203,6 +203,7 @@ def _level_result(reps: dict[int, list[RequestRecord]], slo: dict[str, float] | 
         "ttft_p99_s": rnd(ttft.p99),
         "per_stream_tok_s_p50": rnd(summarize(m.decode_tok_s for m in ms).p50),
         "errors": len(all_recs) - len(ok),
+        **outcome_figures(all_recs),
         "requests": len(all_recs),
         "output_tokens": sum(output_tokens(r)[0] for r in ok),
         "tokens_estimated": any(m.tokens_estimated for m in ms),
@@ -235,6 +236,7 @@ def _category_result(reps: dict[int, list[RequestRecord]], slo: dict[str, float]
         "ttft_p50_s": rnd(median(ttfts)),
         "requests": total,
         "errors": errors,
+        **outcome_figures(r for recs in reps.values() for r in recs),
         "tokens_estimated": any(request_metrics(r).tokens_estimated for recs in reps.values() for r in recs if r.ok),
         **token_figures([r for recs in reps.values() for r in recs]),
         **stats,

@@ -34,7 +34,7 @@ from typing import Any
 from lanemon.measure.metrics import median, request_metrics
 from lanemon.events import Event
 from lanemon.measure.records import RequestRecord, assemble
-from lanemon.workloads.bench.run import BenchOptions, first_error, goodput_of, read_marks, rnd, run_state, spread
+from lanemon.workloads.bench.run import BenchOptions, first_error, goodput_of, outcome_figures, read_marks, rnd, run_state, spread
 from lanemon.workloads.prompts import DEFAULT_TOKENS_PER_CHAR, chars_for_tokens, prefill_prompt
 
 BENCH = "prefill"
@@ -269,6 +269,7 @@ def _length_result(runs: dict[str, list[RequestRecord]], length: int,
         "tokens_estimated": estimated,
         "requests": len(all_recs),
         "errors": sum(1 for r in all_recs if not r.ok),
+        **outcome_figures(all_recs),
         "error": first_error(all_recs),
         **({"goodput": goodput_of([[r] for r in cold], slo)} if slo else {}),
     }

@@ -45,6 +45,7 @@ from lanemon.bus import EventBus
 from lanemon.config import LaneConfig
 from lanemon.measure.metrics import NS, meets_slo, median, request_metrics
 from lanemon.measure.metrics import round_or_none as rnd  # the benches' name for it
+from lanemon.measure.records import BURST, COMPLETE, EMPTY, TRUNCATED
 from lanemon import events as schema
 from lanemon.recording.writer import Recorder
 from lanemon.events import Event
@@ -193,8 +194,9 @@ def token_figures(records) -> dict[str, Any]:
     with_usage = [m for m in ms if m.tokens_per_chunk is not None]
     tpc = (sum(m.generated_tokens for m in with_usage) / sum(m.chunks for m in with_usage)
            if with_usage and chunks and sum(m.chunks for m in with_usage) else None)
-    itl = [x for m in ms for x in m.itl_s]
-    per_token = [x for m in ms for x in m.itl_per_token_s]
+    paced = [m for m in ms if BURST not in m.flags]  # a burst's gaps are lanemon's read granularity
+    itl = [x for m in paced for x in m.itl_s]
+    per_token = [x for m in paced for x in m.itl_per_token_s]
     return {
         "ttfo_s": rnd(median([m.ttfo_s for m in ms if m.ttfo_s is not None])),
         "reasoning_tokens": sum(reasoning) if reasoning else None,
@@ -204,6 +206,20 @@ def token_figures(records) -> dict[str, Any]:
         "itl_per_token_p50_s": rnd(median(per_token), 6),
         "chunk_counts_estimated": any(m.chunk_counts_estimated for m in ms) if ms else None,
     }
+
+
+def outcome_figures(records) -> dict[str, int]:
+    """How a cell's requests ended, apart from ``errors`` (which counts every request that is not
+    complete, these included, since no figure comes from them): ``truncated`` (no finish_reason),
+    ``empty`` (no token) and ``bursts`` (complete, but read in one go: no per-stream rate or ITL)."""
+    out = {TRUNCATED: 0, EMPTY: 0, "bursts": 0}
+    for r in records:
+        o = r.outcome
+        if o in (TRUNCATED, EMPTY):
+            out[o] += 1
+        elif o == COMPLETE and r.burst:
+            out["bursts"] += 1
+    return out
 
 
 def goodput_of(reps: Sequence[Sequence[Any]], slo: dict[str, float] | None) -> dict[str, Any] | None:
