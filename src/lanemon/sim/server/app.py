@@ -129,6 +129,9 @@ def create_app(profile_name: str, *, time_scale: float = 1.0, seed: int = 0, log
             state.lane.finish(rec, "error")
             return _json(e.body(), e.status, {"x-sim-request-id": rec["id"]})
         rec["model"] = job.model
+        # ids another client can be matched by (bench/peers.py): the response's own id and the client's x-request-id
+        rec["response_id"] = job.resp_id
+        rec["client_request_id"] = (request.headers.get("x-request-id") or "")[:128] or None
         return GenerationResponse(state, job)
 
     async def completions(request: Request):
