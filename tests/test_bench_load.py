@@ -196,3 +196,34 @@ def test_sweep_finds_each_lanes_knee_and_the_crossover_on_the_simulated_lanes(tm
                         text=True, timeout=60)
     assert md.returncode == 0, md.stderr
     assert "Concurrency sweep" in md.stdout and f"A: knee at C{result['lanes']['A']['knee']}" in md.stdout
+
+
+def test_multi_turn_arrivals_carry_their_history(tmp_path):
+    """--turns 3: every arrival is a conversation of three chat requests, each longer than the one before."""
+    rec = tmp_path / "turns.jsonl"
+    cmd = [sys.executable, "-m", "lanemon", "bench", "load", "--demo", "--time-scale", "0.05", "--lanes", "B",
+           "--arrival", "constant", "--rate", "4", "--requests", "4", "--turns", "3", "--output-len", "fixed:16",
+           "--json", "--record", str(rec)]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lane = json.loads(out.stdout)["lanes"]["B"]["reps"][0]
+    assert lane["requests"] == 12 and lane["ok"] == 12
+    assert set(lane["ttft_p50_s_by_turn"]) == {"1", "2", "3"}
+    reqs = [e["data"] for e in map(json.loads, rec.read_text().splitlines()[1:])
+            if e["kind"] == "request" and e["data"].get("bench") == "load"]
+    assert all(r["endpoint"] == "chat" for r in reqs)
+    by_conv: dict[int, list] = {}
+    for r in reqs:
+        by_conv.setdefault(r["i"], []).append((r["turn"], r["prompt_chars"]))
+    assert len(by_conv) == 4
+    for turns in by_conv.values():
+        turns.sort()
+        assert [t for t, _ in turns] == [1, 2, 3]
+        assert turns[0][1] < turns[1][1] < turns[2][1]  # the history grows
+
+
+def test_multi_turn_is_refused_with_workers():
+    out = subprocess.run([sys.executable, "-m", "lanemon", "bench", "load", "--demo", "--rate", "1", "--requests", "1",
+                          "--turns", "2", "--workers", "2", "--headless", "--no-record"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "--workers 1" in out.stderr and "Traceback" not in out.stderr

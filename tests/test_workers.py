@@ -80,8 +80,10 @@ def test_two_workers_record_every_event_and_match_one_process(tmp_path):
                 trace[i]["completion_tokens"] for i in served)
             errors[workers] = statistics.median(
                 request_metrics(r).ttft_s - trace[r.server_request_id]["ttft_s"] for r in records)
-        # the client-side overhead on TTFT is the same with and without workers (both a few ms)
-        assert abs(errors[2] - errors[1]) < 0.015, errors
+        # the client never sees the first token before the server sent it, and handing the requests to worker
+        # processes adds no latency of its own (on a starved machine the workers' extra cores make it smaller)
+        assert min(errors.values()) > -0.001, errors
+        assert errors[2] < errors[1] + 0.015, errors
     finally:
         sim.stop()
 

@@ -135,9 +135,9 @@ def build_options(args: argparse.Namespace):
             kw["max_tokens"] = _positive(args.max_tokens, "--max-tokens")
         elif kind == "load":
             kw["load"] = bench_load.load_options(args)
-            if args.workers < 1:
-                raise UsageError("--workers must be at least 1")
-            kw["workers"] = args.workers
+            kw["prompt_set"] = load_prompt_set(args.prompts)
+            kw["chat"] = kw["chat"] or args.turns > 1
+            kw["workers"] = bench_load.workers_arg(args)
             kw["workers_backend"] = args.workers_backend
             kw["ray_address"] = args.ray_address
             kw["seed"] = args.seed

@@ -95,13 +95,17 @@ def add_arguments(q: argparse.ArgumentParser) -> None:
                    "prompt's own)")
     g.add_argument("--shared-prefix", type=int, default=0, metavar="TOKENS",
                    help="every prompt starts with the same TOKENS of text (a prefix-cache workload)")
+    g.add_argument("--turns", type=int, default=1, metavar="N",
+                   help="chat turns per arrival: later turns carry the whole history (a multi-turn mix; default 1)")
+    g.add_argument("--prompts", metavar="FILE", help="a prompt set file (TOML, docs/BENCH.md; default: the shipped "
+                   "set) -- real prompts, sent in turn")
     g.add_argument("--ignore-eos", action="store_true",
                    help="send ignore_eos=true (vLLM, SGLang) so replies run to the drawn output length")
     from lanemon.workers.pool import default_workers
 
-    q.add_argument("--workers", type=int, default=default_workers(), metavar="N",
+    q.add_argument("--workers", type=int, default=None, metavar="N",
                    help="worker processes sending the requests, their events merged in time order "
-                        f"(default {default_workers()}: the cores less one; 1 = this process)")
+                        f"(default {default_workers()}: the cores less one; 1 = this process; --turns needs 1)")
     q.add_argument("--workers-backend", choices=("process", "ray"), default="process",
                    help="how workers run: local processes (default) or Ray actors (pip install 'lanemon[ray]'; "
                         "docs/WORKERS.md)")
@@ -109,6 +113,19 @@ def add_arguments(q: argparse.ArgumentParser) -> None:
     q.add_argument("--seed", type=int, default=None, help="seed for the schedule and lengths (default random)")
     q.add_argument("--max-tokens", default=None, metavar="N", help="cap every prompt's max_tokens at N")
     q.add_argument("--temperature", default="0", metavar="T", help="sampling temperature (default 0)")
+
+
+def workers_arg(args: argparse.Namespace) -> int:
+    """--workers, defaulting to the cores less one (1 for multi-turn: later turns need earlier answers)."""
+    from lanemon.workers.pool import default_workers
+
+    if args.workers is None:
+        return 1 if args.turns > 1 else default_workers()
+    if args.workers < 1:
+        raise UsageError("--workers must be at least 1")
+    if args.workers > 1 and args.turns > 1:
+        raise UsageError("--turns > 1 needs the answers of earlier turns in one process: use --workers 1")
+    return args.workers
 
 
 def load_options(args: argparse.Namespace):
@@ -123,7 +140,8 @@ def load_options(args: argparse.Namespace):
             warmup=args.warmup, cooldown=args.cooldown,
             input_len=LengthDist.parse(args.input_len, "--input-len") if args.input_len else None,
             output_len=LengthDist.parse(args.output_len, "--output-len") if args.output_len else None,
-            shared_prefix=args.shared_prefix, ignore_eos=args.ignore_eos, trace=trace, trace_path=args.trace)
+            shared_prefix=args.shared_prefix, ignore_eos=args.ignore_eos, trace=trace, trace_path=args.trace,
+            turns=args.turns)
         opts.schedule(args.seed)  # validates rate/count/duration now, not mid-run
         return opts
     except LoadSpecError as exc:

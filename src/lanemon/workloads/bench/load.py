@@ -20,7 +20,8 @@ or values from a file); input tokens are turned into filler text at about four
 characters a token, so the *requested* input length is approximate and the
 figures use the server's ``usage`` counts where it sends them.  With
 ``shared_prefix`` tokens, every prompt starts with the same text (a prefix-cache
-workload).
+workload); with ``turns`` > 1 every arrival is a chat conversation whose later turns
+carry the whole history (each sent when the previous one ended; ``meta.turn``).
 
 Every request's ``meta`` carries its scheduled offset and its send lag (actual
 send minus schedule): a client that cannot keep up shows a growing lag, and the
@@ -236,6 +237,8 @@ class LoadOptions:
     """Tokens of text every prompt starts with (0: none)."""
     ignore_eos: bool = False
     """Send ``ignore_eos: true`` (vLLM, SGLang) so replies run to the drawn output length."""
+    turns: int = 1
+    """Chat turns per arrival (>1: a multi-turn conversation, each turn sent when the previous one ended)."""
     trace: list[Arrival] = field(default_factory=list)
     trace_path: str | None = None
 
@@ -248,6 +251,8 @@ class LoadOptions:
             raise LoadSpecError("--duration must be positive")
         if self.shared_prefix < 0:
             raise LoadSpecError("--shared-prefix must be zero or more tokens")
+        if self.turns < 1:
+            raise LoadSpecError("--turns must be at least 1")
 
     def schedule(self, seed: int | None) -> list[Arrival]:
         return schedule(self.arrival, rate=self.rate, requests=self.requests, duration=self.duration,
@@ -258,7 +263,8 @@ class LoadOptions:
                 "warmup": self.warmup, "cooldown": self.cooldown,
                 "input_len": self.input_len.public() if self.input_len else None,
                 "output_len": self.output_len.public() if self.output_len else None,
-                "shared_prefix": self.shared_prefix, "ignore_eos": self.ignore_eos, "trace": self.trace_path}
+                "shared_prefix": self.shared_prefix, "ignore_eos": self.ignore_eos, "trace": self.trace_path,
+                "turns": self.turns}
 
 
 def cell_id(lane: str, rep: int) -> str:
@@ -315,6 +321,8 @@ async def run_cell(h, lane: str, rep: int, opts) -> list[RequestRecord]:
             args["prompt"] = text
         planned.append((a.offset_s, meta, args))
     pool = getattr(h, "pool", None)
+    if pool is not None and load.turns > 1:
+        raise LoadSpecError("--turns > 1 needs the answers of earlier turns: run it with --workers 1")
     if pool is not None:  # --workers N: the same requests, sent by worker processes
         from lanemon.workers.pool import Item
 
@@ -332,11 +340,36 @@ async def run_cell(h, lane: str, rep: int, opts) -> list[RequestRecord]:
         if delay > 0:
             await asyncio.sleep(delay)
         meta["send_lag_s"] = round(loop.time() - (t0 + off), 6)
-        tasks.append(asyncio.ensure_future(h.request(lane, opts.endpoint, purpose="bench", meta=meta, **args)))
-    records = list(await asyncio.gather(*tasks)) if tasks else []
+        if load.turns > 1:
+            tasks.append(asyncio.ensure_future(_conversation(h, lane, opts, load.turns, meta, args)))
+        else:
+            tasks.append(asyncio.ensure_future(h.request(lane, opts.endpoint, purpose="bench", meta=meta, **args)))
+    done = list(await asyncio.gather(*tasks)) if tasks else []
+    records = [r for d in done for r in (d if isinstance(d, list) else [d])]
     errors = sum(1 for r in records if not r.ok)
     h.mark("cell", lane=lane, bench=BENCH, phase="end", cell=cell, requests=len(records), errors=errors, **keys)
     return records
+
+
+FOLLOW_UPS = ("Go on.", "Say more about the last point.", "Summarise that in two sentences.",
+              "Give an example.", "What is the main caveat?")
+
+
+async def _conversation(h, lane: str, opts, turns: int, meta: dict[str, Any], args: dict[str, Any]) -> list:
+    """One multi-turn arrival: ``turns`` chat requests in a row, each carrying the whole history (the earlier
+    answers and a follow-up), so later turns share a growing prefix.  Turn 1 is the arrival itself; a turn
+    that does not complete ends the conversation."""
+    messages = list(args.get("messages") or [{"role": "user", "content": args.get("prompt", "")}])
+    out = []
+    for k in range(turns):
+        rec = await h.request(lane, "chat", purpose="bench", meta={**meta, "turn": k + 1},
+                              max_tokens=args["max_tokens"], extra=args["extra"], messages=list(messages))
+        out.append(rec)
+        if not rec.ok:
+            break
+        messages += [{"role": "assistant", "content": rec.text},
+                     {"role": "user", "content": FOLLOW_UPS[k % len(FOLLOW_UPS)]}]
+    return out
 
 
 async def run(h, opts) -> None:
@@ -373,6 +406,11 @@ def cell_result(records: Sequence[RequestRecord], span_s: float | None, config: 
     sends = sorted(r.sent_ns for r in measured if r.sent_ns is not None)
     out_tokens = sum(m.output_tokens or 0 for m in ms)
     behind = bool(lag.p99 is not None and lag.p99 > CLIENT_BEHIND_S)
+    by_turn: dict[str, Any] = {}
+    for r, m in zip(ok, ms):
+        turn = r.meta.get("turn")
+        if turn is not None:
+            by_turn.setdefault(str(turn), []).append(m.ttft_s)
     return {
         "requests": len(records),
         "measured": len(measured),
@@ -389,6 +427,8 @@ def cell_result(records: Sequence[RequestRecord], span_s: float | None, config: 
         "e2e_s": _pcts(m.e2e_s for m in ms),
         "send_lag_s": {"p50": rnd(lag.p50, 6), "p99": rnd(lag.p99, 6), "max": rnd(max(lags), 6) if lags else None},
         "client_behind": behind,
+        **({"ttft_p50_s_by_turn": {k: rnd(summarize(v).p50, 6) for k, v in sorted(by_turn.items(), key=lambda kv: int(kv[0]))}}
+           if by_turn else {}),
         "tokens_estimated": any(m.tokens_estimated for m in ms),
         "error": first_error(measured),
     }
