@@ -259,3 +259,34 @@ def test_a_decode_cell_counts_truncated_empty_and_bursts_apart_and_takes_no_figu
     assert cat["per_stream_tok_s"] == pytest.approx(19 / 0.19)
     clean = _level_result({0: [r for r in recs if r.ok]}, level=3)
     assert clean["aggregate_tok_s"] is not None and clean["bursts"] == 1 and clean["errors"] == 0
+
+
+def test_export_rows_carry_the_outcome_and_flags():
+    from lanemon.reports.export import request_rows, to_csv
+
+    good = (5, 10_000_000, "stop", 5)
+    specs = [good, (5, 10_000_000, None, 5), (0, 0, "stop", 0), (5, 1_000, "stop", 5)]
+    events = []
+    for i, (tokens, step, fin, used) in enumerate(specs):
+        for rec_ev in _spec_events(i, tokens, step, fin, used):
+            events.append(rec_ev)
+    rows = request_rows(events)
+    assert [r["outcome"] for r in rows] == [COMPLETE, TRUNCATED, EMPTY, COMPLETE]
+    assert [r["flags"] for r in rows] == [[], [], [], [BURST]]
+    assert rows[0]["decode_tok_s"] is not None and rows[1]["decode_tok_s"] is None and rows[3]["decode_tok_s"] is None
+    assert len(rows[3]["itl_s"]) == 4  # the raw gaps stay in the row
+    text = to_csv(rows)
+    header, *lines = text.splitlines()
+    assert "outcome" in header.split(",") and lines[1].count("truncated") == 1 and ",burst," in lines[3]
+
+
+def _spec_events(i, tokens, step, fin, used):
+    req = f"X-{i}"
+    evs = [Event(i, schema.REQUEST, "X", req, {"endpoint": "chat"})]
+    t = 100_000_000
+    for _ in range(tokens):
+        evs.append(Event(t, schema.TOKEN, "X", req, {"text": "w"}))
+        t += step
+    evs.append(Event(t, schema.USAGE, "X", req, {"completion_tokens": used}))
+    evs.append(Event(t, schema.DONE, "X", req, {"finish_reason": fin}))
+    return evs

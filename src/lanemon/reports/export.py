@@ -1,9 +1,11 @@
 """Per-request traces from a recording (``lanemon export --requests``).
 
 One row per finished request with its lane, start, TTFT, TTFO, every
-inter-chunk gap, tokens, reasoning tokens, status and error class: the raw
-material for your own notebooks.  :func:`request_rows` is pure; the writers
-only format.
+inter-chunk gap, tokens, reasoning tokens, outcome (``complete``, ``truncated``,
+``empty``, ``error``), flags (``burst``, ``client_bound``), status and error
+class: the raw material for your own notebooks.  TPOT and decode are empty for
+a request that is not complete or was a burst; the raw gaps are always there.
+:func:`request_rows` is pure; the writers only format.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ CSV_COLUMNS = (
     "lane", "req", "purpose", "bench", "endpoint", "model", "start_s", "ttft_s", "ttfo_s", "first_byte_s", "e2e_s",
     "tpot_s", "decode_tok_s", "prompt_tokens", "cached_tokens", "output_tokens", "reasoning_tokens",
     "reasoning_estimated", "generated_tokens", "tokens_estimated", "chunks", "tokens_per_chunk",
-    "chunk_counts_estimated", "status", "error_cls", "error_message", "finish_reason", "itl_s", "itl_per_token_s",
+    "chunk_counts_estimated", "outcome", "flags", "notes", "status", "error_cls", "error_message", "finish_reason", "itl_s", "itl_per_token_s",
     "meta",
 )
 
@@ -58,6 +60,9 @@ def request_rows(events: Iterable[Event]) -> list[dict[str, Any]]:
             "chunks": m.chunks,
             "tokens_per_chunk": m.tokens_per_chunk,
             "chunk_counts_estimated": m.chunk_counts_estimated,
+            "outcome": m.outcome,
+            "flags": sorted(m.flags),
+            "notes": list(rec.notes),
             "status": "ok" if rec.ok else "error",
             "error_cls": m.error_cls,
             "error_message": (rec.error or {}).get("message") if rec.error else None,
@@ -82,5 +87,7 @@ def to_csv(rows: list[dict[str, Any]]) -> str:
         flat["itl_s"] = " ".join(f"{x:.6f}" for x in row["itl_s"])
         flat["itl_per_token_s"] = " ".join(f"{x:.6f}" for x in row.get("itl_per_token_s") or ())
         flat["meta"] = orjson.dumps(row["meta"]).decode() if row["meta"] else ""
+        flat["flags"] = " ".join(row.get("flags") or ())
+        flat["notes"] = "; ".join(row.get("notes") or ())
         writer.writerow({k: ("" if v is None else v) for k, v in flat.items()})
     return buf.getvalue()
