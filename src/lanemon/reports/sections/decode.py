@@ -39,7 +39,7 @@ def decode_sections(decode: dict[str, Any], lanes: list[str]) -> list[Section]:
                 cell += " ~"
                 any_est = True
             if num(c.get("errors")):
-                cell += f" [{int(num(c.get('errors')))} err]"
+                cell += f" [{_not_complete(c)}]"
             row.append(cell)
         if len(lanes) > 1:
             vals = [(n, v) for n, v in vals if v]
@@ -97,7 +97,7 @@ def decode_sections(decode: dict[str, Any], lanes: list[str]) -> list[Section]:
         c = per[n].get(lvl1) or {}
         rows.append([n, secs(c.get("ttft_p50_s")), secs(c.get("ttft_p90_s")), secs(c.get("ttft_p99_s")),
                      tok(c.get("per_stream_tok_s_p50")) + (" ~" if c.get("tokens_estimated") else ""),
-                     str(c.get("requests", "—")), str(c.get("errors", "—"))])
+                     str(c.get("requests", "—")), _not_complete(c) if num(c.get("errors")) else str(c.get("errors", "—"))])
         series[n] = [num(c.get("ttft_p50_s")), num(c.get("ttft_p90_s")), num(c.get("ttft_p99_s"))]
     chart = Chart("bars", f"TTFT at C{lvl1}", "percentile", "time to first token (s)", ["p50", "p90", "p99"], series)
     out.append(Section("ttft", f"Time to first token at C{lvl1}",
@@ -128,3 +128,13 @@ def decode_sections(decode: dict[str, Any], lanes: list[str]) -> list[Section]:
                            "Per-stream decode tok/s ((output tokens − 1) / (E2E − TTFT)), median per category.",
                            headers, rows, chart))
     return out
+
+
+def _not_complete(c: dict) -> str:
+    """``3 err (1 truncated, 1 empty)``: a cell's requests that gave no figure, the outcomes apart; bursts
+    (complete, no per-stream rate) are said too."""
+    parts = [f"{int(num(c.get(k)))} {k}" for k in ("truncated", "empty") if num(c.get(k))]
+    text = f"{int(num(c.get('errors')) or 0)} err" + (f" ({', '.join(parts)})" if parts else "")
+    if num(c.get("bursts")):
+        text += f", {int(num(c.get('bursts')))} burst"
+    return text
