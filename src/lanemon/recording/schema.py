@@ -153,9 +153,6 @@ class MarkData(_Data):
     tool_calls: Num | None = None
     malformed_calls: Num | None = None
     wall_s: Num | None = None
-    config: dict[str, Any] | None = None
-    lanes: list[Any] | None = None
-    cut: list[Any] | None = None
 
 
 class NoteData(_Data):
