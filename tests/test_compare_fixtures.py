@@ -1,4 +1,4 @@
-"""Fixed recordings for the compare tests: a decode ladder (2 reps), a prefill ladder and two races.
+"""Fixed recordings for the compare tests: a decode ladder (5 reps), a prefill ladder and two races.
 
 Everything is built by hand (no lane, no clock), so the numbers -- and the
 compare screen's snapshot -- are the same on every run.  ``write_recording``
@@ -22,21 +22,26 @@ DECODE_RATE = {"A": 120, "B": 100}  # tokens per request per second of a level
 PREFILL_MS = {"A": {2000: 800, 8000: 3100}, "B": {2000: 600, 8000: 2000}}
 
 
-def _decode_events(jitter: float = 0.04) -> list[Event]:
-    ev = Ev("decode", LANES, config={"levels": [1, 2], "reps": 2, "categories": ["coding", "prose"]})
+REPS = 5
+
+
+def _decode_events(jitter: float = 0.04, reps: int = REPS) -> list[Event]:
+    """Every rep's wall time is 1 s + up to ``jitter`` (rep r of n: r / (n - 1) of it): spread, never overlap
+    with a copy 1.3x slower."""
+    ev = Ev("decode", LANES, config={"levels": [1, 2], "reps": reps, "categories": ["coding", "prose"]})
     t = 1000 * MS
     for lane in LANES:
         for level in (1, 2):
-            for rep in (0, 1):
-                wall = int((1000 + (jitter * 1000 if rep else 0)) * MS)
+            for rep in range(reps):
+                wall = int((1000 + jitter * 1000 * rep / max(1, reps - 1)) * MS)
                 reqs = [dict(sent=t, ttft=(150 + 20 * (lane == "B")) * MS, end=t + wall,
                              tokens=DECODE_RATE[lane] - 10 * (level - 1), part="level", level=level, rep=rep,
                              category="coding" if i % 2 == 0 else "prose") for i in range(level)]
                 ev.cell(lane, f"{lane}/C{level}/r{rep}", t, t + wall, reqs, part="level", level=level, rep=rep)
                 t += wall + 10 * MS
         for cat, tokens in (("coding", 150), ("prose", 90)):
-            for rep in (0, 1):
-                wall = int((1000 + (jitter * 1000 if rep else 0)) * MS)
+            for rep in range(reps):
+                wall = int((1000 + jitter * 1000 * rep / max(1, reps - 1)) * MS)
                 reqs = [dict(sent=t, ttft=160 * MS, end=t + wall, tokens=tokens - 10 * (lane == "B"),
                              part="category", category=cat, level=1, rep=rep)]
                 ev.cell(lane, f"{lane}/{cat}/r{rep}", t, t + wall, reqs, part="category", category=cat, level=1,

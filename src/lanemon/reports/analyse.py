@@ -32,6 +32,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from lanemon.measure.server import attach_server_views
 from lanemon import __version__
 from lanemon import events as schema
 from lanemon.recording.reader import Recording
@@ -175,6 +176,8 @@ def analyze(source: Any, *, benches: Sequence[str] | None = None) -> dict[str, A
             continue
         try:
             out[bench] = per_lane_results(bench, fn, events) if bench in PER_LANE else fn(events)
+            if bench in ("decode", "prefill", "needles", "load", "sweep"):  # the engine's own view beside ours
+                attach_server_views(out[bench], events)
         except Exception as exc:  # one broken bench must not hide the others
             warnings.append(f"{bench}: results could not be computed ({type(exc).__name__}: {exc})")
     out["warnings"] = warnings

@@ -7,21 +7,27 @@ qeval task, gauntlet chain, ...) and metric.  Every aligned metric becomes one
 row with both values, the ratio NEW / OLD, which side is better (each metric
 knows its direction: TTFT and wall time lower, tok/s and pass counts higher)
 and whether the change is **significant** -- beyond the runs' own spread -- or
-**noise**:
+**noise** (docs/COMPARE.md, docs/METRICS.md "Noise and significance"):
 
-* both cells have two or more rep values (``reps`` of a decode level or
-  category, a prefill or needles length; a gauntlet lane's per-rep wall
-  times): significant when the two rep ranges ``[min, max]`` do not overlap;
-* otherwise a relative band: significant when ``|NEW/OLD - 1|`` exceeds the
-  metric's default noise band (:data:`NOISE_BANDS`: 5 % for throughput,
-  10 % for TTFT and other latencies, 10 % for KL), widened to the relative
-  spread ``(max - min) / median`` of whichever side does have reps;
+* figures with reps on both sides (``reps`` of a decode level's aggregates and
+  TTFT, a category, a prefill or needles length; a gauntlet lane's per-rep
+  wall times): an exact two-sided permutation test on the reps
+  (:func:`lanemon.measure.stats.rep_test`), only with at least
+  :data:`~lanemon.measure.stats.MIN_REPS` reps a side; the p-values of all
+  tested rows of one comparison are corrected together (Benjamini-Hochberg)
+  and a row is significant when its adjusted p < 0.05;
+* every other figure is never called significant: the row says whether the
+  change is inside or beyond the shared noise band
+  (:func:`lanemon.measure.stats.noise_band`: 5 % throughput, 10 % latency and
+  KL, widened to a side's rep spread) and that it was not tested;
+* a cell lanemon ran while it was itself starved (``unreliable``, its
+  requests client-bound) is never significant;
 * counts (errors, needles found, gauntlet correct reps, agreement counts) are
   exact: any change is significant;
-* the qeval score is a paired test: significant when the exact McNemar p
-  over the tasks both sides ran is below 0.05
-  (:func:`lanemon.workloads.qeval.compare_runs`); a single task that flipped
-  is listed but never significant on its own.
+* the qeval score is a paired test: the exact McNemar p over the tasks both
+  sides ran joins the corrected family; with no discordant pairs the row says
+  so (no p-value).  A single task that flipped is listed but never
+  significant on its own.
 
 :func:`compare_lanes` does the same between two lanes of ONE session (lane A
 plays OLD, lane B plays NEW, so every ratio is B / A).  :func:`render`
@@ -32,25 +38,19 @@ describe the output.
 
 from __future__ import annotations
 
-import io
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from lanemon.reports.charts import Chart, svg_chart
+from lanemon.measure import stats as st
 from lanemon.reports.data import qeval_runs
-from lanemon.reports.format import esc, int_key, length_label, secs, tok
-from lanemon.reports.render.html import CSS, html_page
-from lanemon.reports.render.json import render_json
-from lanemon.reports.render.markdown import md_table
+from lanemon.reports.format import int_key
 
-FORMATS = ("table", "md", "html", "json")
+NOISE_BANDS = dict(st.DEFAULT_BANDS)
+"""Default relative noise band by metric kind (:data:`lanemon.measure.stats.DEFAULT_BANDS`)."""
 
-NOISE_BANDS = {"throughput": 0.05, "latency": 0.10, "divergence": 0.10}
-"""Relative noise band by metric kind when a cell has no reps (see the module docstring)."""
-
-QEVAL_ALPHA = 0.05
+QEVAL_ALPHA = st.ALPHA
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,8 @@ class Metric:
 
 
 M = {m.name: m for m in (
-    Metric("aggregate_tok_s", "aggregate tok/s", "higher", "throughput", "tok/s"),
+    Metric("steady_tok_s", "aggregate tok/s (steady state)", "higher", "throughput", "tok/s"),
+    Metric("aggregate_tok_s", "aggregate tok/s (first send → last end)", "higher", "throughput", "tok/s"),
     Metric("per_stream_tok_s_p50", "per-stream tok/s p50", "higher", "throughput", "tok/s"),
     Metric("per_stream_tok_s", "per-stream tok/s", "higher", "throughput", "tok/s"),
     Metric("prefill_tok_s", "prefill tok/s", "higher", "throughput", "tok/s"),
@@ -94,6 +95,7 @@ class Cell:
     value: float | None
     reps: list[float] = field(default_factory=list)
     extra: Any = None  # qeval: the lane's run (for the paired test)
+    unreliable: bool = False  # lanemon was starved while the cell ran (client-bound requests)
 
     @property
     def key(self) -> tuple[str, str, str, str, str]:
@@ -123,31 +125,42 @@ def cells(analysis: dict[str, Any]) -> list[Cell]:
     """Every comparable figure of one ``analyze()`` dict, in report order."""
     out: list[Cell] = []
 
-    def add(bench, lane, kind, cell, metric, value, reps=(), extra=None):
-        out.append(Cell(bench, str(lane), kind, str(cell), metric, _num(value), _reps(reps), extra))
+    def add(bench, lane, kind, cell, metric, value, reps=(), extra=None, unreliable=False):
+        out.append(Cell(bench, str(lane), kind, str(cell), metric, _num(value), _reps(reps), extra,
+                        bool(unreliable)))
 
     decode = analysis.get("decode") or {}
     for lane, d in (decode.get("lanes") or {}).items():
         levels = (d or {}).get("levels") or {}
         for lvl in _sorted(levels):
             c = levels[lvl] or {}
-            add("decode", lane, "level", f"C{lvl}", "aggregate_tok_s", c.get("aggregate_tok_s"), c.get("reps"))
-            add("decode", lane, "level", f"C{lvl}", "ttft_p50_s", c.get("ttft_p50_s"))
-            add("decode", lane, "level", f"C{lvl}", "per_stream_tok_s_p50", c.get("per_stream_tok_s_p50"))
+            bad = c.get("unreliable")
+            if "steady_tok_s" in c:
+                add("decode", lane, "level", f"C{lvl}", "steady_tok_s", c.get("steady_tok_s"), c.get("steady_reps"),
+                    unreliable=bad)
+            add("decode", lane, "level", f"C{lvl}", "aggregate_tok_s", c.get("aggregate_tok_s"), c.get("reps"),
+                unreliable=bad)
+            add("decode", lane, "level", f"C{lvl}", "ttft_p50_s", c.get("ttft_p50_s"), c.get("ttft_p50_reps"),
+                unreliable=bad)
+            add("decode", lane, "level", f"C{lvl}", "per_stream_tok_s_p50", c.get("per_stream_tok_s_p50"),
+                unreliable=bad)
             add("decode", lane, "level", f"C{lvl}", "errors", c.get("errors") or 0)
         cats = (d or {}).get("categories") or {}
         for cat, c in cats.items():
             c = c or {}
-            add("decode", lane, "category", cat, "per_stream_tok_s", c.get("per_stream_tok_s"), c.get("reps"))
-            add("decode", lane, "category", cat, "ttft_p50_s", c.get("ttft_p50_s"))
+            add("decode", lane, "category", cat, "per_stream_tok_s", c.get("per_stream_tok_s"), c.get("reps"),
+                unreliable=c.get("unreliable"))
+            add("decode", lane, "category", cat, "ttft_p50_s", c.get("ttft_p50_s"), unreliable=c.get("unreliable"))
     for bench in ("prefill", "needles"):
         b = analysis.get(bench) or {}
         for lane, d in (b.get("lanes") or {}).items():
             lengths = (d or {}).get("lengths") or {}
             for length in _sorted(lengths):
                 c = lengths[length] or {}
-                add(bench, lane, "length", length, "prefill_tok_s", c.get("prefill_tok_s"), c.get("reps"))
-                add(bench, lane, "length", length, "ttft_s", c.get("ttft_s"))
+                bad = c.get("unreliable")
+                add(bench, lane, "length", length, "prefill_tok_s", c.get("prefill_tok_s"), c.get("reps"),
+                    unreliable=bad)
+                add(bench, lane, "length", length, "ttft_s", c.get("ttft_s"), unreliable=bad)
                 if bench == "prefill":
                     add(bench, lane, "length", length, "errors", c.get("errors") or 0)
                 else:
@@ -192,43 +205,58 @@ def cells(analysis: dict[str, Any]) -> list[Cell]:
 
 
 # ----------------------------------------------------------------- judging one pair
-def _spread(reps: list[float]) -> float:
-    if len(reps) < 2:
-        return 0.0
-    s = sorted(reps)
-    mid = len(s) // 2
-    med = s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
-    return (s[-1] - s[0]) / med if med else 0.0
-
-
 def judge(metric: Metric, old: float | None, new: float | None, old_reps: Sequence[float] = (),
-          new_reps: Sequence[float] = ()) -> dict[str, Any]:
-    """``{"ratio", "better", "significant", "basis"}`` for one metric's OLD and NEW values."""
+          new_reps: Sequence[float] = (), *, unreliable: bool = False) -> dict[str, Any]:
+    """One metric's OLD vs NEW: ``{"ratio", "better", "significant", "basis", "band", "beyond_band", "p",
+    "test"}``.
+
+    ``p`` is the uncorrected p-value of the permutation test on the reps (None when not tested); a tested
+    row's ``significant`` is provisional (p < 0.05) until :func:`correct` sees the whole comparison.
+    """
+    base: dict[str, Any] = {"band": None, "beyond_band": None, "p": None, "test": None}
     if old is None or new is None:
         side = None if old is None and new is None else ("old" if new is None else "new")
         return {"ratio": None, "better": side if metric.kind != "task" else None, "significant": False,
-                "basis": "missing on one side" if side else "missing"}
+                "basis": "missing on one side" if side else "missing", **base}
     ratio = round(new / old, 4) if old else None
     better = None
     if new != old:
         better = "new" if (new > old) == (metric.better == "higher") else "old"
     if metric.kind == "count":
-        return {"ratio": ratio, "better": better, "significant": better is not None, "basis": "exact count"}
+        return {"ratio": ratio, "better": better, "significant": better is not None, "basis": "exact count",
+                **base}
     if metric.kind == "task":
-        return {"ratio": ratio, "better": better, "significant": False, "basis": "one task (see the score row)"}
-    ro, rn = list(old_reps), list(new_reps)
-    if len(ro) >= 2 and len(rn) >= 2:
-        apart = max(ro) < min(rn) or max(rn) < min(ro)
-        return {"ratio": ratio, "better": better, "significant": bool(apart and better),
-                "basis": f"reps ({len(ro)} vs {len(rn)}): ranges {'apart' if apart else 'overlap'}"}
-    band = NOISE_BANDS.get(metric.kind, 0.05)
-    widened = max(band, _spread(ro), _spread(rn))
-    if ratio is None:  # old is 0
-        sig = bool(better)
-    else:
-        sig = bool(better) and abs(ratio - 1) > widened
-    basis = f"band {widened:.0%}" + ("" if widened == band else f" (rep spread; default {band:.0%})")
-    return {"ratio": ratio, "better": better, "significant": sig, "basis": basis}
+        return {"ratio": ratio, "better": better, "significant": False, "basis": "one task (see the score row)",
+                **base}
+    band = st.noise_band(metric.kind, old_reps, new_reps)
+    gap = st.rel_gap(old, new)
+    beyond = bool(better) and (gap is None or abs(gap) > band["band"] + 1e-9)
+    band_txt = f"noise band {band['band']:.0%}" + (" (from the reps)" if band["from_reps"] else "")
+    out = {"ratio": ratio, "better": better, "significant": False, "band": band["band"], "beyond_band": beyond,
+           "p": None, "test": None}
+    if unreliable:
+        return {**out, "basis": "not judged: lanemon was starved while the cell ran (client-bound)"}
+    test = st.rep_test(old_reps, new_reps)
+    if not test["testable"]:
+        where = "beyond" if beyond else "within"
+        return {**out, "basis": f"{where} {band_txt}; not tested: {test['n_old']} vs {test['n_new']} reps "
+                                f"(a test needs {st.MIN_REPS} a side)"}
+    p = test["p"]
+    return {**out, "p": p, "test": "permutation", "significant": bool(better) and p < st.ALPHA,
+            "basis": f"permutation test on {test['n_old']} vs {test['n_new']} reps: p = {p:.3f}; {band_txt}"}
+
+
+def correct(rows: list[dict[str, Any]]) -> None:
+    """Benjamini-Hochberg across the tested rows of one comparison: ``p_adjusted`` and the final
+    ``significant`` of every row with a p-value."""
+    adjusted = st.benjamini_hochberg([r.get("p") for r in rows])
+    tested = sum(1 for p in adjusted if p is not None)
+    for r, adj in zip(rows, adjusted):
+        r["p_adjusted"] = None if adj is None else round(adj, 6)
+        if adj is None:
+            continue
+        r["significant"] = bool(r["better"]) and adj < st.ALPHA
+        r["basis"] += f"; adjusted p = {adj:.3f} over {tested} tested rows (Benjamini-Hochberg)"
 
 
 def _qeval_judge(old: Cell, new: Cell) -> dict[str, Any]:
@@ -238,18 +266,22 @@ def _qeval_judge(old: Cell, new: Cell) -> dict[str, Any]:
     except ImportError:  # pragma: no cover - qeval is part of lanemon
         return {**base, "significant": False, "basis": "paired test unavailable"}
     paired = compare_runs(old.extra or {}, new.extra or {}, "old", "new")
+    broke, fixed = paired.get("broke") or 0, paired.get("fixed") or 0
+    if not paired.get("a", {}).get("total"):
+        return {**base, "significant": False, "basis": "McNemar: no paired tasks"}
+    if broke + fixed == 0:
+        return {**base, "significant": False, "basis": "McNemar: no discordant pairs (no task changed)"}
     p = paired.get("p_value")
-    sig = bool(base["better"]) and p is not None and p < QEVAL_ALPHA
-    # the score compares the tasks both ran
-    return {**base, "significant": sig,
-            "basis": f"McNemar p = {p:.3f} (broke {paired.get('broke')}, fixed {paired.get('fixed')})"
-            if p is not None else "McNemar: no paired tasks"}
+    return {**base, "p": p, "test": "mcnemar", "significant": bool(base["better"]) and p is not None and p < st.ALPHA,
+            "basis": f"McNemar p = {p:.3f} (broke {broke}, fixed {fixed})"}
 
 
 # ----------------------------------------------------------------- environment
 def side_env(analysis: dict[str, Any], lane: str | None = None) -> dict[str, Any]:
     env = analysis.get("environment") or {}
+    simulated = [x.get("name") for x in env.get("lanes") or [] if x.get("simulated")]
     out = {
+        "simulated": sorted(set(simulated) | set(env.get("simulated") or [])),
         "recording": env.get("recording"),
         "created": env.get("created"),
         "command": env.get("command"),
@@ -272,13 +304,16 @@ def _row(old: Cell | None, new: Cell | None, lane: str) -> dict[str, Any]:
         j = _qeval_judge(old, new)
     else:
         j = judge(metric, old.value if old else None, new.value if new else None,
-                  old.reps if old else (), new.reps if new else ())
+                  old.reps if old else (), new.reps if new else (),
+                  unreliable=bool((old and old.unreliable) or (new and new.unreliable)))
     return {
         "bench": ref.bench, "lane": lane, "cell_kind": ref.cell_kind, "cell": ref.cell, "metric": ref.metric,
         "label": metric.label, "unit": metric.unit, "direction": metric.better,
         "old": old.value if old else None, "new": new.value if new else None,
         "old_range": [min(old.reps), max(old.reps)] if old and len(old.reps) >= 2 else None,
         "new_range": [min(new.reps), max(new.reps)] if new and len(new.reps) >= 2 else None,
+        "old_reps": len(old.reps) if old else 0, "new_reps": len(new.reps) if new else 0,
+        "unreliable": bool((old and old.unreliable) or (new and new.unreliable)),
         **j,
     }
 
@@ -300,6 +335,9 @@ def _summary(rows: list[dict[str, Any]], only_old: list, only_new: list) -> dict
         "significant_better": sum(1 for r in rows if r["significant"] and r["better"] == "new"),
         "significant_worse": sum(1 for r in rows if r["significant"] and r["better"] == "old"),
         "noise": sum(1 for r in rows if not r["significant"]),
+        "tested": sum(1 for r in rows if r.get("p") is not None),
+        "untested_beyond_band": sum(1 for r in rows if r.get("p") is None and r.get("beyond_band")),
+        "unreliable": sum(1 for r in rows if r.get("unreliable")),
         "rows": len(rows),
         "only_old": len(only_old),
         "only_new": len(only_new),
@@ -324,11 +362,15 @@ def compare(old: dict[str, Any], new: dict[str, Any], *, lanes: Sequence[str] | 
     by_old = {c.key: c for c in co}
     rows = [_row(c, by_new[c.key], c.lane) for c in co if c.key in by_new]
     rows = [r for r in rows if _keep_task_row(r)]
+    correct(rows)
     only_old = _only(co, set(by_old) - set(by_new))
     only_new = _only(cn, set(by_new) - set(by_old))
-    return {"mode": "sessions", "old": side_env(old), "new": side_env(new), "rows": rows,
+    so, sn = side_env(old), side_env(new)
+    return {"mode": "sessions", "simulated": sorted(set(so["simulated"]) | set(sn["simulated"])), "old": so,
+            "new": sn, "rows": rows,
             "only_old": only_old, "only_new": only_new, "summary": _summary(rows, only_old, only_new),
-            "noise_bands": dict(NOISE_BANDS), "warnings": list(old.get("warnings") or [])
+            "noise_bands": dict(NOISE_BANDS), "alpha": st.ALPHA, "min_reps": st.MIN_REPS,
+            "correction": "benjamini-hochberg", "warnings": list(old.get("warnings") or [])
             + list(new.get("warnings") or [])}
 
 
@@ -346,14 +388,17 @@ def compare_lanes(analysis: dict[str, Any], a: str, b: str) -> dict[str, Any]:
     by_a = {strip(c): c for c in ca}
     rows = [_row(c, by_b[strip(c)], pair) for c in ca if strip(c) in by_b]
     rows = [r for r in rows if _keep_task_row(r)]
+    correct(rows)
     only_a = [c for c in ca if strip(c) not in by_b]
     only_b = [c for c in cb if strip(c) not in by_a]
     only_old = _only(only_a, {c.key for c in only_a})
     only_new = _only(only_b, {c.key for c in only_b})
     env = side_env(analysis)
-    return {"mode": "lanes", "old": {**env, "lane": a}, "new": {**env, "lane": b}, "rows": rows,
+    return {"mode": "lanes", "simulated": [n for n in env["simulated"] if n in (a, b)], "old": {**env, "lane": a},
+            "new": {**env, "lane": b}, "rows": rows,
             "only_old": only_old, "only_new": only_new, "summary": _summary(rows, only_old, only_new),
-            "noise_bands": dict(NOISE_BANDS), "warnings": list(analysis.get("warnings") or [])}
+            "noise_bands": dict(NOISE_BANDS), "alpha": st.ALPHA, "min_reps": st.MIN_REPS,
+            "correction": "benjamini-hochberg", "warnings": list(analysis.get("warnings") or [])}
 
 
 def recording_lanes(analysis: dict[str, Any]) -> list[str]:
@@ -366,272 +411,9 @@ def recording_lanes(analysis: dict[str, Any]) -> list[str]:
     return [n for n in names if n]
 
 
-# ----------------------------------------------------------------- text helpers
-def value_text(v: Any, unit: str, metric: str = "") -> str:
-    if v is None:
-        return "—"
-    if metric == "task_passed":
-        return "pass" if v else "fail"
-    if unit == "tok/s":
-        return tok(v)
-    if unit == "s":
-        return secs(v)
-    if unit == "nats":
-        return f"{v:.4f}"
-    return f"{v:g}"
+# the text side (kept importable from here: ``cmp.render``, ``cmp.value_text``, ...)
+from lanemon.reports.compare_text import *  # noqa: E402,F401,F403
+from lanemon.reports.compare_text import _charts, _headers, _only_text  # noqa: E402,F401
 
-
-def range_text(r: Any, unit: str) -> str:
-    return "" if not r else f" ({value_text(r[0], unit)}–{value_text(r[1], unit)})"
-
-
-def ratio_str(r: dict[str, Any]) -> str:
-    return "—" if r.get("ratio") is None else f"{r['ratio']:.3f}×"
-
-
-def change_text(r: dict[str, Any], names: tuple[str, str] = ("old", "new")) -> str:
-    """``better, significant`` / ``worse, noise`` / ``same`` (from NEW's point of view)."""
-    if r["better"] is None:
-        return "same" if r["old"] == r["new"] else "—"
-    word = "better" if r["better"] == "new" else "worse"
-    if names != ("old", "new"):
-        word = f"{names[1]} {word}"
-    return f"{word}, {'significant' if r['significant'] else 'noise'}"
-
-
-def side_names(result: dict[str, Any]) -> tuple[str, str]:
-    if result.get("mode") == "lanes":
-        return str(result["old"].get("lane")), str(result["new"].get("lane"))
-    return "old", "new"
-
-
-def side_title(result: dict[str, Any], side: str) -> str:
-    env = result[side]
-    if result.get("mode") == "lanes":
-        model = next((x.get("model") for x in env.get("lanes") or [] if x.get("name") == env.get("lane")), None)
-        return f"lane {env.get('lane')}" + (f" ({model})" if model else "")
-    bits = [str(env.get("recording") or "?")]
-    if env.get("created"):
-        bits.append(str(env["created"]))
-    if env.get("command"):
-        bits.append(str(env["command"]))
-    return " · ".join(bits)
-
-
-def cell_text(r: dict[str, Any]) -> str:
-    if r["cell_kind"] == "length":
-        return f"{length_label(r['cell'])} tok"
-    if r["cell_kind"] == "category":
-        return f"{r['cell']} (C1)"
-    return str(r["cell"])
-
-
-def summary_line(result: dict[str, Any]) -> str:
-    s = result["summary"]
-    a, b = side_names(result)
-    who = "new" if (a, b) == ("old", "new") else b
-    return (f"{s['rows']} figures compared: {s['significant_better']} significantly better in {who}, "
-            f"{s['significant_worse']} significantly worse, {s['noise']} within noise; "
-            f"{s['only_old']} cells only in {a}, {s['only_new']} only in {b}.")
-
-
-def headline(result: dict[str, Any], n: int = 5) -> list[str]:
-    """The largest significant changes as sentences (worse first)."""
-    a, b = side_names(result)
-    sig = [r for r in result["rows"] if r["significant"] and r["better"]]
-    sig.sort(key=lambda r: (r["better"] != "old", -abs(math.log(r["ratio"])) if r.get("ratio") else 0))
-    out = []
-    for r in sig[:n]:
-        lane = "" if result.get("mode") == "lanes" else f" on {r['lane']}"
-        word = "better" if r["better"] == "new" else "worse"
-        out.append(f"{r['bench']} {cell_text(r)} {r['label']}{lane}: {value_text(r['old'], r['unit'], r['metric'])}"
-                   f" → {value_text(r['new'], r['unit'], r['metric'])} ({ratio_str(r)}), {b} {word}")
-    return out
-
-
-HEADERS = ["bench", "lane", "cell", "metric", "old", "new", "ratio", "change"]
-
-
-def _headers(result: dict[str, Any]) -> list[str]:
-    """Table columns; in lanes mode there is no lane column (every row is "A vs B")."""
-    a, b = side_names(result)
-    if result.get("mode") == "lanes":
-        return ["bench", "cell", "metric", a, b, f"{b}/{a}", "change"]
-    return ["bench", "lane", "cell", "metric", a, b, "ratio", "change"]
-
-
-def table_rows(result: dict[str, Any]) -> list[list[str]]:
-    names = side_names(result)
-    lanes_mode = result.get("mode") == "lanes"
-    return [[r["bench"]] + ([] if lanes_mode else [r["lane"]]) + [
-             cell_text(r), r["label"],
-             value_text(r["old"], r["unit"], r["metric"]) + range_text(r["old_range"], r["unit"]),
-             value_text(r["new"], r["unit"], r["metric"]) + range_text(r["new_range"], r["unit"]),
-             ratio_str(r), change_text(r, names)] for r in result["rows"]]
-
-
-def _only_text(items: list[dict[str, Any]]) -> list[str]:
-    return [f"{x['bench']} {x['lane']} {cell_text({**x, 'cell': x['cell']})}" for x in items]
-
-
-NOTE = ("Significant = beyond the runs' own spread: rep ranges (min–max) that do not overlap; without reps a "
-        "change larger than the noise band (5 % throughput, 10 % TTFT/latency, 10 % KL, widened to a side's rep "
-        "spread); counts must match exactly; the qeval score uses the paired exact McNemar test (p < 0.05).")
-
-
-# ----------------------------------------------------------------- renderers
-def rich_renderables(result: dict[str, Any]) -> list[Any]:
-    from rich.table import Table
-    from rich.text import Text
-
-    a, b = side_names(result)
-    out: list[Any] = [Text(f"{a}: {side_title(result, 'old')}"), Text(f"{b}: {side_title(result, 'new')}"),
-                      Text(summary_line(result), style="bold")]
-    t = Table(show_lines=False, header_style="bold")
-    for h in _headers(result):
-        t.add_column(h, justify="right" if h not in ("bench", "lane", "cell", "metric", "change") else "left")
-    for r, cells_ in zip(result["rows"], table_rows(result)):
-        style = None
-        if r["significant"]:
-            style = "bold green" if r["better"] == "new" else "bold red"
-        elif r["better"] is not None:
-            style = "dim"
-        t.add_row(*cells_, style=style)
-    out.append(t)
-    for label, items in ((f"only in {a}", result["only_old"]), (f"only in {b}", result["only_new"])):
-        if items:
-            out.append(Text(f"{label}: " + ", ".join(_only_text(items))))
-    for w in result.get("warnings") or []:
-        out.append(Text(f"warning: {w}", style="yellow"))
-    out.append(Text(NOTE, style="dim"))
-    return out
-
-
-def render_table(result: dict[str, Any], width: int = 150) -> str:
-    from rich.console import Console
-
-    buf = io.StringIO()
-    console = Console(file=buf, width=width, color_system=None, force_terminal=False, highlight=False)
-    for r in rich_renderables(result):
-        console.print(r)
-    return buf.getvalue()
-
-
-def render_markdown(result: dict[str, Any]) -> str:
-    a, b = side_names(result)
-    title = f"Compare: lane {a} vs lane {b}" if result.get("mode") == "lanes" else "Compare: old vs new session"
-    lines = [f"# {title}", "", f"- **{a}**: {side_title(result, 'old')}", f"- **{b}**: {side_title(result, 'new')}",
-             "", f"**{summary_line(result)}**", ""]
-    for w in result.get("warnings") or []:
-        lines += [f"> **Warning:** {w}", ""]
-    head = headline(result)
-    if head:
-        lines += ["## Significant changes", ""] + [f"- {s}" for s in head] + [""]
-    lines += ["## All figures", ""]
-    rows = table_rows(result)
-    for r, cells_ in zip(result["rows"], rows):
-        if r["significant"]:
-            cells_[-1] = f"**{cells_[-1]}**"
-    lines += md_table(_headers(result), rows) + [""]
-    for label, items in ((f"Only in {a}", result["only_old"]), (f"Only in {b}", result["only_new"])):
-        if items:
-            lines += [f"## {label}", ""] + [f"- {x}" for x in _only_text(items)] + [""]
-    lines += [f"_{NOTE}_", ""]
-    return "\n".join(lines)
-
-
-def chart_series(result: dict[str, Any], bench: str, metric: str, cell_kind: str
-                 ) -> tuple[list[str], dict[str, list[float | None]]]:
-    """(cells in order, {"LANE old"/"LANE new" or the two lane names: values}) of one metric's rows."""
-    rows = [r for r in result["rows"] if r["bench"] == bench and r["metric"] == metric and r["cell_kind"] == cell_kind]
-    xs: list[str] = []
-    for r in rows:
-        if r["cell"] not in xs:
-            xs.append(r["cell"])
-    xs.sort(key=lambda c: (int_key(c.lstrip("C")), c))
-    a, b = side_names(result)
-    series: dict[str, list[float | None]] = {}
-    lanes_mode = result.get("mode") == "lanes"
-    for r in rows:
-        for side, name in (("old", a), ("new", b)):
-            key = name if lanes_mode else f"{r['lane']} {name}"
-            series.setdefault(key, [None] * len(xs))[xs.index(r["cell"])] = r[side]
-    return xs, series
-
-
-def _charts(result: dict[str, Any]) -> list[Chart]:
-    charts = []
-    xs, series = chart_series(result, "decode", "aggregate_tok_s", "level")
-    if xs:
-        charts.append(Chart("line", "Decode: aggregate throughput vs concurrency, overlaid", "concurrent streams",
-                                "aggregate tok/s", xs, series, colors={k: i for i, k in enumerate(series)}))
-    for bench, title in (("prefill", "Prefill ladder, overlaid"), ("needles", "Needles: prefill by context")):
-        xs, series = chart_series(result, bench, "prefill_tok_s", "length")
-        if xs:
-            charts.append(Chart("bars", title, "prompt tokens", "prefill tok/s",
-                                    [length_label(x) for x in xs], series,
-                                    colors={k: i for i, k in enumerate(series)}))
-    xs, series = chart_series(result, "decode", "per_stream_tok_s", "category")
-    if xs:
-        charts.append(Chart("bars", "Per-stream decode at C1 by category", "category", "tok/s", xs, series,
-                                colors={k: i for i, k in enumerate(series)}))
-    return charts
-
-
-EXTRA_CSS = """
-tr.better td { background: rgba(27,158,119,.14); } tr.worse td { background: rgba(217,95,2,.16); }
-tr.better td:last-child, tr.worse td:last-child { font-weight: 600; } tr.noise td { color: var(--muted); }
-"""
-
-
-def render_html(result: dict[str, Any]) -> str:
-    e = esc
-    a, b = side_names(result)
-    title = f"Compare: lane {a} vs lane {b}" if result.get("mode") == "lanes" else "Compare: old vs new session"
-    body = [f"<h1>{e(title)}</h1>",
-            f'<p class="sub">{e(a)}: {e(side_title(result, "old"))}<br>{e(b)}: {e(side_title(result, "new"))}</p>']
-    for w in result.get("warnings") or []:
-        body.append(f'<p class="warn"><strong>Warning:</strong> {e(w)}</p>')
-    head = headline(result)
-    body.append('<section class="verdict"><h2>Summary</h2><p>' + e(summary_line(result)) + "</p>"
-                + ("<ul>" + "".join(f"<li>{e(s)}</li>" for s in head) + "</ul>" if head else "") + "</section>")
-    for i, chart in enumerate(_charts(result), 1):
-        svg = svg_chart(chart, [])
-        if svg:
-            body.append(f"<figure>{svg}<figcaption>Figure {i}. {e(chart.title)}.</figcaption></figure>")
-    body.append("<h2>All figures</h2>")
-    heads = _headers(result)
-
-    first_num = heads.index("metric") + 1
-
-    def align(j: int) -> str:
-        return "" if first_num <= j < first_num + 3 else ' class="t"'
-
-    t = ["<table><thead><tr>" + "".join(f"<th{align(j)}>{e(h)}</th>" for j, h in enumerate(heads))
-         + "</tr></thead><tbody>"]
-    for r, cells_ in zip(result["rows"], table_rows(result)):
-        cls = ("better" if r["better"] == "new" else "worse") if r["significant"] else "noise"
-        t.append(f'<tr class="{cls}" title="{e(r["basis"])}">'
-                 + "".join(f"<td{align(j)}>{e(c)}</td>" for j, c in enumerate(cells_)) + "</tr>")
-    t.append("</tbody></table>")
-    body.append("".join(t))
-    for label, items in ((f"Only in {a}", result["only_old"]), (f"Only in {b}", result["only_new"])):
-        if items:
-            body.append(f"<h2>{e(label)}</h2><ul>" + "".join(f"<li>{e(x)}</li>" for x in _only_text(items)) + "</ul>")
-    body.append(f'<p class="notes">{e(NOTE)}</p>')
-    return html_page(title, body, CSS + EXTRA_CSS)
-
-
-def render(result: dict[str, Any], fmt: str) -> str:
-    if fmt == "table":
-        return render_table(result)
-    if fmt == "md":
-        return render_markdown(result)
-    if fmt == "html":
-        return render_html(result)
-    if fmt == "json":
-        return render_json(result)
-    raise ValueError(f"unknown compare format {fmt!r} (choose: {', '.join(FORMATS)})")
-
-
-__all__ = ["FORMATS", "NOISE_BANDS", "cells", "compare", "compare_lanes", "judge", "render", "recording_lanes"]
+__all__ = ["FORMATS", "NOISE_BANDS", "cells", "compare", "compare_lanes", "correct", "judge", "render",
+           "recording_lanes"]

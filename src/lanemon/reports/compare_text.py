@@ -1,0 +1,324 @@
+"""``lanemon compare`` as text: the table, Markdown, HTML and JSON of a :func:`lanemon.reports.compare.compare`
+result (pure, no Textual; the Rich table is built on demand).  docs/COMPARE.md describes the output."""
+
+from __future__ import annotations
+
+import io
+import math
+from typing import Any
+
+from lanemon.reports.charts import Chart, svg_chart
+from lanemon.reports.format import esc, int_key, length_label, secs, tok
+from lanemon.reports.render.html import CSS, html_page
+from lanemon.reports.render.json import render_json
+from lanemon.reports.render.markdown import md_table
+
+FORMATS = ("table", "md", "html", "json")
+
+
+# ----------------------------------------------------------------- text helpers
+def value_text(v: Any, unit: str, metric: str = "") -> str:
+    if v is None:
+        return "—"
+    if metric == "task_passed":
+        return "pass" if v else "fail"
+    if unit == "tok/s":
+        return tok(v)
+    if unit == "s":
+        return secs(v)
+    if unit == "nats":
+        return f"{v:.4f}"
+    return f"{v:g}"
+
+
+def range_text(r: Any, unit: str) -> str:
+    return "" if not r else f" ({value_text(r[0], unit)}–{value_text(r[1], unit)})"
+
+
+def ratio_str(r: dict[str, Any]) -> str:
+    return "—" if r.get("ratio") is None else f"{r['ratio']:.3f}×"
+
+
+def change_text(r: dict[str, Any], names: tuple[str, str] = ("old", "new")) -> str:
+    """From NEW's point of view: ``worse, significant`` (tested, adjusted p < 0.05) / ``better, noise`` (tested,
+    or inside the noise band) / ``worse, beyond band (untested)`` (too few reps to test) / ``worse, not judged``
+    (lanemon was starved) / ``same``."""
+    if r["better"] is None:
+        return "same" if r["old"] == r["new"] else "—"
+    word = "better" if r["better"] == "new" else "worse"
+    if names != ("old", "new"):
+        word = f"{names[1]} {word}"
+    if r["significant"]:
+        return f"{word}, significant"
+    if r.get("unreliable") and r.get("band") is not None:
+        return f"{word}, not judged (client-bound)"
+    if r.get("p") is None and r.get("beyond_band"):
+        return f"{word}, beyond band (untested)"
+    return f"{word}, noise"
+
+
+def simulated_text(result: dict[str, Any]) -> str | None:
+    """``SIMULATED: ...`` when either side's lanes include lanemon's simulator (None otherwise)."""
+    names = sorted({n for side in ("old", "new") for n in (result.get(side) or {}).get("simulated") or []})
+    if not names:
+        return None
+    return (f"SIMULATED: lane{'s' if len(names) > 1 else ''} {', '.join(names)} "
+            f"{'are' if len(names) > 1 else 'is'} lanemon's simulator, not a real server: these figures show "
+            "the simulator's model, not any hardware.")
+
+
+def side_names(result: dict[str, Any]) -> tuple[str, str]:
+    if result.get("mode") == "lanes":
+        return str(result["old"].get("lane")), str(result["new"].get("lane"))
+    return "old", "new"
+
+
+def side_title(result: dict[str, Any], side: str) -> str:
+    env = result[side]
+    if result.get("mode") == "lanes":
+        model = next((x.get("model") for x in env.get("lanes") or [] if x.get("name") == env.get("lane")), None)
+        return f"lane {env.get('lane')}" + (f" ({model})" if model else "")
+    bits = [str(env.get("recording") or "?")]
+    if env.get("created"):
+        bits.append(str(env["created"]))
+    if env.get("command"):
+        bits.append(str(env["command"]))
+    return " · ".join(bits)
+
+
+def cell_text(r: dict[str, Any]) -> str:
+    if r["cell_kind"] == "length":
+        return f"{length_label(r['cell'])} tok"
+    if r["cell_kind"] == "category":
+        return f"{r['cell']} (C1)"
+    return str(r["cell"])
+
+
+def summary_line(result: dict[str, Any]) -> str:
+    s = result["summary"]
+    a, b = side_names(result)
+    who = "new" if (a, b) == ("old", "new") else b
+    extra = ""
+    if s.get("untested_beyond_band"):
+        extra += f" ({s['untested_beyond_band']} beyond the noise band but untested: too few reps)"
+    if s.get("unreliable"):
+        extra += f"; {s['unreliable']} not judged (lanemon was starved)"
+    return (f"{s['rows']} figures compared: {s['significant_better']} significantly better in {who}, "
+            f"{s['significant_worse']} significantly worse, {s['noise']} not significant{extra}; "
+            f"{s['only_old']} cells only in {a}, {s['only_new']} only in {b}.")
+
+
+def headline(result: dict[str, Any], n: int = 5) -> list[str]:
+    """The largest significant changes as sentences (worse first)."""
+    a, b = side_names(result)
+    sig = [r for r in result["rows"] if r["significant"] and r["better"]]
+    sig.sort(key=lambda r: (r["better"] != "old", -abs(math.log(r["ratio"])) if r.get("ratio") else 0))
+    out = []
+    for r in sig[:n]:
+        lane = "" if result.get("mode") == "lanes" else f" on {r['lane']}"
+        word = "better" if r["better"] == "new" else "worse"
+        out.append(f"{r['bench']} {cell_text(r)} {r['label']}{lane}: {value_text(r['old'], r['unit'], r['metric'])}"
+                   f" → {value_text(r['new'], r['unit'], r['metric'])} ({ratio_str(r)}), {b} {word}")
+    return out
+
+
+HEADERS = ["bench", "lane", "cell", "metric", "old", "new", "ratio", "change"]
+
+
+def _headers(result: dict[str, Any]) -> list[str]:
+    """Table columns; in lanes mode there is no lane column (every row is "A vs B")."""
+    a, b = side_names(result)
+    if result.get("mode") == "lanes":
+        return ["bench", "cell", "metric", a, b, f"{b}/{a}", "change"]
+    return ["bench", "lane", "cell", "metric", a, b, "ratio", "change"]
+
+
+def table_rows(result: dict[str, Any]) -> list[list[str]]:
+    names = side_names(result)
+    lanes_mode = result.get("mode") == "lanes"
+    return [[r["bench"]] + ([] if lanes_mode else [r["lane"]]) + [
+             cell_text(r), r["label"],
+             value_text(r["old"], r["unit"], r["metric"]) + range_text(r["old_range"], r["unit"]),
+             value_text(r["new"], r["unit"], r["metric"]) + range_text(r["new_range"], r["unit"]),
+             ratio_str(r), change_text(r, names)] for r in result["rows"]]
+
+
+def _only_text(items: list[dict[str, Any]]) -> list[str]:
+    return [f"{x['bench']} {x['lane']} {cell_text({**x, 'cell': x['cell']})}" for x in items]
+
+
+NOTE = ("Significant = an exact permutation test on the reps (at least 3 a side) gives p < 0.05 after the "
+        "Benjamini-Hochberg correction over every tested row of this comparison; figures with fewer reps are never "
+        "called significant, only inside or beyond the noise band (5 % throughput, 10 % TTFT/latency, 10 % KL, "
+        "widened to a side's rep spread). Counts must match exactly; the qeval score uses the paired exact "
+        "McNemar test. Cells lanemon ran while itself starved (client-bound) are not judged.")
+
+
+# ----------------------------------------------------------------- renderers
+def rich_renderables(result: dict[str, Any]) -> list[Any]:
+    from rich.table import Table
+    from rich.text import Text
+
+    a, b = side_names(result)
+    sim = simulated_text(result)
+    out: list[Any] = [Text(sim, style="bold yellow")] if sim else []
+    out += [Text(f"{a}: {side_title(result, 'old')}"), Text(f"{b}: {side_title(result, 'new')}"),
+            Text(summary_line(result), style="bold")]
+    t = Table(show_lines=False, header_style="bold")
+    for h in _headers(result):
+        t.add_column(h, justify="right" if h not in ("bench", "lane", "cell", "metric", "change") else "left")
+    for r, cells_ in zip(result["rows"], table_rows(result)):
+        style = None
+        if r["significant"]:
+            style = "bold green" if r["better"] == "new" else "bold red"
+        elif r["better"] is not None:
+            style = "dim"
+        t.add_row(*cells_, style=style)
+    out.append(t)
+    for label, items in ((f"only in {a}", result["only_old"]), (f"only in {b}", result["only_new"])):
+        if items:
+            out.append(Text(f"{label}: " + ", ".join(_only_text(items))))
+    for w in result.get("warnings") or []:
+        out.append(Text(f"warning: {w}", style="yellow"))
+    out.append(Text(NOTE, style="dim"))
+    return out
+
+
+def render_table(result: dict[str, Any], width: int = 150) -> str:
+    from rich.console import Console
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, color_system=None, force_terminal=False, highlight=False)
+    for r in rich_renderables(result):
+        console.print(r)
+    return buf.getvalue()
+
+
+def render_markdown(result: dict[str, Any]) -> str:
+    a, b = side_names(result)
+    title = f"Compare: lane {a} vs lane {b}" if result.get("mode") == "lanes" else "Compare: old vs new session"
+    sim = simulated_text(result)
+    lines = [f"# {title}", ""] + ([f"> **{sim}**", ""] if sim else [])
+    lines += [f"- **{a}**: {side_title(result, 'old')}", f"- **{b}**: {side_title(result, 'new')}",
+              "", f"**{summary_line(result)}**", ""]
+    for w in result.get("warnings") or []:
+        lines += [f"> **Warning:** {w}", ""]
+    head = headline(result)
+    if head:
+        lines += ["## Significant changes", ""] + [f"- {s}" for s in head] + [""]
+    lines += ["## All figures", ""]
+    rows = table_rows(result)
+    for r, cells_ in zip(result["rows"], rows):
+        if r["significant"]:
+            cells_[-1] = f"**{cells_[-1]}**"
+    lines += md_table(_headers(result), rows) + [""]
+    for label, items in ((f"Only in {a}", result["only_old"]), (f"Only in {b}", result["only_new"])):
+        if items:
+            lines += [f"## {label}", ""] + [f"- {x}" for x in _only_text(items)] + [""]
+    lines += [f"_{NOTE}_", ""]
+    return "\n".join(lines)
+
+
+def chart_series(result: dict[str, Any], bench: str, metric: str, cell_kind: str
+                 ) -> tuple[list[str], dict[str, list[float | None]]]:
+    """(cells in order, {"LANE old"/"LANE new" or the two lane names: values}) of one metric's rows."""
+    rows = [r for r in result["rows"] if r["bench"] == bench and r["metric"] == metric and r["cell_kind"] == cell_kind]
+    xs: list[str] = []
+    for r in rows:
+        if r["cell"] not in xs:
+            xs.append(r["cell"])
+    xs.sort(key=lambda c: (int_key(c.lstrip("C")), c))
+    a, b = side_names(result)
+    series: dict[str, list[float | None]] = {}
+    lanes_mode = result.get("mode") == "lanes"
+    for r in rows:
+        for side, name in (("old", a), ("new", b)):
+            key = name if lanes_mode else f"{r['lane']} {name}"
+            series.setdefault(key, [None] * len(xs))[xs.index(r["cell"])] = r[side]
+    return xs, series
+
+
+def _charts(result: dict[str, Any]) -> list[Chart]:
+    charts = []
+    xs, series = chart_series(result, "decode", "steady_tok_s", "level")
+    if not xs:  # recordings from before the steady-state figure
+        xs, series = chart_series(result, "decode", "aggregate_tok_s", "level")
+    if xs:
+        charts.append(Chart("line", "Decode: aggregate throughput vs concurrency, overlaid", "concurrent streams",
+                                "aggregate tok/s", xs, series, colors={k: i for i, k in enumerate(series)}))
+    for bench, title in (("prefill", "Prefill ladder, overlaid"), ("needles", "Needles: prefill by context")):
+        xs, series = chart_series(result, bench, "prefill_tok_s", "length")
+        if xs:
+            charts.append(Chart("bars", title, "prompt tokens", "prefill tok/s",
+                                    [length_label(x) for x in xs], series,
+                                    colors={k: i for i, k in enumerate(series)}))
+    xs, series = chart_series(result, "decode", "per_stream_tok_s", "category")
+    if xs:
+        charts.append(Chart("bars", "Per-stream decode at C1 by category", "category", "tok/s", xs, series,
+                                colors={k: i for i, k in enumerate(series)}))
+    return charts
+
+
+EXTRA_CSS = """
+tr.better td { background: rgba(27,158,119,.14); } tr.worse td { background: rgba(217,95,2,.16); }
+tr.better td:last-child, tr.worse td:last-child { font-weight: 600; } tr.noise td { color: var(--muted); }
+"""
+
+
+def render_html(result: dict[str, Any]) -> str:
+    e = esc
+    a, b = side_names(result)
+    title = f"Compare: lane {a} vs lane {b}" if result.get("mode") == "lanes" else "Compare: old vs new session"
+    sim = simulated_text(result)
+    body = [f"<h1>{e(title)}</h1>"] + ([f'<p class="warn"><strong>{e(sim)}</strong></p>'] if sim else [])
+    body.append(f'<p class="sub">{e(a)}: {e(side_title(result, "old"))}<br>{e(b)}: {e(side_title(result, "new"))}</p>')
+    for w in result.get("warnings") or []:
+        body.append(f'<p class="warn"><strong>Warning:</strong> {e(w)}</p>')
+    head = headline(result)
+    body.append('<section class="verdict"><h2>Summary</h2><p>' + e(summary_line(result)) + "</p>"
+                + ("<ul>" + "".join(f"<li>{e(s)}</li>" for s in head) + "</ul>" if head else "") + "</section>")
+    for i, chart in enumerate(_charts(result), 1):
+        svg = svg_chart(chart, [])
+        if svg:
+            body.append(f"<figure>{svg}<figcaption>Figure {i}. {e(chart.title)}.</figcaption></figure>")
+    body.append("<h2>All figures</h2>")
+    heads = _headers(result)
+
+    first_num = heads.index("metric") + 1
+
+    def align(j: int) -> str:
+        return "" if first_num <= j < first_num + 3 else ' class="t"'
+
+    t = ["<table><thead><tr>" + "".join(f"<th{align(j)}>{e(h)}</th>" for j, h in enumerate(heads))
+         + "</tr></thead><tbody>"]
+    for r, cells_ in zip(result["rows"], table_rows(result)):
+        cls = ("better" if r["better"] == "new" else "worse") if r["significant"] else "noise"
+        t.append(f'<tr class="{cls}" title="{e(r["basis"])}">'
+                 + "".join(f"<td{align(j)}>{e(c)}</td>" for j, c in enumerate(cells_)) + "</tr>")
+    t.append("</tbody></table>")
+    body.append("".join(t))
+    for label, items in ((f"Only in {a}", result["only_old"]), (f"Only in {b}", result["only_new"])):
+        if items:
+            body.append(f"<h2>{e(label)}</h2><ul>" + "".join(f"<li>{e(x)}</li>" for x in _only_text(items)) + "</ul>")
+    body.append(f'<p class="notes">{e(NOTE)}</p>')
+    return html_page(title, body, CSS + EXTRA_CSS)
+
+
+def render(result: dict[str, Any], fmt: str) -> str:
+    if fmt == "table":
+        return render_table(result)
+    if fmt == "md":
+        return render_markdown(result)
+    if fmt == "html":
+        return render_html(result)
+    if fmt == "json":
+        return render_json(result)
+    raise ValueError(f"unknown compare format {fmt!r} (choose: {', '.join(FORMATS)})")
+
+
+
+
+__all__ = ["EXTRA_CSS", "FORMATS", "HEADERS", "NOTE", "cell_text", "change_text", "chart_series", "headline",
+           "range_text", "ratio_str", "render", "render_html", "render_json", "render_markdown", "render_table",
+           "rich_renderables", "side_names", "side_title", "simulated_text", "summary_line", "table_rows",
+           "value_text"]
