@@ -267,6 +267,11 @@ async def test_replay_skips_and_counts_bad_rows_and_folds_the_rest(tmp_path):
     assert len(folded) == len(lines) - 1 - bad["n"]  # every good row published, no bad one
     assert all(isinstance(ev.req, (str, type(None))) for ev in folded)
     assert state.lanes["A"].requests_ok == 3  # usage gone, the streams still complete
+    from lanemon.recording.index import read_from
+
+    with path.open("rb") as fh:  # reading the bad rows again (a seek back) does not count them again
+        again = list(read_from(fh, session.index.checkpoints[0].offset, session.index.end_offset, session.recording))
+    assert len(again) == len(folded) and session.recording.skipped == bad["n"]
 
 
 # -- item 8: the exit line after a full disk; a refused share leaves no file ------------------------

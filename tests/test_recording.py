@@ -148,3 +148,21 @@ def test_every_sample_session_fits_the_schema():
         r = Recording(path)
         n = sum(1 for _ in r.events())
         assert n > 50 and r.skipped == 0 and r.warnings == [], (path, r.warnings)
+
+
+async def test_replay_counts_a_broken_line_once(tmp_path):
+    """The index counts it; the replay reading it again (also after a seek back) does not count it again."""
+    import math
+
+    from lanemon.sessions.sources import ReplaySession
+
+    path = tmp_path / "broken.jsonl"
+    rec = record(path, sample_events(12))
+    lines = rec.path.read_bytes().split(b"\n")[:-1]
+    path.write_bytes(b"\n".join(lines[:4] + [b'{"t": 5, "kind": "probe", "lane"'] + lines[4:]) + b"\n")
+    session = ReplaySession(path, speed=math.inf)
+    published = []
+    session.bus.subscribe(lambda ev: published.append(ev) if ev.kind != schema.NOTE else None)
+    await session.run()
+    assert len(published) == len(lines) - 1 == session.index.events
+    assert session.recording.skipped == 1 and "line 5" in session.warnings[0]

@@ -221,6 +221,7 @@ class _Builder:
                         return
                 elif raw.strip():
                     self.pending_bad = (self.lineno, why)
+                    recording._bad_offsets.add(here)  # counted here: a replay reading it again does not recount
                     return
                 else:
                     return
