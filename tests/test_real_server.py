@@ -20,7 +20,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-pytestmark = pytest.mark.realserver
+from realserver_fixtures import vllm_server, vllm_url  # noqa: F401 (fixtures)
+
+pytestmark = [pytest.mark.realserver, pytest.mark.timeout(600)]
 
 
 def _model_path() -> Path | None:
@@ -103,3 +105,43 @@ def test_c1_c2_decode_ladder_on_the_real_server(llama_url):
         cell = levels[c]
         assert cell["errors"] == 0 and cell["requests"] > 0
         assert cell["aggregate_tok_s"] > 0 and cell["tokens_estimated"] is True
+
+
+def test_check_validates_tool_calls_and_keeps_the_connection_usable(llama_url):
+    # without a function-calling chat format the server ignores the tools: check says no call came back,
+    # and the logprobs request right after it still gets its answer (no dead pooled connection)
+    out = lanemon("check", llama_url, "--json")
+    assert out.returncode == 0, out.stdout + out.stderr
+    checks = {c["name"]: c for c in json.loads(out.stdout)["checks"]}
+    assert checks["tools"]["passed"] is False and checks["tools"]["required"] is False
+    assert checks["tools"]["detail"] == "accepted, but no tool call came back"
+    assert checks["logprobs"]["passed"], checks["logprobs"]
+
+
+def test_prefill_counts_come_from_a_non_streaming_usage(llama_url):
+    # the stream carries no usage: calibration asks for one non-streaming answer (recorded as a mark), and the
+    # cells' prompt tokens are calibrated estimates, not the requested lengths
+    out = lanemon("bench", "prefill", "--lane", f"L={llama_url}", "--lengths", "120,240", "--seed", "3",
+                  "--no-cache-check", "--json", "--no-record")
+    assert out.returncode == 0, out.stderr
+    lane = json.loads(out.stdout)["lanes"]["L"]
+    assert lane["tokens_counted_from"] == "non-streaming usage" and lane["calibration_prompt_tokens"] > 0
+    assert lane["max_context"] is None  # llama-cpp-python's /v1/models does not say
+    for n in ("120", "240"):
+        cell = lane["lengths"][n]
+        assert cell["errors"] == 0 and cell["tokens_estimated"] is True
+        # calibrated on this lane's tokenizer: near the requested length, and within one token of
+        # characters x the calibrated ratio (the requested length itself is no longer the fallback)
+        assert abs(cell["prompt_tokens"] - int(n)) <= 0.3 * int(n)
+    assert lane["tokens_per_char"] != 0.25
+
+
+def test_kl_between_two_real_engines(llama_url, vllm_url):
+    # llama-cpp-python does return echoed prompt logprobs: a divergence between two different models, over
+    # the teacher positions where both tokenizers cut the same token
+    out = lanemon("kl", "--reference", "V", "--lane", f"V={vllm_url}", "--lane", f"L={llama_url}",
+                  "--prompts", "1", "--tokens", "6", "--json", "--no-record")
+    assert out.returncode == 0, out.stderr
+    lane = json.loads(out.stdout)["lanes"]["L"]
+    assert lane["status"] == "ok" and lane["positions"] >= 1
+    assert lane["kl"] is not None and lane["kl"] > 0.01  # two unrelated models: far from zero

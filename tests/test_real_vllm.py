@@ -221,3 +221,15 @@ def test_kv_gauge_moves_under_load(vllm_server):
     usage = answers[0].json()["usage"]
     # the request held prompt + output tokens in 128-token blocks out of 8,192: at least its share
     assert max(seen) >= 0.9 * (usage["prompt_tokens"] + 1) / 8192, (max(seen), usage)
+
+
+def test_kl_not_exposed_where_the_engine_refuses(vllm_url):
+    # vLLM caps logprobs at 20 by default: asking for 25 is refused with HTTP 400, reported as "not exposed"
+    out = lanemon("kl", "--reference", "V", "--lane", f"V={vllm_url}", "--lane", f"W={vllm_url}", "--prompts", "1",
+                  "--tokens", "4", "--top-k", "25", "--json", "--no-record")
+    assert out.returncode == 3, out.stderr
+    lanes = json.loads(out.stdout)["lanes"]
+    for name in ("V", "W"):
+        assert lanes[name]["status"] == "not_exposed" and lanes[name]["kl"] is None
+        assert "greater than max allowed: 20" in lanes[name]["message"]
+    assert "not exposed by lane W" in out.stderr

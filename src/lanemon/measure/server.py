@@ -87,6 +87,7 @@ def server_view(events: Iterable[Event], lane: str) -> dict[str, Any] | None:
         out[key] = _r(timings.get(key))
     out["client_ttft_s"] = _r(client_ttft)
     out["client_e2e_s"] = _r(client_e2e)
+    out["client_tpot_s"] = _r(_mean([m.tpot_s for m in ms if m.tpot_s is not None]))
     out["gap_ttft_s"] = _r(client_ttft - out["ttft_s"]) if client_ttft is not None and out["ttft_s"] is not None else None
     out["gap_e2e_s"] = _r(client_e2e - out["e2e_s"]) if client_e2e is not None and out["e2e_s"] is not None else None
     for key in ("prompt_tokens", "generation_tokens", "prompt_tokens_computed", "prompt_tokens_hit", "preemptions"):

@@ -20,6 +20,7 @@ from lanemon.reports.sections.prefill import prefill_section
 from lanemon.reports.sections.qeval import qeval_section
 from lanemon.reports.sections.race import race_section
 from lanemon.reports.sections.section import Section
+from lanemon.reports.sections.server import server_section
 
 
 def sections(analysis: dict[str, Any]) -> list[Section]:
@@ -34,6 +35,9 @@ def sections(analysis: dict[str, Any]) -> list[Section]:
     n_lanes = present_lanes(analysis, "needles")
     if n_lanes:
         out.append(needles_section(analysis["needles"], n_lanes))
+    srv = server_section(analysis, lane_names(analysis))
+    if srv is not None:
+        out.append(srv)
     s_lanes = present_lanes(analysis, "sweep")
     if s_lanes:
         out.append(sweep_section(analysis["sweep"], s_lanes))

@@ -1,0 +1,82 @@
+"""Where the time goes: vLLM/SGLang histograms mapped, and two scrapes turned into the server's view."""
+
+from __future__ import annotations
+
+import pytest
+
+from lanemon import events as schema
+from lanemon.client.prom import map_engine, parse
+from lanemon.events import Event
+from lanemon.measure.server import server_timings, server_view
+
+
+def vllm_text(n: int, ttft: float, e2e: float, computed: int, hit: int) -> str:
+    lab = 'engine="0",model_name="m"'
+    return "\n".join([
+        "# TYPE vllm:num_requests_running gauge", f"vllm:num_requests_running{{{lab}}} 0",
+        "# TYPE vllm:prompt_tokens_total counter", f"vllm:prompt_tokens_total{{{lab}}} {computed + hit}",
+        "# TYPE vllm:generation_tokens_total counter", f"vllm:generation_tokens_total{{{lab}}} {n * 10}",
+        "# TYPE vllm:prompt_tokens_by_source_total counter",
+        f'vllm:prompt_tokens_by_source_total{{{lab},source="local_compute"}} {computed}',
+        f'vllm:prompt_tokens_by_source_total{{{lab},source="local_cache_hit"}} {hit}',
+        "# TYPE vllm:request_success_total counter",
+        f'vllm:request_success_total{{{lab},finished_reason="length"}} {n - 1}',
+        f'vllm:request_success_total{{{lab},finished_reason="stop"}} 1',
+        "# TYPE vllm:num_preemptions_total counter", f"vllm:num_preemptions_total{{{lab}}} 0",
+        "# TYPE vllm:time_to_first_token_seconds histogram",
+        f'vllm:time_to_first_token_seconds_bucket{{{lab},le="+Inf"}} {n}',
+        f"vllm:time_to_first_token_seconds_count{{{lab}}} {n}", f"vllm:time_to_first_token_seconds_sum{{{lab}}} {ttft}",
+        "# TYPE vllm:e2e_request_latency_seconds histogram",
+        f'vllm:e2e_request_latency_seconds_bucket{{{lab},le="+Inf"}} {n}',
+        f"vllm:e2e_request_latency_seconds_count{{{lab}}} {n}", f"vllm:e2e_request_latency_seconds_sum{{{lab}}} {e2e}",
+        "# TYPE vllm:cache_config_info gauge",
+        'vllm:cache_config_info{block_size="128",engine="0",enable_prefix_caching="True",num_gpu_blocks="4096",'
+        'num_gpu_blocks_override="64"} 1.0',
+        "",
+    ])
+
+
+def test_vllm_names_mapped():
+    m = map_engine(parse(vllm_text(10, 0.5, 2.0, 900, 100)))
+    assert m["engine"] == "vllm" and m["ttft_count"] == 10 and m["ttft_sum"] == 0.5
+    assert m["prompt_tokens_computed_total"] == 900 and m["prompt_tokens_hit_total"] == 100
+    assert m["requests_by_finish"] == {"length": 9.0, "stop": 1.0} and m["requests_success_total"] == 10
+    assert (m["block_size"], m["kv_blocks"], m["kv_capacity_tokens"]) == (128, 64, 8192)  # the override wins
+
+
+def test_server_timings_are_deltas_and_survive_a_reset():
+    before = map_engine(parse(vllm_text(10, 0.5, 2.0, 900, 100)))
+    after = map_engine(parse(vllm_text(14, 0.9, 3.0, 1300, 300)))
+    t = server_timings(before, after)
+    assert t["requests"] == 4 and t["ttft_s"] == pytest.approx(0.1) and t["e2e_s"] == pytest.approx(0.25)
+    assert t["prompt_tokens_computed"] == 400 and t["prompt_tokens_hit"] == 200 and t["itl_s"] is None
+    reset = server_timings(after, map_engine(parse(vllm_text(2, 0.2, 0.6, 100, 0))))  # the server restarted
+    assert reset["requests"] == 2 and reset["ttft_s"] == pytest.approx(0.1)
+
+
+def _request(lane, req, t0, ttft, end, usage=(5, 3)):
+    return [Event(t0, schema.REQUEST, lane, req, {"endpoint": "completions"}),
+            Event(t0 + 1, schema.FIRST_BYTE, lane, req, {"status": 200}),
+            Event(t0 + ttft, schema.TOKEN, lane, req, {"text": "a"}),
+            Event(t0 + ttft + 2_000_000, schema.TOKEN, lane, req, {"text": "b"}),
+            Event(t0 + ttft + 4_000_000, schema.TOKEN, lane, req, {"text": "c"}),
+            Event(end - 1, schema.USAGE, lane, req, {"prompt_tokens": usage[0], "completion_tokens": usage[1]}),
+            Event(end, schema.DONE, lane, req, {"finish_reason": "length"})]
+
+
+def test_server_view_pairs_the_same_interval():
+    ms = 1_000_000
+    scrape = lambda t, text: Event(t, schema.SERVER_METRICS, "V", None,  # noqa: E731
+                                   {"ok": True, **map_engine(parse(text))})
+    events = [scrape(0, vllm_text(10, 0.5, 2.0, 900, 100))]
+    events += _request("V", "V-1", 10 * ms, 30 * ms, 60 * ms)
+    events += _request("V", "V-2", 70 * ms, 50 * ms, 100 * ms)
+    events += _request("W", "W-1", 70 * ms, 50 * ms, 100 * ms)  # another lane: not counted
+    events.append(scrape(200 * ms, vllm_text(12, 0.56, 2.1, 910, 100)))
+    events += _request("V", "V-3", 300 * ms, 50 * ms, 400 * ms)  # after the last scrape: not counted
+    v = server_view(events, "V")
+    assert v["requests"] == 2 and v["client_requests"] == 2
+    assert v["ttft_s"] == pytest.approx(0.03) and v["client_ttft_s"] == pytest.approx(0.04)
+    assert v["gap_ttft_s"] == pytest.approx(0.01) and v["e2e_s"] == pytest.approx(0.05)
+    assert v["client_e2e_s"] == pytest.approx(0.04) and v["client_prompt_tokens"] == 10
+    assert server_view(events, "W") is None  # no scrape of that lane
