@@ -1,0 +1,594 @@
+"""The peer comparison of issue 13: lanemon beside installed load generators, on the same simulated lane, offline.
+
+    python bench/peers.py [--levels 1,16,64] [--reps 2] [--waves 2] [--min-requests 16]
+                          [--input-tokens 32] [--output-tokens 48] [--tools lanemon,guidellm,aiperf]
+                          [--peers-dir ~/.cache/lanemon-peers] [--tokenizer DIR]
+                          [--json peers.json] [--markdown peers.md]
+
+One simulated lane (``python -m lanemon.sim``, a separate process) serves every
+run.  For each rep, each level C and each tool (the tools' order rotates every
+rep, so none always runs first), the tool is started as its own process and
+sends N = max(C x waves, min-requests) streamed chat requests, C at a time
+(closed loop), each a short prompt with a fixed output length.  Before every run
+the simulator's trace is cleared; after it, every request the tool reports is
+matched to the simulator's own record of it (GET /sim/trace):
+
+* lanemon   -- through ``server_request_id`` in its recording (the simulator's
+  ``x-sim-request-id`` header);
+* guidellm  -- through the response id (``chatcmpl-...``) it keeps per request;
+* aiperf    -- through the ``X-Request-ID`` header it sends (the simulator
+  records it as ``client_request_id``).
+
+Figures per tool and level:
+
+* TTFT error, per request: |tool's TTFT - simulator's TTFT| (arrival at socket
+  read -> first token written), p50 / p99 in ms over the matched requests of all
+  reps; and, as a second reading that needs no matching, the difference of the
+  percentiles of the same wave (tool's p50/p99 - simulator's p50/p99);
+* CPU seconds per 1k streamed tokens of the *whole tool process*, start-up
+  included (user + system time from ``wait4`` of the child: the process and every
+  descendant it waited for), tokens counted by the simulator;
+* peak RSS: ``ru_maxrss`` of the child (its largest single process) and the
+  largest sum of RSS over the child's process tree, sampled every 50 ms (aiperf
+  runs many processes);
+* ``--help`` start-up: wall time of ``TOOL --help``, median of 5 after one warm run.
+
+A tool that is not installed is skipped with one line.  lanemon runs through its
+own CLI (``lanemon bench decode --levels C``, a prompt file with N/C one-prompt
+categories so a level runs N requests).  guidellm and aiperf are run from their
+virtual environments under ``--peers-dir`` (``<dir>/guidellm/bin/guidellm``,
+``<dir>/aiperf/bin/aiperf``), with a local tokenizer directory (``--tokenizer``):
+guidellm with ``HF_HUB_OFFLINE=1``; aiperf without it (it refuses to resolve a
+local tokenizer offline).  The peers' prompts are their own synthetic text of
+``--input-tokens`` (fixed length, no spread); lanemon's is one fixed sentence of
+about that length.  Nothing is downloaded.
+
+The machine's load average is recorded beside every run: on a shared machine the
+absolute figures carry that load, the side-by-side ratios less so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+ANNOUNCE = re.compile(r"listening on (http://\S+/v1)")
+MODEL = "deepseek-v4.1-flash"
+PROMPT = ("Write a short friendly note to a colleague about the weather this week, "
+          "the team lunch on Friday, and the new coffee machine in the kitchen.")
+TOOLS = ("lanemon", "guidellm", "aiperf")
+DEFAULT_PEERS = Path.home() / ".cache" / "lanemon-peers"
+DEFAULT_TOKENIZERS = (Path.home() / ".cache" / "lanemon-vllm" / "model",)
+
+
+# ---------------------------------------------------------------------------
+# small pure helpers
+# ---------------------------------------------------------------------------
+
+
+def pct(values: list[float], q: float) -> float | None:
+    """The q-th percentile (linear interpolation, like numpy's default); None for no values."""
+    if not values:
+        return None
+    s = sorted(values)
+    k = (len(s) - 1) * q / 100.0
+    lo = int(k)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+def requests_for(level: int, waves: int, minimum: int) -> int:
+    """N for a level: whole waves of C, at least ``minimum`` (rounded up to a whole number of waves)."""
+    n = max(level * waves, minimum)
+    return -(-n // level) * level
+
+
+def match_errors(tool: dict[str, float], truth: dict[str, float]) -> list[float]:
+    """Per-request TTFT error (s, tool - truth) for every key both sides know."""
+    return [tool[k] - truth[k] for k in tool if k in truth]
+
+
+def rnd(x: float | None, nd: int = 2) -> float | None:
+    return None if x is None else round(x, nd)
+
+
+# ---------------------------------------------------------------------------
+# the simulated lane
+# ---------------------------------------------------------------------------
+
+
+class Sim:
+    """``python -m lanemon.sim`` as a child process; its log goes to a file (never a pipe that can fill)."""
+
+    def __init__(self, profile: str, time_scale: float, workdir: Path) -> None:
+        self.log = open(workdir / "sim.log", "w")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "lanemon.sim", "--profile", profile, "--port", "0",
+             "--time-scale", str(time_scale)],
+            stdout=subprocess.PIPE, stderr=self.log, text=True)
+        deadline = time.monotonic() + 30
+        self.url = None
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            m = ANNOUNCE.search(line)
+            if m:
+                self.url = m.group(1)
+                break
+        if self.url is None:
+            self.proc.kill()
+            raise SystemExit("peers: the simulator did not start (see sim.log)")
+        self.base = self.url.removesuffix("/v1")
+
+    def trace(self) -> list[dict]:
+        import httpx
+
+        return httpx.get(self.base + "/sim/trace", timeout=30).json()["requests"]
+
+    def clear(self) -> None:
+        import httpx
+
+        httpx.delete(self.base + "/sim/trace", timeout=30)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self.log.close()
+
+
+# ---------------------------------------------------------------------------
+# running one tool process
+# ---------------------------------------------------------------------------
+
+
+def _tree_rss(pid: int) -> int:
+    import psutil
+
+    try:
+        p = psutil.Process(pid)
+        procs = [p, *p.children(recursive=True)]
+    except psutil.Error:
+        return 0
+    total = 0
+    for q in procs:
+        try:
+            total += q.memory_info().rss
+        except psutil.Error:
+            pass
+    return total
+
+
+def run_child(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float) -> dict:
+    """Run ``cmd``; its wall time, CPU (user+sys of it and its waited-for descendants), ``ru_maxrss`` and the
+    peak RSS sum of its process tree (sampled every 50 ms)."""
+    out = open(cwd / "stdout.txt", "wb")
+    err = open(cwd / "stderr.txt", "wb")
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+    peak = [0]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.05):
+            peak[0] = max(peak[0], _tree_rss(proc.pid))
+
+    th = threading.Thread(target=sample, daemon=True)
+    th.start()
+    killer = threading.Timer(timeout, proc.kill)
+    killer.start()
+    try:
+        _, status, ru = os.wait4(proc.pid, 0)
+    finally:
+        killer.cancel()
+        done.set()
+        th.join()
+        out.close()
+        err.close()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return {"rc": proc.returncode, "wall_s": time.perf_counter() - t0, "cpu_s": ru.ru_utime + ru.ru_stime,
+            "maxrss_mb": ru.ru_maxrss / 1024, "tree_peak_rss_mb": peak[0] / 2**20}
+
+
+def tail(path: Path, n: int = 400) -> str:
+    try:
+        return path.read_text(errors="replace")[-n:].strip().replace("\n", " | ")
+    except OSError:
+        return ""
+
+
+# ---------------------------------------------------------------------------
+# the tools
+# ---------------------------------------------------------------------------
+
+
+class Tool:
+    name = ""
+
+    def __init__(self, args) -> None:
+        self.args = args
+
+    def exe(self) -> str | None:
+        raise NotImplementedError
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env["HF_HUB_OFFLINE"] = "1"
+        env["TRANSFORMERS_OFFLINE"] = "1"
+        env.pop("VIRTUAL_ENV", None)
+        return env
+
+    def help_cmd(self) -> list[str]:
+        return [self.exe(), "--help"]
+
+    def command(self, url: str, level: int, n: int, work: Path) -> list[str]:
+        raise NotImplementedError
+
+    def results(self, work: Path) -> dict[str, float]:
+        """match key -> TTFT (s) of every request the tool reports as successful."""
+        raise NotImplementedError
+
+
+class Lanemon(Tool):
+    name = "lanemon"
+    key = "id"
+
+    def exe(self) -> str | None:
+        here = Path(sys.executable).with_name("lanemon")
+        return str(here) if here.exists() else shutil.which("lanemon")
+
+    def command(self, url, level, n, work):
+        cats = n // level
+        lines = ['[set]', 'name = "peers"', f"max_tokens = {self.args.output_tokens}", ""]
+        for i in range(cats):
+            lines += ["[[prompt]]", f'id = "p-{i:03d}"', f'category = "c{i:03d}"', f'text = "{PROMPT}"', ""]
+        (work / "prompts.toml").write_text("\n".join(lines))
+        return [self.exe(), "bench", "decode", "--lane", f"A={url}", "--levels", str(level),
+                "--prompts", str(work / "prompts.toml"), "--categories", "all", "--no-categories",
+                "--max-tokens", str(self.args.output_tokens), "--chat", "--json",
+                "--record", str(work / "run.jsonl")]
+
+    def results(self, work):
+        from lanemon.measure.metrics import request_metrics
+        from lanemon.measure.records import assemble
+        from lanemon.recording.reader import read_events
+
+        _, events, _ = read_events(work / "run.jsonl")
+        out = {}
+        for rec in assemble(events):
+            if rec.meta.get("part") != "level" or not rec.ok or not rec.server_request_id:
+                continue
+            ttft = request_metrics(rec).ttft_s
+            if ttft is not None:
+                out[rec.server_request_id] = ttft
+        return out
+
+
+class Guidellm(Tool):
+    name = "guidellm"
+    key = "response_id"
+
+    def exe(self):
+        p = self.args.peers_dir / "guidellm" / "bin" / "guidellm"
+        return str(p) if p.exists() else None
+
+    def command(self, url, level, n, work):
+        a = self.args
+        return [self.exe(), "run",
+                "--backend", f"kind=openai_http,target={url},model={MODEL}",
+                "--profile", f"kind=concurrent,streams={level}",
+                "--constraint", f"kind=max_requests,count={n}",
+                "--tokenizer", f"kind=hf_auto,model={a.tokenizer}",
+                "--data", f"kind=synthetic_text,prompt_tokens={a.input_tokens},output_tokens={a.output_tokens}",
+                "--output", f"kind=json,path={work / 'guidellm.json'}",
+                "--disable-console-interactive"]
+
+    def results(self, work):
+        d = json.loads((work / "guidellm.json").read_text())
+        out = {}
+        for b in d["benchmarks"]:
+            for r in b["requests"]["successful"]:
+                if r.get("response_id") and r.get("time_to_first_token_ms") is not None:
+                    out[r["response_id"]] = r["time_to_first_token_ms"] / 1000
+        return out
+
+
+class Aiperf(Tool):
+    name = "aiperf"
+    key = "client_request_id"
+
+    def exe(self):
+        p = self.args.peers_dir / "aiperf" / "bin" / "aiperf"
+        return str(p) if p.exists() else None
+
+    def env(self):
+        env = super().env()
+        env.pop("HF_HUB_OFFLINE", None)  # aiperf resolves even a local tokenizer through the hub client
+        env.pop("TRANSFORMERS_OFFLINE", None)
+        return env
+
+    def command(self, url, level, n, work):
+        a = self.args
+        return [self.exe(), "profile", "--model", MODEL, "--url", url.removesuffix("/v1"),
+                "--endpoint-type", "chat", "--streaming", "--tokenizer", str(a.tokenizer),
+                "--concurrency", str(level), "--request-count", str(n),
+                "--isl", str(a.input_tokens), "--osl", str(a.output_tokens),
+                "--extra-inputs", "ignore_eos:true", "--use-server-token-count",
+                "--artifact-dir", str(work / "aiperf"), "--ui", "none",
+                "--no-server-metrics", "--no-gpu-telemetry"]
+
+    def results(self, work):
+        out = {}
+        with open(work / "aiperf" / "profile_export.jsonl") as fh:
+            for line in fh:
+                r = json.loads(line)
+                md, m = r.get("metadata", {}), r.get("metrics", {})
+                if md.get("benchmark_phase") != "profiling" or r.get("error"):
+                    continue
+                ttft = m.get("time_to_first_token", {}).get("value")
+                if md.get("x_request_id") and ttft is not None:
+                    out[md["x_request_id"]] = ttft / 1000
+        return out
+
+
+KINDS = {"lanemon": Lanemon, "guidellm": Guidellm, "aiperf": Aiperf}
+
+
+# ---------------------------------------------------------------------------
+# one run, the aggregate, the table
+# ---------------------------------------------------------------------------
+
+
+def one_run(tool: Tool, sim: Sim, level: int, n: int, rep: int, root: Path, timeout: float) -> dict:
+    work = root / f"{tool.name}-C{level}-r{rep}"
+    work.mkdir(parents=True, exist_ok=True)
+    sim.clear()
+    cmd = tool.command(sim.url, level, n, work)
+    load0 = os.getloadavg()[0]
+    child = run_child(cmd, tool.env(), work, timeout)
+    load1 = os.getloadavg()[0]
+    trace = [t for t in sim.trace() if t.get("endpoint") == "chat.completions"]
+    run = {"tool": tool.name, "level": level, "rep": rep, "requests": n, "command": cmd, **child,
+           "load_avg_1m": [round(load0, 2), round(load1, 2)]}
+    if child["rc"] != 0:
+        run["failed"] = f"exit {child['rc']}: {tail(work / 'stderr.txt') or tail(work / 'stdout.txt')}"
+        return run
+    try:
+        ttfts = tool.results(work)
+    except (OSError, ValueError, KeyError) as exc:
+        run["failed"] = f"could not read its results: {type(exc).__name__}: {exc}"
+        return run
+    truth = {t[tool.key]: t["ttft_s"] for t in trace
+             if t.get(tool.key) and t.get("status") == "ok" and t.get("ttft_s") is not None}
+    tokens = sum(t.get("completion_tokens") or 0 for t in trace)
+    errs = match_errors(ttfts, truth)
+    tool_list, truth_list = list(ttfts.values()), list(truth.values())
+    run.update({
+        "reported_ok": len(ttfts), "trace_requests": len(trace), "matched": len(errs),
+        "tokens_streamed": tokens,
+        "errors_s": [round(e, 6) for e in errs],
+        "tool_ttft_p50_s": pct(tool_list, 50), "tool_ttft_p99_s": pct(tool_list, 99),
+        "truth_ttft_p50_s": pct(truth_list, 50), "truth_ttft_p99_s": pct(truth_list, 99),
+        "cpu_s_per_1k_tokens": child["cpu_s"] / tokens * 1000 if tokens else None,
+    })
+    return run
+
+
+def aggregate(runs: list[dict]) -> dict:
+    ok = [r for r in runs if "failed" not in r]
+    if not ok:
+        return {"runs": len(runs), "failed": len(runs)}
+    errs = [e * 1000 for r in ok for e in r["errors_s"]]
+    d50 = [(r["tool_ttft_p50_s"] - r["truth_ttft_p50_s"]) * 1000 for r in ok if r["tool_ttft_p50_s"] is not None]
+    d99 = [(r["tool_ttft_p99_s"] - r["truth_ttft_p99_s"]) * 1000 for r in ok if r["tool_ttft_p99_s"] is not None]
+    tokens = sum(r["tokens_streamed"] for r in ok)
+    return {
+        "runs": len(runs), "failed": len(runs) - len(ok),
+        "requests": sum(r["requests"] for r in ok), "matched": len(errs),
+        "unmatched": sum(r["reported_ok"] - r["matched"] for r in ok),
+        "ttft_abs_err_ms_p50": rnd(pct([abs(e) for e in errs], 50)),
+        "ttft_abs_err_ms_p99": rnd(pct([abs(e) for e in errs], 99)),
+        "ttft_signed_err_ms_min": rnd(min(errs)) if errs else None,
+        "ttft_pct_diff_ms_p50": rnd(statistics.median(d50)) if d50 else None,
+        "ttft_pct_diff_ms_p99": rnd(statistics.median(d99)) if d99 else None,
+        "cpu_s": round(sum(r["cpu_s"] for r in ok), 3), "tokens_streamed": tokens,
+        "cpu_s_per_1k_tokens": round(sum(r["cpu_s"] for r in ok) / tokens * 1000, 3) if tokens else None,
+        "maxrss_mb": round(max(r["maxrss_mb"] for r in ok), 1),
+        "tree_peak_rss_mb": round(max(r["tree_peak_rss_mb"] for r in ok), 1),
+        "wall_s_median": round(statistics.median(r["wall_s"] for r in ok), 2),
+        "load_avg_1m": [min(r["load_avg_1m"][0] for r in ok), max(r["load_avg_1m"][1] for r in ok)],
+    }
+
+
+def help_time(tool: Tool, runs: int = 5) -> float | None:
+    cmd = tool.help_cmd()
+    env = tool.env()
+    times = []
+    for i in range(runs + 1):
+        t0 = time.perf_counter()
+        r = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if r.returncode != 0:
+            return None
+        if i:  # the first run only warms the page cache
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _cell(v, fmt="{:+.1f}") -> str:
+    return "n/a" if v is None else fmt.format(v)
+
+
+def markdown(result: dict) -> str:
+    tools = [t for t in result["tools"] if result["tools"][t].get("installed")]
+    agg = result["aggregate"]
+    lines = [f"| | {' | '.join(tools)} |", "|---|" + "---|" * len(tools)]
+    for lvl in result["levels"]:
+        row = []
+        for t in tools:
+            a = agg.get(t, {}).get(str(lvl), {})
+            row.append("failed" if not a.get("matched") else
+                       f"{_cell(a['ttft_abs_err_ms_p50'], '{:.1f}')} / {_cell(a['ttft_abs_err_ms_p99'], '{:.1f}')}")
+        lines.append(f"| TTFT error p50 / p99 at C{lvl}, per request (ms) | {' | '.join(row)} |")
+    for lvl in result["levels"]:
+        row = []
+        for t in tools:
+            a = agg.get(t, {}).get(str(lvl), {})
+            row.append("failed" if not a.get("matched") else
+                       f"{_cell(a['ttft_pct_diff_ms_p50'])} / {_cell(a['ttft_pct_diff_ms_p99'])}")
+        lines.append(f"| TTFT percentile difference p50 / p99 at C{lvl} (ms) | {' | '.join(row)} |")
+    mid = str(result["cost_level"])
+    for label, key, fmt in (("CPU-s per 1k streamed tokens", "cpu_s_per_1k_tokens", "{:.2f}"),
+                            ("peak RSS, largest process (MB)", "maxrss_mb", "{:,.0f}"),
+                            ("peak RSS, whole process tree (MB)", "tree_peak_rss_mb", "{:,.0f}")):
+        row = [_cell(agg.get(t, {}).get(mid, {}).get(key), fmt) for t in tools]
+        lines.append(f"| {label} at C{mid} | {' | '.join(row)} |")
+    row = [_cell(result["tools"][t].get("help_s"), "{:.2f}") for t in tools]
+    lines.append(f"| `--help` start-up (s) | {' | '.join(row)} |")
+    return "\n".join(lines) + "\n"
+
+
+def find_tokenizer(given: str | None) -> Path | None:
+    cands = [Path(given)] if given else list(DEFAULT_TOKENIZERS)
+    for c in cands:
+        if (c / "tokenizer.json").exists() or (c / "tokenizer_config.json").exists():
+            return c
+    return None
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--levels", default="1,16,64", help="concurrency levels (default 1,16,64)")
+    ap.add_argument("--reps", type=int, default=2, help="alternating repetitions (default 2)")
+    ap.add_argument("--waves", type=int, default=2, help="requests per level = C x waves ... (default 2)")
+    ap.add_argument("--min-requests", type=int, default=16, help="... but at least this many (default 16)")
+    ap.add_argument("--input-tokens", type=int, default=32)
+    ap.add_argument("--output-tokens", type=int, default=48, help="fixed output length (the simulator's "
+                    "replies are at least 60 tokens, so every request runs to it)")
+    ap.add_argument("--tools", default=",".join(TOOLS))
+    ap.add_argument("--peers-dir", type=Path, default=DEFAULT_PEERS,
+                    help="directory holding one virtual environment per peer (default ~/.cache/lanemon-peers)")
+    ap.add_argument("--tokenizer", help="a local tokenizer directory for the peers (never downloaded)")
+    ap.add_argument("--profile", default="tensorfold-exl3")
+    ap.add_argument("--time-scale", type=float, default=1.0)
+    ap.add_argument("--cost-level", type=int, default=16, help="the level whose CPU and RSS the table shows")
+    ap.add_argument("--timeout", type=float, default=900, help="seconds one tool run may take (default 900)")
+    ap.add_argument("--workdir", help="keep every run's files here (default: a temporary directory)")
+    ap.add_argument("--json", metavar="PATH")
+    ap.add_argument("--markdown", metavar="PATH")
+    args = ap.parse_args()
+    try:
+        levels = [int(x) for x in args.levels.split(",")]
+        if not levels or min(levels) < 1:
+            raise ValueError
+    except ValueError:
+        print(f"peers: --levels must be positive whole numbers, not {args.levels!r}", file=sys.stderr)
+        return 2
+    names = [t.strip() for t in args.tools.split(",") if t.strip()]
+    unknown = [t for t in names if t not in KINDS]
+    if unknown:
+        print(f"peers: unknown tool {unknown[0]!r} (known: {', '.join(KINDS)})", file=sys.stderr)
+        return 2
+    tok = find_tokenizer(args.tokenizer)
+    args.tokenizer = tok
+    tools: list[Tool] = []
+    info: dict[str, dict] = {}
+    for name in names:
+        t = KINDS[name](args)
+        if t.exe() is None:
+            where = "on PATH" if name == "lanemon" else f"in {args.peers_dir / name}"
+            print(f"peers: skipping {name}: not installed ({where})", flush=True)
+            info[name] = {"installed": False}
+            continue
+        if name != "lanemon" and tok is None:
+            print(f"peers: skipping {name}: no local tokenizer directory (--tokenizer DIR)", flush=True)
+            info[name] = {"installed": True, "skipped": "no tokenizer"}
+            continue
+        tools.append(t)
+        info[name] = {"installed": True, "exe": t.exe()}
+    if not tools:
+        print("peers: no tool to run", file=sys.stderr)
+        return 1
+    for t in tools:
+        info[t.name]["help_s"] = rnd(help_time(t), 3)
+        info[t.name]["version"] = version_of(t)
+        print(f"{t.name:9} {info[t.name]['version'] or '?':10} --help {info[t.name]['help_s']} s", flush=True)
+    root = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="lanemon-peers-"))
+    root.mkdir(parents=True, exist_ok=True)
+    sim = Sim(args.profile, args.time_scale, root)
+    runs: list[dict] = []
+    started = datetime.now(timezone.utc)
+    try:
+        for rep in range(args.reps):
+            for level in levels:
+                n = requests_for(level, args.waves, args.min_requests)
+                order = tools[rep % len(tools):] + tools[:rep % len(tools)]
+                for t in order:
+                    r = one_run(t, sim, level, n, rep, root, args.timeout)
+                    runs.append(r)
+                    if "failed" in r:
+                        print(f"r{rep} C{level:<3} {t.name:9} FAILED {r['failed']}", flush=True)
+                        continue
+                    e = [abs(x) * 1000 for x in r["errors_s"]]
+                    print(f"r{rep} C{level:<3} {t.name:9} matched {r['matched']:3}/{r['trace_requests']:<3} "
+                          f"TTFT err p50 {pct(e, 50) or 0:7.2f} p99 {pct(e, 99) or 0:7.2f} ms  "
+                          f"CPU {r['cpu_s']:6.2f} s ({r['cpu_s_per_1k_tokens'] or 0:.2f}/1k tok)  "
+                          f"RSS {r['maxrss_mb']:6.0f}/{r['tree_peak_rss_mb']:6.0f} MB  wall {r['wall_s']:5.1f} s  "
+                          f"load {r['load_avg_1m'][1]:.1f}", flush=True)
+    finally:
+        sim.stop()
+    agg = {t.name: {str(lvl): aggregate([r for r in runs if r["tool"] == t.name and r["level"] == lvl])
+                    for lvl in levels} for t in tools}
+    result = {"benchmark": "peers", "started_utc": started.isoformat(timespec="seconds"),
+              "finished_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+              "python": sys.version.split()[0], "cpus": os.cpu_count(), "profile": args.profile,
+              "time_scale": args.time_scale, "levels": levels, "reps": args.reps, "waves": args.waves,
+              "min_requests": args.min_requests, "input_tokens": args.input_tokens,
+              "output_tokens": args.output_tokens, "tokenizer": str(tok) if tok else None,
+              "cost_level": args.cost_level if args.cost_level in levels else levels[len(levels) // 2],
+              "tools": info, "aggregate": agg, "runs": runs, "workdir": str(root)}
+    table = markdown(result)
+    print()
+    print(table)
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1))
+    if args.markdown:
+        Path(args.markdown).write_text(table)
+    if not args.workdir:
+        shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+def version_of(tool: Tool) -> str | None:
+    if tool.name == "lanemon":
+        from importlib.metadata import version
+
+        try:
+            return version("lanemon")
+        except Exception:
+            return None
+    pip = Path(tool.exe()).with_name("python")
+    try:
+        r = subprocess.run([str(pip), "-c", f"from importlib.metadata import version; print(version('{tool.name}'))"],
+                           capture_output=True, text=True, timeout=60)
+        return r.stdout.strip() or None
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+if __name__ == "__main__":
+    sys.exit(main())
