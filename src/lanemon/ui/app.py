@@ -248,6 +248,9 @@ class LanemonApp(App):
             self.push_screen(self._make_screen(self.start_screen))
         self.set_interval(1 / self.refresh_hz, self.redraw)
         self.redraw(force=True)
+        # the footer lists the keys from the first frame, before any key press (in a browser too,
+        # where nothing else asks it to draw until the first input)
+        self.call_after_refresh(self.refresh_bindings)
         for msg in self.theme_warnings:
             self.notify(msg, title="theme", severity="warning", timeout=8, markup=False)
 

@@ -29,6 +29,9 @@ class LanemonScreen(Screen):
     def lanemon(self) -> "LanemonApp":
         return self.app  # type: ignore[return-value]
 
+    def on_screen_resume(self) -> None:
+        self.app.call_after_refresh(self.app.refresh_bindings)  # the footer shows this screen's keys at once
+
     def replay_bar(self) -> list[Any]:
         """The timeline bar (playhead, markers, seeking) when the app's source is a seekable replay:
         every screen yields it just above its footer, so a replay looks like the run and seeks anywhere."""

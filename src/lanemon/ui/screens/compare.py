@@ -61,6 +61,8 @@ class CompareScreen(LanemonScreen):
 
     DEFAULT_CSS = """
     CompareScreen #cmp-head { height: auto; max-height: 9; padding: 0 1; background: $panel; }
+    CompareScreen.-short #cmp-head { max-height: 4; }
+    CompareScreen.-short #cmp-races { max-height: 6; }
     CompareScreen #cmp-charts { height: 1fr; min-height: 10; padding: 0 1; }
     CompareScreen #cmp-charts BenchChart { width: 1fr; }
     CompareScreen #cmp-tables { height: 1fr; padding: 0 1; }
@@ -73,6 +75,9 @@ class CompareScreen(LanemonScreen):
     def __init__(self, result: dict[str, Any]) -> None:
         super().__init__()
         self.result = result
+
+    def on_resize(self) -> None:
+        self.set_class(self.size.height < 40, "-short")
 
     def compose(self) -> ComposeResult:
         yield Static("", id="cmp-head")

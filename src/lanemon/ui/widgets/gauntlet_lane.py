@@ -78,7 +78,8 @@ class GauntletLanePanel(Vertical):
     GauntletLanePanel #file { color: $text; }
     GauntletLanePanel #now { margin-bottom: 1; }
     GauntletLanePanel #turns-head { color: $text-muted; height: 1; }
-    GauntletLanePanel #turns { height: 1fr; }
+    GauntletLanePanel #turns { height: 1fr; text-wrap: nowrap; text-overflow: ellipsis; }
+    GauntletLanePanel #turns-head { text-wrap: nowrap; text-overflow: ellipsis; }
     GauntletLanePanel #reps { height: auto; margin-top: 1; }
     """
 
@@ -114,12 +115,14 @@ class GauntletLanePanel(Vertical):
         self.query_one("#now", Label).update(
             f"{phase}  [dim]turn[/] {turn}  [dim]elapsed[/] [b]{view.elapsed_s(now_ns):.2f} s[/]")
         turns_widget = self.query_one("#turns", Static)
+        # the bar takes what the columns and the times leave (one row per turn, never wrapped)
+        bar_w = max(6, min(40, (turns_widget.size.width or 60) - 40))
         rows = []
         for tv in view.turns:
             prompt = f"{tv.prompt_tokens:>6,}" if tv.prompt_tokens is not None else "     –"
             cached = f"{tv.cached_tokens:>6,}" if tv.cached_tokens else "     –"
             mark = "" if tv.ok is None else ("[$success]✓[/]" if tv.ok else "[$error]✗[/]")
-            rows.append(f"{tv.turn + 1:>4} {prompt}  {cached}  {turn_bar(tv.ttft_s, tv.decode_s, scale)}"
+            rows.append(f"{tv.turn + 1:>4} {prompt}  {cached}  {turn_bar(tv.ttft_s, tv.decode_s, scale, bar_w)}"
                         f" {_secs(tv.ttft_s)} + {_secs(tv.decode_s).strip()} s {mark}")
         room = turns_widget.size.height
         if room and len(rows) > room:

@@ -16,6 +16,8 @@ from lanemon.ui.format import markup_escape as escape
 from lanemon.ui.widgets.server_gauges import ServerGauges
 
 ERRORS_SHOWN = 3
+NARROW = 46
+"""Panels narrower than this drop the medians and ranges (the window table has them)."""
 
 
 class LanePanel(Vertical):
@@ -58,6 +60,10 @@ class LanePanel(Vertical):
     LanePanel .val { text-style: bold; width: auto; min-width: 7; margin-right: 1; }
     LanePanel .med { color: $text-muted; width: auto; margin-right: 1; }
     LanePanel .spark-label { color: $text-muted; width: 1fr; }
+    /* a narrow panel (many lanes, small terminal) keeps the latest figures; the medians and
+       ranges are in the window table under the panels */
+    LanePanel.-narrow .med, LanePanel.-narrow #ttft-median, LanePanel.-narrow #tps-median,
+    LanePanel.-narrow .spark-label { display: none; }
     LanePanel #requests { width: 1fr; }
     LanePanel #errors-title { color: $text-muted; }
     LanePanel #errors {
@@ -96,6 +102,9 @@ class LanePanel(Vertical):
         yield ServerGauges(id="server")  # hidden until the lane's /metrics answered
         yield Label("errors", id="errors-title")
         yield Static("", id="errors")
+
+    def on_resize(self) -> None:
+        self.set_class(self.size.width < NARROW, "-narrow")
 
     def update_from(self, st: LaneState, now_ns: int = 0) -> None:
         """Redraw every field from the lane's folded state."""

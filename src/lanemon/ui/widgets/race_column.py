@@ -74,9 +74,6 @@ class RaceColumn(Vertical):
         with VerticalScroll(id="text-scroll"):
             yield Static("", id="text", markup=False, classes="-empty")
 
-    def on_mount(self) -> None:
-        self.query_one("#text-scroll", VerticalScroll).anchor()
-
     def _rank(self, text: str, cls: str) -> None:
         badge = self.query_one("#rank", Label)
         badge.update(text)
@@ -130,8 +127,9 @@ class RaceColumn(Vertical):
         size = len(body) + len(reasoning) * 3 + 1  # changes whenever either part grows
         if size != self._text_len:
             scroll = q("#text-scroll", VerticalScroll)
-            if size < self._text_len or self._text_len <= 1:  # a new race: follow its text from the start
-                scroll.anchor()
+            if size < self._text_len or self._text_len <= 1:  # a new race: its text from the top
+                scroll.anchor(False)
+                scroll.scroll_home(animate=False)
             if reasoning:  # thinking models: the reasoning dimmed above the answer
                 shown = Text(reasoning, style="dim italic")
                 if body:
@@ -141,5 +139,13 @@ class RaceColumn(Vertical):
             else:
                 text.update(body or "…")
             text.set_class(not (body or reasoning), "-empty")
-            self._text_len = size  # anchored: Textual keeps the scroll at the end as the text grows,
-            # after every layout, until the user scrolls up (and again once they scroll back down)
+            self._text_len = size
+            scroll.call_after_refresh(self._follow, scroll)
+
+    @staticmethod
+    def _follow(scroll: VerticalScroll) -> None:
+        """Once the text outgrows the box, anchor it: Textual then keeps the end in view after every
+        layout as the text grows, until the user scrolls up (and again once they scroll back down).
+        (Anchored while shorter than the box, the text would sit at its bottom.)"""
+        if scroll.max_scroll_y > 0 and not scroll.is_anchored:
+            scroll.anchor()

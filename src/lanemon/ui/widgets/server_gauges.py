@@ -102,6 +102,11 @@ class ServerGauges(Vertical):
         title = f"server  [$text][b]{escape(engine)}[/b][/] /metrics"
         if hit is not None:
             title += f"  prefix hit [$text][b]{pct(hit)}[/b][/]"
+        tm = st.timings  # the engine's own TTFT (its histograms, last interval with finished requests)
+        if tm.get("ttft_s") is not None:
+            title += f"  TTFT [$text][b]{fmt.seconds(tm['ttft_s'])}[/b][/]"
+            if tm.get("queue_s") is not None and tm.get("prefill_s") is not None:
+                title += f" [dim](queue {fmt.seconds(tm['queue_s'])}, prefill {fmt.seconds(tm['prefill_s'])})[/]"
         if st.error:
             title += f"  [$warning]{escape(' '.join(st.error.split()))}[/]"
         elif d.get("latency_s") is not None:
@@ -119,11 +124,15 @@ class ServerGauges(Vertical):
         kv_bar = q("#srv-kv-bar", Label)
         kv_bar.update(bar(kv, 12))
         kv_bar.set_class(kv is not None and kv >= 0.9, "-high")
-        q("#srv-kv-val", Label).update(f"[b]{pct(kv)}[/]" if kv is not None else "[dim]—[/]")
+        cap = d.get("kv_capacity_tokens")
+        q("#srv-kv-val", Label).update((f"[b]{pct(kv)}[/]" if kv is not None else "[dim]—[/]")
+                                       + (f" [dim]of {int(cap):,} tok[/]" if cap else ""))
 
         q("#srv-gen", Label).update(f"gen [$text][b]{fmt.tok_s(d.get('gen_tok_s'))}[/b][/]")
         q("#srv-gen-spark", Sparkline).data = list(st.gen_tok_s)
-        q("#srv-prompt", Label).update(f"prompt [$text][b]{fmt.tok_s(d.get('prompt_tok_s'))}[/b][/]")
+        computed = d.get("prompt_compute_tok_s")  # prefill actually computed, prefix-cache hits apart
+        q("#srv-prompt", Label).update(f"prompt [$text][b]{fmt.tok_s(d.get('prompt_tok_s'))}[/b][/]"
+                                       + (f" [dim]computed {fmt.tok_s(computed)}[/]" if computed is not None else ""))
         q("#srv-prompt-spark", Sparkline).data = list(st.prompt_tok_s)
 
 

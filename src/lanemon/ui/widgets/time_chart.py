@@ -101,9 +101,8 @@ class TimeChart(Widget):
         head.truncate(width, overflow="ellipsis")
         rows = max(1, height - 3)  # title, mark strip, time labels
         ticks = {0: self.value_fmt(self.y_max), rows - 1: "0"}
-        if rows >= 4:  # the middle row, labelled with the value it stands for
-            mid = (rows - 1) // 2
-            ticks[mid] = self.value_fmt(self.y_max * (rows - 1 - mid) / (rows - 1))
+        if rows >= 4:  # half the top, on the row nearest to it (within half a row)
+            ticks[round((rows - 1) / 2)] = self.value_fmt(self.y_max / 2)
         label_w = max(len(t) for t in ticks.values()) + 1
         plot_w = max(2, width - label_w)
         cells = [[0] * plot_w for _ in range(rows)]
