@@ -28,7 +28,7 @@ LANE_KEYS = {"ttft_s", "ttfo_s", "decode_tok_s", "output_tokens", "reasoning_tok
              "tokens_estimated", "tokens_per_chunk", "chunk_counts_estimated", "total_s", "finish_rank", "error",
              "text", "reasoning_text", "outcome", "flags", "generated_tokens"}
 RACE_KEYS = {"race", "prompt", "prompt_id", "category", "endpoint", "max_tokens", "lanes", "winner", "margin",
-             "winners"}
+             "winners", "verdict"}
 TOP_LANE_KEYS = {"ttft_s", "ttfo_s", "decode_tok_s", "output_tokens", "reasoning_tokens", "tokens_per_chunk",
                  "total_s", "wins", "races_ok", "outcomes", "bursts"}
 
@@ -291,8 +291,10 @@ def test_cli_headless_prints_table_and_verdict():
                   "--prompt", "Tell a very short story about a lighthouse keeper.", "--max-tokens", "32")
     assert out.returncode == 0, out.stderr
     text = out.stdout
-    for word in ("TTFT", "decode", "output", "total", "rank", "1st", "2nd", "tok/s", "chat"):
+    for word in ("TTFT", "decode", "output", "total", "rank", "1st", "2nd", "chat"):
         assert word in text, text
+    # a rate per lane, unless the simulator (50x speed, a busy machine) wrote the reply in one burst
+    assert text.count("tok/s") + text.count("one burst") >= 2, text
     assert " finished first by " in text and "sooner end to end" in text and "first token: " in text
     assert "lanemon: race 1/1" in out.stderr
 
@@ -362,7 +364,7 @@ def test_verdict_names_the_end_to_end_the_per_token_and_the_first_token_winners_
     assert race["winners"]["end_to_end"]["lane"] == "B" and race["winners"]["decode"]["lane"] == "A"
     assert race["winners"]["ttft"]["lane"] == "A" and race["winners"]["tokens"] == {"A": 174, "B": 105}
     ratio = race["margin"]["total_s_ratio"]
-    assert verdict(race) == (f"B finished first by {race['margin']['total_s_delta']:.2f} s ({ratio:.2f}x sooner "
+    assert race["verdict"] == verdict(race) == (f"B finished first by {race['margin']['total_s_delta']:.2f} s ({ratio:.2f}x sooner "
                              "end to end), writing 40 % fewer tokens (105 vs 174); per token A was 1.19x faster "
                              "(88.0 vs 74.2 tok/s); first token: A, 1.10x sooner")
 

@@ -318,7 +318,7 @@ def race_json(view: RaceView) -> dict[str, Any]:
             margin["total_s_ratio"] = round_or_none(r["total_s"] / w["total_s"])
         if w["ttft_s"] and r["ttft_s"] is not None:
             margin["ttft_s_ratio"] = round_or_none(r["ttft_s"] / w["ttft_s"])
-    return {
+    out = {
         "race": view.index,
         "prompt": view.prompt,
         "prompt_id": view.prompt_id,
@@ -330,6 +330,8 @@ def race_json(view: RaceView) -> dict[str, Any]:
         "margin": margin,
         "winners": winners(lanes, ranking),
     }
+    out["verdict"] = verdict(out)
+    return out
 
 
 def _leader(lanes: dict[str, Any], key: str, higher_better: bool) -> dict[str, Any]:

@@ -16,7 +16,7 @@ def race_section(race: dict[str, Any], order: list[str]) -> Section:
         for n in r.get("lanes") or {}:
             if n not in lanes:
                 lanes.append(n)
-    headers = ["Race", "Prompt"] + [f"{n} TTFT / tok/s / total" for n in lanes] + ["Winner", "Margin"]
+    headers = ["Race", "Prompt"] + [f"{n} TTFT / tok/s / total / tokens" for n in lanes] + ["Winner", "Verdict"]
     rows = []
     for r in races:
         row = [str(r.get("race", "")), clip(r.get("prompt") or "", 40)]
@@ -27,13 +27,16 @@ def race_section(race: dict[str, Any], order: list[str]) -> Section:
             elif c.get("error"):
                 row.append(f"error: {err_text(c['error'], 30)}")
             else:
-                row.append(f"{secs(c.get('ttft_s'))} / {tok(c.get('decode_tok_s'))}"
-                           f"{' ~' if c.get('tokens_estimated') else ''} / {secs(c.get('total_s'))}")
+                burst = " (burst)" if "burst" in (c.get("flags") or ()) else ""
+                row.append(f"{secs(c.get('ttft_s'))} / {tok(c.get('decode_tok_s'))}{burst}"
+                           f"{' ~' if c.get('tokens_estimated') else ''} / {secs(c.get('total_s'))}"
+                           f" / {c.get('generated_tokens') if c.get('generated_tokens') is not None else '—'}")
         row.append(r.get("winner") or "—")
-        row.append(margin_text(r.get("margin")))
+        row.append(r.get("verdict") or margin_text(r.get("margin")))
         rows.append(row)
     wins = race_wins(race)
-    caption = "Same prompt sent to every lane at once; the winner finishes first."
+    caption = ("Same prompt sent to every lane at once; the winner is the first to complete (a truncated or "
+               "empty reply never wins). The verdict names the end-to-end, per-token and first-token winners apart.")
     if wins:
         caption += " Wins: " + ", ".join(f"{n} {wins.get(n, 0)}" for n in lanes) + f" of {len(races)}."
     return Section("race", "Races", caption, headers, rows)
