@@ -136,6 +136,11 @@ class LanePanel(Vertical):
         if st.client_bound:  # lanemon itself was starved while these ran: counted, not plotted as lane speed
             hot = st.last_client_bound_t is not None and now_ns - st.last_client_bound_t < 5_000_000_000
             bound = f"  [{'$warning b' if hot else '$warning'}]{st.client_bound} client-bound[/]"
+        # truncated / empty replies and bursts: counted apart, never plotted (folds/dashboard.py)
+        for n, word in ((getattr(st, "requests_truncated", 0), "truncated"), (getattr(st, "requests_empty", 0), "empty"),
+                        (getattr(st, "bursts", 0), "burst")):
+            if n:
+                bound += f"  [$warning]{n} {word}[/]"
         stalled, wait_s = st.stalled(now_ns) if now_ns else (0, 0.0)
         stall = f"  [$warning b]{stalled} stalled {wait_s:.0f} s[/]" if stalled else ""  # in flight, no data
         q("#requests", Label).update(
