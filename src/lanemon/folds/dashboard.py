@@ -15,6 +15,7 @@ from lanemon.measure import metrics
 from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.measure.load import ClientLoad, flag as flag_record
+from lanemon.measure.server import server_timings
 from lanemon.measure.records import BURST, EMPTY, ERROR, TRUNCATED, Assembler, RequestRecord
 
 HISTORY = 120  # points kept per sparkline
@@ -42,6 +43,10 @@ class ServerMetricsState:
     gen_tok_s: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
     prompt_tok_s: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
     hit_rate: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    timings: dict = field(default_factory=dict)
+    """The engine's own latency means (``ttft_s``, ``queue_s``, ``prefill_s``, ``decode_s``, ``e2e_s``, ...) over
+    the latest scrape interval in which requests ended (measure/server.py; empty without histograms)."""
+    server_ttft_s: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
 
     def apply(self, t: int, d: dict) -> None:
         if not d.get("ok"):
@@ -51,6 +56,12 @@ class ServerMetricsState:
             return
         self.available, self.error = True, None
         self.engine = d.get("engine", self.engine)
+        prev = self.last
+        if prev and "ttft_count" in d and "ttft_count" in prev:
+            timings = server_timings(prev, d)
+            if timings.get("ttft_count"):
+                self.timings = timings
+                self.server_ttft_s.append(float(timings["ttft_s"]))
         self.last, self.last_t = dict(d), t
         for key in ("running", "waiting", "kv_usage", "gen_tok_s", "prompt_tok_s"):
             if d.get(key) is not None:
