@@ -338,6 +338,11 @@ def _spread_cell(c: dict[str, Any], key: str) -> str:
         text += " [yellow]unstable[/]"
     if c.get("errors"):
         text += f" [red]{c['errors']} err[/]"
+        apart = [f"{c[k]} {k}" for k in ("truncated", "empty") if c.get(k)]  # counted in errors, said apart
+        if apart:
+            text += f" [red]({', '.join(apart)})[/]"
+    if c.get("bursts"):
+        text += f" [yellow]{c['bursts']} burst[/]"
     return text
 
 

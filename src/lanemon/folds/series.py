@@ -138,12 +138,12 @@ class SeriesState:
         if rec.error is not None and rec.error.get("cls") == schema.ERR_CANCELLED:
             return
         end = rec.end_ns if rec.end_ns is not None else self.last_t
-        if rec.error is not None:
-            outcome = "cut" if rec.error.get("cls") == schema.ERR_CUT else "error"
+        if not rec.ok:  # error, or truncated / empty (measure/records.py): marked, never plotted
+            outcome = "cut" if rec.outcome == "truncated" else "error"
             sample = Sample(end, rec.sent_ns or end, None, None, (end - (rec.sent_ns or end)) / NS, None, outcome)
         else:
             m = request_metrics(rec)
-            flags = frozenset(str(f) for f in (getattr(rec, "flags", None) or ()))
+            flags = frozenset(str(f) for f in m.flags)  # burst (judged from the timing) and the record's flags
             sample = Sample(end, rec.sent_ns or end, m.ttft_s, m.tpot_s, m.e2e_s, m.decode_tok_s, "ok", flags)
             self._spread(self.lane(rec.lane).tokens, rec.token_ns[0] if rec.token_ns else end, end,
                          float(m.generated_tokens))
