@@ -290,3 +290,13 @@ def _spec_events(i, tokens, step, fin, used):
     evs.append(Event(t, schema.USAGE, "X", req, {"completion_tokens": used}))
     evs.append(Event(t, schema.DONE, "X", req, {"finish_reason": fin}))
     return evs
+
+
+def test_hidden_reasoning_counted_in_usage_is_not_absurd():
+    # a lane that thinks without streaming its reasoning: 3000 reasoning tokens, 5 answer chunks
+    u = sse({"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 3005,
+                                      "completion_tokens_details": {"reasoning_tokens": 3000}}})
+    rec, _ = play([sse_head(), *paced(5, 0.01), u, DONE])
+    assert rec.outcome == COMPLETE and rec.reasoning_tokens == 3000
+    rec, _ = play([sse_head(), *paced(5, 0.01), usage(3005), DONE])  # the same count with no reasoning said
+    assert rec.outcome == ERROR and "absurd" in rec.error["message"]

@@ -161,7 +161,9 @@ def usage_problem(rec: RequestRecord) -> str | None:
     if ct is not None:
         if ct > 0 and chunks == 0:
             return f"usage says {ct} completion tokens but no token chunk arrived"
-        if ct > MAX_TOKENS_PER_CHUNK * chunks:
+        # reasoning the lane counted but did not stream (hidden reasoning) came in no chunk
+        hidden = rec.reasoning_tokens if rec.reasoning_tokens is not None and not rec.reasoning_chunks else 0
+        if ct - hidden > MAX_TOKENS_PER_CHUNK * chunks:
             return f"usage says {ct} completion tokens for {chunks} token chunks (absurd)"
         if rec.reasoning_tokens is not None and rec.reasoning_tokens > ct:
             return f"usage says {rec.reasoning_tokens} reasoning tokens of {ct} completion tokens"
