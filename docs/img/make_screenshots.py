@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 OUT = Path(__file__).resolve().parent
-SIZE = (120, 36)
+SIZE = (160, 45)
 
 
 async def wait_for(pilot, condition, timeout: float = 120.0) -> None:
@@ -51,7 +51,7 @@ async def dashboard() -> None:
                               recorder=recorder, prompts=DEMO_PROMPTS)
         app = make_app(session)
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: all(lane.requests_ok >= 14 for lane in app.state.lanes.values()))
+            await wait_for(pilot, lambda: all(lane.requests_ok >= 24 for lane in app.state.lanes.values()))
             app.redraw(force=True)
             await pilot.pause(0.3)
             save(app, "dashboard.svg")
@@ -81,17 +81,17 @@ async def race() -> None:
 
 async def bench() -> None:
     from lanemon.cli.common import demo_lanes
-    from lanemon.ui.bench import make_bench_app
+    from lanemon.ui.app import make_app
     from lanemon.workloads.bench.run import BenchOptions, BenchRun
 
     with demo_lanes(1.0) as lanes:
         run = BenchRun("decode", lanes, BenchOptions(levels=[1, 2, 4], categories=["coding", "prose", "reasoning"],
                                                      seed=1, max_tokens=96, time_scale=1.0))
-        app = make_bench_app(run)
+        app = make_app(run)
         async with app.run_test(size=SIZE) as pilot:
             await wait_for(pilot, lambda: run.finished, timeout=600)
             await app.workers.wait_for_complete()
-            app.redraw(force=True) if hasattr(app, "redraw") else None
+            app.redraw(force=True)
             await pilot.pause(0.5)
             save(app, "bench.svg")
             await pilot.press("q")

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 from datetime import datetime
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -40,6 +39,7 @@ from lanemon.folds.requests import RequestTimeline
 from lanemon.folds.series import SeriesState
 from lanemon.ui.screens.base import LanemonScreen
 from lanemon.ui.screens.dashboard import DashboardScreen
+from lanemon.ui.support import NoSource, copy_fold, marker_text, workload_of
 from lanemon.ui.themes import ThemeError, load_themes, resolve_theme
 
 __all__ = ["LanemonApp", "SCREENS_BY_NAME", "Source", "ThemeError", "make_app"]
@@ -68,49 +68,6 @@ class Source(Protocol):
     def faster(self) -> None: ...
     def slower(self) -> None: ...
     def stop(self) -> None: ...
-
-
-class _NoSource:
-    """The source of a static screen (compare): nothing runs, nothing arrives."""
-
-    mode = "static"
-    lanes: list[dict[str, Any]] = []
-    recording_path = None
-    paused = False
-    speed = None
-    finished = True
-
-    def __init__(self) -> None:
-        self.bus = EventBus()
-
-    async def run(self) -> None:
-        return None
-
-    def toggle_pause(self) -> bool:
-        return False
-
-    def faster(self) -> None:
-        return None
-
-    def slower(self) -> None:
-        return None
-
-    def stop(self) -> None:
-        return None
-
-
-def workload_of(source: Any) -> tuple[str | None, str | None]:
-    """(screen, bench kind) the run behind ``source`` showed: from a bench run's ``kind`` or a
-    recording's header (``bench``: decode / prefill / needles / gauntlet / race)."""
-    if getattr(source, "mode", None) == "bench" and getattr(source, "kind", None) in BENCH_KINDS:
-        return "bench", source.kind
-    header = getattr(getattr(source, "recording", None), "header", None)
-    bench = header.get("bench") if isinstance(header, dict) else None
-    if bench in BENCH_KINDS:
-        return "bench", bench
-    if bench in ("gauntlet", "race"):
-        return bench, None
-    return None, None
 
 
 class LanemonApp(App):
@@ -145,7 +102,7 @@ class LanemonApp(App):
                  theme_warnings: list[str] | None = None, refresh_hz: float = 10.0, race: Any = None,
                  compare: dict[str, Any] | None = None, screen: str | None = None) -> None:
         super().__init__()
-        self.source: Any = source if source is not None else _NoSource()
+        self.source: Any = source if source is not None else NoSource()
         self.refresh_hz = refresh_hz
         self.theme_warnings = list(theme_warnings or [])
         for t in themes.values():
@@ -232,7 +189,7 @@ class LanemonApp(App):
     # -- lifecycle -------------------------------------------------------------
 
     def get_default_screen(self) -> Screen:
-        if self.start_screen == "compare" and isinstance(self.source, _NoSource):
+        if self.start_screen == "compare" and isinstance(self.source, NoSource):
             return self._make_screen("compare")
         return DashboardScreen(list(self.state.lanes), source=self.source)
 
@@ -240,7 +197,7 @@ class LanemonApp(App):
         self._unsubscribe = [self.source.bus.subscribe(self._fold)]
         if hasattr(self.source, "attach_state"):  # a seekable replay: backward seeks restore our folds
             self.source.attach_state(self._snapshot_states, self._restore_states)
-        if not isinstance(self.source, _NoSource):
+        if not isinstance(self.source, NoSource):
             self.run_worker(self._run_source(), exclusive=True, group="source", exit_on_error=False)
         if self.race_plan is not None:
             self.push_screen(self._make_screen("race"))
@@ -380,7 +337,7 @@ class LanemonApp(App):
         self.action_open("timeline")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        static = isinstance(self.source, _NoSource)
+        static = isinstance(self.source, NoSource)
         if action in ("faster", "slower"):
             return self.source.mode == "replay"
         if action in ("seek_by", "seek_marker", "seek_start", "seek_end"):
@@ -499,37 +456,6 @@ class LanemonApp(App):
                     await asyncio.wait_for(worker.wait(), timeout=STOP_GRACE_S)
         self.workers.cancel_group(self, "source")
         self.exit(return_code=1 if self.source_error is not None and self.source.mode == "bench" else 0)
-
-
-def marker_text(ev: Event) -> str:
-    """What a mark marks, short: ``C4 · B``, ``coding C1 · A``, ``12K tok · B ✓`` (a cell's end),
-    ``race 3``, ``rep 2 · A``; else its label."""
-    from lanemon.folds.bench import cell_label
-
-    d = ev.data
-    label = str(d.get("label", "mark"))
-    lane = f" · {ev.lane}" if ev.lane else ""
-    end = " ✓" if d.get("phase") in ("end", "rep_end") and ev.lane else ""
-    if label == "cell" or d.get("part") is not None:
-        text = cell_label(str(d.get("bench", "")), {k: v for k, v in d.items() if k != "rep"})
-        return f"{text}{lane}{end}"
-    if d.get("phase") in ("rep_start", "rep_end") and d.get("rep") is not None:
-        return f"rep {int(d['rep']) + 1}{lane}{end}"
-    if d.get("race") is not None:
-        return f"race {d['race']}{' end' if d.get('phase') == 'end' else ''}"
-    return f"{label}{lane}"
-
-
-def copy_fold(fields: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a fold's fields for a replay snapshot: deep, except the request timeline's
-    ``bars`` (up to 20,000): a finished bar never changes again, so it is shared, not copied."""
-    out: dict[str, Any] = {}
-    for key, value in fields.items():
-        if key == "bars" and isinstance(value, dict):
-            out[key] = {req: (bar if getattr(bar, "finished", False) else copy.copy(bar)) for req, bar in value.items()}
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
 
 
 def make_app(source: Source | None = None, *, theme: str | None = None, refresh_hz: float = 10.0,

@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 
 from lanemon.ui.widgets.footer import Footer
-from lanemon.folds.bench import cell_label, length_label
+from lanemon.folds.bench import length_label
 from lanemon.ui import format as fmt
 from lanemon.ui.screens.base import LanemonScreen
 from lanemon.ui.widgets.bench_chart import BenchChart
