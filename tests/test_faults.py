@@ -143,8 +143,8 @@ def test_stream_faults_become_classified_errors(spec, endpoint, cls, words, toke
     assert words in rec.error["message"]
     assert len(rec.token_ns) == tokens  # tokens before the fault are kept
     assert sum(e.kind == schema.ERROR for e in events) == 1 and events[-1].kind == schema.ERROR
-    if spec == "refuse":
-        assert [e.kind for e in events] == ["request", "error"]
+    if spec == "refuse":  # closed before any response: retried once on a new connection, visibly, then the error
+        assert [e.kind for e in events] == ["request", schema.NOTE, "error"] and events[1].data.get("retry") is True
     assert trace[-1]["faults"] == [spec]
     assert metrics.request_metrics(rec).decode_tok_s is None or not rec.ok  # never a rate from a failure
 

@@ -129,9 +129,24 @@ class Recording:
         self._bad_offsets.add(offset)
         self.skipped += 1
         if self.skipped <= SHOWN_BAD_LINES:
-            self.warnings.append(f"{self.path}: line at byte {offset}: skipped ({why})")
+            self.warnings.append(f"{self.path}: line {self._line_at(offset)}: skipped ({why})")
         elif self.skipped == SHOWN_BAD_LINES + 1:
             self.warnings.append(f"{self.path}: more lines skipped (unreadable or not fitting the recording schema)")
+
+    def _line_at(self, offset: int) -> int | str:
+        """The line number of the line starting at byte *offset* (counted for a warning only)."""
+        newlines = 0
+        try:
+            with self.path.open("rb") as fh:
+                while offset > 0:
+                    block = fh.read(min(offset, 1 << 20))
+                    if not block:
+                        break
+                    newlines += block.count(b"\n")
+                    offset -= len(block)
+        except OSError:
+            return f"at byte {offset}"
+        return newlines + 1
 
     def summarise(self) -> None:
         """After a full read: one warning counting the skipped lines beyond those named."""
