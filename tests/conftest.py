@@ -13,6 +13,8 @@ import time
 import httpx
 import pytest
 
+from realserver_fixtures import vllm_server, vllm_url  # noqa: F401 (session fixtures: one vLLM per session)
+
 ANNOUNCE = re.compile(r"listening on (http://\S+/v1)")
 
 

@@ -20,8 +20,6 @@ from pathlib import Path
 import httpx
 import pytest
 
-from realserver_fixtures import vllm_server, vllm_url  # noqa: F401 (fixtures)
-
 pytestmark = [pytest.mark.realserver, pytest.mark.timeout(600)]
 
 
@@ -46,6 +44,10 @@ def llama_url(tmp_path_factory):
     log_path = tmp_path_factory.mktemp("llama") / "server.log"
     log = log_path.open("wb")  # the server logs a lot: a pipe would fill up and block it
     proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--n_ctx", "2048",
+                             # by default a new request interrupts the running one (its stream ends with no
+                             # token and no finish_reason: lanemon counts it as empty, not a completion);
+                             # queue them instead, as a one-at-a-time CPU server
+                             "--interrupt_requests", "False",
                              "--host", "127.0.0.1", "--port", str(port)],
                             stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/v1"

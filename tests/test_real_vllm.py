@@ -18,8 +18,6 @@ import time
 import httpx
 import pytest
 
-from realserver_fixtures import vllm_server, vllm_url  # noqa: F401 (fixtures)
-
 pytestmark = [pytest.mark.realserver, pytest.mark.timeout(600)]
 
 
