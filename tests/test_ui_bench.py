@@ -300,7 +300,7 @@ def test_results_fold_matches_the_workload_and_costs_per_cell():
 
 def test_unknown_theme_is_a_usage_error():
     from lanemon.cli.common import UsageError
-    from lanemon.ui.app import run_screen
+    from lanemon.cli.launch import run_screen
 
     with pytest.raises(UsageError, match="unknown theme"):
         run_screen(ScriptedBench(), theme="no-such-theme")

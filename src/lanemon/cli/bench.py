@@ -1,7 +1,7 @@
 """`lanemon bench {decode,prefill,needles}`: the speed harness.
 
 Without ``--headless``/``--json`` the bench opens its TUI screen
-(the bench screen of :func:`lanemon.ui.app.run_screen`, imported lazily); ``--headless`` shows
+(the bench screen of :func:`lanemon.cli.launch.run_screen`, imported lazily); ``--headless`` shows
 a progress bar on stderr and the result tables on stdout; ``--json`` prints
 exactly one JSON object on stdout (docs/JSON.md).  Both use the same
 :class:`~lanemon.workloads.bench.run.BenchRun`.  Ctrl-C stops cleanly: finished
@@ -171,7 +171,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         try:
             if not (args.headless or args.json):
                 try:
-                    from lanemon.ui.app import run_screen
+                    from lanemon.cli.launch import run_screen
                 except ImportError as exc:
                     err(f"the bench screen is not available ({exc}); running headless")
                 else:

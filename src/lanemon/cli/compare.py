@@ -90,7 +90,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         err(f"warning: {warning}")
     if args.tui:
         try:
-            from lanemon.ui.app import run_screen
+            from lanemon.cli.launch import run_screen
         except ImportError as exc:  # pragma: no cover - a broken install
             raise UsageError(f"the terminal UI is not available: {exc}") from None
         return run_screen(compare=result, theme=args.theme)

@@ -134,7 +134,7 @@ def _run_tui(args: argparse.Namespace, config) -> int:
         recorder = open_recorder(args, "gauntlet", [lane.public() for lane in lanes], extra={"bench": "gauntlet"})
         source = GauntletSource(lanes, config, mode="demo" if args.demo else "live", recorder=recorder)
         try:
-            from lanemon.ui.app import run_screen
+            from lanemon.cli.launch import run_screen
         except ImportError as exc:  # pragma: no cover - a broken install
             raise UsageError(f"the terminal UI is not available: {exc}") from None
         try:

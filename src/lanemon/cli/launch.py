@@ -138,3 +138,22 @@ def run_app_shared(source: Any, theme: str | None, args: argparse.Namespace) -> 
     return app.return_code or 0
 
 
+def run_screen(source: Any = None, *, theme: str | None = None, **kw: Any) -> int:
+    """Run the app until the user quits (the CLI's bench, gauntlet and compare --tui).
+
+    Returns 0, or 1 when the source failed (said on stderr); an unknown theme raises
+    ``UsageError`` (exit 2); theme warnings go to stderr after the screen closes.
+    """
+    from lanemon.ui.app import ThemeError, make_app
+
+    try:
+        app = make_app(source, theme=theme, **kw)
+    except ThemeError as exc:
+        raise UsageError(str(exc)) from None
+    app.run()
+    for warning in app.theme_warnings:
+        err(f"warning: {warning}")
+    if app.source_error is not None:
+        err(f"{app.source.mode if app.source.mode == 'bench' else 'run'} failed: {app.source_error}")
+        return 1
+    return app.return_code or 0

@@ -3,7 +3,7 @@
 Core modules never import this package.  ``make_app`` builds the app for the CLI and the tests.
 """
 
-from lanemon.ui.app import LanemonApp, Source, make_app, run_screen
+from lanemon.ui.app import LanemonApp, Source, make_app
 from lanemon.ui.themes import ThemeError, load_themes
 
-__all__ = ["LanemonApp", "Source", "ThemeError", "load_themes", "make_app", "run_screen"]
+__all__ = ["LanemonApp", "Source", "ThemeError", "load_themes", "make_app"]

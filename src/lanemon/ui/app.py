@@ -488,24 +488,3 @@ def make_app(source: Source | None = None, *, theme: str | None = None, refresh_
         warnings.append(f"theme {theme!r} could not be loaded (see above); using {name}")
     return LanemonApp(source, theme=name, themes=themes, theme_warnings=warnings, refresh_hz=refresh_hz, race=race,
                       compare=compare, screen=screen)
-
-
-def run_screen(source: Source | None = None, *, theme: str | None = None, **kw: Any) -> int:
-    """Run the app until the user quits (the CLI's bench, gauntlet and compare --tui).
-
-    Returns 0, or 1 when the source failed (said on stderr); an unknown theme raises
-    ``UsageError`` (exit 2); theme warnings go to stderr after the screen closes.
-    """
-    from lanemon.cli.common import UsageError, err
-
-    try:
-        app = make_app(source, theme=theme, **kw)
-    except ThemeError as exc:
-        raise UsageError(str(exc)) from None
-    app.run()
-    for warning in app.theme_warnings:
-        err(f"warning: {warning}")
-    if app.source_error is not None:
-        err(f"{app.source.mode if app.source.mode == 'bench' else 'run'} failed: {app.source_error}")
-        return 1
-    return app.return_code or 0
