@@ -166,3 +166,31 @@ async def test_replay_counts_a_broken_line_once(tmp_path):
     await session.run()
     assert len(published) == len(lines) - 1 == session.index.events
     assert session.recording.skipped == 1 and "line 5" in session.warnings[0]
+
+
+def test_bounded_lines_agrees_with_a_plain_split_at_every_chunk_boundary():
+    """Lines under the bound come back exactly; longer ones only as their size; offsets add up."""
+    import io
+    import random
+
+    from lanemon.recording.schema import Overlong, bounded_lines
+
+    rnd = random.Random(7)
+    for trial in range(300):
+        parts = [bytes(rnd.choice(b"ab{}") for _ in range(rnd.choice((0, 1, 3, 7, 8, 9, 15, 40))))
+                 for _ in range(rnd.randint(0, 12))]
+        data = b"\n".join(parts) + (b"\n" if rnd.random() < 0.5 else b"")
+        max_line, chunk = rnd.choice((4, 8, 9)), rnd.choice((1, 2, 3, 5, 16))
+        got = list(bounded_lines(io.BytesIO(data), max_line=max_line, chunk=chunk))
+        want_lines = data.split(b"\n")
+        last = want_lines.pop()
+        want = [(w, True) for w in want_lines] + ([(last, False)] if last else [])
+        assert len(got) == len(want), (data, max_line, chunk)
+        size = 0
+        for g, (line, ended) in zip(got, want):
+            if len(line) >= max_line:
+                assert isinstance(g, Overlong) and g.size == len(line) + ended and g.ended == ended
+            else:
+                assert g == (line, ended)
+            size += len(line) + ended
+        assert size == len(data)
