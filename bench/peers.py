@@ -1,7 +1,8 @@
 """The peer comparison of issue 13: lanemon beside installed load generators, on the same simulated lane, offline.
 
     python bench/peers.py [--levels 1,16,64] [--reps 2] [--waves 2] [--min-requests 16]
-                          [--input-tokens 32] [--output-tokens 48] [--tools lanemon,guidellm,aiperf]
+                          [--input-tokens 32] [--output-tokens 48]
+                          [--tools lanemon,guidellm,aiperf,inference-perf]
                           [--peers-dir ~/.cache/lanemon-peers] [--tokenizer DIR]
                           [--json peers.json] [--markdown peers.md]
 
@@ -17,7 +18,10 @@ matched to the simulator's own record of it (GET /sim/trace):
   ``x-sim-request-id`` header);
 * guidellm  -- through the response id (``chatcmpl-...``) it keeps per request;
 * aiperf    -- through the ``X-Request-ID`` header it sends (the simulator
-  records it as ``client_request_id``).
+  records it as ``client_request_id``);
+* inference-perf -- through the response id in the stream it keeps per request
+  (its synthetic data speaks only /v1/completions, so it alone sends there; the
+  truth is the simulator's record of the same request either way).
 
 Figures per tool and level:
 
@@ -37,8 +41,9 @@ A tool that is not installed is skipped with one line.  lanemon runs through its
 own CLI (``lanemon bench decode --levels C``, a prompt file with N/C one-prompt
 categories so a level runs N requests).  guidellm and aiperf are run from their
 virtual environments under ``--peers-dir`` (``<dir>/guidellm/bin/guidellm``,
-``<dir>/aiperf/bin/aiperf``), with a local tokenizer directory (``--tokenizer``):
-guidellm with ``HF_HUB_OFFLINE=1``; aiperf without it (it refuses to resolve a
+``<dir>/aiperf/bin/aiperf``, ``<dir>/inference-perf/bin/inference-perf``, the last
+built with Python >= 3.12), with a local tokenizer directory (``--tokenizer``):
+guidellm and inference-perf with ``HF_HUB_OFFLINE=1``; aiperf without it (it refuses to resolve a
 local tokenizer offline).  The peers' prompts are their own synthetic text of
 ``--input-tokens`` (fixed length, no spread); lanemon's is one fixed sentence of
 about that length.  Nothing is downloaded.
@@ -67,7 +72,7 @@ ANNOUNCE = re.compile(r"listening on (http://\S+/v1)")
 MODEL = "deepseek-v4.1-flash"
 PROMPT = ("Write a short friendly note to a colleague about the weather this week, "
           "the team lunch on Friday, and the new coffee machine in the kitchen.")
-TOOLS = ("lanemon", "guidellm", "aiperf")
+TOOLS = ("lanemon", "guidellm", "aiperf", "inference-perf")
 DEFAULT_PEERS = Path.home() / ".cache" / "lanemon-peers"
 DEFAULT_TOKENIZERS = (Path.home() / ".cache" / "lanemon-vllm" / "model",)
 
@@ -219,6 +224,8 @@ def tail(path: Path, n: int = 400) -> str:
 
 class Tool:
     name = ""
+    endpoint = "chat.completions"
+    """The simulator's name for the endpoint the tool sends to (its trace records are filtered by it)."""
 
     def __init__(self, args) -> None:
         self.args = args
@@ -346,7 +353,52 @@ class Aiperf(Tool):
         return out
 
 
-KINDS = {"lanemon": Lanemon, "guidellm": Guidellm, "aiperf": Aiperf}
+class InferencePerf(Tool):
+    """inference-perf (needs Python >= 3.12): its synthetic ``random`` data only speaks /v1/completions."""
+
+    name = "inference-perf"
+    key = "response_id"
+    endpoint = "completions"
+    RESP_ID = re.compile(r'"id"\s*:\s*"([^"]+)"')
+
+    def exe(self):
+        p = self.args.peers_dir / "inference-perf" / "bin" / "inference-perf"
+        return str(p) if p.exists() else None
+
+    def command(self, url, level, n, work):
+        a = self.args
+        inp, out = a.input_tokens, a.output_tokens
+        cfg = f"""api: {{type: completion, streaming: true}}
+server: {{type: vllm, model_name: {MODEL}, base_url: "{url.removesuffix('/v1')}", ignore_eos: true}}
+tokenizer: {{pretrained_model_name_or_path: "{a.tokenizer}"}}
+data:
+  type: random
+  input_distribution: {{min: {inp}, max: {inp}, mean: {inp}, std_dev: 0}}
+  output_distribution: {{min: {out}, max: {out}, mean: {out}, std_dev: 0}}
+load:
+  type: concurrent
+  stages: [{{num_requests: {n}, concurrency_level: {level}}}]
+report:
+  request_lifecycle: {{summary: true, per_stage: false, per_request: true}}
+storage:
+  local_storage: {{path: "{work / 'out'}"}}
+"""
+        (work / "config.yml").write_text(cfg)
+        return [self.exe(), "--config_file", str(work / "config.yml")]
+
+    def results(self, work):
+        out = {}
+        for r in json.loads((work / "out" / "per_request_lifecycle_metrics.json").read_text()):
+            if r.get("error"):
+                continue
+            m = self.RESP_ID.search(r.get("response") or "")
+            times = ((r.get("info") or {}).get("response_metrics") or {}).get("output_token_times") or []
+            if m and times:
+                out[m.group(1)] = times[0] - r["start_time"]
+        return out
+
+
+KINDS = {"lanemon": Lanemon, "guidellm": Guidellm, "aiperf": Aiperf, "inference-perf": InferencePerf}
 
 
 # ---------------------------------------------------------------------------
@@ -362,7 +414,7 @@ def one_run(tool: Tool, sim: Sim, level: int, n: int, rep: int, root: Path, time
     load0 = os.getloadavg()[0]
     child = run_child(cmd, tool.env(), work, timeout)
     load1 = os.getloadavg()[0]
-    trace = [t for t in sim.trace() if t.get("endpoint") == "chat.completions"]
+    trace = [t for t in sim.trace() if t.get("endpoint") == tool.endpoint]
     run = {"tool": tool.name, "level": level, "rep": rep, "requests": n, "command": cmd, **child,
            "load_avg_1m": [round(load0, 2), round(load1, 2)]}
     if child["rc"] != 0:
@@ -510,7 +562,9 @@ def main() -> int:
     for name in names:
         t = KINDS[name](args)
         if t.exe() is None:
-            where = "on PATH" if name == "lanemon" else f"in {args.peers_dir / name}"
+            where = "on PATH" if name == "lanemon" else f"no {args.peers_dir / name}/bin/{name}"
+            if name == "inference-perf":
+                where += "; it needs Python >= 3.12"
             print(f"peers: skipping {name}: not installed ({where})", flush=True)
             info[name] = {"installed": False}
             continue
