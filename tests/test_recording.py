@@ -194,3 +194,48 @@ def test_bounded_lines_agrees_with_a_plain_split_at_every_chunk_boundary():
                 assert g == (line, ended)
             size += len(line) + ended
         assert size == len(data)
+
+
+def test_replay_path_reads_what_the_reader_reads_in_hostile_files(tmp_path, monkeypatch):
+    """Random files (broken lines, rows that fail the schema, blank and overlong lines, a cut last line) with
+    tiny chunks and a tiny line bound: the index + read_from path (a replay) yields exactly the reader's
+    events and counts the same skipped lines."""
+    import random
+
+    from lanemon.recording import index as index_mod
+    from lanemon.recording import reader as reader_mod
+    from lanemon.recording import schema as schema_mod
+    from lanemon.recording.index import RecordingIndex, read_from
+
+    monkeypatch.setattr(schema_mod, "MAX_LINE_BYTES", 400)
+    monkeypatch.setattr(reader_mod, "MAX_LINE_BYTES", 400)
+    monkeypatch.setattr(index_mod, "MAX_LINE_BYTES", 400)
+    rnd = random.Random(11)
+    bad_rows = [b'{"t": 5, "kind": "probe", "lane"', b"garbage", b'{"t":7,"kind":"usage","lane":"A","req":"A-1",'
+                b'"data":{"prompt_tokens":"7"}}', b'{"t":8,"kind":"token","lane":["A"],"req":"A-1"}', b"   ",
+                b'{"t":9,"kind":"mark","data":{"label":"' + b"x" * 600 + b'"}}']
+    for trial in range(40):
+        monkeypatch.setattr(index_mod, "CHUNK", rnd.choice((64, 100, 257, 1024, 4096)))
+        monkeypatch.setattr(index_mod, "CHECKPOINT_EVERY", rnd.choice((3, 7, 50)))
+        path = tmp_path / f"r{trial}.jsonl"
+        evs = [Event(i * 1000, rnd.choice((schema.TOKEN, schema.MARK)), "A", "A-1",
+                     {"text": "t" * rnd.randint(0, 30)} if rnd.random() < 0.8 else {"label": f"m{i}"})
+               for i in range(rnd.randint(1, 60))]
+        rec = record(path, evs)
+        lines = rec.path.read_bytes().split(b"\n")[:-1]
+        body = lines[1:]
+        for _ in range(rnd.randint(0, 8)):
+            body.insert(rnd.randint(0, len(body) - 1), rnd.choice(bad_rows))
+        data = b"\n".join([lines[0]] + body) + b"\n"
+        if rnd.random() < 0.3:
+            data += b'{"t": 99, "kind": "tok'  # cut short
+        path.write_bytes(data)
+        reader = Recording(path)
+        want = list(reader.events())
+        replay = Recording(path)
+        index = RecordingIndex.build(replay)
+        with path.open("rb") as fh:
+            got = [ev for _, ev in read_from(fh, index.checkpoints[0].offset, index.end_offset, replay)]
+        assert got == want, trial
+        assert replay.skipped == reader.skipped, (trial, replay.warnings, reader.warnings)
+        assert [e.t for e in want] == sorted(e.t for e in want)

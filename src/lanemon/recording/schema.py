@@ -284,8 +284,8 @@ class Overlong:
         self.ended = ended  # False: the file ended inside it
 
 
-def bounded_lines(fh: IO[bytes], max_line: int = MAX_LINE_BYTES,
-                  chunk: int = READ_CHUNK) -> Iterator[tuple[bytes, bool] | Overlong]:
+def bounded_lines(fh: IO[bytes], max_line: int | None = None,
+                  chunk: int | None = None) -> Iterator[tuple[bytes, bool] | Overlong]:
     """Every line of ``fh`` from its position, in order: ``(bytes without the newline, ended)``, where
     ``ended`` is False only for a last line the file cut short.
 
@@ -293,6 +293,8 @@ def bounded_lines(fh: IO[bytes], max_line: int = MAX_LINE_BYTES,
     bytes comes as :class:`Overlong` and is never held in memory: reading skips to its end.  Memory
     stays within about ``chunk + max_line``.
     """
+    max_line = MAX_LINE_BYTES if max_line is None else max_line
+    chunk = READ_CHUNK if chunk is None else chunk
     tail = b""
     skipping = 0  # > 0: inside an overlong line, this many bytes so far
     while True:
