@@ -111,7 +111,7 @@ def main() -> int:
                 bare = []
             truth = {t["id"]: t for t in sim.trace()}
             bare_err = [abs(ttft - truth[rid]["ttft_s"]) * 1000 for rid, ttft in bare if rid in truth and ttft]
-            row = {"concurrency": c,
+            row = {"concurrency": c, "load_avg_1m": round(os.getloadavg()[0], 2),
                    "bare_httpx_ttft_abs_err_ms_p50": percentile(bare_err, 50),
                    "bare_httpx_ttft_abs_err_ms_p99": percentile(bare_err, 99), "requests": len(recs), "matched": matched, "failed": failed,
                    "ttft_abs_err_ms_p50": percentile(ttft_err, 50), "ttft_abs_err_ms_p99": percentile(ttft_err, 99),
@@ -120,7 +120,8 @@ def main() -> int:
             print(f"C{c:<4} matched {matched:4}/{len(recs):<4} TTFT err p50 {row['ttft_abs_err_ms_p50']:.2f} ms "
                   f"p99 {row['ttft_abs_err_ms_p99']:.2f} ms   decode err p50 {row['decode_rel_err_pct_p50']:.2f}% "
                   f"p99 {row['decode_rel_err_pct_p99']:.2f}%   (bare httpx TTFT err p50 "
-                  f"{_ms(row['bare_httpx_ttft_abs_err_ms_p50'])} p99 {_ms(row['bare_httpx_ttft_abs_err_ms_p99'])})",
+                  f"{_ms(row['bare_httpx_ttft_abs_err_ms_p50'])} p99 {_ms(row['bare_httpx_ttft_abs_err_ms_p99'])})"
+                  f"   load {row['load_avg_1m']}",
                   flush=True)
     finally:
         sim.stop()

@@ -151,10 +151,12 @@ def main() -> int:
     result = {"benchmark": "client_cost", "tokens_per_request": args.tokens, "requests": args.requests,
               "paced_tok_s_per_stream": args.paced, "concurrency": args.concurrency,
               "rounds": args.rounds, "python": sys.version.split()[0], "cpus": os.cpu_count(),
+              "load_avg_1m_end": round(os.getloadavg()[0], 2),
               "readers": list(best.values())}
     print(f"{'reader':10} {'CPU s / 1M tok':>15} {'x bare':>8} {'tok/s':>12}")
     for r in best.values():
         print(f"{r['reader']:10} {r['cpu_s_per_million_tokens']:15.2f} {r['ratio_to_bare']:8.2f} {r['tokens_per_s']:12.0f}")
+    print(f"(load average {os.getloadavg()[0]:.2f} at the end, {os.cpu_count()} CPUs)")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(result, fh, indent=2)
