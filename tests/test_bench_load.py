@@ -95,11 +95,14 @@ def test_cell_result_counts_only_the_measured_window_and_flags_a_late_client():
             r.error = {"cls": "http", "message": "HTTP 500"}
         return r
 
+    cut = rec(4, "measure", 0.001)
+    cut.finish_reason = None  # the stream ended without a finish_reason: truncated, never a completion
     records = [rec(0, "warmup", 0.001), rec(1, "measure", 0.001), rec(2, "measure", 0.002, ok=False),
-               rec(3, "cooldown", 0.5)]
+               rec(3, "cooldown", 0.5), cut]
     res = cell_result(records, 10.0, {"arrival": "poisson", "rate": 0.4, "warmup": 2, "cooldown": 3})
-    assert res["requests"] == 4 and res["measured"] == 2 and res["errors"] == 1
-    assert res["scheduled_rate_rps"] == pytest.approx(2 / 5)
+    assert res["requests"] == 5 and res["measured"] == 3 and res["ok"] == 1 and res["errors"] == 2
+    assert res["truncated"] == 1 and res["empty"] == 0
+    assert res["scheduled_rate_rps"] == pytest.approx(3 / 5)
     assert res["client_behind"] is True  # one send 0.5 s late
 
 

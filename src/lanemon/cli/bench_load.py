@@ -166,6 +166,11 @@ def render(result: dict[str, Any], console, secs, rate) -> None:
                           secs(r["tpot_s"]["p50"]), secs(r["e2e_s"]["p99"]),
                           secs(lag) + (" [yellow]behind[/]" if r["client_behind"] else ""))
     console.print(table)
+    for lane, d in (result.get("lanes") or {}).items():
+        for i, r in enumerate(d.get("reps") or []):
+            apart = ", ".join(f"{r[k]} {k}" for k in ("truncated", "empty", "bursts") if r.get(k))
+            if apart:
+                console.print(f"{lane} rep {i + 1}: {apart} (counted apart, no figure from them)")
     if any(d.get("client_behind") for d in (result.get("lanes") or {}).values()):
         console.print("[yellow]client behind[/]: lanemon sent some requests late (send lag p99 over 10 ms); the "
                       "lane was offered less than the schedule says. Use fewer lanes at once or a lower rate.")

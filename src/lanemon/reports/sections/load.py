@@ -29,6 +29,9 @@ def load_section(load: dict[str, Any], lanes: list[str]) -> Section:
                          secs(r["tpot_s"]["p50"]), secs(r["e2e_s"]["p99"]), lag])
             if r.get("error"):
                 notes.append(f"{lane} rep {i + 1}: first error {err_text(r['error'])}")
+            apart = ", ".join(f"{r[k]} {k}" for k in ("truncated", "empty", "bursts") if r.get(k))
+            if apart:
+                notes.append(f"{lane} rep {i + 1}: {apart} (counted apart, no figure from them)")
     if any((load["lanes"].get(n) or {}).get("client_behind") for n in lanes):
         notes.append("behind: lanemon sent some requests more than 10 ms late (p99); the lane was offered less "
                      "than the schedule says.")

@@ -46,7 +46,7 @@ import orjson
 from lanemon.events import Event
 from lanemon.measure.metrics import NS, request_metrics, summarize
 from lanemon.measure.records import RequestRecord, assemble
-from lanemon.workloads.bench.run import each_lane, first_error, read_marks, rnd, run_state
+from lanemon.workloads.bench.run import each_lane, first_error, outcome_figures, read_marks, rnd, run_state
 from lanemon.workloads.prompts import filler_text
 
 BENCH = "load"
@@ -416,6 +416,7 @@ def cell_result(records: Sequence[RequestRecord], span_s: float | None, config: 
         "measured": len(measured),
         "ok": len(ok),
         "errors": len(measured) - len(ok),
+        **outcome_figures(measured),
         "offered_rate_rps": rnd(config.get("rate")) if config.get("arrival") != "trace" else None,
         "scheduled_rate_rps": rnd(len(measured) / window) if window else None,
         "sent_rate_rps": rnd((len(sends) - 1) / ((sends[-1] - sends[0]) / NS))
