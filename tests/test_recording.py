@@ -239,3 +239,16 @@ def test_replay_path_reads_what_the_reader_reads_in_hostile_files(tmp_path, monk
         assert got == want, trial
         assert replay.skipped == reader.skipped, (trial, replay.warnings, reader.warnings)
         assert [e.t for e in want] == sorted(e.t for e in want)
+
+
+def test_an_event_over_the_line_bound_is_recorded_as_a_note_saying_so(tmp_path):
+    from lanemon.recording.schema import MAX_LINE_BYTES
+
+    huge = Event(7, schema.ERROR, "A", "A-1", {"cls": "http", "message": "x" * MAX_LINE_BYTES})
+    rec = record(tmp_path / "s.jsonl", sample_events(3) + [huge] + sample_events(2))
+    r = Recording(rec.path)
+    evs = list(r.events())
+    assert r.skipped == 0 and len(evs) == 6 and rec.path.stat().st_size < 10_000
+    note = evs[3]
+    assert (note.kind, note.lane, note.req) == (schema.NOTE, "A", "A-1")
+    assert "error event of 8,388," in note.data["message"] and "not recorded" in note.data["message"]

@@ -23,7 +23,8 @@ import orjson
 
 from lanemon import __version__
 from lanemon.config import data_dir
-from lanemon.events import SCHEMA_NAME, SCHEMA_VERSION_STR, Event
+from lanemon.events import NOTE, SCHEMA_NAME, SCHEMA_VERSION_STR, Event
+from lanemon.recording.schema import MAX_LINE_BYTES
 
 
 def host_info() -> dict[str, Any]:
@@ -98,7 +99,12 @@ class Recorder:
     def __call__(self, ev: Event) -> None:
         if self._fh is None:
             return
-        self._write(orjson.dumps(ev.to_json_obj()) + b"\n")
+        line = orjson.dumps(ev.to_json_obj())
+        if len(line) >= MAX_LINE_BYTES:  # readers skip such a line: say what was left out instead
+            line = orjson.dumps(Event(ev.t, NOTE, ev.lane, ev.req, {
+                "level": "warning", "message": f"a {ev.kind[:40]} event of {len(line):,} bytes was not recorded "
+                                               f"(over the {MAX_LINE_BYTES >> 20} MiB line bound)"}).to_json_obj())
+        self._write(line + b"\n")
         self.events += 1
         now = time.monotonic()
         if now - self._last_flush >= self.flush_interval:
