@@ -79,7 +79,7 @@ async def test_dashboard_shows_lanes_metrics_and_errors():
         assert ttft_chart.y_max >= max(v for pts in ttft_chart.series.values() for _, v in pts)
         assert ttft_chart.y_max <= 2 * max(v for pts in ttft_chart.series.values() for _, v in pts)
         # failed requests are marked on the strip under the plot, never drawn as speed
-        assert sorted(f for _, f in ttft_chart.marks["A"]) == ["cut"]
+        assert sorted(f for _, f in ttft_chart.marks["A"]) == ["error"]  # cut before any token: an error
         assert sorted(f for _, f in ttft_chart.marks["B"]) == ["error", "error"]
         assert ttft_chart.colours["A"] != ttft_chart.colours["B"]
         a, b = panels

@@ -4,10 +4,11 @@
     python docs/img/make_screenshots.py            # dashboard.svg, race.svg, bench.svg
     python docs/img/make_screenshots.py race       # just one
 
-Each one starts both simulators at real speed (time scale 1.0, so the numbers
-on screen are the fitted ones: TTFT ~0.17 s vs ~0.22 s, ~148 vs ~134 tok/s),
-drives the real app in a Textual pilot and saves ``app.save_screenshot()``
-in the default theme.  HOME points at a scratch directory so the recording
+The dashboard replays ``sample_sessions/demo.jsonl``; race and bench start
+both simulators at real speed (time scale 1.0, so the numbers on screen are
+the fitted ones: TTFT ~0.17 s vs ~0.22 s, ~148 vs ~134 tok/s).  Each drives
+the real app in a Textual pilot and saves ``app.save_screenshot()`` in the
+default theme.  HOME points at a scratch directory so the recording
 path on the status bar reads ``~/.local/share/lanemon/…`` and nothing is
 written to the real one.  Takes about two minutes in all.
 """
@@ -39,24 +40,19 @@ def save(app, name: str) -> None:
 
 
 async def dashboard() -> None:
-    from lanemon.cli.common import demo_lanes
-    from lanemon.config import ProbeConfig
-    from lanemon.recording.writer import Recorder, default_recording_path, make_header
-    from lanemon.sessions.sources import DEMO_PROMPTS, LiveSession
+    """The dashboard replaying the sample demo session (recorded against the simulated lanes at real
+    time on a quiet machine): a live run on a loaded machine shows every request client-bound."""
+    from lanemon.sessions.sources import ReplaySession
     from lanemon.ui.app import make_app
 
-    with demo_lanes(1.0) as lanes:
-        recorder = Recorder(default_recording_path("demo"), make_header("demo", [lane.public() for lane in lanes]))
-        session = LiveSession(lanes, probe=ProbeConfig(interval=1.0, max_tokens=48), mode="demo",
-                              recorder=recorder, prompts=DEMO_PROMPTS)
-        app = make_app(session)
-        async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: all(lane.requests_ok >= 24 for lane in app.state.lanes.values()))
-            app.redraw(force=True)
-            await pilot.pause(0.3)
-            save(app, "dashboard.svg")
-            await pilot.press("q")
-        session.close()
+    session = ReplaySession(OUT.parent.parent / "sample_sessions" / "demo.jsonl", speed=float("inf"))
+    app = make_app(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: session.finished)
+        app.redraw(force=True)
+        await pilot.pause(0.3)
+        save(app, "dashboard.svg")
+        await pilot.press("q")
 
 
 async def race() -> None:

@@ -37,7 +37,7 @@ WINDOWS_S = (60, 300, 900)
 """The chart windows the user switches between: 1, 5 and 15 minutes."""
 KEEP_NS = (WINDOWS_S[-1] + 60) * NS
 """History kept per lane: the widest window plus a minute."""
-FLAG_NAMES = ("error", "cut", "burst", CLIENT_BOUND)
+FLAG_NAMES = ("error", "truncated", "empty", "burst", CLIENT_BOUND)
 
 
 @dataclass(slots=True)
@@ -74,7 +74,8 @@ class WindowStats:
     n: int = 0
     ok: int = 0
     errors: int = 0
-    cut: int = 0
+    truncated: int = 0
+    empty: int = 0
     flagged: int = 0
     """Completed cleanly but not counted as lane speed (client-bound, burst)."""
     rate_rps: float | None = None
@@ -139,7 +140,7 @@ class SeriesState:
             return
         end = rec.end_ns if rec.end_ns is not None else self.last_t
         if not rec.ok:  # error, or truncated / empty (measure/records.py): marked, never plotted
-            outcome = "cut" if rec.outcome == "truncated" else "error"
+            outcome = rec.outcome if rec.outcome in ("truncated", "empty") else "error"
             sample = Sample(end, rec.sent_ns or end, None, None, (end - (rec.sent_ns or end)) / NS, None, outcome)
         else:
             m = request_metrics(rec)
@@ -215,8 +216,10 @@ class SeriesState:
             flags = self.flags_of(s)
             if s.outcome == "error":
                 st.errors += 1
-            elif s.outcome == "cut":
-                st.cut += 1
+            elif s.outcome == "truncated":
+                st.truncated += 1
+            elif s.outcome == "empty":
+                st.empty += 1
             elif flags:
                 st.flagged += 1
             else:

@@ -180,7 +180,7 @@ class DashboardScreen(LanemonScreen):
                     continue
                 flags = series.flags_of(s)
                 if flags:
-                    flagged.append((s.t, sorted(flags)[0] if s.outcome == "ok" else s.outcome))
+                    flagged.append((s.t, s.outcome if s.outcome != "ok" else sorted(flags)[0]))
                     continue
                 if s.ttft_s is not None:
                     ttft.append((s.t, s.ttft_s))

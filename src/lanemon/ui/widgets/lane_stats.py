@@ -43,7 +43,7 @@ class LaneStats(Static):
         table = Table(box=None, pad_edge=False, padding=(0, 1), expand=False, show_edge=False,
                       header_style="dim", title=None)
         for name, justify in (("lane", "left"), ("req/s", "right"), ("ok", "right"), ("err", "right"),
-                              ("cut", "right"), ("flag", "right"), ("TTFT p50·90·99", "right"),
+                              ("trunc", "right"), ("empty", "right"), ("flag", "right"), ("TTFT p50·90·99", "right"),
                               ("TPOT p50·90·99", "right"), ("E2E p50·90·99", "right")):
             table.add_column(name, justify=justify, no_wrap=True, overflow="ellipsis")  # type: ignore[arg-type]
         names = list(stats)
@@ -52,14 +52,15 @@ class LaneStats(Static):
             table.add_row(Text(f"■ {name}", style=colours.get(name, "")),
                           "—" if st.rate_rps is None else f"{st.rate_rps:.2f}",
                           str(st.ok), Text(str(st.errors), style="bold red" if st.errors else ""),
-                          Text(str(st.cut), style="bold yellow" if st.cut else ""),
+                          Text(str(st.truncated), style="bold yellow" if st.truncated else ""),
+                          Text(str(st.empty), style="bold yellow" if st.empty else ""),
                           Text(str(st.flagged), style="yellow" if st.flagged else ""),
                           triple(st.ttft), triple(st.tpot, tpot=True), triple(st.e2e))
         if len(names) >= 2:
             a = stats[names[0]]
             for name in names[1:]:
                 b = stats[name]
-                table.add_row(Text(f"{name}/{names[0]}", style="bold"), ratio(b.rate_rps, a.rate_rps), "", "", "", "",
+                table.add_row(Text(f"{name}/{names[0]}", style="bold"), ratio(b.rate_rps, a.rate_rps), "", "", "", "", "",
                               f"p50 {ratio(b.ttft[0], a.ttft[0])}", f"p50 {ratio(b.tpot[0], a.tpot[0])}",
                               f"p50 {ratio(b.e2e[0], a.e2e[0])}")
         self.border_title = f"last {window}"

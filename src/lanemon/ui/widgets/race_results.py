@@ -27,7 +27,8 @@ class RaceResults(Vertical):
         border-title-color: $text-muted;
         background: $surface;
     }
-    RaceResults #verdict { text-style: bold; color: $success; margin-bottom: 0; }
+    RaceResults #verdict { text-style: bold; color: $success; margin-bottom: 0; width: 1fr; height: auto;
+                           max-height: 3; }
     RaceResults #verdict.-none { color: $error; }
     RaceResults #table { height: auto; }
     """

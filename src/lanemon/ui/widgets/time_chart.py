@@ -16,8 +16,9 @@ from collections.abc import Callable
 from rich.text import Text
 from textual.widget import Widget
 
-MARK_GLYPHS = {"error": "✖", "cut": "✂", "client_bound": "◌", "burst": "≋"}
-MARK_NAMES = {"error": "error", "cut": "cut stream", "client_bound": "client-bound", "burst": "burst"}
+MARK_GLYPHS = {"error": "✖", "truncated": "✂", "empty": "∅", "client_bound": "◌", "burst": "≋"}
+MARK_NAMES = {"error": "error", "truncated": "truncated", "empty": "empty", "client_bound": "client-bound",
+              "burst": "burst"}
 _DOTS = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))  # [row from top][column]
 
 
