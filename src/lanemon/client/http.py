@@ -416,20 +416,41 @@ class LaneClient:
         if meta:
             sent.update(meta)
         payload = orjson.dumps(body)
-        emit(schema.REQUEST, sent)
         n_choices = body.get("n")
         if type(n_choices) is int and n_choices > 1:  # never merged into one stream's figures
+            emit(schema.REQUEST, sent)
             return emit(schema.ERROR, {"cls": schema.ERR_OTHER, "message": N_CHOICES_MESSAGE})  # type: ignore[return-value]
+        # The request event is stamped when its connection is ready and its first byte is about to be written
+        # (httpcore's trace), not when lanemon decided to send: with 64 requests started at once, the last of
+        # them waits many ms for the pool, a connection and the loop, and that wait is lanemon's, not the lane's
+        # (``queued_ms`` says how long it was).  Stamped *before* the write, a TTFT can only come out long when
+        # lanemon is descheduled, never shorter than the server's own.
+        t_init = clock.now()
+        written = False
+
+        def request_event(t: int | None) -> None:
+            nonlocal written
+            if not written:
+                written = True
+                emit(schema.REQUEST, sent if t is None else {**sent, "queued_ms": round((t - t_init) / 1e6, 3)},
+                     t_init if t is None else t)
+
+        async def trace(name: str, info: dict[str, Any]) -> None:
+            if name == "http11.send_request_headers.started":
+                request_event(clock.now())
+
         for attempt in (0, 1):
             answered = False
             try:
-                return await self._send(url, payload, emit, (lane, req, out, asm.apply))
+                return await self._send(url, payload, emit, (lane, req, out, asm.apply), trace)
             except _Unanswered as cut:
                 answered = cut.answered
                 exc = cut.exc
             except asyncio.CancelledError:
+                request_event(None)
                 emit(schema.ERROR, {"cls": schema.ERR_CANCELLED, "message": "cancelled"})
                 raise
+            request_event(None)  # never written: the request event keeps the time it was initiated
             if attempt == 0 and not answered and idle_closed(exc, streaming=True):
                 await self._retrying(req, exc, out)  # an idle pooled connection the server had closed
                 continue
@@ -451,15 +472,17 @@ class LaneClient:
                        "retried once on a new connection"}))
         await drop_idle_connections(self.http)
 
-    async def _send(self, url: str, payload: bytes, emit, sink) -> RequestRecord:
-        """One attempt of :meth:`stream`; a transport failure is raised as :class:`_Unanswered`."""
+    async def _send(self, url: str, payload: bytes, emit, sink, trace=None) -> RequestRecord:
+        """One attempt of :meth:`stream`; a transport failure is raised as :class:`_Unanswered`.  ``trace`` is
+        httpcore's trace callback (the request event is stamped as the request is written)."""
         answered = False
         lane, req, out, apply = sink
         clock = self.clock
         try:
             async with asyncio.timeout(self.deadline):  # the whole request, however the server keeps it alive
                 async with self.http.stream(
-                    "POST", url, content=payload, headers={"Content-Type": "application/json"}
+                    "POST", url, content=payload, headers={"Content-Type": "application/json"},
+                    extensions={"trace": trace} if trace is not None else None,
                 ) as resp:
                     first = {"status": resp.status_code}
                     server_id = resp.headers.get("x-request-id") or resp.headers.get("x-sim-request-id")
