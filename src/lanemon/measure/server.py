@@ -76,8 +76,11 @@ def server_view(events: Iterable[Event], lane: str) -> dict[str, Any] | None:
     timings = server_timings(first.data, last.data)
     if not timings.get("requests"):
         return None
+    # from when the first scrape was sent (its snapshot is taken somewhere in its flight, and a request the
+    # client saw end meanwhile was already counted by the server) to when the last one was answered
+    start = first.t - int(float(first.data.get("latency_s") or 0.0) * 1e9)
     recs = [r for r in assemble(e for e in events if e.lane == lane)
-            if r.ok and r.end_ns is not None and first.t <= r.end_ns <= last.t]
+            if r.ok and r.end_ns is not None and start <= r.end_ns <= last.t]
     ms = [request_metrics(r) for r in recs]
     client_ttft = _mean([m.ttft_s for m in ms if m.ttft_s is not None])
     client_e2e = _mean([m.e2e_s for m in ms if m.e2e_s is not None])
