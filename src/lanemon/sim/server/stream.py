@@ -127,22 +127,7 @@ class GenerationResponse:
                                       "finish_reason": None}], usage), True))
             return out
         # completions
-        tok = job.pieces[i]
-        text = tok
-        lp = None
-        if i == 0 and job.echo is not None:
-            text = job.echo + tok
-        if job.logprobs_k is not None:
-            off = len(job.echo or "") + self._offset
-            lp = completion_lp([tok], i, job.logprobs_k, off)
-            if i == 0 and job.echo is not None:
-                plp = completion_lp(job.echo_tokens, 0, job.logprobs_k, 0, prompt=True)
-                for key in plp:
-                    plp[key].extend(lp[key])
-                lp = plp
-        self._offset += len(tok)
-        out.append((self._chunk([{"index": 0, "text": text, "logprobs": lp, "finish_reason": None}], usage),
-                    True))
+        out.append((self._completion_chunk([job.pieces[i]], i, usage), True))
         return out
 
     def _group_chunks(self, i: int, emitted: int) -> list[tuple[bytes, bool]]:
@@ -180,21 +165,30 @@ class GenerationResponse:
                         True))
             return out
         # completions (no reasoning there): the group's text in one chunk
-        text = "".join(content)
+        out.append((self._completion_chunk(content, start, usage), True))
+        return out
+
+    def _completion_chunk(self, tokens: list[str], start: int, usage: dict | None) -> bytes:
+        """One completions chunk with *tokens* (the first at index *start*); the echoed prompt leads the first."""
+        job = self.job
+        text = "".join(tokens)
         lp = None
         if start == 0 and job.echo is not None:
             text = job.echo + text
         if job.logprobs_k is not None:
-            off = len(job.echo or "") + self._offset
-            lp = completion_lp(content, start, job.logprobs_k, off)
+            lp = completion_lp(tokens, start, job.logprobs_k, len(job.echo or "") + self._offset)
             if start == 0 and job.echo is not None:
-                plp = completion_lp(job.echo_tokens, 0, job.logprobs_k, 0, prompt=True)
-                for key in plp:
-                    plp[key].extend(lp[key])
-                lp = plp
-        self._offset += sum(len(t) for t in content)
-        out.append((self._chunk([{"index": 0, "text": text, "logprobs": lp, "finish_reason": None}], usage), True))
-        return out
+                lp = self._with_prompt_lp(lp)
+        self._offset += sum(len(t) for t in tokens)
+        return self._chunk([{"index": 0, "text": text, "logprobs": lp, "finish_reason": None}], usage)
+
+    def _with_prompt_lp(self, lp: dict) -> dict:
+        """The echoed prompt's logprobs (the first token has none) followed by *lp*'s."""
+        job = self.job
+        plp = completion_lp(job.echo_tokens, 0, job.logprobs_k, 0, prompt=True)
+        for key in plp:
+            plp[key].extend(lp[key])
+        return plp
 
     async def _ticks(self):
         job = self.job
@@ -293,10 +287,7 @@ class GenerationResponse:
                 start = len(job.echo or "")
                 lp = completion_lp(job.pieces, 0, job.logprobs_k, start)
                 if job.echo is not None:
-                    plp = completion_lp(job.echo_tokens, 0, job.logprobs_k, 0, prompt=True)
-                    for key in plp:
-                        plp[key].extend(lp[key])
-                    lp = plp
+                    lp = self._with_prompt_lp(lp)
             if job.echo is not None:
                 text = job.echo + text
             choice = {"index": 0, "text": text, "logprobs": lp, "finish_reason": job.finish_reason}
