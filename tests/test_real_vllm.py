@@ -187,7 +187,7 @@ async def test_live_dashboard_shows_vllm_metrics(vllm_url):
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             lane = st.lane("V")
-            if lane.requests_ok >= 3 and len(lane.server.gen_tok_s) >= 2:
+            if lane.requests_ok >= 3 and len(lane.server.gen_tok_s) >= 2 and lane.server.timings:
                 break
             await pilot.pause(0.2)
         else:
@@ -199,7 +199,10 @@ async def test_live_dashboard_shows_vllm_metrics(vllm_url):
         app.redraw(force=True)
         await pilot.pause()
         gauges = app.screen.query_one("#lane-V ServerGauges", ServerGauges)
-        assert "vLLM /metrics" in str(gauges.query_one("#srv-title", Label).render())
+        title = str(gauges.query_one("#srv-title", Label).render())
+        assert "vLLM /metrics" in title
+        # the engine's own TTFT from its histogram, beside lanemon's probes
+        assert lane.server.timings["ttft_s"] > 0 and "TTFT" in title
 
 
 def test_kv_gauge_moves_under_load(vllm_server):
