@@ -37,6 +37,11 @@ def usage_block(job: Job, completion_tokens: int) -> dict:
     return out
 
 
+def role_choice() -> dict:
+    """The chat stream's first choice: the assistant role with empty content."""
+    return {"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None, "finish_reason": None}
+
+
 class GenerationResponse:
     """Runs one job through the lane scheduler and writes the response."""
 
@@ -98,8 +103,7 @@ class GenerationResponse:
         out: list[tuple[bytes, bool]] = []
         if job.endpoint == "chat.completions":
             if i == 0:
-                role = {"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
-                        "finish_reason": None}
+                role = role_choice()
                 out.append((self._chunk([role], usage_block(job, 0) if job.continuous_usage else None), False))
             if job.tool_call is not None:
                 tc = job.tool_call
@@ -150,8 +154,7 @@ class GenerationResponse:
             rec["ttfo_s"] = time.perf_counter() - rec["_t0"]
         if job.endpoint == "chat.completions":
             if start == 0:
-                role = {"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
-                        "finish_reason": None}
+                role = role_choice()
                 out.append((self._chunk([role], usage_block(job, 0) if job.continuous_usage else None), False))
             delta: dict[str, Any] = {}
             if reasoning:
@@ -221,8 +224,7 @@ class GenerationResponse:
         try:
             if status != "cancelled":
                 if job.n_tokens == 0 and status == "ok" and job.endpoint == "chat.completions":
-                    role = {"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
-                            "finish_reason": None}
+                    role = role_choice()
                     await send({"type": "http.response.body", "body": self._chunk([role]), "more_body": True})
                 if status == "ok":
                     usage = usage_block(job, emitted) if job.continuous_usage else None
