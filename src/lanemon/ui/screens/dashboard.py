@@ -12,7 +12,7 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Grid, Horizontal
+from textual.containers import Grid
 
 from lanemon.ui.widgets.footer import Footer
 from lanemon.folds.dashboard import SessionState
@@ -66,9 +66,14 @@ class DashboardScreen(LanemonScreen):
         Binding("z", "zoom", "Zoom lane"),
     ]
     DEFAULT_CSS = """
-    DashboardScreen #lanes { height: auto; max-height: 50%; padding: 0 1; overflow-x: auto; }
+    DashboardScreen #lanes { height: auto; max-height: 50%; padding: 0 1; grid-gutter: 0 1; grid-rows: auto;
+                             layout: grid; overflow-y: auto; }
+    DashboardScreen #lanes LanePanel { margin: 0; min-width: 0; }
+    DashboardScreen.-short.-many LanePanel #errors, DashboardScreen.-short.-many LanePanel ServerGauges {
+        display: none;
+    }
     DashboardScreen #window-stats { margin: 0 1; height: auto; }
-    DashboardScreen #charts { grid-size: 3 1; grid-gutter: 0 1; height: 1fr; min-height: 8; padding: 0 1; }
+    DashboardScreen #charts { grid-size: 3 1; grid-gutter: 0 1; height: 1fr; min-height: 7; padding: 0 1; }
     DashboardScreen #charts.-four { grid-size: 2 2; }
     DashboardScreen.-short LanePanel #model, DashboardScreen.-short LanePanel #errors-title { display: none; }
     DashboardScreen.-short LanePanel #errors { max-height: 2; }
@@ -85,7 +90,7 @@ class DashboardScreen(LanemonScreen):
 
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
-        with Horizontal(id="lanes"):
+        with Grid(id="lanes"):
             for name in self._lanes:
                 yield LanePanel(name, id=panel_id(name))
         yield LaneStats(id="window-stats")
@@ -98,7 +103,20 @@ class DashboardScreen(LanemonScreen):
 
     def on_resize(self) -> None:
         self.set_class(self.size.height < SHORT, "-short")
+        self._arrange()
         self.drawn = None
+
+    def _arrange(self) -> None:
+        """Lane panels side by side, at least ~30 columns each: 2-4 lanes share one row, more wrap
+        onto further rows (a small terminal with many lanes keeps each panel's first rows only)."""
+        shown = [n for n in self._lanes if self.zoomed in (None, n)]
+        width = self.size.width or 100
+        most = max(1, min(len(shown) or 1, width // 30))
+        rows = -(-max(1, len(shown)) // most)
+        per_row = -(-max(1, len(shown)) // rows)  # balanced: 4 lanes in 2 x 2 rather than 3 + 1
+        grid = self.query_one("#lanes", Grid)
+        grid.styles.grid_size_columns = per_row
+        self.set_class(len(self._lanes) > 4, "-many")
 
     def panel(self, lane: str) -> LanePanel:
         return self.query_one(f"#{panel_id(lane)}", LanePanel)
@@ -119,6 +137,7 @@ class DashboardScreen(LanemonScreen):
         self.zoomed = order[(i + 1) % len(order)]
         for name in self._lanes:
             self.panel(name).display = self.zoomed in (None, name)
+        self._arrange()
         self.drawn = None
 
     # -- drawing -------------------------------------------------------------------
@@ -136,10 +155,11 @@ class DashboardScreen(LanemonScreen):
         """Redraw the panels and status bar from ``state``; lanes first seen in events get a panel."""
         new = [name for name in state.lanes if name not in self._lanes]
         if new:
-            container = self.query_one("#lanes", Horizontal)
+            container = self.query_one("#lanes", Grid)
             for name in new:
                 self._lanes.append(name)
                 container.mount(LanePanel(name, id=panel_id(name)))
+            self._arrange()
             self.call_after_refresh(self.refresh_from, state, source)
             return
         for name in self._lanes:

@@ -47,16 +47,26 @@ class LaneStats(Static):
                               ("TPOT p50·90·99", "right"), ("E2E p50·90·99", "right")):
             table.add_column(name, justify=justify, no_wrap=True, overflow="ellipsis")  # type: ignore[arg-type]
         names = list(stats)
+        # more than two lanes: one "vs the first lane" column instead of a ratio row per lane, when it fits
+        many = len(names) > 2 and (self.size.width or 200) >= 130
+        if many:
+            table.add_column(f"p50 ÷ {names[0]}", justify="right", no_wrap=True, overflow="ellipsis")
         for name in names:
             st = stats[name]
+            first = stats[names[0]]
+            extra = []
+            if many:
+                extra = ["" if name == names[0] else
+                         f"{ratio(st.ttft[0], first.ttft[0])}·{ratio(st.tpot[0], first.tpot[0])}·"
+                         f"{ratio(st.e2e[0], first.e2e[0])}"]
             table.add_row(Text(f"■ {name}", style=colours.get(name, "")),
                           "—" if st.rate_rps is None else f"{st.rate_rps:.2f}",
                           str(st.ok), Text(str(st.errors), style="bold red" if st.errors else ""),
                           Text(str(st.truncated), style="bold yellow" if st.truncated else ""),
                           Text(str(st.empty), style="bold yellow" if st.empty else ""),
                           Text(str(st.flagged), style="yellow" if st.flagged else ""),
-                          triple(st.ttft), triple(st.tpot, tpot=True), triple(st.e2e))
-        if len(names) >= 2:
+                          triple(st.ttft), triple(st.tpot, tpot=True), triple(st.e2e), *extra)
+        if len(names) == 2:
             a = stats[names[0]]
             for name in names[1:]:
                 b = stats[name]
