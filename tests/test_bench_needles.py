@@ -44,4 +44,7 @@ def test_wrong_key_is_not_found_and_context_errors_are_errors():
     assert miss["key"] not in miss["answer"] and "pass key is" in miss["answer"]
     too_long = res["lanes"]["B"]["lengths"]["60000"]
     assert too_long["found"] is None  # reported as an error, never as "not found"
-    assert "maximum context length" in too_long["error"] and "HTTP 400" in too_long["error"]
+    # the lane's /v1/models says max_model_len 40000: the 60K prompt is not sent, and the cell says why
+    assert too_long["skipped"] is True and too_long["runs_count"] == 0
+    assert "beyond the lane's context (40000 tokens, from /v1/models)" in too_long["error"]
+    assert res["lanes"]["B"]["error"] == too_long["error"]

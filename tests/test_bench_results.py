@@ -149,12 +149,12 @@ def test_per_category_rates():
     assert c["requests"] == 1 and c["errors"] == 0
 
 
-def _prefill_cell(ev, lane, length, rep, cold_ttft_ms, repeat_ttft_ms=None, t0=0, error=None):
+def _prefill_cell(ev, lane, length, rep, cold_ttft_ms, repeat_ttft_ms=None, t0=0, error=None, cached=None):
     reqs = [dict(sent=t0, ttft=cold_ttft_ms * MS, prompt_tokens=length, tokens=1, run="cold", part="length",
                  length=length, rep=rep, error=error)]
     if repeat_ttft_ms is not None:
         reqs.append(dict(sent=t0 + 10_000 * MS, ttft=repeat_ttft_ms * MS, prompt_tokens=length, tokens=1,
-                         run="repeat", part="length", length=length, rep=rep, cached=length - 1))
+                         run="repeat", part="length", length=length, rep=rep, cached=cached))
     ev.cell(lane, f"{lane}/{length}/r{rep}", t0, t0 + 20_000 * MS, reqs, part="length", length=length, rep=rep)
 
 
@@ -170,6 +170,17 @@ def test_prefill_cache_hit_threshold():
     assert 12_000 < b["2950"]["cache_hit_tok_s"] < 13_000
     assert b["8000"]["cache_hit_tok_s"] is None and b["8000"]["repeat_tok_s"] is not None
     assert abs(res["ratios"]["by_length"]["2950"] - 3656 / 2599) < 0.01
+    assert b["2950"]["cache_hit_source"] == "timing" and a["2950"]["cache_hit_source"] == "timing"
+
+
+def test_prefill_cache_hit_from_the_servers_cached_tokens():
+    ev = Ev("prefill")
+    _prefill_cell(ev, "V", 500, 0, 100, 70, cached=384)  # only 1.4x faster, but the server says 384 cached
+    _prefill_cell(ev, "V", 1000, 0, 200, 80, cached=0)  # 2.5x faster, but the server says nothing was cached
+    cells = prefill_results(ev.end())["lanes"]["V"]["lengths"]
+    assert cells["500"]["cache_hit_source"] == "cached_tokens" and cells["500"]["repeat_cached_tokens"] == 384
+    assert cells["500"]["cache_hit_tok_s"] == cells["500"]["repeat_tok_s"] == round(500 / 0.07, 4)
+    assert cells["1000"]["cache_hit_source"] == "cached_tokens" and cells["1000"]["cache_hit_tok_s"] is None
 
 
 def test_prefill_reps_unstable_and_errors():
