@@ -92,9 +92,11 @@ def test_race_gives_one_result_per_lane_matching_request_metrics():
         assert lane["tokens_estimated"] is False
         assert lane["text"] == rec.text and lane["text"]
         assert records[name].text == rec.text
-    # both requests were sent at the same instant (well under a millisecond apart)
-    sent = sorted(r.sent_ns for r in recorded.values())
-    assert sent[1] - sent[0] < 5_000_000
+    # both requests were started at the same instant; each TTFT starts when its own request was written
+    # (the wait before that, a connection's set-up or the loop, is the record's queued_ms: lanemon's time)
+    started = sorted(r.sent_ns - int((r.queued_ms or 0) * 1e6) for r in recorded.values())
+    assert started[1] - started[0] < 5_000_000
+    assert all(r.queued_ms is not None and r.queued_ms >= 0 for r in recorded.values())
     # finish order follows end time; the winner and margin come from it
     order = sorted(recorded, key=lambda n: recorded[n].end_ns)
     assert [race["lanes"][n]["finish_rank"] for n in order] == [1, 2]

@@ -56,6 +56,9 @@ class RequestRecord:
     model: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
     sent_ns: int | None = None
+    queued_ms: float | None = None
+    """How long lanemon held the request before writing it (pool, connection set-up, its own loop): not the
+    lane's time, so not in TTFT (docs/METRICS.md)."""
     first_byte_ns: int | None = None
     token_ns: list[int] = field(default_factory=list)
     """Arrival time of every token-carrying chunk (reasoning or content)."""
@@ -238,7 +241,9 @@ class Assembler:
             rec.purpose = d.get("purpose", "")
             rec.endpoint = d.get("endpoint", "")
             rec.model = d.get("model")
-            rec.meta = {k: v for k, v in d.items() if k not in ("purpose", "endpoint", "model", "prompt")}
+            rec.queued_ms = d.get("queued_ms")
+            rec.meta = {k: v for k, v in d.items()
+                        if k not in ("purpose", "endpoint", "model", "prompt", "queued_ms")}
         elif kind == schema.FIRST_BYTE:
             if rec.first_byte_ns is None:
                 rec.first_byte_ns = ev.t
