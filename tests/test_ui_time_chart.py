@@ -101,3 +101,22 @@ def test_series_window_numbers_and_outcomes():
     assert b.rate_rps == pytest.approx(12 / 13)
     # a window holds only what ended in it
     assert st.window("A", 5 * S, 13 * S).n == 5
+
+
+def test_throughput_counts_clean_requests_only():
+    """A request run while lanemon was starved (client-bound) is not lane throughput."""
+    from lanemon import events as schema
+    from lanemon.events import Event
+
+    st = SeriesState(["A"])
+    st.add(_rec("A", "a0", 0, 100))            # 20 tokens, first token at 0.1 s, end at 0.29 s
+    st.add(_rec("A", "a1", 2 * S, 100))        # the same two seconds later
+    st.last_t = 4 * S
+    clean = sum(v for _, v in st.tokens_per_s("A", 0, 4 * S, avg_s=1))
+    assert clean == pytest.approx(40, rel=1e-6)  # 1-s buckets of tok/s: 20 + 20 tokens in all
+    # the watcher reports the second request's span starved
+    st.apply(Event(2 * S + 50 * MS, getattr(schema, "CLIENT_LOAD", "client_load"), None, None,
+                   {"bound": False, "lag_ms": 1.0}))
+    st.apply(Event(3 * S, getattr(schema, "CLIENT_LOAD", "client_load"), None, None,
+                   {"bound": True, "lag_ms": 80.0, "t0": 2 * S + 60 * MS}))
+    assert sum(v for _, v in st.tokens_per_s("A", 0, 4 * S, avg_s=1, final=True)) == pytest.approx(20, rel=1e-6)

@@ -4,7 +4,7 @@
 
 * one :class:`Sample` per finished request, stamped with its end time: TTFT, TPOT, end-to-end,
   per-stream decode tok/s, its outcome (``ok``, ``error``, ``cut``) and its flags;
-* the generated tokens per second of session time (aggregate throughput), from token events;
+* the generated tokens per second of session time (aggregate throughput) of the clean requests;
 * the lane's own ``/metrics`` over time (running, waiting, KV cache use).
 
 A sample is *flagged* -- counted, marked on the chart, never drawn as lane speed -- when the
@@ -55,14 +55,15 @@ class Sample:
     """``ok`` | ``error`` | ``cut`` (the stream ended before it said it was done)."""
     flags: frozenset[str] = frozenset()
     """What the measuring side said of the record (``burst``); ``client_bound`` is judged lazily."""
+    first: int | None = None
+    """First token (ns): the request's tokens count towards throughput from here to ``t``."""
+    tokens: float = 0.0
+    """Generated tokens (a complete request's)."""
 
 
 @dataclass
 class LaneSeries:
     samples: deque[Sample] = field(default_factory=deque)
-    tokens: dict[int, float] = field(default_factory=lambda: defaultdict(float))
-    """Generated tokens per whole second of session time, of the requests that completed cleanly
-    (each request's tokens spread evenly from its first token to its end)."""
     server: deque[tuple[int, dict[str, float]]] = field(default_factory=deque)
     """(t, {running, waiting, kv_usage}) per successful /metrics scrape."""
 
@@ -146,8 +147,8 @@ class SeriesState:
             m = request_metrics(rec)
             flags = frozenset(str(f) for f in m.flags)  # burst (judged from the timing) and the record's flags
             sample = Sample(end, rec.sent_ns or end, m.ttft_s, m.tpot_s, m.e2e_s, m.decode_tok_s, "ok", flags)
-            self._spread(self.lane(rec.lane).tokens, rec.token_ns[0] if rec.token_ns else end, end,
-                         float(m.generated_tokens))
+            sample.first = rec.token_ns[0] if rec.token_ns else end
+            sample.tokens = float(m.generated_tokens)
         self._push(self.lane(rec.lane).samples, sample)
         self.version += 1
 
@@ -185,14 +186,20 @@ class SeriesState:
             out.add(CLIENT_BOUND)
         return out
 
-    def tokens_per_s(self, lane: str, t0: int, t1: int, avg_s: int = 5) -> list[tuple[int, float]]:
+    def tokens_per_s(self, lane: str, t0: int, t1: int, avg_s: int = 5, *,
+                     final: bool = False) -> list[tuple[int, float]]:
         """(second end ns, generated tok/s over the ``avg_s`` seconds before it) for each second in [t0, t1)."""
-        buckets = self.lane(lane).tokens
-        first, last = max(0, t0 // NS), t1 // NS
-        if len(buckets) > KEEP_NS // NS + 120:  # prune: nothing older than the widest window is drawn
-            for sec in [s for s in buckets if s < (self.last_t - KEEP_NS) // NS]:
-                del buckets[sec]
         avg = max(1, int(avg_s))
+        first, last = max(0, t0 // NS), t1 // NS
+        # spread here, not when filed: only requests judged clean (not client-bound, not a burst,
+        # complete) are lane throughput, and client-bound is known only once the watcher reported
+        buckets: dict[int, float] = defaultdict(float)
+        for s in self.lane(lane).samples:
+            if s.tokens <= 0 or s.t < (first - avg) * NS or s.first is None or s.first > t1:
+                continue
+            if self.pending(s, final) or self.flags_of(s):
+                continue
+            self._spread(buckets, s.first, s.t, s.tokens)
         out = []
         total = sum(buckets.get(s, 0.0) for s in range(first - avg, first))
         for sec in range(first, last):

@@ -214,7 +214,7 @@ class DashboardScreen(LanemonScreen):
         self.query_one("#chart-decode", TimeChart).show(series=clean["decode"], marks=marks, value_fmt=rate_axis,
                                                         title="decode per stream", **common)
         avg = {60: 5, 300: 15, 900: 30}.get(self.window_s, 5)
-        tput = {n: series.tokens_per_s(n, t0, t1, avg_s=avg) for n in lanes}
+        tput = {n: series.tokens_per_s(n, t0, t1, avg_s=avg, final=final) for n in lanes}
         self.query_one("#chart-tput", TimeChart).show(series=tput, marks={}, value_fmt=rate_axis, connect=True,
                                                       title=f"throughput, all streams ({avg} s avg)", **common)
         server_chart = self.query_one("#chart-server", TimeChart)
