@@ -130,3 +130,24 @@ def test_dashboard_state_does_not_count_lanemons_own_cancellations():
         st.apply(ev)
     assert lane.requests_err == 1 and [e[1] for e in lane.errors] == ["truncated", "cut"]
     assert lane.in_flight == 0
+
+
+def test_an_impossible_per_stream_rate_is_a_burst_not_a_figure():
+    """100 chunks read 60 us apart (16,000 tok/s) pass the mean-gap burst rule but no lane decodes that fast."""
+    from lanemon.measure.metrics import MAX_STREAM_TOK_S, request_metrics
+    from lanemon.measure.records import BURST, RequestRecord
+
+    rec = RequestRecord(lane="A", req="r1")
+    rec.sent_ns = 0
+    rec.token_ns = [300_000_000 + i * 62_000 for i in range(100)]
+    rec.end_ns = rec.token_ns[-1] + 1000
+    rec.finish_reason = "stop"
+    rec.completion_tokens = 100
+    m = request_metrics(rec)
+    assert BURST in m.flags and m.decode_tok_s is None and m.tpot_s is None
+    assert m.ttft_s == 0.3  # the first token's time stands
+    # a fast but possible stream (2,000 tok/s) keeps its figure
+    rec.token_ns = [300_000_000 + i * 500_000 for i in range(100)]
+    rec.end_ns = rec.token_ns[-1] + 1000
+    m = request_metrics(rec)
+    assert BURST not in m.flags and 1_900 < m.decode_tok_s < 2_100 < MAX_STREAM_TOK_S

@@ -133,6 +133,12 @@ def decode_end_ns(rec: RequestRecord) -> int | None:
     return last
 
 
+MAX_STREAM_TOK_S = 10_000.0
+"""No lane decodes one stream faster than this (the fastest single-stream decode served today is a few
+thousand tok/s): a higher figure is a burst the client read late (e.g. 100 chunks in 6 ms), flagged, never
+shown as the lane's speed."""
+
+
 def request_metrics(rec: RequestRecord) -> RequestMetrics:
     """Per-request figures.  TTFT, TTFO and E2E are given for any request that has them (a row of
     the request list); TPOT, decode and ITLs only for a complete request that was not a burst.
@@ -158,6 +164,9 @@ def request_metrics(rec: RequestRecord) -> RequestMetrics:
     if ok and not burst and span is not None and span > 0 and generated > first:
         tpot = span / (generated - first)
         decode = (generated - first) / span
+        if decode > MAX_STREAM_TOK_S:  # gaps that collapsed less than the burst rule needs, still impossible
+            flags.add(BURST)
+            tpot = decode = None
     # the raw gaps, even of a burst (export rows); aggregates leave bursts out (``BURST in m.flags``)
     itl = tuple((b - a) / NS for a, b in zip(rec.token_ns, rec.token_ns[1:]))
     chunks = len(rec.token_ns)
