@@ -101,7 +101,7 @@ def test_compare_identical_misses(demo_runs, capsys):
     a, b = demo_runs["A"][0], demo_runs["B"][0]
     assert main(["qeval", "compare", str(a), str(b)]) == 0
     text = capsys.readouterr().out
-    assert text.splitlines()[0] == "A 71/75, B 71/75; kept 71, broke 0, fixed 0, p = 1.000"
+    assert text.splitlines()[0] == "A 71/75, B 71/75; kept 71, broke 0, fixed 0, no discordant pairs"
     assert main(["qeval", "compare", str(a), str(b), "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
     assert res["a"] == {"name": "A", "passed": 71, "total": 75} and res["b"]["name"] == "B"
@@ -154,7 +154,7 @@ def test_compare_left_out_and_bad_input(demo_runs, tmp_path, capsys):
     (tmp_path / "a.json").write_text(json.dumps(a))
     assert main(["qeval", "compare", str(tmp_path / "a.json"), str(demo_runs["B"][0])]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[0] == "A 70/74, B 70/74; kept 70, broke 0, fixed 0, p = 1.000"
+    assert out.splitlines()[0] == "A 70/74, B 70/74; kept 70, broke 0, fixed 0, no discordant pairs"
     assert "left out 1 task(s)" in out
     (tmp_path / "bad.json").write_text("[1, 2]")
     assert main(["qeval", "compare", str(tmp_path / "bad.json"), str(demo_runs["B"][0])]) == 2

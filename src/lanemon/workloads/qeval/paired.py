@@ -54,6 +54,7 @@ def compare_runs(a: dict[str, Any], b: dict[str, Any], name_a: str | None = None
 def compare_line(result: dict[str, Any]) -> str:
     """``"A 71/75, B 71/75; kept 71, broke 0, fixed 0, p = 1.000"``."""
     a, b = result["a"], result["b"]
+    # McNemar tests only the discordant pairs: with none there is nothing to test (not "p = 1.000")
+    test = (f"p = {result['p_value']:.3f}" if result["broke"] + result["fixed"] else "no discordant pairs")
     return (f"{a['name']} {a['passed']}/{a['total']}, {b['name']} {b['passed']}/{b['total']}; "
-            f"kept {result['kept']}, broke {result['broke']}, fixed {result['fixed']}, "
-            f"p = {result['p_value']:.3f}")
+            f"kept {result['kept']}, broke {result['broke']}, fixed {result['fixed']}, {test}")
