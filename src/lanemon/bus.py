@@ -52,3 +52,20 @@ class EventBus:
             except Exception as exc:  # a broken subscriber must not stop the stream
                 if self._on_error is not None:
                     self._on_error(fn, exc)
+
+
+class FixedPace:
+    """Mixin for event sources that run at the pace of the lanes: no pause, no speed (benches, the
+    gauntlet, a static screen).  The UI's keys for them do nothing."""
+
+    paused = False
+    speed: float | None = None
+
+    def toggle_pause(self) -> bool:
+        return self.paused
+
+    def faster(self) -> None:
+        return None
+
+    def slower(self) -> None:
+        return None

@@ -38,7 +38,6 @@ describe the output.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +45,7 @@ from typing import Any
 from lanemon.measure import stats as st
 from lanemon.reports.data import qeval_runs
 from lanemon.reports.format import int_key
+from lanemon.reports.format import num as _num
 
 NOISE_BANDS = dict(st.DEFAULT_BANDS)
 """Default relative noise band by metric kind (:data:`lanemon.measure.stats.DEFAULT_BANDS`)."""
@@ -102,14 +102,6 @@ class Cell:
         return (self.bench, self.lane, self.cell_kind, self.cell, self.metric)
 
 
-def _num(x: Any) -> float | None:
-    if isinstance(x, bool) or x is None:
-        return None
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
 
 
 def _reps(values: Any) -> list[float]:

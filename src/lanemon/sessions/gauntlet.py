@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from lanemon.bus import EventBus
+from lanemon.bus import EventBus, FixedPace
 from lanemon.config import LaneConfig
 from lanemon.events import Clock, Event
 from lanemon.workloads.gauntlet.config import GauntletConfig
@@ -20,7 +20,7 @@ from lanemon.workloads.harness import Harness, LaneDown
 # ---------------------------------------------------------------------------
 
 
-class GauntletSource:
+class GauntletSource(FixedPace):
     """Runs the gauntlet on its own bus; the gauntlet TUI subscribes to ``bus``."""
 
     def __init__(self, lanes: Sequence[LaneConfig], config: GauntletConfig, *, mode: str = "live",
@@ -31,8 +31,6 @@ class GauntletSource:
         self.config = config
         self.recorder = recorder
         self.recording_path: Path | None = getattr(recorder, "path", None)
-        self.paused = False
-        self.speed: float | None = None
         self.finished = False
         self.interrupted = False
         self.result: dict[str, Any] | None = None
@@ -68,15 +66,6 @@ class GauntletSource:
     def now_ns(self) -> int:
         """The session clock (the screen's elapsed time ticks between events)."""
         return self.harness.clock.now()
-
-    def toggle_pause(self) -> bool:  # a gauntlet cannot pause mid-session
-        return self.paused
-
-    def faster(self) -> None:
-        return None
-
-    def slower(self) -> None:
-        return None
 
     def stop(self) -> None:
         """Stopping is cancelling the worker running :meth:`run` (the app does that on quit)."""

@@ -6,36 +6,25 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from lanemon.bus import EventBus
+from lanemon.bus import EventBus, FixedPace
 from lanemon.events import Event
 from lanemon.folds.bench import BENCH_KINDS, cell_label
 
 __all__ = ["NoSource", "copy_fold", "marker_text", "workload_of"]
 
 
-class NoSource:
+class NoSource(FixedPace):
     """The source of a static screen (compare): nothing runs, nothing arrives."""
 
     mode = "static"
     lanes: list[dict[str, Any]] = []
     recording_path = None
-    paused = False
-    speed = None
     finished = True
 
     def __init__(self) -> None:
         self.bus = EventBus()
 
     async def run(self) -> None:
-        return None
-
-    def toggle_pause(self) -> bool:
-        return False
-
-    def faster(self) -> None:
-        return None
-
-    def slower(self) -> None:
         return None
 
     def stop(self) -> None:

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lanemon.bus import EventBus
+from lanemon.bus import EventBus, FixedPace
 from lanemon.config import LaneConfig
 from lanemon.measure.metrics import NS, meets_slo, median, request_metrics
 from lanemon.measure.metrics import round_or_none as rnd  # the benches' name for it
@@ -336,7 +336,7 @@ def first_error(records) -> str | None:
 # ---------------------------------------------------------------------------
 
 
-class BenchRun:
+class BenchRun(FixedPace):
     """One bench run on a set of lanes; publishes everything on ``self.bus``."""
 
     mode = "bench"
@@ -354,8 +354,6 @@ class BenchRun:
         self.lanes: list[dict[str, Any]] = [lane.public() for lane in self.lane_configs]
         self.recorder = recorder
         self.recording_path: Path | None = recorder.path if recorder is not None else None
-        self.paused = False
-        self.speed: float | None = None
         self.finished = False
         self.interrupted = False
         self.cells_done = 0
@@ -450,15 +448,6 @@ class BenchRun:
         if self._task is not None and not self.finished:
             self._stop_requested = True
             self._task.cancel()
-
-    def toggle_pause(self) -> bool:
-        return False
-
-    def faster(self) -> None:
-        return None
-
-    def slower(self) -> None:
-        return None
 
     def results(self) -> dict[str, Any]:
         """The bench's JSON computed from the events so far (see docs/JSON.md)."""
