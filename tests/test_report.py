@@ -77,10 +77,10 @@ def swap_lanes(analysis):
 
 def test_verdict_reads_like_the_writeup():
     v = verdict(writeup())
-    assert v[0].startswith("One user, short prompts → A: ~1.1× faster decode at C1 (118 vs 104 tok/s), "
-                           "TTFT 0.17 s vs 0.22 s; faster in every prompt category")
-    assert v[1] == ("Four or more users or long prompts → B: overtakes between C3 and C4 (C6: 263 vs 223 tok/s); "
-                    "prefill 1.1–2.0× faster.")
+    assert v[0].startswith("One user, short prompts → A: ~1.1× faster decode at C1 (118 vs 104 tok/s, noise band "
+                           "5 %), TTFT 0.17 s vs 0.22 s; faster in every prompt category")
+    assert v[1] == ("Four or more users or long prompts → B: overtakes between C3 and C4 (C6: 263 vs 223 tok/s, "
+                    "noise band 5 %); prefill 1.1–2.0× faster.")
     assert any("cache hits, not prefill" in s and "12,542" in s for s in v)
     assert "Needles: all found on both lanes (20K–300K)." in v
     assert "Races → A: won 2 of 3 (B 1)." in v
@@ -88,7 +88,7 @@ def test_verdict_reads_like_the_writeup():
 
 def test_verdict_swaps_when_the_figures_swap():
     v = verdict(swap_lanes(writeup()))
-    assert v[0].startswith("One user, short prompts → B: ~1.1× faster decode at C1 (118 vs 104 tok/s)")
+    assert v[0].startswith("One user, short prompts → B: ~1.1× faster decode at C1 (118 vs 104 tok/s, noise band")
     assert v[1].startswith("Four or more users or long prompts → A: overtakes between C3 and C4 (C6: 263 vs 223")
     assert "Races → B: won 2 of 3 (A 1)." in v
 
@@ -101,7 +101,7 @@ def test_verdict_claims_only_what_the_data_supports():
     assert v[0].startswith("One user → A:")
     assert v[1].startswith("Four or more users → B:") and "prefill" not in v[1]
     assert not any("cache" in s for s in v)
-    # a lead under 3% is a tie, and no crossover means no "overtakes"
+    # a lead inside the noise band is a tie, and no crossover means no "overtakes"
     a = writeup()
     for lvl, c in a["decode"]["lanes"]["B"]["levels"].items():
         c["aggregate_tok_s"] = a["decode"]["lanes"]["A"]["levels"][lvl]["aggregate_tok_s"] * 0.99
@@ -139,7 +139,7 @@ def test_html_is_one_self_contained_file_with_svg_charts():
     assert not re.search(r"""(src|href)\s*=\s*["']?https?:""", page)
     assert "<script" not in page and "@import" not in page and "url(" not in page
     assert "prefers-color-scheme: dark" in page
-    assert "cache hit 12.5K" in page and "crossover" in page
+    assert ">12.5K</text>" in page and "cache hit tok/s" in page and "crossover" in page  # marker + legend
     assert "aggregate decode (tok/s)" in page and "concurrent streams (C)" in page  # labelled axes, units
     # untrusted text is escaped
     a = writeup()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lanemon.reports.charts import Chart
+from lanemon.reports.charts import NEUTRAL, Chart
 from lanemon.reports.data import agree_pair
 from lanemon.reports.format import clip
 from lanemon.reports.sections.section import Section
@@ -43,7 +43,7 @@ def agree_section(ag: dict[str, Any]) -> Section:
     summary += "."
     chart = Chart("bars", "Where the continuations first differ", "first differing word (0-based)", "prompts",
                   [("exact" if k == "exact" else k.replace("-", "–")) for k in labels],
-                  {f"{a} vs {b}": [float(hist[k]) for k in labels]}, integer=True, colors={f"{a} vs {b}": 3})
+                  {f"{a} vs {b}": [float(hist[k]) for k in labels]}, integer=True, colors={f"{a} vs {b}": NEUTRAL})
     top = max(hist.values(), default=0)
     width = max(len(k) for k in labels) if labels else 0
     spark = [f"{k:>{width}} {'█' * round(v / top * 30) if top else ''}{' ' if v else ''}{v}" for k, v in hist.items()]

@@ -49,7 +49,7 @@ def prefill_section(prefill: dict[str, Any], lanes: list[str]) -> Section:
             hit = num(c.get("cache_hit_tok_s"))
             if hit:
                 text += f"; cache hit {tok(hit)}"
-                chart_notes[(n, i)] = f"cache hit {kilo(hit)}"
+                chart_notes[(n, i)] = kilo(hit)
                 any_hit = True
             row.append(text)
         if len(lanes) == 2:
@@ -61,6 +61,7 @@ def prefill_section(prefill: dict[str, Any], lanes: list[str]) -> Section:
     if any_unstable:
         notes.append("† unstable: the reps of this cell differ by more than the bench's stability threshold.")
     chart = Chart("bars", "Cold prefill by prompt length", "prompt length (tokens)", "prefill (tok/s)",
-                  [length_label(k) for k in lengths], series, notes=chart_notes, ranges=ranges)
+                  [length_label(k) for k in lengths], series, notes=chart_notes, ranges=ranges,
+                  note_legend="cache hit tok/s (a repeat from the prefix cache, not prefill)")
     return Section("prefill", "Prefill: prompt tokens / TTFT, cold", "Unique prompts, 1-token reply; median over "
                    "reps where there are several. TTFT in brackets.", headers, rows, chart, notes=notes)
