@@ -7,7 +7,7 @@ import io
 import math
 from typing import Any
 
-from lanemon.reports.charts import Chart, svg_chart
+from lanemon.reports.charts import Chart, lane_colour, svg_chart
 from lanemon.reports.format import esc, int_key, length_label, secs, tok
 from lanemon.reports.render.html import CSS, html_page
 from lanemon.reports.render.json import render_json
@@ -238,6 +238,15 @@ def chart_series(result: dict[str, Any], bench: str, metric: str, cell_kind: str
     return xs, series
 
 
+def _colours(result: dict[str, Any], series: dict[str, Any]) -> dict[str, int]:
+    """Two lanes of one session: each lane in its report colour (its place in the recording's lane order);
+    two sessions: one colour per (lane, session) series."""
+    if result.get("mode") == "lanes":
+        order = [x.get("name") for x in (result.get("old") or {}).get("lanes") or [] if isinstance(x, dict)]
+        return {k: lane_colour(k, order) if k in order else i for i, k in enumerate(series)}
+    return {k: i for i, k in enumerate(series)}
+
+
 def _charts(result: dict[str, Any]) -> list[Chart]:
     charts = []
     xs, series = chart_series(result, "decode", "steady_tok_s", "level")
@@ -245,17 +254,17 @@ def _charts(result: dict[str, Any]) -> list[Chart]:
         xs, series = chart_series(result, "decode", "aggregate_tok_s", "level")
     if xs:
         charts.append(Chart("line", "Decode: aggregate throughput vs concurrency, overlaid", "concurrent streams",
-                                "aggregate tok/s", xs, series, colors={k: i for i, k in enumerate(series)}))
+                                "aggregate tok/s", xs, series, colors=_colours(result, series)))
     for bench, title in (("prefill", "Prefill ladder, overlaid"), ("needles", "Needles: prefill by context")):
         xs, series = chart_series(result, bench, "prefill_tok_s", "length")
         if xs:
             charts.append(Chart("bars", title, "prompt tokens", "prefill tok/s",
                                     [length_label(x) for x in xs], series,
-                                    colors={k: i for i, k in enumerate(series)}))
+                                    colors=_colours(result, series)))
     xs, series = chart_series(result, "decode", "per_stream_tok_s", "category")
     if xs:
         charts.append(Chart("bars", "Per-stream decode at C1 by category", "category", "tok/s", xs, series,
-                                colors={k: i for i, k in enumerate(series)}))
+                                colors=_colours(result, series)))
     return charts
 
 
