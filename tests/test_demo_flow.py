@@ -45,8 +45,10 @@ async def test_demo_session_records_and_replays_to_the_same_panels(tmp_path):
         app = make_app(session, refresh_hz=20)
         async with app.run_test(size=(120, 36)) as pilot:
             state = app.state
+            # three finished requests per lane: plotted, or marked client-bound when this machine starved
+            # lanemon (either way the same in replay)
             await wait_for(pilot, lambda: all(l.up for l in state.lanes.values())
-                           and all(len(l.tps_history) >= 3 for l in state.lanes.values()))
+                           and all(l.requests_ok >= 3 for l in state.lanes.values()), timeout=60)
             session.toggle_pause()  # no new probes: the in-flight ones finish
             await wait_for(pilot, lambda: all(l.in_flight == 0 for l in state.lanes.values()))
             app.redraw(force=True)
@@ -62,7 +64,8 @@ async def test_demo_session_records_and_replays_to_the_same_panels(tmp_path):
     assert set(live) == {"A", "B"}
     for lane in ("A", "B"):
         assert live_state[lane][0] is True and live_state[lane][1] == "deepseek-v4.1-flash"
-        assert len(live[lane]["chart-ttft"]) >= 3 and len(live[lane]["chart-decode"]) >= 3, live[lane]
+        # every finished request is on the TTFT chart: as a point, or as a mark (client-bound, burst, ...)
+        assert len(live[lane]["chart-ttft"]) + len(live[lane]["marks"]) >= 3, live[lane]
     header, events, warnings = read_events(recorder.path)
     assert warnings == [] and [l["name"] for l in header["lanes"]] == ["A", "B"]
     assert any(e.kind == "token" for e in events)
