@@ -8,7 +8,7 @@ import json
 import time
 
 import pytest
-from hostile_server import HostileLane, HostileServer, drip, endless, head, pings, response, sse
+from hostile_server import HostileLane, HostileServer, drip, endless, head, pings, sse
 
 from lanemon import events as schema
 from lanemon.client.http import LaneClient
