@@ -2,7 +2,10 @@
 
 :func:`verdict` goes bench by bench (decode and its crossover, prefill, prefix-cache hits,
 needles, races, the quality gate, greedy agreement, KL, the agent gauntlet, decode errors).
-It only says what the numbers show: a lead under :data:`TIE` is called a tie.  The
+It only says what the numbers show: a lead inside the shared noise band
+(:func:`lanemon.measure.stats.noise_band`, the one the decode ladder and ``compare``
+use; :data:`TIE` is its default for throughput) is called a tie, and every
+decode winner or crossover says the band it was judged against.  The
 sentence helpers here (:func:`qeval_sentence`, :func:`agree_sentence`, :func:`kl_lane_text`,
 :func:`gauntlet_why`) are also the one-line summaries of their report sections.
 """
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lanemon.measure import stats as st
 from lanemon.measure.stats import median
 from lanemon.reports.data import (agree_pair, agg, crossover, decode_levels, first_level, gauntlet_lanes, kl_lanes,
                                   lane_names, prefill_cells, present_lanes, qeval_misses, qeval_runs, race_wins,
@@ -18,8 +22,23 @@ from lanemon.reports.data import (agree_pair, agg, crossover, decode_levels, fir
 from lanemon.reports.format import int_key, int_text, kl_num, length_label, number_word, num, ratio_text, secs, \
     clip, sorted_keys, tok
 
-TIE = 1.03
-"""Leads smaller than this ratio are reported as ties."""
+TIE = 1 + st.DEFAULT_BANDS["throughput"]
+"""Leads smaller than this ratio are reported as ties (the shared noise band's default for throughput)."""
+
+
+def _dec(cell: dict[str, Any]) -> float | None:
+    """A decode level's aggregate: the steady-state figure where the results have one."""
+    v = num(cell.get("steady_tok_s"))
+    return v if v is not None else agg(cell)
+
+
+def _band(cell_a: dict[str, Any], cell_b: dict[str, Any]) -> dict[str, Any]:
+    key = "steady_reps" if cell_a.get("steady_tok_s") is not None else "reps"
+    return st.noise_band("throughput", cell_a.get(key) or [], cell_b.get(key) or [])
+
+
+def _band_text(band: dict[str, Any]) -> str:
+    return f"noise band {band['band'] * 100:.0f} %" + (" from the reps" if band["from_reps"] else "")
 
 
 def _two(ranked: list[tuple[str, float]]) -> tuple[str, float, str, float]:
@@ -62,7 +81,7 @@ def verdict(analysis: dict[str, Any]) -> list[str]:
     if len(d_lanes) >= 2:
         c1 = {n: first_level(decode, n) for n in d_lanes}
         lvl1 = min(c[0] for c in c1.values() if c)
-        ranked = sorted(((n, agg(decode_levels(decode, n).get(lvl1, {}))) for n in d_lanes),
+        ranked = sorted(((n, _dec(decode_levels(decode, n).get(lvl1, {}))) for n in d_lanes),
                         key=lambda t: -(t[1] or 0))
         ranked = [(n, v) for n, v in ranked if v]
         cross = crossover(decode, d_lanes)
@@ -71,15 +90,16 @@ def verdict(analysis: dict[str, Any]) -> list[str]:
             r = va / vb
             who = "One user" if lvl1 == 1 else f"{number_word(lvl1)} concurrent users"
             short = pre is not None and pre["leader"] != a
-            if r < TIE:
-                s = f"{who}: {a} and {b} tie on decode at C{lvl1} ({tok(va)} vs {tok(vb)} tok/s)"
+            band = _band(decode_levels(decode, a).get(lvl1, {}), decode_levels(decode, b).get(lvl1, {}))
+            if r - 1 <= band["band"] + 1e-9:
+                s = f"{who}: {a} and {b} tie on decode at C{lvl1} ({tok(va)} vs {tok(vb)} tok/s, {_band_text(band)})"
             else:
                 s = (f"{who}{', short prompts' if short else ''} → {a}: ~{ratio_text(r)} faster decode at "
-                     f"C{lvl1} ({tok(va)} vs {tok(vb)} tok/s)")
+                     f"C{lvl1} ({tok(va)} vs {tok(vb)} tok/s, {_band_text(band)})")
                 s += _ttft_clause(decode, a, b, lvl1)
                 s += _category_clause(decode, a, b, lvl1)
             out.append(s + ".")
-            top = max(set.intersection(*(set(k for k, c in decode_levels(decode, n).items() if agg(c))
+            top = max(set.intersection(*(set(k for k, c in decode_levels(decode, n).items() if _dec(c))
                                          for n in (a, b))), default=None)
             if cross and cross.get("leader_after") in d_lanes:
                 after, before = cross["leader_after"], cross.get("leader_before", a)
@@ -89,21 +109,32 @@ def verdict(analysis: dict[str, Any]) -> list[str]:
                     f"between C{lo_c} and C{hi_c}"
                 lvls_after = decode_levels(decode, after)
                 lvls_before = decode_levels(decode, before)
-                if top is not None and agg(lvls_after.get(top, {})) and agg(lvls_before.get(top, {})):
-                    s += f" (C{top}: {tok(agg(lvls_after[top]))} vs {tok(agg(lvls_before[top]))} tok/s)"
+                bits = []
+                gap = next((g for g in cross.get("levels") or [] if g.get("level") == int(hi_c)), None)
+                if gap and gap.get("gap") is not None:  # the results' own judgement at the first level after
+                    lead = gap["gap"] if after == (cross.get("compared") or [None, after])[1] else -gap["gap"]
+                    bits.append(f"C{hi_c}: {after} {lead * 100:+.1f} % against a noise band of "
+                                f"{gap['band'] * 100:.0f} %")
+                if top is not None and _dec(lvls_after.get(top, {})) and _dec(lvls_before.get(top, {})):
+                    band = _band(lvls_after[top], lvls_before[top])
+                    bits.append(f"C{top}: {tok(_dec(lvls_after[top]))} vs {tok(_dec(lvls_before[top]))} tok/s, "
+                                f"{_band_text(band)}")
+                if bits:
+                    s += " (" + "; ".join(bits) + ")"
                 if longp:
                     s += f"; prefill {ratio_text(pre['lo'], pre['hi'])} faster"
                     pre_used = True
                 out.append(s + ".")
             elif top is not None and top != lvl1:
-                va_t = agg(decode_levels(decode, a)[top])
-                vb_t = agg(decode_levels(decode, b)[top])
+                ca_t, cb_t = decode_levels(decode, a)[top], decode_levels(decode, b)[top]
+                va_t, vb_t = _dec(ca_t), _dec(cb_t)
+                band = _band(ca_t, cb_t)
                 if va_t and vb_t:
-                    if va_t / vb_t >= TIE:
+                    if va_t / vb_t - 1 > band["band"] + 1e-9:
                         out.append(f"No crossover up to C{top}: {a} still leads there ({tok(va_t)} vs "
-                                   f"{tok(vb_t)} tok/s, {ratio_text(va_t / vb_t)}).")
-                    elif vb_t / va_t < TIE:
-                        out.append(f"At C{top} the lanes tie ({tok(va_t)} vs {tok(vb_t)} tok/s).")
+                                   f"{tok(vb_t)} tok/s, {ratio_text(va_t / vb_t)}, {_band_text(band)}).")
+                    elif abs(vb_t / va_t - 1) <= band["band"] + 1e-9:
+                        out.append(f"At C{top} the lanes tie ({tok(va_t)} vs {tok(vb_t)} tok/s, {_band_text(band)}).")
     elif len(d_lanes) == 1:
         n = d_lanes[0]
         levels = decode_levels(decode, n)
@@ -245,8 +276,10 @@ def _error_sentence(analysis: dict[str, Any]) -> str | None:
 
 
 def paired_text(c: dict[str, Any]) -> str:
+    if not (c.get("broke") or c.get("fixed")):  # McNemar has nothing to test: say so, not "p = 1.000"
+        return f"kept {c.get('kept')}, broke 0, fixed 0: no discordant pairs"
     p = num(c.get("p_value")) or 0.0
-    return f"kept {c.get('kept')}, broke {c.get('broke')}, fixed {c.get('fixed')}, p = {p:.3f}"
+    return f"kept {c.get('kept')}, broke {c.get('broke')}, fixed {c.get('fixed')}, McNemar p = {p:.3f}"
 
 
 def qeval_sentence(q: Any) -> str | None:

@@ -20,6 +20,7 @@ from lanemon.reports.data import lane_names
 from lanemon.reports.format import esc, numeric_column
 from lanemon.reports.sections import sections
 from lanemon.reports.sections.environment import environment_rows, title as report_title
+from lanemon.reports.simulated import banner
 from lanemon.reports.verdict import verdict
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
@@ -70,6 +71,7 @@ def render_html(analysis: dict[str, Any]) -> str:
                       "svg": Markup(svg), "figure": fig, "chart_title": s.chart.title if svg else "",
                       "headers": s.headers, "rows": s.rows, "notes": s.notes, "more": s.more})
     return ENV.get_template("report.html.j2").render(
-        title=report_title(analysis), css=Markup(CSS), meta=" · ".join(meta), warnings=analysis.get("warnings") or [],
+        title=report_title(analysis), css=Markup(CSS), meta=" · ".join(meta), warnings=[w for w in [banner((analysis.get("environment") or {}).get("simulated") or [])] if w]
+        + list(analysis.get("warnings") or []),
         verdict=verdict(analysis), sections=shown, environment=environment_rows(env),
         reported_by=env.get("reported_by") or "")

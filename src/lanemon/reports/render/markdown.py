@@ -7,6 +7,7 @@ from typing import Any
 from lanemon.reports.format import numeric_column
 from lanemon.reports.sections import sections
 from lanemon.reports.sections.environment import environment_rows, title
+from lanemon.reports.simulated import banner
 from lanemon.reports.verdict import verdict
 
 
@@ -25,6 +26,9 @@ def md_table(headers: list[str], rows: list[list[str]]) -> list[str]:
 def render_markdown(analysis: dict[str, Any]) -> str:
     env = analysis.get("environment", {})
     lines = [f"# {title(analysis)}", ""]
+    sim = banner(env.get("simulated") or [])
+    if sim:  # made from lanemon's simulator: said before anything else
+        lines += [f"> **{sim}**", ""]
     meta = [x for x in (env.get("created"), env.get("command") and f"`{env.get('command')}`") if x]
     if meta:
         lines += [" · ".join(meta), ""]
