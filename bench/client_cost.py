@@ -47,7 +47,8 @@ async def _spread(requests: int, concurrency: int, one) -> int:
     async def worker() -> None:
         nonlocal total
         for _ in todo:
-            total += await one()
+            n = await one()  # not ``total += await one()``: that reads total before the await, losing others' counts
+            total += n
 
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     return total
