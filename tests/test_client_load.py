@@ -120,7 +120,9 @@ def test_a_blocked_loop_is_reported_as_starved():
 
 @contextlib.contextmanager
 def cpu_hogs(n: int = 4, seconds: int = 60):
-    procs = [subprocess.Popen(["timeout", str(seconds), sys.executable, "-c", "while 1: pass"]) for _ in range(n)]
+    # bounded by the hog itself: a ``timeout`` wrapper killed with SIGKILL leaves its child spinning forever
+    hog = f"import time\nend = time.monotonic() + {int(seconds)}\nwhile time.monotonic() < end: pass"
+    procs = [subprocess.Popen([sys.executable, "-c", hog]) for _ in range(n)]
     try:
         yield procs
     finally:
