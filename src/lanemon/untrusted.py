@@ -125,29 +125,34 @@ SENSITIVE_PARAMS = (
 _PARAMS = "|".join(re.escape(p) for p in sorted(SENSITIVE_PARAMS, key=len, reverse=True))
 # a value that looks like a credential: 8+ characters with a digit in them, or 24+ characters
 _VALUE = r"(?:(?=[{chars}]*\d)[{chars}]{{8,}}|[{chars}]{{24,}})"
-_GENERIC = [
+_GENERIC = [  # (hints: every group needs one of its substrings in the lower-cased text, pattern, replacement)
     # scheme://user:pass@host -> scheme://[redacted]@host
-    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]{1,15}://)[^/\s@\"'<>]+@"), r"\1" + REDACTED + "@"),
+    ((("://",), ("@",)), re.compile(r"(?i)\b([a-z][a-z0-9+.-]{1,15}://)[^/\s@\"'<>]+@"), r"\1" + REDACTED + "@"),
     # ?api_key=...&token=... in any URL or form body
-    (re.compile(r"(?i)([?&;](?:" + _PARAMS + r")=)[^&#;\s\"'<>]*"), r"\1" + REDACTED),
-    # Authorization: Bearer xxx / Basic xxx / Token xxx
-    (re.compile(r"(?i)\b(bearer|basic)(\s+)" + _VALUE.format(chars=r"A-Za-z0-9._~+/=:-")), r"\1\2" + REDACTED),
+    ((("=",), ("?", "&", ";")), re.compile(r"(?i)([?&;](?:" + _PARAMS + r")=)[^&#;\s\"'<>]*"), r"\1" + REDACTED),
+    # Authorization: Bearer xxx / Basic xxx
+    ((("bearer", "basic"),), re.compile(r"(?i)\b(bearer|basic)(\s+)" + _VALUE.format(chars=r"A-Za-z0-9._~+/=:-")),
+     r"\1\2" + REDACTED),
     # "api_key": "...", 'password'='...', secret: ...
-    (re.compile(r"(?i)([\"']?\b(?:api[_-]?key|x-api-key|access[_-]?token|auth[_-]?token|client[_-]?secret|secret|"
+    ((("key", "token", "secret", "passw", "authorization"), (":", "=")),
+     re.compile(r"(?i)([\"']?\b(?:api[_-]?key|x-api-key|access[_-]?token|auth[_-]?token|client[_-]?secret|secret|"
                 r"password|passwd|authorization)\b[\"']?\s*[:=]\s*[\"']?)(?!\[redacted\])(?:bearer\s+|basic\s+)?"
                 + _VALUE.format(chars=r"^\s\"',;&}<>")),
      r"\1" + REDACTED),
     # well-known key shapes: OpenAI/Anthropic-style sk-..., GitHub, Slack, AWS, Hugging Face, Google, JWTs
-    (re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{3,}[A-Za-z0-9]{8,}[A-Za-z0-9_-]*"), REDACTED),
-    (re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr|github_pat)_[A-Za-z0-9_]{20,}"), REDACTED),
-    (re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"), REDACTED),
-    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), REDACTED),
-    (re.compile(r"\bhf_[A-Za-z0-9]{20,}"), REDACTED),
-    (re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), REDACTED),
-    (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), REDACTED),
+    ((("sk-", "pk-", "rk-"),), re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{3,}[A-Za-z0-9]{8,}[A-Za-z0-9_-]*"), REDACTED),
+    ((("gh", "github_pat"),), re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr|github_pat)_[A-Za-z0-9_]{20,}"), REDACTED),
+    ((("xox",),), re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"), REDACTED),
+    ((("akia", "asia"),), re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), REDACTED),
+    ((("hf_",),), re.compile(r"\bhf_[A-Za-z0-9]{20,}"), REDACTED),
+    ((("aiza",),), re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), REDACTED),
+    ((("eyj",),), re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), REDACTED),
 ]
-_GENERIC_HINT = re.compile(r"(?i)://|[?&;]|bearer|basic|token|apikey|key|secret|passw|authorization|sk-|pk-|rk-|"
-                           r"gh[pousr]_|github_pat|xox|AKIA|ASIA|hf_|AIza|eyJ")
+
+
+def _hinted(low: str, groups: tuple[tuple[str, ...], ...]) -> bool:
+    return all(any(h in low for h in group) for group in groups)
+
 
 MIN_SECRET = 6
 """Configured values shorter than this are not searched for (they would redact ordinary words)."""
@@ -210,8 +215,9 @@ class Redactor:
         """``text`` with every secret and secret-looking value replaced by ``[redacted]``."""
         if self._literal is not None:
             text = self._literal.sub(REDACTED, text)
-        if _GENERIC_HINT.search(text) is not None:
-            for pattern, repl in _GENERIC:
+        low = text.lower()  # cheap substring hints first: a regex runs only where it could match
+        for groups, pattern, repl in _GENERIC:
+            if _hinted(low, groups):
                 text = pattern.sub(repl, text)
         return text
 

@@ -16,7 +16,7 @@ credentials or query, model) and :class:`~lanemon.events.Event` objects
 -- the very lines a recording holds.  Lane API keys and headers live only in
 :class:`~lanemon.config.LaneConfig` and never enter an event; as a second
 guard, any value passed in ``redact`` is replaced by ``[redacted]`` wherever it
-would appear in a message, and every event other than a token (and the header)
+would appear in a message, and every event that carries server text (and the header)
 passes :class:`lanemon.untrusted.Redactor` again: URL userinfo, sensitive query
 parameters, bearer values and key shapes are removed even from text that did not
 come through the client.  No Textual here.
@@ -53,6 +53,9 @@ EVENTS_PREFIX = {True: b'{"type":"events","snapshot":true,"events":[',
                  False: b'{"type":"events","snapshot":false,"events":['}
 EVENTS_SUFFIX = b"]}"
 LIVE_MESSAGE = b'{"type":"live"}'
+SERVER_TEXT_KINDS = frozenset({schema.PROBE, schema.LANE, schema.FIRST_BYTE, schema.DONE, schema.ERROR,
+                               schema.SERVER_METRICS})
+"""Event kinds whose data carries server text: redacted again here (the client cleaned it already)."""
 LONG_STRING = 4096  # an oversized event keeps this much of each long string field
 
 Notice = Callable[[str, str], None]
@@ -243,7 +246,7 @@ class Publisher:
         obj = ev.to_json_obj()
         if ev.kind == schema.LANE and "url" in ev.data:
             obj["data"] = {**ev.data, "url": P.public_url(ev.data["url"])}
-        if ev.kind != schema.TOKEN and "data" in obj:  # tokens: exact secrets only (the bytes scrub below)
+        if ev.kind in SERVER_TEXT_KINDS and "data" in obj:  # the rest: exact secrets only (the bytes scrub below)
             cleaned = self._redactor.deep(obj["data"])
             if cleaned != obj["data"]:
                 self.stats["redacted"] += 1
