@@ -24,25 +24,30 @@ from lanemon.folds.dashboard import SessionState
 from lanemon.ui.app import make_app
 from lanemon.ui.widgets.lane_panel import LanePanel
 
-STALL_TIMEOUT = 0.4
+STALL_TIMEOUT = 1.5
+"""Long enough that a busy machine delaying lanemon's reads is not taken for a stalled lane; the stall
+fault holds its stream 3 s."""
 
 # lane name -> (fault spec, what the lane's panel must show)
 LANES = {
     "refuse": ("refuse", "connect the server closed the connection without a response"),
-    "drop": ("drop:3", "cut connection closed by the server mid-response"),
+    "drop": ("drop:3", "truncated connection closed by the server mid-response"),
     "stall": ("stall:3", "timeout no data from the server within the read/stall timeout"),
     "h503": ("http:503", "http HTTP 503: The server is overloaded or not ready yet."),
     "h429": ("http:429", "(Retry-After: 1)"),
     "h502": ("http:502:html", "http HTTP 502: 502 Bad Gateway"),
     "malf": ("malformed", "malformed invalid JSON in SSE data"),
-    "nodone": ("nodone", "cut stream ended before [DONE]"),
-    "huge": ("huge:17", "malformed an SSE line longer than 16 MiB"),
+    # finish_reason and usage but no [DONE]: complete (issue 16); the panel keeps the note that the stream was cut
+    "nodone": ("nodone", "cut connection closed by the server mid-response"),
+    # 17 MiB in one line: refused at the 16 MiB cap, or (when this machine is too busy to read 16 MiB within the
+    # stall window) stalled first: an error either way, never a figure
+    "huge": ("huge:17", ("malformed an SSE line longer than 16 MiB", "stalled no data from the server")),
     "utf8": ("badutf8", None),  # absorbed: U+FFFD in the text, no error
     "nousage": ("nousage", None),  # absorbed: tokens estimated
     "slowhdr": ("slowheaders:0.25", None),  # absorbed: a late first byte
     "models": ("models-change:2", "model model changed: deepseek-v4.1-flash -> deepseek-v4.1-flash-v2"),
 }
-ERRORING = {"refuse", "drop", "stall", "h503", "h429", "h502", "malf", "nodone", "huge"}
+ERRORING = {"refuse", "drop", "stall", "h503", "h429", "h502", "malf", "huge"}
 
 
 @pytest.fixture(autouse=True)
@@ -101,14 +106,15 @@ async def test_every_fault_shows_on_its_own_panel_and_lane_a_keeps_running(tmp_p
             st = app.state
 
             def seen_everything() -> bool:
-                return (all(st.lanes[n].requests_err >= 2 for n in ERRORING)
-                        and all(st.lanes[n].requests_ok >= 2 for n in ("utf8", "nousage", "slowhdr"))
+                # a stream cut mid-response is truncated (counted apart from errors), never a completion
+                return (all(st.lanes[n].requests_err + st.lanes[n].requests_truncated >= 2 for n in ERRORING)
+                        and all(st.lanes[n].requests_ok >= 2 for n in ("utf8", "nousage", "slowhdr", "nodone"))
                         and st.lanes["models"].model == "deepseek-v4.1-flash-v2"
                         and st.lanes["models"].requests_ok >= 3)
 
             await wait_for(pilot, seen_everything, 40, "an error on every faulty lane", st)
             a_ok = st.lanes["A"].requests_ok
-            await wait_for(pilot, lambda: st.lanes["A"].requests_ok >= a_ok + 2, 20, "lane A still growing")
+            await wait_for(pilot, lambda: st.lanes["A"].requests_ok >= a_ok + 2, 40, "lane A still growing", st)
             app.redraw(force=True)
             await pilot.pause()
             panels = {p.lane: p for p in app.screen.query(LanePanel)}
@@ -121,7 +127,8 @@ async def test_every_fault_shows_on_its_own_panel_and_lane_a_keeps_running(tmp_p
     assert shown["A"] == "none" and live["A"][1] == 0 and live["A"][0] >= 4
     for name, (spec, words) in LANES.items():
         if words is not None:
-            assert words in " ".join(shown[name].split()), (name, shown[name])
+            text = " ".join(shown[name].split())
+            assert any(w in text for w in ((words,) if isinstance(words, str) else words)), (name, shown[name])
         else:
             assert shown[name] == "none", (name, shown[name])
     assert "est." in decode["nousage"] and "est." not in decode["utf8"]
@@ -129,7 +136,15 @@ async def test_every_fault_shows_on_its_own_panel_and_lane_a_keeps_running(tmp_p
     state, events = replayed_state(path)
     for name, (ok, err) in live.items():
         assert state.lanes[name].requests_ok >= ok and state.lanes[name].requests_err >= err, name
-    assert state.lanes["slowhdr"].median_ttft_s >= 0.2
+    # the slow-header lane's TTFT carries the delay: from the recorded requests themselves (the panel's median
+    # leaves out requests that ran while this machine starved lanemon; a starved client only adds time)
+    from statistics import median
+
+    from lanemon.measure.metrics import request_metrics
+    from lanemon.measure.records import assemble
+
+    slow = [request_metrics(r).ttft_s for r in assemble(events) if r.lane == "slowhdr" and r.ok]
+    assert slow and median(slow) >= 0.2, slow
 
 
 def test_bench_marks_faulty_cells_errored_and_never_reports_a_rate(tmp_path):
@@ -145,9 +160,12 @@ def test_bench_marks_faulty_cells_errored_and_never_reports_a_rate(tmp_path):
         recorder.close()
         result = run.results()
     levels = {name: result["lanes"][name]["levels"] for name in ["A", *names]}
-    for name in ["A", "utf8", "nousage", "slowhdr"]:
+    for name in ["A", "utf8", "nousage", "slowhdr", "nodone"]:
         for cell in levels[name].values():
-            assert cell["errors"] == 0 and cell["aggregate_tok_s"] and cell["per_stream_tok_s_p50"], (name, cell)
+            assert cell["errors"] == 0 and cell["aggregate_tok_s"], (name, cell)
+            # a per-stream rate, unless every request was read as a burst or ran while lanemon was starved
+            flagged = cell.get("bursts", 0) + cell.get("client_bound", 0)
+            assert cell["per_stream_tok_s_p50"] or flagged >= cell["requests"], (name, cell)
     assert all(c["tokens_estimated"] for c in levels["nousage"].values())
     for name in ERRORING & set(names):
         for cell in levels[name].values():
@@ -155,12 +173,14 @@ def test_bench_marks_faulty_cells_errored_and_never_reports_a_rate(tmp_path):
             assert cell["aggregate_tok_s"] is None and cell["median"] is None and cell["reps"] == [None]
             assert cell["per_stream_tok_s_p50"] is None and cell["ttft_p50_s"] is None
             assert cell["output_tokens"] == 0 and cell["error"], (name, cell)
-    assert "HTTP 503" in levels["h503"]["1"]["error"] and "16 MiB" in levels["huge"]["1"]["error"]
+    assert "HTTP 503" in levels["h503"]["1"]["error"]
+    assert "16 MiB" in levels["huge"]["1"]["error"] or "stalled" in levels["huge"]["1"]["error"]
     # the recording reads back whole and gives the same results
+    from lanemon.measure.server import attach_server_views
     from lanemon.workloads.bench.decode import decode_results
 
     _, events = replayed_state(path)
-    again = decode_results(events)
+    again = attach_server_views(decode_results(events), events)  # as the run's results() and every report do
     assert orjson.dumps(again["lanes"], option=orjson.OPT_SORT_KEYS) == orjson.dumps(
         result["lanes"], option=orjson.OPT_SORT_KEYS)
 
@@ -190,17 +210,18 @@ def test_lanemon_demo_fault_b_drop_keeps_both_panels_alive(tmp_path, monkeypatch
             app = make_app(source, theme=theme, refresh_hz=10)
             async with app.run_test(size=(120, 36)) as pilot:
                 st = app.state
-                await wait_for(pilot, lambda: set(st.lanes) == {"A", "B"} and st.lanes["B"].requests_err >= 2
+                # B's streams are cut mid-response: truncated (counted apart from errors), never completions
+                await wait_for(pilot, lambda: set(st.lanes) == {"A", "B"} and st.lanes["B"].requests_truncated >= 2
                                and st.lanes["A"].requests_ok >= 2, 40, "both lanes probed")
-                a_ok, b_err = st.lanes["A"].requests_ok, st.lanes["B"].requests_err
-                await wait_for(pilot, lambda: st.lanes["A"].requests_ok > a_ok and st.lanes["B"].requests_err > b_err,
-                               20, "both lanes keep going")
+                a_ok, b_cut = st.lanes["A"].requests_ok, st.lanes["B"].requests_truncated
+                await wait_for(pilot, lambda: st.lanes["A"].requests_ok > a_ok
+                               and st.lanes["B"].requests_truncated > b_cut, 40, "both lanes keep going")
                 app.redraw(force=True)
                 await pilot.pause()
                 panels = {p.lane: p for p in app.screen.query(LanePanel)}
                 seen["errors"] = {n: plain(p.query_one("#errors", Static)) for n, p in panels.items()}
                 seen["requests"] = {n: plain(p.query_one("#requests", Label)) for n, p in panels.items()}
-                seen["live"] = {n: (lane.requests_ok, lane.requests_err) for n, lane in st.lanes.items()}
+                seen["live"] = {n: (lane.requests_ok, lane.requests_truncated) for n, lane in st.lanes.items()}
                 await pilot.press("q")
             return app.return_code or 0
 
@@ -211,9 +232,9 @@ def test_lanemon_demo_fault_b_drop_keeps_both_panels_alive(tmp_path, monkeypatch
     code = cli.main(["demo", "--time-scale", "0.05", "--interval", "0.05", "--fault-b", "drop:50",
                      "--record", str(path)])
     assert code == 0
-    assert seen["errors"]["A"] == "none" and "cut" in seen["errors"]["B"]
+    assert seen["errors"]["A"] == "none" and "truncated" in seen["errors"]["B"]
     assert "mid-response" in " ".join(seen["errors"]["B"].split())
     assert "0 err" in seen["requests"]["A"] and " ok" in seen["requests"]["B"]
     state, _ = replayed_state(path)
-    for name, (ok, err) in seen["live"].items():
-        assert state.lanes[name].requests_ok >= ok and state.lanes[name].requests_err >= err
+    for name, (ok, cut) in seen["live"].items():
+        assert state.lanes[name].requests_ok >= ok and state.lanes[name].requests_truncated >= cut
