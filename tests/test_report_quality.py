@@ -119,8 +119,8 @@ def test_two_lane_qeval_is_paired_with_the_qeval_compare_function(runs):
 
     md = lanemon("report", str(path)).stdout
     line = f"A 3/7, B 3/7, the same four misses ({MISSES})"
-    assert f"- Quality gate: identical — {line}; kept 3, broke 0, fixed 0, p = 1.000." in md
-    assert f"**{line}; paired A → B: kept 3, broke 0, fixed 0, p = 1.000." in md
+    assert f"- Quality gate: identical — {line}; kept 3, broke 0, fixed 0: no discordant pairs." in md
+    assert f"**{line}; paired A → B: kept 3, broke 0, fixed 0: no discordant pairs." in md
     assert "| math_m9 | math | expected 24, got 22 | expected 24, got 22 | both failed |" in md
 
     rows = list(csv.DictReader(io.StringIO(lanemon("report", str(path), "--format", "csv").stdout)))
@@ -257,7 +257,7 @@ def writeup_quality():
 def test_verdict_reads_like_the_writeup():
     v = verdict(writeup_quality())
     assert v[0] == ("Quality gate: identical — A 2/6, B 2/6, the same four misses (code_interval_intersect, json_escape, "
-                    "json_count, math_m9); kept 2, broke 0, fixed 0, p = 1.000.")
+                    "json_count, math_m9); kept 2, broke 0, fixed 0: no discordant pairs.")
     assert v[1].startswith("Greedy agreement A vs B: 0/40 exact matches with a median first divergence at word 2 "
                            "(9/40 agree for ten or more words, 18/40 diverge at word 0)")
     assert v[2] == "Logprob divergence: KL(B ‖ A) = 0.0123 nats/token (p50 0.0040, p99 0.2100, 96 positions)."
@@ -292,7 +292,7 @@ def test_quality_verdict_claims_a_lead_only_when_the_paired_test_says_so():
     runs["A"]["tasks"]["math_m1"]["passed"] = False  # fixed 1
     q["compare"] = compare_runs(runs["A"], runs["B"])
     v = verdict(a)[0]
-    assert v.startswith("Quality gate: no significant difference — ") and "broke 1, fixed 1, p = 1.000" in v
+    assert v.startswith("Quality gate: no significant difference — ") and "broke 1, fixed 1, McNemar p = 1.000" in v
     # 8 fixed, 0 broke: p = 2/2^8 < 0.05
     tasks = {f"t{i}": {"passed": False, "kind": "math", "reason": "x"} for i in range(8)}
     a_run = {"lane": "A", "passed": 0, "total": 8, "tasks": tasks}
