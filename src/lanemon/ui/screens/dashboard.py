@@ -165,15 +165,7 @@ class DashboardScreen(LanemonScreen):
         for name in self._lanes:
             self.panel(name).update_from(state.lane(name), state.last_t)
         self.query_one(HostPanel).update_from(state.host)
-        self.query_one(StatusBar).update_from(
-            mode=getattr(source, "mode", "live"),
-            events=state.events,
-            last_t=state.last_t,
-            paused=bool(getattr(source, "paused", False)),
-            speed=getattr(source, "speed", None),
-            finished=bool(getattr(source, "finished", False)),
-            recording_path=getattr(source, "recording_path", None),
-        )
+        self.query_one(StatusBar).show(source, state)
 
     def _x_fmt(self, app: Any) -> Any:
         base = app.wall_base_s()

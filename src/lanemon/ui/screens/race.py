@@ -187,12 +187,4 @@ class RaceScreen(LanemonScreen):
             model = state.lanes[name].model if name in state.lanes else None
             self.column(name).update_from(view.lanes.get(name) if view else None, now_ns=now, model=model)
         self.query_one(RaceResults).update_from(race_json(view) if view is not None and view.complete else None)
-        self.query_one(StatusBar).update_from(
-            mode=getattr(source, "mode", "live"),
-            events=state.events,
-            last_t=state.last_t,
-            paused=bool(getattr(source, "paused", False)),
-            speed=getattr(source, "speed", None),
-            finished=bool(getattr(source, "finished", False)),
-            recording_path=getattr(source, "recording_path", None),
-        )
+        self.query_one(StatusBar).show(source, state)

@@ -45,6 +45,18 @@ class StatusBar(Horizontal):
         yield Label("", id="info")
         yield Label("", id="path")
 
+    def show(self, source, state) -> None:
+        """The bar for a source (its mode, pause, speed, recording) and the dashboard fold (events, time)."""
+        self.update_from(
+            mode=getattr(source, "mode", "live"),
+            events=state.events,
+            last_t=state.last_t,
+            paused=bool(getattr(source, "paused", False)),
+            speed=getattr(source, "speed", None),
+            finished=bool(getattr(source, "finished", False)),
+            recording_path=getattr(source, "recording_path", None),
+        )
+
     def update_from(
         self,
         *,
