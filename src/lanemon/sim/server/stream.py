@@ -198,13 +198,11 @@ class GenerationResponse:
         return self.state.lane.run(job.rec, prompt_tokens=job.prompt_tokens, n_tokens=job.n_tokens,
                                    category=job.category)
 
-    # -- streaming -----------------------------------------------------------
-    async def _stream(self, send: Callable, disconnected: asyncio.Event) -> None:
-        job, lane, rec = self.job, self.state.lane, self.job.rec
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": self._headers(b"text/event-stream; charset=utf-8")})
-        status = "ok"
-        emitted = 0
+    async def _each_token(self, disconnected: asyncio.Event, on_token: Callable) -> tuple[str, int]:
+        """Run the job's token clock, calling ``await on_token(i, emitted)`` per token; returns the status
+        (``ok``, ``cancelled`` when the client went away, ``aborted`` when the simulator shuts down) and how
+        many tokens were emitted."""
+        status, emitted = "ok", 0
         try:
             async with contextlib.aclosing(await self._ticks()) as ticks:
                 async for i in ticks:
@@ -212,13 +210,25 @@ class GenerationResponse:
                         status = "cancelled"
                         break
                     emitted = i + 1
-                    for data, carries in self._token_chunks(i, emitted):
-                        await send({"type": "http.response.body", "body": data, "more_body": True})
-                        lane.mark_token(rec, carries)
+                    await on_token(i, emitted)
         except eng.Closed:
             status = "aborted"
-        except OSError:
+        except OSError:  # the client's socket went away while a chunk was written
             status = "cancelled"
+        return status, emitted
+
+    # -- streaming -----------------------------------------------------------
+    async def _stream(self, send: Callable, disconnected: asyncio.Event) -> None:
+        job, lane, rec = self.job, self.state.lane, self.job.rec
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": self._headers(b"text/event-stream; charset=utf-8")})
+
+        async def write(i: int, emitted: int) -> None:
+            for data, carries in self._token_chunks(i, emitted):
+                await send({"type": "http.response.body", "body": data, "more_body": True})
+                lane.mark_token(rec, carries)
+
+        status, emitted = await self._each_token(disconnected, write)
         rec["completion_tokens"] = emitted
         finish = job.finish_reason if status == "ok" else None
         try:
@@ -245,18 +255,11 @@ class GenerationResponse:
     # -- non-streaming ---------------------------------------------------------
     async def _unary(self, send: Callable, disconnected: asyncio.Event) -> None:
         job, lane, rec = self.job, self.state.lane, self.job.rec
-        status = "ok"
-        emitted = 0
-        try:
-            async with contextlib.aclosing(await self._ticks()) as ticks:
-                async for i in ticks:
-                    if disconnected.is_set():
-                        status = "cancelled"
-                        break
-                    emitted = i + 1
-                    lane.mark_token(rec, True)
-        except eng.Closed:
-            status = "aborted"
+
+        async def mark(i: int, emitted: int) -> None:
+            lane.mark_token(rec, True)
+
+        status, emitted = await self._each_token(disconnected, mark)
         rec["completion_tokens"] = emitted
         if status != "ok":
             lane.finish(rec, status)
