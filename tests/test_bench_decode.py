@@ -24,6 +24,8 @@ from lanemon.measure.stats import NS, steady_state
 from lanemon.workloads.bench.decode import crossover_sentence, decode_results, level_leads
 
 FAST = 0.05
+SIM_STAMP_SLACK = 0.02
+"""How late the simulator may stamp its own trace when it is descheduled right after a write (CPU hogs)."""
 
 
 def lanes_of(sims):
@@ -173,7 +175,9 @@ def test_c1_ttft_matches_the_trace_and_the_model_is_the_write_up():
             # to see) plus reading the first chunk: never less.  The sending part is the same in the
             # end-to-end gap, so the two gaps differ by how late lanemon read the first chunk against the
             # last: within what its measured stalls explain
-            assert gap >= -0.0005, (lane, gap)
+            # (the simulator stamps its trace right after the write: a simulator descheduled there stamps
+            # late, by a few ms beside CPU hogs; a TTFT taken at the role chunk would be ~85 ms early)
+            assert gap >= -SIM_STAMP_SLACK, (lane, gap)
             assert abs(gap - end_gap) <= 0.003 + 2 * stall_s(run.events, rec), (lane, gap, end_gap)
         # the simulator's model (timing-free) is the write-up's C1 TTFT
         model = sorted(trace[r.server_request_id]["model_ttft_s"] / scale for r in recs)
