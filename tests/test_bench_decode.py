@@ -25,7 +25,8 @@ from lanemon.workloads.bench.decode import crossover_sentence, decode_results, l
 
 FAST = 0.05
 SIM_STAMP_SLACK = 0.02
-"""How late the simulator may stamp its own trace when it is descheduled right after a write (CPU hogs)."""
+"""How late the simulator may stamp its own trace when it is descheduled (CPU hogs): lanemon cannot see the
+simulator's stalls, only its own.  The idle-machine accuracy (about 1 ms) is bench/accuracy.py's to measure."""
 
 
 def lanes_of(sims):
@@ -138,7 +139,7 @@ def test_per_category_c1_rates(fast_sims):
         truth = times[-1] - times[0]  # first -> last token write, as the server saw it
         got = (rec.token_ns[-1] - rec.token_ns[0]) / NS
         # the first and the last chunk may each be read up to one measured stall late
-        assert abs(got - truth) <= 0.05 * truth + 0.001 + 2 * stall_s(run.events, rec), (rec.lane, got, truth)
+        assert abs(got - truth) <= 0.05 * truth + 0.001 + SIM_STAMP_SLACK + 2 * stall_s(run.events, rec), (rec.lane, got, truth)
         checked += 1
     assert checked == 2 * 15
     # the model behind those rates is the write-up's (timing-free: the profile itself)
@@ -178,7 +179,7 @@ def test_c1_ttft_matches_the_trace_and_the_model_is_the_write_up():
             # (the simulator stamps its trace right after the write: a simulator descheduled there stamps
             # late, by a few ms beside CPU hogs; a TTFT taken at the role chunk would be ~85 ms early)
             assert gap >= -SIM_STAMP_SLACK, (lane, gap)
-            assert abs(gap - end_gap) <= 0.003 + 2 * stall_s(run.events, rec), (lane, gap, end_gap)
+            assert abs(gap - end_gap) <= 0.003 + SIM_STAMP_SLACK + 2 * stall_s(run.events, rec), (lane, gap, end_gap)
         # the simulator's model (timing-free) is the write-up's C1 TTFT
         model = sorted(trace[r.server_request_id]["model_ttft_s"] / scale for r in recs)
         assert model[2] == pytest.approx({"A": 0.17, "B": 0.22}[lane], abs=0.02), (lane, model)
