@@ -37,8 +37,9 @@ LANES = {
     "h429": ("http:429", "(Retry-After: 1)"),
     "h502": ("http:502:html", "http HTTP 502: 502 Bad Gateway"),
     "malf": ("malformed", "malformed invalid JSON in SSE data"),
-    # finish_reason and usage but no [DONE]: complete (issue 16); the panel keeps the note that the stream was cut
-    "nodone": ("nodone", "cut connection closed by the server mid-response"),
+    # finish_reason and usage but no [DONE]: complete (issue 16); the panel shows the note that the stream was
+    # cut when the close reached lanemon as an error, nothing when it read as a clean end
+    "nodone": ("nodone", ("cut connection closed by the server mid-response", "none")),
     # 17 MiB in one line: refused at the 16 MiB cap, or (when this machine is too busy to read 16 MiB within the
     # stall window) stalled first: an error either way, never a figure
     "huge": ("huge:17", ("malformed an SSE line longer than 16 MiB", "stalled no data from the server")),
