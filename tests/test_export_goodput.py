@@ -86,3 +86,23 @@ def test_goodput_matches_a_hand_count():
     assert (g["good"], g["total"]) == (1, 4)
     assert g["share"] == 0.25 and g["rate_rps"] == pytest.approx(1 / 1.0)
     assert metrics.goodput(recs, {"e2e": 0.7})["good"] == 2
+
+
+def test_export_of_simulated_lanes_says_so_on_every_row_and_at_the_top(tmp_path):
+    """An export made from the simulator cannot pass for a real server's figures (issue 16 item 7)."""
+    import csv
+    import io
+    import subprocess
+    import sys
+
+    rec = tmp_path / "agree.jsonl"
+    out = subprocess.run([sys.executable, "-m", "lanemon", "agree", "--demo", "--time-scale", "0.02", "--prompts",
+                          "2", "--tokens", "8", "--json", "--record", str(rec)], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    exp = subprocess.run([sys.executable, "-m", "lanemon", "export", str(rec), "--requests", "--format", "csv"],
+                         capture_output=True, text=True, timeout=60)
+    assert exp.returncode == 0, exp.stderr
+    assert "SIMULATED" in exp.stderr
+    rows = list(csv.DictReader(io.StringIO(exp.stdout)))
+    assert rows and all(r["simulated"] == "True" for r in rows)

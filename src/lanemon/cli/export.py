@@ -30,11 +30,18 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise UsageError("say what to export: --requests")
     fmt = output_format(args.format, args.output,
                         {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}, "jsonl")
+    from lanemon.reports.simulated import banner, simulated_lanes
+
     try:
         rec = Recording(args.recording)
-        rows = request_rows(rec.events())
+        events = list(rec.events())
     except RecordingError as exc:
         raise UsageError(str(exc)) from None
+    sim = simulated_lanes(rec.header, events)
+    rows = request_rows(events, sim)
+    note = banner(sim)
+    if note:  # the rows carry it too (column "simulated")
+        err(f"warning: {note}")
     data = to_csv(rows).encode() if fmt == "csv" else to_jsonl(rows)
     if args.output is None:
         sys.stdout.buffer.write(data)

@@ -5,6 +5,8 @@ inter-chunk gap, tokens, reasoning tokens, outcome (``complete``, ``truncated``,
 ``empty``, ``error``), flags (``burst``, ``client_bound``), status and error
 class: the raw material for your own notebooks.  TPOT and decode are empty for
 a request that is not complete or was a burst; the raw gaps are always there.
+Every row says whether its lane is lanemon's simulator (``simulated``), so a
+figure copied out of an export cannot pass for a real server's.
 :func:`request_rows` is pure; the writers only format.
 """
 
@@ -22,7 +24,7 @@ from lanemon.events import Event
 from lanemon.measure.records import assemble
 
 CSV_COLUMNS = (
-    "lane", "req", "purpose", "bench", "endpoint", "model", "start_s", "ttft_s", "ttfo_s", "first_byte_s", "e2e_s",
+    "lane", "simulated", "req", "purpose", "bench", "endpoint", "model", "start_s", "ttft_s", "ttfo_s", "first_byte_s", "e2e_s",
     "tpot_s", "decode_tok_s", "prompt_tokens", "cached_tokens", "output_tokens", "reasoning_tokens",
     "reasoning_estimated", "generated_tokens", "tokens_estimated", "chunks", "tokens_per_chunk",
     "chunk_counts_estimated", "outcome", "flags", "notes", "status", "error_cls", "error_message", "finish_reason", "itl_s", "itl_per_token_s",
@@ -30,7 +32,9 @@ CSV_COLUMNS = (
 )
 
 
-def request_rows(events: Iterable[Event]) -> list[dict[str, Any]]:
+def request_rows(events: Iterable[Event], simulated: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """One row per finished request; ``simulated`` names the lanes that are lanemon's simulator."""
+    sim = set(simulated)
     rows = []
     for rec in sorted(assemble(events), key=lambda r: (r.sent_ns if r.sent_ns is not None else 0, r.req)):
         m = request_metrics(rec)
@@ -38,6 +42,7 @@ def request_rows(events: Iterable[Event]) -> list[dict[str, Any]]:
                 if k not in ("prompt_chars", "max_tokens", "temperature", "seed", "continuous_usage")}
         rows.append({
             "lane": rec.lane,
+            "simulated": rec.lane in sim,
             "req": rec.req,
             "purpose": rec.purpose,
             "bench": rec.meta.get("bench"),
