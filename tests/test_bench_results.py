@@ -212,3 +212,27 @@ def test_needles_found_not_found_and_error():
     assert lens["20000"]["prefill_tok_s"] == 40000.0 and lens["20000"]["ttft_s"] == 0.5
     assert lens["131072"]["found"] is False and "L4Z0BCDE" in lens["131072"]["answer"]
     assert lens["2000000"]["found"] is None and "maximum context length" in lens["2000000"]["error"]
+
+
+def test_client_bound_figures_mark_cells_run_while_lanemon_starved():
+    """Shared by decode, prefill and needles cells: a request overlapping a starved window makes its cell
+    unreliable (issue 16 item 4)."""
+    from lanemon.events import Event
+    from lanemon.measure.load import client_load
+    from lanemon.measure.records import RequestRecord
+    from lanemon.workloads.bench.run import client_bound_figures
+
+    def rec(req, start, end):
+        r = RequestRecord(lane="A", req=req)
+        r.sent_ns, r.end_ns = start, end
+        return r
+
+    starved = Event(2_000_000_000, "client_load", None, None,
+                    {"t0": 1_500_000_000, "lag_ms": 80.0, "bound": True, "window_s": 0.5})
+    quiet = Event(3_000_000_000, "client_load", None, None,
+                  {"t0": 2_500_000_000, "lag_ms": 1.0, "bound": False, "window_s": 0.5})
+    load = client_load([starved, quiet])
+    assert client_bound_figures([rec("a", 0, 1_000_000_000)], load) == {"client_bound": 0, "unreliable": False}
+    assert client_bound_figures([rec("a", 0, 1_000_000_000), rec("b", 1_600_000_000, 1_900_000_000)],
+                                load) == {"client_bound": 1, "unreliable": True}
+    assert client_bound_figures([rec("b", 1_600_000_000, 1_900_000_000)], None)["unreliable"] is False

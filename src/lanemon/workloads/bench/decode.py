@@ -35,7 +35,7 @@ from lanemon.measure.metrics import (aggregate_tok_s, generated_tokens, median, 
                                      summarize)
 from lanemon.events import Event
 from lanemon.measure.records import RequestRecord, assemble
-from lanemon.workloads.bench.run import (each_lane, BenchOptions, first_error, goodput_of, outcome_figures, read_marks, rnd, run_state, spread, token_figures)
+from lanemon.workloads.bench.run import (client_bound_figures, each_lane, BenchOptions, first_error, goodput_of, outcome_figures, read_marks, rnd, run_state, spread, token_figures)
 from lanemon.workloads.prompts import Prompt
 
 BENCH = "decode"
@@ -163,11 +163,6 @@ def steady_of(recs: list[RequestRecord], level: int) -> dict[str, Any] | None:
                             for r in recs if r.ok), level)
 
 
-def _client_bound(recs: Iterable[RequestRecord], load: ClientLoad | None) -> dict[str, Any]:
-    n = sum(1 for r in recs if load is not None and load.overlaps(r.sent_ns, r.end_ns))
-    return {"client_bound": n, "unreliable": n > 0}
-
-
 def _level_result(reps: dict[int, list[RequestRecord]], slo: dict[str, float] | None = None, level: int = 1,
                   load: ClientLoad | None = None) -> dict[str, Any]:
     per_rep: list[float | None] = []
@@ -210,7 +205,7 @@ def _level_result(reps: dict[int, list[RequestRecord]], slo: dict[str, float] | 
         **token_figures(ok),
         **stats,
         "error": first_error(all_recs),
-        **_client_bound(all_recs, load),
+        **client_bound_figures(all_recs, load),
         **({"goodput": goodput_of([reps[k] for k in sorted(reps)], slo)} if slo else {}),
     }
 
@@ -241,7 +236,7 @@ def _category_result(reps: dict[int, list[RequestRecord]], slo: dict[str, float]
         **token_figures([r for recs in reps.values() for r in recs]),
         **stats,
         "error": first_error(r for recs in reps.values() for r in recs),
-        **_client_bound((r for recs in reps.values() for r in recs), load),
+        **client_bound_figures((r for recs in reps.values() for r in recs), load),
         **({"goodput": goodput_of([reps[k] for k in sorted(reps)], slo)} if slo else {}),
     }
 

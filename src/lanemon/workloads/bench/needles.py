@@ -23,7 +23,7 @@ from lanemon.measure.metrics import request_metrics
 from lanemon.events import Event
 from lanemon.measure.records import RequestRecord, assemble
 from lanemon.workloads.bench import prefill
-from lanemon.workloads.bench.run import BenchOptions, read_marks, rnd, run_state, spread
+from lanemon.workloads.bench.run import client_bound_figures, BenchOptions, read_marks, rnd, run_state, spread
 from lanemon.workloads.prompts import chars_for_tokens, needle_prompt, new_key
 
 BENCH = "needles"
@@ -94,7 +94,7 @@ def _run_result(rec: RequestRecord) -> dict[str, Any]:
     }
 
 
-def _length_result(recs: list[RequestRecord]) -> dict[str, Any]:
+def _length_result(recs: list[RequestRecord], load=None) -> dict[str, Any]:
     runs = [_run_result(r) for r in sorted(recs, key=lambda r: int(r.meta.get("rep", 0)))]
     # the headline run: the first that was not found (or errored), else the first
     head = next((r for r in runs if r["found"] is not True), runs[0])
@@ -112,14 +112,18 @@ def _length_result(recs: list[RequestRecord]) -> dict[str, Any]:
         "found_count": sum(1 for r in runs if r["found"]),
         "runs_count": len(runs),
         **spread([r["prefill_tok_s"] for r in runs]),
+        **client_bound_figures(recs, load),
         "runs": runs,
     }
 
 
 def needle_results(events: Iterable[Event], *, in_progress: bool = False) -> dict[str, Any]:
     """The ``bench needles`` JSON (docs/JSON.md) from a run's events."""
+    from lanemon.measure.load import client_load
+
     events = list(events)
     marks = read_marks(events, BENCH)
+    load = client_load(events)
     by: dict[str, dict[int, list[RequestRecord]]] = defaultdict(lambda: defaultdict(list))
     for rec in assemble(events):
         meta = rec.meta
@@ -130,7 +134,7 @@ def needle_results(events: Iterable[Event], *, in_progress: bool = False) -> dic
     for lane in by:
         if lane not in order:
             order.append(lane)
-    lanes = {lane: {"lengths": {str(n): _length_result(by[lane][n]) for n in sorted(by[lane])}}
+    lanes = {lane: {"lengths": {str(n): _length_result(by[lane][n], load) for n in sorted(by[lane])}}
              for lane in order if lane in by}
     for c in marks.cells.values():  # calibration failures and lengths beyond the context: said, not dropped
         end = c.get("end") or {}

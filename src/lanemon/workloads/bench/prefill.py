@@ -34,7 +34,7 @@ from typing import Any
 from lanemon.measure.metrics import median, request_metrics
 from lanemon.events import Event
 from lanemon.measure.records import RequestRecord, assemble
-from lanemon.workloads.bench.run import BenchOptions, first_error, goodput_of, outcome_figures, read_marks, rnd, run_state, spread
+from lanemon.workloads.bench.run import BenchOptions, client_bound_figures, first_error, goodput_of, outcome_figures, read_marks, rnd, run_state, spread
 from lanemon.workloads.prompts import DEFAULT_TOKENS_PER_CHAR, chars_for_tokens, prefill_prompt
 
 BENCH = "prefill"
@@ -220,7 +220,7 @@ async def _per_lane(h, opts: BenchOptions, rng: random.Random, one_lane) -> None
 
 
 def _length_result(runs: dict[str, list[RequestRecord]], length: int,
-                   slo: dict[str, float] | None = None, tpc: float | None = None) -> dict[str, Any]:
+                   slo: dict[str, float] | None = None, tpc: float | None = None, load=None) -> dict[str, Any]:
     cold = sorted(runs.get("cold", []), key=lambda r: int(r.meta.get("rep", 0)))
     per_rep: list[float | None] = []
     ttfts: list[float] = []
@@ -270,6 +270,7 @@ def _length_result(runs: dict[str, list[RequestRecord]], length: int,
         "requests": len(all_recs),
         "errors": sum(1 for r in all_recs if not r.ok),
         **outcome_figures(all_recs),
+        **client_bound_figures(all_recs, load),
         "error": first_error(all_recs),
         **({"goodput": goodput_of([[r] for r in cold], slo)} if slo else {}),
     }
@@ -277,8 +278,11 @@ def _length_result(runs: dict[str, list[RequestRecord]], length: int,
 
 def prefill_results(events: Iterable[Event], *, in_progress: bool = False, bench: str = BENCH) -> dict[str, Any]:
     """The ``bench prefill`` JSON (docs/JSON.md) from a run's events."""
+    from lanemon.measure.load import client_load
+
     events = list(events)
     marks = read_marks(events, bench)
+    load = client_load(events)
     by: dict[str, dict[int, dict[str, list[RequestRecord]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     calib: dict[str, float | None] = {}
     for rec in assemble(events):
@@ -309,7 +313,7 @@ def prefill_results(events: Iterable[Event], *, in_progress: bool = False, bench
         end = ends.get(lane) or {}
         tpc = end.get("tokens_per_char") or calib.get(lane)
         lengths = by.get(lane, {})
-        cells = {n: _length_result(lengths[n], n, marks.config.get("slo") or None, tpc) for n in lengths}
+        cells = {n: _length_result(lengths[n], n, marks.config.get("slo") or None, tpc, load) for n in lengths}
         for n, why in skipped.get(lane, {}).items():
             if n not in cells:
                 cells[n] = {**_length_result({}, n), "skipped": True, "error": why}

@@ -222,6 +222,14 @@ def outcome_figures(records) -> dict[str, int]:
     return out
 
 
+def client_bound_figures(records, load) -> dict[str, Any]:
+    """``client_bound``: requests that ran while lanemon itself was starved (``load``, a
+    :class:`~lanemon.measure.load.ClientLoad`); a cell with any is ``unreliable``: its figures may be
+    lanemon's limit, not the lane's."""
+    n = sum(1 for r in records if load is not None and load.overlaps(r.sent_ns, r.end_ns))
+    return {"client_bound": n, "unreliable": n > 0}
+
+
 def goodput_of(reps: Sequence[Sequence[Any]], slo: dict[str, float] | None) -> dict[str, Any] | None:
     """``{"rate_rps", "share", "good", "total"}`` of a cell: requests meeting every SLO target
     (:func:`lanemon.measure.metrics.meets_slo`; errors count as misses).  ``share`` = good / all requests;
