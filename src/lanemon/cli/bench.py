@@ -376,12 +376,14 @@ def _render_decode(result: dict[str, Any], console) -> None:
     lanes = result.get("lanes", {})
     names = list(lanes)
     levels = sorted({int(k) for d in lanes.values() for k in d.get("levels", {})})
-    t = Table(title="decode ladder · aggregate = generated tokens / wall time of the level")
+    t = Table(title="decode ladder · steady = tokens while all C streams ran / that window; "
+                    "span = first send → last end")
     cells = [c for d in lanes.values() for c in d.get("levels", {}).values()]
     show_ttfo = any(c.get("reasoning_tokens") for c in cells)
     show_chunks = any((c.get("tokens_per_chunk") or 1) > 1.05 for c in cells)
     show_goodput = any("goodput" in c for c in cells)
-    cols = [("C", "right"), ("lane", "left"), ("aggregate tok/s", "right"), ("TTFT p50 / p90", "right")]
+    cols = [("C", "right"), ("lane", "left"), ("steady tok/s", "right"), ("span tok/s", "right"),
+            ("TTFT p50 / p90", "right")]
     if show_ttfo:
         cols += [("TTFO p50", "right"), ("reasoning tok", "right")]
     cols += [("per-stream p50", "right")]
@@ -393,7 +395,8 @@ def _render_decode(result: dict[str, Any], console) -> None:
     for col, just in cols:
         t.add_column(col, justify=just)
     for level in levels:
-        vals = {n: (lanes[n]["levels"].get(str(level)) or {}).get("aggregate_tok_s") for n in names}
+        vals = {n: ((lanes[n]["levels"].get(str(level)) or {}).get("steady_tok_s")
+                    or (lanes[n]["levels"].get(str(level)) or {}).get("aggregate_tok_s")) for n in names}
         lead = None
         if len(names) >= 2 and vals[names[0]] is not None and vals[names[1]] is not None:
             lead = names[0] if vals[names[0]] >= vals[names[1]] else names[1]
@@ -402,7 +405,8 @@ def _render_decode(result: dict[str, Any], console) -> None:
             if c is None:
                 continue
             name = f"[bold]{n}[/] ▲" if n == lead else n
-            row = [f"C{level}" if i == 0 else "", name, _spread_cell(c, "aggregate_tok_s"),
+            steady = _rate(c.get("steady_tok_s")) + (" [yellow]unreliable[/]" if c.get("unreliable") else "")
+            row = [f"C{level}" if i == 0 else "", name, steady, _spread_cell(c, "aggregate_tok_s"),
                    f"{_secs(c['ttft_p50_s'])} / {_secs(c['ttft_p90_s'])}"]
             if show_ttfo:
                 est = " est." if c.get("reasoning_estimated") else ""
