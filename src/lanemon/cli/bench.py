@@ -20,6 +20,7 @@ from typing import Any
 
 from lanemon.cli import bench_load
 from lanemon.cli.common import (UsageError, add_measure_args, add_workload_args, err, int_list, open_recorder, recording_saved, run_interruptible, slo_arg, thinking_arg, workload_lanes)
+from lanemon.folds.bench import cell_label
 
 EXIT_OK, EXIT_FAIL, EXIT_INTERRUPTED = 0, 1, 130
 
@@ -226,7 +227,7 @@ class _Progress:
     def on_event(self, ev) -> None:
         if ev.kind != "mark" or ev.data.get("label") != "cell":
             return
-        label = _cell_label(ev.lane, ev.data)
+        label = cell_label(self.run.kind, ev.data, ev.lane or "?")
         if ev.data.get("phase") == "start":
             if self.bar is not None:
                 self.bar.update(self.task, description=f"bench {self.run.kind} · {label}")
@@ -255,22 +256,6 @@ def _duration(seconds: float) -> str:
         return f"{m}m{s:02d}s"
     h, m = divmod(m, 60)
     return f"{h}h{m:02d}m"
-
-
-def _cell_label(lane: str | None, d: dict[str, Any]) -> str:
-    rep = f" rep {int(d['rep']) + 1}" if d.get("rep") is not None else ""
-    if d.get("part") == "calibrate":
-        what = "calibration"
-    elif d.get("part") == "category":
-        what = f"C1 {d.get('category')}"
-    elif d.get("level") is not None:
-        what = f"C{d['level']}"
-    elif d.get("length") is not None:
-        what = f"{_tokens(d['length'])} tokens"
-    else:
-        what = str(d.get("cell", "cell"))
-        rep = ""
-    return f"{lane or '?'} {what}{rep}"
 
 
 def _headless(run, args: argparse.Namespace) -> int:
@@ -364,7 +349,7 @@ def render(result: dict[str, Any], console, time_scale: float | None = None) -> 
                       f"(multiply by {time_scale} for the lanes' real-time rates, times divide)[/]")
     if result.get("interrupted"):
         cut = result.get("cut") or []
-        what = ", ".join(_cell_label(c.get("lane"), c) for c in cut) or "none in progress"
+        what = ", ".join(cell_label(kind or "", c, c.get("lane") or "?") for c in cut) or "none in progress"
         console.print(f"[yellow]interrupted[/]: finished cells are shown; cut: {what}")
 
 

@@ -47,22 +47,25 @@ def length_label(n: Any) -> str:
     return f"{x / 1000:.0f}K" if x >= 10_000 else f"{x:,.0f}"
 
 
-def cell_label(kind: str, cell: dict[str, Any]) -> str:
-    """``C4 r0`` (decode level), ``coding C1 r0`` (category), ``12K tok r1`` (prefill, needles), ``calibrate``."""
+def cell_label(kind: str, cell: dict[str, Any], lane: str | None = None) -> str:
+    """``C4 r0`` (decode level), ``coding C1 r0`` (category), ``12K tok r1`` (prefill, needles), ``calibrate``;
+    ``A C4 r0`` with ``lane``.  The one cell label of the bench screen, its log and the headless progress
+    (``r0`` is the first rep, as in the cell ids of docs/JSON.md)."""
     if cell.get("part") == "calibrate":
-        return "calibrate"
-    if cell.get("category") is not None:
-        text = f"{cell['category']} C{cell.get('level', 1)}"
-    elif cell.get("level") is not None:
-        text = f"C{cell['level']}"
-    elif cell.get("length") is not None:
-        text = f"{length_label(cell['length'])} tok"
+        text = "calibrate"
     else:
-        text = str(cell.get("cell") or "cell")
-    rep = cell.get("rep")
-    if rep is not None:
-        text += f" r{rep}"
-    return text
+        if cell.get("category") is not None:
+            text = f"{cell['category']} C{cell.get('level', 1)}"
+        elif cell.get("level") is not None:
+            text = f"C{cell['level']}"
+        elif cell.get("length") is not None:
+            text = f"{length_label(cell['length'])} tok"
+        else:
+            text = str(cell.get("cell") or "cell")
+        rep = cell.get("rep")
+        if rep is not None:
+            text += f" r{rep}"
+    return text if lane is None else f"{lane} {text}"
 
 
 def planned_cells(kind: str, config: dict[str, Any]) -> int | None:
