@@ -143,22 +143,15 @@ def extract_json(text: str) -> tuple[Any, str | None]:
     return None, first_error or "invalid JSON: the reply is empty"
 
 
+# JSON type names in checking order: bool before int (True is an int), None first.
+_JSON_TYPES: tuple[tuple[type, str], ...] = (
+    (type(None), "null"), (bool, "boolean"), (int, "integer"), (float, "number"),
+    (str, "string"), (list, "array"), (dict, "object"),
+)
+
+
 def _type_name(v: Any) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, int):
-        return "integer"
-    if isinstance(v, float):
-        return "number"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, list):
-        return "array"
-    if isinstance(v, dict):
-        return "object"
-    return type(v).__name__
+    return next((name for cls, name in _JSON_TYPES if isinstance(v, cls)), type(v).__name__)
 
 
 def _is_type(v: Any, want: str) -> bool:
