@@ -139,6 +139,95 @@ def test_open_loop_run_on_the_simulated_lanes_keeps_its_schedule_and_replays(tmp
     assert "## Open-loop load" in md.stdout and f"| A | 1 | {expected} | {expected} | 0 |" in md.stdout
 
 
+def delivery(sends_s: list[float], offsets_s: list[float], window_s: float) -> dict:
+    """How well sends kept a schedule: the achieved rate over the whole run ((n-1) / first-to-last send), the
+    schedule's own, and per ``window_s`` window of the schedule how many requests were sent in it against how
+    many were scheduled in it (sends on their own clock: the first send is taken as on time)."""
+    lags = [s - o for s, o in zip(sends_s, offsets_s)]
+    shift = min(lags)  # the clock origin: the most punctual request is taken as on time
+    sends, offs = sorted(sends_s), sorted(offsets_s)
+    n = len(sends)
+    rate = (n - 1) / (sends[-1] - sends[0])
+    own = (len(offs) - 1) / (offs[-1] - offs[0])
+    windows = []
+    w = 0.0
+    while w < offs[-1]:
+        sched = sum(1 for o in offs if w <= o < w + window_s)
+        sent = sum(1 for s in sends if w <= s - shift < w + window_s)
+        windows.append((sched, sent))
+        w += window_s
+    return {"rate": rate, "schedule_rate": own, "windows": windows, "max_lag_s": max(lags) - shift}
+
+
+def kept(d: dict, asked: float, rel: float = 0.05, max_lag_s: float = 1.0) -> bool:
+    """Within ``rel`` of the asked rate and of the schedule's own, over the run and in every window, and no
+    request later than ``max_lag_s`` (a catching-up burst after a long stall is not the asked rate)."""
+    return (abs(d["rate"] / asked - 1) <= rel and abs(d["rate"] / d["schedule_rate"] - 1) <= rel
+            and all(abs(sent - sched) <= rel * sched for sched, sent in d["windows"])
+            and d["max_lag_s"] <= max_lag_s)
+
+
+def test_delivery_check_fails_when_sends_lag():
+    """The check of the minute-long run below is not vacuous: a client that falls behind, or stalls, fails it."""
+    offs = [a.offset_s for a in schedule("poisson", rate=20, duration=60, seed=2)]
+    assert kept(delivery([o + 0.003 for o in offs], offs, 15), 20)  # on time (a constant delay is no lag)
+    # a little jitter (up to 50 ms late, as a busy machine gives) is still the rate
+    jitter = [o + 0.05 * ((i * 7919) % 100) / 100 for i, o in enumerate(offs)]
+    assert kept(delivery(jitter, offs, 15), 20)
+    # falling behind: every send 6 % later than its schedule (a client that manages 94 % of the rate)
+    assert not kept(delivery([o * 1.06 for o in offs], offs, 15), 20)
+    # a client capped at 18/s (each send takes 1/18 s): behind by the end
+    capped, t = [], 0.0
+    for o in offs:
+        t = max(t + 1 / 18, o)
+        capped.append(t)
+    assert not kept(delivery(capped, offs, 15), 20)
+    # a 2 s stall at 14 s, then catching up in a burst: the whole-minute rate holds, the window does not
+    stalled = [max(o, 16.0) if 14.0 <= o < 16.0 else o for o in offs]
+    d = delivery(stalled, offs, 15)
+    assert abs(d["rate"] / 20 - 1) < 0.05 and not kept(d, 20)
+    assert any(abs(sent - sched) > 0.05 * sched for sched, sent in d["windows"])  # the window alone sees it
+    inside = [max(o, 21.5) if 20.0 <= o < 21.5 else o for o in offs]  # within one window: the lag sees it
+    assert not kept(delivery(inside, offs, 15), 20)
+    # a wrong schedule is caught too: 20/s asked, 22/s sent on time
+    fast = [a.offset_s for a in schedule("poisson", rate=22, duration=60, seed=2)]
+    assert not kept(delivery(fast, fast, 15), 20)
+
+
+@pytest.mark.slow
+def test_poisson_over_a_minute_delivers_the_asked_rate_and_replays(tmp_path):
+    """Issue 13: open-loop Poisson at 20 req/s for 60 s delivers 20 req/s within 5 %, every request recorded,
+    and the recording reports the same figures.  20 req/s of 16-token replies at 50x speed keeps the simulated
+    lane far from its limit (about 0.2 requests in flight), so the sends are lanemon's to keep."""
+    rate, seed, duration = 20.0, 2, 60.0
+    rec = tmp_path / "poisson.jsonl"
+    cmd = [sys.executable, "-m", "lanemon", "bench", "load", "--demo", "--time-scale", "0.02", "--lanes", "A",
+           "--arrival", "poisson", "--rate", str(rate), "--duration", str(duration), "--seed", str(seed),
+           "--output-len", "fixed:16", "--workers", "1", "--json", "--record", str(rec)]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    lane = json.loads(out.stdout)["lanes"]["A"]["reps"][0]
+    arrivals = schedule("poisson", rate=rate, duration=duration, seed=seed)
+    # the seeded schedule itself is a Poisson draw: its own rate is near the asked one (1,190 for 1,200)
+    assert len(arrivals) / duration == pytest.approx(rate, rel=0.02)
+    assert lane["requests"] == lane["measured"] == lane["ok"] == len(arrivals)
+    assert lane["sent_rate_rps"] == pytest.approx(rate, rel=0.05)
+    assert lane["sent_rate_rps"] == pytest.approx(lane["scheduled_rate_rps"], rel=0.05)
+    # every scheduled request is in the recording, once, with its schedule; and sent when it was due
+    from lanemon.measure.records import assemble
+    from lanemon.recording.reader import read_events
+    from lanemon.workloads.bench.load import load_results
+
+    _, events, _ = read_events(rec)
+    recs = [r for r in assemble(events) if r.meta.get("bench") == "load"]
+    assert sorted(r.meta["i"] for r in recs) == list(range(len(arrivals)))
+    assert all(r.meta["scheduled_s"] == pytest.approx(arrivals[r.meta["i"]].offset_s, abs=1e-6) for r in recs)
+    d = delivery([r.sent_ns / 1e9 for r in recs], [r.meta["scheduled_s"] for r in recs], 15.0)
+    assert kept(d, rate), d
+    # the recording reports what the run reported
+    assert load_results(events)["lanes"]["A"]["reps"][0] == lane
+
+
 # ---------------------------------------------------------------------------
 # bench sweep: find the knee
 # ---------------------------------------------------------------------------
