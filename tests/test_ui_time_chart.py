@@ -94,8 +94,8 @@ def test_series_window_numbers_and_outcomes():
     st.add(_rec("A", "ac", 12 * S, 0, error={"cls": "cancelled", "message": "quit"}))  # lanemon's own: skipped
     st.last_t = 13 * S
     a, b = st.window("A", 0, 13 * S), st.window("B", 0, 13 * S)
-    assert (a.n, a.ok, a.errors) == (10, 10, 0)
-    assert (b.n, b.ok, b.errors, b.truncated) == (12, 10, 1, 1)
+    assert (a.n, a.requests_ok, a.requests_err) == (10, 10, 0)
+    assert (b.n, b.requests_ok, b.requests_err, b.requests_truncated) == (12, 10, 1, 1)
     assert a.ttft[0] == pytest.approx(0.1745, abs=0.001) and b.ttft[0] == pytest.approx(0.2255, abs=0.001)
     assert a.tpot[0] == pytest.approx(0.010, rel=0.01)
     assert b.rate_rps == pytest.approx(12 / 13)

@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from lanemon.measure import metrics
 from lanemon import events as schema
 from lanemon.events import Event
-from lanemon.measure.load import ClientLoad, flag as flag_record
+from lanemon.measure.load import CLIENT_BOUND, ClientLoad, flag as flag_record
 from lanemon.measure.server import server_timings
 from lanemon.measure.records import BURST, EMPTY, ERROR, TRUNCATED, Assembler, RequestRecord
+from lanemon.folds.series import Outcomes
 
 HISTORY = 120  # points kept per sparkline
 ERRORS_KEPT = 50
@@ -105,8 +106,10 @@ class HostState:
             self.client_lag_ms.append(float(d["lag_ms"]))
 
 
-@dataclass
-class LaneState:
+@dataclass(kw_only=True)
+class LaneState(Outcomes):
+    """One lane as the panels show it; the outcome counters (``requests_ok`` ...) are :class:`Outcomes`."""
+
     name: str
     url: str = ""
     model: str | None = None
@@ -116,14 +119,6 @@ class LaneState:
     last_probe_t: int | None = None
     probe_error: str | None = None
     in_flight: int = 0
-    requests_ok: int = 0
-    """Complete requests (a finish_reason and at least one token): the only ones with figures."""
-    requests_err: int = 0
-    """Requests that ended in an error (any class but ``cancelled``), malformed usage included."""
-    requests_truncated: int = 0
-    """Tokens came, but the stream ended (``[DONE]`` or a cut) without a finish_reason: no figures."""
-    requests_empty: int = 0
-    """The stream ended without a single content or reasoning token: no figures."""
     bursts: int = 0
     """Complete requests whose chunks were read in one burst: TTFT plotted, decode rate not."""
     last_burst_t: int | None = None
@@ -150,6 +145,12 @@ class LaneState:
         waits = [now_ns - t for t in self.active.values() if t <= limit]
         return len(waits), (max(waits) / 1e9 if waits else 0.0)
 
+    def withhold(self, why: str, t: int) -> None:
+        """A complete request not plotted as lane speed (``client_bound`` or ``burst``), ending at ``t``."""
+        count, last = _WITHHELD[why]
+        setattr(self, count, getattr(self, count) + 1)
+        setattr(self, last, t)
+
     @property
     def median_ttft_s(self) -> float | None:
         return metrics.median(list(self.ttft_history))
@@ -157,6 +158,9 @@ class LaneState:
     @property
     def median_tps(self) -> float | None:
         return metrics.median(list(self.tps_history))
+
+
+_WITHHELD = {CLIENT_BOUND: ("client_bound", "last_client_bound_t"), BURST: ("bursts", "last_burst_t")}
 
 
 class SessionState:
@@ -235,22 +239,19 @@ class SessionState:
         lane.active.pop(ev.req, None)
         lane.in_flight = max(0, lane.in_flight - 1)
         outcome = rec.outcome
+        if outcome == ERROR and rec.error.get("cls") == schema.ERR_CANCELLED:  # type: ignore[union-attr]
+            return rec  # lanemon stopped it (quit, Ctrl-C): not the lane's fault
+        lane.count(outcome)  # type: ignore[arg-type]
         if outcome == ERROR:
-            if rec.error.get("cls") == schema.ERR_CANCELLED:  # type: ignore[union-attr]
-                return rec  # lanemon stopped it (quit, Ctrl-C): not the lane's fault
-            lane.requests_err += 1
             lane.errors.append((ev.t, rec.error.get("cls", "error"), rec.error.get("message", "")))  # type: ignore[union-attr]
             return rec
         if outcome == TRUNCATED:
-            lane.requests_truncated += 1
             why = (rec.error or {}).get("message") or "the stream ended without a finish_reason"
             lane.errors.append((ev.t, TRUNCATED, f"{why} after {len(rec.token_ns)} token chunks"))
             return rec
         if outcome == EMPTY:
-            lane.requests_empty += 1
             lane.errors.append((ev.t, EMPTY, f"no token in the reply (finish_reason {rec.finish_reason})"))
             return rec
-        lane.requests_ok += 1
         m = metrics.request_metrics(rec)
         lane.tokens_estimated = m.tokens_estimated
         if self.load.watching and not self.load.covers(rec.end_ns):
@@ -268,15 +269,13 @@ class SessionState:
         self.version += 1
         if self.load.overlaps(rec.sent_ns, rec.end_ns):
             flag_record(rec)
-            lane.client_bound += 1
-            lane.last_client_bound_t = rec.end_ns
+            lane.withhold(CLIENT_BOUND, rec.end_ns)  # type: ignore[arg-type]
             return
         if m.ttft_s is not None:
             lane.last_ttft_s = m.ttft_s
             lane.ttft_history.append(m.ttft_s)
         if BURST in m.flags:  # read in one go: the gaps are lanemon's read granularity, not the lane's pace
-            lane.bursts += 1
-            lane.last_burst_t = rec.end_ns
+            lane.withhold(BURST, rec.end_ns)  # type: ignore[arg-type]
             return
         if m.decode_tok_s is not None:
             lane.last_tps = m.decode_tok_s

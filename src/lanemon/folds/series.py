@@ -3,12 +3,12 @@
 :class:`SeriesState` folds the bus into, per lane,
 
 * one :class:`Sample` per finished request, stamped with its end time: TTFT, TPOT, end-to-end,
-  per-stream decode tok/s, its outcome (``ok``, ``error``, ``cut``) and its flags;
+  per-stream decode tok/s, its outcome (``ok``, ``error``, ``truncated``, ``empty``) and its flags;
 * the generated tokens per second of session time (aggregate throughput) of the clean requests;
 * the lane's own ``/metrics`` over time (running, waiting, KV cache use).
 
 A sample is *flagged* -- counted, marked on the chart, never drawn as lane speed -- when the
-request did not complete cleanly (an error or a cut stream: outcome), when the measuring side
+request did not complete cleanly (an error, a truncated or empty stream: outcome), when the measuring side
 flagged the record (``RequestRecord.flags``: ``burst``), or when lanemon itself was starved while
 it ran (``client_bound``, from the ``client_load`` events; :mod:`lanemon.measure.load`).  A sample
 ending after the last ``client_load`` window is *pending*: not drawn until the watcher has reported
@@ -28,9 +28,9 @@ from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.measure.load import CLIENT_BOUND, ClientLoad
 from lanemon.measure.metrics import percentile, request_metrics
-from lanemon.measure.records import Assembler, RequestRecord
+from lanemon.measure.records import COMPLETE, EMPTY, ERROR, TRUNCATED, Assembler, RequestRecord
 
-__all__ = ["KEEP_NS", "Sample", "SeriesState", "WindowStats", "WINDOWS_S"]
+__all__ = ["KEEP_NS", "Outcomes", "Sample", "SeriesState", "WindowStats", "WINDOWS_S"]
 
 NS = 1_000_000_000
 WINDOWS_S = (60, 300, 900)
@@ -52,7 +52,7 @@ class Sample:
     e2e_s: float | None
     tok_s: float | None
     outcome: str
-    """``ok`` | ``error`` | ``cut`` (the stream ended before it said it was done)."""
+    """``ok`` | ``error`` | ``truncated`` | ``empty`` (:mod:`lanemon.measure.records`'s outcomes)."""
     flags: frozenset[str] = frozenset()
     """What the measuring side said of the record (``burst``); ``client_bound`` is judged lazily."""
     first: int | None = None
@@ -69,14 +69,41 @@ class LaneSeries:
 
 
 @dataclass
-class WindowStats:
-    """One lane's numbers over a window (all None/0 when nothing finished in it)."""
+class Outcomes:
+    """Finished requests by outcome (:mod:`lanemon.measure.records`); only complete ones have figures.
+
+    The dashboard's per-lane totals (:class:`lanemon.folds.dashboard.LaneState`) and the numbers over a
+    window (:class:`WindowStats`) both count with this one class.
+    """
+
+    requests_ok: int = 0
+    """Complete requests (a finish_reason and at least one token): the only ones with figures."""
+    requests_err: int = 0
+    """Requests that ended in an error (any class but ``cancelled``), malformed usage included."""
+    requests_truncated: int = 0
+    """Tokens came, but the stream ended (``[DONE]`` or a cut) without a finish_reason: no figures."""
+    requests_empty: int = 0
+    """The stream ended without a single content or reasoning token: no figures."""
+
+    def count(self, outcome: str) -> None:
+        """One more request that ended ``complete`` / ``truncated`` / ``empty`` / ``error``."""
+        name = _OUTCOME_FIELDS[outcome]
+        setattr(self, name, getattr(self, name) + 1)
+
+
+_OUTCOME_FIELDS = {COMPLETE: "requests_ok", ERROR: "requests_err", TRUNCATED: "requests_truncated",
+                   EMPTY: "requests_empty"}
+
+
+@dataclass
+class WindowStats(Outcomes):
+    """One lane's numbers over a window (all None/0 when nothing finished in it).
+
+    ``requests_ok`` counts only the clean complete requests here: a complete one that is not lane
+    speed (client-bound, burst) is counted in ``flagged`` instead.
+    """
 
     n: int = 0
-    ok: int = 0
-    errors: int = 0
-    truncated: int = 0
-    empty: int = 0
     flagged: int = 0
     """Completed cleanly but not counted as lane speed (client-bound, burst)."""
     rate_rps: float | None = None
@@ -221,16 +248,12 @@ class SeriesState:
             st.n += 1
             first = s.t if first is None else min(first, s.t)
             flags = self.flags_of(s)
-            if s.outcome == "error":
-                st.errors += 1
-            elif s.outcome == "truncated":
-                st.truncated += 1
-            elif s.outcome == "empty":
-                st.empty += 1
+            if s.outcome != "ok":
+                st.count(s.outcome)
             elif flags:
                 st.flagged += 1
             else:
-                st.ok += 1
+                st.count(COMPLETE)
                 if s.ttft_s is not None:
                     ttft.append(s.ttft_s)
                 if s.tpot_s is not None:

@@ -61,9 +61,10 @@ class LaneStats(Static):
                          f"{ratio(st.e2e[0], first.e2e[0])}"]
             table.add_row(Text(f"■ {name}", style=colours.get(name, "")),
                           "—" if st.rate_rps is None else f"{st.rate_rps:.2f}",
-                          str(st.ok), Text(str(st.errors), style="bold red" if st.errors else ""),
-                          Text(str(st.truncated), style="bold yellow" if st.truncated else ""),
-                          Text(str(st.empty), style="bold yellow" if st.empty else ""),
+                          str(st.requests_ok),
+                          Text(str(st.requests_err), style="bold red" if st.requests_err else ""),
+                          Text(str(st.requests_truncated), style="bold yellow" if st.requests_truncated else ""),
+                          Text(str(st.requests_empty), style="bold yellow" if st.requests_empty else ""),
                           Text(str(st.flagged), style="yellow" if st.flagged else ""),
                           triple(st.ttft), triple(st.tpot, tpot=True), triple(st.e2e), *extra)
         if len(names) == 2:
