@@ -120,3 +120,77 @@ def test_throughput_counts_clean_requests_only():
     st.apply(Event(3 * S, getattr(schema, "CLIENT_LOAD", "client_load"), None, None,
                    {"bound": True, "lag_ms": 80.0, "t0": 2 * S + 60 * MS}))
     assert sum(v for _, v in st.tokens_per_s("A", 0, 4 * S, avg_s=1, final=True)) == pytest.approx(20, rel=1e-6)
+
+
+async def test_cells_two_lanes_share_are_drawn_as_shared_and_named():
+    """A cell holding two lanes' points is not drawn in one lane's colour only: it is a shared cell."""
+    app = ChartApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        chart = app.query_one(TimeChart)
+        a = [(i * S, 0.200) for i in range(1, 30)]
+        b = [(i * S, 0.200) for i in range(1, 15)] + [(i * S, 0.100) for i in range(15, 30)]  # B under A, then apart
+        chart.show(series={"A": a, "B": b}, marks={"A": [(20 * S, "error")], "B": [(20 * S, "truncated")]},
+                   t0=0, t1=31 * S, colours={"A": "#0000ff", "B": "#ff0000"}, shared_colour="#ffffff",
+                   value_fmt=lambda v: f"{v * 1000:.0f} ms", x_fmt=lambda t: f"{t / S:.0f}s")
+        await pilot.pause()
+        text = chart.render()
+        rows, cols = chart.size.height - 3, len(text.plain.split("\n")[1]) - len("250 ms┤")
+        grid = chart.cells(rows, cols)
+        shared = {rc for rc, (_, owners) in grid.items() if len(owners) > 1}
+        assert shared and set(chart.shared) == shared
+        assert all(lanes == {"A", "B"} for lanes in chart.shared.values())
+        # every shared cell is left of B's drop; after it, A and B each have cells of their own
+        last_shared = max(c for _, c in shared)
+        assert last_shared < cols // 2 + 2
+        alone = {next(iter(owners)) for (r, c), (_, owners) in grid.items() if len(owners) == 1 and c > last_shared}
+        assert alone == {"A", "B"}
+        # drawn in the shared colour, named in the legend; the two marks at 20 s share a strip cell too
+        r, c = min(shared)
+        line_start = sum(len(line) + 1 for line in text.plain.split("\n")[:1 + r])
+        styles = {str(span.style) for span in text.spans if span.start <= line_start + len("250 ms┤") + c < span.end}
+        assert "bold #ffffff" in styles
+        assert "⣿ A+B" in text.plain.split("\n")[0]
+        strip = text.plain.split("\n")[-2]
+        assert ("✂" in strip) != ("✖" in strip)  # one cell, one glyph, in the shared colour
+
+
+def test_wall_axis_labels_round_local_times_in_an_explicit_zone():
+    from datetime import datetime, timedelta, timezone
+
+    from lanemon.ui.widgets.time_chart import WallAxis
+
+    start = datetime(2026, 5, 3, 10, 14, 52, 500000, tzinfo=timezone.utc).timestamp()
+    utc = WallAxis(start, tz=timezone.utc)
+    assert utc.label(0, 15) == "10:14:52" and utc.label(0, 60) == "10:14"
+    ticks = utc.ticks(0, 60 * S, 15)
+    assert [utc.label(t, 15) for t in ticks] == ["10:15:00", "10:15:15", "10:15:30", "10:15:45"]
+    assert ticks[0] == 7_500_000_000  # 7.5 s after the start
+    # the same instant in another zone: labels move with the zone, ticks stay on round minutes
+    plus = WallAxis(start, tz=timezone(timedelta(hours=5, minutes=30)))
+    assert [plus.label(t, 60) for t in plus.ticks(0, 300 * S, 60)] == ["15:45", "15:46", "15:47", "15:48", "15:49"]
+
+
+async def test_chart_x_axis_in_wall_clock_fits_its_width():
+    from datetime import datetime, timezone
+
+    from lanemon.ui.widgets.time_chart import WallAxis
+
+    start = datetime(2026, 5, 3, 10, 15, 0, tzinfo=timezone.utc).timestamp()
+    app = ChartApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        chart = app.query_one(TimeChart)
+        for window_s, fmt_len in ((60, 8), (900, 5)):
+            t1 = 1000 * S
+            chart.show(series={"A": [(t1 - S, 1.0)]}, marks={}, t0=t1 - window_s * S, t1=t1,
+                       colours={"A": "#ffffff"}, value_fmt=lambda v: f"{v:g}", x_fmt=lambda t: "never",
+                       wall=WallAxis(start, tz=timezone.utc))
+            await pilot.pause()
+            lines = chart.render().plain.split("\n")
+            labels = [text for _, text in chart.x_labels]
+            assert len(labels) >= 3 and all(len(x) == fmt_len for x in labels), labels
+            assert all(text in lines[-1] for text in labels) and "never" not in lines[-1]
+            starts = [at for at, _ in chart.x_labels]
+            assert starts == sorted(starts)
+            assert lines[-2].count("┬") == len(labels)
+        # 15 minutes ending at 10:31:40: whole minutes, e.g. 10:20 ... 10:30
+        assert labels[-1] in ("10:30", "10:31") and labels[0] >= "10:16"

@@ -1,17 +1,31 @@
 """A time-series chart: every lane on the same axes, time on x, zero at the bottom, units on y.
 
 Points are drawn in braille (2 x 4 dots a cell) in the lane's colour (:mod:`lanemon.ui.colours`).
-The y axis always starts at zero and ends at a round number above the largest value shown, so two
-lanes compare by eye (a lane 30 % slower sits 30 % lower).  Samples that are not lane speed
-(errors, cut streams, client-bound, bursts) are not plotted: they are marked on the strip under
-the plot, at their time, in the lane's colour.  The chart keeps what it was given in
-:attr:`TimeChart.series` / :attr:`TimeChart.marks` (tests read those, not pixels).
+The y axis always starts at zero and ends at a round number above the largest value shown (or at a
+fixed top, such as 100 % for a share), so two lanes compare by eye (a lane 30 % slower sits 30 %
+lower).  Samples that are not lane speed (errors, cut streams, client-bound, bursts) are not
+plotted: they are marked on the strip under the plot, at their time, in the lane's colour.
+
+A character cell holds one colour, so a cell where the points of two or more lanes fall is drawn in
+the *shared* colour (the theme's foreground: white on a dark theme) and named in the legend
+(``⣿ A+B``, or ``⣿ 2+ lanes`` when different sets of lanes share cells); a lane drawn under another
+never vanishes into it.  Two lanes' marks in one strip cell are shown the same way.
+
+The x axis is session time; given a :class:`WallAxis` it is labelled in local wall-clock time at
+round instants (every 5 s ... 30 min, the finest step whose labels fit the width), ``HH:MM:SS`` or
+``HH:MM`` when the step is whole minutes, with a ``┬`` on the strip at each labelled instant.
+
+The chart keeps what it was given in :attr:`TimeChart.series` / :attr:`TimeChart.marks`, and what it
+drew last in :attr:`TimeChart.shared` (shared cells) and :attr:`TimeChart.x_labels` (tests read
+those, not pixels); :meth:`TimeChart.cells` answers the plot for any size.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, tzinfo
 
 from rich.text import Text
 from textual.widget import Widget
@@ -19,7 +33,11 @@ from textual.widget import Widget
 MARK_GLYPHS = {"error": "✖", "truncated": "✂", "empty": "∅", "client_bound": "◌", "burst": "≋"}
 MARK_NAMES = {"error": "error", "truncated": "truncated", "empty": "empty", "client_bound": "client-bound",
               "burst": "burst"}
+SHARED_GLYPH = "⣿"
 _DOTS = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))  # [row from top][column]
+NS = 1_000_000_000
+X_STEPS_S = (5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600)
+"""Wall-clock tick steps (seconds), finest first: the finest whose labels fit is used."""
 
 
 def nice_max(value: float) -> float:
@@ -32,6 +50,34 @@ def nice_max(value: float) -> float:
         if top >= value * (1 - 1e-9):
             return float(top)
     return float(10 ** (exp + 1))
+
+
+@dataclass(frozen=True)
+class WallAxis:
+    """Session time (ns) -> wall-clock time: ``t0_s`` is the epoch second of session time 0.
+
+    ``tz`` None is the machine's local zone (what a user reads off the clock on the wall); tests pass
+    an explicit zone.
+    """
+
+    t0_s: float
+    tz: tzinfo | None = None
+
+    def at(self, t_ns: int) -> datetime:
+        when = datetime.fromtimestamp(self.t0_s + t_ns / NS, tz=self.tz)
+        return when if self.tz is not None else when.astimezone()
+
+    def label(self, t_ns: int, step_s: int) -> str:
+        """``HH:MM:SS``, or ``HH:MM`` when ticks are whole minutes apart."""
+        return self.at(t_ns).strftime("%H:%M" if step_s % 60 == 0 else "%H:%M:%S")
+
+    def ticks(self, t0: int, t1: int, step_s: int) -> list[int]:
+        """Session times in [t0, t1] that fall on a round ``step_s`` of local wall-clock time."""
+        offset = self.at(t0).utcoffset()
+        local0 = int(round(self.t0_s * NS)) + int(offset.total_seconds() * NS if offset else 0)
+        step = step_s * NS
+        first = -(-(local0 + t0) // step) * step - local0
+        return list(range(first, t1 + 1, step))
 
 
 class TimeChart(Widget):
@@ -60,11 +106,27 @@ class TimeChart(Widget):
         self.connect = False
         self.value_fmt: Callable[[float], str] = lambda v: f"{v:g}"
         self.x_fmt: Callable[[int], str] = lambda t: f"{t / 1e9:.0f}s"
+        self.wall: WallAxis | None = None
+        self.y_divisions = 2
+        self.shared_colour = ""
+        self.shared: dict[tuple[int, int], frozenset[str]] = {}
+        """(plot row from the top, column) -> the lanes whose points share that cell, as last drawn."""
+        self.x_labels: list[tuple[int, str]] = []
+        """(start column in the plot, label) of the x axis as last drawn."""
+        self._strip_shared: list[set[str]] = []
 
     def show(self, *, series: dict[str, list[tuple[int, float]]], marks: dict[str, list[tuple[int, str]]],
              t0: int, t1: int, colours: dict[str, str], value_fmt: Callable[[float], str],
-             x_fmt: Callable[[int], str], title: str | None = None, note: str = "", connect: bool = False) -> None:
-        """Draw ``series`` ({lane: [(t_ns, value)]}) and ``marks`` ({lane: [(t_ns, flag)]}) over [t0, t1]."""
+             x_fmt: Callable[[int], str], title: str | None = None, note: str = "", connect: bool = False,
+             wall: WallAxis | None = None, y_max: float | None = None, y_divisions: int = 2,
+             shared_colour: str = "") -> None:
+        """Draw ``series`` ({lane: [(t_ns, value)]}) and ``marks`` ({lane: [(t_ns, flag)]}) over [t0, t1].
+
+        ``wall`` labels x in wall-clock time (else ``x_fmt`` of session time at both ends and the middle);
+        ``y_max`` fixes the top of the y axis (else the next round number above the data);
+        ``y_divisions`` ticks y at that many equal steps when there are rows for them (else halves);
+        ``shared_colour`` draws cells that several lanes share (else the theme's foreground).
+        """
         self.series = {k: [(t, v) for t, v in pts if t0 <= t <= t1] for k, pts in series.items()}
         self.marks = {k: [(t, f) for t, f in pts if t0 <= t <= t1] for k, pts in marks.items()}
         self.colours = dict(colours)
@@ -72,50 +134,25 @@ class TimeChart(Widget):
         if title is not None:
             self.title = title
         self.note, self.connect = note, connect
-        self.value_fmt, self.x_fmt = value_fmt, x_fmt
+        self.value_fmt, self.x_fmt, self.wall = value_fmt, x_fmt, wall
+        self.y_divisions, self.shared_colour = max(1, y_divisions), shared_colour
         top = max((v for pts in self.series.values() for _, v in pts), default=0.0)
-        self.y_max = nice_max(top)
+        self.y_max = y_max if y_max is not None else nice_max(top)
         self.refresh()
 
-    # -- drawing ---------------------------------------------------------------
-
-    def _legend(self) -> Text:
-        out = Text()
-        for name in self.series:
-            out.append("  ")
-            out.append("━━", style=self.colours.get(name, ""))
-            out.append(f" {name}")
-        used = {f for pts in self.marks.values() for _, f in pts}
-        for flag, glyph in MARK_GLYPHS.items():
-            if flag in used:
-                out.append(f"  {glyph} {MARK_NAMES[flag]}", style="dim")
-        return out
-
-    def render(self) -> Text:
-        width = max(10, self.content_region.width or self.size.width)
-        height = max(3, self.content_region.height or self.size.height)
-        head = Text(self.title, style="bold")
-        head.append_text(self._legend())
-        if self.note:
-            pad = width - head.cell_len - len(self.note) - 1
-            head.append(" " * max(1, pad) + self.note, style="dim")
-        head.truncate(width, overflow="ellipsis")
-        rows = max(1, height - 3)  # title, mark strip, time labels
-        ticks = {0: self.value_fmt(self.y_max), rows - 1: "0"}
-        if rows >= 4:  # half the top, on the row nearest to it (within half a row)
-            ticks[round((rows - 1) / 2)] = self.value_fmt(self.y_max / 2)
-        label_w = max(len(t) for t in ticks.values()) + 1
-        plot_w = max(2, width - label_w)
-        cells = [[0] * plot_w for _ in range(rows)]
-        owner: list[list[dict[str, int]]] = [[{} for _ in range(plot_w)] for _ in range(rows)]
+    def cells(self, rows: int, cols: int) -> dict[tuple[int, int], tuple[int, dict[str, int]]]:
+        """The plot on a ``rows`` x ``cols`` grid of cells: (row from the top, column) -> (braille dot
+        bits, {lane: dots of that lane in the cell}); empty cells left out."""
+        out: dict[tuple[int, int], tuple[int, dict[str, int]]] = {}
         span = self.t1 - self.t0
-        xdots, ydots = 2 * plot_w, 4 * rows
+        xdots, ydots = 2 * cols, 4 * rows
 
         def put(name: str, x: int, y: int) -> None:
             cx, cy = x // 2, rows - 1 - y // 4
-            if 0 <= cx < plot_w and 0 <= cy < rows:
-                cells[cy][cx] |= _DOTS[3 - y % 4][x % 2]
-                owner[cy][cx][name] = owner[cy][cx].get(name, 0) + 1
+            if 0 <= cx < cols and 0 <= cy < rows:
+                bits, owners = out.get((cy, cx), (0, {}))
+                owners[name] = owners.get(name, 0) + 1
+                out[(cy, cx)] = (bits | _DOTS[3 - y % 4][x % 2], owners)
 
         for name, pts in self.series.items():
             prev: tuple[int, int] | None = None
@@ -130,6 +167,100 @@ class TimeChart(Widget):
                 if not self.connect:
                     put(name, x, min(ydots - 1, y + 1))  # a point two dots tall reads at a glance
                 prev = (x, y)
+        return out
+
+    def _shared_style(self) -> str:
+        if self.shared_colour:
+            return f"bold {self.shared_colour}"
+        try:
+            fg = self.app.theme_variables.get("foreground", "")
+        except Exception:  # not mounted in an app (a bare render)
+            fg = ""
+        return f"bold {fg}" if fg else "bold"
+
+    def _shared_name(self) -> str:
+        sets = set(self.shared.values()) | {frozenset(s) for s in self._strip_shared}
+        if len(sets) == 1:
+            (lanes,) = sets
+            return "+".join(n for n in self.series if n in lanes) or "+".join(sorted(lanes))
+        return "2+ lanes"
+
+    def _x_axis(self, plot_w: int) -> list[tuple[int, str]]:
+        """(start column, text) of each x label; the tick column of a wall-clock label is its middle."""
+        span = self.t1 - self.t0
+        if self.wall is not None:
+            for step_s in X_STEPS_S:
+                width = len(self.wall.label(self.t0, step_s))
+                if span / (step_s * NS) * (width + 2) <= plot_w:
+                    break
+            out, end = [], -1
+            for t in self.wall.ticks(self.t0, self.t1, step_s):
+                text = self.wall.label(t, step_s)
+                col = int((t - self.t0) / span * (plot_w - 1) + 0.5)
+                at = col - len(text) // 2
+                if at > end and at + len(text) <= plot_w:
+                    out.append((at, text))
+                    end = at + len(text)
+            return out
+        left, mid, right = self.x_fmt(self.t0), self.x_fmt(self.t0 + span // 2), self.x_fmt(self.t1)
+        places = [(0, left), (plot_w - len(right), right)]
+        mid_at = plot_w // 2 - len(mid) // 2
+        if mid_at >= len(left) + 2 and mid_at + len(mid) + 2 <= plot_w - len(right):
+            places.append((mid_at, mid))
+        if len(left) + len(right) + 1 > plot_w:
+            places = [(plot_w - len(right), right)]
+        return sorted(places)
+
+    # -- drawing ---------------------------------------------------------------
+
+    def _legend(self) -> Text:
+        out = Text()
+        for name in self.series:
+            out.append("  ")
+            out.append("━━", style=self.colours.get(name, ""))
+            out.append(f" {name}")
+        if self.shared or self._strip_shared:
+            out.append("  ")
+            out.append(SHARED_GLYPH, style=self._shared_style())
+            out.append(f" {self._shared_name()}")
+        used = {f for pts in self.marks.values() for _, f in pts}
+        for flag, glyph in MARK_GLYPHS.items():
+            if flag in used:
+                out.append(f"  {glyph} {MARK_NAMES[flag]}", style="dim")
+        return out
+
+    def render(self) -> Text:
+        width = max(10, self.content_region.width or self.size.width)
+        height = max(3, self.content_region.height or self.size.height)
+        rows = max(1, height - 3)  # title, mark strip, time labels
+        ticks = {0: self.value_fmt(self.y_max), rows - 1: "0"}
+        divisions = self.y_divisions if rows - 1 >= 2 * self.y_divisions else 2
+        if rows >= 4:  # each division's value on the row nearest to it (within half a row)
+            for k in range(1, divisions):
+                ticks[round((rows - 1) * k / divisions)] = self.value_fmt(self.y_max * (divisions - k) / divisions)
+        label_w = max(len(t) for t in ticks.values()) + 1
+        plot_w = max(2, width - label_w)
+        grid = self.cells(rows, plot_w)
+        self.shared = {rc: frozenset(owners) for rc, (_, owners) in grid.items() if len(owners) > 1}
+        span = self.t1 - self.t0
+        strip: list[tuple[str, str]] = [("─", "dim")] * plot_w
+        strip_lanes: list[set[str]] = [set() for _ in range(plot_w)]
+        for name, pts in self.marks.items():
+            for t, flag in pts:
+                c = min(plot_w - 1, int((t - self.t0) / span * (plot_w - 1) + 0.5))
+                strip[c] = (MARK_GLYPHS.get(flag, "•"), self.colours.get(name, ""))
+                strip_lanes[c].add(name)
+        self._strip_shared = [lanes for lanes in strip_lanes if len(lanes) > 1]
+        shared_style = self._shared_style()
+        for c, lanes in enumerate(strip_lanes):
+            if len(lanes) > 1:
+                strip[c] = (strip[c][0], shared_style)
+        head = Text(self.title, style="bold")
+        head.append_text(self._legend())
+        if self.note:
+            pad = width - head.cell_len - len(self.note) - 1
+            head.append(" " * max(1, pad) + self.note, style="dim")
+        head.truncate(width, overflow="ellipsis")
         out = Text()
         out.append_text(head)
         for r in range(rows):
@@ -137,29 +268,24 @@ class TimeChart(Widget):
             out.append(f"{ticks.get(r, ''):>{label_w - 1}}", style="dim")
             out.append("┤" if r in ticks else "│", style="dim")
             for c in range(plot_w):
-                bits = cells[r][c]
-                if not bits:
+                cell = grid.get((r, c))
+                if cell is None:
                     out.append(" ")
                     continue
-                who = max(owner[r][c].items(), key=lambda kv: kv[1])[0]
-                out.append(chr(0x2800 + bits), style=self.colours.get(who, ""))
-        strip = [("─", "dim")] * plot_w
-        for name, pts in self.marks.items():
-            for t, flag in pts:
-                c = min(plot_w - 1, int((t - self.t0) / span * (plot_w - 1) + 0.5))
-                strip[c] = (MARK_GLYPHS.get(flag, "•"), self.colours.get(name, ""))
+                bits, owners = cell
+                style = shared_style if len(owners) > 1 else self.colours.get(next(iter(owners)), "")
+                out.append(chr(0x2800 + bits), style=style)
+        self.x_labels = self._x_axis(plot_w)
+        if self.wall is not None:
+            for at, text in self.x_labels:
+                c = at + len(text) // 2
+                if strip[c][0] == "─":
+                    strip[c] = ("┬", "dim")
         out.append("\n" + " " * (label_w - 1) + "└", style="dim")
         for glyph, style in strip:
             out.append(glyph, style=style)
-        left, mid, right = self.x_fmt(self.t0), self.x_fmt(self.t0 + span // 2), self.x_fmt(self.t1)
         axis = [" "] * plot_w
-        places = [(left, 0), (right, plot_w - len(right))]
-        mid_at = plot_w // 2 - len(mid) // 2
-        if mid_at >= len(left) + 2 and mid_at + len(mid) + 2 <= plot_w - len(right):
-            places.append((mid, mid_at))
-        if len(left) + len(right) + 1 > plot_w:
-            places = [(right, plot_w - len(right))]
-        for text, at in places:
+        for at, text in self.x_labels:
             for i, ch in enumerate(text):
                 if 0 <= at + i < plot_w:
                     axis[at + i] = ch
