@@ -135,3 +135,33 @@ def test_ctrl_c_keeps_finished_cells_and_exits_130(tmp_path):
     end = [e for e in events if e.kind == "mark" and e.data.get("label") == "bench" and e.data["phase"] == "end"]
     assert end and end[-1].data["interrupted"] is True
     assert all(c.get("cell") for c in res["cut"])
+
+
+def test_decode_table_judges_each_level_on_the_steady_figure_with_the_noise_band():
+    """▲ only beyond the shared noise band, = for a tie inside it, nothing where lanemon was starved: the
+    same judgement as the crossover sentence under the table (and the bench screen)."""
+    from rich.console import Console
+
+    from lanemon.cli.bench import render
+    from test_ui_bench import steady_bench
+
+    result = decode_results([ev for ev, _ in steady_bench().script()])
+    console = Console(width=200, record=True, color_system=None)
+    render(result, console)
+    rows = {}
+    level = None
+    text = console.export_text()
+    for line in text.splitlines():
+        line = line.strip()
+        cells = [c.strip() for c in line[1:-1].split("│")] if line.startswith("│") else []
+        if len(cells) >= 4 and cells[1][:1] in ("A", "B"):
+            level = cells[0] or level
+            rows[(level, cells[1][0])] = cells
+    assert rows[("C1", "A")][1] == "A ▲" and rows[("C1", "B")][1] == "B"
+    assert rows[("C2", "A")][1] == "A =" and rows[("C2", "B")][1] == "B ="  # B +4.5 %: inside the 5 % band
+    assert rows[("C3", "B")][1] == "B ▲"
+    assert rows[("C4", "A")][1] == "A" and rows[("C4", "B")][1] == "B"  # B's C4 ran while lanemon was starved
+    assert rows[("C4", "B")][2].endswith("unreliable")
+    b2 = result["lanes"]["B"]["levels"]["2"]
+    assert rows[("C2", "B")][2] == f"{b2['steady_tok_s']:,.0f}" and rows[("C2", "B")][3] == f"{b2['aggregate_tok_s']:,.0f}"
+    assert "B overtakes A between C1 and C3" in text

@@ -42,7 +42,13 @@ class ScriptedBench:
     ``BenchRun`` writes them), so the workload's own results functions apply to it."""
 
     def __init__(self, kind: str = "decode", *, levels=(1, 2, 3), lengths=(2000, 12000), tokens: int = 40,
-                 delay: float = 0.0, hold: bool = False, error_on: tuple[str, Any] | None = ("B", 2)) -> None:
+                 delay: float = 0.0, hold: bool = False, error_on: tuple[str, Any] | None = ("B", 2),
+                 stagger_ms: float = 0.0, slowdown: dict[str, float] | None = None,
+                 starved: tuple[str, int] | None = None) -> None:
+        """``stagger_ms``: a level's streams are sent that far apart (a ramp-up and a drain, so the
+        steady-state window is shorter than first send -> last end); ``slowdown``: per lane, how much
+        slower each stream gets per extra stream (default 0.12); ``starved``: (lane, level) of a cell
+        during which lanemon reports a starved ``client_load`` window (the cell is unreliable)."""
         self.mode = "bench"
         self.kind = kind
         self.bus = EventBus()
@@ -62,6 +68,9 @@ class ScriptedBench:
         self.delay = delay
         self.hold = hold
         self.error_on = error_on
+        self.stagger_ms = stagger_ms
+        self.slowdown = slowdown or {}
+        self.starved = starved
         self._stop: asyncio.Event | None = None
 
     def config(self) -> dict[str, Any]:
@@ -113,10 +122,16 @@ class ScriptedBench:
                     err = self.error_on == (lane, cell.get("level")) and cell["part"] == "level"
                     streams = cell["level"] if cell["part"] == "level" else 1
                     ends = []
-                    for _ in range(streams):
+                    slow = 1 + self.slowdown.get(lane, 0.12) * (streams - 1)
+                    for i in range(streams):
                         n += 1
-                        ends.append(self._request(out, t + MS, lane, f"{lane}-{n}", meta, DECODE[lane][0], self.tokens,
-                                                  20, error=err, slow=1 + 0.12 * (streams - 1)))
+                        sent = t + MS + int(i * self.stagger_ms * MS)
+                        ends.append(self._request(out, sent, lane, f"{lane}-{n}", meta, DECODE[lane][0], self.tokens,
+                                                  20, error=err, slow=slow))
+                    if self.starved == (lane, cell.get("level")) and cell["part"] == "level":
+                        out.append((Event(max(ends), schema.CLIENT_LOAD, None, None,
+                                          {"t0": t + 5 * MS, "lag_ms": 180.0, "lag_mean_ms": 60.0, "samples": 4,
+                                           "cpu_pct": 100.0, "bound": True, "threshold_ms": 20.0}), None))
                     t = max(ends)
                 elif cell["part"] == "calibrate":
                     n += 1
@@ -212,12 +227,83 @@ async def test_decode_progress_charts_table_and_errors():
                                for lane, body in reference["lanes"].items()}
         table = screen.query_one(BenchTable)
         assert table.row_count == 6
-        assert [str(c) for c in table.get_row_at(0)][:2] == ["A", "C1"]
+        rows = [[str(c) for c in table.get_row_at(i)] for i in range(6)]
+        # level-major as the CLI prints it: steady before span, ▲ on the level's leader (A by ~10 %, beyond
+        # the 5 % band); B's errored C2 has no figure, so nobody leads there
+        assert [r[:2] for r in rows] == [["C1", "A ▲"], ["", "B"], ["C2", "A"], ["", "B"], ["C3", "A ▲"], ["", "B"]]
+        assert rows[3][2:4] == ["—", "—"] and rows[3][-1] == "2"
         log = plain(screen.query_one("#log")).splitlines()
         assert len(log) == 2 and all("B C2 r0 http 503 Service Unavailable" in line for line in log)  # both streams
         # 3,000 token events, 10 cell ends: each cell's group is folded once; the run is never asked
         assert run.results_calls == 0
         assert app.bench_results.computed <= 10
+
+
+def steady_bench(**kw) -> ScriptedBench:
+    """A decode ladder whose streams ramp up 400 ms apart (so steady != span), A slowing 25 % per extra stream and
+    B 5 %: A leads at C1, C2 is within the noise band, B leads at C3 (B overtakes A between C1 and C3), and
+    lanemon is starved while B's C4 runs."""
+    return ScriptedBench("decode", levels=(1, 2, 3, 4), tokens=120, error_on=None, stagger_ms=400,
+                         slowdown={"A": 0.25, "B": 0.05}, starved=("B", 4), **kw)
+
+
+async def test_decode_screen_leads_with_the_steady_figure_and_marks_starved_cells():
+    from lanemon.workloads.bench.decode import crossover_sentence, level_leads
+
+    run = steady_bench()
+    app = make_app(run)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(app, pilot)
+        screen = app.screen
+        reference = decode_results(run.events)
+        lanes = reference["lanes"]
+        b4 = lanes["B"]["levels"]["4"]
+        assert b4["unreliable"] and b4["client_bound"] == 4 and not lanes["A"]["levels"]["4"]["unreliable"]
+        a3 = lanes["A"]["levels"]["3"]
+        assert a3["steady_tok_s"] > a3["aggregate_tok_s"] * 1.05  # the ramp and the drain are left out
+        main = screen.query_one("#chart-main", BenchChart)
+        # the line is the steady figure; the span is beside it (faded); the starved cell is a "?" off the line
+        assert main.series == {"A": [(float(k), c["steady_tok_s"]) for k, c in lanes["A"]["levels"].items()],
+                               "B": [(float(k), lanes["B"]["levels"][k]["steady_tok_s"]) for k in ("1", "2", "3")]}
+        assert main.ghost["A"] == [(float(k), c["aggregate_tok_s"]) for k, c in lanes["A"]["levels"].items()]
+        assert main.flagged == {"B": [(4.0, b4["steady_tok_s"])]}
+        cross = reference["crossover"]
+        assert cross["between"] == [1, 3] and cross["leader_after"] == "B"
+        assert main.vline == (2.0, "B overtakes A")
+        assert "span" in str(main.border_subtitle) and "starved" in str(main.border_subtitle)
+        table = screen.query_one(BenchTable)
+        assert [str(c.label) for c in table.columns.values()][:4] == ["C", "lane", "steady", "span"]
+        rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+        leads = {x["level"]: x["leader"] for x in level_leads(lanes, "A", "B")}
+        assert leads == {1: "A", 2: "tie", 3: "B", 4: None}
+        # ▲ the leader beyond the noise band, = both inside it, nothing where lanemon was starved (not judged)
+        assert [r[1] for r in rows] == ["A ▲", "B", "A =", "B =", "A", "B ▲", "A", "B"]
+        assert [r[0] for r in rows] == ["C1", "", "C2", "", "C3", "", "C4", ""]
+        assert rows[7][2] == f"{b4['steady_tok_s']:,.0f} ?" and rows[7][3] == f"{b4['aggregate_tok_s']:,.0f} ?"
+        assert rows[4][2] == f"{a3['steady_tok_s']:,.0f}" and rows[4][3] == f"{a3['aggregate_tok_s']:,.0f}"
+        assert "? lanemon starved (4 req)" in str(table.border_subtitle)
+        verdict = " ".join(plain(screen.query_one("#verdict")).split())
+        assert verdict.startswith(crossover_sentence(reference))
+        assert "between C1 and C3" in verdict and "band 5.0 %" in verdict  # the gaps and the band it rests on
+
+
+def test_a_starved_window_reported_after_its_cell_ended_still_marks_it():
+    """The load watcher may publish a starved window once the cell's end mark is out: the fold re-opens that
+    cell's group, so the screen shows the same unreliable cell as the workload's results."""
+    run = steady_bench()
+    script = [ev for ev, _ in run.script()]
+    load = next(i for i, ev in enumerate(script) if ev.kind == schema.CLIENT_LOAD)
+    ev = script.pop(load)
+    end = next(i for i, e in enumerate(script) if i >= load and e.kind == schema.MARK and e.data.get("phase") == "end")
+    script.insert(end + 1, Event(script[end].t + 1, ev.kind, None, None, ev.data))
+    fold = BenchResults("decode")
+    for i, e in enumerate(script):
+        fold.apply(e)
+        if i == end:
+            assert not fold.results(in_progress=True)["lanes"]["B"]["levels"]["4"]["unreliable"]  # not yet known
+    got = fold.results(in_progress=False)
+    assert got["lanes"]["B"]["levels"]["4"]["unreliable"]
+    assert got == decode_results(script)
 
 
 async def test_progress_while_running_and_q_stops_the_bench():
@@ -333,10 +419,16 @@ async def test_real_bench_run_against_the_simulated_lanes():
             main = app.screen.query_one("#chart-main", BenchChart)
             results = run.results()
             assert set(main.series) == {"A", "B"}
-            assert main.series["A"] == [(float(k), v["aggregate_tok_s"])
-                                        for k, v in results["lanes"]["A"]["levels"].items()]
+            levels = results["lanes"]["A"]["levels"]
+            # the steady figure on the line; a level run while lanemon was starved (likely beside CPU hogs) is a
+            # "?" mark instead, never a point of the line
+            assert main.series["A"] == [(float(k), v["steady_tok_s"]) for k, v in levels.items() if not v["unreliable"]]
+            assert main.flagged.get("A", []) == [(float(k), v["steady_tok_s"] or v["aggregate_tok_s"])
+                                                 for k, v in levels.items() if v["unreliable"]]
             cats = results["lanes"]["B"]["categories"]
             assert dict(app.screen.query_one("#chart-side", BenchChart).series["B"]) == {
                 c: cats[c]["per_stream_tok_s"] for c in cats}
             assert app.screen.query_one(BenchTable).row_count == 4
-            assert app.bench_results.computed <= total
+            # one recompute per cell, plus the cells a starved window reported after their end re-opens
+            starved = sum(1 for ev in run.events if ev.kind == schema.CLIENT_LOAD and ev.data.get("bound"))
+            assert app.bench_results.computed <= total + 2 * starved

@@ -379,17 +379,18 @@ def _render_decode(result: dict[str, Any], console) -> None:
     cols += [("requests", "right")]
     for col, just in cols:
         t.add_column(col, justify=just)
+    from lanemon.workloads.bench.decode import level_leads
+
+    # the level's leader by the steady figure, beyond the shared noise band (a tie inside it; not judged
+    # where lanemon was starved): the same judgement as the crossover, the report and the bench screen
+    leads = {x["level"]: x["leader"] for x in level_leads(lanes, names[0], names[1])} if len(names) >= 2 else {}
     for level in levels:
-        vals = {n: ((lanes[n]["levels"].get(str(level)) or {}).get("steady_tok_s")
-                    or (lanes[n]["levels"].get(str(level)) or {}).get("aggregate_tok_s")) for n in names}
-        lead = None
-        if len(names) >= 2 and vals[names[0]] is not None and vals[names[1]] is not None:
-            lead = names[0] if vals[names[0]] >= vals[names[1]] else names[1]
+        lead = leads.get(level)
         for i, n in enumerate(names):
             c = lanes[n]["levels"].get(str(level))
             if c is None:
                 continue
-            name = f"[bold]{n}[/] ▲" if n == lead else n
+            name = f"[bold]{n}[/] ▲" if n == lead else (f"{n} =" if lead == "tie" and n in names[:2] else n)
             steady = _rate(c.get("steady_tok_s")) + (" [yellow]unreliable[/]" if c.get("unreliable") else "")
             row = [f"C{level}" if i == 0 else "", name, steady, _spread_cell(c, "aggregate_tok_s"),
                    f"{_secs(c['ttft_p50_s'])} / {_secs(c['ttft_p90_s'])}"]
@@ -412,7 +413,7 @@ def _render_decode(result: dict[str, Any], console) -> None:
                       f"{slo_text((result.get('config') or {}).get('slo'))}[/]")
     sentence = crossover_sentence(result)
     if sentence:
-        console.print(f"[bold]{sentence}[/]  (▲ leads the level)")
+        console.print(f"[bold]{sentence}[/]  (▲ leads the level beyond the noise band, = within it)")
     cats = list(dict.fromkeys(c for d in lanes.values() for c in d.get("categories", {})))
     if cats:
         ct = Table(title="per-stream decode tok/s at C1, by category")

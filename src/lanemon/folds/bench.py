@@ -27,6 +27,7 @@ START_PHASES = frozenset({"start", "cell_start", "cell-start", "begin"})
 END_PHASES = frozenset({"end", "cell_end", "cell-end", "done"})
 CELL_KEYS = ("level", "length")
 BENCH_KINDS = ("decode", "prefill", "needles")
+CLIENT_LOAD = getattr(schema, "CLIENT_LOAD", "client_load")
 _RESULTS = {"decode": ("lanemon.workloads.bench.decode", "decode_results"),
             "prefill": ("lanemon.workloads.bench.prefill", "prefill_results"),
             "needles": ("lanemon.workloads.bench.needles", "needle_results")}
@@ -192,8 +193,10 @@ def _group(lane: str | None, d: dict[str, Any]) -> tuple:
 class BenchResults:
     """The bench's results JSON, kept up to date from the bus at a flat cost per cell end.
 
-    ``apply`` files each event (O(1)); :meth:`results` recomputes only the groups a cell
-    ended in since the last call, by running the workload's pure results function on the
+    ``apply`` files each event (O(1)); lanemon's own ``client_load`` windows go with the marks (every
+    group is judged against them: a cell that ran while lanemon was starved is ``unreliable``), and a
+    starved window reported after a cell ended re-opens that cell's group.  :meth:`results` recomputes
+    only the groups a cell ended in (or a starved window touched) since the last call, by running the workload's pure results function on the
     bench's marks plus that group's events, and merges them into the cached result.
     """
 
@@ -210,6 +213,7 @@ class BenchResults:
         self._cell_group: dict[str, tuple] = {}
         self._req_cell: dict[str, tuple[str, tuple]] = {}  # open request -> (cell id, group)
         self._ended: set[str] = set()
+        self._ended_at: list[tuple[int, tuple]] = []  # (end mark's t, group) of every ended cell, in time order
         self._dirty: set[tuple] = set()
         self._lanes: dict[str, dict[str, Any]] = {}
         self._cached: dict[str, Any] | None = None
@@ -241,6 +245,17 @@ class BenchResults:
         if ev.kind == schema.LANE:
             self._head.append(ev)
             return
+        if ev.kind == CLIENT_LOAD:  # lanemon's own loop lag: which cells ran while it was starved
+            self._head.append(ev)
+            self.version += 1
+            d = ev.data or {}
+            if d.get("bound"):  # published as soon as seen: it may fall in cells that already ended
+                t0 = d.get("t0") if isinstance(d.get("t0"), int) and not isinstance(d.get("t0"), bool) else ev.t
+                for end_t, group in reversed(self._ended_at):
+                    if end_t < t0:
+                        break
+                    self._dirty.add(group)
+            return
         if ev.kind != schema.MARK or ev.data.get("bench") != self.kind:
             return
         self._head.append(ev)
@@ -254,6 +269,7 @@ class BenchResults:
                 group = self._cell_group.get(d["cell"])
                 if group is not None:
                     self._dirty.add(group)
+                    self._ended_at.append((ev.t, group))
 
     def results(self, *, in_progress: bool = True) -> dict[str, Any]:
         """The bench JSON for every cell ended so far (same figures as the workload's results function)."""
@@ -310,6 +326,7 @@ def _copy_state(state: dict[str, Any]) -> dict[str, Any]:
     for name in ("_cell_group", "_req_cell"):
         out[name] = dict(state[name])
     out["_ended"], out["_dirty"] = set(state["_ended"]), set(state["_dirty"])
+    out["_ended_at"] = list(state["_ended_at"])
     out["_lanes"] = {lane: {k: (dict(v) if isinstance(v, dict) else v) for k, v in body.items()}
                      for lane, body in state["_lanes"].items()}
     out["_cached"], out["_cached_at"] = None, (-1, None)

@@ -6,10 +6,12 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.widgets import Static
 
 from lanemon.ui.widgets.footer import Footer
 from lanemon.folds.bench import length_label
 from lanemon.ui import format as fmt
+from lanemon.ui.format import markup_escape as escape
 from lanemon.ui.screens.base import LanemonScreen
 from lanemon.ui.widgets.bench_chart import BenchChart
 from lanemon.ui.widgets.bench_log import BenchLog
@@ -43,8 +45,32 @@ def goodput_cell(g: Any) -> str:
         f"{share * 100:.0f}%" if share is not None else "—")
 
 
+def decode_leads(results: dict[str, Any], names: list[str]) -> dict[str, dict[str, Any]]:
+    """Per level (``"4"``): the first two lanes compared on the steady-state aggregate with the shared
+    noise band (:func:`lanemon.workloads.bench.decode.level_leads`, as the CLI table and the report judge it)."""
+    if len(names) < 2:
+        return {}
+    from lanemon.workloads.bench.decode import level_leads
+
+    return {str(x["level"]): x for x in level_leads(results.get("lanes") or {}, names[0], names[1])}
+
+
+def _lane_mark(name: str, lead: dict[str, Any] | None, names: list[str]) -> str:
+    """``A ▲`` (leads the level beyond the noise band), ``A =`` (within it), ``A`` (not judged)."""
+    if not lead or lead.get("leader") is None:
+        return name
+    if lead["leader"] == "tie":
+        return f"{name} ="
+    return f"{name} ▲" if lead["leader"] == name else name
+
+
 def result_rows(kind: str, results: dict[str, Any], lanes: list[str]) -> tuple[list[str], list[list[str]]]:
-    """The table's columns and rows for a results dict of ``kind``."""
+    """The table's columns and rows for a results dict of ``kind``.
+
+    decode: one row per level and lane (level-major, as ``lanemon bench decode`` prints it); ``steady``
+    (tokens while all C streams ran / that window) leads, ``span`` (first send → last end) beside it;
+    ``?`` marks a cell that ran while lanemon itself was starved (unreliable: not judged), ``†`` unstable
+    reps, ``▲`` the level's leader by the steady figure beyond the noise band, ``=`` a tie inside it."""
     by_lane = results.get("lanes") or {}
     names = [n for n in lanes if n in by_lane] + [n for n in by_lane if n not in lanes]
     rows: list[list[str]] = []
@@ -52,14 +78,23 @@ def result_rows(kind: str, results: dict[str, Any], lanes: list[str]) -> tuple[l
         all_cells = [c or {} for n in names for c in ((by_lane[n] or {}).get("levels") or {}).values()]
         show_ttfo = any(c.get("reasoning_tokens") for c in all_cells)
         show_goodput = any("goodput" in c for c in all_cells)
-        cols = ["lane", "C", "agg tok/s", "TTFT"] + (["TTFO"] if show_ttfo else []) + ["stream"]
+        cols = ["C", "lane", "steady", "span", "TTFT"] + (["TTFO"] if show_ttfo else []) + ["stream"]
         cols += (["goodput"] if show_goodput else []) + ["err"]
-        for n in names:
-            levels = (by_lane[n] or {}).get("levels") or {}
-            for lvl in sorted(levels, key=_key):
-                c = levels[lvl] or {}
-                agg = _tok(c.get("aggregate_tok_s")) + (" †" if c.get("unstable") else "")
-                row = [n, f"C{lvl}", agg, fmt.seconds(_num(c.get("ttft_p50_s")))]
+        leads = decode_leads(results, names)
+        levels = sorted({k for n in names for k in ((by_lane[n] or {}).get("levels") or {})}, key=_key)
+        for lvl in levels:
+            first = True
+            for n in names:
+                c = ((by_lane[n] or {}).get("levels") or {}).get(lvl)
+                if c is None:
+                    continue
+                c = c or {}
+                flag = " ?" if c.get("unreliable") else ""
+                steady = _tok(c.get("steady_tok_s")) + flag + (" †" if c.get("steady_unstable") else "")
+                span = _tok(c.get("aggregate_tok_s")) + flag + (" †" if c.get("unstable") else "")
+                row = [f"C{lvl}" if first else "", _lane_mark(n, leads.get(str(lvl)), names), steady, span,
+                       fmt.seconds(_num(c.get("ttft_p50_s")))]
+                first = False
                 if show_ttfo:
                     row.append(fmt.seconds(_num(c.get("ttfo_s"))))
                 row.append(_tok(c.get("per_stream_tok_s_p50")) + (" est." if c.get("tokens_estimated") else ""))
@@ -91,6 +126,35 @@ def result_rows(kind: str, results: dict[str, Any], lanes: list[str]) -> tuple[l
     return cols, rows
 
 
+def decode_verdict(results: dict[str, Any], lanes: list[str]) -> str:
+    """The decode ladder's verdict as markup: the crossover sentence of ``lanemon bench decode`` (decided on
+    the steady figure, with the gaps and the noise band it rests on), then what steady and span are."""
+    from lanemon.workloads.bench.decode import crossover_sentence
+
+    by_lane = results.get("lanes") or {}
+    if not any((by_lane[n] or {}).get("levels") for n in by_lane):
+        return ""
+    lines = []
+    sentence = crossover_sentence(results) if sum(1 for n in by_lane if (by_lane[n] or {}).get("levels")) >= 2 else ""
+    if sentence:
+        lines.append(f"[b]{escape(sentence)}[/]")
+    lines.append("[dim]steady: all C streams in flight · span: first send → last end[/]")
+    return "\n".join(lines)
+
+
+def decode_legend(results: dict[str, Any]) -> str:
+    """What the decode table's marks mean (only the marks it shows, and ▲ / = with two lanes)."""
+    by_lane = results.get("lanes") or {}
+    cells = [c or {} for n in by_lane for c in ((by_lane[n] or {}).get("levels") or {}).values()]
+    parts = ["▲ leads", "= within noise"] if sum(1 for n in by_lane if (by_lane[n] or {}).get("levels")) >= 2 else []
+    if any(c.get("unreliable") for c in cells):
+        starved = sum(int(c.get("client_bound") or 0) for c in cells)
+        parts.append(f"? lanemon starved ({starved} req): not judged")
+    if any(c.get("unstable") or c.get("steady_unstable") for c in cells):
+        parts.append("† unstable")
+    return " · ".join(parts)
+
+
 class BenchScreen(LanemonScreen):
     """Drawn from the app's bench folds: progress on every changed tick, results only when a cell ended."""
 
@@ -103,6 +167,8 @@ class BenchScreen(LanemonScreen):
     BenchScreen #bench-right { width: 1fr; }
     BenchScreen #chart-side { margin-top: 0; }
     BenchScreen BenchLog { margin: 0 1; }
+    BenchScreen #verdict { height: auto; max-height: 8; padding: 0 1; border: round $primary 40%;
+                           border-title-color: $text-muted; background: $surface; }
     """
 
     def __init__(self, kind: str, lanes: list[str]) -> None:
@@ -117,6 +183,7 @@ class BenchScreen(LanemonScreen):
             with Vertical(id="bench-left"):
                 yield BenchProgress(id="progress")
                 yield BenchTable(id="table")
+                yield Static("", id="verdict")
             with Vertical(id="bench-right"):
                 yield BenchChart(id="chart-main")
                 yield BenchChart(id="chart-side")
@@ -129,6 +196,9 @@ class BenchScreen(LanemonScreen):
             chart.lane_order = list(self.lanes)  # lane colours: the same order as every other screen
         side = self.query_one("#chart-side", BenchChart)
         side.display = self.kind == "decode"
+        verdict = self.query_one("#verdict", Static)
+        verdict.border_title = "crossover · by steady tok/s"
+        verdict.display = False
         self.refresh_results({})
 
     def fingerprint(self, app: Any) -> tuple:
@@ -166,23 +236,41 @@ class BenchScreen(LanemonScreen):
         main = self.query_one("#chart-main", BenchChart)
         side = self.query_one("#chart-side", BenchChart)
         if self.kind == "decode":
-            series = {}
+            verdict = self.query_one("#verdict", Static)
+            text = decode_verdict(results, names)
+            verdict.update(text)
+            verdict.display = bool(text)
+            self.query_one(BenchTable).border_subtitle = escape(decode_legend(results))
+            steady, span, flagged = {}, {}, {}
             for n in names:
                 levels = (by_lane[n] or {}).get("levels") or {}
-                pts = [(_key(k), _num((levels[k] or {}).get("aggregate_tok_s"))) for k in levels]
-                series[n] = sorted((x, y) for x, y in pts if y is not None)
-            if any(series.values()):
-                main.show_lines("aggregate decode vs concurrency", "concurrent streams", "tok/s", series)
+                cells = sorted(((_key(k), levels[k] or {}) for k in levels), key=lambda kc: kc[0])
+                steady[n] = [(x, y) for x, c in cells if not c.get("unreliable")
+                             and (y := _num(c.get("steady_tok_s"))) is not None]
+                span[n] = [(x, y) for x, c in cells if not c.get("unreliable")
+                           and (y := _num(c.get("aggregate_tok_s"))) is not None]
+                flagged[n] = [(x, y) for x, c in cells if c.get("unreliable")
+                              and (y := _num(c.get("steady_tok_s")) or _num(c.get("aggregate_tok_s"))) is not None]
+            cross = results.get("crossover") or None
+            between = [_num(v) for v in (cross or {}).get("between") or []]
+            vline = None
+            if len(between) == 2 and None not in between:
+                vline = ((between[0] + between[1]) / 2,
+                         f"{cross.get('leader_after')} overtakes {cross.get('leader_before')}")
+            title = "aggregate decode vs concurrency"
+            if any(steady.values()) or any(span.values()) or any(flagged.values()):
+                main.show_lines(title, "concurrent streams", "tok/s", steady, ghost=span, flagged=flagged,
+                                vline=vline)
             else:
-                main.show_empty("aggregate decode vs concurrency")
+                main.show_empty(title)
             cats: list[str] = []
             for n in names:
                 for c in (by_lane[n] or {}).get("categories") or {}:
                     if c not in cats:
                         cats.append(c)
             if cats:
-                bars = {n: [_num((((by_lane[n] or {}).get("categories") or {}).get(c) or {})
-                                 .get("per_stream_tok_s")) or 0.0 for c in cats] for n in names}
+                bars = {n: [_num((((by_lane[n] or {}).get("categories") or {}).get(c) or {})  # None: not run yet
+                                 .get("per_stream_tok_s")) for c in cats] for n in names}
                 side.show_bars("per-stream decode at C1 by category", "category", "tok/s", cats, bars)
             else:
                 side.show_empty("per-stream decode at C1 by category")
@@ -201,7 +289,7 @@ class BenchScreen(LanemonScreen):
         bars, marks = {}, []
         for n in names:
             cells = (by_lane[n] or {}).get("lengths") or {}
-            bars[n] = [_num((cells.get(k) or {}).get("prefill_tok_s")) or 0.0 for k in lengths]
+            bars[n] = [_num((cells.get(k) or {}).get("prefill_tok_s")) for k in lengths]  # None: not run yet
             for k, label in zip(lengths, labels):
                 c = cells.get(k) or {}
                 hit = _num(c.get("cache_hit_tok_s"))

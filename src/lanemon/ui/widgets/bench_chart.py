@@ -18,8 +18,25 @@ from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
 from lanemon.ui.colours import SERIES_VARS, lane_colour, rgb
+from lanemon.ui.format import markup_escape as escape
 
-__all__ = ["BenchChart", "SERIES_VARS", "render_bars"]
+__all__ = ["BenchChart", "SERIES_VARS", "faded", "render_bars"]
+
+
+def faded(app: Any, colour: str, amount: float = 0.55) -> str:
+    """``colour`` blended ``amount`` of the way to ``app``'s theme background (hex): the same hue, quieter."""
+    from textual.color import Color
+
+    background = "#1E1E1E"
+    variables = getattr(app, "theme_variables", None) or {}
+    try:
+        base = Color.parse(variables.get("background", background))
+    except Exception:
+        base = Color.parse(background)
+    try:
+        return Color.parse(colour).blend(base, amount).hex
+    except Exception:
+        return colour
 
 _EIGHTHS = " ▏▎▍▌▋▊▉"
 
@@ -106,6 +123,11 @@ class BenchChart(Vertical):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.series: dict[str, list[tuple[Any, float]]] = {}
+        self.ghost: dict[str, list[tuple[Any, float]]] = {}
+        """Lines: the second figure per lane, drawn faded (the decode ladder's span)."""
+        self.flagged: dict[str, list[tuple[Any, float]]] = {}
+        """Lines: points that are not lane speed (lanemon was starved), drawn as ``?``."""
+        self.vline: tuple[float, str] | None = None
         self.kind = "empty"
         self.marks: list[tuple[str, Any, float]] = []
         self.lane_order: list[str] = []
@@ -132,8 +154,8 @@ class BenchChart(Vertical):
 
     def _replot(self) -> None:
         if self._last is not None:
-            method, args = self._last
-            method(*args)
+            method, args, *kw = self._last
+            method(*args, **(kw[0] if kw else {}))
 
     def _show(self, which: str) -> None:
         self.query_one(PlotextPlot).display = which == "lines"
@@ -151,26 +173,68 @@ class BenchChart(Vertical):
         """Series colours from the app theme (plotext takes RGB tuples)."""
         return [rgb(lane_colour(self.app, i)) if self.is_attached else (79, 179, 217) for i in range(n)]
 
-    def show_lines(self, title: str, xlabel: str, ylabel: str, series: dict[str, list[tuple[float, float]]]) -> None:
-        """One line per series over numeric x (e.g. tok/s vs concurrency)."""
+    def faded(self, colour: str, amount: float = 0.55) -> str:
+        """``colour`` blended ``amount`` of the way to the theme's background: the same lane, drawn quieter
+        (a figure shown beside the headline one, e.g. the decode ladder's span beside its steady state)."""
+        return faded(self.app if self.is_attached else None, colour, amount)
+
+    def show_lines(self, title: str, xlabel: str, ylabel: str, series: dict[str, list[tuple[float, float]]],
+                   *, ghost: dict[str, list[tuple[float, float]]] | None = None,
+                   flagged: dict[str, list[tuple[float, float]]] | None = None,
+                   vline: tuple[float, str] | None = None, ghost_label: str = "span",
+                   series_label: str = "steady") -> None:
+        """One line per series over numeric x (e.g. tok/s vs concurrency), in the lane's colour.
+
+        ``ghost``: a second figure per lane drawn as points (``•``, not joined) in a faded shade of the same colour
+        (named ``ghost_label`` in the legend); ``flagged``: points that are not the lane's speed (lanemon
+        was starved), drawn as ``?`` and never joined to the line; ``vline``: (x, label) of a crossover.
+        The legend is the bottom border (outside the plot), each lane in its colour."""
+        ghost = {k: list(v) for k, v in (ghost or {}).items() if v}
+        flagged = {k: list(v) for k, v in (flagged or {}).items() if v}
         self.kind, self.series, self.marks = "lines", {k: list(v) for k, v in series.items()}, []
-        self._last = (self.show_lines, (title, xlabel, ylabel, series))
+        self.ghost, self.flagged, self.vline = ghost, flagged, vline
+        self._last = (self.show_lines, (title, xlabel, ylabel, series),
+                      {"ghost": ghost, "flagged": flagged, "vline": vline, "ghost_label": ghost_label,
+                       "series_label": series_label})
         self.border_title = title
         self._show("lines")
         plt = self.plt
         plt.clear_figure()
         plt.xlabel(xlabel)
         plt.ylabel(ylabel)
-        xs = sorted({x for pts in series.values() for x in (p[0] for p in pts)})
-        colours = self.lane_colours(list(series))
-        for name, pts in series.items():
-            color = rgb(colours[name])
+        names = list(dict.fromkeys([*series, *ghost, *flagged]))
+        xs = sorted({x for group in (series, ghost, flagged) for pts in group.values() for x in (p[0] for p in pts)})
+        colours = self.lane_colours(names)
+        for name in names:  # the faded span first, so the steady line is drawn over it
+            pts = ghost.get(name)
             if pts:
-                plt.plot([x for x, _ in pts], [y for _, y in pts], label=name, color=color, marker="braille")
+                plt.scatter([x for x, _ in pts], [y for _, y in pts], color=rgb(self.faded(colours[name])),
+                            marker="•")
+        for name in names:
+            color = rgb(colours[name])
+            pts = series.get(name) or []
+            if pts:
+                plt.plot([x for x, _ in pts], [y for _, y in pts], color=color, marker="braille")
                 plt.scatter([x for x, _ in pts], [y for _, y in pts], color=color, marker="●")
+            bad = flagged.get(name)
+            if bad:
+                plt.scatter([x for x, _ in bad], [y for _, y in bad], color=color, marker="?")
+        if vline is not None:
+            plt.vline(vline[0], color=rgb(self.faded("#FFD75F" if not self.is_attached else
+                                                     self.app.theme_variables.get("warning", "#FFD75F"), 0.3)))
         if xs:
             plt.xticks(xs, [f"C{x:g}" for x in xs])
         plt.ylim(0, None)
+        legend = " ".join(f"[{colours[n]}]━━[/] {escape(n)}" for n in names)
+        legend += f" {series_label}"
+        if ghost:
+            legend += "  " + " ".join(f"[{self.faded(colours[n])}]•[/]" for n in names if n in ghost)
+            legend += f" {ghost_label}"
+        if flagged:
+            legend += "  ? lanemon starved"
+        if vline is not None:
+            legend += f"  │ {escape(vline[1])}"
+        self.border_subtitle = legend
         self.query_one(PlotextPlot).refresh()
 
     def show_bars(self, title: str, xlabel: str, ylabel: str, labels: list[str],
@@ -178,6 +242,7 @@ class BenchChart(Vertical):
         """Grouped bars: one group per label (``xlabel`` names them), one bar per series, values in
         ``ylabel``; ``marks`` are (``"<lane> <note>"``, label, value) notes drawn beside that lane's bar."""
         self.kind = "bars"
+        self.border_subtitle = ""
         self._last = (self.show_bars, (title, xlabel, ylabel, labels, series, marks))
         self.series = {k: list(zip(labels, v)) for k, v in series.items()}
         self.marks = list(marks or [])
@@ -196,7 +261,9 @@ class BenchChart(Vertical):
 
     def show_empty(self, title: str, message: str = "waiting for the first cell…") -> None:
         self.kind, self.series, self.marks = "empty", {}, []
+        self.ghost, self.flagged, self.vline = {}, {}, None
         self._last = (self.show_empty, (title, message))
+        self.border_subtitle = ""
         self.border_title = title
         self._bars = None
         if self.is_mounted:

@@ -15,7 +15,8 @@ class BenchLog(Static):
 
     DEFAULT_CSS = """
     BenchLog {
-        height: 7;
+        height: auto;
+        max-height: 7;
         border: round $primary 40%;
         border-title-color: $text-muted;
         padding: 0 1;
