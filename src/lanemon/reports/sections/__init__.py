@@ -7,7 +7,7 @@ section.  :class:`~lanemon.reports.sections.section.Section` is what every rende
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from lanemon.reports.data import gauntlet_lanes, lane_names, present_lanes, qeval_runs
 from lanemon.reports.sections.agree import agree_section
@@ -24,42 +24,37 @@ from lanemon.reports.sections.server import server_section
 
 
 def sections(analysis: dict[str, Any]) -> list[Section]:
-    out: list[Section] = []
-    decode = analysis.get("decode") or {}
-    d_lanes = present_lanes(analysis, "decode")
-    if d_lanes:
-        out += decode_sections(decode, d_lanes)
-    p_lanes = present_lanes(analysis, "prefill")
-    if p_lanes:
-        out.append(prefill_section(analysis["prefill"], p_lanes))
-    n_lanes = present_lanes(analysis, "needles")
-    if n_lanes:
-        out.append(needles_section(analysis["needles"], n_lanes))
-    srv = server_section(analysis, lane_names(analysis))
-    if srv is not None:
-        out.append(srv)
-    s_lanes = present_lanes(analysis, "sweep")
-    if s_lanes:
-        out.append(sweep_section(analysis["sweep"], s_lanes))
-    l_lanes = present_lanes(analysis, "load")
-    if l_lanes:
-        out.append(load_section(analysis["load"], l_lanes))
-    race = analysis.get("race") or {}
-    if race.get("races"):
-        out.append(race_section(race, lane_names(analysis)))
     order = lane_names(analysis)
+
+    def by_lane(bench: str, build: Callable[[dict[str, Any], list[str]], Any]) -> Any:
+        """*bench*'s section(s) over the lanes with results for it; None when no lane has any."""
+        lanes = present_lanes(analysis, bench)
+        return build(analysis[bench], lanes) if lanes else None
+
+    race = analysis.get("race") or {}
     q = analysis.get("qeval")
-    if qeval_runs(q):
-        out.append(qeval_section(q, order))
     ag = analysis.get("agree") or {}
-    if ag.get("total") or ag.get("prompts"):
-        out.append(agree_section(ag))
     kl = analysis.get("kl") or {}
-    if kl.get("lanes"):
-        out.append(kl_section(kl, order))
     g = analysis.get("gauntlet") or {}
-    if gauntlet_lanes(g, order):
-        out += gauntlet_sections(g, order)
+    found = [  # report order; None = no section
+        by_lane("decode", decode_sections),
+        by_lane("prefill", prefill_section),
+        by_lane("needles", needles_section),
+        server_section(analysis, order),
+        by_lane("sweep", sweep_section),
+        by_lane("load", load_section),
+        race_section(race, order) if race.get("races") else None,
+        qeval_section(q, order) if qeval_runs(q) else None,
+        agree_section(ag) if ag.get("total") or ag.get("prompts") else None,
+        kl_section(kl, order) if kl.get("lanes") else None,
+        gauntlet_sections(g, order) if gauntlet_lanes(g, order) else None,
+    ]
+    out: list[Section] = []
+    for item in found:
+        if isinstance(item, list):
+            out += item
+        elif item is not None:
+            out.append(item)
     return out
 
 
