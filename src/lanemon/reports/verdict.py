@@ -162,19 +162,11 @@ def verdict(analysis: dict[str, Any]) -> list[str]:
         parts = [f"{n} {tok(v)} tok/s at {length_label(length)}" for n, length, v in hits]
         out.append("Prefix-cache hits (" + "; ".join(parts) + ") are cache hits, not prefill, and are left out "
                    "of the prefill figures.")
-    s = _needles_sentence(analysis)
-    if s:
-        out.append(s)
-    s = _race_sentence(analysis)
-    if s:
-        out.append(s)
-    for fn in (_qeval_verdict, _agree_verdict, kl_verdict, _gauntlet_verdict):
+    for fn in (_needles_sentence, _race_sentence, _qeval_verdict, _agree_verdict, kl_verdict, _gauntlet_verdict,
+               _error_sentence):
         s = fn(analysis)
         if s:
             out.append(s)
-    errs = _error_sentence(analysis)
-    if errs:
-        out.append(errs)
     return out
 
 
