@@ -73,7 +73,7 @@ def _ms(value: float | None) -> str:
 
 
 def main() -> int:
-    from conftest import SimProcess
+    from simproc import SimProcess
     from lanemon.measure.metrics import percentile, request_metrics
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

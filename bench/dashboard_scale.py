@@ -75,7 +75,7 @@ class LoadSource:
 async def run(args) -> dict:
     import psutil
 
-    from conftest import SimProcess
+    from simproc import SimProcess
     from lanemon.config import LaneConfig
     from lanemon.ui.app import make_app
 

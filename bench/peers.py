@@ -68,7 +68,9 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-ANNOUNCE = re.compile(r"listening on (http://\S+/v1)")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from simproc import SimProcess  # noqa: E402  (the simulator as a child process, shared with the tests)
+
 MODEL = "deepseek-v4.1-flash"
 PROMPT = ("Write a short friendly note to a colleague about the weather this week, "
           "the team lunch on Friday, and the new coffee machine in the kitchen.")
@@ -106,55 +108,6 @@ def match_errors(tool: dict[str, float], truth: dict[str, float]) -> list[float]
 
 def rnd(x: float | None, nd: int = 2) -> float | None:
     return None if x is None else round(x, nd)
-
-
-# ---------------------------------------------------------------------------
-# the simulated lane
-# ---------------------------------------------------------------------------
-
-
-class Sim:
-    """``python -m lanemon.sim`` as a child process; its log goes to a file (never a pipe that can fill)."""
-
-    def __init__(self, profile: str, time_scale: float, workdir: Path) -> None:
-        self.log = open(workdir / "sim.log", "w")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "lanemon.sim", "--profile", profile, "--port", "0",
-             "--time-scale", str(time_scale)],
-            stdout=subprocess.PIPE, stderr=self.log, text=True)
-        deadline = time.monotonic() + 30
-        self.url = None
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
-            if not line:
-                break
-            m = ANNOUNCE.search(line)
-            if m:
-                self.url = m.group(1)
-                break
-        if self.url is None:
-            self.proc.kill()
-            raise SystemExit("peers: the simulator did not start (see sim.log)")
-        self.base = self.url.removesuffix("/v1")
-
-    def trace(self) -> list[dict]:
-        import httpx
-
-        return httpx.get(self.base + "/sim/trace", timeout=30).json()["requests"]
-
-    def clear(self) -> None:
-        import httpx
-
-        httpx.delete(self.base + "/sim/trace", timeout=30)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-        self.log.close()
 
 
 # ---------------------------------------------------------------------------
@@ -406,10 +359,10 @@ KINDS = {"lanemon": Lanemon, "guidellm": Guidellm, "aiperf": Aiperf, "inference-
 # ---------------------------------------------------------------------------
 
 
-def one_run(tool: Tool, sim: Sim, level: int, n: int, rep: int, root: Path, timeout: float) -> dict:
+def one_run(tool: Tool, sim: SimProcess, level: int, n: int, rep: int, root: Path, timeout: float) -> dict:
     work = root / f"{tool.name}-C{level}-r{rep}"
     work.mkdir(parents=True, exist_ok=True)
-    sim.clear()
+    sim.clear_trace()
     cmd = tool.command(sim.url, level, n, work)
     load0 = os.getloadavg()[0]
     child = run_child(cmd, tool.env(), work, timeout)
@@ -583,7 +536,11 @@ def main() -> int:
         print(f"{t.name:9} {info[t.name]['version'] or '?':10} --help {info[t.name]['help_s']} s", flush=True)
     root = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="lanemon-peers-"))
     root.mkdir(parents=True, exist_ok=True)
-    sim = Sim(args.profile, args.time_scale, root)
+    try:
+        sim = SimProcess(args.profile, args.time_scale, stderr=root / "sim.log")
+    except RuntimeError as exc:
+        print(f"peers: {exc}", file=sys.stderr)
+        return 1
     runs: list[dict] = []
     started = datetime.now(timezone.utc)
     try:

@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 async def run(args) -> dict:
     import psutil
 
-    from conftest import SimProcess
+    from simproc import SimProcess
     from dashboard_scale import LoadSource
     from lanemon.config import LaneConfig
     from lanemon.recording.writer import Recorder, make_header

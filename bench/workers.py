@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from peers import Sim, pct, rnd, run_child  # noqa: E402
+from peers import SimProcess, pct, rnd, run_child  # noqa: E402
 
 
 def check_events(events, trace: dict[str, dict]) -> dict:
@@ -68,12 +68,12 @@ def check_events(events, trace: dict[str, dict]) -> dict:
             "ttft_err_ms": errs}
 
 
-def one(args, sim: Sim, workers: int, rep: int, root: Path) -> dict:
+def one(args, sim: SimProcess, workers: int, rep: int, root: Path) -> dict:
     from lanemon.recording.reader import read_events
 
     work = root / f"w{workers}-r{rep}"
     work.mkdir(parents=True, exist_ok=True)
-    sim.clear()
+    sim.clear_trace()
     exe = str(Path(sys.executable).with_name("lanemon"))
     cmd = [exe, "bench", "load", "--lane", f"A={sim.url}", "--arrival", "constant", "--rate", str(args.rate),
            "--requests", str(args.requests), "--input-len", "fixed:32", "--output-len", f"fixed:{args.output_tokens}",
@@ -120,7 +120,7 @@ def main() -> int:
     args = ap.parse_args()
     counts = [int(x) for x in args.workers.split(",")]
     root = Path(tempfile.mkdtemp(prefix="lanemon-workers-"))
-    sim = Sim(args.profile, args.time_scale, root)
+    sim = SimProcess(args.profile, args.time_scale, stderr=root / "sim.log")
     runs = []
     try:
         for rep in range(args.reps):
