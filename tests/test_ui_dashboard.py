@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,7 @@ from lanemon.events import Event
 from lanemon.measure.records import assemble
 from lanemon.ui.app import LanemonApp, make_app
 from lanemon.ui.sample import SAMPLE_LANES, ScriptedSource, sample_events
-from lanemon.ui.screens.dashboard import DashboardScreen
+from lanemon.ui.screens.dashboard import DashboardScreen, wall_start_s
 from lanemon.ui.widgets.lane_panel import LanePanel
 from lanemon.ui.widgets.time_chart import TimeChart
 
@@ -181,16 +183,139 @@ async def test_replay_keys_change_speed_and_show_finished():
         assert plain(app.screen.query_one("#path", Label)) == f"from {SNAP_PATH}"
 
 
+# -- wall-clock axis ------------------------------------------------------------------
+
+SNAP_START = datetime(2026, 5, 3, 10, 15, 0, tzinfo=timezone.utc)
+
+
+def test_wall_start_from_the_source_the_recording_or_the_live_clock():
+    import time
+    from types import SimpleNamespace
+
+    from lanemon.events import Clock
+
+    def app_of(source, header_s=None):
+        return SimpleNamespace(source=source, wall_base_s=lambda: header_s)
+
+    # a live session's clock started 5 s ago: session time 0 was 5 s before now on the wall
+    clock = Clock(time.perf_counter_ns() - 5 * 1_000_000_000)
+    assert wall_start_s(app_of(SimpleNamespace(mode="live", clock=clock))) == pytest.approx(time.time() - 5, abs=0.5)
+    # a replay: the recording's header, never now
+    assert wall_start_s(app_of(SimpleNamespace(mode="replay"), 1_777_803_300.0)) == 1_777_803_300.0
+    assert wall_start_s(app_of(SimpleNamespace(mode="replay", clock=clock))) is None
+    # said outright by the source
+    assert wall_start_s(app_of(SimpleNamespace(mode="demo", wall_t0_s=12.5, clock=clock), 99.0)) == 12.5
+
+
+async def test_replay_x_axis_is_the_time_of_the_recording_not_now(tmp_path):
+    """A recording made at 10:15:00 UTC replays with 10:15:xx on the x axis (zone given, not the machine's)."""
+    from lanemon.recording.writer import Recorder, make_header
+    from lanemon.sessions.sources import ReplaySession
+
+    with Recorder(tmp_path / "s.jsonl", make_header("demo", SAMPLE_LANES,
+                                                    {"created": SNAP_START.isoformat()})) as rec:
+        for ev in sample_events():
+            rec(ev)
+    source = ReplaySession(rec.path, speed=math.inf)
+    app = make_app(source)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(app, pilot)
+        app.screen.tz = timezone.utc
+        app.redraw(force=True)
+        await pilot.pause()
+        for chart_id in ("#chart-ttft", "#chart-decode", "#chart-tput"):
+            chart = app.screen.query_one(chart_id, TimeChart)
+            labels = [text for _, text in chart.x_labels]
+            assert len(labels) >= 2 and all(x.startswith("10:15:") for x in labels), labels
+            assert chart.render().plain.split("\n")[-1].strip().startswith("10:15:")
+        # another zone: the same instants, other labels
+        app.screen.tz = timezone(timedelta(hours=-4))
+        app.redraw(force=True)
+        await pilot.pause()
+        chart = app.screen.query_one("#chart-ttft", TimeChart)
+        chart.render()
+        assert all(text.startswith("06:15:") for _, text in chart.x_labels)
+
+
+# -- server charts: queue and KV cache ------------------------------------------------
+
+
+def server_events() -> list[Event]:
+    """The sample session plus /metrics scrapes every second: A (vLLM) with KV use rising 10 % -> 58 %
+    and one hostile scrape (KV 750 %, a NaN queue); B has none (no /metrics)."""
+    out = list(sample_events())
+    for i in range(25):
+        data = {"ok": True, "engine": "vllm", "running": i % 4, "waiting": max(0, i % 4 - 2),
+                "kv_usage": 0.10 + 0.02 * i}
+        if i == 12:
+            data = {"ok": True, "engine": "vllm", "running": float("nan"), "waiting": 1, "kv_usage": 7.5}
+        out.append(Event((i + 1) * 1_000_000_000 - 1, schema.SERVER_METRICS, "A", None, data))
+    out.sort(key=lambda ev: ev.t)
+    return out
+
+
+async def test_kv_chart_in_percent_for_lanes_with_metrics_and_its_place_on_short_screens():
+    app = make_app(ScriptedSource(server_events(), mode="replay", recording_path=SNAP_PATH))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(app, pilot)
+        screen = app.screen
+        kv = screen.query_one("#chart-kv", TimeChart)
+        queue = screen.query_one("#chart-server", TimeChart)
+        assert kv.display and queue.display and screen.query_one("#chart-tput", TimeChart).display
+        assert list(kv.series) == ["A"]  # B exposes no /metrics: not on the server charts
+        assert [v for _, v in kv.series["A"]] == pytest.approx([0.10 + 0.02 * i for i in range(25) if i != 12])
+        assert kv.y_max == 1.0
+        lines = kv.render().plain.split("\n")
+        assert lines[1].lstrip().startswith("100 %") and any(line.lstrip().startswith("50 %") for line in lines)
+        assert len(queue.series["A"]) == 24  # the NaN scrape is not drawn
+        assert kv.colours["A"] == screen.query_one("#chart-ttft", TimeChart).colours["A"]
+        assert app.screen.check_action("chart", ()) is False  # a tall screen shows all five charts
+        # two rows: the two server charts under the three request charts, all of them at least a third wide
+        assert kv.region.y > screen.query_one("#chart-ttft", TimeChart).region.bottom - 1
+        assert all(screen.query_one(f"#{c}", TimeChart).region.width >= 45 for c in
+                   ("chart-ttft", "chart-decode", "chart-tput", "chart-server", "chart-kv"))
+
+    app = make_app(ScriptedSource(server_events(), mode="replay", recording_path=SNAP_PATH))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(app, pilot)
+        screen = app.screen
+        shown = lambda: [c for c in ("chart-tput", "chart-server", "chart-kv")  # noqa: E731
+                         if screen.query_one(f"#{c}", TimeChart).display]
+        assert shown() == ["chart-tput"] and app.screen.check_action("chart", ()) is True
+        for expected in (["chart-server"], ["chart-kv"], ["chart-tput"]):
+            await pilot.press("c")
+            app.redraw()
+            await pilot.pause()
+            assert shown() == expected
+        assert screen.query_one("#chart-ttft", TimeChart).region.height >= 12
+
+
+async def test_no_server_charts_and_no_chart_key_without_metrics():
+    app = make_app(ScriptedSource(mode="replay", recording_path=SNAP_PATH))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(app, pilot)
+        assert not app.screen.query_one("#chart-kv", TimeChart).display
+        assert not app.screen.query_one("#chart-server", TimeChart).display
+        assert app.screen.check_action("chart", ()) is False
+        await pilot.press("c")
+        app.redraw()
+        assert app.screen.query_one("#chart-tput", TimeChart).display
+
+
 # -- snapshots --------------------------------------------------------------------
 
 
 def _snap_app(**kw) -> LanemonApp:
     theme = kw.pop("theme", None)
     kw.setdefault("recording_path", SNAP_PATH)
-    return make_app(ScriptedSource(**kw), theme=theme)
+    events = kw.pop("events", None)
+    source = ScriptedSource(events, **kw)
+    source.wall_t0_s = SNAP_START.timestamp()  # type: ignore[attr-defined]  # wall-clock x axis, fixed
+    return make_app(source, theme=theme)
 
 
 async def _settle_for_snapshot(pilot) -> None:
+    pilot.app.screen.tz = timezone.utc  # not the machine's zone
     await settle(pilot.app, pilot)
 
 
@@ -201,6 +326,22 @@ def test_snapshot_dashboard_demo(snap_compare):
 def test_snapshot_dashboard_replay_light_small(snap_compare):
     app = _snap_app(mode="replay", speed=4.0, theme="lanemon-light")
     assert snap_compare(app, terminal_size=(100, 30), run_before=_settle_for_snapshot)
+
+
+def test_snapshot_dashboard_server_charts_large(snap_compare):
+    app = _snap_app(events=server_events(), mode="replay", speed=4.0)
+    assert snap_compare(app, terminal_size=(160, 45), run_before=_settle_for_snapshot)
+
+
+def test_snapshot_dashboard_kv_chart_small(snap_compare):
+    async def kv_in_third_place(pilot) -> None:
+        await _settle_for_snapshot(pilot)
+        await pilot.press("c", "c")
+        pilot.app.redraw()
+        await pilot.pause()
+
+    app = _snap_app(events=server_events(), mode="replay", speed=4.0)
+    assert snap_compare(app, terminal_size=(100, 30), run_before=kv_in_third_place)
 
 
 def test_snapshot_dashboard_four_lanes_large(snap_compare):

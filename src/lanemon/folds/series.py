@@ -20,6 +20,7 @@ TPOT and E2E, request rate and outcome counts over the last N seconds.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,7 +66,8 @@ class Sample:
 class LaneSeries:
     samples: deque[Sample] = field(default_factory=deque)
     server: deque[tuple[int, dict[str, float]]] = field(default_factory=deque)
-    """(t, {running, waiting, kv_usage}) per successful /metrics scrape."""
+    """(t, {running, waiting, kv_usage}) per successful /metrics scrape (only the figures that can be true;
+    ``kv_usage`` is a share, 0..1)."""
 
 
 @dataclass
@@ -113,6 +115,14 @@ class WindowStats(Outcomes):
     tok_s_p50: float | None = None
 
 
+def _possible(key: str, value: Any) -> bool:
+    """A scraped figure that can be true: a finite count >= 0, a KV-cache share in [0, 1] (a lane's
+    /metrics are untrusted: anything else is left out, never drawn)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
+        return False
+    return key != "kv_usage" or value <= 1
+
+
 def _pcts(values: list[float]) -> tuple[float | None, float | None, float | None]:
     if not values:
         return (None, None, None)
@@ -149,8 +159,7 @@ class SeriesState:
         if kind == schema.SERVER_METRICS and ev.lane is not None:
             d = ev.data
             if d.get("ok"):
-                vals = {k: float(d[k]) for k in ("running", "waiting", "kv_usage")
-                        if isinstance(d.get(k), (int, float)) and not isinstance(d.get(k), bool)}
+                vals = {k: float(d[k]) for k in ("running", "waiting", "kv_usage") if _possible(k, d.get(k))}
                 if vals:
                     self._push(self.lane(ev.lane).server, (ev.t, vals))
                     self.version += 1

@@ -3,11 +3,26 @@
 Every chart draws every lane on the same axes (time on x over the last 1, 5 or 15 minutes --
 ``w`` switches; zero at the bottom; units on y), in the lane's own colour.  ``z`` zooms one lane
 (its panel alone, the charts with that lane only); ``z`` again moves to the next lane, then back.
+
+The x axis is local wall-clock time: live, from the session clock's start; in a replay, from the
+recording's ``created`` stamp, so a replay shows when the run happened, not now (``HH:MM:SS``, or
+``HH:MM`` when the ticks are whole minutes apart, as in the 15-minute window).  A source that says
+neither keeps session time (``+12.3s``).
+
+Where a lane exposes ``/metrics``, the server's side gets two charts: its queue (running + waiting
+requests) and its KV-cache use (0-100 %), every such lane in its colour.  On a screen of 40 rows or
+more they take a second row under the three request charts (3 + 2 in a six-column grid: each chart
+keeps a full-height plot and at least a third of the width; a 3 x 2 grid would leave a hole and a
+single row of five would leave each ~30 columns at 160).  Below 40 rows a second row would leave
+every plot four rows tall, too flat to read, so the three charts stay in one row and the third one
+cycles with ``c``: throughput → server queue → KV cache (the current queue and KV figures stay in
+each lane's panel).
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+import time
+from datetime import tzinfo
 from typing import Any
 
 from textual.app import ComposeResult
@@ -18,19 +33,24 @@ from lanemon.ui.widgets.footer import Footer
 from lanemon.folds.dashboard import SessionState
 from lanemon.folds.series import NS, WINDOWS_S
 from lanemon.ui import format as fmt
-from lanemon.ui.colours import lane_colours
+from lanemon.ui.colours import lane_colours, shared_colour
 from lanemon.ui.screens.base import LanemonScreen
 from lanemon.ui.widgets.host_panel import HostPanel
 from lanemon.ui.widgets.lane_panel import LanePanel
 from lanemon.ui.widgets.lane_stats import LaneStats
 from lanemon.ui.widgets.status_bar import StatusBar
-from lanemon.ui.widgets.time_chart import TimeChart
+from lanemon.ui.widgets.time_chart import TimeChart, WallAxis
 
 SHORT = 40
-"""Below this many rows the panels drop their model and errors-title rows, and the server chart
-gives its space to the other three (its current numbers stay in each lane's panel)."""
+"""Below this many rows the panels drop their model and errors-title rows, and the two server charts
+share the third chart's place with throughput (``c`` cycles; their current numbers stay in each lane's panel)."""
 CHARTS = (("chart-ttft", "TTFT"), ("chart-decode", "decode per stream"), ("chart-tput", "throughput"),
-          ("chart-server", "server queue"))
+          ("chart-server", "server queue"), ("chart-kv", "server KV cache"))
+SCRAPE_GAP_NS = 5 * NS
+"""Successive /metrics scrapes at most this far apart are joined by a line (they come every 2 s); a longer
+gap (a failed scrape, a pause) is left open."""
+THIRD = ("chart-tput", "chart-server", "chart-kv")
+"""What ``c`` cycles through in the third place of a short screen."""
 
 
 def panel_id(lane: str) -> str:
@@ -57,6 +77,31 @@ def count_axis(v: float) -> str:
     return f"{v:.2g} req"
 
 
+def percent_axis(v: float) -> str:
+    """Axis label for a share (0..1): ``75 %``."""
+    return f"{v * 100:.0f} %"
+
+
+def wall_start_s(app: Any) -> float | None:
+    """Wall-clock time (epoch s) of session time 0, or None when the source does not say.
+
+    A source may say it outright (``wall_t0_s``); a replay says it in its recording's header
+    (``created``); a live session's clock started at a ``perf_counter`` instant, which is set against
+    the wall clock now.
+    """
+    source = app.source
+    given = getattr(source, "wall_t0_s", None)
+    if isinstance(given, (int, float)):
+        return float(given)
+    base = app.wall_base_s()
+    if base is not None:
+        return base
+    t0 = getattr(getattr(source, "clock", None), "t0", None)
+    if isinstance(t0, int) and getattr(source, "mode", "") != "replay":
+        return time.time() - (time.perf_counter_ns() - t0) / NS
+    return None
+
+
 class DashboardScreen(LanemonScreen):
     """Status bar, lane panels, window numbers, charts, footer.  Drawn by the app via :meth:`draw`."""
 
@@ -64,6 +109,7 @@ class DashboardScreen(LanemonScreen):
     BINDINGS = [
         Binding("w", "window", "Window"),
         Binding("z", "zoom", "Zoom lane"),
+        Binding("c", "chart", "Next chart"),
     ]
     DEFAULT_CSS = """
     DashboardScreen #lanes { height: auto; max-height: 50%; padding: 0 1; grid-gutter: 0 1; grid-rows: auto;
@@ -74,7 +120,13 @@ class DashboardScreen(LanemonScreen):
     }
     DashboardScreen #window-stats { margin: 0 1; height: auto; }
     DashboardScreen #charts { grid-size: 3 1; grid-gutter: 0 1; height: 1fr; min-height: 7; padding: 0 1; }
-    DashboardScreen #charts.-four { grid-size: 2 2; }
+    DashboardScreen #charts.-two-rows { grid-size: 6 2; }
+    DashboardScreen #charts.-two-rows #chart-ttft, DashboardScreen #charts.-two-rows #chart-decode,
+    DashboardScreen #charts.-two-rows #chart-tput { column-span: 2; }
+    DashboardScreen #charts.-two-rows #chart-server, DashboardScreen #charts.-two-rows #chart-kv { column-span: 3; }
+    DashboardScreen #charts.-one-server #chart-server, DashboardScreen #charts.-one-server #chart-kv {
+        column-span: 6;
+    }
     DashboardScreen.-short LanePanel #model, DashboardScreen.-short LanePanel #errors-title { display: none; }
     DashboardScreen.-short LanePanel #errors { max-height: 2; }
     """
@@ -87,6 +139,13 @@ class DashboardScreen(LanemonScreen):
         """The charts' and numbers' window (seconds): 60, 300 or 900."""
         self.zoomed: str | None = None
         """The lane shown alone (``z``), or None for all of them."""
+        self.third = THIRD[0]
+        """The chart in the third place on a short screen (``c``)."""
+        self.tz: tzinfo | None = None
+        """The zone of the wall-clock axis (None: the machine's local zone)."""
+        self._wall_s: float | None = None
+        self._server_charts: tuple[str, ...] = ()
+        """The server charts that have data (``chart-server``, ``chart-kv``)."""
 
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
@@ -104,6 +163,7 @@ class DashboardScreen(LanemonScreen):
     def on_resize(self) -> None:
         self.set_class(self.size.height < SHORT, "-short")
         self._arrange()
+        self.refresh_bindings()  # `c` is offered on a short screen only
         self.drawn = None
 
     def _arrange(self) -> None:
@@ -130,6 +190,18 @@ class DashboardScreen(LanemonScreen):
         self.notify(f"charts: last {window_text(self.window_s)}", timeout=2)
         self.drawn = None
 
+    def action_chart(self) -> None:
+        """On a short screen: the third chart cycles throughput → server queue → KV cache."""
+        shown = [c for c in THIRD if c == THIRD[0] or c in self._server_charts]
+        i = shown.index(self.third) if self.third in shown else 0
+        self.third = shown[(i + 1) % len(shown)]
+        self.drawn = None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "chart":  # only where it does something: a short screen with server charts
+            return bool(self._server_charts) and self.size.height < SHORT
+        return super().check_action(action, parameters)
+
     def action_zoom(self) -> None:
         """Show one lane alone (the next one on every press), then all again."""
         order = [None, *self._lanes]
@@ -144,8 +216,8 @@ class DashboardScreen(LanemonScreen):
 
     def fingerprint(self, app: Any) -> tuple:
         s = app.source
-        return (app.state.version, app.series.version, self.window_s, self.zoomed, s.paused, s.speed, s.finished,
-                str(s.recording_path), self.size)
+        return (app.state.version, app.series.version, self.window_s, self.zoomed, self.third, s.paused, s.speed,
+                s.finished, str(s.recording_path), self.size)
 
     def draw(self, app: Any) -> None:
         self.refresh_from(app.state, app.source)
@@ -167,11 +239,10 @@ class DashboardScreen(LanemonScreen):
         self.query_one(HostPanel).update_from(state.host)
         self.query_one(StatusBar).show(source, state)
 
-    def _x_fmt(self, app: Any) -> Any:
-        base = app.wall_base_s()
-        if base is None:
-            return fmt.event_time
-        return lambda t: datetime.fromtimestamp(base + t / NS).strftime("%H:%M:%S")
+    def _wall(self, app: Any) -> WallAxis | None:
+        if self._wall_s is None:
+            self._wall_s = wall_start_s(app)  # once: a live anchor taken again every frame would jitter
+        return None if self._wall_s is None else WallAxis(self._wall_s, tz=self.tz)
 
     def draw_charts(self, app: Any) -> None:
         series = app.series
@@ -199,8 +270,8 @@ class DashboardScreen(LanemonScreen):
                 if s.tok_s is not None:
                     tok.append((s.t, s.tok_s))
             clean["ttft"][name], clean["decode"][name], marks[name] = ttft, tok, flagged
-        x_fmt = self._x_fmt(app)
-        common = dict(t0=t0, t1=t1, colours=colours, x_fmt=x_fmt, note=f"last {window}")
+        common = dict(t0=t0, t1=t1, colours=colours, x_fmt=fmt.event_time, wall=self._wall(app),
+                      shared_colour=shared_colour(app), note=f"last {window}")
         self.query_one("#chart-ttft", TimeChart).show(series=clean["ttft"], marks=marks, value_fmt=seconds_axis,
                                                       title="TTFT", **common)
         self.query_one("#chart-decode", TimeChart).show(series=clean["decode"], marks=marks, value_fmt=rate_axis,
@@ -208,13 +279,32 @@ class DashboardScreen(LanemonScreen):
         avg = {60: 5, 300: 15, 900: 30}.get(self.window_s, 5)
         tput = {n: series.tokens_per_s(n, t0, t1, avg_s=avg, final=final) for n in lanes}
         self.query_one("#chart-tput", TimeChart).show(series=tput, marks={}, value_fmt=rate_axis, connect=True,
-                                                      title=f"throughput, all streams ({avg} s avg)", **common)
-        server_chart = self.query_one("#chart-server", TimeChart)
-        queue = {n: [(t, v.get("running", 0) + v.get("waiting", 0)) for t, v in series.lane(n).server]
-                 for n in lanes if series.lane(n).server}
-        queue = queue if self.size.height >= SHORT else {}
-        server_chart.display = bool(queue)
-        self.query_one("#charts", Grid).set_class(bool(queue), "-four")
+                                                      title=f"throughput ({avg} s avg)", **common)
+        queue = {n: [(t, v["running"] + v["waiting"]) for t, v in series.lane(n).server
+                     if "running" in v and "waiting" in v] for n in lanes}
+        kv = {n: [(t, v["kv_usage"]) for t, v in series.lane(n).server if "kv_usage" in v] for n in lanes}
+        queue = {n: pts for n, pts in queue.items() if pts}
+        kv = {n: pts for n, pts in kv.items() if pts}
+        gauge = dict(marks={}, connect=True, connect_ns=SCRAPE_GAP_NS, **common)
         if queue:
-            server_chart.show(series=queue, marks={}, value_fmt=count_axis, connect=True,
-                              title="server: running + waiting", **common)
+            self.query_one("#chart-server", TimeChart).show(series=queue, value_fmt=count_axis,
+                                                            title="server: running + waiting", **gauge)
+        if kv:
+            self.query_one("#chart-kv", TimeChart).show(series=kv, value_fmt=percent_axis, y_max=1.0, y_divisions=4,
+                                                        title="server: KV cache used", **gauge)
+        self._place_charts(("chart-server",) * bool(queue) + ("chart-kv",) * bool(kv))
+
+    def _place_charts(self, server: tuple[str, ...]) -> None:
+        """Tall: the server charts in a second row; short: one of throughput / queue / KV in the third place."""
+        if server != self._server_charts:
+            self._server_charts = server
+            self.refresh_bindings()
+        tall = self.size.height >= SHORT
+        if self.third not in (THIRD[0], *server):
+            self.third = THIRD[0]
+        grid = self.query_one("#charts", Grid)
+        grid.set_class(tall and bool(server), "-two-rows")
+        grid.set_class(len(server) == 1, "-one-server")
+        for chart_id in THIRD:
+            shown = (chart_id == THIRD[0] or chart_id in server) if tall else chart_id == self.third
+            self.query_one(f"#{chart_id}", TimeChart).display = shown

@@ -104,6 +104,7 @@ class TimeChart(Widget):
         self.y_max = 1.0
         self.note = ""
         self.connect = False
+        self.connect_ns: int | None = None
         self.value_fmt: Callable[[float], str] = lambda v: f"{v:g}"
         self.x_fmt: Callable[[int], str] = lambda t: f"{t / 1e9:.0f}s"
         self.wall: WallAxis | None = None
@@ -114,18 +115,21 @@ class TimeChart(Widget):
         self.x_labels: list[tuple[int, str]] = []
         """(start column in the plot, label) of the x axis as last drawn."""
         self._strip_shared: list[set[str]] = []
+        self._ticked = False
 
     def show(self, *, series: dict[str, list[tuple[int, float]]], marks: dict[str, list[tuple[int, str]]],
              t0: int, t1: int, colours: dict[str, str], value_fmt: Callable[[float], str],
              x_fmt: Callable[[int], str], title: str | None = None, note: str = "", connect: bool = False,
              wall: WallAxis | None = None, y_max: float | None = None, y_divisions: int = 2,
-             shared_colour: str = "") -> None:
+             shared_colour: str = "", connect_ns: int | None = None) -> None:
         """Draw ``series`` ({lane: [(t_ns, value)]}) and ``marks`` ({lane: [(t_ns, flag)]}) over [t0, t1].
 
         ``wall`` labels x in wall-clock time (else ``x_fmt`` of session time at both ends and the middle);
         ``y_max`` fixes the top of the y axis (else the next round number above the data);
         ``y_divisions`` ticks y at that many equal steps when there are rows for them (else halves);
-        ``shared_colour`` draws cells that several lanes share (else the theme's foreground).
+        ``shared_colour`` draws cells that several lanes share (else the theme's foreground);
+        ``connect`` joins successive points by a line when they are at most 4 dots apart, or at most
+        ``connect_ns`` apart in time when that is given (a gauge scraped every few seconds).
         """
         self.series = {k: [(t, v) for t, v in pts if t0 <= t <= t1] for k, pts in series.items()}
         self.marks = {k: [(t, f) for t, f in pts if t0 <= t <= t1] for k, pts in marks.items()}
@@ -133,7 +137,7 @@ class TimeChart(Widget):
         self.t0, self.t1 = t0, max(t1, t0 + 1)
         if title is not None:
             self.title = title
-        self.note, self.connect = note, connect
+        self.note, self.connect, self.connect_ns = note, connect, connect_ns
         self.value_fmt, self.x_fmt, self.wall = value_fmt, x_fmt, wall
         self.y_divisions, self.shared_colour = max(1, y_divisions), shared_colour
         top = max((v for pts in self.series.values() for _, v in pts), default=0.0)
@@ -156,17 +160,22 @@ class TimeChart(Widget):
 
         for name, pts in self.series.items():
             prev: tuple[int, int] | None = None
+            prev_t = 0
             for t, v in sorted(pts):
                 x = min(xdots - 1, int((t - self.t0) / span * (xdots - 1) + 0.5))
                 y = min(ydots - 1, max(0, int(v / self.y_max * (ydots - 1) + 0.5)))
-                if self.connect and prev is not None and x - prev[0] <= 4:
+                if prev is None:
+                    near = False
+                else:
+                    near = x - prev[0] <= 4 if self.connect_ns is None else t - prev_t <= self.connect_ns
+                if self.connect and near:
                     steps = max(abs(x - prev[0]), abs(y - prev[1]), 1)
                     for k in range(1, steps):
                         put(name, prev[0] + (x - prev[0]) * k // steps, prev[1] + (y - prev[1]) * k // steps)
                 put(name, x, y)
                 if not self.connect:
                     put(name, x, min(ydots - 1, y + 1))  # a point two dots tall reads at a glance
-                prev = (x, y)
+                prev, prev_t = (x, y), t
         return out
 
     def _shared_style(self) -> str:
@@ -185,23 +194,40 @@ class TimeChart(Widget):
             return "+".join(n for n in self.series if n in lanes) or "+".join(sorted(lanes))
         return "2+ lanes"
 
+    def _wall_labels(self, plot_w: int, step_s: int) -> list[tuple[int, str]] | None:
+        """Labels centred on the round instants ``step_s`` apart (those cut by an edge left out), or
+        None when two of them would touch."""
+        assert self.wall is not None
+        span = self.t1 - self.t0
+        out: list[tuple[int, str]] = []
+        end = -1
+        for t in self.wall.ticks(self.t0, self.t1, step_s):
+            text = self.wall.label(t, step_s)
+            at = int((t - self.t0) / span * (plot_w - 1) + 0.5) - len(text) // 2
+            if at < 0 or at + len(text) > plot_w:
+                continue
+            if at <= end + 1:
+                return None
+            out.append((at, text))
+            end = at + len(text)
+        return out
+
     def _x_axis(self, plot_w: int) -> list[tuple[int, str]]:
         """(start column, text) of each x label; the tick column of a wall-clock label is its middle."""
         span = self.t1 - self.t0
+        self._ticked = False
         if self.wall is not None:
             for step_s in X_STEPS_S:
-                width = len(self.wall.label(self.t0, step_s))
-                if span / (step_s * NS) * (width + 2) <= plot_w:
-                    break
-            out, end = [], -1
-            for t in self.wall.ticks(self.t0, self.t1, step_s):
-                text = self.wall.label(t, step_s)
-                col = int((t - self.t0) / span * (plot_w - 1) + 0.5)
-                at = col - len(text) // 2
-                if at > end and at + len(text) <= plot_w:
-                    out.append((at, text))
-                    end = at + len(text)
-            return out
+                placed = self._wall_labels(plot_w, step_s)
+                if placed is not None and len(placed) >= 2:
+                    self._ticked = True
+                    return placed
+            # too narrow for two round instants: the window's two ends
+            precision = 60 if span >= 600 * NS else 1
+            left, right = self.wall.label(self.t0, precision), self.wall.label(self.t1, precision)
+            if len(left) + len(right) + 1 <= plot_w:
+                return [(0, left), (plot_w - len(right), right)]
+            return [(max(0, plot_w - len(right)), right[-plot_w:])]
         left, mid, right = self.x_fmt(self.t0), self.x_fmt(self.t0 + span // 2), self.x_fmt(self.t1)
         places = [(0, left), (plot_w - len(right), right)]
         mid_at = plot_w // 2 - len(mid) // 2
@@ -276,7 +302,7 @@ class TimeChart(Widget):
                 style = shared_style if len(owners) > 1 else self.colours.get(next(iter(owners)), "")
                 out.append(chr(0x2800 + bits), style=style)
         self.x_labels = self._x_axis(plot_w)
-        if self.wall is not None:
+        if self.wall is not None and self._ticked:
             for at, text in self.x_labels:
                 c = at + len(text) // 2
                 if strip[c][0] == "─":
