@@ -126,30 +126,55 @@ def result_rows(kind: str, results: dict[str, Any], lanes: list[str]) -> tuple[l
     return cols, rows
 
 
-def decode_verdict(results: dict[str, Any], lanes: list[str]) -> str:
-    """The decode ladder's verdict as markup: the crossover sentence of ``lanemon bench decode`` (decided on
-    the steady figure, with the gaps and the noise band it rests on), then what steady and span are."""
+def crossover_text(results: dict[str, Any]) -> str:
+    """The crossover as the screen says it, short: ``B overtakes A between C3 and C4: C3 B -5.9 %, C4 B +6.2 %
+    vs A (noise band 5.0 %)``; where leadership never changes, the sentence of ``lanemon bench decode``."""
     from lanemon.workloads.bench.decode import crossover_sentence
 
+    x = results.get("crossover")
+    if not x or not x.get("between") or not x.get("compared"):
+        return crossover_sentence(results)
+    lo, hi = x["between"][0], x["between"][-1]
+    a, b = x["compared"][0], x["compared"][1]
+    around = [g for g in x.get("levels") or [] if g.get("level") in (lo, hi) and g.get("gap") is not None]
+    text = f"{x['leader_after']} overtakes {x['leader_before']} between C{lo} and C{hi}"
+    if len(x.get("changes") or []) > 1:
+        text += f" (leadership changes {len(x['changes'])} times)"
+    if around:
+        band = max(g["band"] for g in around)
+        src = ", from the reps" if any(g.get("band_from_reps") for g in around) else ""
+        text += (": " + ", ".join(f"C{g['level']} {b} {g['gap'] * 100:+.1f} %" for g in around)
+                 + f" vs {a} (noise band {band * 100:.1f} %{src})")
+    return text
+
+
+def decode_verdict(results: dict[str, Any], lanes: list[str]) -> str:
+    """The decode ladder's verdict as markup: the crossover (decided on the steady figure, with the gaps and
+    the noise band it rests on), what steady and span are, and how many cells ran while lanemon was starved."""
     by_lane = results.get("lanes") or {}
     if not any((by_lane[n] or {}).get("levels") for n in by_lane):
         return ""
     lines = []
-    sentence = crossover_sentence(results) if sum(1 for n in by_lane if (by_lane[n] or {}).get("levels")) >= 2 else ""
+    sentence = crossover_text(results) if sum(1 for n in by_lane if (by_lane[n] or {}).get("levels")) >= 2 else ""
     if sentence:
         lines.append(f"[b]{escape(sentence)}[/]")
     lines.append("[dim]steady: all C streams in flight · span: first send → last end[/]")
+    cells = [c or {} for n in by_lane for c in ((by_lane[n] or {}).get("levels") or {}).values()]
+    bad = [c for c in cells if c.get("unreliable")]
+    if bad:
+        n = sum(int(c.get("client_bound") or 0) for c in bad)
+        lines.append(f"[$warning]? lanemon starved in {n} request{'s' if n != 1 else ''} "
+                     f"({len(bad)} cell{'s' if len(bad) != 1 else ''}): not judged[/]")
     return "\n".join(lines)
 
 
 def decode_legend(results: dict[str, Any]) -> str:
-    """What the decode table's marks mean (only the marks it shows, and ▲ / = with two lanes)."""
+    """What the decode table's marks mean, short (only the marks it can show; ▲ / = with two lanes)."""
     by_lane = results.get("lanes") or {}
     cells = [c or {} for n in by_lane for c in ((by_lane[n] or {}).get("levels") or {}).values()]
-    parts = ["▲ leads", "= within noise"] if sum(1 for n in by_lane if (by_lane[n] or {}).get("levels")) >= 2 else []
+    parts = ["▲ leads", "= tie"] if sum(1 for n in by_lane if (by_lane[n] or {}).get("levels")) >= 2 else []
     if any(c.get("unreliable") for c in cells):
-        starved = sum(int(c.get("client_bound") or 0) for c in cells)
-        parts.append(f"? lanemon starved ({starved} req): not judged")
+        parts.append("? starved")
     if any(c.get("unstable") or c.get("steady_unstable") for c in cells):
         parts.append("† unstable")
     return " · ".join(parts)

@@ -173,7 +173,7 @@ class BenchChart(Vertical):
         """Series colours from the app theme (plotext takes RGB tuples)."""
         return [rgb(lane_colour(self.app, i)) if self.is_attached else (79, 179, 217) for i in range(n)]
 
-    def faded(self, colour: str, amount: float = 0.55) -> str:
+    def faded(self, colour: str, amount: float = 0.45) -> str:
         """``colour`` blended ``amount`` of the way to the theme's background: the same lane, drawn quieter
         (a figure shown beside the headline one, e.g. the decode ladder's span beside its steady state)."""
         return faded(self.app if self.is_attached else None, colour, amount)
@@ -225,15 +225,13 @@ class BenchChart(Vertical):
         if xs:
             plt.xticks(xs, [f"C{x:g}" for x in xs])
         plt.ylim(0, None)
-        legend = " ".join(f"[{colours[n]}]━━[/] {escape(n)}" for n in names)
-        legend += f" {series_label}"
+        legend = " ".join(f"[{colours[n]}]━[/]{escape(n)}" for n in names) + f" {series_label}"
         if ghost:
-            legend += "  " + " ".join(f"[{self.faded(colours[n])}]•[/]" for n in names if n in ghost)
-            legend += f" {ghost_label}"
+            legend += " " + "".join(f"[{self.faded(colours[n])}]•[/]" for n in names if n in ghost) + f" {ghost_label}"
         if flagged:
-            legend += "  ? lanemon starved"
+            legend += " ? starved"
         if vline is not None:
-            legend += f"  │ {escape(vline[1])}"
+            legend += " │ crossover"
         self.border_subtitle = legend
         self.query_one(PlotextPlot).refresh()
 
