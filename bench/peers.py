@@ -223,6 +223,9 @@ class Lanemon(Tool):
                 "--max-tokens", str(self.args.output_tokens), "--chat", "--json",
                 "--record", str(work / "run.jsonl")]
 
+    part = "level"
+    """``meta.part`` of the measured requests in the recording (the decode ladder's levels)."""
+
     def results(self, work):
         from lanemon.measure.metrics import request_metrics
         from lanemon.measure.records import assemble
@@ -230,13 +233,57 @@ class Lanemon(Tool):
 
         _, events, _ = read_events(work / "run.jsonl")
         out = {}
+        self.queued_ms: list[float] = []
         for rec in assemble(events):
-            if rec.meta.get("part") != "level" or not rec.ok or not rec.server_request_id:
+            if rec.meta.get("part") != self.part or not rec.ok or not rec.server_request_id:
                 continue
             ttft = request_metrics(rec).ttft_s
             if ttft is not None:
                 out[rec.server_request_id] = ttft
+                q = rec.meta.get("queued_ms")
+                if isinstance(q, (int, float)):
+                    self.queued_ms.append(q)
         return out
+
+
+class LanemonWorkers(Lanemon):
+    """lanemon's open-loop ``bench load`` with ``--workers N`` (tool name ``lanemon-wN``).
+
+    ``bench decode`` (the ``lanemon`` column) runs its clients in one process and keeps C requests in flight
+    (closed loop).  ``bench load`` is the workload that runs in worker processes; it is open loop, so the
+    waves are a timed trace: wave k (C requests at once) at k x the wave gap.  The first wave is the same
+    burst as the closed loop's; later waves start on the clock, not when the previous one ended (the gap
+    must be longer than a wave, which each run checks: ``max_active`` from the simulator's trace).
+    """
+
+    part = "load"
+
+    def __init__(self, args, workers: int) -> None:
+        super().__init__(args)
+        self.workers = workers
+        self.name = f"lanemon-w{workers}"
+
+    def command(self, url, level, n, work):
+        lines = ['[set]', 'name = "peers"', f"max_tokens = {self.args.output_tokens}", "",
+                 "[[prompt]]", 'id = "p-000"', 'category = "c000"', f'text = "{PROMPT}"', ""]
+        (work / "prompts.toml").write_text("\n".join(lines))
+        gap = wave_gap(self.args, level)
+        with open(work / "waves.jsonl", "w") as fh:
+            for i in range(n):
+                fh.write(json.dumps({"t": round((i // level) * gap, 6)}) + "\n")
+        return [self.exe(), "bench", "load", "--lane", f"A={url}", "--arrival", "trace",
+                "--trace", str(work / "waves.jsonl"), "--prompts", str(work / "prompts.toml"),
+                "--output-len", f"fixed:{self.args.output_tokens}", "--chat", "--workers", str(self.workers),
+                "--json", "--record", str(work / "run.jsonl")]
+
+
+def wave_gap(args, level: int) -> float:
+    """Seconds between the waves of ``lanemon-wN`` (open loop): ``--wave-gap``, or a wave's length on the
+    simulated lane with room to spare (16 streams decode at once; 48 tokens take about 3 s at 16)."""
+    if args.wave_gap:
+        return args.wave_gap
+    rounds = -(-level // 16)
+    return rounds * (0.5 + args.output_tokens / 12.0) * args.time_scale
 
 
 class Guidellm(Tool):
@@ -352,6 +399,16 @@ storage:
 
 
 KINDS = {"lanemon": Lanemon, "guidellm": Guidellm, "aiperf": Aiperf, "inference-perf": InferencePerf}
+LANEMON_WORKERS = re.compile(r"lanemon-w([1-9][0-9]?)")
+
+
+def make_tool(name: str, args) -> Tool | None:
+    """The tool called ``name`` (``lanemon-wN``: ``bench load --workers N``); None for an unknown name."""
+    m = LANEMON_WORKERS.fullmatch(name)
+    if m:
+        return LanemonWorkers(args, int(m.group(1)))
+    kind = KINDS.get(name)
+    return kind(args) if kind else None
 
 
 # ---------------------------------------------------------------------------
@@ -380,6 +437,12 @@ def one_run(tool: Tool, sim: SimProcess, level: int, n: int, rep: int, root: Pat
         return run
     truth = {t[tool.key]: t["ttft_s"] for t in trace
              if t.get(tool.key) and t.get("status") == "ok" and t.get("ttft_s") is not None}
+    run["max_active"] = max((t.get("active_at_start") or 0 for t in trace), default=0)
+    if run["max_active"] > level:
+        run["overlap"] = f"{run['max_active']} requests in flight at once at C{level} (waves overlapped)"
+    if getattr(tool, "queued_ms", None):
+        q = tool.queued_ms
+        run["queued_ms_p50"], run["queued_ms_p99"] = rnd(pct(q, 50), 3), rnd(pct(q, 99), 3)
     tokens = sum(t.get("completion_tokens") or 0 for t in trace)
     errs = match_errors(ttfts, truth)
     tool_list, truth_list = list(ttfts.values()), list(truth.values())
@@ -484,7 +547,12 @@ def main() -> int:
     ap.add_argument("--input-tokens", type=int, default=32)
     ap.add_argument("--output-tokens", type=int, default=48, help="fixed output length (the simulator's "
                     "replies are at least 60 tokens, so every request runs to it)")
-    ap.add_argument("--tools", default=",".join(TOOLS))
+    ap.add_argument("--tools", default=",".join(TOOLS),
+                    help="tools to run, in this order (default %(default)s); lanemon-wN (e.g. lanemon-w2) runs "
+                         "lanemon's open-loop bench load with --workers N instead of bench decode in one process")
+    ap.add_argument("--wave-gap", type=float, default=None, metavar="S",
+                    help="lanemon-wN only: seconds between waves (default: a wave's length on the simulated lane "
+                         "with room to spare, scaled by --time-scale)")
     ap.add_argument("--peers-dir", type=Path, default=DEFAULT_PEERS,
                     help="directory holding one virtual environment per peer (default ~/.cache/lanemon-peers)")
     ap.add_argument("--tokenizer", help="a local tokenizer directory for the peers (never downloaded)")
@@ -504,24 +572,24 @@ def main() -> int:
         print(f"peers: --levels must be positive whole numbers, not {args.levels!r}", file=sys.stderr)
         return 2
     names = [t.strip() for t in args.tools.split(",") if t.strip()]
-    unknown = [t for t in names if t not in KINDS]
+    unknown = [t for t in names if make_tool(t, args) is None]
     if unknown:
-        print(f"peers: unknown tool {unknown[0]!r} (known: {', '.join(KINDS)})", file=sys.stderr)
+        print(f"peers: unknown tool {unknown[0]!r} (known: {', '.join(KINDS)}, lanemon-wN)", file=sys.stderr)
         return 2
     tok = find_tokenizer(args.tokenizer)
     args.tokenizer = tok
     tools: list[Tool] = []
     info: dict[str, dict] = {}
     for name in names:
-        t = KINDS[name](args)
+        t = make_tool(name, args)
         if t.exe() is None:
-            where = "on PATH" if name == "lanemon" else f"no {args.peers_dir / name}/bin/{name}"
+            where = "on PATH" if name.startswith("lanemon") else f"no {args.peers_dir / name}/bin/{name}"
             if name == "inference-perf":
                 where += "; it needs Python >= 3.12"
             print(f"peers: skipping {name}: not installed ({where})", flush=True)
             info[name] = {"installed": False}
             continue
-        if name != "lanemon" and tok is None:
+        if not name.startswith("lanemon") and tok is None:
             print(f"peers: skipping {name}: no local tokenizer directory (--tokenizer DIR)", flush=True)
             info[name] = {"installed": True, "skipped": "no tokenizer"}
             continue
@@ -559,7 +627,8 @@ def main() -> int:
                           f"TTFT err p50 {pct(e, 50) or 0:7.2f} p99 {pct(e, 99) or 0:7.2f} ms  "
                           f"CPU {r['cpu_s']:6.2f} s ({r['cpu_s_per_1k_tokens'] or 0:.2f}/1k tok)  "
                           f"RSS {r['maxrss_mb']:6.0f}/{r['tree_peak_rss_mb']:6.0f} MB  wall {r['wall_s']:5.1f} s  "
-                          f"load {r['load_avg_1m'][1]:.1f}", flush=True)
+                          f"load {r['load_avg_1m'][1]:.1f}" + (f"  OVERLAP: {r['overlap']}" if r.get("overlap") else ""),
+                          flush=True)
     finally:
         sim.stop()
     agg = {t.name: {str(lvl): aggregate([r for r in runs if r["tool"] == t.name and r["level"] == lvl])
@@ -585,7 +654,7 @@ def main() -> int:
 
 
 def version_of(tool: Tool) -> str | None:
-    if tool.name == "lanemon":
+    if tool.name.startswith("lanemon"):
         from importlib.metadata import version
 
         try:
