@@ -399,3 +399,25 @@ def test_a_burst_lane_keeps_its_win_but_shows_no_per_token_rate():
                                                                                "ratio": None}
     assert result["lanes"]["B"]["bursts"] == 1 and result["lanes"]["B"]["decode_tok_s"] is None
     assert verdict(race).endswith("; first token: A, 1.50x sooner; B arrived in one burst (no per-token rate)")
+
+
+@pytest.mark.parametrize("b_start_us, b_ttft_ms, b_step_us, words", [
+    (1700, 50, 5000, "A and B finished together (end to end within 1 ms; A's end was read first)"),  # 0 ms
+    (1700, 50, 4970, "A and B finished together (end to end within 1 ms; A's end was read first)"),  # -0.3 ms
+    (4000, 48, 5000, "A finished first on the clock, but B's request took 2 ms less end to end (sent later)"),
+])
+def test_a_tie_or_a_later_send_never_reads_won_by_zero_or_minus(b_start_us, b_ttft_ms, b_step_us, words):
+    """Scripted: A is sent at 1 ms and ends at 101 ms (100 ms end to end); B is sent later and its end is read
+    after A's, taking as long (a tie), 0.3 ms less (which printed "by -0 ms") or 2 ms less ("by -2 ms")."""
+    evs = [Event(0, "mark", None, None, {"label": "race 1", "bench": "race", "phase": "start", "race": 1,
+                                         "prompt": "p", "lanes": ["A", "B"]})]
+    evs += _one_lane("A", 1, 1 * MS, 50, 10, 5)
+    evs += _one_lane("B", 1, b_start_us * 1000, b_ttft_ms, 10, None, step_us=b_step_us)
+    evs.sort(key=lambda e: e.t)
+    evs.append(Event(evs[-1].t + MS, "mark", None, None, {"label": "race 1", "bench": "race", "phase": "end",
+                                                           "race": 1}))
+    race = race_results(evs)["races"][0]
+    assert race["winner"] == "A" and race["margin"]["total_s_delta"] <= 0
+    assert race["verdict"] == verdict(race)
+    assert race["verdict"].startswith(words)
+    assert "-0" not in race["verdict"] and "by -" not in race["verdict"] and "by 0 ms" not in race["verdict"]

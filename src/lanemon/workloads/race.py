@@ -486,8 +486,13 @@ def verdict(race: dict[str, Any]) -> str:
     delta, ratio = margin.get("total_s_delta"), margin.get("total_s_ratio")
     if delta is None or ratio is None:
         return f"{winner} finished first" + tail
-    by = f"{delta:.2f} s" if delta >= 0.1 else f"{delta * 1000:.0f} ms"
-    text = f"{winner} finished first by {by} ({ratio:.2f}x sooner end to end)"
+    if abs(delta) < TIE_S:  # "won by 0 ms" (or "-0 ms") is a tie, not a win
+        text = f"{winner} and {runner} finished together (end to end within 1 ms; {winner}'s end was read first)"
+    elif delta < 0:  # finished first on the clock, but its request was sent sooner and took longer
+        text = (f"{winner} finished first on the clock, but {runner}'s request took {_duration(-delta)} less end "
+                f"to end (sent later)")
+    else:
+        text = f"{winner} finished first by {_duration(delta)} ({ratio:.2f}x sooner end to end)"
     text += _tokens_clause(lanes[winner], lanes[runner])
     won = race.get("winners") or winners(lanes, race.get("ranking") or [winner, runner])
     dec = won.get("decode") or {}
@@ -502,6 +507,15 @@ def verdict(race: dict[str, Any]) -> str:
     if first.get("lane") and first.get("ratio"):
         text += f"; first token: {first['lane']}, {first['ratio']:.2f}x sooner"
     return text + tail
+
+
+TIE_S = 0.0005
+"""End-to-end gaps below this (it rounds to 0 ms) are a tie: which end was read first is chance."""
+
+
+def _duration(seconds: float) -> str:
+    """``0.51 s`` / ``12 ms`` (a positive gap)."""
+    return f"{seconds:.2f} s" if seconds >= 0.1 else f"{seconds * 1000:.0f} ms"
 
 
 def _tokens_clause(w: dict[str, Any], r: dict[str, Any]) -> str:
