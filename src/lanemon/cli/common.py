@@ -345,6 +345,26 @@ def run_headless(args: argparse.Namespace, command: str, lanes: list[LaneConfig]
     return HeadlessRun(harness, interrupted, state["down"])
 
 
+def add_output_args(p: argparse.ArgumentParser, formats: tuple[str, ...], default: str, output_help: str) -> None:
+    """``--format/-f`` (one of *formats*; without it, ``-o``'s suffix, else *default*) and ``-o/--output PATH``."""
+    p.add_argument("--format", "-f", choices=formats, help=f"output format (default: from -o's suffix, else {default})")
+    p.add_argument("-o", "--output", type=Path, metavar="PATH", help=output_help)
+
+
+def write_output(path: Path, data: str | bytes, *, make_dirs: bool = True) -> None:
+    """Write a command's output to ``-o PATH`` (UTF-8 text or bytes), creating missing folders unless
+    *make_dirs* is False; a one-line UsageError when it cannot."""
+    try:
+        if make_dirs:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(data, bytes):
+            path.write_bytes(data)
+        else:
+            path.write_text(data, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
 def output_format(fmt: str | None, output: Path | None, suffixes: dict[str, str], default: str) -> str:
     """``--format``, else the format ``-o``'s suffix names (``suffixes``), else ``default``."""
     if fmt:

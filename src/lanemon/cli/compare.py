@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from lanemon.cli.common import UsageError, err, output_format
+from lanemon.cli.common import UsageError, add_output_args, err, output_format, write_output
 
 SUFFIX_FORMATS = {".md": "md", ".markdown": "md", ".html": "html", ".htm": "html", ".json": "json",
                   ".txt": "table"}
@@ -29,9 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("recordings", type=Path, nargs="+", metavar="RECORDING",
                    help="OLD.jsonl NEW.jsonl, or one recording with --lanes A,B")
-    p.add_argument("--format", "-f", choices=("table", "md", "html", "json"),
-                   help="output format (default: from -o's suffix, else a table)")
-    p.add_argument("-o", "--output", type=Path, metavar="PATH", help="write the comparison here instead of stdout")
+    add_output_args(p, ("table", "md", "html", "json"), "a table", "write the comparison here instead of stdout")
     p.add_argument("--lanes", metavar="A,B", help="one recording: compare lane A (old) with lane B (new); "
                                                    "two recordings: compare only these lanes")
     p.add_argument("--tui", action="store_true", help="open the compare screen (curves overlaid, races side by "
@@ -109,10 +107,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
             sys.stdout.write(render(result, fmt))
         return 0
     text = render(result, fmt)
-    try:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    write_output(args.output, text)
     print(f"lanemon: comparison written: {args.output} ({fmt})", file=sys.stderr)
     return 0

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from lanemon.cli.common import UsageError, err, output_format
+from lanemon.cli.common import UsageError, err, output_format, write_output
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -46,10 +46,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.output is None:
         sys.stdout.buffer.write(data)
     else:
-        try:
-            args.output.write_bytes(data)
-        except OSError as exc:
-            raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+        write_output(args.output, data, make_dirs=False)
         print(f"lanemon: {len(rows)} requests written to {args.output}", file=sys.stderr)
     for warning in rec.warnings:
         err(f"warning: {warning}")

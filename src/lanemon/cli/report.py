@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from lanemon.cli.common import UsageError, err, output_format
+from lanemon.cli.common import UsageError, add_output_args, err, output_format, write_output
 
 SUFFIX_FORMATS = {".md": "md", ".markdown": "md", ".html": "html", ".htm": "html", ".json": "json", ".csv": "csv"}
 
@@ -26,9 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "The format is --format, else the suffix of -o, else Markdown.",
     )
     p.add_argument("recording", type=Path, nargs="+", metavar="RECORDING", help=".jsonl recording(s)")
-    p.add_argument("--format", "-f", choices=("md", "html", "json", "csv"), help="output format (default: from "
-                   "-o's suffix, else md)")
-    p.add_argument("-o", "--output", type=Path, metavar="PATH", help="write the report here instead of stdout")
+    add_output_args(p, ("md", "html", "json", "csv"), "md", "write the report here instead of stdout")
     p.set_defaults(func=cmd_report)
 
 
@@ -52,10 +50,6 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.output is None:
         sys.stdout.write(text)
         return 0
-    try:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    write_output(args.output, text)
     print(f"lanemon: report written: {args.output} ({fmt})", file=sys.stderr)
     return 0
