@@ -16,10 +16,11 @@ import argparse
 import statistics
 import sys
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from lanemon.untrusted import rich_escape
-from lanemon.cli.common import (UsageError, add_workload_args, err, open_recorder, positive_float, positive_int, recording_saved, run_interruptible, workload_lanes)
+from lanemon.cli.common import (UsageError, add_workload_args, err, open_recorder, positive_float, positive_int, recording_saved, run_interruptible, workload_lanes, write_output)
 
 RUN_DESCRIPTION = """\
 Run the qeval tasks (code, json, math, format; 75 shipped) on one lane over
@@ -185,15 +186,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if result is None:
             result = build_result(lane.name, harness.clients[lane.name].model, entries, skipped=skipped)
             err(f"interrupted: {result['total']} of {len(tasks)} tasks finished")
-    if args.output is not None:
-        try:
-            args.output.write_text(_dump(result), encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
-    if args.json:
-        sys.stdout.write(_dump(result))
-    else:
-        _print_run(result)
+    _emit(args, result, lambda: _print_run(result))
     return 130 if interrupted else 0
 
 
@@ -218,6 +211,16 @@ def sandbox_notice(limits, code_tasks: int) -> None:
     else:
         err(f"qeval: {code_tasks} code task(s) will be skipped: {problem}; {UNSAFE_FLAG} runs them without one "
             "(not isolated)")
+
+
+def _emit(args: argparse.Namespace, payload: Any, show: Callable[[], object]) -> None:
+    """The result JSON to ``-o`` (when given) and to stdout with ``--json``; else ``show()`` prints the tables."""
+    if args.output is not None:
+        write_output(args.output, _dump(payload), make_dirs=False)  # run and rescore check the folder first
+    if args.json:
+        sys.stdout.write(_dump(payload))
+    else:
+        show()
 
 
 def _print_run(result: dict[str, Any]) -> None:
@@ -352,14 +355,10 @@ def cmd_rescore(args: argparse.Namespace) -> int:
             raise UsageError(out.failed)
         err(f"recording with the new verdicts: {out.path} ({out.events} events)")
     payload: Any = results[lanes[0]] if len(lanes) == 1 else results
-    if args.output is not None:
-        try:
-            args.output.write_text(_dump(payload), encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
-    if args.json:
-        sys.stdout.write(_dump(payload))
-    else:
+
+    def show() -> None:
         for lane in lanes:
             _print_run(results[lane])
+
+    _emit(args, payload, show)
     return 0
