@@ -8,7 +8,9 @@ from textual.widgets import DataTable, Static
 from lanemon.reports.compare import compare, compare_lanes
 from lanemon.reports.analyse import analyze
 from lanemon.ui.app import make_app
-from lanemon.ui.widgets.bench_chart import BenchChart
+from lanemon.ui.colours import lane_colour
+from lanemon.ui.widgets.bench_chart import BenchChart, faded
+from rich.text import Text
 from test_compare_fixtures import session_events, slow_copy, write_recording
 
 
@@ -38,6 +40,19 @@ async def test_compare_screen_shows_curves_races_and_highlighted_rows(result):
         assert decode.series["B old"] == decode.series["B new"]
         prefill = screen.query_one("#chart-prefill", BenchChart)
         assert prefill.kind == "bars" and set(prefill.series) == {"A old", "A new", "B old", "B new"}
+        # issue 12: a lane in its own colour on every screen: NEW in the lane's colour, OLD a faded variant of
+        # it (○ on the lines, ▒ bars), the legend naming each; every lane distinct
+        a, b = lane_colour(app, 0), lane_colour(app, 1)
+        for chart in (decode, prefill):
+            colours = chart.lane_colours(["A old", "A new", "B old", "B new"])
+            assert colours == {"A new": a, "A old": faded(app, a, 0.45), "B new": b, "B old": faded(app, b, 0.45)}
+            assert len(set(colours.values())) == 4
+        legend = Text.from_markup(str(decode.border_subtitle)).plain
+        assert legend.split() == ["○A", "old", "━A", "new", "○B", "old", "━B", "new"]
+        bars = prefill.query_one("#bars", Static).visual.plain  # type: ignore[union-attr]
+        assert "▒▒ A old" in bars and "██ A new" in bars
+        assert all("▒" in line for line in bars.splitlines() if " old " in f" {line} " and "tok/s" in line
+                   and "█" not in line)
         races = screen.query_one("#cmp-races", DataTable)
         assert races.display and races.row_count == 4  # 2 races x 2 lanes
         rows = screen.query_one("#cmp-rows", DataTable)
@@ -57,6 +72,7 @@ async def test_lanes_mode_screen(tmp_path):
         await pilot.pause()
         decode = app.screen.query_one("#chart-decode", BenchChart)
         assert set(decode.series) == {"A", "B"}
+        assert decode.lane_colours(["A", "B"]) == {"A": lane_colour(app, 0), "B": lane_colour(app, 1)}
         rows = app.screen.query_one("#cmp-rows", DataTable)
         assert [str(c.label) for c in rows.columns.values()][:4] == ["bench", "cell", "metric", "A"]
 
@@ -66,3 +82,21 @@ def test_snapshot_compare_screen(snap_compare, result):
         await pilot.pause()
 
     assert snap_compare(make_app(compare=result), terminal_size=(150, 45), run_before=before)
+
+
+def test_html_compare_draws_old_and_new_of_a_lane_in_the_lane_colour(result):
+    """The report's side of the same rule: a lane's series share its colour class (its place in the lane
+    order), OLD dashed and light, the legend a dashed swatch for OLD."""
+    import re
+
+    from lanemon.reports.compare import render_html
+
+    page = render_html(result)
+    lines = re.findall(r'<polyline class="line (s\d)"([^>]*)points', page)
+    assert sorted(cls for cls, _ in lines) == ["s0", "s0", "s1", "s1"]
+    for cls in ("s0", "s1"):
+        attrs = sorted(extra for c, extra in lines if c == cls)
+        assert attrs[0].strip() == "" and 'stroke-dasharray="6 4"' in attrs[1]  # NEW solid, OLD dashed
+    bars = re.findall(r'<rect class="bar( light)? (s\d)"[^>]*><title>([^<]*)</title>', page)
+    assert bars and all((light == " light") == title.split()[1].startswith("old") and
+                        cls == {"A": "s0", "B": "s1"}[title.split()[0]] for light, cls, title in bars)

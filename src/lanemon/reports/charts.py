@@ -39,6 +39,9 @@ class Chart:
     """series -> colour index, for series that are not lane names (:data:`NEUTRAL` for the neutral colour)."""
     note_legend: str = ""
     """what a note is, said once in the legend beside its marker (e.g. "cache hit tok/s (not prefill)")."""
+    faded: set[str] = field(default_factory=set)
+    """series drawn as a quieter variant of their colour (dashed line, light bar, light swatch): the OLD side
+    of a compare, so a lane's OLD and NEW read as the same lane."""
 
 
 def nice_max(v: float) -> tuple[float, float]:
@@ -74,6 +77,10 @@ LANE_COLOURS = 8
 report's lane order is ``s{i % 8}`` in every chart (the screens do the same with their theme)."""
 NEUTRAL = -1
 """``Chart.colors`` value for a series that is not a lane (e.g. "A vs B"): drawn in the neutral ``sn``."""
+
+FADED_LINE = ' stroke-dasharray="6 4" opacity=".6"'
+"""Presentation attributes of a faded series' line (:attr:`Chart.faded`): dashed and lighter, same colour."""
+FADED_DOT = ' opacity=".6"'
 
 # rough advance per character (px) of the page's sans-serif at each label's font size
 _CHAR_W = {"tick": 6.3, "legend": 7.4, "vlabel": 6.4, "note": 7.0}
@@ -125,8 +132,12 @@ def _legend(chart: Chart, cls: dict[str, str], width: int, left: int, right: int
         ty = 24 + row * 20
         if kind == "marker":
             parts.append(_diamond(lx + 6, ty - 5, 5.5, "marker"))
+        elif label in chart.faded and chart.kind == "line":
+            parts.append(f'<line class="line {css}"{FADED_LINE} x1="{lx:.0f}" y1="{ty - 4}" x2="{lx + 12:.0f}" '
+                         f'y2="{ty - 4}"/>')
         else:
-            parts.append(f'<rect class="{css}" x="{lx:.0f}" y="{ty - 10}" width="12" height="12" rx="2"/>')
+            light = " light bar" if label in chart.faded else ""
+            parts.append(f'<rect class="{css}{light}" x="{lx:.0f}" y="{ty - 10}" width="12" height="12" rx="2"/>')
         parts.append(f'<text class="legend" x="{lx + 17:.0f}" y="{ty}">{esc(label)}</text>')
         lx += w
     return parts, row + 1
@@ -214,13 +225,15 @@ def svg_chart(chart: Chart, lanes: list[str], width: int = 760, height: int = 33
             placed.take((x0 + x1) / 2, top + 14, _text_w(chart.band_label, "tick"))
         for name, series in chart.series.items():
             pts = [(xc(i), y(v)) for i, v in enumerate(series) if v is not None]
+            fade = FADED_LINE if name in chart.faded else ""
             if len(pts) > 1:
                 d = " ".join(f"{px:.1f},{py:.1f}" for px, py in pts)
-                parts.append(f'<polyline class="line {cls[name]}" points="{d}"/>')
+                parts.append(f'<polyline class="line {cls[name]}"{fade} points="{d}"/>')
             for i, v in enumerate(series):
                 if v is None:
                     continue
-                parts.append(f'<circle class="dot {cls[name]}" cx="{xc(i):.1f}" cy="{y(v):.1f}" r="3.5">'
+                parts.append(f'<circle class="dot {cls[name]}"{FADED_DOT if fade else ""} cx="{xc(i):.1f}" '
+                             f'cy="{y(v):.1f}" r="3.5">'
                              f"<title>{esc(name)} {esc(chart.x[i])}: {fmtv(v)}</title></circle>")
         # label each series' last point: above when it is the top one there, else below; never two on one spot
         for name, series in chart.series.items():
@@ -250,7 +263,8 @@ def svg_chart(chart: Chart, lanes: list[str], width: int = 760, height: int = 33
                 if v is None:
                     continue
                 x0 = xc(i) - group / 2 + j * bw
-                parts.append(f'<rect class="bar {cls[name]}" x="{x0 + gap:.1f}" y="{y(v):.1f}" '
+                light = " light" if name in chart.faded else ""
+                parts.append(f'<rect class="bar{light} {cls[name]}" x="{x0 + gap:.1f}" y="{y(v):.1f}" '
                              f'width="{bw - 2 * gap:.1f}" height="{top + ph - y(v):.1f}"><title>{esc(name)} '
                              f'{esc(chart.x[i])}: {esc(solid_word if name in chart.stack else "")}'
                              f"{fmtv(v)}</title></rect>")

@@ -406,12 +406,12 @@ def recording_lanes(analysis: dict[str, Any]) -> list[str]:
 # the text side (kept importable from here: ``cmp.render``, ``cmp.value_text``, ...)
 from lanemon.reports.compare_text import (  # noqa: E402
     EXTRA_CSS, FORMATS, HEADERS, NOTE, _charts, _headers, _only_text, cell_text, change_text, chart_series, headline,
-    range_text, ratio_str, render, render_html, render_json, render_markdown, render_table, rich_renderables,
-    side_names, side_title, simulated_text, summary_line, table_rows, value_text)
+    lane_order, range_text, ratio_str, render, render_html, render_json, render_markdown, render_table,
+    rich_renderables, series_sides, side_names, side_title, simulated_text, summary_line, table_rows, value_text)
 
 _TEXT = (EXTRA_CSS, HEADERS, NOTE, _charts, _headers, _only_text, cell_text, change_text, chart_series, headline,
-         range_text, ratio_str, render_html, render_json, render_markdown, render_table, rich_renderables,
-         side_names, side_title, simulated_text, summary_line, table_rows, value_text)
+         lane_order, range_text, ratio_str, render_html, render_json, render_markdown, render_table,
+         rich_renderables, series_sides, side_names, side_title, simulated_text, summary_line, table_rows, value_text)
 """Re-exported for callers that use ``compare.render``, ``compare.value_text``, ... (ui, cli)."""
 
 __all__ = ["FORMATS", "NOISE_BANDS", "cells", "compare", "compare_lanes", "correct", "judge", "render",

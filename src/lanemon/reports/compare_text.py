@@ -238,13 +238,48 @@ def chart_series(result: dict[str, Any], bench: str, metric: str, cell_kind: str
     return xs, series
 
 
-def _colours(result: dict[str, Any], series: dict[str, Any]) -> dict[str, int]:
-    """Two lanes of one session: each lane in its report colour (its place in the recording's lane order);
-    two sessions: one colour per (lane, session) series."""
+def lane_order(result: dict[str, Any]) -> list[str]:
+    """The lanes of a comparison in colour order: the NEW session's lane order, then lanes only in OLD
+    (two lanes of one session: that recording's order)."""
+    order: list[str] = []
+    for side in ("new", "old"):
+        for x in (result.get(side) or {}).get("lanes") or []:
+            name = x.get("name") if isinstance(x, dict) else None
+            if isinstance(name, str) and name not in order:
+                order.append(name)
+    return order
+
+
+def series_sides(result: dict[str, Any], series: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """Series name (of :func:`chart_series`) -> (lane, side): ``"A old"`` -> ``("A", "old")``; two lanes of
+    one session: the series are the lanes themselves (side ``""``)."""
     if result.get("mode") == "lanes":
-        order = [x.get("name") for x in (result.get("old") or {}).get("lanes") or [] if isinstance(x, dict)]
-        return {k: lane_colour(k, order) if k in order else i for i, k in enumerate(series)}
-    return {k: i for i, k in enumerate(series)}
+        return {k: (k, "") for k in series}
+    a, b = side_names(result)
+    out = {}
+    for k in series:
+        for side, name in (("old", a), ("new", b)):
+            if k.endswith(f" {name}"):
+                out[k] = (k[: -len(name) - 1], side)
+                break
+        else:
+            out[k] = (k, "")
+    return out
+
+
+def _colours(result: dict[str, Any], series: dict[str, Any]) -> dict[str, int]:
+    """Each series in its lane's report colour (the lane's place in :func:`lane_order`, the same colour as
+    in that lane's reports): two sessions draw a lane's OLD and NEW in one colour (OLD faded, see
+    :func:`faded_series`), two lanes of one session each in its own."""
+    order = lane_order(result)
+    sides = series_sides(result, series)
+    return {k: lane_colour(sides[k][0], order) if sides[k][0] in order else i for i, k in enumerate(series)}
+
+
+def faded_series(result: dict[str, Any], series: dict[str, Any]) -> set[str]:
+    """The OLD side's series of a two-session comparison: drawn as a quieter variant (dashed line, light
+    bar) of the lane's colour, so OLD and NEW of one lane read as the same lane."""
+    return {k for k, (_, side) in series_sides(result, series).items() if side == "old"}
 
 
 def _charts(result: dict[str, Any]) -> list[Chart]:
@@ -254,17 +289,18 @@ def _charts(result: dict[str, Any]) -> list[Chart]:
         xs, series = chart_series(result, "decode", "aggregate_tok_s", "level")
     if xs:
         charts.append(Chart("line", "Decode: aggregate throughput vs concurrency, overlaid", "concurrent streams",
-                                "aggregate tok/s", xs, series, colors=_colours(result, series)))
+                                "aggregate tok/s", xs, series, colors=_colours(result, series),
+                                faded=faded_series(result, series)))
     for bench, title in (("prefill", "Prefill ladder, overlaid"), ("needles", "Needles: prefill by context")):
         xs, series = chart_series(result, bench, "prefill_tok_s", "length")
         if xs:
             charts.append(Chart("bars", title, "prompt tokens", "prefill tok/s",
                                     [length_label(x) for x in xs], series,
-                                    colors=_colours(result, series)))
+                                    colors=_colours(result, series), faded=faded_series(result, series)))
     xs, series = chart_series(result, "decode", "per_stream_tok_s", "category")
     if xs:
         charts.append(Chart("bars", "Per-stream decode at C1 by category", "category", "tok/s", xs, series,
-                                colors=_colours(result, series)))
+                                colors=_colours(result, series), faded=faded_series(result, series)))
     return charts
 
 

@@ -92,6 +92,15 @@ class CompareScreen(LanemonScreen):
     def on_mount(self) -> None:
         self.show(self.result)
 
+    @staticmethod
+    def _colour_by_lane(chart: BenchChart, result: dict[str, Any], series: dict[str, Any]) -> None:
+        """Every series in its lane's colour (the same as on every other screen and in the reports): a lane's
+        OLD and NEW in one colour, OLD faded (○ on the lines, ▒ bars); the legend names each."""
+        sides = cmp.series_sides(result, series)
+        chart.lane_order = cmp.lane_order(result)
+        chart.lane_of = {k: lane for k, (lane, _) in sides.items()}
+        chart.faded_series = {k for k, (_, side) in sides.items() if side == "old"}
+
     def show(self, result: dict[str, Any]) -> None:
         self.result = result
         a, b = cmp.side_names(result)
@@ -107,17 +116,24 @@ class CompareScreen(LanemonScreen):
         self.query_one("#cmp-head", Static).update("\n".join(lines))
 
         decode = self.query_one("#chart-decode", BenchChart)
-        xs, series = cmp.chart_series(result, "decode", "aggregate_tok_s", "level")
+        xs, series = cmp.chart_series(result, "decode", "steady_tok_s", "level")
+        what = "steady"
+        if not xs:  # recordings from before the steady-state figure
+            xs, series = cmp.chart_series(result, "decode", "aggregate_tok_s", "level")
+            what = "first send → last end"
+        self._colour_by_lane(decode, result, series)
         pts = {name: [(_x(x), v) for x, v in zip(xs, vals) if v is not None] for name, vals in series.items()}
         if any(pts.values()):
-            decode.show_lines("decode: aggregate tok/s vs concurrency, overlaid", "concurrent streams", "tok/s", pts)
+            decode.show_lines(f"decode: aggregate tok/s ({what}) vs concurrency, overlaid", "concurrent streams",
+                              "tok/s", pts, series_label="")
         else:
             decode.show_empty("decode: aggregate tok/s vs concurrency", "no decode cells in common")
         prefill = self.query_one("#chart-prefill", BenchChart)
         xs, series = cmp.chart_series(result, "prefill", "prefill_tok_s", "length")
+        self._colour_by_lane(prefill, result, series)
         if xs:
             prefill.show_bars("prefill ladder, overlaid", "prompt tokens", "tok/s", [length_label(x) for x in xs],
-                              {k: [v or 0.0 for v in vals] for k, vals in series.items()})
+                              {k: list(vals) for k, vals in series.items()})  # None: not in that session
         else:
             prefill.show_empty("prefill ladder, overlaid", "no prefill cells in common")
         prefill.display = bool(xs)

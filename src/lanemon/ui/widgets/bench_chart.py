@@ -51,9 +51,15 @@ def _value(v: float) -> str:
     return f"{v:,.0f}" if v >= 10 else f"{v:.1f}"
 
 
+def _hatched(fraction: float, width: int) -> str:
+    return "▒" * round(max(0.0, min(1.0, fraction)) * width)
+
+
 def render_bars(labels: list[str], series: dict[str, list[float]], colours: dict[str, str], width: int,
-                unit: str, marks: list[tuple[str, Any, float]] | None = None) -> Text:
-    """Grouped horizontal bars as text ``width`` cells wide (see the module docstring)."""
+                unit: str, marks: list[tuple[str, Any, float]] | None = None,
+                hatched: set[str] | frozenset[str] = frozenset()) -> Text:
+    """Grouped horizontal bars as text ``width`` cells wide (see the module docstring); the series in
+    ``hatched`` are drawn ``▒▒▒`` (the OLD side of a compare, in its lane's faded colour)."""
     names = list(series)
     label_w = min(max((len(lb) for lb in labels), default=0), max(6, width // 4))
     name_w = max((len(n) for n in names), default=1)
@@ -68,7 +74,7 @@ def render_bars(labels: list[str], series: dict[str, list[float]], colours: dict
     out = Text()
     legend = Text("  ")
     for n in names:
-        legend.append("██", style=colours.get(n, ""))
+        legend.append("▒▒" if n in hatched else "██", style=colours.get(n, ""))
         legend.append(f" {n}  ")
     legend.append(f"({unit}, one scale from 0)", style="dim")
     legend.truncate(width, overflow="ellipsis")
@@ -84,7 +90,7 @@ def render_bars(labels: list[str], series: dict[str, list[float]], colours: dict
             if v is None:
                 out.append("—", style="dim")
                 continue
-            bar = _bar(v / top, bar_w)
+            bar = _hatched(v / top, bar_w) if n in hatched else _bar(v / top, bar_w)
             out.append(bar, style=colours.get(n, ""))
             tail = f" {_value(v)} {unit}"
             note = notes.get((label, n))
@@ -128,6 +134,11 @@ class BenchChart(Vertical):
         self.flagged: dict[str, list[tuple[Any, float]]] = {}
         """Lines: points that are not lane speed (lanemon was starved), drawn as ``?``."""
         self.vline: tuple[float, str] | None = None
+        self.lane_of: dict[str, str] = {}
+        """Series -> the lane whose colour it is drawn in, for series that are not lanes (``"A old"`` -> A)."""
+        self.faded_series: set[str] = set()
+        """Series drawn as a quieter variant of their lane's colour (faded line and ``○``, ``▒`` bars): the
+        OLD side of a compare."""
         self.kind = "empty"
         self.marks: list[tuple[str, Any, float]] = []
         self.lane_order: list[str] = []
@@ -162,11 +173,17 @@ class BenchChart(Vertical):
         self.query_one("#bars", Static).display = which != "lines"
 
     def lane_colours(self, names: list[str]) -> dict[str, str]:
+        """Each series' colour: its lane's (:attr:`lane_of` names the lane of a series that is not a lane,
+        e.g. ``"A old"``), faded for the series in :attr:`faded_series`."""
         order = self.lane_order or []
+        lanes = list(dict.fromkeys(self.lane_of.get(n, n) for n in names))
         out = {}
-        for i, n in enumerate(names):
-            idx = order.index(n) if n in order else (len(order) + i if order else i)
-            out[n] = lane_colour(self.app, idx) if self.is_attached else "#4FB3D9"
+        for n in names:
+            lane = self.lane_of.get(n, n)
+            idx = order.index(lane) if lane in order else (len(order) + lanes.index(lane) if order
+                                                            else lanes.index(lane))
+            colour = lane_colour(self.app, idx) if self.is_attached else "#4FB3D9"
+            out[n] = self.faded(colour) if n in self.faded_series else colour
         return out
 
     def colors(self, n: int) -> list[tuple[int, int, int]]:
@@ -215,7 +232,8 @@ class BenchChart(Vertical):
             pts = series.get(name) or []
             if pts:
                 plt.plot([x for x, _ in pts], [y for _, y in pts], color=color, marker="braille")
-                plt.scatter([x for x, _ in pts], [y for _, y in pts], color=color, marker="●")
+                plt.scatter([x for x, _ in pts], [y for _, y in pts], color=color,
+                            marker="○" if name in self.faded_series else "●")
             bad = flagged.get(name)
             if bad:
                 plt.scatter([x for x, _ in bad], [y for _, y in bad], color=color, marker="?")
@@ -225,7 +243,8 @@ class BenchChart(Vertical):
         if xs:
             plt.xticks(xs, [f"C{x:g}" for x in xs])
         plt.ylim(0, None)
-        legend = " ".join(f"[{colours[n]}]━[/]{escape(n)}" for n in names) + f" {series_label}"
+        legend = " ".join(f"[{colours[n]}]{'○' if n in self.faded_series else '━'}[/]{escape(n)}"
+                          for n in names) + (f" {series_label}" if series_label else "")
         if ghost:
             legend += " " + "".join(f"[{self.faded(colours[n])}]•[/]" for n in names if n in ghost) + f" {ghost_label}"
         if flagged:
@@ -255,7 +274,8 @@ class BenchChart(Vertical):
         labels, series, unit = self._bars
         width = max(20, (self.content_region.width or self.size.width or 60) - 2)
         self.query_one("#bars", Static).update(
-            render_bars(labels, series, self.lane_colours(list(series)), width, unit, self.marks))
+            render_bars(labels, series, self.lane_colours(list(series)), width, unit, self.marks,
+                        hatched=self.faded_series))
 
     def show_empty(self, title: str, message: str = "waiting for the first cell…") -> None:
         self.kind, self.series, self.marks = "empty", {}, []
