@@ -43,17 +43,28 @@ def tok(v: Any) -> str:
     return f"{x:.1f}"
 
 
-def secs(v: Any) -> str:
-    x = num(v)
+# A duration in seconds is written in the first unit whose bound it is below: (bound, scale, format), then
+# the last format for anything larger.  One ladder per convention (see the module docstring).
+Ladder = tuple[tuple[tuple[float, float, str], ...], str]
+SECS_LADDER: Ladder = (((0.1, 1000, "{:.0f} ms"), (10, 1, "{:.2f} s"), (100, 1, "{:.1f} s")), "{:,.0f} s")
+SECONDS_LADDER: Ladder = (((0.001, 1e6, "{:.0f} µs"), (1.0, 1000, "{:.0f} ms"), (100.0, 1, "{:.2f} s")),
+                          "{:.0f} s")
+
+
+def duration(x: float | None, ladder: Ladder) -> str:
+    """*x* seconds written by *ladder*; ``—`` when unknown."""
     if x is None:
         return "—"
-    if x < 0.1:
-        return f"{x * 1000:.0f} ms"
-    if x < 10:
-        return f"{x:.2f} s"
-    if x < 100:
-        return f"{x:.1f} s"
-    return f"{x:,.0f} s"
+    steps, last = ladder
+    for bound, scale, fmt in steps:
+        if x < bound:
+            return fmt.format(x * scale)
+    return last.format(x)
+
+
+def secs(v: Any) -> str:
+    """The report's seconds: ``45 ms`` under 0.1 s, ``1.23 s``, ``12.3 s``, ``1,234 s``."""
+    return duration(num(v), SECS_LADDER)
 
 
 def ratio_text(lo: float, hi: float | None = None) -> str:
@@ -151,15 +162,7 @@ def esc(s: Any) -> str:
 
 def seconds(value: float | None) -> str:
     """``172 ms`` below one second, ``1.23 s`` above; ``—`` when unknown (the screens' convention)."""
-    if value is None:
-        return "—"
-    if value < 0.001:
-        return f"{value * 1e6:.0f} µs"
-    if value < 1.0:
-        return f"{value * 1000:.0f} ms"
-    if value < 100.0:
-        return f"{value:.2f} s"
-    return f"{value:.0f} s"
+    return duration(value, SECONDS_LADDER)
 
 
 def tok_s(value: float | None) -> str:
