@@ -32,7 +32,10 @@ fault holds its stream 3 s."""
 LANES = {
     "refuse": ("refuse", "connect the server closed the connection without a response"),
     "drop": ("drop:3", "truncated connection closed by the server mid-response"),
-    "stall": ("stall:3", "timeout no data from the server within the read/stall timeout"),
+    # the read timeout fires first; on a machine too busy to wake lanemon before the stalled bytes arrive, the
+    # stall watchdog names it instead: an error either way, never a figure
+    "stall": ("stall:3", ("timeout no data from the server within the read/stall timeout",
+                          "stalled no data from the server for")),
     "h503": ("http:503", "http HTTP 503: The server is overloaded or not ready yet."),
     "h429": ("http:429", "(Retry-After: 1)"),
     "h502": ("http:502:html", "http HTTP 502: 502 Bad Gateway"),
