@@ -224,6 +224,29 @@ def parse_config(data: dict[str, Any], path: Path | None = None) -> Config:
     return Config(lanes=lanes, probe=probe, theme=theme, record=record, path=path)
 
 
+def unreadable(exc: OSError | UnicodeDecodeError, what: str | None = None) -> str:
+    """Why a user's file could not be read, in the words that follow ``PATH: `` in a one-line error
+    (``is a directory, not WHAT`` when *what* is given)."""
+    if isinstance(exc, FileNotFoundError):
+        return "no such file"
+    if isinstance(exc, IsADirectoryError):
+        return f"is a directory, not {what}" if what else "is a directory"
+    if isinstance(exc, UnicodeDecodeError):
+        return "not UTF-8 text"
+    return f"cannot read: {exc.strerror or exc}"
+
+
+def read_toml(path: Path, error: type[Exception]) -> dict[str, Any]:
+    """The TOML file at *path* as a dict; *error* with a one-line message when it cannot be read or parsed."""
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{path}: invalid TOML: {exc}") from None
+    except OSError as exc:
+        raise error(f"{path}: {unreadable(exc)}") from None
+
+
 def load_config(path: Path | None = None) -> Config:
     """Read ``path`` (must exist) or the default file (may be absent)."""
     explicit = path is not None
@@ -232,14 +255,7 @@ def load_config(path: Path | None = None) -> Config:
         if explicit:
             raise ConfigError(f"config file {path} does not exist")
         return Config()
-    try:
-        with path.open("rb") as fh:
-            data = tomllib.load(fh)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    return parse_config(data, path)
+    return parse_config(read_toml(path, ConfigError), path)
 
 
 def parse_lane_arg(text: str) -> LaneConfig:

@@ -19,14 +19,13 @@ replaces the shipped one.  A broken file is skipped and reported, never fatal.
 from __future__ import annotations
 
 import importlib.resources
-import tomllib
 from pathlib import Path
 from typing import Any
 
 from textual.color import Color, ColorParseError
 from textual.theme import BUILTIN_THEMES, Theme
 
-from lanemon.config import config_dir
+from lanemon.config import config_dir, read_toml
 
 DEFAULT_THEME = "lanemon-dark"
 
@@ -107,14 +106,7 @@ def theme_from_dict(data: dict[str, Any], where: str) -> Theme:
 
 
 def load_theme_file(path: Path) -> Theme:
-    try:
-        with path.open("rb") as fh:
-            data = tomllib.load(fh)
-    except tomllib.TOMLDecodeError as exc:
-        raise ThemeError(f"{path}: invalid TOML: {exc}") from None
-    except OSError as exc:
-        raise ThemeError(f"{path}: cannot read: {exc.strerror}") from None
-    return theme_from_dict(data, str(path))
+    return theme_from_dict(read_toml(path, ThemeError), str(path))
 
 
 def load_themes(
