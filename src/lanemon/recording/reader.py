@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from lanemon.config import unreadable
 from lanemon.events import SCHEMA_NAME, SCHEMA_VERSION, Event, parse_version
 from lanemon.recording.schema import (MAX_HEADER_BYTES, MAX_LINE_BYTES, BadRow, Overlong, bounded_lines,
                                       check_header, decode_event)
@@ -41,12 +42,8 @@ class Recording:
         try:
             with self.path.open("rb") as fh:
                 first = fh.readline(MAX_HEADER_BYTES + 1)
-        except FileNotFoundError:
-            raise RecordingError(f"{self.path}: no such file") from None
-        except IsADirectoryError:
-            raise RecordingError(f"{self.path}: is a directory, not a recording") from None
         except OSError as exc:
-            raise RecordingError(f"{self.path}: cannot read: {exc.strerror}") from None
+            raise RecordingError(f"{self.path}: {unreadable(exc, 'a recording')}") from None
         self.body_offset = len(first)
         """Byte offset of the first event line."""
         self.header = self._parse_header(first)

@@ -27,6 +27,8 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
+from lanemon.config import unreadable
+
 SHIPPED_SET = "prompts-v1.toml"
 CATEGORIES = ("coding", "prose", "reasoning", "narrative", "summarization", "extraction", "translation", "math")
 DEFAULT_MAX_TOKENS = 256
@@ -171,14 +173,8 @@ def load_prompt_set(path: str | Path | None = None) -> PromptSet:
     p = Path(path)
     try:
         text = p.read_text("utf-8")
-    except FileNotFoundError:
-        raise PromptSetError(f"prompt set {p}: no such file") from None
-    except IsADirectoryError:
-        raise PromptSetError(f"prompt set {p}: is a directory") from None
-    except UnicodeDecodeError:
-        raise PromptSetError(f"prompt set {p}: not UTF-8 text") from None
-    except OSError as exc:
-        raise PromptSetError(f"prompt set {p}: cannot read ({exc.strerror or exc})") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PromptSetError(f"prompt set {p}: {unreadable(exc)}") from None
     return parse_prompt_set(text, str(p))
 
 
