@@ -38,6 +38,8 @@ _DOTS = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))  # [row from to
 NS = 1_000_000_000
 X_STEPS_S = (5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600)
 """Wall-clock tick steps (seconds), finest first: the finest whose labels fit is used."""
+Y_LABEL_ALLOWANCE = 12
+"""Columns set aside for the y labels when the x step is chosen (``1,500 tok/s┤`` is 12)."""
 
 
 def nice_max(value: float) -> float:
@@ -212,12 +214,18 @@ class TimeChart(Widget):
             end = at + len(text)
         return out
 
-    def _x_axis(self, plot_w: int) -> list[tuple[int, str]]:
-        """(start column, text) of each x label; the tick column of a wall-clock label is its middle."""
+    def _x_axis(self, plot_w: int, width: int) -> list[tuple[int, str]]:
+        """(start column, text) of each x label; the tick column of a wall-clock label is its middle.
+
+        The step is chosen from the chart's whole width less a fixed allowance for the y labels (not
+        from the plot's own width, which differs with the y labels), so charts of one width side by
+        side tick at the same instants."""
         span = self.t1 - self.t0
         self._ticked = False
         if self.wall is not None:
             for step_s in X_STEPS_S:
+                if span / (step_s * NS) * (len(self.wall.label(self.t0, step_s)) + 2) > width - Y_LABEL_ALLOWANCE:
+                    continue
                 placed = self._wall_labels(plot_w, step_s)
                 if placed is not None and len(placed) >= 2:
                     self._ticked = True
@@ -301,7 +309,7 @@ class TimeChart(Widget):
                 bits, owners = cell
                 style = shared_style if len(owners) > 1 else self.colours.get(next(iter(owners)), "")
                 out.append(chr(0x2800 + bits), style=style)
-        self.x_labels = self._x_axis(plot_w)
+        self.x_labels = self._x_axis(plot_w, width)
         if self.wall is not None and self._ticked:
             for at, text in self.x_labels:
                 c = at + len(text) // 2
