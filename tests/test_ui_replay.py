@@ -114,3 +114,47 @@ async def test_replaying_each_sample_session_opens_the_screen_its_run_showed(nam
             await pilot.pause()
             assert app.screen_name() == "dashboard"
         await pilot.press("q")
+
+
+@pytest.mark.parametrize("name", sorted(OPENS))
+async def test_seeking_each_sample_session_at_max_speed_holds_and_keeps_its_screen(name):
+    """At --speed max, home / ] / end seek without playing straight on to the end (the replay holds the
+    position, paused), the workload's screen stays, and the folds it draws from end where the run ended."""
+    from test_replay_controls import wait_seek
+
+    from lanemon.recording.reader import read_events
+    from lanemon.sessions.sources import ReplaySession
+
+    path = SAMPLES / f"{name}.jsonl"
+    source = ReplaySession(path, speed=float("inf"))
+    app = make_app(source)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause(0.3)
+        await pilot.press("home")  # very likely still playing: a seek at max speed must hold it
+        await wait_seek(app, pilot)
+        assert source.playhead_ns == 0 and source.paused and not source.finished
+        published = source.published
+        await pilot.pause(0.3)
+        assert source.published == published  # held: nothing played on
+        assert app.screen_name() == OPENS[name]
+        target = app.marker_target(1)
+        if target is not None:
+            await pilot.press("right_square_bracket")
+            await wait_seek(app, pilot)
+            assert source.playhead_ns == target and source.paused and not source.finished
+            published = source.published
+            await pilot.pause(0.2)
+            assert source.published == published
+        await pilot.press("end")
+        await wait_seek(app, pilot)
+        assert source.finished and app.screen_name() == OPENS[name]
+        if OPENS[name] == "bench":  # rewound and replayed: the screen's results are the whole run's
+            from lanemon.workloads.bench.decode import decode_results
+            from lanemon.workloads.bench.needles import needle_results
+            from lanemon.workloads.bench.prefill import prefill_results
+
+            _, events, _ = read_events(path)
+            kind = app.bench.kind
+            reference = {"decode": decode_results, "prefill": prefill_results, "needles": needle_results}[kind](events)
+            assert app.bench_results.results(in_progress=False)["lanes"] == reference["lanes"]
+        await pilot.press("q")
