@@ -2,7 +2,7 @@
 
     python bench/peers.py [--levels 1,16,64] [--reps 2] [--waves 2] [--min-requests 16]
                           [--input-tokens 32] [--output-tokens 48]
-                          [--tools lanemon,guidellm,aiperf,inference-perf]
+                          [--tools lanemon,lanemon-w2,guidellm,aiperf,inference-perf]
                           [--peers-dir ~/.cache/lanemon-peers] [--tokenizer DIR]
                           [--json peers.json] [--markdown peers.md]
 
@@ -38,8 +38,20 @@ Figures per tool and level:
 * ``--help`` start-up: wall time of ``TOOL --help``, median of 5 after one warm run.
 
 A tool that is not installed is skipped with one line.  lanemon runs through its
-own CLI (``lanemon bench decode --levels C``, a prompt file with N/C one-prompt
-categories so a level runs N requests).  guidellm and aiperf are run from their
+own CLI, in one of two ways, named in the table's column:
+
+* ``lanemon``     -- ``lanemon bench decode --levels C`` in one process (closed
+  loop: C requests in flight; a prompt file with N/C one-prompt categories so a
+  level runs N requests; C connections warmed before the level);
+* ``lanemon-wN``  -- ``lanemon bench load --workers N`` (e.g. ``--tools
+  lanemon-w2``): N worker processes send and read, their events merged by the
+  main process.  ``bench load`` is open loop, so the waves are a timed trace
+  (wave k of C requests at k x ``--wave-gap``); the first wave is the same burst.
+
+For lanemon's columns each request's error is also split in two on the one
+monotonic clock both processes read (the simulator's ``t_arrival_mono``): send
+stamp -> the simulator reading the request, and the simulator writing the first
+token -> lanemon's read stamp (``in_ms_*`` / ``out_ms_*`` in the JSON).  guidellm and aiperf are run from their
 virtual environments under ``--peers-dir`` (``<dir>/guidellm/bin/guidellm``,
 ``<dir>/aiperf/bin/aiperf``, ``<dir>/inference-perf/bin/inference-perf``, the last
 built with Python >= 3.12), with a local tokenizer directory (``--tokenizer``):
@@ -233,16 +245,14 @@ class Lanemon(Tool):
 
         _, events, _ = read_events(work / "run.jsonl")
         out = {}
-        self.queued_ms: list[float] = []
+        self.stamps: dict[str, tuple[int, int]] = {}
         for rec in assemble(events):
             if rec.meta.get("part") != self.part or not rec.ok or not rec.server_request_id:
                 continue
             ttft = request_metrics(rec).ttft_s
-            if ttft is not None:
+            if ttft is not None and rec.sent_ns is not None and rec.token_ns:
                 out[rec.server_request_id] = ttft
-                q = rec.meta.get("queued_ms")
-                if isinstance(q, (int, float)):
-                    self.queued_ms.append(q)
+                self.stamps[rec.server_request_id] = (rec.sent_ns, rec.token_ns[0])
         return out
 
 
@@ -275,6 +285,26 @@ class LanemonWorkers(Lanemon):
                 "--trace", str(work / "waves.jsonl"), "--prompts", str(work / "prompts.toml"),
                 "--output-len", f"fixed:{self.args.output_tokens}", "--chat", "--workers", str(self.workers),
                 "--json", "--record", str(work / "run.jsonl")]
+
+
+def split_errors(stamps: dict[str, tuple[int, int]], trace: list[dict]) -> dict[str, list[float]] | None:
+    """Where each lanemon TTFT error arises (ms): ``in`` -- from lanemon's send stamp to the simulator's arrival
+    stamp (the request's bytes read from its socket), ``out`` -- from the simulator's first-token write to
+    lanemon's read stamp.  Both processes stamp with CLOCK_MONOTONIC (``time.perf_counter``), but lanemon's
+    stamps count from its own session start, so the offset between the clocks is taken from the request
+    whose trip in was quickest: ``in`` is each request's trip in beyond that one's (its error = in + out)."""
+    rows = []
+    for t in trace:
+        st = stamps.get(t.get("id"))
+        if st is None or t.get("t_arrival_mono") is None or t.get("ttft_s") is None:
+            continue
+        arrival = t["t_arrival_mono"] * 1e9
+        rows.append((arrival - st[0], st[1] - (arrival + t["ttft_s"] * 1e9)))
+    if not rows:
+        return None
+    base = min(i for i, _ in rows)
+    ins = [(i - base) / 1e6 for i, _ in rows]
+    return {"in": ins, "out": [(i + o) / 1e6 - d for (i, o), d in zip(rows, ins)]}
 
 
 def wave_gap(args, level: int) -> float:
@@ -425,6 +455,7 @@ def one_run(tool: Tool, sim: SimProcess, level: int, n: int, rep: int, root: Pat
     child = run_child(cmd, tool.env(), work, timeout)
     load1 = os.getloadavg()[0]
     trace = [t for t in sim.trace() if t.get("endpoint") == tool.endpoint]
+    (work / "sim_trace.json").write_text(json.dumps(trace))  # kept with --workdir: the truth of every request
     run = {"tool": tool.name, "level": level, "rep": rep, "requests": n, "command": cmd, **child,
            "load_avg_1m": [round(load0, 2), round(load1, 2)]}
     if child["rc"] != 0:
@@ -440,9 +471,11 @@ def one_run(tool: Tool, sim: SimProcess, level: int, n: int, rep: int, root: Pat
     run["max_active"] = max((t.get("active_at_start") or 0 for t in trace), default=0)
     if run["max_active"] > level:
         run["overlap"] = f"{run['max_active']} requests in flight at once at C{level} (waves overlapped)"
-    if getattr(tool, "queued_ms", None):
-        q = tool.queued_ms
-        run["queued_ms_p50"], run["queued_ms_p99"] = rnd(pct(q, 50), 3), rnd(pct(q, 99), 3)
+    split = split_errors(tool.stamps, trace) if getattr(tool, "stamps", None) else None
+    if split:
+        run["split_ms"] = {part: [round(x, 3) for x in v] for part, v in split.items()}
+        for part, v in split.items():
+            run[f"{part}_ms_p50"], run[f"{part}_ms_p99"] = rnd(pct(v, 50)), rnd(pct(v, 99))
     tokens = sum(t.get("completion_tokens") or 0 for t in trace)
     errs = match_errors(ttfts, truth)
     tool_list, truth_list = list(ttfts.values()), list(truth.values())
@@ -465,7 +498,13 @@ def aggregate(runs: list[dict]) -> dict:
     d50 = [(r["tool_ttft_p50_s"] - r["truth_ttft_p50_s"]) * 1000 for r in ok if r["tool_ttft_p50_s"] is not None]
     d99 = [(r["tool_ttft_p99_s"] - r["truth_ttft_p99_s"]) * 1000 for r in ok if r["tool_ttft_p99_s"] is not None]
     tokens = sum(r["tokens_streamed"] for r in ok)
+    split = {}
+    for part in ("in", "out"):
+        v = [x for r in ok for x in (r.get("split_ms") or {}).get(part, ())]
+        if v:
+            split[f"{part}_ms_p50"], split[f"{part}_ms_p99"] = rnd(pct(v, 50)), rnd(pct(v, 99))
     return {
+        **split,
         "runs": len(runs), "failed": len(runs) - len(ok),
         "requests": sum(r["requests"] for r in ok), "matched": len(errs),
         "unmatched": sum(r["reported_ok"] - r["matched"] for r in ok),
@@ -627,8 +666,10 @@ def main() -> int:
                           f"TTFT err p50 {pct(e, 50) or 0:7.2f} p99 {pct(e, 99) or 0:7.2f} ms  "
                           f"CPU {r['cpu_s']:6.2f} s ({r['cpu_s_per_1k_tokens'] or 0:.2f}/1k tok)  "
                           f"RSS {r['maxrss_mb']:6.0f}/{r['tree_peak_rss_mb']:6.0f} MB  wall {r['wall_s']:5.1f} s  "
-                          f"load {r['load_avg_1m'][1]:.1f}" + (f"  OVERLAP: {r['overlap']}" if r.get("overlap") else ""),
-                          flush=True)
+                          f"load {r['load_avg_1m'][1]:.1f}" + (f"  OVERLAP: {r['overlap']}" if r.get("overlap") else "")
+                          + (f"\n    error split (ms): send->arrival p50 {r['in_ms_p50']} p99 {r['in_ms_p99']}, "
+                             f"first token write->read p50 {r['out_ms_p50']} p99 {r['out_ms_p99']}"
+                             if "in_ms_p50" in r else ""), flush=True)
     finally:
         sim.stop()
     agg = {t.name: {str(lvl): aggregate([r for r in runs if r["tool"] == t.name and r["level"] == lvl])

@@ -287,6 +287,7 @@ class Lane:
             "http_status": 200,
             "error": None,
             "t_arrival_wall": time.time(),
+            "t_arrival_mono": t_arrival,  # perf_counter (CLOCK_MONOTONIC): comparable across processes here
             "_t0": t_arrival,
         }
         self.trace.append(rec)
