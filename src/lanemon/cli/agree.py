@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from lanemon.cli.common import (UsageError, add_workload_args, err, positive_int, run_headless, workload_lanes)
+from lanemon.cli.common import (EXIT_INTERRUPTED, UsageError, add_workload_args, err, positive_int, run_headless,
+                                workload_lanes)
 from lanemon.config import LaneConfig
-
-EXIT_INTERRUPTED = 130
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -22,6 +22,11 @@ T = TypeVar("T")
 DEMO_PROFILES = (("A", "tensorfold-exl3"), ("B", "sglang-native"))
 
 
+# Exit codes every command shares: 0 done, 1 a lane failed or was down, 2 bad input (UsageError),
+# 130 interrupted by Ctrl-C with what finished kept.
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
 class UsageError(Exception):
     """Bad input: the CLI prints the message and exits 2."""
 

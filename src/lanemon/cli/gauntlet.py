@@ -11,9 +11,9 @@ import argparse
 import sys
 from typing import Any
 
-from lanemon.cli.common import (UsageError, add_workload_args, err, open_recorder, positive_int, recording_saved, run_headless, workload_lanes)
+from lanemon.cli.common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, UsageError, add_workload_args, err, open_recorder,
+                                positive_int, recording_saved, run_headless, workload_lanes)
 
-EXIT_OK, EXIT_FAIL, EXIT_INTERRUPTED = 0, 1, 130
 MAX_HOPS = 500
 
 

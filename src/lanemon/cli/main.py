@@ -13,13 +13,9 @@ from collections.abc import Sequence
 
 from lanemon import __version__
 from lanemon.cli import MODULES as COMMAND_MODULES
-from lanemon.cli.common import UsageError
+from lanemon.cli.common import EXIT_INTERRUPTED, EXIT_USAGE, UsageError
 from lanemon.cli.common import err as _err
 from lanemon.config import ConfigError
-
-EXIT_OK = 0
-EXIT_FAIL = 1
-EXIT_USAGE = 2
 
 DESCRIPTION = """\
 lanemon watches two or more OpenAI-compatible LLM endpoints ("lanes"), races
@@ -69,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         _err("interrupted")
-        return 130
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lanemon.untrusted import rich_escape
-from lanemon.cli.common import (UsageError, add_workload_args, err, open_recorder, positive_float, positive_int, recording_saved, run_interruptible, workload_lanes, write_output)
+from lanemon.cli.common import (EXIT_INTERRUPTED, EXIT_OK, UsageError, add_workload_args, err, open_recorder, positive_float, positive_int, recording_saved, run_interruptible, workload_lanes, write_output)
 
 RUN_DESCRIPTION = """\
 Run the qeval tasks (code, json, math, format; 75 shipped) on one lane over
@@ -187,7 +187,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             result = build_result(lane.name, harness.clients[lane.name].model, entries, skipped=skipped)
             err(f"interrupted: {result['total']} of {len(tasks)} tasks finished")
     _emit(args, result, lambda: _print_run(result))
-    return 130 if interrupted else 0
+    return EXIT_INTERRUPTED if interrupted else EXIT_OK
 
 
 def sandbox_limits(args: argparse.Namespace):

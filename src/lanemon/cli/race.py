@@ -13,9 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lanemon.cli.common import (UsageError, add_measure_args, add_workload_args, err, open_recorder, positive_int, recording_saved, run_headless, slo_arg, thinking_arg, workload_lanes)
-
-EXIT_OK, EXIT_FAIL, EXIT_INTERRUPTED = 0, 1, 130
+from lanemon.cli.common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, UsageError, add_measure_args, add_workload_args, err, open_recorder, positive_int, recording_saved, run_headless, slo_arg, thinking_arg, workload_lanes)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

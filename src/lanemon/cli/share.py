@@ -15,11 +15,9 @@ import os
 from typing import Any
 
 from lanemon.cli import live
-from lanemon.cli.common import UsageError, add_lane_args, err, positive_float
+from lanemon.cli.common import EXIT_FAIL, UsageError, add_lane_args, err, positive_float
 from lanemon.cli.launch import TOKEN_ENV, _port, add_share_args, add_ui_args
 from lanemon.share.protocol import DEFAULT_HOST, DEFAULT_PORT, BindAddress, ShareError
-
-EXIT_OK, EXIT_FAIL = 0, 1
 
 
 # ---------------------------------------------------------------- arguments
