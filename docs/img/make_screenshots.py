@@ -4,8 +4,8 @@
     python docs/img/make_screenshots.py            # dashboard.svg, race.svg, bench.svg
     python docs/img/make_screenshots.py race       # just one
 
-The dashboard replays ``sample_sessions/demo.jsonl``; race and bench start
-both simulators at real speed (time scale 1.0, so the numbers on screen are
+The dashboard replays ``sample_sessions/demo.jsonl`` and bench
+``sample_sessions/decode.jsonl``; race starts both simulators at real speed (time scale 1.0, so the numbers on screen are
 the fitted ones: TTFT ~0.17 s vs ~0.22 s, ~148 vs ~134 tok/s).  Each drives
 the real app in a Textual pilot and saves ``app.save_screenshot()`` in the
 default theme.  HOME points at a scratch directory so the recording
@@ -76,21 +76,23 @@ async def race() -> None:
 
 
 async def bench() -> None:
-    from lanemon.cli.common import demo_lanes
+    """The bench screen replaying the sample decode ladder (recorded against the simulated lanes at real time
+    on a quiet machine, C1-C6 and the per-category phase): a live run on a loaded machine shows every cell
+    as run while lanemon was starved (? marks, no line)."""
+    from lanemon.sessions.sources import ReplaySession
     from lanemon.ui.app import make_app
-    from lanemon.workloads.bench.run import BenchOptions, BenchRun
 
-    with demo_lanes(1.0) as lanes:
-        run = BenchRun("decode", lanes, BenchOptions(levels=[1, 2, 4], categories=["coding", "prose", "reasoning"],
-                                                     seed=1, max_tokens=96, time_scale=1.0))
-        app = make_app(run)
-        async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: run.finished, timeout=600)
-            await app.workers.wait_for_complete()
-            app.redraw(force=True)
-            await pilot.pause(0.5)
-            save(app, "bench.svg")
-            await pilot.press("q")
+    os.chdir(OUT.parent.parent)  # the status bar shows the path as given: relative, not this machine's
+    session = ReplaySession(Path("sample_sessions") / "decode.jsonl", speed=float("inf"))
+    app = make_app(session)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: session.finished, timeout=600)
+        app.redraw(force=True)
+        await pilot.pause(0.5)
+        app.redraw(force=True)
+        await pilot.pause(0.3)
+        save(app, "bench.svg")
+        await pilot.press("q")
 
 
 SHOTS = {"dashboard": dashboard, "race": race, "bench": bench}
