@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
 from textual.widgets import Label, Static
 
 from lanemon.ui.format import markup_escape as escape
 from lanemon.folds.gauntlet import LaneView
+from lanemon.ui.widgets.lane_card import LaneCard
 
 BAR_WIDTH = 22
 PHASES = {
@@ -52,46 +52,24 @@ def _secs(value: float | None) -> str:
     return "  –  " if value is None else f"{value:5.2f}"
 
 
-class GauntletLanePanel(Vertical):
-    """Everything the gauntlet screen shows about one lane, redrawn from a :class:`LaneView`."""
+class GauntletLanePanel(LaneCard):
+    """Everything the gauntlet screen shows about one lane, redrawn from a :class:`LaneView`.
+
+    Its border is green once the lane solved the task (``-done``), red when it failed (``-failed``)."""
 
     DEFAULT_CSS = """
-    GauntletLanePanel {
-        width: 1fr;
-        height: 1fr;
-        min-width: 30;
-        border: round $primary 40%;
-        background: $surface;
-        padding: 0 1;
-        margin: 0 0 0 1;
-    }
-    GauntletLanePanel:first-of-type { margin-left: 0; }
-    GauntletLanePanel.-done { border: round $success 60%; }
-    GauntletLanePanel.-failed { border: round $error 70%; }
-    GauntletLanePanel .row { height: 1; }
-    GauntletLanePanel Label { text-wrap: nowrap; text-overflow: ellipsis; }
-    GauntletLanePanel #name { background: $primary; color: $background; text-style: bold; padding: 0 1;
-                              margin-right: 1; }
-    GauntletLanePanel #model { width: 1fr; color: $text-muted; }
+    GauntletLanePanel { height: 1fr; min-width: 30; }
     GauntletLanePanel #rep { width: auto; text-style: bold; }
     GauntletLanePanel #hops { height: auto; margin-top: 1; }
     GauntletLanePanel #file { color: $text; }
     GauntletLanePanel #now { margin-bottom: 1; }
     GauntletLanePanel #turns-head { color: $text-muted; height: 1; }
     GauntletLanePanel #turns { height: 1fr; text-wrap: nowrap; text-overflow: ellipsis; }
-    GauntletLanePanel #turns-head { text-wrap: nowrap; text-overflow: ellipsis; }
     GauntletLanePanel #reps { height: auto; margin-top: 1; }
     """
 
-    def __init__(self, lane: str, *, id: str | None = None) -> None:
-        super().__init__(id=id)
-        self.lane = lane
-
     def compose(self) -> ComposeResult:
-        with Horizontal(classes="row"):
-            yield Label(escape(self.lane), id="name")
-            yield Label("", id="model")
-            yield Label("", id="rep")
+        yield self.header(Label("", id="model"), Label("", id="rep"))
         yield Static("", id="hops")
         yield Label("", id="file")
         yield Label("", id="now")
@@ -101,6 +79,7 @@ class GauntletLanePanel(Vertical):
 
     def update_from(self, view: LaneView, *, hops: int, reps: int, scale: float, now_ns: int,
                     running: bool) -> None:
+        self.paint_name()
         self.query_one("#model", Label).update(escape(view.model or ""))
         rep_text = f"rep {view.rep + 1}/{reps}" if view.rep >= 0 else f"{reps} reps"
         self.query_one("#rep", Label).update(rep_text)
@@ -131,6 +110,7 @@ class GauntletLanePanel(Vertical):
         self.query_one("#reps", Static).update(self._reps_text(view, reps))
         self.set_class(view.phase == "done", "-done")
         self.set_class(view.phase in ("failed", "error"), "-failed")
+        self.mark(good=view.phase == "done", bad=view.phase in ("failed", "error"))
 
     @staticmethod
     def _reps_text(view: LaneView, reps: int) -> str:

@@ -7,51 +7,31 @@ not here: a per-panel sparkline scaled to its own min and max cannot be compared
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal
 from textual.widgets import Label, Static
 
 from lanemon.folds.dashboard import LaneState
 from lanemon.ui import format as fmt
 from lanemon.ui.format import markup_escape as escape
+from lanemon.ui.widgets.lane_card import LaneCard
 from lanemon.ui.widgets.server_gauges import ServerGauges
 
 ERRORS_SHOWN = 3
+STATES = ("-unknown", "-up", "-down")
 NARROW = 46
 """Panels narrower than this drop the medians and ranges (the window table has them)."""
 
 
-class LanePanel(Vertical):
+class LanePanel(LaneCard):
     """Everything lanemon knows about one lane, redrawn from a :class:`LaneState`.
 
     The panel never reads the event stream; the app calls :meth:`update_from`
-    on its redraw timer, so a burst of token events costs one repaint.
+    on its redraw timer, so a burst of token events costs one repaint.  Its border is green while
+    the lane is up (``-up``), red while it is down (``-down``).
     """
 
     DEFAULT_CSS = """
-    LanePanel {
-        width: 1fr;
-        height: auto;
-        min-width: 20;
-        border: round $primary 40%;
-        border-title-color: $text-muted;
-        background: $surface;
-        padding: 0 1;
-        margin: 0 0 0 1;
-    }
-    LanePanel:first-of-type { margin-left: 0; }
-    LanePanel.-up { border: round $success 55%; }
-    LanePanel.-down { border: round $error 70%; }
-    LanePanel .row { height: 1; }
-    LanePanel Label { text-wrap: nowrap; text-overflow: ellipsis; }
-    LanePanel #name {
-        background: $primary;
-        color: $background;
-        text-style: bold;
-        padding: 0 1;
-        margin-right: 1;
-    }
-    LanePanel #url { width: 1fr; color: $text-muted; }
-    LanePanel #badge { padding: 0 1; text-style: bold; min-width: 5; }
+    LanePanel.-good { border: round $success 55%; }
     LanePanel #badge.-up { background: $success; color: $background; }
     LanePanel #badge.-down { background: $error; color: $background; }
     LanePanel #badge.-unknown { background: $panel; color: $text-muted; }
@@ -75,27 +55,13 @@ class LanePanel(Vertical):
     """
 
     def __init__(self, lane: str, *, id: str | None = None) -> None:
-        super().__init__(id=id, classes="-unknown")
-        self.lane = lane
+        super().__init__(lane, id=id, classes="-unknown")
 
     def compose(self) -> ComposeResult:
-        with Horizontal(classes="row"):
-            yield Label(escape(self.lane), id="name")
-            yield Label("", id="url")
-            yield Label("…", id="badge", classes="-unknown")
+        yield self.header(Label("", id="url"), Label("…", id="badge", classes="badge -unknown"))
         yield Label("model —", id="model")
-        with Horizontal(classes="row"):  # last · median of the last 120 · n and range
-            yield Label("TTFT", classes="key")
-            yield Label("—", id="ttft-last", classes="val")
-            yield Label("med", classes="med")
-            yield Label("—", id="ttft-median", classes="val")
-            yield Label("", id="ttft-label", classes="spark-label")
-        with Horizontal(classes="row"):
-            yield Label("decode", classes="key")
-            yield Label("—", id="tps-last", classes="val")
-            yield Label("med", classes="med")
-            yield Label("—", id="tps-median", classes="val")
-            yield Label("", id="tps-label", classes="spark-label")
+        yield _figure_row("TTFT", "ttft")  # last · median of the last 120 · n and range
+        yield _figure_row("decode", "tps")
         with Horizontal(classes="row"):
             yield Label("requests", classes="key")
             yield Label("", id="requests")
@@ -109,6 +75,7 @@ class LanePanel(Vertical):
     def update_from(self, st: LaneState, now_ns: int = 0) -> None:
         """Redraw every field from the lane's folded state."""
         q = self.query_one
+        self.paint_name()
         q("#url", Label).update(escape(st.url or ""))
         q("#model", Label).update(f"[dim]model[/] {escape(st.model)}" if st.model else "[dim]model —[/]")
 
@@ -120,10 +87,10 @@ class LanePanel(Vertical):
             text = "UP" if st.models_latency_s is None else f"UP {st.models_latency_s * 1000:.0f} ms"
         else:
             state, text = "-down", "DOWN"
-        badge.update(text)
-        for cls in ("-unknown", "-up", "-down"):
-            badge.set_class(cls == state, cls)
+        self.badge_state(badge, text, state, STATES)
+        for cls in STATES:
             self.set_class(cls == state, cls)
+        self.mark(good=state == "-up", bad=state == "-down")
 
         est = " [$warning]est.[/]" if st.tokens_estimated else ""
         q("#ttft-last", Label).update(fmt.seconds(st.last_ttft_s))
@@ -162,6 +129,13 @@ class LanePanel(Vertical):
             q("#errors", Static).update("\n".join(lines))
         else:
             q("#errors", Static).update("[dim]none[/]")
+
+
+def _figure_row(key: str, prefix: str) -> Horizontal:
+    """``TTFT  169 ms  med 172 ms  n=12 · 163–199 ms``: the latest, the median, the count and range."""
+    return Horizontal(Label(key, classes="key"), Label("—", id=f"{prefix}-last", classes="val"),
+                      Label("med", classes="med"), Label("—", id=f"{prefix}-median", classes="val"),
+                      Label("", id=f"{prefix}-label", classes="spark-label"), classes="row")
 
 
 def _one_line(text: str) -> str:

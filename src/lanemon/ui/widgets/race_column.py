@@ -4,44 +4,27 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import VerticalScroll
 from textual.widgets import Label, Static
 
 from lanemon.folds.race import RaceLane
 from lanemon.ui import format as fmt
 from lanemon.ui.format import markup_escape as escape
 from lanemon.ui.format import ordinal
+from lanemon.ui.widgets.lane_card import LaneCard
 
 RANK_CLASSES = ("-r1", "-r2", "-rn", "-running", "-error", "-idle")
 
 
-class RaceColumn(Vertical):
-    """A lane in a race, redrawn from a :class:`~lanemon.folds.race.RaceLane` on the app's timer."""
+class RaceColumn(LaneCard):
+    """A lane in a race, redrawn from a :class:`~lanemon.folds.race.RaceLane` on the app's timer.
+
+    Its border is green for the winner (``-r1``), red for a lane that failed (``-error``)."""
 
     DEFAULT_CSS = """
-    RaceColumn {
-        width: 1fr;
-        height: 1fr;
-        min-width: 24;
-        border: round $primary 40%;
-        background: $surface;
-        padding: 0 1;
-        margin: 0 0 0 1;
-    }
-    RaceColumn:first-of-type { margin-left: 0; }
-    RaceColumn.-r1 { border: round $success 70%; }
-    RaceColumn.-error { border: round $error 70%; }
-    RaceColumn .row { height: 1; }
-    RaceColumn Label { text-wrap: nowrap; text-overflow: ellipsis; }
-    RaceColumn #name {
-        background: $primary;
-        color: $background;
-        text-style: bold;
-        padding: 0 1;
-        margin-right: 1;
-    }
-    RaceColumn #model { width: 1fr; color: $text-muted; }
-    RaceColumn #rank { padding: 0 1; text-style: bold; min-width: 5; background: $panel; color: $text-muted; }
+    RaceColumn { height: 1fr; min-width: 24; }
+    RaceColumn.-good { border: round $success 70%; }
+    RaceColumn #rank { background: $panel; color: $text-muted; }
     RaceColumn #rank.-r1 { background: $success; color: $background; }
     RaceColumn #rank.-r2 { background: $warning; color: $background; }
     RaceColumn #rank.-rn { background: $secondary; color: $background; }
@@ -60,31 +43,26 @@ class RaceColumn(Vertical):
     """
 
     def __init__(self, lane: str, *, id: str | None = None) -> None:
-        super().__init__(id=id)
-        self.lane = lane
+        super().__init__(lane, id=id)
         self._text_len = -1
 
     def compose(self) -> ComposeResult:
-        with Horizontal(classes="row"):
-            yield Label(escape(self.lane), id="name")
-            yield Label("", id="model")
-            yield Label("—", id="rank", classes="-idle")
+        yield self.header(Label("", id="model"), Label("—", id="rank", classes="badge -idle"))
         yield Label("", id="stats")
         yield Label("", id="stats2")
         with VerticalScroll(id="text-scroll"):
             yield Static("", id="text", markup=False, classes="-empty")
 
     def _rank(self, text: str, cls: str) -> None:
-        badge = self.query_one("#rank", Label)
-        badge.update(text)
-        for c in RANK_CLASSES:
-            badge.set_class(c == cls, c)
-            if c in ("-r1", "-error"):
-                self.set_class(c == cls, c)
+        self.badge_state(self.query_one("#rank", Label), text, cls, RANK_CLASSES)
+        for c in ("-r1", "-error"):
+            self.set_class(c == cls, c)
+        self.mark(good=cls == "-r1", bad=cls == "-error")
 
     def update_from(self, entry: RaceLane | None, *, now_ns: int, model: str | None = None) -> None:
         """Redraw from the lane's race entry (None: the lane is not in the race shown)."""
         q = self.query_one
+        self.paint_name()
         q("#model", Label).update(escape(model) if model else "")
         text = q("#text", Static)
         if entry is None or entry.rec is None:

@@ -56,14 +56,8 @@ class ServerGauges(Vertical):
     ServerGauges #srv-kv-val { margin-left: 1; width: 1fr; }
     ServerGauges #srv-prompt { width: 1fr; }
     ServerGauges .skey-kv { width: 3; color: $text-muted; }
-    /* the history is on the dashboard's shared server chart; the data stays here for the numbers */
+    /* the history is on the dashboard's shared server charts; the data stays here, never drawn */
     ServerGauges Sparkline { display: none; }
-    ServerGauges #srv-gen-spark > .sparkline--max-color { color: $primary; }
-    ServerGauges #srv-gen-spark > .sparkline--min-color { color: $primary 35%; }
-    ServerGauges #srv-prompt-spark > .sparkline--max-color { color: $secondary; }
-    ServerGauges #srv-prompt-spark > .sparkline--min-color { color: $secondary 35%; }
-    ServerGauges #srv-run-spark > .sparkline--max-color { color: $accent; }
-    ServerGauges #srv-run-spark > .sparkline--min-color { color: $accent 35%; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:

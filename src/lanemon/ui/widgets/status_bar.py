@@ -21,29 +21,49 @@ def short_path(path: Path | str | None) -> str:
         text = "~" + text[len(home) :]
     return text
 
-class StatusBar(Horizontal):
-    """Session-wide facts; every value comes from the source or from event time."""
 
+class InfoBar(Horizontal):
+    """A one-line bar docked at the top: a chip at the left (``CHIP`` is its id), the facts (``#info``)
+    after it, a path at the right end (``#path``).  The status bar and the bench screen's header are two."""
+
+    CHIP = "chip"
+    CHIP_STATE = ""
+    """The chip's colour class before the first update."""
     DEFAULT_CSS = """
-    StatusBar {
+    InfoBar {
         dock: top;
         height: 1;
         background: $panel;
         color: $text;
     }
-    StatusBar Label { text-wrap: nowrap; text-overflow: ellipsis; }
-    StatusBar #mode { padding: 0 1; text-style: bold; background: $primary; color: $background; }
-    StatusBar #mode.-live { background: $success; }
-    StatusBar #mode.-demo { background: $secondary; }
-    StatusBar #mode.-replay { background: $accent; }
-    StatusBar #info { width: auto; padding: 0 1; }
-    StatusBar #path { width: 1fr; color: $text-muted; padding: 0 1; text-align: right; }
+    InfoBar Label { text-wrap: nowrap; text-overflow: ellipsis; }
+    InfoBar .chip { padding: 0 1; text-style: bold; color: $background; background: $primary; }
+    /* the chip's colour says the mode (status bar) or the bench's state (bench header) */
+    InfoBar .chip.-live, InfoBar .chip.-finished { background: $success; }
+    InfoBar .chip.-demo, InfoBar .chip.-bench { background: $secondary; }
+    InfoBar .chip.-replay { background: $accent; }
+    InfoBar .chip.-stopped { background: $warning; }
+    InfoBar #info { width: auto; padding: 0 1; }
+    InfoBar #path { width: 1fr; color: $text-muted; padding: 0 1; text-align: right; }
     """
 
     def compose(self) -> ComposeResult:
-        yield Label("", id="mode")
+        yield Label("", id=self.CHIP, classes=f"chip {self.CHIP_STATE}".strip())
         yield Label("", id="info")
         yield Label("", id="path")
+
+    def show_chip(self, text: str, state: str, states: tuple[str, ...]) -> None:
+        """The chip says ``text`` in the colour of ``state`` (one of ``states``, as ``-live``)."""
+        chip = self.query_one(f"#{self.CHIP}", Label)
+        chip.update(text)
+        for cls in states:
+            chip.set_class(cls == state, cls)
+
+
+class StatusBar(InfoBar):
+    """Session-wide facts; every value comes from the source or from event time."""
+
+    CHIP = "mode"
 
     def show(self, source, state) -> None:
         """The bar for a source (its mode, pause, speed, recording) and the dashboard fold (events, time)."""
@@ -68,10 +88,7 @@ class StatusBar(Horizontal):
         finished: bool,
         recording_path: Path | str | None,
     ) -> None:
-        mode_label = self.query_one("#mode", Label)
-        mode_label.update(mode.upper())
-        for m in ("live", "demo", "replay"):
-            mode_label.set_class(mode == m, f"-{m}")
+        self.show_chip(mode.upper(), f"-{mode}", ("-live", "-demo", "-replay"))
 
         parts = [f"[b]{events:,}[/] events", f"[dim]t[/] {fmt.event_time(last_t)}"]
         if mode == "replay" and speed is not None:

@@ -1,0 +1,87 @@
+"""The card every per-lane widget is drawn in: the dashboard's lane panel, the race column, the gauntlet lane.
+
+A rounded border that turns green or red with the lane's state, a header row of the lane's name chip
+(in the lane's own colour, the colour its lines and bars have on every chart), a detail that takes the
+rest of the row (URL or model) and a badge at its right end (health, rank, repetition).  The subclasses
+add their rows under it and say which of their states count as good or bad.
+"""
+
+from __future__ import annotations
+
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Label
+
+from lanemon.ui.colours import lane_colour
+from lanemon.ui.format import markup_escape as escape
+
+
+class LaneCard(Vertical):
+    """One lane's card; ``.-good`` / ``.-bad`` colour its border (see :meth:`mark`)."""
+
+    DEFAULT_CSS = """
+    LaneCard {
+        width: 1fr;
+        height: auto;
+        min-width: 20;
+        border: round $primary 40%;
+        border-title-color: $text-muted;
+        background: $surface;
+        padding: 0 1;
+        margin: 0 0 0 1;
+    }
+    LaneCard:first-of-type { margin-left: 0; }  /* the first card of its own type (LanePanel, RaceColumn, ...) */
+    LaneCard.-good { border: round $success 60%; }
+    LaneCard.-bad { border: round $error 70%; }
+    LaneCard .row { height: 1; }
+    LaneCard Label { text-wrap: nowrap; text-overflow: ellipsis; }
+    LaneCard #name {
+        background: $primary;
+        color: $background;
+        text-style: bold;
+        padding: 0 1;
+        margin-right: 1;
+    }
+    LaneCard .detail { width: 1fr; color: $text-muted; }
+    LaneCard .badge { padding: 0 1; text-style: bold; min-width: 5; }
+    """
+
+    def __init__(self, lane: str, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.lane = lane
+        self._colour: str | None = None
+
+    def header(self, detail: Label, badge: Label) -> Horizontal:
+        """The card's first row: name chip, ``detail`` (takes the rest), ``badge`` at the right
+        (give it class ``badge`` for the padded chip look)."""
+        detail.add_class("detail")
+        return Horizontal(Label(escape(self.lane), id="name"), detail, badge, classes="row")
+
+    def mark(self, *, good: bool, bad: bool) -> None:
+        """Colour the border: green when ``good``, red when ``bad``, the plain border otherwise."""
+        self.set_class(good and not bad, "-good")
+        self.set_class(bad, "-bad")
+
+    @staticmethod
+    def badge_state(badge: Label, text: str, state: str, states: tuple[str, ...]) -> None:
+        """Show ``text`` on ``badge`` with class ``state``, the other ``states`` removed."""
+        badge.update(text)
+        for cls in states:
+            badge.set_class(cls == state, cls)
+
+    def lane_index(self) -> int:
+        """The card's place among its parent's cards of the same type (the lanes' order, which picks colours)."""
+        parent = self.parent
+        if parent is None:
+            return 0
+        cards = [c for c in parent.children if type(c) is type(self)]
+        return cards.index(self) if self in cards else 0
+
+    def paint_name(self) -> None:
+        """The name chip in the lane's colour, the one its series have on every chart and in every legend."""
+        try:
+            colour = lane_colour(self.app, self.lane_index())
+        except Exception:  # not mounted in an app yet
+            return
+        if colour != self._colour:
+            self._colour = colour
+            self.query_one("#name", Label).styles.background = colour
