@@ -19,10 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from lanemon.cli import bench_load
-from lanemon.cli.common import (UsageError, add_measure_args, add_workload_args, err, int_list, open_recorder, recording_saved, run_interruptible, slo_arg, thinking_arg, workload_lanes)
+from lanemon.cli.common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, UsageError, add_measure_args, add_workload_args, err, int_list, open_recorder, recording_saved, run_interruptible, slo_arg, thinking_arg, workload_lanes)
 from lanemon.folds.bench import cell_label
-
-EXIT_OK, EXIT_FAIL, EXIT_INTERRUPTED = 0, 1, 130
 
 HELP = {
     "decode": "decode ladder: aggregate tok/s by concurrency, TTFT, per-category C1 rates, the crossover",
