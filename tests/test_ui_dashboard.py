@@ -290,6 +290,21 @@ async def test_kv_chart_in_percent_for_lanes_with_metrics_and_its_place_on_short
         assert screen.query_one("#chart-ttft", TimeChart).region.height >= 12
 
 
+async def test_w_widens_and_shift_w_narrows_the_window_of_charts_and_numbers():
+    app = make_app(ScriptedSource(mode="replay", recording_path=SNAP_PATH))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(app, pilot)
+        screen = app.screen
+        seen = []
+        for key in ("w", "w", "w", "W", "W"):
+            await pilot.press(key)
+            app.redraw()
+            await pilot.pause()
+            seen.append((screen.window_s, screen.query_one("#chart-ttft", TimeChart).note))
+        assert seen == [(300, "last 5 min"), (900, "last 15 min"), (60, "last 1 min"), (900, "last 15 min"),
+                        (300, "last 5 min")]
+
+
 async def test_no_server_charts_and_no_chart_key_without_metrics():
     app = make_app(ScriptedSource(mode="replay", recording_path=SNAP_PATH))
     async with app.run_test(size=(100, 30)) as pilot:

@@ -1,7 +1,7 @@
 """The live dashboard: a panel per lane, the numbers over the window, and shared time charts.
 
 Every chart draws every lane on the same axes (time on x over the last 1, 5 or 15 minutes --
-``w`` switches; zero at the bottom; units on y), in the lane's own colour.  ``z`` zooms one lane
+``w`` widens, ``W`` narrows; zero at the bottom; units on y), in the lane's own colour.  ``z`` zooms one lane
 (its panel alone, the charts with that lane only); ``z`` again moves to the next lane, then back.
 
 The x axis is local wall-clock time: live, from the session clock's start; in a replay, from the
@@ -36,7 +36,7 @@ from lanemon.ui import format as fmt
 from lanemon.ui.colours import lane_colours, shared_colour
 from lanemon.ui.screens.base import LanemonScreen
 from lanemon.ui.widgets.host_panel import HostPanel
-from lanemon.ui.widgets.lane_panel import LanePanel
+from lanemon.ui.widgets.lane_panel import LanePanel, lane_grid
 from lanemon.ui.widgets.lane_stats import LaneStats
 from lanemon.ui.widgets.status_bar import StatusBar
 from lanemon.ui.widgets.time_chart import TimeChart, WallAxis
@@ -108,6 +108,7 @@ class DashboardScreen(LanemonScreen):
     NAME = "dashboard"
     BINDINGS = [
         Binding("w", "window", "Window"),
+        Binding("W", "window(-1)", "Narrow window", show=False),
         Binding("z", "zoom", "Zoom lane"),
         Binding("c", "chart", "Next chart"),
     ]
@@ -168,14 +169,14 @@ class DashboardScreen(LanemonScreen):
 
     def _arrange(self) -> None:
         """Lane panels side by side, at least ~30 columns each: 2-4 lanes share one row, more wrap
-        onto further rows (a small terminal with many lanes keeps each panel's first rows only)."""
+        onto further rows; where those would take over a third of the screen, one line per lane
+        (``lane_panel.lane_grid``)."""
         shown = [n for n in self._lanes if self.zoomed in (None, n)]
-        width = self.size.width or 100
-        most = max(1, min(len(shown) or 1, width // 30))
-        rows = -(-max(1, len(shown)) // most)
-        per_row = -(-max(1, len(shown)) // rows)  # balanced: 4 lanes in 2 x 2 rather than 3 + 1
+        per_row, compact = lane_grid(len(shown), self.size.width or 100, self.size.height or 30)
         grid = self.query_one("#lanes", Grid)
         grid.styles.grid_size_columns = per_row
+        for panel in grid.query(LanePanel):  # one-line rows when the full panels would crowd out the charts
+            panel.compact = compact
         self.set_class(len(self._lanes) > 4, "-many")
 
     def panel(self, lane: str) -> LanePanel:
@@ -183,10 +184,10 @@ class DashboardScreen(LanemonScreen):
 
     # -- keys --------------------------------------------------------------------
 
-    def action_window(self) -> None:
-        """Widen the window: 1 → 5 → 15 minutes → 1."""
-        i = WINDOWS_S.index(self.window_s) if self.window_s in WINDOWS_S else -1
-        self.window_s = WINDOWS_S[(i + 1) % len(WINDOWS_S)]
+    def action_window(self, step: int = 1) -> None:
+        """Widen the window: 1 → 5 → 15 minutes → 1 (``W``: narrow it, the other way round)."""
+        i = WINDOWS_S.index(self.window_s) if self.window_s in WINDOWS_S else 0
+        self.window_s = WINDOWS_S[(i + step) % len(WINDOWS_S)]
         self.notify(f"charts: last {window_text(self.window_s)}", timeout=2)
         self.drawn = None
 
