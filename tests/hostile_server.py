@@ -1,10 +1,10 @@
 """A hostile OpenAI-compatible server on loopback, written for the security tests (issue 11).
 
-:class:`HostileServer` is a real HTTP/1.1 server (asyncio, in a thread) that hands every
-request to a handler returning the raw response as *parts*: bytes are written, a float
-pauses that many seconds, ``None`` aborts the connection, and an iterable of parts is
-written as it is produced (an endless body stops when the client hangs up).  The server
-counts the bytes it wrote per path, so a test can prove the client stopped reading.
+:class:`HostileServer` is the loopback server of tests/scripted_server.py: a real HTTP/1.1
+server (asyncio, in a thread) that hands every request to a handler returning the raw
+response as *parts* (bytes written, a float pauses, ``None`` aborts, an iterable of parts is
+written as it is produced) and counts the bytes it wrote per path, so a test can prove the
+client stopped reading.
 
 :class:`HostileLane` is a handler that behaves like a serving engine -- ``/v1/models``,
 streaming and non-streaming completions and chat (tool calls too), ``/metrics`` -- but
@@ -16,115 +16,20 @@ Rich markup into the same places.  Its knobs turn each behaviour on or off.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
-import threading
-from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
-from urllib.parse import parse_qs, urlsplit
+from typing import Any, Iterable
+
+from scripted_server import LoopbackServer, Request
 
 ESCAPES = "\x1b]0;pwned-title\x07\x1b[2J\x1b[31m\x9b1m\x1bc"
 """Set the window title, clear the screen, colour, 8-bit CSI, full terminal reset."""
 MARKUP = "[/bold][red]x[/red][link=file:///etc/passwd]y[/link]"
 
 
-@dataclass
-class Request:
-    method: str
-    target: str
-    headers: dict[str, str]
-    body: bytes
-
-    @property
-    def path(self) -> str:
-        return urlsplit(self.target).path
-
-    @property
-    def query(self) -> dict[str, list[str]]:
-        return parse_qs(urlsplit(self.target).query)
-
-    def json(self) -> Any:
-        try:
-            return json.loads(self.body or b"null")
-        except ValueError:
-            return None
-
-
-Handler = Callable[[Request], Iterable[Any]]
-
-
-class HostileServer:
-    def __init__(self, handler: Handler):
-        self.handler = handler
-        self.loop = asyncio.new_event_loop()
-        self.port: int | None = None
-        self.requests: list[Request] = []
-        self.sent: Counter[str] = Counter()
-        """Bytes written per request path."""
-        self._server = None
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        self._server = self.loop.run_until_complete(asyncio.start_server(self._handle, "127.0.0.1", 0))
-        self.port = self._server.sockets[0].getsockname()[1]
-        self._ready.set()
-        self.loop.run_forever()
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            line = await reader.readline()
-            if not line:
-                return
-            method, target, _ = line.decode("latin-1").split(" ", 2)
-            headers: dict[str, str] = {}
-            while True:
-                h = await reader.readline()
-                if h in (b"\r\n", b"\n", b""):
-                    break
-                name, _, value = h.decode("latin-1").partition(":")
-                headers[name.strip().lower()] = value.strip()
-            length = int(headers.get("content-length", "0") or 0)
-            body = await reader.readexactly(length) if length else b""
-            req = Request(method, target, headers, body)
-            self.requests.append(req)
-            await self._write(writer, req.path, self.handler(req))
-            writer.close()
-        except (ConnectionError, asyncio.IncompleteReadError, ValueError):
-            pass
-
-    async def _write(self, writer: asyncio.StreamWriter, path: str, parts: Iterable[Any]) -> None:
-        for part in parts:
-            if part is None:
-                writer.transport.abort()
-                return
-            if isinstance(part, float):
-                await asyncio.sleep(part)
-                continue
-            if isinstance(part, (bytes, bytearray)):
-                if writer.transport.is_closing():
-                    raise ConnectionResetError
-                writer.write(part)
-                self.sent[path] += len(part)
-                await writer.drain()
-                continue
-            await self._write(writer, path, part)  # a (possibly endless) iterable of parts
-
-    def __enter__(self) -> "HostileServer":
-        self._thread.start()
-        self._ready.wait(5)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(5)
+HostileServer = LoopbackServer
+"""The loopback server (tests/scripted_server.py) under the name the security tests use."""
 
 
 # ------------------------------------------------------------------------------------------ responses
