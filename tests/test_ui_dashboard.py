@@ -204,7 +204,10 @@ def test_wall_start_from_the_source_the_recording_or_the_live_clock():
     assert wall_start_s(app_of(SimpleNamespace(mode="replay"), 1_777_803_300.0)) == 1_777_803_300.0
     assert wall_start_s(app_of(SimpleNamespace(mode="replay", clock=clock))) is None
     # said outright by the source
-    assert wall_start_s(app_of(SimpleNamespace(mode="demo", wall_t0_s=12.5, clock=clock), 99.0)) == 12.5
+    assert wall_start_s(app_of(SimpleNamespace(mode="demo", wall_t0_s=1.7e9, clock=clock), 99.0)) == 1.7e9
+    # a hostile header (year 9999, 1970, NaN) is not believed: the axis keeps session time, nothing overflows
+    for bad in (253_402_300_799.0, 0.0, float("nan")):
+        assert wall_start_s(app_of(SimpleNamespace(mode="replay"), bad)) is None
 
 
 async def test_replay_x_axis_is_the_time_of_the_recording_not_now(tmp_path):
@@ -235,6 +238,22 @@ async def test_replay_x_axis_is_the_time_of_the_recording_not_now(tmp_path):
         chart = app.screen.query_one("#chart-ttft", TimeChart)
         chart.render()
         assert all(text.startswith("06:15:") for _, text in chart.x_labels)
+
+
+async def test_replay_of_a_header_from_year_9999_keeps_session_time(tmp_path):
+    from lanemon.recording.writer import Recorder, make_header
+    from lanemon.sessions.sources import ReplaySession
+
+    with Recorder(tmp_path / "s.jsonl", make_header("demo", SAMPLE_LANES,
+                                                    {"created": "9999-12-31T23:59:59+00:00"})) as rec:
+        for ev in sample_events():
+            rec(ev)
+    app = make_app(ReplaySession(rec.path, speed=math.inf))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(app, pilot)
+        chart = app.screen.query_one("#chart-ttft", TimeChart)
+        chart.render()
+        assert chart.wall is None and [text for _, text in chart.x_labels][0] == "+0.0s"
 
 
 # -- server charts: queue and KV cache ------------------------------------------------

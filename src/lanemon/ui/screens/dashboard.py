@@ -91,15 +91,23 @@ def wall_start_s(app: Any) -> float | None:
     """
     source = app.source
     given = getattr(source, "wall_t0_s", None)
-    if isinstance(given, (int, float)):
-        return float(given)
+    if isinstance(given, (int, float)) and not isinstance(given, bool):
+        return _plausible(float(given))
     base = app.wall_base_s()
-    if base is not None:
-        return base
+    if base is not None:  # a recording's header is untrusted: year 9999 would overflow every label
+        return _plausible(base)
     t0 = getattr(getattr(source, "clock", None), "t0", None)
     if isinstance(t0, int) and getattr(source, "mode", "") != "replay":
         return time.time() - (time.perf_counter_ns() - t0) / NS
     return None
+
+
+WALL_RANGE_S = (946_684_800.0, 4_102_444_800.0)
+"""Wall-clock starts believed (2000-01-01 to 2100-01-01 UTC); others keep session time on the axis."""
+
+
+def _plausible(t0_s: float) -> float | None:
+    return t0_s if WALL_RANGE_S[0] <= t0_s <= WALL_RANGE_S[1] else None
 
 
 class DashboardScreen(LanemonScreen):
