@@ -44,11 +44,11 @@ class ScriptedBench:
     def __init__(self, kind: str = "decode", *, levels=(1, 2, 3), lengths=(2000, 12000), tokens: int = 40,
                  delay: float = 0.0, hold: bool = False, error_on: tuple[str, Any] | None = ("B", 2),
                  stagger_ms: float = 0.0, slowdown: dict[str, float] | None = None,
-                 starved: tuple[str, int] | None = None) -> None:
+                 starved: tuple[str, Any] | None = None) -> None:
         """``stagger_ms``: a level's streams are sent that far apart (a ramp-up and a drain, so the
         steady-state window is shorter than first send -> last end); ``slowdown``: per lane, how much
-        slower each stream gets per extra stream (default 0.12); ``starved``: (lane, level) of a cell
-        during which lanemon reports a starved ``client_load`` window (the cell is unreliable)."""
+        slower each stream gets per extra stream (default 0.12); ``starved``: (lane, level, category or
+        length) of a cell during which lanemon reports a starved ``client_load`` window (it is unreliable)."""
         self.mode = "bench"
         self.kind = kind
         self.bus = EventBus()
@@ -118,6 +118,7 @@ class ScriptedBench:
                 out.append((Event(t, schema.MARK, lane, None, {"label": "cell", "bench": self.kind, "phase": "start",
                                                                **cell}), None))
                 meta = {k: v for k, v in cell.items()}
+                cell_t = t
                 if self.kind == "decode":  # a level cell runs `level` streams at once, 12% slower each per level
                     err = self.error_on == (lane, cell.get("level")) and cell["part"] == "level"
                     streams = cell["level"] if cell["part"] == "level" else 1
@@ -128,10 +129,6 @@ class ScriptedBench:
                         sent = t + MS + int(i * self.stagger_ms * MS)
                         ends.append(self._request(out, sent, lane, f"{lane}-{n}", meta, DECODE[lane][0], self.tokens,
                                                   20, error=err, slow=slow))
-                    if self.starved == (lane, cell.get("level")) and cell["part"] == "level":
-                        out.append((Event(max(ends), schema.CLIENT_LOAD, None, None,
-                                          {"t0": t + 5 * MS, "lag_ms": 180.0, "lag_mean_ms": 60.0, "samples": 4,
-                                           "cpu_pct": 100.0, "bound": True, "threshold_ms": 20.0}), None))
                     t = max(ends)
                 elif cell["part"] == "calibrate":
                     n += 1
@@ -147,6 +144,12 @@ class ScriptedBench:
                         hit = lane == "B"
                         ttft = length / (PREFILL[lane] * (4 if hit else 1.05)) * 1000
                         t = self._request(out, t + MS, lane, f"{lane}-{n}", {**meta, "run": "repeat"}, ttft, 1, length)
+                key = cell.get("length") if cell["part"] == "length" else (
+                    cell.get("category") if cell["part"] == "category" else cell.get("level"))
+                if self.starved == (lane, key) and cell["part"] != "calibrate":
+                    out.append((Event(t, schema.CLIENT_LOAD, None, None,
+                                      {"t0": cell_t + 5 * MS, "lag_ms": 180.0, "lag_mean_ms": 60.0, "samples": 4,
+                                       "cpu_pct": 100.0, "bound": True, "threshold_ms": 20.0}), None))
                 t += 1 * MS
                 out.append((Event(t, schema.MARK, lane, None, {"label": "cell", "bench": self.kind, "phase": "end",
                                                                **cell}), {"lane": lane, **cell}))
@@ -349,6 +352,36 @@ async def test_prefill_bars_mark_cache_hits():
         assert not app.screen.query_one("#chart-side", BenchChart).display
         rows = [[str(c) for c in app.screen.query_one(BenchTable).get_row_at(i)] for i in range(4)]
         assert any(r[:2] == ["B", "2,000"] and r[4] == f"hit {hit:,.0f}" for r in rows)
+
+
+async def test_prefill_and_category_cells_run_while_lanemon_was_starved_are_marked():
+    """Bars of a cell that ran while lanemon itself was starved are drawn ░ with ?, not as lane speed, and the
+    table marks the cell: prefill lengths and decode categories alike."""
+    run = ScriptedBench("prefill", error_on=None, starved=("B", 12000))
+    app = make_app(run)
+    async with app.run_test(size=(140, 42)) as pilot:
+        await settle(app, pilot)
+        b = prefill_results(run.events)["lanes"]["B"]["lengths"]
+        assert b["12000"]["unreliable"] and not b["2000"]["unreliable"]
+        main = app.screen.query_one("#chart-main", BenchChart)
+        assert main.flagged_bars == {("B", "12K")}
+        bars = plain(main.query_one("#bars"))
+        legend, *lines = bars.splitlines()
+        assert "░ ?: lanemon starved" in legend
+        [line] = [x for x in lines if "░" in x]
+        assert line.split()[0] == "B" and line.rstrip().endswith("tok/s ?") and "█" not in line
+        assert lines[lines.index(line) - 1].split()[:2] == ["12K", "A"]  # B's 12K bar, right under A's
+        table = app.screen.query_one(BenchTable)
+        rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+        assert [r[2].endswith(" ?") for r in rows] == [r[:2] == ["B", "12K"] for r in rows]
+        assert "? starved" in str(table.border_subtitle)
+    run = ScriptedBench("decode", error_on=None, starved=("A", "prose"))
+    app = make_app(run)
+    async with app.run_test(size=(140, 42)) as pilot:
+        await settle(app, pilot)
+        side = app.screen.query_one("#chart-side", BenchChart)
+        assert side.flagged_bars == {("A", "prose")}
+        assert decode_results(run.events)["lanes"]["A"]["categories"]["prose"]["unreliable"]
 
 
 def test_tracker_counts_cells_and_ignores_other_benches():

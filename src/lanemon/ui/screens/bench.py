@@ -111,7 +111,8 @@ def result_rows(kind: str, results: dict[str, Any], lanes: list[str]) -> tuple[l
                 c = cells[length] or {}
                 hit = _num(c.get("cache_hit_tok_s"))
                 rows.append([n, length_label(length),
-                             _tok(c.get("prefill_tok_s")) + (" †" if c.get("unstable") else ""),
+                             _tok(c.get("prefill_tok_s")) + (" ?" if c.get("unreliable") else "")
+                             + (" †" if c.get("unstable") else ""),
                              fmt.seconds(_num(c.get("ttft_s"))), f"hit {_tok(hit)}" if hit else "—",
                              "1" if c.get("error") else "0"])
         return cols, rows
@@ -122,7 +123,7 @@ def result_rows(kind: str, results: dict[str, Any], lanes: list[str]) -> tuple[l
             c = cells[length] or {}
             found = "error" if c.get("error") else ("yes" if c.get("found") else "MISSED")
             rows.append([n, length_label(length), found, fmt.seconds(_num(c.get("ttft_s"))),
-                         _tok(c.get("prefill_tok_s"))])
+                         _tok(c.get("prefill_tok_s")) + (" ?" if c.get("unreliable") else "")])
     return cols, rows
 
 
@@ -296,10 +297,17 @@ class BenchScreen(LanemonScreen):
             if cats:
                 bars = {n: [_num((((by_lane[n] or {}).get("categories") or {}).get(c) or {})  # None: not run yet
                                  .get("per_stream_tok_s")) for c in cats] for n in names}
-                side.show_bars("per-stream decode at C1 by category", "category", "tok/s", cats, bars)
+                starved = {(n, c) for n in names for c in cats
+                           if ((((by_lane[n] or {}).get("categories") or {}).get(c) or {}).get("unreliable"))}
+                side.show_bars("per-stream decode at C1 by category", "category", "tok/s", cats, bars,
+                               flagged=starved)
             else:
                 side.show_empty("per-stream decode at C1 by category")
             return
+        cells_all = [c or {} for n in names for c in ((by_lane[n] or {}).get("lengths") or {}).values()]
+        marks_meant = (["? starved"] if any(c.get("unreliable") for c in cells_all) else []) + (
+            ["† unstable"] if any(c.get("unstable") for c in cells_all) else [])
+        self.query_one(BenchTable).border_subtitle = escape(" · ".join(marks_meant))
         lengths: list[str] = []
         for n in names:
             for k in (by_lane[n] or {}).get("lengths") or {}:
@@ -311,9 +319,10 @@ class BenchScreen(LanemonScreen):
             main.show_empty(title)
             return
         labels = [length_label(k) for k in lengths]
-        bars, marks = {}, []
+        bars, marks, starved = {}, [], set()
         for n in names:
             cells = (by_lane[n] or {}).get("lengths") or {}
+            starved |= {(n, label) for k, label in zip(lengths, labels) if (cells.get(k) or {}).get("unreliable")}
             bars[n] = [_num((cells.get(k) or {}).get("prefill_tok_s")) for k in lengths]  # None: not run yet
             for k, label in zip(lengths, labels):
                 c = cells.get(k) or {}
@@ -322,4 +331,4 @@ class BenchScreen(LanemonScreen):
                     marks.append((f"{n} cache hit {_tok(hit)}", label, bars[n][labels.index(label)]))
                 if self.kind == "needles" and k in cells and not c.get("found"):
                     marks.append((f"{n} missed", label, bars[n][labels.index(label)]))
-        main.show_bars(title, "prompt tokens", "tok/s", labels, bars, marks)
+        main.show_bars(title, "prompt tokens", "tok/s", labels, bars, marks, flagged=starved)

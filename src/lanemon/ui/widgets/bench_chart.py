@@ -57,9 +57,11 @@ def _hatched(fraction: float, width: int) -> str:
 
 def render_bars(labels: list[str], series: dict[str, list[float]], colours: dict[str, str], width: int,
                 unit: str, marks: list[tuple[str, Any, float]] | None = None,
-                hatched: set[str] | frozenset[str] = frozenset()) -> Text:
+                hatched: set[str] | frozenset[str] = frozenset(),
+                flagged: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset()) -> Text:
     """Grouped horizontal bars as text ``width`` cells wide (see the module docstring); the series in
-    ``hatched`` are drawn ``▒▒▒`` (the OLD side of a compare, in its lane's faded colour)."""
+    ``hatched`` are drawn ``▒▒▒`` (the OLD side of a compare, in its lane's faded colour); a (series,
+    label) in ``flagged`` ran while lanemon itself was starved: drawn ``░░░`` with ``?``, not as speed."""
     names = list(series)
     label_w = min(max((len(lb) for lb in labels), default=0), max(6, width // 4))
     name_w = max((len(n) for n in names), default=1)
@@ -76,7 +78,8 @@ def render_bars(labels: list[str], series: dict[str, list[float]], colours: dict
     for n in names:
         legend.append("▒▒" if n in hatched else "██", style=colours.get(n, ""))
         legend.append(f" {n}  ")
-    legend.append(f"({unit}, one scale from 0)", style="dim")
+    legend.append(f"({unit}, one scale from 0" + ("; ░ ?: lanemon starved, not lane speed" if flagged else "")
+                  + ")", style="dim")
     legend.truncate(width, overflow="ellipsis")
     out.append_text(legend)
     for i, label in enumerate(labels):
@@ -90,9 +93,11 @@ def render_bars(labels: list[str], series: dict[str, list[float]], colours: dict
             if v is None:
                 out.append("—", style="dim")
                 continue
-            bar = _hatched(v / top, bar_w) if n in hatched else _bar(v / top, bar_w)
+            starved = (n, label) in flagged
+            bar = (_hatched(v / top, bar_w).replace("▒", "░") if starved else
+                   _hatched(v / top, bar_w) if n in hatched else _bar(v / top, bar_w))
             out.append(bar, style=colours.get(n, ""))
-            tail = f" {_value(v)} {unit}"
+            tail = f" {_value(v)} {unit}" + (" ?" if starved else "")
             note = notes.get((label, n))
             used = label_w + 1 + name_w + 1 + len(bar) + len(tail)
             out.append(tail)
@@ -134,6 +139,8 @@ class BenchChart(Vertical):
         self.flagged: dict[str, list[tuple[Any, float]]] = {}
         """Lines: points that are not lane speed (lanemon was starved), drawn as ``?``."""
         self.vline: tuple[float, str] | None = None
+        self.flagged_bars: set[tuple[str, str]] = set()
+        """Bars: (series, label) cells that ran while lanemon was starved (drawn ░ with ?)."""
         self.lane_of: dict[str, str] = {}
         """Series -> the lane whose colour it is drawn in, for series that are not lanes (``"A old"`` -> A)."""
         self.faded_series: set[str] = set()
@@ -255,12 +262,14 @@ class BenchChart(Vertical):
         self.query_one(PlotextPlot).refresh()
 
     def show_bars(self, title: str, xlabel: str, ylabel: str, labels: list[str],
-                  series: dict[str, list[float]], marks: list[tuple[str, Any, float]] | None = None) -> None:
+                  series: dict[str, list[float]], marks: list[tuple[str, Any, float]] | None = None,
+                  flagged: set[tuple[str, str]] | None = None) -> None:
         """Grouped bars: one group per label (``xlabel`` names them), one bar per series, values in
         ``ylabel``; ``marks`` are (``"<lane> <note>"``, label, value) notes drawn beside that lane's bar."""
         self.kind = "bars"
         self.border_subtitle = ""
-        self._last = (self.show_bars, (title, xlabel, ylabel, labels, series, marks))
+        self._last = (self.show_bars, (title, xlabel, ylabel, labels, series, marks, flagged))
+        self.flagged_bars = set(flagged or ())
         self.series = {k: list(zip(labels, v)) for k, v in series.items()}
         self.marks = list(marks or [])
         self.border_title = f"{title}  [dim]({xlabel})[/]"
@@ -275,7 +284,7 @@ class BenchChart(Vertical):
         width = max(20, (self.content_region.width or self.size.width or 60) - 2)
         self.query_one("#bars", Static).update(
             render_bars(labels, series, self.lane_colours(list(series)), width, unit, self.marks,
-                        hatched=self.faded_series))
+                        hatched=self.faded_series, flagged=self.flagged_bars))
 
     def show_empty(self, title: str, message: str = "waiting for the first cell…") -> None:
         self.kind, self.series, self.marks = "empty", {}, []
