@@ -282,7 +282,7 @@ async def test_decode_screen_leads_with_the_steady_figure_and_marks_starved_cell
         # ▲ the leader beyond the noise band, = both inside it, nothing where lanemon was starved (not judged)
         assert [r[1] for r in rows] == ["A ▲", "B", "A =", "B =", "A", "B ▲", "A", "B"]
         assert [r[0] for r in rows] == ["C1", "", "C2", "", "C3", "", "C4", ""]
-        assert rows[7][2] == f"{b4['steady_tok_s']:,.0f} ?" and rows[7][3] == f"{b4['aggregate_tok_s']:,.0f} ?"
+        assert rows[7][2] == f"{b4['steady_tok_s']:,.0f}?" and rows[7][3] == f"{b4['aggregate_tok_s']:,.0f}?"
         assert rows[4][2] == f"{a3['steady_tok_s']:,.0f}" and rows[4][3] == f"{a3['aggregate_tok_s']:,.0f}"
         assert "? starved" in str(table.border_subtitle) and "= tie" in str(table.border_subtitle)
         verdict = " ".join(plain(screen.query_one("#verdict")).split())

@@ -89,9 +89,9 @@ def result_rows(kind: str, results: dict[str, Any], lanes: list[str]) -> tuple[l
                 if c is None:
                     continue
                 c = c or {}
-                flag = " ?" if c.get("unreliable") else ""
-                steady = _tok(c.get("steady_tok_s")) + flag + (" †" if c.get("steady_unstable") else "")
-                span = _tok(c.get("aggregate_tok_s")) + flag + (" †" if c.get("unstable") else "")
+                flag = "?" if c.get("unreliable") else ""  # no space: the column fits the 100-column layout
+                steady = _tok(c.get("steady_tok_s")) + flag + ("†" if c.get("steady_unstable") else "")
+                span = _tok(c.get("aggregate_tok_s")) + flag + ("†" if c.get("unstable") else "")
                 row = [f"C{lvl}" if first else "", _lane_mark(n, leads.get(str(lvl)), names), steady, span,
                        fmt.seconds(_num(c.get("ttft_p50_s")))]
                 first = False

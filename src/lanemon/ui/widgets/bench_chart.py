@@ -71,7 +71,7 @@ def render_bars(labels: list[str], series: dict[str, list[float]], colours: dict
     for text, label, _value_at in marks or []:
         lane = next((n for n in names if text.startswith(n + " ")), None)
         notes.setdefault((str(label), lane or ""), []).append(text[len(lane) + 1:] if lane else text)
-    value_w = max((len(_value(v)) for v in values), default=1) + 1 + len(unit)
+    value_w = max((len(_value(v)) for v in values), default=1) + 1 + len(unit) + (2 if flagged else 0)
     bar_w = max(4, width - label_w - name_w - value_w - 4)
     out = Text()
     legend = Text("  ")
