@@ -50,11 +50,11 @@ class LaneCard(Vertical):
         self.lane = lane
         self._colour: str | None = None
 
-    def header(self, detail: Label, badge: Label) -> Horizontal:
-        """The card's first row: name chip, ``detail`` (takes the rest), ``badge`` at the right
-        (give it class ``badge`` for the padded chip look)."""
+    def header(self, detail: Label, badge: Label, *more: Label) -> Horizontal:
+        """The card's first row (class ``head``): name chip, ``detail`` (takes the rest), any ``more``,
+        ``badge`` at the right (give it class ``badge`` for the padded chip look)."""
         detail.add_class("detail")
-        return Horizontal(Label(escape(self.lane), id="name"), detail, badge, classes="row")
+        return Horizontal(Label(escape(self.lane), id="name"), detail, *more, badge, classes="row head")
 
     def mark(self, *, good: bool, bad: bool) -> None:
         """Colour the border: green when ``good``, red when ``bad``, the plain border otherwise."""

@@ -20,6 +20,48 @@ ERRORS_SHOWN = 3
 STATES = ("-unknown", "-up", "-down")
 NARROW = 46
 """Panels narrower than this drop the medians and ranges (the window table has them)."""
+CARD_WIDTH = 30
+"""A full panel's least width."""
+CARD_ROWS = 9
+"""A full panel's usual height (border, name, model, TTFT, decode, requests, errors)."""
+CARD_SHARE = 0.35
+"""The share of the screen's rows the full panels may take; more and the lanes become one-line rows."""
+ROW_WIDTH = 46
+"""A one-line (compact) lane row's least width."""
+
+
+def lane_grid(lanes: int, width: int, height: int) -> tuple[int, bool]:
+    """``(columns, compact)`` for ``lanes`` panels on a ``width`` x ``height`` screen.
+
+    Full panels at least :data:`CARD_WIDTH` wide, as many rows of them as it takes, balanced (4 lanes
+    in 2 x 2 rather than 3 + 1); when those rows would take more than :data:`CARD_SHARE` of the
+    screen (8 lanes at 100x30 or 160x45, 4 at 100x30), one-line rows at least :data:`ROW_WIDTH`
+    wide instead, so the charts keep their room.  A single lane (zoomed) is always a full panel.
+    """
+    n = max(1, lanes)
+
+    def balanced(least: int) -> tuple[int, int]:
+        most = max(1, min(n, width // least))
+        rows = -(-n // most)
+        return -(-n // rows), rows
+
+    columns, rows = balanced(CARD_WIDTH)
+    if n == 1 or rows * CARD_ROWS <= height * CARD_SHARE:
+        return columns, False
+    return balanced(ROW_WIDTH)[0], True
+
+
+def fit(parts: list[tuple[int, str, str]], width: int, sep: str = "  ") -> str:
+    """Join ``(priority, markup, plain)`` parts in their own order, taking them most important first
+    (lowest priority number) and skipping any whose plain text no longer fits ``width``; the first
+    always stays (the label's ellipsis cuts it when even that is too long)."""
+    keep = {0} if parts else set()
+    used = len(parts[0][2]) if parts else 0
+    for i in sorted(range(1, len(parts)), key=lambda i: (parts[i][0], i)):
+        if used + len(sep) + len(parts[i][2]) <= width:
+            keep.add(i)
+            used += len(sep) + len(parts[i][2])
+    return sep.join(parts[i][1] for i in sorted(keep))
 
 
 class LanePanel(LaneCard):
@@ -32,6 +74,14 @@ class LanePanel(LaneCard):
 
     DEFAULT_CSS = """
     LanePanel.-good { border: round $success 55%; }
+    /* compact: one line per lane (name, the latest figures that fit, health), no border; the window
+       table under the panels has the rest */
+    LanePanel.-compact, LanePanel.-compact.-good, LanePanel.-compact.-bad { border: none; height: 1; }
+    LanePanel.-compact > * { display: none; }
+    LanePanel.-compact > .head { display: block; }
+    LanePanel.-compact #url { display: none; }
+    LanePanel #brief { display: none; width: 1fr; }
+    LanePanel.-compact #brief { display: block; }
     LanePanel #badge.-up { background: $success; color: $background; }
     LanePanel #badge.-down { background: $error; color: $background; }
     LanePanel #badge.-unknown { background: $panel; color: $text-muted; }
@@ -57,8 +107,18 @@ class LanePanel(LaneCard):
     def __init__(self, lane: str, *, id: str | None = None) -> None:
         super().__init__(lane, id=id, classes="-unknown")
 
+    @property
+    def compact(self) -> bool:
+        """One line (name, latest figures, health) instead of the full card; the screen decides."""
+        return self.has_class("-compact")
+
+    @compact.setter
+    def compact(self, value: bool) -> None:
+        self.set_class(value, "-compact")
+
     def compose(self) -> ComposeResult:
-        yield self.header(Label("", id="url"), Label("…", id="badge", classes="badge -unknown"))
+        yield self.header(Label("", id="url"), Label("…", id="badge", classes="badge -unknown"),
+                          Label("", id="brief"))
         yield Label("model —", id="model")
         yield _figure_row("TTFT", "ttft")  # last · median of the last 120 · n and range
         yield _figure_row("decode", "tps")
@@ -85,6 +145,8 @@ class LanePanel(LaneCard):
         elif st.up:
             state = "-up"
             text = "UP" if st.models_latency_s is None else f"UP {st.models_latency_s * 1000:.0f} ms"
+            if self.compact and self.size.width < ROW_WIDTH + 10:
+                text = "UP"  # a one-line row keeps its room for the figures
         else:
             state, text = "-down", "DOWN"
         self.badge_state(badge, text, state, STATES)
@@ -121,6 +183,10 @@ class LanePanel(LaneCard):
             est.strip() + (f"  [dim]n={n_tps} · {fmt.span(st.tps_history, 'tok/s')}[/]" if n_tps > 1 else ""))
         q("#server", ServerGauges).update_from(st.server)
 
+        if self.compact:
+            room = self.size.width - 2 - (len(self.lane) + 3) - (len(text) + 2) - 1
+            q("#brief", Label).update(fit(_brief_parts(st, stalled, wait_s), room))
+
         errors = list(st.errors)[-ERRORS_SHOWN:][::-1]
         total = len(st.errors)
         q("#errors-title", Label).update(f"errors  [dim]{total} recent[/]" if total else "errors")
@@ -129,6 +195,27 @@ class LanePanel(LaneCard):
             q("#errors", Static).update("\n".join(lines))
         else:
             q("#errors", Static).update("[dim]none[/]")
+
+
+def _brief_parts(st: LaneState, stalled: int, wait_s: float) -> list[tuple[int, str, str]]:
+    """A one-line row's figures as ``(priority, markup, plain)``: the latest TTFT and decode rate
+    first, then errors and stalls, in flight, ok, the flagged counts, the model last."""
+    ttft, tps = fmt.seconds(st.last_ttft_s), fmt.tok_s(st.last_tps)
+    est = " est." if st.tokens_estimated else ""
+    parts = [(0, f"[dim]TTFT[/] [b]{ttft}[/]", f"TTFT {ttft}"), (1, f"[b]{tps}[/]{est}", f"{tps}{est}")]
+    parts.append((4, f"[$success]{st.requests_ok} ok[/]", f"{st.requests_ok} ok"))
+    if st.requests_err:
+        parts.append((2, f"[$error b]{st.requests_err} err[/]", f"{st.requests_err} err"))
+    if stalled:
+        parts.append((2, f"[$warning b]{stalled} stalled {wait_s:.0f} s[/]", f"{stalled} stalled {wait_s:.0f} s"))
+    if st.in_flight:
+        parts.append((3, f"[b]{st.in_flight}[/] in flight", f"{st.in_flight} in flight"))
+    flagged = sum(getattr(st, name, 0) for name in ("client_bound", "requests_truncated", "requests_empty", "bursts"))
+    if flagged:
+        parts.append((5, f"[$warning]{flagged} flagged[/]", f"{flagged} flagged"))
+    if st.model:
+        parts.append((6, f"[dim]{escape(st.model)}[/]", st.model))
+    return parts
 
 
 def _figure_row(key: str, prefix: str) -> Horizontal:
