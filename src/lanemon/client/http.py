@@ -158,9 +158,12 @@ class LaneClient:
         max_connections: int = 512,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
+        from lanemon.client.netstamp import floor_for
+
         self.lane = lane
         self.clock = clock
-        self.emit = emit
+        self.floor, self.emit = floor_for(emit)
+        """Arrival stamps are never earlier than the latest event delivered (client/netstamp.py)."""
         self.model: str | None = lane.model
         """The model id as recorded and shown (inert, redacted, cut); :attr:`wire_model` is the one sent."""
         self.wire_model: str | None = lane.model
@@ -186,10 +189,15 @@ class LaneClient:
         read_timeout = stall_timeout if stall_timeout is not None else lane.timeout
         self.stall = read_timeout
         """Seconds a request may go without progress (a data line; keep-alive comments do not count)."""
+        limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+        if transport is None:  # token stamps at the bytes' arrival, not at their task's turn (client/netstamp.py)
+            from lanemon.client.netstamp import stamping_transport
+
+            transport = stamping_transport(limits)
         self.http = httpx.AsyncClient(
             headers=headers,
             timeout=httpx.Timeout(connect=connect_timeout, read=read_timeout, write=30.0, pool=None),
-            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+            limits=limits,
             transport=transport,
         )
 
@@ -488,7 +496,9 @@ class LaneClient:
                     server_id = resp.headers.get("x-request-id") or resp.headers.get("x-sim-request-id")
                     if server_id:
                         first["server_request_id"] = self.redactor.ident(server_id[:4096])  # to match server logs
-                    emit(schema.FIRST_BYTE, first)
+                    # when the headers' bytes arrived (client/netstamp.py), as the tokens are stamped
+                    arrived = getattr(resp.extensions.get("network_stream"), "read_ns", None)
+                    emit(schema.FIRST_BYTE, first, max(arrived - clock.t0, self.floor.t) if arrived else None)
                     answered = True
                     if resp.status_code >= 400:
                         raw = await _read_bounded(resp, ERROR_BODY_LIMIT)
@@ -501,7 +511,7 @@ class LaneClient:
                             err["message"] += f" (Retry-After: {retry[:64]})"
                         return emit(schema.ERROR, err)  # type: ignore[return-value]
                     return await read_sse(resp, emit, (lane, req, out, apply), clock.t0,
-                                          redactor=self.redactor, stall=self.stall)
+                                          redactor=self.redactor, stall=self.stall, floor=self.floor)
         except asyncio.CancelledError:
             raise
         except Exception as exc:

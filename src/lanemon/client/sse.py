@@ -51,14 +51,17 @@ class ReadClock:
     network read carries that read's time, so a burst (many chunks in one read) has no gaps at all
     instead of gaps that measure how long lanemon took to parse them."""
 
-    __slots__ = ("t",)
+    __slots__ = ("t", "floor", "t0")
 
-    def __init__(self) -> None:
+    def __init__(self, floor=None, t0: int = 0) -> None:
         self.t = 0
+        self.floor = floor
+        """A :class:`~lanemon.client.netstamp.StampFloor` (session ns): an arrival stamp is never earlier."""
+        self.t0 = t0
 
 
 async def read_sse(resp: httpx.Response, emit, hot: tuple, t0: int, *, redactor: Redactor | None = None,
-                   stall: float | None = None) -> RequestRecord:
+                   stall: float | None = None, floor=None) -> RequestRecord:
     """Parse the SSE body; ``hot`` = (lane, req, out, apply) lets token events skip ``emit``'s layers.
 
     Token text passes ``redactor.token`` (escape sequences and control characters out, configured
@@ -84,7 +87,7 @@ async def read_sse(resp: httpx.Response, emit, hot: tuple, t0: int, *, redactor:
     last_completion = 0
     chunks = 0
     pending: list[bytes] = []  # data lines of an event that is not one whole JSON line
-    read = ReadClock()
+    read = ReadClock(floor, t0)
     async for line in sse_lines(resp, progress=progress, final_blank=True, read_clock=read):  # bytes for orjson
         if not line:  # a blank line ends an event (and the body ends with one): dispatch a multi-line data
             if not pending:
@@ -251,7 +254,8 @@ async def sse_lines(resp: httpx.Response, limit: int = MAX_SSE_LINE, *, progress
                     final_blank: bool = False, read_clock: ReadClock | None = None):
     """The body's lines (LF, CRLF or CR ends) as bytes, without their line ends (and one empty line
     after the last when ``final_blank``: the end of the body ends an event too).  ``read_clock.t`` is
-    set to the time of each network read before its lines are yielded.
+    set to the time of each network read before its lines are yielded: when the read's bytes reached the
+    process (client/netstamp.py), else when this task got them.
 
     Like httpx's ``aiter_lines`` but bounded: a line longer than *limit* bytes
     raises :class:`SSELineTooLong` as soon as it passes the limit instead of
@@ -261,9 +265,17 @@ async def sse_lines(resp: httpx.Response, limit: int = MAX_SSE_LINE, *, progress
     size = 0
     skip_lf = False
     perf_ns = time.perf_counter_ns
+    net = resp.extensions.get("network_stream") if read_clock is not None else None
+    if not hasattr(net, "read_ns") or read_clock.floor is None:  # no arrival stamps: when this task reads it
+        net = None
     async for chunk in resp.aiter_bytes():
         if read_clock is not None:
-            read_clock.t = perf_ns()
+            arrived = net.read_ns if net is not None else None
+            if arrived:  # when the bytes arrived, but never before an event already delivered
+                floor = read_clock.floor.t + read_clock.t0
+                read_clock.t = arrived if arrived > floor else floor
+            else:
+                read_clock.t = perf_ns()
         if progress is not None:
             progress.check()
         if skip_lf and chunk[:1] == b"\n":
