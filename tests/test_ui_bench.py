@@ -367,7 +367,7 @@ async def test_prefill_and_category_cells_run_while_lanemon_was_starved_are_mark
         assert main.flagged_bars == {("B", "12K")}
         bars = plain(main.query_one("#bars"))
         legend, *lines = bars.splitlines()
-        assert "░ ?: lanemon starved" in legend
+        assert "░? lanemon starved" in legend
         [line] = [x for x in lines if "░" in x]
         assert line.split()[0] == "B" and line.rstrip().endswith("tok/s ?") and "█" not in line
         assert lines[lines.index(line) - 1].split()[:2] == ["12K", "A"]  # B's 12K bar, right under A's

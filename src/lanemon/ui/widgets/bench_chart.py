@@ -78,8 +78,7 @@ def render_bars(labels: list[str], series: dict[str, list[float]], colours: dict
     for n in names:
         legend.append("▒▒" if n in hatched else "██", style=colours.get(n, ""))
         legend.append(f" {n}  ")
-    legend.append(f"({unit}, one scale from 0" + ("; ░ ?: lanemon starved, not lane speed" if flagged else "")
-                  + ")", style="dim")
+    legend.append(f"({unit} from 0; ░? lanemon starved)" if flagged else f"({unit}, one scale from 0)", style="dim")
     legend.truncate(width, overflow="ellipsis")
     out.append_text(legend)
     for i, label in enumerate(labels):
