@@ -10,13 +10,13 @@ recording's ``created`` stamp, so a replay shows when the run happened, not now 
 neither keeps session time (``+12.3s``).
 
 Where a lane exposes ``/metrics``, the server's side gets two charts: its queue (running + waiting
-requests) and its KV-cache use (0-100 %), every such lane in its colour.  On a screen of 40 rows or
-more they take a second row under the three request charts (3 + 2 in a six-column grid: each chart
-keeps a full-height plot and at least a third of the width; a 3 x 2 grid would leave a hole and a
-single row of five would leave each ~30 columns at 160).  Below 40 rows a second row would leave
-every plot four rows tall, too flat to read, so the three charts stay in one row and the third one
-cycles with ``c``: throughput → server queue → KV cache (the current queue and KV figures stay in
-each lane's panel).
+requests) and its KV-cache use (0-100 %), every such lane in its colour.  When the charts have 20 rows
+or more (160 x 45 with up to four lanes) they take a second row under the three request charts (3 + 2
+in a six-column grid: each chart keeps a plot of 7+ rows and at least a third of the width; a 3 x 2
+grid would leave a hole and a single row of five would leave each ~30 columns at 160).  With fewer
+rows (100 x 30, or many lanes' panels above) a second row would leave every plot four rows tall, too
+flat to read, so the three charts stay in one row and the third one cycles with ``c``: throughput →
+server queue → KV cache (the current queue and KV figures stay in each lane's panel).
 """
 
 from __future__ import annotations
@@ -42,8 +42,11 @@ from lanemon.ui.widgets.status_bar import StatusBar
 from lanemon.ui.widgets.time_chart import TimeChart, WallAxis
 
 SHORT = 40
-"""Below this many rows the panels drop their model and errors-title rows, and the two server charts
-share the third chart's place with throughput (``c`` cycles; their current numbers stay in each lane's panel)."""
+"""Below this many rows the panels drop their model and errors-title rows."""
+TWO_ROWS = 20
+"""Rows the charts need for a second row of server charts (each plot then keeps 7 rows or more); with less
+(a short screen, or many lanes' panels above), the two server charts share the third chart's place with
+throughput (``c`` cycles; their current numbers stay in each lane's panel)."""
 CHARTS = (("chart-ttft", "TTFT"), ("chart-decode", "decode per stream"), ("chart-tput", "throughput"),
           ("chart-server", "server queue"), ("chart-kv", "server KV cache"))
 SCRAPE_GAP_NS = 5 * NS
@@ -154,6 +157,7 @@ class DashboardScreen(LanemonScreen):
         """The zone of the wall-clock axis (None: the machine's local zone)."""
         self._wall_s: float | None = None
         self._server_charts: tuple[str, ...] = ()
+        self._tall = False
         """The server charts that have data (``chart-server``, ``chart-kv``)."""
 
     def compose(self) -> ComposeResult:
@@ -172,7 +176,6 @@ class DashboardScreen(LanemonScreen):
     def on_resize(self) -> None:
         self.set_class(self.size.height < SHORT, "-short")
         self._arrange()
-        self.refresh_bindings()  # `c` is offered on a short screen only
         self.drawn = None
 
     def _arrange(self) -> None:
@@ -208,7 +211,7 @@ class DashboardScreen(LanemonScreen):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "chart":  # only where it does something: a short screen with server charts
-            return bool(self._server_charts) and self.size.height < SHORT
+            return bool(self._server_charts) and not self._two_rows()
         return super().check_action(action, parameters)
 
     def action_zoom(self) -> None:
@@ -226,7 +229,7 @@ class DashboardScreen(LanemonScreen):
     def fingerprint(self, app: Any) -> tuple:
         s = app.source
         return (app.state.version, app.series.version, self.window_s, self.zoomed, self.third, s.paused, s.speed,
-                s.finished, str(s.recording_path), self.size)
+                s.finished, str(s.recording_path), self.size, self.query_one("#charts", Grid).size)
 
     def draw(self, app: Any) -> None:
         self.refresh_from(app.state, app.source)
@@ -303,12 +306,17 @@ class DashboardScreen(LanemonScreen):
                                                         title="server: KV cache used", **gauge)
         self._place_charts(("chart-server",) * bool(queue) + ("chart-kv",) * bool(kv))
 
+    def _two_rows(self) -> bool:
+        """Room for the server charts in a second row: the charts' own height once laid out."""
+        height = self.query_one("#charts", Grid).size.height
+        return (height or self.size.height - 20) >= TWO_ROWS
+
     def _place_charts(self, server: tuple[str, ...]) -> None:
         """Tall: the server charts in a second row; short: one of throughput / queue / KV in the third place."""
-        if server != self._server_charts:
-            self._server_charts = server
-            self.refresh_bindings()
-        tall = self.size.height >= SHORT
+        tall = self._two_rows()
+        if (server, tall) != (self._server_charts, self._tall):
+            self._server_charts, self._tall = server, tall
+            self.refresh_bindings()  # `c` is offered only where it does something
         if self.third not in (THIRD[0], *server):
             self.third = THIRD[0]
         grid = self.query_one("#charts", Grid)
