@@ -159,3 +159,12 @@ def test_ray_backend_runs_the_same_job_through_local_ray_actors(tmp_path):
         assert len(recs) == expected and all(r.ok for r in recs)
     finally:
         sim.stop()
+
+
+def test_opening_burst_counts_the_first_wave_only():
+    from lanemon.workers.pool import opening_burst
+
+    assert opening_burst([]) == 0
+    assert opening_burst([0.0] * 64 + [3.0] * 64) == 64  # one wave at once, the next later
+    assert opening_burst([0.5, 0.52, 0.56, 1.0]) == 2  # within 50 ms of the first scheduled
+    assert opening_burst([i / 20 for i in range(100)]) == 1  # a steady 20/s: nothing to open ahead

@@ -56,6 +56,19 @@ class Item:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
+OPENING_BURST_S = 0.05
+"""Requests scheduled within this long of the first are the opening burst: that many connections are opened
+before the schedule starts (a wave's TTFT must not carry its own connection set-ups)."""
+
+
+def opening_burst(offsets: Sequence[float], window_s: float = OPENING_BURST_S) -> int:
+    """How many of the (sorted) offsets fall within ``window_s`` of the first (pure)."""
+    if not offsets:
+        return 0
+    first = offsets[0]
+    return sum(1 for o in offsets if o - first < window_s)
+
+
 def default_workers() -> int:
     """One worker per core beyond the one the main process (merging, recording, UI) keeps."""
     return max(1, (os.cpu_count() or 2) - 1)
@@ -94,6 +107,9 @@ class WorkerCore:
         client = self.clients[lane]
         loop = asyncio.get_running_loop()
         tasks = []
+        burst = opening_burst([it.offset_s for it in items])
+        if burst > 1:  # this worker's share of the opening wave: connections opened before the start
+            await client.warm(burst)
         for it in items:
             delay = (start_ns - self.clock.now()) / 1e9 + it.offset_s
             if delay > 0:

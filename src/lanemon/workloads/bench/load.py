@@ -334,6 +334,11 @@ async def run_cell(h, lane: str, rep: int, opts) -> list[RequestRecord]:
         return []
     loop = asyncio.get_running_loop()
     tasks: list[asyncio.Task] = []
+    from lanemon.workers.pool import opening_burst
+
+    burst = opening_burst([off for off, _, _ in planned])
+    if burst > 1:  # the opening wave's connections, opened before the clock starts (as the decode ladder does)
+        await h.clients[lane].warm(burst)
     t0 = loop.time() + 0.02
     for off, meta, args in planned:
         delay = t0 + off - loop.time()
