@@ -227,9 +227,9 @@ class DashboardScreen(LanemonScreen):
     # -- drawing -------------------------------------------------------------------
 
     def fingerprint(self, app: Any) -> tuple:
-        s = app.source
+        s = app.source  # (the charts by query: the app's first redraw can come before they are composed)
         return (app.state.version, app.series.version, self.window_s, self.zoomed, self.third, s.paused, s.speed,
-                s.finished, str(s.recording_path), self.size, self.query_one("#charts", Grid).size)
+                s.finished, str(s.recording_path), self.size, tuple(g.size for g in self.query("#charts")))
 
     def draw(self, app: Any) -> None:
         self.refresh_from(app.state, app.source)
