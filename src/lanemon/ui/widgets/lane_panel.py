@@ -77,7 +77,7 @@ class LanePanel(LaneCard):
     /* compact: one line per lane (name, the latest figures that fit, health), no border; the window
        table under the panels has the rest */
     LanePanel.-compact, LanePanel.-compact.-good, LanePanel.-compact.-bad { border: none; height: 1; }
-    LanePanel.-compact > * { display: none; }
+    LanePanel.-compact > *, LanePanel.-compact ServerGauges.-shown { display: none; }
     LanePanel.-compact > .head { display: block; }
     LanePanel.-compact #url { display: none; }
     LanePanel #brief { display: none; width: 1fr; }
@@ -202,7 +202,9 @@ def _brief_parts(st: LaneState, stalled: int, wait_s: float) -> list[tuple[int, 
     first, then errors and stalls, in flight, ok, the flagged counts, the model last."""
     ttft, tps = fmt.seconds(st.last_ttft_s), fmt.tok_s(st.last_tps)
     est = " est." if st.tokens_estimated else ""
-    parts = [(0, f"[dim]TTFT[/] [b]{ttft}[/]", f"TTFT {ttft}"), (1, f"[b]{tps}[/]{est}", f"{tps}{est}")]
+    parts = [(0, f"[dim]TTFT[/] [b]{ttft}[/]", f"TTFT {ttft}")]
+    if st.last_tps is not None:
+        parts.append((1, f"[b]{tps}[/]{est}", f"{tps}{est}"))
     parts.append((4, f"[$success]{st.requests_ok} ok[/]", f"{st.requests_ok} ok"))
     if st.requests_err:
         parts.append((2, f"[$error b]{st.requests_err} err[/]", f"{st.requests_err} err"))

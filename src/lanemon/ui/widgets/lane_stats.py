@@ -40,17 +40,11 @@ class LaneStats(Static):
     """
 
     def update_from(self, stats: dict[str, WindowStats], colours: dict[str, str], window: str) -> None:
-        table = Table(box=None, pad_edge=False, padding=(0, 1), expand=False, show_edge=False,
-                      header_style="dim", title=None)
-        for name, justify in (("lane", "left"), ("req/s", "right"), ("ok", "right"), ("err", "right"),
-                              ("trunc", "right"), ("empty", "right"), ("flag", "right"), ("TTFT p50·90·99", "right"),
-                              ("TPOT p50·90·99", "right"), ("E2E p50·90·99", "right")):
-            table.add_column(name, justify=justify, no_wrap=True, overflow="ellipsis")  # type: ignore[arg-type]
         names = list(stats)
+        width = self.size.width or 200
         # more than two lanes: one "vs the first lane" column instead of a ratio row per lane, when it fits
-        many = len(names) > 2 and (self.size.width or 200) >= 130
-        if many:
-            table.add_column(f"p50 ÷ {names[0]}", justify="right", no_wrap=True, overflow="ellipsis")
+        many = len(names) > 2 and width >= 130
+        rows = []
         for name in names:
             st = stats[name]
             first = stats[names[0]]
@@ -59,20 +53,54 @@ class LaneStats(Static):
                 extra = ["" if name == names[0] else
                          f"{ratio(st.ttft[0], first.ttft[0])}·{ratio(st.tpot[0], first.tpot[0])}·"
                          f"{ratio(st.e2e[0], first.e2e[0])}"]
-            table.add_row(Text(f"■ {name}", style=colours.get(name, "")),
-                          "—" if st.rate_rps is None else f"{st.rate_rps:.2f}",
-                          str(st.requests_ok),
-                          Text(str(st.requests_err), style="bold red" if st.requests_err else ""),
-                          Text(str(st.requests_truncated), style="bold yellow" if st.requests_truncated else ""),
-                          Text(str(st.requests_empty), style="bold yellow" if st.requests_empty else ""),
-                          Text(str(st.flagged), style="yellow" if st.flagged else ""),
-                          triple(st.ttft), triple(st.tpot, tpot=True), triple(st.e2e), *extra)
+            rows.append([Text(f"■ {name}", style=colours.get(name, "")),
+                         "—" if st.rate_rps is None else f"{st.rate_rps:.2f}",
+                         str(st.requests_ok),
+                         Text(str(st.requests_err), style="bold red" if st.requests_err else ""),
+                         Text(str(st.requests_truncated), style="bold yellow" if st.requests_truncated else ""),
+                         Text(str(st.requests_empty), style="bold yellow" if st.requests_empty else ""),
+                         Text(str(st.flagged), style="yellow" if st.flagged else ""),
+                         triple(st.ttft), triple(st.tpot, tpot=True), triple(st.e2e), *extra])
         if len(names) == 2:
             a = stats[names[0]]
             for name in names[1:]:
                 b = stats[name]
-                table.add_row(Text(f"{name}/{names[0]}", style="bold"), ratio(b.rate_rps, a.rate_rps), "", "", "", "", "",
-                              f"p50 {ratio(b.ttft[0], a.ttft[0])}", f"p50 {ratio(b.tpot[0], a.tpot[0])}",
-                              f"p50 {ratio(b.e2e[0], a.e2e[0])}")
+                rows.append([Text(f"{name}/{names[0]}", style="bold"), ratio(b.rate_rps, a.rate_rps), "", "", "", "",
+                             "", f"p50 {ratio(b.ttft[0], a.ttft[0])}", f"p50 {ratio(b.tpot[0], a.tpot[0])}",
+                             f"p50 {ratio(b.e2e[0], a.e2e[0])}"])
+        columns = list(COLUMNS) + ([(f"p50 ÷ {names[0]}", "right")] if many else [])
+        shown = fitting_columns(columns, rows, width)
+        table = Table(box=None, pad_edge=False, padding=(0, 1), expand=False, show_edge=False,
+                      header_style="dim", title=None)
+        for i in shown:
+            table.add_column(columns[i][0], justify=columns[i][1], no_wrap=True,  # type: ignore[arg-type]
+                             overflow="ellipsis")
+        for row in rows:
+            table.add_row(*(row[i] if i < len(row) else "" for i in shown))
         self.border_title = f"last {window}"
         self.update(table)
+
+
+COLUMNS = (("lane", "left"), ("req/s", "right"), ("ok", "right"), ("err", "right"), ("trunc", "right"),
+           ("empty", "right"), ("flag", "right"), ("TTFT p50·90·99", "right"), ("TPOT p50·90·99", "right"),
+           ("E2E p50·90·99", "right"))
+SPARE = (5, 4, 6)
+"""The columns left out first when the table is wider than its place (empty, trunc, flag), each only
+while it holds nothing but zeros: a count that is not zero is never hidden."""
+
+
+def fitting_columns(columns: list[tuple[str, str]], rows: list[list], width: int) -> list[int]:
+    """The indices of the columns to show: all of them when the table fits ``width``, else without
+    the all-zero counts of :data:`SPARE`, in that order, until it fits (the cells' ellipsis cuts the rest)."""
+    def text(v: object) -> str:
+        return v.plain if isinstance(v, Text) else str(v)
+
+    # each column: its widest cell plus one space either side (none outside the first and last)
+    sizes = [max([len(name)] + [len(text(r[i])) for r in rows if i < len(r)]) + 2 for i, (name, _) in enumerate(columns)]
+    shown = list(range(len(columns)))
+    for i in SPARE:
+        if sum(sizes[j] for j in shown) - 2 <= width:
+            break
+        if all(text(r[i]) in ("", "0") for r in rows if i < len(r)):
+            shown.remove(i)
+    return shown
