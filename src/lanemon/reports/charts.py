@@ -42,6 +42,9 @@ class Chart:
     faded: set[str] = field(default_factory=set)
     """series drawn as a quieter variant of their colour (dashed line, light bar, light swatch): the OLD side
     of a compare, so a lane's OLD and NEW read as the same lane."""
+    gaps: bool = False
+    """line: a missing value (None) breaks the line instead of being bridged (a point left out on purpose,
+    e.g. a decode level run while lanemon was starved)."""
 
 
 def nice_max(v: float) -> tuple[float, float]:
@@ -224,11 +227,17 @@ def svg_chart(chart: Chart, lanes: list[str], width: int = 760, height: int = 33
                          f'{esc(chart.band_label)}</text>')
             placed.take((x0 + x1) / 2, top + 14, _text_w(chart.band_label, "tick"))
         for name, series in chart.series.items():
-            pts = [(xc(i), y(v)) for i, v in enumerate(series) if v is not None]
+            runs: list[list[tuple[float, float]]] = [[]]
+            for i, v in enumerate(series):
+                if v is not None:
+                    runs[-1].append((xc(i), y(v)))
+                elif chart.gaps and runs[-1]:
+                    runs.append([])
             fade = FADED_LINE if name in chart.faded else ""
-            if len(pts) > 1:
-                d = " ".join(f"{px:.1f},{py:.1f}" for px, py in pts)
-                parts.append(f'<polyline class="line {cls[name]}"{fade} points="{d}"/>')
+            for pts in runs:
+                if len(pts) > 1:
+                    d = " ".join(f"{px:.1f},{py:.1f}" for px, py in pts)
+                    parts.append(f'<polyline class="line {cls[name]}"{fade} points="{d}"/>')
             for i, v in enumerate(series):
                 if v is None:
                     continue

@@ -12,6 +12,9 @@ from typing import Any
 
 from lanemon.measure.stats import median
 from lanemon.reports.format import num
+from lanemon.workloads.bench.decode import crossover as ladder_crossover
+from lanemon.workloads.bench.decode import level_figure
+from lanemon.workloads.bench.decode import level_leads as ladder_level_leads
 
 
 def lane_names(analysis: dict[str, Any]) -> list[str]:
@@ -44,25 +47,71 @@ def decode_levels(decode: dict[str, Any], lane: str) -> dict[int, dict[str, Any]
 
 
 def agg(cell: dict[str, Any]) -> float | None:
+    """A level's first send -> last end aggregate (the span)."""
     return num(cell.get("aggregate_tok_s"))
+
+
+def steady(cell: dict[str, Any]) -> float | None:
+    """A level's steady-state aggregate (tokens while all C streams ran / that window); None in recordings
+    made before lanemon measured it."""
+    return num(cell.get("steady_tok_s"))
+
+
+def level_value(cell: dict[str, Any]) -> float | None:
+    """The figure a level is judged and drawn on: steady where the results have it, else the span
+    (:func:`lanemon.workloads.bench.decode.level_figure`)."""
+    return num(level_figure(cell or {})[0])
+
+
+def has_steady(decode: dict[str, Any], lanes: list[str]) -> bool:
+    """True when any level of these lanes carries a steady-state figure (recordings since it was measured)."""
+    return any(steady(c) is not None for n in lanes for c in decode_levels(decode, n).values())
+
+
+def _ladder(decode: dict[str, Any], lanes: list[str]) -> dict[str, dict[str, Any]]:
+    """The lanes' levels as the ladder's own results hold them (``{lane: {"levels": {"4": cell}}}``)."""
+    return {n: {"levels": {str(k): c for k, c in decode_levels(decode, n).items()}} for n in lanes}
+
+
+def level_leads(decode: dict[str, Any], lanes: list[str]) -> dict[int, dict[str, Any]]:
+    """Per level: the judgement the ladder, the crossover, the CLI table and the bench screen make
+    (:func:`lanemon.workloads.bench.decode.level_leads`: steady figure, else span; the shared noise band;
+    ``leader`` a lane, ``"tie"`` inside the band, None when a cell ran while lanemon was starved).
+
+    With more than two lanes the level's two best figures are judged.  Each entry also has ``ratio``
+    (best / runner-up) and ``pair`` (the two lanes judged)."""
+    ladder = _ladder(decode, lanes)
+    out: dict[int, dict[str, Any]] = {}
+    levels = sorted({k for n in lanes for k in decode_levels(decode, n)})
+    for lvl in levels:
+        ranked = [(n, level_value(decode_levels(decode, n).get(lvl) or {})) for n in lanes
+                  if lvl in decode_levels(decode, n)]
+        ranked = [(n, v) for n, v in ranked if v]
+        if len(ranked) < 2:
+            continue
+        if len(lanes) > 2:
+            ranked.sort(key=lambda t: -t[1])
+        a, b = ranked[0][0], ranked[1][0]
+        one = {n: {"levels": {str(lvl): ladder[n]["levels"][str(lvl)]}} for n in (a, b)}
+        got = ladder_level_leads(one, a, b)
+        if not got:
+            continue
+        x = dict(got[0])
+        hi, lo = max(x["a"], x["b"]), min(x["a"], x["b"])
+        x["ratio"] = hi / lo if lo else None
+        x["pair"] = [a, b]
+        out[lvl] = x
+    return out
 
 
 def crossover(decode: dict[str, Any], lanes: list[str]) -> dict[str, Any] | None:
     if "crossover" in decode:
         c = decode.get("crossover")
         return c if isinstance(c, dict) and c.get("between") else None
-    # older/hand-made dicts without the key: the first change of leader
+    # older/hand-made dicts without the key: the ladder's own rule (steady figure, else span, noise band)
     if len(lanes) < 2:
         return None
-    per = {n: decode_levels(decode, n) for n in lanes}
-    common = sorted(set.intersection(*(set(k for k, c in p.items() if agg(c) is not None) for p in per.values())))
-    prev = None
-    for lvl in common:
-        leader = max(lanes, key=lambda n: agg(per[n][lvl]) or 0)
-        if prev is not None and leader != prev[1]:
-            return {"leader_before": prev[1], "leader_after": leader, "between": [prev[0], lvl]}
-        prev = (lvl, leader)
-    return None
+    return ladder_crossover(_ladder(decode, lanes), lanes)
 
 
 def first_level(decode: dict[str, Any], lane: str) -> tuple[int, dict[str, Any]] | None:

@@ -138,7 +138,7 @@ def verdict(analysis: dict[str, Any]) -> list[str]:
     elif len(d_lanes) == 1:
         n = d_lanes[0]
         levels = decode_levels(decode, n)
-        vals = [(k, agg(c)) for k, c in levels.items() if agg(c)]
+        vals = [(k, _dec(c)) for k, c in levels.items() if _dec(c) and not c.get("unreliable")]
         if vals:
             best = max(vals, key=lambda t: t[1])
             out.append(f"Decode on {n}: {tok(vals[0][1])} tok/s at C{vals[0][0]}, peaking at {tok(best[1])} tok/s "

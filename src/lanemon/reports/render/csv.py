@@ -7,7 +7,7 @@ import csv
 import io
 from typing import Any
 
-from lanemon.reports.data import agree_pair, decode_levels, prefill_cells, present_lanes, qeval_runs
+from lanemon.reports.data import agree_pair, decode_levels, level_figure, prefill_cells, present_lanes, qeval_runs
 from lanemon.reports.format import err_text, sorted_keys
 
 
@@ -17,7 +17,7 @@ CSV_COLUMNS = (
     "tokens_estimated", "requests", "errors", "found", "winner", "error",
     "vs_lane", "rep", "passed", "reason", "task_kind", "seconds", "paired", "count", "p_value",
     "first_divergence_word", "exact", "words", "vs_words", "status", "kl", "kl_p50", "kl_p99", "positions",
-    "tool_calls", "malformed_calls", "decode_s", "cached_tokens",
+    "tool_calls", "malformed_calls", "decode_s", "cached_tokens", "tok_s_basis", "span_tok_s", "unreliable",
 )
 """Columns of the CSV report (see docs/REPORTS.md)."""
 
@@ -27,13 +27,22 @@ def csv_rows(analysis: dict[str, Any]) -> list[dict[str, Any]]:
     decode = analysis.get("decode") or {}
     for n in present_lanes(analysis, "decode"):
         for lvl, c in decode_levels(decode, n).items():
+            # tok_s is the figure the level is judged on (steady where recorded, else the span; tok_s_basis
+            # says which), its reps' min/max beside it; the span always in span_tok_s
+            value, reps, basis = level_figure(c)
+            vals = [v for v in reps if isinstance(v, (int, float))]
+            steady = basis == "steady"
             rows.append({"bench": "decode", "lane": n, "cell_kind": "level", "cell": lvl,
-                         "tok_s": c.get("aggregate_tok_s"), "ttft_s": c.get("ttft_p50_s"),
+                         "tok_s": value, "ttft_s": c.get("ttft_p50_s"),
                          "ttft_p90_s": c.get("ttft_p90_s"), "ttft_p99_s": c.get("ttft_p99_s"),
-                         "per_stream_tok_s": c.get("per_stream_tok_s_p50"), "min_tok_s": c.get("min"),
-                         "max_tok_s": c.get("max"), "reps": len(c.get("reps") or []), "unstable": c.get("unstable"),
+                         "per_stream_tok_s": c.get("per_stream_tok_s_p50"),
+                         "min_tok_s": min(vals) if steady and vals else c.get("min"),
+                         "max_tok_s": max(vals) if steady and vals else c.get("max"), "reps": len(reps),
+                         "unstable": c.get("steady_unstable") if steady else c.get("unstable"),
                          "output_tokens": c.get("output_tokens"), "tokens_estimated": c.get("tokens_estimated"),
-                         "requests": c.get("requests"), "errors": c.get("errors")})
+                         "requests": c.get("requests"), "errors": c.get("errors"),
+                         "tok_s_basis": basis if value is not None else None,
+                         "span_tok_s": c.get("aggregate_tok_s"), "unreliable": c.get("unreliable")})
         cats = ((decode.get("lanes") or {}).get(n) or {}).get("categories") or {}
         for cat, c in cats.items():
             rows.append({"bench": "decode", "lane": n, "cell_kind": "category", "cell": cat,

@@ -1,14 +1,42 @@
-"""Decode sections: aggregate throughput vs concurrency (crossover, goodput), TTFT at C1, per-category decode."""
+"""Decode sections: aggregate throughput vs concurrency (crossover, goodput), TTFT at C1, per-category decode.
+
+The throughput table leads with the steady-state aggregate (the figure the ladder, its crossover, the
+verdict, the CLI table and the bench screen judge each level on) with the span (first send -> last end)
+beside it; its Leader is the ladder's own per-level judgement with the shared noise band
+(:func:`lanemon.reports.data.level_leads`).  Recordings without steady figures show the span, labelled.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from lanemon.measure import stats as st
 from lanemon.reports.charts import Chart
-from lanemon.reports.data import agg, crossover, decode_levels, first_level
+from lanemon.reports.data import (agg, crossover, decode_levels, first_level, has_steady, level_leads, level_value,
+                                  steady)
 from lanemon.reports.format import num, secs, sparkline, tok
 from lanemon.reports.sections.section import Section
-from lanemon.reports.verdict import TIE
+
+
+def _range(reps: list[Any]) -> str:
+    vals = [v for v in (num(r) for r in reps or []) if v is not None]
+    return f" ({tok(min(vals))}–{tok(max(vals))})" if len(vals) > 1 else ""
+
+
+def leader_text(x: dict[str, Any] | None) -> str:
+    """A level's Leader cell from :func:`lanemon.reports.data.level_leads`: ``B (1.18×)`` beyond the noise
+    band, ``tie`` inside it, ``not judged (starved)`` when lanemon was starved while a cell ran; the band is
+    added when the reps widened it past its default."""
+    if not x:
+        return "—"
+    if x.get("unreliable"):
+        return "not judged (starved)"
+    band = f"band {x['band'] * 100:.1f} % from the reps" if x.get("band_from_reps") else ""
+    if x.get("leader") == "tie":
+        return "tie" + (f" ({band})" if band else "")
+    if x.get("leader") and x.get("ratio"):
+        return f"{x['leader']} ({x['ratio']:.2f}×{', ' + band if band else ''})"
+    return "—"
 
 
 def decode_sections(decode: dict[str, Any], lanes: list[str]) -> list[Section]:
@@ -16,41 +44,56 @@ def decode_sections(decode: dict[str, Any], lanes: list[str]) -> list[Section]:
     per = {n: decode_levels(decode, n) for n in lanes}
     levels = sorted(set().union(*(set(p) for p in per.values())))
     cross = crossover(decode, lanes)
-    headers = ["Concurrency"] + [f"{n} tok/s" for n in lanes] + (["Leader"] if len(lanes) > 1 else [])
-    rows, any_unstable, any_est = [], False, False
+    leads = level_leads(decode, lanes) if len(lanes) > 1 else {}
+    with_steady = has_steady(decode, lanes)
+    if with_steady:
+        lane_cols = [h for n in lanes for h in (f"{n} steady tok/s", f"{n} span tok/s")]
+    else:
+        lane_cols = [f"{n} span tok/s" for n in lanes]
+    headers = ["Concurrency"] + lane_cols + (["Leader"] if len(lanes) > 1 else [])
+    rows, any_unstable, any_est, any_starved = [], False, False, False
     for lvl in levels:
         row = [f"C{lvl}"]
-        vals = []
         for n in lanes:
             c = per[n].get(lvl)
             if not c:
-                row.append("—")
+                row += ["—", "—"] if with_steady else ["—"]
                 continue
-            v = agg(c)
-            vals.append((n, v))
-            cell = tok(v)
-            mn, mx = num(c.get("min")), num(c.get("max"))
-            if len(c.get("reps") or []) > 1 and mn is not None and mx is not None:
-                cell += f" ({tok(mn)}–{tok(mx)})"
+            span = tok(agg(c)) + _range([c.get("min"), c.get("max")] if len(c.get("reps") or []) > 1 else [])
             if c.get("unstable"):
-                cell += " †"
+                span += " †"
                 any_unstable = True
+            marks = ""
+            if c.get("unreliable"):
+                marks += " ?"
+                any_starved = True
             if c.get("tokens_estimated"):
-                cell += " ~"
+                marks += " ~"
                 any_est = True
             if num(c.get("errors")):
-                cell += f" [{_not_complete(c)}]"
-            row.append(cell)
-        if len(lanes) > 1:
-            vals = [(n, v) for n, v in vals if v]
-            if len(vals) >= 2:
-                vals.sort(key=lambda t: -t[1])
-                r = vals[0][1] / vals[1][1]
-                row.append("tie" if r < TIE else f"{vals[0][0]} ({r:.2f}×)")
+                marks += f" [{_not_complete(c)}]"
+            if with_steady:
+                cell = tok(steady(c)) + _range(c.get("steady_reps") or [])
+                if c.get("steady_unstable"):
+                    cell += " †"
+                    any_unstable = True
+                row += [cell + marks, span]
             else:
-                row.append("—")
+                row.append(span + marks)
+        if len(lanes) > 1:
+            row.append(leader_text(leads.get(lvl)))
         rows.append(row)
-    caption = "Aggregate decode throughput (total output tokens / wall time of the level) by concurrency."
+    if with_steady:
+        caption = ("Aggregate decode throughput by concurrency. steady: output tokens written while all C streams "
+                   "were in flight / that window (the figure each level is judged and drawn on); span: total "
+                   "output tokens / first send → last end (ramp-up and drain included).")
+    else:
+        caption = ("Aggregate decode throughput by concurrency. span: total output tokens / first send → last end "
+                   "(this recording predates the steady-state figure, so levels are judged on the span).")
+    if len(lanes) > 1:
+        caption += (f" Leader: the faster lane when the gap is beyond the noise band "
+                    f"({st.DEFAULT_BANDS['throughput'] * 100:.0f} %, or the reps' own spread where wider), "
+                    f"a tie inside it.")
     if cross:
         caption += (f" {cross.get('leader_before')} leads up to C{cross['between'][0]}, "
                     f"{cross.get('leader_after')} from C{cross['between'][-1]}.")
@@ -59,18 +102,27 @@ def decode_sections(decode: dict[str, Any], lanes: list[str]) -> list[Section]:
         notes.append("† unstable: the reps of this cell differ by more than the bench's stability threshold.")
     if any_est:
         notes.append("~ token counts estimated from chunks (the lane sent no usage block).")
-    top = max((v for p in per.values() for c in p.values() if (v := agg(c))), default=0)
-    spark = [f"{n}  {sparkline([agg(per[n].get(lvl, {})) for lvl in levels], top)}  "
-             f"C{levels[0]}→C{levels[-1]}" for n in lanes] if levels else []
+    if any_starved:
+        notes.append("? lanemon itself was starved while this cell ran (client-bound): its figure is not lane "
+                     "speed, the level is not judged and the chart leaves the point out.")
+
+    def drawn(c: dict[str, Any] | None) -> float | None:
+        return None if not c or c.get("unreliable") else level_value(c)
+
+    top = max((v for p in per.values() for c in p.values() if (v := drawn(c))), default=0)
+    spark = [f"{n}  {sparkline([drawn(per[n].get(lvl)) for lvl in levels], top)}  "
+             f"C{levels[0]}→C{levels[-1]}" + ("" if with_steady else " (span)") for n in lanes] if levels else []
     band = None
     if cross:
         try:
             band = (levels.index(int(cross["between"][0])), levels.index(int(cross["between"][-1])))
         except ValueError:
             band = None
-    chart = Chart("line", "Aggregate decode vs concurrency", "concurrent streams (C)", "aggregate decode (tok/s)",
-                  [f"C{lvl}" for lvl in levels], {n: [agg(per[n].get(lvl, {})) for lvl in levels] for n in lanes},
-                  band=band, band_label="crossover")
+    what = "steady-state" if with_steady else "span"
+    chart = Chart("line", f"Aggregate decode vs concurrency ({what})", "concurrent streams (C)",
+                  f"{what} aggregate decode (tok/s)",
+                  [f"C{lvl}" for lvl in levels], {n: [drawn(per[n].get(lvl)) for lvl in levels] for n in lanes},
+                  band=band, band_label="crossover", gaps=True)
     # goodput (bench decode --slo): share and rate of requests meeting every target, per lane and level
     more = []
     slo = (decode.get("config") or {}).get("slo")
