@@ -7,6 +7,7 @@ from typing import Any
 from lanemon.reports.data import race_wins
 from lanemon.reports.format import clip, err_text, num, secs, tok
 from lanemon.reports.sections.section import Section
+from lanemon.workloads.race import TIE_S
 
 
 def race_section(race: dict[str, Any], order: list[str]) -> Section:
@@ -43,11 +44,28 @@ def race_section(race: dict[str, Any], order: list[str]) -> Section:
 
 
 def margin_text(m: Any) -> str:
-    """``0.20 s (1.12×)`` from a race's margin (``total_s_delta``, ``total_s_ratio``)."""
+    """The margin column of a race without a verdict sentence (older recordings), from its margin
+    (``total_s_delta`` = runner-up's E2E − winner's, ``total_s_ratio``), with the sign said honestly as the
+    race's own verdict says it (:func:`lanemon.workloads.race.verdict`):
+
+    * ``0.20 s (1.12×)`` -- the winner took less time end to end;
+    * ``tie (under 1 ms)`` -- a gap that rounds to 0 ms (which end was read first is chance), never
+      ``0 ms`` or ``-0 ms``;
+    * ``first on the clock, 12 ms slower end to end (sent sooner)`` -- the winner's request was sent
+      sooner and took longer, never ``-12 ms``.
+    """
     if not isinstance(m, dict) or not m:
         return "—"
     delta, ratio = num(m.get("total_s_delta")), num(m.get("total_s_ratio"))
     if delta is None:
         return "—"
-    text = f"{delta:.2f} s" if delta >= 0.1 else f"{delta * 1000:.0f} ms"
-    return text + (f" ({ratio:.2f}×)" if ratio else "")
+    if abs(delta) < TIE_S:
+        return "tie (under 1 ms)"
+    if delta < 0:
+        return f"first on the clock, {_duration(-delta)} slower end to end (sent sooner)"
+    return _duration(delta) + (f" ({ratio:.2f}×)" if ratio else "")
+
+
+def _duration(seconds: float) -> str:
+    """``0.51 s`` / ``12 ms`` (a positive gap)."""
+    return f"{seconds:.2f} s" if seconds >= 0.1 else f"{seconds * 1000:.0f} ms"
