@@ -264,6 +264,8 @@ class Header(msgspec.Struct, forbid_unknown_fields=False):
     host: dict[str, Any] = {}
     bench: str | None = None
     qeval: dict[str, Any] | None = None
+    wall_t0_s: float | None = None
+    """wall-clock time (epoch s) of the session clock's t = 0 (optional, schema 1.0 readers ignore it)."""
 
 
 def check_header(obj: Any) -> None:

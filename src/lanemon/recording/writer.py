@@ -42,19 +42,45 @@ def host_info() -> dict[str, Any]:
     return info
 
 
-def make_header(command: str, lanes: list[dict[str, Any]], extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def make_header(command: str, lanes: list[dict[str, Any]], extra: dict[str, Any] | None = None, *,
+                clock: Any = None) -> dict[str, Any]:
+    """The recording's first line.
+
+    ``created`` is the UTC wall-clock time the header was made, to the millisecond (older recordings:
+    whole seconds).  With ``clock`` (the session's :class:`~lanemon.events.Clock`, whose events' ``t`` count
+    from its ``t0``), ``wall_t0_s`` is the wall-clock time (epoch seconds) of that clock's t = 0, so a
+    replay's wall-clock axis is exact wherever the header was made relative to the clock's start.
+    """
+    wall_ns, perf_ns = time.time_ns(), time.perf_counter_ns()
     header = {
         "schema": SCHEMA_NAME,
         "version": SCHEMA_VERSION_STR,
         "lanemon": __version__,
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "created": created_stamp(wall_ns),
         "command": command,
         "lanes": [{"name": lane["name"], "url": lane.get("url"), "model": lane.get("model")} for lane in lanes],
         "host": host_info(),
     }
+    t0 = wall_t0_s(clock, wall_ns, perf_ns)
+    if t0 is not None:
+        header["wall_t0_s"] = t0
     if extra:
         header.update(extra)
     return header
+
+
+def created_stamp(wall_ns: int) -> str:
+    """``2026-12-03T14:05:01.123+00:00``: an epoch time in ns as the header's ``created`` (UTC, ms)."""
+    return _dt.datetime.fromtimestamp(wall_ns / 1e9, _dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def wall_t0_s(clock: Any, wall_ns: int, perf_ns: int) -> float | None:
+    """Wall-clock time (epoch s, µs) of ``clock``'s t = 0, from one reading of both clocks (``wall_ns`` =
+    ``time.time_ns()``, ``perf_ns`` = ``time.perf_counter_ns()`` taken together); None without a clock."""
+    t0 = getattr(clock, "t0", None)
+    if not isinstance(t0, int) or isinstance(t0, bool):
+        return None
+    return round((wall_ns - (perf_ns - t0)) / 1e9, 6)
 
 
 def default_recording_path(command: str, directory: Path | None = None) -> Path:

@@ -295,6 +295,14 @@ class ReplaySession:
         return self.recording.warnings
 
     @property
+    def wall_t0_s(self) -> float | None:
+        """Wall-clock time (epoch s) of session time 0 when the recording's header gives it (``wall_t0_s``,
+        recordings whose writer was handed the session clock); None otherwise (then ``created`` is used)."""
+        header = getattr(self.recording, "header", None)
+        v = header.get("wall_t0_s") if isinstance(header, dict) else None
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+    @property
     def duration_ns(self) -> int:
         """Session time of the last event (the end of the timeline)."""
         return self.index.duration_ns
