@@ -43,7 +43,8 @@ def load_section(load: dict[str, Any], lanes: list[str]) -> Section:
 
 def sweep_section(sweep: dict[str, Any], lanes: list[str]) -> Section:
     levels = sorted({int(c) for n in lanes for c in ((sweep["lanes"].get(n) or {}).get("levels") or {})})
-    headers = ["C"] + [f"{n} agg tok/s (gain per doubling)" for n in lanes]
+    # the knee is the sweep's own rule on the span (first send -> last end), so the table shows that figure
+    headers = ["C"] + [f"{n} span tok/s (gain per doubling)" for n in lanes]
     rows = []
     for c in levels:
         row = [f"C{c}"]
@@ -72,5 +73,6 @@ def sweep_section(sweep: dict[str, Any], lanes: list[str]) -> Section:
                      f"C{x['between'][1]}")
     gain = num(sweep.get("knee_gain")) or 0.1
     return Section("sweep", "Concurrency sweep: the knee", f"Concurrency raised until a doubling gains under "
-                   f"{gain:.0%} of aggregate decode tok/s (the knee), an SLO breaks or errors appear.",
+                   f"{gain:.0%} of aggregate decode tok/s (span: total output tokens / first send → last end; the knee), "
+                   f"an SLO breaks or errors appear.",
                    headers, rows, summary="; ".join(found))
