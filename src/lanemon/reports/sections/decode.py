@@ -77,7 +77,7 @@ def decode_sections(decode: dict[str, Any], lanes: list[str]) -> list[Section]:
                 if c.get("steady_unstable"):
                     cell += " †"
                     any_unstable = True
-                row += [cell + marks, span]
+                row += [cell + marks, span + (" ?" if c.get("unreliable") else "")]
             else:
                 row.append(span + marks)
         if len(lanes) > 1:
