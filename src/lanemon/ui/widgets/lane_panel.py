@@ -93,8 +93,7 @@ class LanePanel(LaneCard):
     /* a narrow panel (many lanes, small terminal) keeps the latest figures; the medians and
        ranges are in the window table under the panels */
     LanePanel.-narrow .med, LanePanel.-narrow #ttft-median, LanePanel.-narrow #tps-median,
-    LanePanel.-narrow .spark-label, LanePanel.-narrow ServerGauges #srv-kv-bar { display: none; }
-    LanePanel.-narrow ServerGauges .skey { min-width: 0; }  /* "run 1  wait 0  KV 3%" rather than a cut bar */
+    LanePanel.-narrow .spark-label { display: none; }
     LanePanel #requests { width: 1fr; }
     LanePanel #errors-title { color: $text-muted; }
     LanePanel #errors {

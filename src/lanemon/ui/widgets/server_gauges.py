@@ -16,6 +16,8 @@ from lanemon.ui.format import markup_escape as escape
 
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
 BAR_WIDTH = 16
+NARROW = 38
+"""Gauges narrower than this drop the KV bar (its figure stays)."""
 _EIGHTHS = " ▏▎▍▌▋▊▉"
 
 
@@ -56,6 +58,9 @@ class ServerGauges(Vertical):
     ServerGauges #srv-kv-val { margin-left: 1; width: 1fr; }
     ServerGauges #srv-prompt { width: 1fr; }
     ServerGauges .skey-kv { width: 3; color: $text-muted; }
+    /* too narrow for the KV bar and its figure (8 lanes at 240x70): the figure alone, not a cut bar */
+    ServerGauges.-narrow #srv-kv-bar { display: none; }
+    ServerGauges.-narrow .skey { min-width: 0; }
     /* the history is on the dashboard's shared server charts; the data stays here, never drawn */
     ServerGauges Sparkline { display: none; }
     """
@@ -63,6 +68,9 @@ class ServerGauges(Vertical):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._built = False
+
+    def on_resize(self) -> None:
+        self.set_class(self.size.width < NARROW, "-narrow")
 
     def compose(self) -> ComposeResult:
         return []  # built on the first data (a lane without /metrics carries no gauge widgets)
