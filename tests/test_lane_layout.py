@@ -128,6 +128,12 @@ async def test_eight_lanes_at_240x70_and_two_at_100x30_keep_full_cards():
             assert not any(p.compact for p in panels)
             assert all(p.outer_size.height >= 6 for p in panels)
             assert len({p.region.y for p in panels}) == 1  # one row of cards
+            gauges = panels[0].query_one("ServerGauges")
+            kv = plain(gauges.query_one("#srv-kv-val", Label))
+            assert kv.startswith("2.0%")
+            # 8 cards of ~28 columns: the KV figure without its bar (a bar would leave no room for it)
+            assert gauges.query_one("#srv-kv-bar").display is (n == 2)
+            assert gauges.query_one("#srv-kv-val").region.width >= len("2.0%")
 
 
 async def test_shrinking_the_terminal_switches_cards_to_rows_and_back():
