@@ -233,15 +233,17 @@ def workload_lanes(args: argparse.Namespace) -> Iterator[list[LaneConfig]]:
 
 
 def open_recorder(args: argparse.Namespace, command: str, lanes: list[dict[str, Any]],
-                  extra: dict[str, Any] | None = None):
-    """The run's Recorder (None with --no-record); UsageError if the file cannot be created."""
+                  extra: dict[str, Any] | None = None, *, clock: Any = None):
+    """The run's Recorder (None with --no-record); UsageError if the file cannot be created.
+
+    ``clock``: the session's Clock, so the header carries the wall-clock time of its t = 0 (``wall_t0_s``)."""
     from lanemon.recording.writer import Recorder, default_recording_path, make_header
 
     if getattr(args, "no_record", False):
         return None
     path = getattr(args, "record", None) or default_recording_path(command)
     try:
-        return Recorder(path, make_header(command, lanes, extra))
+        return Recorder(path, make_header(command, lanes, extra, clock=clock))
     except OSError as exc:
         raise UsageError(f"cannot create recording {path}: {exc.strerror or exc}") from None
 
@@ -335,7 +337,7 @@ def run_headless(args: argparse.Namespace, command: str, lanes: list[LaneConfig]
         except LaneDown as exc:
             state["down"] = str(exc)
             return
-        recorder = open_recorder(args, command, harness.public_lanes(), extra=extra)
+        recorder = open_recorder(args, command, harness.public_lanes(), extra=extra, clock=harness.clock)
         if recorder is not None:
             state["recorder"] = recorder
             for ev in harness.events:

@@ -42,14 +42,15 @@ def _probe_config(config: Config, interval: float | None, demo: bool = False) ->
         probe = ProbeConfig(interval, probe.max_tokens if not demo else 48, probe.prompt, probe.endpoint, probe.enabled)
     return probe
 
-def _make_recorder(args: argparse.Namespace, command: str, lanes: list[dict], enabled: bool = True):
+def _make_recorder(args: argparse.Namespace, command: str, lanes: list[dict], enabled: bool = True, *,
+                   clock=None):
     from lanemon.recording.writer import Recorder, default_recording_path, make_header
 
     if getattr(args, "no_record", False) or not enabled:
         return None
     path = args.record or default_recording_path(command)
     try:
-        return Recorder(path, make_header(command, lanes))
+        return Recorder(path, make_header(command, lanes, clock=clock))
     except OSError as exc:
         raise UsageError(f"cannot create recording {path}: {exc.strerror or exc}") from None
 
@@ -57,6 +58,7 @@ SERVER_METRICS_INTERVAL = 2.0  # s between /metrics scrapes per lane (docs/SERVE
 HOST_INTERVAL = 2.0  # s between host (psutil) samples
 
 def cmd_live(args: argparse.Namespace, demo_lanes: list[LaneConfig] | None = None) -> int:
+    from lanemon.events import Clock
     from lanemon.sessions.sources import DEMO_PROMPTS, LiveSession
 
     if demo_lanes is None:
@@ -71,9 +73,10 @@ def cmd_live(args: argparse.Namespace, demo_lanes: list[LaneConfig] | None = Non
     else:
         config, lanes, mode, prompts = Config(), demo_lanes, "demo", DEMO_PROMPTS
     lanes = with_stall_timeout(lanes, getattr(args, "stall_timeout", None), getattr(args, "deadline", None))
-    recorder = _make_recorder(args, mode, [lane.public() for lane in lanes], enabled=config.record)
+    clock = Clock()  # the session's: the recording header says when its t = 0 was on the wall clock
+    recorder = _make_recorder(args, mode, [lane.public() for lane in lanes], enabled=config.record, clock=clock)
     session = LiveSession(lanes, probe=_probe_config(config, args.interval, demo=demo_lanes is not None),
-                          mode=mode, recorder=recorder, prompts=prompts,
+                          mode=mode, recorder=recorder, prompts=prompts, clock=clock,
                           metrics_interval=SERVER_METRICS_INTERVAL, host_interval=HOST_INTERVAL)
     try:
         code = launch.run_app(session, args.theme or config.theme, args)
