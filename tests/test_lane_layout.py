@@ -170,3 +170,15 @@ def test_window_table_leaves_out_all_zero_counts_only_when_too_wide():
     # narrower: then `trunc`, then `flag`; a count that is not zero stays, however narrow
     assert fitting_columns(list(COLUMNS), [row("0")], 80) == [i for i in everything if i not in (4, 5, 6)]
     assert fitting_columns(list(COLUMNS), [row("3")], 80) == [i for i in everything if i not in (5, 6)]
+
+
+async def test_name_chips_follow_a_theme_change():
+    app = app_with(2)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        b = app.screen.query_one("#lane-B #name", Label)
+        assert b.styles.background.hex == lane_colour(app, 1)
+        before = b.styles.background.hex
+        app.theme = "lanemon-light"
+        await pilot.pause(0.3)
+        assert b.styles.background.hex == lane_colour(app, 1) != before

@@ -50,6 +50,11 @@ class LaneCard(Vertical):
         self.lane = lane
         self._colour: str | None = None
 
+    def on_mount(self) -> None:
+        self.paint_name()
+        # a theme picked from the palette changes the lane colours: the chip follows at once
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self.call_after_refresh(self.paint_name))
+
     def header(self, detail: Label, badge: Label, *more: Label) -> Horizontal:
         """The card's first row (class ``head``): name chip, ``detail`` (takes the rest), any ``more``,
         ``badge`` at the right (give it class ``badge`` for the padded chip look)."""
@@ -82,6 +87,7 @@ class LaneCard(Vertical):
             colour = lane_colour(self.app, self.lane_index())
         except Exception:  # not mounted in an app yet
             return
-        if colour != self._colour:
+        names = self.query("#name")
+        if colour != self._colour and names:
             self._colour = colour
-            self.query_one("#name", Label).styles.background = colour
+            names.first(Label).styles.background = colour
