@@ -119,7 +119,11 @@ def test_throughput_counts_clean_requests_only():
                    {"bound": False, "lag_ms": 1.0}))
     st.apply(Event(3 * S, getattr(schema, "CLIENT_LOAD", "client_load"), None, None,
                    {"bound": True, "lag_ms": 80.0, "t0": 2 * S + 60 * MS}))
-    assert sum(v for _, v in st.tokens_per_s("A", 0, 4 * S, avg_s=1, final=True)) == pytest.approx(20, rel=1e-6)
+    points = st.tokens_per_s("A", 0, 4 * S, avg_s=1, final=True)
+    assert sum(v for _, v in points) == pytest.approx(20, rel=1e-6)
+    # the starved second has no point at all: neither its tokens nor a drop to zero the lane never had
+    assert [t // S for t, _ in points] == [1, 2, 4]
+    assert dict((t // S, v) for t, v in points)[1] == pytest.approx(20, rel=1e-6)
 
 
 async def test_cells_two_lanes_share_are_drawn_as_shared_and_named():

@@ -224,22 +224,33 @@ class SeriesState:
 
     def tokens_per_s(self, lane: str, t0: int, t1: int, avg_s: int = 5, *,
                      final: bool = False) -> list[tuple[int, float]]:
-        """(second end ns, generated tok/s over the ``avg_s`` seconds before it) for each second in [t0, t1)."""
+        """(second end ns, generated tok/s over the ``avg_s`` seconds before it) for the seconds in [t0, t1)
+        whose averaging window holds no flagged request.
+
+        Only requests judged clean (complete, not client-bound, not a burst) are lane throughput.  A second
+        whose window overlaps a flagged request's tokens has no point at all (the chart's line breaks there
+        and the flag is marked) -- counting those tokens would plot the lane's speed from a starved client,
+        and leaving them out would plot a drop to zero that the lane never had.
+        """
         avg = max(1, int(avg_s))
         first, last = max(0, t0 // NS), t1 // NS
-        # spread here, not when filed: only requests judged clean (not client-bound, not a burst,
-        # complete) are lane throughput, and client-bound is known only once the watcher reported
+        # spread here, not when filed: client-bound is known only once the watcher reported
         buckets: dict[int, float] = defaultdict(float)
+        dirty: dict[int, float] = defaultdict(float)
         for s in self.lane(lane).samples:
             if s.tokens <= 0 or s.t < (first - avg) * NS or s.first is None or s.first > t1:
                 continue
-            if self.pending(s, final) or self.flags_of(s):
+            if self.pending(s, final):
                 continue
-            self._spread(buckets, s.first, s.t, s.tokens)
+            self._spread(dirty if self.flags_of(s) else buckets, s.first, s.t, s.tokens)
         out = []
         total = sum(buckets.get(s, 0.0) for s in range(first - avg, first))
+        flagged = sum(dirty.get(s, 0.0) for s in range(first - avg, first))
         for sec in range(first, last):
             total += buckets.get(sec, 0.0) - buckets.get(sec - avg, 0.0)
+            flagged += dirty.get(sec, 0.0) - dirty.get(sec - avg, 0.0)
+            if flagged > 1e-9:
+                continue
             out.append(((sec + 1) * NS, max(0.0, total) / min(avg, sec + 1)))
         return out
 

@@ -233,6 +233,8 @@ class LanemonApp(App):
 
     def redraw(self, force: bool = False) -> bool:
         """Repaint the screen on top if what it shows changed since its last repaint; True if painted."""
+        if not self._screen_stack:  # the redraw timer can fire once more while the app shuts down
+            return False
         screen = self.screen
         if not isinstance(screen, LanemonScreen) or not screen.is_mounted:
             return False

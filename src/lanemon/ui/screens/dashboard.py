@@ -290,7 +290,7 @@ class DashboardScreen(LanemonScreen):
                                                         title="decode per stream", **common)
         avg = {60: 5, 300: 15, 900: 30}.get(self.window_s, 5)
         tput = {n: series.tokens_per_s(n, t0, t1, avg_s=avg, final=final) for n in lanes}
-        self.query_one("#chart-tput", TimeChart).show(series=tput, marks={}, value_fmt=rate_axis, connect=True,
+        self.query_one("#chart-tput", TimeChart).show(series=tput, marks=marks, value_fmt=rate_axis, connect=True,
                                                       title=f"throughput ({avg} s avg)", **common)
         queue = {n: [(t, v["running"] + v["waiting"]) for t, v in series.lane(n).server
                      if "running" in v and "waiting" in v] for n in lanes}
