@@ -45,7 +45,8 @@ async def dashboard() -> None:
     from lanemon.sessions.sources import ReplaySession
     from lanemon.ui.app import make_app
 
-    session = ReplaySession(OUT.parent.parent / "sample_sessions" / "demo.jsonl", speed=float("inf"))
+    os.chdir(OUT.parent.parent)  # the status bar shows the path as given: relative, not this machine's
+    session = ReplaySession(Path("sample_sessions") / "demo.jsonl", speed=float("inf"))
     app = make_app(session)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: session.finished)
