@@ -486,3 +486,7 @@ class ReplaySession:
 
     def stop(self) -> None:
         self._stop = True
+        self._reader = None
+        if self._fh is not None:  # kept open after the end for seeking back; the app is done with it now
+            self._fh.close()
+            self._fh = None
