@@ -169,3 +169,14 @@ def test_demo_under_cpu_hogs_withholds_what_lanemon_could_not_time():
     # at time scale 0.2 the simulated lanes decode at most ~150 / 0.2 = 750 tok/s per stream; the plotted
     # figures stay below 3x that (a burst read after a starved stretch would be far beyond it)
     assert all(v < 3 * 750 for lane in st.lanes.values() for v in lane.tps_history), plotted
+
+
+def test_run_queue_wait_is_starvation_only_when_each_wake_up_waits():
+    """Many tiny waits (a busy but unstarved client beside a simulator) are not starvation; hogs' slices are."""
+    from lanemon.client.loadwatch import RUNQ_SLICE_MS, runq_starved
+
+    assert not runq_starved(None, 0, 20.0)  # no schedstat (not Linux)
+    assert not runq_starved(12.0, 3, 20.0)  # under the threshold in all
+    assert not runq_starved(45.0, 400, 20.0)  # 45 ms over 400 wake-ups: 0.11 ms each
+    assert runq_starved(45.0, 10, 20.0)  # 4.5 ms a slice: CPU hogs
+    assert runq_starved(20.0 * RUNQ_SLICE_MS, 20, 20.0)  # exactly at both limits

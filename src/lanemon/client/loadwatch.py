@@ -10,9 +10,10 @@ watcher also reads how long the loop's thread sat runnable on the OS run
 queue without a CPU (``/proc/self/task/TID/schedstat``): the time CPU hogs
 took from lanemon.  Once per ``window`` (0.5 s) the watcher publishes one
 ``client_load`` event with the window's largest and mean lag, the run-queue
-wait, the host's CPU and lanemon's own (psutil), and ``bound`` = the largest
-lag or the run-queue wait reached the threshold
-(:data:`lanemon.measure.load.LAG_BOUND_MS`).  The fold and the per-request
+wait and the slices it was spread over, the host's CPU and lanemon's own
+(psutil), and ``bound`` = the largest lag reached the threshold
+(:data:`lanemon.measure.load.LAG_BOUND_MS`), or the run-queue wait did with at
+least :data:`RUNQ_SLICE_MS` per slice (:func:`runq_starved`).  The fold and the per-request
 ``client_bound`` flag are in :mod:`lanemon.measure.load`.
 
 A starved window is published as soon as the watcher sees it (it does not
@@ -49,14 +50,31 @@ def _schedstat_path() -> str | None:
         return None
 
 
-def _runq_ns(path: str | None) -> int | None:
+RUNQ_SLICE_MS = 2.0
+"""The run-queue wait counts as starvation only when the loop waited this long per time slice on average.
+A busy but unstarved client (a simulator sharing the two cores at C24) wakes hundreds of times a window and
+waits a few microseconds each time: 20-50 ms in all, which says nothing about any one timestamp.  CPU hogs
+make every wake-up wait for a slice of theirs (milliseconds each)."""
+
+
+def _runq_ns(path: str | None) -> tuple[int, int] | None:
+    """(ns waited on the run queue, time slices run) of the thread, from its schedstat."""
     if path is None:
         return None
     try:
         with open(path, "rb") as f:
-            return int(f.read().split()[1])
+            fields = f.read().split()
+        return int(fields[1]), int(fields[2])
     except (OSError, ValueError, IndexError):
         return None
+
+
+def runq_starved(runq_ms: float | None, slices: int, threshold_ms: float) -> bool:
+    """Did the run-queue wait of one window starve the loop?  At least ``threshold_ms`` in all, and at least
+    :data:`RUNQ_SLICE_MS` per slice run on average (many short waits are a busy machine, not a starved client)."""
+    if runq_ms is None or runq_ms < threshold_ms:
+        return False
+    return runq_ms / max(1, slices) >= RUNQ_SLICE_MS
 
 
 class LoadWatch:
@@ -96,23 +114,27 @@ class LoadWatch:
             out["proc_cpu_pct"] = float(self._proc.cpu_percent(interval=None))  # type: ignore[union-attr]
         return out
 
-    def _runq_ms(self) -> float | None:
+    def _runq(self) -> tuple[float, int] | None:
+        """(ms waited on the run queue, slices run) since the last call."""
         now = _runq_ns(self._schedstat)
         prev, self._runq_last = self._runq_last, now
         if now is None or prev is None:
             return None
-        return max(0, now - prev) / 1e6
+        return max(0, now[0] - prev[0]) / 1e6, max(0, now[1] - prev[1])
 
-    def _publish(self, t0: int, lags: list[float], runq_ms: float | None) -> None:
+    def _publish(self, t0: int, lags: list[float], runq: tuple[float, int] | None) -> None:
         lag = max(lags) if lags else 0.0
-        bound = lag >= self.threshold_ms or (runq_ms or 0.0) >= self.threshold_ms
-        if lag >= self.threshold_ms and (runq_ms or 0.0) < self.threshold_ms:
+        runq_ms, slices = runq if runq is not None else (None, 0)
+        starved_runq = runq_starved(runq_ms, slices, self.threshold_ms)
+        bound = lag >= self.threshold_ms or starved_runq
+        if lag >= self.threshold_ms and not starved_runq:
             # the samples before this one were fine: the starved stretch is this sleep and its lag
             t0 = max(t0, self.clock.now() - int((self.interval * 1000.0 + lag) * 1e6))
         data: dict[str, Any] = {"t0": t0, "lag_ms": round(lag, 3),
                                 "lag_mean_ms": round(sum(lags) / len(lags), 3) if lags else 0.0,
                                 "samples": len(lags), "bound": bound, "threshold_ms": self.threshold_ms,
-                                **({"runq_ms": round(runq_ms, 3)} if runq_ms is not None else {}),
+                                **({"runq_ms": round(runq_ms, 3), "runq_slices": slices}
+                                   if runq_ms is not None else {}),
                                 **self._cpu()}
         self.windows += 1
         self.bound_windows += bound
@@ -133,7 +155,7 @@ class LoadWatch:
             now = self.clock.now()
             if lag_ms >= self.threshold_ms or now - t0 >= window_ns:
                 # a starved sample is published at once
-                self._publish(t0, lags, self._runq_ms())
+                self._publish(t0, lags, self._runq())
                 t0, lags = now, []
 
     def start(self) -> asyncio.Task:
@@ -150,4 +172,4 @@ class LoadWatch:
                 await task
 
 
-__all__ = ["INTERVAL_S", "LoadWatch", "WINDOW_S"]
+__all__ = ["INTERVAL_S", "LoadWatch", "RUNQ_SLICE_MS", "WINDOW_S", "runq_starved"]

@@ -11,7 +11,8 @@
     runq_ms     how long lanemon's loop thread sat runnable without a CPU in the window (Linux; absent elsewhere)
     cpu_pct     host CPU busy %, all cores (psutil)
     proc_cpu_pct lanemon's own process, % of one core
-    bound       True when lanemon was starved in the window (lag_ms or runq_ms >= the threshold)
+    bound       True when lanemon was starved in the window (lag_ms >= the threshold, or runq_ms >= it at
+                ≥ 2 ms a time slice: client/loadwatch.runq_starved)
     threshold_ms the lag that counts as starved
 
 A request whose span (sent -> end) overlaps a bound window is *client-bound*:
