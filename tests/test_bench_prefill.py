@@ -22,25 +22,43 @@ def run_bench(kind, sims, **kw):
     return run.results()
 
 
+def _truth_by_length(trace: list[dict], lengths: list[int]) -> dict[int, dict]:
+    """For each asked length, the simulator's own record of the request whose prompt came closest to it."""
+    done = [r for r in trace if r.get("status") == "ok" and r.get("prompt_tokens") and r.get("ttft_s")]
+    return {n: min(done, key=lambda r: abs(r["prompt_tokens"] - n)) for n in lengths}
+
+
 @pytest.mark.slow
 def test_cold_prefill_ladder_ratios_and_131k():
+    """The model's figures are judged on the simulators' own trace (so a busy machine cannot move them);
+    lanemon's figures are judged against that trace: never faster than the server, and close to it."""
     # a few ms of client and loopback overhead per request would squeeze the 2K ratio at high speed-ups
     # (B's 2K TTFT is 0.57 s at real time); at 4x the overhead stays within about 2 %
     scale = 0.25
     with sim_pair(scale) as sims:
         res = run_bench("prefill", sims, lengths=LADDER, parallel_lanes=True, cache_check=False, seed=7)
+        truth = {name: _truth_by_length(sim.trace(), LADDER) for name, sim in zip("AB", sims)}
     a, b = res["lanes"]["A"]["lengths"], res["lanes"]["B"]["lengths"]
     for length in LADDER:
         ca, cb = a[str(length)], b[str(length)]
-        # calibrated against the lane's own usage count: within 3 % of the asked length
-        assert ca["prompt_tokens"] == pytest.approx(length, rel=0.03)
-        assert cb["prompt_tokens"] == pytest.approx(length, rel=0.03)
-        assert 2300 <= ca["prefill_tok_s"] * scale <= 2750, (length, ca)  # A flat 2.4-2.7K
+        ta, tb = truth["A"][length], truth["B"][length]
+        # calibrated against the lane's own usage count: within 3 % of the asked length, as the server counted
+        assert ca["prompt_tokens"] == pytest.approx(length, rel=0.03) and ca["prompt_tokens"] == ta["prompt_tokens"]
+        assert cb["prompt_tokens"] == pytest.approx(length, rel=0.03) and cb["prompt_tokens"] == tb["prompt_tokens"]
+        true_a, true_b = ta["prompt_tokens"] / ta["ttft_s"], tb["prompt_tokens"] / tb["ttft_s"]
+        assert 2300 <= true_a * scale <= 2750, (length, ta)  # the model: A flat 2.4-2.7K
+        assert 1.3 <= true_b / true_a <= 2.0, (length, true_b / true_a)
+        for measured, cell, true in ((ca, ca, true_a), (cb, cb, true_b)):
+            # lanemon's TTFT holds all of the server's (send before arrival) plus loopback and client time:
+            # never a faster prefill than the server's, and within 100 ms + 10 % of its TTFT on a busy machine
+            ttft_true = cell["prompt_tokens"] / true
+            assert measured["prefill_tok_s"] <= true * 1.001, (length, measured, true)
+            assert cell["prompt_tokens"] / measured["prefill_tok_s"] <= ttft_true * 1.1 + 0.1, (length, measured, true)
         ratio = cb["prefill_tok_s"] / ca["prefill_tok_s"]
-        assert 1.3 <= ratio <= 2.0, (length, ratio)
         assert res["ratios"]["by_length"][str(length)] == pytest.approx(ratio, abs=0.001)
         assert ca["errors"] == cb["errors"] == 0 and ca["cache_hit_tok_s"] is None
-    assert b["131072"]["prefill_tok_s"] * scale == pytest.approx(4600, rel=0.08)
+    tb = truth["B"][131072]
+    assert tb["prompt_tokens"] / tb["ttft_s"] * scale == pytest.approx(4600, rel=0.08)
     assert res["config"]["lengths"] == LADDER and res["config"]["cache_check"] is False
 
 
