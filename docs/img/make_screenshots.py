@@ -6,7 +6,7 @@
 
 The dashboard replays ``sample_sessions/demo.jsonl`` and bench
 ``sample_sessions/decode.jsonl``; race starts both simulators at real speed (time scale 1.0, so the numbers on screen are
-the fitted ones: TTFT ~0.17 s vs ~0.22 s, ~148 vs ~134 tok/s).  Each drives
+the fitted ones: TTFT ~0.17 s vs ~0.22 s, prose decode ~88 vs ~74 tok/s).  Each drives
 the real app in a Textual pilot and saves ``app.save_screenshot()`` in the
 default theme.  HOME points at a scratch directory so the recording
 path on the status bar reads ``~/.local/share/lanemon/…`` and nothing is
