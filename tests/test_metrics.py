@@ -151,3 +151,26 @@ def test_an_impossible_per_stream_rate_is_a_burst_not_a_figure():
     rec.end_ns = rec.token_ns[-1] + 1000
     m = request_metrics(rec)
     assert BURST not in m.flags and 1_900 < m.decode_tok_s < 2_100 < MAX_STREAM_TOK_S
+
+
+def test_a_bench_cell_counts_an_impossible_rate_as_a_burst():
+    """A cell's ``bursts`` counts every complete request whose rate was withheld as a burst: the read-in-one-go
+    rule (mean gap < 50 us) and the impossible-rate rule (over MAX_STREAM_TOK_S) alike -- else a cell shows no
+    per-stream rate and no reason for it (seen beside four CPU hogs: 12 tokens read 60-90 us apart)."""
+    from lanemon.measure.metrics import request_metrics
+    from lanemon.measure.records import RequestRecord
+    from lanemon.workloads.bench.run import outcome_figures
+
+    def rec(req, gap_ns):
+        r = RequestRecord(lane="slowhdr", req=req)
+        r.sent_ns = 0
+        r.token_ns = [250_000_000 + i * gap_ns for i in range(12)]
+        r.end_ns = r.token_ns[-1] + 1000
+        r.finish_reason, r.completion_tokens = "stop", 12
+        return r
+
+    fast, paced, lumped = rec("r1", 70_000), rec("r2", 20_000_000), rec("r3", 10_000)
+    assert not fast.burst and request_metrics(fast).decode_tok_s is None  # between the two rules
+    assert request_metrics(paced).decode_tok_s and lumped.burst
+    assert outcome_figures([fast, paced, lumped])["bursts"] == 2
+    assert outcome_figures([paced])["bursts"] == 0

@@ -211,13 +211,14 @@ def token_figures(records) -> dict[str, Any]:
 def outcome_figures(records) -> dict[str, int]:
     """How a cell's requests ended, apart from ``errors`` (which counts every request that is not
     complete, these included, since no figure comes from them): ``truncated`` (no finish_reason),
-    ``empty`` (no token) and ``bursts`` (complete, but read in one go: no per-stream rate or ITL)."""
+    ``empty`` (no token) and ``bursts`` (complete, but read in one go, or paced faster than any lane
+    decodes: no per-stream rate or ITL -- the same flag :func:`request_metrics` withholds the rate on)."""
     out = {TRUNCATED: 0, EMPTY: 0, "bursts": 0}
     for r in records:
         o = r.outcome
         if o in (TRUNCATED, EMPTY):
             out[o] += 1
-        elif o == COMPLETE and r.burst:
+        elif o == COMPLETE and (r.burst or BURST in request_metrics(r).flags):
             out["bursts"] += 1
     return out
 
