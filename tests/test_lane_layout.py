@@ -114,9 +114,60 @@ async def test_eight_lanes_at_100x30_are_one_line_each_and_leave_the_charts_room
         # every lane's name chip in its chart colour
         for i, p in enumerate(panels):
             assert p.query_one("#name", Label).styles.background.hex == lane_colour(app, i)
-        await pilot.press("z")  # zoomed: the lane's full card again
+        await pilot.press("z")  # zoomed at 100x30: the lane's one-line row, the charts take the screen
         await pilot.pause(0.2)
-        assert not panels[0].compact and panels[0].outer_size.height > 3
+        assert panels[0].display and not any(p.display for p in panels[1:])
+        assert panels[0].compact and panels[0].outer_size.height == 1
+        assert app.screen.query_one("#chart-ttft").outer_size.height >= 10
+
+
+async def test_a_click_on_a_one_line_row_or_a_card_zooms_that_lane_and_esc_or_z_return():
+    from lanemon.ui.widgets.time_chart import TimeChart
+
+    def shown(app) -> list[str]:
+        return [p.lane for p in app.screen.query(LanePanel) if p.display]
+
+    app = app_with(8)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert screen.panel("C").compact
+        await pilot.click("#lane-C", offset=(30, 0))  # a one-line row, on its figures
+        await pilot.pause(0.2)
+        assert screen.zoomed == "C" and shown(app) == ["C"]
+        app.redraw(force=True)
+        await pilot.pause(0.2)
+        ttft = screen.query_one("#chart-ttft", TimeChart)
+        assert set(ttft.series) == {"C"} and ttft.outer_size.height >= 10
+        # A's /metrics: zoomed on A, the server charts are shown too, in a second row, even at 100x30
+        await pilot.press("1")
+        app.redraw(force=True)
+        await pilot.pause(0.2)
+        assert screen.zoomed == "A" and shown(app) == ["A"]
+        queue, kv = screen.query_one("#chart-server", TimeChart), screen.query_one("#chart-kv", TimeChart)
+        assert queue.display and kv.display and screen.query_one("#chart-tput", TimeChart).display
+        assert queue.region.y >= ttft.region.bottom and queue.outer_size.height >= 8
+        assert screen.check_action("back", ()) is True  # esc is offered while zoomed, on the first screen too
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        assert screen.zoomed is None and len(shown(app)) == 8 and app.screen is screen
+        await pilot.press("z")  # z zooms the lane zoomed last, z again returns
+        await pilot.pause(0.2)
+        assert screen.zoomed == "A"
+        await pilot.press("z")
+        await pilot.pause(0.2)
+        assert screen.zoomed is None and screen.check_action("back", ()) is False
+
+    app = app_with(2)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        await pilot.click("#lane-B", offset=(10, 3))  # a full card
+        await pilot.pause(0.2)
+        assert screen.zoomed == "B" and shown(app) == ["B"] and not screen.panel("B").compact
+        await pilot.click("#lane-B", offset=(10, 3))  # the zoomed card again: every lane
+        await pilot.pause(0.2)
+        assert screen.zoomed is None and shown(app) == ["A", "B"]
 
 
 async def test_eight_lanes_at_240x70_and_two_at_100x30_keep_full_cards():

@@ -286,7 +286,13 @@ async def test_kv_chart_in_percent_for_lanes_with_metrics_and_its_place_on_short
         assert kv.y_max == 1.0
         lines = kv.render().plain.split("\n")
         assert lines[1].lstrip().startswith("100 %") and any(line.lstrip().startswith("50 %") for line in lines)
-        assert len(queue.series["A"]) == 24  # the NaN scrape is not drawn
+        # running and waiting are two series of lane A, A's colour; the NaN running figure is not drawn
+        assert set(queue.series) == {"A running", "A waiting"} and set(queue.lane_of.values()) == {"A"}
+        assert [v for _, v in queue.series["A running"]] == [i % 4 for i in range(25) if i != 12]
+        assert [v for _, v in queue.series["A waiting"]] == [1 if i == 12 else max(0, i % 4 - 2) for i in range(25)]
+        assert queue.dashed == {"A waiting"} and not queue.shared  # one lane's two series share no cell
+        head = queue.render().plain.split("\n")[0]
+        assert "━━ A" in head and "━ running" in head and "┄ waiting" in head
         assert kv.colours["A"] == screen.query_one("#chart-ttft", TimeChart).colours["A"]
         assert app.screen.check_action("chart", ()) is False  # a tall screen shows all five charts
         # two rows: the two server charts under the three request charts, all of them at least a third wide
@@ -376,6 +382,20 @@ def test_snapshot_dashboard_kv_chart_small(snap_compare):
 
     app = _snap_app(events=server_events(), mode="replay", speed=4.0)
     assert snap_compare(app, terminal_size=(100, 30), run_before=kv_in_third_place)
+
+
+@pytest.mark.parametrize("size", [(100, 30), (160, 45)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_snapshot_dashboard_zoomed_lane(snap_compare, size):
+    """``z``: lane A on the whole screen (card, window numbers, all five charts, the queue as running and waiting)."""
+    async def zoomed(pilot) -> None:
+        await _settle_for_snapshot(pilot)
+        await pilot.press("z")
+        await pilot.pause(0.2)
+        pilot.app.redraw(force=True)
+        await pilot.pause()
+
+    app = _snap_app(events=server_events(), mode="replay", speed=4.0)
+    assert snap_compare(app, terminal_size=size, run_before=zoomed)
 
 
 def test_snapshot_dashboard_four_lanes_large(snap_compare):

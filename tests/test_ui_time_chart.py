@@ -198,3 +198,55 @@ async def test_chart_x_axis_in_wall_clock_fits_its_width():
             assert lines[-2].count("┬") == len(labels)
         # 15 minutes ending at 10:31:40: whole minutes, e.g. 10:20 ... 10:30
         assert labels[-1] in ("10:30", "10:31") and labels[0] >= "10:16"
+
+
+async def test_with_three_lanes_the_legend_names_which_lanes_share_cells():
+    """A+B share the first third, B+C the second, all three the last: each combination is named, the one
+    sharing the most cells first; where the title row is too narrow, the rest give way to an ellipsis."""
+    app = ChartApp()
+    async with app.run_test(size=(100, 24)) as pilot:
+        chart = app.query_one(TimeChart)
+        a = [(i * S, 0.2 if i < 10 else 0.1 if i < 20 else 0.3) for i in range(1, 30)]
+        b = [(i * S, 0.2 if i < 20 else 0.3) for i in range(1, 30)]
+        c = [(i * S, 0.05 if i < 10 else 0.2 if i < 20 else 0.3) for i in range(1, 30)]
+        c += [(i * S + S // 2, 0.2) for i in range(10, 20)]  # B+C share more cells than the others
+        kw = dict(marks={}, t0=0, t1=31 * S, colours={"A": "#0000ff", "B": "#ff0000", "C": "#00ff00"},
+                  shared_colour="#ffffff", value_fmt=lambda v: f"{v * 1000:.0f} ms", x_fmt=lambda t: f"{t / S:.0f}s")
+        chart.show(series={"A": a, "B": b, "C": c}, **kw)
+        await pilot.pause()
+        head = chart.render().plain.split("\n")[0]
+        assert set(chart.shared.values()) == {frozenset("AB"), frozenset("BC"), frozenset("ABC")}
+        assert chart.shared_sets()[0] == frozenset("BC")
+        assert "⣿ B+C, A+B, A+B+C" in head or "⣿ B+C, A+B+C, A+B" in head, head
+        assert chart.shared_name(12) in ("B+C, A+B, …", "B+C, …")
+        assert chart.shared_name(12).endswith("…") and chart.shared_name(3) == "B+C, …"
+        # the title row of a narrow chart: the first combination, then an ellipsis; never cut mid-name
+        chart.styles.width = 40
+        await pilot.pause()
+        head = chart.render().plain.split("\n")[0]
+        assert len(head) <= 40 and "…" in head, head
+
+
+async def test_a_lane_with_two_series_is_one_lane_solid_and_broken():
+    """The server queue: running (solid) and waiting (broken, faded) of one lane share cells as that lane,
+    not as a shared cell; the legend names the lanes once and the two line styles."""
+    app = ChartApp()
+    async with app.run_test(size=(80, 20)) as pilot:
+        chart = app.query_one(TimeChart)
+        running = [(i * S, 2.0) for i in range(0, 31)]
+        waiting = [(i * S, 2.0 if i < 15 else 0.0) for i in range(0, 31)]
+        chart.show(series={"A running": running, "A waiting": waiting}, marks={}, t0=0, t1=30 * S,
+                   colours={"A": "#0000ff"}, value_fmt=lambda v: f"{v:g}", x_fmt=lambda t: f"{t / S:.0f}s",
+                   connect=True, connect_ns=2 * S, lane_of={"A running": "A", "A waiting": "A"}, dashed={"A waiting"},
+                   kinds=(("━", "running"), ("┄", "waiting")))
+        await pilot.pause()
+        text = chart.render()
+        assert not chart.shared
+        head = text.plain.split("\n")[0]
+        assert head.count("━━ A") == 1 and "━ running" in head and "┄ waiting" in head and "⣿" not in head
+        rows, cols = chart.size.height - 3, chart.size.width - 2 - len("4┤")
+        grid = chart.cells(rows, cols)
+        bottom = sorted(c for (r, c), (_, owners) in grid.items() if r == rows - 1 and "A waiting" in owners)
+        assert bottom and any(b - a > 1 for a, b in zip(bottom, bottom[1:]))  # broken: gaps along the line
+        running_cols = sorted(c for (_, c), (_, owners) in grid.items() if "A running" in owners)
+        assert running_cols == list(range(running_cols[0], running_cols[-1] + 1))  # solid: no gaps

@@ -2,21 +2,28 @@
 
 Every chart draws every lane on the same axes (time on x over the last 1, 5 or 15 minutes --
 ``w`` widens, ``W`` narrows; zero at the bottom; units on y), in the lane's own colour.  ``z`` zooms one lane
-(its panel alone, the charts with that lane only); ``z`` again moves to the next lane, then back.
+(see *Zoom* below).
 
 The x axis is local wall-clock time: live, from the session clock's start; in a replay, from the
 recording's ``created`` stamp, so a replay shows when the run happened, not now (``HH:MM:SS``, or
 ``HH:MM`` when the ticks are whole minutes apart, as in the 15-minute window).  A source that says
 neither keeps session time (``+12.3s``).
 
-Where a lane exposes ``/metrics``, the server's side gets two charts: its queue (running + waiting
-requests) and its KV-cache use (0-100 %), every such lane in its colour.  When the charts have 20 rows
+Where a lane exposes ``/metrics``, the server's side gets two charts: its queue (running requests as a
+solid line, waiting ones as a broken, fainter line, each lane in its colour) and its KV-cache use
+(0-100 %), every such lane in its colour.  When the charts have 20 rows
 or more (160 x 45 with up to four lanes) they take a second row under the three request charts (3 + 2
 in a six-column grid: each chart keeps a plot of 7+ rows and at least a third of the width; a 3 x 2
 grid would leave a hole and a single row of five would leave each ~30 columns at 160).  With fewer
 rows (100 x 30, or many lanes' panels above) a second row would leave every plot four rows tall, too
 flat to read, so the three charts stay in one row and the third one cycles with ``c``: throughput →
 server queue → KV cache (the current queue and KV figures stay in each lane's panel).
+
+Zoom: ``z`` (or a click on a lane's card or one-line row, or ``1``-``8`` for lane N) shows one lane on
+the whole screen: its card (a one-line row under 40 rows, so the charts keep the room), its numbers
+over the window, and every chart it has data for with that lane alone -- the server queue and KV charts
+too, in a second row, whatever the screen's height.  ``z``, ``esc`` or a click on the card go back to
+every lane; ``1``-``8`` move to another lane.
 """
 
 from __future__ import annotations
@@ -109,6 +116,23 @@ WALL_RANGE_S = (946_684_800.0, 4_102_444_800.0)
 """Wall-clock starts believed (2000-01-01 to 2100-01-01 UTC); others keep session time on the axis."""
 
 
+RUNNING, WAITING = " running", " waiting"
+
+
+def queue_series(series: Any, lanes: list[str]) -> tuple[dict[str, list[tuple[int, float]]], dict[str, str]]:
+    """The server queue as two series per lane, ``"A running"`` and ``"A waiting"`` (each drawn only
+    where the lane's scrapes had it), and the lane of each series."""
+    out: dict[str, list[tuple[int, float]]] = {}
+    lane_of: dict[str, str] = {}
+    for name in lanes:
+        for key, suffix in (("running", RUNNING), ("waiting", WAITING)):
+            pts = [(t, v[key]) for t, v in series.lane(name).server if key in v]
+            if pts:
+                out[name + suffix] = pts
+                lane_of[name + suffix] = name
+    return out, lane_of
+
+
 def _plausible(t0_s: float) -> float | None:
     return t0_s if WALL_RANGE_S[0] <= t0_s <= WALL_RANGE_S[1] else None
 
@@ -122,6 +146,7 @@ class DashboardScreen(LanemonScreen):
         Binding("W", "window(-1)", "Narrow window", show=False),
         Binding("z", "zoom", "Zoom lane"),
         Binding("c", "chart", "Next chart"),
+        *(Binding(str(k), f"zoom_lane({k - 1})", f"Zoom lane {k}", show=False) for k in range(1, 9)),
     ]
     DEFAULT_CSS = """
     DashboardScreen #lanes { height: auto; max-height: 50%; padding: 0 1; grid-gutter: 0 1; grid-rows: auto;
@@ -151,6 +176,7 @@ class DashboardScreen(LanemonScreen):
         """The charts' and numbers' window (seconds): 60, 300 or 900."""
         self.zoomed: str | None = None
         """The lane shown alone (``z``), or None for all of them."""
+        self._last_zoomed: str | None = None
         self.third = THIRD[0]
         """The chart in the third place on a short screen (``c``)."""
         self.tz: tzinfo | None = None
@@ -184,6 +210,9 @@ class DashboardScreen(LanemonScreen):
         (``lane_panel.lane_grid``)."""
         shown = [n for n in self._lanes if self.zoomed in (None, n)]
         per_row, compact = lane_grid(len(shown), self.size.width or 100, self.size.height or 30)
+        if self.zoomed is not None:  # the charts take the screen: on a short one the lane is one line
+            compact = (self.size.height or 30) < SHORT
+        self.set_class(self.zoomed is not None, "-zoomed")
         grid = self.query_one("#lanes", Grid)
         grid.styles.grid_size_columns = per_row
         for panel in grid.query(LanePanel):  # one-line rows when the full panels would crowd out the charts
@@ -212,16 +241,43 @@ class DashboardScreen(LanemonScreen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "chart":  # only where it does something: a short screen with server charts
             return bool(self._server_charts) and not self._two_rows()
+        if action == "back" and self.zoomed is not None:
+            return True
         return super().check_action(action, parameters)
 
     def action_zoom(self) -> None:
-        """Show one lane alone (the next one on every press), then all again."""
-        order = [None, *self._lanes]
-        i = order.index(self.zoomed) if self.zoomed in order else 0
-        self.zoomed = order[(i + 1) % len(order)]
+        """Zoomed: back to every lane.  Otherwise zoom the lane zoomed last (the first one at first)."""
+        if self.zoomed is not None:
+            self.zoom(None)
+        elif self._lanes:
+            self.zoom(self._last_zoomed if self._last_zoomed in self._lanes else self._lanes[0])
+
+    def action_zoom_lane(self, index: int) -> None:
+        """``1``-``8``: zoom lane N (N again: back to every lane)."""
+        if 0 <= index < len(self._lanes):
+            lane = self._lanes[index]
+            self.zoom(None if self.zoomed == lane else lane)
+
+    def action_back(self) -> None:
+        """``esc`` leaves a zoom first, then the screen."""
+        if self.zoomed is not None:
+            self.zoom(None)
+            return
+        super().action_back()
+
+    def on_lane_panel_chosen(self, message: LanePanel.Chosen) -> None:
+        """A click on a lane's card or row zooms it; on the zoomed card, back to every lane."""
+        self.zoom(None if self.zoomed == message.lane else message.lane)
+
+    def zoom(self, lane: str | None) -> None:
+        """Show ``lane`` alone on the whole screen (None: every lane)."""
+        self.zoomed = lane
+        if lane is not None:
+            self._last_zoomed = lane
         for name in self._lanes:
             self.panel(name).display = self.zoomed in (None, name)
         self._arrange()
+        self.refresh_bindings()
         self.drawn = None
 
     # -- drawing -------------------------------------------------------------------
@@ -292,22 +348,25 @@ class DashboardScreen(LanemonScreen):
         tput = {n: series.tokens_per_s(n, t0, t1, avg_s=avg, final=final) for n in lanes}
         self.query_one("#chart-tput", TimeChart).show(series=tput, marks=marks, value_fmt=rate_axis, connect=True,
                                                       title=f"throughput ({avg} s avg)", **common)
-        queue = {n: [(t, v["running"] + v["waiting"]) for t, v in series.lane(n).server
-                     if "running" in v and "waiting" in v] for n in lanes}
+        queue, lane_of = queue_series(series, lanes)
         kv = {n: [(t, v["kv_usage"]) for t, v in series.lane(n).server if "kv_usage" in v] for n in lanes}
-        queue = {n: pts for n, pts in queue.items() if pts}
         kv = {n: pts for n, pts in kv.items() if pts}
         gauge = dict(marks={}, connect=True, connect_ns=SCRAPE_GAP_NS, **common)
         if queue:
-            self.query_one("#chart-server", TimeChart).show(series=queue, value_fmt=count_axis,
-                                                            title="server: running + waiting", **gauge)
+            self.query_one("#chart-server", TimeChart).show(
+                series=queue, value_fmt=count_axis, title="server queue", lane_of=lane_of,
+                dashed={k for k in queue if k.endswith(WAITING)}, kinds=(("━", "running"), ("┄", "waiting")),
+                **gauge)
         if kv:
             self.query_one("#chart-kv", TimeChart).show(series=kv, value_fmt=percent_axis, y_max=1.0, y_divisions=4,
                                                         title="server: KV cache used", **gauge)
         self._place_charts(("chart-server",) * bool(queue) + ("chart-kv",) * bool(kv))
 
     def _two_rows(self) -> bool:
-        """Room for the server charts in a second row: the charts' own height once laid out."""
+        """Room for the server charts in a second row: the charts' own height once laid out (zoomed:
+        always, the lane's charts have the screen)."""
+        if self.zoomed is not None:
+            return True
         height = self.query_one("#charts", Grid).size.height
         return (height or self.size.height - 20) >= TWO_ROWS
 

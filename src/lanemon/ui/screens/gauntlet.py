@@ -5,16 +5,21 @@ from __future__ import annotations
 from typing import Any
 
 from textual.app import ComposeResult
-from textual.containers import Horizontal
+from textual.containers import Grid
 from textual.widgets import Label
 
 from lanemon.ui.widgets.footer import Footer
 from lanemon.ui.format import markup_escape as escape
 from lanemon.ui.widgets.gauntlet_header import GauntletHeader
 from lanemon.ui.widgets.gauntlet_lane import GauntletLanePanel
+from lanemon.ui.widgets.lane_card import card_columns
 from lanemon.folds.gauntlet import GauntletState
 from lanemon.ui.screens.base import LanemonScreen
 from lanemon.workloads.gauntlet import summary_sentence
+
+
+GAUNTLET_CARD_WIDTH = 30
+"""A gauntlet lane's least width."""
 
 
 def panel_id(lane: str) -> str:
@@ -27,7 +32,8 @@ class GauntletScreen(LanemonScreen):
     NAME = "gauntlet"
 
     DEFAULT_CSS = """
-    GauntletScreen #g-lanes { height: 1fr; padding: 0 1; overflow-x: auto; }
+    GauntletScreen #g-lanes { height: 1fr; padding: 0 1; grid-gutter: 0 1; grid-rows: 1fr; }
+    GauntletScreen #g-lanes GauntletLanePanel { margin: 0; min-width: 0; }
     GauntletScreen #g-summary { height: 1; padding: 0 1; background: $panel; text-wrap: nowrap;
                                 text-overflow: ellipsis; width: 1fr; }
     """
@@ -39,12 +45,20 @@ class GauntletScreen(LanemonScreen):
 
     def compose(self) -> ComposeResult:
         yield GauntletHeader(id="g-header")
-        with Horizontal(id="g-lanes"):
+        with Grid(id="g-lanes"):
             for name in self._lanes:
                 yield GauntletLanePanel(name, id=panel_id(name))
         yield Label("", id="g-summary")
         yield from self.replay_bar()
         yield Footer()
+
+    def on_resize(self) -> None:
+        self._arrange()
+
+    def _arrange(self) -> None:
+        """Up to four lanes side by side; more wrap onto rows (``lane_card.card_columns``), never sideways."""
+        columns = card_columns(len(self._lanes), (self.size.width or 100) - 2, GAUNTLET_CARD_WIDTH)
+        self.query_one("#g-lanes", Grid).styles.grid_size_columns = columns
 
     def fingerprint(self, app: Any) -> tuple:
         g = app.gauntlet
@@ -63,10 +77,11 @@ class GauntletScreen(LanemonScreen):
     def refresh_from(self, state: GauntletState, source: Any, now_ns: int, summary: str | None) -> None:
         new = [name for name in state.lanes if name not in self._lanes]
         if new:
-            container = self.query_one("#g-lanes", Horizontal)
+            container = self.query_one("#g-lanes", Grid)
             for name in new:
                 self._lanes.append(name)
                 container.mount(GauntletLanePanel(name, id=panel_id(name)))
+            self._arrange()
             self.call_after_refresh(self.refresh_from, state, source, now_ns, summary)
             return
         scale = max((t.ttft_s or 0) + (t.decode_s or 0) for lv in state.lanes.values() for t in lv.turns) \

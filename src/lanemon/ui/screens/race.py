@@ -15,18 +15,23 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal
+from textual.containers import Grid
 from textual.widgets import Input
 
 from lanemon.ui.widgets.footer import Footer
 from lanemon.folds.race import RaceState, RaceView
 from lanemon.folds.dashboard import SessionState
 from lanemon.ui.screens.base import LanemonScreen
+from lanemon.ui.widgets.lane_card import card_columns
 from lanemon.ui.widgets.race_column import RaceColumn
 from lanemon.ui.widgets.race_header import RaceHeader
 from lanemon.ui.widgets.race_results import RaceResults
 from lanemon.ui.widgets.status_bar import StatusBar
 from lanemon.workloads.race import PromptCycle, RacePlan, RacePrompt, race_json
+
+
+RACE_CARD_WIDTH = 24
+"""A race column's least width."""
 
 
 def column_id(lane: str) -> str:
@@ -48,8 +53,10 @@ class RaceScreen(LanemonScreen):
     RaceScreen #race-lanes {
         height: 1fr;
         padding: 0 1;
-        overflow-x: auto;
+        grid-gutter: 0 1;
+        grid-rows: 1fr;
     }
+    RaceScreen #race-lanes RaceColumn { margin: 0; min-width: 0; }
     RaceScreen #race-input { margin: 0 1; }
     """
 
@@ -74,7 +81,7 @@ class RaceScreen(LanemonScreen):
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
         yield RaceHeader(id="race-header")
-        with Horizontal(id="race-lanes"):
+        with Grid(id="race-lanes"):
             for name in self._lanes:
                 yield RaceColumn(name, id=column_id(name))
         yield RaceResults(id="race-results")
@@ -88,6 +95,14 @@ class RaceScreen(LanemonScreen):
         if self.plan is not None:
             plan, self.plan = self.plan, None
             self.start(plan.prompts, endpoint=plan.endpoint, max_tokens=plan.max_tokens)
+
+    def on_resize(self) -> None:
+        self._arrange()
+
+    def _arrange(self) -> None:
+        """Up to four lanes side by side; more wrap onto rows (``lane_card.card_columns``), never sideways."""
+        columns = card_columns(len(self._lanes), (self.size.width or 100) - 2, RACE_CARD_WIDTH)
+        self.query_one("#race-lanes", Grid).styles.grid_size_columns = columns
 
     def _placeholder(self) -> str:
         nxt = self.next_prompt.peek() if self.next_prompt else None
@@ -174,10 +189,11 @@ class RaceScreen(LanemonScreen):
         names = list(view.lanes) if view is not None else []
         new = [n for n in names if n not in self._lanes]
         if new:
-            container = self.query_one("#race-lanes", Horizontal)
+            container = self.query_one("#race-lanes", Grid)
             for name in new:
                 self._lanes.append(name)
                 container.mount(RaceColumn(name, id=column_id(name)))
+            self._arrange()
             self.call_after_refresh(self.refresh_from, races, state, source)
             return
         now = max(races.last_t, state.last_t)

@@ -59,7 +59,9 @@ class GauntletLanePanel(LaneCard):
 
     DEFAULT_CSS = """
     GauntletLanePanel { height: 1fr; min-width: 30; }
-    GauntletLanePanel #rep { width: auto; text-style: bold; }
+    GauntletLanePanel #rep { width: auto; text-style: bold; margin-left: 1; }
+    /* a narrow card (six lanes in two rows at 100 columns) cuts these with an ellipsis, never silently */
+    GauntletLanePanel #file, GauntletLanePanel #now, GauntletLanePanel #turns-head { width: 1fr; }
     GauntletLanePanel #hops { height: auto; margin-top: 1; }
     GauntletLanePanel #file { color: $text; }
     GauntletLanePanel #now { margin-bottom: 1; }
@@ -92,7 +94,7 @@ class GauntletLanePanel(LaneCard):
         turn = len(view.turns)
         phase = PHASES.get(view.phase, escape(view.phase))
         self.query_one("#now", Label).update(
-            f"{phase}  [dim]turn[/] {turn}  [dim]elapsed[/] [b]{view.elapsed_s(now_ns):.2f} s[/]")
+            f"{phase}  [dim]elapsed[/] [b]{view.elapsed_s(now_ns):.2f} s[/]  [dim]turn[/] {turn}")
         turns_widget = self.query_one("#turns", Static)
         # the bar takes what the columns and the times leave (one row per turn, never wrapped)
         bar_w = max(6, min(40, (turns_widget.size.width or 60) - 40))

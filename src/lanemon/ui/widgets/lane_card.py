@@ -15,6 +15,22 @@ from lanemon.ui.colours import lane_colour
 from lanemon.ui.format import markup_escape as escape
 
 
+MOST_PER_ROW = 4
+"""The most lane cards one row of the race and gauntlet screens holds; more lanes wrap onto rows."""
+
+
+def card_columns(lanes: int, width: int, least: int, most: int = MOST_PER_ROW) -> int:
+    """Columns of a grid of ``lanes`` cards at least ``least`` columns wide on a ``width``-column screen.
+
+    Up to ``most`` cards side by side; more wrap onto as few rows as fit, balanced (5 or 6 lanes in
+    two rows of 3, 7 or 8 in two rows of 4, never a row of 4 over a row of 1), so no row scrolls sideways.
+    """
+    n = max(1, lanes)
+    per_row = max(1, min(n, most, width // max(1, least)))
+    rows = -(-n // per_row)
+    return -(-n // rows)
+
+
 class LaneCard(Vertical):
     """One lane's card; ``.-good`` / ``.-bad`` colour its border (see :meth:`mark`)."""
 

@@ -6,7 +6,9 @@ not here: a per-panel sparkline scaled to its own min and max cannot be compared
 
 from __future__ import annotations
 
+from textual import events
 from textual.app import ComposeResult
+from textual.message import Message
 from textual.containers import Horizontal
 from textual.widgets import Label, Static
 
@@ -74,6 +76,7 @@ class LanePanel(LaneCard):
 
     DEFAULT_CSS = """
     LanePanel.-good { border: round $success 55%; }
+    LanePanel:hover { background: $boost; }  /* a click zooms the lane */
     /* compact: one line per lane (name, the latest figures that fit, health), no border; the window
        table under the panels has the rest */
     LanePanel.-compact, LanePanel.-compact.-good, LanePanel.-compact.-bad { border: none; height: 1; }
@@ -104,8 +107,20 @@ class LanePanel(LaneCard):
     }
     """
 
+    class Chosen(Message):
+        """The user clicked a lane's card or one-line row (the dashboard zooms it)."""
+
+        def __init__(self, lane: str) -> None:
+            super().__init__()
+            self.lane = lane
+
     def __init__(self, lane: str, *, id: str | None = None) -> None:
         super().__init__(lane, id=id, classes="-unknown")
+
+    def on_click(self, event: events.Click) -> None:
+        """A click anywhere on the card, or on its one-line row, chooses the lane."""
+        event.stop()
+        self.post_message(self.Chosen(self.lane))
 
     @property
     def compact(self) -> bool:

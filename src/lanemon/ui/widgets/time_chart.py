@@ -7,9 +7,16 @@ lower).  Samples that are not lane speed (errors, cut streams, client-bound, bur
 plotted: they are marked on the strip under the plot, at their time, in the lane's colour.
 
 A character cell holds one colour, so a cell where the points of two or more lanes fall is drawn in
-the *shared* colour (the theme's foreground: white on a dark theme) and named in the legend
-(``⣿ A+B``, or ``⣿ 2+ lanes`` when different sets of lanes share cells); a lane drawn under another
+the *shared* colour (the theme's foreground: white on a dark theme) and the legend names the lanes that
+share: ``⣿ A+B``, or with three or more lanes every combination present, those sharing the most cells
+first (``⣿ A+B, B+C, A+B+C``), as many as fit the title row, then ``…``; a lane drawn under another
 never vanishes into it.  Two lanes' marks in one strip cell are shown the same way.
+
+A lane may have several series (the server queue: running and waiting): ``lane_of`` maps each
+series to its lane (its colour, and who shares a cell), ``dashed`` series are drawn in a broken line
+in a faded variant of the lane's colour, and ``kinds`` names the line styles in the legend
+(``━ running  ┄ waiting``) after the lanes.  One lane's series in one cell are that lane's cell
+(drawn solid), not a shared one.
 
 The x axis is session time; given a :class:`WallAxis` it is labelled in local wall-clock time at
 round instants (every 5 s ... 30 min, the finest step whose labels fit the width), ``HH:MM:SS`` or
@@ -23,7 +30,7 @@ those, not pixels); :meth:`TimeChart.cells` answers the plot for any size.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 
@@ -114,6 +121,12 @@ class TimeChart(Widget):
         self.shared_colour = ""
         self.shared: dict[tuple[int, int], frozenset[str]] = {}
         """(plot row from the top, column) -> the lanes whose points share that cell, as last drawn."""
+        self.lane_of: dict[str, str] = {}
+        """Series -> its lane, where a lane has several series (else each series is a lane)."""
+        self.dashed: frozenset[str] = frozenset()
+        """Series drawn in a broken line, in a faded variant of their lane's colour."""
+        self.kinds: tuple[tuple[str, str], ...] = ()
+        """(glyph, name) of each line style, named in the legend after the lanes."""
         self.x_labels: list[tuple[int, str]] = []
         """(start column in the plot, label) of the x axis as last drawn."""
         self._strip_shared: list[set[str]] = []
@@ -123,7 +136,8 @@ class TimeChart(Widget):
              t0: int, t1: int, colours: dict[str, str], value_fmt: Callable[[float], str],
              x_fmt: Callable[[int], str], title: str | None = None, note: str = "", connect: bool = False,
              wall: WallAxis | None = None, y_max: float | None = None, y_divisions: int = 2,
-             shared_colour: str = "", connect_ns: int | None = None) -> None:
+             shared_colour: str = "", connect_ns: int | None = None, lane_of: dict[str, str] | None = None,
+             dashed: Collection[str] = (), kinds: Sequence[tuple[str, str]] = ()) -> None:
         """Draw ``series`` ({lane: [(t_ns, value)]}) and ``marks`` ({lane: [(t_ns, flag)]}) over [t0, t1].
 
         ``wall`` labels x in wall-clock time (else ``x_fmt`` of session time at both ends and the middle);
@@ -131,7 +145,9 @@ class TimeChart(Widget):
         ``y_divisions`` ticks y at that many equal steps when there are rows for them (else halves);
         ``shared_colour`` draws cells that several lanes share (else the theme's foreground);
         ``connect`` joins successive points by a line when they are at most 4 dots apart, or at most
-        ``connect_ns`` apart in time when that is given (a gauge scraped every few seconds).
+        ``connect_ns`` apart in time when that is given (a gauge scraped every few seconds);
+        ``lane_of`` maps series to lanes where a lane has several (``colours`` then by lane), ``dashed``
+        series are drawn broken and faded, ``kinds`` names the line styles in the legend.
         """
         self.series = {k: [(t, v) for t, v in pts if t0 <= t <= t1] for k, pts in series.items()}
         self.marks = {k: [(t, f) for t, f in pts if t0 <= t <= t1] for k, pts in marks.items()}
@@ -142,6 +158,7 @@ class TimeChart(Widget):
         self.note, self.connect, self.connect_ns = note, connect, connect_ns
         self.value_fmt, self.x_fmt, self.wall = value_fmt, x_fmt, wall
         self.y_divisions, self.shared_colour = max(1, y_divisions), shared_colour
+        self.lane_of, self.dashed, self.kinds = dict(lane_of or {}), frozenset(dashed), tuple(kinds)
         top = max((v for pts in self.series.values() for _, v in pts), default=0.0)
         self.y_max = y_max if y_max is not None else nice_max(top)
         self.refresh()
@@ -160,9 +177,14 @@ class TimeChart(Widget):
                 owners[name] = owners.get(name, 0) + 1
                 out[(cy, cx)] = (bits | _DOTS[3 - y % 4][x % 2], owners)
 
+        def plot(name: str, x: int, y: int, broken: bool) -> None:
+            if not broken or (x // 2) % 2 == 0:
+                put(name, x, y)
+
         for name, pts in self.series.items():
             prev: tuple[int, int] | None = None
             prev_t = 0
+            broken = name in self.dashed and self.connect  # a broken line: every other cell column left out
             for t, v in sorted(pts):
                 x = min(xdots - 1, int((t - self.t0) / span * (xdots - 1) + 0.5))
                 y = min(ydots - 1, max(0, int(v / self.y_max * (ydots - 1) + 0.5)))
@@ -173,8 +195,8 @@ class TimeChart(Widget):
                 if self.connect and near:
                     steps = max(abs(x - prev[0]), abs(y - prev[1]), 1)
                     for k in range(1, steps):
-                        put(name, prev[0] + (x - prev[0]) * k // steps, prev[1] + (y - prev[1]) * k // steps)
-                put(name, x, y)
+                        plot(name, prev[0] + (x - prev[0]) * k // steps, prev[1] + (y - prev[1]) * k // steps, broken)
+                plot(name, x, y, broken)
                 if not self.connect:
                     put(name, x, min(ydots - 1, y + 1))  # a point two dots tall reads at a glance
                 prev, prev_t = (x, y), t
@@ -189,12 +211,46 @@ class TimeChart(Widget):
             fg = ""
         return f"bold {fg}" if fg else "bold"
 
-    def _shared_name(self) -> str:
-        sets = set(self.shared.values()) | {frozenset(s) for s in self._strip_shared}
-        if len(sets) == 1:
-            (lanes,) = sets
-            return "+".join(n for n in self.series if n in lanes) or "+".join(sorted(lanes))
-        return "2+ lanes"
+    def lane(self, series: str) -> str:
+        """The lane a series belongs to."""
+        return self.lane_of.get(series, series)
+
+    def lanes(self) -> list[str]:
+        """The lanes drawn (those with points in the window), in the order of their series."""
+        return list(dict.fromkeys(self.lane(n) for n, pts in self.series.items() if pts))
+
+    def _colour(self, series: str) -> str:
+        colour = self.colours.get(series) or self.colours.get(self.lane(series), "")
+        if series in self.dashed and colour:
+            try:
+                from lanemon.ui.widgets.bench_chart import faded
+
+                return faded(self.app, colour, 0.4)
+            except Exception:  # not mounted in an app (a bare render)
+                return colour
+        return colour
+
+    def shared_sets(self) -> list[frozenset[str]]:
+        """The combinations of lanes that share cells (plot and strip), those sharing the most cells first."""
+        counts: dict[frozenset[str], int] = {}
+        for lanes in [*self.shared.values(), *(frozenset(s) for s in self._strip_shared)]:
+            counts[lanes] = counts.get(lanes, 0) + 1
+        order = {n: i for i, n in enumerate(self.lanes())}
+        key = lambda lanes: sorted(order.get(n, len(order)) for n in lanes)  # noqa: E731
+        return sorted(counts, key=lambda lanes: (-counts[lanes], len(lanes), key(lanes)))
+
+    def shared_name(self, room: int = 1_000) -> str:
+        """``A+B`` / ``A+B, B+C, …``: the lanes that share cells, most shared first, in ``room`` columns
+        (the first combination always; ``…`` when some were left out)."""
+        order = {n: i for i, n in enumerate(self.lanes())}
+        names = ["+".join(sorted(lanes, key=lambda n: (order.get(n, len(order)), n))) for lanes in self.shared_sets()]
+        out = names[:1]
+        for i, name in enumerate(names[1:], start=1):
+            more = len(", ".join(out + [name])) + (len(", …") if i < len(names) - 1 else 0)
+            if more > room:
+                break
+            out.append(name)
+        return ", ".join(out) + (", …" if len(out) < len(names) else "")
 
     def _wall_labels(self, plot_w: int, step_s: int) -> list[tuple[int, str]] | None:
         """Labels centred on the round instants ``step_s`` apart (those cut by an edge left out), or
@@ -247,20 +303,28 @@ class TimeChart(Widget):
 
     # -- drawing ---------------------------------------------------------------
 
-    def _legend(self) -> Text:
+    def _legend(self, room: int) -> Text:
+        """Lanes in their colours, the line styles, shared cells (the lanes named in what room is left
+        of ``room`` columns), the marks used."""
         out = Text()
-        for name in self.series:
-            out.append("  ")
-            out.append("━━", style=self.colours.get(name, ""))
+        lanes = self.lanes()
+        tight = sum(len(n) + 5 for n in lanes) + 8 > room  # short of room: one dash and one space per lane
+        for name in lanes:
+            out.append(" " if tight else "  ")
+            out.append("━" if tight else "━━", style=self.colours.get(name, ""))
             out.append(f" {name}")
-        if self.shared or self._strip_shared:
-            out.append("  ")
-            out.append(SHARED_GLYPH, style=self._shared_style())
-            out.append(f" {self._shared_name()}")
+        for glyph, kind in self.kinds:
+            out.append(f"  {glyph} {kind}", style="dim")
+        tail = Text()
         used = {f for pts in self.marks.values() for _, f in pts}
         for flag, glyph in MARK_GLYPHS.items():
             if flag in used:
-                out.append(f"  {glyph} {MARK_NAMES[flag]}", style="dim")
+                tail.append(f"  {glyph} {MARK_NAMES[flag]}", style="dim")
+        if self.shared or self._strip_shared:
+            out.append("  ")
+            out.append(SHARED_GLYPH, style=self._shared_style())
+            out.append(f" {self.shared_name(room - out.cell_len - tail.cell_len - 2)}")
+        out.append_text(tail)
         return out
 
     def render(self) -> Text:
@@ -275,7 +339,8 @@ class TimeChart(Widget):
         label_w = max(len(t) for t in ticks.values()) + 1
         plot_w = max(2, width - label_w)
         grid = self.cells(rows, plot_w)
-        self.shared = {rc: frozenset(owners) for rc, (_, owners) in grid.items() if len(owners) > 1}
+        self.shared = {rc: lanes for rc, (_, owners) in grid.items()
+                       if len(lanes := frozenset(self.lane(n) for n in owners)) > 1}
         span = self.t1 - self.t0
         strip: list[tuple[str, str]] = [("─", "dim")] * plot_w
         strip_lanes: list[set[str]] = [set() for _ in range(plot_w)]
@@ -283,17 +348,18 @@ class TimeChart(Widget):
             for t, flag in pts:
                 c = min(plot_w - 1, int((t - self.t0) / span * (plot_w - 1) + 0.5))
                 strip[c] = (MARK_GLYPHS.get(flag, "•"), self.colours.get(name, ""))
-                strip_lanes[c].add(name)
+                strip_lanes[c].add(self.lane(name))
         self._strip_shared = [lanes for lanes in strip_lanes if len(lanes) > 1]
         shared_style = self._shared_style()
         for c, lanes in enumerate(strip_lanes):
             if len(lanes) > 1:
                 strip[c] = (strip[c][0], shared_style)
         head = Text(self.title, style="bold")
-        head.append_text(self._legend())
-        if self.note:
-            pad = width - head.cell_len - len(self.note) - 1
-            head.append(" " * max(1, pad) + self.note, style="dim")
+        note_w = len(self.note) + 1 if self.note else 0
+        head.append_text(self._legend(width - head.cell_len - note_w))
+        pad = width - head.cell_len - len(self.note) - 1
+        if self.note and pad >= 1:  # the note only whole: the legend comes first
+            head.append(" " * pad + self.note, style="dim")
         head.truncate(width, overflow="ellipsis")
         out = Text()
         out.append_text(head)
@@ -307,7 +373,10 @@ class TimeChart(Widget):
                     out.append(" ")
                     continue
                 bits, owners = cell
-                style = shared_style if len(owners) > 1 else self.colours.get(next(iter(owners)), "")
+                if (r, c) in self.shared:
+                    style = shared_style
+                else:  # one lane: its solid series where it has one here
+                    style = self._colour(min(owners, key=lambda n: (n in self.dashed, n)))
                 out.append(chr(0x2800 + bits), style=style)
         self.x_labels = self._x_axis(plot_w, width)
         if self.wall is not None and self._ticked:
