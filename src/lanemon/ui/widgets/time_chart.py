@@ -216,8 +216,10 @@ class TimeChart(Widget):
         return self.lane_of.get(series, series)
 
     def lanes(self) -> list[str]:
-        """The lanes drawn (those with points in the window), in the order of their series."""
-        return list(dict.fromkeys(self.lane(n) for n, pts in self.series.items() if pts))
+        """The lanes drawn (those with points or marks in the window), in the order of their series."""
+        marked = {self.lane(n) for n, pts in self.marks.items() if pts}
+        return list(dict.fromkeys(self.lane(n) for n, pts in self.series.items()
+                                  if pts or self.lane(n) in marked))
 
     def _colour(self, series: str) -> str:
         colour = self.colours.get(series) or self.colours.get(self.lane(series), "")
