@@ -170,6 +170,27 @@ async def test_a_click_on_a_one_line_row_or_a_card_zooms_that_lane_and_esc_or_z_
         assert screen.zoomed is None and shown(app) == ["A", "B"]
 
 
+async def test_a_lane_first_seen_while_zoomed_stays_hidden_until_the_zoom_ends():
+    from lanemon.folds.dashboard import SessionState
+
+    app = app_with(2)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        await pilot.press("z")
+        await pilot.pause(0.2)
+        state = SessionState()
+        for ev in lanes_and_events(3)[1]:
+            state.apply(ev)
+        screen.refresh_from(state, app.source)
+        await pilot.pause(0.3)
+        assert [p.lane for p in screen.query(LanePanel)] == ["A", "B", "C"]
+        assert [p.lane for p in screen.query(LanePanel) if p.display] == ["A"]
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        assert all(p.display for p in screen.query(LanePanel))
+
+
 async def test_eight_lanes_at_240x70_and_two_at_100x30_keep_full_cards():
     for n, size in ((8, (240, 70)), (2, (100, 30))):
         app = app_with(n)

@@ -217,6 +217,7 @@ class DashboardScreen(LanemonScreen):
         grid.styles.grid_size_columns = per_row
         for panel in grid.query(LanePanel):  # one-line rows when the full panels would crowd out the charts
             panel.compact = compact
+            panel.display = self.zoomed in (None, panel.lane)  # a lane first seen while zoomed stays hidden
         self.set_class(len(self._lanes) > 4, "-many")
 
     def panel(self, lane: str) -> LanePanel:
@@ -274,8 +275,6 @@ class DashboardScreen(LanemonScreen):
         self.zoomed = lane
         if lane is not None:
             self._last_zoomed = lane
-        for name in self._lanes:
-            self.panel(name).display = self.zoomed in (None, name)
         self._arrange()
         self.refresh_bindings()
         self.drawn = None
@@ -303,7 +302,11 @@ class DashboardScreen(LanemonScreen):
             self.call_after_refresh(self.refresh_from, state, source)
             return
         for name in self._lanes:
-            self.panel(name).update_from(state.lane(name), state.last_t)
+            panel = self.panel(name)
+            if not panel.query("#url"):  # mounted but not composed yet (hidden while zoomed): the next tick
+                self.drawn = None
+                continue
+            panel.update_from(state.lane(name), state.last_t)
         self.query_one(HostPanel).update_from(state.host)
         self.query_one(StatusBar).show(source, state)
 
