@@ -421,3 +421,17 @@ def test_a_tie_or_a_later_send_never_reads_won_by_zero_or_minus(b_start_us, b_tt
     assert race["verdict"] == verdict(race)
     assert race["verdict"].startswith(words)
     assert "-0" not in race["verdict"] and "by -" not in race["verdict"] and "by 0 ms" not in race["verdict"]
+
+
+def test_identical_lanes_tie_per_token_and_on_the_first_token():
+    """Six lanes from two identical simulators: the replay's verdict said "per token E was 1.00x faster (164.8
+    vs 164.8 tok/s); first token: A, 1.00x sooner" -- a lead nobody had.  Equal lanes tie and are named."""
+    result = _race(("A", 175, 31, 6, "stop", {}), ("B", 220, 30, 8, "stop", {}), ("C", 175, 31, 6, "stop", {}),
+                   ("D", 220, 30, 8, "stop", {}), ("E", 175, 31, 6, "stop", {}))
+    text = result["races"][0]["verdict"]
+    assert "1.00x" not in text, text
+    assert "per token A, C and E tie (" in text and "first token: A, C and E together (175 ms)" in text, text
+    # a real lead is still a lead
+    result = _race(("A", 175, 31, 6, "stop", {}), ("B", 220, 30, 8, "stop", {}))
+    text = result["races"][0]["verdict"]
+    assert "also faster per token (1.33x" in text and "first token: A, 1.26x sooner" in text, text

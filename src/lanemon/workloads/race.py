@@ -499,14 +499,34 @@ def verdict(race: dict[str, Any]) -> str:
     if dec.get("lane") and dec.get("ratio"):
         fast, slow = lanes[dec["lane"]]["decode_tok_s"], lanes[dec["runner_up"]]["decode_tok_s"]
         rates = f"{fast:.1f} vs {slow:.1f} tok/s"
-        if dec["lane"] == winner:
+        if dec["ratio"] < TIE_RATIO:  # "1.00x faster" is a tie
+            text += f"; per token {_names(_tied(lanes, 'decode_tok_s', fast))} tie ({fast:.1f} tok/s)"
+        elif dec["lane"] == winner:
             text += f"; also faster per token ({dec['ratio']:.2f}x: {rates})"
         else:
             text += f"; per token {dec['lane']} was {dec['ratio']:.2f}x faster ({rates})"
     first = won.get("ttft") or {}
     if first.get("lane") and first.get("ratio"):
-        text += f"; first token: {first['lane']}, {first['ratio']:.2f}x sooner"
+        if first["ratio"] < TIE_RATIO:
+            best = lanes[first["lane"]]["ttft_s"]
+            text += f"; first token: {_names(_tied(lanes, 'ttft_s', best))} together ({best * 1000:.0f} ms)"
+        else:
+            text += f"; first token: {first['lane']}, {first['ratio']:.2f}x sooner"
     return text + tail
+
+
+TIE_RATIO = 1.005
+"""A per-token or first-token lead under this ratio prints as "1.00x": it is a tie, and says so."""
+
+
+def _tied(lanes: dict[str, Any], key: str, best: float) -> list[str]:
+    """The complete lanes within :data:`TIE_RATIO` of ``best`` on ``key``, in lane order."""
+    return [name for name, r in lanes.items() if r.get("error") is None and r.get(key)
+            and max(r[key], best) / min(r[key], best) < TIE_RATIO]
+
+
+def _names(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 TIE_S = 0.0005
