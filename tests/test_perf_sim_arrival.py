@@ -86,3 +86,30 @@ def test_bytes_of_a_lost_connection_are_not_parsed(parses):
         assert [c[0] for c in parses] == [tuple(b.client)]
     finally:
         loop.close()
+
+
+def test_every_connection_sends_its_writes_at_once(monkeypatch):
+    """TCP_NODELAY on every accepted connection: with Nagle on, a token written while the previous chunk was
+    unacknowledged waited for the client's delayed ACK (up to 40 ms on a kept-alive connection)."""
+    import socket
+
+    monkeypatch.setattr(H11Protocol, "connection_made", lambda self, transport: None)
+    listener = serve._bind("127.0.0.1", 0)
+    client = socket.create_connection(listener.getsockname())
+    listener.setblocking(True)
+    accepted, _ = listener.accept()
+    try:
+        assert listener.proto == socket.IPPROTO_TCP  # so asyncio's own transports set it too
+        assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 0  # the kernel's default
+
+        class Transport:
+            def get_extra_info(self, name, default=None):
+                return accepted if name == "socket" else default
+
+        cls = serve._protocol()
+        p = cls.__new__(cls)
+        p.connection_made(Transport())
+        assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+    finally:
+        for s in (accepted, client, listener):
+            s.close()

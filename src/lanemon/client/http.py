@@ -21,9 +21,11 @@ import asyncio
 import html
 import itertools
 import re
+import time
 from collections.abc import Callable
 from typing import Any
 
+import httpcore
 import httpx
 import orjson
 
@@ -31,7 +33,7 @@ from lanemon import __version__
 from lanemon.config import LaneConfig, endpoint_url, public_url
 from lanemon import events as schema
 from lanemon.events import Clock, Event
-from lanemon.measure.records import Assembler, RequestRecord
+from lanemon.measure.records import NO_DONE_NOTE, Assembler, RequestRecord
 from lanemon.client.sse import N_CHOICES_MESSAGE
 from lanemon.client.sse import MAX_SSE_LINE, SSELineTooLong, Stalled, _size, read_sse, sse_lines  # noqa: F401
 from lanemon.untrusted import ID_LIMIT, MESSAGE_LIMIT, PUBLIC, Redactor
@@ -142,6 +144,83 @@ def _connect_reason(exc: BaseException) -> str:
     return text or "connection failed"
 
 
+POOL_SWEEP_S = 1.0
+"""Seconds between two sweeps of the whole pool for connections the server closed or whose keep-alive
+ran out (:class:`LinearPool`); a connection about to be reused is checked every time."""
+
+
+class LinearPool(httpcore.AsyncConnectionPool):
+    """httpcore's connection pool, with a request assigned to a connection in time linear in the pool.
+
+    httpcore 1.0 re-examines every connection each time a request is added or removed: for each idle one
+    it counts the whole pool again (O(n²)) and asks the socket whether the server closed it (a ``poll``
+    per idle connection).  With 64 warmed connections, a level's first wave of 64 requests spent tens of
+    ms of the event loop (hundreds under load) in that bookkeeping before the last request was written,
+    so the burst overlapped the first tokens, on the client and on the lane (issue 13: the C64 tail).
+
+    Here the same decisions are made with less work: the count is taken once; the connection a request is
+    about to get is checked for a server close or an expired keep-alive every time (as before), and the
+    rest of the pool at most every :data:`POOL_SWEEP_S`.  So a connection the server closed is never
+    reused; an idle one that is not needed is closed up to a second later than before.  And a connection
+    already handed to a request that has not yet started on it is not handed to another (httpcore gives
+    the first idle connection to every request of a burst until one starts on it, and the others each
+    retry, one connection at a time).  Installed only on httpcore 1.0's own pool class
+    (:func:`linear_pool`); anything else is left alone."""
+
+    _swept = 0.0
+
+    def _assign_requests_to_connections(self) -> list:
+        closing: list = []
+        conns = self._connections
+        now = time.monotonic()
+        sweep = now - self._swept >= POOL_SWEEP_S
+        if sweep:
+            self._swept = now
+        for conn in list(conns):
+            if conn.is_closed():
+                conns.remove(conn)
+            elif (sweep and conn.has_expired()) or (
+                    conn.is_idle() and len(conns) > self._max_keepalive_connections):
+                conns.remove(conn)
+                closing.append(conn)
+        # a connection handed to a request that has not started on it yet still reads as idle: not again
+        taken = {id(r.connection) for r in self._requests if r.connection is not None}
+        for pool_request in [r for r in self._requests if r.is_queued()]:
+            origin = pool_request.request.url.origin
+            found = None
+            for conn in conns:
+                if id(conn) not in taken and conn.can_handle_request(origin) and conn.is_available():
+                    if not sweep and conn.has_expired():
+                        closing.append(conn)  # removed below; the next available one is tried
+                        continue
+                    found = conn
+                    break
+            for conn in closing:
+                if conn in conns:
+                    conns.remove(conn)
+            if found is None and len(conns) >= self._max_connections:
+                idle = next((c for c in conns if c.is_idle()), None)
+                if idle is None:
+                    continue  # the request waits for a connection to come free
+                conns.remove(idle)
+                closing.append(idle)
+            if found is None:
+                found = self.create_connection(origin)
+                conns.append(found)
+            taken.add(id(found))
+            pool_request.assign_to_connection(found)
+        return closing
+
+
+def linear_pool(transport: httpx.AsyncBaseTransport | None) -> bool:
+    """Give httpx's transport :class:`LinearPool`'s assignment (True), if its pool is httpcore 1.0's own."""
+    pool = getattr(transport, "_pool", None)
+    if type(pool) is not httpcore.AsyncConnectionPool or not httpcore.__version__.startswith("1.0."):
+        return False
+    pool.__class__ = LinearPool
+    return True
+
+
 class LaneClient:
     """One lane's HTTP client (a pooled ``httpx.AsyncClient``)."""
 
@@ -193,7 +272,8 @@ class LaneClient:
         if transport is None:  # token stamps at the bytes' arrival, not at their task's turn (client/netstamp.py)
             from lanemon.client.netstamp import stamping_transport
 
-            transport = stamping_transport(limits)
+            transport = stamping_transport(limits) or httpx.AsyncHTTPTransport(limits=limits)
+            linear_pool(transport)  # a burst's bookkeeping in linear time (LinearPool)
         self.http = httpx.AsyncClient(
             headers=headers,
             timeout=httpx.Timeout(connect=connect_timeout, read=read_timeout, write=30.0, pool=None),
@@ -396,9 +476,14 @@ class LaneClient:
         asm = Assembler()
         clean = self._clean
 
+        ended = False  # a done or error event was emitted (cancelled while finishing its body: no error)
+
         def emit(kind: str, data: dict[str, Any], t: int | None = None) -> RequestRecord | None:
+            nonlocal ended
             if kind is not schema.REQUEST:  # server text (messages, ids, finish reasons): inert and redacted
                 data = clean(data)
+                if kind is schema.DONE or kind is schema.ERROR:
+                    ended = True
             ev = Event(clock.now() if t is None else t, kind, lane, req, data)
             out(ev)
             return asm.apply(ev)
@@ -456,7 +541,8 @@ class LaneClient:
                 exc = cut.exc
             except asyncio.CancelledError:
                 request_event(None)
-                emit(schema.ERROR, {"cls": schema.ERR_CANCELLED, "message": "cancelled"})
+                if not ended:
+                    emit(schema.ERROR, {"cls": schema.ERR_CANCELLED, "message": "cancelled"})
                 raise
             request_event(None)  # never written: the request event keeps the time it was initiated
             if attempt == 0 and not answered and idle_closed(exc, streaming=True):
@@ -510,8 +596,11 @@ class LaneClient:
                             err["retry_after"] = retry[:64]
                             err["message"] += f" (Retry-After: {retry[:64]})"
                         return emit(schema.ERROR, err)  # type: ignore[return-value]
-                    return await read_sse(resp, emit, (lane, req, out, apply), clock.t0,
-                                          redactor=self.redactor, stall=self.stall, floor=self.floor)
+                    rec = await read_sse(resp, emit, (lane, req, out, apply), clock.t0,
+                                         redactor=self.redactor, stall=self.stall, floor=self.floor)
+                    if rec.ok and NO_DONE_NOTE not in rec.notes:  # stopped at [DONE]: the body's end is next
+                        await finish_body(resp)
+                    return rec
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -529,6 +618,32 @@ class LaneClient:
             else:
                 out[key] = self.redactor.scrub(value)
         return out
+
+
+BODY_END_WAIT = 0.05
+"""Seconds a stream's body may take to end after its ``[DONE]`` before its connection is given up."""
+BODY_END_LIMIT = 64 * 1024
+"""Bytes after ``[DONE]`` read (and discarded) at most, waiting for the body's end."""
+
+
+async def finish_body(resp: httpx.Response) -> bool:
+    """Read a streamed body to its end after its ``[DONE]`` (the chunked terminator, a trailing blank line),
+    so its connection goes back to the pool instead of being closed: stopped at ``[DONE]``, every
+    streamed request cost a new connection, a cold one each time in a closed loop.  Bounded in bytes
+    (:data:`BODY_END_LIMIT`, discarded unread) and time (:data:`BODY_END_WAIT`); a body that does not end
+    by then is closed as before.  The request's figures were taken already: nothing here is measured.
+    Only for a body whose reader stopped at ``[DONE]``: httpcore, asked for more of a body that has already
+    ended, can loop without yielding.  Returns whether the body ended."""
+    got = 0
+    try:
+        async with asyncio.timeout(BODY_END_WAIT):
+            async for chunk in resp.stream:  # continues the body where the SSE reader stopped
+                got += len(chunk)
+                if got > BODY_END_LIMIT:
+                    return False
+        return True
+    except (TimeoutError, httpx.HTTPError, httpcore.ProtocolError, httpcore.NetworkError, RuntimeError):
+        return False
 
 
 class _Unanswered(Exception):

@@ -25,7 +25,8 @@ __all__ = ["SimThread", "run", "run_args", "main"]
 
 def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # proto given: asyncio sets TCP_NODELAY only on sockets that say they are TCP (see StampingProtocol)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
@@ -53,6 +54,18 @@ def _protocol():
 
     class StampingProtocol(H11Protocol):
         _lost = False
+
+        def connection_made(self, transport) -> None:
+            # Every write leaves at once (no Nagle): a token written is a token sent.  asyncio sets this
+            # only for sockets created with proto=IPPROTO_TCP; with proto 0 (how sockets are usually made
+            # and passed to uvicorn) a chunk written while the previous one is unacknowledged waited for
+            # the client's delayed ACK, up to 40 ms on a kept-alive connection, and the trace's write times
+            # were not when the bytes left.
+            sock = transport.get_extra_info("socket")
+            if sock is not None:
+                with contextlib.suppress(OSError, AttributeError):
+                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            super().connection_made(transport)
 
         def data_received(self, data: bytes) -> None:
             peer = self.client
