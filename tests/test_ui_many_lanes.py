@@ -111,6 +111,10 @@ async def test_six_lanes_wrap_into_two_rows_of_three_within_the_screen(screen, s
         if screen == "race":  # every lane's figures, the finished race's ranks
             ranks = {c.lane: str(c.query_one("#rank").render()) for c in cards}
             assert ranks["A"] == "1st" and set(ranks.values()) >= {"1st", "2nd"}
+            for card in cards:  # every card shows the end of its lane's text, the shortest ones too
+                scroll = card.query_one("#text-scroll")
+                assert scroll.region.height >= 1 and card.content_region.contains_region(scroll.region), card.lane
+                assert scroll.scroll_y >= scroll.max_scroll_y, card.lane
 
 
 @pytest.mark.parametrize("size", [(100, 30), (160, 45)], ids=lambda s: f"{s[0]}x{s[1]}")

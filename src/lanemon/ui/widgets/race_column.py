@@ -38,6 +38,7 @@ class RaceColumn(LaneCard):
         margin-top: 1;
         scrollbar-size-vertical: 1;
     }
+    RaceColumn.-short #text-scroll { margin-top: 0; }
     RaceColumn #text { width: 1fr; padding: 0 1; }
     RaceColumn #text.-empty { color: $text-muted; }
     """
@@ -45,6 +46,11 @@ class RaceColumn(LaneCard):
     def __init__(self, lane: str, *, id: str | None = None) -> None:
         super().__init__(lane, id=id)
         self._text_len = -1
+
+    def on_resize(self) -> None:
+        # a card with room for one line of text (six lanes at 100x30 once the result shows) spends it on
+        # the text, not on the gap above it: the text still follows the lane to its end
+        self.set_class(self.content_size.height < 6, "-short")
 
     def compose(self) -> ComposeResult:
         yield self.header(Label("", id="model"), Label("—", id="rank", classes="badge -idle"))
