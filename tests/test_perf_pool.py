@@ -26,8 +26,9 @@ class KeepAliveServer:
     """Answers every request with keep-alive; with ``close_after`` set it closes each connection 0.2 s
     after its response (a server dropping idle connections), and says when it has (``closed``)."""
 
-    def __init__(self, close_after: bool = False) -> None:
+    def __init__(self, close_after: bool = False, hold_open: bool = False) -> None:
         self.close_after = close_after
+        self.hold_open = hold_open  # a chunked stream whose body never ends after its [DONE]
         self.connections = 0
         self.closed = threading.Event()
         self.loop = asyncio.new_event_loop()
@@ -60,6 +61,12 @@ class KeepAliveServer:
                         length = int(h.split(b":")[1])
                 if length:
                     await reader.readexactly(length)
+                if self.hold_open and not line.split()[1].endswith(b"/models"):
+                    writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                                 b"Transfer-Encoding: chunked\r\n\r\n" + b"%x\r\n" % len(SSE) + SSE + b"\r\n")
+                    await writer.drain()
+                    await asyncio.sleep(60)  # no terminating chunk
+                    return
                 if line.split()[1].endswith(b"/models"):
                     body, ctype = MODELS, b"application/json"
                 else:
@@ -170,3 +177,29 @@ def test_a_connection_closed_by_the_server_while_idle_is_not_reused(monkeypatch,
     assert notes == []  # the dead connection was never tried: no retry was needed
     assert server.connections == 2
     assert [r.ok for r in assemble(events)] == [True, True]
+
+
+def test_a_body_that_does_not_end_after_done_is_given_up_quickly():
+    """After [DONE] the rest of the body is read only if it comes at once: a stream whose body stays open is
+    done at once (its figures untouched) and its connection is closed, not waited on until a timeout."""
+    server = KeepAliveServer(hold_open=True)
+    events: list = []
+
+    async def run() -> tuple[bool, float, int]:
+        c = _client(server.port, events)
+        try:
+            body = c.build_body("completions", prompt="hi", max_tokens=1)
+            t = asyncio.get_running_loop().time()
+            rec = await c.stream("completions", body)
+            return rec.ok, asyncio.get_running_loop().time() - t, len(c.http._transport._pool.connections)
+        finally:
+            await c.aclose()
+
+    try:
+        ok, took, pooled = asyncio.run(run())
+    finally:
+        server.stop()
+    assert ok
+    assert took < 10  # bounded by BODY_END_WAIT (50 ms), not by the server's 60 s
+    assert pooled == 0  # an unfinished body's connection is not reused
+    assert [e.kind for e in events if e.kind in (schema.DONE, schema.ERROR)] == [schema.DONE]
