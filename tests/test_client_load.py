@@ -183,3 +183,38 @@ def test_run_queue_wait_is_starvation_only_when_each_wake_up_waits():
     assert not runq_starved(45.0, 400, 20.0)  # 45 ms over 400 wake-ups: 0.11 ms each
     assert runq_starved(45.0, 10, 20.0)  # 4.5 ms a slice: CPU hogs
     assert runq_starved(20.0 * RUNQ_SLICE_MS, 20, 20.0)  # exactly at both limits
+
+
+def test_demo_lanes_as_processes_serve_from_child_processes_not_ours():
+    """``bench sweep --demo`` runs the two simulators as child processes: at C16-C24 the in-process simulators
+    took lanemon's CPU and GIL, so every high level was (rightly) marked unreliable -- starved by its own lanes."""
+    import threading
+    from urllib.parse import urlsplit
+
+    import httpx
+    import psutil
+
+    from lanemon.cli.common import demo_lanes
+
+    me = psutil.Process()
+    with demo_lanes(0.05, processes=True) as lanes:
+        assert [lane.name for lane in lanes] == ["A", "B"]
+        ports = {urlsplit(lane.url).port for lane in lanes}
+        listening = {c.laddr.port for child in me.children() for c in child.net_connections("tcp")
+                     if c.status == psutil.CONN_LISTEN}
+        assert ports <= listening, (ports, listening)
+        assert not any(c.laddr.port in ports for c in me.net_connections("tcp") if c.status == psutil.CONN_LISTEN)
+        assert not [t for t in threading.enumerate() if "sim" in t.name.lower()]
+        for lane in lanes:
+            assert httpx.get(lane.url + "/models", timeout=30).status_code == 200
+        children = me.children()
+    assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
+
+
+def test_sweep_runs_its_demo_simulators_as_processes_unless_told_not_to():
+    from lanemon.cli.main import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args(["bench", "sweep", "--demo"]).sim_processes is True
+    assert parser.parse_args(["bench", "sweep", "--demo", "--demo-in-process"]).sim_processes is False
+    assert getattr(parser.parse_args(["bench", "decode", "--demo"]), "sim_processes", False) is False

@@ -25,6 +25,10 @@ def add_sweep_arguments(q: argparse.ArgumentParser) -> None:
                    help="stop when doubling the concurrency gains less than G of aggregate tok/s (default 0.10)")
     q.add_argument("--categories", default="all", metavar="all|CAT,...", help="prompt categories (default all)")
     q.add_argument("--max-tokens", default=None, metavar="N", help="cap every prompt's max_tokens at N")
+    q.add_argument("--demo-in-process", dest="sim_processes", action="store_false",
+                   help="with --demo: run the two simulators inside lanemon's process (default: each in its own "
+                        "process, so that at high concurrency they do not take lanemon's CPU and every high "
+                        "level is not marked unreliable because lanemon was starved by its own lanes)")
 
 
 def sweep_options(args: argparse.Namespace) -> dict[str, Any]:

@@ -187,22 +187,33 @@ def with_stall_timeout(lanes: list[LaneConfig], seconds: float | None,
 
 @contextlib.contextmanager
 def demo_lanes(time_scale: float = 1.0, *, faults_a: Any = None, faults_b: Any = None,
-               stall_timeout: float | None = None, deadline: float | None = None,
+               stall_timeout: float | None = None, deadline: float | None = None, processes: bool = False,
                **sim_kw: Any) -> Iterator[list[LaneConfig]]:
-    """Start the two simulated lanes in-process; yield their LaneConfigs; stop them after.
+    """Start the two simulated lanes; yield their LaneConfigs; stop them after.
 
+    In-process (threads) by default; *processes*: each simulator in its own child process
+    (:class:`lanemon.sim.process.SimProcess`), so that at high concurrency the simulators do not take the
+    client's CPU and GIL -- else the client is starved by its own lanes and every high level is (rightly)
+    unreliable.  Faults and other simulator options keep them in-process.
     *faults_a* / *faults_b*: fault specs injected by lane A's / B's simulator (sim/faults.py);
     *stall_timeout*: the lanes' read/stall timeout (LaneConfig.timeout).
     """
     from lanemon.sim.server import SimThread
 
-    sims = []
+    sims: list[Any] = []
     try:
-        for (name, profile), faults in zip(DEMO_PROFILES, (faults_a, faults_b)):
-            kw = dict(sim_kw, faults=list(faults)) if faults else sim_kw
-            sims.append(SimThread(profile, time_scale=time_scale, **kw).start())
-        lanes = [LaneConfig(name, sim.base_url, defaults={"temperature": 0})
-                 for (name, _), sim in zip(DEMO_PROFILES, sims)]
+        if processes and not (faults_a or faults_b or sim_kw):
+            from lanemon.sim.process import SimProcess
+
+            for _, profile in DEMO_PROFILES:
+                sims.append(SimProcess(profile, time_scale=time_scale))
+            urls = [sim.url for sim in sims]
+        else:
+            for (name, profile), faults in zip(DEMO_PROFILES, (faults_a, faults_b)):
+                kw = dict(sim_kw, faults=list(faults)) if faults else sim_kw
+                sims.append(SimThread(profile, time_scale=time_scale, **kw).start())
+            urls = [sim.base_url for sim in sims]
+        lanes = [LaneConfig(name, url, defaults={"temperature": 0}) for (name, _), url in zip(DEMO_PROFILES, urls)]
         yield with_stall_timeout(lanes, stall_timeout, deadline)
     finally:
         for sim in sims:
@@ -216,7 +227,8 @@ def workload_lanes(args: argparse.Namespace) -> Iterator[list[LaneConfig]]:
     if getattr(args, "demo", False):
         with demo_lanes(args.time_scale, faults_a=getattr(args, "fault_a", None),
                         faults_b=getattr(args, "fault_b", None), stall_timeout=stall,
-                        deadline=getattr(args, "deadline", None)) as lanes:
+                        deadline=getattr(args, "deadline", None),
+                        processes=getattr(args, "sim_processes", False)) as lanes:
             wanted = getattr(args, "lanes", None)
             if wanted:
                 names = [n.strip() for n in wanted.split(",") if n.strip()]
