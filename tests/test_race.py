@@ -297,7 +297,11 @@ def test_cli_headless_prints_table_and_verdict():
         assert word in text, text
     # a rate per lane, unless the simulator (50x speed, a busy machine) wrote the reply in one burst
     assert text.count("tok/s") + text.count("one burst") >= 2, text
-    assert " finished first by " in text and "sooner end to end" in text and "first token: " in text
+    # who finished first end to end, in one of its three honest forms (beside CPU hogs B's request may be sent
+    # late enough that A ends first on the clock while B took less time, or the two end within 1 ms)
+    assert ((" finished first by " in text and "sooner end to end" in text) or " finished first on the clock, but "
+            in text or " finished together " in text), text
+    assert "first token: " in text, text
     assert "lanemon: race 1/1" in out.stderr
 
 
