@@ -80,3 +80,25 @@ def test_server_view_pairs_the_same_interval():
     assert v["gap_ttft_s"] == pytest.approx(0.01) and v["e2e_s"] == pytest.approx(0.05)
     assert v["client_e2e_s"] == pytest.approx(0.04) and v["client_prompt_tokens"] == 10
     assert server_view(events, "W") is None  # no scrape of that lane
+
+
+def test_server_view_puts_each_scrape_where_it_was_read_not_where_its_parse_ended():
+    """The /metrics parse runs in a thread: on a busy machine a scrape's event may come seconds after the read
+    (``parse_s``).  Its counters are as of the read, so the client's requests are matched to the read time:
+    a real vLLM run beside four CPU hogs compared 4 server requests with 1 client request."""
+    ms = 1_000_000
+    scrape = lambda t, text, parse_s: Event(t, schema.SERVER_METRICS, "V", None,  # noqa: E731
+                                            {"ok": True, "parse_s": parse_s, **map_engine(parse(text))})
+    # first scrape read at 0 but emitted at 500 ms; the last read at 900 ms, emitted at 1,400 ms
+    events = [scrape(500 * ms, vllm_text(10, 0.5, 2.0, 900, 100), 0.5)]
+    events += _request("V", "V-1", 10 * ms, 30 * ms, 300 * ms)  # ended between the first read and its event
+    events += _request("V", "V-2", 600 * ms, 50 * ms, 800 * ms)
+    events += _request("V", "V-3", 950 * ms, 50 * ms, 1_200 * ms)  # after the last read: not counted there
+    events.append(scrape(1_400 * ms, vllm_text(12, 0.56, 2.1, 910, 100), 0.5))
+    v = server_view(events, "V")
+    assert v["requests"] == 2 and v["client_requests"] == 2
+    # a hostile or old recording's parse_s is ignored, never trusted
+    for bad in (-5, "x", float("nan"), 1e9, True):
+        events[0] = Event(500 * ms, schema.SERVER_METRICS, "V", None,
+                          {"ok": True, "parse_s": bad, **map_engine(parse(vllm_text(10, 0.5, 2.0, 900, 100)))})
+        assert server_view(events, "V")["client_requests"] == 1  # V-1 ended before the event: left out

@@ -322,6 +322,9 @@ class MetricsScraper:
                 # parsing is pure CPU (5 ms for the simulator's 27 KB, tens of ms for a real engine's
                 # histograms): off the event loop, so it never holds up the stamps of the streams in flight
                 data = await asyncio.to_thread(self._read, body.decode("utf-8", "replace"), t, latency)
+                # the counters are as of the read, not of this event: how long the parse took (on a busy
+                # machine the thread may wait), so the server view can put the snapshot where it was taken
+                data["parse_s"] = round(max(0, self.clock.now() - t) / 1e9, 6)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # transport errors, a body over the cap, the deadline

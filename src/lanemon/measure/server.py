@@ -65,6 +65,11 @@ def server_timings(before: dict[str, Any], after: dict[str, Any]) -> dict[str, A
     return out
 
 
+def _num(x: Any) -> float:
+    """A non-negative duration from a recording (anything else is 0: a file's bytes are untrusted)."""
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x < 3600 else 0.0
+
+
 def server_view(events: Iterable[Event], lane: str) -> dict[str, Any] | None:
     """The server-vs-client block of one lane (None without two histogram scrapes of it)."""
     events = list(events)
@@ -78,9 +83,11 @@ def server_view(events: Iterable[Event], lane: str) -> dict[str, Any] | None:
         return None
     # from when the first scrape was sent (its snapshot is taken somewhere in its flight, and a request the
     # client saw end meanwhile was already counted by the server) to when the last one was answered
-    start = first.t - int(float(first.data.get("latency_s") or 0.0) * 1e9)
+    # (``parse_s``: the time between reading a scrape and its event, the parse off the event loop)
+    start = first.t - int((_num(first.data.get("parse_s")) + _num(first.data.get("latency_s"))) * 1e9)
+    end = last.t - int(_num(last.data.get("parse_s")) * 1e9)
     recs = [r for r in assemble(e for e in events if e.lane == lane)
-            if r.ok and r.end_ns is not None and start <= r.end_ns <= last.t]
+            if r.ok and r.end_ns is not None and start <= r.end_ns <= end]
     ms = [request_metrics(r) for r in recs]
     client_ttft = _mean([m.ttft_s for m in ms if m.ttft_s is not None])
     client_e2e = _mean([m.e2e_s for m in ms if m.e2e_s is not None])
