@@ -16,6 +16,7 @@ from lanemon.ui.sample import ScriptedSource
 from lanemon.ui.widgets.lane_card import LaneCard, card_columns
 from test_gauntlet_ui import LANES as G_LANES, fixed_events
 from test_race_fixtures import LANES as R_LANES, race_events
+from test_ui_snapshots import settle
 
 SNAP_PATH = Path("recordings/20260503-101500-demo.jsonl")
 MS = 1_000_000
@@ -74,22 +75,6 @@ def race_app():
 def gauntlet_app():
     events, lanes = six(fixed_events(hops=8, reps=2, partial={"A": 5}), G_LANES)
     return make_app(ScriptedSource(events, lanes=lanes, mode="demo", hold=True), screen="gauntlet")
-
-
-async def settle(pilot, keys: tuple[str, ...] = ()) -> None:
-    app = pilot.app
-    for _ in range(40):
-        await pilot.pause(0.05)
-        if app.source.finished or app.screen_name() == "gauntlet":
-            break
-    await pilot.pause(0.2)
-    for key in keys:
-        await pilot.press(key)
-        await pilot.pause(0.2)
-    app.redraw(force=True)
-    await pilot.pause(0.2)
-    app.redraw(force=True)
-    await pilot.pause()
 
 
 @pytest.mark.parametrize("size", [(100, 30), (160, 45)], ids=lambda s: f"{s[0]}x{s[1]}")

@@ -74,18 +74,23 @@ SCREENS = ["dashboard", "dashboard-4", "bench-decode", "bench-prefill", "race", 
 def test_snapshot(snap_compare, name, size, tmp_path):
     app, keys = build(name, tmp_path)
 
-    async def before(pilot):
-        for _ in range(40):  # the scripted sources publish everything at once; a gauntlet holds
-            await pilot.pause(0.05)
-            if app.source.finished or name == "gauntlet":
-                break
-        await pilot.pause(0.2)
-        for key in keys:
-            await pilot.press(key)
-            await pilot.pause(0.2)
-        app.redraw(force=True)
-        await pilot.pause(0.2)
-        app.redraw(force=True)
-        await pilot.pause()
+    assert snap_compare(app, terminal_size=size,
+                        run_before=lambda pilot: settle(pilot, keys, holds=name == "gauntlet"))
 
-    assert snap_compare(app, terminal_size=size, run_before=before)
+
+async def settle(pilot, keys=(), holds: bool = False) -> None:
+    """Let a scripted source publish (everything at once; a gauntlet, or ``holds``, never finishes), press
+    ``keys``, and redraw twice: the state a snapshot or a layout check is taken in."""
+    app = pilot.app
+    for _ in range(40):
+        await pilot.pause(0.05)
+        if app.source.finished or holds or app.screen_name() == "gauntlet":
+            break
+    await pilot.pause(0.2)
+    for key in keys:
+        await pilot.press(key)
+        await pilot.pause(0.2)
+    app.redraw(force=True)
+    await pilot.pause(0.2)
+    app.redraw(force=True)
+    await pilot.pause()
