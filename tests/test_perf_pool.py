@@ -15,6 +15,7 @@ from lanemon.client.http import LaneClient, LinearPool
 from lanemon.config import LaneConfig
 from lanemon.events import Clock
 from lanemon.measure.records import assemble
+from test_pooled_connections import read_request
 
 SSE = (b'data: {"choices":[{"index":0,"text":"hi","finish_reason":null}]}\n\n'
        b'data: {"choices":[{"index":0,"text":"","finish_reason":"stop"}],'
@@ -49,25 +50,17 @@ class KeepAliveServer:
         self.connections += 1
         try:
             while True:
-                line = await reader.readline()
-                if not line:
+                request = await read_request(reader)
+                if request is None:
                     return
-                length = 0
-                while True:
-                    h = await reader.readline()
-                    if h in (b"\r\n", b"\n", b""):
-                        break
-                    if h.lower().startswith(b"content-length:"):
-                        length = int(h.split(b":")[1])
-                if length:
-                    await reader.readexactly(length)
-                if self.hold_open and not line.split()[1].endswith(b"/models"):
+                path, _ = request
+                if self.hold_open and not path.endswith("/models"):
                     writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                                  b"Transfer-Encoding: chunked\r\n\r\n" + b"%x\r\n" % len(SSE) + SSE + b"\r\n")
                     await writer.drain()
                     await asyncio.sleep(60)  # no terminating chunk
                     return
-                if line.split()[1].endswith(b"/models"):
+                if path.endswith("/models"):
                     body, ctype = MODELS, b"application/json"
                 else:
                     body, ctype = SSE, b"text/event-stream"

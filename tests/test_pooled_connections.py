@@ -25,6 +25,22 @@ ANSWER = json.dumps({"choices": [{"index": 0, "text": "hi", "finish_reason": "st
                      "usage": {"prompt_tokens": 2, "completion_tokens": 1, "total_tokens": 3}}).encode()
 
 
+
+async def read_request(reader):
+    """(path, body) of the next HTTP/1.1 request on a connection, or None when the client closed it."""
+    line = await reader.readline()
+    if not line:
+        return None
+    length = 0
+    while True:
+        h = await reader.readline()
+        if h in (b"\r\n", b"\n", b""):
+            break
+        if h.lower().startswith(b"content-length:"):
+            length = int(h.split(b":")[1])
+    body = await reader.readexactly(length) if length else b""
+    return line.split()[1].decode(), body
+
 class OneShotKeepAlive:
     def __init__(self):
         self.loop = asyncio.new_event_loop()
@@ -42,23 +58,9 @@ class OneShotKeepAlive:
         threading.Thread(target=run, daemon=True).start()
         ready.wait(5)
 
-    async def read_request(self, reader):
-        line = await reader.readline()
-        if not line:
-            return None
-        length = 0
-        while True:
-            h = await reader.readline()
-            if h in (b"\r\n", b"\n", b""):
-                break
-            if h.lower().startswith(b"content-length:"):
-                length = int(h.split(b":")[1])
-        body = await reader.readexactly(length) if length else b""
-        return line.split()[1].decode(), body
-
     async def handle(self, reader, writer):
         self.connections += 1
-        first = await self.read_request(reader)
+        first = await read_request(reader)
         if first is None:
             writer.close()
             return
@@ -72,7 +74,7 @@ class OneShotKeepAlive:
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: " + ctype + b"\r\nContent-Length: "
                      + str(len(payload)).encode() + b"\r\nConnection: keep-alive\r\n\r\n" + payload)
         await writer.drain()
-        if await self.read_request(reader) is not None:  # the next request on this connection: no answer
+        if await read_request(reader) is not None:  # the next request on this connection: no answer
             self.dropped += 1
         writer.transport.abort()
 
