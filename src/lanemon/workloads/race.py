@@ -488,8 +488,8 @@ def verdict(race: dict[str, Any]) -> str:
         return f"{winner} finished first" + tail
     if abs(delta) < TIE_S:  # "won by 0 ms" (or "-0 ms") is a tie, not a win
         w_total = lanes[winner].get("total_s")
-        together = [n for n, r in lanes.items() if r.get("error") is None and r.get("total_s") is not None
-                    and w_total is not None and abs(r["total_s"] - w_total) < TIE_S] if w_total is not None else []
+        together = [n for n, r in lanes.items() if w_total is not None and r.get("error") is None
+                    and r.get("total_s") is not None and abs(r["total_s"] - w_total) < TIE_S]
         if len(together) < 2:
             together = [winner, runner]
         text = f"{_names(together)} finished together (end to end within 1 ms; {winner}'s end was read first)"
