@@ -13,6 +13,7 @@ import threading
 
 from lanemon import events as schema
 from lanemon.client.http import LaneClient
+from lanemon.client.prom import MetricsScraper
 from lanemon.config import LaneConfig
 from lanemon.events import Clock
 from lanemon.measure.records import assemble
@@ -21,6 +22,7 @@ MODELS = json.dumps({"object": "list", "data": [{"id": "m", "object": "model"}]}
 SSE = (b'data: {"choices":[{"index":0,"text":"hi","finish_reason":null}]}\n\n'
        b'data: {"choices":[{"index":0,"text":"","finish_reason":"stop"}],'
        b'"usage":{"prompt_tokens":2,"completion_tokens":1,"total_tokens":3}}\n\ndata: [DONE]\n\n')
+METRICS = b"# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"m\"} 0.0\n"
 ANSWER = json.dumps({"choices": [{"index": 0, "text": "hi", "finish_reason": "stop"}],
                      "usage": {"prompt_tokens": 2, "completion_tokens": 1, "total_tokens": 3}}).encode()
 
@@ -67,6 +69,8 @@ class OneShotKeepAlive:
         path, body = first
         if path.endswith("/models"):
             payload, ctype = MODELS, b"application/json"
+        elif path.endswith("/metrics"):
+            payload, ctype = METRICS, b"text/plain"
         elif json.loads(body or b"{}").get("stream"):
             payload, ctype = SSE, b"text/event-stream"
         else:
@@ -93,17 +97,26 @@ def test_a_connection_closed_while_idle_is_retried_once_and_said():
             body.pop("stream_options", None)
             status, obj, _, err = await client.post_json("completions", body)
             rec = await client.stream("completions", client.build_body("completions", prompt="x", max_tokens=1))
+            # the health probe and the /metrics scrape are GETs on the same pool: a lane behind a server with
+            # a keep-alive timeout (uvicorn's 5 s) showed "cut" health errors until they retried too
+            probe = await client.probe_models()
+            scraper = MetricsScraper("L", url, client.http, clock=client.clock, emit=events.append)
+            scrape = await scraper.scrape()
         finally:
             await client.aclose()
-        return events, rec, (status, obj, err)
+        return events, rec, (status, obj, err), probe, scrape
 
-    events, rec, (status, obj, err) = asyncio.run(go())
+    events, rec, (status, obj, err), probe, scrape = asyncio.run(go())
     assert rec.ok and rec.text == "hi" and rec.completion_tokens == 1
     assert err is None and status == 200 and obj["choices"][0]["text"] == "hi"
-    assert server.dropped == 2  # both requests met a connection the server had closed: both were retried
+    assert probe["ok"] and probe["model"] == "m", probe
+    assert scrape["ok"], scrape
+    assert server.dropped == 4  # every call met a connection the server had closed: every one was retried
     notes = [ev for ev in events if ev.kind == schema.NOTE and ev.data.get("retry")]
-    assert len(notes) == 2 and notes[0].req is None and notes[1].req == rec.req
+    assert len(notes) == 4 and notes[0].req is None and notes[1].req == rec.req
     assert all("retried once on a new connection" in n.data["message"] for n in notes)
+    assert "/metrics scrape" in notes[3].data["message"]
+    assert [ev.data["ok"] for ev in events if ev.kind == schema.PROBE] == [True, True]
     # the retry is part of the same request: one record, no error event
     assert [r.req for r in assemble(events)] == [rec.req]
     assert not [ev for ev in events if ev.kind == schema.ERROR]

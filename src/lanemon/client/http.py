@@ -22,7 +22,7 @@ import html
 import itertools
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpcore
@@ -87,15 +87,27 @@ async def read_capped(resp: httpx.Response, limit: int) -> bytes:
 
 
 async def get_bounded(http: httpx.AsyncClient, method: str, url: str, *, limit: int, deadline: float,
+                      on_retry: Callable[[BaseException], Awaitable[None]] | None = None,
                       **kw: Any) -> tuple[httpx.Response, bytes]:
     """One non-streaming call whose body is capped at ``limit`` bytes (an error body at
     ``ERROR_BODY_LIMIT``, cut, not refused) and which ends within ``deadline`` seconds
-    (:class:`TimeoutError`) however the server keeps it alive."""
+    (:class:`TimeoutError`) however the server keeps it alive.
+
+    With ``on_retry``, a pooled connection the server had closed while idle (:func:`idle_closed`: closed
+    before any response byte) is retried once on a new connection, inside the same deadline;
+    ``on_retry(exc)`` is awaited first (to say so and drop the pool's idle connections)."""
     async with asyncio.timeout(deadline):
-        async with http.stream(method, url, **kw) as resp:
-            if resp.status_code >= 400:
-                return resp, await _read_bounded(resp, ERROR_BODY_LIMIT)
-            return resp, await read_capped(resp, limit)
+        for attempt in (0, 1):
+            try:
+                async with http.stream(method, url, **kw) as resp:
+                    if resp.status_code >= 400:
+                        return resp, await _read_bounded(resp, ERROR_BODY_LIMIT)
+                    return resp, await read_capped(resp, limit)
+            except (httpx.RemoteProtocolError, httpx.WriteError) as exc:
+                if attempt or on_retry is None or not idle_closed(exc):
+                    raise
+                await on_retry(exc)
+    raise AssertionError("unreachable")
 
 
 def describe_exception(exc: BaseException, url: str) -> tuple[str, str]:
@@ -312,7 +324,8 @@ class LaneClient:
         data: dict[str, Any]
         try:
             resp, content = await get_bounded(self.http, "GET", url, limit=MODELS_BODY_LIMIT,
-                                              deadline=min(PROBE_DEADLINE, self.deadline), timeout=httpx.Timeout(10.0))
+                                              deadline=min(PROBE_DEADLINE, self.deadline), timeout=httpx.Timeout(10.0),
+                                              on_retry=self._retrying)
             latency = (self.clock.now() - start) / 1e9
             if resp.status_code >= 400:
                 data = {
@@ -368,19 +381,14 @@ class LaneClient:
         """Non-streaming POST: (status, parsed JSON or None, seconds, error message or None)."""
         url = endpoint_url(self.lane.url, ENDPOINTS[endpoint])
         start = self.clock.now()
-        for attempt in (0, 1):
-            try:
-                resp, content = await get_bounded(self.http, "POST", url, limit=JSON_BODY_LIMIT,
-                                                  deadline=self.deadline, content=orjson.dumps(body),
-                                                  headers={"Content-Type": "application/json"})
-                break
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                if attempt == 0 and idle_closed(exc):
-                    await self._retrying(None, exc)
-                    continue
-                return None, None, (self.clock.now() - start) / 1e9, self.redactor.text(describe_exception(exc, url)[1])
+        try:
+            resp, content = await get_bounded(self.http, "POST", url, limit=JSON_BODY_LIMIT,
+                                              deadline=self.deadline, content=orjson.dumps(body),
+                                              headers={"Content-Type": "application/json"}, on_retry=self._retrying)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return None, None, (self.clock.now() - start) / 1e9, self.redactor.text(describe_exception(exc, url)[1])
         elapsed = (self.clock.now() - start) / 1e9
         if resp.status_code >= 400:
             msg = error_message_from_body(content, resp.status_code)
@@ -546,7 +554,7 @@ class LaneClient:
                 raise
             request_event(None)  # never written: the request event keeps the time it was initiated
             if attempt == 0 and not answered and idle_closed(exc, streaming=True):
-                await self._retrying(req, exc, out)  # an idle pooled connection the server had closed
+                await self._retrying(exc, req, out)  # an idle pooled connection the server had closed
                 continue
             cls, msg = describe_exception(exc, url)
             if isinstance(exc, TimeoutError):
@@ -557,13 +565,10 @@ class LaneClient:
             return emit(schema.ERROR, {"cls": cls, "message": msg})  # type: ignore[return-value]
         raise AssertionError("unreachable")
 
-    async def _retrying(self, req: str | None, exc: BaseException, out: Emit | None = None) -> None:
+    async def _retrying(self, exc: BaseException, req: str | None = None, out: Emit | None = None) -> None:
         """Say (a ``note`` event of the request) that a connection closed before any response is retried
         once, and drop the pool's idle connections so the retry opens a fresh one."""
-        (out or self.emit)(Event(self.clock.now(), schema.NOTE, self.lane.name, req, {
-            "level": "warning", "retry": True,
-            "message": f"the server closed a pooled connection before answering ({exc.__class__.__name__}); "
-                       "retried once on a new connection"}))
+        (out or self.emit)(retry_note(self.clock.now(), self.lane.name, exc, req))
         await drop_idle_connections(self.http)
 
     async def _send(self, url: str, payload: bytes, emit, sink, trace=None) -> RequestRecord:
@@ -665,6 +670,14 @@ def idle_closed(exc: BaseException, streaming: bool = False) -> bool:
     if isinstance(exc, httpx.RemoteProtocolError):
         return streaming or "without sending a response" in str(exc)
     return streaming and isinstance(exc, httpx.ReadError)
+
+
+def retry_note(t: int, lane: str, exc: BaseException, req: str | None = None, what: str = "") -> Event:
+    """The ``note`` event saying a call met a pooled connection the server had closed and was retried once."""
+    return Event(t, schema.NOTE, lane, req, {
+        "level": "warning", "retry": True,
+        "message": f"the server closed a pooled connection before answering{what} ({exc.__class__.__name__}); "
+                   "retried once on a new connection"})
 
 
 async def drop_idle_connections(http: httpx.AsyncClient) -> None:

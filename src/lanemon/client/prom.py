@@ -303,12 +303,17 @@ class MetricsScraper:
     async def scrape(self) -> dict[str, Any]:
         start = self.clock.now()
         data: dict[str, Any]
-        try:
-            from lanemon.client.http import get_bounded
+        from lanemon.client.http import drop_idle_connections, get_bounded, retry_note
 
+        async def retrying(exc: BaseException) -> None:  # a keep-alive connection the server closed while idle
+            self.emit(retry_note(self.clock.now(), self.lane, exc, what=" a /metrics scrape"))
+            await drop_idle_connections(self.http)
+
+        try:
             resp, body = await get_bounded(self.http, "GET", self.url, limit=METRICS_BODY_LIMIT,
                                            deadline=2 * self.timeout, timeout=httpx.Timeout(self.timeout),
-                                           headers={"Accept": "text/plain;version=0.0.4;q=1,*/*;q=0.1"})
+                                           headers={"Accept": "text/plain;version=0.0.4;q=1,*/*;q=0.1"},
+                                           on_retry=retrying)
             t = self.clock.now()
             latency = (t - start) / 1e9
             if resp.status_code in (404, 410):
