@@ -220,3 +220,26 @@ def test_stop_ends_the_run_cleanly_and_keeps_finished_cells(fast_sims):
     assert [c["cell"] for c in res["cut"]] == ["A/C2/r0"]
     assert run.toggle_pause() is False and run.faster() is None and run.slower() is None
     assert run.mode == "bench" and run.paused is False and run.speed is None
+
+
+def test_earlier_cells_are_out_of_the_collectors_reach_while_a_cell_runs(fast_sims):
+    """A sweep keeps every event; Python's full collections walked them all and stopped lanemon's loop for
+    50-185 ms in the middle of levels.  From each cell's start what earlier cells left is frozen (gc.freeze),
+    and the run gives it back at its end."""
+    import gc
+
+    run = BenchRun("decode", lanes_of(fast_sims)[:1], BenchOptions(levels=[1, 2], categories=["coding"],
+                                                                   per_category=False))
+    frozen: list[tuple[str, int]] = []
+
+    def on_event(ev):
+        if ev.kind == "mark" and ev.data.get("label") == "cell":
+            frozen.append((ev.data["phase"], gc.get_freeze_count()))
+
+    run.bus.subscribe(on_event)
+    assert gc.get_freeze_count() == 0
+    asyncio.run(run.run())
+    assert run.finished and [p for p, _ in frozen] == ["start", "end", "start", "end"]
+    starts = [n for p, n in frozen if p == "start"]
+    assert starts[0] > 0 and starts[1] > starts[0], frozen  # the first cell's events were frozen at the second
+    assert gc.get_freeze_count() == 0
