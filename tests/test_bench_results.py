@@ -215,8 +215,8 @@ def test_needles_found_not_found_and_error():
 
 
 def test_client_bound_figures_mark_cells_run_while_lanemon_starved():
-    """Shared by decode, prefill and needles cells: a request overlapping a starved window makes its cell
-    unreliable (issue 16 item 4)."""
+    """Shared by decode, prefill and needles cells: a request overlapping a starved window is counted, and
+    its cell is unreliable when lanemon was held up for 2 % of the cell's span or more (issue 16 item 4)."""
     from lanemon.events import Event
     from lanemon.measure.load import client_load
     from lanemon.measure.records import RequestRecord
@@ -232,7 +232,13 @@ def test_client_bound_figures_mark_cells_run_while_lanemon_starved():
     quiet = Event(3_000_000_000, "client_load", None, None,
                   {"t0": 2_500_000_000, "lag_ms": 1.0, "bound": False, "window_s": 0.5})
     load = client_load([starved, quiet])
-    assert client_bound_figures([rec("a", 0, 1_000_000_000)], load) == {"client_bound": 0, "unreliable": False}
+    assert client_bound_figures([rec("a", 0, 1_000_000_000)], load) == {
+        "client_bound": 0, "starved_s": 0.0, "starved_share": 0.0, "unreliable": False}
+    # 80 ms held up in a 1.9 s cell: 4.2 %, over the 2 % share
     assert client_bound_figures([rec("a", 0, 1_000_000_000), rec("b", 1_600_000_000, 1_900_000_000)],
-                                load) == {"client_bound": 1, "unreliable": True}
+                                load) == {"client_bound": 1, "starved_s": 0.08, "starved_share": 0.0421,
+                                          "unreliable": True}
+    # the same hiccup in a 10 s cell (0.8 %) is counted on its request, and the cell stands
+    long = client_bound_figures([rec("a", 0, 10_000_000_000), rec("b", 1_600_000_000, 1_900_000_000)], load)
+    assert long == {"client_bound": 2, "starved_s": 0.08, "starved_share": 0.008, "unreliable": False}
     assert client_bound_figures([rec("b", 1_600_000_000, 1_900_000_000)], None)["unreliable"] is False

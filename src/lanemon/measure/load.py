@@ -37,6 +37,13 @@ LAG_BOUND_MS = 20.0
 """Loop lag that counts as starved: a chunk read this late moves an inter-token gap of a 50 tok/s stream
 by a whole token."""
 
+STARVED_SHARE = 0.02
+"""A bench cell is *unreliable* when lanemon was held up for this share of its span or more (the stalls of
+its starved windows, summed).  A stall moves a throughput figure by at most its length over the span: 2 %
+is well inside the 5 % noise band, while a client that cannot keep up (CPU hogs, a saturated loop) is held
+up for far more (20-60 % beside four hogs).  An isolated hiccup (a 25 ms lag in a 4 s level, seen a few
+times a minute on the development VM) still flags the requests it touched, and the cell counts them."""
+
 KIND = getattr(schema, "CLIENT_LOAD", "client_load")
 
 
@@ -54,6 +61,8 @@ class ClientLoad:
         self.max_lag_ms = 0.0
         self.stalls: list[tuple[int, int, float]] = []
         """(t0, t, ms) of every window: the longest lanemon may have been held up in it (lag or run-queue wait)."""
+        self.bound_stalls: list[tuple[int, int, float]] = []
+        """The same, for the starved windows only."""
 
     @property
     def watching(self) -> bool:
@@ -72,9 +81,11 @@ class ClientLoad:
         self.seen_until = ev.t if self.seen_until is None else max(self.seen_until, ev.t)
         t0 = d.get("t0")
         start0 = t0 if isinstance(t0, int) and not isinstance(t0, bool) and t0 <= ev.t else ev.t
-        self.stalls.append((start0, ev.t, max(_ms(d.get("lag_ms")), _ms(d.get("runq_ms")))))
+        stall = max(_ms(d.get("lag_ms")), _ms(d.get("runq_ms")))
+        self.stalls.append((start0, ev.t, stall))
         if d.get("bound"):
             self.bound_windows += 1
+            self.bound_stalls.append((start0, ev.t, stall))
             t0 = d.get("t0")
             start = t0 if isinstance(t0, int) and not isinstance(t0, bool) and t0 <= ev.t else ev.t
             self._add(start, ev.t)
@@ -101,6 +112,14 @@ class ClientLoad:
         if start is None or end is None:
             return 0.0
         return max((ms for t0, t, ms in self.stalls if t0 <= end and t >= start), default=0.0) / 1000.0
+
+    def starved_s(self, start: int | None, end: int | None) -> float:
+        """How long lanemon was held up in the starved windows touching [start, end], summed, in seconds
+        (each window's longest lag or its run-queue wait, whichever is more, counted whole)."""
+        if start is None or end is None:
+            return 0.0
+        return sum(min(ms, (t - t0) / 1e6 if t > t0 else ms) for t0, t, ms in self.bound_stalls
+                   if t0 <= end and t >= start) / 1000.0
 
     def covers(self, t: int | None) -> bool:
         """True when the watcher has reported past ``t`` (so a request ending at ``t`` can be judged)."""

@@ -35,7 +35,6 @@ Never imports Textual.
 from __future__ import annotations
 
 import asyncio
-import gc
 import importlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -44,12 +43,14 @@ from typing import Any
 
 from lanemon.bus import EventBus, FixedPace
 from lanemon.config import LaneConfig
+from lanemon.measure.load import STARVED_SHARE
 from lanemon.measure.metrics import NS, meets_slo, median, request_metrics
 from lanemon.measure.metrics import round_or_none as rnd  # the benches' name for it
 from lanemon.measure.records import BURST, COMPLETE, EMPTY, TRUNCATED
 from lanemon import events as schema
 from lanemon.recording.writer import Recorder
 from lanemon.events import Event
+from lanemon.workloads.collector import CollectorHold
 from lanemon.workloads.prompts import PromptSet, load_prompt_set
 
 KINDS = ("decode", "prefill", "needles", "load", "sweep")
@@ -226,10 +227,21 @@ def outcome_figures(records) -> dict[str, int]:
 
 def client_bound_figures(records, load) -> dict[str, Any]:
     """``client_bound``: requests that ran while lanemon itself was starved (``load``, a
-    :class:`~lanemon.measure.load.ClientLoad`); a cell with any is ``unreliable``: its figures may be
-    lanemon's limit, not the lane's."""
+    :class:`~lanemon.measure.load.ClientLoad`); ``starved_s``: how long lanemon was held up during the
+    cell (first send -> last end), ``starved_share`` that over the span.  A cell starved for
+    ``STARVED_SHARE`` of its span or more is ``unreliable``: its figures may be lanemon's limit, not the
+    lane's.  Below that the client-bound requests are counted and the cell stands (a stall moves a
+    throughput figure by at most its share of the span)."""
+    records = list(records)
     n = sum(1 for r in records if load is not None and load.overlaps(r.sent_ns, r.end_ns))
-    return {"client_bound": n, "unreliable": n > 0}
+    sent = [r.sent_ns for r in records if r.sent_ns is not None]
+    ends = [r.end_ns for r in records if r.end_ns is not None]
+    starved = share = 0.0
+    if n and sent and ends and max(ends) > min(sent):
+        starved = load.starved_s(min(sent), max(ends))
+        share = starved / ((max(ends) - min(sent)) / NS)
+    return {"client_bound": n, "starved_s": rnd(starved, 3), "starved_share": rnd(share, 4),
+            "unreliable": n > 0 and share >= STARVED_SHARE}
 
 
 def goodput_of(reps: Sequence[Sequence[Any]], slo: dict[str, float] | None) -> dict[str, Any] | None:
@@ -376,6 +388,7 @@ class BenchRun(FixedPace):
         self._open: dict[str, dict[str, Any]] = {}
         self._task: asyncio.Task | None = None
         self._stop_requested = False
+        self.collector = CollectorHold()
         self.bus.subscribe(self.events.append)
         if recorder is not None:
             self.bus.subscribe(recorder)
@@ -394,12 +407,6 @@ class BenchRun(FixedPace):
             return
         cell = ev.data.get("cell")
         if ev.data.get("phase") == "start":
-            # Python's cyclic collector walks every object it tracks; a bench keeps all its events (over a
-            # million objects by the C16 level of a sweep), and the full collections stopped lanemon's loop
-            # for 50-185 ms in the middle of levels (loop-lag windows that marked them unreliable).  What the
-            # earlier cells left is moved out of the collector's reach (O(1), no pause); the run releases
-            # it at its end.  Reference counting still frees everything as before.
-            gc.freeze()
             self._open[cell] = dict(ev.data, lane=ev.lane)
             self.current = self._open[cell]
         elif ev.data.get("phase") == "end":
@@ -420,6 +427,7 @@ class BenchRun(FixedPace):
         h = Harness(self.lane_configs, bus=self.bus, keep_events=False, stall_timeout=self.stall_timeout,
                     thinking=self.options.thinking, monitor=True)
         started = False
+        self.collector.__enter__()  # no full garbage collection while cells are timed (workloads/collector.py)
         try:
             await h.connect(detect_usage=True)
             for info in self.lanes:
@@ -457,7 +465,7 @@ class BenchRun(FixedPace):
             await h.aclose()
             if self.recorder is not None:
                 self.recorder.flush()
-            gc.unfreeze()  # the run's objects are the collector's again (see _track)
+            self.collector.__exit__(None, None, None)  # the collector's thresholds restored
             self.finished = True
 
     def stop(self) -> None:
