@@ -253,7 +253,7 @@ def test_stop_reason_knee_slo_and_errors():
 
 @pytest.mark.slow
 def test_sweep_finds_each_lanes_knee_and_the_crossover_on_the_simulated_lanes(tmp_path):
-    """The simulated lanes' curves flatten (A's 16 slots, B's queue) and B overtakes A after C3 (Figure 2).
+    """The simulated lanes' curves flatten (16 slots each) and B overtakes A between C3 and C4 (Figure 2).
 
     Replies are capped at 128 tokens (the prompts ask for 256-384) and the ladder at C24: B's curve rises to C16
     (its 16 slots) and is flat at C24, so its knee (C16) needs C24 and nothing above; A's flattens earlier.
@@ -286,16 +286,24 @@ def test_sweep_finds_each_lanes_knee_and_the_crossover_on_the_simulated_lanes(tm
 
     x = result["crossover"]
     leads = {d["level"]: d for d in level_leads(result["lanes"], "A", "B")}
-    if not any(leads[c]["unreliable"] for c in range(1, 7) if c in leads):
-        assert x and x["leader_before"] == "A" and x["leader_after"] == "B", x
-        assert 1 <= x["between"][0] and x["between"][1] <= 6, x
-    else:  # lanemon was starved at some of C1-C6: no judgement there, and never the wrong way round
-        assert x is None or (x["leader_before"], x["leader_after"]) == ("A", "B"), x
-    # the recording says the same
     from lanemon.recording.reader import read_events
     from lanemon.workloads.bench.sweep import sweep_results
 
     _, events, _ = read_events(rec)
+    host_cpu = sorted(ev.data["cpu_pct"] for ev in events if ev.kind == "client_load" and "cpu_pct" in ev.data)
+    host_busy = bool(host_cpu) and host_cpu[len(host_cpu) // 2] >= 95  # median: CPU hogs beside the run
+    if not any(leads[c]["unreliable"] for c in range(1, 7) if c in leads):
+        assert x and x["leader_before"] == "A" and x["leader_after"] == "B", x
+        assert 1 <= x["between"][0] and x["between"][1] <= 6, x
+        if not host_busy:
+            # the simulators' curves cross between C3 and C4 with a clear lead on each side (about 12 % and 8 %
+            # at 128 tokens): with a core to spare the sweep finds exactly that (issue 13)
+            assert x["between"] == [3, 4], (x, host_cpu[len(host_cpu) // 2])
+    else:  # lanemon was starved at some of C1-C6: no judgement there, and never the wrong way round
+        assert x is None or (x["leader_before"], x["leader_after"]) == ("A", "B"), x
+    if not host_busy:
+        assert all(result["lanes"][n]["knee"] == 16 for n in ("A", "B")), result["lanes"]  # 16 slots per lane
+    # the recording says the same
     assert sweep_results(events)["lanes"]["A"]["knee"] == result["lanes"]["A"]["knee"]
     md = subprocess.run([sys.executable, "-m", "lanemon", "report", str(rec), "--format", "md"], capture_output=True,
                         text=True, timeout=60)
