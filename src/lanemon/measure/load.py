@@ -41,7 +41,7 @@ STARVED_SHARE = 0.02
 """A bench cell is *unreliable* when lanemon was held up for this share of its span or more (the stalls of
 its starved windows, summed).  A stall moves a throughput figure by at most its length over the span: 2 %
 is well inside the 5 % noise band, while a client that cannot keep up (CPU hogs, a saturated loop) is held
-up for far more (20-60 % beside four hogs).  An isolated hiccup (a 25 ms lag in a 4 s level, seen a few
+up in window after window, far more than 2 %.  An isolated hiccup (a 25 ms lag in a 4 s level, seen a few
 times a minute on the development VM) still flags the requests it touched, and the cell counts them."""
 
 KIND = getattr(schema, "CLIENT_LOAD", "client_load")
