@@ -13,9 +13,14 @@ way an engine emits tokens -- every token costs the reader a wake-up and a read.
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 import threading
 
 import orjson
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+from rawhttp import read_request  # noqa: E402  (the tests' raw HTTP reader: one header loop for both)
 
 
 HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
@@ -79,18 +84,8 @@ class Blaster:
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:
-                length = 0
-                line = await reader.readline()
-                if not line:
+                if await read_request(reader) is None:
                     return
-                while True:
-                    h = await reader.readline()
-                    if h in (b"\r\n", b"\n", b""):
-                        break
-                    if h.lower().startswith(b"content-length:"):
-                        length = int(h.split(b":")[1])
-                if length:
-                    await reader.readexactly(length)
                 if self.pace_tok_s:
                     sock = writer.get_extra_info("socket")
                     if sock is not None:

@@ -15,7 +15,7 @@ from lanemon.client.http import LaneClient, LinearPool
 from lanemon.config import LaneConfig
 from lanemon.events import Clock
 from lanemon.measure.records import assemble
-from test_pooled_connections import read_request
+from rawhttp import read_request
 
 SSE = (b'data: {"choices":[{"index":0,"text":"hi","finish_reason":null}]}\n\n'
        b'data: {"choices":[{"index":0,"text":"","finish_reason":"stop"}],'

@@ -12,6 +12,8 @@ import json
 import threading
 
 from lanemon import events as schema
+from rawhttp import read_request
+
 from lanemon.client.http import LaneClient
 from lanemon.client.prom import MetricsScraper
 from lanemon.config import LaneConfig
@@ -26,22 +28,6 @@ METRICS = b"# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{mo
 ANSWER = json.dumps({"choices": [{"index": 0, "text": "hi", "finish_reason": "stop"}],
                      "usage": {"prompt_tokens": 2, "completion_tokens": 1, "total_tokens": 3}}).encode()
 
-
-
-async def read_request(reader):
-    """(path, body) of the next HTTP/1.1 request on a connection, or None when the client closed it."""
-    line = await reader.readline()
-    if not line:
-        return None
-    length = 0
-    while True:
-        h = await reader.readline()
-        if h in (b"\r\n", b"\n", b""):
-            break
-        if h.lower().startswith(b"content-length:"):
-            length = int(h.split(b":")[1])
-    body = await reader.readexactly(length) if length else b""
-    return line.split()[1].decode(), body
 
 class OneShotKeepAlive:
     def __init__(self):
