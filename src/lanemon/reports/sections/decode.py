@@ -103,8 +103,8 @@ def decode_sections(decode: dict[str, Any], lanes: list[str]) -> list[Section]:
     if any_est:
         notes.append("~ token counts estimated from chunks (the lane sent no usage block).")
     if any_starved:
-        notes.append("? lanemon itself was starved while this cell ran (client-bound): its figure is not lane "
-                     "speed, the level is not judged and the chart leaves the point out.")
+        notes.append("? lanemon itself was starved while this cell ran (held up for 2 % of the cell or more): its "
+                     "figure is not lane speed, the level is not judged and the chart leaves the point out.")
 
     def drawn(c: dict[str, Any] | None) -> float | None:
         return None if not c or c.get("unreliable") else level_value(c)
