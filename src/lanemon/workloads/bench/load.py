@@ -44,6 +44,7 @@ from typing import Any
 import orjson
 
 from lanemon.events import Event
+from lanemon.measure import slo as slo_mod
 from lanemon.measure.metrics import NS, request_metrics, summarize
 from lanemon.measure.records import RequestRecord, assemble
 from lanemon.workloads.bench.run import each_lane, first_error, outcome_figures, read_marks, rnd, run_state
@@ -396,8 +397,10 @@ def _pcts(values: Iterable[float | None]) -> dict[str, float | None]:
     return {"p50": rnd(s.p50, 6), "p90": rnd(s.p90, 6), "p99": rnd(s.p99, 6)}
 
 
-def cell_result(records: Sequence[RequestRecord], span_s: float | None, config: dict[str, Any]) -> dict[str, Any]:
-    """One lane's (one rep's) figures over the measured phase (warm-up and cool-down excluded)."""
+def cell_result(records: Sequence[RequestRecord], span_s: float | None, config: dict[str, Any],
+                slo: dict[str, float] | None = None) -> dict[str, Any]:
+    """One lane's (one rep's) figures over the measured phase (warm-up and cool-down excluded); with an
+    SLO, ``slo``: goodput over the measured window and each target's attainment (:mod:`lanemon.measure.slo`)."""
     warmup = float(config.get("warmup") or 0.0)
     cooldown = float(config.get("cooldown") or 0.0)
     measured = [r for r in records if r.meta.get("phase", "measure") == "measure"]
@@ -437,6 +440,7 @@ def cell_result(records: Sequence[RequestRecord], span_s: float | None, config: 
            if by_turn else {}),
         "tokens_estimated": any(m.tokens_estimated for m in ms),
         "error": first_error(measured),
+        **({"slo": slo_mod.evaluate([request_metrics(r) for r in measured], slo, window).to_json()} if slo else {}),
     }
 
 
@@ -454,12 +458,15 @@ def load_results(events: Iterable[Event], *, in_progress: bool = False) -> dict[
         if start.get("end") is None:
             continue
         lane = start.get("lane") or ""
-        res = cell_result(by_cell.get(cell, []), start.get("span_s"), marks.config.get("load") or {})
+        res = cell_result(by_cell.get(cell, []), start.get("span_s"), marks.config.get("load") or {},
+                          marks.config.get("slo") or None)
         lanes.setdefault(lane, {"reps": []})["reps"].append(res)
     for lane, d in lanes.items():
         reps = d["reps"]
         d.update({k: reps[0][k] for k in ("offered_rate_rps",)})
         d["client_behind"] = any(r["client_behind"] for r in reps)
+        if marks.config.get("slo"):
+            d["slo_held"] = all(r["slo"]["held"] for r in reps)
     out: dict[str, Any] = {"bench": BENCH, "lanes": lanes}
     out.update(run_state(marks, in_progress))
     out["config"] = marks.config

@@ -44,7 +44,8 @@ from typing import Any
 from lanemon.bus import EventBus, FixedPace
 from lanemon.config import LaneConfig
 from lanemon.measure.load import STARVED_SHARE
-from lanemon.measure.metrics import NS, meets_slo, median, request_metrics
+from lanemon.measure import slo as slo_mod
+from lanemon.measure.metrics import NS, median, request_metrics
 from lanemon.measure.metrics import round_or_none as rnd  # the benches' name for it
 from lanemon.measure.records import BURST, COMPLETE, EMPTY, TRUNCATED
 from lanemon import events as schema
@@ -245,24 +246,25 @@ def client_bound_figures(records, load) -> dict[str, Any]:
 
 
 def goodput_of(reps: Sequence[Sequence[Any]], slo: dict[str, float] | None) -> dict[str, Any] | None:
-    """``{"rate_rps", "share", "good", "total"}`` of a cell: requests meeting every SLO target
-    (:func:`lanemon.measure.metrics.meets_slo`; errors count as misses).  ``share`` = good / all requests;
+    """``{"rate_rps", "share", "good", "total", "held", "targets"}`` of a cell (:mod:`lanemon.measure.slo`):
+    requests meeting every SLO target (errors count as misses).  ``share`` = good / all requests;
     ``rate_rps`` = good / the summed wall time of the reps (first send -> last end of each rep, so the
-    time between reps is not counted).  None without an SLO."""
+    time between reps is not counted); ``held`` and ``targets`` say whether each target held (p90 TTFT,
+    median TPOT, p90 E2E of the completed requests) and its attainment.  None without an SLO."""
     if not slo:
         return None
-    good = total = 0
+    ms = []
     wall = 0.0
     for recs in reps:
         recs = list(recs)
-        total += len(recs)
-        good += sum(1 for r in recs if meets_slo(request_metrics(r), slo))
+        ms += [request_metrics(r) for r in recs]
         starts = [r.sent_ns for r in recs if r.sent_ns is not None]
         ends = [r.end_ns for r in recs if r.end_ns is not None]
         if starts and ends and max(ends) > min(starts):
             wall += (max(ends) - min(starts)) / NS
-    return {"rate_rps": rnd(good / wall, 4) if wall else None, "share": rnd(good / total, 4) if total else None,
-            "good": good, "total": total}
+    j = slo_mod.evaluate(ms, slo, wall).to_json()
+    return {"rate_rps": j["goodput_rps"], "share": j["share"], "good": j["good"], "total": j["total"],
+            "held": j["held"], "targets": j["targets"]}
 
 
 @dataclass

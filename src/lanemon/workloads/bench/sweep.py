@@ -8,9 +8,9 @@ each lane, and stops a lane at the first of:
 * **the knee** -- the aggregate tok/s gained from the previous level, scaled to
   a doubling of C, is below ``knee_gain`` (default 10 %): more streams only add
   queueing.  The knee is the previous level;
-* **an SLO breaks** -- with ``--slo ttft=S tpot=S``: p90 TTFT or median TPOT of
-  the level's completed requests is over the target.  The SLO holds up to the
-  previous level;
+* **an SLO breaks** -- with ``--slo ttft=S tpot=S e2e=S``: p90 TTFT, median TPOT
+  or p90 E2E of the level's completed requests is over the target
+  (:mod:`lanemon.measure.slo`).  The SLO holds up to the previous level;
 * errors at a level (a lane that fails under load has no knee to find).
 
 A level run while lanemon itself was starved (its decode cell is ``unreliable``:
@@ -31,7 +31,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from lanemon.events import Event
-from lanemon.measure.metrics import aggregate_tok_s, median, request_metrics, summarize
+from lanemon.measure.metrics import aggregate_tok_s, median, request_metrics
+from lanemon.measure import slo as slo_mod
 from lanemon.workloads.bench import decode
 from lanemon.workloads.bench.run import each_lane, rnd
 
@@ -52,19 +53,14 @@ def gain_per_doubling(c0: int, agg0: float, c1: int, agg1: float) -> float:
 
 
 def slo_breach(records, slo: dict[str, float] | None) -> str | None:
-    """Which SLO a level's completed requests break (p90 TTFT, median TPOT), or None."""
+    """Which SLO target a level's requests break (p90 TTFT, median TPOT, p90 E2E of the completed ones:
+    :mod:`lanemon.measure.slo`), or None."""
     if not slo:
         return None
-    ms = [request_metrics(r) for r in records if r.ok]
-    if not ms:
+    ms = [request_metrics(r) for r in records]
+    if not any(m.ok for m in ms):
         return "no completed request"
-    ttft = summarize(m.ttft_s for m in ms).p90
-    tpot = median([m.tpot_s for m in ms if m.tpot_s is not None])
-    if "ttft" in slo and ttft is not None and ttft > slo["ttft"]:
-        return f"p90 TTFT {ttft:.3f} s > {slo['ttft']:g} s"
-    if "tpot" in slo and tpot is not None and tpot > slo["tpot"]:
-        return f"median TPOT {tpot * 1000:.1f} ms > {slo['tpot'] * 1000:g} ms"
-    return None
+    return slo_mod.evaluate(ms, slo, None).breach()
 
 
 def stop_reason(levels: Sequence[int], aggs: Sequence[float | None], breach: str | None, errors: int,
@@ -146,6 +142,8 @@ def sweep_results(events: Iterable[Event], *, in_progress: bool = False) -> dict
             "stopped": reason or ("running" if in_progress else "cut"),
             "knee": knee,
             "slo_holds_to": slo_ok if slo else None,
+            **({"slo_held": {str(c): bool((d["levels"][str(c)].get("goodput") or {}).get("held"))
+                             for c in levels}} if slo else {}),
             "max_aggregate_tok_s": best,
             "rests_on": rests_on,
             "unreliable_levels": unreliable,
