@@ -178,6 +178,12 @@ async def read_sse(resp: httpx.Response, emit, hot: tuple, t0: int, *, redactor:
             text = choice.get("text")
             if text and type(text) is str:
                 tok = {"text": clean(text)}
+        if tok is None:  # no text: tokens still arrived if usage advanced or logprobs name them
+            blank = n if n is not None else _logprob_tokens(choice.get("logprobs"))
+            if blank is not None and blank > 0:
+                tok = {"text": "", "blank": True}
+                if n is None:
+                    n = blank
         if tok is not None or n is not None:
             if progress is not None:
                 progress.t = mono()
@@ -193,6 +199,16 @@ async def read_sse(resp: httpx.Response, emit, hot: tuple, t0: int, *, redactor:
         return _done(emit, usage, finish_reason, finish_t, chunks, note=NO_DONE_NOTE)
     return emit(schema.ERROR, {"cls": schema.ERR_CUT,
                                "message": f"stream ended before [DONE] after {chunks} token chunks"})
+
+
+def _logprob_tokens(lp: Any) -> int:
+    """Tokens a choice's ``logprobs`` names (chat ``content`` entries, completions ``tokens``), 0 if none."""
+    if type(lp) is not dict:
+        return 0
+    entries = lp.get("content")
+    if entries is None:
+        entries = lp.get("tokens")
+    return len(entries) if type(entries) is list else 0
 
 
 N_CHOICES_MESSAGE = ("the stream carries several choices (n > 1): lanemon measures one choice per request "

@@ -12,7 +12,8 @@ Every finished request has exactly one :attr:`RequestRecord.outcome`
 * ``complete``  -- a ``finish_reason`` was seen and at least one token chunk arrived;
 * ``truncated`` -- tokens arrived but the stream ended (``[DONE]`` or a cut
   connection) without a ``finish_reason``;
-* ``empty``     -- the stream ended without a single content or reasoning token;
+* ``empty``     -- the stream ended without a single content or reasoning token (chunks that carried
+  tokens without text do not make a reply);
 * ``error``     -- an error event (its class in ``error["cls"]``), or a
   malformed usage block (class ``malformed``, set here when the stream ends).
 
@@ -61,7 +62,11 @@ class RequestRecord:
     lane's time, so not in TTFT (docs/METRICS.md)."""
     first_byte_ns: int | None = None
     token_ns: list[int] = field(default_factory=list)
-    """Arrival time of every token-carrying chunk (reasoning or content)."""
+    """Arrival time of every token-carrying chunk: reasoning, content, tool-call arguments, or no text at all
+    (a chunk whose running usage count rose, or whose logprobs name tokens, without text: ``blank_chunks``)."""
+    blank_chunks: int = 0
+    """Token-carrying chunks without text (tokens that decode to nothing on their own, held back by a
+    detokeniser or parser): their tokens count where they arrived (docs/METRICS.md)."""
     chunk_tokens: list[int | None] = field(default_factory=list)
     """Tokens in each chunk when the server said so (continuous usage), else None."""
     first_content_ns: int | None = None
@@ -101,7 +106,7 @@ class RequestRecord:
             if self.error.get("cls") == schema.ERR_CUT and self.token_ns:
                 return TRUNCATED  # tokens came, then the connection was cut
             return ERROR
-        if not self.token_ns:
+        if len(self.token_ns) <= self.blank_chunks:  # tokens perhaps, but not one with text
             return EMPTY
         if not self.finish_reason:
             return TRUNCATED
@@ -223,6 +228,8 @@ class Assembler:
             rec.chunk_tokens.append(n)
             if d.get("reasoning"):
                 self._reasoning_token(rec, ev.t, d, n)
+            elif d.get("blank"):
+                self._blank_token(rec, n)
             else:
                 if rec.first_content_ns is None:
                     rec.first_content_ns = ev.t
@@ -270,6 +277,16 @@ class Assembler:
             rec.error = dict(d)
             return self.open.pop(ev.req)
         return None
+
+    @staticmethod
+    def _blank_token(rec: RequestRecord, n: int | None) -> None:
+        """A chunk whose tokens decoded to no text (yet): counted where it arrived; while the request is
+        still reasoning (reasoning streamed, no answer yet) its tokens are reasoning tokens."""
+        rec.blank_chunks += 1
+        if rec.reasoning_chunks and rec.first_content_ns is None:
+            rec.reasoning_chunks += 1
+            if rec.reasoning_n is not None:
+                rec.reasoning_n = rec.reasoning_n + n if isinstance(n, int) else None
 
     def _reasoning_token(self, rec: RequestRecord, t: int, d: dict[str, Any], n: int | None) -> None:
         rec.reasoning_chunks += 1

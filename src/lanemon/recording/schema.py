@@ -108,6 +108,7 @@ class TokenData(_Data):
     n: Count | None = None
     reasoning: bool | None = None
     tool_calls: list[Any] | None = None
+    blank: bool | None = None  # tokens without text (usage rose, or logprobs named them): counted, no text
 
 
 class UsageData(_Data):

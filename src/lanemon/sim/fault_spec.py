@@ -13,7 +13,7 @@ from typing import Any
 __all__ = ["FaultSpec", "parse_fault", "parse_faults", "KINDS", "MALFORMED_MODES", "HTTP_FORMATS"]
 
 KINDS = ("refuse", "drop", "stall", "http", "malformed", "badutf8", "nousage", "nodone", "huge",
-         "slowheaders", "models-change")
+         "slowheaders", "models-change", "textless", "restart")
 MALFORMED_MODES = ("json", "line", "nested", "array")
 HTTP_FORMATS = ("json", "text", "html")
 
@@ -99,6 +99,12 @@ def parse_fault(text: str) -> FaultSpec:
     elif kind == "slowheaders":
         nargs(1, 1, "slowheaders:SECONDS (the headers take this long, byte by byte)")
         args = (_num(raw[0], f"{where}: SECONDS", lo=0.0, lo_open=True, hi=3600.0),)
+    elif kind == "textless":
+        nargs(1, 1, "textless:K (every K-th token chunk goes out without its text, which rides on the next)")
+        args = (_num(raw[0], f"{where}: K", integer=True, lo=2),)
+    elif kind == "restart":
+        nargs(0, 0, "restart without an argument (the engine's /metrics counters fall to zero at the request)")
+        args = ()
     else:  # models-change
         nargs(1, 1, "models-change:N (GET /v1/models answers a different list after N requests)")
         if prob is not None or every is not None:

@@ -203,6 +203,13 @@ class FaultMiddleware:
         if not picked and not self.models_changed:
             return await self.app(scope, receive, send)
         for f in picked:
+            if f.kind == "restart":  # the engine restarted just before this request: its counters start again
+                self._mark(None, f)
+                if self.sim is not None:
+                    from .metrics_endpoint import restart
+
+                    restart(self.sim)
+                continue
             if f.kind == "refuse":
                 self._mark(None, f)
                 self._fault_record(scope, t0, f, message="connection closed without a response (fault refuse)")
@@ -213,7 +220,8 @@ class FaultMiddleware:
             receive = await self._rename_model(scope, receive, send, t0)
             if receive is None:
                 return None
-        stream = _StreamFaults(self, [f for f in picked if f.kind not in ("refuse", "http")], send, scope)
+        stream = _StreamFaults(self, [f for f in picked if f.kind not in ("refuse", "http", "restart")], send,
+                               scope)
         await self.app(scope, receive, stream.send)
         await stream.finish()
         return None
@@ -333,6 +341,7 @@ class _StreamFaults:
         self.done_sent = False
         self.ended = False
         self.pending: set[str] = set(self.by_kind)
+        self.held = ""  # textless: text held back from a text-less chunk, sent with the next one
 
     def _apply(self, kind: str) -> FaultSpec | None:
         """The fault of *kind* if it is still to be applied (then it counts as applied)."""
@@ -451,6 +460,8 @@ class _StreamFaults:
                 return
             ev = b"data: " + orjson.dumps(obj)
         carries = isinstance(obj, dict) and _carries_token(obj)
+        if "textless" in self.by_kind and isinstance(obj, dict) and (carries or self.held):
+            ev = self._textless(obj, carries, ev)
         if carries and "badutf8" in self.pending:
             for key in (b'"content":"', b'"text":"'):
                 at = ev.find(key)
@@ -462,8 +473,34 @@ class _StreamFaults:
         buf += ev + b"\n\n"
         if carries:
             self.tokens += 1
-            if self.pending - {"nodone", "nousage", "badutf8"}:
+            if self.pending - {"nodone", "nousage", "badutf8", "textless"}:
                 await self._after_tokens(buf)
+
+    def _textless(self, obj: dict, carries: bool, ev: bytes) -> bytes:
+        """``textless:K``: every K-th token chunk (never the first, never one that finishes) goes out with
+        empty text -- its tokens still counted by the running usage -- and its text rides on the next chunk
+        (what a detokeniser does with a token that is half a character, or a parser holding markup back)."""
+        choices = obj.get("choices")
+        if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
+            return ev
+        c = choices[0]
+        d = c.get("delta")
+        key, box = ("content", d) if isinstance(d, dict) else ("text", c)
+        if not isinstance(box.get(key), str) and not self.held:
+            return ev
+        text = box.get(key) if isinstance(box.get(key), str) else ""
+        k = self.by_kind["textless"].args[0]
+        if (carries and self.tokens > 0 and (self.tokens + 1) % k == 0 and not _finishes(obj)
+                and key in box and not (isinstance(d, dict) and (d.get("reasoning_content") or d.get("tool_calls")))):
+            self._apply("textless")
+            self.held += text
+            box[key] = ""
+        elif self.held:
+            box[key] = self.held + text
+            self.held = ""
+        else:
+            return ev
+        return b"data: " + orjson.dumps(obj)
 
     async def _after_tokens(self, buf: bytearray | None = None, at_end: bool = False) -> None:
         """Faults that fire after a number of token chunks: malformed, huge, stall, drop.

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import time
 from typing import Any, Iterator
 
 from prometheus_client.core import (CollectorRegistry, CounterMetricFamily, GaugeMetricFamily,
@@ -184,6 +185,10 @@ class LaneMetrics:
             self.hists[name] = Histogram(bounds if bounds is not None else _buckets_1_2_5(context_len))
         self.success: dict[str, int] = {"stop": 0, "length": 0, "abort": 0}
         self.finished = 0
+        self.base: dict[str, float] = {}
+        """The scheduler's token and request totals at the last restart (counters read from zero after)."""
+        self.restarts: list[float] = []
+        """``time.perf_counter()`` of every restart (fault ``restart``): the trace's clock."""
 
     def observe(self, rec: dict) -> None:
         """Count one finished trace record (once; requests never admitted are not the engine's)."""
@@ -203,6 +208,20 @@ class LaneMetrics:
                         h.observe(gap)
             elif q[quantity] is not None:
                 h.observe(q[quantity])
+
+
+def restart(state: Any) -> None:
+    """The engine restarts (fault ``restart``): every counter and histogram of ``/metrics`` starts from zero
+    again, as a restarted vLLM's or SGLang's do; requests already running still finish and count after."""
+    m = metrics_of(state)
+    m.base = {k: v + m.base.get(k, 0.0) for k, v in _snapshot(state, m).items() if k in _COUNTERS}
+    m.hists = {name: Histogram(h.bounds) for name, h in m.hists.items()}
+    m.success = dict.fromkeys(m.success, 0)
+    m.finished = 0
+    m.restarts.append(time.perf_counter())
+
+
+_COUNTERS = ("prompt", "generation", "cached", "admitted")
 
 
 def metrics_of(state: Any) -> LaneMetrics:
@@ -230,9 +249,10 @@ class _SimCollector:
         yield from (_vllm if m.naming == "vllm" else _sglang)(st, m)
 
 
-def _snapshot(st: Any) -> dict[str, float]:
+def _snapshot(st: Any, m: LaneMetrics | None = None) -> dict[str, float]:
     lane, p = st.lane, st.profile
-    return {
+    base = m.base if m is not None else {}
+    v = {
         "running": float(lane.active),
         "waiting": float(lane.waiting),
         "prompt": float(lane.prompt_tokens_total),
@@ -241,6 +261,9 @@ def _snapshot(st: Any) -> dict[str, float]:
         "kv": min(1.0, lane.kv_tokens / p.context_len) if p.context_len else 0.0,
         "admitted": float(lane.requests_admitted),
     }
+    for k, b in base.items():
+        v[k] -= b
+    return v
 
 
 def _histograms(m: LaneMetrics, labels: list[str], values: list[str]) -> Iterator[Any]:
@@ -252,7 +275,7 @@ def _histograms(m: LaneMetrics, labels: list[str], values: list[str]) -> Iterato
 
 
 def _vllm(st: Any, m: LaneMetrics) -> Iterator[Any]:
-    v = _snapshot(st)
+    v = _snapshot(st, m)
     p = st.profile
     labels = ["engine", "model_name"]
     values = ["0", p.models[0]]
@@ -299,7 +322,7 @@ def _vllm(st: Any, m: LaneMetrics) -> Iterator[Any]:
 
 
 def _sglang(st: Any, m: LaneMetrics) -> Iterator[Any]:
-    v = _snapshot(st)
+    v = _snapshot(st, m)
     lane, p = st.lane, st.profile
     labels = ["model_name"]
     values = [p.models[0]]
