@@ -346,9 +346,11 @@ def render(result: dict[str, Any], console, time_scale: float | None = None) -> 
         console.print(f"[dim]simulated lanes at --time-scale {time_scale}: rates are as measured "
                       f"(multiply by {time_scale} for the lanes' real-time rates, times divide)[/]")
     if result.get("interrupted"):
-        cut = result.get("cut") or []
-        what = ", ".join(cell_label(kind or "", c, c.get("lane") or "?") for c in cut) or "none in progress"
-        console.print(f"[yellow]interrupted[/]: finished cells are shown; cut: {what}")
+        from lanemon.workloads.bench.run import interruption_text
+        from rich.markup import escape as rich_escape
+
+        console.print(f"[yellow]{rich_escape(interruption_text(kind or 'bench', result) or 'interrupted')}[/]; "
+                      "finished cells are shown")
 
 
 def _render_decode(result: dict[str, Any], console) -> None:

@@ -70,6 +70,19 @@ def benches_in(events: Iterable[Event]) -> list[str]:
     return [b for b in BENCHES if b in seen]
 
 
+def interrupted_text(bench: str, result: Any) -> str | None:
+    """What an interrupted run did not run, in words (None for a whole run).  Per-lane benches (qeval)
+    say it per lane."""
+    from lanemon.workloads.bench.run import interruption_text
+
+    if not isinstance(result, dict):
+        return None
+    if bench in PER_LANE:
+        cut = [name for name, r in (result.get("lanes") or {}).items() if isinstance(r, dict) and r.get("interrupted")]
+        return f"{bench} run interrupted on {', '.join(cut)}: the results cover only what finished" if cut else None
+    return interruption_text(bench, result)
+
+
 def results_function(bench: str):
     """The results function for ``bench``, or None when that workload is not available."""
     module_name, attr = RESULT_FUNCTIONS[bench]
@@ -178,6 +191,9 @@ def analyze(source: Any, *, benches: Sequence[str] | None = None) -> dict[str, A
             out[bench] = per_lane_results(bench, fn, events) if bench in PER_LANE else fn(events)
             if bench in ("decode", "prefill", "needles", "load", "sweep"):  # the engine's own view beside ours
                 attach_server_views(out[bench], events)
+            cut_short = interrupted_text(bench, out[bench])
+            if cut_short:  # first, so no reader takes a cut run for a whole one
+                warnings.insert(0, cut_short)
         except Exception as exc:  # one broken bench must not hide the others
             warnings.append(f"{bench}: results could not be computed ({type(exc).__name__}: {exc})")
     out["warnings"] = warnings

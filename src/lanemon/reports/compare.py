@@ -358,12 +358,11 @@ def compare(old: dict[str, Any], new: dict[str, Any], *, lanes: Sequence[str] | 
     only_old = _only(co, set(by_old) - set(by_new))
     only_new = _only(cn, set(by_new) - set(by_old))
     so, sn = side_env(old), side_env(new)
-    return {"mode": "sessions", "simulated": sorted(set(so["simulated"]) | set(sn["simulated"])), "old": so,
+    return _with_lead({"mode": "sessions", "simulated": sorted(set(so["simulated"]) | set(sn["simulated"])), "old": so,
             "new": sn, "rows": rows,
             "only_old": only_old, "only_new": only_new, "summary": _summary(rows, only_old, only_new),
             "noise_bands": dict(NOISE_BANDS), "alpha": st.ALPHA, "min_reps": st.MIN_REPS,
-            "correction": "benjamini-hochberg", "warnings": list(old.get("warnings") or [])
-            + list(new.get("warnings") or [])}
+            "correction": "benjamini-hochberg", **_warned(old, "old: ", new, "new: ")})
 
 
 def compare_lanes(analysis: dict[str, Any], a: str, b: str) -> dict[str, Any]:
@@ -386,11 +385,36 @@ def compare_lanes(analysis: dict[str, Any], a: str, b: str) -> dict[str, Any]:
     only_old = _only(only_a, {c.key for c in only_a})
     only_new = _only(only_b, {c.key for c in only_b})
     env = side_env(analysis)
-    return {"mode": "lanes", "simulated": [n for n in env["simulated"] if n in (a, b)], "old": {**env, "lane": a},
+    return _with_lead({"mode": "lanes", "simulated": [n for n in env["simulated"] if n in (a, b)], "old": {**env, "lane": a},
             "new": {**env, "lane": b}, "rows": rows,
             "only_old": only_old, "only_new": only_new, "summary": _summary(rows, only_old, only_new),
             "noise_bands": dict(NOISE_BANDS), "alpha": st.ALPHA, "min_reps": st.MIN_REPS,
-            "correction": "benjamini-hochberg", "warnings": list(analysis.get("warnings") or [])}
+            "correction": "benjamini-hochberg", **_warned(analysis, "")})
+
+
+def _with_lead(result: dict[str, Any]) -> dict[str, Any]:
+    """``lead``: the headline every compare starts with (compare_text.lead)."""
+    result["lead"] = lead(result)
+    return result
+
+
+def _warned(*pairs: Any) -> dict[str, Any]:
+    """``warnings`` (each side's, named when two) and ``interrupted`` (what an interrupted side did not run,
+    said once, not again among the warnings) of ``(analysis, prefix, ...)``."""
+    warnings: list[str] = []
+    interrupted: list[str] = []
+    for analysis, prefix in zip(pairs[::2], pairs[1::2]):
+        cut = _interrupted(analysis, "")
+        interrupted += [prefix + t for t in cut]
+        warnings += [prefix + w for w in analysis.get("warnings") or [] if w not in cut]
+    return {"warnings": warnings, "interrupted": interrupted}
+
+
+def _interrupted(analysis: dict[str, Any], prefix: str) -> list[str]:
+    """What each interrupted bench of a session did not run, in words (reports/analyse.interrupted_text)."""
+    from lanemon.reports.analyse import BENCHES, interrupted_text
+
+    return [prefix + t for t in (interrupted_text(b, analysis.get(b)) for b in BENCHES if b in analysis) if t]
 
 
 def recording_lanes(analysis: dict[str, Any]) -> list[str]:
@@ -406,10 +430,10 @@ def recording_lanes(analysis: dict[str, Any]) -> list[str]:
 # the text side (kept importable from here: ``cmp.render``, ``cmp.value_text``, ...)
 from lanemon.reports.compare_text import (  # noqa: E402
     EXTRA_CSS, FORMATS, HEADERS, NOTE, _charts, _headers, _only_text, cell_text, change_text, chart_series, headline,
-    lane_order, range_text, ratio_str, render, render_html, render_json, render_markdown, render_table,
+    lane_order, lead, range_text, ratio_str, render, render_html, render_json, render_markdown, render_table,
     rich_renderables, series_sides, side_names, side_title, simulated_text, summary_line, table_rows, value_text)
 
-_TEXT = (EXTRA_CSS, HEADERS, NOTE, _charts, _headers, _only_text, cell_text, change_text, chart_series, headline,
+_TEXT = (EXTRA_CSS, HEADERS, NOTE, _charts, _headers, _only_text, cell_text, change_text, chart_series, headline, lead,
          lane_order, range_text, ratio_str, render_html, render_json, render_markdown, render_table,
          rich_renderables, series_sides, side_names, side_title, simulated_text, summary_line, table_rows, value_text)
 """Re-exported for callers that use ``compare.render``, ``compare.value_text``, ... (ui, cli)."""

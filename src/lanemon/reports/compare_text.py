@@ -14,6 +14,7 @@ from lanemon.reports.render.json import render_json
 from lanemon.reports.render.markdown import md_table
 
 FORMATS = ("table", "md", "html", "json")
+MIN_TEST_REPS = 3  # measure/stats.py MIN_REPS (compare results carry it as "min_reps")
 
 
 # ----------------------------------------------------------------- text helpers
@@ -122,6 +123,69 @@ def headline(result: dict[str, Any], n: int = 5) -> list[str]:
     return out
 
 
+def _pct(ratio: float) -> str:
+    return f"{(ratio - 1) * 100:+.0f} %"
+
+
+def _spread_words(r: dict[str, Any]) -> str:
+    """Whether a row's change is beyond the runs' own spread, and how sure that is."""
+    if r.get("unreliable"):
+        return "not judged: lanemon was starved during these cells"
+    band = r.get("band")
+    band_txt = f"noise band {band * 100:.0f} %" if band is not None else "no noise band"
+    if r["significant"]:
+        p = r.get("p_adjusted") if r.get("p_adjusted") is not None else r.get("p")
+        return f"significant (p = {p:.3g} adjusted, {r['old_reps']} vs {r['new_reps']} reps)"
+    if r.get("beyond_band"):
+        if r.get("p") is None:
+            reps = (f"{r['old_reps']} vs {r['new_reps']} reps" if r.get("old_reps") or r.get("new_reps")
+                    else "one figure a side")
+            return f"beyond the runs' own spread ({band_txt}) but untested: {reps} (a test needs {MIN_TEST_REPS} reps a side)"
+        return f"beyond the runs' own spread ({band_txt}) but not significant"
+    return f"within the runs' own spread ({band_txt})"
+
+
+def lead(result: dict[str, Any]) -> list[str]:
+    """The headline every compare starts with (text and TUI): what an interrupted side did not run, then the
+    figure that changed most (by how much, and whether beyond the runs' own spread), then how many
+    figures moved beyond the spread, per lane and direction."""
+    a, b = side_names(result)
+    out = [f"INTERRUPTED {t}" for t in result.get("interrupted") or []]
+    rows = [r for r in result["rows"] if r.get("ratio") and r["better"] and r["metric"] != "task_passed"]
+    if not rows:
+        out.append("Nothing changed: no figure differs between the two sides." if result["rows"]
+                   else "Nothing to compare: the two sides share no figure.")
+        return out
+
+    def rank(r: dict[str, Any]) -> tuple:
+        sure = 3 if r["significant"] else 2 if r.get("beyond_band") and not r.get("unreliable") else 1 \
+            if not r.get("unreliable") else 0
+        return (sure, abs(math.log(r["ratio"])))
+
+    top = max(rows, key=rank)
+    lane = "" if result.get("mode") == "lanes" else f" on {top['lane']}"
+    who = "new" if (a, b) == ("old", "new") else b
+    word = "better" if top["better"] == "new" else "worse"
+    unit = f" {top['unit']}" if top["unit"] in ("tok/s", "nats") else ""
+    out.append(f"Biggest change: {top['bench']} {top['label']} at {cell_text(top)}{lane}: "
+               f"{value_text(top['old'], top['unit'], top['metric'])} → "
+               f"{value_text(top['new'], top['unit'], top['metric'])}{unit} ({_pct(top['ratio'])}), {who} {word}; "
+               f"{_spread_words(top)}.")
+    moved: dict[str, dict[str, int]] = {}
+    for r in rows:
+        if (r["significant"] or r.get("beyond_band")) and not r.get("unreliable"):
+            d = moved.setdefault(r["lane"], {"better": 0, "worse": 0})
+            d["better" if r["better"] == "new" else "worse"] += 1
+    if moved:
+        per_lane = "; ".join(f"{lane_}: " + ", ".join(f"{n} {who} {k}" for k, n in d.items() if n)
+                             for lane_, d in moved.items())
+        total = sum(sum(d.values()) for d in moved.values())
+        out.append(f"Beyond the spread: {total} of {len(result['rows'])} figures ({per_lane}).")
+    else:
+        out.append(f"Every other figure is within the runs' own spread ({len(result['rows'])} compared).")
+    return out
+
+
 HEADERS = ["bench", "lane", "cell", "metric", "old", "new", "ratio", "change"]
 
 
@@ -162,8 +226,9 @@ def rich_renderables(result: dict[str, Any]) -> list[Any]:
     a, b = side_names(result)
     sim = simulated_text(result)
     out: list[Any] = [Text(sim, style="bold yellow")] if sim else []
+    out += [Text(t, style="bold yellow" if t.startswith("INTERRUPTED") else "bold") for t in lead(result)]
     out += [Text(f"{a}: {side_title(result, 'old')}"), Text(f"{b}: {side_title(result, 'new')}"),
-            Text(summary_line(result), style="bold")]
+            Text(summary_line(result))]
     t = Table(show_lines=False, header_style="bold")
     for h in _headers(result):
         t.add_column(h, justify="right" if h not in ("bench", "lane", "cell", "metric", "change") else "left")
@@ -199,8 +264,9 @@ def render_markdown(result: dict[str, Any]) -> str:
     title = f"Compare: lane {a} vs lane {b}" if result.get("mode") == "lanes" else "Compare: old vs new session"
     sim = simulated_text(result)
     lines = [f"# {title}", ""] + ([f"> **{sim}**", ""] if sim else [])
-    lines += [f"- **{a}**: {side_title(result, 'old')}", f"- **{b}**: {side_title(result, 'new')}",
-              "", f"**{summary_line(result)}**", ""]
+    lines += [f"- **{a}**: {side_title(result, 'old')}", f"- **{b}**: {side_title(result, 'new')}", ""]
+    lines += [x for t in lead(result) for x in (f"**{t}**", "")]
+    lines += [summary_line(result), ""]
     for w in result.get("warnings") or []:
         lines += [f"> **Warning:** {w}", ""]
     head = headline(result)
@@ -317,6 +383,9 @@ def render_html(result: dict[str, Any]) -> str:
     sim = simulated_text(result)
     body = [f"<h1>{e(title)}</h1>"] + ([f'<p class="warn"><strong>{e(sim)}</strong></p>'] if sim else [])
     body.append(f'<p class="sub">{e(a)}: {e(side_title(result, "old"))}<br>{e(b)}: {e(side_title(result, "new"))}</p>')
+    body.append('<section class="verdict lead">' + "".join(
+        f'<p class="warn"><strong>{e(t)}</strong></p>' if t.startswith("INTERRUPTED") else f"<p><strong>{e(t)}</strong></p>"
+        for t in lead(result)) + "</section>")
     for w in result.get("warnings") or []:
         body.append(f'<p class="warn"><strong>Warning:</strong> {e(w)}</p>')
     head = headline(result)
@@ -363,7 +432,7 @@ def render(result: dict[str, Any], fmt: str) -> str:
 
 
 
-__all__ = ["EXTRA_CSS", "FORMATS", "HEADERS", "NOTE", "cell_text", "change_text", "chart_series", "headline",
+__all__ = ["EXTRA_CSS", "FORMATS", "HEADERS", "NOTE", "cell_text", "change_text", "chart_series", "headline", "lead",
            "range_text", "ratio_str", "render", "render_html", "render_json", "render_markdown", "render_table",
            "rich_renderables", "side_names", "side_title", "simulated_text", "summary_line", "table_rows",
            "value_text"]

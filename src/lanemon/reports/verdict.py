@@ -71,8 +71,12 @@ def _prefill_lead(analysis: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def verdict(analysis: dict[str, Any]) -> list[str]:
-    """Sentences in the write-up's style, each backed by the numbers in ``analysis``."""
-    out: list[str] = []
+    """Sentences in the write-up's style, each backed by the numbers in ``analysis``.  An interrupted run
+    leads with what did not run, so no sentence after it reads as a whole run's."""
+    from lanemon.reports.analyse import BENCHES, interrupted_text
+
+    out: list[str] = [t for t in (interrupted_text(b, analysis.get(b)) for b in BENCHES if b in analysis) if t]
+    out = [t[0].upper() + t[1:] + "." for t in out]
     decode = analysis.get("decode") or {}
     d_lanes = present_lanes(analysis, "decode")
     pre = _prefill_lead(analysis)

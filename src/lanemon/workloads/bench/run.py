@@ -277,6 +277,7 @@ class BenchMarks:
     interrupted: bool
     cells: dict[str, dict[str, Any]]  # cell id -> start data (+ "end": end data or None)
     lanes: list[str]
+    plan: list[dict[str, Any]] = field(default_factory=list)  # [{"lane", "cell"}] in run order (start mark)
 
     def finished(self, cell: str) -> bool:
         c = self.cells.get(cell)
@@ -298,6 +299,7 @@ def read_marks(events: Iterable[Event], bench: str) -> BenchMarks:
     config: dict[str, Any] = {}
     started = ended = False
     interrupted = False
+    plan: list[dict[str, Any]] = []
     cells: dict[str, dict[str, Any]] = {}
     lanes: list[str] = []
     for ev in events:
@@ -311,6 +313,7 @@ def read_marks(events: Iterable[Event], bench: str) -> BenchMarks:
             if phase == "start":
                 started = True
                 config = dict(d.get("config") or {})
+                plan = [p for p in d.get("plan") or [] if isinstance(p, dict) and isinstance(p.get("cell"), str)]
             elif phase == "end":
                 ended = True
                 interrupted = bool(d.get("interrupted"))
@@ -321,11 +324,12 @@ def read_marks(events: Iterable[Event], bench: str) -> BenchMarks:
                 cells[d["cell"]]["end"] = {**d, "lane": ev.lane}
     if config.get("lanes"):
         lanes = [name for name in config["lanes"]]
-    return BenchMarks(config, started, ended, interrupted, cells, lanes)
+    return BenchMarks(config, started, ended, interrupted, cells, lanes, plan)
 
 
 def run_state(marks: BenchMarks, in_progress: bool) -> dict[str, Any]:
-    """The ``interrupted`` / ``cut`` / ``running`` part of a results dict."""
+    """The ``interrupted`` / ``cut`` / ``running`` part of a results dict; an interrupted run also gets
+    ``not_run`` (:func:`not_run`)."""
     open_cells = marks.open_cells()
     out: dict[str, Any] = {"interrupted": marks.interrupted or (marks.started and not marks.ended and not in_progress)}
     if in_progress and not marks.ended:
@@ -333,7 +337,59 @@ def run_state(marks: BenchMarks, in_progress: bool) -> dict[str, Any]:
         out["cut"] = []
     else:
         out["cut"] = open_cells
+    if out["interrupted"]:
+        out["not_run"] = not_run(marks)
     return out
+
+
+def not_run(marks: BenchMarks) -> dict[str, Any]:
+    """What an interrupted run did not run (pure): ``{"planned", "finished", "cut", "cells", "ranges",
+    "lanes"}`` -- ``planned`` cells (None for a recording without a plan in its start mark), ``finished``
+    cells, ``cut`` ids (started, never ended), ``cells`` never started (ids), ``ranges`` those as 1-based
+    ``[first, last]`` runs of the plan's order, ``lanes`` of the run that finished no cell."""
+    finished = [c for c, d in marks.cells.items() if d.get("end") is not None]
+    cut = [c for c, d in marks.cells.items() if d.get("end") is None]
+    lanes_done = {marks.cells[c].get("lane") for c in finished}
+    never = [p["cell"] for p in marks.plan if p["cell"] not in marks.cells]
+    ranges: list[list[int]] = []
+    for i, p in enumerate(marks.plan, 1):
+        if p["cell"] in marks.cells:
+            continue
+        if ranges and ranges[-1][1] == i - 1:
+            ranges[-1][1] = i
+        else:
+            ranges.append([i, i])
+    return {"planned": len(marks.plan) or None, "finished": len(finished), "cut": cut, "cells": never,
+            "ranges": ranges, "lanes": [lane for lane in marks.lanes if lane not in lanes_done]}
+
+
+def interruption_text(bench: str, result: dict[str, Any]) -> str | None:
+    """``decode run interrupted after 2 of 28 cells: lane B never ran; cells 3-28 not run (A/C3/r0 cut
+    mid-cell)`` for an interrupted result, else None.  ``upper_bound``: the plan is the most the bench
+    could run (a sweep stops at its knee)."""
+    if not result.get("interrupted"):
+        return None
+    if "not_run" not in result:
+        return f"{bench} run interrupted: the results cover only what finished"
+    nr = result.get("not_run") or {}
+    planned, finished = nr.get("planned"), nr.get("finished")
+    head = f"{bench} run interrupted"
+    if finished is not None:
+        head += f" after {finished} of {planned} cells" if planned else f" after {finished} finished cell{'' if finished == 1 else 's'}"
+    parts = []
+    if nr.get("lanes"):
+        lanes = nr["lanes"]
+        parts.append(f"lane{'s' if len(lanes) > 1 else ''} {', '.join(lanes)} never ran")
+    if nr.get("ranges"):
+        spans = ", ".join(f"{a}" if a == b else f"{a}–{b}" for a, b in nr["ranges"])
+        n = sum(b - a + 1 for a, b in nr["ranges"])
+        parts.append(f"{'up to ' if bench == 'sweep' else ''}cell{'s' if n > 1 else ''} {spans} not run")
+    cut = nr.get("cut") or [c.get("cell") for c in result.get("cut") or [] if isinstance(c, dict)]
+    if cut:
+        parts.append(f"cut mid-cell: {', '.join(str(c) for c in cut)}")
+    if not parts:
+        parts.append("no cell was cut; the end of the run is missing")
+    return head + ": " + "; ".join(parts)
 
 
 async def each_lane(h, opts: "BenchOptions", one_lane) -> None:
@@ -446,7 +502,8 @@ class BenchRun(FixedPace):
                     h.pool = WorkerPool(self.options.workers, self.lane_configs, h.clock, h.bus,
                                         stall_timeout=self.stall_timeout)
                 await h.pool.start()
-            h.mark("bench", bench=self.kind, phase="start", config=self.options.config(self.kind, self.names))
+            h.mark("bench", bench=self.kind, phase="start", config=self.options.config(self.kind, self.names),
+                   plan=[{"lane": c.get("lane"), "cell": c.get("cell")} for c in self.plan])
             started = True
             await self._module.run(h, self.options)
         except asyncio.CancelledError:

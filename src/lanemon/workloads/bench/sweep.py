@@ -150,7 +150,8 @@ def sweep_results(events: Iterable[Event], *, in_progress: bool = False) -> dict
             "knee_reliable": bool(knee) and not any(c in unreliable for c in rests_on or ()),
         }
     return {"bench": BENCH, "lanes": lanes, "crossover": dec["crossover"], "knee_gain": knee_gain, "slo": slo,
-            "interrupted": dec.get("interrupted"), "cut": dec.get("cut"), "config": cfg}
+            "interrupted": dec.get("interrupted"), "cut": dec.get("cut"),
+            **({"not_run": dec["not_run"]} if "not_run" in dec else {}), "config": cfg}
 
 
 results = sweep_results
