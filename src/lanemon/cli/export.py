@@ -16,18 +16,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "every inter-chunk gap, prompt/cached/output/reasoning tokens, tokens per chunk, status and "
                     "error class. Format from -o's suffix (.jsonl or .csv) or --format; default JSON lines on stdout.")
     p.add_argument("recording", type=Path, metavar="RECORDING")
-    p.add_argument("--requests", action="store_true", help="export per-request rows (the only export for now)")
+    p.add_argument("--requests", action="store_true",
+                   help="export per-request rows (the only kind, and the default: the flag may be left out)")
     p.add_argument("--format", choices=("jsonl", "csv"), help="output format (default: from -o, else jsonl)")
     p.add_argument("-o", "--output", type=Path, metavar="PATH", help="write here instead of stdout")
     p.set_defaults(func=cmd_export)
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from lanemon.reports.export import request_rows, to_csv, to_jsonl
+    from lanemon.reports.export import interruptions, request_rows, to_csv, to_jsonl
     from lanemon.recording.reader import Recording, RecordingError
 
-    if not args.requests:
-        raise UsageError("say what to export: --requests")
     fmt = output_format(args.format, args.output,
                         {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}, "jsonl")
     from lanemon.reports.simulated import banner, simulated_lanes
@@ -48,6 +47,6 @@ def cmd_export(args: argparse.Namespace) -> int:
     else:
         write_output(args.output, data, make_dirs=False)
         print(f"lanemon: {len(rows)} requests written to {args.output}", file=sys.stderr)
-    for warning in rec.warnings:
+    for warning in list(rec.warnings) + interruptions(events):
         err(f"warning: {warning}")
     return 0

@@ -24,7 +24,7 @@ from lanemon.events import Event
 from lanemon.measure.records import assemble
 
 CSV_COLUMNS = (
-    "lane", "simulated", "req", "purpose", "bench", "endpoint", "model", "start_s", "ttft_s", "ttfo_s", "first_byte_s", "e2e_s",
+    "lane", "simulated", "req", "server_request_id", "purpose", "bench", "run_interrupted", "endpoint", "model", "start_s", "ttft_s", "ttfo_s", "first_byte_s", "e2e_s",
     "tpot_s", "decode_tok_s", "prompt_tokens", "cached_tokens", "output_tokens", "reasoning_tokens",
     "reasoning_estimated", "generated_tokens", "tokens_estimated", "chunks", "tokens_per_chunk",
     "chunk_counts_estimated", "outcome", "flags", "notes", "status", "error_cls", "error_message", "finish_reason", "itl_s", "itl_per_token_s",
@@ -33,8 +33,12 @@ CSV_COLUMNS = (
 
 
 def request_rows(events: Iterable[Event], simulated: Iterable[str] = ()) -> list[dict[str, Any]]:
-    """One row per finished request; ``simulated`` names the lanes that are lanemon's simulator."""
+    """One row per finished request; ``simulated`` names the lanes that are lanemon's simulator;
+    ``run_interrupted`` is true on the rows of a bench whose run was interrupted (:func:`interruptions`)."""
     sim = set(simulated)
+    events = list(events)
+    cut_benches = {ev.data.get("bench") for ev in events if ev.kind == "mark" and ev.data.get("interrupted")}
+    cut_benches |= _unended(events)
     rows = []
     for rec in sorted(assemble(events), key=lambda r: (r.sent_ns if r.sent_ns is not None else 0, r.req)):
         m = request_metrics(rec)
@@ -44,8 +48,10 @@ def request_rows(events: Iterable[Event], simulated: Iterable[str] = ()) -> list
             "lane": rec.lane,
             "simulated": rec.lane in sim,
             "req": rec.req,
+            "server_request_id": rec.server_request_id,  # the engine's id (its logs), as the lane sent it
             "purpose": rec.purpose,
             "bench": rec.meta.get("bench"),
+            "run_interrupted": rec.meta.get("bench") in cut_benches if rec.meta.get("bench") else False,
             "endpoint": rec.endpoint,
             "model": rec.model,
             "start_s": rec.sent_ns / NS if rec.sent_ns is not None else None,
@@ -77,6 +83,36 @@ def request_rows(events: Iterable[Event], simulated: Iterable[str] = ()) -> list
             "meta": meta,
         })
     return rows
+
+
+def _unended(events: Iterable[Event]) -> set[str]:
+    """Benches whose start mark has no end mark (the process died mid-run)."""
+    started, ended = set(), set()
+    for ev in events:
+        if ev.kind == "mark" and ev.data.get("label") == "bench":
+            (started if ev.data.get("phase") == "start" else ended).add(ev.data.get("bench"))
+    return started - ended
+
+
+def interruptions(events: Iterable[Event]) -> list[str]:
+    """What each interrupted run in ``events`` did not run, in words (the report's sentence), from its marks
+    alone: an export says so as a report does."""
+    from lanemon.workloads.bench.run import interruption_text, read_marks, run_state
+
+    marks = [ev for ev in events if ev.kind == "mark"]
+    out = []
+    for bench in dict.fromkeys(str(ev.data.get("bench")) for ev in marks if ev.data.get("bench")):
+        ends = [ev for ev in marks if ev.data.get("bench") == bench and ev.data.get("label") == "bench"]
+        if ends:  # a speed bench: its start mark holds the plan
+            state = run_state(read_marks(marks, bench), in_progress=False)
+            text = interruption_text(bench, state)
+        elif any(ev.data.get("bench") == bench and ev.data.get("interrupted") for ev in marks):
+            text = f"{bench} run interrupted: the rows cover only what finished"
+        else:
+            text = None
+        if text:
+            out.append(text)
+    return out
 
 
 def to_jsonl(rows: list[dict[str, Any]]) -> bytes:

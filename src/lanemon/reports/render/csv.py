@@ -18,6 +18,7 @@ CSV_COLUMNS = (
     "vs_lane", "rep", "passed", "reason", "task_kind", "seconds", "paired", "count", "p_value",
     "first_divergence_word", "exact", "words", "vs_words", "status", "kl", "kl_p50", "kl_p99", "positions",
     "tool_calls", "malformed_calls", "decode_s", "cached_tokens", "tok_s_basis", "span_tok_s", "unreliable",
+    "run_interrupted",
 )
 """Columns of the CSV report (see docs/REPORTS.md)."""
 
@@ -151,6 +152,7 @@ def render_csv(analysis: dict[str, Any]) -> str:
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(CSV_COLUMNS), extrasaction="ignore", lineterminator="\n")
     w.writeheader()
+    cut = {b for b, r in analysis.items() if isinstance(r, dict) and r.get("interrupted")}
     for row in csv_rows(analysis):
-        w.writerow({k: csv_value(v) for k, v in row.items()})
+        w.writerow({k: csv_value(v) for k, v in {**row, "run_interrupted": row.get("bench") in cut}.items()})
     return buf.getvalue()
