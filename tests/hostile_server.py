@@ -189,3 +189,53 @@ class HostileLane:
             "# TYPE vllm:generation_tokens_total counter\n"
             'vllm:generation_tokens_total{model_name="m"} 100\n'
         )
+
+
+# ------------------------------------------------------------------------------------------ issue 24: the edges
+def gzip_stream(piece: bytes = b"\n", total: int = 1 << 30, block: int = 1 << 20, *, wbits: int = 31,
+                encoding: str = "gzip", status: int = 200, content_type: str = "text/event-stream") -> Iterable[bytes]:
+    """A chunk-less response whose body is ``piece`` repeated to ``total`` bytes, compressed (gzip by
+    default: ``wbits`` 31; 15 is zlib-wrapped deflate) and produced lazily as the client reads: 1 GiB of
+    blank lines is about 1 MB on the wire.  The header says ``Content-Encoding: encoding`` whatever the
+    client asked."""
+    import zlib
+
+    yield head(status, content_type, extra={"content-encoding": encoding})
+    comp = zlib.compressobj(9, zlib.DEFLATED, wbits)
+    data = piece * max(1, block // len(piece))
+    sent = 0
+    while sent < total:
+        out = comp.compress(data)
+        sent += len(data)
+        if out:
+            yield out
+    yield comp.flush()
+
+
+def gzip_body(payload: bytes, *, status: int = 200, content_type: str = "application/json",
+              encoding: str = "gzip") -> list[bytes]:
+    """One whole response with ``payload`` gzip-compressed (``Content-Length`` of the compressed bytes)."""
+    import gzip
+
+    body = gzip.compress(payload)
+    return [head(status, content_type, len(body), {"content-encoding": encoding}) + body]
+
+
+def redirect(status: int, location: str) -> list[bytes]:
+    """A redirect to ``location`` (which lanemon must name and not follow)."""
+    return response(status, b"", {"location": location})
+
+
+def huge_headers(n: int = 20_000) -> list[bytes]:
+    """A response with ``n`` headers (about 60 bytes each: 1.2 MB for 20,000) before a small body."""
+    lines = "".join(f"x-filler-{i:06d}: {'v' * 40}\r\n" for i in range(n))
+    return [b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n", lines.encode(), b"\r\n",
+            sse({"choices": [{"index": 0, "text": "x", "finish_reason": "stop"}]}), b"data: [DONE]\n\n"]
+
+
+def early_hints(n: int = 5_000, then: list[bytes] | None = None) -> list[Any]:
+    """``n`` ``103 Early Hints`` interim responses, then ``then`` (a short complete stream by default)."""
+    hint = b"HTTP/1.1 103 Early Hints\r\nlink: </style.css>; rel=preload\r\n\r\n"
+    parts: list[Any] = [hint * 100 for _ in range(n // 100)] + [hint * (n % 100)]
+    return parts + (then if then is not None else [head(200, "text/event-stream") + sse(
+        {"choices": [{"index": 0, "text": "x", "finish_reason": "stop"}]}) + b"data: [DONE]\n\n"])

@@ -1,7 +1,7 @@
 """Streaming client for one lane: a request becomes a stream of typed events.
 
 ``LaneClient.stream()`` sends one OpenAI-style request with ``stream: true``,
-parses the SSE body line by line (a bounded line splitter over httpx ``aiter_bytes``
+parses the SSE body line by line (a bounded line splitter over the raw body, inflated within bounds
 -- one line is capped at ``MAX_SSE_LINE`` -- + orjson: the cheapest
 correct reader) and emits :class:`~lanemon.events.Event` objects stamped
 with the session clock:
@@ -34,6 +34,8 @@ from lanemon.config import LaneConfig, endpoint_url, public_url
 from lanemon import events as schema
 from lanemon.events import Clock, Event
 from lanemon.measure.records import NO_DONE_NOTE, Assembler, RequestRecord
+from lanemon.client.encoding import IDENTITY, DecodeRefused, body_chunks
+from lanemon.client.guard import HeadersTooLarge, InterimFlood, guard_transport
 from lanemon.client.sse import N_CHOICES_MESSAGE
 from lanemon.client.sse import MAX_SSE_LINE, SSELineTooLong, Stalled, _size, read_sse, sse_lines  # noqa: F401
 from lanemon.untrusted import ID_LIMIT, MESSAGE_LIMIT, PUBLIC, Redactor
@@ -72,6 +74,25 @@ def error_message_from_body(body: bytes, status: int) -> str:
     return first[:300] or f"HTTP {status} with an empty body"
 
 
+class Redirected(Exception):
+    """The lane answered a redirect, which lanemon does not follow (a lane URL must be the final one)."""
+
+    def __init__(self, resp: httpx.Response) -> None:
+        self.status = resp.status_code
+        super().__init__(redirect_message(resp))
+
+
+def redirect_message(resp: httpx.Response) -> str:
+    """"lane answered 307 -> http://...: ..." with the target resolved, without credentials or query."""
+    location = resp.headers.get("location", "")[:2048]
+    try:
+        target = public_url(str(resp.request.url.join(location))) if location else "(no Location)"
+    except (httpx.InvalidURL, ValueError, RuntimeError):
+        target = public_url(location)
+    return (f"lane answered {resp.status_code} -> {PUBLIC.text(target, ID_LIMIT)}: lanemon does not follow "
+            "redirects; use the final URL")
+
+
 class BodyTooLarge(Exception):
     """A non-streaming body passed its size cap; the client stopped reading it (class malformed)."""
 
@@ -79,7 +100,7 @@ class BodyTooLarge(Exception):
 async def read_capped(resp: httpx.Response, limit: int) -> bytes:
     """The whole body of ``resp``, or :class:`BodyTooLarge` as soon as it passes ``limit`` bytes."""
     buf = bytearray()
-    async for chunk in resp.aiter_bytes():
+    async for chunk in body_chunks(resp, limit):
         buf += chunk
         if len(buf) > limit:
             raise BodyTooLarge(f"response body larger than {_size(limit)}: stopped reading it")
@@ -100,6 +121,8 @@ async def get_bounded(http: httpx.AsyncClient, method: str, url: str, *, limit: 
         for attempt in (0, 1):
             try:
                 async with http.stream(method, url, **kw) as resp:
+                    if 300 <= resp.status_code < 400:
+                        raise Redirected(resp)
                     if resp.status_code >= 400:
                         return resp, await _read_bounded(resp, ERROR_BODY_LIMIT)
                     return resp, await read_capped(resp, limit)
@@ -118,8 +141,10 @@ def describe_exception(exc: BaseException, url: str) -> tuple[str, str]:
 
 
 def _describe(exc: BaseException, url: str) -> tuple[str, str]:
-    if isinstance(exc, (SSELineTooLong, BodyTooLarge)):
+    if isinstance(exc, (SSELineTooLong, BodyTooLarge, DecodeRefused, HeadersTooLarge, InterimFlood)):
         return schema.ERR_MALFORMED, str(exc)
+    if isinstance(exc, Redirected):
+        return schema.ERR_HTTP, str(exc)
     if isinstance(exc, Stalled):
         return schema.ERR_STALLED, str(exc)
     if isinstance(exc, TimeoutError):  # asyncio.timeout: the whole-call deadline passed
@@ -132,6 +157,8 @@ def _describe(exc: BaseException, url: str) -> tuple[str, str]:
         return schema.ERR_TIMEOUT, f"timeout talking to {url}"
     if isinstance(exc, httpx.ConnectError):
         return schema.ERR_CONNECT, f"{_connect_reason(exc)} ({url})"
+    if isinstance(exc, httpx.RemoteProtocolError) and "buffer too long" in str(exc).lower():  # h11's 100 KiB
+        return schema.ERR_MALFORMED, "the lane's response headers are larger than 100 KiB: refused"
     if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
         return schema.ERR_CUT, f"connection closed by the server mid-response ({exc.__class__.__name__})"
     if isinstance(exc, httpx.HTTPError):
@@ -273,7 +300,8 @@ class LaneClient:
         self.thinking: bool | None = None
         """``--thinking on|off``: sets ``chat_template_kwargs.thinking`` (and ``reasoning_effort`` when on)
         on every request; None leaves the lane's own defaults alone."""
-        headers = {"User-Agent": f"lanemon/{__version__}", **lane.headers}
+        # no compression, please (a lane that compresses anyway is inflated within bounds: client/encoding.py)
+        headers = {"User-Agent": f"lanemon/{__version__}", "Accept-Encoding": IDENTITY, **lane.headers}
         key = lane.api_key()
         if key:
             headers["Authorization"] = f"Bearer {key}"
@@ -286,6 +314,7 @@ class LaneClient:
 
             transport = stamping_transport(limits) or httpx.AsyncHTTPTransport(limits=limits)
             linear_pool(transport)  # a burst's bookkeeping in linear time (LinearPool)
+            guard_transport(transport)  # 1xx floods and oversized headers named and refused (client/guard.py)
         self.http = httpx.AsyncClient(
             headers=headers,
             timeout=httpx.Timeout(connect=connect_timeout, read=read_timeout, write=30.0, pool=None),
@@ -591,6 +620,9 @@ class LaneClient:
                     arrived = getattr(resp.extensions.get("network_stream"), "read_ns", None)
                     emit(schema.FIRST_BYTE, first, max(arrived - clock.t0, self.floor.t) if arrived else None)
                     answered = True
+                    if 300 <= resp.status_code < 400:  # never followed: named, with where it points
+                        return emit(schema.ERROR, {"cls": schema.ERR_HTTP, "status": resp.status_code,
+                                                   "message": redirect_message(resp)})  # type: ignore[return-value]
                     if resp.status_code >= 400:
                         raw = await _read_bounded(resp, ERROR_BODY_LIMIT)
                         msg = error_message_from_body(raw, resp.status_code)
@@ -725,7 +757,7 @@ def _messages_text(messages: Any) -> str | None:
 
 async def _read_bounded(resp: httpx.Response, limit: int) -> bytes:
     buf = bytearray()
-    async for chunk in resp.aiter_bytes():
+    async for chunk in body_chunks(resp, 4 * limit):
         buf += chunk
         if len(buf) >= limit:
             break

@@ -312,7 +312,8 @@ class MetricsScraper:
         try:
             resp, body = await get_bounded(self.http, "GET", self.url, limit=METRICS_BODY_LIMIT,
                                            deadline=2 * self.timeout, timeout=httpx.Timeout(self.timeout),
-                                           headers={"Accept": "text/plain;version=0.0.4;q=1,*/*;q=0.1"},
+                                           headers={"Accept": "text/plain;version=0.0.4;q=1,*/*;q=0.1",
+                                                    "Accept-Encoding": "identity"},  # client/encoding.py
                                            on_retry=retrying)
             t = self.clock.now()
             latency = (t - start) / 1e9

@@ -16,6 +16,7 @@ import orjson
 
 from lanemon import events as schema
 from lanemon.events import Event
+from lanemon.client.encoding import body_chunks
 from lanemon.measure.records import NO_DONE_NOTE, RequestRecord
 from lanemon.untrusted import Redactor
 
@@ -273,7 +274,8 @@ async def sse_lines(resp: httpx.Response, limit: int = MAX_SSE_LINE, *, progress
     set to the time of each network read before its lines are yielded: when the read's bytes reached the
     process (client/netstamp.py), else when this task got them.
 
-    Like httpx's ``aiter_lines`` but bounded: a line longer than *limit* bytes
+    Like httpx's ``aiter_lines`` but bounded: a compressed body is inflated in bounded steps
+    (client/encoding.py); a line longer than *limit* bytes
     raises :class:`SSELineTooLong` as soon as it passes the limit instead of
     being buffered whole (a 100 MB line costs at most *limit* bytes).
     """
@@ -284,7 +286,7 @@ async def sse_lines(resp: httpx.Response, limit: int = MAX_SSE_LINE, *, progress
     net = resp.extensions.get("network_stream") if read_clock is not None else None
     if not hasattr(net, "read_ns") or read_clock.floor is None:  # no arrival stamps: when this task reads it
         net = None
-    async for chunk in resp.aiter_bytes():
+    async for chunk in body_chunks(resp):  # decompressed within bounds, if the lane compressed anyway
         if read_clock is not None:
             arrived = net.read_ns if net is not None else None
             if arrived:  # when the bytes arrived, but never before an event already delivered
