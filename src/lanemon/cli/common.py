@@ -31,6 +31,10 @@ class UsageError(Exception):
     """Bad input: the CLI prints the message and exits 2."""
 
 
+class CommandError(Exception):
+    """The command could not run (e.g. a demo lane's simulator did not start): one line, exit 1."""
+
+
 def err(message: str) -> None:
     print(f"lanemon: {message}", file=sys.stderr)
 
@@ -185,30 +189,59 @@ def with_stall_timeout(lanes: list[LaneConfig], seconds: float | None,
     return lanes
 
 
+def sim_args(faults: Any = None, **sim_kw: Any) -> tuple[str, ...]:
+    """Simulator keyword options (as :class:`~lanemon.sim.server.SimThread` takes them) as
+    ``python -m lanemon.sim`` arguments: ``agent="loop"`` -> ``--agent loop``, ``thinking=True`` ->
+    ``--thinking``, ``spec_accept=(1, 4)`` -> ``--spec-accept 1-4``, each fault spec -> ``--fault SPEC``."""
+    out: list[str] = []
+    for key, value in sim_kw.items():
+        flag = "--" + key.replace("_", "-")
+        if value is None or value is False:
+            continue
+        if value is True:
+            out.append(flag)
+        elif key == "spec_accept":
+            lo, hi = value
+            out += [flag, f"{lo}-{hi}"]
+        elif key == "qeval_misses" and not isinstance(value, str):
+            out += [flag, ",".join(str(v) for v in value)]
+        else:
+            out += [flag, str(value)]
+    for spec in faults or ():
+        out += ["--fault", str(getattr(spec, "text", "") or spec)]
+    return tuple(out)
+
+
 @contextlib.contextmanager
 def demo_lanes(time_scale: float = 1.0, *, faults_a: Any = None, faults_b: Any = None,
-               stall_timeout: float | None = None, deadline: float | None = None, processes: bool = False,
+               stall_timeout: float | None = None, deadline: float | None = None, processes: bool = True,
                **sim_kw: Any) -> Iterator[list[LaneConfig]]:
     """Start the two simulated lanes; yield their LaneConfigs; stop them after.
 
-    In-process (threads) by default; *processes*: each simulator in its own child process
-    (:class:`lanemon.sim.process.SimProcess`), so that at high concurrency the simulators do not take the
-    client's CPU and GIL -- else the client is starved by its own lanes and every high level is (rightly)
-    unreliable.  Faults and other simulator options keep them in-process.
+    Each simulator runs in its own child process (:class:`lanemon.sim.process.SimProcess`, started side
+    by side), so it never shares lanemon's CPU time slice or interpreter lock with the client that measures
+    it; the children die with lanemon (also when it is killed) and pick free loopback ports.  A simulator
+    that does not start is a :class:`CommandError` quoting its log.  *processes=False* runs them as
+    threads in this process instead (``bench load --demo-in-process``).
     *faults_a* / *faults_b*: fault specs injected by lane A's / B's simulator (sim/faults.py);
-    *stall_timeout*: the lanes' read/stall timeout (LaneConfig.timeout).
+    *stall_timeout*: the lanes' read/stall timeout (LaneConfig.timeout); *sim_kw*: more simulator options
+    (``agent="loop"``, ...; see :func:`sim_args`).
     """
-    from lanemon.sim.server import SimThread
-
     sims: list[Any] = []
     try:
-        if processes and not (faults_a or faults_b or sim_kw):
+        if processes:
             from lanemon.sim.process import SimProcess
 
-            for _, profile in DEMO_PROFILES:
-                sims.append(SimProcess(profile, time_scale=time_scale))
-            urls = [sim.url for sim in sims]
+            try:
+                for (_, profile), faults in zip(DEMO_PROFILES, (faults_a, faults_b)):
+                    sims.append(SimProcess(profile, time_scale=time_scale, extra=sim_args(faults, **sim_kw),
+                                           wait=False))
+                urls = [sim.wait_ready().url for sim in sims]
+            except (OSError, RuntimeError) as exc:
+                raise CommandError(f"cannot start the demo lanes: {exc}") from None
         else:
+            from lanemon.sim.server import SimThread
+
             for (name, profile), faults in zip(DEMO_PROFILES, (faults_a, faults_b)):
                 kw = dict(sim_kw, faults=list(faults)) if faults else sim_kw
                 sims.append(SimThread(profile, time_scale=time_scale, **kw).start())
@@ -228,7 +261,7 @@ def workload_lanes(args: argparse.Namespace) -> Iterator[list[LaneConfig]]:
         with demo_lanes(args.time_scale, faults_a=getattr(args, "fault_a", None),
                         faults_b=getattr(args, "fault_b", None), stall_timeout=stall,
                         deadline=getattr(args, "deadline", None),
-                        processes=getattr(args, "sim_processes", False)) as lanes:
+                        processes=getattr(args, "sim_processes", True)) as lanes:
             wanted = getattr(args, "lanes", None)
             if wanted:
                 names = [n.strip() for n in wanted.split(",") if n.strip()]

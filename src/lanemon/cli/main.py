@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from lanemon import __version__
 from lanemon.cli import MODULES as COMMAND_MODULES
-from lanemon.cli.common import EXIT_INTERRUPTED, EXIT_USAGE, UsageError
+from lanemon.cli.common import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_USAGE, CommandError, UsageError
 from lanemon.cli.common import err as _err
 from lanemon.config import ConfigError
 
@@ -63,6 +63,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, ConfigError) as exc:
         _err(str(exc))
         return EXIT_USAGE
+    except CommandError as exc:
+        _err(str(exc))
+        return EXIT_FAIL
     except KeyboardInterrupt:
         _err("interrupted")
         return EXIT_INTERRUPTED

@@ -2,9 +2,13 @@
 
 import sys
 
-from .server import main
-
 if __name__ == "__main__":
+    from .process import die_with_parent
+
+    die_with_parent()  # before the web stack loads: a child of a dead lanemon exits at once
+
+    from .server import main
+
     try:
         sys.exit(main())
     except KeyboardInterrupt:  # Ctrl-C before the server installed its handlers
