@@ -15,6 +15,8 @@ Example ``lanes.toml`` (in the XDG config dir, or ``--config PATH``)::
     timeout = 600                      # optional: seconds without progress (a data line) before a request
                                        # fails as stalled; keep-alive comments do not count
     deadline = 1800                    # optional: seconds a whole request may take
+    telemetry = "http://10.0.0.5:9400/metrics"  # optional: the lane's GPUs (dcgm-exporter), or "nvml" (docs/GPU.md)
+    cost_per_hour = 3.5                # optional: USD per hour for the lane's GPUs ($/1M output tokens)
     [lanes.A.defaults]                  # optional per-lane request defaults
     temperature = 0
 
@@ -37,7 +39,9 @@ import platformdirs
 APP_NAME = "lanemon"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
 
-LANE_KEYS = {"url", "model", "api_key_env", "headers", "defaults", "timeout", "deadline"}
+LANE_KEYS = {"url", "model", "api_key_env", "headers", "defaults", "timeout", "deadline", "telemetry", "cost_per_hour"}
+MAX_COST_PER_HOUR = 100_000.0
+"""The most a lane's GPUs may cost per hour (USD): far above any rental price, so a larger figure is a typo."""
 DEFAULT_TIMEOUT = 600.0
 """Seconds a request may go without progress (no byte, or only keep-alive comments) before it fails."""
 DEFAULT_DEADLINE = 1800.0
@@ -62,6 +66,10 @@ class LaneConfig:
     """Stall window: seconds without progress (a data line of the stream) before the request fails."""
     deadline: float = DEFAULT_DEADLINE
     """Seconds a whole request (or a non-streaming call) may take, however the server keeps it alive."""
+    telemetry: str | None = None
+    """Where the lane's GPUs report: a dcgm-exporter ``/metrics`` URL or ``"nvml"`` (docs/GPU.md)."""
+    cost_per_hour: float | None = None
+    """USD per hour for the lane's GPUs: turns tokens per second into USD per 1M output tokens."""
 
     def api_key(self) -> str | None:
         """The key from the environment variable named in the config (never stored)."""
@@ -72,7 +80,12 @@ class LaneConfig:
     def public(self) -> dict[str, Any]:
         """What may be written to recordings and shown to viewers: no keys, no headers,
         no ``user:password@`` in the URL."""
-        return {"name": self.name, "url": public_url(self.url), "model": self.model}
+        out = {"name": self.name, "url": public_url(self.url), "model": self.model}
+        if self.telemetry is not None:  # where the GPUs report, without credentials or query
+            out["telemetry"] = self.telemetry if self.telemetry == "nvml" else public_url(self.telemetry)
+        if self.cost_per_hour is not None:
+            out["cost_per_hour"] = self.cost_per_hour
+        return out
 
 
 @dataclass(frozen=True)
@@ -181,7 +194,68 @@ def _lane_from_table(name: str, table: Any, where: str) -> LaneConfig:
     deadline = table.get("deadline", DEFAULT_DEADLINE)
     if isinstance(deadline, bool) or not isinstance(deadline, (int, float)) or deadline <= 0:
         raise ConfigError(f"{where}.deadline: must be a positive number of seconds")
-    return LaneConfig(name, url, model, key_env, dict(headers), dict(defaults), float(timeout), float(deadline))
+    telemetry = validate_telemetry(table["telemetry"], f"{where}.telemetry") if "telemetry" in table else None
+    cost = validate_cost(table["cost_per_hour"], f"{where}.cost_per_hour") if "cost_per_hour" in table else None
+    return LaneConfig(name, url, model, key_env, dict(headers), dict(defaults), float(timeout), float(deadline),
+                      telemetry, cost)
+
+
+def validate_telemetry(value: Any, where: str) -> str:
+    """``"nvml"`` or an http(s) URL of a dcgm-exporter ``/metrics`` (kept as given)."""
+    if value == "nvml":
+        return "nvml"
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{where}: must be \"nvml\" or a dcgm-exporter URL like http://host:9400/metrics")
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigError(f"{where}: {_shown(value)!r} is not \"nvml\" or an http(s) URL like "
+                          "http://host:9400/metrics")
+    try:
+        parts.port
+    except ValueError:
+        raise ConfigError(f"{where}: {_shown(value)!r} has an invalid port") from None
+    return value
+
+
+def validate_cost(value: Any, where: str) -> float:
+    """A finite number of USD per hour in [0, MAX_COST_PER_HOUR]."""
+    import math
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not 0 <= value <= MAX_COST_PER_HOUR:
+        raise ConfigError(f"{where}: must be a number of USD per hour in [0, {MAX_COST_PER_HOUR:g}], "
+                          f"not {_shown(repr(value))}")
+    return float(value)
+
+
+def _named_arg(text: str, flag: str, example: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep:
+        raise ConfigError(f"{flag} {_shown(text)!r}: expected NAME={example}")
+    return validate_name(name.strip(), flag), value.strip()
+
+
+def apply_lane_extras(config: "Config", telemetry: list[str] | None = None, cost: list[str] | None = None) -> "Config":
+    """``--telemetry NAME=URL|nvml`` and ``--cost NAME=USD_PER_HOUR`` over the lanes (a name that is not a
+    lane is an error: a typo must not silently measure nothing)."""
+    import dataclasses
+
+    lanes = {lane.name: lane for lane in config.lanes}
+    for arg in telemetry or ():
+        name, value = _named_arg(arg, "--telemetry", "http://host:9400/metrics (or NAME=nvml)")
+        if name not in lanes:
+            raise ConfigError(f"--telemetry {name}: no lane named {name!r}")
+        lanes[name] = dataclasses.replace(lanes[name], telemetry=validate_telemetry(value, f"--telemetry {name}"))
+    for arg in cost or ():
+        name, value = _named_arg(arg, "--cost", "USD_PER_HOUR, e.g. A=3.5")
+        if name not in lanes:
+            raise ConfigError(f"--cost {name}: no lane named {name!r}")
+        try:
+            number = float(value)
+        except ValueError:
+            raise ConfigError(f"--cost {name}: {_shown(value)!r} is not a number of USD per hour") from None
+        lanes[name] = dataclasses.replace(lanes[name], cost_per_hour=validate_cost(number, f"--cost {name}"))
+    return dataclasses.replace(config, lanes=tuple(lanes.values()))
 
 
 def _probe_from_table(table: Any) -> ProbeConfig:
@@ -274,6 +348,6 @@ def merge_lanes(config: Config, lane_args: list[str]) -> Config:
         old = lanes.get(lane.name)
         if old is not None:  # keep file settings (model, key env, defaults), take the new URL
             lane = LaneConfig(lane.name, lane.url, old.model, old.api_key_env, old.headers, old.defaults, old.timeout,
-                              old.deadline)
+                              old.deadline, old.telemetry, old.cost_per_hour)
         lanes[lane.name] = lane
     return Config(tuple(lanes.values()), config.probe, config.theme, config.record, config.path)

@@ -86,6 +86,12 @@ def add_lane_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", type=Path, metavar="PATH", help="lanes.toml to read (default: the XDG config dir)")
     p.add_argument("--lane", action="append", default=[], metavar="NAME=URL",
                    help="a lane, e.g. A=http://127.0.0.1:8001/v1 (repeatable; overrides the file)")
+    p.add_argument("--telemetry", action="append", default=[], metavar="NAME=URL",
+                   help="where lane NAME's GPUs report: a dcgm-exporter URL (A=http://host:9400/metrics) or "
+                        "NAME=nvml for this machine's GPUs (repeatable; overrides lanes.toml; docs/GPU.md)")
+    p.add_argument("--cost", action="append", default=[], metavar="NAME=USD_PER_HOUR",
+                   help="what lane NAME's GPUs cost per hour, e.g. A=3.5: results gain USD per 1M output tokens "
+                        "(repeatable; overrides lanes.toml cost_per_hour)")
 
 
 def add_workload_args(p: argparse.ArgumentParser) -> None:
@@ -137,9 +143,17 @@ def slo_arg(args: argparse.Namespace) -> dict[str, float] | None:
     return slo
 
 
+def lane_extras(args: argparse.Namespace, config: Config) -> Config:
+    """``--telemetry`` and ``--cost`` applied to the lanes of *config* (ConfigError names a bad one)."""
+    from lanemon.config import apply_lane_extras
+
+    return apply_lane_extras(config, getattr(args, "telemetry", None), getattr(args, "cost", None))
+
+
 def load_lanes(args: argparse.Namespace) -> tuple[Config, list[LaneConfig]]:
     """Lanes from the config file and --lane, filtered and ordered by --lanes."""
     config = merge_lanes(load_config(getattr(args, "config", None)), getattr(args, "lane", []) or [])
+    config = lane_extras(args, config)
     lanes = list(config.lanes)
     wanted = getattr(args, "lanes", None)
     if wanted:
@@ -244,9 +258,12 @@ def demo_lanes(time_scale: float = 1.0, *, faults_a: Any = None, faults_b: Any =
 
             for (name, profile), faults in zip(DEMO_PROFILES, (faults_a, faults_b)):
                 kw = dict(sim_kw, faults=list(faults)) if faults else sim_kw
-                sims.append(SimThread(profile, time_scale=time_scale, **kw).start())
+                sims.append(SimThread(profile, time_scale=time_scale, gpu_telemetry_port=0, **kw).start())
             urls = [sim.base_url for sim in sims]
-        lanes = [LaneConfig(name, url, defaults={"temperature": 0}) for (name, _), url in zip(DEMO_PROFILES, urls)]
+        # each simulated lane's GPU reports in dcgm-exporter's format (sim/gpu.py, docs/GPU.md)
+        telemetry = [getattr(sim, "telemetry_url", None) if getattr(sim, "gpu_port", None) else None for sim in sims]
+        lanes = [LaneConfig(name, url, defaults={"temperature": 0}, telemetry=tel)
+                 for (name, _), url, tel in zip(DEMO_PROFILES, urls, telemetry)]
         yield with_stall_timeout(lanes, stall_timeout, deadline)
     finally:
         for sim in sims:
@@ -266,7 +283,7 @@ def workload_lanes(args: argparse.Namespace) -> Iterator[list[LaneConfig]]:
             if wanted:
                 names = [n.strip() for n in wanted.split(",") if n.strip()]
                 lanes = [lane for lane in lanes if lane.name in names] or lanes
-            yield lanes
+            yield list(lane_extras(args, Config(tuple(lanes))).lanes)
         return
     if getattr(args, "fault_a", None) or getattr(args, "fault_b", None):
         raise UsageError("--fault-a/--fault-b need --demo (they configure the simulated lanes)")

@@ -3,7 +3,9 @@
 :class:`Monitors` runs, until :meth:`stop`, one ``/metrics`` scrape loop per lane
 (``server_metrics`` events, :class:`~lanemon.client.prom.MetricsScraper`; a lane
 without /metrics is tried once and left alone) and one host sampler (``host``
-events, :class:`~lanemon.client.host.HostSampler`, psutil off the event loop).
+events, :class:`~lanemon.client.host.HostSampler`, psutil off the event loop) and, for a lane that names
+its GPU telemetry, one reading loop (``gpu`` events, :class:`~lanemon.client.telemetry.TelemetryScraper`,
+read again at every run edge: :meth:`Monitors.edge`).
 The next scrape or sample is scheduled when the previous one finished, so polls
 never overlap.  Live sessions and every bench and race use it, so a benchmark
 records what the engine and the load host were doing beside the client figures.
@@ -19,6 +21,9 @@ from lanemon.events import Clock, Event
 
 METRICS_INTERVAL = 2.0
 HOST_INTERVAL = 2.0
+TELEMETRY_INTERVAL = 1.0
+"""Seconds between GPU telemetry readings of a lane (dcgm-exporter's own default interval is 30 s; it can
+be set to 1 s, and nvidia-smi refreshes power about once a second)."""
 
 
 class Monitors:
@@ -34,6 +39,10 @@ class Monitors:
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
         self._scrapers: list = []  # every lane's scraper, for one last scrape at stop()
+        self.telemetry_interval = TELEMETRY_INTERVAL if metrics_interval else None
+        self._telemetry: list = []  # every lane's GPU telemetry scraper (client/telemetry.py)
+        self._edges: set[asyncio.Task] = set()
+        self._telemetry_http = None  # its own HTTP client: the lane's headers (its API key) never go there
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -41,6 +50,43 @@ class Monitors:
             self._tasks += [loop.create_task(self.metrics_loop(c)) for c in self.clients]
         if self.host_interval:
             self._tasks.append(loop.create_task(self.host_loop()))
+        if self.telemetry_interval:
+            self._start_telemetry(loop)
+
+    def _start_telemetry(self, loop: asyncio.AbstractEventLoop) -> None:
+        from lanemon.client.telemetry import NVML, TelemetryScraper
+
+        lanes = [c.lane for c in self.clients if getattr(c.lane, "telemetry", None)]
+        if not lanes:
+            return
+        if any(lane.telemetry != NVML for lane in lanes):
+            import httpx
+
+            self._telemetry_http = httpx.AsyncClient(timeout=5.0, follow_redirects=False, trust_env=False)
+        for lane in lanes:
+            scraper = TelemetryScraper(lane.name, lane.telemetry, self._telemetry_http, clock=self.clock,
+                                       emit=self.emit)
+            self._telemetry.append(scraper)
+            self._tasks.append(loop.create_task(self.telemetry_loop(scraper)))
+
+    def edge(self) -> None:
+        """A run's boundary (a bench cell, a race started or ended): read every lane's GPU telemetry now, so
+        energy is taken at the edge, not up to an interval away (a reading in flight is waited for)."""
+        if self._stop.is_set():
+            return
+        for scraper in self._telemetry:
+            if scraper.available:
+                task = asyncio.get_running_loop().create_task(scraper.scrape())
+                self._edges.add(task)
+                task.add_done_callback(self._edges.discard)
+
+    async def telemetry_loop(self, scraper) -> None:
+        while not self._stop.is_set():
+            if not self.paused():
+                await scraper.scrape()
+                if not scraper.available:
+                    return
+            await self._sleep(self.telemetry_interval or TELEMETRY_INTERVAL)
 
     async def run(self) -> None:
         """Start and wait until :meth:`stop` (for callers that gather their loops)."""
@@ -53,11 +99,16 @@ class Monitors:
         await self._finish()
         # one last scrape per lane once the loops are gone, so server-side deltas cover the whole run
         scrapers, self._scrapers = self._scrapers, []
-        await asyncio.gather(*(s.scrape() for s in scrapers if s.available and not self.paused()),
+        telemetry, self._telemetry = self._telemetry, []
+        await asyncio.gather(*(s.scrape() for s in scrapers + telemetry if s.available and not self.paused()),
                              return_exceptions=True)
+        if self._telemetry_http is not None:
+            await self._telemetry_http.aclose()
+            self._telemetry_http = None
 
     async def _finish(self) -> None:
-        tasks, self._tasks = self._tasks, []
+        tasks, self._tasks = self._tasks + list(self._edges), []
+        self._edges.clear()
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

@@ -71,6 +71,8 @@ class LaneData(_Data):
     url: str | None = None
     model: str | None = None
     continuous_usage: bool | None = None
+    telemetry: str | None = None
+    cost_per_hour: Num | None = None
 
 
 class RequestData(_Data):
@@ -201,6 +203,37 @@ class ClientLoadData(_Data):
     bound: bool | None = None
 
 
+class GpuOne(msgspec.Struct, forbid_unknown_fields=False):
+    gpu: Key = None
+    uuid: str | None = None
+    model: str | None = None
+    host: str | None = None
+    util_pct: Num | None = None
+    power_w: Num | None = None
+    energy_mj: Num | None = None
+    sm_clock_mhz: Num | None = None
+    mem_clock_mhz: Num | None = None
+    temp_c: Num | None = None
+    fb_used_mib: Num | None = None
+    fb_free_mib: Num | None = None
+    unified: bool | None = None
+    reasons: int | None = None
+    throttle: list[str] | None = None
+    xid: Num | None = None
+
+
+class GpuData(_Data):
+    ok: bool | None = None
+    source: str | None = None
+    latency_s: Num | None = None
+    power_w: Num | None = None
+    energy_mj: Num | None = None
+    gpu_count: int | None = None
+    gpus: list[GpuOne] | None = None
+    cls: str | None = None
+    message: str | None = None
+
+
 #: kind -> the schema of its ``data`` (fields not named are kept unchecked).
 DATA_SCHEMAS: dict[str, type[_Data]] = {
     ev_schema.PROBE: ProbeData,
@@ -216,6 +249,7 @@ DATA_SCHEMAS: dict[str, type[_Data]] = {
     ev_schema.SERVER_METRICS: ServerMetricsData,
     ev_schema.HOST: HostData,
     ev_schema.CLIENT_LOAD: ClientLoadData,
+    ev_schema.GPU: GpuData,
 }
 
 

@@ -32,6 +32,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from lanemon.measure.energy import attach_energy
 from lanemon.measure.server import attach_server_views
 from lanemon import __version__
 from lanemon import events as schema
@@ -191,6 +192,7 @@ def analyze(source: Any, *, benches: Sequence[str] | None = None) -> dict[str, A
             out[bench] = per_lane_results(bench, fn, events) if bench in PER_LANE else fn(events)
             if bench in ("decode", "prefill", "needles", "load", "sweep"):  # the engine's own view beside ours
                 attach_server_views(out[bench], events)
+                attach_energy(out[bench], events)  # joules, tokens per joule, USD per 1M tokens (docs/GPU.md)
             cut_short = interrupted_text(bench, out[bench])
             if cut_short:  # first, so no reader takes a cut run for a whole one
                 warnings.insert(0, cut_short)

@@ -249,6 +249,8 @@ class Lane:
     """Tokens held by admitted streams right now (prompt + generated so far)."""
     on_finish: Callable[[dict], None] | None = None
     """Called with each trace record when its request ends (the /metrics histograms, sim/metrics_endpoint.py)."""
+    on_load: Callable[[int], None] | None = None
+    """Called with ``active`` each time it changes (the simulated GPU's power and energy, sim/gpu.py)."""
     trace: collections.deque = field(init=False)
     cache: PrefixCache = field(init=False)
     _waiters: collections.deque = field(init=False)
@@ -317,6 +319,8 @@ class Lane:
             raise Closed()
         if self.active < self.profile.max_parallel and not self._waiters:
             self.active += 1
+            if self.on_load is not None:
+                self.on_load(self.active)
             return
         fut = asyncio.get_running_loop().create_future()
         self._waiters.append(fut)
@@ -342,6 +346,8 @@ class Lane:
                 fut.set_result(None)  # hand the slot over: ``active`` unchanged
                 return
         self.active -= 1
+        if self.on_load is not None:
+            self.on_load(self.active)
 
     def close(self) -> None:
         """Make every waiting and running stream end promptly."""

@@ -18,6 +18,10 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                     help=f"tensorfold-exl3 (lane A) or sglang-native (lane B); one of: {', '.join(PROFILES)}")
     ap.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     ap.add_argument("--port", type=int, default=8001, help="TCP port; 0 picks a free one (announced); default 8001")
+    ap.add_argument("--gpu-telemetry-port", type=int, default=None, metavar="P",
+                    help="also serve the lane's simulated GPU (GB10-like: power and energy follow the batch) in "
+                         "dcgm-exporter's Prometheus format at http://HOST:P/metrics; 0 picks a free port "
+                         "(announced); docs/GPU.md")
     ap.add_argument("--time-scale", type=float, default=1.0, metavar="X",
                     help="multiply every simulated duration by X (0.05 runs 20x faster)")
     ap.add_argument("--seed", type=int, default=0, help="seed for generated text (default 0)")

@@ -122,6 +122,8 @@ class Harness:
 
     def mark(self, label: str, lane: str | None = None, **data: Any) -> None:
         self.bus.publish(Event(self.clock.now(), schema.MARK, lane, None, {"label": label, **data}))
+        if self.monitors is not None and data.get("phase") in ("start", "end"):
+            self.monitors.edge()  # GPU telemetry read at the edge (energy per cell / race, docs/GPU.md)
 
     def note(self, message: str, level: str = "info") -> None:
         self.bus.publish(Event(self.clock.now(), schema.NOTE, None, None, {"level": level, "message": message}))

@@ -2,8 +2,8 @@
 
 Routes: ``/v1/models``, ``/v1/models/{id}``, ``/v1/completions``,
 ``/v1/chat/completions``, ``/health``, ``/metrics`` (sim/metrics_endpoint.py),
-and the simulator's own ``/sim/info``, ``/sim/trace`` (ground truth) and
-``/sim/cache``.  Fault injection (sim/faults.py) wraps the whole app.
+and the simulator's own ``/sim/info``, ``/sim/trace`` (ground truth), ``/sim/gpu`` (the simulated
+GPU's exact energy counter, sim/gpu.py) and ``/sim/cache``.  Fault injection (sim/faults.py) wraps the whole app.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from starlette.routing import Route
 
 from .. import engine as eng
 from .. import logprobs as sim_logprobs
+from .. import gpu as sim_gpu
 from .. import metrics_endpoint
 from .. import thinking as sim_thinking
 from ..agent import AGENTS
@@ -105,6 +106,10 @@ def create_app(profile_name: str, *, time_scale: float = 1.0, seed: int = 0, log
                      spec_accept=spec_accept, usage=usage)
     # qeval_misses: task ids answered wrong (None = default four)
     state.qeval = QevalResponder(qeval_misses)
+    # the lane's GPU: power and energy follow the scheduler's batch (sim/gpu.py); its dcgm-exporter
+    # text is served on --gpu-telemetry-port, its exact counter at /sim/gpu
+    state.gpu = sim_gpu.GpuModel(sim_gpu.DEVICES.get(profile.name, sim_gpu.Device()))
+    state.lane.on_load = state.gpu.set_batch
 
     async def generation(request: Request, endpoint: str):
         sim_logprobs.current_noise.set(sim_logprobs.LANE_NOISE.get(profile.name, 0.0))
@@ -174,6 +179,9 @@ def create_app(profile_name: str, *, time_scale: float = 1.0, seed: int = 0, log
         return _json({"time_scale": state.time_scale, "profile": profile.name,
                       "requests": state.lane.trace_snapshot()})
 
+    async def gpu(request: Request):
+        return _json(state.gpu.truth())
+
     async def cache(request: Request):
         state.lane.cache.clear()
         return _json({"cleared": True})
@@ -194,6 +202,7 @@ def create_app(profile_name: str, *, time_scale: float = 1.0, seed: int = 0, log
             Route("/sim/info", info, methods=["GET"]),
             Route("/sim/trace", trace, methods=["GET", "DELETE"]),
             Route("/sim/cache", cache, methods=["DELETE"]),
+            Route("/sim/gpu", gpu, methods=["GET"]),
             *metrics_endpoint.routes(state),  # GET /metrics in the profile's engine naming
         ],
         exception_handlers={404: not_found, 405: bad_method},

@@ -96,6 +96,17 @@ def _config(app) -> "uvicorn.Config":  # noqa: F821
                           timeout_graceful_shutdown=1, loop="asyncio", http=_protocol(), ws="none")
 
 
+def _with_telemetry(socks: list, app, state: SimState, host: str, port: int | None) -> tuple[list, Any]:
+    """The sockets and app to serve: with a GPU telemetry *port* a second socket there, and the app
+    dispatching requests by the port they arrived on (sim/gpu.py ``PortDispatch``)."""
+    if port is None:
+        return socks, app
+    from ..gpu import PortDispatch, telemetry_app
+
+    gsock = _bind(host, port)
+    return [*socks, gsock], PortDispatch(app, telemetry_app(state.gpu), gsock.getsockname()[1])
+
+
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
@@ -144,8 +155,11 @@ class SimThread:
     def __init__(self, profile_name: str, *, host: str = "127.0.0.1", port: int = 0, time_scale: float = 1.0,
                  seed: int = 0, logprobs: str | None = None, needle_miss: bool = False,
                  context_len: int | None = None, agent: str = "chain", qeval_misses: Any = None,
-                 **sim_kw: Any) -> None:
+                 gpu_telemetry_port: int | None = None, **sim_kw: Any) -> None:
         self.profile_name = profile_name
+        self._gpu_req_port = gpu_telemetry_port
+        self.gpu_port: int | None = None
+        """The port of the GPU's dcgm-exporter text (``gpu_telemetry_port``; 0 picks one), else None."""
         self.host = host
         self._req_port = port
         self.app = create_app(profile_name, time_scale=time_scale, seed=seed, logprobs=logprobs,
@@ -169,19 +183,29 @@ class SimThread:
     def root_url(self) -> str:
         return self.base_url[: -len("/v1")]
 
+    @property
+    def telemetry_url(self) -> str:
+        """``http://host:P/metrics`` of the simulated GPU (needs ``gpu_telemetry_port``)."""
+        if self.gpu_port is None:
+            raise RuntimeError("SimThread has no GPU telemetry port")
+        return f"http://{_url_host(self.host)}:{self.gpu_port}/metrics"
+
     def start(self, timeout: float = 10.0) -> "SimThread":
         if self._thread is not None:
             return self
         self._sock = _bind(self.host, self._req_port)
         self.port = self._sock.getsockname()[1]
-        self._server = _QuietServer.make(_config(self.app), None)
+        socks, app = _with_telemetry([self._sock], self.app, self.state, self.host, self._gpu_req_port)
+        self._gpu_sock = socks[1] if len(socks) > 1 else None
+        self.gpu_port = self._gpu_sock.getsockname()[1] if self._gpu_sock is not None else None
+        self._server = _QuietServer.make(_config(app), None)
 
         def target() -> None:
             loop = asyncio.new_event_loop()
             self._loop = loop
             asyncio.set_event_loop(loop)
             try:
-                loop.run_until_complete(self._server.serve(sockets=[self._sock]))
+                loop.run_until_complete(self._server.serve(sockets=socks))
             except BaseException as e:  # pragma: no cover - reported by start()
                 self._error = e
             finally:
@@ -214,9 +238,10 @@ class SimThread:
         if self._thread.is_alive() and self._server is not None:
             self._server.force_exit = True
             self._thread.join(1.0)
-        if self._sock is not None:
-            with contextlib.suppress(OSError):
-                self._sock.close()
+        for sock in (self._sock, getattr(self, "_gpu_sock", None)):
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.close()
         self._thread = None
 
     def __enter__(self) -> "SimThread":
@@ -228,28 +253,39 @@ class SimThread:
 
 def run(profile_name: str, *, host: str = "127.0.0.1", port: int = 8001, time_scale: float = 1.0, seed: int = 0,
         announce: Callable[[str], Any] = print, logprobs: str | None = None, needle_miss: bool = False,
-        context_len: int | None = None, agent: str = "chain", qeval_misses: Any = None, **sim_kw: Any) -> None:
+        context_len: int | None = None, agent: str = "chain", qeval_misses: Any = None,
+        gpu_telemetry_port: int | None = None, **sim_kw: Any) -> None:
     """Serve lane *profile_name* in the foreground until SIGINT/SIGTERM (``sim_kw``: the thinking,
-    chunking and usage options of :func:`create_app`)."""
+    chunking and usage options of :func:`create_app`); with *gpu_telemetry_port* the simulated GPU's
+    dcgm-exporter text is served there too (``GET /metrics``, sim/gpu.py)."""
     app = create_app(profile_name, time_scale=time_scale, seed=seed, logprobs=logprobs,
                      needle_miss=needle_miss, context_len=context_len, agent=agent, qeval_misses=qeval_misses,
                      **sim_kw)
     state: SimState = app.state.sim
     sock = _bind(host, port)
     real_port = sock.getsockname()[1]
+    try:
+        socks, app = _with_telemetry([sock], app, state, host, gpu_telemetry_port)
+    except BaseException:
+        sock.close()
+        raise
 
     def on_signal() -> None:
         state.lane.close()
 
     server = _QuietServer.make(_config(app), on_signal)
     announce(f"lanemon sim {profile_name} listening on http://{_url_host(host)}:{real_port}/v1")
+    if len(socks) > 1:
+        announce(f"lanemon sim {profile_name} GPU telemetry (dcgm-exporter format) on "
+                 f"http://{_url_host(host)}:{socks[1].getsockname()[1]}/metrics")
     try:
-        asyncio.run(server.serve(sockets=[sock]))
+        asyncio.run(server.serve(sockets=socks))
     except KeyboardInterrupt:
         pass
     finally:
-        with contextlib.suppress(OSError):
-            sock.close()
+        for s in socks:
+            with contextlib.suppress(OSError):
+                s.close()
 
 
 def run_args(args: argparse.Namespace, prog: str = "lanemon sim") -> int:
@@ -262,6 +298,13 @@ def run_args(args: argparse.Namespace, prog: str = "lanemon sim") -> int:
         return 2
     if not (args.time_scale > 0 and math.isfinite(args.time_scale)):
         print(f"{prog}: --time-scale must be a positive number", file=sys.stderr)
+        return 2
+    gpu_port = getattr(args, "gpu_telemetry_port", None)
+    if gpu_port is not None and not 0 <= gpu_port <= 65535:
+        print(f"{prog}: --gpu-telemetry-port {gpu_port} is not a TCP port", file=sys.stderr)
+        return 2
+    if gpu_port is not None and gpu_port and gpu_port == args.port:
+        print(f"{prog}: --gpu-telemetry-port must differ from --port", file=sys.stderr)
         return 2
     if args.context_len is not None and args.context_len < 1:
         print(f"{prog}: --context-len must be a positive number of tokens", file=sys.stderr)
@@ -282,7 +325,7 @@ def run_args(args: argparse.Namespace, prog: str = "lanemon sim") -> int:
             needle_miss=args.needle_miss, context_len=args.context_len, agent=args.agent,
             qeval_misses=args.qeval_misses, thinking=args.thinking, reasoning_tokens=args.reasoning_tokens,
             tokens_per_chunk=args.tokens_per_chunk, spec_accept=spec, usage=args.usage,
-            faults=getattr(args, "fault", None) or None)
+            faults=getattr(args, "fault", None) or None, gpu_telemetry_port=gpu_port)
     except OSError as e:
         print(f"{prog}: cannot listen on {args.host}:{args.port}: {e.strerror or e}", file=sys.stderr)
         return 2

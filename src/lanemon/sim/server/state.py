@@ -34,6 +34,7 @@ class SimState:
     spec_accept: tuple[int, int] | None = None  # speculative decoding: tokens per chunk drawn from lo..hi
     usage: str = "continuous"  # continuous | final (continuous_usage_stats -> 400) | none (never usage)
     server_metrics: Any = None  # LaneMetrics behind GET /metrics (sim/metrics_endpoint.py)
+    gpu: Any = None  # GpuModel: the lane's simulated GPU (sim/gpu.py)
     created: int = field(default_factory=lambda: int(time.time()))
     _entropy: random.Random = field(default_factory=lambda: random.Random(os.urandom(16)))
 

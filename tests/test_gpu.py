@@ -1,0 +1,366 @@
+"""GPU telemetry, energy and cost (docs/GPU.md): the simulator's GPU, dcgm-exporter and NVML readings, the
+energy arithmetic, and `lanemon bench decode --telemetry ... --cost ...` checked against the simulator's own
+energy counter."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import httpx
+import pytest
+
+from lanemon import events as schema
+from lanemon.client.prom import parse
+from lanemon.client.telemetry import NvmlReader, TelemetryScraper, map_dcgm, summarise
+from lanemon.config import ConfigError, Config, LaneConfig, apply_lane_extras, parse_config
+from lanemon.events import Clock, Event
+from lanemon.measure.energy import efficiency, energy_of, readings, window_energy
+from lanemon.sim.gpu import Device, GpuModel, energy_between, exposition, power_w
+
+FIXTURES = Path(__file__).parent / "fixtures"
+NS = 1_000_000_000
+
+
+# --------------------------------------------------------------------------- the simulator's GPU
+
+
+class FakeTime:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_sim_power_rises_with_batch_toward_the_cap_and_energy_is_its_exact_integral():
+    dev = Device()
+    ps = [power_w(dev, n) for n in range(0, 40)]
+    assert ps[0] == dev.idle_w and ps[1] == dev.busy_w
+    assert all(b > a for a, b in zip(ps[1:], ps[2:])) and ps[-1] < dev.cap_w and ps[-1] > 0.99 * dev.cap_w
+    clock = FakeTime()
+    g = GpuModel(dev, clock=clock)
+    clock.t += 2.0                     # 2 s idle
+    g.set_batch(1)
+    clock.t += 1.0                     # 1 s at one stream
+    g.set_batch(8)
+    clock.t += 0.5                     # 0.5 s at eight
+    g.set_batch(0)
+    want_j = 2.0 * dev.idle_w + 1.0 * dev.busy_w + 0.5 * power_w(dev, 8)
+    truth = g.truth()
+    assert truth["energy_j"] == pytest.approx(want_j, rel=1e-9)
+    # the breakpoints give the same energy for any sub-window
+    assert energy_between(truth["history"], 102.0, 103.5) == pytest.approx(dev.busy_w + 0.5 * power_w(dev, 8))
+    assert energy_between(truth["history"], 100.5, 101.0) == pytest.approx(0.5 * dev.idle_w)
+
+
+def test_sim_exposition_is_dcgm_exporter_text_and_unified_memory_reports_no_framebuffer():
+    clock = FakeTime()
+    g = GpuModel(Device(), clock=clock)
+    g.set_batch(3)
+    clock.t += 4.0
+    text = exposition(g, hostname="spark-1").decode()
+    assert "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter" in text
+    assert 'modelName="NVIDIA GB10"' in text and 'Hostname="spark-1"' in text
+    assert "DCGM_FI_DEV_FB_USED{" in text and "9223372036854775794" in text  # DCGM_INT64_NOT_SUPPORTED
+    [gpu] = map_dcgm(parse(text))
+    assert gpu["unified"] is True and "fb_used_mib" not in gpu and "fb_free_mib" not in gpu
+    assert gpu["energy_mj"] == pytest.approx(4.0 * power_w(Device(), 3) * 1000, abs=1)
+    assert gpu["power_w"] == pytest.approx(power_w(Device(), 3), abs=1e-3)
+    assert gpu["util_pct"] == 100 and gpu["sm_clock_mhz"] == Device().sm_boost_mhz and gpu["throttle"] == []
+    assert "temp_c" in gpu and gpu["temp_c"] > Device().ambient_c
+
+
+# --------------------------------------------------------------------------- dcgm-exporter readings
+
+
+def test_two_gpus_are_labelled_and_summed_and_sentinels_are_dropped():
+    gpus = map_dcgm(parse((FIXTURES / "dcgm_h100x2.prom").read_text()))
+    assert [g["gpu"] for g in gpus] == ["0", "1"]
+    g0, g1 = gpus
+    assert g0["model"] == "NVIDIA H100 80GB HBM3" and g0["host"] == "node-a" and g0["uuid"].startswith("GPU-604a")
+    assert g0["fb_used_mib"] == 76953 and g0["unified"] is False
+    assert "temp_c" in g0 and "temp_c" in g1
+    assert g1["xid"] == 79 and g1["throttle"] == ["sw-power-cap", "sw-thermal"]  # 36 = 0x4 | 0x20
+    s = summarise(gpus)
+    assert s["gpu_count"] == 2 and s["power_w"] == pytest.approx(1010.75)
+    assert s["energy_mj"] == 81234567890 + 79876543210
+
+
+@pytest.mark.parametrize("line,key", [
+    ('DCGM_FI_DEV_POWER_USAGE{gpu="0"} NaN', "power_w"),
+    ('DCGM_FI_DEV_POWER_USAGE{gpu="0"} +Inf', "power_w"),
+    ('DCGM_FI_DEV_POWER_USAGE{gpu="0"} -5', "power_w"),
+    ('DCGM_FI_DEV_POWER_USAGE{gpu="0"} 140737488355328', "power_w"),  # DCGM_FP64_BLANK
+    ('DCGM_FI_DEV_POWER_USAGE{gpu="0"} 99999', "power_w"),            # no GPU draws 100 kW
+    ('DCGM_FI_DEV_GPU_UTIL{gpu="0"} 250', "util_pct"),
+    ('DCGM_FI_DEV_GPU_TEMP{gpu="0"} 9223372036854775792', "temp_c"),   # DCGM_INT64_BLANK + 2
+])
+def test_impossible_values_are_not_shown(line, key):
+    [gpu] = map_dcgm(parse(line + "\n"))
+    assert key not in gpu
+
+
+def test_hostile_labels_are_inert_and_cut_and_gpus_bounded():
+    evil = "\\x1b]52;c;AAAA\\x07" + "x" * 500
+    gpus = map_dcgm(parse(f'DCGM_FI_DEV_POWER_USAGE{{gpu="0",modelName="{evil}"}} 10\n'))
+    assert "\x1b" not in gpus[0]["model"] and "\x07" not in gpus[0]["model"] and len(gpus[0]["model"]) <= 64
+    many = "".join(f'DCGM_FI_DEV_POWER_USAGE{{gpu="{i}"}} 10\n' for i in range(500))
+    assert len(map_dcgm(parse(many))) == 64
+    assert map_dcgm(parse("vllm:num_requests_running 3\n")) == []
+
+
+def _scrape(url_or_nvml, *, transport=None, nvml=None):
+    events: list[Event] = []
+
+    async def go():
+        http = httpx.AsyncClient(transport=transport) if transport else None
+        s = TelemetryScraper("A", url_or_nvml, http, clock=Clock(), emit=events.append, nvml=nvml)
+        data = await s.scrape()
+        if http:
+            await http.aclose()
+        return s, data
+
+    s, data = asyncio.run(go())
+    assert len(events) == 1 and events[0].kind == schema.GPU and events[0].lane == "A"
+    return s, data
+
+
+def test_scraper_reads_an_exposition_and_gives_up_on_a_404_or_a_foreign_body():
+    body = (FIXTURES / "dcgm_h100x2.prom").read_bytes()
+    s, data = _scrape("http://gpu:9400/metrics", transport=httpx.MockTransport(lambda r: httpx.Response(200, content=body)))
+    assert data["ok"] and data["source"] == "dcgm" and data["gpu_count"] == 2 and s.available
+    s, data = _scrape("http://gpu:9400/metrics", transport=httpx.MockTransport(lambda r: httpx.Response(404)))
+    assert not data["ok"] and not s.available
+    s, data = _scrape("http://gpu:9400/metrics",
+                      transport=httpx.MockTransport(lambda r: httpx.Response(200, text="vllm:num_requests_running 1\n")))
+    assert not data["ok"] and not s.available and "DCGM" in data["message"]
+
+
+# --------------------------------------------------------------------------- NVML, with a fake pynvml
+
+
+class FakeNvml:
+    """What nvidia-ml-py answers for a GB10 (memory info not supported) and an H100."""
+
+    NVML_CLOCK_SM, NVML_CLOCK_MEM, NVML_TEMPERATURE_GPU = 1, 2, 0
+
+    class NVMLError(Exception):
+        pass
+
+    def __init__(self, devices):
+        self.devices = devices
+        self.inits = 0
+
+    def nvmlInit(self):
+        self.inits += 1
+
+    def nvmlDeviceGetCount(self):
+        return len(self.devices)
+
+    def nvmlDeviceGetHandleByIndex(self, i):
+        return self.devices[i]
+
+    def _get(self, h, key):
+        v = h.get(key)
+        if v is None:
+            raise self.NVMLError("Not Supported")
+        return v
+
+    def nvmlDeviceGetName(self, h):
+        return self._get(h, "name")
+
+    def nvmlDeviceGetUUID(self, h):
+        return self._get(h, "uuid")
+
+    def nvmlDeviceGetUtilizationRates(self, h):
+        return SimpleNamespace(gpu=self._get(h, "util"), memory=0)
+
+    def nvmlDeviceGetPowerUsage(self, h):
+        return self._get(h, "power_mw")
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, h):
+        return self._get(h, "energy_mj")
+
+    def nvmlDeviceGetClockInfo(self, h, which):
+        return self._get(h, "sm" if which == 1 else "mem")
+
+    def nvmlDeviceGetTemperature(self, h, which):
+        return self._get(h, "temp")
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, h):
+        return self._get(h, "reasons")
+
+    def nvmlDeviceGetMemoryInfo(self, h):
+        return SimpleNamespace(used=self._get(h, "used"), free=self._get(h, "free"), total=0)
+
+
+def test_nvml_reads_every_gpu_and_a_gb10_says_unified():
+    nv = FakeNvml([
+        {"name": b"NVIDIA GB10", "uuid": "GPU-aa", "util": 87, "power_mw": 41250, "energy_mj": 123456, "sm": 2405,
+         "mem": 4266, "temp": 52, "reasons": 0x4},
+        {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-bb", "util": 3, "power_mw": 70000, "energy_mj": 999,
+         "sm": 345, "mem": 2619, "temp": 33, "reasons": 1, "used": 1 << 30, "free": 79 << 30},
+    ])
+    s, data = _scrape("nvml", nvml=nv)
+    assert data["ok"] and data["source"] == "nvml" and data["gpu_count"] == 2
+    a, b = data["gpus"]
+    assert a["model"] == "NVIDIA GB10" and a["power_w"] == pytest.approx(41.25) and a["energy_mj"] == 123456
+    assert a["unified"] is True and "fb_used_mib" not in a and a["throttle"] == ["sw-power-cap"]
+    assert b["unified"] is False and b["fb_used_mib"] == 1024 and b["fb_free_mib"] == 79 * 1024
+    assert data["power_w"] == pytest.approx(111.25) and data["energy_mj"] == 123456 + 999
+
+
+def test_nvml_missing_or_failing_is_one_quiet_reading():
+    class Broken(FakeNvml):
+        def nvmlInit(self):
+            raise self.NVMLError("Driver Not Loaded")
+
+    s, data = _scrape("nvml", nvml=Broken([]))
+    assert not data["ok"] and not s.available and "Driver Not Loaded" in data["message"]
+    with pytest.raises(Exception) as info:
+        NvmlReader(Broken([]))
+    assert "NVML did not start" in str(info.value)
+
+
+# --------------------------------------------------------------------------- energy arithmetic
+
+
+def gpu_ev(t_s: float, power: float | None, energy_mj: float | None, lane: str = "A") -> Event:
+    data = {"ok": True, "source": "dcgm", "latency_s": 0.0, "parse_s": 0.0}
+    if power is not None:
+        data["power_w"] = power
+    if energy_mj is not None:
+        data["energy_mj"] = energy_mj
+    return Event(int(t_s * NS), schema.GPU, lane, None, data)
+
+
+def test_counter_energy_is_interpolated_at_the_window_edges():
+    # 10 W until t=2, then 50 W: counter readings at 0, 1, 3, 5 s
+    evs = [gpu_ev(0, 10, 0), gpu_ev(1, 10, 10_000), gpu_ev(3, 50, 80_000), gpu_ev(5, 50, 180_000)]
+    w = window_energy(readings(evs, "A"), int(1.5 * NS), int(4 * NS))
+    # interpolated: e(1.5) = 10000 + 70000 * 0.25 = 27500 mJ; e(4) = 130000 mJ
+    assert w["energy_source"] == "counter" and w["energy_j"] == pytest.approx(102.5)
+    assert w["gpu_power_w_mean"] == pytest.approx(102.5 / 2.5)
+
+
+def test_a_counter_reset_or_no_counter_falls_back_to_power_and_says_so():
+    evs = [gpu_ev(0, 20, 500_000), gpu_ev(1, 20, 520_000), gpu_ev(2, 40, 1_000), gpu_ev(3, 40, 41_000)]
+    w = window_energy(readings(evs, "A"), int(0.5 * NS), int(2.5 * NS))
+    assert w["energy_source"] == "power"
+    # trapezoid: 0.5..1 at 20 W, 1..2 from 20 to 40 W, 2..2.5 at 40 W
+    assert w["energy_j"] == pytest.approx(0.5 * 20 + 30 + 0.5 * 40)
+    evs = [gpu_ev(0, 30, None), gpu_ev(2, 30, None)]
+    assert window_energy(readings(evs, "A"), NS // 2, NS)["energy_source"] == "power"
+    w = window_energy([], 0, NS)
+    assert w["energy_j"] is None and "no GPU telemetry" in w["energy_reason"]
+
+
+def test_efficiency_figures_and_their_reasons():
+    e = efficiency(200.0, 1000, 10.0, 3.5)
+    assert e["tokens_per_joule"] == 5.0
+    # 3.5 USD/h for 10 s = 0.009722 USD for 1000 tokens -> 9.7222 USD per 1M
+    assert e["usd_per_1m_output_tokens"] == pytest.approx(3.5 * 10 / 3600 / 1000 * 1e6, abs=1e-4)
+    e = efficiency(None, 1000, 10.0, None, "no GPU telemetry for this lane")
+    assert e["tokens_per_joule"] is None and e["tokens_per_joule_reason"] == "no GPU telemetry for this lane"
+    assert e["usd_per_1m_output_tokens"] is None and "cost_per_hour" in e["cost_reason"]
+    assert efficiency(100.0, 0, 5.0, 3.5)["tokens_per_joule"] is None
+    b = energy_of([gpu_ev(0, 10, 0), gpu_ev(10, 10, 100_000)], "A", [(NS, 2 * NS), (3 * NS, 5 * NS)], 60, 7.2)
+    assert b["energy_j"] == pytest.approx(30.0) and b["energy_window_s"] == 3.0 and b["tokens_per_joule"] == 2.0
+    assert b["usd_per_1m_output_tokens"] == pytest.approx(7.2 * 3 / 3600 / 60 * 1e6, abs=1e-3)
+
+
+def test_untrusted_readings_from_a_recording_are_ignored():
+    evs = [Event(NS, schema.GPU, "A", None, {"ok": True, "power_w": "lots", "energy_mj": float("nan")}),
+           Event(2 * NS, schema.GPU, "A", None, {"ok": True, "power_w": -3, "energy_mj": True})]
+    assert all(r.power_w is None and r.energy_mj is None for r in readings(evs, "A"))
+
+
+# --------------------------------------------------------------------------- config
+
+
+def test_config_telemetry_and_cost():
+    cfg = parse_config({"lanes": {"A": {"url": "http://h:8000/v1", "telemetry": "http://u:p@h:9400/metrics",
+                                        "cost_per_hour": 3.5}, "B": {"url": "http://h:8001/v1", "telemetry": "nvml"}}})
+    a, b = cfg.lanes
+    assert a.telemetry == "http://u:p@h:9400/metrics" and a.cost_per_hour == 3.5 and b.telemetry == "nvml"
+    assert a.public()["telemetry"] == "http://h:9400/metrics" and a.public()["cost_per_hour"] == 3.5
+    for bad in ({"telemetry": "ftp://x"}, {"telemetry": 3}, {"cost_per_hour": -1}, {"cost_per_hour": float("nan")},
+                {"cost_per_hour": "3"}, {"cost_per_hour": True}):
+        with pytest.raises(ConfigError) as info:
+            parse_config({"lanes": {"A": {"url": "http://h:8000/v1", **bad}}})
+        assert "lanes.A." in str(info.value)
+    base = Config((LaneConfig("A", "http://h:8000/v1"),))
+    out = apply_lane_extras(base, ["A=http://g:9400/metrics"], ["A=2.25"])
+    assert out.lanes[0].telemetry == "http://g:9400/metrics" and out.lanes[0].cost_per_hour == 2.25
+    for tel, cost, words in ((["B=nvml"], [], "no lane named"), ([], ["A=cheap"], "not a number"),
+                             (["A"], [], "expected NAME="), ([], ["A=inf"], "USD per hour")):
+        with pytest.raises(ConfigError) as info:
+            apply_lane_extras(base, tel, cost)
+        assert words in str(info.value)
+
+
+# --------------------------------------------------------------------------- done when: bench decode vs the simulator
+
+
+def test_bench_decode_energy_and_cost_agree_with_the_simulators_own_counter(tmp_path):
+    from lanemon.recording.reader import read_events
+    from lanemon.sim.server import SimThread
+
+    rec_path = tmp_path / "run.jsonl"
+    with SimThread("sglang-native", time_scale=0.5, gpu_telemetry_port=0) as sim:
+        out = subprocess.run(
+            [sys.executable, "-m", "lanemon", "bench", "decode", "--lane", f"A={sim.base_url}",
+             "--telemetry", f"A={sim.telemetry_url}", "--cost", "A=3.5", "--levels", "1,4",
+             "--categories", "coding,prose", "--max-tokens", "64", "--no-categories", "--json",
+             "--record", str(rec_path)], capture_output=True, text=True, timeout=300)
+        truth = httpx.get(sim.root_url + "/sim/gpu").json()
+        trace = httpx.get(sim.root_url + "/sim/trace").json()["requests"]
+    assert out.returncode == 0, out.stderr
+    res = json.loads(out.stdout)
+    _, events, _ = read_events(rec_path)
+    windows = {}
+    for ev in events:
+        if ev.kind == schema.MARK and ev.data.get("label") == "cell":
+            windows.setdefault(str(ev.data["level"]), {})[ev.data["phase"]] = ev.t
+    levels = res["lanes"]["A"]["levels"]
+    assert set(levels) == {"1", "4"}
+    # the simulator's truth per cell: its requests (the trace, in arrival order; before them the one request
+    # that asked whether the lane takes continuous usage), their tokens, and the exact energy from the first
+    # arrival to the last end (lanemon's window is its marks, a few idle milliseconds wider)
+    reqs = sorted(trace, key=lambda r: r["t_arrival_mono"])
+    reqs = reqs[len(reqs) - levels["1"]["requests"] - levels["4"]["requests"]:]
+    groups = {"1": reqs[:levels["1"]["requests"]], "4": reqs[levels["1"]["requests"]:]}
+    for level, cell in levels.items():
+        for key in ("gpu_power_w_mean", "energy_j", "tokens_per_joule", "usd_per_1m_output_tokens"):
+            assert isinstance(cell[key], float) and math.isfinite(cell[key]) and cell[key] > 0, (level, key, cell)
+        assert cell["energy_source"] == "counter"
+        g = groups[level]
+        assert sum(r["completion_tokens"] for r in g) == cell["output_tokens"]
+        t0 = min(r["t_arrival_mono"] for r in g)
+        t1 = max(r["t_arrival_mono"] + r["e2e_s"] for r in g)
+        true_tpj = cell["output_tokens"] / energy_between(truth["history"], t0, t1)
+        assert cell["tokens_per_joule"] == pytest.approx(true_tpj, rel=0.05), (level, cell, true_tpj)
+        w = windows[level]
+        seconds = (w["end"] - w["start"]) / NS
+        assert cell["usd_per_1m_output_tokens"] == pytest.approx(3.5 * seconds / 3600 / cell["output_tokens"] * 1e6,
+                                                                 rel=0.01)
+        assert 11.0 <= cell["gpu_power_w_mean"] <= 104.0  # between the device's idle power and its cap
+    # more streams draw more power (the batch)
+    assert levels["4"]["gpu_power_w_mean"] > levels["1"]["gpu_power_w_mean"]
+
+
+def test_bench_json_without_telemetry_says_why():
+    out = subprocess.run([sys.executable, "-m", "lanemon", "bench", "decode", "--demo", "--time-scale", "0.05",
+                          "--levels", "1", "--categories", "coding", "--max-tokens", "8", "--no-categories",
+                          "--json", "--no-record", "--lanes", "A", "--telemetry", "A=http://127.0.0.1:9/metrics"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    cell = json.loads(out.stdout)["lanes"]["A"]["levels"]["1"]
+    assert cell["energy_j"] is None and cell["tokens_per_joule"] is None and cell["energy_reason"]
+    assert cell["usd_per_1m_output_tokens"] is None and "cost_per_hour" in cell["cost_reason"]
