@@ -239,3 +239,24 @@ def test_kl_not_exposed_where_the_engine_refuses(vllm_url):
         assert lanes[name]["status"] == "not_exposed" and lanes[name]["kl"] is None
         assert "greater than max allowed: 20" in lanes[name]["message"]
     assert "not exposed by lane W" in out.stderr
+
+
+def test_textless_chunks_are_counted_every_token_adds_up_to_usage(vllm_url, tmp_path):
+    """Issue 28: vLLM streams chunks with empty text while usage.completion_tokens rises; before, their tokens
+    belonged to no event (961 of 1,024 counted at C1).  Now every request's per-chunk counts add up to usage
+    and the C1 steady-state tokens are every token that arrived in its window."""
+    from lanemon.measure.records import assemble
+    from lanemon.recording.reader import read_events
+
+    path = tmp_path / "rec.jsonl"
+    r = run_json("bench", "decode", "--lane", f"V={vllm_url}", "--levels", "1", "--categories", "coding",
+                 "--max-tokens", "128", "--reps", "2", "--no-categories", "--json", "--record", str(path))
+    _, events, _ = read_events(path)
+    recs = [rec for rec in assemble(events) if rec.ok and rec.purpose != "detect"]
+    assert recs
+    for rec in recs:
+        assert rec.completion_tokens == 128 and sum(rec.chunk_tokens) == rec.completion_tokens
+        assert len(rec.token_ns) == sum(1 for n in rec.chunk_tokens if n)
+    cell = r["lanes"]["V"]["levels"]["1"]
+    assert cell["output_tokens"] == 128 * cell["requests"] and cell["tokens_per_chunk"] <= 1.01
+    print("text-less chunks:", sum(rec.blank_chunks for rec in recs), "of", sum(len(rec.token_ns) for rec in recs))

@@ -158,18 +158,23 @@ def render(result: dict[str, Any], console, secs, rate) -> None:
     cfg = (result.get("config") or {}).get("load") or {}
     what = f"{cfg.get('arrival')} arrivals" + (f" at {cfg['rate']:g} req/s" if cfg.get("rate") else "")
     table = Table(title=f"open-loop load · {what}", title_justify="left")
-    for col in ("lane", "rep", "measured", "ok", "err", "sched req/s", "sent req/s", "done req/s", "out tok/s",
+    for col in ("lane", "rep", "measured", "ok", "err", "sched req/s", "sent req/s", "served req/s", "out tok/s",
                 "TTFT p50", "TTFT p99", "TPOT p50", "E2E p99", "send lag p99"):
         table.add_column(col, justify="left" if col == "lane" else "right", no_wrap=True)
     for lane, d in (result.get("lanes") or {}).items():
         for i, r in enumerate(d.get("reps") or []):
             lag = r["send_lag_s"]["p99"]
             table.add_row(lane, str(i + 1), str(r["measured"]), str(r["ok"]), str(r["errors"]),
-                          rate(r["scheduled_rate_rps"]), rate(r["sent_rate_rps"]), rate(r["completed_rate_rps"]),
+                          rate(r["scheduled_rate_rps"]), rate(r["sent_rate_rps"]),
+                          rate(r["completed_rate_rps"]) + (" [red]behind[/]" if r.get("lane_behind") else ""),
                           rate(r["output_tok_s"]), secs(r["ttft_s"]["p50"]), secs(r["ttft_s"]["p99"]),
                           secs(r["tpot_s"]["p50"]), secs(r["e2e_s"]["p99"]),
                           secs(lag) + (" [yellow]behind[/]" if r["client_behind"] else ""))
     console.print(table)
+    from lanemon.workloads.bench.load import load_headlines
+
+    for line in load_headlines(result):
+        console.print(f"[red]{line}[/]", markup=True, highlight=False)
     for lane, d in (result.get("lanes") or {}).items():
         for i, r in enumerate(d.get("reps") or []):
             apart = ", ".join(f"{r[k]} {k}" for k in ("truncated", "empty", "bursts") if r.get(k))

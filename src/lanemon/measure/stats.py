@@ -285,7 +285,9 @@ def steady_window(spans: Iterable[tuple[int, int]], level: int) -> tuple[int, in
     return start, end
 
 
-def _chunk_weights(token_ns: Sequence[int], counts: Sequence[Any], generated: float) -> list[float]:
+def chunk_weights(token_ns: Sequence[int], counts: Sequence[Any], generated: float) -> list[float]:
+    """Tokens each chunk carried: the server's per-chunk counts when it gave one (> 0) for every chunk, else
+    ``generated`` spread evenly over the chunks."""
     if counts and len(counts) == len(token_ns) and all(isinstance(n, int) and not isinstance(n, bool) and n > 0
                                                         for n in counts):
         return [float(n) for n in counts]
@@ -312,12 +314,12 @@ def steady_state(requests: Iterable[dict[str, Any]], level: int) -> dict[str, An
         tns = list(r.get("token_ns") or [])
         if not tns:
             continue
-        weights = _chunk_weights(tns, list(r.get("chunk_tokens") or []), float(r.get("generated") or 0))
+        weights = chunk_weights(tns, list(r.get("chunk_tokens") or []), float(r.get("generated") or 0))
         tokens += sum(w for t, w in zip(tns, weights) if start <= t <= end)
     window_s = (end - start) / NS
     return {"tok_s": tokens / window_s, "window_s": window_s, "tokens": tokens, "start_ns": start, "end_ns": end}
 
 
-__all__ = ["ALPHA", "DEFAULT_BANDS", "MIN_REPS", "benjamini_hochberg", "finite", "gap_range", "holm", "lead",
+__all__ = ["ALPHA", "DEFAULT_BANDS", "MIN_REPS", "benjamini_hochberg", "chunk_weights", "finite", "gap_range", "holm", "lead",
            "lead_text", "mann_whitney_u", "median", "noise_band", "permutation_test", "rel_gap", "rel_spread",
            "rep_test", "steady_state", "steady_window", "within_band"]

@@ -6,6 +6,7 @@ from typing import Any
 
 from lanemon.reports.format import err_text, num, secs, tok
 from lanemon.reports.sections.section import Section
+from lanemon.workloads.bench.load import load_headlines
 
 
 def _rate(v: Any) -> str:
@@ -16,7 +17,7 @@ def _rate(v: Any) -> str:
 def load_section(load: dict[str, Any], lanes: list[str]) -> Section:
     cfg = (load.get("config") or {}).get("load") or {}
     what = f"{cfg.get('arrival', '?')} arrivals" + (f" at {cfg['rate']:g} req/s" if cfg.get("rate") else "")
-    headers = ["Lane", "Rep", "Measured", "OK", "Err", "Sched req/s", "Sent req/s", "Done req/s", "Out tok/s",
+    headers = ["Lane", "Rep", "Measured", "OK", "Err", "Sched req/s", "Sent req/s", "Served req/s", "Out tok/s",
                "TTFT p50", "TTFT p99", "TPOT p50", "E2E p99", "Send lag p99"]
     rows = []
     notes = []
@@ -24,7 +25,8 @@ def load_section(load: dict[str, Any], lanes: list[str]) -> Section:
         for i, r in enumerate((load["lanes"].get(lane) or {}).get("reps") or []):
             lag = secs(r["send_lag_s"]["p99"]) + (" (behind)" if r.get("client_behind") else "")
             rows.append([lane, str(i + 1), str(r["measured"]), str(r["ok"]), str(r["errors"]),
-                         _rate(r["scheduled_rate_rps"]), _rate(r["sent_rate_rps"]), _rate(r["completed_rate_rps"]),
+                         _rate(r["scheduled_rate_rps"]), _rate(r["sent_rate_rps"]),
+                         _rate(r["completed_rate_rps"]) + (" (behind)" if r.get("lane_behind") else ""),
                          tok(r["output_tok_s"]), secs(r["ttft_s"]["p50"]), secs(r["ttft_s"]["p99"]),
                          secs(r["tpot_s"]["p50"]), secs(r["e2e_s"]["p99"]), lag])
             if r.get("error"):
@@ -32,13 +34,22 @@ def load_section(load: dict[str, Any], lanes: list[str]) -> Section:
             apart = ", ".join(f"{r[k]} {k}" for k in ("truncated", "empty", "bursts") if r.get(k))
             if apart:
                 notes.append(f"{lane} rep {i + 1}: {apart} (counted apart, no figure from them)")
+    headlines = load_headlines({"lanes": {n: load["lanes"][n] for n in lanes if n in load["lanes"]}})
+    if any(r.get("reasoning_tok_s") for n in lanes for r in (load["lanes"].get(n) or {}).get("reps") or []):
+        for lane in lanes:
+            for i, r in enumerate((load["lanes"].get(lane) or {}).get("reps") or []):
+                if r.get("reasoning_tok_s"):
+                    notes.append(f"{lane} rep {i + 1}: out tok/s counts reasoning: {tok(r.get('visible_tok_s'))} "
+                                 f"visible + {tok(r['reasoning_tok_s'])} reasoning tok/s")
     if any((load["lanes"].get(n) or {}).get("client_behind") for n in lanes):
         notes.append("behind: lanemon sent some requests more than 10 ms late (p99); the lane was offered less "
                      "than the schedule says.")
     warm = ", ".join(f"{k} {cfg[k]:g} s" for k in ("warmup", "cooldown") if cfg.get(k))
-    caption = (f"Open-loop load, {what}; figures over the measured window of completed requests"
-               + (f" ({warm} excluded)" if warm else "") + ".")
-    return Section("load", "Open-loop load", caption, headers, rows, notes=notes)
+    caption = (f"Open-loop load, {what}. Served req/s and out tok/s: requests that completed and tokens "
+               "(reasoning included) that arrived inside the measured window, whenever they were sent; latency "
+               "percentiles over the window's completed requests" + (f" ({warm} excluded)" if warm else "") + ".")
+    return Section("load", "Open-loop load", caption, headers, rows, notes=notes,
+                   summary="; ".join(headlines))
 
 
 def sweep_section(sweep: dict[str, Any], lanes: list[str]) -> Section:

@@ -45,7 +45,8 @@ import orjson
 
 from lanemon.events import Event
 from lanemon.measure import slo as slo_mod
-from lanemon.measure.metrics import NS, request_metrics, summarize
+from lanemon.measure.metrics import NS, generated_tokens, median, request_metrics, summarize
+from lanemon.measure.stats import chunk_weights
 from lanemon.measure.records import RequestRecord, assemble
 from lanemon.workloads.bench.run import each_lane, first_error, outcome_figures, read_marks, rnd, run_state
 from lanemon.workloads.prompts import filler_text
@@ -397,6 +398,112 @@ def _pcts(values: Iterable[float | None]) -> dict[str, float | None]:
     return {"p50": rnd(s.p50, 6), "p90": rnd(s.p90, 6), "p99": rnd(s.p99, 6)}
 
 
+LANE_BEHIND_SHARE = 0.9
+"""A lane fell behind when it completed fewer than this share of the window's arrivals inside the window ..."""
+QUEUE_GROWTH = 2.0
+"""... and its queue grew: the median TTFT of the window's last quarter of requests is over this many times the
+first quarter's (or, with too few completed requests to tell, over a quarter of the arrivals still unfinished at
+the window's end)."""
+
+
+def schedule_origin_ns(records: Sequence[RequestRecord]) -> int | None:
+    """Session ns of the cell's schedule offset 0: each request was sent ``scheduled_s + send_lag_s`` after it
+    (``meta``), so the earliest ``sent - scheduled - lag`` is the origin (the request event follows the loop's
+    send by microseconds)."""
+    out = None
+    for r in records:
+        sched = r.meta.get("scheduled_s")
+        if r.sent_ns is None or not isinstance(sched, (int, float)) or r.meta.get("turn", 1) != 1:
+            continue
+        lag = r.meta.get("send_lag_s")
+        t = r.sent_ns - int((float(sched) + (float(lag) if isinstance(lag, (int, float)) else 0.0)) * NS)
+        out = t if out is None or t < out else out
+    return out
+
+
+def served_figures(records: Sequence[RequestRecord], start_ns: int, end_ns: int) -> dict[str, Any]:
+    """What the lane *served* in the window [start_ns, end_ns] (pure): requests that completed inside it and the
+    generated tokens whose chunks arrived inside it (per-chunk counts where the server gave them, else each
+    request's usage spread over its chunks; text-less chunks included), whenever those requests were sent.
+    Reasoning tokens are output tokens; ``reasoning_tokens`` are the ones whose chunks came before the
+    request's first answer chunk."""
+    window_s = (end_ns - start_ns) / NS
+    done = 0
+    tokens = reasoning = 0.0
+    estimated = False
+    for r in records:
+        if not r.ok:
+            continue
+        if r.end_ns is not None and start_ns <= r.end_ns <= end_ns:
+            done += 1
+        tns = r.token_ns
+        if not tns or tns[-1] < start_ns or tns[0] > end_ns:
+            continue
+        generated, est = generated_tokens(r)
+        estimated = estimated or est
+        weights = chunk_weights(tns, r.chunk_tokens, float(generated))
+        answer_at = r.first_content_ns if r.first_content_ns is not None else (1 << 62)
+        for t, w in zip(tns, weights):
+            if start_ns <= t <= end_ns:
+                tokens += w
+                if r.reasoning_chunks and t < answer_at:
+                    reasoning += w
+    return {"completed": done, "completed_rate_rps": done / window_s if window_s > 0 else None,
+            "tokens": tokens, "reasoning_tokens": reasoning, "window_s": window_s,
+            "output_tok_s": tokens / window_s if window_s > 0 else None,
+            "reasoning_tok_s": reasoning / window_s if window_s > 0 else None,
+            "visible_tok_s": (tokens - reasoning) / window_s if window_s > 0 else None,
+            "tokens_estimated": estimated}
+
+
+def lane_behind(measured: Sequence[RequestRecord], completed: int, end_ns: int) -> dict[str, Any]:
+    """Did the lane fall behind (pure)?  ``behind``: completions inside the window under
+    :data:`LANE_BEHIND_SHARE` of its arrivals *and* a growing queue (:data:`QUEUE_GROWTH`); None when the
+    window had no arrivals.  ``backlog``: the window's requests still unfinished at its end; ``ttft_early_s`` /
+    ``ttft_late_s``: median TTFT of the first and last quarter of its completed requests (None under 8)."""
+    arrivals = len(measured)
+    out: dict[str, Any] = {"behind": None, "backlog": 0, "ttft_early_s": None, "ttft_late_s": None}
+    if not arrivals:
+        return out
+    out["backlog"] = sum(1 for r in measured if r.sent_ns is not None and r.sent_ns <= end_ns
+                         and (r.end_ns is None or r.end_ns > end_ns))
+    ok = sorted((r for r in measured if r.ok and r.token_ns and r.sent_ns is not None), key=lambda r: r.sent_ns)
+    q = len(ok) // 4
+    if q >= 2:
+        out["ttft_early_s"] = median([(r.token_ns[0] - r.sent_ns) / NS for r in ok[:q]])
+        out["ttft_late_s"] = median([(r.token_ns[0] - r.sent_ns) / NS for r in ok[-q:]])
+        grew = out["ttft_late_s"] > QUEUE_GROWTH * max(out["ttft_early_s"], 1e-6)
+    else:
+        grew = out["backlog"] > arrivals / 4
+    out["behind"] = completed < LANE_BEHIND_SHARE * arrivals and grew
+    return out
+
+
+def load_headlines(result: dict[str, Any]) -> list[str]:
+    """One plain sentence per rep whose lane fell behind (the headline of an overloaded run), for the CLI,
+    the TUI and the report alike."""
+    out = []
+    for lane, d in (result.get("lanes") or {}).items():
+        reps = d.get("reps") or []
+        for i, r in enumerate(reps):
+            if not r.get("lane_behind"):
+                continue
+            who = lane + (f" rep {i + 1}" if len(reps) > 1 else "")
+            offered = r.get("offered_rate_rps") or r.get("scheduled_rate_rps")
+            line = (f"{who}: the lane fell behind: it served {_fmt(r.get('completed_rate_rps'))} req/s and "
+                    f"{_fmt(r.get('output_tok_s'), 0)} tok/s in the measured window of {_fmt(offered)} req/s offered; "
+                    f"{r.get('backlog_at_end')} of {r.get('measured')} requests were still queued or running at its end")
+            e, late = r.get("ttft_early_s"), r.get("ttft_late_s")
+            if e is not None and late is not None:
+                line += f" (TTFT p50 grew from {e:.2f} s to {late:.2f} s)"
+            out.append(line + ".")
+    return out
+
+
+def _fmt(x: Any, digits: int = 1) -> str:
+    return "?" if not isinstance(x, (int, float)) else f"{x:,.{digits}f}"
+
+
 def cell_result(records: Sequence[RequestRecord], span_s: float | None, config: dict[str, Any],
                 slo: dict[str, float] | None = None) -> dict[str, Any]:
     """One lane's (one rep's) figures over the measured phase (warm-up and cool-down excluded); with an
@@ -409,11 +516,18 @@ def cell_result(records: Sequence[RequestRecord], span_s: float | None, config: 
         window = max(0.0, span_s - warmup - cooldown) or None
     ok = [r for r in measured if r.ok]
     ms = [request_metrics(r) for r in ok]
+    origin = schedule_origin_ns(records) if span_s else None
+    served: dict[str, Any] = {}
+    queue: dict[str, Any] = {}
+    if origin is not None and window:
+        w_start = origin + int(warmup * NS)
+        w_end = origin + int((span_s - cooldown) * NS)
+        served = served_figures(records, w_start, w_end)
+        queue = lane_behind(measured, served["completed"], w_end)
     lags = [float(r.meta.get("send_lag_s") or 0.0) for r in records]
     lag = summarize(lags)
     sends = sorted(r.sent_ns for r in measured if r.sent_ns is not None)
-    out_tokens = sum(m.output_tokens or 0 for m in ms)
-    behind = bool(lag.p99 is not None and lag.p99 > CLIENT_BEHIND_S)
+    client_behind = bool(lag.p99 is not None and lag.p99 > CLIENT_BEHIND_S)
     by_turn: dict[str, Any] = {}
     for r, m in zip(ok, ms):
         turn = r.meta.get("turn")
@@ -429,16 +543,23 @@ def cell_result(records: Sequence[RequestRecord], span_s: float | None, config: 
         "scheduled_rate_rps": rnd(len(measured) / window) if window else None,
         "sent_rate_rps": rnd((len(sends) - 1) / ((sends[-1] - sends[0]) / NS))
         if len(sends) > 1 and sends[-1] > sends[0] else None,
-        "completed_rate_rps": rnd(len(ok) / window) if window else None,
-        "output_tok_s": rnd(out_tokens / window) if window else None,
+        "completed_rate_rps": rnd(served.get("completed_rate_rps")),
+        "completed_in_window": served.get("completed"),
+        "output_tok_s": rnd(served.get("output_tok_s")),
+        "visible_tok_s": rnd(served.get("visible_tok_s")),
+        "reasoning_tok_s": rnd(served.get("reasoning_tok_s")),
+        "lane_behind": queue.get("behind"),
+        "backlog_at_end": queue.get("backlog"),
+        "ttft_early_s": rnd(queue.get("ttft_early_s"), 6),
+        "ttft_late_s": rnd(queue.get("ttft_late_s"), 6),
         "ttft_s": _pcts(m.ttft_s for m in ms),
         "tpot_s": _pcts(m.tpot_s for m in ms),
         "e2e_s": _pcts(m.e2e_s for m in ms),
         "send_lag_s": {"p50": rnd(lag.p50, 6), "p99": rnd(lag.p99, 6), "max": rnd(max(lags), 6) if lags else None},
-        "client_behind": behind,
+        "client_behind": client_behind,
         **({"ttft_p50_s_by_turn": {k: rnd(summarize(v).p50, 6) for k, v in sorted(by_turn.items(), key=lambda kv: int(kv[0]))}}
            if by_turn else {}),
-        "tokens_estimated": any(m.tokens_estimated for m in ms),
+        "tokens_estimated": any(m.tokens_estimated for m in ms) or bool(served.get("tokens_estimated")),
         "error": first_error(measured),
         **({"slo": slo_mod.evaluate([request_metrics(r) for r in measured], slo, window).to_json()} if slo else {}),
     }
@@ -465,6 +586,7 @@ def load_results(events: Iterable[Event], *, in_progress: bool = False) -> dict[
         reps = d["reps"]
         d.update({k: reps[0][k] for k in ("offered_rate_rps",)})
         d["client_behind"] = any(r["client_behind"] for r in reps)
+        d["lane_behind"] = any(r.get("lane_behind") for r in reps)
         if marks.config.get("slo"):
             d["slo_held"] = all(r["slo"]["held"] for r in reps)
     out: dict[str, Any] = {"bench": BENCH, "lanes": lanes}

@@ -1,0 +1,116 @@
+"""Open-loop throughput is what the lane served (issue 28, row 1 and row 6).
+
+``completed_rate_rps`` and ``output_tok_s`` of ``bench load`` count the requests that *completed* and the tokens
+whose chunks *arrived* inside the measured window, whenever those requests were sent; before, everything
+scheduled in the window was divided by the window whenever it was served (2.4x the lane's throughput on an
+overloaded lane).  The live test checks the figures against the simulator's own trace.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import httpx
+import pytest
+
+from lanemon.measure.records import RequestRecord
+from lanemon.workloads.bench.load import cell_result, lane_behind, load_headlines, served_figures
+
+NS = 1_000_000_000
+MODEL = "deepseek-v4.1-flash"
+
+
+def rec(i, sent_s, ttft_s, end_s, tokens, *, reasoning=0, counts=True, scheduled_s=None, phase="measure"):
+    """A completed request: ``tokens`` one-token chunks spread evenly from first token to end (the first
+    ``reasoning`` of them reasoning), with continuous-usage counts when ``counts``."""
+    r = RequestRecord(lane="A", req=f"r{i}")
+    r.sent_ns = int(sent_s * NS)
+    first = sent_s + ttft_s
+    step = (end_s - first) / max(1, tokens - 1)
+    r.token_ns = [int((first + k * step) * NS) for k in range(tokens)]
+    r.chunk_tokens = [1] * tokens if counts else [None] * tokens
+    r.completion_tokens = tokens
+    r.end_ns = int(end_s * NS) + 1
+    r.finish_reason = "stop"
+    if reasoning:
+        r.reasoning_chunks = reasoning
+        r.reasoning_n = reasoning
+        r.first_content_ns = r.token_ns[reasoning]
+    else:
+        r.first_content_ns = r.token_ns[0]
+    r.meta = {"phase": phase, "scheduled_s": sent_s if scheduled_s is None else scheduled_s, "send_lag_s": 0.0}
+    return r
+
+
+def test_served_counts_completions_and_tokens_inside_the_window_only():
+    # 10 requests sent 1/s in a 10 s window, each served 10 tokens over 4 s after a queue that grows 1 s per
+    # request: the lane finishes requests 0..4 inside the window, the rest after it
+    recs = [rec(i, float(i), 0.1 + i, float(i) + 0.1 + i + 4.0, 10) for i in range(10)]
+    s = served_figures(recs, 0, 10 * NS)
+    ends = [r.end_ns for r in recs]
+    assert s["completed"] == sum(1 for e in ends if e <= 10 * NS) == 3
+    inside = sum(1 for r in recs for t in r.token_ns if t <= 10 * NS)
+    assert s["tokens"] == inside and s["output_tok_s"] == pytest.approx(inside / 10)
+    res = cell_result(recs, 10.0, {"arrival": "constant", "rate": 1.0})
+    assert res["completed_rate_rps"] == pytest.approx(0.3)  # not 10 / 10 s: the lane did not serve them
+    assert res["scheduled_rate_rps"] == pytest.approx(1.0)
+    assert res["lane_behind"] is True and res["backlog_at_end"] == 7
+    assert res["ttft_late_s"] > 2 * res["ttft_early_s"]
+    line = load_headlines({"lanes": {"A": {"reps": [res]}}})
+    assert line and "fell behind" in line[0] and "served 0.3 req/s" in line[0] and "7 of 10" in line[0]
+
+
+def test_a_lane_that_keeps_up_is_not_behind_even_with_requests_in_flight_at_the_end():
+    recs = [rec(i, i * 0.5, 0.1, i * 0.5 + 1.5, 20) for i in range(20)]  # 2 req/s, 1.5 s each, flat TTFT
+    res = cell_result(recs, 10.0, {"arrival": "constant", "rate": 2.0})
+    assert res["lane_behind"] is False
+    assert load_headlines({"lanes": {"A": {"reps": [res]}}}) == []
+
+
+def test_reasoning_tokens_are_output_tokens_with_the_split_beside():
+    # 3 s, 2 requests of 384 tokens, 192 of each reasoning: 768 generated tokens in 3 s = 256 tok/s
+    recs = [rec(0, 0.0, 0.1, 2.9, 384, reasoning=192), rec(1, 0.0, 0.1, 2.9, 384, reasoning=192)]
+    res = cell_result(recs, 3.0, {"arrival": "constant", "rate": 1.0})
+    assert res["output_tok_s"] == pytest.approx(256, rel=1e-3)
+    assert res["reasoning_tok_s"] == pytest.approx(128, rel=1e-3)
+    assert res["visible_tok_s"] == pytest.approx(128, rel=1e-3)
+
+
+def test_textless_chunks_count_in_the_served_tokens():
+    r = rec(0, 0.0, 0.1, 1.0, 10)
+    r.blank_chunks = 3  # three of the ten chunks had no text: still ten tokens served
+    assert served_figures([r], 0, 2 * NS)["tokens"] == 10
+
+
+def test_without_arrivals_nothing_is_judged():
+    assert lane_behind([], 0, 0)["behind"] is None
+
+
+# -- live: an overloaded simulated lane against its own trace ------------------------------------------------------
+@pytest.mark.slow
+def test_overloaded_lane_served_throughput_matches_the_simulators_trace():
+    from lanemon.sim.server import SimThread
+
+    rate, duration, out_len, scale = 30, 3.0, 200, 0.1
+    with SimThread("tensorfold-exl3", time_scale=scale) as sim:
+        cmd = [sys.executable, "-m", "lanemon", "bench", "load", "--lane", f"A={sim.base_url}", "--arrival",
+               "constant", "--rate", str(rate), "--duration", str(duration), "--output-len", f"fixed:{out_len}",
+               "--ignore-eos", "--json", "--no-record"]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        trace = httpx.get(sim.root_url + "/sim/trace", timeout=10).json()["requests"]
+    assert out.returncode == 0, out.stderr[-2000:]
+    r = json.loads(out.stdout)["lanes"]["A"]["reps"][0]
+    bench = [t for t in trace if (t["prompt_tokens"] or 0) > 8 and t["status"] == "ok"]  # not the 1-token probe
+    assert len(bench) == r["ok"] == int(rate * duration)
+    # the trace's truth over the same window (its own clock; the first arrival is schedule offset 0)
+    t0 = min(t["t_arrival_mono"] for t in bench)
+    end = t0 + duration
+    done = sum(1 for t in bench if t["t_arrival_mono"] + t["e2e_s"] <= end)
+    tokens = sum(1 for t in bench for x in t["token_times_s"] if t["t_arrival_mono"] + x <= end)
+    assert r["completed_rate_rps"] == pytest.approx(done / duration, rel=0.15, abs=1.0)
+    assert r["output_tok_s"] == pytest.approx(tokens / duration, rel=0.10)
+    # the old figure (everything scheduled / window) would be the offered rate: the lane did not serve that
+    assert r["completed_rate_rps"] < 0.8 * rate and r["output_tok_s"] < 0.8 * rate * out_len
+    assert r["lane_behind"] is True
