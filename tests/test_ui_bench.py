@@ -313,25 +313,56 @@ def test_a_starved_window_reported_after_its_cell_ended_still_marks_it():
     assert got == decode_results(script)
 
 
-async def test_progress_while_running_and_q_stops_the_bench():
+async def _running(app, pilot, run):
+    for _ in range(50):
+        await pilot.pause(0.05)
+        if run.cells_done:
+            break
+    app.redraw()
+    await pilot.pause()
+
+
+async def test_progress_while_running_and_q_twice_stops_the_bench():
     run = ScriptedBench("decode", delay=0.25)
     app = make_app(run, refresh_hz=20)
     async with app.run_test(size=(140, 42)) as pilot:
-        for _ in range(50):
-            await pilot.pause(0.05)
-            if run.cells_done:
-                break
-        app.redraw()
-        await pilot.pause()
+        await _running(app, pilot, run)
         info = plain(app.screen.query_one("#info"))
         done = int(info.split("/10 cells")[0].split()[-1])
         assert 1 <= done < 10 and "finished" not in info
         assert app.screen.query_one("#chart-main", BenchChart).series  # the first cell reached the chart
+        await pilot.press("q")  # the first q asks
+        await pilot.pause()
+        assert not run.stopped and app.is_running
+        assert any("Press q again" in str(n.message) for n in app._notifications)
         await pilot.press("q")
         await pilot.pause()
     assert run.stopped and run.interrupted
     assert not run.finished
-    assert app.return_code == 0
+    assert app.return_code == 130  # as headless: the run was cut
+
+
+async def test_ctrl_c_stops_a_running_bench_at_once():
+    """Textual binds Ctrl-C to a "press q to quit" notice; lanemon's app stops the bench (README: Ctrl-C
+    stops cleanly) and exits 130."""
+    run = ScriptedBench("decode", delay=0.25)
+    app = make_app(run, refresh_hz=20)
+    async with app.run_test(size=(140, 42)) as pilot:
+        await _running(app, pilot, run)
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+    assert run.stopped and run.interrupted and not run.finished
+    assert app.return_code == 130
+
+
+async def test_q_after_the_bench_finished_quits_at_once_with_0():
+    run = ScriptedBench("decode", error_on=None)
+    app = make_app(run)
+    async with app.run_test(size=(140, 42)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("q")
+        await pilot.pause()
+    assert run.finished and app.return_code == 0
 
 
 async def test_prefill_bars_mark_cache_hits():

@@ -49,6 +49,10 @@ MARKER_GAP_NS = 500_000_000
 """Markers closer than this are one stop for ``[`` / ``]``."""
 STOP_GRACE_S = 10.0
 """How long ``q`` waits for a bench to wind down (finished cells and the recording are kept)."""
+QUIT_CONFIRM_S = 3.0
+"""A second ``q`` within this many seconds stops a running bench."""
+EXIT_INTERRUPTED = 130
+"""Exit code of a run the user stopped (cli/common.py has the same; ui cannot import cli)."""
 
 
 @runtime_checkable
@@ -135,6 +139,7 @@ class LanemonApp(App):
         """Races to run as soon as the app starts (``lanemon race``); opens the race screen."""
         self.source_error: BaseException | None = None
         self.stopped_by_user = False
+        self._quit_armed_at: float | None = None
         self.redraws = 0
         """How many times a screen was repainted (tests check it stays low)."""
         self.marker_labels: dict[int, str] = {}
@@ -447,8 +452,34 @@ class LanemonApp(App):
             path = str(target)
         self.deliver_screenshot(filename, path)
 
+    def workload_running(self) -> bool:
+        """A bench is still running (stopping it now cuts it: exit :data:`EXIT_INTERRUPTED`)."""
+        return self.source.mode == "bench" and not self.source.finished and self.source_state() == "running"
+
     async def action_quit(self) -> None:
-        """Stop the source (a bench winds down: finished cells are kept), then exit."""
+        """``q``: quit; while a bench runs, only after a second ``q`` within :data:`QUIT_CONFIRM_S` (the
+        first says what stopping costs), then as Ctrl-C."""
+        import time
+
+        if self.workload_running():
+            now = time.monotonic()
+            if self._quit_armed_at is None or now - self._quit_armed_at > QUIT_CONFIRM_S:
+                self._quit_armed_at = now
+                self.notify("The bench is still running. Press q again to stop it: finished cells are kept and "
+                            "recorded, the run is marked interrupted (exit 130). Ctrl-C stops at once.",
+                            title="Stop the bench?", severity="warning", timeout=QUIT_CONFIRM_S, markup=False)
+                return
+        await self.stop_and_exit()
+
+    async def action_help_quit(self) -> None:
+        """Ctrl-C (Textual binds it to a "press q to quit" notice): stop as the headless run does -- a bench
+        winds down, finished cells kept and recorded, exit 130."""
+        await self.stop_and_exit()
+
+    async def stop_and_exit(self) -> None:
+        """Stop the source (a bench winds down: finished cells are kept), then exit: 130 when that cut a
+        running bench, 1 when the bench failed, else 0."""
+        cut = self.workload_running()
         if not self.source.finished:
             self.stopped_by_user = self.source.mode == "bench"
         self.source.stop()
@@ -457,7 +488,11 @@ class LanemonApp(App):
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(worker.wait(), timeout=STOP_GRACE_S)
         self.workers.cancel_group(self, "source")
-        self.exit(return_code=1 if self.source_error is not None and self.source.mode == "bench" else 0)
+        if self.source_error is not None and self.source.mode == "bench":
+            code = 1
+        else:
+            code = EXIT_INTERRUPTED if cut else 0
+        self.exit(return_code=code)
 
 
 def make_app(source: Source | None = None, *, theme: str | None = None, refresh_hz: float = 10.0,
