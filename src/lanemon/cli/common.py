@@ -248,8 +248,8 @@ def demo_lanes(time_scale: float = 1.0, *, faults_a: Any = None, faults_b: Any =
 
             try:
                 for (_, profile), faults in zip(DEMO_PROFILES, (faults_a, faults_b)):
-                    sims.append(SimProcess(profile, time_scale=time_scale, extra=sim_args(faults, **sim_kw),
-                                           wait=False))
+                    sims.append(SimProcess(profile, time_scale=time_scale,
+                                           extra=sim_args(faults, gpu_telemetry_port=0, **sim_kw), wait=False))
                 urls = [sim.wait_ready().url for sim in sims]
             except (OSError, RuntimeError) as exc:
                 raise CommandError(f"cannot start the demo lanes: {exc}") from None
@@ -261,7 +261,7 @@ def demo_lanes(time_scale: float = 1.0, *, faults_a: Any = None, faults_b: Any =
                 sims.append(SimThread(profile, time_scale=time_scale, gpu_telemetry_port=0, **kw).start())
             urls = [sim.base_url for sim in sims]
         # each simulated lane's GPU reports in dcgm-exporter's format (sim/gpu.py, docs/GPU.md)
-        telemetry = [getattr(sim, "telemetry_url", None) if getattr(sim, "gpu_port", None) else None for sim in sims]
+        telemetry = [sim.telemetry_url if getattr(sim, "gpu_port", 0) is not None else None for sim in sims]
         lanes = [LaneConfig(name, url, defaults={"temperature": 0}, telemetry=tel)
                  for (name, _), url, tel in zip(DEMO_PROFILES, urls, telemetry)]
         yield with_stall_timeout(lanes, stall_timeout, deadline)

@@ -26,6 +26,7 @@ from typing import IO
 
 
 ANNOUNCE = re.compile(r"listening on (http://\S+/v1)")
+TELEMETRY = re.compile(r"GPU telemetry .* on (http://\S+/metrics)")  # announced first (--gpu-telemetry-port)
 PARENT_ENV = "LANEMON_SIM_PARENT"
 """Set to the starting process's pid: the child dies with it (see :func:`die_with_parent`)."""
 
@@ -73,6 +74,8 @@ class SimProcess:
         )
         self.url: str | None = None
         self.base = ""
+        self.telemetry_url: str | None = None
+        """The simulated GPU's dcgm-exporter URL when started with ``--gpu-telemetry-port`` (sim/gpu.py)."""
         if wait:
             self.wait_ready()
 
@@ -86,6 +89,9 @@ class SimProcess:
             line = self.proc.stdout.readline()
             if not line:
                 break
+            t = TELEMETRY.search(line)
+            if t:
+                self.telemetry_url = t.group(1)
             m = ANNOUNCE.search(line)
             if m:
                 self.url = m.group(1)

@@ -274,10 +274,10 @@ def run(profile_name: str, *, host: str = "127.0.0.1", port: int = 8001, time_sc
         state.lane.close()
 
     server = _QuietServer.make(_config(app), on_signal)
-    announce(f"lanemon sim {profile_name} listening on http://{_url_host(host)}:{real_port}/v1")
-    if len(socks) > 1:
+    if len(socks) > 1:  # before the listening line, which SimProcess waits for
         announce(f"lanemon sim {profile_name} GPU telemetry (dcgm-exporter format) on "
                  f"http://{_url_host(host)}:{socks[1].getsockname()[1]}/metrics")
+    announce(f"lanemon sim {profile_name} listening on http://{_url_host(host)}:{real_port}/v1")
     try:
         asyncio.run(server.serve(sockets=socks))
     except KeyboardInterrupt:
