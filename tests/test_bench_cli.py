@@ -77,7 +77,7 @@ def test_headless_tables_and_recording(tmp_path):
     (["decode", "--levels", "0"], "--levels"),
     (["decode", "--levels", "1,x"], "--levels"),
     (["decode", "--categories", "coding,nope"], "--categories: unknown category nope"),
-    (["decode", "--reps", "0"], "--reps: must be at least 1"),
+    (["decode", "--reps", "0"], "--reps: must be a whole number in [1, "),
     (["decode", "--max-tokens", "many"], "--max-tokens"),
     (["prefill", "--lengths", "-5"], "--lengths"),
     ([], "choose one of decode, prefill, needles"),

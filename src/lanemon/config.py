@@ -26,6 +26,7 @@ the CLI prints it and exits with code 2.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tomllib
@@ -48,6 +49,23 @@ DEFAULT_DEADLINE = 1800.0
 """Seconds a whole request may take: a two-minute 300K-token prefill plus a long answer fit."""
 PROBE_KEYS = {"interval", "max_tokens", "prompt", "endpoint", "enabled"}
 TOP_KEYS = {"lanes", "probe", "theme", "record"}
+
+MAX_SECONDS = 30 * 86400.0
+"""The longest duration any setting may name (30 days): past it a timer is a typo, and far past it asyncio's
+``call_later`` overflows."""
+MAX_TOKENS = 10_000_000
+"""The largest token count any setting may name (the longest contexts served are a few million)."""
+MAX_CONFIG_BYTES = 1 << 20
+"""A config, theme or prompt-set TOML file larger than this is refused unread (1 MiB)."""
+MAX_NESTING = 16
+"""Deepest nesting of tables and arrays a setting may have (``defaults`` is sent in every request body)."""
+MAX_HEADERS, MAX_HEADER_NAME, MAX_HEADER_VALUE = 64, 128, 8192
+"""Extra request headers: how many, and the longest name and value (bytes), per lane."""
+_TCHAR = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+_FIELD_VCHAR = re.compile(r"^[\x21-\x7e]([\x20-\x7e\t]*[\x21-\x7e])?$")
+RESERVED_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection", "keep-alive", "upgrade",
+                              "te", "trailer", "proxy-connection", "content-encoding", "accept-encoding"})
+"""Headers lanemon's HTTP client sets itself (framing, connection, encodings): a config may not override them."""
 
 
 class ConfigError(ValueError):
@@ -118,6 +136,115 @@ def default_config_path() -> Path:
     return config_dir() / "lanes.toml"
 
 
+# ------------------------------------------------------------------ value checks (reuse these for new fields)
+def check_number(value: Any, where: str, *, lo: float | None = None, hi: float | None = None,
+                 lo_open: bool = False, integer: bool = False, unit: str = "", shown: str | None = None
+                 ) -> float | int:
+    """*value* as a finite number within ``[lo, hi]`` (``(lo, hi]`` with *lo_open*); a whole number with
+    *integer*.  Anything else (a string, a bool, NaN, ±inf, out of range) is a one-line ConfigError naming
+    *where*, e.g. ``lanes.A.timeout: must be a number of seconds in (0, 2592000], not nan`` (*shown*: how to
+    quote the value, e.g. a flag's own text).
+
+    The one rule for every number lanemon reads from a file or a flag (the CLI's ``number_arg`` uses it too).
+    """
+    what = ("a whole number" if integer else "a number") + (f" of {unit}" if unit else "")
+    if lo is not None or hi is not None:
+        left = "(" if lo_open else "["
+        what += f" in {left}{_num(lo) if lo is not None else '-inf'}, {_num(hi) if hi is not None else 'inf'}]"
+    ok = not isinstance(value, bool) and isinstance(value, (int, float))
+    if ok and integer and isinstance(value, float):
+        ok = math.isfinite(value) and value.is_integer()
+        if ok:
+            value = int(value)
+    if ok and isinstance(value, float) and not math.isfinite(value):
+        ok = False
+    if ok and lo is not None and (value <= lo if lo_open else value < lo):
+        ok = False
+    if ok and hi is not None and value > hi:
+        ok = False
+    if not ok:
+        raise ConfigError(f"{where}: must be {what}, not {shown if shown is not None else _shown_value(value)}")
+    return int(value) if integer else float(value)
+
+
+def number_field(table: dict[str, Any], key: str, where: str, default: Any, **limits: Any) -> Any:
+    """``table[key]`` checked with :func:`check_number` (``where.key`` named), or *default* when absent."""
+    if key not in table:
+        return default
+    return check_number(table[key], f"{where}.{key}", **limits)
+
+
+def seconds_field(table: dict[str, Any], key: str, where: str, default: float, *,
+                  hi: float = MAX_SECONDS) -> float:
+    """A positive, finite duration in seconds (at most *hi*), or *default*."""
+    return number_field(table, key, where, default, lo=0, lo_open=True, hi=hi, unit="seconds")
+
+
+def check_headers(value: Any, where: str) -> dict[str, str]:
+    """Extra HTTP request headers, per RFC 9110: each name a token, each value visible US-ASCII characters,
+    spaces and tabs inside (no CR/LF/NUL, no leading or trailing blank, no non-ASCII: the RFC leaves
+    octets above 0x7F to legacy fields, and a header lanemon cannot send as written is refused, not
+    re-encoded), bounded in count and length, and none of the headers lanemon's client sets itself.
+    One-line ConfigError naming ``where["Name"]``."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: must be a table of header names to strings")
+    if len(value) > MAX_HEADERS:
+        raise ConfigError(f"{where}: {len(value)} headers, at most {MAX_HEADERS}")
+    out: dict[str, str] = {}
+    for name, text in value.items():
+        shown = _shown_value(name, 40)
+        if not isinstance(name, str) or len(name) > MAX_HEADER_NAME or not _TCHAR.match(name):
+            raise ConfigError(f"{where}: header name {shown} is not an HTTP token (letters, digits and "
+                              f"!#$%&'*+-.^_`|~, at most {MAX_HEADER_NAME})")
+        if name.lower() in RESERVED_HEADERS:
+            raise ConfigError(f"{where}: header {name!r} is set by lanemon itself and cannot be overridden")
+        field_where = f"{where}[{name!r}]"
+        if not isinstance(text, str):
+            raise ConfigError(f"{field_where}: must be a string")
+        if len(text) > MAX_HEADER_VALUE:
+            raise ConfigError(f"{field_where}: {len(text):,} characters, at most {MAX_HEADER_VALUE:,}")
+        if text and not _FIELD_VCHAR.match(text):
+            bad = next((c for c in text if not (0x20 <= ord(c) < 0x7F or c == "\t")), None)
+            why = (f"contains {bad!r} (U+{ord(bad):04X}): header values must be visible US-ASCII "
+                   "(RFC 9110 5.5); percent-encode or base64 it as the server expects") if bad is not None else \
+                "has leading or trailing whitespace"
+            raise ConfigError(f"{field_where}: {why}")
+        out[name] = text
+    return out
+
+
+def check_nesting(value: Any, where: str, *, depth: int = MAX_NESTING, finite: bool = True) -> Any:
+    """*value* (a TOML value) when nested at most *depth* tables/arrays deep and (*finite*) every number in it
+    finite;
+    one-line ConfigError naming *where* otherwise.  Iterative: a hostile depth cannot overflow the stack."""
+    stack: list[tuple[Any, int, str]] = [(value, 0, where)]
+    while stack:
+        item, level, path = stack.pop()
+        if isinstance(item, (dict, list)):
+            if level >= depth:
+                raise ConfigError(f"{path}: nested more than {depth} tables/arrays deep")
+            children = item.items() if isinstance(item, dict) else enumerate(item)
+            stack.extend((v, level + 1, f"{path}.{k}" if isinstance(item, dict) else f"{path}[{k}]")
+                         for k, v in children)
+        elif finite and isinstance(item, float) and not math.isfinite(item):
+            raise ConfigError(f"{path}: must be a finite number, not {item}")
+    return value
+
+
+def _num(x: float) -> str:
+    return f"{x:g}" if isinstance(x, float) and not float(x).is_integer() else f"{int(x)}"
+
+
+def _shown_value(value: Any, limit: int = 60) -> str:
+    if isinstance(value, str):
+        from lanemon.untrusted import inert
+
+        return repr(inert(value, limit))
+    if isinstance(value, (dict, list)):
+        return "a table" if isinstance(value, dict) else "an array"
+    return str(value)[:limit]
+
+
 def public_url(url: str) -> str:
     """``url`` without credentials (``user:password@``), query or fragment: the form that is recorded,
     shown, shared and quoted in error messages."""
@@ -147,6 +274,9 @@ def _shown(url: str) -> str:
 def validate_url(url: str, where: str) -> str:
     if not isinstance(url, str) or not url:
         raise ConfigError(f"{where}: url must be a non-empty string")
+    if len(url) > 2048 or any(ord(c) <= 0x20 or 0x7F <= ord(c) <= 0x9F for c in url):
+        raise ConfigError(f"{where}: url {_shown(url)!r} must be at most 2,048 characters without spaces or control "
+                          "characters")
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ConfigError(f"{where}: url {_shown(url)!r} is not an http(s) URL like http://127.0.0.1:8001/v1")
@@ -182,22 +312,16 @@ def _lane_from_table(name: str, table: Any, where: str) -> LaneConfig:
     key_env = table.get("api_key_env")
     if key_env is not None and (not isinstance(key_env, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key_env)):
         raise ConfigError(f"{where}.api_key_env: must be the name of an environment variable, not a key")
-    headers = table.get("headers", {})
-    if not isinstance(headers, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
-        raise ConfigError(f"{where}.headers: must be a table of strings")
+    headers = check_headers(table.get("headers", {}), f"{where}.headers")
     defaults = table.get("defaults", {})
     if not isinstance(defaults, dict):
         raise ConfigError(f"{where}.defaults: must be a table")
-    timeout = table.get("timeout", DEFAULT_TIMEOUT)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-        raise ConfigError(f"{where}.timeout: must be a positive number of seconds")
-    deadline = table.get("deadline", DEFAULT_DEADLINE)
-    if isinstance(deadline, bool) or not isinstance(deadline, (int, float)) or deadline <= 0:
-        raise ConfigError(f"{where}.deadline: must be a positive number of seconds")
+    check_nesting(defaults, f"{where}.defaults")
+    timeout = seconds_field(table, "timeout", where, DEFAULT_TIMEOUT)
+    deadline = seconds_field(table, "deadline", where, DEFAULT_DEADLINE)
     telemetry = validate_telemetry(table["telemetry"], f"{where}.telemetry") if "telemetry" in table else None
     cost = validate_cost(table["cost_per_hour"], f"{where}.cost_per_hour") if "cost_per_hour" in table else None
-    return LaneConfig(name, url, model, key_env, dict(headers), dict(defaults), float(timeout), float(deadline),
-                      telemetry, cost)
+    return LaneConfig(name, url, model, key_env, headers, dict(defaults), timeout, deadline, telemetry, cost)
 
 
 def validate_telemetry(value: Any, where: str) -> str:
@@ -219,13 +343,7 @@ def validate_telemetry(value: Any, where: str) -> str:
 
 def validate_cost(value: Any, where: str) -> float:
     """A finite number of USD per hour in [0, MAX_COST_PER_HOUR]."""
-    import math
-
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or not 0 <= value <= MAX_COST_PER_HOUR:
-        raise ConfigError(f"{where}: must be a number of USD per hour in [0, {MAX_COST_PER_HOUR:g}], "
-                          f"not {_shown(repr(value))}")
-    return float(value)
+    return check_number(value, where, lo=0, hi=MAX_COST_PER_HOUR, unit="USD per hour")
 
 
 def _named_arg(text: str, flag: str, example: str) -> tuple[str, str]:
@@ -264,22 +382,20 @@ def _probe_from_table(table: Any) -> ProbeConfig:
         raise ConfigError(f"{where}: must be a table")
     _check_keys(table, PROBE_KEYS, where)
     base = ProbeConfig()
-    interval = table.get("interval", base.interval)
-    if not isinstance(interval, (int, float)) or interval <= 0:
-        raise ConfigError("probe.interval: must be a positive number of seconds")
-    max_tokens = table.get("max_tokens", base.max_tokens)
-    if not isinstance(max_tokens, int) or max_tokens < 1:
-        raise ConfigError("probe.max_tokens: must be a positive integer")
+    interval = seconds_field(table, "interval", where, base.interval, hi=86400.0)
+    max_tokens = number_field(table, "max_tokens", where, base.max_tokens, lo=1, hi=MAX_TOKENS, integer=True)
     prompt = table.get("prompt", base.prompt)
     if not isinstance(prompt, str) or not prompt:
         raise ConfigError("probe.prompt: must be a non-empty string")
+    if len(prompt) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"probe.prompt: {len(prompt):,} characters, at most {MAX_CONFIG_BYTES:,}")
     endpoint = table.get("endpoint", base.endpoint)
     if endpoint not in ("chat", "completions"):
         raise ConfigError("probe.endpoint: must be 'chat' or 'completions'")
     enabled = table.get("enabled", True)
     if not isinstance(enabled, bool):
         raise ConfigError("probe.enabled: must be true or false")
-    return ProbeConfig(float(interval), max_tokens, prompt, endpoint, enabled)
+    return ProbeConfig(interval, max_tokens, prompt, endpoint, enabled)
 
 
 def parse_config(data: dict[str, Any], path: Path | None = None) -> Config:
@@ -310,15 +426,35 @@ def unreadable(exc: OSError | UnicodeDecodeError, what: str | None = None) -> st
     return f"cannot read: {exc.strerror or exc}"
 
 
-def read_toml(path: Path, error: type[Exception]) -> dict[str, Any]:
-    """The TOML file at *path* as a dict; *error* with a one-line message when it cannot be read or parsed."""
+def read_toml(path: Path, error: type[Exception], *, max_bytes: int = MAX_CONFIG_BYTES) -> dict[str, Any]:
+    """The TOML file at *path* as a dict; *error* with a one-line message when it cannot be read or parsed,
+    is larger than *max_bytes*, or nests deeper than :data:`MAX_NESTING`."""
     try:
         with path.open("rb") as fh:
-            return tomllib.load(fh)
-    except tomllib.TOMLDecodeError as exc:
-        raise error(f"{path}: invalid TOML: {exc}") from None
+            raw = fh.read(max_bytes + 1)
     except OSError as exc:
         raise error(f"{path}: {unreadable(exc)}") from None
+    if len(raw) > max_bytes:
+        raise error(f"{path}: larger than {max_bytes:,} bytes; not read")
+    try:
+        return loads_toml(raw.decode("utf-8"), str(path))
+    except UnicodeDecodeError as exc:
+        raise error(f"{path}: {unreadable(exc)}") from None
+    except ConfigError as exc:
+        raise error(str(exc)) from None
+
+
+def loads_toml(text: str, where: str) -> dict[str, Any]:
+    """TOML text parsed, bounded: ConfigError (one line naming *where*) when it is invalid or nested deeper
+    than :data:`MAX_NESTING` (tomllib recurses once per level and would overflow the stack on a few hundred
+    levels: that is caught here, at the read)."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{where}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{where}: nested too deeply (at most {MAX_NESTING} tables/arrays)") from None
+    return check_nesting(data, where, depth=MAX_NESTING + 1, finite=False)
 
 
 def load_config(path: Path | None = None) -> Config:

@@ -9,13 +9,14 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import math
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from lanemon.config import Config, LaneConfig, load_config, merge_lanes
+from lanemon.config import MAX_SECONDS, Config, ConfigError, LaneConfig, check_number, load_config, merge_lanes
 
 T = TypeVar("T")
 
@@ -39,24 +40,61 @@ def err(message: str) -> None:
     print(f"lanemon: {message}", file=sys.stderr)
 
 
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, not {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be positive")
-    return value
+MAX_COUNT = 10_000_000
+"""The largest count (requests, tokens, reps, workers...) a flag may name."""
 
 
-def positive_int(text: str) -> int:
+def parse_number(text: str | None, flag: str, *, lo: float | None = None, hi: float | None = None,
+                 lo_open: bool = False, integer: bool = False, unit: str = "") -> Any:
+    """A flag's text as a finite number in range (:func:`lanemon.config.check_number`, the rule config files
+    follow); None stays None; UsageError naming *flag* otherwise (``1_000`` and ``2e3`` are accepted)."""
+    if text is None:
+        return None
+    value = _number_text(str(text), integer)
     try:
-        value = int(text)
+        return check_number(value, flag, lo=lo, hi=hi, lo_open=lo_open, integer=integer, unit=unit,
+                            shown=_quoted(str(text)))
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _number_text(text: str, integer: bool) -> Any:
+    cleaned = text.strip()
+    try:
+        return int(cleaned) if integer and cleaned.lstrip("+-").replace("_", "").isdigit() else float(cleaned)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, not {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
+        return text
+
+
+def _quoted(text: str) -> str:
+    from lanemon.untrusted import inert
+
+    return repr(inert(text, 40))
+
+
+def number_arg(*, lo: float | None = None, hi: float | None = None, lo_open: bool = False,
+               integer: bool = False, unit: str = "") -> Callable[[str], Any]:
+    """An argparse ``type=`` for a finite number in range, e.g. ``number_arg(lo=0, lo_open=True, hi=1e6)``:
+    ``nan``, ``inf``, ``1e999`` and out-of-range values are refused with the flag named (exit 2)."""
+
+    def parse(text: str) -> Any:
+        value = _number_text(text, integer)
+        try:
+            return check_number(value, "value", lo=lo, hi=hi, lo_open=lo_open, integer=integer, unit=unit,
+                                shown=_quoted(text))
+        except ConfigError as exc:
+            raise argparse.ArgumentTypeError(str(exc).removeprefix("value: ")) from None
+
+    parse.__name__ = "whole number" if integer else "number"  # argparse names the type in its messages
+    return parse
+
+
+positive_float = number_arg(lo=0, lo_open=True, hi=MAX_SECONDS)
+"""A positive, finite number (seconds, a time scale, a rate) up to 30 days' worth of seconds."""
+positive_int = number_arg(lo=1, hi=MAX_COUNT, integer=True)
+"""A whole number from 1 to 10 million."""
+seconds_arg = number_arg(lo=0, lo_open=True, hi=MAX_SECONDS, unit="seconds")
+"""A positive duration in seconds, at most 30 days."""
 
 
 def int_list(text: str) -> list[int]:
@@ -70,11 +108,14 @@ def int_list(text: str) -> list[int]:
         if part[-1] in "kK":
             part, mult = part[:-1], 1000
         try:
-            value = int(float(part) * mult)
+            number = float(part) * mult
+            if not math.isfinite(number) or not number.is_integer():
+                raise ValueError(part)
+            value = int(number)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected numbers like 1,2,4 or 2000,8k; got {text!r}") from None
-        if value < 1:
-            raise argparse.ArgumentTypeError(f"values must be positive; got {value}")
+            raise argparse.ArgumentTypeError(f"expected whole numbers like 1,2,4 or 2000,8k; got {text!r}") from None
+        if not 1 <= value <= MAX_COUNT:
+            raise argparse.ArgumentTypeError(f"values must be from 1 to {MAX_COUNT:,}; got {value:,}")
         if value not in out:
             out.append(value)
     if not out:
@@ -183,11 +224,11 @@ def add_fault_args(p: argparse.ArgumentParser) -> None:
 
 
 def add_stall_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--stall-timeout", type=positive_float, metavar="S",
+    p.add_argument("--stall-timeout", type=seconds_arg, metavar="S",
                    help="a request that makes no progress for S seconds fails: no byte at all is a timeout, "
                         "only keep-alive comments or a drip is 'stalled' (default: each lane's lanes.toml "
                         "timeout, 600 s)")
-    p.add_argument("--deadline", type=positive_float, metavar="S",
+    p.add_argument("--deadline", type=seconds_arg, metavar="S",
                    help="a whole request may take at most S seconds, however the server keeps it alive "
                         "(default: each lane's lanes.toml deadline, 1800 s)")
 

@@ -18,8 +18,8 @@ def _speed(text: str) -> float:
         value = float(text.rstrip("xX×"))
     except ValueError:
         raise argparse.ArgumentTypeError(f"speed must be a number like 4 or 'max', not {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("speed must be positive")
+    if not (math.isfinite(value) and 0 < value <= 1e6):
+        raise argparse.ArgumentTypeError(f"speed must be a number in (0, 1000000] or 'max', not {text!r}")
     return value
 
 

@@ -281,8 +281,8 @@ def parse_slo(items: Sequence[str]) -> dict[str, float]:
                 seconds = float(value.rstrip("s"))
             except ValueError:
                 raise ValueError(f"SLO {part!r}: {value!r} is not a number of seconds") from None
-            if not seconds > 0:
-                raise ValueError(f"SLO {part!r}: must be positive")
+            if not 0 < seconds < float("inf"):
+                raise ValueError(f"SLO {part!r}: must be a positive, finite number of seconds")
             slo[key] = seconds
     return slo
 

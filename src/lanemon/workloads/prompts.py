@@ -27,7 +27,10 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from lanemon.config import unreadable
+from lanemon.config import MAX_NESTING, ConfigError, check_nesting, unreadable
+
+MAX_PROMPT_SET_BYTES = 64 << 20
+"""A prompt-set file larger than this (64 MiB: a hundred 300K-token prompts) is refused unread."""
 
 SHIPPED_SET = "prompts-v1.toml"
 CATEGORIES = ("coding", "prose", "reasoning", "narrative", "summarization", "extraction", "translation", "math")
@@ -110,6 +113,12 @@ def parse_prompt_set(text: str, source: str) -> PromptSet:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise _fail(source, "", f"not valid TOML ({exc})") from None
+    except RecursionError:
+        raise _fail(source, "", f"nested too deeply (at most {MAX_NESTING} tables/arrays)") from None
+    try:
+        check_nesting(data, "", depth=MAX_NESTING, finite=False)
+    except ConfigError:
+        raise _fail(source, "", f"nested too deeply (at most {MAX_NESTING} tables/arrays)") from None
     unknown_top = set(data) - {"set", "prompt"}
     if unknown_top:
         raise _fail(source, "", f"unknown table '{sorted(unknown_top)[0]}' (expected [set] and [[prompt]])")
@@ -172,7 +181,11 @@ def load_prompt_set(path: str | Path | None = None) -> PromptSet:
         return parse_prompt_set(text, SHIPPED_SET)
     p = Path(path)
     try:
-        text = p.read_text("utf-8")
+        with p.open("rb") as fh:
+            raw = fh.read(MAX_PROMPT_SET_BYTES + 1)
+        if len(raw) > MAX_PROMPT_SET_BYTES:
+            raise PromptSetError(f"prompt set {p}: larger than {MAX_PROMPT_SET_BYTES >> 20} MiB; not read")
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise PromptSetError(f"prompt set {p}: {unreadable(exc)}") from None
     return parse_prompt_set(text, str(p))

@@ -43,6 +43,7 @@ from typing import Any
 
 import orjson
 
+from lanemon.config import MAX_SECONDS, MAX_TOKENS
 from lanemon.events import Event
 from lanemon.measure import slo as slo_mod
 from lanemon.measure.metrics import NS, generated_tokens, median, request_metrics, summarize
@@ -59,6 +60,8 @@ CLIENT_BEHIND_S = 0.010
 """A cell whose p99 send lag exceeds this is flagged ``client_behind`` (lanemon could not keep the schedule)."""
 MAX_TRACE_LINES = 1_000_000
 MAX_TRACE_BYTES = 64 * 1024 * 1024
+MAX_TRACE_T = 1e12
+"""Largest |t| a trace line may carry (epoch seconds fit); the whole trace spans at most MAX_SECONDS."""
 
 
 class LoadSpecError(ValueError):
@@ -91,30 +94,36 @@ class LengthDist:
         try:
             if kind == "fixed":
                 n = int(rest)
-                if n < 1:
+                if not 1 <= n <= MAX_TOKENS:
                     raise ValueError
                 return cls("fixed", n, n, source=text)
             if kind in ("uniform", "normal"):
                 lo_s, _, hi_s = rest.partition(",")
                 a, b = float(lo_s), float(hi_s)
+                if not (math.isfinite(a) and math.isfinite(b) and a <= MAX_TOKENS and b <= MAX_TOKENS):
+                    raise ValueError
                 if kind == "uniform" and not 1 <= a <= b:
                     raise ValueError
                 if kind == "normal" and (a < 1 or b < 0):
                     raise ValueError
                 return cls(kind, a, b, source=text)
             if kind == "file":
-                path = Path(rest)
-                raw = path.read_bytes()[:MAX_TRACE_BYTES]
+                with Path(rest).open("rb") as fh:  # bounded: file:/dev/zero must not read forever
+                    raw = fh.read(MAX_TRACE_BYTES + 1)
+                if len(raw) > MAX_TRACE_BYTES:
+                    raise LoadSpecError(f"{flag}: {rest!r} is larger than {MAX_TRACE_BYTES >> 20} MB")
                 values = tuple(int(x) for x in raw.split() if x.strip())
-                if not values or min(values) < 1:
+                if not values or min(values) < 1 or max(values) > MAX_TOKENS:
                     raise ValueError
                 return cls("file", values=values, source=text)
         except OSError as exc:
             raise LoadSpecError(f"{flag}: cannot read {rest!r}: {exc.strerror or exc}") from None
+        except LoadSpecError:
+            raise
         except ValueError:
             pass
         raise LoadSpecError(f"{flag} must be fixed:N, uniform:LO,HI (1 <= LO <= HI), normal:MEAN,SD or file:PATH "
-                            f"with positive whole numbers, not {text!r}")
+                            f"with whole numbers from 1 to {MAX_TOKENS:,}, not {text!r}")
 
     def sample(self, rng: random.Random) -> int:
         if self.kind == "fixed":
@@ -164,20 +173,23 @@ def read_trace(path: str | Path) -> list[Arrival]:
         try:
             obj = orjson.loads(line)
             t = obj["t"]
-            if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t):
+            if isinstance(t, bool) or not isinstance(t, (int, float)) or not abs(t) <= MAX_TRACE_T:
                 raise TypeError
             ins, outs = obj.get("input_tokens"), obj.get("output_tokens")
             for v in (ins, outs):
-                if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+                if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_TOKENS):
                     raise TypeError
         except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
             raise LoadSpecError(f"--trace: {path} line {no}: expected {{\"t\": seconds, \"input_tokens\": n?, "
-                                f"\"output_tokens\": n?}}") from None
+                                f"\"output_tokens\": n?}} (finite t, counts from 1 to {MAX_TOKENS:,})") from None
         out.append(Arrival(float(t), ins, outs))
     if not out:
         raise LoadSpecError(f"--trace: {path} has no arrivals")
     out.sort(key=lambda a: a.offset_s)
     t0 = out[0].offset_s
+    if out[-1].offset_s - t0 > MAX_SECONDS:
+        raise LoadSpecError(f"--trace: {path} spans {out[-1].offset_s - t0:,.0f} s, more than {MAX_SECONDS:,.0f} s "
+                            "(30 days)")
     return [Arrival(a.offset_s - t0, a.input_tokens, a.output_tokens) for a in out]
 
 
