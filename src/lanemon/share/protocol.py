@@ -36,7 +36,19 @@ MAX_MESSAGE = 1 << 20
 MAX_INCOMING = 4096
 """Upper bound of one viewer message: a hello is tiny; anything bigger closes the connection (1009)."""
 MAX_VIEWERS = 16
-HELLO_TIMEOUT_S = 5.0
+"""Viewers that presented the token; a connection holds a slot only once its hello was accepted."""
+HELLO_TIMEOUT_S = 2.0
+"""Seconds a connection has, from its websocket handshake, to present the token (and for the handshake)."""
+HELLO_GRACE_S = 0.5
+"""A connection silent for this long (at most half the hello timeout) joins the pre-authentication budget;
+a viewer says hello at once, within it, so the budget never touches a viewer."""
+MAX_PENDING = 8
+"""Silent connections (past the grace) waiting for their hello, in all: one more closes the oldest of the
+address holding the most."""
+MAX_PENDING_PER_ADDRESS = 4
+"""Silent connections waiting for their hello from one address: one more closes that address's oldest."""
+REFUSAL_NOTICE_S = 10.0
+"""Refused connections are summed up on the publisher's screen at most once per this many seconds."""
 
 # Close codes (4000-4999 are free for applications; the others are RFC 6455's).
 CLOSE_GOING_AWAY = 1001  # the publisher stopped sharing
@@ -45,6 +57,7 @@ CLOSE_BAD_TOKEN = 4401
 CLOSE_READ_ONLY = 4403  # the viewer kept sending (over MAX_IGNORED messages)
 CLOSE_TOO_SLOW = 4408  # the viewer's send queue overflowed
 REASON_BAD_TOKEN = "bad token"
+REASON_NO_HELLO = "no hello in time"
 REASON_TOO_MANY = "too many viewers"
 REASON_STOPPED = "publisher stopped sharing"
 REASON_READ_ONLY = "viewers are read-only"

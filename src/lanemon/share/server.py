@@ -11,6 +11,16 @@ task per viewer writes them to its socket.  A viewer whose queue overflows is
 dropped (close 4408), never waited for.  Viewers cannot act on the session:
 everything they send after the hello is read, counted and ignored.
 
+Viewer slots belong to viewers (issue 24): a connection holds one of ``max_viewers`` only once its hello
+carried the token.  It has ``hello_timeout`` from its handshake (which itself must end within that
+time) to say hello.  A viewer says it at once; a connection still silent after a short grace
+(``P.HELLO_GRACE_S``) joins a small pre-authentication budget (``max_pending`` in all,
+``max_pending_per_address`` per address), and one more silent connection closes the *oldest* of its
+address (or of the address holding the most): silent sockets reopened in a loop cannot keep out a
+viewer, whose hello never waits on the budget.
+Refused connections are counted (``stats``) and summed up on the publisher's screen at most once per
+``P.REFUSAL_NOTICE_S``, never one notice each.
+
 What travels: the header (lanemon version, mode, each lane's name, URL without
 credentials or query, model) and :class:`~lanemon.events.Event` objects
 -- the very lines a recording holds.  Lane API keys and headers live only in
@@ -105,6 +115,9 @@ class Publisher:
         queue_messages: int = 256,
         queue_bytes: int = 16 << 20,
         hello_timeout: float = P.HELLO_TIMEOUT_S,
+        max_pending: int = P.MAX_PENDING,
+        max_pending_per_address: int = P.MAX_PENDING_PER_ADDRESS,
+        refusal_notice_s: float = P.REFUSAL_NOTICE_S,
         max_ignored: int = 10_000,
         close_timeout: float = 2.0,
         on_notice: Notice | None = None,
@@ -125,6 +138,9 @@ class Publisher:
         self.queue_messages = queue_messages
         self.queue_bytes = queue_bytes
         self.hello_timeout = hello_timeout
+        self.max_pending = max(1, max_pending)
+        self.max_pending_per_address = max(1, max_pending_per_address)
+        self.refusal_notice_s = refusal_notice_s
         self.max_ignored = max_ignored
         self.close_timeout = close_timeout
         self.on_notice = on_notice
@@ -139,13 +155,20 @@ class Publisher:
         self._log_bytes = 0
         self._pending: list[bytes] = []
         self._viewers: set[_Viewer] = set()
-        self._connections = 0  # open connections, hello pending or not
+        self._unauthed: dict[ServerConnection, str] = {}  # waiting for their hello, oldest first -> address
+        self._evicted: set[ServerConnection] = set()
+        self._refusals: dict[str, int] = {}  # since the last summary notice
+        self._last_refused_peer = ""
+        self._last_summary = float("-inf")
         self._closing = False
         self.dropped_events = 0
         """Events evicted from the log (older than the last ``max_log_events``)."""
         self.stats: dict[str, int] = dict.fromkeys(
-            ("events", "viewers", "refused", "busy", "dropped_slow", "dropped_chatty", "ignored",
-             "messages_sent", "redacted", "truncated"), 0)
+            ("events", "viewers", "refused", "bad_token", "no_hello", "evicted", "busy", "dropped_slow",
+             "dropped_chatty", "ignored", "messages_sent", "redacted", "truncated"), 0)
+        """``refused``: connections refused before they joined (``bad_token`` + ``no_hello``, of which
+        ``evicted`` were closed to make room for a newer one); ``busy``: viewers with the token refused
+        because ``max_viewers`` were watching."""
         self._unsubscribe = source.bus.subscribe(self._on_event)
 
     # -- addresses -------------------------------------------------------------
@@ -181,7 +204,7 @@ class Publisher:
         self._server = await serve(
             self._handle, sock=sock, max_size=P.MAX_INCOMING, max_queue=4, compression=None,
             close_timeout=self.close_timeout, ping_interval=20, ping_timeout=20, logger=_ws_log,
-            server_header=None,
+            server_header=None, open_timeout=self.hello_timeout,  # a handshake that dawdles is closed
         )
         self._flusher = asyncio.create_task(self._flush_loop(), name="lanemon-share-flush")
 
@@ -301,6 +324,8 @@ class Publisher:
         while True:
             await asyncio.sleep(self.flush_interval)
             self._flush()
+            if self._refusals:
+                self._summarise_refusals()
 
     def _flush(self) -> None:
         pending, self._pending = self._pending, []
@@ -377,57 +402,122 @@ class Publisher:
             self._notice("warning", f"share: viewer {viewer.peer} dropped: {reason} ({len(self._viewers)} watching)")
         self._spawn(self._close_conn(viewer.ws, code, reason))
 
-    async def _hello(self, ws: ServerConnection) -> bool:
+    async def _hello(self, ws: ServerConnection) -> str | None:
+        """None when the first message is a hello with the token; else why not (a ``stats`` key)."""
+        grace = min(P.HELLO_GRACE_S, self.hello_timeout / 2)
         try:
-            raw = await asyncio.wait_for(ws.recv(), self.hello_timeout)
+            try:
+                raw = await asyncio.wait_for(ws.recv(), grace)  # a viewer: never counted in the budget
+            except asyncio.TimeoutError:
+                self._admit(ws)  # silent so far: into the pre-authentication budget (may close the oldest)
+                raw = await asyncio.wait_for(ws.recv(), self.hello_timeout - grace)  # recv() may be cancelled
+        except (asyncio.TimeoutError, ConnectionClosed):
+            return "no_hello"
+        try:
             msg = orjson.loads(raw)
-        except (asyncio.TimeoutError, ConnectionClosed, orjson.JSONDecodeError):
-            return False
-        return isinstance(msg, dict) and msg.get("type") == "hello" and P.tokens_match(msg.get("token"), self.token)
+        except orjson.JSONDecodeError:
+            return "bad_token"
+        good = isinstance(msg, dict) and msg.get("type") == "hello" and P.tokens_match(msg.get("token"), self.token)
+        return None if good else "bad_token"
+
+    # -- refusals: counted, summed up on screen ----------------------------------
+
+    def _refused(self, kind: str, peer: str) -> None:
+        """Count one refused connection (``kind``: a ``stats`` key) and say so, summed up (at most one
+        notice per ``refusal_notice_s``)."""
+        self.stats[kind] += 1
+        if kind in ("bad_token", "no_hello"):
+            self.stats["refused"] += 1
+        self._refusals[kind] = self._refusals.get(kind, 0) + 1
+        self._last_refused_peer = peer
+        self._summarise_refusals()
+
+    def _summarise_refusals(self) -> None:
+        now = asyncio.get_running_loop().time()
+        if not self._refusals or now - self._last_summary < self.refusal_notice_s:
+            return
+        counts, self._refusals = self._refusals, {}
+        self._last_summary = now
+        n = sum(counts.values())
+        words = {"bad_token": "bad token", "no_hello": "no hello in time", "evicted": "of which closed for newer ones",
+                 "busy": "too many viewers"}
+        detail = ", ".join(f"{words.get(k, k)}: {v}" for k, v in counts.items() if k != "evicted")
+        if counts.get("evicted"):
+            detail += f" ({counts['evicted']} closed to make room for newer connections)"
+        what = f"a connection from {self._last_refused_peer}" if n == 1 else \
+            f"{n} connections (the last from {self._last_refused_peer})"
+        self._notice("warning", f"share: refused {what}: {detail}; {self.stats['refused'] + self.stats['busy']} "
+                                "refused in all")
+
+    # -- one connection ---------------------------------------------------------
+
+    def _admit(self, ws: ServerConnection) -> None:
+        """Put ``ws`` (silent past the grace) in the pre-authentication budget, closing the oldest silent
+        connection of its address (or of the address holding the most) when the budget is full."""
+        addr = _address(ws)
+        mine = [c for c, a in self._unauthed.items() if a == addr]
+        victim = None
+        if len(mine) >= self.max_pending_per_address:
+            victim = mine[0]
+        elif len(self._unauthed) >= self.max_pending:
+            per: dict[str, int] = {}
+            for a in self._unauthed.values():
+                per[a] = per.get(a, 0) + 1
+            crowd = max(per, key=per.__getitem__)
+            victim = next(c for c, a in self._unauthed.items() if a == crowd)
+        if victim is not None:
+            del self._unauthed[victim]
+            self._evicted.add(victim)
+            self._spawn(self._close_conn(victim, P.CLOSE_TRY_AGAIN, P.REASON_NO_HELLO))
+        self._unauthed[ws] = addr
 
     async def _handle(self, ws: ServerConnection) -> None:
         if self._closing:
             await self._close_conn(ws, P.CLOSE_GOING_AWAY, P.REASON_STOPPED)
             return
-        if self._connections >= self.max_viewers:
-            self.stats["busy"] += 1
+        try:
+            refused = await self._hello(ws)
+        finally:
+            self._unauthed.pop(ws, None)
+        if ws in self._evicted:  # closed to make room (its close is under way)
+            self._evicted.discard(ws)
+            self.stats["evicted"] += 1
+            self._refused("no_hello", _peer(ws))
+            return
+        if refused is not None:
+            self._refused(refused, _peer(ws))
+            await self._close_conn(ws, P.CLOSE_BAD_TOKEN, P.REASON_BAD_TOKEN)
+            return
+        if self._closing:
+            await self._close_conn(ws, P.CLOSE_GOING_AWAY, P.REASON_STOPPED)
+            return
+        if len(self._viewers) >= self.max_viewers:
+            self._refused("busy", _peer(ws))
             await self._close_conn(ws, P.CLOSE_TRY_AGAIN, P.REASON_TOO_MANY)
             return
-        self._connections += 1
+        viewer = _Viewer(ws)
+        # no await between taking the snapshot and joining the fan-out: nothing is lost or doubled
+        snapshot = self._snapshot()
+        header = self.header(len(snapshot))
+        self._viewers.add(viewer)
+        self.stats["viewers"] += 1
+        self._notice("information", f"share: viewer {viewer.peer} joined ({len(self._viewers)} watching)")
+        reader = asyncio.create_task(self._read_rest(viewer))
         try:
-            if not await self._hello(ws):
-                self.stats["refused"] += 1
-                self._notice("warning", f"share: refused a viewer from {_peer(ws)}: bad token")
-                await self._close_conn(ws, P.CLOSE_BAD_TOKEN, P.REASON_BAD_TOKEN)
-                return
-            if self._closing:
-                await self._close_conn(ws, P.CLOSE_GOING_AWAY, P.REASON_STOPPED)
-                return
-            viewer = _Viewer(ws)
-            # no await between taking the snapshot and joining the fan-out: nothing is lost or doubled
-            snapshot = self._snapshot()
-            header = self.header(len(snapshot))
-            self._viewers.add(viewer)
-            self.stats["viewers"] += 1
-            self._notice("information", f"share: viewer {viewer.peer} joined ({len(self._viewers)} watching)")
-            reader = asyncio.create_task(self._read_rest(viewer))
-            try:
-                await self._write(viewer, header, snapshot)
-            except ConnectionClosed:
-                pass
-            finally:
-                reader.cancel()
-                if viewer.closed:  # dropped: let the close task send its code before websockets sends 1000
-                    with contextlib.suppress(Exception):
-                        await asyncio.wait_for(ws.wait_closed(), self.close_timeout + 1)
-                else:
-                    viewer.closed = True
-                    self._viewers.discard(viewer)
-                    if not self._closing:
-                        self._notice("information",
-                                     f"share: viewer {viewer.peer} left ({len(self._viewers)} watching)")
+            await self._write(viewer, header, snapshot)
+        except ConnectionClosed:
+            pass
         finally:
-            self._connections -= 1
+            reader.cancel()
+            if viewer.closed:  # dropped: let the close task send its code before websockets sends 1000
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(ws.wait_closed(), self.close_timeout + 1)
+            else:
+                viewer.closed = True
+                self._viewers.discard(viewer)
+                if not self._closing:
+                    self._notice("information",
+                                 f"share: viewer {viewer.peer} left ({len(self._viewers)} watching)")
 
     async def _send(self, viewer: _Viewer, msg: bytes) -> None:
         await viewer.ws.send(msg, text=True)
@@ -464,6 +554,13 @@ class Publisher:
             pass
         viewer.gone = True  # the connection is closed: wake the writer so the handler ends
         viewer.wake.set()
+
+
+def _address(ws: ServerConnection) -> str:
+    try:
+        return str(ws.remote_address[0])
+    except (TypeError, IndexError):
+        return "?"
 
 
 def _peer(ws: ServerConnection) -> str:
