@@ -21,6 +21,7 @@ from typing import Any
 from lanemon.cli import bench_load
 from lanemon.cli.common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, MAX_COUNT, UsageError, add_measure_args, add_workload_args, err, int_list, open_recorder, parse_number, recording_saved, run_interruptible, slo_arg, thinking_arg, workload_lanes)
 from lanemon.folds.bench import cell_label
+from lanemon.reports.format import pct
 
 HELP = {
     "decode": "decode ladder: aggregate tok/s by concurrency, TTFT, per-category C1 rates, the crossover",
@@ -381,7 +382,7 @@ def _render_decode(result: dict[str, Any], console) -> None:
             name = f"[bold]{n}[/] ▲" if n == lead else (f"{n} =" if lead == "tie" and n in names[:2] else n)
             steady = _rate(c.get("steady_tok_s")) + (" [yellow]unreliable[/]" if c.get("unreliable") else "")
             row = [f"C{level}" if i == 0 else "", name, steady, _spread_cell(c, "aggregate_tok_s"),
-                   f"{_secs(c['ttft_p50_s'])} / {_secs(c['ttft_p90_s'])}"]
+                   f"{_secs(c['ttft_p50_s'])} / {pct(c['ttft_p90_s'], 90, c.get('ttft_n'), c.get('ttft_max_s'), _secs)}"]
             if show_ttfo:
                 est = " est." if c.get("reasoning_estimated") else ""
                 row += [_secs(c.get("ttfo_s")), f"{c.get('reasoning_tokens') or 0}{est}"]

@@ -154,6 +154,11 @@ def load_options(args: argparse.Namespace):
 def render(result: dict[str, Any], console, secs, rate) -> None:
     from rich.table import Table
 
+    from lanemon.reports.format import pct
+
+    def p99(d: dict[str, Any]) -> str:  # a p99 over fewer than 100 samples is shown as the max, with n
+        return pct(d.get("p99"), 99, d.get("n"), d.get("max"), fmt=secs)
+
     cfg = (result.get("config") or {}).get("load") or {}
     what = f"{cfg.get('arrival')} arrivals" + (f" at {cfg['rate']:g} req/s" if cfg.get("rate") else "")
     table = Table(title=f"open-loop load · {what}", title_justify="left")
@@ -166,8 +171,8 @@ def render(result: dict[str, Any], console, secs, rate) -> None:
             table.add_row(lane, str(i + 1), str(r["measured"]), str(r["ok"]), str(r["errors"]),
                           rate(r["scheduled_rate_rps"]), rate(r["sent_rate_rps"]),
                           rate(r["completed_rate_rps"]) + (" [red]behind[/]" if r.get("lane_behind") else ""),
-                          rate(r["output_tok_s"]), secs(r["ttft_s"]["p50"]), secs(r["ttft_s"]["p99"]),
-                          secs(r["tpot_s"]["p50"]), secs(r["e2e_s"]["p99"]),
+                          rate(r["output_tok_s"]), secs(r["ttft_s"]["p50"]), p99(r["ttft_s"]),
+                          secs(r["tpot_s"]["p50"]), p99(r["e2e_s"]),
                           secs(lag) + (" [yellow]behind[/]" if r["client_behind"] else ""))
     console.print(table)
     from lanemon.workloads.bench.load import load_headlines

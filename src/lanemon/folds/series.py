@@ -28,7 +28,7 @@ from typing import Any
 from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.measure.load import CLIENT_BOUND, ClientLoad
-from lanemon.measure.metrics import percentile, request_metrics
+from lanemon.measure.metrics import percentile, request_metrics, tail_ok
 from lanemon.measure.records import COMPLETE, EMPTY, ERROR, TRUNCATED, Assembler, RequestRecord
 
 __all__ = ["KEEP_NS", "Outcomes", "Sample", "SeriesState", "WindowStats", "WINDOWS_S"]
@@ -113,6 +113,8 @@ class WindowStats(Outcomes):
     tpot: tuple[float | None, float | None, float | None] = (None, None, None)
     e2e: tuple[float | None, float | None, float | None] = (None, None, None)
     tok_s_p50: float | None = None
+    samples: tuple[int, int, int] = (0, 0, 0)
+    """How many samples the TTFT, TPOT and E2E percentiles rest on (a p99 needs 100)."""
 
 
 def _possible(key: str, value: Any) -> bool:
@@ -124,10 +126,14 @@ def _possible(key: str, value: Any) -> bool:
 
 
 def _pcts(values: list[float]) -> tuple[float | None, float | None, float | None]:
+    """p50, p90, p99 -- a tail percentile over too few samples (:data:`TAIL_MIN_SAMPLES`) is the largest sample
+    (the screens label it ``max``: :attr:`WindowStats.n` is under 100)."""
     if not values:
         return (None, None, None)
     values.sort()
-    return (percentile(values, 50), percentile(values, 90), percentile(values, 99))
+    n = len(values)
+    return (percentile(values, 50), percentile(values, 90) if tail_ok(90, n) else values[-1],
+            percentile(values, 99) if tail_ok(99, n) else values[-1])
 
 
 class SeriesState:
@@ -285,5 +291,6 @@ class SeriesState:
         span = (t1 - max(t0, 0)) / NS
         st.rate_rps = st.n / span if span > 0 and st.n else None
         st.ttft, st.tpot, st.e2e = _pcts(ttft), _pcts(tpot), _pcts(e2e)
+        st.samples = (len(ttft), len(tpot), len(e2e))
         st.tok_s_p50 = _pcts(tok)[0]
         return st

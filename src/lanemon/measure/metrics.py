@@ -224,6 +224,17 @@ def median(values: Sequence[float]) -> float | None:
     return percentile(values, 50)
 
 
+TAIL_MIN_SAMPLES = {90: 10, 99: 100}
+"""The fewest samples a percentile rests on: a p99 needs 100 (one sample in a hundred above it), a p90 ten.
+Below that the interpolated figure is a guess between the largest values; tables, charts and reports show the
+largest sample instead, labelled ``max`` with the count (docs/METRICS.md, "percentiles")."""
+
+
+def tail_ok(q: int, n: int | None) -> bool:
+    """Whether a ``q``-th percentile over ``n`` samples stands (:data:`TAIL_MIN_SAMPLES`)."""
+    return n is not None and n >= TAIL_MIN_SAMPLES.get(q, 1)
+
+
 @dataclass(frozen=True, slots=True)
 class Summary:
     n: int

@@ -67,6 +67,20 @@ def secs(v: Any) -> str:
     return duration(num(v), SECS_LADDER)
 
 
+def pct(value: Any, q: int, n: Any, top: Any = None, fmt=secs) -> str:
+    """A ``q``-th percentile cell that says what it rests on: the value when ``n`` samples carry it
+    (:data:`~lanemon.measure.metrics.TAIL_MIN_SAMPLES`), else the largest sample ``max 0.38 s (n=8)`` (or,
+    without it, the value with its n); ``n`` unknown (older results): the value as it was."""
+    from lanemon.measure.metrics import tail_ok
+
+    count = int(n) if isinstance(n, int) and not isinstance(n, bool) else None
+    if count is None or tail_ok(q, count) or num(value) is None:
+        return fmt(value)
+    if num(top) is not None:
+        return f"max {fmt(top)} (n={count})"
+    return f"{fmt(value)} (n={count})"
+
+
 def ratio_text(lo: float, hi: float | None = None) -> str:
     a = f"{lo:.1f}"
     if hi is None or f"{hi:.1f}" == a:

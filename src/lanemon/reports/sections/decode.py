@@ -14,7 +14,8 @@ from lanemon.measure import stats as st
 from lanemon.reports.charts import Chart
 from lanemon.reports.data import (agg, crossover, decode_levels, first_level, has_steady, level_leads, level_value,
                                   steady)
-from lanemon.reports.format import num, secs, sparkline, tok
+from lanemon.measure.metrics import tail_ok
+from lanemon.reports.format import num, pct, secs, sparkline, tok
 from lanemon.reports.sections.section import Section
 
 
@@ -145,15 +146,29 @@ def decode_sections(decode: dict[str, Any], lanes: list[str]) -> list[Section]:
     headers = ["Lane", "TTFT p50", "TTFT p90", "TTFT p99", "per-stream p50 tok/s", "requests", "errors"]
     rows = []
     series: dict[str, list[float | None]] = {}
+    short: dict[int, list[str]] = {}
     for n in lanes:
         c = per[n].get(lvl1) or {}
-        rows.append([n, secs(c.get("ttft_p50_s")), secs(c.get("ttft_p90_s")), secs(c.get("ttft_p99_s")),
+        k = c.get("ttft_n")
+        rows.append([n, secs(c.get("ttft_p50_s")), pct(c.get("ttft_p90_s"), 90, k, c.get("ttft_max_s")),
+                     pct(c.get("ttft_p99_s"), 99, k, c.get("ttft_max_s")),
                      tok(c.get("per_stream_tok_s_p50")) + (" ~" if c.get("tokens_estimated") else ""),
                      str(c.get("requests", "—")), _not_complete(c) if num(c.get("errors")) else str(c.get("errors", "—"))])
         series[n] = [num(c.get("ttft_p50_s")), num(c.get("ttft_p90_s")), num(c.get("ttft_p99_s"))]
-    chart = Chart("bars", f"TTFT at C{lvl1}", "percentile", "time to first token (s)", ["p50", "p90", "p99"], series)
+        k = c.get("ttft_n")
+        top = num(c.get("ttft_max_s"))
+        if isinstance(k, int) and top is not None:  # too few samples for a tail percentile: the bar is the largest
+            for i, q in ((1, 90), (2, 99)):
+                if not tail_ok(q, k):
+                    series[n][i] = top
+                    short.setdefault(q, []).append(f"{n} n={k}")
+    labels = ["p50"] + [f"p{q}" + (" (max)" if q in short else "") for q in (90, 99)]
+    chart = Chart("bars", f"TTFT at C{lvl1}" + (f"; max where too few samples ({', '.join(short[99])})"
+                                                 if 99 in short else ""),
+                  "percentile", "time to first token (s)", labels, series)
     out.append(Section("ttft", f"Time to first token at C{lvl1}",
-                       "Request sent → first token-carrying chunk, over the completed requests of the level.",
+                       "Request sent → first token-carrying chunk, over the completed requests of the level. A p90 "
+                       "rests on 10 samples and a p99 on 100: with fewer, the largest sample is shown as max (n).",
                        headers, rows, chart))
 
     # per-category at C1

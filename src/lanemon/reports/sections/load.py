@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lanemon.reports.format import err_text, num, secs, tok
+from lanemon.reports.format import err_text, num, pct, secs, tok
 from lanemon.reports.sections.section import Section
 from lanemon.workloads.bench.load import load_headlines
 
@@ -12,6 +12,10 @@ from lanemon.workloads.bench.load import load_headlines
 def _rate(v: Any) -> str:
     x = num(v)
     return "—" if x is None else (f"{x:,.1f}" if x < 100 else f"{x:,.0f}")
+
+
+def _p99(d: dict[str, Any]) -> str:
+    return pct(d.get("p99"), 99, d.get("n"), d.get("max"))
 
 
 def load_section(load: dict[str, Any], lanes: list[str]) -> Section:
@@ -27,8 +31,8 @@ def load_section(load: dict[str, Any], lanes: list[str]) -> Section:
             rows.append([lane, str(i + 1), str(r["measured"]), str(r["ok"]), str(r["errors"]),
                          _rate(r["scheduled_rate_rps"]), _rate(r["sent_rate_rps"]),
                          _rate(r["completed_rate_rps"]) + (" (behind)" if r.get("lane_behind") else ""),
-                         tok(r["output_tok_s"]), secs(r["ttft_s"]["p50"]), secs(r["ttft_s"]["p99"]),
-                         secs(r["tpot_s"]["p50"]), secs(r["e2e_s"]["p99"]), lag])
+                         tok(r["output_tok_s"]), secs(r["ttft_s"]["p50"]), _p99(r["ttft_s"]),
+                         secs(r["tpot_s"]["p50"]), _p99(r["e2e_s"]), lag])
             if r.get("error"):
                 notes.append(f"{lane} rep {i + 1}: first error {err_text(r['error'])}")
             apart = ", ".join(f"{r[k]} {k}" for k in ("truncated", "empty", "bursts") if r.get(k))

@@ -1,7 +1,7 @@
 """The numbers beside the charts: per lane over the chart window, and the ratio to the first lane.
 
 Columns: request rate, outcomes (ok / err / cut / not counted), and p50 · p90 · p99 of TTFT, TPOT
-and end-to-end over the clean samples only.  With two or more lanes one more row per extra lane
+and end-to-end over the clean samples only (a p99 over fewer than 100 of them is the largest, shown ``max``).  With two or more lanes one more row per extra lane
 gives its p50s over the first lane's (``B/A 1.29×``: B takes 29 % longer).
 """
 
@@ -12,20 +12,27 @@ from rich.text import Text
 from textual.widgets import Static
 
 from lanemon.folds.series import WindowStats
+from lanemon.measure.metrics import tail_ok
 
 
 def _ms(x: float | None, digits: int = 0) -> str:
     return "—" if x is None else f"{x * 1000:,.{digits}f}"
 
 
-def triple(vals: tuple[float | None, float | None, float | None], *, tpot: bool = False) -> str:
-    """``172·190·199 ms`` (or seconds when the median is over 10 s); ``—`` for nothing."""
+def triple(vals: tuple[float | None, float | None, float | None], *, tpot: bool = False,
+           n: int | None = None) -> str:
+    """``172·190·199 ms`` (or seconds when the median is over 10 s); ``—`` for nothing.  Over fewer than
+    100 samples (``n``) the third figure is the largest sample, said so: ``172·190·max 199 ms`` (a p90 under
+    10 samples likewise)."""
     if vals[0] is None:
         return "—"
+    marks = ["", "" if n is None or tail_ok(90, n) else "max ", "" if n is None or tail_ok(99, n) else "max "]
+    if marks[1]:
+        marks[2] = ""  # "max" once: the p90 already is the largest sample
     if not tpot and vals[0] >= 10:
-        return "·".join("—" if v is None else f"{v:.1f}" for v in vals) + " s"
+        return "·".join(m + ("—" if v is None else f"{v:.1f}") for m, v in zip(marks, vals)) + " s"
     digits = 1 if tpot else 0
-    return "·".join(_ms(v, digits) for v in vals) + " ms"
+    return "·".join(m + _ms(v, digits) for m, v in zip(marks, vals)) + " ms"
 
 
 def ratio(b: float | None, a: float | None) -> str:
@@ -60,7 +67,8 @@ class LaneStats(Static):
                          Text(str(st.requests_truncated), style="bold yellow" if st.requests_truncated else ""),
                          Text(str(st.requests_empty), style="bold yellow" if st.requests_empty else ""),
                          Text(str(st.flagged), style="yellow" if st.flagged else ""),
-                         triple(st.ttft), triple(st.tpot, tpot=True), triple(st.e2e), *extra])
+                         triple(st.ttft, n=st.samples[0]), triple(st.tpot, tpot=True, n=st.samples[1]),
+                         triple(st.e2e, n=st.samples[2]), *extra])
         if len(names) == 2:
             a = stats[names[0]]
             for name in names[1:]:

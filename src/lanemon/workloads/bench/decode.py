@@ -196,6 +196,8 @@ def _level_result(reps: dict[int, list[RequestRecord]], slo: dict[str, float] | 
         "ttft_p50_s": rnd(ttft.p50),
         "ttft_p90_s": rnd(ttft.p90),
         "ttft_p99_s": rnd(ttft.p99),
+        "ttft_n": ttft.n,
+        "ttft_max_s": rnd(ttft.max),
         "per_stream_tok_s_p50": rnd(summarize(m.decode_tok_s for m in ms).p50),
         "errors": len(all_recs) - len(ok),
         **outcome_figures(all_recs),

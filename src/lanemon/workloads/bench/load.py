@@ -407,7 +407,7 @@ async def run(h, opts) -> None:
 
 def _pcts(values: Iterable[float | None]) -> dict[str, float | None]:
     s = summarize(values)
-    return {"p50": rnd(s.p50, 6), "p90": rnd(s.p90, 6), "p99": rnd(s.p99, 6)}
+    return {"p50": rnd(s.p50, 6), "p90": rnd(s.p90, 6), "p99": rnd(s.p99, 6), "n": s.n, "max": rnd(s.max, 6)}
 
 
 LANE_BEHIND_SHARE = 0.9
