@@ -12,7 +12,7 @@ import dataclasses
 import math
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,8 +24,33 @@ DEMO_PROFILES = (("A", "tensorfold-exl3"), ("B", "sglang-native"))
 
 
 # Exit codes every command shares: 0 done, 1 a lane failed or was down, 2 bad input (UsageError),
-# 130 interrupted by Ctrl-C with what finished kept.
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+# 4 data lost: a recording or an -o output could not be completed (disk full, unwritable, cut; stderr
+# says what was kept), 130 interrupted by Ctrl-C with what finished kept.  (3: `kl`, logprobs not exposed.)
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_DATA_LOST, EXIT_INTERRUPTED = 0, 1, 2, 4, 130
+
+
+class DataLost(Exception):
+    """Output could not be completed (disk full, unwritable): the CLI prints the message and exits 4."""
+
+
+class _LostData:
+    """What this command run lost (recordings that failed): ``cli.main`` turns a 0 or 1 into exit 4 when
+    any is listed, so no command can report success over lost data whatever path it took."""
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+
+    def reset(self) -> None:
+        self.messages.clear()
+
+    def add(self, message: str) -> None:
+        self.messages.append(message)
+
+    def exit_code(self, code: int) -> int:
+        return EXIT_DATA_LOST if self.messages and code in (EXIT_OK, EXIT_FAIL) else code
+
+
+LOST = _LostData()
 
 
 class UsageError(Exception):
@@ -394,17 +419,20 @@ def run_interruptible(fn: Callable[[], Awaitable[T]], cleanup: Callable[[], Awai
     return asyncio.run(main())
 
 
-def recording_saved(recorder) -> None:
+def recording_saved(recorder) -> bool:
     """Close ``recorder`` (if any) and say where it went; after a write failure, the failure first and
-    no "saved" line (the file holds only what was written before it)."""
+    what the file kept (no "saved" line), and the run's exit code becomes 4 (:data:`LOST`).  True when the
+    recording is complete (or there is none)."""
     if recorder is None:
-        return
+        return True
     recorder.close()
     if recorder.failed:
         err(recorder.failed)
-        err(f"recording incomplete: {recorder.path} holds only what was written before the failure")
-        return
-    print(f"lanemon: recording saved: {recorder.path} ({recorder.events} events)", file=sys.stderr)
+        err(recorder.outcome())
+        LOST.add(recorder.failed)
+        return False
+    err(recorder.outcome())
+    return True
 
 
 class HeadlessRun:
@@ -461,18 +489,50 @@ def add_output_args(p: argparse.ArgumentParser, formats: tuple[str, ...], defaul
     p.add_argument("-o", "--output", type=Path, metavar="PATH", help=output_help)
 
 
-def write_output(path: Path, data: str | bytes, *, make_dirs: bool = True) -> None:
-    """Write a command's output to ``-o PATH`` (UTF-8 text or bytes), creating missing folders unless
-    *make_dirs* is False; a one-line UsageError when it cannot."""
+def write_output(path: Path, data: str | bytes | Iterable[str | bytes], *, make_dirs: bool = True) -> None:
+    """Write a command's output to ``-o PATH`` (UTF-8 text or bytes, or an iterable of chunks, written as they
+    come), creating missing folders unless *make_dirs* is False.
+
+    All or nothing: the output goes to a temporary file beside *path*, renamed over it only when complete, so a
+    full disk never leaves half a report where the last good one was.  A folder that cannot be created or
+    written is a one-line UsageError (exit 2, nothing started); a write that fails part-way (disk full) is
+    :class:`DataLost` (exit 4) saying that *path* was left as it was."""
+    import os
+    import tempfile
+
     try:
         if make_dirs:
             path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(data, bytes):
-            path.write_bytes(data)
-        else:
-            path.write_text(data, encoding="utf-8")
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            for chunk in [data] if isinstance(data, (str, bytes)) else data:
+                try:
+                    fh.write(chunk.encode("utf-8") if isinstance(chunk, str) else chunk)
+                except OSError as exc:
+                    raise _WriteFailed(exc) from None
+            try:
+                fh.flush()
+                os.fsync(fh.fileno())
+            except OSError as exc:
+                raise _WriteFailed(exc) from None
+        os.replace(tmp, path)
+    except (_WriteFailed, OSError) as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        cause = exc.args[0] if isinstance(exc, _WriteFailed) else exc
+        raise DataLost(f"cannot write {path}: {cause.strerror or cause}; nothing was written "
+                       f"({'the previous file is unchanged' if path.exists() else 'no file was created'})") from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+class _WriteFailed(Exception):
+    """An OSError from writing the output (not from producing it)."""
 
 
 def output_format(fmt: str | None, output: Path | None, suffixes: dict[str, str], default: str) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from lanemon import __version__
 from lanemon.cli import MODULES as COMMAND_MODULES
-from lanemon.cli.common import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_USAGE, CommandError, UsageError
+from lanemon.cli.common import EXIT_DATA_LOST, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_USAGE, LOST, CommandError, DataLost, UsageError
 from lanemon.cli.common import err as _err
 from lanemon.config import ConfigError
 
@@ -58,8 +58,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    LOST.reset()
     try:
-        return handler(args)
+        return LOST.exit_code(handler(args))
+    except DataLost as exc:
+        _err(str(exc))
+        return EXIT_DATA_LOST
     except (UsageError, ConfigError) as exc:
         _err(str(exc))
         return EXIT_USAGE

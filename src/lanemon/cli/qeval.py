@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lanemon.untrusted import rich_escape
-from lanemon.cli.common import (EXIT_INTERRUPTED, EXIT_OK, UsageError, add_workload_args, err, open_recorder, positive_float, positive_int, recording_saved, run_interruptible, workload_lanes, write_output)
+from lanemon.cli.common import (EXIT_INTERRUPTED, EXIT_OK, DataLost, UsageError, add_workload_args, err, open_recorder, positive_float, positive_int, recording_saved, run_interruptible, workload_lanes, write_output)
 
 RUN_DESCRIPTION = """\
 Run the qeval tasks (code, json, math, format; 75 shipped) on one lane over
@@ -352,7 +352,7 @@ def cmd_rescore(args: argparse.Namespace) -> int:
                     out(Event(ev.t, MARK, lane_name, None, {"label": SCORE_LABEL, "bench": BENCH, "req": req,
                                                             **verdict, "rescored": True}))
         if out.failed:
-            raise UsageError(out.failed)
+            raise DataLost(f"{out.failed}; {out.outcome()}")
         err(f"recording with the new verdicts: {out.path} ({out.events} events)")
     payload: Any = results[lanes[0]] if len(lanes) == 1 else results
 

@@ -6,7 +6,10 @@ whole and flushed at least every ``flush_interval`` seconds, so a crash or
 SIGKILL leaves every complete line readable.  The file is created with
 ``O_EXCL``: two writers can never share one recording.  A write error (disk
 full, file removed) stops recording, keeps the app running and reports the
-problem once through ``on_error``.
+problem once through ``on_error``; the file is then cut back to the last
+flush that succeeded, so it holds whole lines only (``kept_events`` of them;
+``lost_events`` were not recorded), and :meth:`Recorder.outcome` says so in
+one line.  The CLI turns a failed recording into exit code 4 (``EXIT_DATA_LOST``).
 """
 
 from __future__ import annotations
@@ -118,12 +121,21 @@ class Recorder:
         self.on_error = on_error
         self.failed: str | None = None
         self.events = 0
+        """Events handed to the file (buffered or on disk); after a failure, those up to it."""
+        self.kept_events = 0
+        """Events known to be on disk (written and flushed): what the file holds after a failure."""
+        self.lost_events = 0
+        """Events that were not recorded because writing had failed (counted after the failure)."""
+        self._written = 0  # bytes handed to the file object
+        self._kept_bytes = 0  # bytes known flushed: the file is cut back to this after a failure
         self._last_flush = time.monotonic()
         self._write(orjson.dumps(header) + b"\n")
         self.flush()
 
     def __call__(self, ev: Event) -> None:
         if self._fh is None:
+            if self.failed:
+                self.lost_events += 1
             return
         line = orjson.dumps(ev.to_json_obj())
         if len(line) >= MAX_LINE_BYTES:  # readers skip such a line: say what was left out instead
@@ -131,6 +143,9 @@ class Recorder:
                 "level": "warning", "message": f"a {ev.kind[:40]} event of {len(line):,} bytes was not recorded "
                                                f"(over the {MAX_LINE_BYTES >> 20} MiB line bound)"}).to_json_obj())
         self._write(line + b"\n")
+        if self._fh is None:  # this very write failed
+            self.lost_events += 1
+            return
         self.events += 1
         now = time.monotonic()
         if now - self._last_flush >= self.flush_interval:
@@ -143,6 +158,8 @@ class Recorder:
             self._fh.write(line)
         except (OSError, ValueError) as exc:
             self._fail(exc)
+        else:
+            self._written += len(line)
 
     def flush(self) -> None:
         if self._fh is None:
@@ -152,18 +169,52 @@ class Recorder:
             self._fh.flush()
         except (OSError, ValueError) as exc:
             self._fail(exc)
+        else:
+            self._kept_bytes, self.kept_events = self._written, self.events
 
     def _fail(self, exc: BaseException) -> None:
         reason = getattr(exc, "strerror", None) or str(exc)
         self.failed = f"recording stopped: cannot write {self.path}: {reason}"
+        self.lost_events += self.events - self.kept_events  # buffered, perhaps half-written: cut below
+        self.events = self.kept_events
         fh, self._fh = self._fh, None
         try:
             if fh is not None:
-                fh.close()
-        except OSError:
+                fh.close()  # may try to flush the buffer again and fail: the cut below undoes any half line
+        except (OSError, ValueError):
             pass
+        self._keep_whole_lines()
         if self.on_error is not None:
             self.on_error(self.failed)
+
+    def _keep_whole_lines(self) -> None:
+        """After a failure: keep every whole line that reached the file past the last good flush, cut the
+        half-written one (a truncate needs no free space), and count what is kept."""
+        try:
+            with open(self.path, "rb") as fh:
+                fh.seek(self._kept_bytes)
+                tail = fh.read(self._written - self._kept_bytes + 1)  # at most the unflushed bytes
+            end = tail.rfind(b"\n") + 1
+            lines = tail[:end].count(b"\n")
+            if self._kept_bytes == 0 and lines:
+                lines -= 1  # the header's line
+            kept = min(lines, self.events + self.lost_events - self.kept_events)
+            self._kept_bytes += end
+            self.kept_events += kept
+            self.lost_events -= kept
+            self.events = self.kept_events
+            os.truncate(self.path, self._kept_bytes)
+        except OSError:
+            pass
+
+    def outcome(self) -> str:
+        """One line for the end of a run: where the recording went, or, after a failure, what it kept."""
+        if not self.failed:
+            return f"recording saved: {self.path} ({self.events} events)"
+        if self._kept_bytes == 0:
+            return f"recording lost: {self.path} could not be written; no event was kept"
+        return (f"recording incomplete: {self.path} keeps the header and the first {self.kept_events:,} events; "
+                f"{self.lost_events:,} later events were not recorded")
 
     def close(self) -> None:
         if self._fh is None:
@@ -172,8 +223,10 @@ class Recorder:
         try:
             if self._fh is not None:
                 self._fh.close()
-        except OSError:
-            pass
+        except OSError as exc:  # the last bytes could not be written after all
+            self._fh = None
+            self._fail(exc)
+            return
         self._fh = None
 
     def discard_if_empty(self) -> bool:
