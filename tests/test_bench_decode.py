@@ -206,8 +206,8 @@ def test_stop_ends_the_run_cleanly_and_keeps_finished_cells(fast_sims):
     run = BenchRun("decode", lanes_of(fast_sims)[:1], BenchOptions(levels=[1, 2, 3], categories=["coding"]))
 
     async def main():
-        def on_event(ev):
-            if ev.kind == "mark" and ev.data.get("phase") == "end" and ev.data.get("label") == "cell":
+        def on_event(ev):  # stopped as C2 starts (between cells the run waits for the edge's scrapes)
+            if ev.kind == "mark" and ev.data.get("phase") == "start" and ev.data.get("cell") == "A/C2/r0":
                 run.stop()
 
         run.bus.subscribe(on_event)

@@ -42,6 +42,7 @@ class Monitors:
         self.telemetry_interval = TELEMETRY_INTERVAL if metrics_interval else None
         self._telemetry: list = []  # every lane's GPU telemetry scraper (client/telemetry.py)
         self._edges: set[asyncio.Task] = set()
+        self._locks: dict[int, asyncio.Lock] = {}  # one per /metrics scraper: a loop's poll and an edge never overlap
         self._telemetry_http = None  # its own HTTP client: the lane's headers (its API key) never go there
 
     def start(self) -> None:
@@ -79,6 +80,19 @@ class Monitors:
                 task = asyncio.get_running_loop().create_task(scraper.scrape())
                 self._edges.add(task)
                 task.add_done_callback(self._edges.discard)
+
+    async def edge_now(self) -> None:
+        """Read every lane's ``/metrics`` and GPU telemetry now and wait for all the readings (a reading in
+        flight is waited for first: polls never overlap)."""
+        if self._stop.is_set() or self.paused():
+            return
+        await asyncio.gather(*(self._locked(s) for s in self._scrapers + self._telemetry if s.available),
+                             return_exceptions=True)
+
+    async def _locked(self, scraper) -> None:
+        lock = self._locks.setdefault(id(scraper), asyncio.Lock())
+        async with lock:
+            await scraper.scrape()
 
     async def telemetry_loop(self, scraper) -> None:
         while not self._stop.is_set():
@@ -127,7 +141,7 @@ class Monitors:
         self._scrapers.append(scraper)
         while not self._stop.is_set():
             if not self.paused():
-                await scraper.scrape()
+                await self._locked(scraper)
                 if not scraper.available:
                     return
             await self._sleep(self.metrics_interval or METRICS_INTERVAL)

@@ -111,6 +111,69 @@ SGLANG.update({
     "kv_capacity_tokens": (("sglang:max_total_num_tokens",), "max"),
 })
 
+# Speculative decoding (vLLM V1 counters; SGLang exports the mean acceptance length as a gauge)
+VLLM.update({
+    "spec_drafts_total": (("vllm:spec_decode_num_drafts_total",), "sum"),
+    "spec_draft_tokens_total": (("vllm:spec_decode_num_draft_tokens_total",), "sum"),
+    "spec_accepted_tokens_total": (("vllm:spec_decode_num_accepted_tokens_total",), "sum"),
+})
+SGLANG.update({
+    "spec_accept_length": (("sglang:spec_accept_length",), "max"),
+})
+
+#: Counters kept per data-parallel rank (vLLM's ``engine`` label) when there are several
+#: (measure/counters.py: the per-rank split and its imbalance).
+RANK_COUNTERS = ("prompt_tokens_total", "generation_tokens_total", "prefix_hits_total", "prefix_queries_total",
+                 "preemptions_total", "requests_success_total", "spec_draft_tokens_total",
+                 "spec_accepted_tokens_total")
+MAX_RANKS = 64
+
+
+def _by_engine(samples: Samples, engine: str) -> dict[str, dict[str, float]]:
+    """``{rank: {key: value}}`` of the :data:`RANK_COUNTERS` when the series carry two or more ``engine``
+    label values (data parallelism); {} otherwise."""
+    table = ENGINES[engine]
+    out: dict[str, dict[str, float]] = {}
+    for key in RANK_COUNTERS:
+        names = table.get(key, ((), ""))[0]
+        for name in names:
+            if name not in samples:
+                continue
+            for labels, v in samples[name]:
+                rank = labels.get("engine")
+                if rank is None or math.isnan(v):
+                    continue
+                rank = str(rank)[:16]
+                if rank not in out and len(out) >= MAX_RANKS:
+                    continue
+                d = out.setdefault(rank, {})
+                d[key] = d.get(key, 0.0) + v
+            break
+    return out if len(out) >= 2 else {}
+
+
+def _lora(samples: Samples) -> dict[str, Any]:
+    """vLLM's ``vllm:lora_requests_info``: the adapters named in its newest series (its value is a
+    timestamp): ``lora_running``, ``lora_waiting`` (names, inert, at most 16), ``lora_max``."""
+    from lanemon.untrusted import inert
+
+    rows = [(v, labels) for labels, v in samples.get("vllm:lora_requests_info", []) if not math.isnan(v)]
+    if not rows:
+        return {}
+    _, labels = max(rows, key=lambda r: r[0])
+
+    def names(text: Any) -> list[str]:
+        return [inert(n.strip(), 64) for n in str(text or "").split(",") if n.strip()][:16]
+
+    out: dict[str, Any] = {"lora_running": names(labels.get("running_lora_adapters")),
+                           "lora_waiting": names(labels.get("waiting_lora_adapters"))}
+    try:
+        out["lora_max"] = int(labels.get("max_lora", ""))
+    except ValueError:
+        pass
+    return out
+
+
 #: Latency histograms (seconds): our key -> candidate family names per engine.  Their ``_sum`` and
 #: ``_count`` are mapped as ``<key>_sum`` / ``<key>_count``; ``measure.server.server_timings`` turns two scrapes
 #: into means over the requests that ended in between (docs/SERVER_METRICS.md).
@@ -207,6 +270,11 @@ def map_engine(samples: Samples, engine: str | None = None) -> dict[str, Any]:
     if "prefix_hits_total" in out and "prefix_queries_total" not in out and "prompt_tokens_total" in out:
         out["prefix_queries_total"] = out["prompt_tokens_total"]
     out.update(_labelled(samples, engine))
+    ranks = _by_engine(samples, engine)
+    if ranks:
+        out["by_engine"] = ranks
+    if engine == "vllm":
+        out.update(_lora(samples))
     return out
 
 

@@ -214,7 +214,7 @@ def energy_of(events: list[Event], lane: str, windows: list[tuple[int, int]], ou
 
 #: a cell mark's key -> the result dict holding its entries (bench decode: levels and categories; prefill and
 #: needles: lengths; load: levels)
-_PARTS = (("level", "levels"), ("category", "categories"), ("length", "lengths"))
+PARTS = (("level", "levels"), ("category", "categories"), ("length", "lengths"))
 ENERGY_KEYS = ("gpu_power_w_mean", "energy_j", "energy_source", "energy_reason", "energy_window_s",
                "tokens_per_joule", "tokens_per_joule_reason", "usd_per_1m_output_tokens", "cost_reason")
 
@@ -231,6 +231,18 @@ def cell_windows(events: Iterable[Event]) -> dict[str, dict[str, Any]]:
         elif ev.data.get("phase") == "end" and cid in cells:
             cells[cid]["t1"] = ev.t
     return {k: v for k, v in cells.items() if v["t1"] is not None}
+
+
+def cell_groups(cells: dict[str, dict[str, Any]]) -> dict[tuple[str, str, str], list[str]]:
+    """The result entries the cells belong to: ``{(lane, "levels" | "categories" | "lengths", key): [cell ids,
+    one per rep]}``."""
+    groups: dict[tuple[str, str, str], list[str]] = {}
+    for cid, c in cells.items():
+        for key, where in PARTS:
+            if c.get(key) is not None and (key != "level" or c.get("part") in (None, "level")):
+                groups.setdefault((str(c["lane"]), where, str(c[key])), []).append(cid)
+                break
+    return groups
 
 
 def attach_energy(result: dict[str, Any], events: Iterable[Event]) -> dict[str, Any]:
@@ -251,14 +263,8 @@ def attach_energy(result: dict[str, Any], events: Iterable[Event]) -> dict[str, 
         cid = rec.meta.get("cell") if isinstance(rec.meta, dict) else None
         if isinstance(cid, str) and cid in cells and rec.ok:
             tokens[cid] = tokens.get(cid, 0) + output_tokens(rec)[0]
-    groups: dict[tuple[str, str, str], list[str]] = {}
-    for cid, c in cells.items():
-        for key, where in _PARTS:
-            if c.get(key) is not None and (key != "level" or c.get("part") in (None, "level")):
-                groups.setdefault((str(c["lane"]), where, str(c[key])), []).append(cid)
-                break
     by_lane: dict[str, list[Reading]] = {}
-    for (lane, where, key), cids in groups.items():
+    for (lane, where, key), cids in cell_groups(cells).items():
         entry = (lanes.get(lane) or {}).get(where, {}).get(key) if isinstance(lanes.get(lane), dict) else None
         if not isinstance(entry, dict):
             continue

@@ -32,6 +32,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from lanemon.measure.counters import attach_counters
 from lanemon.measure.energy import attach_energy
 from lanemon.measure.server import attach_server_views
 from lanemon import __version__
@@ -193,6 +194,7 @@ def analyze(source: Any, *, benches: Sequence[str] | None = None) -> dict[str, A
             if bench in ("decode", "prefill", "needles", "load", "sweep"):  # the engine's own view beside ours
                 attach_server_views(out[bench], events)
                 attach_energy(out[bench], events)  # joules, tokens per joule, USD per 1M tokens (docs/GPU.md)
+                attach_counters(out[bench], events)  # what the engine did in each cell (docs/GPU.md)
             cut_short = interrupted_text(bench, out[bench])
             if cut_short:  # first, so no reader takes a cut run for a whole one
                 warnings.insert(0, cut_short)

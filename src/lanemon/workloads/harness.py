@@ -125,6 +125,12 @@ class Harness:
         if self.monitors is not None and data.get("phase") in ("start", "end"):
             self.monitors.edge()  # GPU telemetry read at the edge (energy per cell / race, docs/GPU.md)
 
+    async def edge(self) -> None:
+        """A run's edge: read every lane's /metrics and GPU telemetry now and wait for the readings (the
+        run-scoped counters and energy of a cell are the differences between its edges; docs/GPU.md)."""
+        if self.monitors is not None:
+            await self.monitors.edge_now()
+
     def note(self, message: str, level: str = "info") -> None:
         self.bus.publish(Event(self.clock.now(), schema.NOTE, None, None, {"level": level, "message": message}))
 

@@ -99,6 +99,7 @@ async def run_level(h, lane: str, level: int, rep: int, order: list[Prompt], nca
     start = (rep * ncat) % len(order)
     cell = level_cell(lane, level, rep)
     keys = {"part": "level", "level": level, "rep": rep}
+    await edge(h)
     h.mark("cell", lane=lane, bench=BENCH, phase="start", cell=cell, requests=n, **keys)
     if level > 1:  # the first wave must not carry C cold connection set-ups (issue 13: the C64 tail)
         await h.clients[lane].warm(level)
@@ -116,6 +117,7 @@ async def run_level(h, lane: str, level: int, rep: int, order: list[Prompt], nca
             tg.create_task(worker())
     errors = sum(1 for r in records if not r.ok)
     h.mark("cell", lane=lane, bench=BENCH, phase="end", cell=cell, requests=len(records), errors=errors, **keys)
+    await edge(h)
     return records
 
 
@@ -123,6 +125,7 @@ async def run_category(h, lane: str, category: str, prompts: list[Prompt], rep: 
                        opts: BenchOptions) -> None:
     cell = category_cell(lane, category, rep)
     keys = {"part": "category", "category": category, "level": 1, "rep": rep}
+    await edge(h)
     h.mark("cell", lane=lane, bench=BENCH, phase="start", cell=cell, requests=len(prompts), **keys)
     errors = 0
     for p in prompts:
@@ -130,6 +133,15 @@ async def run_category(h, lane: str, category: str, prompts: list[Prompt], rep: 
         rec = await h.request(lane, opts.endpoint, meta=meta, **_request_args(p, opts))
         errors += not rec.ok
     h.mark("cell", lane=lane, bench=BENCH, phase="end", cell=cell, requests=len(prompts), errors=errors, **keys)
+    await edge(h)
+
+
+async def edge(h) -> None:
+    """Read the lanes' /metrics and GPU telemetry at a cell's edge, and wait for them (Harness.edge): the
+    run-scoped engine counters and the energy of a cell are differences between its two edges."""
+    fn = getattr(h, "edge", None)
+    if fn is not None:
+        await fn()
 
 
 async def run(h, opts: BenchOptions) -> None:

@@ -1,0 +1,218 @@
+"""What the engine did during one run: its ``/metrics`` counters as differences between the run's edges (pure).
+
+An engine's counters are totals since it started; for one bench cell, race or session only the increase
+between a scrape at its start and one at its end means anything.  Scrapes are the ``server_metrics``
+events (client/prom.py, already summed across ``engine`` labels; per rank in ``by_engine`` when there are
+several).  A scrape's instant is its event time less its parse and half its flight (as measure/server.py
+places them); the *before* scrape is the last one read at or before the run's start, the *after* scrape
+the first one read at or after its end (benches read at every cell edge and wait: Harness.edge).
+
+The increase of a counter follows the reset rule of measure/server.py (and Prometheus ``increase()``): a
+counter that went down was reset (the server restarted), so its increase is its new value.
+
+Figures (each only where the engine exports it; docs/GPU.md, "Run-scoped engine counters"):
+``prefix_queries``, ``prefix_hits`` (tokens) and ``prefix_hit_rate``; ``preemptions``;
+``spec_drafts``, ``spec_draft_tokens``, ``spec_accepted_tokens``, ``spec_acceptance_rate`` (accepted /
+draft tokens) and ``spec_mean_accepted`` (accepted tokens per draft); ``requests`` and
+``requests_by_finish`` (stop / length / abort ...); ``prompt_tokens``, ``generation_tokens``; per rank
+``ranks`` ({rank: {generation_tokens, ...}}) with ``rank_imbalance`` (max / mean of the ranks' generated
+tokens: 1.0 is even); ``lora_adapters`` (running at the end).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from lanemon import events as schema
+from lanemon.events import Event
+
+NS = 1_000_000_000
+
+#: our figure -> the mapped counter (client/prom.py keys)
+COUNTERS = {
+    "prefix_queries": "prefix_queries_total",
+    "prefix_hits": "prefix_hits_total",
+    "preemptions": "preemptions_total",
+    "spec_drafts": "spec_drafts_total",
+    "spec_draft_tokens": "spec_draft_tokens_total",
+    "spec_accepted_tokens": "spec_accepted_tokens_total",
+    "requests": "requests_success_total",
+    "prompt_tokens": "prompt_tokens_total",
+    "generation_tokens": "generation_tokens_total",
+}
+RANK_FIGURES = ("generation_tokens", "prompt_tokens", "prefix_hits", "prefix_queries", "preemptions", "requests",
+                "spec_draft_tokens", "spec_accepted_tokens")
+
+
+def _num(x: Any) -> float | None:
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return None
+    x = float(x)
+    return x if math.isfinite(x) and x >= 0 else None
+
+
+def increase(before: Any, after: Any) -> float | None:
+    """The increase of a counter between two readings (None when *after* is missing; a counter that went
+    down was reset, so its increase is its new value: measure/server.py's rule)."""
+    a, b = _num(after), _num(before)
+    if a is None:
+        return None
+    if b is None:
+        b = 0.0
+    return a - b if a >= b else a
+
+
+def _int(x: float | None) -> int | float | None:
+    if x is None:
+        return None
+    return int(round(x)) if abs(x - round(x)) < 1e-9 else round(x, 6)
+
+
+def run_counters(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """The run-scoped figures between two mapped scrapes (module docstring)."""
+    out: dict[str, Any] = {"engine": after.get("engine")}
+    for figure, key in COUNTERS.items():
+        if key in after:
+            out[figure] = _int(increase(before.get(key), after.get(key)))
+    q, h = out.get("prefix_queries"), out.get("prefix_hits")
+    if q and h is not None:
+        out["prefix_hit_rate"] = round(max(0.0, min(1.0, h / q)), 4)
+    drafts, dt, acc = out.get("spec_drafts"), out.get("spec_draft_tokens"), out.get("spec_accepted_tokens")
+    if dt and acc is not None:
+        out["spec_acceptance_rate"] = round(max(0.0, min(1.0, acc / dt)), 4)
+    if drafts and acc is not None:
+        out["spec_mean_accepted"] = round(acc / drafts, 3)
+    if _num(after.get("spec_accept_length")) is not None:  # SGLang: a gauge, the mean at the end
+        out["spec_accept_length"] = round(float(after["spec_accept_length"]), 3)
+    fb, fa = before.get("requests_by_finish"), after.get("requests_by_finish")
+    if isinstance(fa, dict):
+        fb = fb if isinstance(fb, dict) else {}
+        by = {str(k)[:32]: _int(increase(fb.get(k), v)) for k, v in list(fa.items())[:16]}
+        out["requests_by_finish"] = {k: v for k, v in by.items() if v}
+    ranks = _ranks(before.get("by_engine"), after.get("by_engine"))
+    if ranks:
+        out["ranks"] = ranks
+        gen = [r.get("generation_tokens") or 0 for r in ranks.values()]
+        mean = sum(gen) / len(gen)
+        out["rank_imbalance"] = round(max(gen) / mean, 3) if mean > 0 else None
+    if isinstance(after.get("lora_running"), list):
+        out["lora_adapters"] = [str(n)[:64] for n in after["lora_running"][:16]]
+    return out
+
+
+def _ranks(before: Any, after: Any) -> dict[str, dict[str, Any]]:
+    if not isinstance(after, dict):
+        return {}
+    before = before if isinstance(before, dict) else {}
+    out: dict[str, dict[str, Any]] = {}
+    for rank, vals in list(after.items())[:64]:
+        if not isinstance(vals, dict):
+            continue
+        prev = before.get(rank) if isinstance(before.get(rank), dict) else {}
+        d = {}
+        for figure in RANK_FIGURES:
+            key = COUNTERS[figure]
+            if key in vals:
+                d[figure] = _int(increase(prev.get(key), vals.get(key)))
+        out[str(rank)[:16]] = d
+    return dict(sorted(out.items(), key=lambda kv: (len(kv[0]), kv[0])))
+
+
+def scrape_instant(ev: Event) -> int:
+    """When a ``server_metrics`` scrape's snapshot was taken: its event time less the parse and half the flight."""
+    back = 0.0
+    for key, share in (("parse_s", 1.0), ("latency_s", 0.5)):
+        v = _num(ev.data.get(key))
+        if v is not None and v < 60:
+            back += v * share
+    return ev.t - int(back * NS)
+
+
+def scrapes(events: Iterable[Event], lane: str) -> list[tuple[int, dict[str, Any]]]:
+    """The successful scrapes of *lane* as (instant, mapped data), in time order."""
+    out = [(scrape_instant(ev), ev.data) for ev in events
+           if ev.kind == schema.SERVER_METRICS and ev.lane == lane and ev.data.get("ok")]
+    out.sort(key=lambda x: x[0])
+    return out
+
+
+def window_counters(scr: list[tuple[int, dict[str, Any]]], t0: int, t1: int) -> dict[str, Any] | None:
+    """:func:`run_counters` between the last scrape at or before *t0* and the first at or after *t1*
+    (None when the run is not bracketed by two scrapes)."""
+    before = after = None
+    for t, data in scr:
+        if t <= t0:
+            before = (t, data)
+        elif t >= t1:
+            after = (t, data)
+            break
+    if before is None or after is None:
+        return None
+    out = run_counters(before[1], after[1])
+    out["between_s"] = round((after[0] - before[0]) / NS, 3)
+    return out
+
+
+def sum_counters(blocks: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Several windows' figures (a cell's reps) added up, the rates recomputed."""
+    blocks = [b for b in blocks if b]
+    if not blocks:
+        return None
+    if len(blocks) == 1:
+        return blocks[0]
+    before: dict[str, Any] = {}
+    after: dict[str, Any] = {"engine": blocks[0].get("engine")}
+    for figure, key in COUNTERS.items():
+        vals = [b[figure] for b in blocks if b.get(figure) is not None]
+        if vals:
+            after[key] = sum(vals)
+    finish: dict[str, float] = {}
+    for b in blocks:
+        for k, v in (b.get("requests_by_finish") or {}).items():
+            finish[k] = finish.get(k, 0) + v
+    if finish:
+        after["requests_by_finish"] = finish
+    ranks: dict[str, dict[str, float]] = {}
+    for b in blocks:
+        for rank, d in (b.get("ranks") or {}).items():
+            r = ranks.setdefault(rank, {})
+            for figure, v in d.items():
+                if v is not None:
+                    r[COUNTERS[figure]] = r.get(COUNTERS[figure], 0) + v
+    if ranks:
+        after["by_engine"] = ranks
+    if blocks[-1].get("lora_adapters") is not None:
+        after["lora_running"] = blocks[-1]["lora_adapters"]
+    if blocks[-1].get("spec_accept_length") is not None:
+        after["spec_accept_length"] = blocks[-1]["spec_accept_length"]
+    out = run_counters(before, after)
+    out["between_s"] = round(sum(b.get("between_s") or 0 for b in blocks), 3)
+    return out
+
+
+def attach_counters(result: dict[str, Any], events: Iterable[Event]) -> dict[str, Any]:
+    """Add ``engine_counters`` (this module's figures over the cell's windows, summed over its reps; null
+    when no scrape pair brackets it) to every level, category and length entry of a bench result (in
+    place).  Lanes without ``/metrics`` are left alone."""
+    from lanemon.measure.energy import cell_groups, cell_windows
+
+    lanes = result.get("lanes")
+    if not isinstance(lanes, dict):
+        return result
+    events = list(events)
+    if not any(ev.kind == schema.SERVER_METRICS for ev in events):
+        return result
+    cells = cell_windows(events)
+    by_lane: dict[str, list] = {}
+    for (lane, where, key), cids in cell_groups(cells).items():
+        entry = (lanes.get(lane) or {}).get(where, {}).get(key) if isinstance(lanes.get(lane), dict) else None
+        if not isinstance(entry, dict):
+            continue
+        scr = by_lane.setdefault(lane, scrapes(events, lane))
+        if not scr:
+            continue
+        blocks = [window_counters(scr, cells[c]["t0"], cells[c]["t1"]) for c in cids]
+        entry["engine_counters"] = sum_counters([b for b in blocks if b]) if all(blocks) else None
+    return result
