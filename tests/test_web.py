@@ -29,11 +29,14 @@ def test_web_serves_the_page_on_loopback_and_stops_cleanly():
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
+        first = proc.stderr.readline()  # "lanemon web: serving ... on http://127.0.0.1:PORT/?token=... "
+        url = first.split(" on ", 1)[-1].split(" ", 1)[0]
+        assert url.startswith(f"http://127.0.0.1:{port}/?token="), first
         deadline = time.monotonic() + 30
         response = None
         while time.monotonic() < deadline and proc.poll() is None:
             try:
-                response = httpx.get(f"http://127.0.0.1:{port}/", timeout=2)
+                response = httpx.get(url, timeout=2)
                 break
             except httpx.TransportError:
                 time.sleep(0.2)
@@ -53,7 +56,7 @@ def test_web_serves_the_page_on_loopback_and_stops_cleanly():
             pytest.fail("lanemon web did not stop on SIGINT")
     out, err = proc.communicate()
     assert proc.returncode == 0, err
-    assert f"http://127.0.0.1:{port}/" in err and "`lanemon demo --time-scale 0.05`" in err
+    assert "`lanemon demo --time-scale 0.05`" in first + err
 
 
 def test_served_command_is_this_lanemon():

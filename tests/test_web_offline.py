@@ -47,7 +47,9 @@ def web_demo(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "lanemon", "web", "--port", str(port), "--", "demo",
                              "--time-scale", "0.2", "--no-record"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    url = f"http://127.0.0.1:{port}/"
+    first = proc.stderr.readline()  # "lanemon web: serving ... on http://127.0.0.1:PORT/?token=... "
+    url = first.split(" on ", 1)[-1].split(" ", 1)[0]
+    assert url.startswith(f"http://127.0.0.1:{port}/?token="), first
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:

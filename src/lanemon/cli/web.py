@@ -3,8 +3,13 @@
 ``lanemon web [--host 127.0.0.1] [--port 8000] [-- COMMAND ARGS...]`` serves
 ``lanemon COMMAND ARGS...`` (default: ``lanemon live``): every browser tab
 that opens the page starts its own copy of that command in a pseudo-terminal
-on this machine and shows it with xterm.js.  There is no login, so the
-default bind address is loopback; binding elsewhere prints a warning.
+on this machine and shows it with xterm.js.  The default bind address is loopback; binding
+elsewhere prints a warning.
+
+Not an open door (cli/web_guard.py): the URL printed carries a session token (``?token=``, as
+notebook servers do; ``--no-token`` drops it); a request under another ``Host`` (DNS rebinding) or
+from a page of another ``Origin`` is refused before any session starts; at most ``--max-sessions``
+tabs run at once.
 
 Offline by construction: textual-serve's page asks a web-font service for its
 font, although the font files ship in its own static folder.  lanemon serves a
@@ -18,6 +23,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import re
+import secrets
 import shlex
 import sys
 from pathlib import Path
@@ -36,6 +42,16 @@ def _port(text: str) -> int:
     if not 1 <= port <= 65535:
         raise argparse.ArgumentTypeError("port must be between 1 and 65535")
     return port
+
+
+def _sessions(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--max-sessions must be a number, not {text!r}") from None
+    if not 1 <= n <= 64:
+        raise argparse.ArgumentTypeError("--max-sessions must be between 1 and 64")
+    return n
 
 
 def is_loopback(host: str) -> bool:
@@ -95,11 +111,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Serve `lanemon COMMAND ...` to web browsers: open http://HOST:PORT/ and every tab runs its "
                     "own copy of the command on this machine. Put the command after `--`, e.g. "
                     "`lanemon web -- demo` or `lanemon web --port 8080 -- replay rec.jsonl --speed 4` "
-                    "(default: `live`). No login: loopback only unless you pass --host.",
+                    "(default: `live`). Open the URL it prints: it carries the session's token. Requests under "
+                    "another Host or from another site's page are refused; loopback only unless you pass --host.",
     )
     p.add_argument("--host", default=DEFAULT_HOST, help=f"bind address (default {DEFAULT_HOST})")
     p.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT})")
     p.add_argument("--title", default="lanemon", help="browser tab title (default lanemon)")
+    p.add_argument("--max-sessions", type=_sessions, default=4, metavar="N",
+                   help="browser tabs (each runs its own lanemon process) at once; more are refused (default 4)")
+    p.add_argument("--no-token", action="store_true",
+                   help="serve without the token in the URL (anyone who can reach the port and loads the page "
+                        "from this server's own address gets a session)")
     p.add_argument("served", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
                    help="the lanemon command to serve and its options (default: live)")
     p.set_defaults(func=cmd_web)
@@ -107,22 +129,33 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_web(args: argparse.Namespace) -> int:
     try:
-        from textual_serve.server import Server
+        from textual_serve.server import Server  # noqa: F401 - the package is there
     except ImportError:
         raise UsageError(
             "lanemon web needs the textual-serve package, which is not installed here: "
             "pip install 'textual-serve>=1.1' (it is a dependency of lanemon; reinstall lanemon)"
         ) from None
     command = served_command(args.served)
-    if not is_loopback(args.host):
-        err(f"warning: serving on {args.host}: anyone who can reach this port gets a lanemon session, "
-            "with no login")
-    url_host = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"lanemon web: serving `{shlex.join(['lanemon', *shlex.split(command)[3:]])}` "
-          f"on http://{url_host}:{args.port}/ (Ctrl-C stops)", file=sys.stderr, flush=True)
     from platformdirs import user_cache_dir
 
-    templates = offline_templates(Path(user_cache_dir("lanemon")) / "web-templates")
-    server = Server(command, host=args.host, port=args.port, title=args.title, templates_path=templates)
+    from lanemon.cli.web_guard import Doors, GuardedServer
+
+    cache = Path(user_cache_dir("lanemon")) / "web-templates"
+    try:  # before anything is printed: a read-only or missing cache dir is one line and exit 2
+        templates = offline_templates(cache)
+    except OSError as exc:
+        raise UsageError(f"lanemon web: cannot write its page into {cache} ({exc.strerror or exc}); "
+                         "set XDG_CACHE_HOME to a writable directory") from None
+    if not is_loopback(args.host):
+        err(f"warning: serving on {args.host}: anyone who can reach this port "
+            + ("gets a lanemon session, with no login" if args.no_token else "and has the URL gets a lanemon session"))
+    token = None if args.no_token else secrets.token_urlsafe(24)
+    url_host = f"[{args.host}]" if ":" in args.host else args.host
+    url = f"http://{url_host}:{args.port}/" + (f"?token={token}" if token else "")
+    print(f"lanemon web: serving `{shlex.join(['lanemon', *shlex.split(command)[3:]])}` "
+          f"on {url} (Ctrl-C stops)", file=sys.stderr, flush=True)
+    doors = Doors(args.host, args.port, token, max_sessions=args.max_sessions)
+    server = GuardedServer(command, doors=doors, host=args.host, port=args.port, title=args.title,
+                           templates_path=templates)
     server.serve()
     return 0
