@@ -102,3 +102,48 @@ def test_server_view_puts_each_scrape_where_it_was_read_not_where_its_parse_ende
         events[0] = Event(500 * ms, schema.SERVER_METRICS, "V", None,
                           {"ok": True, "parse_s": bad, **map_engine(parse(vllm_text(10, 0.5, 2.0, 900, 100)))})
         assert server_view(events, "V")["client_requests"] == 1  # V-1 ended before the event: left out
+
+
+# -- issue 28 row 4/5: a shared engine, a restarting engine ------------------------------------------------------
+def _scrape_at(t, n, ttft_sum, e2e_sum):
+    return Event(t, schema.SERVER_METRICS, "V", None,
+                 {"ok": True, **map_engine(parse(vllm_text(n, ttft_sum, e2e_sum, 900 + n, 0)))})
+
+
+def test_a_restart_between_intermediate_scrapes_is_left_out_on_both_sides():
+    ms = 1_000_000
+    events = [_scrape_at(0, 10, 0.5, 2.0)]
+    events += _request("V", "V-1", 10 * ms, 30 * ms, 60 * ms)
+    events.append(_scrape_at(100 * ms, 11, 0.53, 2.05))
+    events += _request("V", "V-2", 110 * ms, 30 * ms, 160 * ms)  # ends in the interval of the restart
+    events.append(_scrape_at(200 * ms, 1, 0.02, 0.04))  # counters fell: the engine restarted in between
+    events += _request("V", "V-3", 210 * ms, 20 * ms, 250 * ms)
+    events += _request("V", "V-4", 260 * ms, 20 * ms, 290 * ms)
+    events.append(_scrape_at(300 * ms, 3, 0.06, 0.12))
+    v = server_view(events, "V")
+    # the first-vs-last comparison would read 3 - 10 (a fall: "3 requests") against 4 client requests
+    assert v["restarts"] == 1 and v["reset_at"][0]["t_s"] == pytest.approx(0.2)
+    assert v["requests"] == 3 and v["client_requests"] == 3  # V-1, V-3, V-4 on both sides; V-2 on neither
+    assert v["gap_reason"] is None and v["gap_e2e_s"] is not None
+    assert v["e2e_s"] == pytest.approx((0.05 + 0.04 + 0.04) / 3, abs=1e-6)
+
+
+def test_requests_another_client_sent_withhold_the_gaps_with_the_reason():
+    ms = 1_000_000
+    events = [_scrape_at(0, 10, 0.5, 2.0)]
+    events += _request("V", "V-1", 10 * ms, 30 * ms, 60 * ms)
+    events.append(_scrape_at(100 * ms, 19, 0.5 + 9 * 0.01, 2.0 + 9 * 0.02))  # 8 of the 9 were not lanemon's
+    v = server_view(events, "V")
+    assert v["requests"] == 9 and v["client_requests"] == 1 and v["foreign_requests"] == 8
+    assert v["gap_ttft_s"] is None and v["gap_e2e_s"] is None
+    assert "another client" in v["gap_reason"] and "9 vs 1" in v["gap_reason"]
+    assert v["ttft_s"] is not None  # the engine's own figure stays, said to be a mixed set
+
+
+def test_one_request_at_an_edge_is_not_another_client():
+    ms = 1_000_000
+    events = [_scrape_at(0, 10, 0.5, 2.0)]
+    events += _request("V", "V-1", 10 * ms, 30 * ms, 60 * ms)
+    events.append(_scrape_at(100 * ms, 12, 0.56, 2.1))
+    v = server_view(events, "V")
+    assert v["foreign_requests"] == 0 and v["gap_reason"] is None and v["gap_ttft_s"] is not None

@@ -71,11 +71,13 @@ class Monitors:
             self._tasks.append(loop.create_task(self.telemetry_loop(scraper)))
 
     def edge(self) -> None:
-        """A run's boundary (a bench cell, a race started or ended): read every lane's GPU telemetry now, so
-        energy is taken at the edge, not up to an interval away (a reading in flight is waited for)."""
+        """A run's boundary (a bench cell, a race started or ended): read every lane's GPU telemetry and
+        ``/metrics`` now, so energy and the engine's counters are taken at the edge, not up to an interval away
+        (a reading in flight is waited for; the server view compares the engine's counts with lanemon's over
+        the intervals between scrapes, measure/server.py)."""
         if self._stop.is_set():
             return
-        for scraper in self._telemetry:
+        for scraper in self._telemetry + self._scrapers:
             if scraper.available:
                 task = asyncio.get_running_loop().create_task(scraper.scrape())
                 self._edges.add(task)

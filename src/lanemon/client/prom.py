@@ -367,8 +367,16 @@ class MetricsScraper:
         self.available = True
         self.engine: str | None = None
         self.rates = RateTracker()
+        self._lock: asyncio.Lock | None = None
 
     async def scrape(self) -> dict[str, Any]:
+        """One scrape and its event; scrapes of one lane never overlap (an edge scrape waits for the loop's)."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            return await self._scrape()
+
+    async def _scrape(self) -> dict[str, Any]:
         start = self.clock.now()
         data: dict[str, Any]
         from lanemon.client.http import drop_idle_connections, get_bounded, retry_note

@@ -7,14 +7,14 @@ the same interval lanemon measured TTFT and E2E at the client.  The difference
 is what neither side alone shows: HTTP, the API server, detokenising and the
 network.
 
-:func:`server_view` takes a run's events and one lane: the first and the last
-successful ``server_metrics`` scrape of that lane bound the interval; the
-server side is :func:`server_timings` over those two
-scrapes; the client side is every request of that lane recorded as finished
-between them (the same requests, up to the moment of a request's end at the
-server vs at the client: a request whose end the client saw after the last
-scrape is left out on both sides, give or take one request at the edges, which
-the block reports as ``requests`` vs ``client_requests``).
+:func:`server_view` takes a run's events and one lane: every pair of successive
+successful ``server_metrics`` scrapes of that lane (the loop's, and one at every
+cell edge) is an interval; the server side is :func:`server_timings` summed over
+them; the client side is every request of that lane recorded as finished inside
+them (the same requests, give or take one at the edges, which the block reports
+as ``requests`` vs ``client_requests``).  An interval in which a counter fell (a
+restart) is compared on neither side; when the engine counted requests lanemon
+did not send (another client), the gaps are withheld with the reason.
 """
 
 from __future__ import annotations
@@ -70,36 +70,122 @@ def _num(x: Any) -> float:
     return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x < 3600 else 0.0
 
 
+def _fell(before: dict[str, Any], after: dict[str, Any]) -> str | None:
+    """The first cumulative counter (``*_count`` / ``*_sum`` / ``*_total``) that went down between two scrapes
+    (the engine restarted in between), or None."""
+    for key, b in before.items():
+        if not (key.endswith(("_count", "_sum", "_total"))) or key not in after:
+            continue
+        a = after[key]
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and a < b:
+            return key
+    return None
+
+
+def _sum_timings(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per-interval :func:`server_timings` added up: means weighted by their counts, counters summed."""
+    out: dict[str, Any] = {}
+    for key in ("ttft", "itl", "tpot", "e2e", "queue", "prefill", "decode", "inference"):
+        n = total = 0.0
+        for p in parts:
+            c = p.get(key + "_n")
+            if c:
+                n += c
+                total += p[key + "_s"] * c
+        out[key + "_s"] = total / n if n else None
+    counts = [p.get("requests") for p in parts if p.get("requests") is not None]
+    out["requests"] = int(sum(counts)) if counts else None
+    for key in ("prompt_tokens", "generation_tokens", "prompt_tokens_computed", "prompt_tokens_hit", "preemptions"):
+        vals = [p.get(key) for p in parts if p.get(key) is not None]
+        out[key] = int(sum(vals)) if vals else None
+    return out
+
+
+def _interval(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    t = server_timings(before, after)
+    for key in ("ttft", "itl", "tpot", "e2e", "queue", "prefill", "decode", "inference"):
+        a, b = after.get(key + "_count"), before.get(key + "_count", 0.0)
+        t[key + "_n"] = float(a) - float(b) if isinstance(a, (int, float)) and isinstance(b, (int, float)) else None
+    return t
+
+
+EDGE_SLACK = 1
+"""Requests either side may place in the neighbouring interval at each end of the compared span (a request
+that ends while a scrape is in flight): a difference beyond this is not an edge effect."""
+
+
 def server_view(events: Iterable[Event], lane: str) -> dict[str, Any] | None:
-    """The server-vs-client block of one lane (None without two histogram scrapes of it)."""
+    """The server-vs-client block of one lane (None without two histogram scrapes of it).
+
+    Every pair of successive scrapes is one interval.  An interval in which a cumulative counter fell
+    (the engine restarted; detected between *any* two scrapes, not only the first and the last) is left out
+    on both sides: the engine lost what it had counted, so the requests that ended in it are compared on
+    neither side (``restarts``, ``excluded_s``).  When the engine counted more requests than lanemon saw
+    finish over the compared intervals (another client used it, ``foreign_requests``), or fewer, the means
+    are not the same requests: the gaps are withheld (null) and ``gap_reason`` says why."""
     events = list(events)
     scrapes = [ev for ev in events if ev.kind == schema.SERVER_METRICS and ev.lane == lane and ev.data.get("ok")
                and ("ttft_count" in ev.data or "e2e_count" in ev.data)]
     if len(scrapes) < 2:
         return None
-    first, last = scrapes[0], scrapes[-1]
-    timings = server_timings(first.data, last.data)
-    if not timings.get("requests"):
+
+    def read_at(ev: Event, sent: bool) -> int:
+        # a scrape's snapshot is taken somewhere in its flight: from when it was sent (a request the client
+        # saw end meanwhile was already counted) to when it was answered (``parse_s``: the parse off the loop)
+        lag = _num(ev.data.get("parse_s")) + (_num(ev.data.get("latency_s")) if sent else 0.0)
+        return ev.t - int(lag * 1e9)
+
+    parts: list[dict[str, Any]] = []
+    spans: list[tuple[int, int]] = []
+    resets: list[dict[str, Any]] = []
+    excluded_ns = 0
+    for a, b in zip(scrapes, scrapes[1:]):
+        fell = _fell(a.data, b.data)
+        if fell:
+            resets.append({"t_s": _r(b.t / 1e9, 3), "counter": fell})
+            excluded_ns += b.t - a.t
+            continue
+        parts.append(_interval(a.data, b.data))
+        spans.append((read_at(a, True), read_at(b, False)))
+    timings = _sum_timings(parts)
+    if not timings.get("requests") and not resets:
         return None
-    # from when the first scrape was sent (its snapshot is taken somewhere in its flight, and a request the
-    # client saw end meanwhile was already counted by the server) to when the last one was answered
-    # (``parse_s``: the time between reading a scrape and its event, the parse off the event loop)
-    start = first.t - int((_num(first.data.get("parse_s")) + _num(first.data.get("latency_s"))) * 1e9)
-    end = last.t - int(_num(last.data.get("parse_s")) * 1e9)
-    recs = [r for r in assemble(e for e in events if e.lane == lane)
-            if r.ok and r.end_ns is not None and start <= r.end_ns <= end]
+    recs = [r for r in assemble(e for e in events if e.lane == lane) if r.ok and r.end_ns is not None
+            and any(s <= r.end_ns <= e for s, e in spans)]
     ms = [request_metrics(r) for r in recs]
     client_ttft = _mean([m.ttft_s for m in ms if m.ttft_s is not None])
     client_e2e = _mean([m.e2e_s for m in ms if m.e2e_s is not None])
+    first, last = scrapes[0], scrapes[-1]
+    server_n = timings.get("requests") or 0
     out: dict[str, Any] = {"engine": first.data.get("engine"), "interval_s": _r((last.t - first.t) / 1e9, 3),
-                           "requests": timings["requests"], "client_requests": len(recs)}
+                           "requests": timings.get("requests"), "client_requests": len(recs),
+                           "scrapes": len(scrapes), "restarts": len(resets)}
+    if resets:
+        out["reset_at"] = resets[:8]
+        out["excluded_s"] = _r(excluded_ns / 1e9, 3)
     for key in SERVER_KEYS:
         out[key] = _r(timings.get(key))
     out["client_ttft_s"] = _r(client_ttft)
     out["client_e2e_s"] = _r(client_e2e)
     out["client_tpot_s"] = _r(_mean([m.tpot_s for m in ms if m.tpot_s is not None]))
-    out["gap_ttft_s"] = _r(client_ttft - out["ttft_s"]) if client_ttft is not None and out["ttft_s"] is not None else None
-    out["gap_e2e_s"] = _r(client_e2e - out["e2e_s"]) if client_e2e is not None and out["e2e_s"] is not None else None
+    slack = EDGE_SLACK * (1 + len(resets))
+    foreign = server_n - len(recs)
+    out["foreign_requests"] = foreign if foreign > slack else 0
+    reason = None
+    if foreign > slack:
+        reason = (f"the engine counted {foreign} more requests than lanemon saw finish ({server_n} vs {len(recs)}): "
+                  "another client used it, so its means mix in requests lanemon did not send")
+    elif -foreign > slack:
+        reason = (f"the engine counted {-foreign} fewer requests than lanemon saw finish ({server_n} vs {len(recs)}): "
+                  "its counters do not cover lanemon's requests")
+    elif not parts:
+        reason = "the engine restarted in every interval between scrapes: nothing to compare"
+    out["gap_reason"] = reason
+    ok = reason is None
+    out["gap_ttft_s"] = (_r(client_ttft - out["ttft_s"]) if ok and client_ttft is not None
+                         and out["ttft_s"] is not None else None)
+    out["gap_e2e_s"] = (_r(client_e2e - out["e2e_s"]) if ok and client_e2e is not None
+                        and out["e2e_s"] is not None else None)
     for key in ("prompt_tokens", "generation_tokens", "prompt_tokens_computed", "prompt_tokens_hit", "preemptions"):
         out[key] = timings.get(key)
     prompt = [r.prompt_tokens for r in recs]
