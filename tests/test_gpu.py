@@ -364,3 +364,44 @@ def test_bench_json_without_telemetry_says_why():
     cell = json.loads(out.stdout)["lanes"]["A"]["levels"]["1"]
     assert cell["energy_j"] is None and cell["tokens_per_joule"] is None and cell["energy_reason"]
     assert cell["usd_per_1m_output_tokens"] is None and "cost_per_hour" in cell["cost_reason"]
+
+
+# --------------------------------------------------------------------------- report and compare
+
+
+def _decode_with_energy():
+    def cell(tok_s, tpj, watts, usd):
+        return {"steady_tok_s": tok_s, "aggregate_tok_s": tok_s, "reps": [tok_s], "tokens_per_joule": tpj,
+                "gpu_power_w_mean": watts, "usd_per_1m_output_tokens": usd, "energy_j": 100.0, "errors": 0,
+                "engine_counters": {"engine": "vllm", "requests": 8, "prefix_hit_rate": 0.25, "preemptions": 1,
+                                    "spec_acceptance_rate": 0.61, "ranks": {"0": {"generation_tokens": 600},
+                                                                            "1": {"generation_tokens": 200}},
+                                    "rank_imbalance": 1.5, "lora_adapters": ["sql-lora"]}}
+    return {"bench": "decode", "config": {"levels": [1, 2, 4]}, "lanes": {
+        "A": {"levels": {"1": cell(100, 3.0, 30, 9.0), "2": cell(180, 4.5, 40, 5.0), "4": cell(250, 4.0, 62, 3.9)}},
+        "B": {"levels": {"1": {"steady_tok_s": 90, "aggregate_tok_s": 90, "tokens_per_joule": None,
+                               "energy_reason": "no GPU telemetry for this lane", "usd_per_1m_output_tokens": 2.0}}}}}
+
+
+def test_report_efficiency_says_where_the_most_efficient_level_differs_from_the_fastest():
+    from lanemon.reports.sections.efficiency import efficiency_section
+
+    sec = efficiency_section(_decode_with_energy(), ["A", "B"])
+    assert "A: most efficient at C2 (4.50 tok/J), fastest at C4 (4.00 tok/J)." in sec.summary
+    assert "B: no energy figure (no GPU telemetry for this lane)." in sec.summary
+    assert sec.rows[1][:4] == ["C2", "4.50", "40.0", "5.00"] and sec.rows[0][4:] == ["—", "—", "2.00"]
+    title, headers, rows = sec.more[0]
+    assert rows[0][3:] == ["25%", "1", "61%", "0: 600, 1: 200 (max/mean 1.50)", "sql-lora"]
+    assert efficiency_section({"lanes": {"A": {"levels": {"1": {"aggregate_tok_s": 5}}}}}, ["A"]) is None
+
+
+def test_compare_rows_for_tokens_per_joule_and_cost():
+    from lanemon.reports.compare import compare
+
+    old = {"decode": _decode_with_energy()}
+    new = {"decode": _decode_with_energy()}
+    new["decode"]["lanes"]["A"]["levels"]["2"]["tokens_per_joule"] = 6.0
+    rows = [r for r in compare(old, new)["rows"] if r["metric"] in ("tokens_per_joule", "usd_per_1m_output_tokens")]
+    tpj = next(r for r in rows if r["metric"] == "tokens_per_joule" and r["cell"] == "C2" and r["lane"] == "A")
+    assert tpj["old"] == 4.5 and tpj["new"] == 6.0 and tpj["better"] == "new" and tpj["beyond_band"]
+    assert not any(r["lane"] == "B" and r["metric"] == "tokens_per_joule" for r in rows)  # unknown: no row

@@ -70,6 +70,9 @@ M = {m.name: m for m in (
     Metric("prefill_tok_s", "prefill tok/s", "higher", "throughput", "tok/s"),
     Metric("decode_tok_s", "decode tok/s", "higher", "throughput", "tok/s"),
     Metric("ttft_p50_s", "TTFT p50", "lower", "latency", "s"),
+    # energy and cost (docs/GPU.md): judged like throughput (no reps: never tested, only banded)
+    Metric("tokens_per_joule", "output tokens per joule", "higher", "throughput", "tok/J"),
+    Metric("usd_per_1m_output_tokens", "USD per 1M output tokens", "lower", "throughput", "USD"),
     Metric("ttft_s", "TTFT", "lower", "latency", "s"),
     Metric("total_s", "total (E2E)", "lower", "latency", "s"),
     Metric("median_wall_s", "median wall", "lower", "latency", "s"),
@@ -136,6 +139,9 @@ def cells(analysis: dict[str, Any]) -> list[Cell]:
                 unreliable=bad)
             add("decode", lane, "level", f"C{lvl}", "per_stream_tok_s_p50", c.get("per_stream_tok_s_p50"),
                 unreliable=bad)
+            for metric in ("tokens_per_joule", "usd_per_1m_output_tokens"):  # only where the run measured them
+                if c.get(metric) is not None:
+                    add("decode", lane, "level", f"C{lvl}", metric, c.get(metric), unreliable=bad)
             add("decode", lane, "level", f"C{lvl}", "errors", c.get("errors") or 0)
         cats = (d or {}).get("categories") or {}
         for cat, c in cats.items():

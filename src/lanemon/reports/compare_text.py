@@ -29,6 +29,10 @@ def value_text(v: Any, unit: str, metric: str = "") -> str:
         return secs(v)
     if unit == "nats":
         return f"{v:.4f}"
+    if unit == "tok/J":
+        return f"{v:.2f} tok/J"
+    if unit == "USD":
+        return f"${v:.2f}"
     return f"{v:g}"
 
 

@@ -12,6 +12,7 @@ from typing import Any, Callable
 from lanemon.reports.data import gauntlet_lanes, lane_names, present_lanes, qeval_runs
 from lanemon.reports.sections.agree import agree_section
 from lanemon.reports.sections.decode import decode_sections
+from lanemon.reports.sections.efficiency import efficiency_section
 from lanemon.reports.sections.gauntlet import gauntlet_sections
 from lanemon.reports.sections.kl import kl_section
 from lanemon.reports.sections.load import load_section, sweep_section
@@ -38,6 +39,7 @@ def sections(analysis: dict[str, Any]) -> list[Section]:
     g = analysis.get("gauntlet") or {}
     found = [  # report order; None = no section
         by_lane("decode", decode_sections),
+        by_lane("decode", efficiency_section),
         by_lane("prefill", prefill_section),
         by_lane("needles", needles_section),
         server_section(analysis, order),

@@ -1,0 +1,97 @@
+"""Efficiency: output tokens per joule and USD per 1M output tokens against concurrency, per lane, and what the
+engine did in each cell (run-scoped counters).  From the energy and ``engine_counters`` blocks the analysis
+attaches to decode cells (measure/energy.py, measure/counters.py; docs/GPU.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lanemon.reports.charts import Chart
+from lanemon.reports.data import decode_levels, level_value
+from lanemon.reports.format import num
+from lanemon.reports.sections.section import Section
+
+
+def _f(v: Any, digits: int, unit: str = "") -> str:
+    x = num(v)
+    return "—" if x is None else f"{x:.{digits}f}{unit}"
+
+
+def best_levels(per: dict[int, dict[str, Any]]) -> tuple[int | None, int | None]:
+    """(the most efficient level by tokens per joule, the fastest level by the ladder's figure), each None
+    when no level has it; starved (unreliable) cells are not judged."""
+    eff = [(num(c.get("tokens_per_joule")), lvl) for lvl, c in per.items() if not c.get("unreliable")]
+    fast = [(level_value(c), lvl) for lvl, c in per.items() if not c.get("unreliable")]
+    eff = [x for x in eff if x[0] is not None]
+    fast = [x for x in fast if x[0] is not None]
+    return (max(eff)[1] if eff else None), (max(fast)[1] if fast else None)
+
+
+def efficiency_section(decode: dict[str, Any], lanes: list[str]) -> Section | None:
+    """Tokens per joule, mean GPU power and USD per 1M output tokens by level; None when no cell has any."""
+    per = {n: decode_levels(decode, n) for n in lanes}
+    if not any(num(c.get("energy_j")) is not None or num(c.get("usd_per_1m_output_tokens")) is not None
+               for p in per.values() for c in p.values()):
+        return None
+    levels = sorted(set().union(*(set(p) for p in per.values())))
+    headers = ["Concurrency"] + [h for n in lanes for h in (f"{n} tok/J", f"{n} GPU W", f"{n} $/1M tok")]
+    rows = []
+    for lvl in levels:
+        row = [f"C{lvl}"]
+        for n in lanes:
+            c = per[n].get(lvl) or {}
+            row += [_f(c.get("tokens_per_joule"), 2), _f(c.get("gpu_power_w_mean"), 1),
+                    _f(c.get("usd_per_1m_output_tokens"), 2)]
+        rows.append(row)
+    findings = []
+    for n in lanes:
+        best, fast = best_levels(per[n])
+        if best is None:
+            reason = next((c.get("energy_reason") for c in per[n].values() if c.get("energy_reason")), None)
+            findings.append(f"{n}: no energy figure ({reason or 'no GPU telemetry'}).")
+        elif best == fast:
+            findings.append(f"{n}: C{best} is both the fastest and the most efficient level "
+                            f"({_f(per[n][best].get('tokens_per_joule'), 2)} tok/J).")
+        else:
+            findings.append(f"{n}: most efficient at C{best} ({_f(per[n][best].get('tokens_per_joule'), 2)} tok/J), "
+                            f"fastest at C{fast} ({_f(per[n][fast].get('tokens_per_joule'), 2)} tok/J).")
+    chart = Chart("line", "Output tokens per joule vs concurrency", "concurrent streams (C)", "output tokens per joule",
+                  [f"C{lvl}" for lvl in levels],
+                  {n: [num((per[n].get(lvl) or {}).get("tokens_per_joule")) for lvl in levels] for n in lanes},
+                  gaps=True)
+    notes = ["Energy is the GPUs' energy counter between each cell's start and end (else their power integrated "
+             "over the cell); tok/J = output tokens of the completed requests / that energy; $/1M tok = the lane's "
+             "cost_per_hour × the cell's wall time / its output tokens × 10⁶. Simulated lanes at --time-scale X "
+             "use X of the real time at the same power: their tok/J is 1/X of the real-time figure."]
+    cfg = decode.get("config") or {}
+    if cfg.get("time_scale") not in (None, 1, 1.0):
+        notes.append(f"This run used --time-scale {cfg['time_scale']}: joules are simulated.")
+    more = []
+    counters = _counter_rows(per, lanes, levels)
+    if counters:
+        more.append(("What the engine did in each cell (its /metrics counters between the cell's edges)",
+                     ["Lane", "Concurrency", "Requests", "Prefix hit", "Preemptions", "Spec accept",
+                      "Ranks (generated tokens)", "LoRA"], counters))
+    return Section("efficiency", "Efficiency: tokens per joule and cost vs concurrency",
+                   "Per cell; — where a lane has no GPU telemetry or no cost_per_hour.", headers, rows, chart,
+                   notes=notes, summary=" ".join(findings), more=more)
+
+
+def _counter_rows(per: dict[str, dict[int, dict[str, Any]]], lanes: list[str], levels: list[int]) -> list[list[str]]:
+    rows = []
+    for n in lanes:
+        for lvl in levels:
+            c = (per[n].get(lvl) or {}).get("engine_counters")
+            if not isinstance(c, dict):
+                continue
+            ranks = c.get("ranks") or {}
+            rank_text = ", ".join(f"{r}: {d.get('generation_tokens')}" for r, d in list(ranks.items())[:8])
+            if ranks and c.get("rank_imbalance") is not None:
+                rank_text += f" (max/mean {c['rank_imbalance']:.2f})"
+            spec = c.get("spec_acceptance_rate")
+            rows.append([n, f"C{lvl}", str(c.get("requests") if c.get("requests") is not None else "—"),
+                         "—" if c.get("prefix_hit_rate") is None else f"{c['prefix_hit_rate'] * 100:.0f}%",
+                         str(c.get("preemptions") if c.get("preemptions") is not None else "—"),
+                         "—" if spec is None else f"{spec * 100:.0f}%",
+                         rank_text or "—", ", ".join(c.get("lora_adapters") or []) or "—"])
+    return rows
