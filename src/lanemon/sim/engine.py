@@ -248,6 +248,9 @@ class Lane:
     kv_tokens: int = 0
     """Tokens held by admitted streams right now (prompt + generated so far)."""
     on_finish: Callable[[dict], None] | None = None
+    slowdown: Callable[[], tuple[float, list[str]]] | None = None
+    """The scheduled ``slow`` faults (sim/faults.py): asked at each admission for (factor, specs); the request's
+    TTFT and token gaps are ``factor`` times longer, and its trace record lists the specs under ``faults``."""
     """Called with each trace record when its request ends (the /metrics histograms, sim/metrics_endpoint.py)."""
     on_load: Callable[[int], None] | None = None
     """Called with ``active`` each time it changes (the simulated GPU's power and energy, sim/gpu.py)."""
@@ -390,6 +393,12 @@ class Lane:
             held = n_prompt
             ttft = model_ttft(p, n_prompt, cached, self.active)
             queued = t_adm - t_wait
+            if self.slowdown is not None:
+                factor, hit = self.slowdown()
+                if factor > 1.0:
+                    scale *= factor
+                    rec.setdefault("faults", []).extend(s for s in hit if s not in rec.get("faults", ()))
+                    rec["slow_factor"] = factor
             rec.update(
                 prompt_tokens=n_prompt,
                 cached_tokens=cached,

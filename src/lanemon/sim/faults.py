@@ -123,6 +123,23 @@ class FaultMiddleware:
         self._change = next((f for f in self.faults if f.kind == "models-change"), None)
         self._old_models: list[str] = list(self.sim.profile.models) if self.sim is not None else []
         self._new_models = [f"{m}-v2" for m in self._old_models]
+        self.t_start = time.perf_counter()
+        """When the schedules (``after=``, ``for=``) start counting: the app's creation, just before it serves."""
+        self._slow = [f for f in self.faults if f.kind == "slow"]
+        if self._slow and self.sim is not None:
+            self.sim.lane.slowdown = self.slowdown
+
+    def slowdown(self) -> tuple[float, list[str]]:
+        """The ``slow`` faults' combined factor right now, and the specs that apply (the engine asks at admission)."""
+        elapsed = time.perf_counter() - self.t_start
+        factor, hit = 1.0, []
+        for f in self._slow:
+            x = f.slow_factor(elapsed)
+            if x > 1.0:
+                factor *= x
+                hit.append(str(f))
+                self.fired[str(f)] = self.fired.get(str(f), 0) + 1
+        return factor, hit
 
     @property
     def state(self) -> Any:
@@ -144,8 +161,9 @@ class FaultMiddleware:
     # -- selection -----------------------------------------------------------
     def _pick(self) -> list[FaultSpec]:
         out = []
+        elapsed = time.perf_counter() - self.t_start
         for i, f in enumerate(self.faults):
-            if f.kind == "models-change":
+            if f.kind in ("models-change", "slow") or not f.active(elapsed):
                 continue
             self._counts[i] += 1
             if f.every is not None:

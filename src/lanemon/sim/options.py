@@ -49,7 +49,9 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--fault", action="append", default=[], type=fault_spec, metavar="KIND[:ARG][@P|#N]",
                     help="inject a fault (repeatable): refuse, drop:N, stall:S, http:CODE[:text|html], malformed, "
                          "badutf8, nousage, nodone, huge:MB, slowheaders:S, models-change:N; @0.3 = with "
-                         "probability 0.3, #5 = every 5th request (default: every request); docs/FAULTS.md")
+                         "probability 0.3, #5 = every 5th request (default: every request); a last :after=5s,for=10s "
+                         "schedules it (wall-clock s after the sim starts); slow:after=5s,for=10s,factor=4[,ramp=2s] "
+                         "slows every request in its window; docs/FAULTS.md")
     ap.add_argument("--qeval-misses", default=None, metavar="IDS",
                     help="qeval task ids answered wrong, comma-separated (default: the write-up's four; "
                          "\"\" = none)")
