@@ -234,6 +234,18 @@ class GpuData(_Data):
     message: str | None = None
 
 
+class AlertData(_Data):
+    state: str | None = None
+    alert: str | None = None
+    rule: str | None = None
+    for_s: Num | None = None
+    severity: str | None = None
+    lane: str | None = None
+    values: dict[str, Num | None] | None = None
+    since_s: Num | None = None
+    t_s: Num | None = None
+
+
 #: kind -> the schema of its ``data`` (fields not named are kept unchecked).
 DATA_SCHEMAS: dict[str, type[_Data]] = {
     ev_schema.PROBE: ProbeData,
@@ -250,6 +262,7 @@ DATA_SCHEMAS: dict[str, type[_Data]] = {
     ev_schema.HOST: HostData,
     ev_schema.CLIENT_LOAD: ClientLoadData,
     ev_schema.GPU: GpuData,
+    ev_schema.ALERT: AlertData,
 }
 
 

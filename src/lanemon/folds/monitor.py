@@ -1,0 +1,198 @@
+"""What a monitor keeps open needs: per-lane figures over a sliding window, latency histograms since the
+start, outcome counters, the engine's gauges (pure, no IO).
+
+:class:`MonitorState` folds the bus with the dashboard's own folds -- :class:`~lanemon.folds.dashboard.SessionState`
+(health, model, outcome totals, the engine's /metrics) and :class:`~lanemon.folds.series.SeriesState`
+(the samples the window statistics come from) -- so the exporter, the alert rules and the dashboard say
+the same numbers.  On top of them it keeps:
+
+* cumulative TTFT / TPOT histograms (the exporter's ``lanemon_ttft_seconds`` / ``lanemon_tpot_seconds``),
+  observed only for complete requests lanemon was not starved during (TPOT also not for bursts): the
+  project's rule (docs/METRICS.md);
+* the engine's preemption counter over time (preemptions in the window).
+
+:meth:`MonitorState.figures` answers ``{lane: {metric: value}}`` with the names of
+:data:`lanemon.measure.alerts.METRICS`, what alert rules are evaluated on.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from lanemon.events import Event
+from lanemon import events as schema
+from lanemon.folds.dashboard import LaneState, SessionState
+from lanemon.folds.series import SeriesState
+from lanemon.measure import metrics
+from lanemon.measure.load import CLIENT_BOUND
+from lanemon.measure.metrics import meets_slo
+from lanemon.measure.records import BURST, RequestRecord
+
+NS = 1_000_000_000
+
+TTFT_BUCKETS = (0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+                20.0, 40.0, 80.0, 160.0, 640.0)
+"""Upper bounds (s) of the TTFT histogram: vLLM's own ``time_to_first_token_seconds`` buckets."""
+TPOT_BUCKETS = (0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075, 0.1, 0.15, 0.2,
+                0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0)
+"""Upper bounds (s) of the TPOT histogram (vLLM's ``inter_token_latency_seconds`` buckets)."""
+DEFAULT_WINDOW_S = 60.0
+
+
+@dataclass
+class Histogram:
+    """A cumulative histogram: counts per upper bound (the last bucket is +Inf), sum and count."""
+
+    bounds: tuple[float, ...]
+    counts: list[int] = field(default_factory=list)
+    total: float = 0.0
+    n: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.counts:
+            self.counts = [0] * (len(self.bounds) + 1)
+
+    def observe(self, value: float) -> None:
+        self.counts[bisect.bisect_left(self.bounds, value)] += 1
+        self.total += value
+        self.n += 1
+
+    def cumulative(self) -> list[tuple[float, int]]:
+        """(upper bound, observations <= it) per bucket, +Inf last (Prometheus' ``le`` buckets)."""
+        out, run = [], 0
+        for bound, c in zip((*self.bounds, float("inf")), self.counts):
+            run += c
+            out.append((bound, run))
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Judged:
+    """A sample as meets_slo reads it (measure/metrics.py: ok, ttft_s, tpot_s, e2e_s, generated_tokens)."""
+
+    ok: bool
+    ttft_s: float | None
+    tpot_s: float | None
+    e2e_s: float | None
+    generated_tokens: int
+
+
+class _Session(SessionState):
+    """The dashboard's fold, telling the monitor which complete requests count as lane speed."""
+
+    def __init__(self, owner: "MonitorState", lanes) -> None:
+        super().__init__(lanes)
+        self._owner = owner
+
+    def _plot(self, lane: LaneState, rec: RequestRecord, m: metrics.RequestMetrics) -> None:
+        super()._plot(lane, rec, m)
+        if CLIENT_BOUND in rec.flags:
+            return
+        hist = self._owner.histograms(lane.name)
+        if m.ttft_s is not None:
+            hist[0].observe(m.ttft_s)
+        if m.tpot_s is not None and BURST not in m.flags:
+            hist[1].observe(m.tpot_s)
+
+
+class MonitorState:
+    """Per-lane figures for the exporter and the alert rules, from the bus."""
+
+    def __init__(self, lanes: list[tuple[str, str, str | None]] | None = None, *, window_s: float = DEFAULT_WINDOW_S,
+                 slo: Mapping[str, float] | None = None) -> None:
+        self.window_s = float(window_s)
+        self.slo = dict(slo or {})
+        self.session = _Session(self, lanes)
+        self.series = SeriesState([name for name, _, _ in lanes or []])
+        self.hists: dict[str, tuple[Histogram, Histogram]] = {}
+        self.preemptions: dict[str, deque[tuple[int, float]]] = {}
+        self.version = 0
+
+    @property
+    def lanes(self) -> dict[str, LaneState]:
+        return self.session.lanes
+
+    @property
+    def last_t(self) -> int:
+        return max(self.session.last_t, self.series.last_t)
+
+    def histograms(self, lane: str) -> tuple[Histogram, Histogram]:
+        h = self.hists.get(lane)
+        if h is None:
+            h = self.hists[lane] = (Histogram(TTFT_BUCKETS), Histogram(TPOT_BUCKETS))
+        return h
+
+    def apply(self, ev: Event) -> None:
+        self.version += 1
+        self.session.apply(ev)
+        self.series.apply(ev)
+        if ev.kind == schema.SERVER_METRICS and ev.lane is not None and ev.data.get("ok"):
+            v = ev.data.get("preemptions_total")
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0:
+                dq = self.preemptions.setdefault(ev.lane, deque())
+                dq.append((ev.t, float(v)))
+                while len(dq) > 2 and dq[1][0] < ev.t - int(self.window_s * NS):
+                    dq.popleft()
+
+    # -- reading -------------------------------------------------------------------------------------
+    def _slo_figures(self, lane: str, t0: int, t1: int) -> tuple[float | None, float | None]:
+        """(attainment, goodput req/s) over the samples that ended in [t0, t1]; client-bound ones not judged."""
+        if not self.slo:
+            return None, None
+        good = judged = 0
+        for s in self.series.lane(lane).samples:
+            if s.t < t0 or s.t > t1 or self.series.pending(s):
+                continue
+            flags = self.series.flags_of(s)
+            if s.outcome == "ok" and CLIENT_BOUND in flags:
+                continue  # lanemon was starved: neither a hit nor a miss of the lane's
+            judged += 1
+            ok = s.outcome == "ok"
+            if meets_slo(_Judged(ok, s.ttft_s, s.tpot_s, s.e2e_s, int(s.tokens)), self.slo):  # type: ignore[arg-type]
+                good += 1
+        span = (t1 - max(t0, 0)) / NS
+        return (good / judged if judged else None), (good / span if span > 0 and judged else None)
+
+    def figures(self, now_ns: int | None = None) -> dict[str, dict[str, float | None]]:
+        """``{lane: {metric: value}}`` over the window ending at ``now_ns`` (default: the latest event)."""
+        now = self.last_t if now_ns is None else now_ns
+        t0 = now - int(self.window_s * NS)
+        out: dict[str, dict[str, float | None]] = {}
+        for name, lane in self.lanes.items():
+            w = self.series.window(name, t0, now)
+            failed = w.requests_err + w.requests_truncated + w.requests_empty
+            attain, good = self._slo_figures(name, t0, now)
+            last = lane.server.last if lane.server.available else {}
+            out[name] = {
+                "up": None if lane.up is None else float(lane.up),
+                "down": None if lane.up is None else float(not lane.up),
+                "ttft_p50": w.ttft[0], "ttft_p90": w.ttft[1], "ttft_p99": w.ttft[2],
+                "tpot_p50": w.tpot[0], "tpot_p90": w.tpot[1], "tpot_p99": w.tpot[2],
+                "e2e_p50": w.e2e[0], "e2e_p90": w.e2e[1], "e2e_p99": w.e2e[2],
+                "decode_tok_s": w.tok_s_p50,
+                "requests": float(w.n),
+                "error_share": failed / w.n if w.n else None,
+                "slo_attainment": attain,
+                "goodput": good,
+                "kv_usage": _num(last.get("kv_usage")),
+                "waiting": _num(last.get("waiting")),
+                "running": _num(last.get("running")),
+                "preemptions": self._preempted(name, t0),
+                "server_ttft": _num(lane.server.timings.get("ttft_s")),
+            }
+        return out
+
+    def _preempted(self, lane: str, t0: int) -> float | None:
+        dq = self.preemptions.get(lane)
+        if not dq:
+            return None
+        before = [v for t, v in dq if t <= t0]
+        base = before[-1] if before else dq[0][1]
+        return max(0.0, dq[-1][1] - base)  # a restarted engine resets its counter: never negative
+
+
+def _num(x: object) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None

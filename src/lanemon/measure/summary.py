@@ -1,0 +1,225 @@
+"""One typed summary of a lane's requests: what the history catalogue stores, what ``lanemon history`` prints
+(pure, no IO).
+
+:class:`LaneSummary` is a msgspec Struct (frozen): the row of the catalogue (monitor/history.py), the
+objects of ``lanemon history --json``.  :class:`SummaryFold` builds them from a session's events --
+the same fold whether the events come from a live bus or from a recording read back, so
+``lanemon history --rebuild`` gives the rows the sessions gave.
+
+The rules are the project's (docs/METRICS.md): only complete requests that lanemon was not starved
+during (``client_bound``, measure/load.py) feed latency and rate figures; TPOT and decode leave bursts
+out; every other outcome is counted apart.  Requests lanemon cancelled itself (quit, Ctrl-C) are not
+the lane's and are not counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from lanemon import events as schema
+from lanemon.events import Event
+from lanemon.measure.load import ClientLoad
+from lanemon.measure.metrics import NS, meets_slo, percentile, request_metrics
+from lanemon.measure.records import BURST, COMPLETE, OUTCOMES, Assembler, RequestRecord
+
+SUMMARY_VERSION = 1
+
+
+class LaneSummary(msgspec.Struct, frozen=True, forbid_unknown_fields=False):
+    """One lane's figures over one workload and level of one session (seconds; None when nothing to say)."""
+
+    session: str
+    """The recording's file name (the catalogue's key with lane, workload and level)."""
+    lane: str
+    workload: str
+    """``probe`` (live / demo dashboards), the bench name (``decode``, ``load``, ...), ``race``, ``gauntlet``..."""
+    level: str = ""
+    """The level within the workload (concurrency ``C4``, a rate, a length), ``""`` when it has none."""
+    started: str | None = None
+    """When the session started (ISO 8601 UTC, from the recording header)."""
+    started_s: float | None = None
+    """The same as epoch seconds (what ``--since`` compares)."""
+    command: str | None = None
+    model: str | None = None
+    engine: str | None = None
+    """The engine its /metrics named (vllm, sglang), when it had them."""
+    lanemon_version: str | None = None
+    simulated: bool = False
+    """The lane was lanemon's simulator (demo, ``--demo``, or a lane whose /models said so)."""
+    requests: int = 0
+    complete: int = 0
+    error: int = 0
+    truncated: int = 0
+    empty: int = 0
+    client_bound: int = 0
+    """Complete requests left out of the figures because lanemon itself was starved."""
+    ttft_p50: float | None = None
+    ttft_p90: float | None = None
+    ttft_p99: float | None = None
+    tpot_p50: float | None = None
+    tpot_p90: float | None = None
+    tpot_p99: float | None = None
+    e2e_p50: float | None = None
+    e2e_p90: float | None = None
+    e2e_p99: float | None = None
+    decode_tok_s_p50: float | None = None
+    """Median per-stream decode rate."""
+    tok_s: float | None = None
+    """Generated tokens of the counted requests / first send to last end (aggregate, tok/s)."""
+    duration_s: float | None = None
+    slo: dict[str, float] = {}
+    goodput_rps: float | None = None
+    """Requests meeting every SLO target per second of ``duration_s`` (None without an SLO)."""
+    slo_attainment: float | None = None
+    """Share of the requests meeting every SLO target (errors are misses; None without an SLO)."""
+
+
+METRIC_FIELDS = ("ttft_p50", "ttft_p90", "ttft_p99", "tpot_p50", "tpot_p90", "tpot_p99", "e2e_p50", "e2e_p90",
+                 "e2e_p99", "decode_tok_s_p50", "tok_s", "goodput_rps", "slo_attainment", "requests")
+"""The figures ``lanemon history --metric`` may trend."""
+
+
+@dataclass(slots=True)
+class _Row:
+    lane: str
+    workload: str
+    level: str
+    outcome: str
+    sent_ns: int
+    end_ns: int
+    ttft_s: float | None
+    tpot_s: float | None
+    e2e_s: float | None
+    decode_tok_s: float | None
+    generated: int
+    burst: bool
+    ok: bool
+
+    @property
+    def generated_tokens(self) -> int:
+        return self.generated
+
+
+def _r(x: float | None, digits: int = 6) -> float | None:
+    return None if x is None else round(float(x), digits)
+
+
+def _workload(rec: RequestRecord) -> tuple[str, str]:
+    meta = rec.meta or {}
+    bench = meta.get("bench")
+    workload = str(bench) if bench not in (None, "") else (str(rec.purpose) if rec.purpose else "probe")
+    level = meta.get("level")
+    if level in (None, "") and isinstance(meta.get("cell"), str):
+        parts = meta["cell"].split("/")  # A/C3/r0 -> C3
+        level = parts[1] if len(parts) >= 2 else ""
+    return workload[:64], ("" if level is None else str(level))[:64]
+
+
+class SummaryFold:
+    """Fold a session's events into :class:`LaneSummary` rows (call :meth:`summaries` at the end)."""
+
+    def __init__(self, header: Mapping[str, Any] | None = None, *, session: str = "",
+                 slo: Mapping[str, float] | None = None, simulated: bool | None = None) -> None:
+        self.header = dict(header or {})
+        self.session = session
+        self.slo = dict(slo or {})
+        self.simulated = simulated
+        self.load = ClientLoad()
+        self._asm = Assembler(keep_text=False)
+        self._rows: list[_Row] = []
+        self.models: dict[str, str] = {}
+        self.engines: dict[str, str] = {}
+        self.sim_lanes: set[str] = set()
+        for lane in self.header.get("lanes") or []:
+            if isinstance(lane, dict) and isinstance(lane.get("name"), str) and isinstance(lane.get("model"), str):
+                self.models[lane["name"]] = lane["model"]
+
+    def apply(self, ev: Event) -> None:
+        kind = ev.kind
+        if kind == schema.TOKEN:
+            self._asm.apply(ev)
+            return
+        if self.load.apply(ev):
+            return
+        if ev.lane is not None:
+            d = ev.data
+            if kind in (schema.PROBE, schema.LANE) and isinstance(d.get("model"), str) and d["model"]:
+                self.models[ev.lane] = d["model"]
+                if kind == schema.PROBE and d.get("simulated") is True:  # /models said owned_by lanemon-sim
+                    self.sim_lanes.add(ev.lane)
+                return
+            if kind == schema.SERVER_METRICS:
+                if d.get("ok") and isinstance(d.get("engine"), str):
+                    self.engines[ev.lane] = d["engine"][:32]
+                return
+        rec = self._asm.apply(ev)
+        if rec is None or rec.outcome is None:
+            return
+        if rec.error is not None and rec.error.get("cls") == schema.ERR_CANCELLED:
+            return
+        m = request_metrics(rec)
+        workload, level = _workload(rec)
+        if rec.model and rec.lane not in self.models:
+            self.models[rec.lane] = rec.model
+        self._rows.append(_Row(rec.lane, workload, level, rec.outcome, rec.sent_ns or 0, rec.end_ns or 0, m.ttft_s,
+                               m.tpot_s, m.e2e_s, m.decode_tok_s, m.generated_tokens, BURST in m.flags, m.ok))
+
+    def feed(self, events: Iterable[Event]) -> "SummaryFold":
+        for ev in events:
+            self.apply(ev)
+        return self
+
+    def summaries(self) -> list[LaneSummary]:
+        """One row per (lane, workload, level), in the order they first finished a request."""
+        groups: dict[tuple[str, str, str], list[_Row]] = {}
+        for row in self._rows:
+            groups.setdefault((row.lane, row.workload, row.level), []).append(row)
+        h = self.header
+        started = h.get("created") if isinstance(h.get("created"), str) else None
+        wall = h.get("wall_t0_s")
+        started_s = float(wall) if isinstance(wall, (int, float)) and not isinstance(wall, bool) else None
+        command = h.get("command") if isinstance(h.get("command"), str) else None
+        version = h.get("lanemon") if isinstance(h.get("lanemon"), str) else None
+        out = []
+        for (lane, workload, level), rows in groups.items():
+            counts = {o: 0 for o in OUTCOMES}
+            for r in rows:
+                counts[r.outcome] = counts.get(r.outcome, 0) + 1
+            clean = [r for r in rows if r.outcome == COMPLETE and not self.load.overlaps(r.sent_ns, r.end_ns)]
+            judged = [r for r in rows if r.outcome != COMPLETE or not self.load.overlaps(r.sent_ns, r.end_ns)]
+            ttft = [r.ttft_s for r in clean if r.ttft_s is not None]
+            tpot = [r.tpot_s for r in clean if r.tpot_s is not None and not r.burst]
+            e2e = [r.e2e_s for r in clean if r.e2e_s is not None]
+            dec = [r.decode_tok_s for r in clean if r.decode_tok_s is not None and not r.burst]
+            start = min(r.sent_ns for r in rows)
+            end = max(r.end_ns for r in rows)
+            duration = (end - start) / NS if end > start else None
+            c_start = min((r.sent_ns for r in clean), default=0)
+            c_end = max((r.end_ns for r in clean), default=0)
+            tok_s = (sum(r.generated for r in clean) / ((c_end - c_start) / NS)) if clean and c_end > c_start else None
+            good = attain = None
+            if self.slo and judged:
+                n_good = sum(1 for r in judged if meets_slo(r, self.slo))  # type: ignore[arg-type]
+                attain = n_good / len(judged)
+                good = n_good / duration if duration else None
+            simulated = self.simulated if self.simulated is not None else (command == "demo" or lane in self.sim_lanes)
+            out.append(LaneSummary(
+                session=self.session, lane=lane, workload=workload, level=level, started=started, started_s=started_s,
+                command=command, model=self.models.get(lane), engine=self.engines.get(lane), lanemon_version=version,
+                simulated=bool(simulated), requests=len(rows), complete=counts[COMPLETE], error=counts["error"],
+                truncated=counts["truncated"], empty=counts["empty"],
+                client_bound=sum(1 for r in rows if r.outcome == COMPLETE) - len(clean),
+                ttft_p50=_r(percentile(ttft, 50)), ttft_p90=_r(percentile(ttft, 90)), ttft_p99=_r(percentile(ttft, 99)),
+                tpot_p50=_r(percentile(tpot, 50)), tpot_p90=_r(percentile(tpot, 90)), tpot_p99=_r(percentile(tpot, 99)),
+                e2e_p50=_r(percentile(e2e, 50)), e2e_p90=_r(percentile(e2e, 90)), e2e_p99=_r(percentile(e2e, 99)),
+                decode_tok_s_p50=_r(percentile(dec, 50), 3), tok_s=_r(tok_s, 3), duration_s=_r(duration, 3),
+                slo=dict(self.slo), goodput_rps=_r(good), slo_attainment=_r(attain)))
+        return out
+
+
+def summary_to_dict(s: LaneSummary) -> dict[str, Any]:
+    return msgspec.to_builtins(s)
