@@ -48,7 +48,13 @@ DEFAULT_TIMEOUT = 600.0
 DEFAULT_DEADLINE = 1800.0
 """Seconds a whole request may take: a two-minute 300K-token prefill plus a long answer fit."""
 PROBE_KEYS = {"interval", "max_tokens", "prompt", "endpoint", "enabled"}
-TOP_KEYS = {"lanes", "probe", "theme", "record"}
+TOP_KEYS = {"lanes", "probe", "theme", "record", "slo", "alerts", "exporter"}
+SLO_KEYS = ("ttft", "tpot", "e2e")
+ALERT_KEYS = {"when", "for", "lanes", "severity", "name", "command"}
+ALERT_SEVERITIES = ("info", "warning", "critical")
+EXPORTER_KEYS = {"listen"}
+MAX_ALERTS = 64
+MAX_SLO_S = 86400.0
 
 MAX_SECONDS = 30 * 86400.0
 """The longest duration any setting may name (30 days): past it a timer is a typo, and far past it asyncio's
@@ -116,12 +122,30 @@ class ProbeConfig:
 
 
 @dataclass(frozen=True)
+class AlertConfig:
+    """One ``[[alerts]]`` table; ``when`` is parsed by measure/alerts.py (the CLI names the field on error)."""
+
+    when: str
+    for_s: float | None = None
+    lanes: tuple[str, ...] | None = None
+    severity: str = "warning"
+    name: str = ""
+    command: tuple[str, ...] | None = None
+    where: str = "alerts"
+
+
+@dataclass(frozen=True)
 class Config:
     lanes: tuple[LaneConfig, ...] = ()
     probe: ProbeConfig = ProbeConfig()
     theme: str | None = None
     record: bool = True
     path: Path | None = None
+    slo: dict[str, float] = field(default_factory=dict)
+    """``[slo]``: targets in seconds (ttft, tpot, e2e)."""
+    alerts: tuple[AlertConfig, ...] = ()
+    exporter_listen: tuple[str, int] | None = None
+    """``[exporter] listen = "HOST:PORT"``."""
 
 
 def config_dir() -> Path:
@@ -411,7 +435,110 @@ def parse_config(data: dict[str, Any], path: Path | None = None) -> Config:
     record = data.get("record", True)
     if not isinstance(record, bool):
         raise ConfigError("record: must be true or false")
-    return Config(lanes=lanes, probe=probe, theme=theme, record=record, path=path)
+    return Config(lanes=lanes, probe=probe, theme=theme, record=record, path=path, slo=_slo_from_table(data.get("slo", {})),
+                  alerts=_alerts_from_array(data.get("alerts", [])),
+                  exporter_listen=_exporter_from_table(data.get("exporter", {})))
+
+
+def _seconds_value(value: Any, where: str, *, lo_open: bool = True, hi: float = MAX_SLO_S) -> float:
+    """A finite number of seconds in (0, hi] (``[0, hi]`` without *lo_open*); ConfigError naming *where*."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+    if ok:
+        ok = (value > 0 if lo_open else value >= 0) and value <= hi
+    if not ok:
+        raise ConfigError(f"{where}: must be a number of seconds in {'(' if lo_open else '['}0, {hi:g}], "
+                          f"not {value!r}")
+    return float(value)
+
+
+def _slo_from_table(table: Any) -> dict[str, float]:
+    if not isinstance(table, dict):
+        raise ConfigError("slo: must be a table like [slo] ttft = 0.5")
+    _check_keys(table, set(SLO_KEYS), "slo")
+    return {key: _seconds_value(table[key], f"slo.{key}") for key in SLO_KEYS if key in table}
+
+
+def _alerts_from_array(items: Any) -> tuple[AlertConfig, ...]:
+    if not isinstance(items, list):
+        raise ConfigError("alerts: must be an array of [[alerts]] tables")
+    if len(items) > MAX_ALERTS:
+        raise ConfigError(f"alerts: at most {MAX_ALERTS} rules")
+    out = []
+    for i, table in enumerate(items):
+        where = f"alerts[{i}]"
+        if not isinstance(table, dict):
+            raise ConfigError(f"{where}: must be a table")
+        _check_keys(table, ALERT_KEYS, where)
+        when = table.get("when")
+        if not isinstance(when, str) or not when.strip():
+            raise ConfigError(f"{where}.when: must be a rule like \"ttft_p50 > 0.5\"")
+        for_s = None
+        if "for" in table:
+            raw = table["for"]
+            if isinstance(raw, str):
+                for_s = _duration_text(raw, f"{where}.for")
+            else:
+                for_s = _seconds_value(raw, f"{where}.for", lo_open=False, hi=30 * 86400.0)
+        lanes = table.get("lanes")
+        if lanes is not None:
+            if not isinstance(lanes, list) or not lanes:
+                raise ConfigError(f"{where}.lanes: must be a non-empty list of lane names")
+            lanes = tuple(validate_name(n, f"{where}.lanes") for n in lanes)
+        severity = table.get("severity", "warning")
+        if severity not in ALERT_SEVERITIES:
+            raise ConfigError(f"{where}.severity: must be one of {', '.join(ALERT_SEVERITIES)}, not {severity!r}")
+        name = table.get("name", "")
+        if not isinstance(name, str) or len(name) > 80:
+            raise ConfigError(f"{where}.name: must be a string of at most 80 characters")
+        command = table.get("command")
+        if command is not None:
+            if (not isinstance(command, list) or not command or len(command) > 64
+                    or not all(isinstance(a, str) and a and len(a) <= 4096 and "\x00" not in a for a in command)):
+                raise ConfigError(f"{where}.command: must be a non-empty argv list of strings, e.g. "
+                                  "[\"notify-send\", \"lanemon\"] (run without a shell)")
+            command = tuple(command)
+        out.append(AlertConfig(when, for_s, lanes, severity, name, command, where))
+    return tuple(out)
+
+
+def _duration_text(text: str, where: str) -> float:
+    """``"60s"``, ``"500ms"``, ``"5m"``, ``"1h"`` or ``"30"`` -> seconds (0 .. 30 days)."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h)?\s*", text)
+    if m is None:
+        raise ConfigError(f"{where}: {text!r} is not a duration like \"60s\", \"500ms\", \"5m\"")
+    value = float(m.group(1)) * {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}[m.group(2)]
+    return _seconds_value(value, where, lo_open=False, hi=30 * 86400.0)
+
+
+def _exporter_from_table(table: Any) -> tuple[str, int] | None:
+    if not isinstance(table, dict):
+        raise ConfigError("exporter: must be a table like [exporter] listen = \"127.0.0.1:9464\"")
+    _check_keys(table, EXPORTER_KEYS, "exporter")
+    if "listen" not in table:
+        return None
+    return parse_listen(table["listen"], "exporter.listen")
+
+
+def parse_listen(text: Any, where: str = "--serve-metrics") -> tuple[str, int]:
+    """``HOST:PORT``, ``[IPv6]:PORT`` or ``PORT`` (loopback) -> (host, port); port 0 picks a free one."""
+    if not isinstance(text, str) or not text.strip() or len(text) > 300:
+        raise ConfigError(f"{where}: must be HOST:PORT like 127.0.0.1:9464")
+    text = text.strip()
+    if text.isdigit():
+        host, port_text = "127.0.0.1", text
+    elif text.startswith("["):
+        host, sep, port_text = text[1:].partition("]:")
+        if not sep:
+            raise ConfigError(f"{where}: {text!r}: expected [IPv6]:PORT")
+    else:
+        host, sep, port_text = text.rpartition(":")
+        if not sep or ":" in host:
+            raise ConfigError(f"{where}: {text!r}: expected HOST:PORT (write an IPv6 host as [::1]:PORT)")
+    if not host or not re.fullmatch(r"[A-Za-z0-9.:_-]{1,253}", host):
+        raise ConfigError(f"{where}: {text!r}: the host must be a name or an address")
+    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        raise ConfigError(f"{where}: {text!r}: the port must be a number from 0 to 65535")
+    return host, int(port_text)
 
 
 def unreadable(exc: OSError | UnicodeDecodeError, what: str | None = None) -> str:
@@ -486,4 +613,5 @@ def merge_lanes(config: Config, lane_args: list[str]) -> Config:
             lane = LaneConfig(lane.name, lane.url, old.model, old.api_key_env, old.headers, old.defaults, old.timeout,
                               old.deadline, old.telemetry, old.cost_per_hour)
         lanes[lane.name] = lane
-    return Config(tuple(lanes.values()), config.probe, config.theme, config.record, config.path)
+    return Config(tuple(lanes.values()), config.probe, config.theme, config.record, config.path, config.slo,
+                  config.alerts, config.exporter_listen)

@@ -28,7 +28,7 @@ from lanemon.folds.dashboard import LaneState, SessionState
 from lanemon.folds.series import SeriesState
 from lanemon.measure import metrics
 from lanemon.measure.load import CLIENT_BOUND
-from lanemon.measure.metrics import meets_slo
+from lanemon.measure import slo as slo_rules
 from lanemon.measure.records import BURST, RequestRecord
 
 NS = 1_000_000_000
@@ -139,22 +139,21 @@ class MonitorState:
 
     # -- reading -------------------------------------------------------------------------------------
     def _slo_figures(self, lane: str, t0: int, t1: int) -> tuple[float | None, float | None]:
-        """(attainment, goodput req/s) over the samples that ended in [t0, t1]; client-bound ones not judged."""
+        """(attainment, goodput req/s) over the samples that ended in [t0, t1] (measure/slo.py's arithmetic);
+        a complete request lanemon was starved during is neither a hit nor a miss of the lane's."""
         if not self.slo:
             return None, None
-        good = judged = 0
+        judged = []
         for s in self.series.lane(lane).samples:
             if s.t < t0 or s.t > t1 or self.series.pending(s):
                 continue
-            flags = self.series.flags_of(s)
-            if s.outcome == "ok" and CLIENT_BOUND in flags:
-                continue  # lanemon was starved: neither a hit nor a miss of the lane's
-            judged += 1
-            ok = s.outcome == "ok"
-            if meets_slo(_Judged(ok, s.ttft_s, s.tpot_s, s.e2e_s, int(s.tokens)), self.slo):  # type: ignore[arg-type]
-                good += 1
-        span = (t1 - max(t0, 0)) / NS
-        return (good / judged if judged else None), (good / span if span > 0 and judged else None)
+            if s.outcome == "ok" and CLIENT_BOUND in self.series.flags_of(s):
+                continue
+            judged.append(_Judged(s.outcome == "ok", s.ttft_s, s.tpot_s, s.e2e_s, int(s.tokens)))
+        if not judged:
+            return None, None
+        result = slo_rules.evaluate(judged, self.slo, (t1 - max(t0, 0)) / NS)
+        return result.share, result.goodput_rps
 
     def figures(self, now_ns: int | None = None) -> dict[str, dict[str, float | None]]:
         """``{lane: {metric: value}}`` over the window ending at ``now_ns`` (default: the latest event)."""

@@ -23,7 +23,8 @@ import msgspec
 from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.measure.load import ClientLoad
-from lanemon.measure.metrics import NS, meets_slo, percentile, request_metrics
+from lanemon.measure import slo as slo_rules
+from lanemon.measure.metrics import NS, percentile, request_metrics
 from lanemon.measure.records import BURST, COMPLETE, OUTCOMES, Assembler, RequestRecord
 
 SUMMARY_VERSION = 1
@@ -203,9 +204,8 @@ class SummaryFold:
             tok_s = (sum(r.generated for r in clean) / ((c_end - c_start) / NS)) if clean and c_end > c_start else None
             good = attain = None
             if self.slo and judged:
-                n_good = sum(1 for r in judged if meets_slo(r, self.slo))  # type: ignore[arg-type]
-                attain = n_good / len(judged)
-                good = n_good / duration if duration else None
+                result = slo_rules.evaluate(judged, self.slo, duration)
+                attain, good = result.share, result.goodput_rps
             simulated = self.simulated if self.simulated is not None else (command == "demo" or lane in self.sim_lanes)
             out.append(LaneSummary(
                 session=self.session, lane=lane, workload=workload, level=level, started=started, started_s=started_s,
