@@ -12,6 +12,7 @@ MODULES = (
     "lanemon.cli.sim",
     "lanemon.cli.check",
     "lanemon.cli.replay",
+    "lanemon.cli.history",
     "lanemon.cli.race",
     "lanemon.cli.bench",
     "lanemon.cli.gauntlet",

@@ -432,7 +432,22 @@ def recording_saved(recorder) -> bool:
         LOST.add(recorder.failed)
         return False
     err(recorder.outcome())
+    add_to_history(recorder.path)
     return True
+
+
+def add_to_history(path) -> None:
+    """Add a saved recording's per-lane summaries to the history catalogue (docs/MONITOR.md, "History");
+    a failure is a warning, never the command's failure (``lanemon history --rebuild`` catches up)."""
+    import sqlite3
+
+    from lanemon.monitor.history import CatalogueError, add_recording
+    from lanemon.recording.reader import RecordingError
+
+    try:
+        add_recording(path)
+    except (CatalogueError, RecordingError, OSError, sqlite3.Error) as exc:
+        err(f"warning: not added to the history catalogue: {exc}")
 
 
 class HeadlessRun:

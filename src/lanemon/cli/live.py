@@ -97,14 +97,14 @@ def _probe_config(config: Config, interval: float | None, demo: bool = False) ->
     return probe
 
 def _make_recorder(args: argparse.Namespace, command: str, lanes: list[dict], enabled: bool = True, *,
-                   clock=None):
+                   clock=None, extra: dict | None = None):
     from lanemon.recording.writer import Recorder, default_recording_path, make_header
 
     if getattr(args, "no_record", False) or not enabled:
         return None
     path = args.record or default_recording_path(command)
     try:
-        return Recorder(path, make_header(command, lanes, clock=clock))
+        return Recorder(path, make_header(command, lanes, extra, clock=clock))
     except OSError as exc:
         raise UsageError(f"cannot create recording {path}: {exc.strerror or exc}") from None
 
@@ -132,7 +132,8 @@ def cmd_live(args: argparse.Namespace, demo_lanes: list[LaneConfig] | None = Non
         raise UsageError("--duration needs --headless (the dashboard runs until you quit it)")
     lanes = with_stall_timeout(lanes, getattr(args, "stall_timeout", None), getattr(args, "deadline", None))
     clock = Clock()  # the session's: the recording header says when its t = 0 was on the wall clock
-    recorder = _make_recorder(args, mode, [lane.public() for lane in lanes], enabled=config.record, clock=clock)
+    recorder = _make_recorder(args, mode, [lane.public() for lane in lanes], enabled=config.record, clock=clock,
+                              extra={"slo": slo} if slo else None)
     session = LiveSession(lanes, probe=_probe_config(config, args.interval, demo=demo_lanes is not None),
                           mode=mode, recorder=recorder, prompts=prompts, clock=clock,
                           metrics_interval=SERVER_METRICS_INTERVAL, host_interval=HOST_INTERVAL)

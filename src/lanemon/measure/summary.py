@@ -127,7 +127,9 @@ class SummaryFold:
                  slo: Mapping[str, float] | None = None, simulated: bool | None = None) -> None:
         self.header = dict(header or {})
         self.session = session
-        self.slo = dict(slo or {})
+        self.slo = dict(slo or {}) or _slo(self.header.get("slo"))
+        """The SLO goodput and attainment are judged on: given, else the header's (live sessions), else the one
+        a bench run's start mark carries in its config."""
         self.simulated = simulated
         self.load = ClientLoad()
         self._asm = Assembler(keep_text=False)
@@ -145,6 +147,10 @@ class SummaryFold:
             self._asm.apply(ev)
             return
         if self.load.apply(ev):
+            return
+        if kind == schema.MARK and not self.slo and ev.data.get("label") == "bench" and ev.data.get("phase") == "start":
+            config = ev.data.get("config")
+            self.slo = _slo(config.get("slo")) if isinstance(config, dict) else {}
             return
         if ev.lane is not None:
             d = ev.data
@@ -219,6 +225,18 @@ class SummaryFold:
                 decode_tok_s_p50=_r(percentile(dec, 50), 3), tok_s=_r(tok_s, 3), duration_s=_r(duration, 3),
                 slo=dict(self.slo), goodput_rps=_r(good), slo_attainment=_r(attain)))
         return out
+
+
+def _slo(value: Any) -> dict[str, float]:
+    """An SLO as read from a recording (untrusted): only ttft/tpot/e2e with finite positive seconds."""
+    if not isinstance(value, dict):
+        return {}
+    out = {}
+    for key in ("ttft", "tpot", "e2e"):
+        v = value.get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1e6:
+            out[key] = float(v)
+    return out
 
 
 def summary_to_dict(s: LaneSummary) -> dict[str, Any]:

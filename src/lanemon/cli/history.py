@@ -1,0 +1,120 @@
+"""`lanemon history`: every past session's per-lane figures from the catalogue, with a trend per lane.
+
+Exit codes: 0 listed (or rebuilt), 2 bad arguments or an unusable catalogue.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from pathlib import Path
+
+from lanemon.cli.common import UsageError, err
+
+_SINCE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def register(sub) -> None:
+    from lanemon.measure.summary import METRIC_FIELDS
+
+    p = sub.add_parser("history", help="past sessions' figures per lane, with a trend (the history catalogue)",
+                       description="Print the history catalogue: one row per session, lane, workload and level "
+                                   "(every live and bench session adds its rows when its recording is saved), "
+                                   "and a sparkline of one figure per lane across sessions (docs/MONITOR.md).")
+    p.add_argument("--lane", metavar="NAME", help="only this lane")
+    p.add_argument("--workload", metavar="NAME", help="only this workload (probe, decode, load, race, ...)")
+    p.add_argument("--since", metavar="AGE", help="only sessions started within AGE: 30m, 12h, 7d, 2w")
+    p.add_argument("--metric", default="ttft_p50", choices=METRIC_FIELDS, metavar="NAME",
+                   help=f"the figure the trend shows (default ttft_p50; one of: {', '.join(METRIC_FIELDS)})")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON (docs/MONITOR.md, 'History')")
+    p.add_argument("--rebuild", action="store_true",
+                   help="delete the catalogue and recreate it from the recordings in the data directory")
+    p.add_argument("--catalogue", type=Path, metavar="PATH", help="the catalogue file (default: the data dir's)")
+    p.add_argument("--recordings", type=Path, metavar="DIR",
+                   help="with --rebuild: read the recordings in DIR (default: the data dir's recordings/)")
+    p.set_defaults(func=cmd_history)
+
+
+def parse_since(text: str) -> float:
+    """``7d`` -> seconds; UsageError otherwise."""
+    m = _SINCE.match(text or "")
+    if m is None:
+        raise UsageError(f"--since {text!r}: expected an age like 30m, 12h, 7d or 2w")
+    return float(m.group(1)) * _UNIT_S[m.group(2)]
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    import msgspec
+
+    from lanemon.monitor import history
+
+    if args.recordings is not None and not args.rebuild:
+        raise UsageError("--recordings goes with --rebuild")
+    try:
+        if args.rebuild:
+            sources = None
+            if args.recordings is not None:
+                if not args.recordings.is_dir():
+                    raise UsageError(f"--recordings {args.recordings}: not a directory")
+                sources = args.recordings.glob("*.jsonl")
+            read, rows, problems = history.rebuild(args.catalogue, sources)
+            for p in problems[:20]:
+                err(f"skipped: {p}")
+            err(f"history rebuilt: {rows} rows from {read} recordings ({len(problems)} skipped) in "
+                f"{args.catalogue or history.default_path()}")
+            if not args.json:
+                return 0
+        since = time.time() - parse_since(args.since) if args.since else None
+        rows = history.query(args.catalogue, lane=args.lane, since_s=since, workload=args.workload)
+    except history.CatalogueError as exc:
+        raise UsageError(str(exc)) from None
+    if args.json:
+        sys.stdout.write(msgspec.json.encode([msgspec.to_builtins(r) for r in rows]).decode() + "\n")
+        return 0
+    print(render(rows, args.metric))
+    return 0
+
+
+def _s(v: float | None, unit: str = "s") -> str:
+    if v is None:
+        return "-"
+    if unit == "s":
+        return f"{v * 1000:.0f} ms" if v < 1 else f"{v:.2f} s"
+    return f"{v:.1f}"
+
+
+def render(rows: list, metric: str) -> str:
+    """The rows as a table, then one trend line per (lane, workload, level) of ``metric``."""
+    from lanemon.reports.format import sparkline
+    from lanemon.untrusted import inert
+
+    if not rows:
+        return "no sessions in the history catalogue yet (every live or bench session adds its rows)"
+    head = f"{'started (UTC)':<20} {'lane':<8} {'workload':<10} {'level':<6} {'n':>5} {'TTFT p50':>9} " \
+           f"{'TPOT p50':>9} {'E2E p50':>9} {'tok/s':>7} {'goodput':>8}  model"
+    lines = [head]
+    for r in rows[-200:]:
+        started = (r.started or "?")[:19].replace("T", " ")
+        sim = " (simulated)" if r.simulated else ""
+        good = f"{r.goodput_rps:.2f}/s" if r.goodput_rps is not None else "-"
+        lines.append(f"{started:<20} {inert(r.lane, 8):<8} {inert(r.workload, 10):<10} {inert(r.level, 6):<6} "
+                     f"{r.requests:>5} {_s(r.ttft_p50):>9} {_s(r.tpot_p50):>9} {_s(r.e2e_p50):>9} "
+                     f"{_s(r.tok_s, ''):>7} {good:>8}  {inert(r.model or '?', 40)}{sim}")
+    if len(rows) > 200:
+        lines.insert(1, f"(the latest 200 of {len(rows)} rows)")
+    groups: dict[tuple[str, str, str], list] = {}
+    for r in rows:
+        groups.setdefault((r.lane, r.workload, r.level), []).append(r)
+    lines.append("")
+    lines.append(f"trend of {metric} per lane, oldest to newest session (each bar one session; same workload only):")
+    for (lane, workload, level), rs in groups.items():
+        values = [getattr(r, metric) for r in rs][-60:]
+        xs = [v for v in values if v is not None]
+        last = f"{xs[-1]:.4g}" if xs else "-"
+        span = f"min {min(xs):.4g} max {max(xs):.4g}" if xs else "no figure"
+        name = f"{inert(lane, 12)} {inert(workload, 10)}{(' ' + inert(level, 6)) if level else ''}"
+        lines.append(f"  {name:<30} {sparkline(values):<60} latest {last} ({span}, {len(rs)} sessions)")
+    return "\n".join(lines)

@@ -1,0 +1,162 @@
+"""The history catalogue: one SQLite file in the data directory holding every session's per-lane summaries.
+
+``catalogue.sqlite3`` (standard library ``sqlite3``, WAL journal) has a ``meta`` table (``schema_version``)
+and a ``summaries`` table: one row per (session, lane, workload, level) -- the queryable columns plus the
+whole :class:`~lanemon.measure.summary.LaneSummary` as JSON (docs/MONITOR.md, "History").  A session adds
+its rows when its recording is saved (:func:`add_recording`); :func:`rebuild` recreates the file from the
+recordings, so a corrupt or deleted catalogue loses nothing.  Both read the recording back through the
+same fold (measure/summary.py), so the rows are the same whichever way they were made.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from lanemon.config import data_dir
+from lanemon.measure.summary import LaneSummary, SummaryFold
+from lanemon.recording.reader import Recording, RecordingError
+
+SCHEMA_VERSION = 1
+FILE_NAME = "catalogue.sqlite3"
+MAX_RECORDING_BYTES = 2 << 30
+"""A recording larger than this (2 GiB) is not summarised (a note says so)."""
+
+_COLUMNS = ("session", "lane", "workload", "level", "started", "started_s", "command", "model", "engine",
+            "simulated", "requests", "ttft_p50", "tpot_p50", "e2e_p50", "tok_s", "goodput_rps", "slo_attainment")
+_DDL = f"""
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS summaries (
+    session TEXT NOT NULL, lane TEXT NOT NULL, workload TEXT NOT NULL, level TEXT NOT NULL,
+    started TEXT, started_s REAL, command TEXT, model TEXT, engine TEXT, simulated INTEGER NOT NULL,
+    requests INTEGER NOT NULL, ttft_p50 REAL, tpot_p50 REAL, e2e_p50 REAL, tok_s REAL, goodput_rps REAL,
+    slo_attainment REAL, path TEXT, summary TEXT NOT NULL,
+    PRIMARY KEY (session, lane, workload, level));
+CREATE INDEX IF NOT EXISTS summaries_lane_time ON summaries (lane, started_s);
+"""
+_encode = msgspec.json.Encoder()
+_decode = msgspec.json.Decoder(LaneSummary)
+
+
+class CatalogueError(Exception):
+    """The catalogue cannot be opened or is not one (the message says which file and why)."""
+
+
+def default_path() -> Path:
+    return data_dir() / FILE_NAME
+
+
+def recordings_dir() -> Path:
+    return data_dir() / "recordings"
+
+
+@contextlib.contextmanager
+def connect(path: Path | None = None) -> Iterator[sqlite3.Connection]:
+    """Open (creating) the catalogue; WAL journal; refuses a file of another schema version."""
+    path = Path(path) if path is not None else default_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(path, timeout=5.0)
+    except (OSError, sqlite3.Error) as exc:
+        raise CatalogueError(f"{path}: cannot open the history catalogue: {exc}") from None
+    try:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.executescript(_DDL)
+            row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            if row is None:
+                conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+                conn.commit()
+            elif row[0] != str(SCHEMA_VERSION):
+                raise CatalogueError(f"{path}: history catalogue schema {row[0]!r}, this lanemon writes "
+                                     f"{SCHEMA_VERSION}: run `lanemon history --rebuild`")
+        except sqlite3.DatabaseError as exc:
+            raise CatalogueError(f"{path}: not a usable history catalogue ({exc}): run `lanemon history "
+                                 "--rebuild`") from None
+        yield conn
+    finally:
+        conn.close()
+
+
+def summarize_recording(path: Path) -> list[LaneSummary]:
+    """The per-lane summaries of one recording (RecordingError when it is not one)."""
+    path = Path(path)
+    try:
+        if path.stat().st_size > MAX_RECORDING_BYTES:
+            raise RecordingError(f"{path}: larger than {MAX_RECORDING_BYTES >> 30} GiB, not summarised")
+    except OSError as exc:
+        raise RecordingError(f"{path}: {exc.strerror or exc}") from None
+    rec = Recording(path)
+    return SummaryFold(rec.header, session=path.name).feed(rec.events()).summaries()
+
+
+def insert(conn: sqlite3.Connection, rows: Iterable[LaneSummary], path: Path | None = None) -> int:
+    n = 0
+    marks = ", ".join("?" for _ in range(len(_COLUMNS) + 2))
+    for s in rows:
+        values = [getattr(s, c) for c in _COLUMNS]
+        values[_COLUMNS.index("simulated")] = int(s.simulated)
+        conn.execute(f"INSERT OR REPLACE INTO summaries ({', '.join(_COLUMNS)}, path, summary) VALUES ({marks})",
+                     (*values, str(path) if path else None, _encode.encode(s).decode()))
+        n += 1
+    conn.commit()
+    return n
+
+
+def add_recording(path: Path, catalogue: Path | None = None) -> int:
+    """Summarise one recording into the catalogue (replacing its earlier rows); returns the rows added."""
+    rows = summarize_recording(path)
+    with connect(catalogue) as conn:
+        return insert(conn, rows, Path(path))
+
+
+def rebuild(catalogue: Path | None = None, sources: Iterable[Path] | None = None) -> tuple[int, int, list[str]]:
+    """Delete and recreate the catalogue from every recording in ``sources`` (default: the data directory's
+    recordings).  Returns (recordings read, rows, problems)."""
+    catalogue = Path(catalogue) if catalogue is not None else default_path()
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            Path(str(catalogue) + suffix).unlink()
+    files = sorted(sources) if sources is not None else sorted(recordings_dir().glob("*.jsonl"))
+    read = rows = 0
+    problems: list[str] = []
+    with connect(catalogue) as conn:
+        for f in files:
+            try:
+                summaries = summarize_recording(f)
+            except RecordingError as exc:
+                problems.append(str(exc))
+                continue
+            read += 1
+            rows += insert(conn, summaries, f)
+    return read, rows, problems
+
+
+def query(catalogue: Path | None = None, *, lane: str | None = None, since_s: float | None = None,
+          workload: str | None = None, limit: int = 10_000) -> list[LaneSummary]:
+    """Rows, oldest first (by session start), filtered; each decoded into a LaneSummary."""
+    where, args = [], []  # type: list[str], list[Any]
+    if lane:
+        where.append("lane = ?")
+        args.append(lane)
+    if since_s is not None:
+        where.append("started_s >= ?")
+        args.append(since_s)
+    if workload:
+        where.append("workload = ?")
+        args.append(workload)
+    sql = "SELECT summary FROM summaries" + (" WHERE " + " AND ".join(where) if where else "")
+    sql += " ORDER BY started_s, session, lane, workload, level LIMIT ?"
+    out = []
+    with connect(catalogue) as conn:
+        for (text,) in conn.execute(sql, (*args, int(limit))):
+            try:
+                out.append(_decode.decode(text))
+            except msgspec.DecodeError:
+                continue  # a row written by another version: --rebuild rewrites it
+    return out
