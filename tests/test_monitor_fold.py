@@ -1,0 +1,135 @@
+"""The monitor's fold (folds/monitor.py), its exporter text (monitor/exporter.py) and the typed summary
+(measure/summary.py), on scripted events: only complete requests lanemon was not starved during feed latency."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.exposition import generate_latest
+
+from lanemon import events as schema
+from lanemon.events import Event
+from lanemon.folds.monitor import MonitorState
+from lanemon.measure.alerts import AlertEngine, parse_rule
+from lanemon.measure.summary import SummaryFold
+from lanemon.monitor.exporter import ExporterServer, make_registry
+
+MS = 1_000_000
+S = 1_000_000_000
+
+
+def _request(lane, req, sent, ttft_ms, tokens=10, step_ms=10, finish="length"):
+    evs = [Event(sent, schema.REQUEST, lane, req, {"endpoint": "completions", "purpose": "probe"})]
+    for i in range(tokens):
+        evs.append(Event(sent + ttft_ms * MS + i * step_ms * MS, schema.TOKEN, lane, req, {"text": "x", "n": 1}))
+    end = sent + ttft_ms * MS + tokens * step_ms * MS
+    evs.append(Event(end, schema.USAGE, lane, req, {"prompt_tokens": 5, "completion_tokens": tokens}))
+    evs.append(Event(end, schema.DONE, lane, req, {"finish_reason": finish}))
+    return evs
+
+
+def _error(lane, req, sent):
+    return [Event(sent, schema.REQUEST, lane, req, {"endpoint": "completions", "purpose": "probe"}),
+            Event(sent + 5 * MS, schema.ERROR, lane, req, {"cls": "http", "message": "HTTP 503", "status": 503})]
+
+
+def _load(t, t0, bound):
+    return Event(t, schema.CLIENT_LOAD, None, None, {"t0": t0, "lag_ms": 40.0 if bound else 1.0, "bound": bound})
+
+
+def _session():
+    """Lane A: 3 clean requests (TTFT 100, 200, 300 ms), one while lanemon was starved (TTFT 900 ms), one
+    HTTP error; the engine's /metrics with KV use and preemptions."""
+    evs = [Event(0, schema.PROBE, "A", None, {"ok": True, "model": "m1", "latency_s": 0.01}),
+           Event(1, schema.SERVER_METRICS, "A", None, {"ok": True, "engine": "vllm", "kv_usage": 0.5,
+                                                        "waiting": 2, "running": 1, "preemptions_total": 3})]
+    evs += _request("A", "r1", 1 * S, 100)
+    evs += _request("A", "r2", 2 * S, 200)
+    evs += _request("A", "r3", 3 * S, 300)
+    evs += _request("A", "r4", 4 * S, 900)  # starved: client_load bound over it
+    evs += _error("A", "r5", 5 * S)
+    evs += [_load(int(3.9 * S), 0, False), _load(int(4.5 * S), int(3.9 * S), True), _load(6 * S, int(4.5 * S), False)]
+    evs.append(Event(6 * S, schema.SERVER_METRICS, "A", None, {"ok": True, "engine": "vllm", "kv_usage": 0.93,
+                                                                "waiting": 7, "running": 4, "preemptions_total": 8}))
+    return sorted(evs, key=lambda e: e.t)
+
+
+def _fold(slo=None):
+    st = MonitorState([("A", "http://a/v1", None)], window_s=60, slo=slo)
+    for ev in _session():
+        st.apply(ev)
+    return st
+
+
+def test_figures_count_only_clean_complete_requests():
+    st = _fold(slo={"ttft": 0.25})
+    f = st.figures(7 * S)["A"]
+    assert f["ttft_p50"] == pytest.approx(0.2) and f["ttft_p99"] == pytest.approx(0.298)  # 0.1, 0.2, 0.3 only
+    assert f["up"] == 1.0 and f["down"] == 0.0
+    assert f["requests"] == 5 and f["error_share"] == pytest.approx(1 / 5)
+    assert f["slo_attainment"] == pytest.approx(2 / 4)  # r1, r2 of r1-r3 + the error; r4 (starved) not judged
+    assert f["goodput"] == pytest.approx(2 / 7)
+    assert (f["kv_usage"], f["waiting"], f["running"], f["preemptions"]) == (0.93, 7.0, 4.0, 5.0)
+    ttft, tpot = st.hists["A"]
+    assert ttft.n == 3 and ttft.total == pytest.approx(0.6)
+    assert tpot.n == 3 and tpot.total == pytest.approx(0.03)  # 10 ms per token after the first
+    assert st.figures(7 * S)["A"]["ttft_p50"] is not None
+    assert st.figures(200 * S)["A"]["ttft_p50"] is None  # nothing in the window: no figure, no alert
+
+
+def test_exporter_text_has_the_families_labelled_by_lane_and_model():
+    st = _fold(slo={"ttft": 0.25})
+    eng = AlertEngine([parse_rule("kv_usage > 90%", severity="critical")])
+    eng.evaluate(7 * S, st.figures(7 * S))
+    text = generate_latest(make_registry(st, eng)).decode()
+    fams = {f.name: f for f in text_string_to_metric_families(text)}
+    labels = {"lane": "A", "model": "m1"}
+
+    def value(fam, name, **extra):
+        return next(s.value for s in fams[fam].samples if s.name == name and s.labels == {**labels, **extra})
+
+    assert fams["lanemon_ttft_seconds"].type == "histogram"
+    assert value("lanemon_ttft_seconds", "lanemon_ttft_seconds_count") == 3
+    assert value("lanemon_ttft_seconds", "lanemon_ttft_seconds_bucket", le="0.2") == 2  # 0.1, 0.2 (le is <=)
+    assert value("lanemon_ttft_seconds", "lanemon_ttft_seconds_bucket", le="+Inf") == 3
+    assert value("lanemon_tpot_seconds", "lanemon_tpot_seconds_count") == 3
+    assert value("lanemon_requests", "lanemon_requests_total", outcome="complete") == 4
+    assert value("lanemon_requests", "lanemon_requests_total", outcome="error") == 1
+    assert value("lanemon_lane_up", "lanemon_lane_up") == 1
+    assert value("lanemon_slo_attainment_ratio", "lanemon_slo_attainment_ratio") == pytest.approx(0.5)
+    assert value("lanemon_alerts_firing", "lanemon_alerts_firing", severity="critical") == 1
+    assert value("lanemon_alerts_firing", "lanemon_alerts_firing", severity="warning") == 0
+
+
+def test_the_exporter_server_answers_metrics_and_refuses_the_rest():
+    async def go():
+        srv = ExporterServer("127.0.0.1", 0, lambda: b"lanemon_x 1\n")
+        await srv.start()
+        try:
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{srv.port}", timeout=5) as c:
+                ok = await c.get("/metrics")
+                missing = await c.get("/secrets")
+                post = await c.post("/metrics", content=b"x")
+                huge = await c.get("/metrics", headers={"x-big": "y" * 20_000})
+            return ok, missing, post, huge, srv.scrapes
+        finally:
+            await srv.close()
+
+    ok, missing, post, huge, scrapes = asyncio.run(go())
+    assert ok.status_code == 200 and ok.text == "lanemon_x 1\n" and ok.headers["content-type"].startswith("text/plain")
+    assert (missing.status_code, post.status_code, huge.status_code) == (404, 405, 431)
+    assert scrapes == 1
+
+
+def test_summary_rows_follow_the_same_rules():
+    header = {"command": "live", "created": "2026-01-01T00:00:00+00:00", "wall_t0_s": 1.0, "lanemon": "9",
+              "slo": {"ttft": 0.25}}
+    [row] = SummaryFold(header, session="s.jsonl").feed(_session()).summaries()
+    assert (row.lane, row.workload, row.model, row.engine, row.requests, row.complete, row.error) == \
+        ("A", "probe", "m1", "vllm", 5, 4, 1)
+    assert row.client_bound == 1 and row.ttft_p50 == pytest.approx(0.2)
+    assert row.slo == {"ttft": 0.25} and row.slo_attainment == pytest.approx(0.5)
+    assert not row.simulated and row.lanemon_version == "9" and row.started_s == 1.0
