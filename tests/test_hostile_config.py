@@ -269,3 +269,39 @@ def test_trace_values_bounded(tmp_path, lines, fragment):
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(LoadSpecError, match=fragment):
         read_trace(path)
+
+
+# ---------------------------------------------------------------- the monitor's sections (docs/MONITOR.md)
+@pytest.mark.parametrize("toml, words", [
+    ('[slo]\nttft = nan', "slo.ttft: must be a number of seconds"),
+    ('[slo]\nttft = -1', "slo.ttft: must be a number of seconds"),
+    ('[slo]\nlatency = 1', "slo: unknown key 'latency'"),
+    ('[[alerts]]\nwhen = "up < 1"\nfor = "1y"', "alerts[0].for: '1y' is not a duration"),
+    ('[[alerts]]\nwhen = "up < 1"\nfor = inf', "alerts[0].for: must be a number of seconds"),
+    ('[[alerts]]\nwhen = "up < 1"\nseverity = "loud"', "alerts[0].severity: must be one of"),
+    ('[[alerts]]\nwhen = "up < 1"\ncommand = "rm -rf /"', "alerts[0].command: must be a non-empty argv list"),
+    ('[[alerts]]\nwhen = 3', "alerts[0].when: must be a rule"),
+    ('[[alerts]]\nwhen = "up < 1"\nlanes = ["bad name!"]', "alerts[0].lanes"),
+    ('[[alerts]]\nwhen = "up < 1"\nshell = true', "alerts[0]: unknown key 'shell'"),
+    ('[exporter]\nlisten = "0.0.0.0"', "exporter.listen: '0.0.0.0': expected HOST:PORT"),
+    ('[exporter]\nlisten = "127.0.0.1:70000"', "the port must be a number from 0 to 65535"),
+    ('[exporter]\nport = 1', "exporter: unknown key 'port'"),
+])
+def test_monitor_sections_are_validated_with_the_field_named(toml, words):
+    from lanemon.config import ConfigError, loads_toml, parse_config
+
+    with pytest.raises(ConfigError) as exc:
+        parse_config(loads_toml(toml, "lanes.toml"))
+    assert words in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_a_bad_alert_rule_in_lanes_toml_is_exit_2_naming_the_field(tmp_path, capsys):
+    from lanemon.cli.main import main
+
+    cfg = tmp_path / "lanes.toml"
+    cfg.write_text('[lanes.A]\nurl = "http://127.0.0.1:9/v1"\n[[alerts]]\nwhen = "ttft_p50 >> 1"\n')
+    assert main(["live", "--headless", "--config", str(cfg), "--no-record"]) == 2
+    err = capsys.readouterr().err
+    assert "alerts[0].when:" in err and err.count("\n") == 1
+    assert main(["live", "--headless", "--config", str(cfg), "--no-record", "--alert", "up < 1",
+                 "--serve-metrics", "nowhere"]) == 2

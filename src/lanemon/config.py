@@ -435,20 +435,14 @@ def parse_config(data: dict[str, Any], path: Path | None = None) -> Config:
     record = data.get("record", True)
     if not isinstance(record, bool):
         raise ConfigError("record: must be true or false")
-    return Config(lanes=lanes, probe=probe, theme=theme, record=record, path=path, slo=_slo_from_table(data.get("slo", {})),
-                  alerts=_alerts_from_array(data.get("alerts", [])),
+    return Config(lanes=lanes, probe=probe, theme=theme, record=record, path=path,
+                  slo=_slo_from_table(data.get("slo", {})), alerts=_alerts_from_array(data.get("alerts", [])),
                   exporter_listen=_exporter_from_table(data.get("exporter", {})))
 
 
 def _seconds_value(value: Any, where: str, *, lo_open: bool = True, hi: float = MAX_SLO_S) -> float:
-    """A finite number of seconds in (0, hi] (``[0, hi]`` without *lo_open*); ConfigError naming *where*."""
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
-    if ok:
-        ok = (value > 0 if lo_open else value >= 0) and value <= hi
-    if not ok:
-        raise ConfigError(f"{where}: must be a number of seconds in {'(' if lo_open else '['}0, {hi:g}], "
-                          f"not {value!r}")
-    return float(value)
+    """Seconds in (0, hi] (``[0, hi]`` without *lo_open*): :func:`check_number`, the one rule for numbers."""
+    return check_number(value, where, lo=0, lo_open=lo_open, hi=hi, unit="seconds")
 
 
 def _slo_from_table(table: Any) -> dict[str, float]:
@@ -478,7 +472,7 @@ def _alerts_from_array(items: Any) -> tuple[AlertConfig, ...]:
             if isinstance(raw, str):
                 for_s = _duration_text(raw, f"{where}.for")
             else:
-                for_s = _seconds_value(raw, f"{where}.for", lo_open=False, hi=30 * 86400.0)
+                for_s = _seconds_value(raw, f"{where}.for", lo_open=False, hi=MAX_SECONDS)
         lanes = table.get("lanes")
         if lanes is not None:
             if not isinstance(lanes, list) or not lanes:
@@ -507,7 +501,7 @@ def _duration_text(text: str, where: str) -> float:
     if m is None:
         raise ConfigError(f"{where}: {text!r} is not a duration like \"60s\", \"500ms\", \"5m\"")
     value = float(m.group(1)) * {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}[m.group(2)]
-    return _seconds_value(value, where, lo_open=False, hi=30 * 86400.0)
+    return _seconds_value(value, where, lo_open=False, hi=MAX_SECONDS)
 
 
 def _exporter_from_table(table: Any) -> tuple[str, int] | None:
