@@ -24,7 +24,7 @@ from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.measure.load import ClientLoad
 from lanemon.measure import slo as slo_rules
-from lanemon.measure.metrics import NS, percentile, request_metrics
+from lanemon.measure.metrics import NS, percentile, request_metrics, tail_ok
 from lanemon.measure.records import BURST, COMPLETE, OUTCOMES, Assembler, RequestRecord
 
 SUMMARY_VERSION = 1
@@ -58,6 +58,12 @@ class LaneSummary(msgspec.Struct, frozen=True, forbid_unknown_fields=False):
     empty: int = 0
     client_bound: int = 0
     """Complete requests left out of the figures because lanemon itself was starved."""
+    latency_n: int = 0
+    """Requests the TTFT / E2E figures rest on (the counted complete ones).  A p90 needs 10, a p99 100
+    (measure/metrics.py TAIL_MIN_SAMPLES): with fewer it is None and ``*_max`` says the largest sample."""
+    ttft_max: float | None = None
+    tpot_max: float | None = None
+    e2e_max: float | None = None
     ttft_p50: float | None = None
     ttft_p90: float | None = None
     ttft_p99: float | None = None
@@ -107,6 +113,11 @@ class _Row:
 
 def _r(x: float | None, digits: int = 6) -> float | None:
     return None if x is None else round(float(x), digits)
+
+
+def _tail(values: list[float], q: int) -> float | None:
+    """A tail percentile, or None when too few samples carry it (the project's rule, measure/metrics.py)."""
+    return _r(percentile(values, q)) if tail_ok(q, len(values)) else None
 
 
 def _workload(rec: RequestRecord) -> tuple[str, str]:
@@ -219,9 +230,11 @@ class SummaryFold:
                 simulated=bool(simulated), requests=len(rows), complete=counts[COMPLETE], error=counts["error"],
                 truncated=counts["truncated"], empty=counts["empty"],
                 client_bound=sum(1 for r in rows if r.outcome == COMPLETE) - len(clean),
-                ttft_p50=_r(percentile(ttft, 50)), ttft_p90=_r(percentile(ttft, 90)), ttft_p99=_r(percentile(ttft, 99)),
-                tpot_p50=_r(percentile(tpot, 50)), tpot_p90=_r(percentile(tpot, 90)), tpot_p99=_r(percentile(tpot, 99)),
-                e2e_p50=_r(percentile(e2e, 50)), e2e_p90=_r(percentile(e2e, 90)), e2e_p99=_r(percentile(e2e, 99)),
+                latency_n=len(ttft), ttft_max=_r(max(ttft, default=None)), tpot_max=_r(max(tpot, default=None)),
+                e2e_max=_r(max(e2e, default=None)),
+                ttft_p50=_r(percentile(ttft, 50)), ttft_p90=_tail(ttft, 90), ttft_p99=_tail(ttft, 99),
+                tpot_p50=_r(percentile(tpot, 50)), tpot_p90=_tail(tpot, 90), tpot_p99=_tail(tpot, 99),
+                e2e_p50=_r(percentile(e2e, 50)), e2e_p90=_tail(e2e, 90), e2e_p99=_tail(e2e, 99),
                 decode_tok_s_p50=_r(percentile(dec, 50), 3), tok_s=_r(tok_s, 3), duration_s=_r(duration, 3),
                 slo=dict(self.slo), goodput_rps=_r(good), slo_attainment=_r(attain)))
         return out
