@@ -19,9 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from lanemon.cli import bench_load
-from lanemon.cli.common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, MAX_COUNT, UsageError, add_measure_args, add_workload_args, err, int_list, open_recorder, parse_number, recording_saved, run_interruptible, slo_arg, thinking_arg, workload_lanes)
+from lanemon.cli.common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, UsageError, add_measure_args, add_workload_args, err, int_list, open_recorder, recording_saved, run_interruptible, slo_arg, thinking_arg, workload_lanes)
 from lanemon.folds.bench import cell_label
-from lanemon.reports.format import pct
 
 HELP = {
     "decode": "decode ladder: aggregate tok/s by concurrency, TTFT, per-category C1 rates, the crossover",
@@ -89,11 +88,15 @@ def _ints(text: str, flag: str) -> list[int]:
 
 
 def _positive(text: str | None, flag: str) -> int | None:
-    return parse_number(text, flag, lo=1, hi=MAX_COUNT, integer=True)
-
-
-def _temperature(text: str) -> float:
-    return parse_number(text, "--temperature", lo=0, hi=100)
+    if text is None:
+        return None
+    try:
+        value = int(str(text))
+    except ValueError:
+        raise UsageError(f"{flag}: expected a whole number, not {text!r}") from None
+    if value < 1:
+        raise UsageError(f"{flag}: must be at least 1")
+    return value
 
 
 def build_options(args: argparse.Namespace):
@@ -115,7 +118,12 @@ def build_options(args: argparse.Namespace):
             kw["levels"] = _ints(args.levels, "--levels")
             kw["max_tokens"] = _positive(args.max_tokens, "--max-tokens")
             kw["per_category"] = not args.no_categories
-            kw["temperature"] = _temperature(args.temperature)
+            try:
+                kw["temperature"] = float(args.temperature)
+            except ValueError:
+                raise UsageError(f"--temperature: expected a number, not {args.temperature!r}") from None
+            if kw["temperature"] < 0:
+                raise UsageError("--temperature: must be >= 0")
             kw["prompt_set"] = load_prompt_set(args.prompts)
             cats = [c.strip() for c in str(args.categories).split(",") if c.strip()]
             if not cats:
@@ -133,7 +141,10 @@ def build_options(args: argparse.Namespace):
             kw["ray_address"] = args.ray_address
             kw["seed"] = args.seed
             kw["max_tokens"] = _positive(args.max_tokens, "--max-tokens")
-            kw["temperature"] = _temperature(args.temperature)
+            try:
+                kw["temperature"] = float(args.temperature)
+            except ValueError:
+                raise UsageError(f"--temperature: expected a number, not {args.temperature!r}") from None
         else:
             kw["lengths"] = _ints(args.lengths, "--lengths")
             kw["seed"] = args.seed
@@ -345,61 +356,13 @@ def render(result: dict[str, Any], console, time_scale: float | None = None) -> 
 def _render_decode(result: dict[str, Any], console) -> None:
     from rich.table import Table
 
+    from lanemon.reports.tables import decode_table, print_table
     from lanemon.workloads.bench.decode import crossover_sentence
 
     lanes = result.get("lanes", {})
     names = list(lanes)
-    levels = sorted({int(k) for d in lanes.values() for k in d.get("levels", {})})
-    t = Table(title="decode ladder · steady = tokens while all C streams ran / that window; "
-                    "span = first send → last end")
-    cells = [c for d in lanes.values() for c in d.get("levels", {}).values()]
-    show_ttfo = any(c.get("reasoning_tokens") for c in cells)
-    show_chunks = any((c.get("tokens_per_chunk") or 1) > 1.05 for c in cells)
-    show_goodput = any("goodput" in c for c in cells)
-    cols = [("C", "right"), ("lane", "left"), ("steady tok/s", "right"), ("span tok/s", "right"),
-            ("TTFT p50 / p90", "right")]
-    if show_ttfo:
-        cols += [("TTFO p50", "right"), ("reasoning tok", "right")]
-    cols += [("per-stream p50", "right")]
-    if show_chunks:
-        cols += [("tok/chunk", "right"), ("ITL / per token p50", "right")]
-    if show_goodput:
-        cols += [("goodput", "right")]
-    cols += [("requests", "right")]
-    for col, just in cols:
-        t.add_column(col, justify=just)
-    from lanemon.workloads.bench.decode import level_leads
-
-    # the level's leader by the steady figure, beyond the shared noise band (a tie inside it; not judged
-    # where lanemon was starved): the same judgement as the crossover, the report and the bench screen
-    leads = {x["level"]: x["leader"] for x in level_leads(lanes, names[0], names[1])} if len(names) >= 2 else {}
-    for level in levels:
-        lead = leads.get(level)
-        for i, n in enumerate(names):
-            c = lanes[n]["levels"].get(str(level))
-            if c is None:
-                continue
-            name = f"[bold]{n}[/] ▲" if n == lead else (f"{n} =" if lead == "tie" and n in names[:2] else n)
-            steady = _rate(c.get("steady_tok_s")) + (" [yellow]unreliable[/]" if c.get("unreliable") else "")
-            row = [f"C{level}" if i == 0 else "", name, steady, _spread_cell(c, "aggregate_tok_s"),
-                   f"{_secs(c['ttft_p50_s'])} / {pct(c['ttft_p90_s'], 90, c.get('ttft_n'), c.get('ttft_max_s'), _secs)}"]
-            if show_ttfo:
-                est = " est." if c.get("reasoning_estimated") else ""
-                row += [_secs(c.get("ttfo_s")), f"{c.get('reasoning_tokens') or 0}{est}"]
-            row.append(_rate(c["per_stream_tok_s_p50"]) + (" est." if c.get("tokens_estimated") else ""))
-            if show_chunks:
-                est = " est." if c.get("chunk_counts_estimated") else ""
-                tpc = c.get("tokens_per_chunk")
-                row += [f"{tpc:.2f}" if tpc else "–",
-                        f"{_ms(c.get('itl_p50_s'))} / {_ms(c.get('itl_per_token_p50_s'))}{est}"]
-            if show_goodput:
-                row.append(goodput_text(c.get("goodput")))
-            row.append(str(c["requests"]))
-            t.add_row(*row, end_section=i == len(names) - 1)
-    console.print(t)
-    if show_goodput:
-        console.print(f"[dim]goodput: share and rate of requests meeting every target of "
-                      f"{slo_text((result.get('config') or {}).get('slo'))}[/]")
+    # one model with the TUI bench screen (reports/tables.py), fitted to the console's width
+    print_table(console, decode_table(result, names))
     sentence = crossover_sentence(result)
     if sentence:
         console.print(f"[bold]{sentence}[/]  (▲ leads the level beyond the noise band, = within it)")
@@ -422,24 +385,6 @@ def _render_decode(result: dict[str, Any], console) -> None:
                 row.append(f"{vals2[0] / vals2[1]:.2f}×" if vals2[0] and vals2[1] else "–")
             ct.add_row(*row)
         console.print(ct)
-
-
-def _ms(v: Any) -> str:
-    return "–" if v is None else f"{v * 1000:.2f} ms"
-
-
-def slo_text(slo: dict[str, float] | None) -> str:
-    """``TTFT ≤ 0.5 s, TPOT ≤ 0.05 s``."""
-    return ", ".join(f"{k.upper()} ≤ {v:g} s" for k, v in (slo or {}).items()) or "no SLO"
-
-
-def goodput_text(g: dict[str, Any] | None) -> str:
-    """``75% · 1.9 req/s`` (share of requests meeting every SLO target, and their rate)."""
-    if not g:
-        return "–"
-    share = f"{g['share'] * 100:.0f}%" if g.get("share") is not None else "–"
-    rate = f"{g['rate_rps']:.2f} req/s" if g.get("rate_rps") is not None else "–"
-    return f"{share} · {rate}"
 
 
 def _render_prefill(result: dict[str, Any], console) -> None:

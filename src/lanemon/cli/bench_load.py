@@ -10,11 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lanemon.cli.common import UsageError, number_arg, parse_number, positive_int, seconds_arg
-from lanemon.config import MAX_SECONDS, MAX_TOKENS
-
-MAX_LEVEL = 4096
-"""The highest concurrency ``bench sweep --max-level`` may name."""
+from lanemon.cli.common import UsageError
 
 HELP = ("open-loop load: requests arrive at a rate (constant or Poisson) or from a timed trace, "
         "whether or not earlier ones finished; latency percentiles over the measured window")
@@ -25,7 +21,7 @@ SWEEP_HELP = ("find the knee: raise concurrency (1..6, then 8, 12, 16, ...) unti
 
 def add_sweep_arguments(q: argparse.ArgumentParser) -> None:
     q.add_argument("--max-level", default="64", metavar="C", help="highest concurrency to try (default 64)")
-    q.add_argument("--knee-gain", type=number_arg(lo=0, hi=1, lo_open=True), default=0.10, metavar="G",
+    q.add_argument("--knee-gain", type=float, default=0.10, metavar="G",
                    help="stop when doubling the concurrency gains less than G of aggregate tok/s (default 0.10)")
     q.add_argument("--categories", default="all", metavar="all|CAT,...", help="prompt categories (default all)")
     q.add_argument("--max-tokens", default=None, metavar="N", help="cap every prompt's max_tokens at N")
@@ -36,7 +32,12 @@ def add_sweep_arguments(q: argparse.ArgumentParser) -> None:
 
 
 def sweep_options(args: argparse.Namespace) -> dict[str, Any]:
-    max_level = parse_number(args.max_level, "--max-level", lo=1, hi=MAX_LEVEL, integer=True)
+    try:
+        max_level = int(args.max_level)
+    except ValueError:
+        raise UsageError(f"--max-level: expected a whole number, not {args.max_level!r}") from None
+    if max_level < 1:
+        raise UsageError("--max-level must be at least 1")
     if not 0 < args.knee_gain < 1:
         raise UsageError("--knee-gain must be between 0 and 1 (e.g. 0.1 for 10 %)")
     cats = [c.strip() for c in str(args.categories).split(",") if c.strip()]
@@ -44,61 +45,35 @@ def sweep_options(args: argparse.Namespace) -> dict[str, Any]:
             "categories": None if cats in ([], ["all"]) else cats}
 
 
-def render_sweep(result: dict[str, Any], console, rate) -> None:
-    from rich.table import Table
+def render_sweep(result: dict[str, Any], console, rate=None) -> None:
+    """The sweep table (reports/tables.py sweep_table: the report draws the same model), fitted to the
+    console, then each lane's finding and the crossover."""
+    from lanemon.reports.tables import print_table, sweep_table
 
-    lanes = result.get("lanes") or {}
-    levels = sorted({int(c) for d in lanes.values() for c in d["levels"]})
-    table = Table(title="concurrency sweep · aggregate decode tok/s (gain per doubling of C)", title_justify="left")
-    table.add_column("C", justify="right")
-    for lane in lanes:
-        table.add_column(lane, justify="right", no_wrap=True)
-    for c in levels:
-        row = [f"C{c}"]
-        for d in lanes.values():
-            cell = d["levels"].get(str(c))
-            gain = d["gain_per_doubling"].get(str(c))
-            row.append("–" if cell is None else rate(cell["aggregate_tok_s"])
-                       + (f" [dim]({gain * 100:+.0f} %)[/]" if gain is not None else ""))
-        table.add_row(*row)
-    console.print(table)
-    for lane, d in lanes.items():
-        if d["knee"]:
-            what = f"knee at C{d['knee']} (C{d['rests_on'][1]} gained under {result['knee_gain'] * 100:.0f} % a doubling)"
-            if not d.get("knee_reliable", True):
-                what += " [yellow]unreliable: lanemon itself was starved at these levels[/]"
-        elif d["stopped"] == "slo":
-            what = f"SLO holds up to C{d['slo_holds_to']}" if d["slo_holds_to"] else "SLO broken already at C1"
-        else:
-            what = {"errors": "stopped on errors", "max_level": "no knee up to --max-level"}.get(d["stopped"], d["stopped"])
-        console.print(f"{lane}: {what}; best {rate(d['max_aggregate_tok_s'])} tok/s")
-    x = result.get("crossover")
-    if x:
-        console.print(f"crossover: {x['leader_after']} overtakes {x['leader_before']} between C{x['between'][0]} "
-                      f"and C{x['between'][1]}")
+    print_table(console, sweep_table(result))
 
 
 def add_arguments(q: argparse.ArgumentParser) -> None:
     g = q.add_argument_group("arrivals")
     g.add_argument("--arrival", choices=("constant", "poisson", "trace"), default="poisson",
                    help="arrival process (default poisson)")
-    g.add_argument("--rate", type=number_arg(lo=0, lo_open=True, hi=1e6, unit="requests per second"), metavar="RPS", help="requests per second (constant, poisson)")
+    g.add_argument("--rate", type=float, metavar="RPS", help="requests per second (constant, poisson)")
     g.add_argument("--trace", metavar="FILE",
                    help="JSON lines {\"t\": seconds, \"input_tokens\": n, \"output_tokens\": n} (--arrival trace)")
-    g.add_argument("--requests", type=positive_int, metavar="N", help="stop scheduling after N requests")
-    g.add_argument("--duration", type=seconds_arg, metavar="S", help="stop scheduling after S seconds")
-    g.add_argument("--warmup", type=number_arg(lo=0, hi=MAX_SECONDS, unit="seconds"), default=0.0, metavar="S",
+    g.add_argument("--requests", type=int, metavar="N", help="stop scheduling after N requests")
+    g.add_argument("--duration", type=float, metavar="S", help="stop scheduling after S seconds")
+    g.add_argument("--warmup", type=float, default=0.0, metavar="S",
                    help="requests scheduled in the first S seconds are sent but not measured (default 0)")
-    g.add_argument("--cooldown", type=number_arg(lo=0, hi=MAX_SECONDS, unit="seconds"), default=0.0, metavar="S",
+    g.add_argument("--cooldown", type=float, default=0.0, metavar="S",
                    help="requests scheduled in the last S seconds are sent but not measured (default 0)")
     g = q.add_argument_group("lengths")
     g.add_argument("--input-len", metavar="DIST", help="prompt tokens per request: fixed:N, uniform:LO,HI, "
                    "normal:MEAN,SD or file:PATH (default: the prompt set's prompts)")
     g.add_argument("--output-len", metavar="DIST", help="max_tokens per request, same forms (default: each "
                    "prompt's own)")
-    g.add_argument("--shared-prefix", type=number_arg(lo=0, hi=MAX_TOKENS, integer=True), default=0, metavar="TOKENS",
+    g.add_argument("--shared-prefix", type=int, default=0, metavar="TOKENS",
                    help="every prompt starts with the same TOKENS of text (a prefix-cache workload)")
-    g.add_argument("--turns", type=number_arg(lo=1, hi=1000, integer=True), default=1, metavar="N",
+    g.add_argument("--turns", type=int, default=1, metavar="N",
                    help="chat turns per arrival: later turns carry the whole history (a multi-turn mix; default 1)")
     g.add_argument("--prompts", metavar="FILE", help="a prompt set file (TOML, docs/BENCH.md; default: the shipped "
                    "set) -- real prompts, sent in turn")
@@ -106,7 +81,7 @@ def add_arguments(q: argparse.ArgumentParser) -> None:
                    help="send ignore_eos=true (vLLM, SGLang) so replies run to the drawn output length")
     from lanemon.workers.pool import default_workers
 
-    q.add_argument("--workers", type=number_arg(lo=1, hi=1024, integer=True), default=None, metavar="N",
+    q.add_argument("--workers", type=int, default=None, metavar="N",
                    help="worker processes sending the requests, their events merged in time order "
                         f"(default {default_workers()}: the cores less one; 1 = this process; --turns needs 1)")
     q.add_argument("--workers-backend", choices=("process", "ray"), default="process",
@@ -151,39 +126,15 @@ def load_options(args: argparse.Namespace):
         raise UsageError(str(exc)) from None
 
 
-def render(result: dict[str, Any], console, secs, rate) -> None:
-    from rich.table import Table
-
-    from lanemon.reports.format import pct
-
-    def p99(d: dict[str, Any]) -> str:  # a p99 over fewer than 100 samples is shown as the max, with n
-        return pct(d.get("p99"), 99, d.get("n"), d.get("max"), fmt=secs)
-
-    cfg = (result.get("config") or {}).get("load") or {}
-    what = f"{cfg.get('arrival')} arrivals" + (f" at {cfg['rate']:g} req/s" if cfg.get("rate") else "")
-    table = Table(title=f"open-loop load · {what}", title_justify="left")
-    for col in ("lane", "rep", "measured", "ok", "err", "sched req/s", "sent req/s", "served req/s", "out tok/s",
-                "TTFT p50", "TTFT p99", "TPOT p50", "E2E p99", "send lag p99"):
-        table.add_column(col, justify="left" if col == "lane" else "right", no_wrap=True)
-    for lane, d in (result.get("lanes") or {}).items():
-        for i, r in enumerate(d.get("reps") or []):
-            lag = r["send_lag_s"]["p99"]
-            table.add_row(lane, str(i + 1), str(r["measured"]), str(r["ok"]), str(r["errors"]),
-                          rate(r["scheduled_rate_rps"]), rate(r["sent_rate_rps"]),
-                          rate(r["completed_rate_rps"]) + (" [red]behind[/]" if r.get("lane_behind") else ""),
-                          rate(r["output_tok_s"]), secs(r["ttft_s"]["p50"]), p99(r["ttft_s"]),
-                          secs(r["tpot_s"]["p50"]), p99(r["e2e_s"]),
-                          secs(lag) + (" [yellow]behind[/]" if r["client_behind"] else ""))
-    console.print(table)
+def render(result: dict[str, Any], console, secs=None, rate=None) -> None:
+    """The load table (reports/tables.py load_table: the report draws the same model), fitted to the console,
+    then the headlines of lanes that fell behind and the client-behind note."""
+    from lanemon.reports.tables import load_table, print_table
     from lanemon.workloads.bench.load import load_headlines
 
+    print_table(console, load_table(result))
     for line in load_headlines(result):
-        console.print(f"[red]{line}[/]", markup=True, highlight=False)
-    for lane, d in (result.get("lanes") or {}).items():
-        for i, r in enumerate(d.get("reps") or []):
-            apart = ", ".join(f"{r[k]} {k}" for k in ("truncated", "empty", "bursts") if r.get(k))
-            if apart:
-                console.print(f"{lane} rep {i + 1}: {apart} (counted apart, no figure from them)")
+        console.print(line, style="red", markup=False, highlight=False)
     if any(d.get("client_behind") for d in (result.get("lanes") or {}).values()):
         console.print("[yellow]client behind[/]: lanemon sent some requests late (send lag p99 over 10 ms); the "
                       "lane was offered less than the schedule says. Use fewer lanes at once or a lower rate.")

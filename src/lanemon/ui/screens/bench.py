@@ -18,6 +18,10 @@ from lanemon.ui.widgets.bench_log import BenchLog
 from lanemon.ui.widgets.bench_progress import BenchProgress
 from lanemon.ui.widgets.bench_status import BenchStatus
 from lanemon.ui.widgets.bench_table import BenchTable
+from lanemon.reports.tables import decode_legend, decode_table
+
+TABLE_WIDTH = 46
+"""The results panel's inner width before the first layout (#bench-left is 50 wide)."""
 
 
 def _num(x: Any) -> float | None:
@@ -36,73 +40,21 @@ def _tok(v: Any) -> str:
     return "—" if x is None else (f"{x:,.0f}" if x >= 10 else f"{x:.1f}")
 
 
-def goodput_cell(g: Any) -> str:
-    """``75% 1.9/s``: share of requests meeting every SLO target and their rate."""
-    if not isinstance(g, dict):
-        return "—"
-    share, rate = _num(g.get("share")), _num(g.get("rate_rps"))
-    return f"{share * 100:.0f}% {rate:.1f}/s" if share is not None and rate is not None else (
-        f"{share * 100:.0f}%" if share is not None else "—")
-
-
-def decode_leads(results: dict[str, Any], names: list[str]) -> dict[str, dict[str, Any]]:
-    """Per level (``"4"``): the first two lanes compared on the steady-state aggregate with the shared
-    noise band (:func:`lanemon.workloads.bench.decode.level_leads`, as the CLI table and the report judge it)."""
-    if len(names) < 2:
-        return {}
-    from lanemon.workloads.bench.decode import level_leads
-
-    return {str(x["level"]): x for x in level_leads(results.get("lanes") or {}, names[0], names[1])}
-
-
-def _lane_mark(name: str, lead: dict[str, Any] | None, names: list[str]) -> str:
-    """``A ▲`` (leads the level beyond the noise band), ``A =`` (within it), ``A`` (not judged)."""
-    if not lead or lead.get("leader") is None:
-        return name
-    if lead["leader"] == "tie":
-        return f"{name} ="
-    return f"{name} ▲" if lead["leader"] == name else name
-
-
-def result_rows(kind: str, results: dict[str, Any], lanes: list[str]) -> tuple[list[str], list[list[str]]]:
+def result_rows(kind: str, results: dict[str, Any], lanes: list[str],
+                width: int | None = None) -> tuple[list[str], list[list[str]]]:
     """The table's columns and rows for a results dict of ``kind``.
 
     decode: one row per level and lane (level-major, as ``lanemon bench decode`` prints it); ``steady``
     (tokens while all C streams ran / that window) leads, ``span`` (first send → last end) beside it;
     ``?`` marks a cell that ran while lanemon itself was starved (unreliable: not judged), ``†`` unstable
-    reps, ``▲`` the level's leader by the steady figure beyond the noise band, ``=`` a tie inside it."""
+    reps, ``▲`` the level's leader by the steady figure beyond the noise band, ``=`` a tie inside it.
+    ``width``: the characters the table has (columns are dropped by the model's ranks to fit)."""
     by_lane = results.get("lanes") or {}
     names = [n for n in lanes if n in by_lane] + [n for n in by_lane if n not in lanes]
     rows: list[list[str]] = []
-    if kind == "decode":
-        all_cells = [c or {} for n in names for c in ((by_lane[n] or {}).get("levels") or {}).values()]
-        show_ttfo = any(c.get("reasoning_tokens") for c in all_cells)
-        show_goodput = any("goodput" in c for c in all_cells)
-        cols = ["C", "lane", "steady", "span", "TTFT"] + (["TTFO"] if show_ttfo else []) + ["stream"]
-        cols += (["goodput"] if show_goodput else []) + ["err"]
-        leads = decode_leads(results, names)
-        levels = sorted({k for n in names for k in ((by_lane[n] or {}).get("levels") or {})}, key=_key)
-        for lvl in levels:
-            first = True
-            for n in names:
-                c = ((by_lane[n] or {}).get("levels") or {}).get(lvl)
-                if c is None:
-                    continue
-                c = c or {}
-                flag = "?" if c.get("unreliable") else ""  # no space: the column fits the 100-column layout
-                steady = _tok(c.get("steady_tok_s")) + flag + ("†" if c.get("steady_unstable") else "")
-                span = _tok(c.get("aggregate_tok_s")) + flag + ("†" if c.get("unstable") else "")
-                row = [f"C{lvl}" if first else "", _lane_mark(n, leads.get(str(lvl)), names), steady, span,
-                       fmt.seconds(_num(c.get("ttft_p50_s")))]
-                first = False
-                if show_ttfo:
-                    row.append(fmt.seconds(_num(c.get("ttfo_s"))))
-                row.append(_tok(c.get("per_stream_tok_s_p50")) + (" est." if c.get("tokens_estimated") else ""))
-                if show_goodput:
-                    row.append(goodput_cell(c.get("goodput")))
-                row.append(str(c.get("errors") or 0))
-                rows.append(row)
-        return cols, rows
+    if kind == "decode":  # one model with `bench decode` (reports/tables.py), fitted to the panel
+        model = decode_table(results, names).fit(width, pad=2)
+        return model.labels(), model.text_rows()
     if kind == "prefill":
         cols = ["lane", "tokens", "prefill tok/s", "TTFT", "cache hit", "err"]
         for n in names:
@@ -167,18 +119,6 @@ def decode_verdict(results: dict[str, Any], lanes: list[str]) -> str:
         lines.append(f"[$warning]? lanemon starved in {n} request{'s' if n != 1 else ''} "
                      f"({len(bad)} cell{'s' if len(bad) != 1 else ''}): not judged[/]")
     return "\n".join(lines)
-
-
-def decode_legend(results: dict[str, Any]) -> str:
-    """What the decode table's marks mean, short (only the marks it can show; ▲ / = with two lanes)."""
-    by_lane = results.get("lanes") or {}
-    cells = [c or {} for n in by_lane for c in ((by_lane[n] or {}).get("levels") or {}).values()]
-    parts = ["▲ leads", "= tie"] if sum(1 for n in by_lane if (by_lane[n] or {}).get("levels")) >= 2 else []
-    if any(c.get("unreliable") for c in cells):
-        parts.append("? starved")
-    if any(c.get("unstable") or c.get("steady_unstable") for c in cells):
-        parts.append("† unstable")
-    return " · ".join(parts)
 
 
 class BenchScreen(LanemonScreen):
@@ -257,8 +197,10 @@ class BenchScreen(LanemonScreen):
     def refresh_results(self, results: dict[str, Any]) -> None:
         by_lane = results.get("lanes") or {}
         names = [n for n in self.lanes if n in by_lane] + [n for n in by_lane if n not in self.lanes]
-        cols, rows = result_rows(self.kind, results, self.lanes)
-        self.query_one(BenchTable).show(cols, rows)
+        table = self.query_one(BenchTable)
+        width = (table.size.width - 2) if table.size.width > 10 else TABLE_WIDTH
+        cols, rows = result_rows(self.kind, results, self.lanes, width)
+        table.show(cols, rows)
         main = self.query_one("#chart-main", BenchChart)
         side = self.query_one("#chart-side", BenchChart)
         if self.kind == "decode":
@@ -266,7 +208,9 @@ class BenchScreen(LanemonScreen):
             text = decode_verdict(results, names)
             verdict.update(text)
             verdict.display = bool(text)
-            self.query_one(BenchTable).border_subtitle = escape(decode_legend(results))
+            hidden = decode_table(results, names).fit(width, pad=2).hidden
+            table.border_subtitle = escape(" · ".join(x for x in (decode_legend(results),
+                                                                  f"{len(hidden)} more in the report" if hidden else "") if x))
             steady, span, flagged = {}, {}, {}
             for n in names:
                 levels = (by_lane[n] or {}).get("levels") or {}

@@ -519,7 +519,8 @@ def _fmt(x: Any, digits: int = 1) -> str:
 def cell_result(records: Sequence[RequestRecord], span_s: float | None, config: dict[str, Any],
                 slo: dict[str, float] | None = None) -> dict[str, Any]:
     """One lane's (one rep's) figures over the measured phase (warm-up and cool-down excluded); with an
-    SLO, ``slo``: goodput over the measured window and each target's attainment (:mod:`lanemon.measure.slo`)."""
+    SLO, ``slo``: goodput over the measured requests' first send -> last end and each target's attainment
+    (:mod:`lanemon.measure.slo`)."""
     warmup = float(config.get("warmup") or 0.0)
     cooldown = float(config.get("cooldown") or 0.0)
     measured = [r for r in records if r.meta.get("phase", "measure") == "measure"]
@@ -573,8 +574,18 @@ def cell_result(records: Sequence[RequestRecord], span_s: float | None, config: 
            if by_turn else {}),
         "tokens_estimated": any(m.tokens_estimated for m in ms) or bool(served.get("tokens_estimated")),
         "error": first_error(measured),
-        **({"slo": slo_mod.evaluate([request_metrics(r) for r in measured], slo, window).to_json()} if slo else {}),
+        **({"slo": slo_mod.evaluate([request_metrics(r) for r in measured], slo, _served_span(measured)).to_json()}
+           if slo else {}),
     }
+
+
+def _served_span(records: Sequence[RequestRecord]) -> float | None:
+    """First send -> last end of ``records`` in seconds: the duration goodput is over (vLLM's benchmark
+    duration: until the last request finished, so a lane that fell behind is not credited with a window
+    its replies came after)."""
+    starts = [r.sent_ns for r in records if r.sent_ns is not None]
+    ends = [r.end_ns for r in records if r.end_ns is not None]
+    return (max(ends) - min(starts)) / NS if starts and ends and max(ends) > min(starts) else None
 
 
 def load_results(events: Iterable[Event], *, in_progress: bool = False) -> dict[str, Any]:

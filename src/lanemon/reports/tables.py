@@ -1,0 +1,397 @@
+"""One table model per bench result, rendered by the CLI (Rich), the TUI bench screen and the report.
+
+A :class:`ResultTable` holds labelled columns and text cells (pure, no Rich, no Textual).  Every column has a
+``drop`` rank: 0 is never dropped (the lane, the level, the result's main figure); when a renderer has fewer
+columns of characters than the table needs, :meth:`ResultTable.fit` first shortens the labels that have a short
+form, then drops the columns with the highest rank, one at a time, and says which it hid -- so a number is never
+drawn without its label, the lane is never blank, and nothing collapses to a zero-width column.
+
+Builders: :func:`decode_table` (the decode ladder: CLI and TUI bench screen), :func:`load_table`
+(``bench load``: CLI and report) and :func:`sweep_table` (``bench sweep``: CLI and report).  With ``--slo``
+they carry goodput (vLLM's: requests meeting every target per second) and whether each target held
+(:mod:`lanemon.measure.slo`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from lanemon.reports.format import num, pct
+
+# cell tags: how a renderer may colour a cell (the text alone must say it)
+WARN, BAD, GOOD, STRONG = "warn", "bad", "good", "strong"
+
+
+@dataclass(frozen=True)
+class Column:
+    label: str
+    drop: int = 0          # 0: never dropped; higher ranks are dropped first when the width is short
+    align: str = "right"   # right | left
+    short: str | None = None  # a narrower label, used before any column is dropped
+
+
+@dataclass(frozen=True)
+class Cell:
+    text: str
+    tag: str | None = None
+
+
+@dataclass
+class ResultTable:
+    key: str                       # decode | load | sweep
+    title: str
+    columns: list[Column]
+    rows: list[list[Cell]]
+    notes: list[str] = field(default_factory=list)
+    legend: str = ""               # what the marks in the cells mean
+    group_ends: set[int] = field(default_factory=set)  # row indices that end a group (a level)
+    hidden: list[str] = field(default_factory=list)    # labels fit() dropped
+
+    # ------------------------------------------------------------------ width
+    def labels(self) -> list[str]:
+        return [c.label for c in self.columns]
+
+    def text_rows(self) -> list[list[str]]:
+        return [[c.text for c in row] for row in self.rows]
+
+    def col_widths(self) -> list[int]:
+        return [max([_cells(col.label)] + [_cells(row[j].text) for row in self.rows])
+                for j, col in enumerate(self.columns)]
+
+    def width(self, pad: int = 3) -> int:
+        """Characters the table needs with ``pad`` per column (Rich's box: 2 padding + 1 rule) plus 1."""
+        return sum(w + pad for w in self.col_widths()) + 1
+
+    def fit(self, width: int | None, pad: int = 3) -> "ResultTable":
+        """This table for ``width`` characters: short labels first, then the highest-ranked droppable columns
+        dropped one by one (``hidden`` names them).  None: as is."""
+        if width is None or self.width(pad) <= width:
+            return self
+        full = [c.label for c in self.columns]
+        t = replace(self, columns=[replace(c, label=c.short or c.label) for c in self.columns])
+        while t.width(pad) > width:
+            cands = [(c.drop, j) for j, c in enumerate(t.columns) if c.drop > 0]
+            if not cands:
+                break
+            _, j = max(cands)
+            t = replace(t, columns=t.columns[:j] + t.columns[j + 1:], rows=[r[:j] + r[j + 1:] for r in t.rows],
+                        hidden=t.hidden + [full[j]])
+            full = full[:j] + full[j + 1:]
+        return t
+
+    def hidden_note(self) -> str:
+        return (f"hidden at this width: {', '.join(self.hidden)} (a wider terminal, the report or --json shows them)"
+                if self.hidden else "")
+
+
+def _cells(text: str) -> int:
+    """Terminal cells of plain text (every character of ours is one cell wide)."""
+    return len(text)
+
+
+# ------------------------------------------------------------------ number words
+def rate(v: Any) -> str:
+    x = num(v)
+    if x is None:
+        return "—"
+    return f"{x:,.0f}" if x >= 100 else f"{x:,.1f}"
+
+
+def secs(v: Any) -> str:
+    x = num(v)
+    if x is None:
+        return "—"
+    return f"{x * 1000:.0f} ms" if x < 1 else f"{x:.2f} s"
+
+
+def share(v: Any) -> str:
+    x = num(v)
+    return "—" if x is None else f"{x * 100:.0f} %"
+
+
+def tail(d: dict[str, Any] | None, q: int, key: str = "p99") -> str:
+    """A p90/p99 cell that says what it rests on (reports/format.py pct: ``max 0.38 s (n=8)`` when too few
+    samples carry that percentile)."""
+    d = d or {}
+    return pct(d.get(key), q, d.get("n"), d.get("max"), secs)
+
+
+_SLO_LABEL = {"ttft": "TTFT", "tpot": "TPOT", "e2e": "E2E"}
+
+
+def slo_targets_text(slo: dict[str, float] | None) -> str:
+    return ", ".join(f"{_SLO_LABEL.get(k, k.upper())} ≤ {v:g} s" for k, v in (slo or {}).items()) or "no SLO"
+
+
+def slo_cell(j: dict[str, Any] | None) -> Cell:
+    """``held`` / ``broke TTFT`` (the targets whose percentile was over the limit)."""
+    if not isinstance(j, dict) or "held" not in j:
+        return Cell("—")
+    if j["held"]:
+        return Cell("held", GOOD)
+    broke = [_SLO_LABEL.get(k, k) for k, t in (j.get("targets") or {}).items() if not t.get("held")]
+    return Cell("broke " + "+".join(broke) if broke else "broke", BAD)
+
+
+def slo_columns(slo: dict[str, float] | None) -> list[Column]:
+    """goodput, held, and one attainment column per target."""
+    if not slo:
+        return []
+    cols = [Column("goodput req/s", 1, short="goodput"), Column("SLO", 1)]
+    for k, v in slo.items():
+        lab = _SLO_LABEL.get(k, k.upper())
+        cols.append(Column(f"{lab}≤{v:g}s met", 4, short=f"{lab} met"))
+    return cols
+
+
+def slo_cells(j: dict[str, Any] | None, slo: dict[str, float] | None, rate_key: str = "goodput_rps") -> list[Cell]:
+    if not slo:
+        return []
+    j = j if isinstance(j, dict) else {}
+    out = [Cell(rate(j.get(rate_key))), slo_cell(j)]
+    for k in slo:
+        t = (j.get("targets") or {}).get(k) or {}
+        out.append(Cell(share(t.get("attainment"))))
+    return out
+
+
+def slo_note(slo: dict[str, float] | None) -> str:
+    if not slo:
+        return ""
+    return (f"goodput: requests meeting every target ({slo_targets_text(slo)}) per second (vLLM's definition); "
+            "SLO held when p90 TTFT, median TPOT and p90 E2E of the completed requests are within their targets; "
+            "'met': the share of all requests (errors miss) within that target")
+
+
+# ------------------------------------------------------------------ load
+def load_table(result: dict[str, Any], lanes: Sequence[str] | None = None) -> ResultTable:
+    """``bench load``: one row per lane and rep."""
+    cfg = (result.get("config") or {}).get("load") or {}
+    slo = (result.get("config") or {}).get("slo") or None
+    what = f"{cfg.get('arrival', '?')} arrivals" + (f" at {cfg['rate']:g} req/s" if cfg.get("rate") else "")
+    by_lane = result.get("lanes") or {}
+    names = [n for n in (lanes or by_lane) if n in by_lane]
+    multi = any(len((by_lane[n] or {}).get("reps") or []) > 1 for n in names)
+    cols = [Column("lane", 0, "left")] + ([Column("rep", 3)] if multi else []) + [
+        Column("measured", 6, short="meas."), Column("ok", 5), Column("err", 2),
+        Column("sched req/s", 7, short="sched"), Column("sent req/s", 6, short="sent"),
+        Column("served req/s", 0, short="served"), Column("out tok/s", 0, short="tok/s"),
+        Column("TTFT p50", 2), Column("TTFT p99", 3), Column("TPOT p50", 3), Column("E2E p99", 4),
+        Column("send lag p99", 5, short="lag p99")] + slo_columns(slo)
+    rows: list[list[Cell]] = []
+    notes: list[str] = []
+    for lane in names:
+        for i, r in enumerate((by_lane[lane] or {}).get("reps") or []):
+            lag = (r.get("send_lag_s") or {}).get("p99")
+            row = [Cell(lane, STRONG)] + ([Cell(str(i + 1))] if multi else []) + [
+                Cell(str(r.get("measured"))), Cell(str(r.get("ok"))),
+                Cell(str(r.get("errors")), BAD if r.get("errors") else None),
+                Cell(rate(r.get("scheduled_rate_rps"))), Cell(rate(r.get("sent_rate_rps"))),
+                Cell(rate(r.get("completed_rate_rps")) + (" behind" if r.get("lane_behind") else ""),
+                     BAD if r.get("lane_behind") else None),
+                Cell(rate(r.get("output_tok_s"))),
+                Cell(secs((r.get("ttft_s") or {}).get("p50"))), Cell(tail(r.get("ttft_s"), 99)),
+                Cell(secs((r.get("tpot_s") or {}).get("p50"))), Cell(tail(r.get("e2e_s"), 99)),
+                Cell(secs(lag) + (" behind" if r.get("client_behind") else ""),
+                     WARN if r.get("client_behind") else None)] + slo_cells(r.get("slo"), slo)
+            rows.append(row)
+            apart = ", ".join(f"{r[k]} {k}" for k in ("truncated", "empty", "bursts") if r.get(k))
+            if apart:
+                notes.append(f"{lane}{f' rep {i + 1}' if multi else ''}: {apart} (counted apart, no figure from them)")
+    if slo:
+        notes.append(slo_note(slo))
+    return ResultTable("load", f"open-loop load · {what}", cols, rows, notes)
+
+
+# ------------------------------------------------------------------ sweep
+def sweep_table(result: dict[str, Any], lanes: Sequence[str] | None = None) -> ResultTable:
+    """``bench sweep``: one row per level and lane (level-major), the knee's figure (span tok/s) and its gain
+    per doubling, with the level's goodput and whether the SLO held."""
+    slo = result.get("slo") or (result.get("config") or {}).get("slo") or None
+    by_lane = result.get("lanes") or {}
+    names = [n for n in (lanes or by_lane) if n in by_lane]
+    levels = sorted({int(c) for n in names for c in ((by_lane[n] or {}).get("levels") or {})})
+    cols = [Column("C", 0), Column("lane", 0, "left"), Column("span tok/s", 0, short="tok/s"),
+            Column("gain/doubling", 1, short="gain"), Column("steady tok/s", 4, short="steady"),
+            Column("TTFT p90", 3), Column("TPOT p50", 3, short="TPOT"), Column("err", 2)]
+    if slo:
+        cols += [Column("goodput req/s", 1, short="goodput"), Column("SLO", 1)]
+    rows: list[list[Cell]] = []
+    ends: set[int] = set()
+    for c in levels:
+        first = True
+        for n in names:
+            d = by_lane[n] or {}
+            cell = (d.get("levels") or {}).get(str(c))
+            if cell is None:
+                continue
+            gain = (d.get("gain_per_doubling") or {}).get(str(c))
+            flag = " ?" if cell.get("unreliable") else ""
+            tpot = cell.get("tpot_p50_s")
+            if tpot is None:
+                ps = num(cell.get("per_stream_tok_s_p50"))
+                tpot = 1 / ps if ps else None
+            row = [Cell(f"C{c}" if first else ""), Cell(n, STRONG),
+                   Cell(rate(cell.get("aggregate_tok_s")) + flag, WARN if flag else None),
+                   Cell("—" if gain is None else f"{gain * 100:+.0f} %",
+                        WARN if gain is not None and gain < float(result.get("knee_gain") or 0.1) else None),
+                   Cell(rate(cell.get("steady_tok_s"))),
+                   Cell(pct(cell.get("ttft_p90_s"), 90, cell.get("ttft_n"), cell.get("ttft_max_s"), secs)),
+                   Cell(secs(tpot)),
+                   Cell(str(cell.get("errors") or 0), BAD if cell.get("errors") else None)]
+            if slo:
+                g = cell.get("goodput") or {}
+                row += [Cell(rate(g.get("rate_rps"))), slo_cell(g)]
+            rows.append(row)
+            first = False
+        if rows:
+            ends.add(len(rows) - 1)
+    notes = [sweep_finding(result, n) for n in names]
+    x = result.get("crossover")
+    if x:
+        notes.append(f"crossover: {x['leader_after']} overtakes {x['leader_before']} between C{x['between'][0]} "
+                     f"and C{x['between'][1]}")
+    if slo:
+        notes.append(slo_note(slo))
+    legend = "? lanemon starved at this level (not judged)" if any(
+        ((by_lane[n] or {}).get("levels") or {}).get(str(c), {}).get("unreliable") for n in names for c in levels) else ""
+    gain_pct = (num(result.get("knee_gain")) or 0.1) * 100
+    return ResultTable("sweep", f"concurrency sweep · aggregate decode tok/s, first send → last end (knee: a doubling "
+                       f"gains under {gain_pct:.0f} %)", cols, rows, notes, legend, ends)
+
+
+def sweep_finding(result: dict[str, Any], lane: str) -> str:
+    """``A: knee at C16 (...); SLO held up to C8; best 318 tok/s``."""
+    d = (result.get("lanes") or {}).get(lane) or {}
+    if d.get("knee"):
+        rests = d.get("rests_on") or [None, None]
+        what = f"knee at C{d['knee']} (C{rests[1]} gained under {(num(result.get('knee_gain')) or 0.1) * 100:.0f} % a doubling)"
+        if not d.get("knee_reliable", True):
+            what += ", unreliable: lanemon itself was starved at these levels"
+    elif d.get("stopped") == "slo":
+        what = (f"SLO held up to C{d['slo_holds_to']}, broke at the next level" if d.get("slo_holds_to")
+                else "SLO broken already at the first level")
+    else:
+        what = {"errors": "stopped on errors", "max_level": "no knee up to --max-level",
+                "cut": "cut short (interrupted)", "running": "running"}.get(d.get("stopped"), str(d.get("stopped")))
+    if result.get("slo") and d.get("stopped") != "slo" and d.get("slo_held"):
+        held = [int(c) for c, ok in d["slo_held"].items() if ok]
+        broke = [int(c) for c, ok in d["slo_held"].items() if not ok]
+        what += (f"; SLO held at every level run (to C{max(held)})" if not broke and held
+                 else f"; SLO broke at C{', C'.join(str(c) for c in sorted(broke))}" if broke else "")
+    return f"{lane}: {what}; best {rate(d.get('max_aggregate_tok_s'))} tok/s"
+
+
+# ------------------------------------------------------------------ decode
+def decode_table(result: dict[str, Any], lanes: Sequence[str] | None = None) -> ResultTable:
+    """The decode ladder: one row per level and lane (level-major).  ``steady`` (tokens while all C streams
+    ran / that window) leads, ``span`` (first send → last end) beside it; ``?`` marks a cell run while
+    lanemon itself was starved (not judged), ``†`` unstable reps, ``▲`` the level's leader by the steady figure
+    beyond the noise band, ``=`` a tie inside it."""
+    by_lane = result.get("lanes") or {}
+    names = [n for n in (lanes or []) if n in by_lane] + [n for n in by_lane if n not in (lanes or [])]
+    cells = [c or {} for n in names for c in ((by_lane[n] or {}).get("levels") or {}).values()]
+    show_ttfo = any(c.get("reasoning_tokens") for c in cells)
+    show_chunks = any((num(c.get("tokens_per_chunk")) or 1) > 1.05 for c in cells)
+    slo = (result.get("config") or {}).get("slo") or None
+    show_goodput = any("goodput" in c for c in cells)
+    cols = [Column("C", 0), Column("lane", 0, "left"), Column("steady tok/s", 0, short="steady"),
+            Column("span tok/s", 3, short="span"), Column("TTFT p50", 1, short="TTFT"), Column("TTFT p90", 5)]
+    if show_ttfo:
+        cols += [Column("TTFO p50", 4, short="TTFO"), Column("reasoning tok", 6, short="reason.")]
+    cols += [Column("per-stream tok/s", 2, short="stream")]
+    if show_chunks:
+        cols += [Column("tok/chunk", 7), Column("ITL p50", 7)]
+    if show_goodput:
+        cols += [Column("goodput", 1), Column("SLO", 1)]
+    cols += [Column("err", 1), Column("requests", 8, short="reqs")]
+    leads: dict[int, Any] = {}
+    if len(names) >= 2:
+        from lanemon.workloads.bench.decode import level_leads
+
+        leads = {int(x["level"]): x.get("leader") for x in level_leads(by_lane, names[0], names[1])}
+    levels = sorted({int(k) for n in names for k in ((by_lane[n] or {}).get("levels") or {})})
+    rows: list[list[Cell]] = []
+    ends: set[int] = set()
+    for lvl in levels:
+        first = True
+        for n in names:
+            c = ((by_lane[n] or {}).get("levels") or {}).get(str(lvl))
+            if c is None:
+                continue
+            c = c or {}
+            flag = "?" if c.get("unreliable") else ""
+            lead = leads.get(lvl)
+            mark = " ▲" if lead == n else (" =" if lead == "tie" and n in names[:2] else "")
+            row = [Cell(f"C{lvl}" if first else ""), Cell(n + mark, STRONG if lead == n else None),
+                   Cell(rate(c.get("steady_tok_s")) + flag + ("†" if c.get("steady_unstable") else ""),
+                        WARN if flag else None),
+                   Cell(rate(c.get("aggregate_tok_s")) + flag + ("†" if c.get("unstable") else "")),
+                   Cell(secs(c.get("ttft_p50_s"))),
+                   Cell(pct(c.get("ttft_p90_s"), 90, c.get("ttft_n"), c.get("ttft_max_s"), secs))]
+            if show_ttfo:
+                row += [Cell(secs(c.get("ttfo_s"))),
+                        Cell(f"{c.get('reasoning_tokens') or 0}" + (" est." if c.get("reasoning_estimated") else ""))]
+            row.append(Cell(rate(c.get("per_stream_tok_s_p50")) + (" est." if c.get("tokens_estimated") else "")))
+            if show_chunks:
+                tpc = num(c.get("tokens_per_chunk"))
+                itl = num(c.get("itl_p50_s"))
+                row += [Cell(f"{tpc:.2f}" if tpc else "—"), Cell("—" if itl is None else f"{itl * 1000:.1f} ms")]
+            if show_goodput:
+                g = c.get("goodput") or {}
+                share, gr = num(g.get("share")), num(g.get("rate_rps"))
+                row += [Cell(f"{share * 100:.0f}% {gr:.1f}/s" if share is not None and gr is not None else "—"),
+                        slo_cell(g)]
+            errs = int(c.get("errors") or 0)
+            row += [Cell(str(errs), BAD if errs else None), Cell(str(c.get("requests") or 0))]
+            rows.append(row)
+            first = False
+        if rows:
+            ends.add(len(rows) - 1)
+    notes = []
+    if show_goodput:
+        notes.append("goodput: share of requests meeting every target and their rate (per second of the reps' "
+                     f"first send → last end); {slo_targets_text(slo)}")
+    return ResultTable("decode", "decode ladder · steady = tokens while all C streams ran / that window; "
+                       "span = first send → last end", cols, rows, notes, decode_legend(result), ends)
+
+
+def decode_legend(result: dict[str, Any]) -> str:
+    """What the decode table's marks mean, short (only the marks it can show; ▲ / = with two lanes)."""
+    by_lane = result.get("lanes") or {}
+    cells = [c or {} for n in by_lane for c in ((by_lane[n] or {}).get("levels") or {}).values()]
+    parts = ["▲ leads", "= tie"] if sum(1 for n in by_lane if (by_lane[n] or {}).get("levels")) >= 2 else []
+    if any(c.get("unreliable") for c in cells):
+        parts.append("? starved")
+    if any(c.get("unstable") or c.get("steady_unstable") for c in cells):
+        parts.append("† unstable")
+    return " · ".join(parts)
+
+
+# ------------------------------------------------------------------ Rich (the CLI)
+TAG_STYLE = {WARN: "yellow", BAD: "red", GOOD: "green", STRONG: "bold"}
+
+
+def rich_table(t: ResultTable, width: int | None):
+    """A Rich table of ``t`` fitted to ``width``: every column no_wrap, so none collapses."""
+    from rich.table import Table
+    from rich.text import Text
+
+    t = t.fit(width)
+    rt = Table(title=t.title, title_justify="left", caption=t.legend or None, caption_justify="left")
+    for c in t.columns:
+        rt.add_column(c.label, justify="left" if c.align == "left" else "right", no_wrap=True)
+    for i, row in enumerate(t.rows):
+        rt.add_row(*[Text(c.text, style=TAG_STYLE.get(c.tag or "", "")) for c in row], end_section=i in t.group_ends)
+    return rt, t
+
+
+def print_table(console, t: ResultTable) -> None:
+    """Print ``t`` fitted to the console, then its notes and what was hidden (plain text, never markup)."""
+    width = console.width if console.width else None
+    rt, fitted = rich_table(t, width)
+    console.print(rt)
+    for note in fitted.notes + ([fitted.hidden_note()] if fitted.hidden else []):
+        console.print(note, markup=False, highlight=False, style="dim")

@@ -1,0 +1,73 @@
+"""reports/tables.py: one table model per result; fit() shortens labels, then drops by rank, never the lane."""
+
+from __future__ import annotations
+
+import pytest
+
+from lanemon.reports.tables import Cell, Column, ResultTable, load_table, sweep_table
+
+
+def _load_result(slo=True):
+    rep = {"measured": 40, "ok": 39, "errors": 1, "scheduled_rate_rps": 4.0, "sent_rate_rps": 4.0,
+           "completed_rate_rps": 3.9, "output_tok_s": 812.0, "ttft_s": {"p50": 0.2, "p99": 0.4},
+           "tpot_s": {"p50": 0.02}, "e2e_s": {"p99": 3.1}, "send_lag_s": {"p99": 0.001}, "client_behind": False,
+           "lane_behind": False,
+           "slo": {"goodput_rps": 3.2, "good": 32, "total": 40, "share": 0.8, "duration_s": 10.0, "held": False,
+                   "targets": {"ttft": {"attainment": 0.95, "held": True}, "tpot": {"attainment": 0.8, "held": False}}}}
+    return {"config": {"load": {"arrival": "poisson", "rate": 4}, **({"slo": {"ttft": 0.5, "tpot": 0.03}} if slo else {})},
+            "lanes": {"A-very-long-lane": {"reps": [rep]}, "B": {"reps": [dict(rep, slo={**rep["slo"], "held": True,
+                                                                                       "targets": {}})]}}}
+
+
+@pytest.mark.parametrize("width", [60, 80, 100, 250])
+def test_load_table_fits_keeps_lane_and_main_figures_and_names_what_it_hid(width):
+    t = load_table(_load_result())
+    f = t.fit(width)
+    assert f.width() <= width or [c.drop for c in f.columns] == [0] * len(f.columns)
+    labels = f.labels()
+    assert labels[0] == "lane" and all(r[0].text in ("A-very-long-lane", "B") for r in f.rows)
+    for must in ("served", "tok/s"):
+        assert any(lab.startswith(must) or lab.endswith(must) for lab in labels)
+    assert all(len(r) == len(labels) for r in f.rows)
+    assert len(f.hidden) + len(labels) == len(t.columns)
+    if width >= 250:
+        assert not f.hidden and "goodput req/s" in labels and "TTFT≤0.5s met" in labels
+    else:
+        assert f.hidden and "hidden at this width" in f.hidden_note()
+
+
+def test_slo_cells_say_held_or_which_target_broke():
+    t = load_table(_load_result())
+    i, j = t.labels().index("SLO"), t.labels().index("goodput req/s")
+    assert [r[i].text for r in t.rows] == ["broke TPOT", "held"]
+    assert t.rows[0][j].text == "3.2"
+    assert t.rows[0][t.labels().index("TPOT≤0.03s met")].text == "80 %"
+    assert any("vLLM" in n for n in t.notes)
+    assert "SLO" not in load_table(_load_result(slo=False)).labels()
+
+
+def test_fit_drops_the_highest_rank_first_and_never_rank_0():
+    t = ResultTable("x", "t", [Column("lane", 0, "left"), Column("aaaa", 1), Column("bbbbbbbb", 2, short="b")],
+                    [[Cell("A"), Cell("1"), Cell("2")]])
+    assert t.fit(100) is t
+    assert t.fit(20).labels() == ["lane", "aaaa", "b"]  # shortened, nothing dropped
+    f = t.fit(16)
+    assert f.labels() == ["lane", "aaaa"] and f.hidden == ["bbbbbbbb"]
+    assert t.fit(1).labels() == ["lane"]
+
+
+def test_sweep_table_rows_per_level_and_lane_with_goodput_and_held():
+    level = {"aggregate_tok_s": 200.0, "steady_tok_s": 210.0, "ttft_p90_s": 0.3, "per_stream_tok_s_p50": 50.0,
+             "errors": 0, "goodput": {"rate_rps": 2.5, "share": 0.9, "held": True, "targets": {}}}
+    broke = dict(level, goodput={"rate_rps": 1.0, "share": 0.4, "held": False,
+                                 "targets": {"ttft": {"held": False}}})
+    res = {"slo": {"ttft": 0.5}, "knee_gain": 0.1,
+           "lanes": {"A": {"levels": {"1": level, "2": broke}, "gain_per_doubling": {"1": None, "2": 0.05},
+                           "stopped": "slo", "slo_holds_to": 1, "max_aggregate_tok_s": 200.0,
+                           "slo_held": {"1": True, "2": False}}}}
+    t = sweep_table(res)
+    assert [r[0].text for r in t.rows] == ["C1", "C2"]
+    s = t.labels().index("SLO")
+    assert [r[s].text for r in t.rows] == ["held", "broke TTFT"]
+    assert [r[t.labels().index("TPOT p50")].text for r in t.rows] == ["20 ms", "20 ms"]  # 1 / per-stream
+    assert t.notes[0].startswith("A: SLO held up to C1")
