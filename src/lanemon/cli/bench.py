@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from lanemon.cli import bench_load
-from lanemon.cli.common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, UsageError, add_measure_args, add_workload_args, err, int_list, open_recorder, recording_saved, run_interruptible, slo_arg, thinking_arg, workload_lanes)
+from lanemon.cli.common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, MAX_COUNT, UsageError, add_measure_args, add_workload_args, err, int_list, open_recorder, parse_number, recording_saved, run_interruptible, slo_arg, thinking_arg, workload_lanes)
 from lanemon.folds.bench import cell_label
 
 HELP = {
@@ -88,15 +88,11 @@ def _ints(text: str, flag: str) -> list[int]:
 
 
 def _positive(text: str | None, flag: str) -> int | None:
-    if text is None:
-        return None
-    try:
-        value = int(str(text))
-    except ValueError:
-        raise UsageError(f"{flag}: expected a whole number, not {text!r}") from None
-    if value < 1:
-        raise UsageError(f"{flag}: must be at least 1")
-    return value
+    return parse_number(text, flag, lo=1, hi=MAX_COUNT, integer=True)
+
+
+def _temperature(text: str) -> float:
+    return parse_number(text, "--temperature", lo=0, hi=100)
 
 
 def build_options(args: argparse.Namespace):
@@ -118,12 +114,7 @@ def build_options(args: argparse.Namespace):
             kw["levels"] = _ints(args.levels, "--levels")
             kw["max_tokens"] = _positive(args.max_tokens, "--max-tokens")
             kw["per_category"] = not args.no_categories
-            try:
-                kw["temperature"] = float(args.temperature)
-            except ValueError:
-                raise UsageError(f"--temperature: expected a number, not {args.temperature!r}") from None
-            if kw["temperature"] < 0:
-                raise UsageError("--temperature: must be >= 0")
+            kw["temperature"] = _temperature(args.temperature)
             kw["prompt_set"] = load_prompt_set(args.prompts)
             cats = [c.strip() for c in str(args.categories).split(",") if c.strip()]
             if not cats:
@@ -141,10 +132,7 @@ def build_options(args: argparse.Namespace):
             kw["ray_address"] = args.ray_address
             kw["seed"] = args.seed
             kw["max_tokens"] = _positive(args.max_tokens, "--max-tokens")
-            try:
-                kw["temperature"] = float(args.temperature)
-            except ValueError:
-                raise UsageError(f"--temperature: expected a number, not {args.temperature!r}") from None
+            kw["temperature"] = _temperature(args.temperature)
         else:
             kw["lengths"] = _ints(args.lengths, "--lengths")
             kw["seed"] = args.seed

@@ -10,7 +10,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lanemon.cli.common import UsageError
+from lanemon.cli.common import UsageError, number_arg, parse_number, positive_int, seconds_arg
+from lanemon.config import MAX_SECONDS, MAX_TOKENS
+
+MAX_LEVEL = 4096
+"""The highest concurrency ``bench sweep --max-level`` may name."""
 
 HELP = ("open-loop load: requests arrive at a rate (constant or Poisson) or from a timed trace, "
         "whether or not earlier ones finished; latency percentiles over the measured window")
@@ -21,7 +25,7 @@ SWEEP_HELP = ("find the knee: raise concurrency (1..6, then 8, 12, 16, ...) unti
 
 def add_sweep_arguments(q: argparse.ArgumentParser) -> None:
     q.add_argument("--max-level", default="64", metavar="C", help="highest concurrency to try (default 64)")
-    q.add_argument("--knee-gain", type=float, default=0.10, metavar="G",
+    q.add_argument("--knee-gain", type=number_arg(lo=0, hi=1, lo_open=True), default=0.10, metavar="G",
                    help="stop when doubling the concurrency gains less than G of aggregate tok/s (default 0.10)")
     q.add_argument("--categories", default="all", metavar="all|CAT,...", help="prompt categories (default all)")
     q.add_argument("--max-tokens", default=None, metavar="N", help="cap every prompt's max_tokens at N")
@@ -32,12 +36,7 @@ def add_sweep_arguments(q: argparse.ArgumentParser) -> None:
 
 
 def sweep_options(args: argparse.Namespace) -> dict[str, Any]:
-    try:
-        max_level = int(args.max_level)
-    except ValueError:
-        raise UsageError(f"--max-level: expected a whole number, not {args.max_level!r}") from None
-    if max_level < 1:
-        raise UsageError("--max-level must be at least 1")
+    max_level = parse_number(args.max_level, "--max-level", lo=1, hi=MAX_LEVEL, integer=True)
     if not 0 < args.knee_gain < 1:
         raise UsageError("--knee-gain must be between 0 and 1 (e.g. 0.1 for 10 %)")
     cats = [c.strip() for c in str(args.categories).split(",") if c.strip()]
@@ -57,23 +56,23 @@ def add_arguments(q: argparse.ArgumentParser) -> None:
     g = q.add_argument_group("arrivals")
     g.add_argument("--arrival", choices=("constant", "poisson", "trace"), default="poisson",
                    help="arrival process (default poisson)")
-    g.add_argument("--rate", type=float, metavar="RPS", help="requests per second (constant, poisson)")
+    g.add_argument("--rate", type=number_arg(lo=0, lo_open=True, hi=1e6, unit="requests per second"), metavar="RPS", help="requests per second (constant, poisson)")
     g.add_argument("--trace", metavar="FILE",
                    help="JSON lines {\"t\": seconds, \"input_tokens\": n, \"output_tokens\": n} (--arrival trace)")
-    g.add_argument("--requests", type=int, metavar="N", help="stop scheduling after N requests")
-    g.add_argument("--duration", type=float, metavar="S", help="stop scheduling after S seconds")
-    g.add_argument("--warmup", type=float, default=0.0, metavar="S",
+    g.add_argument("--requests", type=positive_int, metavar="N", help="stop scheduling after N requests")
+    g.add_argument("--duration", type=seconds_arg, metavar="S", help="stop scheduling after S seconds")
+    g.add_argument("--warmup", type=number_arg(lo=0, hi=MAX_SECONDS, unit="seconds"), default=0.0, metavar="S",
                    help="requests scheduled in the first S seconds are sent but not measured (default 0)")
-    g.add_argument("--cooldown", type=float, default=0.0, metavar="S",
+    g.add_argument("--cooldown", type=number_arg(lo=0, hi=MAX_SECONDS, unit="seconds"), default=0.0, metavar="S",
                    help="requests scheduled in the last S seconds are sent but not measured (default 0)")
     g = q.add_argument_group("lengths")
     g.add_argument("--input-len", metavar="DIST", help="prompt tokens per request: fixed:N, uniform:LO,HI, "
                    "normal:MEAN,SD or file:PATH (default: the prompt set's prompts)")
     g.add_argument("--output-len", metavar="DIST", help="max_tokens per request, same forms (default: each "
                    "prompt's own)")
-    g.add_argument("--shared-prefix", type=int, default=0, metavar="TOKENS",
+    g.add_argument("--shared-prefix", type=number_arg(lo=0, hi=MAX_TOKENS, integer=True), default=0, metavar="TOKENS",
                    help="every prompt starts with the same TOKENS of text (a prefix-cache workload)")
-    g.add_argument("--turns", type=int, default=1, metavar="N",
+    g.add_argument("--turns", type=number_arg(lo=1, hi=1000, integer=True), default=1, metavar="N",
                    help="chat turns per arrival: later turns carry the whole history (a multi-turn mix; default 1)")
     g.add_argument("--prompts", metavar="FILE", help="a prompt set file (TOML, docs/BENCH.md; default: the shipped "
                    "set) -- real prompts, sent in turn")
@@ -81,7 +80,7 @@ def add_arguments(q: argparse.ArgumentParser) -> None:
                    help="send ignore_eos=true (vLLM, SGLang) so replies run to the drawn output length")
     from lanemon.workers.pool import default_workers
 
-    q.add_argument("--workers", type=int, default=None, metavar="N",
+    q.add_argument("--workers", type=number_arg(lo=1, hi=1024, integer=True), default=None, metavar="N",
                    help="worker processes sending the requests, their events merged in time order "
                         f"(default {default_workers()}: the cores less one; 1 = this process; --turns needs 1)")
     q.add_argument("--workers-backend", choices=("process", "ray"), default="process",
