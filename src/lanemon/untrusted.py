@@ -7,7 +7,10 @@ recorder, the share stream, the screens, reports and exports only ever see the
 cleaned text.  Pure functions, no IO, no Textual.
 
 - :func:`inert` removes terminal escape sequences (CSI, OSC, DCS, ...), C0/C1
-  control characters and bidi overrides, and cuts over-long text with ``…``.
+  control characters, bidi controls and zero-width characters, caps runs of combining
+  marks, and cuts over-long text with ``…``.
+- :func:`shown_text` is model output as a terminal view shows it (bidi controls made
+  visible); :func:`json_visible` writes those characters as ``\\u`` escapes in ``--json``.
 - :func:`markup_escape` makes text safe inside Textual/Rich markup (no
   ``MarkupError``, no injected style) after making it inert.
 - :class:`Redactor` replaces configured secrets (API keys, header values, URL
@@ -20,8 +23,10 @@ cleaned text.  Pure functions, no IO, no Textual.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import re
+import unicodedata
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlsplit
@@ -44,16 +49,78 @@ _ESCAPE_SEQ = re.compile(
     r"|\x9b[0-?]*[ -/]*[@-~]?"  # 8-bit CSI
     r"|[\x9d\x90\x98\x9e\x9f][^\x07\x1b\x9c]*(?:\x07|\x9c)?"  # 8-bit OSC, DCS, SOS, PM, APC
 )
-# C0 and C1 controls except tab/newline, DEL, bidi embeddings/overrides/isolates, line/paragraph separators
-_CONTROL_KEEP_NL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-_CONTROL_ONE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# Invisible characters that change how text reads (issue 24): bidi embeddings, overrides, isolates and marks
+# (Trojan Source; U+061C the Arabic letter mark), zero-width characters (space, non-joiner, joiner, word joiner,
+# invisible operators, BOM, Mongolian vowel separator), line/paragraph separators.
+_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_ZERO_WIDTH = "\u180e\u200b-\u200d\u2060-\u2064\ufeff"
+_INVISIBLE = _BIDI + _ZERO_WIDTH + "\u2028\u2029"
+# C0 and C1 controls except tab/newline, DEL, the invisible characters above
+_CONTROL_KEEP_NL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f" + _INVISIBLE + "]")
+_CONTROL_ONE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f" + _INVISIBLE + "]")
 _WHITESPACE_CONTROLS = re.compile(r"[\t\n\r\x0b\x0c\u2028\u2029]+")
 # text with none of these is already inert (the fast path: one search)
-_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-_UNSAFE_ONE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_UNSAFE = _CONTROL_KEEP_NL
+_UNSAFE_ONE_LINE = _CONTROL_ONE_LINE
 # token text keeps \r as well (it is the model's output; the screens make it inert when they show it)
 _UNSAFE_TOKEN = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _CONTROL_TOKEN = _UNSAFE_TOKEN
+MAX_MARKS = 6
+"""Combining marks kept on one character where text is shown (a flood of 20,000 stacks up for ever)."""
+
+
+@functools.cache
+def _mark_runs() -> re.Pattern[str]:
+    """Runs of more than :data:`MAX_MARKS` combining marks (Unicode category M*; the BMP's, the musical
+    symbols' and the variation selectors'), compiled on first use (a ~10 ms scan of the BMP)."""
+    ranges: list[list[int]] = []
+    for cp in range(0x300, 0x10000):
+        if unicodedata.category(chr(cp))[0] == "M":
+            if ranges and ranges[-1][1] == cp - 1:
+                ranges[-1][1] = cp
+            else:
+                ranges.append([cp, cp])
+    ranges += [[0x1D165, 0x1D169], [0x1D16D, 0x1D172], [0x1D17B, 0x1D182], [0x1D185, 0x1D18B],
+               [0x1D1AA, 0x1D1AD], [0xE0100, 0xE01EF], [0x20D0, 0x20FF]]
+    cls = "".join(f"\\U{a:08x}-\\U{b:08x}" if a != b else f"\\U{a:08x}" for a, b in ranges)
+    return re.compile(f"([{cls}]{{{MAX_MARKS}}})[{cls}]+")
+
+
+def cap_marks(text: str) -> str:
+    """``text`` with every run of combining marks cut to :data:`MAX_MARKS` (the rest dropped)."""
+    if text.isascii() or len(text) <= MAX_MARKS:  # O(1) for ASCII: no marks
+        return text
+    return _mark_runs().sub(r"\1", text)
+
+
+_VISIBLE_BIDI = re.compile("[" + _BIDI + "]")
+_DROP_IN_VIEW = re.compile("[" + _ZERO_WIDTH + "]")
+_VIEW_HINT = re.compile(r"[\x00-\x1f\x7f-\x9f" + _INVISIBLE + "]")
+
+
+def shown_text(text: str) -> str:
+    """Model output as a terminal view shows it: escape sequences and controls out (tab and newline
+    kept; a carriage return becomes a newline), bidi controls made visible (``⟨U+202E⟩``), zero-width
+    characters dropped, combining-mark runs capped at :data:`MAX_MARKS`.  The recording keeps the text
+    as the lane sent it (docs/SECURITY.md); this is for the eye only.  One search when there is nothing
+    to do but the marks check."""
+    if _VIEW_HINT.search(text) is not None:
+        text = _ESCAPE_SEQ.sub("", text).replace("\r\n", "\n").replace("\r", "\n")
+        text = _VISIBLE_BIDI.sub(lambda m: f"⟨U+{ord(m.group()):04X}⟩", text)
+        text = _CONTROL_KEEP_NL.sub("", _DROP_IN_VIEW.sub("", text).replace("\u2028", "\n").replace("\u2029", "\n"))
+    return cap_marks(text)
+
+
+_JSON_INVISIBLE = re.compile("[" + _INVISIBLE + "]")
+
+
+def json_visible(text: str) -> str:
+    """A JSON document with every bidi control and zero-width character inside its strings written as a
+    ``\\uXXXX`` escape: the same JSON value, but a terminal that shows it cannot be made to reorder or
+    hide text (``--json`` output).  Those characters can only occur inside JSON strings."""
+    if _JSON_INVISIBLE.search(text) is None:
+        return text
+    return _JSON_INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def cut(text: str, limit: int | None) -> str:
@@ -83,7 +150,7 @@ def inert(text: Any, limit: int | None = None, *, newlines: bool = False) -> str
             text = _CONTROL_KEEP_NL.sub("", text.replace("\r\n", "\n"))
         else:
             text = _CONTROL_ONE_LINE.sub("", _WHITESPACE_CONTROLS.sub(" ", text))
-    return cut(text, limit)
+    return cut(cap_marks(text), limit)
 
 
 def inert_token(text: str) -> str:

@@ -8,6 +8,7 @@ import sys
 from lanemon.cli.common import (EXIT_INTERRUPTED, UsageError, add_workload_args, err, positive_int, run_headless,
                                 workload_lanes)
 from lanemon.config import LaneConfig
+from lanemon.untrusted import json_visible
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -105,7 +106,7 @@ def cmd_agree(args: argparse.Namespace) -> int:
         if result is None:
             return 1  # a lane was down (said on stderr)
     if args.json:
-        sys.stdout.write(orjson.dumps(_public_agree(result)).decode() + "\n")
+        sys.stdout.write(json_visible(orjson.dumps(_public_agree(result)).decode()) + "\n")  # bidi, zero-width: \uXXXX
     else:
         _print_agree(result)
     return EXIT_INTERRUPTED if interrupted else 0
@@ -164,7 +165,7 @@ def cmd_kl(args: argparse.Namespace) -> int:
         if result is None:
             return 1  # a lane was down (said on stderr)
     if args.json:
-        sys.stdout.write(orjson.dumps(result).decode() + "\n")
+        sys.stdout.write(json_visible(orjson.dumps(result).decode()) + "\n")  # bidi, zero-width: \uXXXX
     else:
         _print_kl(result)
     for name, v in result["lanes"].items():

@@ -21,6 +21,7 @@ from typing import Any
 from lanemon.cli import bench_load
 from lanemon.cli.common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, MAX_COUNT, UsageError, add_measure_args, add_workload_args, err, int_list, open_recorder, parse_number, recording_saved, run_interruptible, slo_arg, thinking_arg, workload_lanes)
 from lanemon.folds.bench import cell_label
+from lanemon.untrusted import json_visible
 
 HELP = {
     "decode": "decode ladder: aggregate tok/s by concurrency, TTFT, per-category C1 rates, the crossover",
@@ -258,7 +259,7 @@ def _headless(run, args: argparse.Namespace) -> int:
         return EXIT_FAIL
     result = run.results()
     if args.json:
-        sys.stdout.write(orjson.dumps(result).decode() + "\n")
+        sys.stdout.write(json_visible(orjson.dumps(result).decode()) + "\n")  # bidi, zero-width: \uXXXX
         sys.stdout.flush()
     else:
         from rich.console import Console

@@ -50,7 +50,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     lane = _resolve_target(args)
     report = asyncio.run(run_check(lane))
     if args.json:
-        sys.stdout.write(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode() + "\n")
+        from lanemon.untrusted import json_visible  # bidi and zero-width characters as \uXXXX
+
+        sys.stdout.write(json_visible(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode()) + "\n")
     else:
         from rich.console import Console
         from rich.table import Table

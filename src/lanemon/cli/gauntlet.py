@@ -13,6 +13,7 @@ from typing import Any
 
 from lanemon.cli.common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, UsageError, add_workload_args, err, open_recorder,
                                 positive_int, recording_saved, run_headless, workload_lanes)
+from lanemon.untrusted import json_visible
 
 MAX_HOPS = 500
 
@@ -82,7 +83,7 @@ def _run_headless(args: argparse.Namespace, config) -> int:
     if args.json:
         import orjson
 
-        sys.stdout.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.write(json_visible(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode()) + "\n")
     else:
         print_result(result)
     return EXIT_INTERRUPTED if interrupted else EXIT_OK

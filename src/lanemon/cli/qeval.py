@@ -19,7 +19,7 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
-from lanemon.untrusted import rich_escape
+from lanemon.untrusted import json_visible, rich_escape
 from lanemon.cli.common import (EXIT_INTERRUPTED, EXIT_OK, DataLost, UsageError, add_workload_args, err, open_recorder, positive_float, positive_int, recording_saved, run_interruptible, workload_lanes, write_output)
 
 RUN_DESCRIPTION = """\
@@ -122,7 +122,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _dump(obj: Any) -> str:
     import orjson
 
-    return orjson.dumps(obj, option=orjson.OPT_INDENT_2).decode() + "\n"
+    return json_visible(orjson.dumps(obj, option=orjson.OPT_INDENT_2).decode()) + "\n"  # bidi, zero-width: \uXXXX
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from lanemon.cli.common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, UsageError, add_measure_args, add_workload_args, err, open_recorder, positive_int, recording_saved, run_headless, slo_arg, thinking_arg, workload_lanes)
+from lanemon.untrusted import json_visible
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -86,7 +87,7 @@ def _run_headless(args: argparse.Namespace, plan) -> int:
     if args.json:
         import orjson
 
-        sys.stdout.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.write(json_visible(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode()) + "\n")
     else:
         print_result(result)
     return EXIT_INTERRUPTED if run.interrupted else EXIT_OK

@@ -10,6 +10,7 @@ from textual.widgets import Label, Static
 from lanemon.folds.race import RaceLane
 from lanemon.ui import format as fmt
 from lanemon.ui.format import markup_escape as escape
+from lanemon.untrusted import shown_text
 from lanemon.ui.format import ordinal
 from lanemon.ui.widgets.lane_card import LaneCard
 
@@ -114,6 +115,8 @@ class RaceColumn(LaneCard):
             if size < self._text_len or self._text_len <= 1:  # a new race: its text from the top
                 scroll.anchor(False)
                 scroll.scroll_home(animate=False)
+            # the model's text as it may be shown: bidi controls visible, zero-width and mark floods out
+            body, reasoning = shown_text(body), shown_text(reasoning)
             if reasoning:  # thinking models: the reasoning dimmed above the answer
                 shown = Text(reasoning, style="dim italic")
                 if body:
