@@ -405,3 +405,19 @@ def test_compare_rows_for_tokens_per_joule_and_cost():
     tpj = next(r for r in rows if r["metric"] == "tokens_per_joule" and r["cell"] == "C2" and r["lane"] == "A")
     assert tpj["old"] == 4.5 and tpj["new"] == 6.0 and tpj["better"] == "new" and tpj["beyond_band"]
     assert not any(r["lane"] == "B" and r["metric"] == "tokens_per_joule" for r in rows)  # unknown: no row
+
+
+def test_race_carries_energy_per_lane_and_race():
+    out = subprocess.run([sys.executable, "-m", "lanemon", "race", "--demo", "--time-scale", "0.3", "--json",
+                          "--no-record", "--max-tokens", "32", "--cost", "B=2"], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    res = json.loads(out.stdout)
+    for name, lane in res["races"][0]["lanes"].items():
+        assert lane["energy_source"] == "counter" and lane["energy_j"] > 0
+        # between the simulated GB10's idle power and its cap over the race's window
+        assert 10.9 <= lane["gpu_power_w_mean"] <= 104.0
+        assert lane["tokens_per_joule"] == pytest.approx(lane["output_tokens"] / lane["energy_j"], rel=1e-3)
+    assert res["races"][0]["lanes"]["A"]["usd_per_1m_output_tokens"] is None
+    assert res["races"][0]["lanes"]["B"]["usd_per_1m_output_tokens"] > 0
+    assert res["lanes"]["B"]["energy_j"] == res["races"][0]["lanes"]["B"]["energy_j"]  # one race: the same

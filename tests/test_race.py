@@ -24,13 +24,15 @@ from lanemon.reports.format import ordinal
 from lanemon.workloads.race import (BUILTIN_PROMPT, PromptCycle, RacePrompt, race_results, resolve_prompts, run_race, verdict)
 from test_race_fixtures import MS, TEXT_A, TEXT_B, race_events
 
+from lanemon.measure.energy import ENERGY_KEYS
+
 LANE_KEYS = {"ttft_s", "ttfo_s", "decode_tok_s", "output_tokens", "reasoning_tokens", "reasoning_estimated",
              "tokens_estimated", "tokens_per_chunk", "chunk_counts_estimated", "total_s", "finish_rank", "error",
-             "text", "reasoning_text", "outcome", "flags", "generated_tokens"}
+             "text", "reasoning_text", "outcome", "flags", "generated_tokens", *ENERGY_KEYS}
 RACE_KEYS = {"race", "prompt", "prompt_id", "category", "endpoint", "max_tokens", "lanes", "winner", "margin",
              "winners", "verdict"}
 TOP_LANE_KEYS = {"ttft_s", "ttfo_s", "decode_tok_s", "output_tokens", "reasoning_tokens", "tokens_per_chunk",
-                 "total_s", "wins", "races_ok", "outcomes", "bursts"}
+                 "total_s", "wins", "races_ok", "outcomes", "bursts", *ENERGY_KEYS}  # energy: docs/GPU.md
 
 
 def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:

@@ -78,7 +78,9 @@ def _run_headless(args: argparse.Namespace, plan) -> int:
                 err(f"race {i}/{total} ({race['prompt_id'] or 'prompt'}): {verdict(race)}")
 
         run = run_headless(args, "race", lanes, body, extra={"bench": "race"},
-                           harness_kw={"thinking": thinking_arg(args)}, connect_kw={"detect_usage": True},
+                           harness_kw={"thinking": thinking_arg(args),  # GPU telemetry: energy per race
+                                       "monitor": "gpu" if any(lane.telemetry for lane in lanes) else False},
+                           connect_kw={"detect_usage": True},
                            setup=lambda harness: harness.bus.subscribe(live.apply))
         if run.down:
             err(f"lane down: {run.down}")

@@ -29,7 +29,8 @@ be set to 1 s, and nvidia-smi refreshes power about once a second)."""
 class Monitors:
     def __init__(self, clients: Iterable, clock: Clock, emit: Callable[[Event], None], *,
                  metrics_interval: float | None = METRICS_INTERVAL, host_interval: float | None = HOST_INTERVAL,
-                 paused: Callable[[], bool] = lambda: False) -> None:
+                 paused: Callable[[], bool] = lambda: False,
+                 telemetry_interval: float | None = TELEMETRY_INTERVAL) -> None:
         self.clients = list(clients)
         self.clock = clock
         self.emit = emit
@@ -39,10 +40,9 @@ class Monitors:
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
         self._scrapers: list = []  # every lane's scraper, for one last scrape at stop()
-        self.telemetry_interval = TELEMETRY_INTERVAL if metrics_interval else None
+        self.telemetry_interval = telemetry_interval
         self._telemetry: list = []  # every lane's GPU telemetry scraper (client/telemetry.py)
         self._edges: set[asyncio.Task] = set()
-        self._locks: dict[int, asyncio.Lock] = {}  # one per /metrics scraper: a loop's poll and an edge never overlap
         self._telemetry_http = None  # its own HTTP client: the lane's headers (its API key) never go there
 
     def start(self) -> None:
@@ -88,13 +88,9 @@ class Monitors:
         flight is waited for first: polls never overlap)."""
         if self._stop.is_set() or self.paused():
             return
-        await asyncio.gather(*(self._locked(s) for s in self._scrapers + self._telemetry if s.available),
+        # each scraper holds its own lock: an edge reading waits for the loop's reading in flight
+        await asyncio.gather(*(s.scrape() for s in self._scrapers + self._telemetry if s.available),
                              return_exceptions=True)
-
-    async def _locked(self, scraper) -> None:
-        lock = self._locks.setdefault(id(scraper), asyncio.Lock())
-        async with lock:
-            await scraper.scrape()
 
     async def telemetry_loop(self, scraper) -> None:
         while not self._stop.is_set():
@@ -143,7 +139,7 @@ class Monitors:
         self._scrapers.append(scraper)
         while not self._stop.is_set():
             if not self.paused():
-                await self._locked(scraper)
+                await scraper.scrape()
                 if not scraper.available:
                     return
             await self._sleep(self.metrics_interval or METRICS_INTERVAL)

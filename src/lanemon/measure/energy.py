@@ -272,3 +272,53 @@ def attach_energy(result: dict[str, Any], events: Iterable[Event]) -> dict[str, 
         windows = [(cells[c]["t0"], cells[c]["t1"]) for c in cids]
         entry.update(energy_of(events, lane, windows, sum(tokens.get(c, 0) for c in cids), costs.get(lane), rs))
     return result
+
+
+def race_windows(events: Iterable[Event]) -> dict[Any, tuple[int, int]]:
+    """Finished races: ``{race index: (start mark t, end mark t)}``."""
+    starts: dict[Any, int] = {}
+    out: dict[Any, tuple[int, int]] = {}
+    for ev in events:
+        if ev.kind != schema.MARK or ev.data.get("bench") != "race" or "race" not in ev.data:
+            continue
+        idx = ev.data.get("race")
+        if isinstance(idx, (list, dict)):
+            continue
+        if ev.data.get("phase") == "start":
+            starts[idx] = ev.t
+        elif ev.data.get("phase") == "end" and idx in starts:
+            out[idx] = (starts[idx], ev.t)
+    return out
+
+
+def attach_race_energy(result: dict[str, Any], events: Iterable[Event]) -> dict[str, Any]:
+    """Energy and cost (:data:`ENERGY_KEYS`) for every lane of every race (the race's start to end marks:
+    the lane's GPUs are held for the race) and, summed over the races, for each lane of the summary (in
+    place).  Lanes without telemetry get None with the reason."""
+    races = result.get("races")
+    if not isinstance(races, list):
+        return result
+    events = list(events)
+    windows = race_windows(events)
+    costs = lane_costs(events)
+    per_lane: dict[str, tuple[list[tuple[int, int]], int]] = {}
+    cache: dict[str, list[Reading]] = {}
+    for race in races:
+        if not isinstance(race, dict) or race.get("race") not in windows or not isinstance(race.get("lanes"), dict):
+            continue
+        w = windows[race["race"]]
+        for lane, entry in race["lanes"].items():
+            if not isinstance(entry, dict):
+                continue
+            tokens = entry.get("output_tokens") if entry.get("error") is None else 0
+            tokens = tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else 0
+            rs = cache.setdefault(lane, readings(events, lane))
+            entry.update(energy_of(events, lane, [w], tokens, costs.get(lane), rs))
+            ws, n = per_lane.get(lane, ([], 0))
+            per_lane[lane] = (ws + [w], n + tokens)
+    summary = result.get("lanes")
+    if isinstance(summary, dict):
+        for lane, (ws, n) in per_lane.items():
+            if isinstance(summary.get(lane), dict):
+                summary[lane].update(energy_of(events, lane, ws, n, costs.get(lane), cache.get(lane)))
+    return result

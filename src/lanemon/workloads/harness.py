@@ -40,7 +40,7 @@ class Harness:
         keep_events: bool = True,
         thinking: bool | None = None,
         watch_load: bool = True,
-        monitor: bool = False,
+        monitor: bool | str = False,
     ) -> None:
         if not lanes:
             raise ValueError("a harness needs at least one lane")
@@ -68,7 +68,9 @@ class Harness:
         if monitor:
             from lanemon.client.monitors import Monitors
 
-            self.monitors = Monitors(self.clients.values(), self.clock, self.bus.publish)
+            # monitor="gpu": only the lanes' GPU telemetry (a race: energy per race, nothing else scraped)
+            quiet = {"metrics_interval": None, "host_interval": None} if monitor == "gpu" else {}
+            self.monitors = Monitors(self.clients.values(), self.clock, self.bus.publish, **quiet)
         self.loadwatch = None
         """lanemon's own loop lag as ``client_load`` events (client/loadwatch.py), from connect() to aclose()."""
         if watch_load:

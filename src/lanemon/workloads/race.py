@@ -391,6 +391,8 @@ def race_results(events: Iterable[Event]) -> dict[str, Any]:
     ``races_ok``.  ``lanes_stat`` says which: ``"last race"`` or
     ``"median of N races"``.
     """
+    if not isinstance(events, RaceState):
+        events = list(events)
     state = events if isinstance(events, RaceState) else fold(events)
     races = [race_json(view) for view in finished_races(state)]
     names: list[str] = []
@@ -432,6 +434,10 @@ def race_results(events: Iterable[Event]) -> dict[str, Any]:
     slos = [v.slo for v in finished_races(state) if v.slo]
     if slos:
         out["slo"] = slos[-1]
+    if not isinstance(events, RaceState):  # energy and cost per race and lane (docs/GPU.md)
+        from lanemon.measure.energy import attach_race_energy
+
+        attach_race_energy(out, events)
     return out
 
 
