@@ -208,3 +208,18 @@ def test_the_header_guard_resets_for_each_request_on_a_kept_alive_connection():
     with KeepAlive(lambda req: reply) as srv:
         recs, events = asyncio.run(with_client(lane_of(srv), two))
     assert [r.ok for r in recs] == [True, True], [e.data for e in events if e.kind == schema.ERROR]
+
+
+@pytest.mark.parametrize("flood", ["extension", "trailers"])
+def test_chunked_framing_floods_are_named(flood):
+    """A 300 KB chunk extension, or 30,000 trailers after a body that has not ended its stream: named
+    (before: 'connection closed by the server mid-response')."""
+    body = sse({"choices": [{"index": 0, "text": " w"}]})  # no [DONE]: the reader goes on to the body's end
+    ext = b";" + b"x" * 300_000 if flood == "extension" else b""
+    trailers = b"x-t: y\r\n" * 30_000 if flood == "trailers" else b""
+    raw = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+           + b"%x" % len(body) + ext + b"\r\n" + body + b"\r\n0\r\n" + trailers + b"\r\n")
+    with HostileServer(lambda req: [raw]) as srv:
+        rec, events = asyncio.run(with_client(lane_of(srv), one_stream))
+    err = error_of(events)
+    assert err["cls"] == schema.ERR_MALFORMED and "larger than 100 KiB" in err["message"], err

@@ -158,7 +158,8 @@ def _describe(exc: BaseException, url: str) -> tuple[str, str]:
     if isinstance(exc, httpx.ConnectError):
         return schema.ERR_CONNECT, f"{_connect_reason(exc)} ({url})"
     if isinstance(exc, httpx.RemoteProtocolError) and "buffer too long" in str(exc).lower():  # h11's 100 KiB
-        return schema.ERR_MALFORMED, "the lane's response headers are larger than 100 KiB: refused"
+        return schema.ERR_MALFORMED, ("a part of the lane's response framing (headers, a chunk header or trailers) "
+                                      "is larger than 100 KiB: refused")
     if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
         return schema.ERR_CUT, f"connection closed by the server mid-response ({exc.__class__.__name__})"
     if isinstance(exc, httpx.HTTPError):
