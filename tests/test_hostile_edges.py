@@ -223,3 +223,19 @@ def test_chunked_framing_floods_are_named(flood):
         rec, events = asyncio.run(with_client(lane_of(srv), one_stream))
     err = error_of(events)
     assert err["cls"] == schema.ERR_MALFORMED and "larger than 100 KiB" in err["message"], err
+
+
+def test_gpu_telemetry_asks_for_no_compression_and_refuses_a_bomb():
+    """The DCGM scrape has its own HTTP client (no lane headers): the same rules apply."""
+    from lanemon.client.telemetry import TelemetryScraper
+
+    bomb = b"# HELP x y\n" * (20 << 20)
+    with HostileServer(lambda req: gzip_body(bomb, content_type="text/plain")) as srv:
+        async def scrape():
+            async with httpx.AsyncClient() as http:
+                return await TelemetryScraper("H", srv.url.replace("/v1", "/metrics"), http, clock=Clock(),
+                                              emit=lambda e: None).scrape()
+        data = asyncio.run(scrape())
+        asked = srv.requests[-1].headers.get("accept-encoding")
+    assert asked == "identity"
+    assert data["ok"] is False and ("compression bomb" in data["message"] or "decodes to more" in data["message"])

@@ -117,6 +117,7 @@ async def get_bounded(http: httpx.AsyncClient, method: str, url: str, *, limit: 
     With ``on_retry``, a pooled connection the server had closed while idle (:func:`idle_closed`: closed
     before any response byte) is retried once on a new connection, inside the same deadline;
     ``on_retry(exc)`` is awaited first (to say so and drop the pool's idle connections)."""
+    kw["headers"] = {"Accept-Encoding": IDENTITY, **(kw.get("headers") or {})}  # whoever's client it is
     async with asyncio.timeout(deadline):
         for attempt in (0, 1):
             try:

@@ -63,7 +63,12 @@ class Monitors:
         if any(lane.telemetry != NVML for lane in lanes):
             import httpx
 
-            self._telemetry_http = httpx.AsyncClient(timeout=5.0, follow_redirects=False, trust_env=False)
+            from lanemon.client.guard import guard_transport
+
+            transport = httpx.AsyncHTTPTransport(trust_env=False)
+            guard_transport(transport)  # 1xx floods and oversized headers refused, as on the lanes (client/guard.py)
+            self._telemetry_http = httpx.AsyncClient(timeout=5.0, follow_redirects=False, trust_env=False,
+                                                     transport=transport, headers={"Accept-Encoding": "identity"})
         for lane in lanes:
             scraper = TelemetryScraper(lane.name, lane.telemetry, self._telemetry_http, clock=self.clock,
                                        emit=self.emit)
