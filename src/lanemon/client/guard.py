@@ -48,7 +48,13 @@ class GuardedStream(httpcore.AsyncNetworkStream):
         self._head_bytes = 0
         self._interim = 0
 
-    def __getattr__(self, name: str) -> typing.Any:  # read_ns and whatever else the wrapped stream offers
+    @property
+    def read_ns(self) -> int | None:
+        """When the last read's bytes arrived (client/netstamp.py); AttributeError, so ``hasattr`` is False,
+        when the wrapped stream has no stamps.  A property: read for every chunk of every stream."""
+        return self._inner.read_ns
+
+    def __getattr__(self, name: str) -> typing.Any:  # whatever else the wrapped stream offers
         return getattr(self._inner, name)
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
