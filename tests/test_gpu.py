@@ -421,3 +421,33 @@ def test_race_carries_energy_per_lane_and_race():
     assert res["races"][0]["lanes"]["A"]["usd_per_1m_output_tokens"] is None
     assert res["races"][0]["lanes"]["B"]["usd_per_1m_output_tokens"] > 0
     assert res["lanes"]["B"]["energy_j"] == res["races"][0]["lanes"]["B"]["energy_j"]  # one race: the same
+
+
+# --------------------------------------------------------------------------- the dashboard's fold
+
+
+def test_dashboard_fold_gpu_line_and_power_series():
+    from lanemon.folds.dashboard import SessionState, gpu_text
+    from lanemon.folds.series import SeriesState
+
+    st, series = SessionState(), SeriesState()
+    lane_ev = Event(0, schema.LANE, "A", None, {"name": "A", "url": "http://x/v1", "telemetry": "http://g/metrics"})
+    for ev in (lane_ev, Event(0, schema.LANE, "B", None, {"name": "B", "url": "http://y/v1"})):
+        st.apply(ev)
+        series.apply(ev)
+    assert gpu_text(st.lane("A").gpu) == "waiting" and gpu_text(st.lane("B").gpu) == "untracked"
+    gb10 = {"ok": True, "source": "dcgm", "power_w": 41.3, "gpu_count": 1,
+            "gpus": [{"gpu": "0", "util_pct": 87.0, "power_w": 41.3, "temp_c": 52.0, "unified": True,
+                      "throttle": ["sw-power-cap"], "xid": 0}]}
+    for ev in (Event(NS, schema.GPU, "A", None, gb10),):
+        st.apply(ev)
+        series.apply(ev)
+    assert gpu_text(st.lane("A").gpu) == "87% · 41 W · 52 °C · unified · sw-power-cap"
+    assert series.lane("A").gpu[-1] == (NS, {"power_w": 41.3, "util_pct": 87.0})
+    h100 = {"ok": True, "power_w": 1010.75, "gpus": map_dcgm(parse((FIXTURES / "dcgm_h100x2.prom").read_text()))}
+    st.apply(Event(2 * NS, schema.GPU, "A", None, h100))
+    assert gpu_text(st.lane("A").gpu) == "98% · 1011 W · 61 °C · 150/158 GiB · ×2 · sw-power-cap,sw-thermal · XID 79"
+    st.apply(Event(3 * NS, schema.GPU, "B", None, {"ok": False, "available": False, "message": "HTTP 404"}))
+    assert gpu_text(st.lane("B").gpu) == "unavailable"
+    series.apply(Event(4 * NS, schema.GPU, "A", None, {"ok": True, "power_w": float("nan"), "gpus": []}))
+    assert len(series.lane("A").gpu) == 1  # an impossible reading is not drawn

@@ -72,6 +72,85 @@ class ServerMetricsState:
 
 
 @dataclass
+class GpuState:
+    """A lane's GPU telemetry as folded from ``gpu`` events (client/telemetry.py, docs/GPU.md)."""
+
+    configured: bool = False
+    """The lane names a telemetry source (its ``lane`` event says ``telemetry``)."""
+    available: bool | None = None
+    """None until the first reading; False once the source turned out not to work."""
+    last: dict = field(default_factory=dict)
+    last_t: int | None = None
+    error: str | None = None
+    power_w: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+
+    def apply(self, t: int, d: dict) -> None:
+        self.configured = True
+        if not d.get("ok"):
+            if d.get("available") is False:
+                self.available = False
+            self.error = str(d.get("message") or d.get("cls") or "reading failed")
+            return
+        self.available, self.error = True, None
+        self.last, self.last_t = dict(d), t
+        if isinstance(d.get("power_w"), (int, float)) and not isinstance(d.get("power_w"), bool):
+            self.power_w.append(float(d["power_w"]))
+
+    def summary(self) -> dict:
+        """The latest reading for a panel: ``util_pct`` (mean over GPUs), ``power_w`` (sum), ``temp_c``
+        (hottest), ``memory`` ("unified" when no GPU reports a framebuffer, else ``(used, total)`` MiB),
+        ``throttle`` (reason names but idle), ``xid`` (the non-zero ones), ``gpus`` (how many)."""
+        gpus = [g for g in self.last.get("gpus") or [] if isinstance(g, dict)]
+        num = lambda g, k: g.get(k) if isinstance(g.get(k), (int, float)) and not isinstance(g.get(k), bool) else None
+        utils = [v for g in gpus if (v := num(g, "util_pct")) is not None]
+        temps = [v for g in gpus if (v := num(g, "temp_c")) is not None]
+        used = [num(g, "fb_used_mib") for g in gpus]
+        free = [num(g, "fb_free_mib") for g in gpus]
+        memory: str | tuple[float, float] | None = None
+        if gpus and all(g.get("unified") for g in gpus):
+            memory = "unified"
+        elif gpus and all(u is not None and f is not None for u, f in zip(used, free)):
+            memory = (sum(used), sum(u + f for u, f in zip(used, free)))  # type: ignore[operator]
+        throttle = sorted({str(n) for g in gpus for n in g.get("throttle") or [] if n != "idle"})
+        return {"gpus": len(gpus), "util_pct": sum(utils) / len(utils) if utils else None,
+                "power_w": num(self.last, "power_w"), "temp_c": max(temps) if temps else None,
+                "memory": memory, "throttle": throttle,
+                "xid": sorted({int(v) for g in gpus if (v := num(g, "xid"))})}
+
+
+def gpu_text(gpu: GpuState) -> str:
+    """The GPU line of a lane's panel: ``GPU 87% · 41 W · 52 °C · unified`` (plus throttle reasons and
+    XIDs); one word when there is nothing to show: ``untracked`` (no telemetry configured), ``waiting``
+    (no reading yet), ``unavailable`` (the source does not work)."""
+    if not gpu.configured:
+        return "untracked"
+    if gpu.available is False:
+        return "unavailable"
+    if not gpu.last:
+        return "waiting" if gpu.error is None else "unreachable"
+    s = gpu.summary()
+    parts = []
+    if s["util_pct"] is not None:
+        parts.append(f"{s['util_pct']:.0f}%")
+    if s["power_w"] is not None:
+        parts.append(f"{s['power_w']:.0f} W")
+    if s["temp_c"] is not None:
+        parts.append(f"{s['temp_c']:.0f} °C")
+    mem = s["memory"]
+    if mem == "unified":
+        parts.append("unified")
+    elif isinstance(mem, tuple):
+        parts.append(f"{mem[0] / 1024:.0f}/{mem[1] / 1024:.0f} GiB")
+    if s["gpus"] > 1:
+        parts.append(f"×{s['gpus']}")
+    if s["throttle"]:
+        parts.append(",".join(s["throttle"]))
+    if s["xid"]:
+        parts.append("XID " + ",".join(str(x) for x in s["xid"]))
+    return " · ".join(parts) or "no figures"
+
+
+@dataclass
 class HostState:
     """This machine (psutil) as folded from ``host`` events (lanes/host.py)."""
 
@@ -130,6 +209,8 @@ class LaneState(Outcomes):
     errors: deque[tuple[int, str, str]] = field(default_factory=lambda: deque(maxlen=ERRORS_KEPT))
     """(t_ns, error class, message) newest last."""
     server: ServerMetricsState = field(default_factory=ServerMetricsState)
+    gpu: GpuState = field(default_factory=GpuState)
+    """The lane's GPU telemetry (docs/GPU.md); ``gpu_text`` is its panel line."""
     """The lane's Prometheus /metrics, when it has them."""
     client_bound: int = 0
     """Completed requests whose TTFT / decode were NOT plotted: lanemon itself was starved while they ran
@@ -209,6 +290,9 @@ class SessionState:
         if kind == schema.SERVER_METRICS:
             lane.server.apply(ev.t, d)
             return None
+        if kind == schema.GPU:
+            lane.gpu.apply(ev.t, d)
+            return None
         if kind == schema.PROBE:
             lane.last_probe_t = ev.t
             lane.up = bool(d.get("ok"))
@@ -228,6 +312,8 @@ class SessionState:
         if kind == schema.LANE:
             lane.url = d.get("url", lane.url)
             lane.model = d.get("model", lane.model)
+            if d.get("telemetry"):
+                lane.gpu.configured = True
             return None
         if kind == schema.REQUEST:
             lane.in_flight += 1

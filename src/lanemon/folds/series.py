@@ -68,6 +68,9 @@ class LaneSeries:
     server: deque[tuple[int, dict[str, float]]] = field(default_factory=deque)
     """(t, {running, waiting, kv_usage}) per successful /metrics scrape (only the figures that can be true;
     ``kv_usage`` is a share, 0..1)."""
+    gpu: deque[tuple[int, dict[str, float]]] = field(default_factory=deque)
+    """(t, {power_w, util_pct}) per successful GPU telemetry reading (docs/GPU.md): power summed over the
+    lane's GPUs, utilisation their mean; charted beside tok/s on the same time axis."""
 
 
 @dataclass
@@ -168,6 +171,20 @@ class SeriesState:
                 vals = {k: float(d[k]) for k in ("running", "waiting", "kv_usage") if _possible(k, d.get(k))}
                 if vals:
                     self._push(self.lane(ev.lane).server, (ev.t, vals))
+                    self.version += 1
+            return
+        if kind == schema.GPU and ev.lane is not None:
+            d = ev.data
+            if d.get("ok"):
+                vals = {}
+                if _possible("power_w", d.get("power_w")) and d["power_w"] <= 1e6:
+                    vals["power_w"] = float(d["power_w"])
+                utils = [g["util_pct"] for g in d.get("gpus") or [] if isinstance(g, dict)
+                         and _possible("util_pct", g.get("util_pct")) and g["util_pct"] <= 100]
+                if utils:
+                    vals["util_pct"] = sum(utils) / len(utils)
+                if vals:
+                    self._push(self.lane(ev.lane).gpu, (ev.t, vals))
                     self.version += 1
             return
         if ev.lane is not None and kind == schema.LANE:
