@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 
 from .tokenizer import tokenize
 
@@ -123,6 +124,44 @@ def fib(n):
     hi = min(lo + 1, len(ordered) - 1)
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)''',
 )
+
+def _snippet(name: str) -> str:
+    return next(x for x in _CODE_SNIPPETS if f"def {name}(" in x)
+
+
+_TOPIC_SNIPPETS = {
+    # a prompt naming one of these topics is answered with that code first (the rest as before)
+    ("merge", "sorted"): '''def merge_sorted(a, b):
+    """Merge two sorted lists into one sorted list (no sort() call)."""
+    out, i, j = [], 0, 0
+    while i < len(a) and j < len(b):
+        if a[i] <= b[j]:
+            out.append(a[i])
+            i += 1
+        else:
+            out.append(b[j])
+            j += 1
+    return out + a[i:] + b[j:]
+
+# merge_sorted([1, 4, 9], [2, 3, 10]) -> [1, 2, 3, 4, 9, 10]
+# merge_sorted([], [5]) -> [5]''',
+    ("binary", "search"): _snippet("binary_search"),
+    ("breadth",): _snippet("bfs"),
+    ("bfs",): _snippet("bfs"),
+    ("fibonacci",): _snippet("fib"),
+    ("percentile",): _snippet("percentile"),
+    ("duration",): _snippet("parse_duration"),
+}
+
+
+def topic_snippet(prompt_text: str) -> str | None:
+    """The code that answers a prompt naming a known topic (every word of a key in it), else None."""
+    words = set(re.findall(r"[a-z]+", prompt_text.lower()))
+    for key, snippet in _TOPIC_SNIPPETS.items():
+        if all(any(w.startswith(k) for w in words) for k in key):
+            return snippet
+    return None
+
 
 _CODE_NOTES = (
     "It runs in linear time and uses constant extra memory apart from the output.",
@@ -232,9 +271,12 @@ _DEFAULT = (
 # ---------------------------------------------------------------------------
 
 
-def _units_coding(rng: random.Random):
+def _units_coding(rng: random.Random, prompt_text: str = ""):
     snippets = list(_CODE_SNIPPETS)
     rng.shuffle(snippets)
+    first = topic_snippet(prompt_text)
+    if first is not None:  # the asked-for code first; no extra draw, so other prompts' text is unchanged
+        snippets = [first] + [x for x in snippets if x != first]
     yield rng.choice(_CODE_INTROS) + "\n\n"
     for i, snip in enumerate(itertools_cycle(snippets)):
         yield "```python\n" + snip + "\n```\n\n"
@@ -367,7 +409,7 @@ def generate(
     if rng is None:
         rng = make_rng(prompt_text, seed)
     target = rng.randint(NATURAL_MIN_TOKENS, NATURAL_MAX_TOKENS)
-    units = _UNITS.get(category, _units_default)(rng)
+    units = _units_coding(rng, prompt_text) if category == "coding" else _UNITS.get(category, _units_default)(rng)
     parts: list[str] = []
     n = 0
     for unit in units:

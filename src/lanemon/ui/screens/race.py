@@ -63,6 +63,7 @@ class RaceScreen(LanemonScreen):
     BINDINGS = [
         Binding("escape", "back", "Back"),
         Binding("slash,i", "focus_prompt", "Type a prompt", key_display="/"),
+        Binding("enter", "submit_prompt", "Race", key_display="⏎"),
         Binding("pageup", "browse(-1)", "Prev race", key_display="PgUp", priority=True),
         Binding("pagedown", "browse(1)", "Next race", key_display="PgDn", priority=True),
     ]
@@ -106,8 +107,8 @@ class RaceScreen(LanemonScreen):
 
     def _placeholder(self) -> str:
         nxt = self.next_prompt.peek() if self.next_prompt else None
-        tail = f" · empty Enter races the next shipped prompt ({nxt.id or 'built-in'})" if nxt else ""
-        return "type a prompt and press Enter to race it on every lane" + tail
+        tail = f" · Enter alone races the next shipped prompt ({nxt.id or 'built-in'})" if nxt else ""
+        return "/ to type a prompt, Enter to race it on every lane" + tail
 
     def column(self, lane: str) -> RaceColumn:
         return self.query_one(f"#{column_id(lane)}", RaceColumn)
@@ -132,26 +133,38 @@ class RaceScreen(LanemonScreen):
         return True
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        text = event.value.strip()
+        self.submit(event.input)
+
+    def submit(self, box: Input) -> None:
+        """Race what the box holds; an empty box races the next shipped prompt."""
+        text = box.value.strip()
         if text:
-            prompt = RacePrompt(text=event.value, id="prompt")
+            prompt = RacePrompt(text=box.value, id="prompt")
         elif self.next_prompt is not None:
             prompt = self.next_prompt()
         else:
             return
         if self.start([prompt]):
-            event.input.value = ""
-            event.input.placeholder = self._placeholder()
+            box.value = ""
+            box.placeholder = self._placeholder()
 
     # -- actions -------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "focus_prompt":
+        if action in ("focus_prompt", "submit_prompt"):
             return self.racing
         return super().check_action(action, parameters)
 
     def action_focus_prompt(self) -> None:
         if self.racing:
             self.query_one("#race-input", Input).focus()
+
+    def action_submit_prompt(self) -> None:
+        """Enter while the box is not focused: race as Enter in the box would (the placeholder's promise),
+        and put the cursor in the box for the next prompt."""
+        if self.racing:
+            box = self.query_one("#race-input", Input)
+            box.focus()
+            self.submit(box)
 
     def action_back(self) -> None:
         """Esc leaves the prompt box first (its keys go back to the screen), then the screen."""
