@@ -6,7 +6,7 @@ import argparse
 import asyncio
 import sys
 
-from lanemon.cli.common import UsageError, add_lane_args
+from lanemon.cli.common import err, UsageError, add_lane_args
 from lanemon.cli.live import _load
 from lanemon.config import LaneConfig, validate_url
 
@@ -72,6 +72,20 @@ def cmd_check(args: argparse.Namespace) -> int:
         passed = sum(c.passed for c in report.checks)
         verdict = "[green]passed[/]" if report.passed else "[red]FAILED[/]"
         console.print(f"{passed}/{len(report.checks)} checks passed; required checks {verdict}")
+    hint = v1_hint(str(report.url), [c.detail for c in report.checks if not c.passed])
+    if hint:
+        err(hint)
     return EXIT_OK if report.passed else EXIT_FAIL
+
+
+def v1_hint(url: str, failures: list[str]) -> str | None:
+    """``hint: ...`` when a URL without ``/v1`` got 404s: OpenAI-compatible servers serve ``/v1/...``."""
+    from urllib.parse import urlsplit
+
+    path = urlsplit(url).path.rstrip("/")
+    if path.endswith("/v1") or "/v1/" in path + "/" or not any("404" in str(f) for f in failures):
+        return None
+    return (f"hint: {url} has no /v1, and the server answered 404; OpenAI-compatible servers serve /v1/models "
+            f"and /v1/chat/completions: try {url.rstrip('/')}/v1")
 
 

@@ -91,6 +91,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--max-tokens", type=positive_int, default=2048, metavar="N",
                    help="max_tokens per reply (default 2048)")
     add_workload_args(r)
+    for action in r._actions:  # qeval has no TUI: --headless is what it always does; say so in --help
+        if "--headless" in action.option_strings:
+            action.help = "progress on stderr, the summary on stdout: the default and only mode (qeval has no TUI)"
     c = qsub.add_parser("compare", help="pair two run files (kept/broke/fixed, McNemar p)",
                         description=COMPARE_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_argument("a", type=Path, metavar="A.json")

@@ -109,6 +109,9 @@ class BenchTracker:
         self.config: dict[str, Any] = {}
         self.lanes: list[str] = []
         """Lanes in the order the bench names them (config), then as first seen."""
+        self.plan_weights: dict[str, float] = {}
+        """Cell id -> its planned weight (the start mark's plan; requests the cell sends)."""
+        self.done_weight = 0.0
 
     def apply(self, ev: Event) -> None:
         kind = ev.kind
@@ -137,6 +140,8 @@ class BenchTracker:
                     if "config" in d:
                         self.t_start = ev.t
                         self.config = dict(d.get("config") or {})
+                        self.plan_weights = {str(p["cell"]): _weight(p.get("weight")) for p in d.get("plan") or []
+                                             if isinstance(p, dict) and p.get("cell") is not None}
                         for name in self.config.get("lanes") or []:
                             if isinstance(name, str) and name not in self.lanes:
                                 self.lanes.insert(len([n for n in self.lanes if n in self.config["lanes"]]), name)
@@ -145,6 +150,7 @@ class BenchTracker:
                     if lane:
                         self.done_by_lane[lane] += 1
                         self.current.pop(lane, None)
+                    self.done_weight += self.plan_weights.get(str(d.get("cell")), 1.0)
                     self.cells_version += 1
                 else:
                     self.bench_ended = True
@@ -161,6 +167,15 @@ class BenchTracker:
     def elapsed_ns(self) -> int:
         return max(0, self.last_t - (self.t_start or 0))
 
+    def eta_s(self) -> float | None:
+        """Seconds left at the pace so far, weighting each cell by its planned requests (as the headless
+        progress does); None before the first cell ends, after the run, or without a plan."""
+        total = sum(self.plan_weights.values())
+        if self.bench_ended or not total or not 0 < self.done_weight < total or not self.elapsed_ns:
+            return None
+        elapsed = self.elapsed_ns / 1e9
+        return elapsed * total / self.done_weight - elapsed
+
     @property
     def cells_done(self) -> int:
         return sum(self.done_by_lane.values())
@@ -175,6 +190,10 @@ class BenchTracker:
         per_lane = planned_cells(self.kind, self.config) or 0
         return [(lane, min(self.done_by_lane.get(lane, 0), per_lane) if per_lane else self.done_by_lane.get(lane, 0),
                  per_lane, self.current.get(lane)) for lane in self.lanes]
+
+
+def _weight(x: Any) -> float:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 else 1.0
 
 
 def _group(lane: str | None, d: dict[str, Any]) -> tuple:

@@ -40,6 +40,15 @@ def _tok(v: Any) -> str:
     return "—" if x is None else (f"{x:,.0f}" if x >= 10 else f"{x:.1f}")
 
 
+def fmt_eta(seconds: float) -> str:
+    """``45s``, ``3m05s``, ``1h02m`` (the headless progress line's words)."""
+    s = max(0, int(round(seconds)))
+    if s < 60:
+        return f"{s}s"
+    m, s = divmod(s, 60)
+    return f"{m}m{s:02d}s" if m < 60 else f"{m // 60}h{m % 60:02d}m"
+
+
 def result_rows(kind: str, results: dict[str, Any], lanes: list[str],
                 width: int | None = None) -> tuple[list[str], list[list[str]]]:
     """The table's columns and rows for a results dict of ``kind``.
@@ -174,7 +183,11 @@ class BenchScreen(LanemonScreen):
     def draw(self, app: Any) -> None:
         tracker = app.bench
         current = next(iter(tracker.current.items()), None)
-        self.refresh_progress(state=app.source_state(), current=f"{current[1]} on {current[0]}" if current else None,
+        eta = tracker.eta_s() if app.source_state() == "running" else None
+        what = f"{current[1]} on {current[0]}" if current else None
+        if what and eta is not None:
+            what += f" · ETA {fmt_eta(eta)}"
+        self.refresh_progress(state=app.source_state(), current=what,
                               done=tracker.cells_done, total=tracker.cells_total(), elapsed_ns=tracker.elapsed_ns,
                               lane_rows=tracker.progress_rows(), errors=tracker.errors,
                               recording_path=app.source.recording_path)
@@ -210,7 +223,7 @@ class BenchScreen(LanemonScreen):
             verdict.display = bool(text)
             hidden = decode_table(results, names).fit(width, pad=2).hidden
             table.border_subtitle = escape(" · ".join(x for x in (decode_legend(results),
-                                                                  f"{len(hidden)} more in the report" if hidden else "") if x))
+                                                                  f"+{len(hidden)} in report" if hidden else "") if x))
             steady, span, flagged = {}, {}, {}
             for n in names:
                 levels = (by_lane[n] or {}).get("levels") or {}
@@ -245,6 +258,10 @@ class BenchScreen(LanemonScreen):
                            if ((((by_lane[n] or {}).get("categories") or {}).get(c) or {}).get("unreliable"))}
                 side.show_bars("per-stream decode at C1 by category", "category", "tok/s", cats, bars,
                                flagged=starved)
+            elif (results.get("config") or {}).get("per_category") is False:
+                side.show_empty("per-stream decode at C1 by category", "not run (--no-categories)")
+            elif self.app.source_state() != "running":  # type: ignore[attr-defined]
+                side.show_empty("per-stream decode at C1 by category", "no category cell finished")
             else:
                 side.show_empty("per-stream decode at C1 by category")
             return

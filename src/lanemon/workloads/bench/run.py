@@ -503,7 +503,8 @@ class BenchRun(FixedPace):
                                         stall_timeout=self.stall_timeout)
                 await h.pool.start()
             h.mark("bench", bench=self.kind, phase="start", config=self.options.config(self.kind, self.names),
-                   plan=[{"lane": c.get("lane"), "cell": c.get("cell")} for c in self.plan])
+                   plan=[{"lane": c.get("lane"), "cell": c.get("cell"), "weight": c.get("weight", 1.0)}
+                         for c in self.plan])
             started = True
             await self._module.run(h, self.options)
         except asyncio.CancelledError:
