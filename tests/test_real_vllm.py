@@ -260,3 +260,18 @@ def test_textless_chunks_are_counted_every_token_adds_up_to_usage(vllm_url, tmp_
     cell = r["lanes"]["V"]["levels"]["1"]
     assert cell["output_tokens"] == 128 * cell["requests"] and cell["tokens_per_chunk"] <= 1.01
     print("text-less chunks:", sum(rec.blank_chunks for rec in recs), "of", sum(len(rec.token_ns) for rec in recs))
+
+
+def test_load_lengths_in_the_lanes_tokens_and_beyond_the_context_refused(vllm_url):
+    """Issue 28: `bench load --input-len fixed:1000` made vLLM count 1,537-1,602 prompt tokens (4 characters a
+    token is not this tokenizer's), and `fixed:3000` failed every request with HTTP 400.  Now the lane is
+    calibrated first and a request beyond its context is not sent."""
+    r = run_json("bench", "load", "--lane", f"V={vllm_url}", "--arrival", "constant", "--rate", "2", "--requests",
+                 "3", "--input-len", "fixed:1000", "--output-len", "fixed:8", "--json", "--no-record")
+    rep = r["lanes"]["V"]["reps"][0]
+    assert rep["ok"] == 3 and rep["input_tokens_asked_p50"] == 1000
+    assert rep["input_tokens_p50"] == pytest.approx(1000, rel=0.1), rep
+    r = run_json("bench", "load", "--lane", f"V={vllm_url}", "--arrival", "constant", "--rate", "2", "--requests",
+                 "2", "--input-len", "fixed:5000", "--output-len", "fixed:8", "--json", "--no-record")
+    rep = r["lanes"]["V"]["reps"][0]
+    assert rep["refused"] == 2 and rep["requests"] == 0 and "4,096 tokens" in rep["refused_error"]

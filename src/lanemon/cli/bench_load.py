@@ -129,11 +129,13 @@ def render(result: dict[str, Any], console, secs=None, rate=None) -> None:
     """The load table (reports/tables.py load_table: the report draws the same model), fitted to the console,
     then the headlines of lanes that fell behind and the client-behind note."""
     from lanemon.reports.tables import load_table, print_table
-    from lanemon.workloads.bench.load import load_headlines
+    from lanemon.workloads.bench.load import length_lines, load_headlines
 
     print_table(console, load_table(result))
     for line in load_headlines(result):
         console.print(line, style="red", markup=False, highlight=False)
+    for line in length_lines(result):
+        console.print(line, markup=False, highlight=False)
     if any(d.get("client_behind") for d in (result.get("lanes") or {}).values()):
         console.print("[yellow]client behind[/]: lanemon sent some requests late (send lag p99 over 10 ms); the "
                       "lane was offered less than the schedule says. Use fewer lanes at once or a lower rate.")

@@ -7,7 +7,7 @@ from typing import Any
 from lanemon.reports.format import err_text, num, tok
 from lanemon.reports.sections.section import Section
 from lanemon.reports.tables import load_table, sweep_finding, sweep_table
-from lanemon.workloads.bench.load import load_headlines
+from lanemon.workloads.bench.load import length_lines, load_headlines
 
 
 def load_section(load: dict[str, Any], lanes: list[str]) -> Section:
@@ -20,7 +20,9 @@ def load_section(load: dict[str, Any], lanes: list[str]) -> Section:
         for i, r in enumerate((load["lanes"].get(lane) or {}).get("reps") or []):
             if r.get("error"):
                 notes.append(f"{lane} rep {i + 1}: first error {err_text(r['error'])}")
-    headlines = load_headlines({"lanes": {n: load["lanes"][n] for n in lanes if n in load["lanes"]}})
+    shown = {"lanes": {n: load["lanes"][n] for n in lanes if n in load["lanes"]}}
+    headlines = load_headlines(shown)
+    notes += length_lines(shown)
     if any(r.get("reasoning_tok_s") for n in lanes for r in (load["lanes"].get(n) or {}).get("reps") or []):
         for lane in lanes:
             for i, r in enumerate((load["lanes"].get(lane) or {}).get("reps") or []):

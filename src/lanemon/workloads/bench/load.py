@@ -50,7 +50,8 @@ from lanemon.measure.metrics import NS, generated_tokens, median, request_metric
 from lanemon.measure.stats import chunk_weights
 from lanemon.measure.records import RequestRecord, assemble
 from lanemon.workloads.bench.run import each_lane, first_error, outcome_figures, read_marks, rnd, run_state
-from lanemon.workloads.prompts import filler_text
+from lanemon.workloads.bench.prefill import CALIBRATION_TOKENS, calibrate, calibrate_cell, lane_context
+from lanemon.workloads.prompts import chars_for_tokens, filler_text
 
 BENCH = "load"
 ARRIVALS = ("constant", "poisson", "trace")
@@ -285,11 +286,21 @@ def cell_id(lane: str, rep: int) -> str:
     return f"{lane}:load:r{rep}"
 
 
+def asks_lengths(load: "LoadOptions") -> bool:
+    """Whether the run asks for input lengths in tokens (then each lane is calibrated first)."""
+    return bool(load.input_len or load.shared_prefix or any(a.input_tokens for a in (load.trace or ())))
+
+
 def plan(lanes: Sequence[str], opts) -> list[dict[str, Any]]:
     load: LoadOptions = opts.load or LoadOptions()
     n = len(load.schedule(opts.seed))
-    return [{"lane": lane, "cell": cell_id(lane, rep), "part": "load", "rep": rep, "requests": n, "weight": float(n)}
-            for lane in lanes for rep in range(opts.reps)]
+    out: list[dict[str, Any]] = []
+    for lane in lanes:
+        if asks_lengths(load):
+            out.append({"lane": lane, "cell": calibrate_cell(lane), "part": "calibrate", "rep": 0, "weight": 2.0})
+        out += [{"lane": lane, "cell": cell_id(lane, rep), "part": "load", "rep": rep, "requests": n,
+                 "weight": float(n)} for rep in range(opts.reps)]
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -297,12 +308,18 @@ def plan(lanes: Sequence[str], opts) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------------------
 
 
-def _prompt_text(n_tokens: int, prefix: str, rng: random.Random) -> str:
-    body = filler_text(max(1, int(n_tokens * CHARS_PER_TOKEN) - len(prefix)), rng)
+def _prompt_text(n_tokens: int, prefix: str, rng: random.Random, tpc: float | None = None) -> str:
+    """About ``n_tokens`` of the lane's tokens (``tpc``: its calibrated tokens per character; else ~4 characters
+    a token), the shared prefix included."""
+    chars = chars_for_tokens(n_tokens, tpc) if tpc else int(n_tokens * CHARS_PER_TOKEN)
+    body = filler_text(max(1, chars - len(prefix)), rng)
     return prefix + body
 
 
-async def run_cell(h, lane: str, rep: int, opts) -> list[RequestRecord]:
+async def run_cell(h, lane: str, rep: int, opts, tpc: float | None = None) -> list[RequestRecord]:
+    """One rep on one lane.  ``tpc``: the lane's tokens per character (calibrated), so asked lengths are the
+    lane's own tokens.  A request whose asked input + output would not fit the lane's context is not sent
+    (counted in the cell's end mark as ``refused``, the limit named)."""
     load: LoadOptions = opts.load
     seed = None if opts.seed is None else opts.seed + rep
     arrivals = load.schedule(seed)
@@ -310,7 +327,10 @@ async def run_cell(h, lane: str, rep: int, opts) -> list[RequestRecord]:
     span = arrivals[-1].offset_s if arrivals else 0.0
     if load.duration is not None:
         span = load.duration
-    prefix = filler_text(int(load.shared_prefix * CHARS_PER_TOKEN), random.Random(0)) if load.shared_prefix else ""
+    prefix = (filler_text(chars_for_tokens(load.shared_prefix, tpc) if tpc else int(load.shared_prefix * CHARS_PER_TOKEN),
+                          random.Random(0)) if load.shared_prefix else "")
+    ctx, ctx_source = lane_context(h, lane, opts)
+    refused: list[int] = []
     prompts = opts.selected().interleaved()
     cell = cell_id(lane, rep)
     keys = {"part": "load", "rep": rep}
@@ -320,8 +340,12 @@ async def run_cell(h, lane: str, rep: int, opts) -> list[RequestRecord]:
         p = prompts[i % len(prompts)]
         in_tokens = a.input_tokens or (load.input_len.sample(rng) if load.input_len else None)
         out_tokens = a.output_tokens or (load.output_len.sample(rng) if load.output_len else None)
-        text = _prompt_text(in_tokens, prefix, rng) if in_tokens else prefix + p.text
+        text = _prompt_text(in_tokens, prefix, rng, tpc) if in_tokens else prefix + p.text
         max_tokens = out_tokens or (min(p.max_tokens, opts.max_tokens) if opts.max_tokens else p.max_tokens)
+        need = (in_tokens or load.shared_prefix or 0) + (max_tokens or 0)
+        if ctx and need > ctx:  # the lane would answer HTTP 400: refused here, before sending, with the limit
+            refused.append(need)
+            continue
         extra: dict[str, Any] = {"temperature": opts.temperature}
         if load.ignore_eos:
             extra["ignore_eos"] = True
@@ -334,6 +358,13 @@ async def run_cell(h, lane: str, rep: int, opts) -> list[RequestRecord]:
         else:
             args["prompt"] = text
         planned.append((a.offset_s, meta, args))
+    beyond = {"refused": len(refused), "refused_error": (
+        f"{len(refused)} request{'s' if len(refused) != 1 else ''} of up to {max(refused):,} tokens (input + "
+        f"max output) beyond the lane's context ({ctx:,} tokens, from {ctx_source}): not sent")} if refused else {}
+    if refused and len(refused) == len(arrivals):
+        h.mark("cell", lane=lane, bench=BENCH, phase="end", cell=cell, requests=0, errors=0, **beyond, **keys)
+        h.note(f"lane {lane}: {beyond['refused_error']}", "error")
+        return []
     pool = getattr(h, "pool", None)
     if pool is not None and load.turns > 1:
         raise LoadSpecError("--turns > 1 needs the answers of earlier turns: run it with --workers 1")
@@ -344,7 +375,8 @@ async def run_cell(h, lane: str, rep: int, opts) -> list[RequestRecord]:
         items = [Item(off, client.new_request_id(), opts.endpoint, client.build_body(opts.endpoint, **args),
                       "bench", meta) for off, meta, args in planned]
         errors = await pool.run_job(lane, items)
-        h.mark("cell", lane=lane, bench=BENCH, phase="end", cell=cell, requests=len(items), errors=errors, **keys)
+        h.mark("cell", lane=lane, bench=BENCH, phase="end", cell=cell, requests=len(items), errors=errors, **beyond,
+               **keys)
         return []
     loop = asyncio.get_running_loop()
     tasks: list[asyncio.Task] = []
@@ -366,7 +398,8 @@ async def run_cell(h, lane: str, rep: int, opts) -> list[RequestRecord]:
     done = list(await asyncio.gather(*tasks)) if tasks else []
     records = [r for d in done for r in (d if isinstance(d, list) else [d])]
     errors = sum(1 for r in records if not r.ok)
-    h.mark("cell", lane=lane, bench=BENCH, phase="end", cell=cell, requests=len(records), errors=errors, **keys)
+    h.mark("cell", lane=lane, bench=BENCH, phase="end", cell=cell, requests=len(records), errors=errors, **beyond,
+           **keys)
     return records
 
 
@@ -394,8 +427,15 @@ async def _conversation(h, lane: str, opts, turns: int, meta: dict[str, Any], ar
 async def run(h, opts) -> None:
     """The whole load bench on the harness ``h`` (bench start/end marks are the caller's)."""
     async def one_lane(lane: str) -> None:
+        tpc = None
+        if asks_lengths(opts.load):  # lengths in the lane's own tokens: one calibration request first
+            longest = max([opts.load.input_len.sample(random.Random(0)) if opts.load.input_len else 0,
+                           opts.load.shared_prefix or 0, CALIBRATION_TOKENS // 4])
+            tpc = await calibrate(h, lane, opts, random.Random(opts.seed), BENCH, [longest])
+            if tpc is None:
+                return
         for rep in range(opts.reps):
-            await run_cell(h, lane, rep, opts)
+            await run_cell(h, lane, rep, opts, tpc)
 
     await each_lane(h, opts, one_lane)
 
@@ -491,6 +531,39 @@ def lane_behind(measured: Sequence[RequestRecord], completed: int, end_ns: int) 
     return out
 
 
+def lengths_asked_and_measured(ok: Sequence[RequestRecord], ms: Sequence[Any]) -> dict[str, Any]:
+    """Median input and output lengths asked (``meta``) beside the ones the lane counted (usage), per request."""
+    asked_in = [r.meta.get("input_tokens_requested") for r in ok]
+    asked_out = [r.meta.get("max_tokens") for r in ok]
+
+    def med(xs: list[Any]) -> float | None:
+        vals = [x for x in xs if isinstance(x, (int, float)) and not isinstance(x, bool)]
+        return rnd(median(vals), 1) if vals else None
+
+    return {"input_tokens_asked_p50": med(asked_in), "input_tokens_p50": med([r.prompt_tokens for r in ok]),
+            "output_tokens_asked_p50": med(asked_out),
+            "output_tokens_p50": med([m.generated_tokens for m in ms if not m.tokens_estimated])}
+
+
+def length_lines(result: dict[str, Any]) -> list[str]:
+    """Asked vs measured lengths (the lane's own tokens), and requests refused beyond the context."""
+    out = []
+    for lane, d in (result.get("lanes") or {}).items():
+        reps = d.get("reps") or []
+        for i, r in enumerate(reps):
+            who = lane + (f" rep {i + 1}" if len(reps) > 1 else "")
+            parts = []
+            for what, key in (("input", "input_tokens"), ("output", "output_tokens")):
+                asked, got = r.get(key + "_asked_p50"), r.get(key + "_p50")
+                if asked is not None and got is not None:
+                    parts.append(f"{what} asked {asked:,.0f}, the lane counted {got:,.0f}")
+            if parts:
+                out.append(f"{who}: lengths (p50 per request, the lane's usage): " + "; ".join(parts))
+            if r.get("refused_error"):
+                out.append(f"{who}: {r['refused_error']}")
+    return out
+
+
 def load_headlines(result: dict[str, Any]) -> list[str]:
     """One plain sentence per rep whose lane fell behind (the headline of an overloaded run), for the CLI,
     the TUI and the report alike."""
@@ -572,6 +645,7 @@ def cell_result(records: Sequence[RequestRecord], span_s: float | None, config: 
         "client_behind": client_behind,
         **({"ttft_p50_s_by_turn": {k: rnd(summarize(v).p50, 6) for k, v in sorted(by_turn.items(), key=lambda kv: int(kv[0]))}}
            if by_turn else {}),
+        **lengths_asked_and_measured(ok, ms),
         "tokens_estimated": any(m.tokens_estimated for m in ms) or bool(served.get("tokens_estimated")),
         "error": first_error(measured),
         **({"slo": slo_mod.evaluate([request_metrics(r) for r in measured], slo, _served_span(measured)).to_json()}
@@ -599,11 +673,14 @@ def load_results(events: Iterable[Event], *, in_progress: bool = False) -> dict[
             by_cell[cell].append(rec)
     lanes: dict[str, dict[str, Any]] = {}
     for cell, start in marks.cells.items():
-        if start.get("end") is None:
+        if start.get("end") is None or start.get("part") == "calibrate":
             continue
         lane = start.get("lane") or ""
         res = cell_result(by_cell.get(cell, []), start.get("span_s"), marks.config.get("load") or {},
                           marks.config.get("slo") or None)
+        end = start["end"]
+        res["refused"] = end.get("refused") if isinstance(end.get("refused"), int) else 0
+        res["refused_error"] = str(end["refused_error"])[:300] if end.get("refused_error") else None
         lanes.setdefault(lane, {"reps": []})["reps"].append(res)
     for lane, d in lanes.items():
         reps = d["reps"]
