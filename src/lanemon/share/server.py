@@ -438,9 +438,8 @@ class Publisher:
             return
         counts, self._refusals = self._refusals, {}
         self._last_summary = now
-        n = sum(counts.values())
-        words = {"bad_token": "bad token", "no_hello": "no hello in time", "evicted": "of which closed for newer ones",
-                 "busy": "too many viewers"}
+        n = sum(v for k, v in counts.items() if k != "evicted")  # evicted ones are counted as no_hello too
+        words = {"bad_token": "bad token", "no_hello": "no hello in time", "busy": "too many viewers"}
         detail = ", ".join(f"{words.get(k, k)}: {v}" for k, v in counts.items() if k != "evicted")
         if counts.get("evicted"):
             detail += f" ({counts['evicted']} closed to make room for newer connections)"
@@ -482,6 +481,7 @@ class Publisher:
         if ws in self._evicted:  # closed to make room (its close is under way)
             self._evicted.discard(ws)
             self.stats["evicted"] += 1
+            self._refusals["evicted"] = self._refusals.get("evicted", 0) + 1
             self._refused("no_hello", _peer(ws))
             return
         if refused is not None:
