@@ -74,7 +74,55 @@ async def test_lanes_mode_screen(tmp_path):
         assert set(decode.series) == {"A", "B"}
         assert decode.lane_colours(["A", "B"]) == {"A": lane_colour(app, 0), "B": lane_colour(app, 1)}
         rows = app.screen.query_one("#cmp-rows", DataTable)
-        assert [str(c.label) for c in rows.columns.values()][:4] == ["bench", "cell", "metric", "A"]
+        assert [str(c.label) for c in rows.columns.values()] == ["cell", "metric", "B/A", "change", "A", "B", "bench"]
+
+
+SAMPLE_OLD, SAMPLE_NEW = "sample_sessions/yesterday.jsonl", "sample_sessions/today.jsonl"
+
+
+@pytest.fixture(scope="module")
+def sample():
+    return compare(analyze(SAMPLE_OLD), analyze(SAMPLE_NEW))
+
+
+async def test_at_100x30_the_headline_ratio_change_and_keys_are_on_screen(sample):
+    """Issue 25 item 7: the verdict leads (what changed most, by how much, beyond the spread?), the ratio and
+    change columns fit at 100 columns, the footer names the keys, f filters to the figures that moved."""
+    app = make_app(compare=sample)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        head = _plain(screen.query_one("#cmp-head", Static)).splitlines()
+        assert head[0].startswith("Biggest change: decode per-stream tok/s p50 at C4 on B") and "-23 %" in head[0]
+        assert "beyond the runs' own spread" in head[0]
+        rows = screen.query_one("#cmp-rows", DataTable)
+        labels = [str(c.label) for c in rows.columns.values()]
+        assert labels == ["lane", "cell", "metric", "ratio", "change", "old", "new"]  # one bench: in the title
+        x = 0
+        for col in list(rows.columns.values())[:7]:
+            x += col.get_render_width(rows)
+        assert x <= rows.size.width - 2  # ratio, change, old and new inside the visible width (none cut)
+        assert not screen.query_one("#cmp-charts").display  # under 40 rows the rows get the room; c shows them
+        footer = " ".join(str(b.binding.description) for b in app.active_bindings.values() if b.binding.show)
+        for words in ("Only changes", "Charts", "Quit"):
+            assert words in footer
+        assert "↑↓" in str(rows.border_subtitle)
+        await pilot.press("f")
+        await pilot.pause()
+        moved = [r for r in sample["rows"] if r["significant"] or (r.get("beyond_band") and not r.get("unreliable"))]
+        assert rows.row_count == len(moved) == 12
+        await pilot.press("c")
+        await pilot.pause()
+        assert screen.query_one("#cmp-charts").display
+        await pilot.press("q")
+
+
+@pytest.mark.parametrize("size", [(100, 30), (160, 45)])
+def test_snapshot_compare_sample_sessions(snap_compare, sample, size):
+    async def before(pilot):
+        await pilot.pause()
+
+    assert snap_compare(make_app(compare=sample), terminal_size=size, run_before=before)
 
 
 def test_snapshot_compare_screen(snap_compare, result):

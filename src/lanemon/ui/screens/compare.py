@@ -6,6 +6,7 @@ from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Static
 
@@ -45,6 +46,40 @@ def race_rows(result: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     return cols, rows
 
 
+def tui_columns(result: dict[str, Any]) -> tuple[list[str], list[int]]:
+    """The rows table's columns on screen: the verdict (ratio, change) right after what the row is (cell,
+    lane, metric), the values after and the bench last (the cell says its kind: ``C4``, ``2,000 tok``), so at
+    100 columns the ratio and the change are on screen; and the index of each in
+    :func:`lanemon.reports.compare.table_rows`'s cells."""
+    heads = cmp._headers(result)
+    first = heads.index("metric") + 1
+    order = list(range(1, first)) + [first + 2, first + 3, first, first + 1, 0]
+    return [heads[i] for i in order], order
+
+
+SHORT_LABELS = {"aggregate tok/s (steady state)": "aggregate tok/s (steady)",
+                "aggregate tok/s (first send → last end)": "aggregate tok/s (span)"}
+"""Metric labels on a narrow screen (the steady / span words of the bench screen's legend)."""
+
+
+def compact_cells(row: dict[str, Any], cells: list[str], names: tuple[str, str]) -> list[str]:
+    """A row's cells for a narrow screen: short metric words, values without their rep range, the change in
+    fewer words -- so the ratio, the change and both values fit at 100 columns, none cut."""
+    out = list(cells)
+    i = len(cells) - 5  # ... metric, old, new, ratio, change
+    out[i] = SHORT_LABELS.get(out[i], out[i])
+    out[i + 1] = cmp.value_text(row["old"], row["unit"], row["metric"])
+    out[i + 2] = cmp.value_text(row["new"], row["unit"], row["metric"])
+    out[i + 4] = out[i + 4].replace("beyond band (untested)", "beyond band, untested").replace(
+        "not judged (client-bound)", "not judged")
+    return out
+
+
+def beyond(row: dict[str, Any]) -> bool:
+    """A row that moved: significant, or beyond the runs' own spread (and judged)."""
+    return bool(row["significant"] or (row.get("beyond_band") and not row.get("unreliable")))
+
+
 def _styled(row: dict[str, Any], cells: list[str]) -> list[Text]:
     style = ""
     if row["significant"]:
@@ -58,6 +93,12 @@ class CompareScreen(LanemonScreen):
     """Filled once from a compare result (:func:`lanemon.reports.compare.compare` / ``compare_lanes``)."""
 
     NAME = "compare"
+    AUTO_FOCUS = "#cmp-rows"  # arrows scroll the rows at once
+
+    BINDINGS = [
+        Binding("f", "toggle_filter", "Only changes"),
+        Binding("c", "toggle_charts", "Charts"),
+    ]
 
     DEFAULT_CSS = """
     CompareScreen #cmp-head { height: auto; max-height: 9; padding: 0 1; background: $panel; }
@@ -75,9 +116,27 @@ class CompareScreen(LanemonScreen):
     def __init__(self, result: dict[str, Any]) -> None:
         super().__init__()
         self.result = result
+        self.only_changes = False
+        self.charts: bool | None = None
+        """Charts shown: None follows the height (hidden under 40 rows, where the rows need the room)."""
 
     def on_resize(self) -> None:
         self.set_class(self.size.height < 40, "-short")
+        self._charts_display()
+
+    def _charts_display(self) -> None:
+        charts = self.query_one("#cmp-charts")
+        wanted = self.charts if self.charts is not None else self.size.height >= 40
+        has = any(c.display for c in self.query(BenchChart))
+        charts.display = bool(wanted and has)
+
+    def action_toggle_filter(self) -> None:
+        self.only_changes = not self.only_changes
+        self._fill_rows()
+
+    def action_toggle_charts(self) -> None:
+        self.charts = not (self.charts if self.charts is not None else self.size.height >= 40)
+        self._charts_display()
 
     def compose(self) -> ComposeResult:
         yield Static("", id="cmp-head")
@@ -104,10 +163,12 @@ class CompareScreen(LanemonScreen):
     def show(self, result: dict[str, Any]) -> None:
         self.result = result
         a, b = cmp.side_names(result)
-        s = result["summary"]
-        lines = [f"[b]{escape(a)}[/]: {escape(cmp.side_title(result, 'old'))}",
-                 f"[b]{escape(b)}[/]: {escape(cmp.side_title(result, 'new'))}",
-                 f"[b]{escape(cmp.summary_line(result))}[/]"]
+        lines = []
+        for t in result.get("lead") or cmp.lead(result):  # the headline: what changed most, beyond the spread?
+            lines.append(("[$warning]" if t.startswith("INTERRUPTED") else "[b]") + escape(t) + "[/]")
+        lines.append(escape(cmp.summary_line(result)))
+        lines += [f"[b]{escape(a)}[/]: {escape(cmp.side_title(result, 'old'))}",
+                  f"[b]{escape(b)}[/]: {escape(cmp.side_title(result, 'new'))}"]
         for h in cmp.headline(result, 3):
             lines.append(("[$error]▼ " if h.endswith("worse") else "[$success]▲ ") + escape(h) + "[/]")
         for label, items in ((a, result["only_old"]), (b, result["only_new"])):
@@ -138,7 +199,7 @@ class CompareScreen(LanemonScreen):
             prefill.show_empty("prefill ladder, overlaid", "no prefill cells in common")
         prefill.display = bool(xs)
         decode.display = any(pts.values())
-        self.query_one("#cmp-charts").display = decode.display or prefill.display
+        self._charts_display()
 
         races = self.query_one("#cmp-races", DataTable)
         cols, rows = race_rows(result)
@@ -149,10 +210,26 @@ class CompareScreen(LanemonScreen):
         for r in rows:
             races.add_row(*r)
 
+        self._fill_rows()
+
+    def _fill_rows(self) -> None:
+        result = self.result
+        a, b = cmp.side_names(result)
         table = self.query_one("#cmp-rows", DataTable)
         table.clear(columns=True)
-        table.border_title = (f"every figure ({s['rows']}): significant changes highlighted "
-                              f"(green: {b} better, red: {b} worse)")
-        table.add_columns(*cmp._headers(result))
-        for row, cells in zip(result["rows"], cmp.table_rows(result)):
-            table.add_row(*_styled(row, cells))
+        heads, order = tui_columns(result)
+        benches = list(dict.fromkeys(r["bench"] for r in result["rows"]))
+        if len(benches) == 1:  # one bench: said in the title, not in a column the screen would cut
+            heads, order = heads[:-1], order[:-1]
+        pairs = [(row, cells) for row, cells in zip(result["rows"], cmp.table_rows(result))
+                 if not self.only_changes or beyond(row)]
+        what = (f"{len(pairs)} of {len(result['rows'])} figures moved beyond the runs' spread (f: all)"
+                if self.only_changes else f"every figure ({len(result['rows'])}; f: only changes)")
+        table.border_title = (f"{benches[0]}: " if len(benches) == 1 else "") + f"{what} · green: {b} better, red: {b} worse"
+        table.border_subtitle = "↑↓ rows · ←→ more columns"  # the focused table's own keys (not in the footer)
+        table.add_columns(*heads)
+        compact = (self.size.width or 160) < 140
+        for row, cells in pairs:
+            if compact:
+                cells = compact_cells(row, cells, (a, b))
+            table.add_row(*_styled(row, [cells[i] for i in order]))
