@@ -421,6 +421,10 @@ def test_race_carries_energy_per_lane_and_race():
     assert res["races"][0]["lanes"]["A"]["usd_per_1m_output_tokens"] is None
     assert res["races"][0]["lanes"]["B"]["usd_per_1m_output_tokens"] > 0
     assert res["lanes"]["B"]["energy_j"] == res["races"][0]["lanes"]["B"]["energy_j"]  # one race: the same
+    # what each engine did during the race: exactly its one request (both simulators count their own)
+    for name, lane in res["races"][0]["lanes"].items():
+        c = lane["engine_counters"]
+        assert c["requests"] == 1 and c["generation_tokens"] == lane["output_tokens"], (name, c)
 
 
 # --------------------------------------------------------------------------- the dashboard's fold

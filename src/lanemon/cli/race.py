@@ -78,8 +78,8 @@ def _run_headless(args: argparse.Namespace, plan) -> int:
                 err(f"race {i}/{total} ({race['prompt_id'] or 'prompt'}): {verdict(race)}")
 
         run = run_headless(args, "race", lanes, body, extra={"bench": "race"},
-                           harness_kw={"thinking": thinking_arg(args),  # GPU telemetry: energy per race
-                                       "monitor": "gpu" if any(lane.telemetry for lane in lanes) else False},
+                           # GPU telemetry and /metrics at each race's edges: energy and engine counters per race
+                           harness_kw={"thinking": thinking_arg(args), "monitor": "edges"},
                            connect_kw={"detect_usage": True},
                            setup=lambda harness: harness.bus.subscribe(live.apply))
         if run.down:

@@ -21,6 +21,8 @@ from lanemon.events import Clock, Event
 
 METRICS_INTERVAL = 2.0
 HOST_INTERVAL = 2.0
+EDGE_FRESH_NS = 50_000_000
+"""A mark within this long (50 ms) of an awaited edge reading does not trigger another one."""
 TELEMETRY_INTERVAL = 1.0
 """Seconds between GPU telemetry readings of a lane (dcgm-exporter's own default interval is 30 s; it can
 be set to 1 s, and nvidia-smi refreshes power about once a second)."""
@@ -30,7 +32,7 @@ class Monitors:
     def __init__(self, clients: Iterable, clock: Clock, emit: Callable[[Event], None], *,
                  metrics_interval: float | None = METRICS_INTERVAL, host_interval: float | None = HOST_INTERVAL,
                  paused: Callable[[], bool] = lambda: False,
-                 telemetry_interval: float | None = TELEMETRY_INTERVAL) -> None:
+                 telemetry_interval: float | None = TELEMETRY_INTERVAL, metrics_at_edges: bool = False) -> None:
         self.clients = list(clients)
         self.clock = clock
         self.emit = emit
@@ -44,11 +46,20 @@ class Monitors:
         self._telemetry: list = []  # every lane's GPU telemetry scraper (client/telemetry.py)
         self._edges: set[asyncio.Task] = set()
         self._telemetry_http = None  # its own HTTP client: the lane's headers (its API key) never go there
+        self.metrics_at_edges = metrics_at_edges
+        """Without a /metrics loop (``metrics_interval`` None), still scrape /metrics at every edge (a race:
+        its run-scoped counters without polling during it)."""
+        self._edge_done: dict[int, int] = {}  # scraper -> when an awaited edge reading of it ended (clock ns)
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
         if self.metrics_interval:
             self._tasks += [loop.create_task(self.metrics_loop(c)) for c in self.clients]
+        elif self.metrics_at_edges:
+            from lanemon.client.prom import MetricsScraper
+
+            self._scrapers += [MetricsScraper(c.lane.name, c.lane.url, c.http, clock=self.clock, emit=self.emit,
+                                              redactor=getattr(c, "redactor", None)) for c in self.clients]
         if self.host_interval:
             self._tasks.append(loop.create_task(self.host_loop()))
         if self.telemetry_interval:
@@ -82,8 +93,10 @@ class Monitors:
         the intervals between scrapes, measure/server.py)."""
         if self._stop.is_set():
             return
+        now = self.clock.now()
         for scraper in self._telemetry + self._scrapers:
-            if scraper.available:
+            # an awaited edge reading (edge_now) that just ended is this edge's reading already
+            if scraper.available and now - self._edge_done.get(id(scraper), -EDGE_FRESH_NS) >= EDGE_FRESH_NS:
                 task = asyncio.get_running_loop().create_task(scraper.scrape())
                 self._edges.add(task)
                 task.add_done_callback(self._edges.discard)
@@ -94,8 +107,11 @@ class Monitors:
         if self._stop.is_set() or self.paused():
             return
         # each scraper holds its own lock: an edge reading waits for the loop's reading in flight
-        await asyncio.gather(*(s.scrape() for s in self._scrapers + self._telemetry if s.available),
-                             return_exceptions=True)
+        scrapers = [s for s in self._scrapers + self._telemetry if s.available]
+        await asyncio.gather(*(s.scrape() for s in scrapers), return_exceptions=True)
+        now = self.clock.now()
+        for s in scrapers:
+            self._edge_done[id(s)] = now
 
     async def telemetry_loop(self, scraper) -> None:
         while not self._stop.is_set():

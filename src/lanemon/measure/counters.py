@@ -216,3 +216,24 @@ def attach_counters(result: dict[str, Any], events: Iterable[Event]) -> dict[str
         blocks = [window_counters(scr, cells[c]["t0"], cells[c]["t1"]) for c in cids]
         entry["engine_counters"] = sum_counters([b for b in blocks if b]) if all(blocks) else None
     return result
+
+
+def attach_race_counters(result: dict[str, Any], events: Iterable[Event]) -> dict[str, Any]:
+    """``engine_counters`` for every lane of every race whose /metrics were scraped around it (the scrapes
+    either side of the race's start and end marks; null when no pair brackets it), in place."""
+    from lanemon.measure.energy import race_windows
+
+    races = result.get("races")
+    if not isinstance(races, list):
+        return result
+    events = list(events)
+    windows = race_windows(events)
+    scraped: dict[str, list] = {}
+    for race in races:
+        if not isinstance(race, dict) or race.get("race") not in windows or not isinstance(race.get("lanes"), dict):
+            continue
+        for lane, entry in race["lanes"].items():
+            scr = scraped.setdefault(lane, scrapes(events, lane))
+            if scr and isinstance(entry, dict):
+                entry["engine_counters"] = window_counters(scr, *windows[race["race"]])
+    return result

@@ -68,8 +68,9 @@ class Harness:
         if monitor:
             from lanemon.client.monitors import Monitors
 
-            # monitor="gpu": only the lanes' GPU telemetry (a race: energy per race, nothing else scraped)
-            quiet = {"metrics_interval": None, "host_interval": None} if monitor == "gpu" else {}
+            # monitor="edges": GPU telemetry, and /metrics only at the run's edges (a race: no polling during it)
+            quiet = ({"metrics_interval": None, "host_interval": None, "metrics_at_edges": True}
+                     if monitor == "edges" else {})
             self.monitors = Monitors(self.clients.values(), self.clock, self.bus.publish, **quiet)
         self.loadwatch = None
         """lanemon's own loop lag as ``client_load`` events (client/loadwatch.py), from connect() to aclose()."""

@@ -229,6 +229,7 @@ async def run_race(
     meta = {"bench": BENCH, "race": index, "prompt_id": prompt.id}
     label = f"race {index}"
     extra_mark: dict[str, Any] = {"slo": dict(slo)} if slo else {}
+    await _edge(target)  # /metrics and GPU telemetry read before the race: its counters and energy (docs/GPU.md)
     target.mark(label, bench=BENCH, phase="start", race=index, prompt=prompt.text, prompt_id=prompt.id,
                 category=prompt.category, endpoint=endpoint, max_tokens=budget, lanes=names, **extra_mark)
     stopped = False
@@ -249,7 +250,15 @@ async def run_race(
         if stopped:
             end["stopped"] = True
         target.mark(label, bench=BENCH, phase="end", race=index, **end)
+    await _edge(target)
     return dict(zip(names, records))
+
+
+async def _edge(target: Any) -> None:
+    """Wait for a reading of the lanes' /metrics and GPU telemetry (Harness.edge), where the target has one."""
+    fn = getattr(target, "edge", None)
+    if fn is not None:
+        await fn()
 
 
 # ---------------------------------------------------------------- results
@@ -435,9 +444,10 @@ def race_results(events: Iterable[Event]) -> dict[str, Any]:
     if slos:
         out["slo"] = slos[-1]
     if not isinstance(events, RaceState):  # energy and cost per race and lane (docs/GPU.md)
+        from lanemon.measure.counters import attach_race_counters
         from lanemon.measure.energy import attach_race_energy
 
-        attach_race_energy(out, events)
+        attach_race_counters(attach_race_energy(out, events), events)
     return out
 
 
