@@ -112,7 +112,7 @@ def test_encodings_lanemon_does_not_decode_are_named(coding):
 
 def test_a_gzip_models_body_is_read_and_a_bomb_refused():
     good = json.dumps(MODELS).encode()
-    bomb = b'{"object":"list","data":[' + b" " * (200 << 20) + b"]}"
+    bomb = b'{"object":"list","data":[' + b" " * (24 << 20) + b"]}"  # 24 MiB of blanks in 24 KB
     with HostileServer(lambda req: gzip_body(good)) as srv:
         data, _ = asyncio.run(with_client(LaneConfig("H", srv.url), lambda c: c.probe_models()))
     assert data["ok"] and data["model"] == "m"
@@ -122,7 +122,7 @@ def test_a_gzip_models_body_is_read_and_a_bomb_refused():
 
 
 def test_a_gzip_bomb_on_metrics_is_refused():
-    bomb = b"# HELP x y\n" * (20 << 20)
+    bomb = b"# HELP x y\n" * (2 << 20)  # 22 MiB
     with HostileServer(lambda req: gzip_body(bomb, content_type="text/plain")) as srv:
         events: list[Event] = []
 
@@ -229,7 +229,7 @@ def test_gpu_telemetry_asks_for_no_compression_and_refuses_a_bomb():
     """The DCGM scrape has its own HTTP client (no lane headers): the same rules apply."""
     from lanemon.client.telemetry import TelemetryScraper
 
-    bomb = b"# HELP x y\n" * (20 << 20)
+    bomb = b"# HELP x y\n" * (2 << 20)  # 22 MiB
     with HostileServer(lambda req: gzip_body(bomb, content_type="text/plain")) as srv:
         async def scrape():
             async with httpx.AsyncClient() as http:
