@@ -24,29 +24,36 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from lanemon.reports.export import interruptions, request_rows, to_csv, to_jsonl
+    from lanemon.measure.records import compact_events
     from lanemon.recording.reader import Recording, RecordingError
+    from lanemon.reports.export import csv_chunks, interruptions, iter_request_rows, jsonl_chunks
+    from lanemon.reports.simulated import banner, simulated_lanes
 
     fmt = output_format(args.format, args.output,
                         {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}, "jsonl")
-    from lanemon.reports.simulated import banner, simulated_lanes
-
     try:
         rec = Recording(args.recording)
-        events = list(rec.events())
+        events = compact_events(rec.events()).events  # one streaming pass: tokens folded per request
     except RecordingError as exc:
         raise UsageError(str(exc)) from None
     sim = simulated_lanes(rec.header, events)
-    rows = request_rows(events, sim)
     note = banner(sim)
     if note:  # the rows carry it too (column "simulated")
         err(f"warning: {note}")
-    data = to_csv(rows).encode() if fmt == "csv" else to_jsonl(rows)
+    written = [0]
+
+    def rows():
+        for row in iter_request_rows(events, sim):
+            written[0] += 1
+            yield row
+
+    chunks = (c.encode() for c in csv_chunks(rows())) if fmt == "csv" else jsonl_chunks(rows())
     if args.output is None:
-        sys.stdout.buffer.write(data)
+        for chunk in chunks:
+            sys.stdout.buffer.write(chunk)
     else:
-        write_output(args.output, data, make_dirs=False)
-        print(f"lanemon: {len(rows)} requests written to {args.output}", file=sys.stderr)
+        write_output(args.output, chunks, make_dirs=False)
+        print(f"lanemon: {written[0]} requests written to {args.output}", file=sys.stderr)
     for warning in list(rec.warnings) + interruptions(events):
         err(f"warning: {warning}")
     return 0

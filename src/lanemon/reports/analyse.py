@@ -34,6 +34,7 @@ from typing import Any
 
 from lanemon.measure.counters import attach_counters
 from lanemon.measure.energy import attach_energy
+from lanemon.measure.records import compact_events
 from lanemon.measure.server import attach_server_views
 from lanemon import __version__
 from lanemon import events as schema
@@ -121,8 +122,11 @@ def _pair(bench: str, lanes: dict[str, Any]) -> Any:
     return pair(lanes[first], lanes[second], first, second)
 
 
-def environment(header: dict[str, Any] | None, events: Sequence[Event] = ()) -> dict[str, Any]:
-    """Lanes, versions, date, command and host of a session (from its header and lane events)."""
+def environment(header: dict[str, Any] | None, events: Sequence[Event] = (), *, count: int | None = None,
+                last_t: int | None = None) -> dict[str, Any]:
+    """Lanes, versions, date, command and host of a session (from its header and lane events).  *count* /
+    *last_t*: the full stream's event count and last ``t`` when *events* is a compact list
+    (:func:`lanemon.measure.records.compact_events`)."""
     header = header or {}
     lanes: dict[str, dict[str, Any]] = {}
     for lane in header.get("lanes") or []:
@@ -140,8 +144,10 @@ def environment(header: dict[str, Any] | None, events: Sequence[Event] = ()) -> 
             if not info.get("model") and ev.data.get("model"):
                 info["model"] = ev.data["model"]
     duration = None
-    if events:
-        duration = round(max(ev.t for ev in events) / 1e9, 3)
+    if last_t is None and events:
+        last_t = max(ev.t for ev in events)
+    if last_t is not None:
+        duration = round(last_t / 1e9, 3)
     from lanemon.reports.simulated import simulated_lanes
 
     simulated = simulated_lanes(header, events)
@@ -158,19 +164,23 @@ def environment(header: dict[str, Any] | None, events: Sequence[Event] = ()) -> 
         "command": header.get("command"),
         "host": dict(header.get("host") or {}),
         "duration_s": duration,
-        "events": len(events),
+        "events": len(events) if count is None else count,
     }
 
 
-def _load(source: Any) -> tuple[dict[str, Any] | None, list[Event], list[str], str | None]:
+def _load(source: Any) -> tuple[dict[str, Any] | None, list[Event], list[str], str | None, dict[str, Any]]:
+    """(header, events, warnings, path, environment keywords).  A recording is read in one streaming pass
+    that folds each finished request's token events into its record (:func:`compact_events`): memory follows
+    the requests, not the token chunks (docs/REPORTS.md, "Big recordings")."""
     if isinstance(source, (str, Path)):
         source = Recording(source)
     if isinstance(source, Recording):
-        events = list(source.events())
-        return source.header, events, list(source.warnings), str(source.path)
+        compact = compact_events(source.events())
+        return (source.header, compact.events, list(source.warnings), str(source.path),
+                {"count": compact.count, "last_t": compact.last_t})
     if isinstance(source, tuple) and len(source) == 2 and isinstance(source[0], (dict, type(None))):
-        return source[0], list(source[1]), [], None
-    return None, list(source), [], None
+        return source[0], list(source[1]), [], None, {}
+    return None, list(source), [], None, {}
 
 
 def analyze(source: Any, *, benches: Sequence[str] | None = None) -> dict[str, Any]:
@@ -180,8 +190,8 @@ def analyze(source: Any, *, benches: Sequence[str] | None = None) -> dict[str, A
     recording), a ``(header, events)`` pair or an iterable of events.
     ``benches`` restricts the analysis (default: whatever the events hold).
     """
-    header, events, warnings, path = _load(source)
-    out: dict[str, Any] = {"environment": environment(header, events)}
+    header, events, warnings, path, stream = _load(source)
+    out: dict[str, Any] = {"environment": environment(header, events, **stream)}
     if path is not None:
         out["environment"]["recording"] = path
     for bench in benches or benches_in(events):

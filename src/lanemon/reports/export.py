@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import orjson
@@ -35,16 +35,21 @@ CSV_COLUMNS = (
 def request_rows(events: Iterable[Event], simulated: Iterable[str] = ()) -> list[dict[str, Any]]:
     """One row per finished request; ``simulated`` names the lanes that are lanemon's simulator;
     ``run_interrupted`` is true on the rows of a bench whose run was interrupted (:func:`interruptions`)."""
+    return list(iter_request_rows(events, simulated))
+
+
+def iter_request_rows(events: Iterable[Event], simulated: Iterable[str] = ()) -> Iterator[dict[str, Any]]:
+    """:func:`request_rows` one row at a time (each row's gap lists exist only while it is written): what
+    ``lanemon export`` streams.  *events* may be a compact list (:func:`lanemon.measure.records.compact_events`)."""
     sim = set(simulated)
-    events = list(events)
+    events = events if isinstance(events, list) else list(events)
     cut_benches = {ev.data.get("bench") for ev in events if ev.kind == "mark" and ev.data.get("interrupted")}
     cut_benches |= _unended(events)
-    rows = []
     for rec in sorted(assemble(events), key=lambda r: (r.sent_ns if r.sent_ns is not None else 0, r.req)):
         m = request_metrics(rec)
         meta = {k: v for k, v in rec.meta.items()
                 if k not in ("prompt_chars", "max_tokens", "temperature", "seed", "continuous_usage")}
-        rows.append({
+        yield {
             "lane": rec.lane,
             "simulated": rec.lane in sim,
             "req": rec.req,
@@ -81,8 +86,7 @@ def request_rows(events: Iterable[Event], simulated: Iterable[str] = ()) -> list
             "itl_s": list(m.itl_s),
             "itl_per_token_s": list(m.itl_per_token_s),
             "meta": meta,
-        })
-    return rows
+        }
 
 
 def _unended(events: Iterable[Event]) -> set[str]:
@@ -115,15 +119,31 @@ def interruptions(events: Iterable[Event]) -> list[str]:
     return out
 
 
-def to_jsonl(rows: list[dict[str, Any]]) -> bytes:
-    return b"".join(orjson.dumps(row) + b"\n" for row in rows)
+def to_jsonl(rows: Iterable[dict[str, Any]]) -> bytes:
+    return b"".join(jsonl_chunks(rows))
 
 
-def to_csv(rows: list[dict[str, Any]]) -> str:
+def jsonl_chunks(rows: Iterable[dict[str, Any]]) -> Iterator[bytes]:
+    """JSON lines, one chunk per row (streamed by ``lanemon export``)."""
+    for row in rows:
+        yield orjson.dumps(row) + b"\n"
+
+
+def to_csv(rows: Iterable[dict[str, Any]]) -> str:
+    return "".join(csv_chunks(rows))
+
+
+def csv_chunks(rows: Iterable[dict[str, Any]], *, chunk_chars: int = 1 << 18) -> Iterator[str]:
+    """The CSV text in chunks of about *chunk_chars* (streamed by ``lanemon export``; a row with thousands of
+    gaps is tens of KB)."""
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
     for row in rows:
+        if buf.tell() >= chunk_chars:
+            yield buf.getvalue()
+            buf.seek(0)
+            buf.truncate()
         flat = dict(row)
         flat["itl_s"] = " ".join(f"{x:.6f}" for x in row["itl_s"])
         flat["itl_per_token_s"] = " ".join(f"{x:.6f}" for x in row.get("itl_per_token_s") or ())
@@ -131,4 +151,4 @@ def to_csv(rows: list[dict[str, Any]]) -> str:
         flat["flags"] = " ".join(row.get("flags") or ())
         flat["notes"] = "; ".join(row.get("notes") or ())
         writer.writerow({k: ("" if v is None else v) for k, v in flat.items()})
-    return buf.getvalue()
+    yield buf.getvalue()
