@@ -142,3 +142,40 @@ async def test_an_oversized_first_frame_is_refused():
                 await asyncio.wait_for(ws.recv(), 5)
         assert info.value.rcvd is None or info.value.rcvd.code in (1009, P.CLOSE_BAD_TOKEN)
         assert pub.stats["viewers"] == 0
+
+
+async def test_a_hostile_publisher_is_as_untrusted_as_a_recording():
+    """`lanemon attach` to a publisher that sends escapes in its header, events that do not fit the
+    recording schema and an escape in its close reason: the text is inert, the bad events are dropped."""
+    import orjson
+    from websockets.asyncio.server import serve
+
+    esc = "\x1b]0;pwned\x07\x1b[2J"
+    good = {"t": 5, "kind": "token", "lane": "A", "req": "A-1", "data": {"text": "hi"}}
+    bad = [{"t": "soon", "kind": "token", "lane": "A", "req": "A-1", "data": {}},
+           {"t": 6, "kind": "token", "lane": "A", "req": "A-1", "data": {"text": 12}},
+           {"t": 7, "kind": "error", "lane": "A", "req": "A-1", "data": {"cls": ["x"]}},
+           "not an object"]
+
+    async def publisher(ws):
+        await ws.recv()
+        await ws.send(orjson.dumps({"type": "header", "protocol": 1, "lanemon": "9" + esc, "mode": "live" + esc,
+                                    "lanes": [{"name": "A" + esc, "url": "http://h/v1" + esc, "model": "m" + esc}]
+                                    * 100}).decode())
+        await ws.send(orjson.dumps({"type": "events", "snapshot": True, "events": [good, *bad]}).decode())
+        await ws.close(4000, "bye" + esc)
+
+    async with serve(publisher, "127.0.0.1", 0) as server:
+        port = server.sockets[0].getsockname()[1]
+        viewer = RemoteSource(f"ws://127.0.0.1:{port}", "t")
+        got = []
+        viewer.bus.subscribe(got.append)
+        await viewer.connect()
+        await asyncio.wait_for(viewer.run(), 10)
+    texts = [viewer.remote_mode, viewer.remote_version, viewer.error or ""]
+    texts += [v for lane in viewer.lanes for v in lane.values() if isinstance(v, str)]
+    texts += [e.data.get("message", "") for e in got if e.kind == "note"]
+    assert all("\x1b" not in t and "\x07" not in t for t in texts), texts
+    assert len(viewer.lanes) == 64 and viewer.remote_mode == "live"
+    assert [e.data for e in got if e.kind == "token"] == [{"text": "hi"}]
+    assert viewer.bad_messages == len(bad)

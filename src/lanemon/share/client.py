@@ -23,7 +23,9 @@ from lanemon.bus import EventBus
 from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.share import protocol as P
+from lanemon.recording.schema import BadRow, decode_event
 from lanemon.share.protocol import ShareError
+from lanemon.untrusted import ID_LIMIT, inert
 
 
 class RemoteSource:
@@ -97,10 +99,12 @@ class RemoteSource:
 
     def _apply_header(self, header: dict[str, Any]) -> None:
         lanes = header.get("lanes") if isinstance(header.get("lanes"), list) else []
-        self.lanes = [{"name": str(d.get("name", "")), "url": str(d.get("url") or ""), "model": d.get("model")}
-                      for d in lanes if isinstance(d, dict) and d.get("name")]
-        self.remote_mode = str(header.get("mode", ""))
-        self.remote_version = str(header.get("lanemon", ""))
+        # the header is the publisher's text: inert and bounded, as a recording's (at most 64 lanes)
+        self.lanes = [{"name": inert(d.get("name", ""), ID_LIMIT), "url": inert(d.get("url") or "", 2048),
+                       "model": inert(d["model"], ID_LIMIT) if isinstance(d.get("model"), str) else None}
+                      for d in lanes[:64] if isinstance(d, dict) and d.get("name")]
+        self.remote_mode = inert(header.get("mode", ""), 32)
+        self.remote_version = inert(header.get("lanemon", ""), 32)
         self.snapshot_events = _int(header.get("snapshot_events"))
         self.dropped_events = _int(header.get("dropped_events"))
 
@@ -146,10 +150,11 @@ class RemoteSource:
             return
         kind = msg.get("type")
         if kind == "events":
-            for obj in msg.get("events") or ():
-                try:
-                    ev = Event.from_json_obj(obj)
-                except (KeyError, TypeError, ValueError, AttributeError):
+            events = msg.get("events")
+            for obj in events if isinstance(events, list) else ():
+                try:  # a publisher is as untrusted as a recording file: the recording schema decides
+                    ev = decode_event(orjson.dumps(obj))
+                except (BadRow, TypeError, orjson.JSONEncodeError):
                     self.bad_messages += 1
                     continue
                 self._deliver(ev)

@@ -192,6 +192,9 @@ def validate_ws_url(url: str) -> str:
 
 def close_explanation(code: int | None, reason: str) -> str:
     """One line saying why a publisher closed a viewer's connection."""
+    from lanemon.untrusted import inert
+
+    reason = inert(reason, 123)  # the publisher's words (a websocket close reason is at most 123 bytes)
     if code == CLOSE_BAD_TOKEN:
         return "the publisher refused the token (bad token)"
     if code == CLOSE_TRY_AGAIN:
