@@ -85,3 +85,19 @@ def test_bench_cells_carry_the_simulators_counters():
         assert c["generation_tokens"] == cell["output_tokens"]
         assert c["requests_by_finish"] == {"length": cell["requests"]}
         assert c["preemptions"] == 0 and "ranks" not in c
+
+
+def test_session_counters_cover_the_whole_recording_and_the_report_says_them():
+    from lanemon.measure.counters import session_counters
+    from lanemon.reports.sections.environment import session_text
+
+    before, after = mapped("vllm_dp2_before.prom"), mapped("vllm_dp2_after.prom")
+    evs = [Event(NS, schema.SERVER_METRICS, "A", None, {"ok": True, **before}),
+           Event(5 * NS, schema.SERVER_METRICS, "A", None, {"ok": False}),
+           Event(31 * NS, schema.SERVER_METRICS, "A", None, {"ok": True, **after}),
+           Event(2 * NS, schema.SERVER_METRICS, "B", None, {"ok": True, **after})]
+    s = session_counters(evs)
+    assert set(s) == {"A"} and s["A"]["generation_tokens"] == 800 and s["A"]["between_s"] == 30.0
+    assert session_text(s["A"]) == ("over 30 s: 8 requests; 800 generated tokens; prefix cache hit 38%; "
+                                    "1 preemptions; spec decode accepted 61% of draft tokens; "
+                                    "2 ranks, max/mean 1.50; LoRA sql-lora, chat-lora")

@@ -237,3 +237,19 @@ def attach_race_counters(result: dict[str, Any], events: Iterable[Event]) -> dic
             if scr and isinstance(entry, dict):
                 entry["engine_counters"] = window_counters(scr, *windows[race["race"]])
     return result
+
+
+def session_counters(events: Iterable[Event]) -> dict[str, dict[str, Any]]:
+    """Per lane, :func:`run_counters` between the first and the last successful scrape of the session (the
+    whole recording: a live session's, or a bench's including what ran between cells); lanes with fewer than
+    two scrapes are left out."""
+    events = list(events)
+    out: dict[str, dict[str, Any]] = {}
+    lanes = sorted({ev.lane for ev in events if ev.kind == schema.SERVER_METRICS and ev.lane})
+    for lane in lanes:
+        scr = scrapes(events, lane)
+        if len(scr) >= 2:
+            c = run_counters(scr[0][1], scr[-1][1])
+            c["between_s"] = round((scr[-1][0] - scr[0][0]) / NS, 3)
+            out[lane] = c
+    return out

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from lanemon.measure.counters import attach_counters
+from lanemon.measure.counters import attach_counters, session_counters
 from lanemon.measure.energy import attach_energy
 from lanemon.measure.records import compact_events
 from lanemon.measure.server import attach_server_views
@@ -192,6 +192,10 @@ def analyze(source: Any, *, benches: Sequence[str] | None = None) -> dict[str, A
     """
     header, events, warnings, path, stream = _load(source)
     out: dict[str, Any] = {"environment": environment(header, events, **stream)}
+    for name, counters in session_counters(events).items():  # what each engine did over the session
+        for lane in out["environment"]["lanes"]:
+            if lane.get("name") == name:
+                lane["session_counters"] = counters
     if path is not None:
         out["environment"]["recording"] = path
     for bench in benches or benches_in(events):

@@ -7,10 +7,31 @@ from typing import Any
 from lanemon.reports.data import lane_names
 
 
+def session_text(c: dict[str, Any]) -> str:
+    """What an engine did over the session, from its /metrics counters (measure/counters.py)."""
+    bits = [f"over {c.get('between_s', 0):.0f} s: {c.get('requests', '?')} requests"]
+    if c.get("generation_tokens") is not None:
+        bits.append(f"{c['generation_tokens']:,} generated tokens")
+    if c.get("prefix_hit_rate") is not None:
+        bits.append(f"prefix cache hit {c['prefix_hit_rate'] * 100:.0f}%")
+    if c.get("preemptions") is not None:
+        bits.append(f"{c['preemptions']} preemptions")
+    if c.get("spec_acceptance_rate") is not None:
+        bits.append(f"spec decode accepted {c['spec_acceptance_rate'] * 100:.0f}% of draft tokens")
+    if c.get("rank_imbalance") is not None:
+        bits.append(f"{len(c.get('ranks') or {})} ranks, max/mean {c['rank_imbalance']:.2f}")
+    if c.get("lora_adapters"):
+        bits.append("LoRA " + ", ".join(c["lora_adapters"]))
+    return "; ".join(bits)
+
+
 def environment_rows(env: dict[str, Any]) -> list[list[str]]:
     rows = []
     for lane in env.get("lanes") or []:
         rows.append([f"lane {lane.get('name')}", f"{lane.get('url') or '—'} · model {lane.get('model') or '—'}"])
+        c = lane.get("session_counters")
+        if isinstance(c, dict):
+            rows.append([f"lane {lane.get('name')} engine", session_text(c)])
     rows.append(["lanemon", f"{env.get('lanemon') or '?'} (recording schema {env.get('schema') or '?'}); "
                             f"report by {env.get('reported_by')}"])
     rows.append(["recorded", str(env.get("created") or "—")])
