@@ -114,3 +114,26 @@ def test_overloaded_lane_served_throughput_matches_the_simulators_trace():
     # the old figure (everything scheduled / window) would be the offered rate: the lane did not serve that
     assert r["completed_rate_rps"] < 0.8 * rate and r["output_tok_s"] < 0.8 * rate * out_len
     assert r["lane_behind"] is True
+
+
+@pytest.mark.slow
+def test_thinking_lane_reasoning_tokens_are_output_tokens_in_bench_load():
+    """`bench load --chat --thinking on` printed 128 tok/s where the lane generated 256 (half of it reasoning)."""
+    from lanemon.sim.server import SimThread
+
+    rate, duration = 4, 3.0
+    with SimThread("tensorfold-exl3", time_scale=0.1, thinking=True, reasoning_tokens=32) as sim:
+        cmd = [sys.executable, "-m", "lanemon", "bench", "load", "--lane", f"A={sim.base_url}", "--chat", "--thinking",
+               "on", "--arrival", "constant", "--rate", str(rate), "--duration", str(duration), "--output-len",
+               "fixed:64", "--json", "--no-record"]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        trace = httpx.get(sim.root_url + "/sim/trace", timeout=10).json()["requests"]
+    assert out.returncode == 0, out.stderr[-2000:]
+    r = json.loads(out.stdout)["lanes"]["A"]["reps"][0]
+    bench = [t for t in trace if t["status"] == "ok" and t["completion_tokens"] > 1]
+    assert len(bench) == r["ok"] == int(rate * duration) and all(t["reasoning_tokens"] > 0 for t in bench)
+    t0 = min(t["t_arrival_mono"] for t in bench)
+    tokens = sum(1 for t in bench for x in t["token_times_s"] if t["t_arrival_mono"] + x <= t0 + duration)
+    assert r["output_tok_s"] == pytest.approx(tokens / duration, rel=0.10)  # every generated token, reasoning too
+    assert r["reasoning_tok_s"] > 0.2 * r["output_tok_s"] and r["visible_tok_s"] > 0
+    assert r["visible_tok_s"] + r["reasoning_tok_s"] == pytest.approx(r["output_tok_s"], rel=1e-3)
