@@ -258,7 +258,11 @@ def test_textless_chunks_are_counted_every_token_adds_up_to_usage(vllm_url, tmp_
         assert rec.completion_tokens == 128 and sum(rec.chunk_tokens) == rec.completion_tokens
         assert len(rec.token_ns) == sum(1 for n in rec.chunk_tokens if n)
     cell = r["lanes"]["V"]["levels"]["1"]
-    assert cell["output_tokens"] == 128 * cell["requests"] and cell["tokens_per_chunk"] <= 1.01
+    chunks = sum(len(rec.token_ns) for rec in recs)
+    # vLLM puts several tokens in one chunk when it falls behind the client: the cell's tokens per chunk is
+    # every token over every token-carrying chunk, text-less ones included
+    assert cell["output_tokens"] == 128 * cell["requests"] == sum(rec.completion_tokens for rec in recs)
+    assert cell["tokens_per_chunk"] == pytest.approx(128 * len(recs) / chunks, abs=1e-3)
     print("text-less chunks:", sum(rec.blank_chunks for rec in recs), "of", sum(len(rec.token_ns) for rec in recs))
 
 
