@@ -455,3 +455,13 @@ def test_dashboard_fold_gpu_line_and_power_series():
     assert gpu_text(st.lane("B").gpu) == "unavailable"
     series.apply(Event(4 * NS, schema.GPU, "A", None, {"ok": True, "power_w": float("nan"), "gpus": []}))
     assert len(series.lane("A").gpu) == 1  # an impossible reading is not drawn
+
+
+def test_efficiency_finding_names_the_levels_it_did_not_judge():
+    from lanemon.reports.sections.efficiency import efficiency_section
+
+    d = _decode_with_energy()
+    d["lanes"]["A"]["levels"]["2"]["unreliable"] = True
+    sec = efficiency_section(d, ["A"])
+    assert sec.summary == ("A: C4 is both the fastest and the most efficient level (4.00 tok/J) "
+                           "(C2 not judged: lanemon was starved).")

@@ -46,15 +46,17 @@ def efficiency_section(decode: dict[str, Any], lanes: list[str]) -> Section | No
     findings = []
     for n in lanes:
         best, fast = best_levels(per[n])
+        starved = [f"C{lvl}" for lvl, c in sorted(per[n].items()) if c.get("unreliable")]
+        skip = f" ({', '.join(starved)} not judged: lanemon was starved)" if starved else ""
         if best is None:
             reason = next((c.get("energy_reason") for c in per[n].values() if c.get("energy_reason")), None)
             findings.append(f"{n}: no energy figure ({reason or 'no GPU telemetry'}).")
         elif best == fast:
             findings.append(f"{n}: C{best} is both the fastest and the most efficient level "
-                            f"({_f(per[n][best].get('tokens_per_joule'), 2)} tok/J).")
+                            f"({_f(per[n][best].get('tokens_per_joule'), 2)} tok/J){skip}.")
         else:
             findings.append(f"{n}: most efficient at C{best} ({_f(per[n][best].get('tokens_per_joule'), 2)} tok/J), "
-                            f"fastest at C{fast} ({_f(per[n][fast].get('tokens_per_joule'), 2)} tok/J).")
+                            f"fastest at C{fast} ({_f(per[n][fast].get('tokens_per_joule'), 2)} tok/J){skip}.")
     chart = Chart("line", "Output tokens per joule vs concurrency", "concurrent streams (C)", "output tokens per joule",
                   [f"C{lvl}" for lvl in levels],
                   {n: [num((per[n].get(lvl) or {}).get("tokens_per_joule")) for lvl in levels] for n in lanes},
