@@ -305,3 +305,47 @@ def test_a_bad_alert_rule_in_lanes_toml_is_exit_2_naming_the_field(tmp_path, cap
     assert "alerts[0].when:" in err and err.count("\n") == 1
     assert main(["live", "--headless", "--config", str(cfg), "--no-record", "--alert", "up < 1",
                  "--serve-metrics", "nowhere"]) == 2
+
+
+THEME = 'name = "evil"\nprimary = "#112233"\n'
+
+
+@pytest.mark.parametrize("extra, fragment", [
+    ("text_alpha = nan\n", "'text_alpha': must be a number in [0, 1], not nan"),
+    ("luminosity_spread = inf\n", "'luminosity_spread': must be a number in [0, 1], not inf"),
+    ("text_alpha = 7\n", "must be a number in [0, 1]"),
+    ('[variables]\n"border" = "red; } Screen { display: none"\n', "[variables]"),
+    ('[variables]\n"a b" = "red"\n', "[variables]"),
+])
+def test_theme_values_bounded(tmp_path, extra, fragment):
+    from lanemon.ui.themes import ThemeError, load_theme_file
+
+    path = tmp_path / "evil.toml"
+    path.write_text(THEME + extra)
+    with pytest.raises(ThemeError) as info:
+        load_theme_file(path)
+    assert fragment in str(info.value) and str(path) in str(info.value)
+
+
+def test_theme_name_is_printable(tmp_path):
+    from lanemon.ui.themes import ThemeError, load_theme_file
+
+    path = tmp_path / "evil.toml"
+    path.write_text('name = "ev\\u001b[2Jil"\nprimary = "#112233"\n')
+    with pytest.raises(ThemeError, match="printable"):
+        load_theme_file(path)
+
+
+@pytest.mark.parametrize("content, fragment", [(b"\xff\xfe\x00bin", "not UTF-8 text"), (None, "larger than")])
+def test_prompt_files_bounded_and_decoded(tmp_path, capsys, content, fragment):
+    """`--prompt-file` of race and agree: a binary file was a UnicodeDecodeError traceback (agree), /dev/zero
+    read until memory ran out (both)."""
+    if content is None:
+        path = "/dev/zero"
+    else:
+        path = tmp_path / "p.txt"
+        path.write_bytes(content)
+    for argv in (["race", "--demo", "--headless", "--no-record", "--prompt-file", str(path)],
+                 ["agree", "--demo", "--headless", "--no-record", "--prompt-file", str(path)]):
+        code, err = run(capsys, *argv)
+        assert code == EXIT_USAGE and fragment in err and "Traceback" not in err, (argv, err)

@@ -547,6 +547,29 @@ def unreadable(exc: OSError | UnicodeDecodeError, what: str | None = None) -> st
     return f"cannot read: {exc.strerror or exc}"
 
 
+MAX_TEXT_BYTES = 32 << 20
+"""A prompt file (``--prompt-file``) larger than this (32 MiB, some 8 M tokens) is refused."""
+
+
+def read_user_text(path: Path | str, what: str, *, max_bytes: int = MAX_TEXT_BYTES) -> str:
+    """A text file the user names (``-``: stdin), read at most *max_bytes* (``/dev/zero`` or an endless pipe
+    must not read forever); a one-line ConfigError ``WHAT PATH: why`` when it cannot be read, is not UTF-8 or
+    is larger."""
+    try:
+        if str(path) == "-":
+            import sys
+
+            raw = sys.stdin.buffer.read(max_bytes + 1)
+        else:
+            with open(path, "rb") as fh:
+                raw = fh.read(max_bytes + 1)
+        if len(raw) > max_bytes:
+            raise ConfigError(f"{what} {path}: larger than {max_bytes >> 20} MiB; not read")
+        return raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{what} {path}: {unreadable(exc)}") from None
+
+
 def read_toml(path: Path, error: type[Exception], *, max_bytes: int = MAX_CONFIG_BYTES) -> dict[str, Any]:
     """The TOML file at *path* as a dict; *error* with a one-line message when it cannot be read or parsed,
     is larger than *max_bytes*, or nests deeper than :data:`MAX_NESTING`."""

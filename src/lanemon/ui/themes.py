@@ -19,13 +19,18 @@ replaces the shipped one.  A broken file is skipped and reported, never fatal.
 from __future__ import annotations
 
 import importlib.resources
+import re
 from pathlib import Path
 from typing import Any
 
 from textual.color import Color, ColorParseError
 from textual.theme import BUILTIN_THEMES, Theme
 
-from lanemon.config import config_dir, read_toml
+from lanemon.config import ConfigError, check_number, config_dir, read_toml
+from lanemon.untrusted import inert
+
+_CSS_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+_CSS_VALUE = re.compile(r"^[^;{}\"'\\\x00-\x1f\x7f-\x9f]{0,200}$")
 
 DEFAULT_THEME = "lanemon-dark"
 
@@ -74,8 +79,8 @@ def theme_from_dict(data: dict[str, Any], where: str) -> Theme:
         if key not in data:
             raise ThemeError(f"{where}: missing required key {key!r}")
     name = data["name"]
-    if not isinstance(name, str) or not name.strip():
-        raise ThemeError(f"{where}: 'name' must be a non-empty string")
+    if not isinstance(name, str) or not name.strip() or len(name) > 64 or inert(name, 64) != name:
+        raise ThemeError(f"{where}: 'name' must be a non-empty string of at most 64 printable characters")
     kwargs: dict[str, Any] = {"name": name}
     for key in COLOR_KEYS:
         if key in data:
@@ -93,14 +98,17 @@ def theme_from_dict(data: dict[str, Any], where: str) -> Theme:
     kwargs["dark"] = dark
     for key in ("luminosity_spread", "text_alpha"):
         if key in data:
-            if not isinstance(data[key], (int, float)) or isinstance(data[key], bool):
-                raise ThemeError(f"{where}: {key!r} must be a number")
-            kwargs[key] = float(data[key])
+            try:  # finite, in [0, 1]: NaN or inf would reach every colour Textual derives from the theme
+                kwargs[key] = check_number(data[key], f"{where}: {key!r}", lo=0, hi=1)
+            except ConfigError as exc:
+                raise ThemeError(str(exc)) from None
     variables = data.get("variables", {})
-    if not isinstance(variables, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in variables.items()
+    if not isinstance(variables, dict) or len(variables) > 256 or not all(
+        isinstance(k, str) and _CSS_NAME.match(k) and isinstance(v, str) and _CSS_VALUE.match(v)
+        for k, v in variables.items()
     ):
-        raise ThemeError(f"{where}: [variables] must be a table of strings")
+        raise ThemeError(f"{where}: [variables] must be a table (at most 256) of CSS variable names to values "
+                         "without ';', braces, quotes or control characters")
     kwargs["variables"] = dict(variables)
     return Theme(**kwargs)
 

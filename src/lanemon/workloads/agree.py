@@ -39,7 +39,9 @@ def load_agree_prompts(path: Path | None = None) -> list[str]:
     if path is None:
         text = resources.files("lanemon.workloads").joinpath("data/agree-v1.txt").read_text(encoding="utf-8")
     else:
-        text = Path(path).read_text(encoding="utf-8")
+        from lanemon.config import read_user_text
+
+        text = read_user_text(path, "--prompt-file")  # bounded, one-line ConfigError
     prompts = [line.rstrip("\n") for line in text.splitlines()]
     return [p for p in prompts if p.strip() and not p.lstrip().startswith("#")]
 

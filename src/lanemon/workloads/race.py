@@ -143,18 +143,10 @@ def resolve_prompts(
             raise ValueError("--prompt is empty")
         literal.append(RacePrompt(text=text, id=f"prompt-{i}" if len(given) > 1 else "prompt"))
     if prompt_file is not None:
-        path = Path(prompt_file)
-        try:
-            if str(prompt_file) == "-":
-                import sys
+        from lanemon.config import read_user_text
 
-                text = sys.stdin.read()
-            else:
-                text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ValueError(f"--prompt-file {prompt_file}: {exc.strerror or exc}") from None
-        except UnicodeDecodeError:
-            raise ValueError(f"--prompt-file {prompt_file}: not UTF-8 text") from None
+        path = Path(prompt_file)
+        text = read_user_text(prompt_file, "--prompt-file")  # bounded; ConfigError is a ValueError
         if not text.strip():
             raise ValueError(f"--prompt-file {prompt_file} is empty")
         literal.append(RacePrompt(text=text, id=path.stem if str(prompt_file) != "-" else "stdin"))
