@@ -239,3 +239,34 @@ def test_gpu_telemetry_asks_for_no_compression_and_refuses_a_bomb():
         asked = srv.requests[-1].headers.get("accept-encoding")
     assert asked == "identity"
     assert data["ok"] is False and ("compression bomb" in data["message"] or "decodes to more" in data["message"])
+
+
+def test_a_drip_of_empty_flush_blocks_ends_at_the_stall_window():
+    """Compressed bytes that inflate to nothing are no progress (as keep-alive comments are not)."""
+    def drip_flushes(req):
+        comp = zlib.compressobj(6, zlib.DEFLATED, 31)
+        yield head(200, "text/event-stream", extra={"content-encoding": "gzip"})
+        yield comp.compress(b"") + comp.flush(zlib.Z_SYNC_FLUSH)
+        while True:
+            yield b"\x00\x00\x00\xff\xff"  # an empty stored deflate block: five bytes, nothing decoded
+            yield 0.05
+    with HostileServer(drip_flushes) as srv:
+        t0 = time.monotonic()
+        rec, events = asyncio.run(with_client(lane_of(srv, deadline=25), one_stream, stall_timeout=1.0))
+        took = time.monotonic() - t0
+    assert error_of(events)["cls"] == schema.ERR_STALLED and took < 10  # before: only the 25 s deadline
+
+
+def test_gzip_members_are_read_and_garbage_after_a_deflate_body_is_refused():
+    body = stream_body(4)
+    members = gzip.compress(body[:40]) + gzip.compress(body[40:])  # two gzip members, as some proxies send
+    with HostileServer(lambda req: [head(200, "text/event-stream", extra={"content-encoding": "gzip"}),
+                                    members]) as srv:
+        rec, events = asyncio.run(with_client(lane_of(srv), one_stream))
+    assert rec.ok and "".join(e.data["text"] for e in events if e.kind == schema.TOKEN) == " w0 w1 w2 w3"
+    deflated = zlib.compress(sse({"choices": [{"index": 0, "text": " w"}]})) + b"x" * 1000
+    with HostileServer(lambda req: [head(200, "text/event-stream", extra={"content-encoding": "deflate"}),
+                                    deflated, 30.0]) as srv:
+        rec, events = asyncio.run(with_client(lane_of(srv, deadline=25), one_stream))
+    err = error_of(events)
+    assert err["cls"] == schema.ERR_MALFORMED and "after the end of its deflate body" in err["message"]

@@ -11,7 +11,9 @@ kept the deadline and stall timers from running.  :func:`body_chunks` reads the 
   decoded (a compression bomb; real SSE and JSON compress 5-30x);
 * stops when the decoded body passes ``limit`` (the caller's cap; :data:`STREAM_DECODED_LIMIT` for
   streams);
-* decodes ``gzip`` / ``x-gzip`` / ``deflate`` only, one layer: ``br``, ``zstd``, ``compress`` or a
+* yields an empty chunk for a read that inflated to nothing, so the stream's stall rule still runs
+  (a drip of empty flush blocks is no more progress than a drip of keep-alive comments);
+* decodes ``gzip`` / ``x-gzip`` (several members too) / ``deflate`` only, one layer: ``br``, ``zstd``, ``compress`` or a
   stack of encodings is refused with the encoding named (httpx would decode br and zstd without a
   bound when their packages are installed).
 
@@ -77,6 +79,7 @@ async def body_chunks(resp: httpx.Response, limit: int | None = None) -> AsyncIt
     async for raw in resp.aiter_raw():
         received += len(raw)
         data = raw
+        produced = False
         while data:
             try:
                 if first and coding == "deflate":  # "deflate" is zlib-wrapped by the RFC, raw by some servers
@@ -91,9 +94,15 @@ async def body_chunks(resp: httpx.Response, limit: int | None = None) -> AsyncIt
             except zlib.error as exc:
                 raise DecodeRefused(f"the lane's {coding} body does not decode ({exc})") from None
             data = inflater.unconsumed_tail
-            if inflater.eof:
-                data = b""  # anything after the end of the compressed data is ignored
+            if inflater.eof:  # the end of the compressed data: gzip may go on with another member, nothing else
+                rest = inflater.unused_data + data
+                if rest and coding == "deflate":
+                    raise DecodeRefused("the lane sent data after the end of its deflate body: stopped reading it")
+                data = rest
+                if rest:
+                    inflater = zlib.decompressobj(DECODERS[coding])
             if piece:
+                produced = True
                 decoded += len(piece)
                 if decoded > limit:
                     raise DecodeRefused(f"the lane's {coding} body decodes to more than {_size(limit)}: "
@@ -105,3 +114,5 @@ async def body_chunks(resp: httpx.Response, limit: int | None = None) -> AsyncIt
                 yield piece
             if data:
                 await asyncio.sleep(0)  # one read may inflate to many pieces: let the timers run between them
+        if not produced:
+            yield b""  # bytes came but no text: the reader still checks its stall window (empty flush blocks)
