@@ -208,3 +208,39 @@ def test_simulator_textless_fault_and_lanemon_counts_every_token_of_the_trace():
         assert rec.blank_chunks >= (t["completion_tokens"] - 2) // 4 >= 1
         assert "textless:4" in t.get("faults", [])
     assert any(e.kind == "token" and e.data.get("blank") for e in events)
+
+
+def test_fault_specs_of_the_two_new_kinds():
+    import pytest
+
+    from lanemon.sim.fault_spec import parse_fault
+
+    assert parse_fault("textless:4").args == (4,)
+    assert parse_fault("restart#20").every == 20
+    for bad in ("textless", "textless:1", "textless:x", "restart:3"):
+        with pytest.raises(ValueError):
+            parse_fault(bad)
+
+
+def test_restart_fault_makes_every_counter_fall_and_count_again():
+    from prometheus_client.parser import text_string_to_metric_families
+
+    import httpx
+
+    from lanemon.sim.server import SimThread
+
+    def gen_total(sim):
+        text = httpx.get(sim.root_url + "/metrics", timeout=10).text
+        return {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples
+                if s.name in ("vllm:generation_tokens_total", "vllm:e2e_request_latency_seconds_count")}
+
+    with SimThread("tensorfold-exl3", time_scale=0.02, faults=["restart#3"]) as sim:
+        with httpx.Client(timeout=30) as c:
+            for i in range(2):
+                c.post(sim.base_url + "/completions", json={"model": MODEL, "prompt": f"p{i}", "max_tokens": 5})
+            before = gen_total(sim)
+            c.post(sim.base_url + "/completions", json={"model": MODEL, "prompt": "p3", "max_tokens": 5})
+            after = gen_total(sim)
+    assert before["vllm:e2e_request_latency_seconds_count"] == 2 and before["vllm:generation_tokens_total"] == 10
+    # the third request restarted the engine first: only it is counted now
+    assert after["vllm:e2e_request_latency_seconds_count"] == 1 and after["vllm:generation_tokens_total"] == 5
