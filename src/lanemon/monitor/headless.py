@@ -40,6 +40,7 @@ class Monitor:
         self.alerter = Alerter(rules, self.state, session.bus.publish, session.clock, interval=alert_interval,
                                on_transition=on_transition) if rules else None
         self.exporter: ExporterServer | None = None
+        self._stop = asyncio.Event()
         if listen is not None:
             self.exporter = serve_monitor(self.state, self.alerter.engine if self.alerter else None, *listen)
 
@@ -52,11 +53,14 @@ class Monitor:
                                   f"{exc.strerror or exc}") from None
 
     async def run(self) -> None:
-        """The alert loop (if any) until stopped."""
+        """The alert loop (or, without rules, nothing but the exporter) until stopped."""
         if self.alerter is not None:
             await self.alerter.run()
+        else:
+            await self._stop.wait()
 
     def stop(self) -> None:
+        self._stop.set()
         if self.alerter is not None:
             self.alerter.stop()
 

@@ -44,7 +44,7 @@ from lanemon.ui.themes import ThemeError, load_themes, resolve_theme
 
 __all__ = ["LanemonApp", "SCREENS_BY_NAME", "Source", "ThemeError", "make_app"]
 
-SCREENS_BY_NAME = ("dashboard", "bench", "race", "gauntlet", "compare", "timeline")
+SCREENS_BY_NAME = ("dashboard", "bench", "race", "gauntlet", "compare", "timeline", "alerts")
 MARKER_GAP_NS = 500_000_000
 """Markers closer than this are one stop for ``[`` / ``]``."""
 STOP_GRACE_S = 10.0
@@ -100,6 +100,7 @@ class LanemonApp(App):
         Binding("home", "seek_start", "to start", show=False),
         Binding("end", "seek_end", "to end", show=False),
         Binding("h", "toggle_host", "Host"),
+        Binding("exclamation_mark", "open('alerts')", "Alerts", key_display="!"),
     ]
 
     def __init__(self, source: Source | None, *, theme: str, themes: dict[str, Any],
@@ -147,6 +148,13 @@ class LanemonApp(App):
         self._next_prompt: Any = None
         self._unsubscribe: list[Callable[[], None]] = []
         self._pending_notes: list[tuple[str, str]] = []
+        self.alert_log: list[tuple[int, str, dict]] = []
+        """Every ``alert`` event seen (time, lane, data): the alerts screen (``!``)."""
+        self.alerts_firing: dict[tuple[str, str], int] = {}
+        """(lane, alert) -> when it fired, for the alerts firing now."""
+        self._pending_alerts: list[tuple[str, dict]] = []
+        self.monitor: Any = None
+        """The live monitor (alert rules, exporter; lanemon.monitor.headless.Monitor) when the source asked for one."""
 
     # -- folds -----------------------------------------------------------------
 
@@ -168,10 +176,24 @@ class LanemonApp(App):
             self.marker_labels[ev.t] = marker_text(ev)
         elif ev.kind == schema.NOTE and ev.data.get("level") in ("warning", "error"):
             self._pending_notes.append((ev.data["level"], str(ev.data.get("message", ""))))
+        elif ev.kind == schema.ALERT and ev.lane is not None:
+            self._alert(ev)
         if self.bench is not None:
             self.bench.apply(ev)
             assert self.bench_results is not None
             self.bench_results.apply(ev)
+
+    def _alert(self, ev: Event) -> None:
+        d = ev.data
+        key = (ev.lane or "?", str(d.get("alert", "")))
+        self.alert_log.append((ev.t, key[0], dict(d)))
+        del self.alert_log[:-2000]
+        if d.get("state") == "firing":
+            self.alerts_firing[key] = ev.t
+        else:
+            self.alerts_firing.pop(key, None)
+        self._pending_alerts.append((key[0], dict(d)))
+        del self._pending_alerts[:-5]
 
     def seekable_states(self) -> list[Any]:
         """Everything folded from the bus that a backward seek must rewind (plain objects)."""
@@ -204,6 +226,9 @@ class LanemonApp(App):
             self.source.attach_state(self._snapshot_states, self._restore_states)
         if not isinstance(self.source, NoSource):
             self.run_worker(self._run_source(), exclusive=True, group="source", exit_on_error=False)
+        options = getattr(self.source, "monitor_options", None)
+        if options and (options.get("rules") or options.get("listen") or options.get("slo")):
+            self.run_worker(self._run_monitor(options), group="monitor", exit_on_error=False)
         if self.race_plan is not None:
             self.push_screen(self._make_screen("race"))
         elif self.start_screen not in (None, "dashboard") and self.screen_name() != self.start_screen:
@@ -219,6 +244,26 @@ class LanemonApp(App):
     async def _run_source(self) -> None:
         await self.source.run()
 
+    async def _run_monitor(self, options: dict[str, Any]) -> None:
+        """Alert rules and the exporter beside the dashboard (lanemon.monitor); stopped with the app."""
+        from lanemon.monitor.headless import ListenError, Monitor
+
+        self.monitor = Monitor(self.source, options.get("rules") or [], window_s=options.get("window_s", 60.0),
+                               slo=options.get("slo") or None, listen=options.get("listen"))
+        try:
+            await self.monitor.start()
+        except ListenError as exc:
+            self.notify(str(exc), title="exporter", severity="error", timeout=30, markup=False)
+            self.monitor.exporter = None
+        else:
+            if self.monitor.exporter is not None:
+                self.notify(f"Prometheus metrics at http://{self.monitor.exporter.address}/metrics",
+                            title="exporter", timeout=8, markup=False)
+        try:
+            await self.monitor.run()
+        finally:
+            await self.monitor.close()
+
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.group != "source":
             return
@@ -230,6 +275,8 @@ class LanemonApp(App):
 
     def on_unmount(self) -> None:
         self.source.stop()
+        if self.monitor is not None:
+            self.monitor.stop()
         for unsubscribe in self._unsubscribe:
             unsubscribe()
         self._unsubscribe = []
@@ -257,7 +304,24 @@ class LanemonApp(App):
         notes, self._pending_notes = self._pending_notes[-3:], []
         for level, message in notes:
             self.notify(message, severity="error" if level == "error" else "warning", timeout=10, markup=False)
+        self._announce_alerts()
         return True
+
+    def _announce_alerts(self) -> None:
+        """A banner per alert transition since the last frame, and the bell when one fired (``!`` lists them)."""
+        alerts, self._pending_alerts = self._pending_alerts, []
+        if not alerts or self.source.mode == "replay" and getattr(self.source, "seeking", False):
+            return
+        from lanemon.untrusted import inert
+
+        for lane, d in alerts:
+            firing = d.get("state") == "firing"
+            text = f"lane {inert(lane, 16)}: {inert(d.get('alert', ''), 120)}"
+            self.notify(text, title=f"alert {'FIRING' if firing else 'resolved'} [{inert(d.get('severity', ''), 10)}]"
+                        " · ! lists them", severity="error" if firing else "information",
+                        timeout=30 if firing else 8, markup=False)
+        if any(d.get("state") == "firing" for _, d in alerts):
+            self.bell()
 
     def source_state(self) -> str:
         """running / finished / stopped, from the folds and the source's own flags."""
@@ -314,6 +378,10 @@ class LanemonApp(App):
             from lanemon.ui.screens.compare import CompareScreen
 
             return CompareScreen(self.compare_result or {})
+        if name == "alerts":
+            from lanemon.ui.screens.alerts import AlertsScreen
+
+            return AlertsScreen()
         if name == "timeline":
             from lanemon.ui.screens.timeline import TimelineScreen
 
