@@ -181,3 +181,27 @@ def test_a_real_prometheus_scrapes_the_exporter(tmp_path):
     assert labels["lane"] == "A" and labels["job"] == "lanemon" and labels["model"]
     sim_ttfts = [r["ttft_s"] for r in trace if r["ttft_s"] is not None]
     assert min(sim_ttfts) * 0.9 <= mean_ttft <= max(sim_ttfts) * 1.5  # a mean of what the sim served, plus HTTP
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool (Debian package 'prometheus') is not installed")
+def test_the_shipped_rules_and_dashboard_queries_are_valid_promql(tmp_path):
+    """docs/monitor/lanemon-rules.yml passes promtool; every query of the Grafana dashboard parses as PromQL
+    (each checked as a recording rule) and names only families the exporter serves."""
+    docs = Path(__file__).resolve().parents[1] / "docs" / "monitor"
+    out = subprocess.run(["promtool", "check", "rules", str(docs / "lanemon-rules.yml")], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0 and "SUCCESS: 6 rules found" in out.stdout, out.stdout + out.stderr
+    dash = json.loads((docs / "grafana-dashboard.json").read_text())
+    exprs = [t["expr"].replace("$lane", ".*") for p in dash["panels"] for t in p["targets"]]
+    assert len(exprs) >= 8
+    families = {"lanemon_ttft_seconds_bucket", "lanemon_tpot_seconds_bucket", "lanemon_requests_total",
+                "lanemon_lane_up", "lanemon_slo_attainment_ratio", "lanemon_goodput_requests_per_second",
+                "lanemon_alerts_firing"}
+    for e in exprs:
+        assert set(re.findall(r"lanemon_\w+", e)) <= families, e
+    rules = "groups:\n  - name: dashboard\n    rules:\n" + "".join(
+        f"      - record: lanemon:panel_{i}\n        expr: {json.dumps(e)}\n" for i, e in enumerate(exprs))
+    (tmp_path / "dash.yml").write_text(rules)
+    out = subprocess.run(["promtool", "check", "rules", str(tmp_path / "dash.yml")], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
