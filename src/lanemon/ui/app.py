@@ -194,6 +194,8 @@ class LanemonApp(App):
             self.alerts_firing.pop(key, None)
         self._pending_alerts.append((key[0], dict(d)))
         del self._pending_alerts[:-5]
+        if len(self.alert_log) == 1:
+            self.call_after_refresh(self.refresh_bindings)  # "! Alerts" joins the footer
 
     def seekable_states(self) -> list[Any]:
         """Everything folded from the bus that a backward seek must rewind (plain objects)."""
@@ -250,6 +252,7 @@ class LanemonApp(App):
 
         self.monitor = Monitor(self.source, options.get("rules") or [], window_s=options.get("window_s", 60.0),
                                slo=options.get("slo") or None, listen=options.get("listen"))
+        self.refresh_bindings()
         try:
             await self.monitor.start()
         except ListenError as exc:
@@ -429,6 +432,8 @@ class LanemonApp(App):
                 return self.bench is not None
             if name == "gauntlet":
                 return self.gauntlet.started
+            if name == "alerts":  # in the footer once there are rules or alerts (the banner says "!" too)
+                return bool(self.alert_log) or bool(getattr(self.monitor, "alerter", None))
         return True
 
     def action_toggle_host(self) -> None:

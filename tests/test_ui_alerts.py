@@ -1,0 +1,57 @@
+"""Alerts in the TUI: an ``alert`` event (live or replayed) is a banner and the bell when it fires; ``!`` lists
+every alert, the firing ones on top."""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets import Label, Static
+
+from lanemon import events as schema
+from lanemon.events import Event
+from lanemon.ui.app import make_app
+from lanemon.ui.sample import ScriptedSource, sample_events
+from lanemon.ui.screens.alerts import AlertsScreen
+
+
+@pytest.fixture(autouse=True)
+def _isolated_config(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+
+
+def _alert(t_s: float, state: str, value: float) -> Event:
+    return Event(int(t_s * 1e9), schema.ALERT, "A", None, {
+        "state": state, "alert": "ttft_p50 > 0.05 for 2s", "rule": "ttft_p50 > 0.05", "for_s": 2.0,
+        "severity": "critical", "lane": "A", "values": {"ttft_p50": value}, "since_s": t_s, "t_s": t_s})
+
+
+async def test_an_alert_rings_shows_a_banner_and_is_listed_on_bang():
+    events = sample_events()
+    end = events[-1].t / 1e9
+    events += [_alert(end + 0.1, "firing", 0.21)]
+    source = ScriptedSource(events, mode="live", hold=True)
+    app = make_app(source)
+    bells = []
+    app.bell = lambda: bells.append(1)  # type: ignore[method-assign]
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause(0.1)
+        app.redraw(force=True)
+        await pilot.pause()
+        assert bells == [1]
+        banners = [n for n in app._notifications if "alert FIRING" in (n.title or "")]
+        assert banners and "lane A: ttft_p50 > 0.05 for 2s" in banners[0].message and banners[0].severity == "error"
+        assert app.alerts_firing == {("A", "ttft_p50 > 0.05 for 2s"): int((end + 0.1) * 1e9)}
+        await pilot.press("exclamation_mark")
+        await pilot.pause()
+        app.redraw(force=True)
+        await pilot.pause()
+        assert isinstance(app.screen, AlertsScreen)
+        head = app.screen.query_one("#al-head", Label).visual.plain
+        body = app.screen.query_one("#al-list", Static).visual.plain
+        assert "1 firing" in head and "firing now (1)" in body and "FIRING  [critical]  lane A" in body
+        assert "ttft_p50=0.21" in body
+        app.source.bus.publish(_alert(end + 3, "resolved", 0.02))
+        app.redraw(force=True)
+        await pilot.pause()
+        body = app.screen.query_one("#al-list", Static).visual.plain
+        assert "firing now" not in body and "resolved [critical]  lane A" in body
+        assert bells == [1]  # resolving does not ring
