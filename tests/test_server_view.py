@@ -147,3 +147,24 @@ def test_one_request_at_an_edge_is_not_another_client():
     events.append(_scrape_at(100 * ms, 12, 0.56, 2.1))
     v = server_view(events, "V")
     assert v["foreign_requests"] == 0 and v["gap_reason"] is None and v["gap_ttft_s"] is not None
+
+
+def test_a_negative_gap_is_withheld_as_not_the_same_requests():
+    ms = 1_000_000
+    events = [_scrape_at(0, 10, 0.5, 2.0)]
+    events += _request("V", "V-1", 10 * ms, 30 * ms, 60 * ms)
+    events.append(_scrape_at(100 * ms, 11, 0.5 + 0.2, 2.0 + 0.3))  # the engine says 200 ms TTFT, the client 30
+    v = server_view(events, "V")
+    assert v["foreign_requests"] == 0 and v["gap_ttft_s"] is None and "cannot be negative" in v["gap_reason"]
+
+
+def test_report_says_withheld_and_why():
+    from lanemon.reports.sections.server import server_section
+
+    block = {"engine": "vllm", "requests": 107, "client_requests": 9, "restarts": 1, "excluded_s": 2.0,
+             "ttft_s": 0.1, "client_ttft_s": 0.05, "gap_ttft_s": None, "e2e_s": 1.0, "client_e2e_s": 2.0,
+             "gap_e2e_s": None, "gap_reason": "the engine counted 98 more requests than lanemon saw finish"}
+    sec = server_section({"decode": {"lanes": {"V": {"server": block}}}}, ["V"])
+    row = sec.rows[0]
+    assert row[3].startswith("107 / 9 (1 restart)") and row[9] == "withheld" and row[12] == "withheld"
+    assert any("98 more requests" in n for n in sec.notes) and any("restarted" in n for n in sec.notes)

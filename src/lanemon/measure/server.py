@@ -109,6 +109,10 @@ def _interval(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     return t
 
 
+NEGATIVE_GAP_S = 0.005
+NEGATIVE_GAP_SHARE = 0.05
+"""A client mean below the engine's by more than 5 ms + 5 % is not the same requests (a gap is never
+negative: the client sends before the engine receives and reads after it writes)."""
 EDGE_SLACK = 1
 """Requests either side may place in the neighbouring interval at each end of the compared span (a request
 that ends while a scrape is in flight): a difference beyond this is not an edge effect."""
@@ -181,11 +185,16 @@ def server_view(events: Iterable[Event], lane: str) -> dict[str, Any] | None:
     elif not parts:
         reason = "the engine restarted in every interval between scrapes: nothing to compare"
     out["gap_reason"] = reason
-    ok = reason is None
-    out["gap_ttft_s"] = (_r(client_ttft - out["ttft_s"]) if ok and client_ttft is not None
-                         and out["ttft_s"] is not None else None)
-    out["gap_e2e_s"] = (_r(client_e2e - out["e2e_s"]) if ok and client_e2e is not None
-                        and out["e2e_s"] is not None else None)
+    for what, c, key in (("TTFT", client_ttft, "ttft"), ("E2E", client_e2e, "e2e")):
+        sv = out[key + "_s"]
+        out["gap_" + key + "_s"] = None
+        if reason is not None or c is None or sv is None:
+            continue
+        if c < sv * (1 - NEGATIVE_GAP_SHARE) - NEGATIVE_GAP_S:  # the client cannot see a request before the engine
+            out["gap_reason"] = (f"lanemon's mean {what} ({c * 1000:.1f} ms) is below the engine's ({sv * 1000:.1f} "
+                                 "ms): not the same requests, a gap cannot be negative")
+            continue
+        out["gap_" + key + "_s"] = _r(c - sv)
     for key in ("prompt_tokens", "generation_tokens", "prompt_tokens_computed", "prompt_tokens_hit", "preemptions"):
         out[key] = timings.get(key)
     prompt = [r.prompt_tokens for r in recs]

@@ -23,13 +23,15 @@ def server_section(analysis: dict[str, Any], lanes: list[str]) -> Section | None
             s = (by_lane.get(name) or {}).get("server") if isinstance(by_lane.get(name), dict) else None
             if not isinstance(s, dict):
                 continue
-            withheld = "withheld" if s.get("gap_reason") else None
+            def gap(key: str, s: dict = s) -> str:
+                return "withheld" if s.get(key) is None and s.get("gap_reason") else secs(s.get(key))
+
             rows.append([bench, name, str(s.get("engine") or "?"),
                          f"{s.get('requests')} / {s.get('client_requests')}"
                          + (f" ({s['restarts']} restart{'s' if s['restarts'] != 1 else ''})" if s.get("restarts") else ""),
                          secs(s.get("queue_s")), secs(s.get("prefill_s")), secs(s.get("decode_s")),
-                         secs(s.get("ttft_s")), secs(s.get("client_ttft_s")), withheld or secs(s.get("gap_ttft_s")),
-                         secs(s.get("e2e_s")), secs(s.get("client_e2e_s")), withheld or secs(s.get("gap_e2e_s"))])
+                         secs(s.get("ttft_s")), secs(s.get("client_ttft_s")), gap("gap_ttft_s"),
+                         secs(s.get("e2e_s")), secs(s.get("client_e2e_s")), gap("gap_e2e_s")])
             if s.get("gap_reason"):
                 reasons.append(f"{bench} {name}: gaps withheld: {clip(str(s['gap_reason']), 240)}")
             if s.get("restarts"):
