@@ -20,22 +20,10 @@ from lanemon.client.http import LaneClient
 from lanemon.client.prom import MetricsScraper
 from lanemon.config import LaneConfig
 from lanemon.events import Clock, Event
+from test_hostile_bounds import lane_of, with_client  # the same lane and client (bounded by its GUARD_S)
 
 GUARD_S = 30.0
 MODELS = {"object": "list", "data": [{"id": "m", "object": "model"}]}
-
-
-def lane_of(srv, **kw) -> LaneConfig:
-    return LaneConfig("H", srv.url, "m", **kw)
-
-
-async def with_client(lane: LaneConfig, fn, **client_kw):
-    events: list[Event] = []
-    client = LaneClient(lane, clock=Clock(), emit=events.append, **client_kw)
-    try:
-        return await asyncio.wait_for(fn(client), GUARD_S), events
-    finally:
-        await client.aclose()
 
 
 def one_stream(client: LaneClient):

@@ -101,6 +101,14 @@ def test_foreign_hosts_origins_and_tokenless_requests_start_nothing(web):
     assert children(proc) == 0  # before: every foreign websocket started lanemon (24 processes for 12)
 
 
+def test_the_page_points_its_socket_at_the_host_it_was_opened_on(web):
+    port, token, proc = web
+    for host in (f"localhost:{port}", f"127.0.0.1:{port}"):
+        page = httpx.get(f"http://127.0.0.1:{port}/?token={token}", headers={"Host": host}, timeout=10).text
+        assert f'data-session-websocket-url="ws://{host}/ws"' in page  # where its cookie is
+        assert f"http://{host}/static/" in page
+
+
 def test_sessions_are_capped_and_the_cookie_stands_for_the_token(web):
     port, token, proc = web
     own = f"http://127.0.0.1:{port}"

@@ -183,6 +183,17 @@ class GuardedServer(Server):
         app.middlewares.append(self.doors.middleware)
         return app
 
+    async def handle_index(self, request: web.Request) -> web.StreamResponse:
+        """The page, its websocket and static URLs on the host the browser asked for (validated by the
+        doors): opened as ``localhost`` its socket goes to ``localhost`` too, where its token cookie is
+        (textual-serve writes the bind address, which on a wildcard bind no browser can reach)."""
+        saved = self.public_url
+        self.public_url = f"http://{request.host}"
+        try:  # textual-serve reads public_url before its first await: no other request sees this one's
+            return await super().handle_index(request)
+        finally:
+            self.public_url = saved
+
     async def on_startup(self, app: web.Application) -> None:
         """Quiet: lanemon printed the URL to open, with its token (textual-serve's banner has none)."""
 
