@@ -259,6 +259,9 @@ class SessionState:
         self._pending: deque[tuple[LaneState, RequestRecord, metrics.RequestMetrics]] = deque()
         """Completed requests waiting for the load watcher to report past their end before they are plotted."""
         self._asm = Assembler(keep_text=False)
+        self.last_metrics: metrics.RequestMetrics | None = None
+        """The metrics of the complete request the latest :meth:`apply` returned (None for any other
+        outcome): computed once, read by the series fold (ui/app.py) instead of computing them again."""
         for name, url, model in lanes or []:
             self.lanes[name] = LaneState(name=name, url=url, model=model)
 
@@ -322,6 +325,7 @@ class SessionState:
         rec = self._asm.apply(ev)
         if rec is None:
             return None
+        self.last_metrics = None
         lane.active.pop(ev.req, None)
         lane.in_flight = max(0, lane.in_flight - 1)
         outcome = rec.outcome
@@ -338,7 +342,7 @@ class SessionState:
         if outcome == EMPTY:
             lane.errors.append((ev.t, EMPTY, f"no token in the reply (finish_reason {rec.finish_reason})"))
             return rec
-        m = metrics.request_metrics(rec)
+        m = self.last_metrics = metrics.request_metrics(rec)
         lane.tokens_estimated = m.tokens_estimated
         if self.load.watching and not self.load.covers(rec.end_ns):
             self._pending.append((lane, rec, m))  # judged when the watcher reports past its end

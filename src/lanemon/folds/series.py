@@ -28,12 +28,13 @@ from typing import Any
 from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.measure.load import CLIENT_BOUND, ClientLoad
-from lanemon.measure.metrics import percentile, request_metrics, tail_ok
+from lanemon.measure.metrics import RequestMetrics, percentile, request_metrics, tail_ok
 from lanemon.measure.records import COMPLETE, EMPTY, ERROR, TRUNCATED, Assembler, RequestRecord
 
 __all__ = ["KEEP_NS", "Outcomes", "Sample", "SeriesState", "WindowStats", "WINDOWS_S"]
 
 NS = 1_000_000_000
+_REQUEST_KINDS = schema.REQUEST_KINDS
 WINDOWS_S = (60, 300, 900)
 """The chart windows the user switches between: 1, 5 and 15 minutes."""
 KEEP_NS = (WINDOWS_S[-1] + 60) * NS
@@ -156,15 +157,30 @@ class SeriesState:
         return series
 
     def apply(self, ev: Event) -> None:
+        """Fold one event, assembling requests here (standalone use; the app hands this fold the
+        dashboard's assembled records instead: :meth:`apply_event` and :meth:`add`)."""
+        if ev.kind == schema.TOKEN:
+            if ev.t > self.last_t:
+                self.last_t = ev.t
+            self._asm.apply(ev)
+            return
+        if self.apply_event(ev):
+            return
+        rec = self._asm.apply(ev)
+        if rec is not None:
+            self.add(rec)
+
+    def apply_event(self, ev: Event) -> bool:
+        """Fold everything but the requests' own events; False for a request event (left to whoever
+        assembles the requests, which then calls :meth:`add` with each finished one)."""
         kind = ev.kind
         if ev.t > self.last_t:
             self.last_t = ev.t
-        if kind == schema.TOKEN:
-            self._asm.apply(ev)
-            return
+        if kind in _REQUEST_KINDS:
+            return False
         if self.load.apply(ev):
             self.version += 1
-            return
+            return True
         if kind == schema.SERVER_METRICS and ev.lane is not None:
             d = ev.data
             if d.get("ok"):
@@ -172,7 +188,7 @@ class SeriesState:
                 if vals:
                     self._push(self.lane(ev.lane).server, (ev.t, vals))
                     self.version += 1
-            return
+            return True
         if kind == schema.GPU and ev.lane is not None:
             d = ev.data
             if d.get("ok"):
@@ -186,16 +202,14 @@ class SeriesState:
                 if vals:
                     self._push(self.lane(ev.lane).gpu, (ev.t, vals))
                     self.version += 1
-            return
+            return True
         if ev.lane is not None and kind == schema.LANE:
             self.lane(ev.lane)
-            return
-        rec = self._asm.apply(ev)
-        if rec is not None:
-            self.add(rec)
+        return True
 
-    def add(self, rec: RequestRecord) -> None:
-        """File one finished request (lanemon's own cancellations are not the lane's: skipped)."""
+    def add(self, rec: RequestRecord, m: RequestMetrics | None = None) -> None:
+        """File one finished request (lanemon's own cancellations are not the lane's: skipped); ``m``: its
+        metrics when the caller computed them already (the dashboard's fold did)."""
         if rec.error is not None and rec.error.get("cls") == schema.ERR_CANCELLED:
             return
         end = rec.end_ns if rec.end_ns is not None else self.last_t
@@ -203,7 +217,8 @@ class SeriesState:
             outcome = rec.outcome if rec.outcome in ("truncated", "empty") else "error"
             sample = Sample(end, rec.sent_ns or end, None, None, (end - (rec.sent_ns or end)) / NS, None, outcome)
         else:
-            m = request_metrics(rec)
+            if m is None:
+                m = request_metrics(rec)
             flags = frozenset(str(f) for f in m.flags)  # burst (judged from the timing) and the record's flags
             sample = Sample(end, rec.sent_ns or end, m.ttft_s, m.tpot_s, m.e2e_s, m.decode_tok_s, "ok", flags)
             sample.first = rec.token_ns[0] if rec.token_ns else end

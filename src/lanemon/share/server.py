@@ -8,7 +8,9 @@ far), then the live events, batched every ``flush_interval`` seconds.
 Publishing never waits for a viewer: the bus subscriber only encodes and
 appends; a flusher task hands batches to each viewer's bounded queue, and one
 task per viewer writes them to its socket.  A viewer whose queue overflows is
-dropped (close 4408), never waited for.  Viewers cannot act on the session:
+dropped (close 4408), never waited for.  The subscriber may run on another thread than the
+publisher's loop (a measuring source runs on its own, sessions/runner.py): the log, the pending batch and
+the join of a new viewer are kept consistent by one lock.  Viewers cannot act on the session:
 everything they send after the hello is read, counted and ignored.
 
 Viewer slots belong to viewers (issue 24): a connection holds one of ``max_viewers`` only once its hello
@@ -38,6 +40,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
+import threading
 import socket
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -154,6 +157,7 @@ class Publisher:
         self._log: deque[bytes] = deque()
         self._log_bytes = 0
         self._pending: list[bytes] = []
+        self._lock = threading.Lock()  # _log, _pending and the viewers' joining, across the bus's thread
         self._viewers: set[_Viewer] = set()
         self._unauthed: dict[ServerConnection, str] = {}  # waiting for their hello, oldest first -> address
         self._evicted: set[ServerConnection] = set()
@@ -294,14 +298,15 @@ class Publisher:
         except (TypeError, orjson.JSONEncodeError) as exc:  # an event that is not JSON: a NOTE instead
             data = orjson.dumps(Event(ev.t, schema.NOTE, ev.lane, ev.req,
                                       {"level": "warning", "message": f"share: event not sent ({exc})"}).to_json_obj())
-        self.stats["events"] += 1
-        self._log.append(data)
-        self._log_bytes += len(data)
-        while len(self._log) > self.max_log_events or (self._log_bytes > self.max_log_bytes and len(self._log) > 1):
-            self._log_bytes -= len(self._log.popleft())
-            self.dropped_events += 1
-        if self._viewers:
-            self._pending.append(data)
+        with self._lock:
+            self.stats["events"] += 1
+            self._log.append(data)
+            self._log_bytes += len(data)
+            while len(self._log) > self.max_log_events or (self._log_bytes > self.max_log_bytes and len(self._log) > 1):
+                self._log_bytes -= len(self._log.popleft())
+                self.dropped_events += 1
+            if self._viewers:
+                self._pending.append(data)
 
     # -- batching and fan-out ---------------------------------------------------
 
@@ -328,7 +333,8 @@ class Publisher:
                 self._summarise_refusals()
 
     def _flush(self) -> None:
-        pending, self._pending = self._pending, []
+        with self._lock:
+            pending, self._pending = self._pending, []
         if not pending or not self._viewers:
             return
         messages = list(self.batches(pending, snapshot=False))
@@ -496,10 +502,12 @@ class Publisher:
             await self._close_conn(ws, P.CLOSE_TRY_AGAIN, P.REASON_TOO_MANY)
             return
         viewer = _Viewer(ws)
-        # no await between taking the snapshot and joining the fan-out: nothing is lost or doubled
-        snapshot = self._snapshot()
+        # no await (and, across threads, the lock) between taking the snapshot and joining the fan-out:
+        # nothing is lost or doubled
+        with self._lock:
+            snapshot = self._snapshot()
+            self._viewers.add(viewer)
         header = self.header(len(snapshot))
-        self._viewers.add(viewer)
         self.stats["viewers"] += 1
         self._notice("information", f"share: viewer {viewer.peer} joined ({len(self._viewers)} watching)")
         reader = asyncio.create_task(self._read_rest(viewer))

@@ -37,6 +37,7 @@ from lanemon.folds.gauntlet import GauntletState
 from lanemon.folds.race import RaceState
 from lanemon.folds.requests import RequestTimeline
 from lanemon.folds.series import SeriesState
+from lanemon.sessions.runner import Inbox, SourceThread, measures
 from lanemon.ui.screens.base import LanemonScreen
 from lanemon.ui.screens.dashboard import DashboardScreen
 from lanemon.ui.support import NoSource, copy_fold, marker_text, workload_of
@@ -146,6 +147,10 @@ class LanemonApp(App):
         self.marker_labels: dict[int, str] = {}
         """What each mark seen so far marks (``C4 · B``, ``race 3``), by its time: the timeline bar's label."""
         self._next_prompt: Any = None
+        self._inbox: Inbox | None = None
+        """Events from a measuring source's thread, folded here on each redraw tick (sessions/runner.py)."""
+        self._runner: SourceThread | None = None
+        """The measuring source's own loop and thread; None for replays and viewers (they run on ours)."""
         self._unsubscribe: list[Callable[[], None]] = []
         self._pending_notes: list[tuple[str, str]] = []
         self.alert_log: list[tuple[int, str, dict]] = []
@@ -163,9 +168,11 @@ class LanemonApp(App):
         self.bench_results = BenchResults(kind)
 
     def _fold(self, ev: Event) -> None:
-        """Every event into every fold (cheap per event; the screens draw on the timer)."""
-        self.state.apply(ev)
-        self.series.apply(ev)
+        """Every event into every fold (cheap per event; the screens draw on the timer).  A request is
+        assembled once, by the dashboard's fold; the series fold files the record it hands back."""
+        rec = self.state.apply(ev)
+        if not self.series.apply_event(ev) and rec is not None:
+            self.series.add(rec, self.state.last_metrics)
         self.race_state.apply(ev)
         self.timeline.apply(ev)
         self.gauntlet.apply(ev)
@@ -223,7 +230,11 @@ class LanemonApp(App):
         return DashboardScreen(list(self.state.lanes), source=self.source)
 
     def on_mount(self) -> None:
-        self._unsubscribe = [self.source.bus.subscribe(self._fold)]
+        if measures(self.source):  # its events arrive from its own thread: folded in batches on our loop
+            self._inbox = Inbox()
+            self._unsubscribe = [self.source.bus.subscribe(self._inbox)]
+        else:
+            self._unsubscribe = [self.source.bus.subscribe(self._fold)]
         if hasattr(self.source, "attach_state"):  # a seekable replay: backward seeks restore our folds
             self.source.attach_state(self._snapshot_states, self._restore_states)
         if not isinstance(self.source, NoSource):
@@ -244,17 +255,63 @@ class LanemonApp(App):
             self.notify(msg, title="theme", severity="warning", timeout=8, markup=False)
 
     async def _run_source(self) -> None:
-        await self.source.run()
+        """Run the source: a replay or a viewer here, on the UI's loop; a source that measures on a loop
+        of its own in a thread (sessions/runner.py), so that no repaint ever delays its timestamps,
+        timers or loop-lag watcher.  This worker waits for it, so the worker's state is the run's."""
+        if self._inbox is None:
+            await self.source.run()
+            return
+        runner = self._runner = SourceThread(self.source).start()
+        try:
+            await asyncio.wrap_future(runner.done)
+        except asyncio.CancelledError:
+            runner.cancel()  # as cancelling this worker cancelled run() when it ran here
+            raise
+        finally:
+            self.drain()
+
+    def drain(self) -> int:
+        """Fold the events a measuring source published since the last call (on the redraw tick)."""
+        return self._inbox.drain(self._fold) if self._inbox is not None else 0
+
+    def source_call(self, fn: Callable[..., Any], *args: Any, wait: bool = True) -> Any:
+        """Call a source method (pause, stop) where the source runs: on its measuring loop when it has
+        one (waiting for the answer with ``wait``), else here."""
+        runner = self._runner
+        if runner is None or not runner.running:
+            return fn(*args)
+        if not wait:
+            runner.call(fn, *args)
+            return None
+        try:
+            return runner.call_wait(fn, *args)
+        except TimeoutError:
+            self.notify("the measuring loop did not answer within 5 s", severity="error", timeout=5, markup=False)
+            return None
+
+    async def in_source(self, make: Callable[[], Awaitable[Any]]) -> Any:
+        """Await the coroutine ``make()`` where the source runs (a race on the measuring loop)."""
+        runner = self._runner
+        if runner is None or not runner.running:
+            return await make()
+        return await asyncio.wrap_future(runner.submit(make))
 
     async def _run_monitor(self, options: dict[str, Any]) -> None:
         """Alert rules and the exporter beside the dashboard (lanemon.monitor); stopped with the app."""
         from lanemon.monitor.headless import ListenError, Monitor
 
-        self.monitor = Monitor(self.source, options.get("rules") or [], window_s=options.get("window_s", 60.0),
-                               slo=options.get("slo") or None, listen=options.get("listen"))
+        if self._inbox is not None:  # a measuring source: the monitor lives on its loop (it folds and
+            while self._runner is None or self._runner.loop is None:  # publishes on the source's bus)
+                await asyncio.sleep(0.01)
+
+        async def build() -> Monitor:
+            return Monitor(self.source, options.get("rules") or [], window_s=options.get("window_s", 60.0),
+                           slo=options.get("slo") or None, listen=options.get("listen"))
+
+        self.monitor = await self.in_source(build)
         self.refresh_bindings()
         try:
-            await self.monitor.start()
+            await self.in_source(self.monitor.start)
         except ListenError as exc:
             self.notify(str(exc), title="exporter", severity="error", timeout=30, markup=False)
             self.monitor.exporter = None
@@ -263,9 +320,10 @@ class LanemonApp(App):
                 self.notify(f"Prometheus metrics at http://{self.monitor.exporter.address}/metrics",
                             title="exporter", timeout=8, markup=False)
         try:
-            await self.monitor.run()
+            await self.in_source(self.monitor.run)
         finally:
-            await self.monitor.close()
+            with contextlib.suppress(Exception):
+                await self.in_source(self.monitor.close)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.group != "source":
@@ -277,9 +335,12 @@ class LanemonApp(App):
         self.redraw(force=True)
 
     def on_unmount(self) -> None:
-        self.source.stop()
         if self.monitor is not None:
-            self.monitor.stop()
+            self.source_call(self.monitor.stop, wait=False)
+        if self._runner is not None:  # its recorder is flushed before the command closes it
+            self._runner.stop_and_join(timeout=STOP_GRACE_S)
+        else:
+            self.source.stop()
         for unsubscribe in self._unsubscribe:
             unsubscribe()
         self._unsubscribe = []
@@ -288,6 +349,7 @@ class LanemonApp(App):
 
     def redraw(self, force: bool = False) -> bool:
         """Repaint the screen on top if what it shows changed since its last repaint; True if painted."""
+        self.drain()
         if not self._screen_stack:  # the redraw timer can fire once more while the app shuts down
             return False
         screen = self.screen
@@ -497,7 +559,7 @@ class LanemonApp(App):
         self._seek(lambda: self.source.seek(self.source.duration_ns), "position")
 
     def action_toggle_pause(self) -> None:
-        paused = self.source.toggle_pause()
+        paused = bool(self.source_call(self.source.toggle_pause))
         self.redraw(force=True)
         what = {"replay": "playback", "attach": "display"}.get(self.source.mode, "probes")
         self.notify(f"{what} {'paused' if paused else 'resumed'}", timeout=2)
@@ -555,7 +617,7 @@ class LanemonApp(App):
         cut = self.workload_running()
         if not self.source.finished:
             self.stopped_by_user = self.source.mode == "bench"
-        self.source.stop()
+        self.source_call(self.source.stop, wait=False)
         if self.source.mode == "bench":
             for worker in [w for w in self.workers if w.group == "source" and w.is_running]:
                 with contextlib.suppress(Exception):

@@ -125,7 +125,8 @@ class RaceScreen(LanemonScreen):
 
         async def races() -> None:
             for prompt in prompts:
-                await source.race(prompt, endpoint=endpoint, max_tokens=max_tokens)
+                await app.in_source(  # type: ignore[attr-defined]
+                    lambda: source.race(prompt, endpoint=endpoint, max_tokens=max_tokens))
 
         self.shown = None
         # on the app, not the screen: leaving the screen does not stop a race
