@@ -49,7 +49,7 @@ async def test_demo_session_records_and_replays_to_the_same_panels(tmp_path):
             # lanemon (either way the same in replay)
             await wait_for(pilot, lambda: all(l.up for l in state.lanes.values())
                            and all(l.requests_ok >= 3 for l in state.lanes.values()), timeout=60)
-            session.toggle_pause()  # no new probes: the in-flight ones finish
+            app.source_call(session.toggle_pause)  # no new probes: the in-flight ones finish (on its loop)
             await wait_for(pilot, lambda: all(l.in_flight == 0 for l in state.lanes.values()))
             app.redraw(force=True)
             await pilot.pause()

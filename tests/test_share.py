@@ -84,7 +84,7 @@ async def test_viewer_shows_the_same_lane_values_as_the_app_within_a_second(demo
             # finished requests (plotted, or client-bound when this machine starved lanemon)
             await until(lambda: all(l.up for l in state.lanes.values()) and len(state.lanes) == 2
                         and all(l.requests_ok >= 3 for l in state.lanes.values()), timeout=60)
-            session.toggle_pause()  # no new probes: the values settle
+            app.source_call(session.toggle_pause)  # no new probes: the values settle (on the measuring loop)
             await until(lambda: all(l.in_flight == 0 for l in state.lanes.values()))
             settled = time.monotonic()
             # within a second on a quiet machine; beside four CPU hogs it took 1.4 s once (the app, the
