@@ -49,17 +49,29 @@ def test_served_counts_completions_and_tokens_inside_the_window_only():
     # request: the lane finishes requests 0..4 inside the window, the rest after it
     recs = [rec(i, float(i), 0.1 + i, float(i) + 0.1 + i + 4.0, 10) for i in range(10)]
     s = served_figures(recs, 0, 10 * NS)
-    ends = [r.end_ns for r in recs]
-    assert s["completed"] == sum(1 for e in ends if e <= 10 * NS) == 3
+    ends = sorted(r.end_ns for r in recs if r.end_ns <= 10 * NS)
+    assert s["completed"] == len(ends) == 3
+    first_token = min(r.token_ns[0] for r in recs)
     inside = sum(1 for r in recs for t in r.token_ns if t <= 10 * NS)
-    assert s["tokens"] == inside and s["output_tok_s"] == pytest.approx(inside / 10)
+    assert s["tokens"] == inside and s["output_tok_s"] == pytest.approx(inside / ((10 * NS - first_token) / NS))
     res = cell_result(recs, 10.0, {"arrival": "constant", "rate": 1.0})
-    assert res["completed_rate_rps"] == pytest.approx(0.3)  # not 10 / 10 s: the lane did not serve them
+    # two gaps after the first completion (at 4.1 s) to the window's end: not 10 / 10 s, the lane did not serve them
+    assert res["completed_rate_rps"] == pytest.approx(2 / ((10 * NS - ends[0]) / NS), rel=1e-3)
+    assert res["completed_rate_rps"] < 0.4
     assert res["scheduled_rate_rps"] == pytest.approx(1.0)
     assert res["lane_behind"] is True and res["backlog_at_end"] == 7
     assert res["ttft_late_s"] > 2 * res["ttft_early_s"]
     line = load_headlines({"lanes": {"A": {"reps": [res]}}})
     assert line and "fell behind" in line[0] and "served 0.3 req/s" in line[0] and "7 of 10" in line[0]
+
+
+def test_the_ramp_of_a_run_without_warmup_is_not_the_lanes_speed():
+    # 2 req/s for 10 s, each 1.45 s long: a lane that keeps up; nothing can complete in the first 1.45 s
+    recs = [rec(i, i * 0.5, 0.1, i * 0.5 + 1.45, 20) for i in range(20)]
+    res = cell_result(recs, 10.0, {"arrival": "constant", "rate": 2.0})
+    assert res["completed_in_window"] == 18
+    assert res["completed_rate_rps"] == pytest.approx(2.0, rel=0.03)  # not 18 / 10 s = 1.8
+    assert res["lane_behind"] is False
 
 
 def test_a_lane_that_keeps_up_is_not_behind_even_with_requests_in_flight_at_the_end():
@@ -73,9 +85,10 @@ def test_reasoning_tokens_are_output_tokens_with_the_split_beside():
     # 3 s, 2 requests of 384 tokens, 192 of each reasoning: 768 generated tokens in 3 s = 256 tok/s
     recs = [rec(0, 0.0, 0.1, 2.9, 384, reasoning=192), rec(1, 0.0, 0.1, 2.9, 384, reasoning=192)]
     res = cell_result(recs, 3.0, {"arrival": "constant", "rate": 1.0})
-    assert res["output_tok_s"] == pytest.approx(256, rel=1e-3)
-    assert res["reasoning_tok_s"] == pytest.approx(128, rel=1e-3)
-    assert res["visible_tok_s"] == pytest.approx(128, rel=1e-3)
+    span = 3.0 - 0.1  # from the first token to the window's end
+    assert res["output_tok_s"] == pytest.approx(768 / span, rel=1e-3)  # not 384 / span: reasoning counts
+    assert res["reasoning_tok_s"] == pytest.approx(384 / span, rel=1e-3)
+    assert res["visible_tok_s"] == pytest.approx(384 / span, rel=1e-3)
 
 
 def test_textless_chunks_count_in_the_served_tokens():
@@ -107,10 +120,11 @@ def test_overloaded_lane_served_throughput_matches_the_simulators_trace():
     # the trace's truth over the same window (its own clock; the first arrival is schedule offset 0)
     t0 = min(t["t_arrival_mono"] for t in bench)
     end = t0 + duration
-    done = sum(1 for t in bench if t["t_arrival_mono"] + t["e2e_s"] <= end)
-    tokens = sum(1 for t in bench for x in t["token_times_s"] if t["t_arrival_mono"] + x <= end)
-    assert r["completed_rate_rps"] == pytest.approx(done / duration, rel=0.15, abs=1.0)
-    assert r["output_tok_s"] == pytest.approx(tokens / duration, rel=0.10)
+    ends = sorted(t["t_arrival_mono"] + t["e2e_s"] for t in bench if t["t_arrival_mono"] + t["e2e_s"] <= end)
+    arrived = [t["t_arrival_mono"] + x for t in bench for x in t["token_times_s"] if t["t_arrival_mono"] + x <= end]
+    # the trace's rates over the same spans: from the first completion / the first token to the window's end
+    assert r["completed_rate_rps"] == pytest.approx((len(ends) - 1) / (end - ends[0]), rel=0.15, abs=1.0)
+    assert r["output_tok_s"] == pytest.approx(len(arrived) / (end - min(arrived)), rel=0.10)
     # the old figure (everything scheduled / window) would be the offered rate: the lane did not serve that
     assert r["completed_rate_rps"] < 0.8 * rate and r["output_tok_s"] < 0.8 * rate * out_len
     assert r["lane_behind"] is True
@@ -133,7 +147,8 @@ def test_thinking_lane_reasoning_tokens_are_output_tokens_in_bench_load():
     bench = [t for t in trace if t["status"] == "ok" and t["completion_tokens"] > 1]
     assert len(bench) == r["ok"] == int(rate * duration) and all(t["reasoning_tokens"] > 0 for t in bench)
     t0 = min(t["t_arrival_mono"] for t in bench)
-    tokens = sum(1 for t in bench for x in t["token_times_s"] if t["t_arrival_mono"] + x <= t0 + duration)
-    assert r["output_tok_s"] == pytest.approx(tokens / duration, rel=0.10)  # every generated token, reasoning too
+    arrived = [t["t_arrival_mono"] + x for t in bench for x in t["token_times_s"] if t["t_arrival_mono"] + x <= t0 + duration]
+    # every generated token, reasoning too, from the first token to the window's end
+    assert r["output_tok_s"] == pytest.approx(len(arrived) / (t0 + duration - min(arrived)), rel=0.10)
     assert r["reasoning_tok_s"] > 0.2 * r["output_tok_s"] and r["visible_tok_s"] > 0
     assert r["visible_tok_s"] + r["reasoning_tok_s"] == pytest.approx(r["output_tok_s"], rel=1e-3)

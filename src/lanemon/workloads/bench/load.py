@@ -478,16 +478,22 @@ def served_figures(records: Sequence[RequestRecord], start_ns: int, end_ns: int)
     generated tokens whose chunks arrived inside it (per-chunk counts where the server gave them, else each
     request's usage spread over its chunks; text-less chunks included), whenever those requests were sent.
     Reasoning tokens are output tokens; ``reasoning_tokens`` are the ones whose chunks came before the
-    request's first answer chunk."""
+    request's first answer chunk.
+
+    Rates run from the window's first completion (tokens: its first token) to its end: before the first
+    request of a run without warm-up has had time to finish, nothing can complete, and that ramp is the
+    schedule's, not the lane's speed.  With n completions the rate is (n - 1) / (end - first completion), the
+    n - 1 gaps after the first (n / window with fewer than two)."""
     window_s = (end_ns - start_ns) / NS
-    done = 0
+    ends: list[int] = []
+    first_token: int | None = None
     tokens = reasoning = 0.0
     estimated = False
     for r in records:
         if not r.ok:
             continue
         if r.end_ns is not None and start_ns <= r.end_ns <= end_ns:
-            done += 1
+            ends.append(r.end_ns)
         tns = r.token_ns
         if not tns or tns[-1] < start_ns or tns[0] > end_ns:
             continue
@@ -498,14 +504,21 @@ def served_figures(records: Sequence[RequestRecord], start_ns: int, end_ns: int)
         for t, w in zip(tns, weights):
             if start_ns <= t <= end_ns:
                 tokens += w
+                if first_token is None or t < first_token:
+                    first_token = t
                 if r.reasoning_chunks and t < answer_at:
                     reasoning += w
-    return {"completed": done, "completed_rate_rps": done / window_s if window_s > 0 else None,
-            "tokens": tokens, "reasoning_tokens": reasoning, "window_s": window_s,
-            "output_tok_s": tokens / window_s if window_s > 0 else None,
-            "reasoning_tok_s": reasoning / window_s if window_s > 0 else None,
-            "visible_tok_s": (tokens - reasoning) / window_s if window_s > 0 else None,
-            "tokens_estimated": estimated}
+    done = len(ends)
+    rate = None
+    if done >= 2 and end_ns > min(ends):
+        rate = (done - 1) / ((end_ns - min(ends)) / NS)
+    elif window_s > 0:
+        rate = done / window_s
+    tok_span = (end_ns - first_token) / NS if first_token is not None and end_ns > first_token else window_s
+    per = (lambda x: x / tok_span) if tok_span > 0 else (lambda x: None)
+    return {"completed": done, "completed_rate_rps": rate, "tokens": tokens, "reasoning_tokens": reasoning,
+            "window_s": window_s, "output_tok_s": per(tokens), "reasoning_tok_s": per(reasoning),
+            "visible_tok_s": per(tokens - reasoning), "tokens_estimated": estimated}
 
 
 def lane_behind(measured: Sequence[RequestRecord], completed: int, end_ns: int) -> dict[str, Any]:
