@@ -465,3 +465,13 @@ def test_efficiency_finding_names_the_levels_it_did_not_judge():
     sec = efficiency_section(d, ["A"])
     assert sec.summary == ("A: C4 is both the fastest and the most efficient level (4.00 tok/J) "
                            "(C2 not judged: lanemon was starved).")
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--gpu-telemetry-port", "70000"], "--gpu-telemetry-port 70000 is not a TCP port"),
+    (["--port", "8123", "--gpu-telemetry-port", "8123"], "--gpu-telemetry-port must differ from --port"),
+])
+def test_sim_telemetry_port_bad_input_is_one_line_exit_2(args, words):
+    out = subprocess.run([sys.executable, "-m", "lanemon", "sim", "--profile", "sglang-native", *args],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and words in out.stderr and "Traceback" not in out.stderr
