@@ -67,7 +67,7 @@ EVENTS_PREFIX = {True: b'{"type":"events","snapshot":true,"events":[',
 EVENTS_SUFFIX = b"]}"
 LIVE_MESSAGE = b'{"type":"live"}'
 SERVER_TEXT_KINDS = frozenset({schema.PROBE, schema.LANE, schema.FIRST_BYTE, schema.DONE, schema.ERROR,
-                               schema.SERVER_METRICS})
+                               schema.SERVER_METRICS, schema.GPU})
 """Event kinds whose data carries server text: redacted again here (the client cleaned it already)."""
 LONG_STRING = 4096  # an oversized event keeps this much of each long string field
 
