@@ -475,3 +475,18 @@ def test_sim_telemetry_port_bad_input_is_one_line_exit_2(args, words):
     out = subprocess.run([sys.executable, "-m", "lanemon", "sim", "--profile", "sglang-native", *args],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and words in out.stderr and "Traceback" not in out.stderr
+
+
+def test_host_samples_carry_this_machines_gpus_through_nvml():
+    from lanemon.client.host import HostSampler
+    from lanemon.folds.dashboard import HostState, gpu_text
+
+    nv = FakeNvml([{"name": "NVIDIA GB10", "uuid": "GPU-aa", "util": 40, "power_mw": 25000, "energy_mj": 5,
+                    "sm": 2405, "mem": 4266, "temp": 45, "reasons": 0}])
+    sample = HostSampler(nvml=nv).sample()
+    assert sample["gpus"][0]["model"] == "NVIDIA GB10" and sample["gpus"][0]["unified"] is True
+    host = HostState()
+    host.apply(NS, sample)
+    assert gpu_text(host.gpu) == "40% · 25 W · 45 °C · unified"
+    plain = HostSampler(nvml=type("NoDriver", (FakeNvml,), {"nvmlInit": lambda self: 1 / 0})([])).sample()
+    assert "gpus" not in plain  # no driver: no GPU figures, nothing raised

@@ -33,8 +33,17 @@ import psutil
 class HostSampler:
     """Take samples of this machine; rates are over the time since the previous sample."""
 
-    def __init__(self) -> None:
+    def __init__(self, nvml: Any = None) -> None:
         self._proc = psutil.Process(os.getpid())
+        self._gpus = None
+        """This machine's GPUs through NVML when nvidia-ml-py and a driver are there (client/telemetry.py);
+        a sample then carries ``gpus`` (docs/GPU.md), else nothing is tried again."""
+        try:
+            from lanemon.client.telemetry import NvmlReader
+
+            self._gpus = NvmlReader(nvml)
+        except Exception:  # no nvidia-ml-py, no driver, no GPU: the host has no GPU figures
+            self._gpus = None
         # prime the CPU counters: the first cpu_percent(None) call returns a meaningless 0.0
         psutil.cpu_percent(interval=None)
         self._proc.cpu_percent(interval=None)
@@ -77,4 +86,9 @@ class HostSampler:
                 data["proc_rss"] = int(self._proc.memory_info().rss)
         except psutil.Error:
             pass
+        if self._gpus is not None:
+            try:
+                data["gpus"] = self._gpus.read()
+            except Exception:  # a driver that went away: no GPU figures from now on
+                self._gpus = None
         return data

@@ -162,6 +162,8 @@ class HostState:
     net_rx_Bps: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
     net_tx_Bps: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
 
+    gpu: GpuState = field(default_factory=GpuState)
+    """This machine's own GPUs (NVML in the ``host`` samples, docs/GPU.md); ``gpu_text`` is its panel line."""
     client_lag_ms: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
     """lanemon's own event-loop lag, largest per ``client_load`` window (client/loadwatch.py)."""
     client_bound: bool = False
@@ -173,6 +175,11 @@ class HostState:
     def apply(self, t: int, d: dict) -> None:
         self.last, self.last_t = dict(d), t
         self.samples += 1
+        gpus = d.get("gpus")
+        if isinstance(gpus, list) and gpus:
+            power = [g["power_w"] for g in gpus if isinstance(g, dict) and isinstance(g.get("power_w"), (int, float))
+                     and not isinstance(g.get("power_w"), bool)]
+            self.gpu.apply(t, {"ok": True, "gpus": gpus, **({"power_w": sum(power)} if power else {})})
         for key in ("cpu_pct", "mem_pct", "net_rx_Bps", "net_tx_Bps"):
             if d.get(key) is not None:
                 getattr(self, key).append(float(d[key]))

@@ -191,6 +191,7 @@ class HostData(_Data):
     net_tx_Bps: Num | None = None
     proc_cpu_pct: Num | None = None
     proc_rss: Num | None = None
+    gpus: list[dict[str, Any]] | None = None
 
 
 class ClientLoadData(_Data):
