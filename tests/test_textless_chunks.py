@@ -244,3 +244,29 @@ def test_restart_fault_makes_every_counter_fall_and_count_again():
     assert before["vllm:e2e_request_latency_seconds_count"] == 2 and before["vllm:generation_tokens_total"] == 10
     # the third request restarted the engine first: only it is counted now
     assert after["vllm:e2e_request_latency_seconds_count"] == 1 and after["vllm:generation_tokens_total"] == 5
+
+
+def test_decode_steady_state_counts_textless_tokens_against_the_trace():
+    """Issue 28 row 2: C1 steady_tok_s read 618.5 below aggregate_tok_s 659.0 on the same run (961 of 1,024 tokens
+    counted).  With every third chunk text-less, the steady window's tokens are every token the lane generated."""
+    import subprocess
+    import sys
+
+    import httpx
+
+    from lanemon.sim.server import SimThread
+
+    with SimThread("tensorfold-exl3", time_scale=0.05, faults=["textless:3"]) as sim:
+        cmd = [sys.executable, "-m", "lanemon", "bench", "decode", "--lane", f"A={sim.base_url}", "--levels", "1",
+               "--categories", "coding", "--no-categories", "--max-tokens", "64", "--reps", "1", "--json",
+               "--no-record"]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        trace = httpx.get(sim.root_url + "/sim/trace", timeout=10).json()["requests"]
+    assert out.returncode == 0, out.stderr[-2000:]
+    cell = json.loads(out.stdout)["lanes"]["A"]["levels"]["1"]
+    bench = [t for t in trace if t["status"] == "ok" and t["completion_tokens"] > 1]
+    assert any("textless:3" in t.get("faults", []) for t in bench)
+    assert cell["output_tokens"] == sum(t["completion_tokens"] for t in bench)
+    # C1: the steady window is the level's span minus the gaps between requests, so it can only read higher
+    assert cell["steady_tok_s"] >= cell["aggregate_tok_s"] * 0.99, cell
+    assert cell["tokens_per_chunk"] == 1.0  # every token in its own chunk, a third of them without text
