@@ -185,6 +185,8 @@ def _print_kl(r: dict) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from lanemon.reports.format import pct  # a p99 over fewer than 100 positions says so
+
     console = Console()
     table = Table(title=f"teacher-forced KL(reference {r['reference']} || lane), top-{r['k']} with tail bucket")
     for col in ("lane", "status", "mean KL (nats/token)", "p50", "p99", "positions", "detail"):
@@ -193,5 +195,5 @@ def _print_kl(r: dict) -> None:
         def f(x):
             return "—" if x is None else f"{x:.4f}"
         detail = v["message"] or ""
-        table.add_row(name, v["status"], f(v["kl"]), f(v["kl_p50"]), f(v["kl_p99"]), str(v["positions"]), detail)
+        table.add_row(name, v["status"], f(v["kl"]), f(v["kl_p50"]), pct(v["kl_p99"], 99, v.get("positions"), None, f), str(v["positions"]), detail)
     console.print(table)

@@ -184,7 +184,6 @@ def load_table(result: dict[str, Any], lanes: Sequence[str] | None = None) -> Re
     notes: list[str] = []
     for lane in names:
         for i, r in enumerate((by_lane[lane] or {}).get("reps") or []):
-            lag = (r.get("send_lag_s") or {}).get("p99")
             row = [Cell(lane, STRONG)] + ([Cell(str(i + 1))] if multi else []) + [
                 Cell(str(r.get("measured"))), Cell(str(r.get("ok"))),
                 Cell(str(r.get("errors")), BAD if r.get("errors") else None),
@@ -194,7 +193,7 @@ def load_table(result: dict[str, Any], lanes: Sequence[str] | None = None) -> Re
                 Cell(rate(r.get("output_tok_s"))),
                 Cell(secs((r.get("ttft_s") or {}).get("p50"))), Cell(tail(r.get("ttft_s"), 99)),
                 Cell(secs((r.get("tpot_s") or {}).get("p50"))), Cell(tail(r.get("e2e_s"), 99)),
-                Cell(secs(lag) + (" behind" if r.get("client_behind") else ""),
+                Cell(tail(r.get("send_lag_s"), 99) + (" behind" if r.get("client_behind") else ""),
                      WARN if r.get("client_behind") else None)] + slo_cells(r.get("slo"), slo)
             rows.append(row)
             apart = ", ".join(f"{r[k]} {k}" for k in ("truncated", "empty", "bursts") if r.get(k))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from lanemon.reports.data import kl_lanes
-from lanemon.reports.format import clip, kl_num
+from lanemon.reports.format import clip, kl_num, pct
 from lanemon.reports.sections.section import Section
 from lanemon.reports.verdict import kl_verdict
 
@@ -18,7 +18,7 @@ def kl_section(kl: dict[str, Any], order: list[str]) -> Section:
     for n in lanes:
         c = kl["lanes"][n] or {}
         rows.append([n, "reference" if n == ref else "compared", str(c.get("status") or "—").replace("_", " "),
-                     kl_num(c.get("kl")), kl_num(c.get("kl_p50")), kl_num(c.get("kl_p99")),
+                     kl_num(c.get("kl")), kl_num(c.get("kl_p50")), pct(c.get("kl_p99"), 99, c.get("positions"), None, kl_num),
                      f"{c.get('positions', 0):,}", clip(c.get("message") or "", 90)])
     summary = (kl_verdict({"kl": kl, "environment": {"lanes": [{"name": n} for n in lanes]}}) or "").replace(
         "Logprob divergence: ", "", 1)

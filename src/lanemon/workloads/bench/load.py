@@ -654,7 +654,8 @@ def cell_result(records: Sequence[RequestRecord], span_s: float | None, config: 
         "ttft_s": _pcts(m.ttft_s for m in ms),
         "tpot_s": _pcts(m.tpot_s for m in ms),
         "e2e_s": _pcts(m.e2e_s for m in ms),
-        "send_lag_s": {"p50": rnd(lag.p50, 6), "p99": rnd(lag.p99, 6), "max": rnd(max(lags), 6) if lags else None},
+        "send_lag_s": {"p50": rnd(lag.p50, 6), "p99": rnd(lag.p99, 6), "max": rnd(max(lags), 6) if lags else None,
+                       "n": len(lags)},
         "client_behind": client_behind,
         **({"ttft_p50_s_by_turn": {k: rnd(summarize(v).p50, 6) for k, v in sorted(by_turn.items(), key=lambda kv: int(kv[0]))}}
            if by_turn else {}),
