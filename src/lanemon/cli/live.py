@@ -142,7 +142,7 @@ def cmd_live(args: argparse.Namespace, demo_lanes: list[LaneConfig] | None = Non
         session.close()
         recording_saved(recorder)
         return code
-    session.monitor_options = {"rules": rules, "slo": slo, "listen": listen, "window_s": args.window}
+    session.monitor_options = {"rules": rules, "slo": slo, "listen": listen, "window_s": getattr(args, "window", 60.0)}
     try:
         code = launch.run_app(session, args.theme or config.theme, args)
     except UsageError:  # refused before it ran (a --share host not allowed, a port in use, a bad theme)
