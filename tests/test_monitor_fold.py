@@ -135,3 +135,18 @@ def test_summary_rows_follow_the_same_rules():
     assert row.ttft_p90 is None and row.ttft_max == pytest.approx(0.3)  # 3 samples carry no p90
     assert row.slo == {"ttft": 0.25} and row.slo_attainment == pytest.approx(0.5)
     assert not row.simulated and row.lanemon_version == "9" and row.started_s == 1.0
+
+
+def test_a_shift_is_judged_against_the_lanes_own_spread():
+    from lanemon.measure.summary import shift
+
+    assert shift([0.2, 0.21]) is None  # too few earlier sessions
+    assert shift([0.2, 0.21, 0.19, None]) is None  # the latest has no figure
+    steady = shift([0.20, 0.22, 0.18, 0.21, 0.205])
+    assert steady is not None and not steady.shifted and steady.n == 4
+    slower = shift([0.20, 0.22, 0.18, 0.21, 0.30])
+    assert slower is not None and slower.shifted and slower.change == pytest.approx(0.3 / 0.205 - 1)
+    noisy = shift([0.1, 0.3, 0.15, 0.28, 0.30])  # a lane that always varied that much: no shift
+    assert noisy is not None and not noisy.shifted
+    flat = shift([0.2, 0.2, 0.2, 0.204])  # no spread at all: 5 % of the median is the floor
+    assert flat is not None and not flat.shifted and shift([0.2, 0.2, 0.2, 0.22]).shifted

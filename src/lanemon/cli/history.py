@@ -88,6 +88,7 @@ def _s(v: float | None, unit: str = "s") -> str:
 
 def render(rows: list, metric: str) -> str:
     """The rows as a table, then one trend line per (lane, workload, level) of ``metric``."""
+    from lanemon.measure.summary import shift
     from lanemon.reports.format import sparkline
     from lanemon.untrusted import inert
 
@@ -113,8 +114,13 @@ def render(rows: list, metric: str) -> str:
     for (lane, workload, level), rs in groups.items():
         values = [getattr(r, metric) for r in rs][-60:]
         xs = [v for v in values if v is not None]
-        last = f"{xs[-1]:.4g}" if xs else "-"
+        last = f"{values[-1]:.4g}" if values and values[-1] is not None else "- (no figure)"
         span = f"min {min(xs):.4g} max {max(xs):.4g}" if xs else "no figure"
         name = f"{inert(lane, 12)} {inert(workload, 10)}{(' ' + inert(level, 6)) if level else ''}"
-        lines.append(f"  {name:<30} {sparkline(values):<60} latest {last} ({span}, {len(rs)} sessions)")
+        sh = shift(values)
+        mark = ""
+        if sh is not None and sh.shifted:
+            change = f" {sh.change:+.0%}" if sh.change is not None else ""
+            mark = f"  SHIFT{change} vs the median of {sh.n} earlier sessions (beyond their spread)"
+        lines.append(f"  {name:<30} {sparkline(values):<60} latest {last} ({span}, {len(rs)} sessions){mark}")
     return "\n".join(lines)

@@ -254,3 +254,47 @@ def _slo(value: Any) -> dict[str, float]:
 
 def summary_to_dict(s: LaneSummary) -> dict[str, Any]:
     return msgspec.to_builtins(s)
+
+
+SHIFT_MIN_SESSIONS = 3
+"""Earlier sessions (same lane, workload and level) a shift is judged against: fewer say nothing."""
+SHIFT_MADS = 3.0
+"""A figure shifted when it is further than this many median absolute deviations from the earlier sessions'
+median (and beyond :data:`SHIFT_FLOOR` of it: identical earlier figures have no spread to speak of)."""
+SHIFT_FLOOR = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class Shift:
+    """The latest session's figure against the lane's own earlier sessions."""
+
+    value: float
+    median: float
+    spread: float
+    """The band half-width: max(SHIFT_MADS x MAD, SHIFT_FLOOR x |median|)."""
+    n: int
+    """Earlier sessions judged against."""
+
+    @property
+    def shifted(self) -> bool:
+        return abs(self.value - self.median) > self.spread
+
+    @property
+    def change(self) -> float | None:
+        """Relative change from the median (+0.25: 25 % higher)."""
+        return (self.value - self.median) / self.median if self.median else None
+
+
+def shift(values: Iterable[float | None]) -> Shift | None:
+    """Judge the last value of a same-workload series against the ones before it; None when the last has no
+    figure or fewer than :data:`SHIFT_MIN_SESSIONS` earlier ones do."""
+    xs = list(values)
+    if not xs or xs[-1] is None:
+        return None
+    earlier = [float(v) for v in xs[:-1] if v is not None]
+    if len(earlier) < SHIFT_MIN_SESSIONS:
+        return None
+    med = percentile(earlier, 50)
+    assert med is not None
+    mad = percentile([abs(v - med) for v in earlier], 50) or 0.0
+    return Shift(float(xs[-1]), med, max(SHIFT_MADS * mad, SHIFT_FLOOR * abs(med)), len(earlier))

@@ -45,7 +45,7 @@ from lanemon.ui.themes import ThemeError, load_themes, resolve_theme
 
 __all__ = ["LanemonApp", "SCREENS_BY_NAME", "Source", "ThemeError", "make_app"]
 
-SCREENS_BY_NAME = ("dashboard", "bench", "race", "gauntlet", "compare", "timeline", "alerts")
+SCREENS_BY_NAME = ("dashboard", "bench", "race", "gauntlet", "compare", "timeline", "alerts", "history")
 MARKER_GAP_NS = 500_000_000
 """Markers closer than this are one stop for ``[`` / ``]``."""
 STOP_GRACE_S = 10.0
@@ -102,6 +102,7 @@ class LanemonApp(App):
         Binding("end", "seek_end", "to end", show=False),
         Binding("h", "toggle_host", "Host"),
         Binding("exclamation_mark", "open('alerts')", "Alerts", key_display="!"),
+        Binding("y", "open('history')", "History", show=False),
     ]
 
     def __init__(self, source: Source | None, *, theme: str, themes: dict[str, Any],
@@ -447,6 +448,10 @@ class LanemonApp(App):
             from lanemon.ui.screens.alerts import AlertsScreen
 
             return AlertsScreen()
+        if name == "history":
+            from lanemon.ui.screens.history import HistoryScreen
+
+            return HistoryScreen()
         if name == "timeline":
             from lanemon.ui.screens.timeline import TimelineScreen
 
