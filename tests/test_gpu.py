@@ -490,3 +490,12 @@ def test_host_samples_carry_this_machines_gpus_through_nvml():
     assert gpu_text(host.gpu) == "40% · 25 W · 45 °C · unified"
     plain = HostSampler(nvml=type("NoDriver", (FakeNvml,), {"nvmlInit": lambda self: 1 / 0})([])).sample()
     assert "gpus" not in plain  # no driver: no GPU figures, nothing raised
+
+
+def test_efficiency_finding_when_every_level_was_starved():
+    from lanemon.reports.sections.efficiency import efficiency_section
+
+    d = _decode_with_energy()
+    for c in d["lanes"]["A"]["levels"].values():
+        c["unreliable"] = True
+    assert efficiency_section(d, ["A"]).summary == "A: no level judged (lanemon was starved in every one)."

@@ -374,6 +374,28 @@ def _render_decode(result: dict[str, Any], console) -> None:
                 row.append(f"{vals2[0] / vals2[1]:.2f}×" if vals2[0] and vals2[1] else "–")
             ct.add_row(*row)
         console.print(ct)
+    _render_efficiency(result, names, console)
+
+
+def _render_efficiency(result: dict[str, Any], names: list[str], console) -> None:
+    """Tokens per joule, GPU power and USD per 1M output tokens by level: the report's efficiency section
+    (reports/sections/efficiency.py), shown when a lane has GPU telemetry or a cost (docs/GPU.md)."""
+    from rich.markup import escape as rich_escape
+    from rich.table import Table
+
+    from lanemon.reports.sections.efficiency import efficiency_section
+
+    sec = efficiency_section(result, names)
+    if sec is None:
+        return
+    t = Table(title="energy and cost per level (docs/GPU.md)")
+    for i, h in enumerate(sec.headers):
+        t.add_column(h, justify="left" if i == 0 else "right")
+    for row in sec.rows:
+        t.add_row(*row)
+    console.print(t)
+    if sec.summary:
+        console.print(rich_escape(sec.summary))
 
 
 def _render_prefill(result: dict[str, Any], console) -> None:

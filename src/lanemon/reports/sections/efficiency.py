@@ -48,7 +48,9 @@ def efficiency_section(decode: dict[str, Any], lanes: list[str]) -> Section | No
         best, fast = best_levels(per[n])
         starved = [f"C{lvl}" for lvl, c in sorted(per[n].items()) if c.get("unreliable")]
         skip = f" ({', '.join(starved)} not judged: lanemon was starved)" if starved else ""
-        if best is None:
+        if best is None and any(num(c.get("tokens_per_joule")) is not None for c in per[n].values()):
+            findings.append(f"{n}: no level judged (lanemon was starved in every one).")
+        elif best is None:
             reason = next((c.get("energy_reason") for c in per[n].values() if c.get("energy_reason")), None)
             findings.append(f"{n}: no energy figure ({reason or 'no GPU telemetry'}).")
         elif best == fast:
