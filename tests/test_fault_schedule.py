@@ -20,6 +20,10 @@ def test_schedule_and_slow_syntax():
     assert (g.args[0], g.after_s, g.for_s, g.prob) == (503, 0.5, 60.0, 0.5)
     assert (g.active(0.4), g.active(0.5), g.active(60.49), g.active(60.5)) == (False, True, True, False)
     assert parse_fault("drop:3").active(1e6)  # no schedule: always
+    # a kind's own arguments are not its schedule: stall's AFTER_TOKENS once became after_s (active from 1 s)
+    s = parse_fault("stall:1:4")
+    assert (s.args, s.after_s, s.for_s, s.active(0)) == ((1.0, 4), 0.0, None, True)
+    assert (parse_fault("stall:1").args, parse_fault("stall:1").after_s) == ((1.0, 1), 0.0)
 
 
 @pytest.mark.parametrize("spec, words", [

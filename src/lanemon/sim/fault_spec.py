@@ -127,8 +127,8 @@ def parse_fault(text: str) -> FaultSpec:
         args = (_num(raw[0], f"{where}: N", integer=True, lo=0),)
     elif kind == "stall":
         nargs(1, 2, "stall:SECONDS[:AFTER_TOKENS]")
-        after = _num(raw[1], f"{where}: AFTER_TOKENS", integer=True, lo=0) if len(raw) > 1 else 1
-        args = (_num(raw[0], f"{where}: SECONDS", lo=0.0, lo_open=True, hi=3600.0), after)
+        after_tokens = _num(raw[1], f"{where}: AFTER_TOKENS", integer=True, lo=0) if len(raw) > 1 else 1
+        args = (_num(raw[0], f"{where}: SECONDS", lo=0.0, lo_open=True, hi=3600.0), after_tokens)
     elif kind == "http":
         nargs(1, 3, "http:STATUS[:json|text|html][:RETRY_AFTER_S]")
         status = _num(raw[0], f"{where}: STATUS", integer=True, lo=400, hi=599)
