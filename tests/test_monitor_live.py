@@ -75,6 +75,17 @@ def _events(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()[1:]]
 
 
+def _skip_if_starved(rec: Path) -> None:
+    """No alert fired: when lanemon itself was starved for most of the run (``client_load`` windows marked
+    ``bound``, e.g. beside CPU hogs), every probe was client-bound and, by the project's rule, fed no latency
+    figure: a TTFT rule cannot fire then.  Skip with that reason; otherwise the failure stands."""
+    loads = [e for e in _events(rec) if e["kind"] == "client_load"]
+    bound = sum(1 for e in loads if e.get("data", {}).get("bound"))
+    if loads and bound / len(loads) >= 0.3:
+        pytest.skip(f"lanemon was starved in {bound} of {len(loads)} load windows: its probes were client-bound "
+                    "and feed no TTFT (docs/METRICS.md), so a TTFT alert cannot fire on this machine now")
+
+
 def test_headless_alert_fires_while_the_sim_is_slow_and_resolves_after(tmp_path):
     rec = tmp_path / "live.jsonl"
     with SimThread("tensorfold-exl3", time_scale=0.1, faults=["slow:after=3s,for=4s,factor=8"]) as sim:
@@ -83,7 +94,12 @@ def test_headless_alert_fires_while_the_sim_is_slow_and_resolves_after(tmp_path)
         try:
             _, m = lm.wait_for(ANNOUNCE.pattern, 30)
             url = m.group(1)
-            t_fired, _ = lm.wait_for(r"alert FIRING \[warning\] lane A: ttft_p50 > 0\.05 for 2s", 25)
+            try:
+                t_fired, _ = lm.wait_for(r"alert FIRING \[warning\] lane A: ttft_p50 > 0\.05 for 2s", 25)
+            except AssertionError:
+                lm.stop()
+                _skip_if_starved(rec)
+                raise
             fired_after = t_fired - (sim.app.t_start - time.perf_counter() + time.monotonic())
             text = httpx.get(url, timeout=5).text  # while it fires
             t_resolved, _ = lm.wait_for(r"alert resolved \[warning\] lane A: ttft_p50 > 0\.05 for 2s", 25)
@@ -103,6 +119,34 @@ def test_headless_alert_fires_while_the_sim_is_slow_and_resolves_after(tmp_path)
     alerts = [e for e in _events(rec) if e["kind"] == "alert"]
     assert [(e["lane"], e["data"]["state"]) for e in alerts] == [("A", "firing"), ("A", "resolved")]
     assert alerts[0]["data"]["values"]["ttft_p50"] > 0.05 and alerts[1]["data"]["values"]["ttft_p50"] <= 0.05
+
+
+def test_an_error_share_alert_fires_and_resolves_whatever_lanemons_load(tmp_path):
+    """Outcomes do not depend on lanemon's timing: beside CPU hogs too, a scheduled HTTP 503 stretch fires an
+    error-share rule and its end resolves it (the rule's command gets the alert as JSON on stdin)."""
+    rec, got = tmp_path / "live.jsonl", tmp_path / "alerts.jsonl"
+    cfg = tmp_path / "lanes.toml"
+    cmd = [sys.executable, "-c", f"import sys; open({str(got)!r}, 'a').write(sys.stdin.read() + '\\n')"]
+    cfg.write_text("[[alerts]]\nwhen = \"error_share > 50%\"\nfor = \"1s\"\nseverity = \"critical\"\n"
+                   f"command = {json.dumps(cmd)}\n")
+    with SimThread("tensorfold-exl3", time_scale=0.1, faults=["http:503:after=2s,for=4s"]) as sim:
+        lm = Lanemon("live", "--headless", "--config", str(cfg), "--lane", f"A={sim.base_url}", "--interval", "0.2",
+                     "--window", "1.5", "--record", str(rec))
+        try:
+            lm.wait_for(r"alert FIRING \[critical\] lane A: error_share > 50% for 1s", 30)
+            lm.wait_for(r"alert resolved \[critical\] lane A: error_share > 50% for 1s", 30)
+            deadline = time.monotonic() + 15
+            while time.monotonic() < deadline and (not got.exists() or got.read_text().count("\n") < 2):
+                time.sleep(0.1)
+        finally:
+            code = lm.stop()
+    assert code == 0
+    states = [e["data"]["state"] for e in _events(rec) if e["kind"] == "alert"]
+    assert states == ["firing", "resolved"]
+    sent = [json.loads(line) for line in got.read_text().splitlines() if line.strip()]
+    assert [(a["state"], a["lane"], a["severity"]) for a in sent] == [("firing", "A", "critical"),
+                                                                    ("resolved", "A", "critical")]
+    assert sent[0]["values"]["error_share"] > 0.5
 
 
 def test_history_lists_the_session_with_the_simulators_ttft_and_rebuild_gives_the_same_rows(tmp_path):
