@@ -150,3 +150,23 @@ def test_a_shift_is_judged_against_the_lanes_own_spread():
     assert noisy is not None and not noisy.shifted
     flat = shift([0.2, 0.2, 0.2, 0.204])  # no spread at all: 5 % of the median is the floor
     assert flat is not None and not flat.shifted and shift([0.2, 0.2, 0.2, 0.22]).shifted
+
+
+def test_the_over_saturation_flag():
+    from lanemon.folds.monitor import oversaturated
+
+    assert oversaturated((1, 4), (0.2, 0.3), (500, 520)) is True  # queue up, TTFT +50 %, throughput flat
+    assert oversaturated((1, 4), (0.2, 0.3), (500, 700)) is False  # throughput still grows: not saturated
+    assert oversaturated((1, 1.5), (0.2, 0.3), (500, 500)) is False  # the queue did not grow
+    assert oversaturated((1, 4), (0.2, 0.22), (500, 500)) is False  # TTFT barely moved
+    assert oversaturated(None, (0.2, 0.3), (500, 500)) is None  # no /metrics: no flag
+    st = MonitorState([("A", "u", None)], window_s=10)
+    evs = []
+    for i, (waiting, tok_s, ttft_ms) in enumerate([(0, 500, 100), (1, 505, 110), (4, 500, 200), (6, 498, 220)]):
+        t = (i * 2 + 1) * S
+        evs.append(Event(t, schema.SERVER_METRICS, "A", None, {"ok": True, "engine": "vllm", "waiting": waiting,
+                                                                "gen_tok_s": tok_s}))
+        evs += _request("A", f"r{i}", t, ttft_ms)
+    for ev in sorted(evs, key=lambda e: e.t):
+        st.apply(ev)
+    assert st.figures(10 * S)["A"]["oversaturated"] == 1.0

@@ -40,6 +40,22 @@ TPOT_BUCKETS = (0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03, 0.
                 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0)
 """Upper bounds (s) of the TPOT histogram (vLLM's ``inter_token_latency_seconds`` buckets)."""
 DEFAULT_WINDOW_S = 60.0
+SATURATION_TTFT_RISE = 1.2
+"""Over-saturation: the second half of the window's median TTFT is at least this many times the first half's ..."""
+SATURATION_FLAT = 0.10
+"""... while the engine's generation throughput moved by less than this share ..."""
+SATURATION_QUEUE_RISE = 1.0
+"""... and its queue (requests waiting) grew by at least this many requests on average."""
+
+
+def oversaturated(waiting: tuple[float, float] | None, ttft: tuple[float, float] | None,
+                  gen_tok_s: tuple[float, float] | None) -> bool | None:
+    """The over-saturation flag from (first half, second half) of a window: the queue grows and TTFT rises
+    while throughput stays flat -- more load is only waiting longer.  None when a figure is missing."""
+    if waiting is None or ttft is None or gen_tok_s is None or ttft[0] <= 0 or gen_tok_s[0] <= 0:
+        return None
+    return (waiting[1] - waiting[0] >= SATURATION_QUEUE_RISE and ttft[1] >= SATURATION_TTFT_RISE * ttft[0]
+            and abs(gen_tok_s[1] - gen_tok_s[0]) <= SATURATION_FLAT * gen_tok_s[0])
 
 
 @dataclass
@@ -109,6 +125,8 @@ class MonitorState:
         self.series = SeriesState([name for name, _, _ in lanes or []])
         self.hists: dict[str, tuple[Histogram, Histogram]] = {}
         self.preemptions: dict[str, deque[tuple[int, float]]] = {}
+        self.engine: dict[str, deque[tuple[int, float | None, float | None]]] = {}
+        """Per lane: (t, waiting, gen_tok_s) of each /metrics scrape over the window (the over-saturation flag)."""
         self.version = 0
 
     @property
@@ -130,6 +148,10 @@ class MonitorState:
         self.session.apply(ev)
         self.series.apply(ev)
         if ev.kind == schema.SERVER_METRICS and ev.lane is not None and ev.data.get("ok"):
+            eng = self.engine.setdefault(ev.lane, deque())
+            eng.append((ev.t, _num(ev.data.get("waiting")), _num(ev.data.get("gen_tok_s"))))
+            while eng and eng[0][0] < ev.t - int(self.window_s * NS):
+                eng.popleft()
             v = ev.data.get("preemptions_total")
             if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0:
                 dq = self.preemptions.setdefault(ev.lane, deque())
@@ -181,8 +203,24 @@ class MonitorState:
                 "running": _num(last.get("running")),
                 "preemptions": self._preempted(name, t0),
                 "server_ttft": _num(lane.server.timings.get("ttft_s")),
+                "oversaturated": self._saturation(name, t0, now),
             }
         return out
+
+    def _saturation(self, lane: str, t0: int, t1: int) -> float | None:
+        """1.0 / 0.0 (:func:`oversaturated` over the window's two halves), None without the figures."""
+        mid = (t0 + t1) // 2
+        halves = (self.series.window(lane, t0, mid).ttft[0], self.series.window(lane, mid + 1, t1).ttft[0])
+        ttft = halves if None not in halves else None
+        rows = [r for r in self.engine.get(lane, ()) if t0 <= r[0] <= t1]
+
+        def split(i: int) -> tuple[float, float] | None:
+            a = [r[i] for r in rows if r[0] <= mid and r[i] is not None]
+            b = [r[i] for r in rows if r[0] > mid and r[i] is not None]
+            return (sum(a) / len(a), sum(b) / len(b)) if a and b else None
+
+        flag = oversaturated(split(1), ttft, split(2))  # type: ignore[arg-type]
+        return None if flag is None else float(flag)
 
     def _preempted(self, lane: str, t0: int) -> float | None:
         dq = self.preemptions.get(lane)

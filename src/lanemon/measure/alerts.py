@@ -52,6 +52,8 @@ METRICS: dict[str, tuple[str, str]] = {
     "running": ("engine /metrics: requests running", ""),
     "preemptions": ("engine /metrics: preemptions in the window", ""),
     "server_ttft": ("engine /metrics: the engine's own mean TTFT over its latest interval", "s"),
+    "oversaturated": ("1 when, from the window's first half to its second, the engine's queue grew, the median "
+                      "TTFT rose 20 % and generation throughput stayed within 10 % (more load only waits)", ""),
 }
 
 OPS = {

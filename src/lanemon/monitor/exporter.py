@@ -9,6 +9,7 @@ Families (labels ``lane``, ``model``):
 * ``lanemon_lane_up`` -- 1 when the latest health probe answered;
 * ``lanemon_slo_attainment_ratio`` -- share of the window's requests meeting every SLO target (with an SLO);
 * ``lanemon_goodput_requests_per_second`` -- those requests per second of the window (with an SLO);
+* ``lanemon_oversaturated`` -- 1 when the queue grew and TTFT rose while throughput stayed flat (window halves);
 * ``lanemon_alerts_firing{severity}`` -- alerts firing now;
 * ``lanemon_window_seconds`` -- the window the ratios are computed over.
 
@@ -69,6 +70,9 @@ class MonitorCollector:
                                    "SLO target (errors are misses)", labels=labels)
         good = GaugeMetricFamily("lanemon_goodput_requests_per_second", "Requests meeting every SLO target per "
                                  "second of the window", labels=labels)
+        saturated = GaugeMetricFamily("lanemon_oversaturated", "1 when over the window the engine's queue grew and "
+                                      "TTFT rose while its throughput stayed flat (needs the engine's /metrics)",
+                                      labels=labels)
         firing = GaugeMetricFamily("lanemon_alerts_firing", "Alert rules firing now", labels=[*labels, "severity"])
         window = GaugeMetricFamily("lanemon_window_seconds", "The sliding window the ratios are computed over")
         window.add_metric([], st.window_s)
@@ -89,6 +93,8 @@ class MonitorCollector:
                 attain.add_metric(lv, figs["slo_attainment"])
             if figs.get("goodput") is not None:
                 good.add_metric(lv, figs["goodput"])
+            if figs.get("oversaturated") is not None:
+                saturated.add_metric(lv, figs["oversaturated"])
             if self.alerts is not None:
                 per = {s: 0 for s in SEVERITIES}
                 for rule, ln, _ in self.alerts.firing():
@@ -96,7 +102,7 @@ class MonitorCollector:
                         per[rule.severity] += 1
                 for sev, n in per.items():
                     firing.add_metric([*lv, sev], n)
-        yield from (ttft, tpot, reqs, up, attain, good, firing, window)
+        yield from (ttft, tpot, reqs, up, attain, good, saturated, firing, window)
 
 
 def make_registry(state: MonitorState, alerts: AlertEngine | None = None) -> CollectorRegistry:
