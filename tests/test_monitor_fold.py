@@ -170,3 +170,12 @@ def test_the_over_saturation_flag():
     for ev in sorted(evs, key=lambda e: e.t):
         st.apply(ev)
     assert st.figures(10 * S)["A"]["oversaturated"] == 1.0
+
+
+def test_breaching_requests_are_the_judged_misses():
+    from lanemon.folds.monitor import breaches
+
+    st = _fold(slo={"ttft": 0.25})
+    ends = breaches(st.series, "A", 0, 7 * S, {"ttft": 0.25})
+    # r3 (TTFT 300 ms) and the error r5 missed; r4 ran while lanemon was starved: not judged
+    assert ends == [3 * S + 400 * MS, 5 * S + 5 * MS]

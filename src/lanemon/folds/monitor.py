@@ -96,6 +96,38 @@ class _Judged:
     generated_tokens: int
 
 
+def slo_window(series: SeriesState, lane: str, t0: int, t1: int, slo: Mapping[str, float], *,
+               final: bool = False) -> tuple[float | None, float | None]:
+    """(attainment, goodput req/s) of ``lane`` over the samples that ended in [t0, t1] (measure/slo.py's
+    arithmetic; the dashboard's chart window and the monitor's window alike).  A complete request lanemon was
+    starved during is neither a hit nor a miss of the lane's; (None, None) without an SLO or a request."""
+    if not slo:
+        return None, None
+    judged = []
+    for s in series.lane(lane).samples:
+        if s.t < t0 or s.t > t1 or series.pending(s, final):
+            continue
+        if s.outcome == "ok" and CLIENT_BOUND in series.flags_of(s):
+            continue
+        judged.append(_Judged(s.outcome == "ok", s.ttft_s, s.tpot_s, s.e2e_s, int(s.tokens)))
+    if not judged:
+        return None, None
+    result = slo_rules.evaluate(judged, slo, (t1 - max(t0, 0)) / NS)
+    return result.share, result.goodput_rps
+
+
+def breaches(series: SeriesState, lane: str, t0: int, t1: int, slo: Mapping[str, float]) -> list[int]:
+    """End times (ns) of the window's judged requests that missed the SLO: what a chart marks."""
+    out = []
+    for s in series.lane(lane).samples:
+        if s.t < t0 or s.t > t1 or (s.outcome == "ok" and CLIENT_BOUND in series.flags_of(s)):
+            continue
+        if not slo_rules.evaluate([_Judged(s.outcome == "ok", s.ttft_s, s.tpot_s, s.e2e_s, int(s.tokens))],
+                                  slo, None).good:
+            out.append(s.t)
+    return out
+
+
 class _Session(SessionState):
     """The dashboard's fold, telling the monitor which complete requests count as lane speed."""
 
@@ -161,21 +193,7 @@ class MonitorState:
 
     # -- reading -------------------------------------------------------------------------------------
     def _slo_figures(self, lane: str, t0: int, t1: int) -> tuple[float | None, float | None]:
-        """(attainment, goodput req/s) over the samples that ended in [t0, t1] (measure/slo.py's arithmetic);
-        a complete request lanemon was starved during is neither a hit nor a miss of the lane's."""
-        if not self.slo:
-            return None, None
-        judged = []
-        for s in self.series.lane(lane).samples:
-            if s.t < t0 or s.t > t1 or self.series.pending(s):
-                continue
-            if s.outcome == "ok" and CLIENT_BOUND in self.series.flags_of(s):
-                continue
-            judged.append(_Judged(s.outcome == "ok", s.ttft_s, s.tpot_s, s.e2e_s, int(s.tokens)))
-        if not judged:
-            return None, None
-        result = slo_rules.evaluate(judged, self.slo, (t1 - max(t0, 0)) / NS)
-        return result.share, result.goodput_rps
+        return slo_window(self.series, lane, t0, t1, self.slo)
 
     def figures(self, now_ns: int | None = None) -> dict[str, dict[str, float | None]]:
         """``{lane: {metric: value}}`` over the window ending at ``now_ns`` (default: the latest event)."""
