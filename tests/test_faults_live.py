@@ -181,11 +181,11 @@ def test_bench_marks_faulty_cells_errored_and_never_reports_a_rate(tmp_path):
     # refused at the 16 MiB cap, or stalled first on a machine too busy to read 16 MiB within the stall window
     assert any(w in levels["huge"]["1"]["error"] for w in ("16 MiB", "stalled", "no data from the server"))
     # the recording reads back whole and gives the same results
-    from lanemon.measure.server import attach_server_views
+    from lanemon.measure.views import attach_engine_views
     from lanemon.workloads.bench.decode import decode_results
 
     _, events = replayed_state(path)
-    again = attach_server_views(decode_results(events), events)  # as the run's results() and every report do
+    again = attach_engine_views(decode_results(events), events)  # as the run's results() and every report do
     assert orjson.dumps(again["lanes"], option=orjson.OPT_SORT_KEYS) == orjson.dumps(
         result["lanes"], option=orjson.OPT_SORT_KEYS)
 

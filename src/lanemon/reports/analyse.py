@@ -32,10 +32,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from lanemon.measure.counters import attach_counters, session_counters
-from lanemon.measure.energy import attach_energy
+from lanemon.measure.counters import session_counters
 from lanemon.measure.records import compact_events
-from lanemon.measure.server import attach_server_views
+from lanemon.measure.views import attach_engine_views
 from lanemon import __version__
 from lanemon import events as schema
 from lanemon.recording.reader import Recording
@@ -206,9 +205,7 @@ def analyze(source: Any, *, benches: Sequence[str] | None = None) -> dict[str, A
         try:
             out[bench] = per_lane_results(bench, fn, events) if bench in PER_LANE else fn(events)
             if bench in ("decode", "prefill", "needles", "load", "sweep"):  # the engine's own view beside ours
-                attach_server_views(out[bench], events)
-                attach_energy(out[bench], events)  # joules, tokens per joule, USD per 1M tokens (docs/GPU.md)
-                attach_counters(out[bench], events)  # what the engine did in each cell (docs/GPU.md)
+                attach_engine_views(out[bench], events)  # server view, energy and cost, engine counters
             cut_short = interrupted_text(bench, out[bench])
             if cut_short:  # first, so no reader takes a cut run for a whole one
                 warnings.insert(0, cut_short)

@@ -536,9 +536,6 @@ class BenchRun(FixedPace):
 
     def results(self) -> dict[str, Any]:
         """The bench's JSON computed from the events so far (see docs/JSON.md)."""
-        from lanemon.measure.counters import attach_counters
-        from lanemon.measure.energy import attach_energy
-        from lanemon.measure.server import attach_server_views
+        from lanemon.measure.views import attach_engine_views
 
-        out = attach_server_views(self._module.results(self.events, in_progress=not self.finished), self.events)
-        return attach_counters(attach_energy(out, self.events), self.events)
+        return attach_engine_views(self._module.results(self.events, in_progress=not self.finished), self.events)
