@@ -444,7 +444,13 @@ def add_to_history(path) -> None:
     from lanemon.monitor.history import CatalogueError, add_recording
     from lanemon.recording.reader import RecordingError
 
+    from lanemon.monitor.history import AUTO_ADD_MAX_BYTES
+
     try:
+        size = path.stat().st_size
+        if size > AUTO_ADD_MAX_BYTES:  # reading it back would hold the command up (~70 ms per MB)
+            err(f"not added to the history catalogue now ({size >> 20} MiB): `lanemon history --rebuild` reads it")
+            return
         add_recording(path)
     except (CatalogueError, RecordingError, OSError, sqlite3.Error) as exc:
         err(f"warning: not added to the history catalogue: {exc}")

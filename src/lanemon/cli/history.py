@@ -95,7 +95,7 @@ def render(rows: list, metric: str) -> str:
     if not rows:
         return "no sessions in the history catalogue yet (every live or bench session adds its rows)"
     head = f"{'started (UTC)':<20} {'lane':<8} {'workload':<10} {'level':<6} {'n':>5} {'TTFT p50':>9} " \
-           f"{'TPOT p50':>9} {'E2E p50':>9} {'tok/s':>7} {'goodput':>8}  model"
+           f"{'TPOT p50':>9} {'E2E p50':>9} {'agg t/s':>7} {'goodput':>8}  model"
     lines = [head]
     for r in rows[-200:]:
         started = (r.started or "?")[:19].replace("T", " ")

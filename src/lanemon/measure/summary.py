@@ -76,7 +76,8 @@ class LaneSummary(msgspec.Struct, frozen=True, forbid_unknown_fields=False):
     decode_tok_s_p50: float | None = None
     """Median per-stream decode rate."""
     tok_s: float | None = None
-    """Generated tokens of the counted requests / first send to last end (aggregate, tok/s)."""
+    """Aggregate: generated tokens of the counted requests / their first send to last end (tok/s; pauses
+    between requests count, so sequential probes read far below a stream's rate: see decode_tok_s_p50)."""
     duration_s: float | None = None
     slo: dict[str, float] = {}
     goodput_rps: float | None = None
