@@ -283,7 +283,10 @@ class DashboardScreen(LanemonScreen):
 
     def fingerprint(self, app: Any) -> tuple:
         s = app.source  # (the charts by query: the app's first redraw can come before they are composed)
-        return (app.state.version, app.series.version, self.window_s, self.zoomed, self.third, s.paused, s.speed,
+        # paused: what the folds still take in (the loop watcher's windows) waits for the resume; the
+        # screen repaints only for the user's own keys (window, zoom, a seek, resizing)
+        versions = (None, None) if s.paused else (app.state.version, app.series.version)
+        return (*versions, self.window_s, self.zoomed, self.third, s.paused, s.speed,
                 s.finished, str(s.recording_path), self.size, tuple(g.size for g in self.query("#charts")))
 
     def draw(self, app: Any) -> None:
@@ -341,7 +344,10 @@ class DashboardScreen(LanemonScreen):
                 if s.tok_s is not None:
                     tok.append((s.t, s.tok_s))
             clean["ttft"][name], clean["decode"][name], marks[name] = ttft, tok, flagged
-        common = dict(t0=t0, t1=t1, colours=colours, x_fmt=fmt.event_time, wall=self._wall(app),
+        # window_ns: a chart's time axis moves a column at a time (not at every event): it repaints when a
+        # column's worth of time went by or its data changed (widgets/repaint.py)
+        common = dict(t0=t0, t1=t1, window_ns=self.window_s * NS, colours=colours, x_fmt=fmt.event_time,
+                      wall=self._wall(app),
                       shared_colour=shared_colour(app), note=f"last {window}")
         self.query_one("#chart-ttft", TimeChart).show(series=clean["ttft"], marks=marks, value_fmt=seconds_axis,
                                                       title="TTFT", **common)

@@ -7,6 +7,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Label, Sparkline
 
 from lanemon.folds.dashboard import HostState
+from lanemon.ui.widgets.repaint import set_text
 
 
 def size(n: float | None, *, binary: bool = True) -> str:
@@ -88,6 +89,8 @@ class HostPanel(Vertical):
         return self.shown
 
     def update_from(self, st: HostState) -> None:
+        if not self.shown:  # hidden: nothing to repaint (``h`` redraws it at once)
+            return
         q = self.query_one
         d = st.last
         if not st.samples:
@@ -96,16 +99,16 @@ class HostPanel(Vertical):
         self.border_title = f"host  [dim]{st.samples} samples[/]"
         cpus = d.get("cpus")
         load = f" · load {d['load1']:.2f}" if d.get("load1") is not None else ""
-        q("#host-cpu", Label).update(
+        set_text(q("#host-cpu", Label), 
             f"CPU [$text][b]{d.get('cpu_pct', 0.0):.0f}%[/b][/]" + (f" [dim]· {cpus} cpus{load}[/]" if cpus else "")
         )
         q("#host-cpu-spark", Sparkline).data = list(st.cpu_pct)
-        q("#host-mem", Label).update(
+        set_text(q("#host-mem", Label), 
             f"mem [$text][b]{size(d.get('mem_used'))}[/b][/] [dim]/ {size(d.get('mem_total'))}[/]"
             f" [b]{d.get('mem_pct', 0.0):.0f}%[/]"
         )
         q("#host-mem-spark", Sparkline).data = list(st.mem_pct)
-        q("#host-net", Label).update(
+        set_text(q("#host-net", Label), 
             f"net ↓ [$text][b]{rate(d.get('net_rx_Bps'))}[/b][/] ↑ [$text][b]{rate(d.get('net_tx_Bps'))}[/b][/]"
         )
         q("#host-net-spark", Sparkline).data = [rx + tx for rx, tx in zip(st.net_rx_Bps, st.net_tx_Bps)]
@@ -113,4 +116,4 @@ class HostPanel(Vertical):
         if d.get("proc_rss") is not None:
             proc = (f"lanemon [$text][b]{d.get('proc_cpu_pct', 0.0):.0f}%[/b][/] CPU"
                     f"\n[$text][b]{size(d['proc_rss'])}[/b][/] RSS")
-        q("#host-proc", Label).update(proc)
+        set_text(q("#host-proc", Label), proc)

@@ -13,6 +13,7 @@ from textual.widgets import Label
 
 from lanemon.ui.colours import lane_colour
 from lanemon.ui.format import markup_escape as escape
+from lanemon.ui.widgets.repaint import set_text
 
 
 MOST_PER_ROW = 4
@@ -85,7 +86,7 @@ class LaneCard(Vertical):
     @staticmethod
     def badge_state(badge: Label, text: str, state: str, states: tuple[str, ...]) -> None:
         """Show ``text`` on ``badge`` with class ``state``, the other ``states`` removed."""
-        badge.update(text)
+        set_text(badge, text)
         for cls in states:
             badge.set_class(cls == state, cls)
 

@@ -17,6 +17,7 @@ from lanemon.ui import format as fmt
 from lanemon.ui.format import markup_escape as escape
 from lanemon.ui.widgets.lane_card import LaneCard
 from lanemon.ui.widgets.server_gauges import ServerGauges
+from lanemon.ui.widgets.repaint import set_text
 
 ERRORS_SHOWN = 3
 STATES = ("-unknown", "-up", "-down")
@@ -151,8 +152,8 @@ class LanePanel(LaneCard):
         """Redraw every field from the lane's folded state."""
         q = self.query_one
         self.paint_name()
-        q("#url", Label).update(escape(st.url or ""))
-        q("#model", Label).update(f"[dim]model[/] {escape(st.model)}" if st.model else "[dim]model —[/]")
+        set_text(q("#url", Label), escape(st.url or ""))
+        set_text(q("#model", Label), f"[dim]model[/] {escape(st.model)}" if st.model else "[dim]model —[/]")
 
         badge = q("#badge", Label)
         if st.up is None:
@@ -170,10 +171,10 @@ class LanePanel(LaneCard):
         self.mark(good=state == "-up", bad=state == "-down")
 
         est = " [$warning]est.[/]" if st.tokens_estimated else ""
-        q("#ttft-last", Label).update(fmt.seconds(st.last_ttft_s))
-        q("#ttft-median", Label).update(fmt.seconds(st.median_ttft_s))
-        q("#tps-last", Label).update(fmt.tok_s(st.last_tps))
-        q("#tps-median", Label).update(fmt.tok_s(st.median_tps))
+        set_text(q("#ttft-last", Label), fmt.seconds(st.last_ttft_s))
+        set_text(q("#ttft-median", Label), fmt.seconds(st.median_ttft_s))
+        set_text(q("#tps-last", Label), fmt.tok_s(st.last_tps))
+        set_text(q("#tps-median", Label), fmt.tok_s(st.median_tps))
 
         err_style = "$error" if st.requests_err else "$text-muted"
         bound = ""
@@ -187,29 +188,29 @@ class LanePanel(LaneCard):
                 bound += f"  [$warning]{n} {word}[/]"
         stalled, wait_s = st.stalled(now_ns) if now_ns else (0, 0.0)
         stall = f"  [$warning b]{stalled} stalled {wait_s:.0f} s[/]" if stalled else ""  # in flight, no data
-        q("#requests", Label).update(
+        set_text(q("#requests", Label), 
             f"[b]{st.in_flight}[/] in flight{stall}  [$success]{st.requests_ok} ok[/]  "
             f"[{err_style}]{st.requests_err} err[/]" + bound)
 
         n_ttft = len(st.ttft_history)
-        q("#ttft-label", Label).update(f"[dim]n={n_ttft} · {fmt.span(st.ttft_history, 's')}[/]" if n_ttft > 1 else "")
+        set_text(q("#ttft-label", Label), f"[dim]n={n_ttft} · {fmt.span(st.ttft_history, 's')}[/]" if n_ttft > 1 else "")
         n_tps = len(st.tps_history)
-        q("#tps-label", Label).update(
+        set_text(q("#tps-label", Label), 
             est.strip() + (f"  [dim]n={n_tps} · {fmt.span(st.tps_history, 'tok/s')}[/]" if n_tps > 1 else ""))
         q("#server", ServerGauges).update_from(st.server)
 
         if self.compact:
             room = self.size.width - 2 - (len(self.lane) + 3) - (len(text) + 2) - 1
-            q("#brief", Label).update(fit(_brief_parts(st, stalled, wait_s), room))
+            set_text(q("#brief", Label), fit(_brief_parts(st, stalled, wait_s), room))
 
         errors = list(st.errors)[-ERRORS_SHOWN:][::-1]
         total = len(st.errors)
-        q("#errors-title", Label).update(f"errors  [dim]{total} recent[/]" if total else "errors")
+        set_text(q("#errors-title", Label), f"errors  [dim]{total} recent[/]" if total else "errors")
         if errors:
             lines = [_error_line(t, cls, msg) for t, cls, msg in errors]
-            q("#errors", Static).update("\n".join(lines))
+            set_text(q("#errors", Static), "\n".join(lines))
         else:
-            q("#errors", Static).update("[dim]none[/]")
+            set_text(q("#errors", Static), "[dim]none[/]")
 
 
 def _brief_parts(st: LaneState, stalled: int, wait_s: float) -> list[tuple[int, str, str]]:

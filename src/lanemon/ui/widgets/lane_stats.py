@@ -46,6 +46,9 @@ class LaneStats(Static):
     LaneStats { height: auto; padding: 0 1; background: $surface; }
     """
 
+    _shown_key: tuple | None = None
+    _lines = 0
+
     def update_from(self, stats: dict[str, WindowStats], colours: dict[str, str], window: str) -> None:
         names = list(stats)
         width = self.size.width or 200
@@ -78,6 +81,10 @@ class LaneStats(Static):
                              f"p50 {ratio(b.e2e[0], a.e2e[0])}"])
         columns = list(COLUMNS) + ([(f"p50 ÷ {names[0]}", "right")] if many else [])
         shown = fitting_columns(columns, rows, width)
+        key = (rows, columns, shown, window)
+        if key == self._shown_key:  # the same figures: no repaint (widgets/repaint.py)
+            return
+        self._shown_key = key
         table = Table(box=None, pad_edge=False, padding=(0, 1), expand=False, show_edge=False,
                       header_style="dim", title=None)
         for i in shown:
@@ -86,7 +93,9 @@ class LaneStats(Static):
         for row in rows:
             table.add_row(*(row[i] if i < len(row) else "" for i in shown))
         self.border_title = f"last {window}"
-        self.update(table)
+        lines = len(rows) + 1
+        self.update(table, layout=lines != self._lines)  # the same rows keep the same height: no reflow
+        self._lines = lines
 
 
 COLUMNS = (("lane", "left"), ("req/s", "right"), ("ok", "right"), ("err", "right"), ("trunc", "right"),

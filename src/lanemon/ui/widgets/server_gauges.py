@@ -13,6 +13,7 @@ from textual.widgets import Label, Sparkline
 from lanemon.folds.dashboard import ServerMetricsState
 from lanemon.ui import format as fmt
 from lanemon.ui.format import markup_escape as escape
+from lanemon.ui.widgets.repaint import set_text
 
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
 BAR_WIDTH = 16
@@ -113,27 +114,27 @@ class ServerGauges(Vertical):
             title += f"  [$warning]{escape(' '.join(st.error.split()))}[/]"
         elif d.get("latency_s") is not None:
             title += f"  [dim]{fmt.seconds(d['latency_s'])}[/]"
-        q("#srv-title", Label).update(title)
+        set_text(q("#srv-title", Label), title)
 
         running, waiting = d.get("running"), d.get("waiting")
         wait_style = "$warning b" if waiting else "b"
-        q("#srv-run", Label).update(
+        set_text(q("#srv-run", Label), 
             f"run [$text][b]{_int(running)}[/b][/]  wait [{wait_style}]{_int(waiting)}[/]"
         )
         q("#srv-run-spark", Sparkline).data = list(st.running)
 
         kv = d.get("kv_usage")
         kv_bar = q("#srv-kv-bar", Label)
-        kv_bar.update(bar(kv, 12))
+        set_text(kv_bar, bar(kv, 12))
         kv_bar.set_class(kv is not None and kv >= 0.9, "-high")
         cap = d.get("kv_capacity_tokens")
-        q("#srv-kv-val", Label).update((f"[b]{pct(kv)}[/]" if kv is not None else "[dim]—[/]")
+        set_text(q("#srv-kv-val", Label), (f"[b]{pct(kv)}[/]" if kv is not None else "[dim]—[/]")
                                        + (f" [dim]of {int(cap):,} tok[/]" if cap else ""))
 
-        q("#srv-gen", Label).update(f"gen [$text][b]{fmt.tok_s(d.get('gen_tok_s'))}[/b][/]")
+        set_text(q("#srv-gen", Label), f"gen [$text][b]{fmt.tok_s(d.get('gen_tok_s'))}[/b][/]")
         q("#srv-gen-spark", Sparkline).data = list(st.gen_tok_s)
         computed = d.get("prompt_compute_tok_s")  # prefill actually computed, prefix-cache hits apart
-        q("#srv-prompt", Label).update(f"prompt [$text][b]{fmt.tok_s(d.get('prompt_tok_s'))}[/b][/]"
+        set_text(q("#srv-prompt", Label), f"prompt [$text][b]{fmt.tok_s(d.get('prompt_tok_s'))}[/b][/]"
                                        + (f" [dim]computed {fmt.tok_s(computed)}[/]" if computed is not None else ""))
         q("#srv-prompt-spark", Sparkline).data = list(st.prompt_tok_s)
 

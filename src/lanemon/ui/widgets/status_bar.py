@@ -10,6 +10,7 @@ from textual.widgets import Label
 
 from lanemon.ui import format as fmt
 from lanemon.ui.format import markup_escape as escape
+from lanemon.ui.widgets.repaint import set_text
 
 def short_path(path: Path | str | None) -> str:
     """The recording path with the home directory shown as ``~``."""
@@ -55,7 +56,7 @@ class InfoBar(Horizontal):
     def show_chip(self, text: str, state: str, states: tuple[str, ...]) -> None:
         """The chip says ``text`` in the colour of ``state`` (one of ``states``, as ``-live``)."""
         chip = self.query_one(f"#{self.CHIP}", Label)
-        chip.update(text)
+        set_text(chip, text)
         for cls in states:
             chip.set_class(cls == state, cls)
 
@@ -97,11 +98,11 @@ class StatusBar(InfoBar):
             parts.append("[$warning b]❚❚ PAUSED[/]")
         if finished:
             parts.append("[$accent b]■ replay finished[/]" if mode != "attach" else "[$accent b]■ share ended[/]")
-        self.query_one("#info", Label).update("  │  ".join(parts))
+        set_text(self.query_one("#info", Label), "  │  ".join(parts))
 
         path = short_path(recording_path)
         if path:
             verb = "from" if mode == "replay" else "rec →"
-            self.query_one("#path", Label).update(f"{verb} {escape(path)}")
+            set_text(self.query_one("#path", Label), f"{verb} {escape(path)}")
         else:
-            self.query_one("#path", Label).update("[dim]not recording[/]" if mode != "replay" else "")
+            set_text(self.query_one("#path", Label), "[dim]not recording[/]" if mode != "replay" else "")

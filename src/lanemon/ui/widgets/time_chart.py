@@ -37,6 +37,8 @@ from datetime import datetime, tzinfo
 from rich.text import Text
 from textual.widget import Widget
 
+from lanemon.ui.widgets.repaint import CachedLines
+
 MARK_GLYPHS = {"error": "✖", "truncated": "✂", "empty": "∅", "client_bound": "◌", "burst": "≋"}
 MARK_NAMES = {"error": "error", "truncated": "truncated", "empty": "empty", "client_bound": "client-bound",
               "burst": "burst"}
@@ -89,8 +91,9 @@ class WallAxis:
         return list(range(first, t1 + 1, step))
 
 
-class TimeChart(Widget):
-    """All lanes over one time window; call :meth:`show` to redraw."""
+class TimeChart(CachedLines, Widget):
+    """All lanes over one time window; call :meth:`show` to redraw (a repaint follows only when what it
+    shows changed, through the Line API: :class:`~lanemon.ui.widgets.repaint.CachedLines`)."""
 
     DEFAULT_CSS = """
     TimeChart {
@@ -137,7 +140,8 @@ class TimeChart(Widget):
              x_fmt: Callable[[int], str], title: str | None = None, note: str = "", connect: bool = False,
              wall: WallAxis | None = None, y_max: float | None = None, y_divisions: int = 2,
              shared_colour: str = "", connect_ns: int | None = None, lane_of: dict[str, str] | None = None,
-             dashed: Collection[str] = (), kinds: Sequence[tuple[str, str]] = ()) -> None:
+             dashed: Collection[str] = (), kinds: Sequence[tuple[str, str]] = (),
+             window_ns: int | None = None) -> None:
         """Draw ``series`` ({lane: [(t_ns, value)]}) and ``marks`` ({lane: [(t_ns, flag)]}) over [t0, t1].
 
         ``wall`` labels x in wall-clock time (else ``x_fmt`` of session time at both ends and the middle);
@@ -148,6 +152,10 @@ class TimeChart(Widget):
         ``connect_ns`` apart in time when that is given (a gauge scraped every few seconds);
         ``lane_of`` maps series to lanes where a lane has several (``colours`` then by lane), ``dashed``
         series are drawn broken and faded, ``kinds`` names the line styles in the legend.
+
+        ``window_ns``: the time the chart's full width stands for (a scrolling chart).  The chart then
+        repaints when its data changed or a whole column's worth of that time went by (``t1`` moving at
+        every event moves no column), not at every call.
         """
         self.series = {k: [(t, v) for t, v in pts if t0 <= t <= t1] for k, pts in series.items()}
         self.marks = {k: [(t, f) for t, f in pts if t0 <= t <= t1] for k, pts in marks.items()}
@@ -161,7 +169,14 @@ class TimeChart(Widget):
         self.lane_of, self.dashed, self.kinds = dict(lane_of or {}), frozenset(dashed), tuple(kinds)
         top = max((v for pts in self.series.values() for _, v in pts), default=0.0)
         self.y_max = y_max if y_max is not None else nice_max(top)
-        self.refresh()
+        if window_ns:  # the axis as drawn moves by whole columns: (t0, t1) in columns of the window
+            column = max(1, window_ns // max(1, (self.content_size.width or 100) - Y_LABEL_ALLOWANCE))
+            axis: tuple = (self.t0 // column, self.t1 // column)
+        else:
+            axis = (self.t0, self.t1)
+        self.repaint_if((self.series, self.marks, self.colours, axis, self.title, note, connect,
+                         connect_ns, value_fmt, x_fmt, wall, self.y_max, self.y_divisions, shared_colour,
+                         self.lane_of, self.dashed, self.kinds))
 
     def cells(self, rows: int, cols: int) -> dict[tuple[int, int], tuple[int, dict[str, int]]]:
         """The plot on a ``rows`` x ``cols`` grid of cells: (row from the top, column) -> (braille dot

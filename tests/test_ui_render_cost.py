@@ -1,0 +1,146 @@
+"""The idle dashboard's render work, counted (not timed): issue 23, "drawing costs what changes".
+
+A live dashboard between probes still takes in a ``client_load`` window every 0.5 s, a host sample
+every second and a /metrics scrape every 2 s.  None of that changes what most of the screen shows, so
+it must not re-render the screen: these tests replay such a span of session time into the real app
+under Textual's pilot, let every redraw and compositor pass run, and count the widgets Textual
+rendered, the charts' repaints and the layout passes per simulated second.  Before the fix every
+redraw re-rendered every label and chart and reflowed the screen (~70 renders per redraw).
+"""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+from textual.screen import Screen
+from textual.widget import Widget
+
+from lanemon import events as schema
+from lanemon.events import Event
+from lanemon.ui.app import make_app
+from lanemon.ui.sample import ScriptedSource, sample_events
+from lanemon.ui.widgets import repaint
+from lanemon.ui.widgets.time_chart import TimeChart
+
+NS = 1_000_000_000
+SPAN_S = 20
+STEP_NS = NS // 10  # the redraw timer's period (10 Hz)
+RENDERS_PER_S = 12.0
+"""Widgets rendered per simulated second while idle: a probe every 5 s repaints its lane's figures, the
+window table and the charts; the status bar's event count moves at every event, and each chart's time
+axis a column every ~1.3 s at 160 columns.  Measured 8.3; before issue 23's fix, ~150."""
+LAYOUTS_PER_S = 1.0
+"""Layout passes per simulated second (measured ~0.3; before, one per redraw: 2-10)."""
+
+
+def _idle_events(t0: int, seconds: int) -> list[Event]:
+    """What a live session takes in between probes: client_load every 0.5 s, host every 1 s, /metrics
+    every 2 s per lane, a probe's request on one lane every 5 s."""
+    evs: list[Event] = []
+    for k in range(1, seconds * 10 + 1):
+        t = t0 + k * STEP_NS
+        if k % 5 == 0:
+            evs.append(Event(t, schema.CLIENT_LOAD, None, None,
+                             {"t0": t - NS // 2, "lag_ms": 0.4, "lag_mean_ms": 0.1, "samples": 25, "bound": False,
+                              "threshold_ms": 20.0, "runq_ms": 0.2, "runq_slices": 30, "cpu_pct": 12.0,
+                              "proc_cpu_pct": 3.0}))
+        if k % 10 == 0:
+            evs.append(Event(t, schema.HOST, None, None, {"cpu_pct": 12.0 + k % 7, "mem_pct": 40.0}))
+        if k % 20 == 0:
+            for lane in ("A", "B"):
+                evs.append(Event(t, schema.SERVER_METRICS, lane, None,
+                                 {"engine": "vllm", "running": 0, "waiting": 0, "kv_usage": 0.0}))
+        if k % 50 == 0:
+            lane, rid = ("A", "B")[k // 50 % 2], f"idle-{k}"
+            evs += [Event(t, schema.REQUEST, lane, rid, {"endpoint": "chat", "purpose": "probe", "max_tokens": 8}),
+                    Event(t + 170_000_000, schema.FIRST_BYTE, lane, rid),
+                    *(Event(t + 170_000_000 + i * 7_000_000, schema.TOKEN, lane, rid, {"text": "tok "})
+                      for i in range(8)),
+                    Event(t + 240_000_000, schema.USAGE, lane, rid, {"prompt_tokens": 20, "completion_tokens": 8}),
+                    Event(t + 240_000_000, schema.DONE, lane, rid, {"finish_reason": "length", "status": 200})]
+    return sorted(evs, key=lambda e: e.t)
+
+
+@pytest.fixture
+def counts(monkeypatch):
+    """Every widget render Textual does (``Widget._render_content``), every chart repaint (Line API
+    strips built) and every layout pass of a screen."""
+    seen: collections.Counter = collections.Counter()
+    render, layout, strips = Widget._render_content, Screen._refresh_layout, repaint.text_strips
+
+    def counting_render(self):
+        seen["render"] += 1
+        return render(self)
+
+    def counting_layout(self, *args, **kwargs):
+        seen["layout"] += 1
+        return layout(self, *args, **kwargs)
+
+    def counting_strips(*args, **kwargs):
+        seen["render"] += 1
+        seen["chart"] += 1
+        return strips(*args, **kwargs)
+
+    monkeypatch.setattr(Widget, "_render_content", counting_render)
+    monkeypatch.setattr(Screen, "_refresh_layout", counting_layout)
+    monkeypatch.setattr(repaint, "text_strips", counting_strips)
+    return seen
+
+
+async def _published(source, pilot) -> None:
+    """Wait (a few event-loop turns) until the scripted source published its events."""
+    for _ in range(200):
+        if source.bus.published >= len(source.events):
+            break
+        await pilot.pause(0.01)
+    await pilot.pause(0.2)
+
+
+async def _play(app, pilot, source, events) -> None:
+    """Publish ``events`` a redraw period at a time, each period redrawn and composited like the timer
+    would (the span is simulated: no wall-clock wait)."""
+    by_step: dict[int, list[Event]] = collections.defaultdict(list)
+    for ev in events:
+        by_step[ev.t // STEP_NS].append(ev)
+    for step in range(min(by_step), max(by_step) + 1):
+        for ev in by_step.get(step, []):
+            source.bus.publish(ev)
+        app.redraw()
+        await pilot.pause()
+
+
+async def test_idle_dashboard_renders_what_changed_not_the_screen(counts):
+    source = ScriptedSource(sample_events(), hold=True, mode="live")
+    app = make_app(source, refresh_hz=0.01)  # the test drives the redraws; the app's own timer stays out
+    async with app.run_test(size=(160, 45)) as pilot:
+        await _published(source, pilot)
+        app.redraw(force=True)
+        await pilot.pause(0.2)
+        t0 = max(app.state.last_t, app.series.last_t)
+        counts.clear()
+        await _play(app, pilot, source, _idle_events(t0, SPAN_S))
+        assert app.series.lane("A").samples[-1].t > t0  # the probes landed ...
+        assert len(app.screen.query_one("#chart-ttft", TimeChart).series["A"]) > 12  # ... and were drawn
+        per_s = {k: v / SPAN_S for k, v in counts.items()}
+        assert per_s.get("render", 0) <= RENDERS_PER_S, per_s
+        assert per_s.get("layout", 0) <= LAYOUTS_PER_S, per_s
+        assert counts["chart"] <= SPAN_S * 5, per_s  # five charts: at most about one repaint each a second
+
+
+async def test_paused_dashboard_renders_nothing(counts):
+    source = ScriptedSource(sample_events(), hold=True, mode="live")
+    app = make_app(source, refresh_hz=0.01)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await _published(source, pilot)
+        await pilot.press("p")
+        for _ in range(5):  # the pause itself is drawn (the status bar says so), and the layout that
+            app.redraw()  # the first draw of the data changed (panels grew) settles, before the count starts
+            await pilot.pause(0.1)
+        t0 = max(app.state.last_t, app.series.last_t)
+        counts.clear()
+        await _play(app, pilot, source, _idle_events(t0, 5))  # the loop watcher and monitors go on
+        assert counts["render"] == 0 and counts["layout"] == 0, dict(counts)
+        await pilot.press("p")  # resumed: everything taken in while paused is drawn at once
+        await pilot.pause(0.2)
+        assert counts["render"] > 0
