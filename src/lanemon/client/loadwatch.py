@@ -11,7 +11,8 @@ queue without a CPU (``/proc/self/task/TID/schedstat``): the time CPU hogs
 took from lanemon.  Once per ``window`` (0.5 s) the watcher publishes one
 ``client_load`` event with the window's largest and mean lag, the run-queue
 wait and the slices it was spread over, the host's CPU and lanemon's own
-(psutil), and ``bound`` = the largest lag reached the threshold
+(psutil), the share of CPU time the hypervisor stole from this VM in the window (``steal_pct``, from
+psutil's ``cpu_times().steal``; Linux guests), and ``bound`` = the largest lag reached the threshold
 (:data:`lanemon.measure.load.LAG_BOUND_MS`), or the run-queue wait did with at
 least :data:`RUNQ_SLICE_MS` per slice (:func:`runq_starved`).  The fold and the per-request
 ``client_bound`` flag are in :mod:`lanemon.measure.load`.
@@ -77,6 +78,22 @@ def runq_starved(runq_ms: float | None, slices: int, threshold_ms: float) -> boo
     return runq_ms / max(1, slices) >= RUNQ_SLICE_MS
 
 
+def _total(times: Any) -> float:
+    """All CPU time of a ``cpu_times()`` reading; guest time is already inside user and nice on Linux."""
+    return sum(times) - getattr(times, "guest", 0.0) - getattr(times, "guest_nice", 0.0)
+
+
+def steal_pct(before: Any, after: Any) -> float | None:
+    """The share (%) of all CPU time between two ``psutil.cpu_times()`` readings that the hypervisor gave
+    to other guests (``steal``); None where the platform has no steal figure or no time went by."""
+    if before is None or after is None or not hasattr(after, "steal"):
+        return None
+    total = _total(after) - _total(before)
+    if total <= 0:
+        return None
+    return round(max(0.0, min(100.0, 100.0 * (after.steal - before.steal) / total)), 2)
+
+
 class LoadWatch:
     """Sample the event loop's lag (and the host CPU) and publish ``client_load`` events."""
 
@@ -90,6 +107,7 @@ class LoadWatch:
         self._task: asyncio.Task | None = None
         self._proc = None
         self._psutil = None
+        self._times: Any = None
         if host:
             try:
                 import psutil
@@ -98,6 +116,7 @@ class LoadWatch:
                 self._proc = psutil.Process(os.getpid())
                 psutil.cpu_percent(interval=None)  # prime: the first reading is meaningless
                 self._proc.cpu_percent(interval=None)
+                self._times = psutil.cpu_times()
             except Exception:  # psutil missing or /proc unreadable: lag alone still works
                 self._psutil = self._proc = None
         self.windows = 0
@@ -112,6 +131,12 @@ class LoadWatch:
         with contextlib.suppress(Exception):
             out["cpu_pct"] = float(self._psutil.cpu_percent(interval=None))
             out["proc_cpu_pct"] = float(self._proc.cpu_percent(interval=None))  # type: ignore[union-attr]
+        with contextlib.suppress(Exception):
+            now = self._psutil.cpu_times()
+            prev, self._times = self._times, now
+            steal = steal_pct(prev, now)
+            if steal is not None:
+                out["steal_pct"] = steal
         return out
 
     def _runq(self) -> tuple[float, int] | None:
@@ -172,4 +197,4 @@ class LoadWatch:
                 await task
 
 
-__all__ = ["INTERVAL_S", "LoadWatch", "RUNQ_SLICE_MS", "WINDOW_S", "runq_starved"]
+__all__ = ["INTERVAL_S", "LoadWatch", "RUNQ_SLICE_MS", "WINDOW_S", "runq_starved", "steal_pct"]

@@ -11,6 +11,8 @@
     runq_ms     how long lanemon's loop thread sat runnable without a CPU in the window (Linux; absent elsewhere)
     cpu_pct     host CPU busy %, all cores (psutil)
     proc_cpu_pct lanemon's own process, % of one core
+    steal_pct   share of all CPU time the hypervisor gave to other guests in the window (psutil
+                ``cpu_times().steal``; Linux VMs; absent elsewhere and in recordings made before it)
     bound       True when lanemon was starved in the window (lag_ms >= the threshold, or runq_ms >= it at
                 ≥ 2 ms a time slice: client/loadwatch.runq_starved)
     threshold_ms the lag that counts as starved
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from lanemon import events as schema
@@ -58,6 +61,9 @@ class ClientLoad:
         self.windows = 0
         self.bound_windows = 0
         self.last: dict[str, Any] = {}
+        self.last_bound: dict[str, Any] = {}
+        """The latest starved window's data (what :func:`starvation_cause` explains)."""
+        self.last_bound_t: int | None = None
         self.max_lag_ms = 0.0
         self.stalls: list[tuple[int, int, float]] = []
         """(t0, t, ms) of every window: the longest lanemon may have been held up in it (lag or run-queue wait)."""
@@ -85,6 +91,7 @@ class ClientLoad:
         self.stalls.append((start0, ev.t, stall))
         if d.get("bound"):
             self.bound_windows += 1
+            self.last_bound, self.last_bound_t = dict(d), ev.t
             self.bound_stalls.append((start0, ev.t, stall))
             t0 = d.get("t0")
             start = t0 if isinstance(t0, int) and not isinstance(t0, bool) and t0 <= ev.t else ev.t
@@ -135,6 +142,49 @@ def _ms(x: Any) -> float:
     return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else 0.0
 
 
+STEAL_PCT = 5.0
+"""CPU steal (% of all CPU time in a starved window) that names the hypervisor as the cause: on a VM whose
+host is oversubscribed, every vCPU waits for the others' guests, lanemon and its lanes alike."""
+OWN_CPU_PCT = 80.0
+"""lanemon's own process at this share of one core or more in a starved window: lanemon is its own
+bottleneck (one Python thread measures, folds and draws)."""
+
+
+@dataclass(frozen=True)
+class Starvation:
+    """Why lanemon was starved in a window, in words a user can act on."""
+
+    cause: str
+    """``steal`` (the hypervisor), ``own`` (lanemon's own CPU) or ``machine`` (other processes)."""
+    why: str
+    """What the window's figures say, e.g. ``this machine's load: CPU 97 %, waited 34 ms for a CPU``."""
+    advice: str
+    """What to do about it."""
+
+
+def starvation_cause(d: dict[str, Any]) -> Starvation:
+    """Explain one starved ``client_load`` window (its data): CPU steal first (nothing on this machine can
+    fix it), then lanemon's own CPU, else the machine's other processes (the run-queue wait, the host CPU)."""
+    steal, own, host = _num(d.get("steal_pct")), _num(d.get("proc_cpu_pct")), _num(d.get("cpu_pct"))
+    runq, lag = _num(d.get("runq_ms")), _num(d.get("lag_ms"))
+    if steal is not None and steal >= STEAL_PCT:
+        return Starvation("steal", f"CPU steal: the hypervisor took {steal:.0f} % of this VM's CPU time",
+                          "use a VM with dedicated vCPUs, or run lanemon on another machine")
+    if own is not None and own >= OWN_CPU_PCT:
+        return Starvation("own", f"lanemon's own CPU: {own:.0f} % of a core",
+                          "fewer streams per lanemon, a longer --interval, or --headless (no screen to draw)")
+    parts = [f"CPU {host:.0f} %" if host is not None else "",
+             f"waited {runq:.0f} ms for a CPU" if runq else (f"woke {lag:.0f} ms late" if lag else "")]
+    detail = ", ".join(p for p in parts if p)
+    return Starvation("machine", "this machine's load" + (f": {detail}" if detail else ""),
+                      "stop other CPU-heavy work here, or run lanemon with a higher priority (nice -n -5) "
+                      "or on another machine")
+
+
+def _num(x: Any) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
+
+
 def client_load(events: Iterable[Event]) -> ClientLoad:
     fold = ClientLoad()
     for ev in events:
@@ -177,5 +227,5 @@ def mark_client_bound(records: Iterable[Any], load: ClientLoad | Iterable[Event]
     return n
 
 
-__all__ = ["CLIENT_BOUND", "ClientLoad", "KIND", "LAG_BOUND_MS", "client_load", "flag", "has_flag",
-           "is_client_bound", "mark_client_bound"]
+__all__ = ["CLIENT_BOUND", "ClientLoad", "KIND", "LAG_BOUND_MS", "OWN_CPU_PCT", "STEAL_PCT", "Starvation",
+           "client_load", "flag", "has_flag", "is_client_bound", "mark_client_bound", "starvation_cause"]

@@ -201,6 +201,7 @@ class ClientLoadData(_Data):
     samples: int | None = None
     cpu_pct: Num | None = None
     proc_cpu_pct: Num | None = None
+    steal_pct: Num | None = None
     bound: bool | None = None
 
 

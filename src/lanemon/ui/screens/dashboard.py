@@ -45,7 +45,7 @@ from lanemon.ui.screens.base import LanemonScreen
 from lanemon.ui.widgets.host_panel import HostPanel
 from lanemon.ui.widgets.lane_panel import LanePanel, lane_grid
 from lanemon.ui.widgets.lane_stats import LaneStats
-from lanemon.ui.widgets.status_bar import StatusBar
+from lanemon.ui.widgets.status_bar import StatusBar, recent_starvation
 from lanemon.ui.widgets.time_chart import TimeChart, WallAxis
 
 SHORT = 40
@@ -182,6 +182,8 @@ class DashboardScreen(LanemonScreen):
         self.tz: tzinfo | None = None
         """The zone of the wall-clock axis (None: the machine's local zone)."""
         self._wall_s: float | None = None
+        self._told: str | None = None
+        """The starvation cause last explained in a notification (``steal``, ``own``, ``machine``)."""
         self._server_charts: tuple[str, ...] = ()
         self._tall = False
         """The server charts that have data (``chart-server``, ``chart-kv``)."""
@@ -312,6 +314,19 @@ class DashboardScreen(LanemonScreen):
             panel.update_from(state.lane(name), state.last_t)
         self.query_one(HostPanel).update_from(state.host)
         self.query_one(StatusBar).show(source, state)
+        self._tell_starvation(state)
+
+    def _tell_starvation(self, state: SessionState) -> None:
+        """When samples are flagged client-bound, say once per cause why and what to do (the status bar
+        keeps naming the cause while it lasts)."""
+        cause = recent_starvation(state)
+        flagged = sum(st.client_bound for st in state.lanes.values())
+        if cause is None or not flagged or cause.cause == self._told:
+            return
+        self._told = cause.cause
+        self.notify(f"{flagged} sample{'s' * (flagged != 1)} not plotted: lanemon was held up. Why: {cause.why}. "
+                    f"What to do: {cause.advice}.", title="client-bound", severity="warning", timeout=15,
+                    markup=False)
 
     def _wall(self, app: Any) -> WallAxis | None:
         if self._wall_s is None:

@@ -8,6 +8,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Label
 
+from lanemon.measure.load import Starvation, starvation_cause
 from lanemon.ui import format as fmt
 from lanemon.ui.format import markup_escape as escape
 from lanemon.ui.widgets.repaint import set_text
@@ -21,6 +22,19 @@ def short_path(path: Path | str | None) -> str:
     if home and home != "/" and text.startswith(home + "/"):
         text = "~" + text[len(home) :]
     return text
+
+
+STARVED_RECENT_NS = 30_000_000_000
+"""A starved window this recent (session time) is named in the status bar."""
+
+
+def recent_starvation(state) -> Starvation | None:
+    """Why lanemon was starved, when its latest starved window is recent (None otherwise)."""
+    load = getattr(state, "load", None)
+    t = getattr(load, "last_bound_t", None)
+    if t is None or getattr(state, "last_t", 0) - t > STARVED_RECENT_NS:
+        return None
+    return starvation_cause(load.last_bound)
 
 
 class InfoBar(Horizontal):
@@ -67,8 +81,12 @@ class StatusBar(InfoBar):
     CHIP = "mode"
 
     def show(self, source, state) -> None:
-        """The bar for a source (its mode, pause, speed, recording) and the dashboard fold (events, time)."""
+        """The bar for a source (its mode, pause, speed, recording) and the dashboard fold (events, time,
+        lanemon's own CPU, why it was starved lately)."""
+        own = (getattr(getattr(state, "host", None), "client_load", None) or {}).get("proc_cpu_pct")
         self.update_from(
+            own_cpu_pct=own if isinstance(own, (int, float)) and not isinstance(own, bool) else None,
+            starved=recent_starvation(state),
             mode=getattr(source, "mode", "live"),
             events=state.events,
             last_t=state.last_t,
@@ -88,12 +106,18 @@ class StatusBar(InfoBar):
         speed: float | None,
         finished: bool,
         recording_path: Path | str | None,
+        own_cpu_pct: float | None = None,
+        starved: Starvation | None = None,
     ) -> None:
         self.show_chip(mode.upper(), f"-{mode}", ("-live", "-demo", "-replay"))
 
         parts = [f"[b]{events:,}[/] events", f"[dim]t[/] {fmt.event_time(last_t)}"]
         if mode == "replay" and speed is not None:
             parts.append(f"[dim]speed[/] [b]{fmt.speed(speed)}[/]")
+        if own_cpu_pct is not None:  # lanemon's own share of one core, its latest load-watch window
+            parts.append(f"[dim]lanemon[/] {own_cpu_pct:.0f} % CPU")
+        if starved is not None:  # samples are being flagged client-bound: say why (the toast says what to do)
+            parts.append(f"[$warning b]◌ starved:[/] [$warning]{escape(starved.why)}[/]")
         if paused:
             parts.append("[$warning b]❚❚ PAUSED[/]")
         if finished:

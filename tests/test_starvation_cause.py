@@ -1,0 +1,105 @@
+"""When samples are flagged client-bound, lanemon says why (its own CPU, this machine's load, CPU steal) and
+what to do; the status bar shows lanemon's own CPU share (issue 23, item 5)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import namedtuple
+
+import msgspec
+
+from lanemon import events as schema
+from lanemon.client.loadwatch import LoadWatch, steal_pct
+from lanemon.events import Clock, Event
+from lanemon.measure.load import ClientLoad, starvation_cause
+from lanemon.recording.schema import ClientLoadData
+from lanemon.ui.app import make_app
+from lanemon.ui.sample import ScriptedSource, sample_events
+from lanemon.ui.widgets.status_bar import StatusBar
+
+MS = 1_000_000
+Times = namedtuple("Times", "user nice system idle iowait irq softirq steal guest guest_nice")
+
+
+def test_steal_share_between_two_cpu_times_readings():
+    before = Times(100, 0, 50, 800, 0, 0, 0, 10, 0, 0)
+    after = Times(130, 0, 60, 840, 0, 0, 0, 30, 5, 0)  # 100 s of CPU time went by (guest is inside user)
+    assert steal_pct(before, after) == 20.0
+    assert steal_pct(None, after) is None
+    NoSteal = namedtuple("NoSteal", "user system idle")
+    assert steal_pct(NoSteal(1, 1, 1), NoSteal(2, 2, 2)) is None  # macOS, Windows: no steal figure
+    assert steal_pct(after, after) is None
+
+
+def test_the_load_watcher_records_steal_beside_the_run_queue():
+    got: list[Event] = []
+
+    async def main() -> None:
+        watch = LoadWatch(Clock(), got.append, interval=0.01, window=0.1)
+        watch.start()
+        await asyncio.sleep(0.35)
+        await watch.stop()
+
+    asyncio.run(main())
+    assert got
+    for ev in got:
+        steal = ev.data.get("steal_pct")
+        assert steal is None or 0.0 <= steal <= 100.0
+    assert any("steal_pct" in ev.data for ev in got)  # Linux: psutil's cpu_times() has steal
+
+
+def test_each_cause_is_named_with_what_to_do():
+    steal = starvation_cause({"lag_ms": 40, "steal_pct": 22.0, "proc_cpu_pct": 95.0, "cpu_pct": 100.0})
+    assert steal.cause == "steal" and "22 %" in steal.why and "dedicated" in steal.advice
+    own = starvation_cause({"lag_ms": 40, "steal_pct": 0.5, "proc_cpu_pct": 97.0, "cpu_pct": 60.0})
+    assert own.cause == "own" and "97 % of a core" in own.why and "--headless" in own.advice
+    busy = starvation_cause({"lag_ms": 3, "runq_ms": 34.2, "proc_cpu_pct": 6.0, "cpu_pct": 99.0})
+    assert busy.cause == "machine" and "CPU 99 %" in busy.why and "34 ms" in busy.why
+    assert "other CPU-heavy work" in busy.advice
+    # an old recording's window (no steal, no run queue) still gets a cause
+    old = starvation_cause({"lag_ms": 31.0, "proc_cpu_pct": 12.0, "cpu_pct": 88.0})
+    assert old.cause == "machine" and "31 ms late" in old.why
+
+
+def test_the_fold_keeps_the_latest_starved_window():
+    fold = ClientLoad()
+    fold.apply(Event(100 * MS, schema.CLIENT_LOAD, None, None, {"t0": 0, "lag_ms": 45, "bound": True,
+                                                                  "proc_cpu_pct": 99.0}))
+    fold.apply(Event(600 * MS, schema.CLIENT_LOAD, None, None, {"t0": 100 * MS, "lag_ms": 1, "bound": False,
+                                                                  "proc_cpu_pct": 5.0}))
+    assert fold.last_bound_t == 100 * MS and fold.last_bound["proc_cpu_pct"] == 99.0
+    assert fold.last["proc_cpu_pct"] == 5.0
+
+
+def test_recordings_with_and_without_steal_decode():
+    for data in ({"lag_ms": 1.0, "bound": False}, {"lag_ms": 1.0, "bound": False, "steal_pct": 3.5}):
+        decoded = msgspec.convert(data, ClientLoadData)
+        assert decoded.steal_pct == data.get("steal_pct")
+
+
+async def test_dashboard_shows_its_own_cpu_and_why_samples_were_flagged():
+    evs = sample_events()
+    t_end = max(e.t for e in evs)
+    # the watcher covers the whole session; one starved window overlaps A's last probe: machine load
+    a_last = max(e.t for e in evs if e.lane == "A" and e.kind == schema.DONE)
+    load = [Event(t, schema.CLIENT_LOAD, None, None,
+                  {"t0": t - 500 * MS, "lag_ms": 2.0, "bound": False, "proc_cpu_pct": 4.0, "cpu_pct": 30.0})
+            for t in range(500 * MS, t_end + 1_000 * MS, 500 * MS)]
+    load.append(Event(a_last, schema.CLIENT_LOAD, None, None,
+                      {"t0": a_last - 300 * MS, "lag_ms": 3.0, "runq_ms": 41.0, "runq_slices": 4, "bound": True,
+                       "proc_cpu_pct": 4.0, "cpu_pct": 99.0, "steal_pct": 0.0}))
+    source = ScriptedSource(sorted(evs + load, key=lambda e: e.t), hold=True, mode="live")
+    app = make_app(source)
+    async with app.run_test(size=(160, 45)) as pilot:
+        for _ in range(50):
+            if source.bus.published >= len(source.events):
+                break
+            await pilot.pause(0.05)
+        app.redraw()
+        await pilot.pause(0.2)
+        assert app.state.lane("A").client_bound >= 1
+        info = app.screen.query_one(StatusBar).query_one("#info").visual.plain
+        assert "lanemon 4 % CPU" in info
+        assert "starved: this machine's load: CPU 99 %, waited 41 ms for a CPU" in info
+        toasts = [n.message for n in app._notifications]
+        assert any("What to do: stop other CPU-heavy work" in m for m in toasts), toasts
