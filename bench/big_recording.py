@@ -52,6 +52,35 @@ def write_big(out: Path, events: int, sample: Path = SAMPLE) -> int:
     return n
 
 
+def write_many(out: Path, events: int, sample: Path = SAMPLE, *, thin: int = 10) -> int:
+    """The other shape of a big recording: many short requests.  The sample's body (every *thin*-th token
+    chunk kept) is repeated with fresh request ids and later times until the file holds *events* events."""
+    lines = sample.read_bytes().splitlines()
+    header = lines[0]
+    body, seen = [], {}
+    for line in lines[1:]:
+        ev = orjson.loads(line)
+        if ev.get("kind") == "token":
+            seen[ev.get("req")] = seen.get(ev.get("req"), 0) + 1
+            if seen[ev["req"]] % thin != 1:
+                continue
+        body.append(ev)
+    span = max(ev["t"] for ev in body) + 1_000_000_000
+    n = 0
+    with out.open("wb") as fh:
+        fh.write(header + b"\n")
+        copy = 0
+        while n < events:
+            for ev in body:
+                ev2 = dict(ev, t=ev["t"] + copy * span)
+                if ev2.get("req"):
+                    ev2["req"] = f"{ev['req']}~{copy}"
+                fh.write(orjson.dumps(ev2) + b"\n")
+                n += 1
+            copy += 1
+    return n
+
+
 def measure(path: Path) -> None:
     for argv in (["report", str(path), "-f", "json", "-o", "/dev/null"],
                  ["export", str(path), "--format", "csv", "-o", str(path.with_suffix(".csv"))]):
@@ -70,9 +99,11 @@ def main() -> int:
     p.add_argument("out", type=Path)
     p.add_argument("--events", type=int, default=1_500_000)
     p.add_argument("--sample", type=Path, default=SAMPLE)
+    p.add_argument("--many", action="store_true",
+                   help="many short requests (the body repeated, 1 token chunk in 10 kept) instead of long ones")
     p.add_argument("--measure", action="store_true", help="then run report and export on it, peak RSS and time")
     args = p.parse_args()
-    n = write_big(args.out, args.events, args.sample)
+    n = (write_many if args.many else write_big)(args.out, args.events, args.sample)
     print(f"{args.out}: {n:,} events, {args.out.stat().st_size / 1e6:.0f} MB")
     if args.measure:
         measure(args.out)

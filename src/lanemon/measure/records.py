@@ -372,17 +372,17 @@ class CompactEvents:
 
 
 def compact_events(events: Iterable[Event]) -> CompactEvents:
-    """One pass over *events* (e.g. a recording read from disk) that keeps every event but the token chunks:
-    those are folded, as they stream past, into each request's record, carried by its ``done`` / ``error``
-    event (:class:`AssembledEvent`), or, for a request still open at the end (a cut recording), by one
-    :class:`OpenTokensEvent` where its last token chunk stood.  :func:`assemble` and every :class:`Assembler`
-    over the compact list give the same records as over the full stream, in a fraction of the memory: a token
-    chunk costs ~20 bytes (its time in a C array, its count, its text) instead of a ~600-byte Event, and no
-    token event is held while its request streams, so a report of a 1.5 M-event recording does not hold
-    1.5 M events."""
+    """One pass over *events* (e.g. a recording read from disk) that keeps every event but a request's token
+    chunks, ``first_byte`` and ``usage``: those are folded, as they stream past, into the request's record,
+    carried by its ``done`` / ``error`` event (:class:`AssembledEvent`), or, for a request still open at the
+    end (a cut recording), by one :class:`OpenTokensEvent` where its last folded event stood.
+    :func:`assemble` and every :class:`Assembler` over the compact list give the same records as over the
+    full stream, in a fraction of the memory: a token chunk costs ~20 bytes (its time in a C array, its
+    count, its text) instead of a ~600-byte Event, and no token event is held while its request streams,
+    so a report of a 1.5 M-event recording does not hold 1.5 M events."""
     asm = Assembler()
     out: list[Event] = []
-    last_token: dict[str, tuple[int, Event]] = {}  # open requests: where their last token chunk stood
+    last_folded: dict[str, tuple[int, Event]] = {}  # open requests: where their last folded event stood
     count, last_t = 0, None
     for ev in events:
         count += 1
@@ -393,32 +393,38 @@ def compact_events(events: Iterable[Event]) -> CompactEvents:
         if req is None:
             out.append(ev)
             continue
-        if ev.kind == _TOKEN:
+        kind = ev.kind
+        if kind in _FOLDED:  # token chunks, first byte, usage: all in the record
             asm.apply(ev)
-            last_token[req] = (len(out), ev)
+            last_folded[req] = (len(out), ev)
             continue
         rec = asm.apply(ev)
         if rec is None:
             out.append(ev)
             continue
-        last_token.pop(req, None)
-        out.append(AssembledEvent(ev.t, ev.kind, ev.lane, req, ev.data, _pack(rec)))
-    left = sorted((pos, ev.t, req, ev) for req, (pos, ev) in last_token.items() if req in asm.open)
-    if left:  # requests still open at the end: their tokens so far, where the last one stood
+        last_folded.pop(req, None)
+        out.append(AssembledEvent(ev.t, kind, ev.lane, req, ev.data, _pack(rec)))
+    left = sorted((pos, ev.t, req, ev) for req, (pos, ev) in last_folded.items() if req in asm.open)
+    if left:  # requests still open at the end: their state so far, where their last folded event stood
         merged: list[Event] = []
         j = 0
         for pos, _, req, ev in left:
             merged.extend(out[j:pos])
             j = pos
-            merged.append(OpenTokensEvent(ev.t, _TOKEN, ev.lane, req, {}, _pack(asm.open[req])))
+            merged.append(OpenTokensEvent(ev.t, ev.kind, ev.lane, req, {}, _pack(asm.open[req])))
         merged.extend(out[j:])
         out = merged
     return CompactEvents(out, count, last_t)
 
 
+_FOLDED = frozenset({schema.TOKEN, schema.FIRST_BYTE, schema.USAGE})
+"""Request events :func:`compact_events` folds into the record (nothing but an Assembler reads them)."""
+
+
 @dataclass(slots=True)
 class OpenTokensEvent(Event):
-    """The token chunks so far of a request that never finished, as one event (:func:`compact_events`): an
-    :class:`Assembler` given it holds that request open with those chunks, as if it had seen each."""
+    """What a request that never finished had so far (token chunks, first byte, usage), as one event
+    (:func:`compact_events`): an :class:`Assembler` given it holds that request open with all of it, as if it
+    had seen each event."""
 
     record: Any = None
