@@ -26,14 +26,17 @@ def test_sim_args_spell_the_simulators_options() -> None:
 def test_demo_lanes_are_child_processes_with_their_options() -> None:
     import httpx
 
+    def sim_children() -> set[str]:
+        return set(subprocess.run(["pgrep", "-P", str(os.getpid()), "-f", "lanemon.sim"], capture_output=True,
+                                  text=True).stdout.split())
+
+    before = sim_children()  # the suite's session-wide simulators (fast_sims) are this process's children too
     with demo_lanes(0.05, faults_b=[parse_fault("http:503")]) as lanes:
         assert [lane.name for lane in lanes] == ["A", "B"]
         assert httpx.get(lanes[0].url + "/models", timeout=10).status_code == 200
         body = {"model": "x", "prompt": "hi", "max_tokens": 2}
         assert httpx.post(lanes[1].url + "/completions", json=body, timeout=10).status_code == 503
-        children = subprocess.run(["pgrep", "-P", str(os.getpid()), "-f", "lanemon.sim"], capture_output=True,
-                                  text=True).stdout.split()
-        assert len(children) == 2
+        assert len(sim_children() - before) == 2
 
 
 def test_a_simulator_that_does_not_start_is_one_clear_line() -> None:
