@@ -306,12 +306,13 @@ class DashboardScreen(LanemonScreen):
             self._arrange()
             self.call_after_refresh(self.refresh_from, state, source)
             return
+        any_gpu = any(lane.gpu.configured for lane in state.lanes.values())  # the GPU row on every panel
         for name in self._lanes:
             panel = self.panel(name)
             if not panel.query("#url"):  # mounted but not composed yet (hidden while zoomed): the next tick
                 self.drawn = None
                 continue
-            panel.update_from(state.lane(name), state.last_t)
+            panel.update_from(state.lane(name), state.last_t, gpu=any_gpu)
         self.query_one(HostPanel).update_from(state.host)
         self.query_one(StatusBar).show(source, state)
         self._tell_starvation(state)

@@ -99,6 +99,12 @@ class LanePanel(LaneCard):
     LanePanel.-narrow .med, LanePanel.-narrow #ttft-median, LanePanel.-narrow #tps-median,
     LanePanel.-narrow .spark-label { display: none; }
     LanePanel #requests { width: 1fr; }
+    /* GPU telemetry (docs/GPU.md): a row on every panel once any lane of the session has telemetry,
+       one word on a lane without it */
+    LanePanel #gpu-row { display: none; }
+    LanePanel.-gpu #gpu-row { display: block; }
+    LanePanel.-compact #gpu-row { display: none; }
+    LanePanel #gpu { width: 1fr; text-wrap: nowrap; text-overflow: ellipsis; }
     LanePanel #errors-title { color: $text-muted; }
     LanePanel #errors {
         height: auto;
@@ -142,14 +148,18 @@ class LanePanel(LaneCard):
             yield Label("requests", classes="key")
             yield Label("", id="requests")
         yield ServerGauges(id="server")  # hidden until the lane's /metrics answered
+        with Horizontal(classes="row", id="gpu-row"):  # shown when a lane of the session has GPU telemetry
+            yield Label("GPU", classes="key")
+            yield Label("", id="gpu")
         yield Label("errors", id="errors-title")
         yield Static("", id="errors")
 
     def on_resize(self) -> None:
         self.set_class(self.size.width < NARROW, "-narrow")
 
-    def update_from(self, st: LaneState, now_ns: int = 0) -> None:
-        """Redraw every field from the lane's folded state."""
+    def update_from(self, st: LaneState, now_ns: int = 0, gpu: bool = False) -> None:
+        """Redraw every field from the lane's folded state (*gpu*: some lane of the session has GPU
+        telemetry, so this panel shows its GPU row too)."""
         q = self.query_one
         self.paint_name()
         set_text(q("#url", Label), escape(st.url or ""))
@@ -198,6 +208,10 @@ class LanePanel(LaneCard):
         set_text(q("#tps-label", Label), 
             est.strip() + (f"  [dim]n={n_tps} · {fmt.span(st.tps_history, 'tok/s')}[/]" if n_tps > 1 else ""))
         q("#server", ServerGauges).update_from(st.server)
+        shown = gpu or st.gpu.configured
+        self.set_class(shown, "-gpu")
+        if shown:
+            set_text(q("#gpu", Label), gpu_markup(st.gpu))
 
         if self.compact:
             room = self.size.width - 2 - (len(self.lane) + 3) - (len(text) + 2) - 1
@@ -211,6 +225,19 @@ class LanePanel(LaneCard):
             set_text(q("#errors", Static), "\n".join(lines))
         else:
             set_text(q("#errors", Static), "[dim]none[/]")
+
+
+def gpu_markup(gpu) -> str:
+    """The GPU row: ``folds.dashboard.gpu_text`` (utilisation, power, temperature, memory or "unified"),
+    dim when it is one word (untracked, waiting), in the warning colour when the GPU throttles or logged an
+    XID."""
+    from lanemon.folds.dashboard import gpu_text
+
+    text = escape(gpu_text(gpu))
+    if not gpu.last:
+        return f"[dim]{text}[/]"
+    s = gpu.summary()
+    return f"[$warning]{text}[/]" if s["throttle"] or s["xid"] else text
 
 
 def _brief_parts(st: LaneState, stalled: int, wait_s: float) -> list[tuple[int, str, str]]:

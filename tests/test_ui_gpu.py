@@ -1,0 +1,48 @@
+"""The lane panels' GPU row (docs/GPU.md): shown once any lane of the session has GPU telemetry; a lane without
+it says so in one word; none of it when no lane has telemetry (the other dashboard tests and snapshots)."""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets import Label
+
+from lanemon import events as schema
+from lanemon.events import Event
+from lanemon.ui.app import make_app
+from lanemon.ui.sample import ScriptedSource, sample_events
+from lanemon.ui.widgets.lane_panel import LanePanel
+
+
+@pytest.fixture(autouse=True)
+def _isolated_config(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+
+
+GB10 = {"ok": True, "source": "dcgm", "power_w": 41.3, "gpu_count": 1,
+        "gpus": [{"gpu": "0", "model": "NVIDIA GB10", "util_pct": 87.0, "power_w": 41.3, "temp_c": 52.0,
+                  "unified": True, "throttle": [], "xid": 0}]}
+
+
+async def _panels(events):
+    app = make_app(ScriptedSource(events, mode="live", hold=True))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause(0.1)
+        app.redraw()
+        await pilot.pause()
+        return {p.lane: (p.has_class("-gpu"), p.query_one("#gpu", Label).visual.plain)
+                for p in app.screen.query(LanePanel)}
+
+
+async def test_gpu_row_with_telemetry_on_one_lane():
+    events = sample_events()
+    t = events[-1].t
+    events += [Event(t + 1, schema.LANE, "A", None, {"name": "A", "url": "http://a/v1", "telemetry": "http://a:9400/metrics"}),
+               Event(t + 2, schema.GPU, "A", None, GB10)]
+    panels = await _panels(events)
+    assert panels["A"] == (True, "87% · 41 W · 52 °C · unified")
+    assert panels["B"] == (True, "untracked")
+
+
+async def test_no_gpu_row_without_telemetry():
+    panels = await _panels(sample_events())
+    assert all(not shown for shown, _ in panels.values())
