@@ -291,7 +291,10 @@ class LanemonApp(App):
             return None
 
     async def in_source(self, make: Callable[[], Awaitable[Any]]) -> Any:
-        """Await the coroutine ``make()`` where the source runs (a race on the measuring loop)."""
+        """Await the coroutine ``make()`` where the source runs (a race on the measuring loop).  Called
+        before the measuring loop is up (a race planned at start), it waits for it."""
+        while self._inbox is not None and self._runner is None:
+            await asyncio.sleep(0.01)
         runner = self._runner
         if runner is None or not runner.running:
             return await make()
@@ -301,15 +304,11 @@ class LanemonApp(App):
         """Alert rules and the exporter beside the dashboard (lanemon.monitor); stopped with the app."""
         from lanemon.monitor.headless import ListenError, Monitor
 
-        if self._inbox is not None:  # a measuring source: the monitor lives on its loop (it folds and
-            while self._runner is None or self._runner.loop is None:  # publishes on the source's bus)
-                await asyncio.sleep(0.01)
-
         async def build() -> Monitor:
             return Monitor(self.source, options.get("rules") or [], window_s=options.get("window_s", 60.0),
                            slo=options.get("slo") or None, listen=options.get("listen"))
 
-        self.monitor = await self.in_source(build)
+        self.monitor = await self.in_source(build)  # on the measuring loop when the source has one
         self.refresh_bindings()
         try:
             await self.in_source(self.monitor.start)
