@@ -55,3 +55,35 @@ async def test_an_alert_rings_shows_a_banner_and_is_listed_on_bang():
         body = app.screen.query_one("#al-list", Static).visual.plain
         assert "firing now" not in body and "resolved [critical]  lane A" in body
         assert bells == [1]  # resolving does not ring
+
+
+async def test_the_window_table_shows_slo_attainment_and_goodput_and_charts_mark_misses():
+    """``--slo`` on live/demo: per lane over the chart window, the share meeting every target and good req/s
+    (folds/monitor.slo_window), and a ▴ mark where a request that missed ended (folds/monitor.breaches)."""
+    from lanemon.folds.monitor import breaches, slo_window
+    from lanemon.ui.widgets.lane_stats import LaneStats
+    from lanemon.ui.widgets.time_chart import TimeChart
+
+    source = ScriptedSource(sample_events(), mode="live", hold=True)
+    source.monitor_options = {"slo": {"ttft": 0.2}, "rules": [], "listen": None, "window_s": 60.0}
+    app = make_app(source)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause(0.2)
+        app.redraw(force=True)
+        await pilot.pause()
+        t1 = max(app.state.last_t, app.series.last_t)
+        t0 = max(0, t1 - app.screen.window_s * 1_000_000_000)
+        share, good = slo_window(app.series, "A", t0, t1, {"ttft": 0.2}, final=bool(source.finished))
+        assert share is not None
+        table = app.screen.query_one(LaneStats)
+        text = "\n".join(line.text for line in table.render_lines(table.region.reset_offset))
+        assert "SLO met" in text and "good/s" in text and f"{share:.0%}" in text
+        chart = app.screen.query_one("#chart-ttft", TimeChart)
+        slo_marks = 0
+        for lane in ("A", "B"):
+            missed = breaches(app.series, lane, t0, t1, {"ttft": 0.2})
+            marks = chart.marks.get(lane, [])
+            other = {t for t, f in marks if f != "slo"}  # an error is marked as an error (it missed too)
+            assert sorted(t for t, f in marks if f == "slo") == [t for t in missed if t not in other]
+            slo_marks += sum(1 for _, f in marks if f == "slo")
+        assert slo_marks > 0  # lane B's TTFT (~0.22 s) misses 0.2 s

@@ -44,6 +44,7 @@ from lanemon.ui.colours import lane_colours, shared_colour
 from lanemon.ui.screens.base import LanemonScreen
 from lanemon.ui.widgets.host_panel import HostPanel
 from lanemon.ui.widgets.lane_panel import LanePanel, lane_grid
+from lanemon.folds.monitor import breaches, slo_window
 from lanemon.ui.widgets.lane_stats import LaneStats
 from lanemon.ui.widgets.status_bar import StatusBar, recent_starvation
 from lanemon.ui.widgets.time_chart import TimeChart, WallAxis
@@ -342,8 +343,10 @@ class DashboardScreen(LanemonScreen):
         t0 = max(0, t1 - self.window_s * NS)  # a session shorter than the window: its whole length
         final = bool(app.source.finished)
         window = window_text(self.window_s)
+        slo = (getattr(app.source, "monitor_options", None) or {}).get("slo") or {}
+        attained = {n: slo_window(series, n, t0, t1, slo, final=final) for n in lanes} if slo else None
         self.query_one(LaneStats).update_from({n: series.window(n, t0, t1, final=final) for n in lanes}, colours,
-                                              window)
+                                              window, slo=attained)
         clean: dict[str, list] = {"ttft": {}, "decode": {}}
         marks: dict[str, list] = {}
         for name in lanes:
@@ -359,6 +362,9 @@ class DashboardScreen(LanemonScreen):
                     ttft.append((s.t, s.ttft_s))
                 if s.tok_s is not None:
                     tok.append((s.t, s.tok_s))
+            if slo:  # a complete request that missed a target: marked where it ended (folds/monitor.breaches)
+                flagged += [(t, "slo") for t in breaches(series, name, t0, t1, slo)
+                            if not any(ft == t for ft, _ in flagged)]
             clean["ttft"][name], clean["decode"][name], marks[name] = ttft, tok, flagged
         # window_ns: a chart's time axis moves a column at a time (not at every event): it repaints when a
         # column's worth of time went by or its data changed (widgets/repaint.py)
@@ -409,3 +415,4 @@ class DashboardScreen(LanemonScreen):
         for chart_id in THIRD:
             shown = (chart_id == THIRD[0] or chart_id in server) if tall else chart_id == self.third
             self.query_one(f"#{chart_id}", TimeChart).display = shown
+

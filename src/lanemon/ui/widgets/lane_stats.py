@@ -49,7 +49,9 @@ class LaneStats(Static):
     _shown_key: tuple | None = None
     _lines = 0
 
-    def update_from(self, stats: dict[str, WindowStats], colours: dict[str, str], window: str) -> None:
+    def update_from(self, stats: dict[str, WindowStats], colours: dict[str, str], window: str, *,
+                    slo: dict[str, tuple[float | None, float | None]] | None = None) -> None:
+        """``slo``: per lane (attainment, goodput req/s) over the window when an SLO is set (two more columns)."""
         names = list(stats)
         width = self.size.width or 200
         # more than two lanes: one "vs the first lane" column instead of a ratio row per lane, when it fits
@@ -72,6 +74,9 @@ class LaneStats(Static):
                          Text(str(st.flagged), style="yellow" if st.flagged else ""),
                          triple(st.ttft, n=st.samples[0]), triple(st.tpot, tpot=True, n=st.samples[1]),
                          triple(st.e2e, n=st.samples[2]), *extra])
+            if slo is not None:
+                share, good = slo.get(name, (None, None))
+                rows[-1] += ["—" if share is None else f"{share:.0%}", "—" if good is None else f"{good:.2f}"]
         if len(names) == 2:
             a = stats[names[0]]
             for name in names[1:]:
@@ -80,6 +85,8 @@ class LaneStats(Static):
                              "", f"p50 {ratio(b.ttft[0], a.ttft[0])}", f"p50 {ratio(b.tpot[0], a.tpot[0])}",
                              f"p50 {ratio(b.e2e[0], a.e2e[0])}"])
         columns = list(COLUMNS) + ([(f"p50 ÷ {names[0]}", "right")] if many else [])
+        if slo is not None:  # after the lane columns (and the p50 ratio column when it shows); ratio rows leave them empty
+            columns += [("SLO met", "right"), ("good/s", "right")]
         shown = fitting_columns(columns, rows, width)
         key = (rows, columns, shown, window)
         if key == self._shown_key:  # the same figures: no repaint (widgets/repaint.py)

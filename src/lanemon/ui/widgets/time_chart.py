@@ -39,9 +39,9 @@ from textual.widget import Widget
 
 from lanemon.ui.widgets.repaint import CachedLines
 
-MARK_GLYPHS = {"error": "✖", "truncated": "✂", "empty": "∅", "client_bound": "◌", "burst": "≋"}
+MARK_GLYPHS = {"error": "✖", "truncated": "✂", "empty": "∅", "client_bound": "◌", "burst": "≋", "slo": "▴"}
 MARK_NAMES = {"error": "error", "truncated": "truncated", "empty": "empty", "client_bound": "client-bound",
-              "burst": "burst"}
+              "burst": "burst", "slo": "missed SLO"}
 SHARED_GLYPH = "⣿"
 _DOTS = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))  # [row from top][column]
 NS = 1_000_000_000
