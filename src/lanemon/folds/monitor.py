@@ -29,6 +29,7 @@ from lanemon.folds.series import SeriesState
 from lanemon.measure import metrics
 from lanemon.measure.load import CLIENT_BOUND
 from lanemon.measure import slo as slo_rules
+from lanemon.measure.metrics import meets_slo
 from lanemon.measure.records import BURST, RequestRecord
 
 NS = 1_000_000_000
@@ -122,8 +123,7 @@ def breaches(series: SeriesState, lane: str, t0: int, t1: int, slo: Mapping[str,
     for s in series.lane(lane).samples:
         if s.t < t0 or s.t > t1 or (s.outcome == "ok" and CLIENT_BOUND in series.flags_of(s)):
             continue
-        if not slo_rules.evaluate([_Judged(s.outcome == "ok", s.ttft_s, s.tpot_s, s.e2e_s, int(s.tokens))],
-                                  slo, None).good:
+        if not meets_slo(_Judged(s.outcome == "ok", s.ttft_s, s.tpot_s, s.e2e_s, int(s.tokens)), dict(slo)):  # type: ignore[arg-type]
             out.append(s.t)
     return out
 
