@@ -93,8 +93,8 @@ async def test_replay_pause_key_pauses_playback(recording):
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_sessions"
 OPENS = {"decode": "bench", "prefill": "bench", "needles": "bench", "today": "bench", "yesterday": "bench",
-         "gauntlet": "gauntlet", "races": "race", "demo": "dashboard", "agree": "dashboard", "kl": "dashboard",
-         "qeval-A": "dashboard", "qeval-B": "dashboard"}
+         "gauntlet": "gauntlet", "races": "race", "demo": "dashboard", "agree": "result", "kl": "result",
+         "qeval-A": "result", "qeval-B": "result"}
 
 
 @pytest.mark.parametrize("name", sorted(OPENS))

@@ -45,7 +45,7 @@ from lanemon.ui.themes import ThemeError, load_themes, resolve_theme
 
 __all__ = ["LanemonApp", "SCREENS_BY_NAME", "Source", "ThemeError", "make_app"]
 
-SCREENS_BY_NAME = ("dashboard", "bench", "race", "gauntlet", "compare", "timeline", "alerts", "history")
+SCREENS_BY_NAME = ("dashboard", "bench", "race", "gauntlet", "compare", "timeline", "alerts", "history", "result")
 MARKER_GAP_NS = 500_000_000
 """Markers closer than this are one stop for ``[`` / ``]``."""
 STOP_GRACE_S = 10.0
@@ -128,6 +128,10 @@ class LanemonApp(App):
         for d in lanes:
             self.gauntlet.lane(d["name"]).model = d.get("model")
         start, kind = workload_of(self.source)
+        self.result_kind: str | None = None
+        """agree / kl / qeval: a headless workload's replay opens its result screen."""
+        if start == "result":
+            self.result_kind, kind = kind, None
         self.bench: BenchTracker | None = None
         """Progress of the bench in the stream (``b``); None until one starts."""
         self.bench_results: BenchResults | None = None
@@ -451,6 +455,10 @@ class LanemonApp(App):
             from lanemon.ui.screens.history import HistoryScreen
 
             return HistoryScreen()
+        if name == "result":
+            from lanemon.ui.screens.result import ResultScreen
+
+            return ResultScreen(self.result_kind or "agree", getattr(self.source, "recording", None))
         if name == "timeline":
             from lanemon.ui.screens.timeline import TimelineScreen
 

@@ -33,7 +33,8 @@ class NoSource(FixedPace):
 
 def workload_of(source: Any) -> tuple[str | None, str | None]:
     """(screen, bench kind) the run behind ``source`` showed: from a bench run's ``kind`` or a
-    recording's header (``bench``: decode / prefill / needles / gauntlet / race)."""
+    recording's header (``bench``: decode / prefill / needles / gauntlet / race; ``command`` agree / kl /
+    qeval: the result screen, kind = the command)."""
     if getattr(source, "mode", None) == "bench" and getattr(source, "kind", None) in BENCH_KINDS:
         return "bench", source.kind
     header = getattr(getattr(source, "recording", None), "header", None)
@@ -42,6 +43,9 @@ def workload_of(source: Any) -> tuple[str | None, str | None]:
         return "bench", bench
     if bench in ("gauntlet", "race"):
         return bench, None
+    command = header.get("command") if isinstance(header, dict) else None
+    if command in ("agree", "kl", "qeval"):  # headless workloads: their results screen
+        return "result", command
     return None, None
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Grid
 from textual.widgets import Label
 
@@ -30,6 +31,13 @@ class GauntletScreen(LanemonScreen):
     """Header, one :class:`GauntletLanePanel` per lane, the summary line, footer."""
 
     NAME = "gauntlet"
+
+    BINDINGS = [
+        Binding("up", "scroll_turns(1)", "turns", key_display="↑↓"),
+        Binding("down", "scroll_turns(-1)", "turns", show=False),
+        Binding("pageup", "scroll_turns(10)", "turns", show=False),
+        Binding("pagedown", "scroll_turns(-10)", "turns", show=False),
+    ]
 
     DEFAULT_CSS = """
     GauntletScreen #g-lanes { height: 1fr; padding: 0 1; grid-gutter: 0 1; grid-rows: 1fr; }
@@ -70,6 +78,15 @@ class GauntletScreen(LanemonScreen):
         if g.ended and self._summary is None:
             self._summary = summary_sentence(results_from_state(g))
         self.refresh_from(g, app.source, app.now_ns(), self._summary)
+
+    def action_scroll_turns(self, step: int) -> None:
+        """↑ older turns, ↓ newer (every lane together); the panels clamp to what they hold."""
+        for name in self._lanes:
+            panel = self.panel(name)
+            panel.back = max(0, panel.back + step)
+        self.drawn = None
+        app: Any = self.app
+        app.redraw(force=True)
 
     def panel(self, lane: str) -> GauntletLanePanel:
         return self.query_one(f"#{panel_id(lane)}", GauntletLanePanel)

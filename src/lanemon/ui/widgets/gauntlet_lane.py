@@ -52,6 +52,9 @@ def _secs(value: float | None) -> str:
     return "  –  " if value is None else f"{value:5.2f}"
 
 
+TURNS_HEAD = "turn  prompt  cached  [$accent]■[/] TTFT  [$primary]■[/] decode"
+
+
 class GauntletLanePanel(LaneCard):
     """Everything the gauntlet screen shows about one lane, redrawn from a :class:`LaneView`.
 
@@ -70,12 +73,15 @@ class GauntletLanePanel(LaneCard):
     GauntletLanePanel #reps { height: auto; margin-top: 1; }
     """
 
+    back = 0
+    """Turns scrolled back from the latest (the gauntlet screen's ↑/↓); 0 follows the latest."""
+
     def compose(self) -> ComposeResult:
         yield self.header(Label("", id="model"), Label("", id="rep"))
         yield Static("", id="hops")
         yield Label("", id="file")
         yield Label("", id="now")
-        yield Label("turn  prompt  cached  [$accent]■[/] TTFT (prefill)  [$primary]■[/] decode", id="turns-head")
+        yield Label(TURNS_HEAD, id="turns-head")
         yield Static("", id="turns")
         yield Static("", id="reps")
 
@@ -106,8 +112,15 @@ class GauntletLanePanel(LaneCard):
             rows.append(f"{tv.turn + 1:>4} {prompt}  {cached}  {turn_bar(tv.ttft_s, tv.decode_s, scale, bar_w)}"
                         f" {_secs(tv.ttft_s)} + {_secs(tv.decode_s).strip()} s {mark}")
         room = turns_widget.size.height
-        if room and len(rows) > room:
-            rows = rows[-room:]
+        head = TURNS_HEAD
+        if room and len(rows) > room:  # the latest turns; ↑/↓ on the screen scroll back (``back`` turns)
+            self.back = max(0, min(self.back, len(rows) - room))
+            end = len(rows) - self.back
+            head += f" [dim]{end - room + 1}–{end}↑↓[/]"  # turns shown (the footer: ↑↓ turns)
+            rows = rows[end - room:end]
+        else:
+            self.back = 0
+        self.query_one("#turns-head", Label).update(head)
         turns_widget.update("\n".join(rows))
         self.query_one("#reps", Static).update(self._reps_text(view, reps))
         self.set_class(view.phase == "done", "-done")
