@@ -46,3 +46,25 @@ async def test_gpu_row_with_telemetry_on_one_lane():
 async def test_no_gpu_row_without_telemetry():
     panels = await _panels(sample_events())
     assert all(not shown for shown, _ in panels.values())
+
+
+async def test_gpu_power_chart_on_the_shared_time_axis():
+    from lanemon.ui.widgets.time_chart import TimeChart
+
+    events = sample_events()
+    t = events[-1].t
+    events += [Event(t + 1, schema.LANE, "A", None, {"name": "A", "url": "http://a/v1", "telemetry": "http://a:9400/metrics"})]
+    events += [Event(t + 2 + i * 1_000_000_000, schema.GPU, "A", None, {**GB10, "power_w": 20.0 + i}) for i in range(5)]
+    app = make_app(ScriptedSource(events, mode="live", hold=True))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause(0.1)
+        app.redraw()
+        await pilot.pause()
+        chart = app.screen.query_one("#chart-gpu", TimeChart)
+        assert chart.display and "GPU power (W)" in chart.render().plain
+    app = make_app(ScriptedSource(sample_events(), mode="live", hold=True))
+    async with app.run_test(size=(160, 45)) as pilot:  # no telemetry: no power chart
+        await pilot.pause(0.1)
+        app.redraw()
+        await pilot.pause()
+        assert not app.screen.query_one("#chart-gpu", TimeChart).display

@@ -56,11 +56,11 @@ TWO_ROWS = 20
 (a short screen, or many lanes' panels above), the two server charts share the third chart's place with
 throughput (``c`` cycles; their current numbers stay in each lane's panel)."""
 CHARTS = (("chart-ttft", "TTFT"), ("chart-decode", "decode per stream"), ("chart-tput", "throughput"),
-          ("chart-server", "server queue"), ("chart-kv", "server KV cache"))
+          ("chart-server", "server queue"), ("chart-kv", "server KV cache"), ("chart-gpu", "GPU power"))
 SCRAPE_GAP_NS = 5 * NS
 """Successive /metrics scrapes at most this far apart are joined by a line (they come every 2 s); a longer
 gap (a failed scrape, a pause) is left open."""
-THIRD = ("chart-tput", "chart-server", "chart-kv")
+THIRD = ("chart-tput", "chart-server", "chart-kv", "chart-gpu")
 """What ``c`` cycles through in the third place of a short screen."""
 
 
@@ -78,6 +78,10 @@ def seconds_axis(v: float) -> str:
     if v < 1:
         return f"{v * 1000:.0f} ms"
     return f"{v:.1f} s" if v < 10 else f"{v:.0f} s"
+
+
+def watts_axis(v: float) -> str:
+    return f"{v:,.0f} W" if v >= 10 else f"{v:.1f} W"
 
 
 def rate_axis(v: float) -> str:
@@ -162,8 +166,15 @@ class DashboardScreen(LanemonScreen):
     DashboardScreen #charts.-two-rows #chart-ttft, DashboardScreen #charts.-two-rows #chart-decode,
     DashboardScreen #charts.-two-rows #chart-tput { column-span: 2; }
     DashboardScreen #charts.-two-rows #chart-server, DashboardScreen #charts.-two-rows #chart-kv { column-span: 3; }
-    DashboardScreen #charts.-one-server #chart-server, DashboardScreen #charts.-one-server #chart-kv {
+    DashboardScreen #charts.-two-rows #chart-gpu { column-span: 3; }
+    DashboardScreen #charts.-one-server #chart-server, DashboardScreen #charts.-one-server #chart-kv,
+    DashboardScreen #charts.-one-server #chart-gpu {
         column-span: 6;
+    }
+    /* queue, KV and GPU power: three in the second row */
+    DashboardScreen #charts.-three-server #chart-server, DashboardScreen #charts.-three-server #chart-kv,
+    DashboardScreen #charts.-three-server #chart-gpu {
+        column-span: 2;
     }
     DashboardScreen.-short LanePanel #model, DashboardScreen.-short LanePanel #errors-title { display: none; }
     DashboardScreen.-short LanePanel #errors { max-height: 2; }
@@ -391,7 +402,13 @@ class DashboardScreen(LanemonScreen):
         if kv:
             self.query_one("#chart-kv", TimeChart).show(series=kv, value_fmt=percent_axis, y_max=1.0, y_divisions=4,
                                                         title="server: KV cache used", **gauge)
-        self._place_charts(("chart-server",) * bool(queue) + ("chart-kv",) * bool(kv))
+        # GPU power (docs/GPU.md): each lane's GPUs summed, on the same time axis as its tok/s
+        power = {n: [(t, v["power_w"]) for t, v in series.lane(n).gpu if "power_w" in v] for n in lanes}
+        power = {n: pts for n, pts in power.items() if pts}
+        if power:
+            self.query_one("#chart-gpu", TimeChart).show(series=power, value_fmt=watts_axis,
+                                                         title="GPU power (W)", **gauge)
+        self._place_charts(("chart-server",) * bool(queue) + ("chart-kv",) * bool(kv) + ("chart-gpu",) * bool(power))
 
     def _two_rows(self) -> bool:
         """Room for the server charts in a second row: the charts' own height once laid out (zoomed:
@@ -412,6 +429,7 @@ class DashboardScreen(LanemonScreen):
         grid = self.query_one("#charts", Grid)
         grid.set_class(tall and bool(server), "-two-rows")
         grid.set_class(len(server) == 1, "-one-server")
+        grid.set_class(len(server) == 3, "-three-server")
         for chart_id in THIRD:
             shown = (chart_id == THIRD[0] or chart_id in server) if tall else chart_id == self.third
             self.query_one(f"#{chart_id}", TimeChart).display = shown
