@@ -71,3 +71,22 @@ def test_sweep_table_rows_per_level_and_lane_with_goodput_and_held():
     assert [r[s].text for r in t.rows] == ["held", "broke TTFT"]
     assert [r[t.labels().index("TPOT p50")].text for r in t.rows] == ["20 ms", "20 ms"]  # 1 / per-stream
     assert t.notes[0].startswith("A: SLO held up to C1")
+
+
+def test_a_sweeps_levels_are_judged_on_its_slo(tmp_path):
+    """A sweep records its decode cells under its own start mark (bench sweep): the levels' goodput and held
+    must come from that mark's SLO (they were missing, so every level read 'broke')."""
+    from lanemon.events import Event
+    from lanemon.workloads.bench.sweep import sweep_results
+    from test_ui_bench import steady_bench
+
+    events = [ev for ev, _ in steady_bench().script()]
+    for i, ev in enumerate(events):  # make it a sweep's recording: the start mark is the sweep's, with an SLO
+        if ev.kind == "mark" and ev.data.get("label") == "bench" and ev.data.get("phase") == "start":
+            cfg = dict(ev.data.get("config") or {}, slo={"ttft": 10.0})
+            events[i] = Event(ev.t, ev.kind, ev.lane, ev.req, {**ev.data, "bench": "sweep", "config": cfg})
+    res = sweep_results(events)
+    lanes = res["lanes"]
+    assert lanes and all(d["slo_held"] and all(d["slo_held"].values()) for d in lanes.values())
+    assert all((c.get("goodput") or {}).get("rate_rps") for d in lanes.values() for c in d["levels"].values()
+               if not c.get("errors"))

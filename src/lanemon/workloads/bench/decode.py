@@ -362,8 +362,10 @@ def crossover_sentence(result: dict[str, Any]) -> str:
     return f"no crossover: {leader} leads {where}{span}{tail}" + extra
 
 
-def decode_results(events: Iterable[Event], *, in_progress: bool = False) -> dict[str, Any]:
-    """The ``bench decode`` JSON (docs/JSON.md) from a run's events."""
+def decode_results(events: Iterable[Event], *, in_progress: bool = False,
+                   slo: dict[str, float] | None = None) -> dict[str, Any]:
+    """The ``bench decode`` JSON (docs/JSON.md) from a run's events.  ``slo``: the targets when the run's
+    own start mark is another bench's (a sweep records decode cells under its ``sweep`` start mark)."""
     events = list(events)
     marks = read_marks(events, BENCH)
     load = client_load(events)
@@ -390,7 +392,7 @@ def decode_results(events: Iterable[Event], *, in_progress: bool = False) -> dic
         cv = cats_by.get(lane, {})
         if not lv and not cv:
             continue
-        slo = marks.config.get("slo") or None
+        slo = marks.config.get("slo") or slo or None
         cats = {c: _category_result(cv[c], slo, load) for c in cfg_cats if c in cv}
         cats.update({c: _category_result(v, slo, load) for c, v in cv.items() if c not in cats})
         lanes[lane] = {

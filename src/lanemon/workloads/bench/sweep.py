@@ -111,7 +111,6 @@ async def run(h, opts) -> None:
 def sweep_results(events: Iterable[Event], *, in_progress: bool = False) -> dict[str, Any]:
     """The ``bench sweep`` JSON: the decode figures of every level run, plus each lane's knee."""
     events = list(events)
-    dec = decode.decode_results(events, in_progress=in_progress)
     cfg: dict[str, Any] = {}
     stops: dict[str, dict[str, Any]] = {}
     for ev in events:
@@ -123,6 +122,7 @@ def sweep_results(events: Iterable[Event], *, in_progress: bool = False) -> dict
             stops[ev.lane] = dict(ev.data)
     knee_gain = float(cfg.get("knee_gain") or KNEE_GAIN)
     slo = cfg.get("slo") or None
+    dec = decode.decode_results(events, in_progress=in_progress, slo=slo)  # the levels' goodput judged on it
     lanes: dict[str, Any] = {}
     for lane, d in dec["lanes"].items():
         levels = sorted(int(k) for k in d["levels"])
