@@ -68,3 +68,20 @@ async def test_gpu_power_chart_on_the_shared_time_axis():
         app.redraw()
         await pilot.pause()
         assert not app.screen.query_one("#chart-gpu", TimeChart).display
+
+
+async def test_host_panel_title_carries_this_machines_gpus():
+    from lanemon.ui.widgets.host_panel import HostPanel
+
+    events = sample_events()
+    t = events[-1].t
+    events.append(Event(t + 1, schema.HOST, None, None, {"cpu_pct": 10.0, "cpus": 2, "mem_total": 1 << 30,
+                                                         "mem_used": 1 << 29, "mem_pct": 50.0,
+                                                         "gpus": GB10["gpus"]}))
+    app = make_app(ScriptedSource(events, mode="live", hold=True))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.press("h")
+        await pilot.pause(0.1)
+        app.redraw()
+        await pilot.pause()
+        assert "GPU 87% · 41 W · 52 °C · unified" in str(app.screen.query_one(HostPanel).border_title)

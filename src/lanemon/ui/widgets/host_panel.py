@@ -96,7 +96,13 @@ class HostPanel(Vertical):
         if not st.samples:
             self.border_title = "host  [dim]no samples in this session[/]"
             return
-        self.border_title = f"host  [dim]{st.samples} samples[/]"
+        title = f"host  [dim]{st.samples} samples[/]"
+        if st.gpu.last:  # this machine's own GPUs (NVML, docs/GPU.md)
+            from lanemon.ui.widgets.lane_panel import gpu_markup
+
+            title += f"  GPU {gpu_markup(st.gpu)}"
+        if title != self.border_title:
+            self.border_title = title
         cpus = d.get("cpus")
         load = f" · load {d['load1']:.2f}" if d.get("load1") is not None else ""
         set_text(q("#host-cpu", Label), 
