@@ -51,6 +51,10 @@ async def test_demo_session_records_and_replays_to_the_same_panels(tmp_path):
                            and all(l.requests_ok >= 3 for l in state.lanes.values()), timeout=60)
             app.source_call(session.toggle_pause)  # no new probes: the in-flight ones finish (on its loop)
             await wait_for(pilot, lambda: all(l.in_flight == 0 for l in state.lanes.values()))
+            # and the load watcher has judged every finished request (a sample it has not reported past yet is
+            # neither a point nor a mark: folds/series.pending)
+            await wait_for(pilot, lambda: not any(app.series.pending(s) for n in state.lanes
+                                                  for s in app.series.lane(n).samples))
             app.redraw(force=True)
             await pilot.pause()
             live = panel_data(app)
