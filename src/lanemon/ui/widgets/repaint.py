@@ -67,11 +67,22 @@ def set_text(widget: Static, content: Any) -> bool:
     widget._lanemon_shown = content  # type: ignore[attr-defined]
     before = _extent(widget)
     widget.update(content, layout=False)
-    if _sized_by_content(widget):
-        after = _extent(widget)
-        if after is None or after != before:
-            widget.refresh(layout=True)
+    if _sized_by_content(widget) and _resizes(widget, before, _extent(widget)):
+        widget.refresh(layout=True)
     return True
+
+
+def _resizes(widget: Static, before: tuple[int, int] | None, after: tuple[int, int] | None) -> bool:
+    """Would the widget's size change from text of extent ``before`` to ``after``?  Not when the extents are
+    equal, nor when the old text was already cut short by the widget's width and the new one is at least
+    that wide (an auto-width label its container cuts short stays as wide as the container lets it: 8
+    lanes' narrow panels)."""
+    if before is None or after is None or before[0] != after[0]:
+        return True
+    if before[1] == after[1]:
+        return False
+    shown = widget.content_size.width
+    return not (shown and before[1] > shown and after[1] >= shown)
 
 
 class Versioned:
