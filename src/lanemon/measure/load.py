@@ -160,6 +160,8 @@ class Starvation:
     """What the window's figures say, e.g. ``this machine's load: CPU 97 %, waited 34 ms for a CPU``."""
     advice: str
     """What to do about it."""
+    short: str = ""
+    """A few words for a status bar: ``CPU steal 22 %``, ``lanemon's CPU 97 %``, ``machine load``."""
 
 
 def starvation_cause(d: dict[str, Any]) -> Starvation:
@@ -169,16 +171,17 @@ def starvation_cause(d: dict[str, Any]) -> Starvation:
     runq, lag = _num(d.get("runq_ms")), _num(d.get("lag_ms"))
     if steal is not None and steal >= STEAL_PCT:
         return Starvation("steal", f"CPU steal: the hypervisor took {steal:.0f} % of this VM's CPU time",
-                          "use a VM with dedicated vCPUs, or run lanemon on another machine")
+                          "use a VM with dedicated vCPUs, or run lanemon on another machine", f"CPU steal {steal:.0f} %")
     if own is not None and own >= OWN_CPU_PCT:
         return Starvation("own", f"lanemon's own CPU: {own:.0f} % of a core",
-                          "fewer streams per lanemon, a longer --interval, or --headless (no screen to draw)")
+                          "fewer streams per lanemon, a longer --interval, or --headless (no screen to draw)",
+                          f"lanemon's CPU {own:.0f} %")
     parts = [f"CPU {host:.0f} %" if host is not None else "",
              f"waited {runq:.0f} ms for a CPU" if runq else (f"woke {lag:.0f} ms late" if lag else "")]
     detail = ", ".join(p for p in parts if p)
     return Starvation("machine", "this machine's load" + (f": {detail}" if detail else ""),
                       "stop other CPU-heavy work here, or run lanemon with a higher priority (nice -n -5) "
-                      "or on another machine")
+                      "or on another machine", "machine load")
 
 
 def _num(x: Any) -> float | None:

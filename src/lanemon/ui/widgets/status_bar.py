@@ -117,7 +117,7 @@ class StatusBar(InfoBar):
         if own_cpu_pct is not None:  # lanemon's own share of one core, its latest load-watch window
             parts.append(f"[dim]lanemon[/] {own_cpu_pct:.0f} % CPU")
         if starved is not None:  # samples are being flagged client-bound: say why (the toast says what to do)
-            parts.append(f"[$warning b]◌ starved:[/] [$warning]{escape(starved.why)}[/]")
+            parts.append(f"[$warning b]◌ starved:[/] [$warning]{escape(starved.short or starved.why)}[/]")
         if paused:
             parts.append("[$warning b]❚❚ PAUSED[/]")
         if finished:
