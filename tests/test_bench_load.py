@@ -129,8 +129,10 @@ def test_open_loop_run_on_the_simulated_lanes_keeps_its_schedule_and_replays(tmp
     from lanemon.workloads.bench.load import load_results
     from lanemon.recording.reader import read_events
 
+    from lanemon.measure.views import attach_engine_views
+
     _, events, _ = read_events(rec)
-    again = load_results(events)
+    again = attach_engine_views(load_results(events), events)  # as the run's results() and every report do
     assert again["lanes"]["A"]["reps"][0] == lane
     # and the report shows it (md), from the file alone
     md = subprocess.run([sys.executable, "-m", "lanemon", "report", str(rec), "--format", "md"], capture_output=True,
@@ -224,8 +226,10 @@ def test_poisson_over_a_minute_delivers_the_asked_rate_and_replays(tmp_path):
     assert all(r.meta["scheduled_s"] == pytest.approx(arrivals[r.meta["i"]].offset_s, abs=1e-6) for r in recs)
     d = delivery([r.sent_ns / 1e9 for r in recs], [r.meta["scheduled_s"] for r in recs], 15.0)
     assert kept(d, rate), d
-    # the recording reports what the run reported
-    assert load_results(events)["lanes"]["A"]["reps"][0] == lane
+    # the recording reports what the run reported (the engine's views attached as the run's results() does)
+    from lanemon.measure.views import attach_engine_views
+
+    assert attach_engine_views(load_results(events), events)["lanes"]["A"]["reps"][0] == lane
 
 
 # ---------------------------------------------------------------------------

@@ -499,3 +499,39 @@ def test_efficiency_finding_when_every_level_was_starved():
     for c in d["lanes"]["A"]["levels"].values():
         c["unreliable"] = True
     assert efficiency_section(d, ["A"]).summary == "A: no level judged (lanemon was starved in every one)."
+
+
+def test_bench_load_reps_carry_energy_over_their_measured_window_against_the_simulators_counter(tmp_path):
+    """bench load has no cells: each rep's measured window (warm-up and cool-down excluded) and the tokens that
+    arrived in it give its energy, tokens per joule and cost, checked against the simulator's exact energy."""
+    from lanemon.measure.records import assemble
+    from lanemon.recording.reader import read_events
+    from lanemon.sim.server import SimThread
+
+    rec_path = tmp_path / "load.jsonl"
+    with SimThread("sglang-native", time_scale=0.5, gpu_telemetry_port=0) as sim:
+        out = subprocess.run(
+            [sys.executable, "-m", "lanemon", "bench", "load", "--lane", f"A={sim.base_url}",
+             "--telemetry", f"A={sim.telemetry_url}", "--cost", "A=3.5", "--arrival", "constant", "--rate", "4",
+             "--duration", "4", "--output-len", "fixed:32", "--json", "--record", str(rec_path)],
+            capture_output=True, text=True, timeout=300)
+        truth = httpx.get(sim.root_url + "/sim/gpu").json()
+        trace = {r["id"]: r for r in httpx.get(sim.root_url + "/sim/trace").json()["requests"]}
+    assert out.returncode == 0, out.stderr
+    rep = json.loads(out.stdout)["lanes"]["A"]["reps"][0]
+    for key in ("gpu_power_w_mean", "energy_j", "tokens_per_joule", "usd_per_1m_output_tokens"):
+        assert isinstance(rep[key], float) and math.isfinite(rep[key]) and rep[key] > 0, (key, rep)
+    assert rep["energy_source"] == "counter" and rep["served_tokens"] > 0
+    # the session clock against the simulator's (both perf_counter on this machine): each request's send as
+    # lanemon stamped it and its arrival in the trace are the same instant within a loopback hop
+    _, events, _ = read_events(rec_path)
+    offsets = sorted(trace[r.server_request_id]["t_arrival_mono"] - r.sent_ns / NS
+                     for r in assemble(events) if r.server_request_id in trace and r.sent_ns is not None)
+    offset = offsets[len(offsets) // 2]
+    w0, w1 = rep["measured_window_ns"]
+    true_j = energy_between(truth["history"], w0 / NS + offset, w1 / NS + offset)
+    assert rep["energy_j"] == pytest.approx(true_j, rel=0.05)
+    assert rep["tokens_per_joule"] == pytest.approx(rep["served_tokens"] / true_j, rel=0.05)
+    seconds = (w1 - w0) / NS
+    assert rep["usd_per_1m_output_tokens"] == pytest.approx(3.5 * seconds / 3600 / rep["served_tokens"] * 1e6,
+                                                            rel=0.01)

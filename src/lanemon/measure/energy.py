@@ -271,6 +271,15 @@ def attach_energy(result: dict[str, Any], events: Iterable[Event]) -> dict[str, 
         rs = by_lane.setdefault(lane, readings(events, lane))
         windows = [(cells[c]["t0"], cells[c]["t1"]) for c in cids]
         entry.update(energy_of(events, lane, windows, sum(tokens.get(c, 0) for c in cids), costs.get(lane), rs))
+    for lane, d in lanes.items():  # bench load: each rep over its measured window and the tokens served in it
+        for rep in (d.get("reps") or []) if isinstance(d, dict) else []:
+            window = rep.get("measured_window_ns") if isinstance(rep, dict) else None
+            if not (isinstance(window, list) and len(window) == 2 and all(type(x) is int for x in window)):
+                continue
+            served = rep.get("served_tokens")
+            served = round(served) if isinstance(served, (int, float)) and served > 0 else None
+            rs = by_lane.setdefault(lane, readings(events, lane))
+            rep.update(energy_of(events, lane, [(window[0], window[1])], served, costs.get(lane), rs))
     return result
 
 

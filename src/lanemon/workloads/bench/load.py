@@ -644,6 +644,8 @@ def cell_result(records: Sequence[RequestRecord], span_s: float | None, config: 
         if len(sends) > 1 and sends[-1] > sends[0] else None,
         "completed_rate_rps": rnd(served.get("completed_rate_rps")),
         "completed_in_window": served.get("completed"),
+        "served_tokens": rnd(served.get("tokens"), 1),
+        "measured_window_ns": [w_start, w_end] if served else None,
         "output_tok_s": rnd(served.get("output_tok_s")),
         "visible_tok_s": rnd(served.get("visible_tok_s")),
         "reasoning_tok_s": rnd(served.get("reasoning_tok_s")),
