@@ -115,7 +115,8 @@ class StatusBar(InfoBar):
         if mode == "replay" and speed is not None:
             parts.append(f"[dim]speed[/] [b]{fmt.speed(speed)}[/]")
         if own_cpu_pct is not None:  # lanemon's own share of one core, its latest load-watch window
-            parts.append(f"[dim]lanemon[/] {own_cpu_pct:.0f} % CPU")
+            # a fixed width: a share that moves between 8 and 12 % must not reflow the screen each time
+            parts.append(f"[dim]lanemon[/] {own_cpu_pct:3.0f} % CPU")
         if starved is not None:  # samples are being flagged client-bound: say why (the toast says what to do)
             parts.append(f"[$warning b]◌ starved:[/] [$warning]{escape(starved.short or starved.why)}[/]")
         if paused:
