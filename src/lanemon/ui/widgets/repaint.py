@@ -49,12 +49,6 @@ def _extent(widget: Static) -> tuple[int, int] | None:
     return len(lines), max(cell_len(line) for line in lines)
 
 
-def _sized_by_content(widget: Static) -> bool:
-    styles = widget.styles
-    width, height = styles.width, styles.height
-    return width is None or width.is_auto or height is None or height.is_auto
-
-
 def set_text(widget: Static, content: Any) -> bool:
     """Show ``content`` (markup, a ``Content`` or a Rich renderable) on ``widget`` if it differs from
     what this function gave it last; True when it repainted.
@@ -67,22 +61,36 @@ def set_text(widget: Static, content: Any) -> bool:
     widget._lanemon_shown = content  # type: ignore[attr-defined]
     before = _extent(widget)
     widget.update(content, layout=False)
-    if _sized_by_content(widget) and _resizes(widget, before, _extent(widget)):
+    if _resizes(widget, before, _extent(widget)):
         widget.refresh(layout=True)
     return True
 
 
 def _resizes(widget: Static, before: tuple[int, int] | None, after: tuple[int, int] | None) -> bool:
-    """Would the widget's size change from text of extent ``before`` to ``after``?  Not when the extents are
-    equal, nor when the old text was already cut short by the widget's width and the new one is at least
-    that wide (an auto-width label its container cuts short stays as wide as the container lets it: 8
-    lanes' narrow panels)."""
-    if before is None or after is None or before[0] != after[0]:
+    """Would the widget's size change from text of extent ``before`` to ``after`` (lines, widest line)?
+
+    * a widget sized by the layout (``1fr``, fixed width and height): never;
+    * an auto height: when the line count changed, or a line longer than the widget may wrap differently;
+    * an auto width: when the widest line changed, unless both fit the widget's ``min-width`` or the old
+      text was already cut short by the widget's width and the new one is at least that wide (an
+      auto-width label its container cuts short stays as wide as the container lets it: 8 lanes'
+      narrow panels)."""
+    if before is None or after is None:
+        return True
+    styles = widget.styles
+    auto_w = styles.width is None or styles.width.is_auto
+    auto_h = styles.height is None or styles.height.is_auto
+    shown = widget.content_size.width
+    if auto_h and before[0] != after[0]:
         return True
     if before[1] == after[1]:
         return False
-    shown = widget.content_size.width
-    return not (shown and before[1] > shown and after[1] >= shown)
+    if auto_w:
+        least = getattr(styles.min_width, "cells", None) or 0
+        if max(before[1], after[1]) <= least - styles.gutter.width:
+            return False
+        return not (shown and before[1] > shown and after[1] >= shown)
+    return auto_h and (not shown or max(before[1], after[1]) > shown)
 
 
 class Versioned:
