@@ -167,6 +167,38 @@ def test_write_output_streams_chunks(tmp_path):
     assert out.read_text().splitlines()[-1] == "999"
 
 
+def test_write_output_to_a_fifo_or_device_writes_it_and_never_replaces_it(tmp_path):
+    """``-o /dev/null`` (or a FIFO, /dev/stdout) is written in place: the all-or-nothing rename once replaced
+    /dev/null itself with a regular file, for every program on the machine."""
+    import stat
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    write_output(fifo, (f"{i}\n" for i in range(100)))
+    reader.join(10)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode) and got and got[0].splitlines()[-1] == b"99"
+    assert [p.name for p in tmp_path.iterdir()] == ["pipe"]  # no .part beside it
+    before = os.stat("/dev/null")
+    write_output(Path("/dev/null"), "discarded")
+    after = os.stat("/dev/null")
+    assert stat.S_ISCHR(after.st_mode) and after.st_rdev == before.st_rdev
+
+
+def test_write_output_through_a_symlink_replaces_its_target_and_keeps_the_link_and_mode(tmp_path):
+    real = tmp_path / "reports" / "today.md"
+    real.parent.mkdir()
+    real.write_text("old")
+    real.chmod(0o644)
+    link = tmp_path / "latest.md"
+    link.symlink_to(real)
+    write_output(link, "new")
+    assert link.is_symlink() and real.read_text() == "new" and (real.stat().st_mode & 0o777) == 0o644
+
+
 def test_unwritable_folder_is_exit_2_before_anything(tmp_path, capsys):
     if os.geteuid() == 0:
         pytest.skip("root writes into read-only folders")

@@ -519,27 +519,36 @@ def write_output(path: Path, data: str | bytes | Iterable[str | bytes], *, make_
     written is a one-line UsageError (exit 2, nothing started); a write that fails part-way (disk full) is
     :class:`DataLost` (exit 4) saying that *path* was left as it was."""
     import os
+    import stat
     import tempfile
 
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path  # a link keeps pointing where it did
+    try:
+        mode = os.stat(target).st_mode
+    except OSError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        # a device, a FIFO, /dev/stdout: written in place (a rename over /dev/null would replace the device
+        # with a regular file, for every program on the machine)
+        _write_in_place(path, target, data)
+        return
     try:
         if make_dirs:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+            target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+        if mode is not None:
+            os.chmod(tmp, stat.S_IMODE(mode))  # the report replaced keeps its permissions
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "wb") as fh:
-            for chunk in [data] if isinstance(data, (str, bytes)) else data:
-                try:
-                    fh.write(chunk.encode("utf-8") if isinstance(chunk, str) else chunk)
-                except OSError as exc:
-                    raise _WriteFailed(exc) from None
+            _write_chunks(fh, data)
             try:
                 fh.flush()
                 os.fsync(fh.fileno())
             except OSError as exc:
                 raise _WriteFailed(exc) from None
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except (_WriteFailed, OSError) as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -554,6 +563,32 @@ def write_output(path: Path, data: str | bytes | Iterable[str | bytes], *, make_
 
 class _WriteFailed(Exception):
     """An OSError from writing the output (not from producing it)."""
+
+
+def _write_chunks(fh: Any, data: str | bytes | Iterable[str | bytes]) -> None:
+    for chunk in [data] if isinstance(data, (str, bytes)) else data:
+        try:
+            fh.write(chunk.encode("utf-8") if isinstance(chunk, str) else chunk)
+        except OSError as exc:
+            raise _WriteFailed(exc) from None
+
+
+def _write_in_place(path: Path, target: Path, data: str | bytes | Iterable[str | bytes]) -> None:
+    """:func:`write_output` to something that is not a regular file (a device, a FIFO): opened and written."""
+    try:
+        fh = open(target, "wb")
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    try:
+        with fh:
+            _write_chunks(fh, data)
+            try:
+                fh.flush()
+            except OSError as exc:
+                raise _WriteFailed(exc) from None
+    except _WriteFailed as exc:
+        cause = exc.args[0]
+        raise DataLost(f"cannot write {path}: {cause.strerror or cause}; the output is incomplete") from None
 
 
 def output_format(fmt: str | None, output: Path | None, suffixes: dict[str, str], default: str) -> str:
