@@ -179,3 +179,50 @@ def test_breaching_requests_are_the_judged_misses():
     ends = breaches(st.series, "A", 0, 7 * S, {"ttft": 0.25})
     # r3 (TTFT 300 ms) and the error r5 missed; r4 ran while lanemon was starved: not judged
     assert ends == [3 * S + 400 * MS, 5 * S + 5 * MS]
+
+
+def test_the_dashboard_badge_says_saturated_from_the_same_function():
+    """The dashboard reads folds/monitor.saturation over its chart window from the app's series (the alert
+    rules and the exporter read the same function over theirs)."""
+    from lanemon.folds.monitor import saturation
+    from lanemon.folds.series import SeriesState
+
+    series = SeriesState(["A"])
+    evs = []
+    for i, (waiting, tok_s, ttft_ms) in enumerate([(0, 500, 100), (1, 505, 110), (4, 500, 200), (6, 498, 220)]):
+        t = (i * 2 + 1) * S
+        evs.append(Event(t, schema.SERVER_METRICS, "A", None, {"ok": True, "engine": "vllm", "waiting": waiting,
+                                                                "gen_tok_s": tok_s}))
+        evs += _request("A", f"r{i}", t, ttft_ms)
+    st = MonitorState([("A", "u", None)], window_s=10)
+    for ev in sorted(evs, key=lambda e: e.t):
+        st.apply(ev)
+    assert saturation(st.series, "A", 0, 10 * S) == 1.0 == st.figures(10 * S)["A"]["oversaturated"]
+    assert saturation(st.series, "A", 0, 4 * S) == 0.0  # the first two scrapes: TTFT 100 -> 110 ms barely moved
+    assert saturation(series, "A", 0, 10 * S) is None  # nothing folded: no figures, no flag
+
+
+async def test_a_saturated_lane_says_so_on_its_badge():
+    from textual.widgets import Label
+
+    from lanemon.ui.app import make_app
+    from lanemon.ui.sample import ScriptedSource
+
+    evs = [Event(1, schema.PROBE, "A", None, {"ok": True, "latency_s": 0.002, "models": ["m"]}),
+           Event(2, schema.PROBE, "B", None, {"ok": True, "latency_s": 0.002, "models": ["m"]})]
+    for lane, queue in (("A", [0, 1, 4, 6]), ("B", [0, 0, 0, 0])):  # B: the same TTFT rise, no queue
+        for i, (waiting, ttft_ms) in enumerate(zip(queue, (100, 110, 200, 220))):
+            t = (i * 2 + 1) * S
+            evs.append(Event(t, schema.SERVER_METRICS, lane, None, {"ok": True, "engine": "vllm", "waiting": waiting,
+                                                                    "gen_tok_s": 500}))
+            evs += _request(lane, f"{lane}{i}", t, ttft_ms)
+    app = make_app(ScriptedSource(sorted(evs, key=lambda e: e.t)))
+    async with app.run_test(size=(160, 45)) as pilot:
+        for _ in range(200):  # the scripted events folded (not a timing bound: it stops as soon as they are)
+            if app.source.finished and app.state.last_t >= 7 * S:
+                break
+            await pilot.pause(0.02)
+        app.redraw(force=True)
+        await pilot.pause()
+        assert str(app.screen.query_one("#lane-A #badge", Label).visual.plain) == "SATURATED"
+        assert str(app.screen.query_one("#lane-B #badge", Label).visual.plain).startswith("UP")

@@ -59,6 +59,25 @@ def oversaturated(waiting: tuple[float, float] | None, ttft: tuple[float, float]
             and abs(gen_tok_s[1] - gen_tok_s[0]) <= SATURATION_FLAT * gen_tok_s[0])
 
 
+def saturation(series: SeriesState, lane: str, t0: int, t1: int) -> float | None:
+    """1.0 / 0.0: :func:`oversaturated` over the two halves of ``[t0, t1]`` -- the median TTFT of the lane's
+    clean samples and the mean queue (``waiting``) and generation rate of its ``/metrics`` scrapes in each
+    half; None without the figures.  The dashboard (over its chart window), the alert rules and the exporter
+    all read this one function."""
+    mid = (t0 + t1) // 2
+    halves = (series.window(lane, t0, mid).ttft[0], series.window(lane, mid + 1, t1).ttft[0])
+    ttft = halves if None not in halves else None
+    rows = [(t, v) for t, v in series.lane(lane).server if t0 <= t <= t1]
+
+    def split(key: str) -> tuple[float, float] | None:
+        a = [v[key] for t, v in rows if t <= mid and key in v]
+        b = [v[key] for t, v in rows if t > mid and key in v]
+        return (sum(a) / len(a), sum(b) / len(b)) if a and b else None
+
+    flag = oversaturated(split("waiting"), ttft, split("gen_tok_s"))  # type: ignore[arg-type]
+    return None if flag is None else float(flag)
+
+
 @dataclass
 class Histogram:
     """A cumulative histogram: counts per upper bound (the last bucket is +Inf), sum and count."""
@@ -157,8 +176,6 @@ class MonitorState:
         self.series = SeriesState([name for name, _, _ in lanes or []])
         self.hists: dict[str, tuple[Histogram, Histogram]] = {}
         self.preemptions: dict[str, deque[tuple[int, float]]] = {}
-        self.engine: dict[str, deque[tuple[int, float | None, float | None]]] = {}
-        """Per lane: (t, waiting, gen_tok_s) of each /metrics scrape over the window (the over-saturation flag)."""
         self.version = 0
 
     @property
@@ -180,10 +197,6 @@ class MonitorState:
         self.session.apply(ev)
         self.series.apply(ev)
         if ev.kind == schema.SERVER_METRICS and ev.lane is not None and ev.data.get("ok"):
-            eng = self.engine.setdefault(ev.lane, deque())
-            eng.append((ev.t, _num(ev.data.get("waiting")), _num(ev.data.get("gen_tok_s"))))
-            while eng and eng[0][0] < ev.t - int(self.window_s * NS):
-                eng.popleft()
             v = ev.data.get("preemptions_total")
             if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0:
                 dq = self.preemptions.setdefault(ev.lane, deque())
@@ -221,24 +234,9 @@ class MonitorState:
                 "running": _num(last.get("running")),
                 "preemptions": self._preempted(name, t0),
                 "server_ttft": _num(lane.server.timings.get("ttft_s")),
-                "oversaturated": self._saturation(name, t0, now),
+                "oversaturated": saturation(self.series, name, t0, now),
             }
         return out
-
-    def _saturation(self, lane: str, t0: int, t1: int) -> float | None:
-        """1.0 / 0.0 (:func:`oversaturated` over the window's two halves), None without the figures."""
-        mid = (t0 + t1) // 2
-        halves = (self.series.window(lane, t0, mid).ttft[0], self.series.window(lane, mid + 1, t1).ttft[0])
-        ttft = halves if None not in halves else None
-        rows = [r for r in self.engine.get(lane, ()) if t0 <= r[0] <= t1]
-
-        def split(i: int) -> tuple[float, float] | None:
-            a = [r[i] for r in rows if r[0] <= mid and r[i] is not None]
-            b = [r[i] for r in rows if r[0] > mid and r[i] is not None]
-            return (sum(a) / len(a), sum(b) / len(b)) if a and b else None
-
-        flag = oversaturated(split(1), ttft, split(2))  # type: ignore[arg-type]
-        return None if flag is None else float(flag)
 
     def _preempted(self, lane: str, t0: int) -> float | None:
         dq = self.preemptions.get(lane)

@@ -184,7 +184,8 @@ class SeriesState:
         if kind == schema.SERVER_METRICS and ev.lane is not None:
             d = ev.data
             if d.get("ok"):
-                vals = {k: float(d[k]) for k in ("running", "waiting", "kv_usage") if _possible(k, d.get(k))}
+                vals = {k: float(d[k]) for k in ("running", "waiting", "kv_usage", "gen_tok_s")
+                        if _possible(k, d.get(k))}
                 if vals:
                     self._push(self.lane(ev.lane).server, (ev.t, vals))
                     self.version += 1

@@ -44,7 +44,7 @@ from lanemon.ui.colours import lane_colours, shared_colour
 from lanemon.ui.screens.base import LanemonScreen
 from lanemon.ui.widgets.host_panel import HostPanel
 from lanemon.ui.widgets.lane_panel import LanePanel, lane_grid
-from lanemon.folds.monitor import breaches, slo_window
+from lanemon.folds.monitor import breaches, saturation, slo_window
 from lanemon.ui.widgets.lane_stats import LaneStats
 from lanemon.ui.widgets.status_bar import StatusBar, recent_starvation
 from lanemon.ui.widgets.time_chart import TimeChart, WallAxis
@@ -197,6 +197,8 @@ class DashboardScreen(LanemonScreen):
         self._charts_grid: Grid | None = None
         """The charts' grid once composed (its size is in the fingerprint; a query each tick cost a third of
         an idle redraw at 8 lanes)."""
+        self._saturated: set[str] = set()
+        """Lanes over-saturated over the chart window (their badge says SATURATED), as of the last draw."""
         self._told: str | None = None
         """The starvation cause last explained in a notification (``steal``, ``own``, ``machine``)."""
         self._server_charts: tuple[str, ...] = ()
@@ -310,6 +312,10 @@ class DashboardScreen(LanemonScreen):
                 s.finished, str(s.recording_path), self.size, charts)
 
     def draw(self, app: Any) -> None:
+        # over-saturated lanes over the chart window (queue grew, TTFT rose, throughput flat: folds/monitor)
+        t1 = max(app.state.last_t, app.series.last_t)
+        t0 = max(0, t1 - self.window_s * NS)
+        self._saturated = {n for n in app.state.lanes if saturation(app.series, n, t0, t1) == 1.0}
         self.refresh_from(app.state, app.source)
         self.draw_charts(app)
 
@@ -330,7 +336,8 @@ class DashboardScreen(LanemonScreen):
             if not panel.query("#url"):  # mounted but not composed yet (hidden while zoomed): the next tick
                 self.drawn = None
                 continue
-            panel.update_from(state.lane(name), state.last_t, gpu=any_gpu)
+            panel.update_from(state.lane(name), state.last_t, gpu=any_gpu,
+                              saturated=name in self._saturated)
         self.query_one(HostPanel).update_from(state.host)
         self.query_one(StatusBar).show(source, state)
         self._tell_starvation(state)

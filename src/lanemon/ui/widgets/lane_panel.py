@@ -20,7 +20,7 @@ from lanemon.ui.widgets.server_gauges import ServerGauges
 from lanemon.ui.widgets.repaint import set_text
 
 ERRORS_SHOWN = 3
-STATES = ("-unknown", "-up", "-down")
+STATES = ("-unknown", "-up", "-down", "-saturated")
 NARROW = 46
 """Panels narrower than this drop the medians and ranges (the window table has them)."""
 CARD_WIDTH = 30
@@ -88,6 +88,7 @@ class LanePanel(LaneCard):
     LanePanel.-compact #brief { display: block; }
     LanePanel #badge.-up { background: $success; color: $background; }
     LanePanel #badge.-down { background: $error; color: $background; }
+    LanePanel #badge.-saturated { background: $warning; color: $background; }
     LanePanel #badge.-unknown { background: $panel; color: $text-muted; }
     LanePanel #model { color: $text; width: 1fr; }
     LanePanel .key { color: $text-muted; width: 9; }
@@ -157,9 +158,10 @@ class LanePanel(LaneCard):
     def on_resize(self) -> None:
         self.set_class(self.size.width < NARROW, "-narrow")
 
-    def update_from(self, st: LaneState, now_ns: int = 0, gpu: bool = False) -> None:
+    def update_from(self, st: LaneState, now_ns: int = 0, gpu: bool = False, saturated: bool = False) -> None:
         """Redraw every field from the lane's folded state (*gpu*: some lane of the session has GPU
-        telemetry, so this panel shows its GPU row too)."""
+        telemetry, so this panel shows its GPU row too; *saturated*: over the chart window its queue grew
+        and its TTFT rose while its throughput stayed flat, folds/monitor.saturation)."""
         q = self.query_one
         self.paint_name()
         set_text(q("#url", Label), escape(st.url or ""))
@@ -168,6 +170,8 @@ class LanePanel(LaneCard):
         badge = q("#badge", Label)
         if st.up is None:
             state, text = "-unknown", "…"
+        elif st.up and saturated:  # up, but more load only waits longer
+            state, text = "-saturated", "SATURATED"
         elif st.up:
             state = "-up"
             text = "UP" if st.models_latency_s is None else f"UP {st.models_latency_s * 1000:.0f} ms"
