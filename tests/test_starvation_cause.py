@@ -105,3 +105,24 @@ async def test_dashboard_shows_its_own_cpu_and_why_samples_were_flagged():
         toasts = [n.message for n in app._notifications]
         assert any("CPU 99 %, waited 41 ms for a CPU" in m and "What to do: stop other CPU-heavy work" in m
                    for m in toasts), toasts
+
+
+async def test_a_replay_does_not_show_the_recorded_cpu_as_its_own():
+    """In a replay the client_load figures are the recorded process's: the status bar does not print them as
+    'lanemon N % CPU' (this process), but still says the recorded samples were starved."""
+    evs = sample_events()
+    a_last = max(e.t for e in evs if e.lane == "A" and e.kind == schema.DONE)
+    load = [Event(a_last, schema.CLIENT_LOAD, None, None,
+                  {"t0": a_last - 300 * MS, "lag_ms": 3.0, "runq_ms": 41.0, "runq_slices": 4, "bound": True,
+                   "proc_cpu_pct": 4.0, "cpu_pct": 99.0, "steal_pct": 0.0})]
+    source = ScriptedSource(sorted(evs + load, key=lambda e: e.t), hold=True, mode="replay")
+    app = make_app(source)
+    async with app.run_test(size=(160, 45)) as pilot:
+        for _ in range(50):
+            if source.bus.published >= len(source.events):
+                break
+            await pilot.pause(0.05)
+        app.redraw()
+        await pilot.pause(0.2)
+        info = app.screen.query_one(StatusBar).query_one("#info").visual.plain
+        assert "% CPU" not in info and "starved: machine load" in info

@@ -114,7 +114,10 @@ class StatusBar(InfoBar):
         parts = [f"[b]{events:,}[/] events", f"[dim]t[/] {fmt.event_time(last_t)}"]
         if mode == "replay" and speed is not None:
             parts.append(f"[dim]speed[/] [b]{fmt.speed(speed)}[/]")
-        if own_cpu_pct is not None:  # lanemon's own share of one core, its latest load-watch window
+        # lanemon's own share of one core, its latest load-watch window: this process's, so not in a replay
+        # (there it would be the recorded process's figure read as this one's, and it cut the file's name at
+        # 100 columns); a replay still says when the recorded samples were starved, just below
+        if own_cpu_pct is not None and mode not in ("replay", "attach"):
             # a fixed width: a share that moves between 8 and 12 % must not reflow the screen each time
             parts.append(f"[dim]lanemon[/] {own_cpu_pct:3.0f} % CPU")
         if starved is not None:  # samples are being flagged client-bound: say why (the toast says what to do)
