@@ -57,6 +57,14 @@ def test_each_cause_is_named_with_what_to_do():
     busy = starvation_cause({"lag_ms": 3, "runq_ms": 34.2, "proc_cpu_pct": 6.0, "cpu_pct": 99.0})
     assert busy.cause == "machine" and "CPU 99 %" in busy.why and "34 ms" in busy.why
     assert "other CPU-heavy work" in busy.advice
+    # a quiet machine (12 % busy, 4 ms run-queue wait) and a 30 ms late wake-up: the delay was lanemon's own
+    # (its drawing thread held the interpreter), not "this machine's load" as the demo once said
+    own_work = starvation_cause({"lag_ms": 30.0, "runq_ms": 4.0, "proc_cpu_pct": 20.0, "cpu_pct": 12.0})
+    assert own_work.cause == "internal" and own_work.short == "lanemon's own work"
+    assert "30 ms late" in own_work.why and "12 % busy" in own_work.why and "(p)" in own_work.advice
+    # the same lag with most of it waiting for a CPU is the machine's, even at a low average CPU
+    waited = starvation_cause({"lag_ms": 30.0, "runq_ms": 25.0, "proc_cpu_pct": 20.0, "cpu_pct": 40.0})
+    assert waited.cause == "machine"
     # an old recording's window (no steal, no run queue) still gets a cause
     old = starvation_cause({"lag_ms": 31.0, "proc_cpu_pct": 12.0, "cpu_pct": 88.0})
     assert old.cause == "machine" and "31 ms late" in old.why

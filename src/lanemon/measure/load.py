@@ -148,6 +148,9 @@ host is oversubscribed, every vCPU waits for the others' guests, lanemon and its
 OWN_CPU_PCT = 80.0
 """lanemon's own process at this share of one core or more in a starved window: lanemon is its own
 bottleneck (one Python thread measures, folds and draws)."""
+QUIET_HOST_PCT = 50.0
+"""Under this host CPU (and a run-queue wait under half the lag) the machine had CPUs to spare: the delay was
+inside lanemon (its drawing thread or a garbage collection holding the interpreter), not the machine's load."""
 
 
 @dataclass(frozen=True)
@@ -166,7 +169,9 @@ class Starvation:
 
 def starvation_cause(d: dict[str, Any]) -> Starvation:
     """Explain one starved ``client_load`` window (its data): CPU steal first (nothing on this machine can
-    fix it), then lanemon's own CPU, else the machine's other processes (the run-queue wait, the host CPU)."""
+    fix it), then lanemon's own CPU, then lanemon's own work on a machine with CPUs to spare (a quiet host
+    and little run-queue wait: :data:`QUIET_HOST_PCT`), else the machine's other processes (the run-queue
+    wait, the host CPU)."""
     steal, own, host = _num(d.get("steal_pct")), _num(d.get("proc_cpu_pct")), _num(d.get("cpu_pct"))
     runq, lag = _num(d.get("runq_ms")), _num(d.get("lag_ms"))
     if steal is not None and steal >= STEAL_PCT:
@@ -176,6 +181,11 @@ def starvation_cause(d: dict[str, Any]) -> Starvation:
         return Starvation("own", f"lanemon's own CPU: {own:.0f} % of a core",
                           "fewer streams per lanemon, a longer --interval, or --headless (no screen to draw)",
                           f"lanemon's CPU {own:.0f} %")
+    if host is not None and host < QUIET_HOST_PCT and lag and (runq or 0.0) < lag / 2:
+        return Starvation("internal", f"lanemon's own work: its measuring loop woke {lag:.0f} ms late while this "
+                          f"machine was {host:.0f} % busy (drawing or a garbage collection held the interpreter)",
+                          "a smaller terminal, pause the screen (p) while a measurement matters, or run it with "
+                          "--headless", "lanemon's own work")
     parts = [f"CPU {host:.0f} %" if host is not None else "",
              f"waited {runq:.0f} ms for a CPU" if runq else (f"woke {lag:.0f} ms late" if lag else "")]
     detail = ", ".join(p for p in parts if p)
