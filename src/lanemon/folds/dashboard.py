@@ -204,6 +204,8 @@ class LaneState(Outcomes):
     models_latency_s: float | None = None
     last_probe_t: int | None = None
     probe_error: str | None = None
+    probes_failed: int = 0
+    """Health checks (``GET /models``) that failed: the panel counts them apart from the requests' errors."""
     in_flight: int = 0
     bursts: int = 0
     """Complete requests whose chunks were read in one burst: TTFT plotted, decode rate not."""
@@ -315,6 +317,7 @@ class SessionState:
                 lane.probe_error = None
             else:
                 msg = d.get("message") or d.get("cls") or "down"
+                lane.probes_failed += 1
                 if msg != lane.probe_error:
                     lane.errors.append((ev.t, d.get("cls", "probe"), msg))
                 lane.probe_error = msg

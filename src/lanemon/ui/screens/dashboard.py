@@ -189,6 +189,8 @@ class DashboardScreen(LanemonScreen):
         self.zoomed: str | None = None
         """The lane shown alone (``z``), or None for all of them."""
         self._last_zoomed: str | None = None
+        self._zoomed_down = False
+        """The zoomed lane is down (its full card shows, with its URL and errors, even on a short screen)."""
         self.third = THIRD[0]
         """The chart in the third place on a short screen (``c``)."""
         self.tz: tzinfo | None = None
@@ -229,8 +231,9 @@ class DashboardScreen(LanemonScreen):
         (``lane_panel.lane_grid``)."""
         shown = [n for n in self._lanes if self.zoomed in (None, n)]
         per_row, compact = lane_grid(len(shown), self.size.width or 100, self.size.height or 30)
-        if self.zoomed is not None:  # the charts take the screen: on a short one the lane is one line
-            compact = (self.size.height or 30) < SHORT
+        if self.zoomed is not None:  # the charts take the screen: on a short one the lane is one line,
+            # unless it is down: then its card (URL, errors, why) is the story, its charts have nothing
+            compact = (self.size.height or 30) < SHORT and not self._zoomed_down
         self.set_class(self.zoomed is not None, "-zoomed")
         grid = self.query_one("#lanes", Grid)
         grid.styles.grid_size_columns = per_row
@@ -294,6 +297,8 @@ class DashboardScreen(LanemonScreen):
         self.zoomed = lane
         if lane is not None:
             self._last_zoomed = lane
+        lanes = getattr(getattr(self.app, "state", None), "lanes", {})
+        self._zoomed_down = lane in lanes and lanes[lane].up is False
         self._arrange()
         self.refresh_bindings()
         self.drawn = None
@@ -330,6 +335,10 @@ class DashboardScreen(LanemonScreen):
             self._arrange()
             self.call_after_refresh(self.refresh_from, state, source)
             return
+        down = self.zoomed is not None and self.zoomed in state.lanes and state.lanes[self.zoomed].up is False
+        if down != self._zoomed_down:
+            self._zoomed_down = down
+            self._arrange()
         any_gpu = any(lane.gpu.configured for lane in state.lanes.values())  # the GPU row on every panel
         for name in self._lanes:
             panel = self.panel(name)

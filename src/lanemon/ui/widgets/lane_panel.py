@@ -113,6 +113,8 @@ class LanePanel(LaneCard):
         text-wrap: nowrap;
         text-overflow: ellipsis;
     }
+    /* a narrow card wraps its newest error (first) rather than cut the reason */
+    LanePanel.-narrow #errors { text-wrap: wrap; }
     """
 
     class Chosen(Message):
@@ -164,7 +166,6 @@ class LanePanel(LaneCard):
         and its TTFT rose while its throughput stayed flat, folds/monitor.saturation)."""
         q = self.query_one
         self.paint_name()
-        set_text(q("#url", Label), escape(st.url or ""))
         set_text(q("#model", Label), f"[dim]model[/] {escape(st.model)}" if st.model else "[dim]model —[/]")
 
         badge = q("#badge", Label)
@@ -179,6 +180,13 @@ class LanePanel(LaneCard):
                 text = "UP"  # a one-line row keeps its room for the figures
         else:
             state, text = "-down", "DOWN"
+        inner = self.size.width - 4  # border and padding
+        room = inner - (len(self.lane) + 3) - (len(text) + 2)  # beside the name chip and the badge
+        host = short_url(st.url or "", 0)
+        if inner > 0 and not self.compact and text.startswith("UP ") and room < len(host):
+            text = "UP"  # the URL's host and port before the probe's latency
+            room = inner - (len(self.lane) + 3) - 4
+        set_text(q("#url", Label), escape(short_url(st.url or "", room) if inner > 0 else st.url or ""))
         self.badge_state(badge, text, state, STATES)
         for cls in STATES:
             self.set_class(cls == state, cls)
@@ -202,9 +210,10 @@ class LanePanel(LaneCard):
                 bound += f"  [$warning]{n} {word}[/]"
         stalled, wait_s = st.stalled(now_ns) if now_ns else (0, 0.0)
         stall = f"  [$warning b]{stalled} stalled {wait_s:.0f} s[/]" if stalled else ""  # in flight, no data
-        set_text(q("#requests", Label), 
-            f"[b]{st.in_flight}[/] in flight{stall}  [$success]{st.requests_ok} ok[/]  "
-            f"[{err_style}]{st.requests_err} err[/]" + bound)
+        set_text(q("#requests", Label), fit(_request_parts(st, stalled, wait_s, now_ns), self.size.width - 4 - 9)
+                 if self.size.width > 13 else
+                 f"[b]{st.in_flight}[/] in flight{stall}  [$success]{st.requests_ok} ok[/]  "
+                 f"[{err_style}]{st.requests_err} err[/]" + bound)
 
         n_ttft = len(st.ttft_history)
         set_text(q("#ttft-label", Label), f"[dim]n={n_ttft} · {fmt.span(st.ttft_history, 's')}[/]" if n_ttft > 1 else "")
@@ -222,13 +231,55 @@ class LanePanel(LaneCard):
             set_text(q("#brief", Label), fit(_brief_parts(st, stalled, wait_s), room))
 
         errors = list(st.errors)[-ERRORS_SHOWN:][::-1]
-        total = len(st.errors)
-        set_text(q("#errors-title", Label), f"errors  [dim]{total} recent[/]" if total else "errors")
+        set_text(q("#errors-title", Label), errors_title(st))
         if errors:
-            lines = [_error_line(t, cls, msg) for t, cls, msg in errors]
+            lines = [_error_line(t, cls, msg, st.url) for t, cls, msg in errors]
             set_text(q("#errors", Static), "\n".join(lines))
         else:
-            set_text(q("#errors", Static), "[dim]none[/]")
+            set_text(q("#errors", Static), "[dim]no errors[/]")  # its title is hidden on a short screen
+
+
+def short_url(url: str, room: int) -> str:
+    """The lane's URL in ``room`` columns: whole, then without the scheme, then without the path; the host
+    and port always stay (``127.0.0.1:37581``, where ``http://127.0.0.1:37581/v1`` does not fit)."""
+    rest = url.split("://", 1)[-1].rstrip("/")
+    host = rest.split("/", 1)[0]
+    for text in (url, rest, host):
+        if len(text) <= room:
+            return text
+    return host or url
+
+
+def errors_title(st: LaneState) -> str:
+    """``errors  2 requests · 5 health checks``: the same request count as the card's ``err``, the failed
+    ``GET /models`` probes apart (a lane that is down fails those, and sends no request)."""
+    parts = []
+    if st.requests_err:
+        parts.append(f"{st.requests_err} request{'s' * (st.requests_err != 1)}")
+    failed = getattr(st, "probes_failed", 0)
+    if failed:
+        parts.append(f"{failed} failed health check{'s' * (failed != 1)}")
+    return f"errors  [dim]{' · '.join(parts)}[/]" if parts else "errors"
+
+
+def _request_parts(st: LaneState, stalled: int, wait_s: float, now_ns: int) -> list[tuple[int, str, str]]:
+    """The requests row as ``(priority, markup, plain)`` for :func:`fit`: ok and err always (a count is never
+    cut from its label), then stalls, in flight and the flagged counts as they fit."""
+    err_style = "$error" if st.requests_err else "$text-muted"
+    parts = [(0, f"[$success]{st.requests_ok} ok[/]", f"{st.requests_ok} ok"),
+             (0, f"[{err_style}]{st.requests_err} err[/]", f"{st.requests_err} err")]
+    if stalled:
+        parts.append((1, f"[$warning b]{stalled} stalled {wait_s:.0f} s[/]", f"{stalled} stalled {wait_s:.0f} s"))
+    parts.append((2, f"[b]{st.in_flight}[/] in flight", f"{st.in_flight} in flight"))
+    if st.client_bound:  # lanemon itself was starved while these ran: counted, not plotted as lane speed
+        hot = st.last_client_bound_t is not None and now_ns - st.last_client_bound_t < 5_000_000_000
+        parts.append((3, f"[{'$warning b' if hot else '$warning'}]{st.client_bound} client-bound[/]",
+                      f"{st.client_bound} client-bound"))
+    for n, word in ((getattr(st, "requests_truncated", 0), "truncated"), (getattr(st, "requests_empty", 0), "empty"),
+                    (getattr(st, "bursts", 0), "burst")):
+        if n:
+            parts.append((3, f"[$warning]{n} {word}[/]", f"{n} {word}"))
+    return parts
 
 
 def gpu_markup(gpu) -> str:
@@ -278,9 +329,16 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
-def _error_line(t: int, cls: str, msg: str) -> str:
-    """``+7.2s http 503 Service Unavailable``; lanemon's own cancellations are muted."""
+def _error_line(t: int, cls: str, msg: str, url: str = "") -> str:
+    """``+7.2s http 503 Service Unavailable``; lanemon's own cancellations are muted.  The lane's own URL
+    (on the card already) is left out of the message (``connection refused (/models)``), and a class the
+    message starts with is not said twice (``connect connection refused``)."""
     style = "$text-muted b" if cls == "cancelled" else "$error b"
     text = _one_line(msg)
+    base = url.rstrip("/")
+    if base and len(base) > 8:
+        text = text.replace(base, "")
+    if text and text.lower().startswith(cls.lower()):
+        return f"[dim]{fmt.event_time(t)}[/] [{style}]{escape(text)}[/]"
     tail = f" {escape(text)}" if text and text != cls else ""
     return f"[dim]{fmt.event_time(t)}[/] [{style}]{escape(cls)}[/]{tail}"

@@ -102,19 +102,27 @@ class ServerGauges(Vertical):
         d = st.last
         engine = ENGINE_NAMES.get(st.engine or "", st.engine or "?")
         hit = d.get("prefix_hit_rate")
-        title = f"server  [$text][b]{escape(engine)}[/b][/] /metrics"
-        if hit is not None:
-            title += f"  prefix hit [$text][b]{pct(hit)}[/b][/]"
+        from lanemon.ui.widgets.lane_panel import fit  # (lane_panel imports this module)
+
+        # the title's parts as (priority, markup, plain): as many as fit, none cut from its value
+        parts = [(0, f"server  [$text][b]{escape(engine)}[/b][/] /metrics", f"server  {engine} /metrics")]
+        if st.error:
+            err = " ".join(st.error.split())
+            parts.append((1, f"[$warning]{escape(err)}[/]", err))
         tm = st.timings  # the engine's own TTFT (its histograms, last interval with finished requests)
         if tm.get("ttft_s") is not None:
-            title += f"  TTFT [$text][b]{fmt.seconds(tm['ttft_s'])}[/b][/]"
+            ttft = fmt.seconds(tm["ttft_s"])
+            parts.append((2, f"TTFT [$text][b]{ttft}[/b][/]", f"TTFT {ttft}"))
             if tm.get("queue_s") is not None and tm.get("prefill_s") is not None:
-                title += f" [dim](queue {fmt.seconds(tm['queue_s'])}, prefill {fmt.seconds(tm['prefill_s'])})[/]"
-        if st.error:
-            title += f"  [$warning]{escape(' '.join(st.error.split()))}[/]"
-        elif d.get("latency_s") is not None:
-            title += f"  [dim]{fmt.seconds(d['latency_s'])}[/]"
-        set_text(q("#srv-title", Label), title)
+                split = f"(queue {fmt.seconds(tm['queue_s'])}, prefill {fmt.seconds(tm['prefill_s'])})"
+                parts.append((4, f"[dim]{split}[/]", split))
+        if hit is not None:
+            parts.append((3, f"prefix hit [$text][b]{pct(hit)}[/b][/]", f"prefix hit {pct(hit)}"))
+        if not st.error and d.get("latency_s") is not None:
+            lat = fmt.seconds(d["latency_s"])
+            parts.append((5, f"[dim]scrape {lat}[/]", f"scrape {lat}"))
+        width = self.size.width or 10_000
+        set_text(q("#srv-title", Label), fit(parts, width))
 
         running, waiting = d.get("running"), d.get("waiting")
         wait_style = "$warning b" if waiting else "b"
@@ -128,14 +136,26 @@ class ServerGauges(Vertical):
         set_text(kv_bar, bar(kv, 12))
         kv_bar.set_class(kv is not None and kv >= 0.9, "-high")
         cap = d.get("kv_capacity_tokens")
+        run_w = len(f"run {_int(running)}  wait {_int(waiting)}") + 1
+        kv_room = width - max(run_w, 0 if self.has_class("-narrow") else 17) - 3 - (0 if self.has_class("-narrow") else 13)
+        of = f" of {int(cap):,} tok" if cap else ""
         set_text(q("#srv-kv-val", Label), (f"[b]{pct(kv)}[/]" if kv is not None else "[dim]—[/]")
-                                       + (f" [dim]of {int(cap):,} tok[/]" if cap else ""))
+                                       + (f"[dim]{of}[/]" if of and len(pct(kv)) + len(of) <= kv_room else ""))
 
-        set_text(q("#srv-gen", Label), f"gen [$text][b]{fmt.tok_s(d.get('gen_tok_s'))}[/b][/]")
-        q("#srv-gen-spark", Sparkline).data = list(st.gen_tok_s)
+        gen = fmt.tok_s(d.get("gen_tok_s"))
+        prompt = fmt.tok_s(d.get("prompt_tok_s"))
         computed = d.get("prompt_compute_tok_s")  # prefill actually computed, prefix-cache hits apart
-        set_text(q("#srv-prompt", Label), f"prompt [$text][b]{fmt.tok_s(d.get('prompt_tok_s'))}[/b][/]"
-                                       + (f" [dim]computed {fmt.tok_s(computed)}[/]" if computed is not None else ""))
+        gen_w = max(len(f"gen {gen}") + 1, 0 if self.has_class("-narrow") else 17)
+        room = width - gen_w
+        unit = " tok/s"
+        if len(f"prompt {prompt}") > room and gen.endswith(unit) and prompt.endswith(unit):
+            gen = gen[: -len(unit)]  # 'gen 31.7  prompt 22.8 tok/s': one unit for both, no figure cut
+            room += len(unit)
+        set_text(q("#srv-gen", Label), f"gen [$text][b]{gen}[/b][/]")
+        q("#srv-gen-spark", Sparkline).data = list(st.gen_tok_s)
+        extra = f" computed {fmt.tok_s(computed)}" if computed is not None else ""
+        set_text(q("#srv-prompt", Label), f"prompt [$text][b]{prompt}[/b][/]"
+                                       + (f"[dim]{extra}[/]" if extra and len(f"prompt {prompt}{extra}") <= room else ""))
         q("#srv-prompt-spark", Sparkline).data = list(st.prompt_tok_s)
 
 

@@ -412,9 +412,9 @@ class TimeChart(CachedLines, Widget):
         out.append("\n" + " " * label_w + "".join(axis), style="dim")
         if not any(self.series.values()) and not any(self.marks.values()):
             lines = out.split("\n")
-            msg = "no samples in this window"
+            msg = next((m for m in ("no samples in this window", "no samples", "none") if len(m) <= plot_w), "")
             row = 1 + rows // 2
-            if row < len(lines):
-                lines[row] = Text(f"{'':{label_w}}{msg:^{plot_w}}", style="dim")
+            if row < len(lines):  # the y axis (its label and ┤) stays; the note is centred in the plot
+                lines[row] = lines[row][:label_w] + Text(f"{msg:^{plot_w}}", style="dim")
             out = Text("\n").join(lines)
         return out
