@@ -12,6 +12,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from lanemon.measure import metrics
+from lanemon.measure.counters import Accumulator
 from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.measure.load import CLIENT_BOUND, ClientLoad, flag as flag_record
@@ -48,6 +49,17 @@ class ServerMetricsState:
     """The engine's own latency means (``ttft_s``, ``queue_s``, ``prefill_s``, ``decode_s``, ``e2e_s``, ...) over
     the latest scrape interval in which requests ended (measure/server.py; empty without histograms)."""
     server_ttft_s: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    session: Accumulator = field(default_factory=Accumulator)
+    """What the engine's counters did since this session's first scrape (measure/counters.py: the increases of
+    every scrape added up; a restart counted as one, never a negative delta); :meth:`session_counters`."""
+    _session_at: int = field(default=-1, compare=False)
+    _session_out: dict | None = field(default=None, compare=False)
+
+    def session_counters(self) -> dict | None:
+        """The run-scoped figures since the session's first scrape (None before two), computed once per scrape."""
+        if self._session_at != self.session.scrapes:
+            self._session_at, self._session_out = self.session.scrapes, self.session.result()
+        return self._session_out
 
     def apply(self, t: int, d: dict) -> None:
         if not d.get("ok"):
@@ -57,6 +69,7 @@ class ServerMetricsState:
             return
         self.available, self.error = True, None
         self.engine = d.get("engine", self.engine)
+        self.session.add(t, d)
         prev = self.last
         if prev and "ttft_count" in d and "ttft_count" in prev:
             timings = server_timings(prev, d)

@@ -7,8 +7,11 @@ several).  A scrape's instant is its event time less its parse and half its flig
 places them); the *before* scrape is the last one read at or before the run's start, the *after* scrape
 the first one read at or after its end (benches read at every cell edge and wait: Harness.edge).
 
-The increase of a counter follows the reset rule of measure/server.py (and Prometheus ``increase()``): a
-counter that went down was reset (the server restarted), so its increase is its new value.
+The increase over a run adds up the increases between consecutive scrapes inside it (:class:`Accumulator`; the
+same fold serves a bench cell, a load rep, a race, the report's session and the live dashboard).  The reset rule
+is measure/server.py's (and Prometheus ``increase()``'s): when any counter went down between two scrapes the
+engine restarted, so every counter's increase over that interval is its new value, and the restart is counted
+(``restarts``; the last one's instant ``restart_t``), never read as a negative delta.
 
 Figures (each only where the engine exports it; docs/GPU.md, "Run-scoped engine counters"):
 ``prefix_queries``, ``prefix_hits`` (tokens) and ``prefix_hit_rate``; ``preemptions``;
@@ -16,13 +19,14 @@ Figures (each only where the engine exports it; docs/GPU.md, "Run-scoped engine 
 draft tokens) and ``spec_mean_accepted`` (accepted tokens per draft); ``requests`` and
 ``requests_by_finish`` (stop / length / abort ...); ``prompt_tokens``, ``generation_tokens``; per rank
 ``ranks`` ({rank: {generation_tokens, ...}}) with ``rank_imbalance`` (max / mean of the ranks' generated
-tokens: 1.0 is even); ``lora_adapters`` (running at the end).
+tokens: 1.0 is even); ``lora_adapters`` (running at the end); ``restarts`` (times the counters went down).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from lanemon import events as schema
@@ -138,21 +142,112 @@ def scrapes(events: Iterable[Event], lane: str) -> list[tuple[int, dict[str, Any
     return out
 
 
-def window_counters(scr: list[tuple[int, dict[str, Any]]], t0: int, t1: int) -> dict[str, Any] | None:
-    """:func:`run_counters` between the last scrape at or before *t0* and the first at or after *t1*
-    (None when the run is not bracketed by two scrapes)."""
-    before = after = None
+def restarted(before: dict[str, Any], after: dict[str, Any]) -> bool:
+    """Whether any counter went down between two mapped scrapes (the engine restarted: its totals began again)."""
+    for key in COUNTERS.values():
+        a, b = _num(after.get(key)), _num(before.get(key))
+        if a is not None and b is not None and a < b:
+            return True
+    return False
+
+
+@dataclass
+class Accumulator:
+    """Run-scoped counters over a run of scrapes, fed one at a time (pure): the first is the baseline, every
+    later one adds its increase over the previous value of each counter.  A scrape in which any counter went
+    down follows a restart: each counter then adds its new value (what it counted since the restart) and
+    ``restarts`` goes up by one.  Keys missing from a scrape keep their last value; bounded: the mapped
+    keys, 16 finish reasons, 64 ranks."""
+
+    scrapes: int = 0
+    first_t: int | None = None
+    last_t: int | None = None
+    restarts: int = 0
+    restart_t: int | None = None
+    _last: dict[str, Any] = field(default_factory=dict)
+    _finish_last: dict[str, float] = field(default_factory=dict)
+    _rank_last: dict[str, dict[str, float]] = field(default_factory=dict)
+    _total: dict[str, Any] = field(default_factory=dict)
+    _finish: dict[str, float] = field(default_factory=dict)
+    _ranks: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def add(self, t: int, data: dict[str, Any]) -> None:
+        first = self.scrapes == 0
+        self.scrapes += 1
+        if first:
+            self.first_t = t
+        reset = not first and restarted(self._last, data)
+        if reset:
+            self.restarts += 1
+            self.restart_t = t
+
+        def step(last: dict[str, float], total: dict[str, float], key: str, value: Any) -> None:
+            v = _num(value)
+            if v is None:
+                return
+            if not first:
+                inc = v if reset else increase(last.get(key), v)
+                if inc is not None:
+                    total[key] = total.get(key, 0.0) + inc
+            last[key] = v
+
+        for key in COUNTERS.values():
+            step(self._last, self._total, key, data.get(key))
+        if isinstance(data.get("requests_by_finish"), dict):
+            for k, v in list(data["requests_by_finish"].items())[:16]:
+                step(self._finish_last, self._finish, str(k)[:32], v)
+        if isinstance(data.get("by_engine"), dict):
+            for rank, vals in list(data["by_engine"].items())[:64]:
+                if isinstance(vals, dict):
+                    rank = str(rank)[:16]
+                    for figure in RANK_FIGURES:
+                        key = COUNTERS[figure]
+                        step(self._rank_last.setdefault(rank, {}), self._ranks.setdefault(rank, {}), key, vals.get(key))
+        self._total["engine"] = data.get("engine", self._total.get("engine"))
+        for key in ("lora_running", "spec_accept_length"):  # the state at the end, not a counter
+            if key in data:
+                self._total[key] = data[key]
+        self.last_t = t
+
+    def result(self) -> dict[str, Any] | None:
+        """:func:`run_counters`'s figures since the baseline, ``between_s``, ``restarts`` and, after one,
+        ``restart_t`` (None before two scrapes)."""
+        if self.scrapes < 2 or self.first_t is None or self.last_t is None:
+            return None
+        after = dict(self._total)
+        if self._finish:
+            after["requests_by_finish"] = self._finish
+        if len(self._rank_last) >= 2:
+            after["by_engine"] = {r: self._ranks.get(r, {}) for r in self._rank_last}
+        out = run_counters({}, after)
+        out["between_s"] = round((self.last_t - self.first_t) / NS, 3)
+        out["restarts"] = self.restarts
+        if self.restart_t is not None:
+            out["restart_t"] = self.restart_t
+        return out
+
+
+def accumulate(scr: Iterable[tuple[int, dict[str, Any]]]) -> dict[str, Any] | None:
+    """:class:`Accumulator` over (instant, mapped scrape) pairs in time order."""
+    acc = Accumulator()
     for t, data in scr:
+        acc.add(t, data)
+    return acc.result()
+
+
+def window_counters(scr: list[tuple[int, dict[str, Any]]], t0: int, t1: int) -> dict[str, Any] | None:
+    """The run-scoped figures from the last scrape at or before *t0* to the first at or after *t1*, every scrape
+    between them added up (:class:`Accumulator`); None when the run is not bracketed by two scrapes."""
+    lo = hi = None
+    for i, (t, _) in enumerate(scr):
         if t <= t0:
-            before = (t, data)
+            lo = i
         elif t >= t1:
-            after = (t, data)
+            hi = i
             break
-    if before is None or after is None:
+    if lo is None or hi is None:
         return None
-    out = run_counters(before[1], after[1])
-    out["between_s"] = round((after[0] - before[0]) / NS, 3)
-    return out
+    return accumulate(scr[lo:hi + 1])
 
 
 def sum_counters(blocks: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -189,33 +284,40 @@ def sum_counters(blocks: list[dict[str, Any]]) -> dict[str, Any] | None:
         after["spec_accept_length"] = blocks[-1]["spec_accept_length"]
     out = run_counters(before, after)
     out["between_s"] = round(sum(b.get("between_s") or 0 for b in blocks), 3)
+    out["restarts"] = sum(b.get("restarts") or 0 for b in blocks)
     return out
 
 
-def attach_counters(result: dict[str, Any], events: Iterable[Event]) -> dict[str, Any]:
-    """Add ``engine_counters`` (this module's figures over the cell's windows, summed over its reps; null
-    when no scrape pair brackets it) to every level, category and length entry of a bench result (in
-    place).  Lanes without ``/metrics`` are left alone."""
+def attach_counters(lanes: dict[str, Any], events: list[Event]) -> None:
+    """Add ``engine_counters`` (this module's figures between the cell's edges, summed over its reps; null when
+    no scrape pair brackets it) to every level, category and length entry of a bench result's ``lanes``, and
+    to every ``bench load`` rep (between the rep's own edges: the whole rep), in place.  Lanes without
+    ``/metrics`` are left alone (measure/views.py calls this only when some lane was scraped)."""
     from lanemon.measure.energy import cell_groups, cell_windows
 
-    lanes = result.get("lanes")
-    if not isinstance(lanes, dict):
-        return result
-    events = list(events)
-    if not any(ev.kind == schema.SERVER_METRICS for ev in events):
-        return result
     cells = cell_windows(events)
     by_lane: dict[str, list] = {}
-    for (lane, where, key), cids in cell_groups(cells).items():
-        entry = (lanes.get(lane) or {}).get(where, {}).get(key) if isinstance(lanes.get(lane), dict) else None
-        if not isinstance(entry, dict):
-            continue
+
+    def counters(lane: str, cids: list[str]) -> tuple[bool, dict[str, Any] | None]:
         scr = by_lane.setdefault(lane, scrapes(events, lane))
         if not scr:
-            continue
+            return False, None
         blocks = [window_counters(scr, cells[c]["t0"], cells[c]["t1"]) for c in cids]
-        entry["engine_counters"] = sum_counters([b for b in blocks if b]) if all(blocks) else None
-    return result
+        return True, (sum_counters([b for b in blocks if b]) if all(blocks) else None)
+
+    for (lane, where, key), cids in cell_groups(cells).items():
+        entry = (lanes.get(lane) or {}).get(where, {}).get(key) if isinstance(lanes.get(lane), dict) else None
+        if isinstance(entry, dict):
+            scraped, c = counters(lane, cids)
+            if scraped:
+                entry["engine_counters"] = c
+    for lane, d in lanes.items():  # bench load: each rep between its edges
+        for rep in (d.get("reps") or []) if isinstance(d, dict) else []:
+            cid = rep.get("cell") if isinstance(rep, dict) else None
+            if isinstance(cid, str) and cid in cells:
+                scraped, c = counters(lane, [cid])
+                if scraped:
+                    rep["engine_counters"] = c
 
 
 def attach_race_counters(result: dict[str, Any], events: Iterable[Event]) -> dict[str, Any]:
@@ -240,16 +342,41 @@ def attach_race_counters(result: dict[str, Any], events: Iterable[Event]) -> dic
 
 
 def session_counters(events: Iterable[Event]) -> dict[str, dict[str, Any]]:
-    """Per lane, :func:`run_counters` between the first and the last successful scrape of the session (the
-    whole recording: a live session's, or a bench's including what ran between cells); lanes with fewer than
-    two scrapes are left out."""
+    """Per lane, the run-scoped figures from the first to the last successful scrape of the session (the whole
+    recording: a live session's, or a bench's including what ran between cells), every scrape added up
+    (:class:`Accumulator`: a restart is counted, never a negative delta); lanes with fewer than two scrapes are
+    left out."""
     events = list(events)
     out: dict[str, dict[str, Any]] = {}
     lanes = sorted({ev.lane for ev in events if ev.kind == schema.SERVER_METRICS and ev.lane})
     for lane in lanes:
-        scr = scrapes(events, lane)
-        if len(scr) >= 2:
-            c = run_counters(scr[0][1], scr[-1][1])
-            c["between_s"] = round((scr[-1][0] - scr[0][0]) / NS, 3)
+        c = accumulate(scrapes(events, lane))
+        if c is not None:
             out[lane] = c
     return out
+
+
+def counters_text(c: dict[str, Any], short: bool = False) -> str:
+    """What an engine did over a run, in words (the report's session line; ``short``: the dashboard's)."""
+    bits = [] if short else [f"over {c.get('between_s') or 0:.0f} s: {c.get('requests', '?')} requests"]
+    if short and c.get("requests") is not None:
+        bits.append(f"{c['requests']} req")
+    if c.get("generation_tokens") is not None and not short:
+        bits.append(f"{c['generation_tokens']:,} generated tokens")
+    if c.get("prefix_hit_rate") is not None:
+        bits.append(f"{'prefix hit' if short else 'prefix cache hit'} {c['prefix_hit_rate'] * 100:.0f}%")
+    if c.get("preemptions") is not None:
+        bits.append(f"{c['preemptions']} {'preempt' if short else 'preemptions'}")
+    if c.get("spec_acceptance_rate") is not None:
+        bits.append(f"spec {c['spec_acceptance_rate'] * 100:.0f}%" if short
+                    else f"spec decode accepted {c['spec_acceptance_rate'] * 100:.0f}% of draft tokens")
+    elif c.get("spec_accept_length") is not None:
+        bits.append(f"spec accept length {c['spec_accept_length']:.2f}")
+    if c.get("rank_imbalance") is not None:
+        bits.append(f"{len(c.get('ranks') or {})} ranks, max/mean {c['rank_imbalance']:.2f}")
+    if c.get("lora_adapters") and not short:
+        bits.append("LoRA " + ", ".join(c["lora_adapters"]))
+    if c.get("restarts"):
+        n = c["restarts"]
+        bits.append(f"engine restarted{f' {n}×' if n > 1 else ''}" + ("" if short else " (counted from each restart)"))
+    return ("; " if not short else " · ").join(bits)

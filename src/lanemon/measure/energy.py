@@ -245,17 +245,14 @@ def cell_groups(cells: dict[str, dict[str, Any]]) -> dict[tuple[str, str, str], 
     return groups
 
 
-def attach_energy(result: dict[str, Any], events: Iterable[Event]) -> dict[str, Any]:
+def attach_energy(lanes: dict[str, Any], events: list[Event]) -> None:
     """Add the energy and cost figures (:func:`energy_of`, keys :data:`ENERGY_KEYS`) to every level, category
-    and length entry of a bench result, from the cells' marks, the lanes' ``gpu`` readings and their
-    ``cost_per_hour`` (in place).  Entries of a lane without telemetry get None with the reason."""
+    and length entry of a bench result's ``lanes`` and every ``bench load`` rep, from the cells' marks, the
+    lanes' ``gpu`` readings and their ``cost_per_hour`` (in place).  Entries of a lane without telemetry get
+    None with the reason."""
     from lanemon.measure.metrics import output_tokens
     from lanemon.measure.records import assemble
 
-    lanes = result.get("lanes")
-    if not isinstance(lanes, dict):
-        return result
-    events = list(events)
     cells = cell_windows(events)
     costs = lane_costs(events)
     tokens: dict[str, int] = {}
@@ -280,7 +277,6 @@ def attach_energy(result: dict[str, Any], events: Iterable[Event]) -> dict[str, 
             served = round(served) if isinstance(served, (int, float)) and served > 0 else None
             rs = by_lane.setdefault(lane, readings(events, lane))
             rep.update(energy_of(events, lane, [(window[0], window[1])], served, costs.get(lane), rs))
-    return result
 
 
 def race_windows(events: Iterable[Event]) -> dict[Any, tuple[int, int]]:

@@ -211,17 +211,11 @@ def server_view(events: Iterable[Event], lane: str) -> dict[str, Any] | None:
     return out
 
 
-def attach_server_views(result: dict[str, Any], events: Iterable[Event]) -> dict[str, Any]:
-    """Add ``server`` (:func:`server_view`) to every lane of a bench result that has one (in place)."""
-    lanes = result.get("lanes")
-    if not isinstance(lanes, dict):
-        return result
-    events = list(events)
-    if not any(ev.kind == schema.SERVER_METRICS for ev in events):
-        return result
+def attach_server_views(lanes: dict[str, Any], events: list[Event]) -> None:
+    """Add ``server`` (:func:`server_view`) to every lane of a bench result's ``lanes`` that has one (in place;
+    measure/views.py calls this only when some lane was scraped)."""
     for name, lane in lanes.items():
         if isinstance(lane, dict):
             view = server_view(events, name)
             if view is not None:
                 lane["server"] = view
-    return result

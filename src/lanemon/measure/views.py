@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.measure.counters import attach_counters
 from lanemon.measure.energy import attach_energy
@@ -19,8 +20,14 @@ __all__ = ["attach_engine_views"]
 
 
 def attach_engine_views(result: dict[str, Any], events: Sequence[Event]) -> dict[str, Any]:
-    """``result`` (a bench's results) with the server view, energy/cost and engine counters attached."""
-    attach_server_views(result, events)  # the engine's own view beside ours (docs/SERVER_METRICS.md)
-    attach_energy(result, events)  # joules, tokens per joule, USD per 1M tokens (docs/GPU.md)
-    attach_counters(result, events)  # what the engine did in each cell (docs/GPU.md)
+    """``result`` (a bench's results) with the server view, energy/cost and engine counters attached (in place;
+    a result without ``lanes`` is returned as it is; the engine's views only where some lane was scraped)."""
+    lanes = result.get("lanes")
+    if not isinstance(lanes, dict):
+        return result
+    events = list(events)
+    attach_energy(lanes, events)  # joules, tokens per joule, USD per 1M tokens (docs/GPU.md)
+    if any(ev.kind == schema.SERVER_METRICS for ev in events):
+        attach_server_views(lanes, events)  # the engine's own view beside ours (docs/SERVER_METRICS.md)
+        attach_counters(lanes, events)  # what the engine did in each cell and load rep (docs/GPU.md)
     return result

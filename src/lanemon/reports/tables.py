@@ -180,28 +180,102 @@ def load_table(result: dict[str, Any], lanes: Sequence[str] | None = None) -> Re
         Column("served req/s", 0, short="served"), Column("out tok/s", 0, short="tok/s"),
         Column("TTFT p50", 2), Column("TTFT p99", 3), Column("TPOT p50", 3), Column("E2E p99", 4),
         Column("send lag p99", 5, short="lag p99")] + slo_columns(slo)
+    reps = [r for n in names for r in (by_lane[n] or {}).get("reps") or [] if isinstance(r, dict)]
+    energy = any(num(r.get("energy_j")) is not None for r in reps)
+    cost = any(num(r.get("usd_per_1m_output_tokens")) is not None for r in reps)
+    eng = engine_columns([r.get("engine_counters") for r in reps])
+    if energy:
+        cols += [Column("tok/J", 2), Column("GPU W", 4)]
+    if cost:
+        cols += [Column("$/1M tok", 3, short="$/1M")]
+    cols += [Column(label, 5, short=short) for _, label, short in eng]
     rows: list[list[Cell]] = []
     notes: list[str] = []
     for lane in names:
         for i, r in enumerate((by_lane[lane] or {}).get("reps") or []):
+            who = f"{lane}{f' rep {i + 1}' if multi else ''}"
+            served = Cell(rate(r.get("completed_rate_rps")) + (" behind" if r.get("lane_behind") else ""),
+                          BAD if r.get("lane_behind") else None)
+            if r.get("completed_rate_rps") is None and r.get("completed_rate_reason"):
+                served = Cell("none", WARN)  # not 0 req/s beside tokens of requests still running
+                notes.append(f"{who}: served req/s none: {r['completed_rate_reason']} (its tok/s are tokens of "
+                             "requests still running at the window's end)")
             row = [Cell(lane, STRONG)] + ([Cell(str(i + 1))] if multi else []) + [
                 Cell(str(r.get("measured"))), Cell(str(r.get("ok"))),
                 Cell(str(r.get("errors")), BAD if r.get("errors") else None),
-                Cell(rate(r.get("scheduled_rate_rps"))), Cell(rate(r.get("sent_rate_rps"))),
-                Cell(rate(r.get("completed_rate_rps")) + (" behind" if r.get("lane_behind") else ""),
-                     BAD if r.get("lane_behind") else None),
+                Cell(rate(r.get("scheduled_rate_rps"))), Cell(rate(r.get("sent_rate_rps"))), served,
                 Cell(rate(r.get("output_tok_s"))),
                 Cell(secs((r.get("ttft_s") or {}).get("p50"))), Cell(tail(r.get("ttft_s"), 99)),
                 Cell(secs((r.get("tpot_s") or {}).get("p50"))), Cell(tail(r.get("e2e_s"), 99)),
                 Cell(tail(r.get("send_lag_s"), 99) + (" behind" if r.get("client_behind") else ""),
                      WARN if r.get("client_behind") else None)] + slo_cells(r.get("slo"), slo)
+            if energy:
+                row += [Cell(fixed(r.get("tokens_per_joule"), 2)), Cell(fixed(r.get("gpu_power_w_mean"), 1))]
+            if cost:
+                row += [Cell(fixed(r.get("usd_per_1m_output_tokens"), 2))]
+            row += engine_cells(r.get("engine_counters"), eng)
             rows.append(row)
             apart = ", ".join(f"{r[k]} {k}" for k in ("truncated", "empty", "bursts") if r.get(k))
             if apart:
-                notes.append(f"{lane}{f' rep {i + 1}' if multi else ''}: {apart} (counted apart, no figure from them)")
+                notes.append(f"{who}: {apart} (counted apart, no figure from them)")
+            notes += engine_notes(who, r, energy, cost)
+    if energy or cost:
+        shown = ", ".join((["tok/J", "GPU W"] if energy else []) + (["$/1M tok"] if cost else []))
+        notes.append(f"{shown}: the lane's GPUs over each rep's measured window, per output token served in it"
+                     + ("" if cost else "; no $/1M tok: no lane has a cost_per_hour (--cost NAME=USD_PER_HOUR)")
+                     + " (docs/GPU.md)")
+    if eng:
+        notes.append(f"{', '.join(label for _, label, _ in eng)}: the engine's own /metrics counters between the "
+                     "rep's edges (the whole rep: warm-up, cool-down and the drain included)")
     if slo:
         notes.append(slo_note(slo))
     return ResultTable("load", f"open-loop load · {what}", cols, rows, notes)
+
+
+def fixed(v: Any, digits: int) -> str:
+    x = num(v)
+    return "—" if x is None else f"{x:,.{digits}f}"
+
+
+#: run-scoped engine counters a result table can show: (key, label, short label)
+ENGINE_COLUMNS = (("prefix_hit_rate", "prefix hit", "hit"), ("preemptions", "preempt", None),
+                  ("spec_acceptance_rate", "spec accept", "spec"))
+
+
+def engine_columns(blocks: Sequence[Any]) -> list[tuple[str, str, str | None]]:
+    """The engine-counter columns some block has a figure for (measure/counters.py)."""
+    blocks = [b for b in blocks if isinstance(b, dict)]
+    return [c for c in ENGINE_COLUMNS if any(b.get(c[0]) is not None for b in blocks)]
+
+
+def engine_cells(c: Any, columns: Sequence[tuple[str, str, str | None]]) -> list[Cell]:
+    c = c if isinstance(c, dict) else {}
+    out = []
+    for key, _, _ in columns:
+        v = num(c.get(key))
+        if v is None:
+            out.append(Cell("—"))
+        elif key == "preemptions":
+            out.append(Cell(f"{v:,.0f}", WARN if v else None))
+        else:
+            out.append(Cell(f"{v * 100:.0f} %"))
+    return out
+
+
+def engine_notes(who: str, r: dict[str, Any], energy: bool, cost: bool) -> list[str]:
+    """Why a rep's energy or cost is unknown, and what its engine counters say beyond the columns (ranks,
+    restarts, LoRA adapters)."""
+    out = []
+    why = [x for x in (r.get("energy_reason") if energy and r.get("energy_j") is None else None,
+                       r.get("cost_reason") if cost and r.get("usd_per_1m_output_tokens") is None else None) if x]
+    if why:
+        out.append(f"{who}: {'; '.join(dict.fromkeys(why))}")
+    c = r.get("engine_counters")
+    if isinstance(c, dict) and (c.get("ranks") or c.get("restarts") or c.get("lora_adapters")):
+        from lanemon.measure.counters import counters_text
+
+        out.append(f"{who}: the engine: {counters_text(c)}")
+    return out
 
 
 # ------------------------------------------------------------------ sweep

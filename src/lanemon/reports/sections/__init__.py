@@ -12,7 +12,7 @@ from typing import Any, Callable
 from lanemon.reports.data import gauntlet_lanes, lane_names, present_lanes, qeval_runs
 from lanemon.reports.sections.agree import agree_section
 from lanemon.reports.sections.decode import decode_sections
-from lanemon.reports.sections.efficiency import efficiency_section
+from lanemon.reports.sections.efficiency import efficiency_section, load_efficiency_section
 from lanemon.reports.sections.gauntlet import gauntlet_sections
 from lanemon.reports.sections.kl import kl_section
 from lanemon.reports.sections.load import load_section, sweep_section
@@ -45,6 +45,7 @@ def sections(analysis: dict[str, Any]) -> list[Section]:
         server_section(analysis, order),
         by_lane("sweep", sweep_section),
         by_lane("load", load_section),
+        by_lane("load", load_efficiency_section),
         race_section(race, order) if race.get("races") else None,
         qeval_section(q, order) if qeval_runs(q) else None,
         agree_section(ag) if ag.get("total") or ag.get("prompts") else None,

@@ -71,31 +71,78 @@ def efficiency_section(decode: dict[str, Any], lanes: list[str]) -> Section | No
     if cfg.get("time_scale") not in (None, 1, 1.0):
         notes.append(f"This run used --time-scale {cfg['time_scale']}: joules are simulated.")
     more = []
-    counters = _counter_rows(per, lanes, levels)
+    counters = counter_rows([(n, f"C{lvl}", (per[n].get(lvl) or {}).get("engine_counters")) for n in lanes
+                             for lvl in levels])
     if counters:
         more.append(("What the engine did in each cell (its /metrics counters between the cell's edges)",
-                     ["Lane", "Concurrency", "Requests", "Prefix hit", "Preemptions", "Spec accept",
-                      "Ranks (generated tokens)", "LoRA"], counters))
+                     ["Lane", "Concurrency"] + COUNTER_HEADERS, counters))
     return Section("efficiency", "Efficiency: tokens per joule and cost vs concurrency",
                    "Per cell; — where a lane has no GPU telemetry or no cost_per_hour.", headers, rows, chart,
                    notes=notes, summary=" ".join(findings), more=more)
 
 
-def _counter_rows(per: dict[str, dict[int, dict[str, Any]]], lanes: list[str], levels: list[int]) -> list[list[str]]:
+def counter_rows(items: list[tuple[str, str, Any]]) -> list[list[str]]:
+    """One row per (lane, where, engine_counters) that has counters: requests, prefix hit, preemptions, spec
+    acceptance, ranks (generated tokens, max/mean), LoRA adapters, restarts."""
     rows = []
-    for n in lanes:
-        for lvl in levels:
-            c = (per[n].get(lvl) or {}).get("engine_counters")
-            if not isinstance(c, dict):
-                continue
-            ranks = c.get("ranks") or {}
-            rank_text = ", ".join(f"{r}: {d.get('generation_tokens')}" for r, d in list(ranks.items())[:8])
-            if ranks and c.get("rank_imbalance") is not None:
-                rank_text += f" (max/mean {c['rank_imbalance']:.2f})"
-            spec = c.get("spec_acceptance_rate")
-            rows.append([n, f"C{lvl}", str(c.get("requests") if c.get("requests") is not None else "—"),
-                         "—" if c.get("prefix_hit_rate") is None else f"{c['prefix_hit_rate'] * 100:.0f}%",
-                         str(c.get("preemptions") if c.get("preemptions") is not None else "—"),
-                         "—" if spec is None else f"{spec * 100:.0f}%",
-                         rank_text or "—", ", ".join(c.get("lora_adapters") or []) or "—"])
+    for n, where, c in items:
+        if not isinstance(c, dict):
+            continue
+        ranks = c.get("ranks") or {}
+        rank_text = ", ".join(f"{r}: {d.get('generation_tokens')}" for r, d in list(ranks.items())[:8])
+        if ranks and c.get("rank_imbalance") is not None:
+            rank_text += f" (max/mean {c['rank_imbalance']:.2f})"
+        spec = c.get("spec_acceptance_rate")
+        rows.append([n, where, str(c.get("requests") if c.get("requests") is not None else "—"),
+                     "—" if c.get("prefix_hit_rate") is None else f"{c['prefix_hit_rate'] * 100:.0f}%",
+                     str(c.get("preemptions") if c.get("preemptions") is not None else "—"),
+                     "—" if spec is None else f"{spec * 100:.0f}%",
+                     rank_text or "—", ", ".join(c.get("lora_adapters") or []) or "—",
+                     f"{c['restarts']}" if c.get("restarts") else "—"])
     return rows
+
+
+COUNTER_HEADERS = ["Requests", "Prefix hit", "Preemptions", "Spec accept", "Ranks (generated tokens)", "LoRA",
+                   "Restarts"]
+
+
+def load_efficiency_section(load: dict[str, Any], lanes: list[str]) -> Section | None:
+    """``bench load``: tokens per joule, mean GPU power, energy and USD per 1M output tokens of every rep (over its
+    measured window), and what the engine did in each rep (its counters between the rep's edges); None when
+    no rep has any of them."""
+    reps = [(n, i, r) for n in lanes for i, r in enumerate(((load.get("lanes") or {}).get(n) or {}).get("reps") or [])
+            if isinstance(r, dict)]
+    multi = any(i for _, i, _ in reps)
+    has = lambda r: any(num(r.get(k)) is not None for k in ("energy_j", "usd_per_1m_output_tokens"))
+    if not any(has(r) or isinstance(r.get("engine_counters"), dict) for _, _, r in reps):
+        return None
+    where = lambda i: f"rep {i + 1}" if multi else "the run"
+    rows = [[n, where(i), _f(r.get("offered_rate_rps") or r.get("scheduled_rate_rps"), 2),
+             _f(r.get("output_tok_s"), 0), _f(r.get("tokens_per_joule"), 2), _f(r.get("gpu_power_w_mean"), 1),
+             _f(r.get("energy_j"), 1), _f(r.get("usd_per_1m_output_tokens"), 2),
+             r.get("energy_source") or (r.get("energy_reason") or "—")] for n, i, r in reps if has(r)]
+    counters = counter_rows([(n, where(i), r.get("engine_counters")) for n, i, r in reps])
+    more = [("What the engine did in each rep (its /metrics counters between the rep's edges)",
+             ["Lane", "Rep"] + COUNTER_HEADERS, counters)] if counters else []
+    cost_missing = sorted({n for n, _, r in reps if has(r) and r.get("usd_per_1m_output_tokens") is None})
+    notes = ["Energy over each rep's measured window (warm-up and cool-down excluded): the GPUs' energy counter "
+             "between its edges, else their power integrated; tok/J = output tokens served in the window / that "
+             "energy; $/1M tok = cost_per_hour × the window / those tokens × 10⁶. The engine's counters span the "
+             "whole rep (its edges are where /metrics is read)."]
+    if cost_missing:
+        notes.append(f"No $/1M tok for {', '.join(cost_missing)}: no cost_per_hour (lanes.toml or --cost "
+                     "NAME=USD_PER_HOUR).")
+    cfg = load.get("config") or {}
+    if cfg.get("time_scale") not in (None, 1, 1.0):
+        notes.append(f"This run used --time-scale {cfg['time_scale']}: joules are simulated.")
+    best = []
+    for n in lanes:
+        mine = [(num(r.get("tokens_per_joule")), i) for m, i, r in reps if m == n]
+        mine = [x for x in mine if x[0] is not None]
+        if mine:
+            tpj, i = max(mine)
+            best.append(f"{n}: {tpj:.2f} tok/J" + (f" (rep {i + 1})" if multi else ""))
+    return Section("efficiency-load", "Efficiency under open-loop load: tokens per joule and cost",
+                   "Per rep; — where a lane has no GPU telemetry or no cost_per_hour.",
+                   ["Lane", "Rep", "Offered req/s", "Out tok/s", "tok/J", "GPU W", "Energy J", "$/1M tok",
+                    "Energy from"], rows, notes=notes, summary="; ".join(best), more=more)

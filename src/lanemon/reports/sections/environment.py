@@ -8,21 +8,10 @@ from lanemon.reports.data import lane_names
 
 
 def session_text(c: dict[str, Any]) -> str:
-    """What an engine did over the session, from its /metrics counters (measure/counters.py)."""
-    bits = [f"over {c.get('between_s', 0):.0f} s: {c.get('requests', '?')} requests"]
-    if c.get("generation_tokens") is not None:
-        bits.append(f"{c['generation_tokens']:,} generated tokens")
-    if c.get("prefix_hit_rate") is not None:
-        bits.append(f"prefix cache hit {c['prefix_hit_rate'] * 100:.0f}%")
-    if c.get("preemptions") is not None:
-        bits.append(f"{c['preemptions']} preemptions")
-    if c.get("spec_acceptance_rate") is not None:
-        bits.append(f"spec decode accepted {c['spec_acceptance_rate'] * 100:.0f}% of draft tokens")
-    if c.get("rank_imbalance") is not None:
-        bits.append(f"{len(c.get('ranks') or {})} ranks, max/mean {c['rank_imbalance']:.2f}")
-    if c.get("lora_adapters"):
-        bits.append("LoRA " + ", ".join(c["lora_adapters"]))
-    return "; ".join(bits)
+    """What an engine did over the session, from its /metrics counters (measure/counters.counters_text)."""
+    from lanemon.measure.counters import counters_text
+
+    return counters_text(c)
 
 
 def environment_rows(env: dict[str, Any]) -> list[list[str]]:

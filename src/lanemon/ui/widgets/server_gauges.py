@@ -58,6 +58,7 @@ class ServerGauges(Vertical):
     ServerGauges #srv-kv-bar.-high { color: $warning; }
     ServerGauges #srv-kv-val { margin-left: 1; width: 1fr; }
     ServerGauges #srv-prompt { width: 1fr; }
+    ServerGauges #srv-session { width: 1fr; }  /* the engine's counters since the session began */
     ServerGauges .skey-kv { width: 3; color: $text-muted; }
     /* too narrow for the KV bar and its figure (8 lanes at 240x70): the figure alone, not a cut bar */
     ServerGauges.-narrow #srv-kv-bar { display: none; }
@@ -86,6 +87,7 @@ class ServerGauges(Vertical):
             Horizontal(Label("gen —", id="srv-gen", classes="skey"), Sparkline([], id="srv-gen-spark"),
                        Label("prompt —", id="srv-prompt"), Sparkline([], id="srv-prompt-spark"),
                        classes="srow"),
+            Label("", id="srv-session", classes="srow"),
         ])
 
     def update_from(self, st: ServerMetricsState) -> None:
@@ -157,6 +159,22 @@ class ServerGauges(Vertical):
         set_text(q("#srv-prompt", Label), f"prompt [$text][b]{prompt}[/b][/]"
                                        + (f"[dim]{extra}[/]" if extra and len(f"prompt {prompt}{extra}") <= room else ""))
         q("#srv-prompt-spark", Sparkline).data = list(st.prompt_tok_s)
+        set_text(q("#srv-session", Label), session_markup(st.session_counters()))
+
+
+def session_markup(c: dict | None) -> str:
+    """The engine's counters since the session began (measure/counters.counters_text, short): ``session 12 req ·
+    prefix hit 41% · 0 preempt · spec 62%``; a restart in the warning colour; nothing before two scrapes."""
+    from lanemon.measure.counters import counters_text
+
+    if not c:
+        return "[dim]session —[/]"
+    text = counters_text({k: v for k, v in c.items() if k != "restarts"}, short=True)
+    out = f"[dim]session[/] {escape(text)}" if text else "[dim]session —[/]"
+    if c.get("restarts"):
+        n = c["restarts"]
+        out += f"  [$warning b]engine restarted{f' {n}×' if n > 1 else ''}[/]"
+    return out
 
 
 def _int(value: object) -> str:

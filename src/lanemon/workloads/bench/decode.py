@@ -35,7 +35,7 @@ from lanemon.measure.metrics import (aggregate_tok_s, generated_tokens, median, 
                                      summarize)
 from lanemon.events import Event
 from lanemon.measure.records import RequestRecord, assemble
-from lanemon.workloads.bench.run import (client_bound_figures, each_lane, BenchOptions, first_error, goodput_of, outcome_figures, read_marks, rnd, run_state, spread, token_figures)
+from lanemon.workloads.bench.run import (client_bound_figures, each_lane, edge, BenchOptions, first_error, goodput_of, outcome_figures, read_marks, rnd, run_state, spread, token_figures)
 from lanemon.workloads.prompts import Prompt
 
 BENCH = "decode"
@@ -134,14 +134,6 @@ async def run_category(h, lane: str, category: str, prompts: list[Prompt], rep: 
         errors += not rec.ok
     h.mark("cell", lane=lane, bench=BENCH, phase="end", cell=cell, requests=len(prompts), errors=errors, **keys)
     await edge(h)
-
-
-async def edge(h) -> None:
-    """Read the lanes' /metrics and GPU telemetry at a cell's edge, and wait for them (Harness.edge): the
-    run-scoped engine counters and the energy of a cell are differences between its two edges."""
-    fn = getattr(h, "edge", None)
-    if fn is not None:
-        await fn()
 
 
 async def run(h, opts: BenchOptions) -> None:

@@ -49,7 +49,7 @@ from lanemon.measure import slo as slo_mod
 from lanemon.measure.metrics import NS, generated_tokens, median, request_metrics, summarize
 from lanemon.measure.stats import chunk_weights
 from lanemon.measure.records import RequestRecord, assemble
-from lanemon.workloads.bench.run import each_lane, first_error, outcome_figures, read_marks, rnd, run_state
+from lanemon.workloads.bench.run import each_lane, edge, first_error, outcome_figures, read_marks, rnd, run_state
 from lanemon.workloads.bench.prefill import CALIBRATION_TOKENS, calibrate, calibrate_cell, lane_context
 from lanemon.workloads.prompts import chars_for_tokens, filler_text
 
@@ -334,6 +334,7 @@ async def run_cell(h, lane: str, rep: int, opts, tpc: float | None = None) -> li
     prompts = opts.selected().interleaved()
     cell = cell_id(lane, rep)
     keys = {"part": "load", "rep": rep}
+    await edge(h)  # the engine's counters and the GPU's energy read at the rep's edges (docs/GPU.md)
     h.mark("cell", lane=lane, bench=BENCH, phase="start", cell=cell, requests=len(arrivals), span_s=rnd(span), **keys)
     planned = []
     for i, a in enumerate(arrivals):
@@ -363,6 +364,7 @@ async def run_cell(h, lane: str, rep: int, opts, tpc: float | None = None) -> li
         f"max output) beyond the lane's context ({ctx:,} tokens, from {ctx_source}): not sent")} if refused else {}
     if refused and len(refused) == len(arrivals):
         h.mark("cell", lane=lane, bench=BENCH, phase="end", cell=cell, requests=0, errors=0, **beyond, **keys)
+        await edge(h)
         h.note(f"lane {lane}: {beyond['refused_error']}", "error")
         return []
     pool = getattr(h, "pool", None)
@@ -377,6 +379,7 @@ async def run_cell(h, lane: str, rep: int, opts, tpc: float | None = None) -> li
         errors = await pool.run_job(lane, items)
         h.mark("cell", lane=lane, bench=BENCH, phase="end", cell=cell, requests=len(items), errors=errors, **beyond,
                **keys)
+        await edge(h)
         return []
     loop = asyncio.get_running_loop()
     tasks: list[asyncio.Task] = []
@@ -400,6 +403,7 @@ async def run_cell(h, lane: str, rep: int, opts, tpc: float | None = None) -> li
     errors = sum(1 for r in records if not r.ok)
     h.mark("cell", lane=lane, bench=BENCH, phase="end", cell=cell, requests=len(records), errors=errors, **beyond,
            **keys)
+    await edge(h)
     return records
 
 
@@ -450,6 +454,8 @@ def _pcts(values: Iterable[float | None]) -> dict[str, float | None]:
     return {"p50": rnd(s.p50, 6), "p90": rnd(s.p90, 6), "p99": rnd(s.p99, 6), "n": s.n, "max": rnd(s.max, 6)}
 
 
+NO_COMPLETION = "no request completed in the measured window"
+"""Why a window has no served request rate (its tokens may still be counted: requests running past its end)."""
 LANE_BEHIND_SHARE = 0.9
 """A lane fell behind when it completed fewer than this share of the window's arrivals inside the window ..."""
 QUEUE_GROWTH = 2.0
@@ -483,7 +489,9 @@ def served_figures(records: Sequence[RequestRecord], start_ns: int, end_ns: int)
     Rates run from the window's first completion (tokens: its first token) to its end: before the first
     request of a run without warm-up has had time to finish, nothing can complete, and that ramp is the
     schedule's, not the lane's speed.  With n completions the rate is (n - 1) / (end - first completion), the
-    n - 1 gaps after the first (n / window with fewer than two)."""
+    n - 1 gaps after the first (n / window with one).  With none the rate is None and ``completed_rate_reason``
+    says so: tokens may still have arrived (requests running past the window's end), and "0 req/s" beside a
+    token rate would be a pair no lane can serve."""
     window_s = (end_ns - start_ns) / NS
     ends: list[int] = []
     first_token: int | None = None
@@ -510,13 +518,17 @@ def served_figures(records: Sequence[RequestRecord], start_ns: int, end_ns: int)
                     reasoning += w
     done = len(ends)
     rate = None
+    reason = None
     if done >= 2 and end_ns > min(ends):
         rate = (done - 1) / ((end_ns - min(ends)) / NS)
-    elif window_s > 0:
+    elif done and window_s > 0:
         rate = done / window_s
+    elif not done:
+        reason = NO_COMPLETION
     tok_span = (end_ns - first_token) / NS if first_token is not None and end_ns > first_token else window_s
     per = (lambda x: x / tok_span) if tok_span > 0 else (lambda x: None)
-    return {"completed": done, "completed_rate_rps": rate, "tokens": tokens, "reasoning_tokens": reasoning,
+    return {"completed": done, "completed_rate_rps": rate, "completed_rate_reason": reason, "tokens": tokens,
+            "reasoning_tokens": reasoning,
             "window_s": window_s, "output_tok_s": per(tokens), "reasoning_tok_s": per(reasoning),
             "visible_tok_s": per(tokens - reasoning), "tokens_estimated": estimated}
 
@@ -588,7 +600,9 @@ def load_headlines(result: dict[str, Any]) -> list[str]:
                 continue
             who = lane + (f" rep {i + 1}" if len(reps) > 1 else "")
             offered = r.get("offered_rate_rps") or r.get("scheduled_rate_rps")
-            line = (f"{who}: the lane fell behind: it served {_fmt(r.get('completed_rate_rps'))} req/s and "
+            served = (f"it served {_fmt(r.get('completed_rate_rps'))} req/s and" if r.get("completed_rate_rps")
+                      is not None else f"{r.get('completed_rate_reason') or NO_COMPLETION}; it served")
+            line = (f"{who}: the lane fell behind: {served} "
                     f"{_fmt(r.get('output_tok_s'), 0)} tok/s in the measured window of {_fmt(offered)} req/s offered; "
                     f"{r.get('backlog_at_end')} of {r.get('measured')} requests were still queued or running at its end")
             e, late = r.get("ttft_early_s"), r.get("ttft_late_s")
@@ -643,6 +657,7 @@ def cell_result(records: Sequence[RequestRecord], span_s: float | None, config: 
         "sent_rate_rps": rnd((len(sends) - 1) / ((sends[-1] - sends[0]) / NS))
         if len(sends) > 1 and sends[-1] > sends[0] else None,
         "completed_rate_rps": rnd(served.get("completed_rate_rps")),
+        "completed_rate_reason": served.get("completed_rate_reason"),
         "completed_in_window": served.get("completed"),
         "served_tokens": rnd(served.get("tokens"), 1),
         "measured_window_ns": [w_start, w_end] if served else None,
@@ -695,6 +710,7 @@ def load_results(events: Iterable[Event], *, in_progress: bool = False) -> dict[
         res = cell_result(by_cell.get(cell, []), start.get("span_s"), marks.config.get("load") or {},
                           marks.config.get("slo") or None)
         end = start["end"]
+        res["cell"] = cell  # the rep's marks: its energy and engine counters (measure/views.py)
         res["refused"] = end.get("refused") if isinstance(end.get("refused"), int) else 0
         res["refused_error"] = str(end["refused_error"])[:300] if end.get("refused_error") else None
         lanes.setdefault(lane, {"reps": []})["reps"].append(res)

@@ -392,6 +392,14 @@ def interruption_text(bench: str, result: dict[str, Any]) -> str | None:
     return head + ": " + "; ".join(parts)
 
 
+async def edge(h) -> None:
+    """Read the lanes' /metrics and GPU telemetry at a cell's edge, and wait for them (Harness.edge): the
+    run-scoped engine counters and the energy of a cell are differences between its two edges."""
+    fn = getattr(h, "edge", None)
+    if fn is not None:
+        await fn()
+
+
 async def each_lane(h, opts: "BenchOptions", one_lane) -> None:
     """``await one_lane(name)`` for every lane of the harness: one after another, or all at once with
     ``parallel_lanes``."""
