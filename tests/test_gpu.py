@@ -391,7 +391,7 @@ def test_report_efficiency_says_where_the_most_efficient_level_differs_from_the_
     assert "B: no energy figure (no GPU telemetry for this lane)." in sec.summary
     assert sec.rows[1][:4] == ["C2", "4.50", "40.0", "5.00"] and sec.rows[0][4:] == ["—", "—", "2.00"]
     title, headers, rows = sec.more[0]
-    assert rows[0][3:] == ["25%", "1", "61%", "0: 600, 1: 200 (max/mean 1.50)", "sql-lora"]
+    assert rows[0][3:] == ["25%", "1", "61%", "0: 600, 1: 200 (max/mean 1.50)", "sql-lora", "—"]  # no restart
     assert efficiency_section({"lanes": {"A": {"levels": {"1": {"aggregate_tok_s": 5}}}}}, ["A"]) is None
 
 

@@ -116,7 +116,7 @@ def load_efficiency_section(load: dict[str, Any], lanes: list[str]) -> Section |
     has = lambda r: any(num(r.get(k)) is not None for k in ("energy_j", "usd_per_1m_output_tokens"))
     if not any(has(r) or isinstance(r.get("engine_counters"), dict) for _, _, r in reps):
         return None
-    where = lambda i: f"rep {i + 1}" if multi else "the run"
+    where = lambda i: str(i + 1)
     rows = [[n, where(i), _f(r.get("offered_rate_rps") or r.get("scheduled_rate_rps"), 2),
              _f(r.get("output_tok_s"), 0), _f(r.get("tokens_per_joule"), 2), _f(r.get("gpu_power_w_mean"), 1),
              _f(r.get("energy_j"), 1), _f(r.get("usd_per_1m_output_tokens"), 2),
