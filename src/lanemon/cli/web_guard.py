@@ -14,7 +14,8 @@ route, which refuses before any session starts:
   ``--no-token`` turns this off);
 * a websocket over ``max_sessions`` open ones (503, "N sessions open already").
 
-Inside a session, a browser's messages are bounded: 64 KiB per websocket message, terminal sizes
+Inside a session, a browser's messages are bounded: 64 KiB per websocket message (aiohttp's ``max_msg_size``:
+a larger frame, or a compressed one that inflates past it, closes the socket with 1009 unbuffered), terminal sizes
 clamped to :data:`MAX_COLUMNS` x :data:`MAX_ROWS`, anything that is not a known message ignored.
 Each refusal is one plain-text line for the browser, and one log line.
 """
@@ -196,6 +197,39 @@ class GuardedServer(Server):
 
     async def on_startup(self, app: web.Application) -> None:
         """Quiet: lanemon printed the URL to open, with its token (textual-serve's banner has none)."""
+
+    async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
+        """textual-serve's websocket handler with the message size capped where the socket reads it
+        (``max_msg_size``): a frame that says it is larger than :data:`MAX_MESSAGE`, or a compressed message
+        that inflates past it, closes the socket with 1009 before its bytes are buffered (aiohttp's default
+        buffers up to 4 MiB, which :meth:`_process_messages` then ignored)."""
+        import asyncio
+
+        from textual_serve.app_service import AppService
+        from textual_serve.server import to_int
+
+        websocket = web.WebSocketResponse(heartbeat=15, max_msg_size=MAX_MESSAGE)
+        width = to_int(request.query.get("width", "80"), 80)
+        height = to_int(request.query.get("height", "24"), 24)
+        app_service: Any = None
+        try:
+            await websocket.prepare(request)
+            app_service = AppService(self.command, write_bytes=websocket.send_bytes, write_str=websocket.send_str,
+                                     close=websocket.close, download_manager=self.download_manager,
+                                     debug=self.debug)
+            await app_service.start(width, height)
+            try:
+                await self._process_messages(websocket, app_service)
+            finally:
+                await app_service.stop()
+        except asyncio.CancelledError:
+            await websocket.close()
+        except Exception as error:  # as textual-serve: one session's failure is logged, the server goes on
+            log.warning("session ended: %s", error)
+        finally:
+            if app_service is not None:
+                await app_service.stop()
+        return websocket
 
     async def _process_messages(self, websocket: web.WebSocketResponse, app_service: Any) -> None:
         """textual-serve's message loop with every message bounded and checked (module docstring)."""
