@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from lanemon import events as schema
 from lanemon.client.prom import map_engine, parse
 from lanemon.events import Event
@@ -116,16 +118,22 @@ def test_no_completion_in_the_window_is_said_not_zero_req_s_beside_tokens():
     assert "0.0 req/s" not in line and "no request completed in the measured window" in line
 
 
-def test_bench_load_on_the_simulator_gives_each_rep_its_counters_and_the_table_its_energy(tmp_path):
-    """Lane A of the demo speaks vLLM's names, B SGLang's: each rep's counters are its own requests and tokens
-    (three-turn conversations: 12 requests); the table shows tok/J and $/1M per rep."""
-    rec = tmp_path / "load.jsonl"
+@pytest.fixture(scope="module")
+def load_run(tmp_path_factory):
+    """One `bench load` on the simulated lanes, recorded: (its --json result, the recording)."""
+    rec = tmp_path_factory.mktemp("load") / "load.jsonl"
     out = subprocess.run([sys.executable, "-m", "lanemon", "bench", "load", "--demo", "--time-scale", "0.05",
                           "--arrival", "constant", "--rate", "4", "--requests", "4", "--turns", "3",
                           "--output-len", "fixed:16", "--workers", "1", "--cost", "A=3.5", "--json",
                           "--record", str(rec)], capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stderr
-    result = json.loads(out.stdout)
+    return json.loads(out.stdout), rec
+
+
+def test_bench_load_on_the_simulator_gives_each_rep_its_counters_and_the_table_its_energy(load_run):
+    """Lane A of the demo speaks vLLM's names, B SGLang's: each rep's counters are its own requests and tokens
+    (three-turn conversations: 12 requests); the table shows tok/J and $/1M per rep."""
+    result, rec = load_run
     for lane in ("A", "B"):
         rep = result["lanes"][lane]["reps"][0]
         c = rep["engine_counters"]
@@ -171,3 +179,29 @@ def test_the_dashboard_shows_the_engines_counters_since_the_session_began_and_na
     assert c["restarts"] == 1 and c["requests"] == 8 + 2 and c["generation_tokens"] == 800 + 64
     assert all(v >= 0 for k, v in c.items() if isinstance(v, (int, float)) and not isinstance(v, bool))
     assert "engine restarted" in session_markup(c)
+
+
+async def test_replaying_a_load_recording_shows_the_load_table_fitted_with_its_energy(load_run):
+    """The TUI's load table is the CLI's model (reports/tables.py), fitted to the screen: a `bench load` replay
+    opens the result screen with tok/J in the table (columns hidden by rank are named) and the efficiency view."""
+    from textual.widgets import DataTable, Static
+
+    from lanemon.sessions.sources import ReplaySession
+    from lanemon.ui.app import make_app
+
+    _, rec = load_run
+    app = make_app(ReplaySession(rec, speed=float("inf")))
+    async with app.run_test(size=(100, 30)) as pilot:
+        for _ in range(100):  # the analysis runs in a thread
+            await pilot.pause(0.05)
+            if app.screen.query(DataTable):
+                break
+        assert app.screen_name() == "result"
+        tables = list(app.screen.query(DataTable))
+        load = tables[0]
+        labels = [str(c.label) for c in load.columns.values()]
+        assert labels[0] == "lane" and "tok/J" in labels and "served" in labels
+        assert len(tables) >= 2 and "tok/J" in [str(c.label) for c in tables[1].columns.values()]
+        notes = " ".join(str(w.render()) for w in app.screen.query(Static))
+        assert "hidden at this width" in notes
+        await pilot.press("q")

@@ -43,6 +43,8 @@ def workload_of(source: Any) -> tuple[str | None, str | None]:
         return "bench", bench
     if bench in ("gauntlet", "race"):
         return bench, None
+    if bench in ("load", "sweep"):  # their tables are the report's (reports/tables.py): the result screen
+        return "result", bench
     command = header.get("command") if isinstance(header, dict) else None
     if command in ("agree", "kl", "qeval"):  # headless workloads: their results screen
         return "result", command

@@ -39,7 +39,7 @@ def load_section(load: dict[str, Any], lanes: list[str]) -> Section:
     slo_held = [f"{n}: SLO {'held' if (load['lanes'].get(n) or {}).get('slo_held') else 'broke'}" for n in lanes
                 if "slo_held" in (load["lanes"].get(n) or {})]
     return Section("load", "Open-loop load", caption, headers, rows, notes=notes,
-                   summary="; ".join(headlines + slo_held))
+                   summary="; ".join(headlines + slo_held), model=model)
 
 
 def sweep_section(sweep: dict[str, Any], lanes: list[str]) -> Section:

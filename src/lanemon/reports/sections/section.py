@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from lanemon.reports.charts import Chart
 
@@ -21,3 +22,6 @@ class Section:
     """the section's one-sentence finding (printed above the table)."""
     more: list[tuple[str, list[str], list[list[str]]]] = field(default_factory=list)
     """further (title, headers, rows) tables, after the main one."""
+    model: Any = None
+    """the main table's :class:`~lanemon.reports.tables.ResultTable` where it has one (``headers`` and ``rows``
+    are its text): a screen fits it to its width (columns dropped by rank, and named) instead of cutting it."""

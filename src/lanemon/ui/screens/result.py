@@ -21,17 +21,20 @@ from lanemon.ui.format import markup_escape as escape
 from lanemon.ui.screens.base import LanemonScreen
 from lanemon.ui.widgets.footer import Footer
 
-RESULT_KINDS = ("agree", "kl", "qeval")
-"""Workloads whose replay opens this screen (the recording header's ``command``)."""
+RESULT_KINDS = ("agree", "kl", "qeval", "load", "sweep")
+"""Workloads whose replay opens this screen (the recording header's ``command``; ``bench`` load and sweep,
+whose tables are reports/tables.py's, the model ``bench load`` and ``bench sweep`` print)."""
 
-TITLES = {"agree": "GREEDY AGREEMENT", "kl": "LOGPROB DIVERGENCE", "qeval": "QUALITY GATE"}
+TITLES = {"agree": "GREEDY AGREEMENT", "kl": "LOGPROB DIVERGENCE", "qeval": "QUALITY GATE",
+          "load": "OPEN-LOOP LOAD", "sweep": "CONCURRENCY SWEEP"}
 
 
 def result_sections(kind: str, analysis: dict[str, Any]) -> list[Any]:
     """The report's sections of ``kind`` in ``analysis`` (pure)."""
     from lanemon.reports.sections import sections
 
-    keys = {"agree": ("agree",), "kl": ("kl",), "qeval": ("qeval",)}[kind]
+    keys = {"agree": ("agree",), "kl": ("kl",), "qeval": ("qeval",), "load": ("load", "efficiency-load"),
+            "sweep": ("sweep",)}[kind]
     return [s for s in sections(analysis) if s.key.split("-")[0] in keys or s.key in keys]
 
 
@@ -108,7 +111,12 @@ class ResultScreen(LanemonScreen):
                 widgets.append(Static(escape(s.summary), classes="result-summary"))
             if s.caption:
                 widgets.append(Static(escape(s.caption), classes="result-caption"))
-            for title, headers, rows in [(s.title, s.headers, s.rows)] + list(s.more or []):
+            headers, rows, notes = s.headers, s.rows, list(s.notes)
+            if getattr(s, "model", None) is not None:  # the table's own model, fitted: columns dropped by rank
+                fitted = s.model.fit(max(40, self.size.width - 4), pad=2)
+                headers, rows = fitted.labels(), fitted.text_rows()
+                notes += [fitted.hidden_note()] if fitted.hidden else []
+            for title, headers, rows in [(s.title, headers, rows)] + list(s.more or []):
                 if not rows:
                     continue
                 table = DataTable(cursor_type="none", zebra_stripes=True, show_cursor=False)
@@ -117,8 +125,8 @@ class ResultScreen(LanemonScreen):
                 for row in rows:
                     table.add_row(*[str(c) for c in row])
                 widgets.append(table)
-            if s.notes:
-                widgets.append(Static(escape("\n".join(s.notes)), classes="result-notes"))
+            if notes:
+                widgets.append(Static(escape("\n".join(notes)), classes="result-notes"))
         body.mount(*widgets)
 
     def action_scroll(self, lines: int) -> None:
