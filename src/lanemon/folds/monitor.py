@@ -124,7 +124,7 @@ def slo_window(series: SeriesState, lane: str, t0: int, t1: int, slo: Mapping[st
     if not slo:
         return None, None
     judged = []
-    for s in series.lane(lane).samples:
+    for s in series.samples(lane, t0):
         if s.t < t0 or s.t > t1 or series.pending(s, final):
             continue
         if s.outcome == "ok" and CLIENT_BOUND in series.flags_of(s):
@@ -139,7 +139,7 @@ def slo_window(series: SeriesState, lane: str, t0: int, t1: int, slo: Mapping[st
 def breaches(series: SeriesState, lane: str, t0: int, t1: int, slo: Mapping[str, float]) -> list[int]:
     """End times (ns) of the window's judged requests that missed the SLO: what a chart marks."""
     out = []
-    for s in series.lane(lane).samples:
+    for s in series.samples(lane, t0):
         if s.t < t0 or s.t > t1 or (s.outcome == "ok" and CLIENT_BOUND in series.flags_of(s)):
             continue
         if not meets_slo(_Judged(s.outcome == "ok", s.ttft_s, s.tpot_s, s.e2e_s, int(s.tokens)), dict(slo)):  # type: ignore[arg-type]

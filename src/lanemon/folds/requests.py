@@ -15,6 +15,7 @@ without a terminal.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 
 from lanemon import events as schema
@@ -42,17 +43,34 @@ class Bar:
         return self.end_ns is not None
 
 
+SHOWN = 400
+"""Bars the timeline screen draws for one scope (the latest; ui/screens/timeline.render_rows)."""
+
+
 class RequestTimeline:
-    """Every request of an event stream as a :class:`Bar`, in sending order."""
+    """The requests of an event stream as :class:`Bar` objects, in sending order: of each lane in each scope
+    (a bench cell or race, or the requests outside any) the latest :data:`SHOWN` finished ones and every
+    running one -- all the timeline screen can draw of a scope or of the whole session (it draws the last
+    ``SHOWN`` of the bars sorted by lane, then sending time: each of those is among the latest ``SHOWN`` of its
+    lane in its scope).  What a scope ever held is counted (:meth:`totals`)."""
 
     MAX_BARS = 20_000
+    """A hard cap over every scope (a bench of many cells), dropping the oldest bars."""
 
-    def __init__(self) -> None:
+    def __init__(self, shown: int = SHOWN) -> None:
         self.bars: dict[str, Bar] = {}
         self.cells: list[str] = []
         """Bench cells and races in the order they started (the scopes one can pick)."""
         self.version = 0
         self.last_t = 0
+        self.shown = shown
+        self.scopes: dict[tuple[str | None, str], deque[str]] = {}
+        """Per (scope, lane) (scope: the cell, or None for requests outside any), its kept requests' ids in
+        sending order."""
+        self.lanes: list[str] = []
+        """Lanes in order of their first request (the screen's grouping, whatever was dropped since)."""
+        self.counts: dict[str | None, list[int]] = {}
+        """Per scope: [requests ever sent, of which failed]."""
 
     def apply(self, ev: Event) -> None:
         kind = ev.kind
@@ -66,11 +84,19 @@ class RequestTimeline:
             if cell is None and d.get("bench") == "race" and d.get("race") is not None:
                 cell = f"race {d['race']}"
             bar = Bar(lane=ev.lane or "?", req=ev.req, sent_ns=ev.t, cell=cell, purpose=str(d.get("purpose", "")))
+            if ev.req in self.bars:  # an id used again: the old bar leaves its scope's count of kept bars
+                self._forget(ev.req)
             self.bars[ev.req] = bar
             if cell is not None and cell not in self.cells:
                 self.cells.append(cell)
+            self.counts.setdefault(cell, [0, 0])[0] += 1
+            if bar.lane not in self.lanes:
+                self.lanes.append(bar.lane)
+            ids = self.scopes.setdefault((cell, bar.lane), deque())
+            ids.append(ev.req)
+            self._trim(ids)
             if len(self.bars) > self.MAX_BARS:  # keep memory bounded on very long sessions
-                self.bars.pop(next(iter(self.bars)))
+                self._forget(next(iter(self.bars)))
             self.version += 1
             return
         if bar is None:
@@ -84,19 +110,47 @@ class RequestTimeline:
             self.version += 1
         elif kind == schema.ERROR:
             bar.end_ns = ev.t
+            if bar.error is None:
+                self.counts.setdefault(bar.cell, [0, 0])[1] += 1
             bar.error = str(ev.data.get("cls", "error"))
             self.version += 1
 
+    def _trim(self, ids: deque[str]) -> None:
+        """Drop a scope's oldest finished bars beyond :attr:`shown` (running ones stay: they are drawn)."""
+        extra = len(ids) - self.shown
+        while extra > 0 and ids:
+            bar = self.bars.get(ids[0])
+            if bar is not None and not bar.finished:
+                break  # the oldest still runs: kept, and with it the ones after it (checked again later)
+            ids.popleft()
+            if bar is not None:
+                del self.bars[bar.req]
+            extra -= 1
+
+    def _forget(self, req: str) -> None:
+        bar = self.bars.pop(req, None)
+        if bar is not None:
+            ids = self.scopes.get((bar.cell, bar.lane))
+            if ids is not None:
+                try:
+                    ids.remove(req)
+                except ValueError:
+                    pass
+
+    def totals(self, cell: str | None = ALL) -> tuple[int, int]:
+        """(requests sent, of which failed) in one scope or the whole session, kept or not."""
+        if cell is not None:
+            sent, failed = self.counts.get(cell, (0, 0))
+            return sent, failed
+        return sum(c[0] for c in self.counts.values()), sum(c[1] for c in self.counts.values())
+
     # -- queries ---------------------------------------------------------------------------
     def select(self, cell: str | None = ALL) -> list[Bar]:
-        """The bars of one cell (or race), or of the whole session; grouped by lane (lanes in order
-        of first appearance), each lane's bars in sending order."""
+        """The bars kept of one cell (or race), or of the whole session; grouped by lane (lanes in order
+        of their first request in the session), each lane's bars in sending order."""
         bars = [b for b in self.bars.values() if cell is None or b.cell == cell]
-        lanes: list[str] = []
-        for b in bars:
-            if b.lane not in lanes:
-                lanes.append(b.lane)
-        return sorted(bars, key=lambda b: (lanes.index(b.lane), b.sent_ns, b.req))
+        order = {lane: i for i, lane in enumerate(self.lanes)}  # of the session (first bars may be dropped)
+        return sorted(bars, key=lambda b: (order[b.lane], b.sent_ns, b.req))
 
 
 WAIT, DECODE, ERROR, EMPTY = "wait", "decode", "error", "empty"

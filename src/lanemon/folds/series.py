@@ -21,7 +21,9 @@ TPOT and E2E, request rate and outcome counts over the last N seconds.
 from __future__ import annotations
 
 import math
+from array import array
 from collections import defaultdict, deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +33,7 @@ from lanemon.measure.load import CLIENT_BOUND, ClientLoad
 from lanemon.measure.metrics import RequestMetrics, percentile, request_metrics, tail_ok
 from lanemon.measure.records import COMPLETE, EMPTY, ERROR, TRUNCATED, Assembler, RequestRecord
 
-__all__ = ["KEEP_NS", "Outcomes", "Sample", "SeriesState", "WindowStats", "WINDOWS_S"]
+__all__ = ["KEEP_NS", "Outcomes", "RECENT_NS", "Sample", "SeriesState", "WindowStats", "WINDOWS_S"]
 
 NS = 1_000_000_000
 _REQUEST_KINDS = schema.REQUEST_KINDS
@@ -39,7 +41,15 @@ WINDOWS_S = (60, 300, 900)
 """The chart windows the user switches between: 1, 5 and 15 minutes."""
 KEEP_NS = (WINDOWS_S[-1] + 60) * NS
 """History kept per lane: the widest window plus a minute."""
+RECENT_NS = (WINDOWS_S[0] + 60) * NS
+"""Samples younger than this (the narrowest window plus a minute) are kept as :class:`Sample` objects; older
+ones, once judged, are packed into :class:`Packed` columns (a few dozen bytes each, no object per request)."""
 FLAG_NAMES = ("error", "truncated", "empty", "burst", CLIENT_BOUND)
+_NO_FLAGS: frozenset[str] = frozenset()
+_OUTCOMES = ("ok", "error", "truncated", "empty")
+_OUTCOME_CODE = {name: i for i, name in enumerate(_OUTCOMES)}
+_FLAG_BIT = {name: 1 << i for i, name in enumerate(FLAG_NAMES)}
+_FLAGSETS: dict[int, frozenset[str]] = {}
 
 
 @dataclass(slots=True)
@@ -63,9 +73,90 @@ class Sample:
     """Generated tokens (a complete request's)."""
 
 
+def _flagset(bits: int) -> frozenset[str]:
+    """The flags a bit mask packs (one shared frozenset per mask)."""
+    out = _FLAGSETS.get(bits)
+    if out is None:
+        out = _FLAGSETS[bits] = frozenset(n for n, b in _FLAG_BIT.items() if bits & b)
+    return out
+
+
+_NAN = float("nan")
+
+
+def _f(x: float | None) -> float:
+    return _NAN if x is None else x
+
+
+def _o(x: float) -> float | None:
+    return None if x != x else x
+
+
+class Packed:
+    """Judged samples older than :data:`RECENT_NS`, one row per request in typed arrays (8 bytes a field):
+    the same figures a :class:`Sample` holds, its flags as a bit mask with ``client_bound`` already judged
+    (the load watcher's windows are not kept for ever: measure/load.ClientLoad ``keep_ns``).  Rows are in
+    filing order; the oldest are dropped from the front (:meth:`drop_before`)."""
+
+    __slots__ = ("t", "sent", "first", "vals", "code", "start")
+
+    def __init__(self) -> None:
+        self.t = array("q")
+        self.sent = array("q")
+        self.first = array("q")
+        """First token (ns), -1 for none."""
+        self.vals = array("d")
+        """ttft, tpot, e2e, tok_s, tokens per row (NaN for None)."""
+        self.code = array("H")
+        """outcome index | flag bits << 4."""
+        self.start = 0
+        """Rows before this index are dropped (compacted away in batches)."""
+
+    def __len__(self) -> int:
+        return len(self.t) - self.start
+
+    def add(self, s: Sample, flags: frozenset[str] | set[str]) -> None:
+        self.t.append(s.t)
+        self.sent.append(s.sent)
+        self.first.append(-1 if s.first is None else s.first)
+        self.vals.extend((_f(s.ttft_s), _f(s.tpot_s), _f(s.e2e_s), _f(s.tok_s), s.tokens))
+        bits = 0
+        for name in flags:
+            bits |= _FLAG_BIT.get(name, 0)
+        self.code.append(_OUTCOME_CODE.get(s.outcome, 1) | bits << 4)
+
+    def drop_before(self, cutoff: int) -> None:
+        t, i = self.t, self.start
+        while i < len(t) and t[i] < cutoff:
+            i += 1
+        self.start = i
+        if i >= 1024 and i * 2 >= len(t):  # compact: the arrays never hold more than twice the live rows
+            for arr in (self.t, self.sent, self.first, self.code):
+                del arr[:i]
+            del self.vals[:5 * i]
+            self.start = 0
+
+    def samples(self, t0: int | None = None) -> Iterator[Sample]:
+        """The rows as :class:`Sample` objects (built on reading), those ending before ``t0`` skipped; a row's
+        flags are its sample's, with ``client_bound`` when the watcher's windows said so when it was packed."""
+        t, sent, first, vals, code = self.t, self.sent, self.first, self.vals, self.code
+        for i in range(self.start, len(t)):
+            end = t[i]
+            if t0 is not None and end < t0:
+                continue
+            c = code[i]
+            k = 5 * i
+            fst = first[i]
+            yield Sample(end, sent[i], _o(vals[k]), _o(vals[k + 1]), _o(vals[k + 2]), _o(vals[k + 3]),
+                         _OUTCOMES[c & 15], _flagset(c >> 4), None if fst < 0 else fst, vals[k + 4])
+
+
 @dataclass
 class LaneSeries:
     samples: deque[Sample] = field(default_factory=deque)
+    """The recent samples (:data:`RECENT_NS`, and any not judged yet), oldest first."""
+    packed: Packed = field(default_factory=Packed)
+    """The older ones, to :data:`KEEP_NS` (:class:`Packed`): read both with :meth:`SeriesState.samples`."""
     server: deque[tuple[int, dict[str, float]]] = field(default_factory=deque)
     """(t, {running, waiting, kv_usage}) per successful /metrics scrape (only the figures that can be true;
     ``kv_usage`` is a share, 0..1)."""
@@ -143,11 +234,13 @@ def _pcts(values: list[float]) -> tuple[float | None, float | None, float | None
 class SeriesState:
     """Per-lane time series of finished requests, throughput and server metrics."""
 
-    def __init__(self, lanes: list[str] | None = None) -> None:
+    def __init__(self, lanes: list[str] | None = None, *, recent_ns: int = RECENT_NS) -> None:
         self.lanes: dict[str, LaneSeries] = {name: LaneSeries() for name in lanes or []}
+        self.recent_ns = recent_ns
+        """Samples older than this are packed (:class:`Packed`); a huge value keeps every one an object."""
         self.version = 0
         self.last_t = 0
-        self.load = ClientLoad()
+        self.load = ClientLoad(keep_ns=KEEP_NS)
         self._asm = Assembler(keep_text=False)
 
     def lane(self, name: str) -> LaneSeries:
@@ -220,13 +313,35 @@ class SeriesState:
         else:
             if m is None:
                 m = request_metrics(rec)
-            flags = frozenset(str(f) for f in m.flags)  # burst (judged from the timing) and the record's flags
+            # burst (judged from the timing) and the record's flags
+            flags = frozenset(str(f) for f in m.flags) if m.flags else _NO_FLAGS
             sample = Sample(end, rec.sent_ns or end, m.ttft_s, m.tpot_s, m.e2e_s, m.decode_tok_s, "ok", flags)
             sample.first = rec.token_ns[0] if rec.token_ns else end
             sample.tokens = float(m.generated_tokens)
-        self._push(self.lane(rec.lane).samples, sample)
+        series = self.lane(rec.lane)
+        self._push(series.samples, sample)
+        self._pack(series)
         self.version += 1
 
+    def _pack(self, series: LaneSeries) -> None:
+        """Move the judged samples older than :attr:`recent_ns` into the lane's packed columns and drop the
+        packed rows older than :data:`KEEP_NS`."""
+        dq, packed = series.samples, series.packed
+        cutoff = self.last_t - self.recent_ns
+        while dq and dq[0].t < cutoff and not self.pending(dq[0]):
+            s = dq.popleft()
+            judged = s.outcome == "ok" and self.load.overlaps(s.sent, s.t)  # as flags_of judges it
+            packed.add(s, s.flags | {CLIENT_BOUND} if judged else s.flags)
+        packed.drop_before(self.last_t - KEEP_NS)
+
+    def samples(self, lane: str, t0: int | None = None) -> Iterator[Sample]:
+        """Every sample of ``lane`` kept (packed ones first, then the recent ones), those ending before ``t0``
+        skipped: what the charts, the window figures and the monitor read."""
+        series = self.lane(lane)
+        yield from series.packed.samples(t0)
+        for s in series.samples:
+            if t0 is None or s.t >= t0:
+                yield s
     @staticmethod
     def _spread(buckets: dict[int, float], start: int, end: int, tokens: float) -> None:
         if tokens <= 0:
@@ -276,7 +391,7 @@ class SeriesState:
         # spread here, not when filed: client-bound is known only once the watcher reported
         buckets: dict[int, float] = defaultdict(float)
         dirty: dict[int, float] = defaultdict(float)
-        for s in self.lane(lane).samples:
+        for s in self.samples(lane, (first - avg) * NS):
             if s.tokens <= 0 or s.t < (first - avg) * NS or s.first is None or s.first > t1:
                 continue
             if self.pending(s, final):
@@ -301,7 +416,7 @@ class SeriesState:
         e2e: list[float] = []
         tok: list[float] = []
         first = None
-        for s in self.lane(lane).samples:
+        for s in self.samples(lane, t0):
             if s.t < t0 or s.t > t1 or self.pending(s, final):
                 continue
             st.n += 1

@@ -26,6 +26,7 @@ record's ``flags``; figures from it are counted, never shown as lane speed.
 from __future__ import annotations
 
 import bisect
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -51,9 +52,15 @@ KIND = getattr(schema, "CLIENT_LOAD", "client_load")
 
 
 class ClientLoad:
-    """Fold of ``client_load`` events: the windows in which lanemon was starved."""
+    """Fold of ``client_load`` events: the windows in which lanemon was starved.
 
-    def __init__(self) -> None:
+    ``keep_ns``: how far back (session time, from the latest window) the per-window lists are kept -- a
+    live dashboard's fold, which gains two windows a second for as long as it runs, keeps what its oldest
+    sample can still ask about; None (a bench, a report) keeps every window.
+    """
+
+    def __init__(self, keep_ns: int | None = None) -> None:
+        self.keep_ns = keep_ns
         self.bound: list[tuple[int, int]] = []
         """Merged (start, end) ns intervals in which lanemon was starved, in time order."""
         self.seen_until: int | None = None
@@ -65,9 +72,10 @@ class ClientLoad:
         """The latest starved window's data (what :func:`starvation_cause` explains)."""
         self.last_bound_t: int | None = None
         self.max_lag_ms = 0.0
-        self.stalls: list[tuple[int, int, float]] = []
-        """(t0, t, ms) of every window: the longest lanemon may have been held up in it (lag or run-queue wait)."""
-        self.bound_stalls: list[tuple[int, int, float]] = []
+        self.stalls: deque[tuple[int, int, float]] = deque()
+        """(t0, t, ms) of every window (of the last ``keep_ns``): the longest lanemon may have been held up in it
+        (lag or run-queue wait)."""
+        self.bound_stalls: deque[tuple[int, int, float]] = deque()
         """The same, for the starved windows only."""
 
     @property
@@ -96,7 +104,17 @@ class ClientLoad:
             t0 = d.get("t0")
             start = t0 if isinstance(t0, int) and not isinstance(t0, bool) and t0 <= ev.t else ev.t
             self._add(start, ev.t)
+        if self.keep_ns is not None:
+            self._trim(self.seen_until - self.keep_ns)
         return True
+
+    def _trim(self, cutoff: int) -> None:
+        """Forget the windows that ended before ``cutoff`` (a bounded fold: ``keep_ns``)."""
+        for dq in (self.stalls, self.bound_stalls):
+            while dq and dq[0][1] < cutoff:
+                dq.popleft()
+        if self.bound and self.bound[0][1] < cutoff:
+            del self.bound[:bisect.bisect_left([e for _, e in self.bound], cutoff)]
 
     def _add(self, start: int, end: int) -> None:
         if self.bound and start <= self.bound[-1][1]:

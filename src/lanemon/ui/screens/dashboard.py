@@ -384,7 +384,7 @@ class DashboardScreen(LanemonScreen):
         marks: dict[str, list] = {}
         for name in lanes:
             ttft, tok, flagged = [], [], []
-            for s in series.lane(name).samples:
+            for s in series.samples(name, t0):
                 if s.t < t0 or series.pending(s, final):
                     continue
                 flags = series.flags_of(s)

@@ -14,7 +14,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Label, Static
 
 from lanemon.ui.widgets.footer import Footer
-from lanemon.folds.requests import DECODE, EMPTY, ERROR, WAIT, RequestTimeline, layout, span
+from lanemon.folds.requests import DECODE, EMPTY, ERROR, SHOWN, WAIT, RequestTimeline, layout, span
 from lanemon.ui import format as fmt
 from lanemon.ui.screens.base import LanemonScreen
 
@@ -23,7 +23,7 @@ LABEL_WIDTH = 14
 
 
 def render_rows(timeline: RequestTimeline, cell: str | None, width: int, now_ns: int | None = None,
-                limit: int = 400) -> tuple[Text, int, int, int]:
+                limit: int = SHOWN) -> tuple[Text, int, int, int]:
     """(the bars as one Rich Text, requests shown, t0, t1) for ``cell`` (None: the whole session)."""
     bars = timeline.select(cell)
     t0, t1 = span(bars, now_ns)
@@ -119,13 +119,13 @@ class TimelineScreen(LanemonScreen):
         text, n, t0, t1 = render_rows(self.timeline, self.cell, width, now)
         scope = "whole session" if self.cell is None else self.cell
         bars = self.timeline.select(self.cell)
-        errors = sum(1 for b in bars if b.error)
+        total, errors = self.timeline.totals(self.cell)  # counted over the session, kept or not
         running = sum(1 for b in bars if not b.finished)
         extra = f" · {running} running" if running else ""
         extra += f" · [$error]{errors} error{'s' if errors != 1 else ''}[/]" if errors else ""
         self.query_one("#tl-head", Label).update(
-            f"[b]TIMELINE[/] · {scope} · {len(bars)} request{'s' if len(bars) != 1 else ''}{extra}"
-            + (f" (last {n} shown)" if n < len(bars) else ""))
+            f"[b]TIMELINE[/] · {scope} · {total} request{'s' if total != 1 else ''}{extra}"
+            + (f" (last {n} shown)" if n < total else ""))
         if bars:
             self.query_one("#tl-axis", Label).update(
                 f"{'':{LABEL_WIDTH}}{fmt.event_time(t0)} → {fmt.event_time(t1)}  ({fmt.seconds((t1 - t0) / 1e9)})")
