@@ -252,6 +252,12 @@ def url_secrets(url: str) -> list[str]:
     return out
 
 
+TOKEN_CACHE_ITEMS = 4096
+"""Cleaned token texts a :class:`Redactor` remembers (then it starts again): at most about 1 MB."""
+TOKEN_CACHE_CHARS = 48
+"""Only texts this short are remembered (a token is a few characters; a long chunk is rarely repeated)."""
+
+
 class Redactor:
     """Replaces secrets in server text with ``[redacted]``.
 
@@ -271,6 +277,10 @@ class Redactor:
         # model output: control characters or an exact secret (one search on the hot path)
         token_alternatives = [_UNSAFE_TOKEN.pattern] + [re.escape(s) for s in self.secrets]
         self._token_hint = re.compile("|".join(token_alternatives))
+        self.token_cache: dict[str, str] = {}
+        """Short token texts already cleaned -> their clean text (bounded: :data:`TOKEN_CACHE_ITEMS` of at
+        most :data:`TOKEN_CACHE_CHARS` characters, emptied when full): a stream repeats its tokens, and a
+        dict look-up costs less than the search (the SSE reader looks here first)."""
 
     @classmethod
     def for_lane(cls, lane: Any) -> "Redactor":
@@ -304,11 +314,20 @@ class Redactor:
 
     def token(self, text: str) -> str:
         """Model output: control characters and escape sequences removed, exact secrets redacted;
-        the common case (nothing to do) costs one regex search."""
+        the common case (nothing to do) costs one regex search.  A short text's result is remembered
+        (:attr:`token_cache`)."""
         if self._token_hint.search(text) is None:
-            return text
-        text = inert_token(text)
-        return self._literal.sub(REDACTED, text) if self._literal is not None else text
+            out = text
+        else:
+            out = inert_token(text)
+            if self._literal is not None:
+                out = self._literal.sub(REDACTED, out)
+        if len(text) <= TOKEN_CACHE_CHARS:
+            cache = self.token_cache
+            if len(cache) >= TOKEN_CACHE_ITEMS:
+                cache.clear()
+            cache[text] = out
+        return out
 
     def deep(self, value: Any, *, depth: int = 0) -> Any:
         """A JSON-like value with every string (and key) redacted; nothing cut, nothing made inert

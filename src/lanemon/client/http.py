@@ -574,7 +574,7 @@ class LaneClient:
         for attempt in (0, 1):
             answered = False
             try:
-                return await self._send(url, payload, emit, (lane, req, out, asm.apply), trace)
+                return await self._send(url, payload, emit, (lane, req, out, asm), trace)
             except _Unanswered as cut:
                 answered = cut.answered
                 exc = cut.exc
@@ -606,7 +606,7 @@ class LaneClient:
         """One attempt of :meth:`stream`; a transport failure is raised as :class:`_Unanswered`.  ``trace`` is
         httpcore's trace callback (the request event is stamped as the request is written)."""
         answered = False
-        lane, req, out, apply = sink
+        lane, req, out, asm = sink
         clock = self.clock
         try:
             async with asyncio.timeout(self.deadline):  # the whole request, however the server keeps it alive
@@ -635,7 +635,7 @@ class LaneClient:
                             err["retry_after"] = retry[:64]
                             err["message"] += f" (Retry-After: {retry[:64]})"
                         return emit(schema.ERROR, err)  # type: ignore[return-value]
-                    rec = await read_sse(resp, emit, (lane, req, out, apply), clock.t0,
+                    rec = await read_sse(resp, emit, (lane, req, out, asm), clock.t0,
                                          redactor=self.redactor, stall=self.stall, floor=self.floor)
                     if rec.ok and NO_DONE_NOTE not in rec.notes:  # stopped at [DONE]: the body's end is next
                         await finish_body(resp)

@@ -63,12 +63,14 @@ class ReadClock:
 
 async def read_sse(resp: httpx.Response, emit, hot: tuple, t0: int, *, redactor: Redactor | None = None,
                    stall: float | None = None, floor=None) -> RequestRecord:
-    """Parse the SSE body; ``hot`` = (lane, req, out, apply) lets token events skip ``emit``'s layers.
+    """Parse the SSE body; ``hot`` = (lane, req, out, asm) lets token events skip ``emit``'s layers: each
+    token event goes to ``out`` and into ``asm`` (the request's :class:`~lanemon.measure.records.Assembler`;
+    a plain content token is appended to its open record here, as ``Assembler.apply`` would).
 
     Token text passes ``redactor.token`` (escape sequences and control characters out, configured
-    secrets redacted; one regex search when there is nothing to do); text that is not a string is
-    ignored.  With ``stall``, a stream that makes no progress for that many seconds while bytes keep
-    coming fails with :class:`Stalled`.
+    secrets redacted; one regex search when there is nothing to do, a look-up for a text seen before);
+    text that is not a string is ignored.  With ``stall``, a stream that makes no progress for that many
+    seconds while bytes keep coming fails with :class:`Stalled`.
 
     A ``data:`` line that is a whole JSON object on its own is handled when it arrives (the common case:
     the chunk's time is that line's); otherwise the event's ``data:`` lines are joined with ``"\n"``
@@ -76,11 +78,22 @@ async def read_sse(resp: httpx.Response, emit, hot: tuple, t0: int, *, redactor:
     ``finish_reason`` but without ``[DONE]`` is done (with a note); without one it is cut.  A choice
     other than index 0 (``n > 1``) is refused, never merged into choice 0.  ``done`` carries
     ``finish_t``: when the chunk with the ``finish_reason`` arrived.
+
+    The body is split into lines here (as :func:`sse_lines` does, bounded the same way) rather than
+    through that generator: one loop per network read, the per-token work kept to the parse, one event
+    and the record's appends (issue 23: client cost).
     """
-    lane, req, out, apply = hot
-    clean = (redactor or _NO_REDACTION).token
+    lane, req, out, asm = hot
+    apply = asm.apply
+    rec = asm.open.get(req)
+    keep_text = asm.keep_text
+    red = redactor or _NO_REDACTION
+    clean = red.token
+    cached = red.token_cache.get
     progress = Progress(stall) if stall else None
     mono = time.monotonic
+    loads = orjson.loads
+    JSONDecodeError = orjson.JSONDecodeError
     TOKEN = schema.TOKEN
     finish_reason = None
     finish_t: int | None = None
@@ -89,79 +102,151 @@ async def read_sse(resp: httpx.Response, emit, hot: tuple, t0: int, *, redactor:
     chunks = 0
     pending: list[bytes] = []  # data lines of an event that is not one whole JSON line
     read = ReadClock(floor, t0)
-    async for line in sse_lines(resp, progress=progress, final_blank=True, read_clock=read):  # bytes for orjson
-        if not line:  # a blank line ends an event (and the body ends with one): dispatch a multi-line data
-            if not pending:
-                continue
-            data = b"\n".join(pending)
-            pending.clear()
-            if data == b"[DONE]":
-                return _done(emit, usage, finish_reason, finish_t, chunks)
-            try:
-                obj = orjson.loads(data)
-            except orjson.JSONDecodeError:
-                try:  # invalid UTF-8 inside a token: decode with U+FFFD, as browsers and the SDKs do
-                    obj = orjson.loads(_text(data))
-                except orjson.JSONDecodeError:
-                    return emit(schema.ERROR, {"cls": schema.ERR_MALFORMED,
-                                               "message": f"invalid JSON in SSE data: {_text(data)[:80]!r}"})
-        elif line[:1] == b":":
-            continue
-        elif not line.startswith(b"data:"):
-            if line.startswith((b"event:", b"id:", b"retry:")):
-                continue
-            return emit(schema.ERROR, {"cls": schema.ERR_MALFORMED,
-                                       "message": f"not an SSE line: {_text(line)[:80]!r}"})
+    # the line splitter (sse_lines, inlined)
+    limit = MAX_SSE_LINE
+    partial: list[bytes] = []
+    size = 0
+    skip_lf = False
+    perf_ns = time.perf_counter_ns
+    net = resp.extensions.get("network_stream")
+    if not hasattr(net, "read_ns") or floor is None:  # no arrival stamps: when this task reads it
+        net = None
+    body = body_chunks(resp).__aiter__()
+    ended = False
+    while not ended:
+        try:
+            chunk = await body.__anext__()
+        except StopAsyncIteration:
+            ended = True  # the rest of a last line without its end, then the blank line the body's end is
+            lines = [b"".join(partial), b""] if partial else [b""]
+            t = read.t - t0
         else:
-            data = line[5:].strip()
-            if pending:  # the next line of a multi-line data field
-                pending.append(data)
-                continue
-            if data == b"[DONE]":
-                return _done(emit, usage, finish_reason, finish_t, chunks)
-            try:
-                obj = orjson.loads(data)
-            except orjson.JSONDecodeError:  # part of a multi-line field, or bad UTF-8: judged at the event's end
-                pending.append(data)
-                continue
-        if type(obj) is not dict:
-            return emit(schema.ERROR, {"cls": schema.ERR_MALFORMED,
-                                       "message": f"SSE data is not a JSON object: {_text(data)[:80]!r}"})
-        choices = obj.get("choices")
-        if "error" in obj and not choices:
-            err = obj["error"]
-            msg = err.get("message") if isinstance(err, dict) else str(err)
-            return emit(schema.ERROR, {"cls": schema.ERR_HTTP, "status": resp.status_code,
-                                       "message": f"error in stream: {msg}"})
-        n = None
-        u = obj.get("usage")
-        if u and type(u) is dict:
-            usage = _usage_fields(u)
-            ct = usage.get("completion_tokens")
-            if isinstance(ct, int):
-                n = ct - last_completion
-                last_completion = ct
-        if not choices or type(choices) is not list:
-            continue
-        choice = choices[0]
-        if type(choice) is not dict:
-            continue
-        if len(choices) > 1 or choice.get("index", 0) not in (0, None):
-            return emit(schema.ERROR, {"cls": schema.ERR_OTHER, "message": N_CHOICES_MESSAGE})
-        fr = choice.get("finish_reason")
-        if fr:
-            if finish_t is None:
-                finish_t = read.t - t0
-            finish_reason = fr[:64] if type(fr) is str else _text(orjson.dumps(fr)[:64])
-        delta = choice.get("delta")
-        tok: dict[str, Any] | None = None
-        if delta is not None and type(delta) is dict:  # chat
-            content = delta.get("content")
-            if type(content) is not str:  # null, or odd but valid JSON (a number, a list): no text
-                content = None
-            if content and "reasoning_content" not in delta and "reasoning" not in delta:
-                tok = {"text": clean(content)}  # the common case, decided in one look-up
+            arrived = net.read_ns if net is not None else None
+            if arrived:  # when the bytes arrived, but never before an event already delivered
+                fl = floor.t + t0
+                read.t = arrived if arrived > fl else fl
             else:
+                read.t = perf_ns()
+            t = read.t - t0
+            if progress is not None:
+                progress.check()
+            if skip_lf and chunk[:1] == b"\n":
+                chunk = chunk[1:]
+            skip_lf = False
+            if b"\r" in chunk:
+                skip_lf = chunk.endswith(b"\r")
+                chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            lines = chunk.split(b"\n")
+            last = lines.pop()
+            if partial and lines:
+                partial.append(lines[0])
+                lines[0] = b"".join(partial)
+                partial.clear()
+                size = 0
+            if last:
+                size += len(last)
+                if size > limit:
+                    raise SSELineTooLong(f"an SSE line longer than {_size(limit)}: stopped reading it")
+                partial.append(last)
+        progressed = False
+        for line in lines:
+            if len(line) > limit:
+                raise SSELineTooLong(f"an SSE line longer than {_size(limit)}: stopped reading it")
+            data = None
+            if not line:  # a blank line ends an event (and the body ends with one): dispatch a multi-line data
+                if not pending:
+                    continue
+                data = b"\n".join(pending)
+                pending.clear()
+                if data == b"[DONE]":
+                    return _done(emit, usage, finish_reason, finish_t, chunks)
+                try:
+                    obj = loads(data)
+                except JSONDecodeError:
+                    try:  # invalid UTF-8 inside a token: decode with U+FFFD, as browsers and the SDKs do
+                        obj = loads(_text(data))
+                    except JSONDecodeError:
+                        return emit(schema.ERROR, {"cls": schema.ERR_MALFORMED,
+                                                   "message": f"invalid JSON in SSE data: {_text(data)[:80]!r}"})
+            elif line[:5] != b"data:":
+                if line[:1] == b":" or line.startswith((b"event:", b"id:", b"retry:")):
+                    continue
+                return emit(schema.ERROR, {"cls": schema.ERR_MALFORMED,
+                                           "message": f"not an SSE line: {_text(line)[:80]!r}"})
+            elif pending:  # the next line of a multi-line data field
+                pending.append(line[5:].strip())
+                continue
+            else:
+                try:  # JSON allows the space after "data:" (and around the object): no copy to strip it
+                    obj = loads(line[5:])
+                except JSONDecodeError:
+                    data = line[5:].strip()
+                    if data == b"[DONE]":
+                        return _done(emit, usage, finish_reason, finish_t, chunks)
+                    try:
+                        obj = loads(data)
+                    except JSONDecodeError:  # part of a multi-line field, or bad UTF-8: judged at the event's end
+                        pending.append(data)
+                        continue
+            if type(obj) is not dict:
+                data = line[5:].strip() if data is None else data
+                return emit(schema.ERROR, {"cls": schema.ERR_MALFORMED,
+                                           "message": f"SSE data is not a JSON object: {_text(data)[:80]!r}"})
+            choices = obj.get("choices")
+            if not choices and "error" in obj:
+                err = obj["error"]
+                msg = err.get("message") if isinstance(err, dict) else str(err)
+                return emit(schema.ERROR, {"cls": schema.ERR_HTTP, "status": resp.status_code,
+                                           "message": f"error in stream: {msg}"})
+            n = None
+            u = obj.get("usage")
+            if u and type(u) is dict:
+                usage = _usage_fields(u)
+                ct = usage.get("completion_tokens")
+                if isinstance(ct, int):
+                    n = ct - last_completion
+                    last_completion = ct
+            if not choices or type(choices) is not list:
+                continue
+            choice = choices[0]
+            if type(choice) is not dict:
+                continue
+            if len(choices) > 1 or choice.get("index", 0) not in (0, None):
+                return emit(schema.ERROR, {"cls": schema.ERR_OTHER, "message": N_CHOICES_MESSAGE})
+            fr = choice.get("finish_reason")
+            if fr:
+                if finish_t is None:
+                    finish_t = t
+                finish_reason = fr[:64] if type(fr) is str else _text(orjson.dumps(fr)[:64])
+            delta = choice.get("delta")
+            tok: dict[str, Any] | None = None
+            if delta is not None and type(delta) is dict:  # chat
+                content = delta.get("content")
+                if type(content) is not str:  # null, or odd but valid JSON (a number, a list): no text
+                    content = None
+                if content and "reasoning_content" not in delta and "reasoning" not in delta:
+                    # the common case, decided in one look-up: a content token
+                    text = cached(content)
+                    if text is None:
+                        text = clean(content)
+                    chunks += 1
+                    progressed = True
+                    if n is None:
+                        ev = Event(t, TOKEN, lane, req, {"text": text})  # == emit(TOKEN, ...), inlined
+                    else:
+                        ev = Event(t, TOKEN, lane, req, {"text": text, "n": n})
+                    out(ev)
+                    if rec is not None:  # Assembler.apply of a content token, inlined
+                        rec.token_ns.append(t)
+                        rec.chunk_tokens.append(n)
+                        if rec.first_content_ns is None:
+                            rec.first_content_ns = t
+                        if keep_text and text:
+                            rec.text_parts.append(text)
+                    else:
+                        rec = asm.open.get(req)
+                        apply(ev)
+                    continue
                 reasoning = delta.get("reasoning_content") or delta.get("reasoning")
                 if type(reasoning) is not str:
                     reasoning = None
@@ -174,27 +259,29 @@ async def read_sse(resp: httpx.Response, emit, hot: tuple, t0: int, *, redactor:
                 else:
                     tools = delta.get("tool_calls")
                     if tools and type(tools) is list:
-                        tok = {"text": "", "tool_calls": (redactor or _NO_REDACTION).scrub(tools, 16384)}
-        else:  # completions
-            text = choice.get("text")
-            if text and type(text) is str:
-                tok = {"text": clean(text)}
-        if tok is None:  # no text: tokens still arrived if usage advanced or logprobs name them
-            blank = n if n is not None else _logprob_tokens(choice.get("logprobs"))
-            if blank is not None and blank > 0:
-                tok = {"text": "", "blank": True}
-                if n is None:
-                    n = blank
-        if tok is not None or n is not None:
-            if progress is not None:
-                progress.t = mono()
-        if tok is not None:
-            if n is not None:
-                tok["n"] = n
-            chunks += 1
-            ev = Event(read.t - t0, TOKEN, lane, req, tok)  # == emit(TOKEN, tok), inlined: the hot path
-            out(ev)
-            apply(ev)
+                        tok = {"text": "", "tool_calls": red.scrub(tools, 16384)}
+            else:  # completions
+                text = choice.get("text")
+                if text and type(text) is str:
+                    tok = {"text": clean(text)}
+            if tok is None:  # no text: tokens still arrived if usage advanced or logprobs name them
+                blank = n if n is not None else _logprob_tokens(choice.get("logprobs"))
+                if blank is not None and blank > 0:
+                    tok = {"text": "", "blank": True}
+                    if n is None:
+                        n = blank
+            if tok is not None or n is not None:
+                progressed = True
+            if tok is not None:
+                if n is not None:
+                    tok["n"] = n
+                chunks += 1
+                ev = Event(t, TOKEN, lane, req, tok)  # == emit(TOKEN, tok), inlined: the hot path
+                out(ev)
+                apply(ev)
+                rec = asm.open.get(req)
+        if progressed and progress is not None:  # once a read: the stall window counts from here
+            progress.t = mono()
     # body ended without [DONE]: done if the lane said why it finished, else cut
     if finish_reason is not None:
         return _done(emit, usage, finish_reason, finish_t, chunks, note=NO_DONE_NOTE)
