@@ -20,29 +20,20 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+sys.path.insert(0, os.path.dirname(__file__))
+
+from _source import HarnessSource  # noqa: E402
 
 
-class LoadSource:
+class LoadSource(HarnessSource):
     """Source protocol: ``per_lane`` closed-loop workers per lane for ``seconds``."""
 
-    mode = "live"
-    speed = None
-    recording_path = None
-
     def __init__(self, lanes, per_lane: int, seconds: float, max_tokens: int = 64) -> None:
-        from lanemon.workloads.harness import Harness
-
-        self.harness = Harness(lanes, keep_events=False)
-        self.bus = self.harness.bus
-        self.lanes = [lane.public() for lane in lanes]
+        super().__init__(lanes)
         self.per_lane, self.seconds, self.max_tokens = per_lane, seconds, max_tokens
-        self.paused = False
-        self.finished = False
         self.requests = 0
-        self._stop = False
 
-    async def run(self) -> None:
-        await self.harness.connect()
+    def workers(self):
         deadline = time.monotonic() + self.seconds
 
         async def worker(lane: str, i: int) -> None:
@@ -53,23 +44,7 @@ class LoadSource:
                 self.requests += 1
                 k += 1
 
-        try:
-            await asyncio.gather(*(worker(lane, i) for lane in self.harness.names for i in range(self.per_lane)))
-        finally:
-            await self.harness.aclose()
-            self.finished = True
-
-    def toggle_pause(self) -> bool:
-        return False
-
-    def faster(self) -> None:
-        return None
-
-    def slower(self) -> None:
-        return None
-
-    def stop(self) -> None:
-        self._stop = True
+        return [worker(lane, i) for lane in self.harness.names for i in range(self.per_lane)]
 
 
 async def run(args) -> dict:

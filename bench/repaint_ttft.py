@@ -29,33 +29,25 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+sys.path.insert(0, os.path.dirname(__file__))
+
+from _source import HarnessSource  # noqa: E402
 
 
-class StreamSource:
+class StreamSource(HarnessSource):
     """Source protocol: ``streams`` closed-loop requests on lane A until stopped; keeps every record."""
 
-    mode = "live"
-    speed = None
-    recording_path = None
-
     def __init__(self, lanes, streams: int, max_tokens: int) -> None:
-        from lanemon.workloads.harness import Harness
-
-        self.harness = Harness(lanes, keep_events=False)
-        self.bus = self.harness.bus
-        self.lanes = [lane.public() for lane in lanes]
+        super().__init__(lanes)
         self.streams, self.max_tokens = streams, max_tokens
-        self.paused = False
-        self.finished = False
         self.records: list = []
-        self._stop = False
 
-    async def run(self) -> None:
-        await self.harness.connect()
+    async def warm(self) -> None:
         # one warm connection per stream, so no TCP set-up is in the measured requests
         await asyncio.gather(*(self.harness.request("A", "chat", prompt=f"warm {i}", max_tokens=1)
                                for i in range(self.streams)))
 
+    def workers(self):
         async def worker(i: int) -> None:
             k = 0
             while not self._stop:
@@ -64,23 +56,7 @@ class StreamSource:
                 self.records.append(rec)
                 k += 1
 
-        try:
-            await asyncio.gather(*(worker(i) for i in range(self.streams)))
-        finally:
-            await self.harness.aclose()
-            self.finished = True
-
-    def toggle_pause(self) -> bool:
-        return False
-
-    def faster(self) -> None:
-        return None
-
-    def slower(self) -> None:
-        return None
-
-    def stop(self) -> None:
-        self._stop = True
+        return [worker(i) for i in range(self.streams)]
 
 
 async def one_run(url: str, mode: str, args) -> tuple[list, list[float]]:
