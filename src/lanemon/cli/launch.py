@@ -112,6 +112,7 @@ def run_app_shared(source: Any, theme: str | None, args: argparse.Namespace) -> 
             app.notify(message, severity=level, timeout=6, markup=False)  # type: ignore[arg-type]
 
     publisher.on_notice = notice
+    app.share = publisher  # the status bar says it is shared, to how many; `s` shows how to attach
 
     async def announce() -> None:
         while not app.is_running:

@@ -84,8 +84,8 @@ class LanemonApp(App):
         Binding("q", "quit", "Quit"),
         Binding("p", "toggle_pause", "Pause/resume"),
         Binding("space", "toggle_pause", "Pause/resume", show=False),
-        Binding("plus,equals_sign", "faster", "Faster", key_display="+"),
-        Binding("minus", "slower", "Slower", key_display="-"),
+        Binding("plus,equals_sign", "faster", "faster", key_display="+", group=Binding.Group("speed", compact=True)),
+        Binding("minus", "slower", "slower", key_display="-", group=Binding.Group("speed", compact=True)),
         Binding("d", "open('dashboard')", "Dashboard"),
         Binding("b", "open('bench')", "Bench"),
         Binding("g", "open('gauntlet')", "Gauntlet"),
@@ -101,6 +101,7 @@ class LanemonApp(App):
         Binding("home", "seek_start", "to start", show=False),
         Binding("end", "seek_end", "to end", show=False),
         Binding("h", "toggle_host", "Host"),
+        Binding("s", "share_info", "Attach", show=True),  # a shared session: how viewers attach (the token)
         Binding("exclamation_mark", "open('alerts')", "Alerts", key_display="!"),
         Binding("y", "open('history')", "History", show=False),
     ]
@@ -111,6 +112,9 @@ class LanemonApp(App):
         super().__init__()
         self.source: Any = source if source is not None else NoSource()
         self.refresh_hz = refresh_hz
+        self.share: Any = None
+        """The share publisher while this session is served to viewers (``url``, ``viewers``,
+        ``attach_command``): the status bar says so, ``s`` repeats how to attach."""
         self.theme_warnings = list(theme_warnings or [])
         for t in themes.values():
             self.register_theme(t)
@@ -494,6 +498,8 @@ class LanemonApp(App):
             return self.source.mode == "replay"
         if action in ("seek_by", "seek_marker", "seek_start", "seek_end"):
             return self.source.mode == "replay" and hasattr(self.source, "seek")
+        if action == "share_info":  # only while this session is shared (lanemon share, demo --share)
+            return self.share is not None
         if action == "toggle_host":  # the host strip lives on the dashboard only
             return isinstance(self.screen, DashboardScreen)
         if action == "toggle_pause":  # a bench or a gauntlet cannot pause mid-run
@@ -509,6 +515,15 @@ class LanemonApp(App):
             if name == "alerts":  # in the footer once there are rules or alerts (the banner says "!" too)
                 return bool(self.alert_log) or bool(getattr(self.monitor, "alerter", None))
         return True
+
+    def action_share_info(self) -> None:
+        """``s`` on a shared session: the attach command again (with its token), and who watches."""
+        pub = self.share
+        if pub is None:
+            return
+        n = pub.viewers
+        self.notify(f"viewers attach with:\n{pub.attach_command}\n({n} watching now)",
+                    title=f"sharing on {pub.url}", timeout=20, markup=False)
 
     def action_toggle_host(self) -> None:
         """Show or hide the host panel (CPU, memory, network of this machine)."""

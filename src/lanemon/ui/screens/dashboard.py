@@ -151,7 +151,9 @@ class DashboardScreen(LanemonScreen):
         Binding("W", "window(-1)", "Narrow window", show=False),
         Binding("z", "zoom", "Zoom lane"),
         Binding("c", "chart", "Next chart"),
-        *(Binding(str(k), f"zoom_lane({k - 1})", f"Zoom lane {k}", show=False) for k in range(1, 9)),
+        # one footer hint for the eight (``1–8 Lane N``); each key is in the palette by its own name
+        Binding("1", "zoom_lane(0)", "Lane N", key_display="1–8"),
+        *(Binding(str(k), f"zoom_lane({k - 1})", f"Zoom lane {k}", show=False) for k in range(2, 9)),
     ]
     DEFAULT_CSS = """
     DashboardScreen #lanes { height: auto; max-height: 50%; padding: 0 1; grid-gutter: 0 1; grid-rows: auto;
@@ -314,6 +316,7 @@ class DashboardScreen(LanemonScreen):
             self._charts_grid = next(iter(self.query("#charts")), None)
         charts = self._charts_grid.size if self._charts_grid is not None else None
         return (*versions, self.window_s, self.zoomed, self.third, s.paused, s.speed,
+                getattr(getattr(app, "share", None), "viewers", None),
                 s.finished, str(s.recording_path), self.size, charts)
 
     def draw(self, app: Any) -> None:

@@ -37,6 +37,15 @@ def recent_starvation(state) -> Starvation | None:
     return starvation_cause(load.last_bound)
 
 
+def _shared(app) -> int | None:
+    """Viewers watching when the app's session is shared (``app.share``, a share Publisher), else None."""
+    pub = getattr(app, "share", None)
+    if pub is None:
+        return None
+    n = getattr(pub, "viewers", 0)
+    return n if isinstance(n, int) else 0
+
+
 class InfoBar(Horizontal):
     """A one-line bar docked at the top: a chip at the left (``CHIP`` is its id), the facts (``#info``)
     after it, a path at the right end (``#path``).  The status bar and the bench screen's header are two."""
@@ -94,6 +103,7 @@ class StatusBar(InfoBar):
             speed=getattr(source, "speed", None),
             finished=bool(getattr(source, "finished", False)),
             recording_path=getattr(source, "recording_path", None),
+            shared=_shared(self.app),
         )
 
     def update_from(
@@ -108,8 +118,12 @@ class StatusBar(InfoBar):
         recording_path: Path | str | None,
         own_cpu_pct: float | None = None,
         starved: Starvation | None = None,
+        shared: int | None = None,
     ) -> None:
-        self.show_chip(mode.upper(), f"-{mode}", ("-live", "-demo", "-replay"))
+        chip = mode.upper()
+        if shared is not None:  # served to viewers (lanemon share): said all along, with how many; `s` tells how
+            chip += f" · SHARED {shared} viewer{'s' * (shared != 1)}"
+        self.show_chip(chip, f"-{mode}", ("-live", "-demo", "-replay"))
 
         parts = [f"[b]{events:,}[/] events", f"[dim]t[/] {fmt.event_time(last_t)}"]
         if mode == "replay" and speed is not None:
