@@ -101,7 +101,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             console = Console(highlight=False)
             if not console.is_terminal:  # a pipe: wide enough that rows do not wrap
                 console = Console(highlight=False, width=150)
-            for r in rich_renderables(result):
+            for r in rich_renderables(result, console.width):
                 console.print(r)
         else:
             sys.stdout.write(render(result, fmt))

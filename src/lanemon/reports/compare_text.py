@@ -201,13 +201,18 @@ def _headers(result: dict[str, Any]) -> list[str]:
     return ["bench", "lane", "cell", "metric", a, b, "ratio", "change"]
 
 
-def table_rows(result: dict[str, Any]) -> list[list[str]]:
+def table_rows(result: dict[str, Any], ranges: bool = True) -> list[list[str]]:
+    """The table's rows as text; ``ranges=False`` leaves the reps' ranges out of the old and new cells (a
+    narrow terminal keeps the figures and the verdict instead)."""
     names = side_names(result)
     lanes_mode = result.get("mode") == "lanes"
+
+    def rng(r: Any, unit: str) -> str:
+        return range_text(r, unit) if ranges else ""
     return [[r["bench"]] + ([] if lanes_mode else [r["lane"]]) + [
              cell_text(r), r["label"],
-             value_text(r["old"], r["unit"], r["metric"]) + range_text(r["old_range"], r["unit"]),
-             value_text(r["new"], r["unit"], r["metric"]) + range_text(r["new_range"], r["unit"]),
+             value_text(r["old"], r["unit"], r["metric"]) + rng(r["old_range"], r["unit"]),
+             value_text(r["new"], r["unit"], r["metric"]) + rng(r["new_range"], r["unit"]),
              ratio_str(r), change_text(r, names)] for r in result["rows"]]
 
 
@@ -222,8 +227,58 @@ NOTE = ("Significant = an exact permutation test on the reps (at least 3 a side)
         "McNemar test. Cells lanemon ran while itself starved (client-bound) are not judged.")
 
 
+WRAPS = {"metric": 20, "change": 16}
+"""Columns of words, which wrap: each counts this wide at most when the table is fitted to a terminal (the
+figures' columns never wrap)."""
+
+
+def fitted_compare_table(result: dict[str, Any], width: int | None):
+    """:func:`compare_table` for ``width`` columns: whole when it fits (the metric's words may wrap); else
+    without the reps' ranges (said in ``notes``), then columns dropped by rank as :meth:`ResultTable.fit` does."""
+    from dataclasses import replace as _replace
+
+    full = compare_table(result)
+    if width is None:
+        return full
+
+    def fit(model):
+        widths = model.col_widths()
+        slack = sum(max(0, w - WRAPS[c.label]) for c, w in zip(model.columns, widths) if c.label in WRAPS)
+        return model.fit(width + slack)
+    t = fit(full)
+    if not [h for h in t.hidden if h != "bench"]:
+        return t
+    t = fit(compare_table(result, ranges=False))
+    return _replace(t, notes=t.notes + ["the reps' ranges of old and new are left out at this width "
+                                         "(a wider terminal, --format md or --json shows them)"])
+
+
+def compare_table(result: dict[str, Any], ranges: bool = True):
+    """The figures as a :class:`lanemon.reports.tables.ResultTable` (the model the terminal table is fitted
+    from): on a narrow terminal the old value goes first, then the change words, then the bench when every row
+    is of one bench; the lane, cell, metric, new value and ratio always stay (a number is never shown without
+    its label, nor a row without its lane)."""
+    from lanemon.reports.tables import BAD, GOOD, Cell, Column, ResultTable
+
+    heads = _headers(result)
+    several = len({r["bench"] for r in result["rows"]}) > 1
+    cols = []
+    for i, h in enumerate(heads):
+        left = h in ("bench", "lane", "cell", "metric", "change")
+        back = len(heads) - i  # old is 4th from the end, change the last
+        drop = {4: 3, 1: 2}.get(back, 0)
+        if h == "bench" and i == 0:
+            drop = 0 if several else 4
+        cols.append(Column(h, drop, "left" if left else "right"))
+    rows = []
+    for r, cells_ in zip(result["rows"], table_rows(result, ranges)):
+        tag = (GOOD if r["better"] == "new" else BAD) if r["significant"] else ("dim" if r["better"] is not None else None)
+        rows.append([Cell(text, tag) for text in cells_])
+    return ResultTable("compare", "", cols, rows)
+
+
 # ----------------------------------------------------------------- renderers
-def rich_renderables(result: dict[str, Any]) -> list[Any]:
+def rich_renderables(result: dict[str, Any], width: int | None = None) -> list[Any]:
     from rich.table import Table
     from rich.text import Text
 
@@ -233,17 +288,17 @@ def rich_renderables(result: dict[str, Any]) -> list[Any]:
     out += [Text(t, style="bold yellow" if t.startswith("INTERRUPTED") else "bold") for t in lead(result)]
     out += [Text(f"{a}: {side_title(result, 'old')}"), Text(f"{b}: {side_title(result, 'new')}"),
             Text(summary_line(result))]
+    model = fitted_compare_table(result, width)  # the columns that fit, whole (Rich would cut or wrap figures)
     t = Table(show_lines=False, header_style="bold")
-    for h in _headers(result):
-        t.add_column(h, justify="right" if h not in ("bench", "lane", "cell", "metric", "change") else "left")
-    for r, cells_ in zip(result["rows"], table_rows(result)):
-        style = None
-        if r["significant"]:
-            style = "bold green" if r["better"] == "new" else "bold red"
-        elif r["better"] is not None:
-            style = "dim"
-        t.add_row(*cells_, style=style)
+    for c in model.columns:  # every column but the words (metric, change) on one line: no figure split or cut
+        t.add_column(c.label, justify=c.align, no_wrap=c.label not in WRAPS)
+    styles = {"good": "bold green", "bad": "bold red", "dim": "dim"}
+    for row in model.rows:
+        tag = next((c.tag for c in row if c.tag), None)
+        t.add_row(*[c.text for c in row], style=styles.get(tag or ""))
     out.append(t)
+    for note in model.notes + ([model.hidden_note()] if model.hidden else []):
+        out.append(Text(note, style="dim"))
     for label, items in ((f"only in {a}", result["only_old"]), (f"only in {b}", result["only_new"])):
         if items:
             out.append(Text(f"{label}: " + ", ".join(_only_text(items))))
@@ -258,7 +313,7 @@ def render_table(result: dict[str, Any], width: int = 150) -> str:
 
     buf = io.StringIO()
     console = Console(file=buf, width=width, color_system=None, force_terminal=False, highlight=False)
-    for r in rich_renderables(result):
+    for r in rich_renderables(result, width):
         console.print(r)
     return buf.getvalue()
 
