@@ -205,3 +205,30 @@ async def test_replaying_a_load_recording_shows_the_load_table_fitted_with_its_e
         notes = " ".join(str(w.render()) for w in app.screen.query(Static))
         assert "hidden at this width" in notes
         await pilot.press("q")
+
+
+async def test_a_running_bench_load_in_the_tui_shows_its_load_table_as_reps_end(load_run):
+    """Live (no recording yet): the TUI of `bench load` opens the result screen on the run's own events, and
+    shows the load table with tok/J as reps end (before, it opened the dashboard and showed no table)."""
+    from textual.widgets import DataTable, Static
+
+    from lanemon.recording.reader import read_events
+    from lanemon.ui.app import make_app
+    from lanemon.ui.sample import ScriptedSource
+
+    _, rec = load_run
+    _, events, _ = read_events(rec)
+    source = ScriptedSource(list(events), mode="bench", hold=True)
+    source.kind = "load"
+    app = make_app(source)
+    async with app.run_test(size=(160, 45)) as pilot:
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if app.screen.query(DataTable):
+                break
+        assert app.screen_name() == "result"
+        labels = [str(c.label) for c in app.screen.query(DataTable).first().columns.values()]
+        assert "tok/J" in labels and ("$/1M tok" in labels or "$/1M" in labels)
+        title = str(app.screen.query_one("#result-title", Static).render())
+        assert "running" in title
+        await pilot.press("q")

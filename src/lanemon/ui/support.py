@@ -37,6 +37,8 @@ def workload_of(source: Any) -> tuple[str | None, str | None]:
     qeval: the result screen, kind = the command)."""
     if getattr(source, "mode", None) == "bench" and getattr(source, "kind", None) in BENCH_KINDS:
         return "bench", source.kind
+    if getattr(source, "mode", None) == "bench" and getattr(source, "kind", None) in ("load", "sweep"):
+        return "result", source.kind  # their table as reps / levels end (the result screen, from the run's events)
     header = getattr(getattr(source, "recording", None), "header", None)
     bench = header.get("bench") if isinstance(header, dict) else None
     if bench in BENCH_KINDS:

@@ -74,12 +74,41 @@ class ResultScreen(LanemonScreen):
         yield Footer()
 
     def on_mount(self) -> None:
+        self._analysing = False
+        self._analysed_at: tuple | None = None
+        if not self._live():
+            self._analysing = True
+            self.run_worker(self._analyse, thread=True, group="result", exit_on_error=False)
+
+    def _live(self) -> Any:
+        """The running bench (``bench load`` / ``sweep`` in the TUI) whose events this screen reads, else None."""
+        source = getattr(self.app, "source", None)
+        return source if self.recording is None and isinstance(getattr(source, "events", None), list) else None
+
+    def fingerprint(self, app: Any) -> tuple:
+        """Live: the marks seen so far (a rep or level ended) and whether the run finished."""
+        source = self._live()
+        if source is None:
+            return ()
+        return (len(getattr(app, "marker_labels", ()) or ()), bool(getattr(source, "finished", False)))
+
+    def draw(self, app: Any) -> None:
+        """Live: analyse the run's events again (in a thread; one at a time) when a mark arrived."""
+        fp = self.fingerprint(app)
+        if self._live() is None or self._analysing or fp == self._analysed_at:
+            return
+        self._analysing, self._analysed_at = True, fp
         self.run_worker(self._analyse, thread=True, group="result", exit_on_error=False)
 
     def _analyse(self) -> None:
         from lanemon.reports.analyse import analyze
 
         try:
+            live = self._live()
+            if live is not None:
+                sections = result_sections(self.kind, analyze(list(live.events)))
+                self.app.call_from_thread(self.show, sections)
+                return
             path = getattr(self.recording, "path", None) or self.recording
             sections = result_sections(self.kind, analyze(path))
         except Exception as exc:  # a bad recording is a line on the screen, never a traceback
@@ -88,22 +117,31 @@ class ResultScreen(LanemonScreen):
         self.app.call_from_thread(self.show, sections)
 
     def _show_error(self, message: str) -> None:
+        self._analysing = False
         self.error = message
         self.query_one("#result-title", Static).update(
             f"[b]{TITLES.get(self.kind, self.kind)}[/]  [$error]cannot read the results: {escape(message)}[/]")
 
-    def show(self, sections: list[Any]) -> None:
-        """Mount each section: finding (bold), caption, table(s), notes."""
+    async def show(self, sections: list[Any]) -> None:
+        """Mount each section: finding (bold), caption, table(s), notes (the previous ones removed first: a
+        live run shows its results again as reps end)."""
+        self._analysing = False
         self.sections = sections
+        self._shown_width = self.size.width
         body = self.query_one("#result-body", VerticalScroll)
-        body.remove_children()
+        await body.remove_children()
+        live = self._live()
+        running = live is not None and not getattr(live, "finished", False)
         where = getattr(self.app, "source", None)
         where = getattr(where, "recording_path", None) or getattr(self.recording, "path", None)
         self.query_one("#result-title", Static).update(
-            f"[b]{TITLES.get(self.kind, self.kind.upper())}[/]  results as recorded"
+            f"[b]{TITLES.get(self.kind, self.kind.upper())}[/]  "
+            + ("running · results so far · d dashboard" if running else
+               "results" if live is not None else "results as recorded")
             + (f" · {escape(Path(str(where)).name)}" if where else ""))
         if not sections:
-            body.mount(Static("this recording holds no finished result", classes="result-caption"))
+            await body.mount(Static("running: no rep has finished yet (d shows the dashboard)" if running else
+                                    "this recording holds no finished result", classes="result-caption"))
             return
         widgets: list[Any] = []
         for s in sections:
@@ -127,7 +165,14 @@ class ResultScreen(LanemonScreen):
                 widgets.append(table)
             if notes:
                 widgets.append(Static(escape("\n".join(notes)), classes="result-notes"))
-        body.mount(*widgets)
+        await body.mount(*widgets)
+
+    def on_resize(self) -> None:
+        """The load table is fitted to the width: fit it again (from the sections already computed)."""
+        width = self.size.width
+        if self.sections and any(getattr(s, "model", None) is not None for s in self.sections) \
+                and width != getattr(self, "_shown_width", width):
+            self.call_after_refresh(self.show, self.sections)
 
     def action_scroll(self, lines: int) -> None:
         body = self.query_one("#result-body", VerticalScroll)
