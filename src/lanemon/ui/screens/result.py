@@ -86,11 +86,13 @@ class ResultScreen(LanemonScreen):
         return source if self.recording is None and isinstance(getattr(source, "events", None), list) else None
 
     def fingerprint(self, app: Any) -> tuple:
-        """Live: the marks seen so far (a rep or level ended) and whether the run finished."""
+        """Live: the cells ended so far (a rep or level: its end mark, ``✓``) and whether the run finished --
+        the results are computed again only then, never while a rep measures for nothing new."""
         source = self._live()
         if source is None:
             return ()
-        return (len(getattr(app, "marker_labels", ()) or ()), bool(getattr(source, "finished", False)))
+        ended = sum(1 for label in (getattr(app, "marker_labels", None) or {}).values() if str(label).endswith("✓"))
+        return (ended, bool(getattr(source, "finished", False)))
 
     def draw(self, app: Any) -> None:
         """Live: analyse the run's events again (in a thread; one at a time) when a mark arrived."""
@@ -105,8 +107,11 @@ class ResultScreen(LanemonScreen):
 
         try:
             live = self._live()
-            if live is not None:
-                sections = result_sections(self.kind, analyze(list(live.events)))
+            if live is not None:  # the run's own results (BenchRun.results: the bench's JSON, engine views on)
+                results = getattr(live, "results", None)
+                analysis = ({"environment": {"lanes": [{"name": d.get("name")} for d in live.lanes]},
+                             self.kind: results()} if callable(results) else analyze(list(live.events)))
+                sections = result_sections(self.kind, analysis)
                 self.app.call_from_thread(self.show, sections)
                 return
             path = getattr(self.recording, "path", None) or self.recording
