@@ -250,3 +250,34 @@ async def test_a_lane_with_two_series_is_one_lane_solid_and_broken():
         assert bottom and any(b - a > 1 for a, b in zip(bottom, bottom[1:]))  # broken: gaps along the line
         running_cols = sorted(c for (_, c), (_, owners) in grid.items() if "A running" in owners)
         assert running_cols == list(range(running_cols[0], running_cols[-1] + 1))  # solid: no gaps
+
+
+async def test_a_live_chart_settles_a_column_at_a_time_and_repaints_only_changed_lines():
+    """Issue 23: ``settle`` holds a point until its column is complete (the axis and the new points move
+    together, once per column-period), and a repaint redraws the lines that changed, not the chart."""
+    app = ChartApp()
+    window = 60 * S
+    async with app.run_test(size=(80, 24)) as pilot:
+        chart = app.query_one(TimeChart)
+        column = chart.column_ns(window)
+        base = [(i * S, 0.170) for i in range(60, 100)]
+        args = dict(marks={}, colours={"A": "#ffffff"}, value_fmt=lambda v: f"{v * 1000:.0f} ms",
+                    x_fmt=lambda t: f"{t / S:.0f}s", window_ns=window, settle=True, y_max=0.25)
+        t1 = 100 * column  # on a column's edge
+        chart.show(series={"A": base}, t0=t1 - window, t1=t1, **args)
+        await pilot.pause()
+        lines = chart.size.height
+        drawn, repaints = chart.lines_repainted, chart.repaints
+        # a new point inside the column being filled: held, nothing repainted
+        late = base + [(t1 + column // 2, 0.2)]
+        chart.show(series={"A": late}, t0=t1 + column // 2 - window, t1=t1 + column // 2, **args)
+        assert chart.repaints == repaints and (t1 + column // 2, 0.2) not in chart.series["A"]
+        # the column complete: drawn, with the axis step; only the lines that changed are redrawn
+        chart.show(series={"A": late}, t0=t1 + column - window, t1=t1 + column, **args)
+        assert chart.repaints == repaints + 1 and (t1 + column // 2, 0.2) in chart.series["A"]
+        await pilot.pause()
+        assert 0 < chart.lines_repainted - drawn < lines - 3  # not the title, nor the empty rows
+        # unsettled (a replay, a paused screen): every point at once
+        chart.show(series={"A": late + [(t1 + column + 1, 0.1)]}, t0=t1 + column + 1 - window,
+                   t1=t1 + column + 1, **{**args, "settle": False})
+        assert (t1 + column + 1, 0.1) in chart.series["A"]

@@ -55,6 +55,9 @@ DEMO_PROMPTS = (
 class LiveSession:
     """Probe loops over real lanes; every event goes to the bus (and the recorder)."""
 
+    real_time = True
+    """Its events happen now (the dashboard's charts settle a column at a time, ui/screens/dashboard.py)."""
+
     def __init__(
         self,
         lanes: Sequence[LaneConfig],

@@ -32,6 +32,8 @@ class RemoteSource:
     """Events from ``lanemon share`` at ``url`` (ws://HOST:PORT), shown read-only."""
 
     mode = "attach"
+    real_time = True
+    """A shared live session's events, as they happen."""
 
     def __init__(self, url: str, token: str, *, bus: EventBus | None = None, open_timeout: float = 5.0,
                  max_held_events: int = 500_000) -> None:

@@ -89,13 +89,16 @@ class ScriptedSource:
     """An in-memory :class:`~lanemon.ui.app.Source` that publishes a fixed list of events.
 
     ``run()`` publishes everything (honouring pause) and then sets ``finished``;
-    with ``hold=True`` it then waits until :meth:`stop` like a live session.
+    with ``hold=True`` it then waits until :meth:`stop` like a live session.  ``real_time=True``: the
+    screens treat it as a session happening now (a test that feeds it as time goes by: the dashboard's charts
+    settle a column at a time and the status bar ticks once a second, as for ``LiveSession``).
     """
 
     def __init__(self, events: list[Event] | None = None, *, lanes: list[dict[str, Any]] | None = None,
                  mode: str = "demo", recording_path: Path | None = None, speed: float | None = None,
-                 hold: bool = False) -> None:
+                 hold: bool = False, real_time: bool = False) -> None:
         self.mode = mode
+        self.real_time = real_time
         self.bus = EventBus()
         self.lanes = list(SAMPLE_LANES if lanes is None else lanes)
         self.recording_path = recording_path

@@ -205,6 +205,11 @@ class DashboardScreen(LanemonScreen):
         """Lanes over-saturated over the chart window (their badge says SATURATED), as of the last draw."""
         self._told: str | None = None
         """The starvation cause last explained in a notification (``steal``, ``own``, ``machine``)."""
+        self._stats_at: tuple[int, tuple] | None = None
+        """(session time, lanes/window/size/colours) of the window numbers as last drawn (live: once a second)."""
+        self._charts: dict[str, TimeChart] | None = None
+        self._charts_gate: tuple | None = None
+        """What the charts were last drawn for, live: the axes' columns, lanes, window, size, colours."""
         self._server_charts: tuple[str, ...] = ()
         self._tall = False
         """The server charts that have data (``chart-server``, ``chart-kv``)."""
@@ -380,9 +385,26 @@ class DashboardScreen(LanemonScreen):
         final = bool(app.source.finished)
         window = window_text(self.window_s)
         slo = (getattr(app.source, "monitor_options", None) or {}).get("slo") or {}
-        attained = {n: slo_window(series, n, t0, t1, slo, final=final) for n in lanes} if slo else None
-        self.query_one(LaneStats).update_from({n: series.window(n, t0, t1, final=final) for n in lanes}, colours,
-                                              window, slo=attained)
+        # settle: live, new points wait for their column to be complete (one repaint per column-period), and
+        # the window's numbers move at most once a second of session time (a Rich table is the dearest
+        # widget to render: ~10 ms)
+        settle = bool(getattr(app.source, "real_time", False)) and not final and not app.source.paused
+        shape = (tuple(lanes), self.window_s, self.size, tuple(colours.items()), bool(slo))
+        held = self._stats_at
+        if not settle or held is None or held[1] != shape or not held[0] <= t1 < held[0] + NS:
+            self._stats_at = (t1, shape)
+            attained = {n: slo_window(series, n, t0, t1, slo, final=final) for n in lanes} if slo else None
+            self.query_one(LaneStats).update_from({n: series.window(n, t0, t1, final=final) for n in lanes},
+                                                  colours, window, slo=attained)
+        if self._charts is None:
+            self._charts = {chart_id: self.query_one(f"#{chart_id}", TimeChart) for chart_id, _ in CHARTS}
+        # live, the charts change only when one of their axes moved a column (what came in meanwhile waits for
+        # its column: settle), so between those steps nothing of theirs is computed
+        gate = (shape, self.third, tuple(t1 // c.column_ns(self.window_s * NS) for c in self._charts.values()
+                                         if c.display))
+        if settle and gate == self._charts_gate:
+            return
+        self._charts_gate = gate if settle else None
         clean: dict[str, list] = {"ttft": {}, "decode": {}}
         marks: dict[str, list] = {}
         for name in lanes:
@@ -404,7 +426,8 @@ class DashboardScreen(LanemonScreen):
             clean["ttft"][name], clean["decode"][name], marks[name] = ttft, tok, flagged
         # window_ns: a chart's time axis moves a column at a time (not at every event): it repaints when a
         # column's worth of time went by or its data changed (widgets/repaint.py)
-        common = dict(t0=t0, t1=t1, window_ns=self.window_s * NS, colours=colours, x_fmt=fmt.event_time,
+        common = dict(t0=t0, t1=t1, window_ns=self.window_s * NS, settle=settle, colours=colours,
+                      x_fmt=fmt.event_time,
                       wall=self._wall(app),
                       shared_colour=shared_colour(app), note=f"last {window}")
         self.query_one("#chart-ttft", TimeChart).show(series=clean["ttft"], marks=marks, value_fmt=seconds_axis,

@@ -87,12 +87,18 @@ class LanePanel(LaneCard):
     LanePanel #brief { display: none; width: 1fr; }
     LanePanel.-compact #brief { display: block; }
     LanePanel #badge.-up { background: $success; color: $background; }
+    /* as wide as ``UP 999 ms``: the /models round trip moving between 4 and 13 ms must not reflow the screen */
+    LanePanel #badge.-up { min-width: 11; text-align: center; }
+    LanePanel.-compact #badge.-up { min-width: 5; }
     LanePanel #badge.-down { background: $error; color: $background; }
     LanePanel #badge.-saturated { background: $warning; color: $background; }
     LanePanel #badge.-unknown { background: $panel; color: $text-muted; }
     LanePanel #model { color: $text; width: 1fr; }
     LanePanel .key { color: $text-muted; width: 9; }
     LanePanel .val { text-style: bold; width: auto; min-width: 7; margin-right: 1; }
+    /* a decode rate as wide as it gets under 1,000 tok/s (``111.4 tok/s``): its figure moving between
+       ``77.8`` and ``111.4`` must not reflow the screen at every probe (docs/UI.md "Drawing cheaply") */
+    LanePanel #tps-last, LanePanel #tps-median { min-width: 11; }
     LanePanel .med { color: $text-muted; width: auto; margin-right: 1; }
     LanePanel .spark-label { color: $text-muted; width: 1fr; }
     /* a narrow panel (many lanes, small terminal) keeps the latest figures; the medians and

@@ -32,10 +32,11 @@ from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style as RichStyle
 from rich.text import Text
+from textual.geometry import Region
 from textual.strip import Strip
 from textual.widgets import Static
 
-__all__ = ["CachedLines", "Versioned", "set_text", "text_strips"]
+__all__ = ["CachedLines", "Versioned", "line_strip", "set_text", "text_strips"]
 
 _UNSET = object()
 
@@ -114,36 +115,98 @@ class Versioned:
         self._drawn_key = _UNSET
 
 
+def line_strip(line: Text, y: int, console: Any, base: RichStyle) -> Strip:
+    """One content line as a :class:`Strip` (no wrapping: as wide as it was built), each segment over
+    ``base`` (the widget's own colour and background) and carrying its offset in the widget, as Textual's
+    own rendering of the text would (text selection reads it)."""
+    segments = []
+    x = 0
+    for seg in line.render(console):
+        style = base + seg.style if seg.style is not None else base
+        segments.append(Segment(seg.text, style + RichStyle.from_meta({"offset": (x, y)})))
+        x += len(seg.text)
+    return Strip(segments, line.cell_len)
+
+
 def text_strips(text: Text, console: Any, base: RichStyle) -> list[Strip]:
-    """One :class:`Strip` per line of ``text`` (no wrapping: each line is as wide as it was built), each
-    segment over ``base`` (the widget's own colour and background) and carrying its offset in the widget,
-    as Textual's own rendering of the text would (text selection reads it)."""
-    out = []
-    for y, line in enumerate(text.split("\n", allow_blank=True)):
-        segments = []
-        x = 0
-        for seg in line.render(console):
-            style = base + seg.style if seg.style is not None else base
-            segments.append(Segment(seg.text, style + RichStyle.from_meta({"offset": (x, y)})))
-            x += len(seg.text)
-        out.append(Strip(segments, line.cell_len))
-    return out
+    """One :class:`Strip` per line of ``text`` (:func:`line_strip`)."""
+    return [line_strip(line, y, console, base) for y, line in enumerate(text.split("\n", allow_blank=True))]
 
 
 class CachedLines(Versioned):
     """A :class:`Versioned` widget drawn through the Line API from its ``render()`` (a Rich ``Text``
-    whose lines are the widget's content lines): rendered once per repaint, size and style."""
+    whose lines are the widget's content lines), that repaints only the lines that changed.
+
+    A repaint (:meth:`repaint_if` with a new key) renders the text at once and compares it line by line
+    with what is on the screen: only the lines whose text or styles differ are turned into strips and
+    refreshed (``refresh(region)`` of those lines), so Textual's compositor redoes those lines alone --
+    a chart whose axis moved one column redraws its plot rows that hold points, not its title, y labels'
+    blank rows or empty rows; a new point redraws the rows it touched.  The first paint, a resize, a
+    style (theme) change or a hidden widget take the whole-widget path (``render_line`` renders all)."""
 
     _strips: list[Strip] | None = None
+    _lines: list[Text] | None = None
     _strips_for: Any = None
+    lines_repainted = 0
+    """Content lines turned into strips since mount (tests read it: the compositor redoes as many)."""
+
+    def _geometry(self) -> tuple[Any, Any]:
+        widget: Any = self
+        return widget.content_size, widget.visual_style
+
+    def repaint_if(self, key: Any) -> bool:
+        if key == self._drawn_key:
+            return False
+        self._drawn_key = key
+        self.repaints += 1
+        widget: Any = self
+        size, style = self._geometry()
+        if (self._strips is None or self._lines is None or not widget.is_mounted or not widget.region.area
+                or self._strips_for is None or self._strips_for[1:] != (size, style)):
+            self._strips = self._lines = None  # whole widget: rendered when Textual asks for its lines
+            widget.refresh()
+            return True
+        lines = widget.render().split("\n", allow_blank=True)
+        old_lines, old_strips = self._lines, self._strips
+        strips: list[Strip] = []
+        changed: list[int] = []
+        console, base = widget.app.console, style.rich_style
+        for y, line in enumerate(lines):
+            if y < len(old_lines) and old_lines[y] == line:
+                strips.append(old_strips[y])
+            else:
+                strips.append(line_strip(line, y, console, base))
+                changed.append(y)
+        changed += range(len(lines), len(old_lines))  # lines that are gone: blank now
+        self._lines, self._strips, self._strips_for = lines, strips, (self.repaints, size, style)
+        self.lines_repainted += len(changed)
+        width = size.width
+        for y0, y1 in _runs(changed):
+            widget.refresh(Region(0, y0, width, y1 - y0))
+        return True
 
     def render_line(self, y: int) -> Strip:
         widget: Any = self
-        style = widget.visual_style
-        key = (self.repaints, widget.content_size, style)
+        size, style = self._geometry()
+        key = (self.repaints, size, style)
         if self._strips is None or self._strips_for != key:
-            self._strips = text_strips(widget.render(), widget.app.console, style.rich_style)
+            text = widget.render()
+            self._lines = text.split("\n", allow_blank=True)
+            console, base = widget.app.console, style.rich_style
+            self._strips = [line_strip(line, i, console, base) for i, line in enumerate(self._lines)]
             self._strips_for = key
+            self.lines_repainted += len(self._strips)
         if 0 <= y < len(self._strips):
             return self._strips[y]
-        return Strip.blank(widget.content_size.width, style.rich_style)
+        return Strip.blank(size.width, style.rich_style)
+
+
+def _runs(ys: list[int]) -> list[tuple[int, int]]:
+    """Sorted line numbers as ``(first, end)`` runs of consecutive lines."""
+    out: list[tuple[int, int]] = []
+    for y in sorted(ys):
+        if out and out[-1][1] == y:
+            out[-1] = (out[-1][0], y + 1)
+        else:
+            out.append((y, y + 1))
+    return out

@@ -24,6 +24,9 @@ def short_path(path: Path | str | None) -> str:
     return text
 
 
+TICK_NS = 1_000_000_000
+"""A live session's event count and clock move at most once per this much session time (a redraw at every
+token event would repaint the bar ten times a second for a count nobody reads that fast)."""
 STARVED_RECENT_NS = 30_000_000_000
 """A starved window this recent (session time) is named in the status bar."""
 
@@ -88,6 +91,8 @@ class StatusBar(InfoBar):
     """Session-wide facts; every value comes from the source or from event time."""
 
     CHIP = "mode"
+    _ticked: tuple[int, int] | None = None
+    """(events, session time) as last shown while a live session runs."""
 
     def show(self, source, state) -> None:
         """The bar for a source (its mode, pause, speed, recording) and the dashboard fold (events, time,
@@ -104,6 +109,7 @@ class StatusBar(InfoBar):
             finished=bool(getattr(source, "finished", False)),
             recording_path=getattr(source, "recording_path", None),
             shared=_shared(self.app),
+            tick=bool(getattr(source, "real_time", False)),
         )
 
     def update_from(
@@ -119,11 +125,22 @@ class StatusBar(InfoBar):
         own_cpu_pct: float | None = None,
         starved: Starvation | None = None,
         shared: int | None = None,
+        tick: bool = False,
     ) -> None:
+        """``tick``: the source runs in real time (live, demo, attached), so the event count and the clock
+        move at most once a second while it runs."""
         chip = mode.upper()
         if shared is not None:  # served to viewers (lanemon share): said all along, with how many; `s` tells how
             chip += f" · SHARED {shared} viewer{'s' * (shared != 1)}"
         self.show_chip(chip, f"-{mode}", ("-live", "-demo", "-replay"))
+        if tick and not paused and not finished:  # live: the count and clock tick once a second
+            held = self._ticked
+            if held is not None and held[1] <= last_t < held[1] + TICK_NS:
+                events, last_t = held
+            else:
+                self._ticked = (events, last_t)
+        else:
+            self._ticked = None
 
         parts = [f"[b]{events:,}[/] events", f"[dim]t[/] {fmt.event_time(last_t)}"]
         if mode == "replay" and speed is not None:

@@ -141,7 +141,7 @@ class TimeChart(CachedLines, Widget):
              wall: WallAxis | None = None, y_max: float | None = None, y_divisions: int = 2,
              shared_colour: str = "", connect_ns: int | None = None, lane_of: dict[str, str] | None = None,
              dashed: Collection[str] = (), kinds: Sequence[tuple[str, str]] = (),
-             window_ns: int | None = None) -> None:
+             window_ns: int | None = None, settle: bool = False) -> None:
         """Draw ``series`` ({lane: [(t_ns, value)]}) and ``marks`` ({lane: [(t_ns, flag)]}) over [t0, t1].
 
         ``wall`` labels x in wall-clock time (else ``x_fmt`` of session time at both ends and the middle);
@@ -156,7 +156,17 @@ class TimeChart(CachedLines, Widget):
         ``window_ns``: the time the chart's full width stands for (a scrolling chart).  The chart then
         repaints when its data changed or a whole column's worth of that time went by (``t1`` moving at
         every event moves no column), not at every call.
+
+        ``settle`` (with ``window_ns``; a live session): the window ends at the last whole column, and what
+        came after it (a probe, a /metrics scrape, a GPU reading) is drawn when that column is complete, with
+        the axis's next step -- so the chart repaints once per column-period at most, not at every new
+        point (docs/UI.md "Drawing cheaply").
         """
+        column = self.column_ns(window_ns) if window_ns else 0
+        if column:
+            if settle and t1 // column * column > t0:
+                end = t1 // column * column
+                t0, t1 = max(0, t0 - (t1 - end)), end
         self.series = {k: [(t, v) for t, v in pts if t0 <= t <= t1] for k, pts in series.items()}
         self.marks = {k: [(t, f) for t, f in pts if t0 <= t <= t1] for k, pts in marks.items()}
         self.colours = dict(colours)
@@ -169,14 +179,17 @@ class TimeChart(CachedLines, Widget):
         self.lane_of, self.dashed, self.kinds = dict(lane_of or {}), frozenset(dashed), tuple(kinds)
         top = max((v for pts in self.series.values() for _, v in pts), default=0.0)
         self.y_max = y_max if y_max is not None else nice_max(top)
-        if window_ns:  # the axis as drawn moves by whole columns: (t0, t1) in columns of the window
-            column = max(1, window_ns // max(1, (self.content_size.width or 100) - Y_LABEL_ALLOWANCE))
+        if column:  # the axis as drawn moves by whole columns: (t0, t1) in columns of the window
             axis: tuple = (self.t0 // column, self.t1 // column)
         else:
             axis = (self.t0, self.t1)
         self.repaint_if((self.series, self.marks, self.colours, axis, self.title, note, connect,
                          connect_ns, value_fmt, x_fmt, wall, self.y_max, self.y_divisions, shared_colour,
                          self.lane_of, self.dashed, self.kinds))
+
+    def column_ns(self, window_ns: int) -> int:
+        """The time one column of the plot stands for when the chart's width shows ``window_ns``."""
+        return max(1, window_ns // max(1, (self.content_size.width or 100) - Y_LABEL_ALLOWANCE))
 
     def cells(self, rows: int, cols: int) -> dict[tuple[int, int], tuple[int, dict[str, int]]]:
         """The plot on a ``rows`` x ``cols`` grid of cells: (row from the top, column) -> (braille dot
