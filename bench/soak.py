@@ -43,17 +43,30 @@ async def run(args) -> dict:
         app = make_app(source, refresh_hz=10)
         proc = psutil.Process()
         samples = []
+        snap = None
+        top: list[dict] = []
+        if args.trace:
+            import tracemalloc
+
+            tracemalloc.start()
         async with app.run_test(size=(160, 45)) as pilot:
             t0 = time.monotonic()
             next_sample = t0
             while not source.finished:
                 now = time.monotonic()
+                if args.trace and snap is None and now - t0 >= args.settle * 60:
+                    snap = tracemalloc.take_snapshot()
                 if now >= next_sample:
                     samples.append({"t_s": round(now - t0, 1), "rss_mb": round(proc.memory_info().rss / 2**20, 1),
                                     "events": source.bus.published, "requests": source.requests,
                                     "load_1m": round(os.getloadavg()[0], 2)})
                     next_sample += args.sample
                 await pilot.pause(0.5)
+            if snap is not None:  # what grew after --settle, by source line (the app is still up)
+                for st in tracemalloc.take_snapshot().compare_to(snap, "lineno")[:15]:
+                    f = st.traceback[0]
+                    top.append({"where": f"{f.filename}:{f.lineno}", "grew_kb": round(st.size_diff / 1024, 1),
+                                "blocks": st.count_diff})
             await pilot.press("q")
         recorder.close()
         q = max(1, len(samples) // 4)
@@ -68,7 +81,7 @@ async def run(args) -> dict:
                 "load_1m_min_max": [min(loads), max(loads)] if loads else None, "minutes": args.minutes, "streams": args.streams, "requests": source.requests,
                 "events": source.bus.published, "recording_mb": round(os.path.getsize(recorder.path) / 2**20, 1),
                 "rss_first_quarter_mb": round(first, 1), "rss_last_quarter_mb": round(last, 1),
-                "rss_growth_mb": round(last - first, 1), "samples": samples}
+                "rss_growth_mb": round(last - first, 1), "samples": samples, "grew_most": top}
     finally:
         for sim in sims:
             sim.stop()
@@ -80,12 +93,16 @@ def main() -> int:
     ap.add_argument("--streams", type=int, default=64)
     ap.add_argument("--sample", type=float, default=10)
     ap.add_argument("--settle", type=float, default=5, help="minutes before the growth is counted (default 5)")
+    ap.add_argument("--trace", action="store_true", help="tracemalloc: what grew after --settle, by source line "
+                    "(slows the app)")
     ap.add_argument("--json", metavar="PATH")
     args = ap.parse_args()
     result = asyncio.run(run(args))
     for k, v in result.items():
-        if k != "samples":
+        if k not in ("samples", "grew_most"):
             print(f"{k:22} {v}")
+    for row in result["grew_most"]:
+        print(f"  {row['grew_kb']:9.1f} KB {row['blocks']:+7d} blocks  {row['where']}")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(result, fh, indent=2)

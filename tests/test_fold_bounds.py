@@ -135,11 +135,23 @@ def test_client_load_with_keep_ns_keeps_only_its_span_of_windows() -> None:
         assert kept.worst_stall_s(start, start + 3 * NS) == every.worst_stall_s(start, start + 3 * NS)
 
 
-def test_the_dashboard_fold_forgets_old_load_windows() -> None:
-    state = SessionState()
+def test_client_load_keeps_its_stalls_for_stalls_ns() -> None:
+    events = [ev for ev in _session(minutes=30, per_s=0.01) if ev.kind == schema.CLIENT_LOAD]
+    load = ClientLoad(keep_ns=KEEP_NS, stalls_ns=60 * NS)
+    for ev in events:
+        load.apply(ev)
+    assert len(load.stalls) <= 121 and len(load.bound_stalls) <= 4
+    assert len(load.bound) > 40  # the starved windows the samples are judged by: still 16 minutes
+
+
+def test_the_live_folds_forget_old_load_windows() -> None:
+    state, series = SessionState(), SeriesState()
     for ev in _session(minutes=30, per_s=0.5):
         state.apply(ev)
-    assert len(state.load.stalls) <= KEEP_NS // (NS // 2) + 1
+        series.apply(ev)
+    for load in (state.load, series.load):
+        assert len(load.stalls) <= 60 * 2 + 1
+        assert len(load.bound) <= KEEP_NS // (NS // 2) // 40 + 1
 
 
 def test_timeline_keeps_per_scope_what_the_screen_can_show_and_counts_every_request() -> None:

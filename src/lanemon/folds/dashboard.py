@@ -18,7 +18,7 @@ from lanemon.events import Event
 from lanemon.measure.load import CLIENT_BOUND, ClientLoad, flag as flag_record
 from lanemon.measure.server import server_timings
 from lanemon.measure.records import BURST, EMPTY, ERROR, TRUNCATED, Assembler, RequestRecord
-from lanemon.folds.series import KEEP_NS, Outcomes
+from lanemon.folds.series import KEEP_NS, NS, Outcomes
 
 HISTORY = 120  # points kept per sparkline
 ERRORS_KEPT = 50
@@ -276,7 +276,7 @@ class SessionState:
         self.last_t = 0
         self.notes: deque[tuple[int, str, str]] = deque(maxlen=ERRORS_KEPT)
         self.host = HostState()
-        self.load = ClientLoad(keep_ns=KEEP_NS)
+        self.load = ClientLoad(keep_ns=KEEP_NS, stalls_ns=60 * NS)
         """lanemon's own starved windows (measure/load.py), from ``client_load`` events."""
         self._pending: deque[tuple[LaneState, RequestRecord, metrics.RequestMetrics]] = deque()
         """Completed requests waiting for the load watcher to report past their end before they are plotted."""

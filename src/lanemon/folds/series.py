@@ -240,7 +240,7 @@ class SeriesState:
         """Samples older than this are packed (:class:`Packed`); a huge value keeps every one an object."""
         self.version = 0
         self.last_t = 0
-        self.load = ClientLoad(keep_ns=KEEP_NS)
+        self.load = ClientLoad(keep_ns=KEEP_NS, stalls_ns=60 * NS)
         self._asm = Assembler(keep_text=False)
 
     def lane(self, name: str) -> LaneSeries:

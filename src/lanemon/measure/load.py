@@ -54,13 +54,16 @@ KIND = getattr(schema, "CLIENT_LOAD", "client_load")
 class ClientLoad:
     """Fold of ``client_load`` events: the windows in which lanemon was starved.
 
-    ``keep_ns``: how far back (session time, from the latest window) the per-window lists are kept -- a
+    ``keep_ns``: how far back (session time, from the latest window) the starved windows are kept -- a
     live dashboard's fold, which gains two windows a second for as long as it runs, keeps what its oldest
-    sample can still ask about; None (a bench, a report) keeps every window.
+    sample can still ask about; None (a bench, a report) keeps every window.  ``stalls_ns``: the same for
+    :attr:`stalls` and :attr:`bound_stalls` (default ``keep_ns``): the live folds never read them and keep
+    a minute.
     """
 
-    def __init__(self, keep_ns: int | None = None) -> None:
+    def __init__(self, keep_ns: int | None = None, stalls_ns: int | None = None) -> None:
         self.keep_ns = keep_ns
+        self.stalls_ns = keep_ns if stalls_ns is None else stalls_ns
         self.bound: list[tuple[int, int]] = []
         """Merged (start, end) ns intervals in which lanemon was starved, in time order."""
         self.seen_until: int | None = None
@@ -104,15 +107,17 @@ class ClientLoad:
             t0 = d.get("t0")
             start = t0 if isinstance(t0, int) and not isinstance(t0, bool) and t0 <= ev.t else ev.t
             self._add(start, ev.t)
+        if self.stalls_ns is not None:
+            cutoff = self.seen_until - self.stalls_ns
+            for dq in (self.stalls, self.bound_stalls):
+                while dq and dq[0][1] < cutoff:
+                    dq.popleft()
         if self.keep_ns is not None:
             self._trim(self.seen_until - self.keep_ns)
         return True
 
     def _trim(self, cutoff: int) -> None:
-        """Forget the windows that ended before ``cutoff`` (a bounded fold: ``keep_ns``)."""
-        for dq in (self.stalls, self.bound_stalls):
-            while dq and dq[0][1] < cutoff:
-                dq.popleft()
+        """Forget the starved windows that ended before ``cutoff`` (a bounded fold: ``keep_ns``)."""
         if self.bound and self.bound[0][1] < cutoff:
             del self.bound[:bisect.bisect_left([e for _, e in self.bound], cutoff)]
 

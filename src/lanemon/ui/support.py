@@ -72,7 +72,7 @@ def marker_text(ev: Event) -> str:
 
 def copy_fold(fields: dict[str, Any]) -> dict[str, Any]:
     """A copy of a fold's fields for a replay snapshot: deep, except the request timeline's
-    ``bars`` (up to 20,000): a finished bar never changes again, so it is shared, not copied."""
+    ``bars`` (400 per cell and lane, folds/requests.py): a finished bar never changes again, so it is shared, not copied."""
     out: dict[str, Any] = {}
     for key, value in fields.items():
         if key == "bars" and isinstance(value, dict):
