@@ -11,7 +11,7 @@ import pytest
 from conftest import sim_pair
 
 from lanemon.config import LaneConfig
-from lanemon.workloads.bench.run import BenchOptions, BenchRun
+from lanemon.workloads.bench.run import UNSTABLE_SPREAD, BenchOptions, BenchRun
 
 LADDER = [2000, 8000, 32000, 64000, 131072]
 
@@ -79,8 +79,20 @@ def test_repeat_on_b_is_a_prefix_cache_hit_never_prefill():
 
 
 def test_reps_keep_every_value(fast_sims):
+    """Every rep's value is kept; ``unstable`` says whether lanemon's own figures spread (the rule), which a busy
+    machine can make true at 20x speed while the simulator itself stays steady: so the flag is judged against the
+    rule, and the simulator's steadiness against its own trace (never against lanemon's figures)."""
+    for sim in fast_sims:
+        sim.clear_trace()
     res = run_bench("prefill", fast_sims, lengths=[4000], reps=3, cache_check=False, parallel_lanes=True)
-    for lane in ("A", "B"):
+    for lane, sim in zip(("A", "B"), fast_sims):
         c = res["lanes"][lane]["lengths"]["4000"]
-        assert len(c["reps"]) == 3 and c["min"] <= c["median"] <= c["max"]
-        assert c["unstable"] is False  # the simulator is steady
+        assert len(c["reps"]) == 3 and None not in c["reps"] and c["min"] <= c["median"] <= c["max"]
+        assert c["unstable"] == ((c["max"] - c["min"]) / c["median"] > UNSTABLE_SPREAD)
+        true = sorted(r["prompt_tokens"] / r["ttft_s"] for r in sim.trace()
+                      if r.get("status") == "ok" and r.get("ttft_s") and abs(r.get("prompt_tokens", 0) - 4000) < 200)
+        assert len(true) == 3, true  # the three reps, as the server counted them (the calibration is shorter)
+        assert (true[-1] - true[0]) / true[1] < UNSTABLE_SPREAD  # the simulator is steady
+        # lanemon's TTFT holds the server's: never a faster prefill than the server's fastest
+        assert c["max"] <= true[-1] * 1.02, (c, true)  # (the trace holds the modelled TTFT, ~80 ms, which the
+        # simulator's timer can undercut by a fraction of a millisecond)

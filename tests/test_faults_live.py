@@ -36,20 +36,20 @@ LANES = {
     # stall watchdog names it instead: an error either way, never a figure
     "stall": ("stall:3", ("timeout no data from the server within the read/stall timeout",
                           "stalled no data from the server for")),
-    "h503": ("http:503", "http HTTP 503: The server is overloaded or not ready yet."),
+    "h503": ("http:503", "HTTP 503: The server is overloaded or not ready yet."),
     "h429": ("http:429", "(Retry-After: 1)"),
-    "h502": ("http:502:html", "http HTTP 502: 502 Bad Gateway"),
+    "h502": ("http:502:html", "HTTP 502: 502 Bad Gateway"),
     "malf": ("malformed", "malformed invalid JSON in SSE data"),
     # finish_reason and usage but no [DONE]: complete (issue 16); the panel shows the note that the stream was
     # cut when the close reached lanemon as an error, nothing when it read as a clean end
-    "nodone": ("nodone", ("cut connection closed by the server mid-response", "none")),
+    "nodone": ("nodone", ("cut connection closed by the server mid-response", "no errors")),
     # 17 MiB in one line: refused at the 16 MiB cap, or (when this machine is too busy to read 16 MiB within the
     # stall window) stalled first: an error either way, never a figure
     "huge": ("huge:17", ("malformed an SSE line longer than 16 MiB", "stalled no data from the server")),
     "utf8": ("badutf8", None),  # absorbed: U+FFFD in the text, no error
     "nousage": ("nousage", None),  # absorbed: tokens estimated
     "slowhdr": ("slowheaders:0.25", None),  # absorbed: a late first byte
-    "models": ("models-change:2", "model model changed: deepseek-v4.1-flash -> deepseek-v4.1-flash-v2"),
+    "models": ("models-change:2", "model changed: deepseek-v4.1-flash -> deepseek-v4.1-flash-v2"),
 }
 ERRORING = {"refuse", "drop", "stall", "h503", "h429", "h502", "malf", "huge"}
 
@@ -128,13 +128,13 @@ async def test_every_fault_shows_on_its_own_panel_and_lane_a_keeps_running(tmp_p
             await pilot.press("q")
         session.close()
 
-    assert shown["A"] == "none" and live["A"][1] == 0 and live["A"][0] >= 4
+    assert shown["A"] == "no errors" and live["A"][1] == 0 and live["A"][0] >= 4
     for name, (spec, words) in LANES.items():
         if words is not None:
             text = " ".join(shown[name].split())
             assert any(w in text for w in ((words,) if isinstance(words, str) else words)), (name, shown[name])
         else:
-            assert shown[name] == "none", (name, shown[name])
+            assert shown[name] == "no errors", (name, shown[name])
     assert "est." in decode["nousage"] and "est." not in decode["utf8"]
     # nothing recorded is lost: the recording reads back whole, every finished request in it
     state, events = replayed_state(path)
@@ -240,7 +240,7 @@ def test_lanemon_demo_fault_b_drop_keeps_both_panels_alive(tmp_path, monkeypatch
     # A is never cut (on a machine too busy to accept a connection in time A may show a timeout: an error
     # lanemon saw, not a cut stream)
     assert "truncated" in seen["errors"]["B"]
-    a_timed_out = seen["errors"]["A"] != "none"
+    a_timed_out = seen["errors"]["A"] != "no errors"
     assert not a_timed_out or ("timeout" in seen["errors"]["A"] and "truncated" not in seen["errors"]["A"])
     assert "mid-response" in " ".join(seen["errors"]["B"].split())
     assert ("0 err" in seen["requests"]["A"] or a_timed_out) and " ok" in seen["requests"]["B"]

@@ -50,3 +50,15 @@ def span(values, unit: str) -> str:
             return f"{a.split()[0]}–{b}"
         return f"{a}–{b}"
     return f"{lo:.0f}–{hi:.0f} {unit}"
+
+def fit(parts: list[tuple[int, str, str]], width: int, sep: str = "  ") -> str:
+    """Join ``(priority, markup, plain)`` parts in their own order, taking them most important first
+    (lowest priority number) and skipping any whose plain text no longer fits ``width``; the first
+    always stays (the label's ellipsis cuts it when even that is too long)."""
+    keep = {0} if parts else set()
+    used = len(parts[0][2]) if parts else 0
+    for i in sorted(range(1, len(parts)), key=lambda i: (parts[i][0], i)):
+        if used + len(sep) + len(parts[i][2]) <= width:
+            keep.add(i)
+            used += len(sep) + len(parts[i][2])
+    return sep.join(parts[i][1] for i in sorted(keep))

@@ -15,6 +15,7 @@ from textual.widgets import Label, Static
 from lanemon.folds.dashboard import LaneState
 from lanemon.ui import format as fmt
 from lanemon.ui.format import markup_escape as escape
+from lanemon.ui.format import fit
 from lanemon.ui.widgets.lane_card import LaneCard
 from lanemon.ui.widgets.server_gauges import ServerGauges
 from lanemon.ui.widgets.repaint import set_text
@@ -54,17 +55,6 @@ def lane_grid(lanes: int, width: int, height: int) -> tuple[int, bool]:
     return balanced(ROW_WIDTH)[0], True
 
 
-def fit(parts: list[tuple[int, str, str]], width: int, sep: str = "  ") -> str:
-    """Join ``(priority, markup, plain)`` parts in their own order, taking them most important first
-    (lowest priority number) and skipping any whose plain text no longer fits ``width``; the first
-    always stays (the label's ellipsis cuts it when even that is too long)."""
-    keep = {0} if parts else set()
-    used = len(parts[0][2]) if parts else 0
-    for i in sorted(range(1, len(parts)), key=lambda i: (parts[i][0], i)):
-        if used + len(sep) + len(parts[i][2]) <= width:
-            keep.add(i)
-            used += len(sep) + len(parts[i][2])
-    return sep.join(parts[i][1] for i in sorted(keep))
 
 
 class LanePanel(LaneCard):

@@ -12,6 +12,7 @@ from textual.widgets import Label, Sparkline
 
 from lanemon.folds.dashboard import ServerMetricsState
 from lanemon.ui import format as fmt
+from lanemon.ui.format import fit
 from lanemon.ui.format import markup_escape as escape
 from lanemon.ui.widgets.repaint import set_text
 
@@ -104,8 +105,6 @@ class ServerGauges(Vertical):
         d = st.last
         engine = ENGINE_NAMES.get(st.engine or "", st.engine or "?")
         hit = d.get("prefix_hit_rate")
-        from lanemon.ui.widgets.lane_panel import fit  # (lane_panel imports this module)
-
         # the title's parts as (priority, markup, plain): as many as fit, none cut from its value
         parts = [(0, f"server  [$text][b]{escape(engine)}[/b][/] /metrics", f"server  {engine} /metrics")]
         if st.error:
