@@ -6,6 +6,7 @@ The recordings are made by bench/big_recording.py (a shipped session, every toke
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import tracemalloc
 from pathlib import Path
@@ -99,3 +100,125 @@ def test_memory_per_event_is_small_and_does_not_follow_the_events(tmp_path):
         print(f"{what}: {small >> 10} KB -> {large >> 10} KB, {per_event:.0f} B per added event")
         assert per_event < 150, f"{what}: {per_event:.0f} bytes per added event ({small >> 10} KB -> {large >> 10} KB)"
         assert large < 2.5 * small, f"{what}: peak grew {large / small:.1f}x for {sizes[1] / sizes[0]:.1f}x the events"
+
+
+# ------------------------------------------------------------------ many short requests: what stays alive
+# A recording of many short requests is mostly not token chunks (requests, ends, scrapes, load windows, host
+# samples): those are what a report held as ~600-3,000-byte events (1.5 M events: report 743 MB, export 619 MB).
+# These tests count the objects that stay alive, for N and 4N requests, so per-request retention cannot come back
+# unnoticed.
+
+def _alive(cls) -> int:
+    gc.collect()
+    return sum(1 for o in gc.get_objects() if isinstance(o, cls))
+
+
+def _many(tmp_path, events: int) -> Path:
+    path = tmp_path / f"many{events}.jsonl"
+    _big().write_many(path, events, ROOT / "sample_sessions" / "today.jsonl")
+    return path
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("many")
+    return [_many(tmp, n) for n in (20_000, 80_000)]
+
+
+def test_the_compact_store_holds_no_event_object_whatever_the_request_count(many):
+    """The kept events live in compressed blocks: no Event object survives the read (the block being filled
+    holds at most BLOCK tuples), for ~700 and ~2,800 requests alike."""
+    from lanemon.events import Event
+    from lanemon.measure.records import EventStore
+
+    base = _alive(Event)
+    for path in many:
+        compact = compact_events(Recording(path).events())
+        store = compact.events
+        assert isinstance(store, EventStore) and len(store) > 4000
+        assert store.live_items <= EventStore.BLOCK
+        assert _alive(Event) - base == 0
+        assert store.stored_bytes < 160 * len(store)  # ~100 compressed bytes per kept event (JSON: 150-1,000)
+        del compact, store
+
+
+def test_export_keeps_only_the_requests_in_flight(many):
+    """``export`` of a compact recording: while rows stream, the records alive are those that finished before
+    their turn (about the concurrency), not every request (it sorted them all in memory: 2,800 records here)."""
+    from lanemon.measure.records import RequestRecord
+
+    peaks = []
+    for path in many:
+        events = compact_events(Recording(path).events()).events
+        base, peak, rows = _alive(RequestRecord), 0, 0
+        for rows, _ in enumerate(iter_request_rows(events), 1):
+            if rows % 97 == 0:
+                peak = max(peak, _alive(RequestRecord) - base)
+        assert rows > 500
+        peaks.append((rows, peak))
+    (small_rows, small), (large_rows, large) = peaks
+    assert large_rows > 3 * small_rows
+    assert large <= 64 and small <= 64, peaks
+
+
+def test_engine_views_hold_no_request_record(many, monkeypatch):
+    """The server view, energy and engine counters read each request once as it streams past (the server view
+    keeps five figures per request): at any request the views look at, no more than a handful of records are
+    alive, for N and 4N requests (they held every record of the lane as a list)."""
+    import lanemon.measure.server as server
+    from lanemon.measure.records import RequestRecord
+    from lanemon.measure.views import attach_engine_views
+    from lanemon.workloads.bench.decode import decode_results
+
+    real = server.request_metrics
+    seen: list[int] = []
+
+    def counting(rec):
+        if len(seen) % 53 == 0:
+            seen.append(_alive(RequestRecord))
+        else:
+            seen.append(-1)
+        return real(rec)
+
+    monkeypatch.setattr(server, "request_metrics", counting)
+    for path in many:
+        events = compact_events(Recording(path).events()).events
+        result = decode_results(events)
+        lanes = [lane for lane in result["lanes"]]
+        assert lanes
+        seen.clear()
+        base = _alive(RequestRecord)
+        attach_engine_views(result, events)
+        assert any(lane.get("server") for lane in result["lanes"].values())
+        counted = [n - base for n in seen if n >= 0]
+        assert len(seen) > 500 and counted and max(counted) <= 8, (len(seen), max(counted))
+        del result, events
+
+
+def _open_starts(path: Path, n: int, kind: str) -> Path:
+    header = (ROOT / "sample_sessions" / "today.jsonl").read_bytes().splitlines()[0]
+    lines = [orjson.dumps({"t": 1000 + i, "kind": kind, "lane": "A", "req": f"r{i}",
+                           **({"data": {"endpoint": "completions", "purpose": "bench"}} if kind == "request" else {})})
+             for i in range(n)]
+    path.write_bytes(header + b"\n" + b"\n".join(lines) + b"\n")
+    return path
+
+
+@pytest.mark.parametrize("kind", ["first_byte", "request"])
+def test_requests_that_never_end_are_not_all_held(tmp_path, monkeypatch, kind):
+    """A hostile file of request starts that never end (300 k of them: report 520 MB, export 637 MB before; 1.5 M
+    would take ~3 GB): an Assembler holds at most MAX_OPEN open requests, the oldest given up first, and the
+    report and export say how many (here MAX_OPEN is made small to count)."""
+    import lanemon.measure.records as records
+    from lanemon.measure.records import RequestRecord
+
+    monkeypatch.setattr(records, "MAX_OPEN", 500)
+    for n in (5_000, 20_000):
+        path = _open_starts(tmp_path / f"open{n}.jsonl", n, kind)
+        base = _alive(RequestRecord)
+        compact = compact_events(Recording(path).events())
+        assert _alive(RequestRecord) - base <= 500
+        assert compact.dropped == n - 500
+        analysis = analyze(Recording(path))
+        assert any("never finished while more than 500 were open" in w for w in analysis["warnings"])
+        del compact, analysis

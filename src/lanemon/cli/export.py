@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from lanemon.measure.records import compact_events
+    from lanemon.measure.records import compact_events, dropped_warning
     from lanemon.recording.reader import Recording, RecordingError
     from lanemon.reports.export import csv_chunks, interruptions, iter_request_rows, jsonl_chunks
     from lanemon.reports.simulated import banner, simulated_lanes
@@ -33,7 +33,8 @@ def cmd_export(args: argparse.Namespace) -> int:
                         {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}, "jsonl")
     try:
         rec = Recording(args.recording)
-        events = compact_events(rec.events()).events  # one streaming pass: tokens folded per request
+        compact = compact_events(rec.events())  # one streaming pass: tokens folded per request
+        events = compact.events
     except RecordingError as exc:
         raise UsageError(str(exc)) from None
     sim = simulated_lanes(rec.header, events)
@@ -54,6 +55,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     else:
         write_output(args.output, chunks, make_dirs=False)
         print(f"lanemon: {written[0]} requests written to {args.output}", file=sys.stderr)
-    for warning in list(rec.warnings) + interruptions(events):
+    dropped = [dropped_warning(compact.dropped)] if compact.dropped else []
+    for warning in list(rec.warnings) + dropped + interruptions(events):
         err(f"warning: {warning}")
     return 0

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lanemon import events as schema
+from lanemon.measure.records import reiterable
 from lanemon.events import Event
 
 NS = 1_000_000_000
@@ -134,9 +135,15 @@ def scrape_instant(ev: Event) -> int:
     return ev.t - int(back * NS)
 
 
+READ_KEYS = frozenset(COUNTERS.values()) | {"engine", "requests_by_finish", "by_engine", "lora_running",
+                                             "spec_accept_length"}
+"""The keys of a mapped scrape that :class:`Accumulator`, :func:`restarted` and :func:`run_counters` read:
+:func:`scrapes` keeps only these (a scrape maps ~40 figures; a recording of hours holds tens of thousands)."""
+
+
 def scrapes(events: Iterable[Event], lane: str) -> list[tuple[int, dict[str, Any]]]:
-    """The successful scrapes of *lane* as (instant, mapped data), in time order."""
-    out = [(scrape_instant(ev), ev.data) for ev in events
+    """The successful scrapes of *lane* as (instant, the mapped data read here), in time order."""
+    out = [(scrape_instant(ev), {k: v for k, v in ev.data.items() if k in READ_KEYS}) for ev in events
            if ev.kind == schema.SERVER_METRICS and ev.lane == lane and ev.data.get("ok")]
     out.sort(key=lambda x: x[0])
     return out
@@ -299,7 +306,7 @@ def attach_counters(lanes: dict[str, Any], events: list[Event]) -> None:
     by_lane: dict[str, list] = {}
 
     def counters(lane: str, cids: list[str]) -> tuple[bool, dict[str, Any] | None]:
-        scr = by_lane.setdefault(lane, scrapes(events, lane))
+        scr = by_lane[lane] if lane in by_lane else by_lane.setdefault(lane, scrapes(events, lane))
         if not scr:
             return False, None
         blocks = [window_counters(scr, cells[c]["t0"], cells[c]["t1"]) for c in cids]
@@ -328,14 +335,14 @@ def attach_race_counters(result: dict[str, Any], events: Iterable[Event]) -> dic
     races = result.get("races")
     if not isinstance(races, list):
         return result
-    events = list(events)
+    events = reiterable(events)
     windows = race_windows(events)
     scraped: dict[str, list] = {}
     for race in races:
         if not isinstance(race, dict) or race.get("race") not in windows or not isinstance(race.get("lanes"), dict):
             continue
         for lane, entry in race["lanes"].items():
-            scr = scraped.setdefault(lane, scrapes(events, lane))
+            scr = scraped[lane] if lane in scraped else scraped.setdefault(lane, scrapes(events, lane))
             if scr and isinstance(entry, dict):
                 entry["engine_counters"] = window_counters(scr, *windows[race["race"]])
     return result
@@ -346,7 +353,7 @@ def session_counters(events: Iterable[Event]) -> dict[str, dict[str, Any]]:
     recording: a live session's, or a bench's including what ran between cells), every scrape added up
     (:class:`Accumulator`: a restart is counted, never a negative delta); lanes with fewer than two scrapes are
     left out."""
-    events = list(events)
+    events = reiterable(events)
     out: dict[str, dict[str, Any]] = {}
     lanes = sorted({ev.lane for ev in events if ev.kind == schema.SERVER_METRICS and ev.lane})
     for lane in lanes:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lanemon import events as schema
+from lanemon.measure.records import reiterable
 from lanemon.events import Event
 
 NS = 1_000_000_000
@@ -251,12 +252,12 @@ def attach_energy(lanes: dict[str, Any], events: list[Event]) -> None:
     lanes' ``gpu`` readings and their ``cost_per_hour`` (in place).  Entries of a lane without telemetry get
     None with the reason."""
     from lanemon.measure.metrics import output_tokens
-    from lanemon.measure.records import assemble
+    from lanemon.measure.records import iter_records
 
     cells = cell_windows(events)
     costs = lane_costs(events)
     tokens: dict[str, int] = {}
-    for rec in assemble(events):
+    for rec in iter_records(events, keep_text=False):
         cid = rec.meta.get("cell") if isinstance(rec.meta, dict) else None
         if isinstance(cid, str) and cid in cells and rec.ok:
             tokens[cid] = tokens.get(cid, 0) + output_tokens(rec)[0]
@@ -265,7 +266,7 @@ def attach_energy(lanes: dict[str, Any], events: list[Event]) -> None:
         entry = (lanes.get(lane) or {}).get(where, {}).get(key) if isinstance(lanes.get(lane), dict) else None
         if not isinstance(entry, dict):
             continue
-        rs = by_lane.setdefault(lane, readings(events, lane))
+        rs = by_lane[lane] if lane in by_lane else by_lane.setdefault(lane, readings(events, lane))
         windows = [(cells[c]["t0"], cells[c]["t1"]) for c in cids]
         entry.update(energy_of(events, lane, windows, sum(tokens.get(c, 0) for c in cids), costs.get(lane), rs))
     for lane, d in lanes.items():  # bench load: each rep over its measured window and the tokens served in it
@@ -275,7 +276,7 @@ def attach_energy(lanes: dict[str, Any], events: list[Event]) -> None:
                 continue
             served = rep.get("served_tokens")
             served = round(served) if isinstance(served, (int, float)) and served > 0 else None
-            rs = by_lane.setdefault(lane, readings(events, lane))
+            rs = by_lane[lane] if lane in by_lane else by_lane.setdefault(lane, readings(events, lane))
             rep.update(energy_of(events, lane, [(window[0], window[1])], served, costs.get(lane), rs))
 
 
@@ -303,7 +304,7 @@ def attach_race_energy(result: dict[str, Any], events: Iterable[Event]) -> dict[
     races = result.get("races")
     if not isinstance(races, list):
         return result
-    events = list(events)
+    events = reiterable(events)
     windows = race_windows(events)
     costs = lane_costs(events)
     per_lane: dict[str, tuple[list[tuple[int, int]], int]] = {}
@@ -317,7 +318,7 @@ def attach_race_energy(result: dict[str, Any], events: Iterable[Event]) -> dict[
                 continue
             tokens = entry.get("output_tokens") if entry.get("error") is None else 0
             tokens = tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else 0
-            rs = cache.setdefault(lane, readings(events, lane))
+            rs = cache[lane] if lane in cache else cache.setdefault(lane, readings(events, lane))
             entry.update(energy_of(events, lane, [w], tokens, costs.get(lane), rs))
             ws, n = per_lane.get(lane, ([], 0))
             per_lane[lane] = (ws + [w], n + tokens)

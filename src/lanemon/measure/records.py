@@ -25,10 +25,15 @@ its decode rate is not the lane's.
 
 from __future__ import annotations
 
+import pickle
+import sys
+import zlib
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields
 from typing import Any
+
+import orjson
 
 from lanemon import events as schema
 from lanemon.events import Event
@@ -207,12 +212,32 @@ _TOKEN = schema.TOKEN
 _REQUEST_KINDS = schema.REQUEST_KINDS
 
 
+MAX_OPEN = 32_768
+"""Requests an :class:`Assembler` holds open at once.  A client's in-flight requests number its concurrency
+(hundreds, a few thousand for an open-loop load); a recording with more open at once is cut or hostile (a file
+of 1.5 M request starts with no end held 1.5 M records: ~3 GB)."""
+
+
 class Assembler:
     """Builds :class:`RequestRecord` objects from request events."""
 
     def __init__(self, keep_text: bool = True) -> None:
         self.open: dict[str, RequestRecord] = {}
         self.keep_text = keep_text
+        self.dropped = 0
+        """Open requests given up because more than :data:`MAX_OPEN` were open at once (the oldest first)."""
+        self.dropped_reqs: list[str] = []
+        """Their ids, until the caller clears the list (:func:`compact_events` does, as it goes)."""
+
+    def _opened(self) -> None:
+        """After a request was opened: past :data:`MAX_OPEN`, the oldest open one is given up (a recording
+        whose requests start and never end -- a cut file, or one written to exhaust memory -- keeps no more)."""
+        if len(self.open) > MAX_OPEN:
+            req = next(iter(self.open))
+            del self.open[req]
+            self.dropped += 1
+            if len(self.dropped_reqs) < 4 * MAX_OPEN:
+                self.dropped_reqs.append(req)
 
     def apply(self, ev: Event) -> RequestRecord | None:
         """Apply one event; return the record if this event finished its request."""
@@ -221,14 +246,20 @@ class Assembler:
             return None
         kind = ev.kind
         rec = self.open.get(req)
-        if ev.__class__ is AssembledEvent:  # a compacted recording: the request arrives whole
-            return _unpack(ev.record, self.open.pop(req, None))
-        if ev.__class__ is OpenTokensEvent:  # ... or its tokens so far, when it never finished
-            self.open[req] = _unpack(ev.record, rec)
+        cls = ev.__class__
+        if cls is StoredAssembled:  # read back from an EventStore: a record of its own, its parts moved, not copied
+            return _unpack(ev.take_record(), self.open.pop(req, None), self.keep_text, copy=False)
+        if cls is AssembledEvent:  # a compacted recording: the request arrives whole
+            return _unpack(ev.record, self.open.pop(req, None), self.keep_text)
+        if cls is OpenTokensEvent:  # ... or its tokens so far, when it never finished
+            self.open[req] = _unpack(ev.record, rec, self.keep_text)
+            if rec is None:
+                self._opened()
             return None
         if kind == _TOKEN:  # the hot path: hundreds per second per stream
             if rec is None:
                 rec = self.open[req] = RequestRecord(lane=ev.lane or "?", req=req)
+                self._opened()
             d = ev.data
             rec.token_ns.append(ev.t)
             n = d.get("n")
@@ -249,6 +280,7 @@ class Assembler:
             return None
         if rec is None:
             rec = self.open[req] = RequestRecord(lane=ev.lane or "?", req=req)
+            self._opened()
         d = ev.data
         if kind == schema.REQUEST:
             rec.sent_ns = ev.t
@@ -312,15 +344,18 @@ class Assembler:
                 rec.text_parts.append(content)
 
 
-def assemble(events) -> list[RequestRecord]:
-    """All finished requests in ``events``, in finishing order."""
-    asm = Assembler()
-    out = []
+def assemble(events, *, keep_text: bool = True) -> list[RequestRecord]:
+    """All finished requests in ``events``, in finishing order (without their text unless *keep_text*)."""
+    return list(iter_records(events, keep_text=keep_text))
+
+
+def iter_records(events, *, keep_text: bool = True):
+    """:func:`assemble` one record at a time, as each request finishes (nothing kept once it is handed on)."""
+    asm = Assembler(keep_text)
     for ev in events:
         rec = asm.apply(ev)
         if rec is not None:
-            out.append(rec)
-    return out
+            yield rec
 
 
 # ---------------------------------------------------------------- compact event lists for big recordings
@@ -349,26 +384,150 @@ def _pack(rec: RequestRecord) -> RequestRecord:
     return rec
 
 
-def _unpack(packed: RequestRecord, into: RequestRecord | None) -> RequestRecord:
+def _unpack(packed: RequestRecord, into: RequestRecord | None, keep_text: bool = True, *,
+            copy: bool = True) -> RequestRecord:
     """A fresh record with *packed*'s values (its mutable parts copied: a results function may flag it), filled
-    into *into* when a fold already holds that request's open record (it keeps its reference)."""
-    rec = into if into is not None else RequestRecord(lane=packed.lane, req=packed.req)
-    for name in _RECORD_FIELDS:
-        value = getattr(packed, name)
-        copy = _COPIED.get(name)
-        setattr(rec, name, copy(value) if copy is not None else value)
+    into *into* when a fold already holds that request's open record (it keeps its reference); without the
+    text unless *keep_text* (as an ``Assembler(keep_text=False)`` keeps none).  ``copy=False``: *packed* is a
+    fresh record nobody else holds (:meth:`StoredAssembled.take_record`), its parts are moved as they are."""
+    if into is None and not copy:
+        rec = packed
+    else:
+        rec = into if into is not None else RequestRecord(lane=packed.lane, req=packed.req)
+        for name in _RECORD_FIELDS:
+            value = getattr(packed, name)
+            copier = _COPIED.get(name) if copy else None
+            setattr(rec, name, copier(value) if copier is not None else value)
+    if not keep_text:  # empty and read-only: a finished record's text is never added to
+        rec.text_parts = ()  # type: ignore[assignment]
+        rec.reasoning_parts = ()  # type: ignore[assignment]
     return rec
+
+
+class EventStore:
+    """A re-iterable event sequence kept as compressed blocks of :data:`BLOCK` events (pickled, zlib level 6):
+    memory follows the compressed bytes (~40-100 per event), not Python objects (600-3,000 bytes per event), and
+    at most one block's events are alive while it is iterated.  Each pass decodes the events afresh (new
+    objects: a consumer that changes one changes only its copy).  ``insert(pos, ev)`` places *ev* before the
+    event at *pos* (after everything for ``pos == len``), as :func:`compact_events` does for open requests."""
+
+    BLOCK = 512
+
+    __slots__ = ("_blocks", "_pending", "_n", "_inserts", "_inserted")
+
+    def __init__(self, events: Iterable[Event] = ()) -> None:
+        self._blocks: list[bytes] = []
+        self._pending: list[tuple] = []
+        self._n = 0
+        self._inserts: dict[int, list[Event]] = {}
+        self._inserted = 0
+        for ev in events:
+            self.append(ev)
+
+    def append(self, ev: Event) -> None:
+        self._pending.append(_flat(ev))
+        self._n += 1
+        if len(self._pending) >= self.BLOCK:
+            self._blocks.append(zlib.compress(pickle.dumps(self._pending, protocol=5), 6))
+            self._pending = []
+
+    def insert(self, pos: int, ev: Event) -> None:
+        self._inserts.setdefault(pos, []).append(ev)
+        self._inserted += 1
+
+    def __len__(self) -> int:
+        return self._n + self._inserted
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    def __iter__(self) -> Iterator[Event]:
+        inserts = self._inserts
+        pos = 0
+        for block in self._block_lists():
+            for item in block:
+                if inserts and pos in inserts:
+                    yield from inserts[pos]
+                yield _unflat(item)
+                pos += 1
+        if inserts and pos in inserts:
+            yield from inserts[pos]
+
+    def _block_lists(self) -> Iterator[list[tuple]]:
+        for blob in self._blocks:
+            yield pickle.loads(zlib.decompress(blob))
+        yield self._pending
+
+    @property
+    def stored_bytes(self) -> int:
+        """Compressed bytes held (the blocks), for the bench and tests."""
+        return sum(len(b) for b in self._blocks)
+
+    @property
+    def live_items(self) -> int:
+        """Python-level items held outside the compressed blocks: the block being filled and the inserted
+        events.  Bounded by :data:`BLOCK` plus the requests still open at the end, whatever the request count."""
+        return len(self._pending) + self._inserted
+
+
+def _flat(ev: Event) -> tuple:
+    """An event as stored: its data (and its record) as bytes, decoded only when a pass reads them."""
+    cls = ev.__class__
+    if cls is Event or cls is StoredEvent:
+        return (ev.t, ev.kind, ev.lane, ev.req, _dump_data(ev.data))
+    if cls is AssembledEvent or cls is StoredAssembled:
+        rec = ev.record
+        return (ev.t, ev.kind, ev.lane, ev.req, _dump_data(ev.data),
+                pickle.dumps(tuple(getattr(rec, name) for name in _RECORD_FIELDS), protocol=5))
+    return (ev.t, ev.kind, ev.lane, ev.req, None, None, pickle.dumps(ev, protocol=5))  # any other kind of event
+
+
+def _unflat(item: tuple) -> Event:
+    n = len(item)
+    if n == 5:
+        return StoredEvent(*item)
+    if n == 6:
+        return StoredAssembled(*item)
+    return pickle.loads(item[6])
+
+
+def _dump_data(data: dict[str, Any]) -> bytes:
+    if not data:
+        return b""
+    try:
+        raw = orjson.dumps(data)
+        if orjson.loads(raw) == data:  # JSON types only (a recording's): the compact form
+            return raw
+    except (TypeError, orjson.JSONEncodeError):
+        pass
+    return pickle.dumps(data, protocol=5)  # tuples, NaN, big integers ...: exactly as they were
+
+
+def _load_data(raw: bytes) -> dict[str, Any]:
+    if not raw:
+        return {}
+    return pickle.loads(raw) if raw[:1] == b"\x80" else orjson.loads(raw)
+
+
+def reiterable(events: Iterable[Event]) -> "list[Event] | EventStore | tuple":
+    """*events* as something that can be iterated more than once without holding it as a list when it is
+    already re-iterable (a list, a tuple or an :class:`EventStore`)."""
+    if isinstance(events, (list, tuple, EventStore)):
+        return events
+    return list(events)
 
 
 @dataclass(slots=True)
 class CompactEvents:
-    """:func:`compact_events`' answer: the event list without token events, and what the full stream held."""
+    """:func:`compact_events`' answer: the event sequence without token events, and what the full stream held."""
 
-    events: list[Event]
+    events: EventStore
     count: int
     """Events in the full stream (token events included)."""
     last_t: int | None
     """The largest ``t`` of the full stream."""
+    dropped: int = 0
+    """Open requests given up past :data:`MAX_OPEN` (:func:`dropped_warning`)."""
 
 
 def compact_events(events: Iterable[Event]) -> CompactEvents:
@@ -376,12 +535,12 @@ def compact_events(events: Iterable[Event]) -> CompactEvents:
     chunks, ``first_byte`` and ``usage``: those are folded, as they stream past, into the request's record,
     carried by its ``done`` / ``error`` event (:class:`AssembledEvent`), or, for a request still open at the
     end (a cut recording), by one :class:`OpenTokensEvent` where its last folded event stood.
-    :func:`assemble` and every :class:`Assembler` over the compact list give the same records as over the
-    full stream, in a fraction of the memory: a token chunk costs ~20 bytes (its time in a C array, its
-    count, its text) instead of a ~600-byte Event, and no token event is held while its request streams,
-    so a report of a 1.5 M-event recording does not hold 1.5 M events."""
+    :func:`assemble` and every :class:`Assembler` over the compact sequence give the same records as over the
+    full stream.  The kept events go to an :class:`EventStore` (compressed blocks), so neither the token
+    chunks nor the other events are held as Python objects: a report of a 1.5 M-event recording holds a few
+    tens of MB of compressed blocks, plus what its results functions keep."""
     asm = Assembler()
-    out: list[Event] = []
+    out = EventStore()
     last_folded: dict[str, tuple[int, Event]] = {}  # open requests: where their last folded event stood
     count, last_t = 0, None
     for ev in events:
@@ -397,24 +556,59 @@ def compact_events(events: Iterable[Event]) -> CompactEvents:
         if kind in _FOLDED:  # token chunks, first byte, usage: all in the record
             asm.apply(ev)
             last_folded[req] = (len(out), ev)
+            if asm.dropped_reqs:
+                _forget(last_folded, asm)
             continue
         rec = asm.apply(ev)
+        if asm.dropped_reqs:
+            _forget(last_folded, asm)
         if rec is None:
             out.append(ev)
             continue
         last_folded.pop(req, None)
         out.append(AssembledEvent(ev.t, kind, ev.lane, req, ev.data, _pack(rec)))
-    left = sorted((pos, ev.t, req, ev) for req, (pos, ev) in last_folded.items() if req in asm.open)
-    if left:  # requests still open at the end: their state so far, where their last folded event stood
-        merged: list[Event] = []
-        j = 0
-        for pos, _, req, ev in left:
-            merged.extend(out[j:pos])
-            j = pos
-            merged.append(OpenTokensEvent(ev.t, ev.kind, ev.lane, req, {}, _pack(asm.open[req])))
-        merged.extend(out[j:])
-        out = merged
-    return CompactEvents(out, count, last_t)
+    # requests still open at the end: their state so far, where their last folded event stood
+    for pos, _, req, ev in sorted((pos, ev.t, req, ev) for req, (pos, ev) in last_folded.items() if req in asm.open):
+        out.insert(pos, OpenTokensEvent(ev.t, ev.kind, ev.lane, req, {}, _pack(asm.open[req])))
+    return CompactEvents(out, count, last_t, asm.dropped)
+
+
+def _forget(last_folded: dict[str, tuple[int, Event]], asm: Assembler) -> None:
+    for req in asm.dropped_reqs:
+        last_folded.pop(req, None)
+    asm.dropped_reqs.clear()
+
+
+def dropped_warning(dropped: int) -> str:
+    """What a report or an export says when :data:`MAX_OPEN` was passed."""
+    return (f"{dropped} requests never finished while more than {MAX_OPEN:,} were open at once: given up, "
+            "oldest first (a recording with that many requests in flight is cut or was not written by lanemon)")
+
+
+_DATA_SLOT = Event.__dict__["data"]
+
+
+class StoredEvent(Event):
+    """An event read back from an :class:`EventStore`: its ``data`` is decoded on first access (a pass that
+    looks only at ``kind`` and ``lane`` decodes nothing)."""
+
+    __slots__ = ("_raw",)
+
+    def __init__(self, t: int, kind: str, lane: str | None, req: str | None, raw: bytes) -> None:
+        self.t, self.kind, self.lane, self.req, self._raw = t, kind, lane, req, raw
+
+    @property
+    def data(self) -> dict[str, Any]:  # type: ignore[override]
+        try:
+            return _DATA_SLOT.__get__(self)
+        except AttributeError:
+            d = _load_data(self._raw)
+            _DATA_SLOT.__set__(self, d)
+            return d
+
+    @data.setter
+    def data(self, value: dict[str, Any]) -> None:
+        _DATA_SLOT.__set__(self, value)
 
 
 _FOLDED = frozenset({schema.TOKEN, schema.FIRST_BYTE, schema.USAGE})
@@ -428,3 +622,65 @@ class OpenTokensEvent(Event):
     had seen each event."""
 
     record: Any = None
+
+
+_RECORD_SLOT = AssembledEvent.__dict__["record"]
+
+
+_METAS: dict[tuple, dict[str, Any]] = {}
+
+
+def _shared_meta(meta: dict[str, Any]) -> dict[str, Any]:
+    """Equal request metas read back as one dict (a bench's requests repeat a few dozen metas thousands of
+    times; nothing changes a finished record's meta).  At most 4,096 kept, then the cache starts again."""
+    try:
+        key = tuple(meta.items())
+        hit = _METAS.get(key)
+    except TypeError:  # a list or dict value: not shared
+        return {_shared(k): v for k, v in meta.items()}
+    if hit is None:
+        if len(_METAS) >= 4096:
+            _METAS.clear()
+        hit = _METAS[key] = {_shared(k): _shared(v) for k, v in meta.items()}
+    return hit
+
+
+def _shared(value: Any) -> Any:
+    """A short string as one shared object (``sys.intern``); anything else as it is."""
+    return sys.intern(value) if value.__class__ is str and len(value) <= 64 else value
+
+
+class StoredAssembled(AssembledEvent):
+    """An :class:`AssembledEvent` read back from an :class:`EventStore`: data and record decoded on first
+    access."""
+
+    __slots__ = ("_raw", "_rec_raw")
+
+    def __init__(self, t: int, kind: str, lane: str | None, req: str | None, raw: bytes, rec_raw: bytes) -> None:
+        self.t, self.kind, self.lane, self.req, self._raw, self._rec_raw = t, kind, lane, req, raw, rec_raw
+
+    data = StoredEvent.data
+
+    @property
+    def record(self) -> RequestRecord:  # type: ignore[override]
+        try:
+            return _RECORD_SLOT.__get__(self)
+        except AttributeError:
+            rec = RequestRecord(*pickle.loads(self._rec_raw))
+            # each record was pickled on its own: its names and meta keys come back as fresh strings, the same
+            # few thousand times over; shared, a record costs half as much
+            rec.lane, rec.purpose, rec.endpoint = _shared(rec.lane), _shared(rec.purpose), _shared(rec.endpoint)
+            rec.model, rec.finish_reason = _shared(rec.model), _shared(rec.finish_reason)
+            rec.meta = _shared_meta(rec.meta)
+            _RECORD_SLOT.__set__(self, rec)
+            return rec
+
+    @record.setter
+    def record(self, value: Any) -> None:
+        _RECORD_SLOT.__set__(self, value)
+
+    def take_record(self) -> RequestRecord:
+        """The record, handed over: a later read of ``record`` decodes a new one (so no two folds share it)."""
+        rec = self.record
+        _RECORD_SLOT.__delete__(self)
+        return rec

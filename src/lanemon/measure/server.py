@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.measure.metrics import request_metrics
-from lanemon.measure.records import assemble
+from lanemon.measure.records import iter_records, reiterable
 
 SERVER_KEYS = ("ttft_s", "queue_s", "prefill_s", "decode_s", "itl_s", "tpot_s", "e2e_s", "inference_s")
 
@@ -83,23 +83,55 @@ def _fell(before: dict[str, Any], after: dict[str, Any]) -> str | None:
     return None
 
 
-def _sum_timings(parts: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per-interval :func:`server_timings` added up: means weighted by their counts, counters summed."""
-    out: dict[str, Any] = {}
-    for key in ("ttft", "itl", "tpot", "e2e", "queue", "prefill", "decode", "inference"):
-        n = total = 0.0
-        for p in parts:
+class _Seen(NamedTuple):
+    """What :func:`server_view` reads of one request lanemon saw finish (not its record: a recording holds
+    tens of thousands)."""
+
+    prompt_tokens: int | None
+    ttft_s: float | None
+    e2e_s: float | None
+    tpot_s: float | None
+    generated_tokens: Any
+    tokens_estimated: bool
+
+    @classmethod
+    def of(cls, rec: Any) -> "_Seen":
+        m = request_metrics(rec)
+        return cls(rec.prompt_tokens, m.ttft_s, m.e2e_s, m.tpot_s, m.generated_tokens, m.tokens_estimated)
+
+
+class _TimingSums:
+    """Per-interval :func:`server_timings` added up one interval at a time: means weighted by their counts,
+    counters summed (nothing held per interval)."""
+
+    KEYS = ("ttft", "itl", "tpot", "e2e", "queue", "prefill", "decode", "inference")
+    TOKENS = ("prompt_tokens", "generation_tokens", "prompt_tokens_computed", "prompt_tokens_hit", "preemptions")
+
+    def __init__(self) -> None:
+        self.parts = 0
+        self.n = dict.fromkeys(self.KEYS, 0.0)
+        self.weighted = dict.fromkeys(self.KEYS, 0.0)
+        self.sums: dict[str, Any] = {}  # "requests" and the token counters seen in at least one interval
+
+    def add(self, p: dict[str, Any]) -> None:
+        self.parts += 1
+        for key in self.KEYS:
             c = p.get(key + "_n")
             if c:
-                n += c
-                total += p[key + "_s"] * c
-        out[key + "_s"] = total / n if n else None
-    counts = [p.get("requests") for p in parts if p.get("requests") is not None]
-    out["requests"] = int(sum(counts)) if counts else None
-    for key in ("prompt_tokens", "generation_tokens", "prompt_tokens_computed", "prompt_tokens_hit", "preemptions"):
-        vals = [p.get(key) for p in parts if p.get(key) is not None]
-        out[key] = int(sum(vals)) if vals else None
-    return out
+                self.n[key] += c
+                self.weighted[key] += p[key + "_s"] * c
+        for key in ("requests",) + self.TOKENS:
+            v = p.get(key)
+            if v is not None:
+                self.sums[key] = self.sums.get(key, 0) + v
+
+    def total(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key in self.KEYS:
+            out[key + "_s"] = self.weighted[key] / self.n[key] if self.n[key] else None
+        for key in ("requests",) + self.TOKENS:
+            out[key] = int(self.sums[key]) if key in self.sums else None
+        return out
 
 
 def _interval(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
@@ -128,11 +160,7 @@ def server_view(events: Iterable[Event], lane: str) -> dict[str, Any] | None:
     neither side (``restarts``, ``excluded_s``).  When the engine counted more requests than lanemon saw
     finish over the compared intervals (another client used it, ``foreign_requests``), or fewer, the means
     are not the same requests: the gaps are withheld (null) and ``gap_reason`` says why."""
-    events = list(events)
-    scrapes = [ev for ev in events if ev.kind == schema.SERVER_METRICS and ev.lane == lane and ev.data.get("ok")
-               and ("ttft_count" in ev.data or "e2e_count" in ev.data)]
-    if len(scrapes) < 2:
-        return None
+    events = reiterable(events)
 
     def read_at(ev: Event, sent: bool) -> int:
         # a scrape's snapshot is taken somewhere in its flight: from when it was sent (a request the client
@@ -140,19 +168,33 @@ def server_view(events: Iterable[Event], lane: str) -> dict[str, Any] | None:
         lag = _num(ev.data.get("parse_s")) + (_num(ev.data.get("latency_s")) if sent else 0.0)
         return ev.t - int(lag * 1e9)
 
-    parts: list[dict[str, Any]] = []
+    # one pass over the scrapes, each pair of successive ones an interval, holding only the one before
+    # (a recording of hours holds tens of thousands of scrapes of ~40 figures each)
     spans: list[tuple[int, int]] = []
     resets: list[dict[str, Any]] = []
     excluded_ns = 0
-    for a, b in zip(scrapes, scrapes[1:]):
+    sums = _TimingSums()
+    n_scrapes = 0
+    first = last = None
+    for b in events:
+        if not (b.kind == schema.SERVER_METRICS and b.lane == lane and b.data.get("ok")
+                and ("ttft_count" in b.data or "e2e_count" in b.data)):
+            continue
+        n_scrapes += 1
+        a, last = last, b
+        if a is None:
+            first = b
+            continue
         fell = _fell(a.data, b.data)
         if fell:
             resets.append({"t_s": _r(b.t / 1e9, 3), "counter": fell})
             excluded_ns += b.t - a.t
             continue
-        parts.append(_interval(a.data, b.data))
+        sums.add(_interval(a.data, b.data))
         spans.append((read_at(a, True), read_at(b, False)))
-    timings = _sum_timings(parts)
+    if n_scrapes < 2:
+        return None
+    timings = sums.total()
     if not timings.get("requests") and not resets:
         return None
     starts = [a for a, _ in spans]  # in scrape order, so sorted
@@ -161,16 +203,15 @@ def server_view(events: Iterable[Event], lane: str) -> dict[str, Any] | None:
         i = bisect.bisect_right(starts, t) - 1
         return any(spans[j][0] <= t <= spans[j][1] for j in (i, i - 1) if 0 <= j < len(spans))
 
-    recs = [r for r in assemble(e for e in events if e.lane == lane) if r.ok and r.end_ns is not None
-            and compared(r.end_ns)]
-    ms = [request_metrics(r) for r in recs]
+    recs = [_Seen.of(r) for r in iter_records((e for e in events if e.lane == lane), keep_text=False)
+            if r.ok and r.end_ns is not None and compared(r.end_ns)]  # the figures read below, not the records
+    ms = recs
     client_ttft = _mean([m.ttft_s for m in ms if m.ttft_s is not None])
     client_e2e = _mean([m.e2e_s for m in ms if m.e2e_s is not None])
-    first, last = scrapes[0], scrapes[-1]
     server_n = timings.get("requests") or 0
     out: dict[str, Any] = {"engine": first.data.get("engine"), "interval_s": _r((last.t - first.t) / 1e9, 3),
                            "requests": timings.get("requests"), "client_requests": len(recs),
-                           "scrapes": len(scrapes), "restarts": len(resets)}
+                           "scrapes": n_scrapes, "restarts": len(resets)}
     if resets:
         out["reset_at"] = resets[:8]
         out["excluded_s"] = _r(excluded_ns / 1e9, 3)
@@ -189,7 +230,7 @@ def server_view(events: Iterable[Event], lane: str) -> dict[str, Any] | None:
     elif -foreign > slack:
         reason = (f"the engine counted {-foreign} fewer requests than lanemon saw finish ({server_n} vs {len(recs)}): "
                   "its counters do not cover lanemon's requests")
-    elif not parts:
+    elif not sums.parts:
         reason = "the engine restarted in every interval between scrapes: nothing to compare"
     out["gap_reason"] = reason
     for what, c, key in (("TTFT", client_ttft, "ttft"), ("E2E", client_e2e, "e2e")):

@@ -14,6 +14,7 @@ from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.measure.counters import attach_counters
 from lanemon.measure.energy import attach_energy
+from lanemon.measure.records import reiterable
 from lanemon.measure.server import attach_server_views
 
 __all__ = ["attach_engine_views"]
@@ -25,7 +26,7 @@ def attach_engine_views(result: dict[str, Any], events: Sequence[Event]) -> dict
     lanes = result.get("lanes")
     if not isinstance(lanes, dict):
         return result
-    events = list(events)
+    events = reiterable(events)
     attach_energy(lanes, events)  # joules, tokens per joule, USD per 1M tokens (docs/GPU.md)
     if any(ev.kind == schema.SERVER_METRICS for ev in events):
         attach_server_views(lanes, events)  # the engine's own view beside ours (docs/SERVER_METRICS.md)

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from lanemon.measure.counters import session_counters
-from lanemon.measure.records import compact_events
+from lanemon.measure.records import compact_events, dropped_warning
 from lanemon.measure.views import attach_engine_views
 from lanemon import __version__
 from lanemon import events as schema
@@ -175,7 +175,8 @@ def _load(source: Any) -> tuple[dict[str, Any] | None, list[Event], list[str], s
         source = Recording(source)
     if isinstance(source, Recording):
         compact = compact_events(source.events())
-        return (source.header, compact.events, list(source.warnings), str(source.path),
+        warnings = list(source.warnings) + ([dropped_warning(compact.dropped)] if compact.dropped else [])
+        return (source.header, compact.events, warnings, str(source.path),
                 {"count": compact.count, "last_t": compact.last_t})
     if isinstance(source, tuple) and len(source) == 2 and isinstance(source[0], (dict, type(None))):
         return source[0], list(source[1]), [], None, {}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import io
+from array import array
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -21,7 +22,7 @@ import orjson
 
 from lanemon.measure.metrics import NS, request_metrics
 from lanemon.events import Event
-from lanemon.measure.records import assemble
+from lanemon.measure.records import RequestRecord, iter_records, reiterable
 
 CSV_COLUMNS = (
     "lane", "simulated", "req", "server_request_id", "purpose", "bench", "run_interrupted", "endpoint", "model", "start_s", "ttft_s", "ttfo_s", "first_byte_s", "e2e_s",
@@ -42,10 +43,10 @@ def iter_request_rows(events: Iterable[Event], simulated: Iterable[str] = ()) ->
     """:func:`request_rows` one row at a time (each row's gap lists exist only while it is written): what
     ``lanemon export`` streams.  *events* may be a compact list (:func:`lanemon.measure.records.compact_events`)."""
     sim = set(simulated)
-    events = events if isinstance(events, list) else list(events)
+    events = reiterable(events)
     cut_benches = {ev.data.get("bench") for ev in events if ev.kind == "mark" and ev.data.get("interrupted")}
     cut_benches |= _unended(events)
-    for rec in sorted(assemble(events), key=lambda r: (r.sent_ns if r.sent_ns is not None else 0, r.req)):
+    for rec in _in_send_order(events):
         m = request_metrics(rec)
         meta = {k: v for k, v in rec.meta.items()
                 if k not in ("prompt_chars", "max_tokens", "temperature", "seed", "continuous_usage")}
@@ -87,6 +88,26 @@ def iter_request_rows(events: Iterable[Event], simulated: Iterable[str] = ()) ->
             "itl_per_token_s": list(m.itl_per_token_s),
             "meta": meta,
         }
+
+
+def _in_send_order(events: Iterable[Event]) -> Iterator[RequestRecord]:
+    """The finished requests sorted by (send time, id), ties in finishing order, holding only their sort keys
+    and the records that finished before their turn: a first pass ranks the keys, a second hands each record on
+    as soon as every earlier one has gone (requests finish roughly in the order they were sent, so the records
+    waiting are about as many as were in flight, not every request of the recording)."""
+    keys = sorted((rec.sent_ns if rec.sent_ns is not None else 0, rec.req, i)
+                  for i, rec in enumerate(iter_records(events, keep_text=False)))
+    rank = array("q", bytes(8 * len(keys)))
+    for pos, (_, _, i) in enumerate(keys):
+        rank[i] = pos
+    del keys
+    waiting: dict[int, RequestRecord] = {}
+    turn = 0
+    for i, rec in enumerate(iter_records(events, keep_text=False)):
+        waiting[rank[i]] = rec
+        while turn in waiting:
+            yield waiting.pop(turn)
+            turn += 1
 
 
 def _unended(events: Iterable[Event]) -> set[str]:

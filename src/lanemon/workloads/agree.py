@@ -27,7 +27,7 @@ from typing import Any
 from lanemon.measure import metrics
 from lanemon import events as schema
 from lanemon.events import Event
-from lanemon.measure.records import assemble
+from lanemon.measure.records import assemble, reiterable
 from lanemon.workloads.harness import Harness
 
 HISTOGRAM_BUCKETS = (("0", 0, 0), ("1", 1, 1), ("2", 2, 2), ("3-4", 3, 4), ("5-9", 5, 9), ("10-19", 10, 19),
@@ -82,7 +82,7 @@ def summarize_agreement(divergences: Sequence[tuple[int, bool]]) -> dict[str, An
 
 def agree_results(events: Iterable[Event]) -> dict[str, Any]:
     """The ``lanemon agree`` JSON from recorded events alone."""
-    events = list(events)
+    events = reiterable(events)
     config: dict[str, Any] = {}
     interrupted = False
     for ev in events:

@@ -37,7 +37,7 @@ from lanemon.client.http import LaneClient
 from lanemon.folds.race import BENCH, RaceState, RaceView
 from lanemon.events import Event
 from lanemon.measure.metrics import round_or_none
-from lanemon.measure.records import BURST, EMPTY, OUTCOMES, TRUNCATED, RequestRecord
+from lanemon.measure.records import BURST, EMPTY, OUTCOMES, TRUNCATED, RequestRecord, reiterable
 
 DEFAULT_MAX_TOKENS = 256
 """Reply budget when neither the prompt nor ``--max-tokens`` gives one."""
@@ -393,7 +393,7 @@ def race_results(events: Iterable[Event]) -> dict[str, Any]:
     ``"median of N races"``.
     """
     if not isinstance(events, RaceState):
-        events = list(events)
+        events = reiterable(events)
     state = events if isinstance(events, RaceState) else fold(events)
     races = [race_json(view) for view in finished_races(state)]
     names: list[str] = []

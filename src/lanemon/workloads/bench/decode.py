@@ -34,7 +34,7 @@ from lanemon.measure.load import ClientLoad, client_load
 from lanemon.measure.metrics import (aggregate_tok_s, generated_tokens, median, output_tokens, request_metrics,
                                      summarize)
 from lanemon.events import Event
-from lanemon.measure.records import RequestRecord, assemble
+from lanemon.measure.records import EventStore, RequestRecord, assemble, iter_records, reiterable
 from lanemon.workloads.bench.run import (client_bound_figures, each_lane, edge, BenchOptions, first_error, goodput_of, outcome_figures, read_marks, rnd, run_state, spread, token_figures)
 from lanemon.workloads.prompts import Prompt
 
@@ -186,8 +186,15 @@ def _level_result(reps: dict[int, list[RequestRecord]], slo: dict[str, float] | 
             windows.append(steady["window_s"])
         ttft_reps.append(None if errored else summarize(request_metrics(r).ttft_s for r in recs).p50)
     ok = [r for r in all_recs if r.ok]
-    ms = [request_metrics(r) for r in ok]
-    ttft = summarize(m.ttft_s for m in ms)
+    ttfts: list[float | None] = []  # the three figures read here, not each request's metrics (gap lists)
+    rates: list[float | None] = []
+    estimated = False
+    for r in ok:
+        m = request_metrics(r)
+        ttfts.append(m.ttft_s)
+        rates.append(m.decode_tok_s)
+        estimated = estimated or m.tokens_estimated
+    ttft = summarize(ttfts)
     stats = spread(per_rep)
     steady = spread(steady_reps)
     return {
@@ -202,12 +209,12 @@ def _level_result(reps: dict[int, list[RequestRecord]], slo: dict[str, float] | 
         "ttft_p99_s": rnd(ttft.p99),
         "ttft_n": ttft.n,
         "ttft_max_s": rnd(ttft.max),
-        "per_stream_tok_s_p50": rnd(summarize(m.decode_tok_s for m in ms).p50),
+        "per_stream_tok_s_p50": rnd(summarize(rates).p50),
         "errors": len(all_recs) - len(ok),
         **outcome_figures(all_recs),
         "requests": len(all_recs),
         "output_tokens": sum(output_tokens(r)[0] for r in ok),
-        "tokens_estimated": any(m.tokens_estimated for m in ms),
+        "tokens_estimated": estimated,
         **token_figures(ok),
         **stats,
         "error": first_error(all_recs),
@@ -354,24 +361,46 @@ def crossover_sentence(result: dict[str, Any]) -> str:
     return f"no crossover: {leader} leads {where}{span}{tail}" + extra
 
 
-def decode_results(events: Iterable[Event], *, in_progress: bool = False,
-                   slo: dict[str, float] | None = None) -> dict[str, Any]:
-    """The ``bench decode`` JSON (docs/JSON.md) from a run's events.  ``slo``: the targets when the run's
-    own start mark is another bench's (a sweep records decode cells under its ``sweep`` start mark)."""
-    events = list(events)
-    marks = read_marks(events, BENCH)
-    load = client_load(events)
+def _cells(records: Iterable[RequestRecord], marks: Any, *, keep: bool = True) -> tuple[dict, dict]:
+    """The finished cells' requests: ``({lane: {level: {rep: [records]}}}, {lane: {category: {rep: [records]}}})``,
+    lanes in order of their first such request.  ``keep=False``: the same walk, keeping only which lanes have
+    which cells (the lists stay empty)."""
     levels_by: dict[str, dict[int, dict[int, list[RequestRecord]]]] = defaultdict(lambda: defaultdict(dict))
     cats_by: dict[str, dict[str, dict[int, list[RequestRecord]]]] = defaultdict(lambda: defaultdict(dict))
-    for rec in assemble(events):
+    for rec in records:  # no figure here reads the text: a big recording's is not held
         meta = rec.meta
         if meta.get("bench") != BENCH or not marks.finished(meta.get("cell", "")):
             continue
         rep = int(meta.get("rep", 0))
         if meta.get("part") == "level":
-            levels_by[rec.lane][int(meta["level"])].setdefault(rep, []).append(rec)
+            cell = levels_by[rec.lane][int(meta["level"])].setdefault(rep, [])
         elif meta.get("part") == "category":
-            cats_by[rec.lane][str(meta.get("category"))].setdefault(rep, []).append(rec)
+            cell = cats_by[rec.lane][str(meta.get("category"))].setdefault(rep, [])
+        else:
+            continue
+        if keep:
+            cell.append(rec)
+    return levels_by, cats_by
+
+
+def decode_results(events: Iterable[Event], *, in_progress: bool = False,
+                   slo: dict[str, float] | None = None) -> dict[str, Any]:
+    """The ``bench decode`` JSON (docs/JSON.md) from a run's events.  ``slo``: the targets when the run's
+    own start mark is another bench's (a sweep records decode cells under its ``sweep`` start mark)."""
+    events = reiterable(events)
+    marks = read_marks(events, BENCH)
+    load = client_load(events)
+    if isinstance(events, EventStore):  # a big recording: only one lane's requests held at a time
+        levels_by, cats_by = _cells(iter_records(events, keep_text=False), marks, keep=False)
+
+        def lane_cells(lane: str) -> tuple[dict, dict]:
+            lv, cv = _cells(iter_records((ev for ev in events if ev.lane == lane), keep_text=False), marks)
+            return lv.get(lane, {}), cv.get(lane, {})
+    else:
+        levels_by, cats_by = _cells(assemble(events, keep_text=False), marks)
+
+        def lane_cells(lane: str) -> tuple[dict, dict]:
+            return levels_by.get(lane, {}), cats_by.get(lane, {})
     # finished cells with no request at all (e.g. every request was cut) still count as cells
     order = list(marks.lanes) or sorted(set(levels_by) | set(cats_by))
     for lane in list(levels_by) + list(cats_by):
@@ -380,10 +409,9 @@ def decode_results(events: Iterable[Event], *, in_progress: bool = False,
     lanes: dict[str, dict[str, Any]] = {}
     cfg_cats = marks.config.get("categories") or []
     for lane in order:
-        lv = levels_by.get(lane, {})
-        cv = cats_by.get(lane, {})
-        if not lv and not cv:
+        if lane not in levels_by and lane not in cats_by:
             continue
+        lv, cv = lane_cells(lane)
         slo = marks.config.get("slo") or slo or None
         cats = {c: _category_result(cv[c], slo, load) for c in cfg_cats if c in cv}
         cats.update({c: _category_result(v, slo, load) for c, v in cv.items() if c not in cats})

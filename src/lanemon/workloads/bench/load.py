@@ -48,7 +48,7 @@ from lanemon.events import Event
 from lanemon.measure import slo as slo_mod
 from lanemon.measure.metrics import NS, generated_tokens, median, request_metrics, summarize
 from lanemon.measure.stats import chunk_weights
-from lanemon.measure.records import RequestRecord, assemble
+from lanemon.measure.records import RequestRecord, assemble, reiterable
 from lanemon.workloads.bench.run import each_lane, edge, first_error, outcome_figures, read_marks, rnd, run_state
 from lanemon.workloads.bench.prefill import CALIBRATION_TOKENS, calibrate, calibrate_cell, lane_context
 from lanemon.workloads.prompts import chars_for_tokens, filler_text
@@ -695,7 +695,7 @@ def _served_span(records: Sequence[RequestRecord]) -> float | None:
 
 def load_results(events: Iterable[Event], *, in_progress: bool = False) -> dict[str, Any]:
     """The ``bench load`` JSON (docs/JSON.md) from a run's events."""
-    events = list(events)
+    events = reiterable(events)
     marks = read_marks(events, BENCH)
     by_cell: dict[str, list[RequestRecord]] = defaultdict(list)
     for rec in assemble(events):

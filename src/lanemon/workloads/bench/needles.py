@@ -21,7 +21,7 @@ from typing import Any
 
 from lanemon.measure.metrics import request_metrics
 from lanemon.events import Event
-from lanemon.measure.records import RequestRecord, assemble
+from lanemon.measure.records import RequestRecord, assemble, reiterable
 from lanemon.workloads.bench import prefill
 from lanemon.workloads.bench.run import client_bound_figures, BenchOptions, read_marks, rnd, run_state, spread
 from lanemon.workloads.prompts import chars_for_tokens, needle_prompt, new_key
@@ -121,7 +121,7 @@ def needle_results(events: Iterable[Event], *, in_progress: bool = False) -> dic
     """The ``bench needles`` JSON (docs/JSON.md) from a run's events."""
     from lanemon.measure.load import client_load
 
-    events = list(events)
+    events = reiterable(events)
     marks = read_marks(events, BENCH)
     load = client_load(events)
     by: dict[str, dict[int, list[RequestRecord]]] = defaultdict(lambda: defaultdict(list))

@@ -33,7 +33,7 @@ from typing import Any
 
 from lanemon.measure.metrics import median, request_metrics
 from lanemon.events import Event
-from lanemon.measure.records import RequestRecord, assemble
+from lanemon.measure.records import RequestRecord, assemble, reiterable
 from lanemon.workloads.bench.run import BenchOptions, client_bound_figures, first_error, goodput_of, outcome_figures, read_marks, rnd, run_state, spread
 from lanemon.workloads.prompts import DEFAULT_TOKENS_PER_CHAR, chars_for_tokens, prefill_prompt
 
@@ -280,7 +280,7 @@ def prefill_results(events: Iterable[Event], *, in_progress: bool = False, bench
     """The ``bench prefill`` JSON (docs/JSON.md) from a run's events."""
     from lanemon.measure.load import client_load
 
-    events = list(events)
+    events = reiterable(events)
     marks = read_marks(events, bench)
     load = client_load(events)
     by: dict[str, dict[int, dict[str, list[RequestRecord]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))

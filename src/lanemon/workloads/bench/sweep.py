@@ -30,6 +30,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from lanemon.measure.records import reiterable
 from lanemon.events import Event
 from lanemon.measure.metrics import aggregate_tok_s, median, request_metrics
 from lanemon.measure import slo as slo_mod
@@ -110,7 +111,7 @@ async def run(h, opts) -> None:
 
 def sweep_results(events: Iterable[Event], *, in_progress: bool = False) -> dict[str, Any]:
     """The ``bench sweep`` JSON: the decode figures of every level run, plus each lane's knee."""
-    events = list(events)
+    events = reiterable(events)
     cfg: dict[str, Any] = {}
     stops: dict[str, dict[str, Any]] = {}
     for ev in events:

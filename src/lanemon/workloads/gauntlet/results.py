@@ -9,7 +9,7 @@ from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.measure import metrics
 from lanemon.measure.metrics import round_or_none
-from lanemon.measure.records import Assembler, RequestRecord
+from lanemon.measure.records import Assembler, RequestRecord, reiterable
 from lanemon.workloads.gauntlet.config import BENCH, DEFAULT_HOPS
 
 
@@ -26,7 +26,7 @@ def _marks(events: Iterable[Event]) -> Iterable[Event]:
 
 def gauntlet_results(events: Iterable[Event]) -> dict[str, Any]:
     """The gauntlet's JSON (docs/JSON.md) rebuilt from recorded events alone."""
-    events = list(events)
+    events = reiterable(events)
     config: dict[str, Any] = {}
     lane_order: list[str] = []
     rep_ends: dict[str, dict[int, dict[str, Any]]] = {}
