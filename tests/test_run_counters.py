@@ -101,3 +101,22 @@ def test_session_counters_cover_the_whole_recording_and_the_report_says_them():
     assert session_text(s["A"]) == ("over 30 s: 8 requests; 800 generated tokens; prefix cache hit 38%; "
                                     "1 preemptions; spec decode accepted 61% of draft tokens; "
                                     "2 ranks, max/mean 1.50; LoRA sql-lora, chat-lora")
+
+
+@pytest.mark.parametrize("kind", ["prefill", "needles"])
+def test_prefill_and_needle_cells_carry_their_own_counters(kind):
+    """A prefill or needle cell is one or two requests: its edges are read before its start and after its end
+    (as decode's and load's), so its counters are exactly its own requests and prompt tokens, never null
+    for want of a scrape between two quick cells."""
+    out = subprocess.run([sys.executable, "-m", "lanemon", "bench", kind, "--demo", "--time-scale", "0.05",
+                          "--lengths", "2000,4000", "--reps", "2", "--json", "--no-record", "--lanes", "A"]
+                         + (["--no-cache-check"] if kind == "prefill" else []),
+                         capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr
+    lengths = json.loads(out.stdout)["lanes"]["A"]["lengths"]
+    assert set(lengths) == {"2000", "4000"}
+    for length, cell in lengths.items():
+        c = cell["engine_counters"]
+        assert c is not None, (length, cell)
+        assert c["requests"] == 2, (length, c)  # the two reps, nothing of the calibration or the other length
+        assert c["prompt_tokens"] >= 2 * int(length) * 0.97, (length, c)

@@ -23,7 +23,7 @@ from lanemon.measure.metrics import request_metrics
 from lanemon.events import Event
 from lanemon.measure.records import RequestRecord, assemble, reiterable
 from lanemon.workloads.bench import prefill
-from lanemon.workloads.bench.run import client_bound_figures, BenchOptions, read_marks, rnd, run_state, spread
+from lanemon.workloads.bench.run import client_bound_figures, edge, BenchOptions, read_marks, rnd, run_state, spread
 from lanemon.workloads.prompts import chars_for_tokens, needle_prompt, new_key
 
 BENCH = "needles"
@@ -49,6 +49,8 @@ async def run(h, opts: BenchOptions) -> None:
             for rep in range(opts.reps):
                 cell = prefill.cell_id(lane, length, rep)
                 keys = {"part": "length", "length": length, "rep": rep}
+                if prefill.fits(length, ctx):  # the engine's counters and the GPU's energy read at the cell's edges
+                    await edge(h)
                 h.mark("cell", lane=lane, bench=BENCH, phase="start", cell=cell, **keys)
                 if not prefill.fits(length, ctx):
                     h.mark("cell", lane=lane, bench=BENCH, phase="end", cell=cell, errors=0, skipped=True,
@@ -64,6 +66,7 @@ async def run(h, opts: BenchOptions) -> None:
                 tpc = prefill.tokens_per_char(rec, len(text)) or tpc
                 h.mark("cell", lane=lane, bench=BENCH, phase="end", cell=cell, errors=0 if rec.ok else 1,
                        found=found_in(key, rec.text) if rec.ok else None, **keys)
+                await edge(h)
 
     await prefill._per_lane(h, opts, rng, one_lane)
 

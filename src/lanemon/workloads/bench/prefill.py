@@ -34,7 +34,7 @@ from typing import Any
 from lanemon.measure.metrics import median, request_metrics
 from lanemon.events import Event
 from lanemon.measure.records import RequestRecord, assemble, reiterable
-from lanemon.workloads.bench.run import BenchOptions, client_bound_figures, first_error, goodput_of, outcome_figures, read_marks, rnd, run_state, spread
+from lanemon.workloads.bench.run import BenchOptions, client_bound_figures, edge, first_error, goodput_of, outcome_figures, read_marks, rnd, run_state, spread
 from lanemon.workloads.prompts import DEFAULT_TOKENS_PER_CHAR, chars_for_tokens, prefill_prompt
 
 BENCH = "prefill"
@@ -188,6 +188,8 @@ async def run(h, opts: BenchOptions) -> None:
             for rep in range(opts.reps):
                 cell = cell_id(lane, length, rep)
                 keys = {"part": "length", "length": length, "rep": rep}
+                if fits(length, ctx):  # the engine's counters and the GPU's energy read at the cell's edges
+                    await edge(h)
                 h.mark("cell", lane=lane, bench=BENCH, phase="start", cell=cell, **keys)
                 if not fits(length, ctx):
                     h.mark("cell", lane=lane, bench=BENCH, phase="end", cell=cell, errors=0, skipped=True,
@@ -203,6 +205,7 @@ async def run(h, opts: BenchOptions) -> None:
                                             **_args(text, opts, 1))
                     errors += 0 if again.ok else 1
                 h.mark("cell", lane=lane, bench=BENCH, phase="end", cell=cell, errors=errors, **keys)
+                await edge(h)
 
     await _per_lane(h, opts, rng, one_lane)
 
