@@ -222,3 +222,34 @@ def test_requests_that_never_end_are_not_all_held(tmp_path, monkeypatch, kind):
         analysis = analyze(Recording(path))
         assert any("never finished while more than 500 were open" in w for w in analysis["warnings"])
         del compact, analysis
+
+
+def test_export_does_not_hold_every_mark(tmp_path, monkeypatch):
+    """``export``'s interruption check listed every mark of the recording (a file of 300 k marks, 34 MB: 289 MB,
+    1.5 M would be ~1.4 GB): it now reads them as they stream past; counted here as the events alive when it
+    judges the run, for N and 4N marks."""
+    import lanemon.workloads.bench.run as run
+    from lanemon.events import Event
+    from lanemon.reports.export import interruptions
+
+    header = (ROOT / "sample_sessions" / "today.jsonl").read_bytes().splitlines()[0]
+    real = run.interruption_text
+    alive: list[int] = []
+
+    def judged(bench, state):
+        alive.append(_alive(Event))
+        return real(bench, state)
+
+    monkeypatch.setattr(run, "interruption_text", judged)
+    for n in (5_000, 20_000):
+        marks = [{"t": 1, "kind": "mark", "data": {"label": "bench", "bench": "decode", "phase": "start"}}]
+        marks += [{"t": 2 + i, "kind": "mark", "lane": "A",
+                   "data": {"label": "cell", "bench": "decode", "phase": "end", "cell": f"A/C{i}/r1"}}
+                  for i in range(n)]
+        path = tmp_path / f"marks{n}.jsonl"
+        path.write_bytes(header + b"\n" + b"\n".join(orjson.dumps(m) for m in marks) + b"\n")
+        base = _alive(Event)
+        alive.clear()
+        texts = interruptions(compact_events(Recording(path).events()).events)
+        assert alive and max(alive) - base <= 16, (n, max(alive) - base)
+        assert any("decode" in t for t in texts)  # started, never ended: an interrupted run, said so

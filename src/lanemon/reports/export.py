@@ -124,20 +124,33 @@ def interruptions(events: Iterable[Event]) -> list[str]:
     alone: an export says so as a report does."""
     from lanemon.workloads.bench.run import interruption_text, read_marks, run_state
 
-    marks = [ev for ev in events if ev.kind == "mark"]
+    events = reiterable(events)  # not the marks as a list: a file of a million marks held them all (1.4 GB)
+
+    def marks():
+        return (ev for ev in events if ev.kind == "mark")
+
+    benches: dict[str, None] = {}
+    for ev in marks():
+        name = ev.data.get("bench")
+        if name and len(benches) < MAX_BENCHES:  # each is a pass: a hostile file's million names are not
+            benches.setdefault(str(name))
     out = []
-    for bench in dict.fromkeys(str(ev.data.get("bench")) for ev in marks if ev.data.get("bench")):
-        ends = [ev for ev in marks if ev.data.get("bench") == bench and ev.data.get("label") == "bench"]
+    for bench in benches:
+        ends = any(ev.data.get("bench") == bench and ev.data.get("label") == "bench" for ev in marks())
         if ends:  # a speed bench: its start mark holds the plan
-            state = run_state(read_marks(marks, bench), in_progress=False)
+            state = run_state(read_marks(marks(), bench), in_progress=False)
             text = interruption_text(bench, state)
-        elif any(ev.data.get("bench") == bench and ev.data.get("interrupted") for ev in marks):
+        elif any(ev.data.get("bench") == bench and ev.data.get("interrupted") for ev in marks()):
             text = f"{bench} run interrupted: the rows cover only what finished"
         else:
             text = None
         if text:
             out.append(text)
     return out
+
+
+MAX_BENCHES = 32
+"""Bench names an export looks at for interrupted runs (a session holds a handful)."""
 
 
 def to_jsonl(rows: Iterable[dict[str, Any]]) -> bytes:
