@@ -79,9 +79,10 @@ def test_repeat_on_b_is_a_prefix_cache_hit_never_prefill():
 
 
 def test_reps_keep_every_value(fast_sims):
-    """Every rep's value is kept; ``unstable`` says whether lanemon's own figures spread (the rule), which a busy
-    machine can make true at 20x speed while the simulator itself stays steady: so the flag is judged against the
-    rule, and the simulator's steadiness against its own trace (never against lanemon's figures)."""
+    """Every rep's value is kept, each against the simulator's own record of that request, and ``unstable`` says
+    whether lanemon's figures spread (its rule).  At 20x speed a 4K prefill is ~80 ms, so a busy machine (or the
+    simulator's own first request of a length, ~10 ms slower in its trace) can make them spread: the flag is
+    judged against its rule, never assumed false."""
     for sim in fast_sims:
         sim.clear_trace()
     res = run_bench("prefill", fast_sims, lengths=[4000], reps=3, cache_check=False, parallel_lanes=True)
@@ -89,10 +90,10 @@ def test_reps_keep_every_value(fast_sims):
         c = res["lanes"][lane]["lengths"]["4000"]
         assert len(c["reps"]) == 3 and None not in c["reps"] and c["min"] <= c["median"] <= c["max"]
         assert c["unstable"] == ((c["max"] - c["min"]) / c["median"] > UNSTABLE_SPREAD)
-        true = sorted(r["prompt_tokens"] / r["ttft_s"] for r in sim.trace()
-                      if r.get("status") == "ok" and r.get("ttft_s") and abs(r.get("prompt_tokens", 0) - 4000) < 200)
+        true = [r["prompt_tokens"] / r["ttft_s"] for r in sim.trace()
+                if r.get("status") == "ok" and r.get("ttft_s") and abs(r.get("prompt_tokens", 0) - 4000) < 200]
         assert len(true) == 3, true  # the three reps, as the server counted them (the calibration is shorter)
-        assert (true[-1] - true[0]) / true[1] < UNSTABLE_SPREAD  # the simulator is steady
-        # lanemon's TTFT holds the server's: never a faster prefill than the server's fastest
-        assert c["max"] <= true[-1] * 1.02, (c, true)  # (the trace holds the modelled TTFT, ~80 ms, which the
-        # simulator's timer can undercut by a fraction of a millisecond)
+        for rep, (measured, server) in enumerate(zip(c["reps"], true)):
+            # lanemon's TTFT holds the server's: never a faster prefill than the server's own for that request
+            # (within 2 %: lanemon counts the prompt from usage, the trace at arrival)
+            assert measured <= server * 1.02, (lane, rep, c["reps"], true)
