@@ -500,3 +500,27 @@ async def test_real_bench_run_against_the_simulated_lanes():
             # one recompute per cell, plus the cells a starved window reported after their end re-opens
             starved = sum(1 for ev in run.events if ev.kind == schema.CLIENT_LOAD and ev.data.get("bound"))
             assert app.bench_results.computed <= total + 2 * starved
+
+
+def test_categories_keep_the_plans_order_however_the_cell_ends_were_batched():
+    """The bars panel showed decode.jsonl's categories in a different order from run to run (its replay
+    snapshot was left out for it): the fold merged each category as its group was recomputed, so the order
+    followed which redraw saw which cell end.  Now the plan's order, as decode_results gives it."""
+    import random
+
+    _, events, _ = __import__("lanemon.recording.reader", fromlist=["read_events"]).read_events(
+        Path(__file__).resolve().parent.parent / "sample_sessions" / "decode.jsonl")
+    want = decode_results(events, in_progress=False)
+    orders = set()
+    for seed in range(3):
+        rng = random.Random(seed)
+        fold = BenchResults("decode")
+        for ev in events:
+            fold.apply(ev)
+            if ev.kind == schema.MARK and rng.random() < 0.5:  # a redraw after some cell ends, not others
+                fold.results()
+        got = fold.results(in_progress=False)
+        for lane in want["lanes"]:
+            assert list(got["lanes"][lane]["categories"]) == list(want["lanes"][lane]["categories"])
+        orders.add(tuple(got["lanes"]["A"]["categories"]))
+    assert len(orders) == 1

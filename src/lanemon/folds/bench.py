@@ -308,6 +308,16 @@ class BenchResults:
         order += [lane for lane in self._lanes if lane not in order]
         out["lanes"] = {lane: self._lanes[lane] for lane in order if lane in self._lanes}
         if self.kind == "decode":
+            # categories in the plan's order, as decode_results gives them: merged as their groups were
+            # recomputed, their order followed the redraw timing (the bars panel changed from run to run)
+            plan = [c for c in (out.get("config") or {}).get("categories") or [] if isinstance(c, str)]
+            for lane, body in out["lanes"].items():
+                cats = body.get("categories")
+                if isinstance(cats, dict) and len(cats) > 1:
+                    rank = {c: i for i, c in enumerate(plan)}
+                    body = dict(body, categories=dict(sorted(cats.items(), key=lambda kv: (
+                        rank.get(kv[0], len(rank)), str(kv[0])))))
+                    out["lanes"][lane] = self._lanes[lane] = body
             out["crossover"] = module.crossover(out["lanes"], list(out["lanes"]))
         elif self.kind == "prefill":
             names = list(out["lanes"])

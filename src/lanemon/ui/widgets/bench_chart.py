@@ -63,7 +63,7 @@ def render_bars(labels: list[str], series: dict[str, list[float]], colours: dict
     ``hatched`` are drawn ``▒▒▒`` (the OLD side of a compare, in its lane's faded colour); a (series,
     label) in ``flagged`` ran while lanemon itself was starved: drawn ``░░░`` with ``?``, not as speed."""
     names = list(series)
-    label_w = min(max((len(lb) for lb in labels), default=0), max(6, width // 4))
+    label_w = min(max((len(lb) for lb in labels), default=0), max(6, width // 3))  # 'summarization' whole at 41
     name_w = max((len(n) for n in names), default=1)
     values = [v for vs in series.values() for v in vs if v is not None]
     top = max(values, default=0.0) or 1.0
@@ -271,7 +271,8 @@ class BenchChart(Vertical):
         self.flagged_bars = set(flagged or ())
         self.series = {k: list(zip(labels, v)) for k, v in series.items()}
         self.marks = list(marks or [])
-        self.border_title = f"{title}  [dim]({xlabel})[/]"
+        # the groups' name once: 'by category' already says it (the repeat was cut to '(…' at 100 columns)
+        self.border_title = title if xlabel in title else f"{title}  [dim]({xlabel})[/]"
         self._bars = (list(labels), {k: list(v) for k, v in series.items()}, ylabel)
         self._show("bars")
         self._draw_bars()

@@ -79,6 +79,17 @@ class InfoBar(Horizontal):
         yield Label("", id="info")
         yield Label("", id="path")
 
+    def fit_path(self, verb: str, path: str, *, alone: bool = False) -> str:
+        """``verb path`` for the ``#path`` label; where it does not fit, ``verb name`` (the file's name whole
+        rather than a path cut in it), or with ``alone`` (the chip says it already) the name by itself."""
+        room = self.query_one("#path", Label).size.width - 2  # its padding
+        text = f"{verb} {path}"
+        if 0 < room < len(text):
+            name = Path(path).name
+            text = next((t for t in (f"{verb} {name}", name if alone else "") if t and len(t) <= room),
+                        f"{verb} {name}")
+        return text
+
     def show_chip(self, text: str, state: str, states: tuple[str, ...]) -> None:
         """The chip says ``text`` in the colour of ``state`` (one of ``states``, as ``-live``)."""
         chip = self.query_one(f"#{self.CHIP}", Label)
@@ -162,6 +173,6 @@ class StatusBar(InfoBar):
         path = short_path(recording_path)
         if path:
             verb = "from" if mode == "replay" else "rec →"
-            set_text(self.query_one("#path", Label), f"{verb} {escape(path)}")
+            set_text(self.query_one("#path", Label), escape(self.fit_path(verb, path, alone=mode == "replay")))
         else:
             set_text(self.query_one("#path", Label), "[dim]not recording[/]" if mode != "replay" else "")
