@@ -75,6 +75,25 @@ class Source(Protocol):
     def stop(self) -> None: ...
 
 
+FREEZE_AFTER_S = 2.0
+"""Seconds after the app mounted (its first frames drawn, the lanes' first probes out) when the objects it
+made so far are moved out of the garbage collector's reach (:func:`freeze_startup`)."""
+
+
+def freeze_startup() -> int:
+    """``gc.freeze()``: every object alive now (Textual's and Rich's modules, the screen's widgets and styles,
+    the clients) is left out of every later collection.  A full collection walked them all with every thread
+    stopped, each one a starved window of the measuring loop (lanemon's own doing, not the machine's): in
+    the demo's first 75 s on main before issue 23's changed-lines work, 100-240 ms every ~7 s; with both,
+    16-32 ms every ~23 s (the garbage is mostly Textual strips, whose caches refer to themselves).  Nothing is
+    collected first (that would be the same pause); the startup's own garbage, if any, stays (bounded,
+    once).  Returns how many objects are frozen."""
+    import gc
+
+    gc.freeze()
+    return gc.get_freeze_count()
+
+
 class LanemonApp(App):
     """All of lanemon's screens over one :class:`Source`."""
 
@@ -260,6 +279,9 @@ class LanemonApp(App):
         # the footer lists the keys from the first frame, before any key press (in a browser too,
         # where nothing else asks it to draw until the first input)
         self.call_after_refresh(self.refresh_bindings)
+        if measures(self.source):  # what exists now (modules, widgets), then what the first frames made
+            freeze_startup()
+            self.set_timer(FREEZE_AFTER_S, freeze_startup)
         for msg in self.theme_warnings:
             self.notify(msg, title="theme", severity="warning", timeout=8, markup=False)
 
