@@ -241,3 +241,25 @@ def test_a_browser_message_over_64_kib_is_refused_by_the_socket_unbuffered(web):
     # either way the session ended there (before, it read the whole message, ignored it and answered the ping)
     assert plain[0] in (1009, None) and plain[1] is None
     assert deflated[0] == 1009 and deflated[1] is None
+
+
+@pytest.mark.parametrize("host", ["example.invalid", "999.1.1.1", "127.0.0.1:80", "", "in-use"])
+def test_an_address_it_cannot_serve_on_is_one_line_and_exit_2(tmp_path, host):
+    """`--host` that does not resolve, is not this machine's, is empty (it served every interface at
+    'http://:PORT/'), or a port already in use: one line and exit 2 before 'serving ...' (was a traceback,
+    exit 1, after the line saying it was serving)."""
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    port = busy.getsockname()[1] if host == "in-use" else free_port()
+    try:
+        out = subprocess.run([sys.executable, "-m", "lanemon", "web", "--host",
+                              "127.0.0.1" if host == "in-use" else host, "--port", str(port), "--", "demo"],
+                             capture_output=True, text=True, timeout=30,
+                             env={**os.environ, "HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache")})
+    finally:
+        busy.close()
+    assert out.returncode == 2, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot serve on" in lines[0] and "Traceback" not in out.stderr, lines
+    assert "serving" not in out.stderr

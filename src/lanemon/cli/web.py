@@ -25,10 +25,12 @@ import ipaddress
 import re
 import secrets
 import shlex
+import socket
 import sys
 from pathlib import Path
 
 from lanemon.cli.common import UsageError, err
+from lanemon.untrusted import inert
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -52,6 +54,26 @@ def _sessions(text: str) -> int:
     if not 1 <= n <= 64:
         raise argparse.ArgumentTypeError("--max-sessions must be between 1 and 64")
     return n
+
+
+def bind_problem(host: str, port: int) -> str | None:
+    """Why this server could not listen on *host*:*port* (a name that does not resolve, an address not on this
+    machine, a port in use), or None: tried before anything is printed, so it is one line and exit 2 rather than
+    "serving ..." and then a traceback."""
+    if not host.strip():
+        return "the bind address is empty (0.0.0.0 serves every interface)"
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError, ValueError) as exc:
+        return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+    family, kind, proto, _, address = infos[0]
+    try:
+        with socket.socket(family, kind, proto) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as aiohttp binds
+            sock.bind(address)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
 
 
 def is_loopback(host: str) -> bool:
@@ -146,6 +168,9 @@ def cmd_web(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UsageError(f"lanemon web: cannot write its page into {cache} ({exc.strerror or exc}); "
                          "set XDG_CACHE_HOME to a writable directory") from None
+    why = bind_problem(args.host, args.port)
+    if why is not None:
+        raise UsageError(f"lanemon web: cannot serve on {inert(args.host)[:80]}:{args.port}: {why}")
     if not is_loopback(args.host):
         err(f"warning: serving on {args.host}: anyone who can reach this port "
             + ("gets a lanemon session, with no login" if args.no_token else "and has the URL gets a lanemon session"))
