@@ -80,6 +80,7 @@ class LanePanel(LaneCard):
     /* as wide as ``UP 999 ms``: the /models round trip moving between 4 and 13 ms must not reflow the screen */
     LanePanel #badge.-up { min-width: 11; text-align: center; }
     LanePanel.-compact #badge.-up { min-width: 5; }
+    LanePanel #badge.-up.-tight { min-width: 4; }  /* 'UP' alone, where the URL needs the room */
     LanePanel #badge.-down { background: $error; color: $background; }
     LanePanel #badge.-saturated { background: $warning; color: $background; }
     LanePanel #badge.-unknown { background: $panel; color: $text-muted; }
@@ -177,11 +178,14 @@ class LanePanel(LaneCard):
         else:
             state, text = "-down", "DOWN"
         inner = self.size.width - 4  # border and padding
-        room = inner - (len(self.lane) + 3) - (len(text) + 2)  # beside the name chip and the badge
+        up_w = 11 if state == "-up" and not self.compact else 0  # the -up badge's fixed width (CSS below)
+        room = inner - (len(self.lane) + 3) - max(len(text) + 2, up_w)  # beside the name chip and the badge
         host = short_url(st.url or "", 0)
-        if inner > 0 and not self.compact and text.startswith("UP ") and room < len(host):
+        tight = inner > 0 and not self.compact and text.startswith("UP ") and room < len(host)
+        if tight:
             text = "UP"  # the URL's host and port before the probe's latency
             room = inner - (len(self.lane) + 3) - 4
+        badge.set_class(tight, "-tight")  # its fixed width goes too (a class change: only when the room does)
         set_text(q("#url", Label), escape(short_url(st.url or "", room) if inner > 0 else st.url or ""))
         self.badge_state(badge, text, state, STATES)
         for cls in STATES:
