@@ -249,3 +249,20 @@ def test_real_full_tmpfs_report_and_export_exit_4(capsys):
             assert code == EXIT_DATA_LOST, (argv, err)
             assert "No space left on device" in err and "nothing was written" in err
         assert sorted(p.name for p in disk.iterdir()) == ["filler"]
+
+
+def test_a_reader_that_stops_reading_is_exit_141_without_a_traceback():
+    """`lanemon export REC | head`: a BrokenPipeError traceback and exit 1.  Now quiet and 141 (128 + SIGPIPE):
+    the output was cut, so never 0."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    rec = Path(__file__).resolve().parent.parent / "sample_sessions" / "today.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "lanemon", "export", str(rec)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout.read(100)
+    proc.stdout.close()
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 141, stderr
+    assert b"Traceback" not in stderr and b"Exception ignored" not in stderr, stderr

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -16,6 +17,9 @@ from lanemon.cli import MODULES as COMMAND_MODULES
 from lanemon.cli.common import EXIT_DATA_LOST, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_USAGE, LOST, CommandError, DataLost, UsageError
 from lanemon.cli.common import err as _err
 from lanemon.config import ConfigError
+
+EXIT_PIPE_CLOSED = 141
+"""stdout's reader went away before the output was all written (128 + SIGPIPE, what a shell reports)."""
 
 DESCRIPTION = """\
 lanemon watches two or more OpenAI-compatible LLM endpoints ("lanes"), races
@@ -60,7 +64,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     LOST.reset()
     try:
-        return LOST.exit_code(handler(args))
+        code = handler(args)
+        sys.stdout.flush()  # here, where a reader that went away is caught, not at the interpreter's exit
+        return LOST.exit_code(code)
+    except BrokenPipeError:
+        # `lanemon export REC | head`: the reader stopped reading.  The output was cut, so not 0; quiet, as a
+        # shell tool killed by SIGPIPE is (128 + 13), and no traceback from the next flush either
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return EXIT_PIPE_CLOSED
     except DataLost as exc:
         _err(str(exc))
         return EXIT_DATA_LOST
