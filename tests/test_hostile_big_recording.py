@@ -253,3 +253,19 @@ def test_export_does_not_hold_every_mark(tmp_path, monkeypatch):
         texts = interruptions(compact_events(Recording(path).events()).events)
         assert alive and max(alive) - base <= 16, (n, max(alive) - base)
         assert any("decode" in t for t in texts)  # started, never ended: an interrupted run, said so
+
+
+def test_what_no_report_reads_is_counted_not_kept(tmp_path):
+    """Notes, host samples and alerts are read by no report or export: a file of 300 large random notes (each
+    as big as the schema lets a message be, incompressible) costs the store nothing, and the event count still
+    says they were there."""
+    import os
+
+    header = (ROOT / "sample_sessions" / "today.jsonl").read_bytes().splitlines()[0]
+    lines = [orjson.dumps({"t": i, "kind": kind, "data": {"level": "info", "message": os.urandom(3000).hex()}})
+             for i, kind in enumerate(["note", "host", "alert"] * 100)]
+    path = tmp_path / "notes.jsonl"
+    path.write_bytes(header + b"\n" + b"\n".join(lines) + b"\n")
+    compact = compact_events(Recording(path).events())
+    assert compact.count == 300 and len(compact.events) == 0 and compact.events.stored_bytes == 0
+    assert analyze(Recording(path))["environment"]["events"] == 300

@@ -550,7 +550,8 @@ def compact_events(events: Iterable[Event]) -> CompactEvents:
             last_t = t
         req = ev.req
         if req is None:
-            out.append(ev)
+            if ev.kind not in _UNREAD:
+                out.append(ev)
             continue
         kind = ev.kind
         if kind in _FOLDED:  # token chunks, first byte, usage: all in the record
@@ -610,6 +611,10 @@ class StoredEvent(Event):
     def data(self, value: dict[str, Any]) -> None:
         _DATA_SLOT.__set__(self, value)
 
+
+_UNREAD = frozenset({schema.HOST, schema.NOTE, schema.ALERT})
+"""Kinds no report, comparison or export reads (this machine's samples, log notes, alert transitions): counted
+in :attr:`CompactEvents.count`, not kept (a file of large notes cost its size in the store)."""
 
 _FOLDED = frozenset({schema.TOKEN, schema.FIRST_BYTE, schema.USAGE})
 """Request events :func:`compact_events` folds into the record (nothing but an Assembler reads them)."""
