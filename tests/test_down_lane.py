@@ -100,3 +100,20 @@ async def test_three_lanes_at_100x30_keep_the_port_and_a_readable_reason():
         rendered = [line.text for line in errors.render_lines(errors.region.reset_offset)]
         shown = " ".join(" ".join(line.split()) for line in rendered)
         assert "connection refused (/models)" in shown  # wrapped, not 'connect connection re…'
+
+
+def test_requests_row_drops_an_idle_in_flight_before_a_flagged_count():
+    from lanemon.folds.dashboard import LaneState
+    from lanemon.ui.format import fit
+    from lanemon.ui.widgets.lane_panel import _request_parts
+
+    import re
+
+    def row() -> str:  # a card at 100 columns with two lanes, as text
+        return re.sub(r"\[[^\]]*\]", "", fit(_request_parts(st, 0, 0.0, 0), 36))
+
+    st = LaneState(name="A")
+    st.requests_ok, st.client_bound = 19, 2
+    assert row() == "19 ok  0 err  2 client-bound"
+    st.in_flight = 1
+    assert row() == "19 ok  0 err  1 in flight"  # requests running now come before the flags

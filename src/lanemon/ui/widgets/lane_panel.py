@@ -270,7 +270,8 @@ def _request_parts(st: LaneState, stalled: int, wait_s: float, now_ns: int) -> l
              (0, f"[{err_style}]{st.requests_err} err[/]", f"{st.requests_err} err")]
     if stalled:
         parts.append((1, f"[$warning b]{stalled} stalled {wait_s:.0f} s[/]", f"{stalled} stalled {wait_s:.0f} s"))
-    parts.append((2, f"[b]{st.in_flight}[/] in flight", f"{st.in_flight} in flight"))
+    # none in flight says less than a flagged count: it goes first where the row is short
+    parts.append((2 if st.in_flight else 4, f"[b]{st.in_flight}[/] in flight", f"{st.in_flight} in flight"))
     if st.client_bound:  # lanemon itself was starved while these ran: counted, not plotted as lane speed
         hot = st.last_client_bound_t is not None and now_ns - st.last_client_bound_t < 5_000_000_000
         parts.append((3, f"[{'$warning b' if hot else '$warning'}]{st.client_bound} client-bound[/]",
