@@ -121,7 +121,7 @@ def test_markdown_has_every_table_and_omits_empty_sections():
                   "## Per-category decode at C1", "## Prefill: prompt tokens / TTFT, cold",
                   "## Needles: long-context retrieval", "## Races", "## Environment"):
         assert title in md
-    assert "| C6 | 223 | 263 | B (1.18×) |" in md
+    assert "| C6 | A | 223 | 420 ms | 546 ms | 37.2 | 0 | 8 | B (1.18×) |\n|  | B ▲ | 263 |" in md
     assert "3,654 (0.81 s); cache hit 12,542" in md  # the cache hit is labelled, the prefill cell stays cold
     assert "Tell a story \\| about a keeper" in md  # pipes escaped
     assert re.search(r"A  [▁▂▃▄▅▆▇█]{6}  C1→C6", md)  # sparkline

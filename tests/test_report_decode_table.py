@@ -35,9 +35,19 @@ def decode(a: dict, b: dict) -> dict:
             "config": {}}
 
 
-def table(dec: dict) -> dict[str, list[str]]:
+def table(dec: dict) -> dict:
+    """The report's throughput table by ``C1`` (the level's Leader) and ``C1/A`` (a lane's row as a dict of
+    header -> text, the lane cell with its mark under ``lane``)."""
     s = decode_sections(dec, ["A", "B"])[0]
-    return {row[0]: row for row in s.rows} | {"_headers": s.headers, "_caption": [s.caption], "_notes": s.notes}
+    out: dict = {"_headers": s.headers, "_caption": [s.caption], "_notes": s.notes}
+    level = None
+    for row in s.rows:
+        level = row[0] or level
+        d = dict(zip(s.headers, row))
+        out[f"{level}/{d['lane'].split()[0]}"] = d
+        if row[0] and "Leader" in d:
+            out[level] = d["Leader"]
+    return out
 
 
 def test_leader_is_judged_on_the_steady_figure_with_the_noise_band_not_the_span():
@@ -46,10 +56,14 @@ def test_leader_is_judged_on_the_steady_figure_with_the_noise_band_not_the_span(
     dec = decode({"1": cell(100, 100), "2": cell(100, 100)},
                  {"1": cell(103, 108), "2": cell(112, 103)})
     t = table(dec)
-    assert t["_headers"] == ["Concurrency", "A steady tok/s", "A span tok/s", "B steady tok/s", "B span tok/s",
-                             "Leader"]
-    assert t["C1"] == ["C1", "100", "100", "103", "108", "tie"]
-    assert t["C2"] == ["C2", "100", "100", "112", "103", "B (1.12×)"]
+    assert t["_headers"] == ["C", "lane", "steady tok/s", "span tok/s", "TTFT p50", "TTFT p90", "per-stream tok/s",
+                             "err", "requests", "Leader"]
+    assert [t[k][h] for k in ("C1/A", "C1/B") for h in ("lane", "steady tok/s", "span tok/s")] == \
+        ["A =", "100", "100", "B =", "103", "108"]
+    assert t["C1"] == "tie"
+    assert [t[k][h] for k in ("C2/A", "C2/B") for h in ("lane", "steady tok/s", "span tok/s")] == \
+        ["A", "100", "100", "B ▲", "112", "103"]
+    assert t["C2"] == "B (1.12×)"
     assert "steady:" in t["_caption"][0] and "span:" in t["_caption"][0] and "noise band (5 %" in t["_caption"][0]
     # the chart draws the steady figures
     chart = decode_sections(dec, ["A", "B"])[0].chart
@@ -60,17 +74,21 @@ def test_a_band_widened_by_the_reps_turns_a_lead_into_a_tie_and_says_the_band():
     # B's steady reps spread 12 %: a 10 % gap is inside that band
     dec = decode({"1": cell(100, 100, steady_reps=[99, 100, 101])},
                  {"1": cell(110, 110, steady_reps=[104, 110, 117.2])})
-    assert table(dec)["C1"][-1] == "tie (band 12.0 % from the reps)"
+    t = table(dec)
+    assert t["C1"] == "tie (band 12.0 % from the reps)"
+    # the reps' range, shown whole in the report (a detail column: the CLI drops it where the width is short)
+    assert (t["C1/A"]["steady min–max"], t["C1/B"]["steady min–max"]) == ("99.0–101", "104–117")
     dec["lanes"]["B"]["levels"]["1"] = cell(130, 130, steady_reps=[124, 130, 139.6])
-    assert table(dec)["C1"][-1] == "B (1.30×, band 12.0 % from the reps)"
+    assert table(dec)["C1"] == "B (1.30×, band 12.0 % from the reps)"
 
 
 def test_a_starved_cell_is_marked_not_judged_and_left_out_of_the_chart():
     dec = decode({"1": cell(100, 100), "2": cell(150, 150), "3": cell(180, 180)},
                  {"1": cell(80, 80), "2": cell(300, 300, unreliable=True), "3": cell(200, 200)})
     t = table(dec)
-    assert t["C2"][-1] == "not judged (starved)"
-    assert t["C2"][3].startswith("300 ?") and t["C2"][4] == "300 ?"  # both of its figures are flagged
+    assert t["C2"] == "not judged (starved)"
+    assert t["C2/B"]["steady tok/s"] == "300?" and t["C2/B"]["span tok/s"] == "300?"  # both figures are flagged
+    assert t["C2/B"]["lane"] == "B" and t["C2/A"]["lane"] == "A"  # no mark: nobody leads a level not judged
     assert any(n.startswith("? lanemon itself was starved") for n in t["_notes"])
     s = decode_sections(dec, ["A", "B"])[0]
     assert s.chart.series["B"] == [80, None, 200]
@@ -86,9 +104,9 @@ def test_a_starved_cell_is_marked_not_judged_and_left_out_of_the_chart():
 def test_old_recordings_without_steady_figures_report_the_span_labelled_and_judged_with_the_band():
     dec = decode({"1": cell(None, 100), "2": cell(None, 100)}, {"1": cell(None, 104), "2": cell(None, 110)})
     t = table(dec)
-    assert t["_headers"] == ["Concurrency", "A span tok/s", "B span tok/s", "Leader"]
-    assert t["C1"] == ["C1", "100", "104", "tie"]  # 4 % is inside the 5 % band (the old 3 % TIE called it a lead)
-    assert t["C2"] == ["C2", "100", "110", "B (1.10×)"]
+    assert t["_headers"][:4] == ["C", "lane", "span tok/s", "TTFT p50"]  # no column of dashes for steady
+    assert t["C1"] == "tie"  # 4 % is inside the 5 % band (the old 3 % TIE called it a lead)
+    assert t["C2"] == "B (1.10×)" and t["C2/B"]["span tok/s"] == "110" and t["C2/B"]["lane"] == "B ▲"
     assert "predates the steady-state figure" in t["_caption"][0]
     s = decode_sections(dec, ["A", "B"])[0]
     assert s.chart.series == {"A": [100, 100], "B": [104, 110]} and "span" in s.chart.title
@@ -129,10 +147,51 @@ def test_the_sample_session_table_agrees_with_the_ladder_and_the_verdict():
     x = d["crossover"]
     assert rows[str(x["between"][0])].startswith(x["leader_before"])
     assert rows[str(x["between"][1])].startswith(x["leader_after"])
-    # steady leads each lane's pair of columns
-    assert "| Concurrency | A steady tok/s | A span tok/s | B steady tok/s | B span tok/s | Leader |" in md
+    # steady leads, span beside it, the Leader last
+    assert "| C | lane | steady tok/s | span tok/s | TTFT p50 | TTFT p90 | per-stream tok/s | err | requests | Leader |" in md
     # copying the analysis and starving one cell changes only that level's judgement
     a2 = copy.deepcopy(analysis)
     a2["decode"]["lanes"]["B"]["levels"]["6"]["unreliable"] = True
     del a2["decode"]["crossover"]
     assert "| not judged (starved) |" in render_markdown(a2)
+
+
+def test_the_report_draws_the_decode_table_the_cli_prints_one_model():
+    """reports/tables.decode_table is the table `bench decode` prints (fitted to the console) and the report
+    draws (whole): same columns, same rows, same values, for the sample session."""
+    from rich.console import Console
+
+    from lanemon.cli.bench import render
+    from lanemon.reports.tables import decode_table
+
+    d = analyze(SAMPLE)["decode"]
+    s = decode_sections(d, ["A", "B"])[0]
+    model = decode_table(d, ["A", "B"])
+    assert s.model is not None and (s.headers, s.rows) == (model.labels(), model.text_rows())
+    # the CLI, wide enough for every column, prints exactly these cells
+    console = Console(width=400, record=True, color_system=None)
+    render(d, console)
+    lines = console.export_text().splitlines()
+    table = [ln for ln in lines[:next(i for i, ln in enumerate(lines) if ln.startswith("└"))]
+             if ln.startswith(("┃", "│"))]
+    head = [c.strip() for c in table[0][1:-1].split("┃")]
+    body = [[c.strip() for c in ln[1:-1].split("│")] for ln in table[1:]]
+    assert head == s.headers and body == s.rows
+    # at 100 columns the CLI keeps its table: the detail column (Leader) goes first, silently, the rest as before
+    fitted = model.fit(100)
+    assert "Leader" not in fitted.labels() and fitted.labels()[:3] == ["C", "lane", "steady"]
+    assert fitted.hidden == [] and [r[:3] for r in fitted.text_rows()] == [r[:3] for r in s.rows]
+
+
+def test_the_report_keeps_the_reps_range_and_the_kinds_of_errors():
+    a = cell(100, 98, steady_reps=[96, 104], reps=[95, 101])
+    a.update(errors=3, truncated=1, empty=1, bursts=2)
+    dec = decode({"1": a}, {"1": cell(90, 90)})
+    t = table(dec)
+    assert t["C1/A"]["steady min–max"] == "96.0–104" and t["C1/A"]["span min–max"] == "95.0–101"
+    assert t["C1/B"]["steady min–max"] == "—"
+    assert t["C1/A"]["err"] == "3" and t["C1/A"]["errors"] == "3 err (1 truncated, 1 empty), 2 burst"
+    assert t["C1/B"]["errors"] == "—"
+    # the TTFT table says the same words
+    ttft = decode_sections(dec, ["A", "B"])[1]
+    assert ttft.rows[0][-1] == "3 err (1 truncated, 1 empty), 2 burst"

@@ -30,6 +30,7 @@ class Column:
     drop: int = 0          # 0: never dropped; higher ranks are dropped first when the width is short
     align: str = "right"   # right | left
     short: str | None = None  # a narrower label, used before any column is dropped
+    detail: bool = False   # says more about a mark another column already shows (the report's width): see fit()
 
 
 @dataclass(frozen=True)
@@ -65,21 +66,31 @@ class ResultTable:
         return sum(w + pad for w in self.col_widths()) + 1
 
     def fit(self, width: int | None, pad: int = 3) -> "ResultTable":
-        """This table for ``width`` characters: short labels first, then the highest-ranked droppable columns
-        dropped one by one (``hidden`` names them).  None: as is."""
+        """This table for ``width`` characters: first the detail columns go (the highest rank first: each says
+        more about a mark a kept column shows -- the Leader's ratio behind ``▲``/``=``, the reps' range behind
+        ``†``, the kinds of errors behind ``err`` -- so they are not named among the hidden), then short labels,
+        then the highest-ranked droppable columns one by one (``hidden`` names them).  None: as is."""
         if width is None or self.width(pad) <= width:
             return self
-        full = [c.label for c in self.columns]
-        t = replace(self, columns=[replace(c, label=c.short or c.label) for c in self.columns])
+        t = self
+        while t.width(pad) > width and any(c.detail for c in t.columns):
+            _, j = max((c.drop, j) for j, c in enumerate(t.columns) if c.detail)
+            t = t._without(j)
+        if t.width(pad) <= width:
+            return t
+        full = [c.label for c in t.columns]
+        t = replace(t, columns=[replace(c, label=c.short or c.label) for c in t.columns])
         while t.width(pad) > width:
             cands = [(c.drop, j) for j, c in enumerate(t.columns) if c.drop > 0]
             if not cands:
                 break
             _, j = max(cands)
-            t = replace(t, columns=t.columns[:j] + t.columns[j + 1:], rows=[r[:j] + r[j + 1:] for r in t.rows],
-                        hidden=t.hidden + [full[j]])
+            t = replace(t._without(j), hidden=t.hidden + [full[j]])
             full = full[:j] + full[j + 1:]
         return t
+
+    def _without(self, j: int) -> "ResultTable":
+        return replace(self, columns=self.columns[:j] + self.columns[j + 1:], rows=[r[:j] + r[j + 1:] for r in self.rows])
 
     def hidden_note(self) -> str:
         return (f"hidden at this width: {', '.join(self.hidden)} (a wider terminal, the report or --json shows them)"
@@ -359,19 +370,36 @@ def sweep_finding(result: dict[str, Any], lane: str) -> str:
 
 # ------------------------------------------------------------------ decode
 def decode_table(result: dict[str, Any], lanes: Sequence[str] | None = None) -> ResultTable:
-    """The decode ladder: one row per level and lane (level-major).  ``steady`` (tokens while all C streams
-    ran / that window) leads, ``span`` (first send → last end) beside it; ``?`` marks a cell run while
-    lanemon itself was starved (not judged), ``†`` unstable reps, ``▲`` the level's leader by the steady figure
-    beyond the noise band, ``=`` a tie inside it."""
+    """The decode ladder (the CLI, the TUI bench screen and the report draw this one model): one row per level
+    and lane (level-major).  ``steady`` (tokens while all C streams ran / that window) leads, ``span`` (first
+    send → last end) beside it (results made before the steady figure: the span alone, judged); ``?`` marks a
+    cell run while lanemon itself was starved (not judged), ``†`` unstable reps, ``▲`` the level's leader by the
+    steady figure beyond the noise band, ``=`` a tie inside it.
+
+    Detail columns (:meth:`ResultTable.fit` drops them first, where the width is short; the report, which has no
+    width limit, keeps them): the reps' range (min–max) where a cell ran more than one rep, the Leader with its
+    ratio (:func:`leader_text`) with two lanes or more, what the errors were (truncated, empty, bursts)."""
+    from lanemon.reports.data import decode_levels, level_leads
+
     by_lane = result.get("lanes") or {}
     names = [n for n in (lanes or []) if n in by_lane] + [n for n in by_lane if n not in (lanes or [])]
-    cells = [c or {} for n in names for c in ((by_lane[n] or {}).get("levels") or {}).values()]
+    per = {n: decode_levels(result, n) for n in names}
+    cells = [c for n in names for c in per[n].values()]
+    with_steady = any(num(c.get("steady_tok_s")) is not None for c in cells)
     show_ttfo = any(c.get("reasoning_tokens") for c in cells)
     show_chunks = any((num(c.get("tokens_per_chunk")) or 1) > 1.05 for c in cells)
     slo = (result.get("config") or {}).get("slo") or None
     show_goodput = any("goodput" in c for c in cells)
-    cols = [Column("C", 0), Column("lane", 0, "left"), Column("steady tok/s", 0, short="steady"),
-            Column("span tok/s", 3, short="span"), Column("TTFT p50", 1, short="TTFT"), Column("TTFT p90", 5)]
+    steady_range = with_steady and any(len(c.get("steady_reps") or []) > 1 for c in cells)
+    span_range = any(len(c.get("reps") or []) > 1 for c in cells)
+    show_leader = sum(1 for n in names if per[n]) >= 2
+    show_kinds = any(num(c.get(k)) for c in cells for k in ("truncated", "empty", "bursts"))
+    cols = [Column("C", 0), Column("lane", 0, "left")]
+    if with_steady:
+        cols += [Column("steady tok/s", 0, short="steady"), Column("span tok/s", 3, short="span")]
+    else:
+        cols += [Column("span tok/s", 0, short="span")]
+    cols += [Column("TTFT p50", 1, short="TTFT"), Column("TTFT p90", 5)]
     if show_ttfo:
         cols += [Column("TTFO p50", 4, short="TTFO"), Column("reasoning tok", 6, short="reason.")]
     cols += [Column("per-stream tok/s", 2, short="stream")]
@@ -380,30 +408,36 @@ def decode_table(result: dict[str, Any], lanes: Sequence[str] | None = None) -> 
     if show_goodput:
         cols += [Column("goodput", 1), Column("SLO", 1)]
     cols += [Column("err", 1), Column("requests", 8, short="reqs")]
-    leads: dict[int, Any] = {}
-    if len(names) >= 2:
-        from lanemon.workloads.bench.decode import level_leads
-
-        leads = {int(x["level"]): x.get("leader") for x in level_leads(by_lane, names[0], names[1])}
-    levels = sorted({int(k) for n in names for k in ((by_lane[n] or {}).get("levels") or {})})
+    if steady_range:
+        cols += [Column("steady min–max", 11, detail=True)]
+    if span_range:
+        cols += [Column("span min–max", 12, detail=True)]
+    if show_leader:
+        cols += [Column("Leader", 9, "left", detail=True)]
+    if show_kinds:
+        cols += [Column("errors", 10, "left", detail=True)]
+    leads = level_leads(result, names) if show_leader else {}
+    levels = sorted({lvl for n in names for lvl in per[n]})
     rows: list[list[Cell]] = []
     ends: set[int] = set()
     for lvl in levels:
         first = True
+        lead = leads.get(lvl) or {}
+        leader = lead.get("leader")
         for n in names:
-            c = ((by_lane[n] or {}).get("levels") or {}).get(str(lvl))
+            c = per[n].get(lvl)
             if c is None:
                 continue
-            c = c or {}
             flag = "?" if c.get("unreliable") else ""
-            lead = leads.get(lvl)
-            mark = " ▲" if lead == n else (" =" if lead == "tie" and n in names[:2] else "")
-            row = [Cell(f"C{lvl}" if first else ""), Cell(n + mark, STRONG if lead == n else None),
-                   Cell(rate(c.get("steady_tok_s")) + flag + ("†" if c.get("steady_unstable") else ""),
-                        WARN if flag else None),
-                   Cell(rate(c.get("aggregate_tok_s")) + flag + ("†" if c.get("unstable") else "")),
-                   Cell(secs(c.get("ttft_p50_s"))),
-                   Cell(pct(c.get("ttft_p90_s"), 90, c.get("ttft_n"), c.get("ttft_max_s"), secs))]
+            mark = " ▲" if leader == n else (" =" if leader == "tie" and n in (lead.get("pair") or []) else "")
+            row = [Cell(f"C{lvl}" if first else ""), Cell(n + mark, STRONG if leader == n else None)]
+            if with_steady:
+                row.append(Cell(rate(c.get("steady_tok_s")) + flag + ("†" if c.get("steady_unstable") else ""),
+                                WARN if flag else None))
+            row += [Cell(rate(c.get("aggregate_tok_s")) + flag + ("†" if c.get("unstable") else ""),
+                         None if with_steady or not flag else WARN),
+                    Cell(secs(c.get("ttft_p50_s"))),
+                    Cell(pct(c.get("ttft_p90_s"), 90, c.get("ttft_n"), c.get("ttft_max_s"), secs))]
             if show_ttfo:
                 row += [Cell(secs(c.get("ttfo_s"))),
                         Cell(f"{c.get('reasoning_tokens') or 0}" + (" est." if c.get("reasoning_estimated") else ""))]
@@ -417,18 +451,62 @@ def decode_table(result: dict[str, Any], lanes: Sequence[str] | None = None) -> 
                 share, gr = num(g.get("share")), num(g.get("rate_rps"))
                 row += [Cell(f"{share * 100:.0f}% {gr:.1f}/s" if share is not None and gr is not None else "—"),
                         slo_cell(g)]
-            errs = int(c.get("errors") or 0)
+            errs = int(num(c.get("errors")) or 0)
             row += [Cell(str(errs), BAD if errs else None), Cell(str(c.get("requests") or 0))]
+            if steady_range:
+                row.append(Cell(rep_range(c.get("steady_reps"))))
+            if span_range:
+                row.append(Cell(rep_range(c.get("reps"))))
+            if show_leader:
+                row.append(Cell(leader_text(lead) if first else ""))
+            if show_kinds:
+                row.append(Cell(error_kinds(c), BAD if errs else None))
             rows.append(row)
             first = False
         if rows:
             ends.add(len(rows) - 1)
     notes = []
+    if any(c.get("tokens_estimated") for c in cells):
+        notes.append("est.: token counts estimated from chunks (the lane sent no usage block)")
     if show_goodput:
         notes.append("goodput: share of requests meeting every target and their rate (per second of the reps' "
                      f"first send → last end); {slo_targets_text(slo)}")
-    return ResultTable("decode", "decode ladder · steady = tokens while all C streams ran / that window; "
-                       "span = first send → last end", cols, rows, notes, decode_legend(result), ends)
+    basis = ("steady = tokens while all C streams ran / that window; span = first send → last end" if with_steady
+             else "span = first send → last end (recorded before the steady figure: levels judged on it)")
+    return ResultTable("decode", f"decode ladder · {basis}", cols, rows, notes, decode_legend(result), ends)
+
+
+def rep_range(reps: Any) -> str:
+    """``118–122`` over a cell's reps; ``—`` with one rep."""
+    vals = [v for v in (num(r) for r in reps or []) if v is not None]
+    return f"{rate(min(vals))}–{rate(max(vals))}" if len(vals) > 1 else "—"
+
+
+def leader_text(x: dict[str, Any] | None) -> str:
+    """A level's Leader from :func:`lanemon.reports.data.level_leads`: ``B (1.18×)`` beyond the noise band,
+    ``tie`` inside it, ``not judged (starved)`` when lanemon was starved while a cell ran; the band is added when
+    the reps widened it past its default."""
+    if not x:
+        return "—"
+    if x.get("unreliable"):
+        return "not judged (starved)"
+    band = f"band {x['band'] * 100:.1f} % from the reps" if x.get("band_from_reps") else ""
+    if x.get("leader") == "tie":
+        return "tie" + (f" ({band})" if band else "")
+    if x.get("leader") and x.get("ratio"):
+        return f"{x['leader']} ({x['ratio']:.2f}×{', ' + band if band else ''})"
+    return "—"
+
+
+def error_kinds(c: dict[str, Any]) -> str:
+    """``3 err (1 truncated, 1 empty)``: a cell's requests that gave no figure, the outcomes apart (counted in
+    its errors); bursts (complete, no per-stream rate) are said too.  ``—`` when there are none."""
+    errs, bursts = int(num(c.get("errors")) or 0), int(num(c.get("bursts")) or 0)
+    if not errs and not bursts:
+        return "—"
+    parts = [f"{int(num(c.get(k)))} {k}" for k in ("truncated", "empty") if num(c.get(k))]
+    text = f"{errs} err" + (f" ({', '.join(parts)})" if parts else "")
+    return text + (f", {bursts} burst" if bursts else "")
 
 
 def decode_legend(result: dict[str, Any]) -> str:

@@ -12,32 +12,11 @@ from typing import Any
 
 from lanemon.measure import stats as st
 from lanemon.reports.charts import Chart
-from lanemon.reports.data import (agg, crossover, decode_levels, first_level, has_steady, level_leads, level_value,
-                                  steady)
+from lanemon.reports.data import crossover, decode_levels, first_level, has_steady, level_value
 from lanemon.measure.metrics import tail_ok
 from lanemon.reports.format import num, pct, secs, sparkline, tok
 from lanemon.reports.sections.section import Section
-
-
-def _range(reps: list[Any]) -> str:
-    vals = [v for v in (num(r) for r in reps or []) if v is not None]
-    return f" ({tok(min(vals))}–{tok(max(vals))})" if len(vals) > 1 else ""
-
-
-def leader_text(x: dict[str, Any] | None) -> str:
-    """A level's Leader cell from :func:`lanemon.reports.data.level_leads`: ``B (1.18×)`` beyond the noise
-    band, ``tie`` inside it, ``not judged (starved)`` when lanemon was starved while a cell ran; the band is
-    added when the reps widened it past its default."""
-    if not x:
-        return "—"
-    if x.get("unreliable"):
-        return "not judged (starved)"
-    band = f"band {x['band'] * 100:.1f} % from the reps" if x.get("band_from_reps") else ""
-    if x.get("leader") == "tie":
-        return "tie" + (f" ({band})" if band else "")
-    if x.get("leader") and x.get("ratio"):
-        return f"{x['leader']} ({x['ratio']:.2f}×{', ' + band if band else ''})"
-    return "—"
+from lanemon.reports.tables import decode_table, error_kinds, leader_text  # noqa: F401 (leader_text: was here)
 
 
 def decode_sections(decode: dict[str, Any], lanes: list[str]) -> list[Section]:
@@ -45,45 +24,14 @@ def decode_sections(decode: dict[str, Any], lanes: list[str]) -> list[Section]:
     per = {n: decode_levels(decode, n) for n in lanes}
     levels = sorted(set().union(*(set(p) for p in per.values())))
     cross = crossover(decode, lanes)
-    leads = level_leads(decode, lanes) if len(lanes) > 1 else {}
     with_steady = has_steady(decode, lanes)
-    if with_steady:
-        lane_cols = [h for n in lanes for h in (f"{n} steady tok/s", f"{n} span tok/s")]
-    else:
-        lane_cols = [f"{n} span tok/s" for n in lanes]
-    headers = ["Concurrency"] + lane_cols + (["Leader"] if len(lanes) > 1 else [])
-    rows, any_unstable, any_est, any_starved = [], False, False, False
-    for lvl in levels:
-        row = [f"C{lvl}"]
-        for n in lanes:
-            c = per[n].get(lvl)
-            if not c:
-                row += ["—", "—"] if with_steady else ["—"]
-                continue
-            span = tok(agg(c)) + _range([c.get("min"), c.get("max")] if len(c.get("reps") or []) > 1 else [])
-            if c.get("unstable"):
-                span += " †"
-                any_unstable = True
-            marks = ""
-            if c.get("unreliable"):
-                marks += " ?"
-                any_starved = True
-            if c.get("tokens_estimated"):
-                marks += " ~"
-                any_est = True
-            if num(c.get("errors")):
-                marks += f" [{_not_complete(c)}]"
-            if with_steady:
-                cell = tok(steady(c)) + _range(c.get("steady_reps") or [])
-                if c.get("steady_unstable"):
-                    cell += " †"
-                    any_unstable = True
-                row += [cell + marks, span + (" ?" if c.get("unreliable") else "")]
-            else:
-                row.append(span + marks)
-        if len(lanes) > 1:
-            row.append(leader_text(leads.get(lvl)))
-        rows.append(row)
+    # the throughput table is the model `bench decode` prints and the bench screen draws (reports/tables.py),
+    # whole: the report has no width limit, so its detail columns (range, Leader, errors) stay
+    model = decode_table(decode, lanes)
+    headers, rows = model.labels(), model.text_rows()
+    cells = [c for n in lanes for c in per[n].values()]
+    any_unstable = any(c.get("unstable") or (with_steady and c.get("steady_unstable")) for c in cells)
+    any_starved = any(c.get("unreliable") for c in cells)
     if with_steady:
         caption = ("Aggregate decode throughput by concurrency. steady: output tokens written while all C streams "
                    "were in flight / that window (the figure each level is judged and drawn on); span: total "
@@ -94,15 +42,13 @@ def decode_sections(decode: dict[str, Any], lanes: list[str]) -> list[Section]:
     if len(lanes) > 1:
         caption += (f" Leader: the faster lane when the gap is beyond the noise band "
                     f"({st.DEFAULT_BANDS['throughput'] * 100:.0f} %, or the reps' own spread where wider), "
-                    f"a tie inside it.")
+                    f"a tie inside it; ▲ marks the leader's row, = the two lanes of a tie.")
     if cross:
         caption += (f" {cross.get('leader_before')} leads up to C{cross['between'][0]}, "
                     f"{cross.get('leader_after')} from C{cross['between'][-1]}.")
-    notes = []
+    notes = list(model.notes)
     if any_unstable:
         notes.append("† unstable: the reps of this cell differ by more than the bench's stability threshold.")
-    if any_est:
-        notes.append("~ token counts estimated from chunks (the lane sent no usage block).")
     if any_starved:
         notes.append("? lanemon itself was starved while this cell ran (held up for 2 % of the cell or more): its "
                      "figure is not lane speed, the level is not judged and the chart leaves the point out.")
@@ -124,21 +70,8 @@ def decode_sections(decode: dict[str, Any], lanes: list[str]) -> list[Section]:
                   f"{what} aggregate decode (tok/s)",
                   [f"C{lvl}" for lvl in levels], {n: [drawn(per[n].get(lvl)) for lvl in levels] for n in lanes},
                   band=band, band_label="crossover", gaps=True)
-    # goodput (bench decode --slo): share and rate of requests meeting every target, per lane and level
-    more = []
-    slo = (decode.get("config") or {}).get("slo")
-    if slo and any("goodput" in c for p in per.values() for c in p.values()):
-        def _gp(c: dict[str, Any]) -> str:
-            g = c.get("goodput") or {}
-            share, rate = num(g.get("share")), num(g.get("rate_rps"))
-            if share is None:
-                return "—"
-            return f"{share * 100:.0f}%" + (f" · {rate:.2f} req/s" if rate is not None else "")
-        targets = ", ".join(f"{k.upper()} ≤ {v:g} s" for k, v in slo.items())
-        more.append((f"Goodput (requests meeting {targets})", ["Concurrency"] + [f"{n} goodput" for n in lanes],
-                     [[f"C{lvl}"] + [_gp(per[n].get(lvl) or {}) for n in lanes] for lvl in levels]))
     out.append(Section("decode", "Decode: aggregate throughput vs concurrency", caption, headers, rows, chart,
-                       spark, notes, more=more))
+                       spark, notes, model=model))
 
     # TTFT and per-stream detail at C1
     c1 = {n: first_level(decode, n) for n in lanes}
@@ -153,7 +86,7 @@ def decode_sections(decode: dict[str, Any], lanes: list[str]) -> list[Section]:
         rows.append([n, secs(c.get("ttft_p50_s")), pct(c.get("ttft_p90_s"), 90, k, c.get("ttft_max_s")),
                      pct(c.get("ttft_p99_s"), 99, k, c.get("ttft_max_s")),
                      tok(c.get("per_stream_tok_s_p50")) + (" ~" if c.get("tokens_estimated") else ""),
-                     str(c.get("requests", "—")), _not_complete(c) if num(c.get("errors")) else str(c.get("errors", "—"))])
+                     str(c.get("requests", "—")), error_kinds(c) if num(c.get("errors")) else str(c.get("errors", "—"))])
         series[n] = [num(c.get("ttft_p50_s")), num(c.get("ttft_p90_s")), num(c.get("ttft_p99_s"))]
         k = c.get("ttft_n")
         top = num(c.get("ttft_max_s"))
@@ -195,13 +128,3 @@ def decode_sections(decode: dict[str, Any], lanes: list[str]) -> list[Section]:
                            "Per-stream decode tok/s ((output tokens − 1) / (E2E − TTFT)), median per category.",
                            headers, rows, chart))
     return out
-
-
-def _not_complete(c: dict) -> str:
-    """``3 err (1 truncated, 1 empty)``: a cell's requests that gave no figure, the outcomes apart; bursts
-    (complete, no per-stream rate) are said too."""
-    parts = [f"{int(num(c.get(k)))} {k}" for k in ("truncated", "empty") if num(c.get(k))]
-    text = f"{int(num(c.get('errors')) or 0)} err" + (f" ({', '.join(parts)})" if parts else "")
-    if num(c.get("bursts")):
-        text += f", {int(num(c.get('bursts')))} burst"
-    return text
