@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from textual.app import ComposeResult
@@ -17,6 +18,7 @@ from lanemon.ui.widgets.bench_chart import BenchChart
 from lanemon.ui.widgets.bench_log import BenchLog
 from lanemon.ui.widgets.bench_progress import BenchProgress
 from lanemon.ui.widgets.bench_status import BenchStatus
+from lanemon.ui.widgets.status_bar import short_path
 from lanemon.ui.widgets.bench_table import BenchTable
 from lanemon.reports.tables import decode_legend, decode_table
 
@@ -200,11 +202,23 @@ class BenchScreen(LanemonScreen):
     # -- cheap: every redraw tick ---------------------------------------------------
     def refresh_progress(self, *, state: str, current: str | None, done: int, total: int, elapsed_ns: int,
                          lane_rows: list[tuple[str, int, int, str | None]], errors: list, recording_path) -> None:
-        self.query_one(BenchStatus).update_from(kind=self.kind, state=state, current=current, done=done,
-                                                total=total, elapsed=fmt.event_time(elapsed_ns),
-                                                errors=len(errors), recording_path=recording_path)
-        self.query_one(BenchProgress).update_from(lane_rows)
-        self.query_one(BenchLog).update_from(errors)
+        status = self.query_one(BenchStatus)
+        status.update_from(kind=self.kind, state=state, current=current, done=done, total=total,
+                           elapsed=fmt.event_time(elapsed_ns), errors=len(errors), recording_path=recording_path)
+        progress = self.query_one(BenchProgress)
+        progress.update_from(lane_rows)
+        # a finished bench: every bar is full and the header says "28/28 cells"; its lines go to the results
+        done_all = state == "finished" and all(d >= t for _, d, t, _ in lane_rows)
+        if progress.display == done_all:
+            progress.display = not done_all
+        log = self.query_one(BenchLog)
+        log.update_from(errors)
+        # where the header has no room for the recording's name, the full-width log under the results says it
+        path = short_path(recording_path) if status.path_cut else ""
+        room = log.size.width - 6
+        whole = next((t for t in (f"rec → {path}", f"rec → {Path(path).name}") if len(t) <= room), "") if path else ""
+        if log.border_subtitle != escape(whole):
+            log.border_subtitle = escape(whole)
 
     # -- only when a cell ended ---------------------------------------------------------
     def refresh_results(self, results: dict[str, Any]) -> None:
@@ -222,8 +236,8 @@ class BenchScreen(LanemonScreen):
             verdict.update(text)
             verdict.display = bool(text)
             hidden = decode_table(results, names).fit(width, pad=2).hidden
-            table.border_subtitle = escape(" · ".join(x for x in (decode_legend(results),
-                                                                  f"+{len(hidden)} in report" if hidden else "") if x))
+            table.set_legend(escape(" · ".join(x for x in (decode_legend(results),
+                                                           f"+{len(hidden)} in report" if hidden else "") if x)))
             steady, span, flagged = {}, {}, {}
             for n in names:
                 levels = (by_lane[n] or {}).get("levels") or {}
@@ -268,7 +282,7 @@ class BenchScreen(LanemonScreen):
         cells_all = [c or {} for n in names for c in ((by_lane[n] or {}).get("lengths") or {}).values()]
         marks_meant = (["? starved"] if any(c.get("unreliable") for c in cells_all) else []) + (
             ["† unstable"] if any(c.get("unstable") for c in cells_all) else [])
-        self.query_one(BenchTable).border_subtitle = escape(" · ".join(marks_meant))
+        self.query_one(BenchTable).set_legend(escape(" · ".join(marks_meant)))
         lengths: list[str] = []
         for n in names:
             for k in (by_lane[n] or {}).get("lengths") or {}:

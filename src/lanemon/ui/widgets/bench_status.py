@@ -31,4 +31,4 @@ class BenchStatus(InfoBar):
             parts.append(f"[$error b]{errors} err[/]")
         self.query_one("#info", Label).update("  │  ".join(parts))
         path = short_path(recording_path)
-        self.query_one("#path", Label).update(escape(self.fit_path("rec →", path)) if path else "[dim]not recording[/]")
+        self.query_one("#path", Label).update(escape(self.fit_path("rec →", path, short="● rec")) if path else "[dim]not recording[/]")

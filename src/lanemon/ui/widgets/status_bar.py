@@ -79,15 +79,24 @@ class InfoBar(Horizontal):
         yield Label("", id="info")
         yield Label("", id="path")
 
-    def fit_path(self, verb: str, path: str, *, alone: bool = False) -> str:
+    path_cut = False
+    """True when ``#path`` could not hold even the file's name whole (the screen then shows it elsewhere)."""
+
+    def fit_path(self, verb: str, path: str, *, alone: bool = False, short: str = "") -> str:
         """``verb path`` for the ``#path`` label; where it does not fit, ``verb name`` (the file's name whole
-        rather than a path cut in it), or with ``alone`` (the chip says it already) the name by itself."""
+        rather than a path cut in it), or with ``alone`` (the chip says it already) the name by itself; where
+        not even the name fits, ``short`` (``● rec``: recording, the name not shown) or nothing, and
+        ``path_cut`` is set: never a name cut in the middle."""
         room = self.query_one("#path", Label).size.width - 2  # its padding
         text = f"{verb} {path}"
+        self.path_cut = False
         if 0 < room < len(text):
             name = Path(path).name
-            text = next((t for t in (f"{verb} {name}", name if alone else "") if t and len(t) <= room),
-                        f"{verb} {name}")
+            fits = [t for t in (f"{verb} {name}", name if alone else "") if t and len(t) <= room]
+            if fits:
+                return fits[0]
+            self.path_cut = True
+            return short if len(short) <= room else ""
         return text
 
     def show_chip(self, text: str, state: str, states: tuple[str, ...]) -> None:
@@ -173,6 +182,7 @@ class StatusBar(InfoBar):
         path = short_path(recording_path)
         if path:
             verb = "from" if mode == "replay" else "rec →"
-            set_text(self.query_one("#path", Label), escape(self.fit_path(verb, path, alone=mode == "replay")))
+            set_text(self.query_one("#path", Label), escape(self.fit_path(verb, path, alone=mode == "replay",
+                                                                   short="" if mode == "replay" else "● rec")))
         else:
             set_text(self.query_one("#path", Label), "[dim]not recording[/]" if mode != "replay" else "")
