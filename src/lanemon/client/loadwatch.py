@@ -20,12 +20,22 @@ least :data:`RUNQ_SLICE_MS` per slice (:func:`runq_starved`).  The fold and the 
 A starved window is published as soon as the watcher sees it (it does not
 wait for the window to end), so a request finishing right after it is judged
 with it.  Never imports Textual.
+
+Idle collections.  Python's full (generation-2) garbage collections stop every thread of the process, the
+measuring one included, for 16-240 ms in a live dashboard (Textual's strips are cyclic garbage): each one
+that fell inside a probe made it client-bound ("lanemon's own work").  A live session holds automatic full
+collections (workloads/collector.py) and gives the watcher ``idle`` (no request of lanemon's in flight):
+every ``collect_every`` seconds the watcher runs the full collection itself at a moment when nothing is
+measured, between two of its own samples, so its pause is neither a starved window nor inside any request.
+If the session is never idle for ``collect_max_wait`` seconds it collects anyway (memory stays bounded;
+that window is then judged like any other).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import threading
 import time
@@ -38,6 +48,10 @@ from lanemon.measure.load import LAG_BOUND_MS
 
 INTERVAL_S = 0.02
 WINDOW_S = 0.5
+COLLECT_EVERY_S = 10.0
+"""Seconds between the idle full collections of a live session (see the module's note)."""
+COLLECT_MAX_WAIT_S = 60.0
+"""A session never idle this long past its due collection collects anyway."""
 
 
 def _schedstat_path() -> str | None:
@@ -98,8 +112,16 @@ class LoadWatch:
     """Sample the event loop's lag (and the host CPU) and publish ``client_load`` events."""
 
     def __init__(self, clock: Clock, emit: Callable[[Event], Any], *, interval: float = INTERVAL_S,
-                 window: float = WINDOW_S, threshold_ms: float = LAG_BOUND_MS, host: bool = True) -> None:
+                 window: float = WINDOW_S, threshold_ms: float = LAG_BOUND_MS, host: bool = True,
+                 idle: Callable[[], bool] | None = None, collect_every: float = COLLECT_EVERY_S,
+                 collect_max_wait: float = COLLECT_MAX_WAIT_S, collect: Callable[[], Any] = gc.collect) -> None:
         self.clock = clock
+        self.idle = idle
+        self.collect_every = collect_every
+        self.collect_max_wait = collect_max_wait
+        self._collect = collect
+        self.idle_collections = 0
+        self.forced_collections = 0
         self.emit = emit
         self.interval = interval
         self.window = max(window, interval)
@@ -172,8 +194,20 @@ class LoadWatch:
         window_ns = int(self.window * 1e9)
         self._schedstat = _schedstat_path()
         self._runq_last = _runq_ns(self._schedstat)
+        last_collect = time.perf_counter()
         while True:
             before = time.perf_counter()
+            if self.idle is not None and before - last_collect >= self.collect_every:
+                if self.idle():
+                    # between two samples on this loop: no request can start meanwhile, and nothing measured
+                    # waited for it, so its pause is not a lag of the next sleep
+                    self._collect()
+                    self.idle_collections += 1
+                    before = last_collect = time.perf_counter()
+                elif before - last_collect >= self.collect_every + self.collect_max_wait:
+                    self._collect()  # never idle: collect anyway, and judge the pause like any other lag
+                    self.forced_collections += 1
+                    last_collect = time.perf_counter()
             await asyncio.sleep(self.interval)
             lag_ms = max(0.0, (time.perf_counter() - before - self.interval) * 1000.0)
             lags.append(lag_ms)
@@ -197,4 +231,4 @@ class LoadWatch:
                 await task
 
 
-__all__ = ["INTERVAL_S", "LoadWatch", "RUNQ_SLICE_MS", "WINDOW_S", "runq_starved", "steal_pct"]
+__all__ = ["COLLECT_EVERY_S", "COLLECT_MAX_WAIT_S", "INTERVAL_S", "LoadWatch", "RUNQ_SLICE_MS", "WINDOW_S", "runq_starved", "steal_pct"]

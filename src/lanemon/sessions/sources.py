@@ -134,7 +134,11 @@ class LiveSession:
         prompts = itertools.cycle(self.prompts[offset % len(self.prompts):] + self.prompts[: offset % len(self.prompts)])
         while not self._stop.is_set():
             if not self.paused:
-                result = await client.probe_models()
+                self._probing += 1  # the health probe's latency is shown too (the UP badge)
+                try:
+                    result = await client.probe_models()
+                finally:
+                    self._probing -= 1
                 if (result.get("ok") and self.probe.enabled and not self.paused and not self._racing
                         and not self._stop.is_set()):
                     prompt = next(prompts)
@@ -165,12 +169,20 @@ class LiveSession:
         """lanemon's own event-loop lag as ``client_load`` events (client/loadwatch.py) until stopped."""
         from lanemon.client.loadwatch import LoadWatch
 
-        watch = LoadWatch(self.clock, self.bus.publish)
-        watch.start()
-        try:
-            await self._stop.wait()
-        finally:
-            await watch.stop()
+        from lanemon.workloads.collector import CollectorHold
+
+        # full collections only while nothing of lanemon's is in flight (client/loadwatch.py "Idle collections")
+        watch = LoadWatch(self.clock, self.bus.publish, idle=self.idle)
+        with CollectorHold():
+            watch.start()
+            try:
+                await self._stop.wait()
+            finally:
+                await watch.stop()
+
+    def idle(self) -> bool:
+        """No request of this session in flight: no probe (health or stream), no race."""
+        return not self._probing and not self._racing
 
     async def _sleep(self, seconds: float) -> None:
         """Sleep, but wake early on stop (the next probe is scheduled after this one ends)."""
