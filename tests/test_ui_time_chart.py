@@ -281,3 +281,30 @@ async def test_a_live_chart_settles_a_column_at_a_time_and_repaints_only_changed
         chart.show(series={"A": late + [(t1 + column + 1, 0.1)]}, t0=t1 + column + 1 - window,
                    t1=t1 + column + 1, **{**args, "settle": False})
         assert (t1 + column + 1, 0.1) in chart.series["A"]
+
+
+@pytest.mark.parametrize("width", [26, 30, 33, 38, 44, 60])
+async def test_a_narrow_title_row_keeps_each_legend_item_whole_or_leaves_it_out(width):
+    """At 100x30 the dashboard's three charts are ~33 columns: the legend read 'decode per stream ━ A ━ B  ⣿…'
+    and '━ A ━ B …' (issue 25 item 10). Each item -- a lane, a mark's name, the shared cells -- is whole or
+    not there; the lanes come first."""
+    app = ChartApp()
+    async with app.run_test(size=(100, 24)) as pilot:
+        chart = app.query_one(TimeChart)
+        chart.title = "decode per stream"
+        a = [(i * S, 0.2) for i in range(1, 30)]
+        b = [(i * S, 0.2 if i < 15 else 0.1) for i in range(1, 30)]  # B under A (shared), then apart
+        chart.show(series={"A": a, "B": b}, marks={"A": [(20 * S, "error")], "B": [(25 * S, "truncated")]},
+                   t0=0, t1=31 * S, colours={"A": "#0000ff", "B": "#ff0000"}, shared_colour="#ffffff",
+                   value_fmt=lambda v: f"{v * 1000:.0f} ms", x_fmt=lambda t: f"{t / S:.0f}s")
+        chart.styles.width = width
+        await pilot.pause()
+        head = chart.render().plain.split("\n")[0].rstrip()
+        assert len(head) <= width
+        assert "…" not in head, head  # nothing cut
+        rest = head[len("decode per stream"):]
+        items = [x for x in rest.replace("━━", "━").split("  ") if x.strip()]
+        whole = {"━ A", "━ B", "✖ error", "✂ truncated", "⣿ A+B", "━ A ━ B"}
+        assert all(x.strip() in whole for x in items), items
+        if chart.content_region.width >= len("decode per stream") + 8:
+            assert "━ A" in rest and "━ B" in rest  # the lanes first

@@ -333,28 +333,37 @@ class TimeChart(CachedLines, Widget):
 
     # -- drawing ---------------------------------------------------------------
 
-    def _legend(self, room: int) -> Text:
-        """Lanes in their colours, the line styles, shared cells (the lanes named in what room is left
-        of ``room`` columns), the marks used."""
+    def _legend(self, room: int, lanes_room: int | None = None) -> Text:
+        """Lanes in their colours (in ``lanes_room`` columns), then the line styles, the marks used, shared
+        cells (the lanes named in what room is left), each item whole in ``room`` columns or left out: never a
+        name or a glyph cut (``━ B …``)."""
         out = Text()
         lanes = self.lanes()
-        tight = sum(len(n) + 5 for n in lanes) + 8 > room  # short of room: one dash and one space per lane
+        tight = sum(len(n) + 5 for n in lanes) + 8 > max(room, lanes_room or 0)  # short: one dash, one space a lane
+
+        def add(item: Text, within: int = room) -> bool:
+            if out.cell_len + item.cell_len > within:
+                return False
+            out.append_text(item)
+            return True
+
         for name in lanes:
-            out.append(" " if tight else "  ")
-            out.append("━" if tight else "━━", style=self.colours.get(name, ""))
-            out.append(f" {name}")
+            item = Text(" " if tight else "  ")
+            item.append("━" if tight else "━━", style=self.colours.get(name, ""))
+            item.append(f" {name}")
+            if not add(item, max(room, lanes_room or 0)):
+                break
         for glyph, kind in self.kinds:
-            out.append(f"  {glyph} {kind}", style="dim")
-        tail = Text()
+            add(Text(f"  {glyph} {kind}", style="dim"))
         used = {f for pts in self.marks.values() for _, f in pts}
         for flag, glyph in MARK_GLYPHS.items():
             if flag in used:
-                tail.append(f"  {glyph} {MARK_NAMES[flag]}", style="dim")
+                add(Text(f"  {glyph} {MARK_NAMES[flag]}", style="dim"))
         if self.shared or self._strip_shared:
-            out.append("  ")
-            out.append(SHARED_GLYPH, style=self._shared_style())
-            out.append(f" {self.shared_name(room - out.cell_len - tail.cell_len - 2)}")
-        out.append_text(tail)
+            item = Text("  ")
+            item.append(SHARED_GLYPH, style=self._shared_style())
+            item.append(f" {self.shared_name(room - out.cell_len - 4)}")  # ', …': more combinations than fit
+            add(item)
         return out
 
     def render(self) -> Text:
@@ -385,8 +394,7 @@ class TimeChart(CachedLines, Widget):
             if len(lanes) > 1:
                 strip[c] = (strip[c][0], shared_style)
         head = Text(self.title, style="bold")
-        note_w = len(self.note) + 1 if self.note else 0
-        head.append_text(self._legend(width - head.cell_len - note_w))
+        head.append_text(self._legend(width - head.cell_len))  # the legend first, each item whole
         pad = width - head.cell_len - len(self.note) - 1
         if self.note and pad >= 1:  # the note only whole: the legend comes first
             head.append(" " * pad + self.note, style="dim")
