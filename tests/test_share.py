@@ -88,8 +88,9 @@ async def test_viewer_shows_the_same_lane_values_as_the_app_within_a_second(demo
             await until(lambda: all(l.in_flight == 0 for l in state.lanes.values()))
             settled = time.monotonic()
             # within a second on a quiet machine; beside four CPU hogs it took 1.4 s once (the app, the
-            # publisher and the viewer share one starved event loop here), so the bound is 3 s
-            await until(lambda: lane_values(vstate) == lane_values(state), timeout=3.0)
+            # publisher and the viewer share one starved event loop here), so the bound is 3 s. Synced too:
+            # a viewer that joins late has every value from the snapshot before it reads the "live" message
+            await until(lambda: viewer.synced and lane_values(vstate) == lane_values(state), timeout=3.0)
             assert time.monotonic() - settled < 3.0
             assert viewer.remote_mode == "demo" and viewer.synced and not viewer.finished
             assert [d["name"] for d in viewer.lanes] == ["A", "B"]
