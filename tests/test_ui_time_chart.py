@@ -308,3 +308,30 @@ async def test_a_narrow_title_row_keeps_each_legend_item_whole_or_leaves_it_out(
         assert all(x.strip() in whole for x in items), items
         if chart.content_region.width >= len("decode per stream") + 8:
             assert "━ A" in rest and "━ B" in rest  # the lanes first
+
+
+@pytest.mark.parametrize("width", [12, 16, 26, 29, 30, 36, 44, 49, 60])
+async def test_lanes_left_out_of_a_narrow_legend_are_named_or_counted(width):
+    """Eight lanes at 100x30: the legend stopped at '━ F' with nothing saying G and H were left out (issue 25).
+    Every lane is in the title row: drawn (``━ A``), or after the last one drawn by name (``+G H``) or in a
+    count (``+2``), within the width."""
+    names = "ABCDEFGH"
+    app = ChartApp()
+    async with app.run_test(size=(100, 24)) as pilot:
+        chart = app.query_one(TimeChart)
+        chart.title = "TTFT"
+        chart.show(series={x: [(i * S, 0.1 + 0.01 * k) for i in range(1, 30)] for k, x in enumerate(names)},
+                   marks={}, t0=0, t1=31 * S, colours={x: "#0000ff" for x in names}, shared_colour="#ffffff",
+                   value_fmt=lambda v: f"{v * 1000:.0f} ms", x_fmt=lambda t: f"{t / S:.0f}s")
+        chart.styles.width = width
+        await pilot.pause()
+        head = chart.render().plain.split("\n")[0].rstrip()
+        assert len(head) <= chart.content_region.width and "…" not in head, head
+        legend = head[len("TTFT"):].split("  ⣿")[0].replace("━━", "━")
+        drawn = [part.strip()[-1] for part in legend.split("+")[0].split("━")[1:]]
+        assert drawn == list(names[:len(drawn)]), head  # the first lanes, in order
+        if len(drawn) < len(names):
+            rest = legend.split("+", 1)[1].split()
+            assert rest == list(names[len(drawn):]) or rest == [str(len(names) - len(drawn))], head
+        if chart.content_region.width >= len("TTFT ━ A +7"):
+            assert drawn, head  # a lane drawn before any count

@@ -336,7 +336,8 @@ class TimeChart(CachedLines, Widget):
     def _legend(self, room: int, lanes_room: int | None = None) -> Text:
         """Lanes in their colours (in ``lanes_room`` columns), then the line styles, the marks used, shared
         cells (the lanes named in what room is left), each item whole in ``room`` columns or left out: never a
-        name or a glyph cut (``━ B …``)."""
+        name or a glyph cut (``━ B …``).  Lanes that do not fit are named after the last one drawn (``━ F +G H``),
+        or counted (``+2``) where their names do not fit either."""
         out = Text()
         lanes = self.lanes()
         tight = sum(len(n) + 5 for n in lanes) + 8 > max(room, lanes_room or 0)  # short: one dash, one space a lane
@@ -347,12 +348,29 @@ class TimeChart(CachedLines, Widget):
             out.append_text(item)
             return True
 
+        within = max(room, lanes_room or 0)
+        items = []
         for name in lanes:
             item = Text(" " if tight else "  ")
             item.append("━" if tight else "━━", style=self.colours.get(name, ""))
             item.append(f" {name}")
-            if not add(item, max(room, lanes_room or 0)):
-                break
+            items.append(item)
+        shown = len(items)
+        while sum(x.cell_len for x in items[:shown]) > within:
+            shown -= 1
+        if shown < len(items):  # lanes left out: say which (``+G H``) or how many (``+2``), a lane less if need be
+            for k in range(shown, -1, -1):
+                left = lanes[k:]
+                used_w = sum(x.cell_len for x in items[:k])
+                tail = next((t for t in (f" +{' '.join(left)}", f" +{len(left)}") if used_w + len(t) <= within),
+                            None)
+                if tail is not None:
+                    items = items[:k] + [Text(tail, style="dim")]
+                    break
+            else:
+                items = []
+        for item in items:
+            add(item, within)
         for glyph, kind in self.kinds:
             add(Text(f"  {glyph} {kind}", style="dim"))
         used = {f for pts in self.marks.values() for _, f in pts}
