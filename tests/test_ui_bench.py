@@ -381,8 +381,12 @@ async def test_prefill_bars_mark_cache_hits():
         assert reference["lanes"]["A"]["lengths"]["2000"]["cache_hit_tok_s"] is None  # A's repeat was no faster
         assert main.marks == [(f"B cache hit {hit:,.0f}", "2,000", b["2000"]["prefill_tok_s"])]
         assert not app.screen.query_one("#chart-side", BenchChart).display
-        rows = [[str(c) for c in app.screen.query_one(BenchTable).get_row_at(i)] for i in range(4)]
-        assert any(r[:2] == ["B", "2,000"] and r[4] == f"hit {hit:,.0f}" for r in rows)
+        table = app.screen.query_one(BenchTable)
+        labels = [str(c.label) for c in table.columns.values()]
+        rows = [dict(zip(labels, (str(c) for c in table.get_row_at(i)))) for i in range(4)]
+        assert labels[:5] == ["length", "lane", "tok/s", "TTFT", "cache hit"]  # the model (reports/tables.py)
+        assert [(r["length"], r["lane"], r["cache hit"]) for r in rows] == [
+            ("2,000", "A", "no"), ("", "B", f"{hit:,.0f}"), ("12K", "A", "—"), ("", "B", "—")]  # 12K: no repeat
 
 
 async def test_prefill_and_category_cells_run_while_lanemon_was_starved_are_marked():
@@ -404,7 +408,7 @@ async def test_prefill_and_category_cells_run_while_lanemon_was_starved_are_mark
         assert lines[lines.index(line) - 1].split()[:2] == ["12K", "A"]  # B's 12K bar, right under A's
         table = app.screen.query_one(BenchTable)
         rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
-        assert [r[2].endswith(" ?") for r in rows] == [r[:2] == ["B", "12K"] for r in rows]
+        assert [r[2].endswith("?") for r in rows] == [r[:2] == ["", "B"] and i == 3 for i, r in enumerate(rows)]
         assert "? starved" in str(table.border_subtitle)
     run = ScriptedBench("decode", error_on=None, starved=("A", "prose"))
     app = make_app(run)

@@ -399,46 +399,10 @@ def _render_efficiency(result: dict[str, Any], names: list[str], console) -> Non
 
 
 def _render_prefill(result: dict[str, Any], console) -> None:
-    from rich.table import Table
+    from lanemon.reports.tables import prefill_table, print_table
 
-    lanes = result.get("lanes", {})
-    names = list(lanes)
-    lengths = sorted({int(k) for d in lanes.values() for k in d.get("lengths", {})})
-    ratios = result.get("ratios") or {}
-    compared = ratios.get("compared")
-    t = Table(title="cold prefill · prompt tokens / TTFT, 1-token reply, unique prompts")
-    for col, just in (("length", "right"), ("lane", "left"), ("tokens", "right"), ("prefill tok/s", "right"),
-                      ("TTFT", "right"), ("same prompt again", "left")):
-        t.add_column(col, justify=just)
-    if compared:
-        t.add_column(f"{compared[1]}/{compared[0]}", justify="right")
-    for length in lengths:
-        rows = [(n, lanes[n]["lengths"].get(str(length))) for n in names]
-        rows = [(n, c) for n, c in rows if c is not None]
-        for i, (n, c) in enumerate(rows):
-            first = i == 0
-            ratio = ""
-            if compared and first:
-                v = (ratios.get("by_length") or {}).get(str(length))
-                ratio = f"{v:.2f}×" if v else "–"
-            if c.get("prefill_tok_s") is None and c.get("error"):
-                cells = [str(c.get("prompt_tokens") or "–"), f"[red]error[/] {c['error'][:50]}", "–", "–"]
-            else:
-                tokens = f"{c['prompt_tokens']:,}" if c.get("prompt_tokens") else "–"
-                if c.get("tokens_estimated"):
-                    tokens += " (est.)"
-                if c.get("cache_hit_tok_s") is not None:
-                    rep = f"[cyan]prefix-cache hit: {_rate(c['cache_hit_tok_s'])} tok/s[/]"
-                elif c.get("repeat_tok_s") is not None:
-                    rep = f"no cache hit ({_rate(c['repeat_tok_s'])})"
-                else:
-                    rep = "–"
-                cells = [tokens, _spread_cell(c, "prefill_tok_s"), _secs(c.get("ttft_s")), rep]
-            row = [_tokens(length) if first else "", n, *cells]
-            if compared:
-                row.append(ratio)
-            t.add_row(*row, end_section=i == len(rows) - 1)
-    console.print(t)
+    # one model with the TUI bench screen and the report (reports/tables.py), fitted to the console's width
+    print_table(console, prefill_table(result, list(result.get("lanes") or {})))
 
 
 def _render_needles(result: dict[str, Any], console) -> None:

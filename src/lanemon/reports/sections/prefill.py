@@ -6,62 +6,52 @@ from typing import Any
 
 from lanemon.reports.charts import Chart
 from lanemon.reports.data import prefill_cells
-from lanemon.reports.format import err_text, int_key, kilo, length_label, num, secs, sorted_keys, tok
+from lanemon.reports.format import kilo, length_label, num, sorted_keys
 from lanemon.reports.sections.section import Section
+from lanemon.reports.tables import prefill_table
 
 
 def prefill_section(prefill: dict[str, Any], lanes: list[str]) -> Section:
+    # the table is the model `bench prefill` prints and the bench screen draws (reports/tables.py), whole:
+    # the report has no width limit, so its detail columns (the reps' range, the repeat's rate) stay
+    model = prefill_table(prefill, lanes)
     cells = {n: prefill_cells(prefill, n) for n in lanes}
     lengths = sorted_keys({k: None for n in lanes for k in cells[n]})
-    headers = ["Prompt tokens"] + [f"{n} prefill tok/s (TTFT)" for n in lanes]
-    if len(lanes) == 2:
-        headers.append(f"{lanes[1]}/{lanes[0]}")
-    rows, notes = [], []
     series: dict[str, list[float | None]] = {n: [] for n in lanes}
     chart_notes: dict[tuple[str, int], str] = {}
     ranges: dict[tuple[str, int], tuple[float, float]] = {}
-    any_unstable = any_hit = False
+    any_unstable = any_starved = False
     for i, length in enumerate(lengths):
-        row = [length_label(length) if int_key(length) < 10_000 else f"{int_key(length):,.0f}"]
-        vals = []
         for n in lanes:
             c = cells[n].get(length)
             if not c:
-                row.append("—")
                 series[n].append(None)
-                vals.append(None)
                 continue
-            v = num(c.get("prefill_tok_s"))
-            vals.append(v)
-            series[n].append(v)
-            if c.get("error") and v is None:
-                row.append(f"error: {err_text(c.get('error'), 60)}")
-                continue
-            text = f"{tok(v)} ({secs(c.get('ttft_s'))})"
+            series[n].append(num(c.get("prefill_tok_s")))
             mn, mx = num(c.get("min")), num(c.get("max"))
-            if len(c.get("reps") or []) > 1 and mn is not None and mx is not None:
-                text += f" [{tok(mn)}–{tok(mx)}]"
-                if mx > mn:
-                    ranges[(n, i)] = (mn, mx)
-            if c.get("unstable"):
-                text += " †"
-                any_unstable = True
+            if len(c.get("reps") or []) > 1 and mn is not None and mx is not None and mx > mn:
+                ranges[(n, i)] = (mn, mx)
+            any_unstable = any_unstable or bool(c.get("unstable"))
+            any_starved = any_starved or bool(c.get("unreliable"))
             hit = num(c.get("cache_hit_tok_s"))
             if hit:
-                text += f"; cache hit {tok(hit)}"
                 chart_notes[(n, i)] = kilo(hit)
-                any_hit = True
-            row.append(text)
-        if len(lanes) == 2:
-            row.append(f"{vals[1] / vals[0]:.2f}×" if vals[0] and vals[1] else "—")
-        rows.append(row)
-    if any_hit:
-        notes.append("cache hit: the same prompt was answered from the lane's prefix cache; that rate is shown "
-                     "apart and never counted as prefill.")
+    notes = list(model.notes)
     if any_unstable:
         notes.append("† unstable: the reps of this cell differ by more than the bench's stability threshold.")
+    if any_starved:
+        notes.append("? lanemon itself was starved while this cell ran (held up for 2 % of the cell or more): its "
+                     "figure is not lane speed.")
     chart = Chart("bars", "Cold prefill by prompt length", "prompt length (tokens)", "prefill (tok/s)",
                   [length_label(k) for k in lengths], series, notes=chart_notes, ranges=ranges,
                   note_legend="cache hit tok/s (a repeat from the prefix cache, not prefill)")
-    return Section("prefill", "Prefill: prompt tokens / TTFT, cold", "Unique prompts, 1-token reply; median over "
-                   "reps where there are several. TTFT in brackets.", headers, rows, chart, notes=notes)
+    caption = ("Cold prefill: prompt tokens / TTFT, unique prompts, 1-token reply; the median over reps where there "
+               "are several (min–max: the reps' range). The same prompt is then sent once more: a prefix-cache hit "
+               "is its rate under cache hit, never counted as prefill (repeat tok/s: that request's rate, hit or "
+               "not).")
+    pair = next((lb.split("/") for lb in model.labels() if lb.count("/") == 1
+                 and all(x in lanes for x in lb.split("/"))), None)
+    if pair:
+        caption += f" {pair[0]}/{pair[1]}: {pair[0]}'s cold prefill over {pair[1]}'s at that length."
+    return Section("prefill", "Prefill: prompt tokens / TTFT, cold", caption, model.labels(), model.text_rows(), chart,
+                   notes=notes, model=model)

@@ -20,7 +20,7 @@ from lanemon.ui.widgets.bench_progress import BenchProgress
 from lanemon.ui.widgets.bench_status import BenchStatus
 from lanemon.ui.widgets.status_bar import short_path
 from lanemon.ui.widgets.bench_table import BenchTable
-from lanemon.reports.tables import decode_legend, decode_table
+from lanemon.reports.tables import decode_legend, decode_table, prefill_table
 
 TABLE_WIDTH = 46
 """The results panel's inner width before the first layout (#bench-left is 50 wide)."""
@@ -51,6 +51,16 @@ def fmt_eta(seconds: float) -> str:
     return f"{m}m{s:02d}s" if m < 60 else f"{m // 60}h{m % 60:02d}m"
 
 
+def table_width(table: Any, rows: int) -> int:
+    """The width to fit a result model to (:meth:`ResultTable.fit` with ``pad=2``: a DataTable cell's padding)
+    in ``table``: its content width, less the vertical scrollbar's 2 cells where ``rows`` do not all fit under
+    the header, plus the 1 that ``ResultTable.width`` counts for a Rich box's edge (a DataTable has none).
+    Before the first layout: :data:`TABLE_WIDTH`."""
+    if table.size.width <= 10:
+        return TABLE_WIDTH
+    return table.size.width - (2 if rows > table.size.height - 1 else 0) + 1
+
+
 def result_rows(kind: str, results: dict[str, Any], lanes: list[str],
                 width: int | None = None) -> tuple[list[str], list[list[str]]]:
     """The table's columns and rows for a results dict of ``kind``.
@@ -66,19 +76,9 @@ def result_rows(kind: str, results: dict[str, Any], lanes: list[str],
     if kind == "decode":  # one model with `bench decode` (reports/tables.py), fitted to the panel
         model = decode_table(results, names).fit(width, pad=2)
         return model.labels(), model.text_rows()
-    if kind == "prefill":
-        cols = ["lane", "tokens", "prefill tok/s", "TTFT", "cache hit", "err"]
-        for n in names:
-            cells = (by_lane[n] or {}).get("lengths") or {}
-            for length in sorted(cells, key=_key):
-                c = cells[length] or {}
-                hit = _num(c.get("cache_hit_tok_s"))
-                rows.append([n, length_label(length),
-                             _tok(c.get("prefill_tok_s")) + (" ?" if c.get("unreliable") else "")
-                             + (" †" if c.get("unstable") else ""),
-                             fmt.seconds(_num(c.get("ttft_s"))), f"hit {_tok(hit)}" if hit else "—",
-                             "1" if c.get("error") else "0"])
-        return cols, rows
+    if kind == "prefill":  # one model with `bench prefill` and the report (reports/tables.py), fitted
+        model = prefill_table(results, names).fit(width, pad=2)
+        return model.labels(), model.text_rows()
     cols = ["lane", "tokens", "found", "TTFT", "prefill tok/s"]
     for n in names:
         cells = (by_lane[n] or {}).get("lengths") or {}
@@ -225,7 +225,7 @@ class BenchScreen(LanemonScreen):
         by_lane = results.get("lanes") or {}
         names = [n for n in self.lanes if n in by_lane] + [n for n in by_lane if n not in self.lanes]
         table = self.query_one(BenchTable)
-        width = (table.size.width - 2) if table.size.width > 10 else TABLE_WIDTH
+        width = table_width(table, len(result_rows(self.kind, results, self.lanes)[1]))
         cols, rows = result_rows(self.kind, results, self.lanes, width)
         table.show(cols, rows)
         main = self.query_one("#chart-main", BenchChart)
@@ -279,10 +279,16 @@ class BenchScreen(LanemonScreen):
             else:
                 side.show_empty("per-stream decode at C1 by category")
             return
-        cells_all = [c or {} for n in names for c in ((by_lane[n] or {}).get("lengths") or {}).values()]
-        marks_meant = (["? starved"] if any(c.get("unreliable") for c in cells_all) else []) + (
-            ["† unstable"] if any(c.get("unstable") for c in cells_all) else [])
-        self.query_one(BenchTable).set_legend(escape(" · ".join(marks_meant)))
+        if self.kind == "prefill":
+            model = prefill_table(results, names)
+            hidden = model.fit(width, pad=2).hidden
+            table.set_legend(escape(" · ".join(x for x in (model.legend, f"+{len(hidden)} in report" if hidden
+                                                           else "") if x)))
+        else:
+            cells_all = [c or {} for n in names for c in ((by_lane[n] or {}).get("lengths") or {}).values()]
+            marks_meant = (["? starved"] if any(c.get("unreliable") for c in cells_all) else []) + (
+                ["† unstable"] if any(c.get("unstable") for c in cells_all) else [])
+            table.set_legend(escape(" · ".join(marks_meant)))
         lengths: list[str] = []
         for n in names:
             for k in (by_lane[n] or {}).get("lengths") or {}:
@@ -306,4 +312,6 @@ class BenchScreen(LanemonScreen):
                     marks.append((f"{n} cache hit {_tok(hit)}", label, bars[n][labels.index(label)]))
                 if self.kind == "needles" and k in cells and not c.get("found"):
                     marks.append((f"{n} missed", label, bars[n][labels.index(label)]))
-        main.show_bars(title, "prompt tokens", "tok/s", labels, bars, marks, flagged=starved)
+        # 'by prompt length' names the groups already (the repeat '(prompt tokens)' was cut at 100 columns)
+        xlabel = "prompt length" if self.kind == "prefill" else "prompt tokens"
+        main.show_bars(title, xlabel, "tok/s", labels, bars, marks, flagged=starved)

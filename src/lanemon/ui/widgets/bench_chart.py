@@ -103,9 +103,9 @@ def render_bars(labels: list[str], series: dict[str, list[float]], colours: dict
             if note:
                 text = "  ◀ " + "; ".join(note)
                 room = width - used
-                if room >= 8:
-                    out.append(text if len(text) <= room else text[: room - 1] + "…", style="bold yellow")
-                else:  # no room beside the bar: the note gets its own line under it
+                if len(text) <= room:
+                    out.append(text, style="bold yellow")
+                else:  # no room beside the bar for the whole note ('cache hit 12,…' was cut): its own line
                     out.append("\n" + " " * (label_w + name_w + 2) + text.strip()[: width - label_w - name_w - 2],
                                style="bold yellow")
     return out
