@@ -45,7 +45,8 @@ from lanemon.ui.themes import ThemeError, load_themes, resolve_theme
 
 __all__ = ["LanemonApp", "SCREENS_BY_NAME", "Source", "ThemeError", "make_app"]
 
-SCREENS_BY_NAME = ("dashboard", "bench", "race", "gauntlet", "compare", "timeline", "alerts", "history", "result")
+SCREENS_BY_NAME = ("dashboard", "bench", "race", "gauntlet", "compare", "timeline", "alerts", "history", "result",
+                   "errors")
 MARKER_GAP_NS = 500_000_000
 """Markers closer than this are one stop for ``[`` / ``]``."""
 STOP_GRACE_S = 10.0
@@ -123,6 +124,8 @@ class LanemonApp(App):
         Binding("s", "share_info", "Attach", show=True),  # a shared session: how viewers attach (the token)
         Binding("exclamation_mark", "open('alerts')", "Alerts", key_display="!"),
         Binding("y", "open('history')", "History", show=False),
+        # every kept error whole; a lane card that cuts one says 'e: whole' (not in the footer: it is full)
+        Binding("e", "open('errors')", "Errors", show=False),
     ]
 
     def __init__(self, source: Source | None, *, theme: str, themes: dict[str, Any],
@@ -477,6 +480,10 @@ class LanemonApp(App):
             from lanemon.ui.screens.alerts import AlertsScreen
 
             return AlertsScreen()
+        if name == "errors":
+            from lanemon.ui.screens.errors import ErrorsScreen
+
+            return ErrorsScreen()
         if name == "history":
             from lanemon.ui.screens.history import HistoryScreen
 

@@ -6,6 +6,7 @@ not here: a per-panel sparkline scaled to its own min and max cannot be compared
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from textual import events
 from textual.app import ComposeResult
 from textual.message import Message
@@ -19,6 +20,7 @@ from lanemon.ui.format import fit
 from lanemon.ui.widgets.lane_card import LaneCard
 from lanemon.ui.widgets.server_gauges import ServerGauges
 from lanemon.ui.widgets.repaint import set_text
+from lanemon.untrusted import inert
 
 ERRORS_SHOWN = 3
 STATES = ("-unknown", "-up", "-down", "-saturated")
@@ -104,14 +106,14 @@ class LanePanel(LaneCard):
     LanePanel.-compact #gpu-row { display: none; }
     LanePanel #gpu { width: 1fr; text-wrap: nowrap; text-overflow: ellipsis; }
     LanePanel #errors-title { color: $text-muted; }
+    /* the lines come fitted to the width from error_lines (a narrow card wraps its newest error; a cut line
+       ends in '… e: whole'); the ellipsis is only a safety net */
     LanePanel #errors {
         height: auto;
         max-height: 3;
         text-wrap: nowrap;
         text-overflow: ellipsis;
     }
-    /* a narrow card wraps its newest error (first) rather than cut the reason */
-    LanePanel.-narrow #errors { text-wrap: wrap; }
     """
 
     class Chosen(Message):
@@ -232,11 +234,15 @@ class LanePanel(LaneCard):
 
         errors = list(st.errors)[-ERRORS_SHOWN:][::-1]
         set_text(q("#errors-title", Label), errors_title(st))
+        box = q("#errors", Static)
         if errors:
-            lines = [_error_line(t, cls, msg, st.url) for t, cls, msg in errors]
-            set_text(q("#errors", Static), "\n".join(lines))
+            rows = box.styles.max_height
+            rows = int(rows.value) if rows is not None and rows.is_cells else ERRORS_SHOWN
+            width = box.content_region.width or self.size.width
+            lines = error_lines(errors, st.url, width, rows, wrap_first=self.has_class("-narrow"))
+            set_text(box, "\n".join(lines))
         else:
-            set_text(q("#errors", Static), "[dim]no errors[/]")  # its title is hidden on a short screen
+            set_text(box, "[dim]no errors[/]")  # its title is hidden on a short screen
 
 
 def short_url(url: str, room: int) -> str:
@@ -330,16 +336,103 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
-def _error_line(t: int, cls: str, msg: str, url: str = "") -> str:
-    """``+7.2s http 503 Service Unavailable``; lanemon's own cancellations are muted.  The lane's own URL
-    (on the card already) is left out of the message (``connection refused (/models)``), and a class the
-    message starts with is not said twice (``connect connection refused``)."""
+CUT_NOTE = " e: whole"
+"""After the ``…`` of the first error line a card cuts: ``e`` opens the errors screen, every message whole."""
+
+
+def _error_parts(t: int, cls: str, msg: str, url: str = "") -> list[tuple[str, str]]:
+    """``+7.2s http 503 Service Unavailable`` as ``(text, style)`` pieces; lanemon's own cancellations are
+    muted.  The lane's own URL (on the card already) is left out of the message (``connection refused
+    (/models)``), and a class the message starts with is not said twice (``connect connection refused``)."""
     style = "$text-muted b" if cls == "cancelled" else "$error b"
-    text = _one_line(msg)
+    text = _one_line(inert(msg))
     base = url.rstrip("/")
     if base and len(base) > 8:
-        text = text.replace(base, "")
+        text = " ".join(text.replace(base, "").split())
+    when = (fmt.event_time(t), "dim")
     if text and text.lower().startswith(cls.lower()):
-        return f"[dim]{fmt.event_time(t)}[/] [{style}]{escape(text)}[/]"
-    tail = f" {escape(text)}" if text and text != cls else ""
-    return f"[dim]{fmt.event_time(t)}[/] [{style}]{escape(cls)}[/]{tail}"
+        return [when, (" ", ""), (text, style)]
+    tail = [(f" {text}", "")] if text and text != cls else []
+    return [when, (" ", ""), (_one_line(inert(cls)), style), *tail]
+
+
+def _markup(parts: list[tuple[str, str]], start: int, end: int) -> str:
+    """The characters ``start:end`` of the pieces' joined text, as markup in their styles."""
+    out, at = [], 0
+    for text, style in parts:
+        lo, hi = max(start, at), min(end, at + len(text))
+        if lo < hi:
+            piece = escape(text[lo - at:hi - at])
+            out.append(f"[{style}]{piece}[/]" if style else piece)
+        at += len(text)
+    return "".join(out)
+
+
+def wrap_spans(text: str, width: int) -> list[tuple[int, int]]:
+    """``(start, end)`` of each line of ``text`` word-wrapped to ``width`` cells (a word longer than a line is
+    folded; the spaces a line breaks at are dropped)."""
+    spans: list[tuple[int, int]] = []
+    start, n = 0, len(text)
+    width = max(1, width)
+    while start < n:
+        if spans:
+            while start < n and text[start] == " ":
+                start += 1
+            if start >= n:
+                break
+        used, end, space = 0, start, -1
+        while end < n and used + cell_len(text[end]) <= width:
+            if text[end] == " ":
+                space = end
+            used += cell_len(text[end])
+            end += 1
+        if end < n and text[end] != " " and space > start:
+            end = space
+        end = max(end, start + 1)
+        spans.append((start, end))
+        start = end
+    return spans
+
+
+def _fitting(text: str, start: int, width: int) -> int:
+    """The end of the longest run of ``text`` from ``start`` that fits ``width`` cells."""
+    used, end = 0, start
+    while end < len(text) and used + cell_len(text[end]) <= width:
+        used += cell_len(text[end])
+        end += 1
+    return end
+
+
+def error_lines(errors: list[tuple[int, str, str]], url: str, width: int, rows: int, *,
+                wrap_first: bool = False) -> list[str]:
+    """The card's error lines (markup, newest first) in ``rows`` lines of ``width`` cells: the newest wrapped
+    over as many lines as it needs where ``wrap_first`` (a narrow card: the reason rather than the older
+    errors), the others one line each.  A message cut ends in ``…``, and the first cut one says where the whole
+    is (:data:`CUT_NOTE`: the errors screen): never a message cut with nothing saying so."""
+    out: list[str] = []
+    noted = False
+    for i, (t, cls, msg) in enumerate(errors):
+        room = rows - len(out)
+        if room <= 0:
+            break
+        parts = _error_parts(t, cls, msg, url)
+        plain = "".join(text for text, _ in parts)
+        if width <= 0:  # not laid out yet: one line each, the label's ellipsis cuts it
+            out.append(_markup(parts, 0, len(plain)))
+            continue
+        spans = wrap_spans(plain, width) if wrap_first and i == 0 else [(0, len(plain))]
+        cut = len(spans) > room or cell_len(plain[spans[-1][0]:]) > width
+        spans = spans[:room]
+        for start, end in spans[:-1]:
+            out.append(_markup(parts, start, end))
+        start, end = spans[-1]
+        if not cut:
+            out.append(_markup(parts, start, end))
+            continue
+        note = "" if noted or width < len(CUT_NOTE) + 12 else CUT_NOTE
+        noted = noted or bool(note)
+        end = _fitting(plain, start, width - 1 - len(note))
+        while end > start + 1 and plain[end - 1] == " ":
+            end -= 1
+        out.append(_markup(parts, start, end) + "…" + (f"[dim]{note}[/]" if note else ""))
+    return out
