@@ -50,6 +50,10 @@ async def test_demo_session_records_and_replays_to_the_same_panels(tmp_path):
             await wait_for(pilot, lambda: all(l.up for l in state.lanes.values())
                            and all(l.requests_ok >= 3 for l in state.lanes.values()), timeout=60)
             app.source_call(session.toggle_pause)  # no new probes: the in-flight ones finish (on its loop)
+            # the measuring side has nothing in flight (asked on its loop: the UI's fold may not have seen a
+            # probe that started just before the pause), then every event it published is folded here
+            await wait_for(pilot, lambda: app.source_call(session.idle))
+            app.drain()
             await wait_for(pilot, lambda: all(l.in_flight == 0 for l in state.lanes.values()))
             # and the load watcher has judged every finished request (a sample it has not reported past yet is
             # neither a point nor a mark: folds/series.pending)
