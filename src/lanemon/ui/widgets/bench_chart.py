@@ -20,7 +20,7 @@ from textual_plotext import PlotextPlot
 from lanemon.ui.colours import SERIES_VARS, lane_colour, rgb
 from lanemon.ui.format import markup_escape as escape
 
-__all__ = ["BenchChart", "SERIES_VARS", "faded", "render_bars"]
+__all__ = ["BenchChart", "SERIES_VARS", "faded", "fit_bars", "render_bars"]
 
 
 def faded(app: Any, colour: str, amount: float = 0.55) -> str:
@@ -62,6 +62,20 @@ def render_bars(labels: list[str], series: dict[str, list[float]], colours: dict
     """Grouped horizontal bars as text ``width`` cells wide (see the module docstring); the series in
     ``hatched`` are drawn ``▒▒▒`` (the OLD side of a compare, in its lane's faded colour); a (series,
     label) in ``flagged`` ran while lanemon itself was starved: drawn ``░░░`` with ``?``, not as speed."""
+    return fit_bars(labels, series, colours, width, unit, marks, hatched, flagged)[0]
+
+
+def fit_bars(labels: list[str], series: dict[str, list[float]], colours: dict[str, str], width: int,
+             unit: str, marks: list[tuple[str, Any, float]] | None = None,
+             hatched: set[str] | frozenset[str] = frozenset(),
+             flagged: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset(),
+             height: int | None = None) -> tuple[Text, int]:
+    """:func:`render_bars` in ``height`` lines (None: as many as it takes), and how many groups it left out.
+
+    Where the groups, one line per bar, do not fit: the same groups one line each, the lanes' bars side by
+    side (the unit said once, in the legend), when each bar still gets 4 cells and no note is to be drawn;
+    then whole groups only, as many as fit -- never a group cut between its lanes -- and the count of the
+    rest, for the caller to say (``↓ 3 more``)."""
     names = list(series)
     label_w = min(max((len(lb) for lb in labels), default=0), max(6, width // 3))  # 'summarization' whole at 41
     name_w = max((len(n) for n in names), default=1)
@@ -73,42 +87,87 @@ def render_bars(labels: list[str], series: dict[str, list[float]], colours: dict
         notes.setdefault((str(label), lane or ""), []).append(text[len(lane) + 1:] if lane else text)
     value_w = max((len(_value(v)) for v in values), default=1) + 1 + len(unit) + (2 if flagged else 0)
     bar_w = max(4, width - label_w - name_w - value_w - 4)
-    out = Text()
     legend = Text("  ")
     for n in names:
         legend.append("▒▒" if n in hatched else "██", style=colours.get(n, ""))
         legend.append(f" {n}  ")
-    legend.append(f"({unit} from 0; ░? lanemon starved)" if flagged else f"({unit}, one scale from 0)", style="dim")
+    # the key whole where it fits, else its short form ('(tok/s from 0; ░? lanemon …' at 100 columns)
+    keys = ([f"({unit} from 0; ░? lanemon starved)", f"({unit} from 0; ░? starved)"] if flagged
+            else [f"({unit}, one scale from 0)", f"({unit} from 0)"])
+    legend.append(next((k for k in keys if legend.cell_len + len(k) <= width), keys[-1]), style="dim")
     legend.truncate(width, overflow="ellipsis")
-    out.append_text(legend)
+
+    def shown_label(label: str) -> str:
+        return label if len(label) <= label_w else label[: max(1, label_w - 1)] + "…"
+
+    def bar_of(n: str, label: str, v: float, w: int) -> tuple[str, bool]:
+        starved = (n, label) in flagged
+        return (_hatched(v / top, w).replace("▒", "░") if starved else
+                _hatched(v / top, w) if n in hatched else _bar(v / top, w)), starved
+
+    groups: list[list[Text]] = []
     for i, label in enumerate(labels):
+        group: list[Text] = []
         for j, n in enumerate(names):
             vs = series[n]
             v = vs[i] if i < len(vs) else None
-            out.append("\n")
-            shown = label if len(label) <= label_w else label[: max(1, label_w - 1)] + "…"
-            out.append(f"{shown if j == 0 else '':<{label_w}} ", style="bold" if j == 0 else "")
-            out.append(f"{n:<{name_w}} ", style=colours.get(n, ""))
+            line = Text()
+            line.append(f"{shown_label(label) if j == 0 else '':<{label_w}} ", style="bold" if j == 0 else "")
+            line.append(f"{n:<{name_w}} ", style=colours.get(n, ""))
+            group.append(line)
             if v is None:
-                out.append("—", style="dim")
+                line.append("—", style="dim")
                 continue
-            starved = (n, label) in flagged
-            bar = (_hatched(v / top, bar_w).replace("▒", "░") if starved else
-                   _hatched(v / top, bar_w) if n in hatched else _bar(v / top, bar_w))
-            out.append(bar, style=colours.get(n, ""))
+            bar, starved = bar_of(n, label, v, bar_w)
+            line.append(bar, style=colours.get(n, ""))
             tail = f" {_value(v)} {unit}" + (" ?" if starved else "")
             note = notes.get((label, n))
             used = label_w + 1 + name_w + 1 + len(bar) + len(tail)
-            out.append(tail)
+            line.append(tail)
             if note:
                 text = "  ◀ " + "; ".join(note)
                 room = width - used
                 if len(text) <= room:
-                    out.append(text, style="bold yellow")
+                    line.append(text, style="bold yellow")
                 else:  # no room beside the bar for the whole note ('cache hit 12,…' was cut): its own line
-                    out.append("\n" + " " * (label_w + name_w + 2) + text.strip()[: width - label_w - name_w - 2],
-                               style="bold yellow")
-    return out
+                    group.append(Text(" " * (label_w + name_w + 2) + text.strip()[: width - label_w - name_w - 2],
+                                      style="bold yellow"))
+        groups.append(group)
+    if height is not None and 1 + sum(len(g) for g in groups) > height and not notes and names:
+        # side by side: 'summarization A ██████▏ 148  B █████▍ 134' (the 8 categories at 100x30)
+        val_w = max((len(_value(v)) for v in values), default=1) + (2 if flagged else 0)
+        seg = name_w + 1 + 1 + val_w  # name, space, (bar), space, value
+        side_w = (width - label_w - 1 - len(names) * seg - 2 * (len(names) - 1)) // len(names)
+        if side_w >= 4:
+            groups = []
+            for i, label in enumerate(labels):
+                line = Text(f"{shown_label(label):<{label_w}} ", style="bold")
+                for j, n in enumerate(names):
+                    vs = series[n]
+                    v = vs[i] if i < len(vs) else None
+                    line.append(("  " if j else "") + f"{n:<{name_w}} ", style=colours.get(n, ""))
+                    if v is None:
+                        line.append(f"{'—':<{side_w}} {'':>{val_w}}", style="dim")
+                        continue
+                    bar, starved = bar_of(n, label, v, side_w)
+                    line.append(f"{bar:<{side_w}}", style=colours.get(n, ""))
+                    line.append(f" {_value(v) + (' ?' if starved else ''):>{val_w}}")
+                groups.append([line])
+    shown = len(groups)
+    if height is not None:
+        room, shown = height - 1, 0
+        for g in groups:
+            if len(g) > room:
+                break
+            room -= len(g)
+            shown += 1
+    out = Text()
+    out.append_text(legend)
+    for g in groups[:shown]:
+        for line in g:
+            out.append("\n")
+            out.append_text(line)
+    return out, len(labels) - shown
 
 
 class BenchChart(Vertical):
@@ -151,6 +210,8 @@ class BenchChart(Vertical):
         """Lane names in the app's order (colour index); defaults to the series order."""
         self._last: tuple[Any, tuple] | None = None  # the last show_* call, replayed on a theme change
         self._bars: tuple[list[str], dict[str, list[float]], str] | None = None
+        self.hidden_groups = 0
+        """Bars: groups left out for want of height (said in the border: ``↓ 3 more``)."""
 
     def compose(self) -> ComposeResult:
         yield PlotextPlot(id="plot")
@@ -215,6 +276,7 @@ class BenchChart(Vertical):
         ghost = {k: list(v) for k, v in (ghost or {}).items() if v}
         flagged = {k: list(v) for k, v in (flagged or {}).items() if v}
         self.kind, self.series, self.marks = "lines", {k: list(v) for k, v in series.items()}, []
+        self.hidden_groups = 0
         self.ghost, self.flagged, self.vline = ghost, flagged, vline
         self._last = (self.show_lines, (title, xlabel, ylabel, series),
                       {"ghost": ghost, "flagged": flagged, "vline": vline, "ghost_label": ghost_label,
@@ -282,12 +344,20 @@ class BenchChart(Vertical):
             return
         labels, series, unit = self._bars
         width = max(20, (self.content_region.width or self.size.width or 60) - 2)
-        self.query_one("#bars", Static).update(
-            render_bars(labels, series, self.lane_colours(list(series)), width, unit, self.marks,
-                        hatched=self.faded_series, flagged=self.flagged_bars))
+        bars = self.query_one("#bars", Static)
+        height = bars.size.height or self.content_region.height or None  # None before the first layout
+        text, hidden = fit_bars(labels, series, self.lane_colours(list(series)), width, unit, self.marks,
+                                hatched=self.faded_series, flagged=self.flagged_bars, height=height)
+        bars.update(text)
+        self.hidden_groups = hidden
+        # the groups that do not fit are said, never dropped silently (5 of decode.jsonl's 8 categories showed)
+        more = f"↓ {hidden} more" if hidden else ""
+        if self.border_subtitle != more:
+            self.border_subtitle = more
 
     def show_empty(self, title: str, message: str = "waiting for the first cell…") -> None:
         self.kind, self.series, self.marks = "empty", {}, []
+        self.hidden_groups = 0
         self.ghost, self.flagged, self.vline = {}, {}, None
         self._last = (self.show_empty, (title, message))
         self.border_subtitle = ""
