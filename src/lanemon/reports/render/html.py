@@ -31,16 +31,34 @@ def _finalize(value: Any) -> Any:
     return value if isinstance(value, Markup) else Markup(esc(value))
 
 
-def column_classes(headers: list[str], rows: list[list[str]]) -> list[Markup]:
-    """Per column: ``''`` (right-aligned numbers) or ``' class="t"'`` (text, left-aligned)."""
+NOWRAP_CHARS = 28
+"""A cell at most this long never wraps (``max 172 ms (n=8)``, ``A (1.20×)``, ``0.17 s / 148 / 1.90 s / 256``):
+a table too wide for the page scrolls sideways in its own box (``div.tscroll``) rather than break a figure from
+its label over two lines; longer text (a prompt, an error message, a command line) wraps as before."""
+
+
+def _cell_len(cell: Any) -> int:
+    return len(cell.striptags() if isinstance(cell, Markup) else str(cell))
+
+
+def column_classes(headers: list[str], rows: list[list[str]]) -> list[str]:
+    """Per column: ``''`` (right-aligned numbers) or ``'t'`` (text, left-aligned)."""
     width = max([len(headers)] + [len(r) for r in rows])
-    return [Markup("" if j and numeric_column(rows, j) else ' class="t"') for j in range(width)]
+    return ["" if j and numeric_column(rows, j) else "t" for j in range(width)]
+
+
+def cell_class(column: str, cell: Any = "") -> Markup:
+    """A cell's class attribute: its column's (:func:`column_classes`) and ``nw`` when it is short
+    (:data:`NOWRAP_CHARS`): ``' class="t nw"'``; a header only its column's."""
+    names = [n for n in (column, "nw" if cell is not None and _cell_len(cell) <= NOWRAP_CHARS else "") if n]
+    return Markup(f' class="{" ".join(names)}"' if names else "")
 
 
 ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True, finalize=_finalize,
                          trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
                          undefined=jinja2.StrictUndefined)
 ENV.globals["column_classes"] = column_classes
+ENV.globals["cell_class"] = cell_class
 
 CSS = ENV.get_template("report.css").render()
 """The report's stylesheet (the compare page adds its own rules after it)."""
