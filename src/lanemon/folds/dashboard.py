@@ -293,6 +293,22 @@ class SessionState:
             st = self.lanes[name] = LaneState(name=name)
         return st
 
+    def apply_token(self, ev: Event) -> None:
+        """:meth:`apply` for a ``token`` event (a plain :class:`Event`), the stream's bulk: the same changes
+        without the tests of every other kind (no token finishes a request)."""
+        self.events += 1
+        self.version += 1
+        t = ev.t
+        if t > self.last_t:
+            self.last_t = t
+        if ev.lane is None:
+            return
+        if ev.req is not None:
+            self.lane(ev.lane).active[ev.req] = t
+            self._asm.apply(ev)
+        else:
+            self.lane(ev.lane)
+
     def apply(self, ev: Event) -> RequestRecord | None:
         """Apply one event; returns the finished request record, if any."""
         self.events += 1

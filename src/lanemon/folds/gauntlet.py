@@ -83,6 +83,13 @@ class GauntletState:
     def reps(self) -> int:
         return int(self.config.get("reps", DEFAULT_REPS))
 
+    def apply_token(self, ev: Event) -> None:
+        """:meth:`apply` for a ``token`` event: the clock, and a gauntlet turn's first token."""
+        if ev.t > self.last_t:
+            self.last_t = ev.t
+        if ev.req is not None and ev.req in self._open:
+            self.apply(ev)
+
     def apply(self, ev: Event) -> None:
         self.last_t = max(self.last_t, ev.t)
         kind, d = ev.kind, ev.data

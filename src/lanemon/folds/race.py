@@ -178,6 +178,11 @@ class RaceState:
         return view
 
     # -- the fold --------------------------------------------------------------
+    def apply_token(self, ev: Event) -> None:
+        """:meth:`apply` for a ``token`` event: nothing unless its request is a race's."""
+        if ev.req is not None and ev.req in self._req_race:
+            self.apply(ev)
+
     def apply(self, ev: Event) -> None:
         """Apply one event (cheap for events that are not part of a race)."""
         kind = ev.kind

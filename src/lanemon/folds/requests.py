@@ -72,6 +72,19 @@ class RequestTimeline:
         self.counts: dict[str | None, list[int]] = {}
         """Per scope: [requests ever sent, of which failed]."""
 
+    def apply_token(self, ev: Event) -> None:
+        """:meth:`apply` for a ``token`` event: only a bar's first token is drawn."""
+        req = ev.req
+        if req is None:
+            return
+        t = ev.t
+        if t > self.last_t:
+            self.last_t = t
+        bar = self.bars.get(req)
+        if bar is not None and bar.first_ns is None:
+            bar.first_ns = t
+            self.version += 1
+
     def apply(self, ev: Event) -> None:
         kind = ev.kind
         if kind not in schema.REQUEST_KINDS or ev.req is None:

@@ -20,6 +20,7 @@ TPOT and E2E, request rate and outcome counts over the last N seconds.
 
 from __future__ import annotations
 
+import bisect
 import math
 from array import array
 from collections import defaultdict, deque
@@ -98,7 +99,7 @@ class Packed:
     (the load watcher's windows are not kept for ever: measure/load.ClientLoad ``keep_ns``).  Rows are in
     filing order; the oldest are dropped from the front (:meth:`drop_before`)."""
 
-    __slots__ = ("t", "sent", "first", "vals", "code", "start")
+    __slots__ = ("t", "sent", "first", "vals", "code", "start", "ordered")
 
     def __init__(self) -> None:
         self.t = array("q")
@@ -111,11 +112,16 @@ class Packed:
         """outcome index | flag bits << 4."""
         self.start = 0
         """Rows before this index are dropped (compacted away in batches)."""
+        self.ordered = True
+        """Every row ends no earlier than the row before it (as requests are filed live): :meth:`samples`
+        then finds its first row by bisection instead of reading every older one."""
 
     def __len__(self) -> int:
         return len(self.t) - self.start
 
     def add(self, s: Sample, flags: frozenset[str] | set[str]) -> None:
+        if self.t and s.t < self.t[-1]:
+            self.ordered = False
         self.t.append(s.t)
         self.sent.append(s.sent)
         self.first.append(-1 if s.first is None else s.first)
@@ -140,7 +146,10 @@ class Packed:
         """The rows as :class:`Sample` objects (built on reading), those ending before ``t0`` skipped; a row's
         flags are its sample's, with ``client_bound`` when the watcher's windows said so when it was packed."""
         t, sent, first, vals, code = self.t, self.sent, self.first, self.vals, self.code
-        for i in range(self.start, len(t)):
+        begin = self.start
+        if t0 is not None and self.ordered:  # skip the rows ending before t0 without reading them
+            begin = bisect.bisect_left(t, t0, begin)
+        for i in range(begin, len(t)):
             end = t[i]
             if t0 is not None and end < t0:
                 continue
@@ -263,6 +272,12 @@ class SeriesState:
         if rec is not None:
             self.add(rec)
 
+    def apply_token(self, ev: Event) -> None:
+        """:meth:`apply_event` for a ``token`` event: only the clock moves (the request is assembled by whoever
+        assembles them)."""
+        if ev.t > self.last_t:
+            self.last_t = ev.t
+
     def apply_event(self, ev: Event) -> bool:
         """Fold everything but the requests' own events; False for a request event (left to whoever
         assembles the requests, which then calls :meth:`add` with each finished one)."""
@@ -367,6 +382,17 @@ class SeriesState:
         """Not judged yet: the load watcher has not reported past the sample's end."""
         return not final and self.load.watching and not self.load.covers(s.t)
 
+    def flagged(self, s: Sample) -> bool:
+        """``bool(flags_of(s))`` without building the set: the per-sample test of every window read."""
+        return bool(s.flags) or s.outcome != "ok" or self.load.overlaps(s.sent, s.t)
+
+    def judged_until(self, final: bool = False) -> int | None:
+        """Samples ending after this are pending (:meth:`pending`): the watcher's last report, ``1 << 62``
+        when nothing is pending, None while every sample is."""
+        if final or not self.load.watching:
+            return 1 << 62
+        return self.load.seen_until
+
     def flags_of(self, s: Sample) -> set[str]:
         """Every reason ``s`` is not lane speed (empty: a clean, countable sample)."""
         out = set(s.flags)
@@ -391,12 +417,14 @@ class SeriesState:
         # spread here, not when filed: client-bound is known only once the watcher reported
         buckets: dict[int, float] = defaultdict(float)
         dirty: dict[int, float] = defaultdict(float)
-        for s in self.samples(lane, (first - avg) * NS):
-            if s.tokens <= 0 or s.t < (first - avg) * NS or s.first is None or s.first > t1:
+        until = self.judged_until(final)
+        begin = (first - avg) * NS
+        for s in self.samples(lane, begin):
+            if s.tokens <= 0 or s.t < begin or s.first is None or s.first > t1:
                 continue
-            if self.pending(s, final):
+            if until is None or s.t > until:  # pending
                 continue
-            self._spread(dirty if self.flags_of(s) else buckets, s.first, s.t, s.tokens)
+            self._spread(dirty if self.flagged(s) else buckets, s.first, s.t, s.tokens)
         out = []
         total = sum(buckets.get(s, 0.0) for s in range(first - avg, first))
         flagged = sum(dirty.get(s, 0.0) for s in range(first - avg, first))
@@ -415,19 +443,19 @@ class SeriesState:
         tpot: list[float] = []
         e2e: list[float] = []
         tok: list[float] = []
-        first = None
+        until = self.judged_until(final)
+        overlaps = self.load.overlaps
         for s in self.samples(lane, t0):
-            if s.t < t0 or s.t > t1 or self.pending(s, final):
+            t = s.t
+            if t < t0 or t > t1 or until is None or t > until:  # out of the window, or pending
                 continue
             st.n += 1
-            first = s.t if first is None else min(first, s.t)
-            flags = self.flags_of(s)
             if s.outcome != "ok":
                 st.count(s.outcome)
-            elif flags:
+            elif s.flags or overlaps(s.sent, t):
                 st.flagged += 1
             else:
-                st.count(COMPLETE)
+                st.requests_ok += 1  # st.count(COMPLETE)
                 if s.ttft_s is not None:
                     ttft.append(s.ttft_s)
                 if s.tpot_s is not None:

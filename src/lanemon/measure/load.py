@@ -133,8 +133,10 @@ class ClientLoad:
         """True when [start, end] touches a window in which lanemon was starved."""
         if start is None or end is None or not self.bound:
             return False
-        i = bisect.bisect_right(self.bound, (end, 1 << 62))
-        return any(s <= end and e >= start for s, e in self.bound[max(0, i - 2):i])
+        bound = self.bound
+        i = bisect.bisect_right(bound, (end, 1 << 62))  # the windows before i start at or before end
+        # (the last two, as the windows are merged where they touch; no generator: it is called per sample)
+        return (i > 0 and bound[i - 1][1] >= start) or (i > 1 and bound[i - 2][1] >= start)
 
     def worst_stall_s(self, start: int | None, end: int | None) -> float:
         """The longest lanemon may have been held up (loop lag or run-queue wait) in the windows touching

@@ -70,6 +70,15 @@ class Inbox:
         self.received += n
         return n
 
+    def take(self) -> list[Event]:
+        """Every event waiting now, in order, as one batch (those appended meanwhile wait for the next
+        call): the consumer folds a batch in one loop (ui/app.py ``fold_batch``)."""
+        events = self._events
+        popleft = events.popleft
+        batch = [popleft() for _ in range(len(events))]
+        self.received += len(batch)
+        return batch
+
 
 class SourceThread:
     """Run ``source.run()`` on an asyncio loop of its own in a daemon thread.

@@ -221,6 +221,24 @@ class LanemonApp(App):
             assert self.bench_results is not None
             self.bench_results.apply(ev)
 
+    def fold_batch(self, events: list[Event]) -> None:
+        """Fold a batch in order, as :meth:`_fold` folds each event.  Token events, the bulk of a busy stream
+        (64 of every 68 events of a 64-token request), go straight to each fold's ``apply_token``, which
+        makes the same changes without testing for every other kind: the UI's fold cost per event is what
+        the event changes, not the length of :meth:`_fold`."""
+        fold, token = self._fold, schema.TOKEN
+        state, series, race = self.state.apply_token, self.series.apply_token, self.race_state.apply_token
+        timeline, gauntlet = self.timeline.apply_token, self.gauntlet.apply_token
+        for ev in events:
+            if ev.kind == token and ev.__class__ is Event and self.bench is None:
+                state(ev)
+                series(ev)
+                race(ev)
+                timeline(ev)
+                gauntlet(ev)
+            else:
+                fold(ev)
+
     def _alert(self, ev: Event) -> None:
         d = ev.data
         key = (ev.lane or "?", str(d.get("alert", "")))
@@ -305,8 +323,13 @@ class LanemonApp(App):
             self.drain()
 
     def drain(self) -> int:
-        """Fold the events a measuring source published since the last call (on the redraw tick)."""
-        return self._inbox.drain(self._fold) if self._inbox is not None else 0
+        """Fold the events a measuring source published since the last call (on the redraw tick), as one
+        batch; how many."""
+        if self._inbox is None:
+            return 0
+        batch = self._inbox.take()
+        self.fold_batch(batch)
+        return len(batch)
 
     def source_call(self, fn: Callable[..., Any], *args: Any, wait: bool = True) -> Any:
         """Call a source method (pause, stop) where the source runs: on its measuring loop when it has

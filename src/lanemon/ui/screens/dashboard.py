@@ -61,6 +61,8 @@ SCRAPE_GAP_NS = 5 * NS
 """Successive /metrics scrapes at most this far apart are joined by a line (they come every 2 s); a longer
 gap (a failed scrape, a pause) is left open."""
 THIRD = ("chart-tput", "chart-server", "chart-kv", "chart-gpu")
+REQUEST_CHARTS = ("chart-ttft", "chart-decode", "chart-tput")
+"""The charts drawn from the requests' samples (the others from the lanes' /metrics and GPU readings)."""
 """What ``c`` cycles through in the third place of a short screen."""
 
 
@@ -203,12 +205,14 @@ class DashboardScreen(LanemonScreen):
         an idle redraw at 8 lanes)."""
         self._saturated: set[str] = set()
         """Lanes over-saturated over the chart window (their badge says SATURATED), as of the last draw."""
+        self._saturated_at: tuple | None = None
+        """(session second, window, lanes) of that judgement (live: once a second)."""
         self._told: str | None = None
         """The starvation cause last explained in a notification (``steal``, ``own``, ``machine``)."""
         self._stats_at: tuple[int, tuple] | None = None
         """(session time, lanes/window/size/colours) of the window numbers as last drawn (live: once a second)."""
         self._charts: dict[str, TimeChart] | None = None
-        self._charts_gate: tuple | None = None
+        self._charts_gate: tuple = (None, None)
         """What the charts were last drawn for, live: the axes' columns, lanes, window, size, colours."""
         self._server_charts: tuple[str, ...] = ()
         self._tall = False
@@ -325,10 +329,15 @@ class DashboardScreen(LanemonScreen):
                 s.finished, str(s.recording_path), self.size, charts)
 
     def draw(self, app: Any) -> None:
-        # over-saturated lanes over the chart window (queue grew, TTFT rose, throughput flat: folds/monitor)
+        # over-saturated lanes over the chart window (queue grew, TTFT rose, throughput flat: folds/monitor);
+        # live, judged once per second of session time (each judgement reads every sample in the window: at
+        # 6,000 events/s some 3,000 per lane), half a second apart from the window numbers' own second
         t1 = max(app.state.last_t, app.series.last_t)
         t0 = max(0, t1 - self.window_s * NS)
-        self._saturated = {n for n in app.state.lanes if saturation(app.series, n, t0, t1) == 1.0}
+        second = ((t1 + NS // 2) // NS, self.window_s, tuple(app.state.lanes))
+        if not self._settles(app) or second != self._saturated_at:
+            self._saturated_at = second
+            self._saturated = {n for n in app.state.lanes if saturation(app.series, n, t0, t1) == 1.0}
         self.refresh_from(app.state, app.source)
         self.draw_charts(app)
 
@@ -371,6 +380,13 @@ class DashboardScreen(LanemonScreen):
                     f"What to do: {cause.advice}.", title="client-bound", severity="warning", timeout=15,
                     markup=False)
 
+    @staticmethod
+    def _settles(app: Any) -> bool:
+        """Live (events happen now), running, not paused: the charts settle a column at a time and the
+        window's figures move once a second (a replay, a pause or the end draws every change at once)."""
+        source = app.source
+        return bool(getattr(source, "real_time", False)) and not source.finished and not source.paused
+
     def _wall(self, app: Any) -> WallAxis | None:
         if self._wall_s is None:
             self._wall_s = wall_start_s(app)  # once: a live anchor taken again every frame would jitter
@@ -388,7 +404,7 @@ class DashboardScreen(LanemonScreen):
         # settle: live, new points wait for their column to be complete (one repaint per column-period), and
         # the window's numbers move at most once a second of session time (a Rich table is the dearest
         # widget to render: ~10 ms)
-        settle = bool(getattr(app.source, "real_time", False)) and not final and not app.source.paused
+        settle = self._settles(app)
         shape = (tuple(lanes), self.window_s, self.size, tuple(colours.items()), bool(slo))
         held = self._stats_at
         if not settle or held is None or held[1] != shape or not held[0] <= t1 < held[0] + NS:
@@ -399,22 +415,42 @@ class DashboardScreen(LanemonScreen):
         if self._charts is None:
             self._charts = {chart_id: self.query_one(f"#{chart_id}", TimeChart) for chart_id, _ in CHARTS}
         # live, the charts change only when one of their axes moved a column (what came in meanwhile waits for
-        # its column: settle), so between those steps nothing of theirs is computed
-        gate = (shape, self.third, tuple(t1 // c.column_ns(self.window_s * NS) for c in self._charts.values()
-                                         if c.display))
-        if settle and gate == self._charts_gate:
+        # its column: settle), so between those steps nothing of theirs is computed; the request charts (every
+        # sample in the window read again: thousands at 6,000 events/s) and the scrape gauges (a few dozen
+        # points) each by their own columns, so a gauge's step does not read the samples again (the gauges are
+        # drawn at the request charts' steps too: a gauge that had no data is shown when it gets some)
+        column = {cid: t1 // c.column_ns(self.window_s * NS) for cid, c in self._charts.items() if c.display}
+        gates = ((shape, self.third, tuple(v for cid, v in column.items() if cid in REQUEST_CHARTS)),
+                 (shape, self.third, tuple(v for cid, v in column.items() if cid not in REQUEST_CHARTS)))
+        held = self._charts_gate if settle else (None, None)
+        redo_requests = gates[0] != held[0]
+        redo_gauges = redo_requests or gates[1] != held[1]
+        if settle and not redo_requests and not redo_gauges:
             return
-        self._charts_gate = gate if settle else None
+        self._charts_gate = gates if settle else (None, None)
+        common = dict(t0=t0, t1=t1, window_ns=self.window_s * NS, settle=settle, colours=colours,
+                      x_fmt=fmt.event_time,
+                      wall=self._wall(app),
+                      shared_colour=shared_colour(app), note=f"last {window}")
+        if redo_requests:
+            self._draw_request_charts(app, lanes, t0, t1, final, slo, common)
+        if redo_gauges:
+            self._draw_gauges(app, lanes, common)
+
+    def _draw_request_charts(self, app: Any, lanes: list[str], t0: int, t1: int, final: bool, slo: dict,
+                             common: dict) -> None:
+        """TTFT, decode per stream and throughput: every judged sample in the window."""
+        series = app.series
         clean: dict[str, list] = {"ttft": {}, "decode": {}}
         marks: dict[str, list] = {}
         for name in lanes:
             ttft, tok, flagged = [], [], []
+            until = series.judged_until(final)
             for s in series.samples(name, t0):
-                if s.t < t0 or series.pending(s, final):
+                if s.t < t0 or until is None or s.t > until:  # (pending)
                     continue
-                flags = series.flags_of(s)
-                if flags:
-                    flagged.append((s.t, s.outcome if s.outcome != "ok" else sorted(flags)[0]))
+                if series.flagged(s):
+                    flagged.append((s.t, s.outcome if s.outcome != "ok" else sorted(series.flags_of(s))[0]))
                     continue
                 if s.ttft_s is not None:
                     ttft.append((s.t, s.ttft_s))
@@ -426,10 +462,6 @@ class DashboardScreen(LanemonScreen):
             clean["ttft"][name], clean["decode"][name], marks[name] = ttft, tok, flagged
         # window_ns: a chart's time axis moves a column at a time (not at every event): it repaints when a
         # column's worth of time went by or its data changed (widgets/repaint.py)
-        common = dict(t0=t0, t1=t1, window_ns=self.window_s * NS, settle=settle, colours=colours,
-                      x_fmt=fmt.event_time,
-                      wall=self._wall(app),
-                      shared_colour=shared_colour(app), note=f"last {window}")
         self.query_one("#chart-ttft", TimeChart).show(series=clean["ttft"], marks=marks, value_fmt=seconds_axis,
                                                       title="TTFT", **common)
         self.query_one("#chart-decode", TimeChart).show(series=clean["decode"], marks=marks, value_fmt=rate_axis,
@@ -438,6 +470,10 @@ class DashboardScreen(LanemonScreen):
         tput = {n: series.tokens_per_s(n, t0, t1, avg_s=avg, final=final) for n in lanes}
         self.query_one("#chart-tput", TimeChart).show(series=tput, marks=marks, value_fmt=rate_axis, connect=True,
                                                       title=f"throughput ({avg} s avg)", **common)
+
+    def _draw_gauges(self, app: Any, lanes: list[str], common: dict) -> None:
+        """The server's queue and KV cache, GPU power (each lane's scrapes), and where they go."""
+        series = app.series
         queue, lane_of = queue_series(series, lanes)
         kv = {n: [(t, v["kv_usage"]) for t, v in series.lane(n).server if "kv_usage" in v] for n in lanes}
         kv = {n: pts for n, pts in kv.items() if pts}

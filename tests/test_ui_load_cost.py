@@ -1,0 +1,155 @@
+"""The busy dashboard's work, counted (not timed): issue 23 item 1, "≥ 10 frames/s at ~6,000 events/s".
+
+Under load the UI folds every event its measuring thread handed over (sessions/runner.Inbox) and repaints ten
+times a second.  Its cost per frame must follow what changed, not the event rate nor the length of the chart
+window: here a live (``real_time``) app takes in a steady load -- 100 requests a second over two lanes, the
+load watcher reporting every 0.5 s -- and these tests count
+
+* the bytecode instructions the UI's fold runs per token event (the bulk of the stream: 64 of every 68
+  events of a 64-token request), and
+* the requests' samples the dashboard reads per frame once a minute of them fills the chart window (each
+  read of the window -- the saturation badge, the window's figures, the request charts -- reads them all).
+
+Before: 409 instructions per token event (every fold's ``apply`` tested every kind) and 11,105 samples read per
+frame (the saturation badge judged the window at every frame, the charts read it again whenever any chart --
+a /metrics gauge too -- moved a column); now 257 and 2,580.
+"""
+
+from __future__ import annotations
+
+import collections
+import sys
+
+from lanemon import events as schema
+from lanemon.events import Event
+from lanemon.folds.series import SeriesState
+from lanemon.ui.app import make_app
+from lanemon.ui.sample import ScriptedSource, sample_events
+
+NS = 1_000_000_000
+STEP_NS = NS // 10  # the redraw timer's period (10 Hz)
+RATE = 100
+"""Requests finished per second of session time (both lanes)."""
+TOKENS = 16
+
+OPCODES_PER_TOKEN = 320
+"""Bytecode instructions the UI's fold runs per token event, the drain's own loop included (Python 3.11).
+Measured 257 (``fold_batch``: each fold's ``apply_token``); 409 before, every event through every fold's
+``apply`` testing for every other kind."""
+SAMPLES_PER_FRAME = 4_000
+"""Samples read per frame with 6,000 in the chart window (3,000 a lane), averaged over 3 s of frames.  Live, the
+window is read once a second for the figures and once for the saturation badge, and at each step of the request
+charts' columns (every ~1.2 s at 160 columns): measured 2,580.  Before: 11,105 (the badge read the window twice
+a lane at every frame, and every chart's step, a /metrics gauge's too, read it again)."""
+
+
+def _load_events(t_start: int, seconds: float) -> list[Event]:
+    """``RATE`` requests a second of ``TOKENS`` tokens each, alternating lanes, and a ``client_load`` window
+    every 0.5 s (not starved: every sample is judged clean once the watcher reported past it)."""
+    evs: list[Event] = []
+    for i in range(int(seconds * RATE)):
+        sent = t_start + i * NS // RATE
+        lane, rid = ("A", "B")[i % 2], f"load-{t_start}-{i}"
+        first = sent + 50_000_000
+        evs += [Event(sent, schema.REQUEST, lane, rid, {"endpoint": "chat", "purpose": "load", "max_tokens": TOKENS}),
+                Event(first, schema.FIRST_BYTE, lane, rid),
+                *(Event(first + k * 5_000_000, schema.TOKEN, lane, rid, {"text": "tok "}) for k in range(TOKENS)),
+                Event(first + TOKENS * 5_000_000, schema.USAGE, lane, rid,
+                      {"prompt_tokens": 20, "completion_tokens": TOKENS}),
+                Event(first + TOKENS * 5_000_000, schema.DONE, lane, rid, {"finish_reason": "length", "status": 200})]
+    for k in range(1, int(seconds * 2) + 1):
+        t = t_start + k * NS // 2
+        evs.append(Event(t, schema.CLIENT_LOAD, None, None,
+                         {"t0": t - NS // 2, "lag_ms": 0.4, "lag_mean_ms": 0.1, "samples": 25, "bound": False,
+                          "threshold_ms": 20.0, "runq_ms": 0.2, "runq_slices": 30, "cpu_pct": 40.0,
+                          "proc_cpu_pct": 30.0}))
+    return sorted(evs, key=lambda e: e.t)
+
+
+async def _published(source, pilot) -> None:
+    for _ in range(200):
+        if source.bus.published >= len(source.events):
+            break
+        await pilot.pause(0.01)
+    await pilot.pause(0.2)
+
+
+def _opcodes(fn) -> int:
+    """Bytecode instructions ``fn()`` runs (every Python frame it enters, traced opcode by opcode)."""
+    count = 0
+
+    def tracer(frame, event, arg):
+        nonlocal count
+        frame.f_trace_opcodes = True
+        if event == "opcode":
+            count += 1
+        return tracer
+
+    before = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        fn()
+    finally:
+        sys.settrace(before)
+    return count
+
+
+async def test_token_events_cost_the_fold_little(monkeypatch):
+    source = ScriptedSource(sample_events(), hold=True, mode="live", real_time=True)
+    app = make_app(source, refresh_hz=0.01)  # the test drives the redraws
+    async with app.run_test(size=(160, 45)) as pilot:
+        await _published(source, pilot)
+        app.redraw(force=True)
+        t0 = max(app.state.last_t, app.series.last_t) + NS
+        events = _load_events(t0, 1.0)
+        opening = [ev for ev in events if ev.kind in (schema.REQUEST, schema.FIRST_BYTE)]
+        tokens = [ev for ev in events if ev.kind == schema.TOKEN]
+        closing = [ev for ev in events if ev.kind not in (schema.REQUEST, schema.FIRST_BYTE, schema.TOKEN)]
+        for ev in opening:  # the requests open without being counted ...
+            source.bus.publish(ev)
+        app.drain()
+        folded = app.state.events
+        for ev in tokens:  # ... then their tokens, handed over as the measuring thread does, folded in one drain
+            source.bus.publish(ev)
+        per_token = _opcodes(app.drain) / len(tokens)
+        assert app.state.events == folded + len(tokens)  # every one folded ...
+        for ev in closing:
+            source.bus.publish(ev)
+        app.drain()
+        assert app.state.lanes["A"].requests_ok + app.state.lanes["B"].requests_ok >= RATE  # ... into its request
+        assert per_token <= OPCODES_PER_TOKEN, per_token
+
+
+async def test_busy_dashboard_reads_the_window_per_second_not_per_frame(monkeypatch):
+    reads: collections.Counter = collections.Counter()
+    samples = SeriesState.samples
+
+    def counting_samples(self, lane, t0=None):
+        for s in samples(self, lane, t0):
+            reads["samples"] += 1
+            yield s
+
+    source = ScriptedSource(sample_events(), hold=True, mode="live", real_time=True)
+    app = make_app(source, refresh_hz=0.01)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await _published(source, pilot)
+        t0 = max(app.state.last_t, app.series.last_t) + NS
+        for ev in _load_events(t0, 70):  # a full chart window (60 s) of requests, then the frames counted
+            source.bus.publish(ev)
+        app.redraw(force=True)
+        await pilot.pause(0.2)
+        monkeypatch.setattr(SeriesState, "samples", counting_samples)
+        play = collections.defaultdict(list)
+        start = max(app.state.last_t, app.series.last_t)
+        for ev in _load_events(start, 3):
+            play[(ev.t - start) // STEP_NS].append(ev)
+        frames = 0
+        for step in range(max(play) + 1):
+            for ev in play.get(step, []):
+                source.bus.publish(ev)
+            frames += app.redraw()
+            await pilot.pause()
+        assert frames >= 25  # a frame per period: the data changed at each
+        in_window = sum(1 for n in ("A", "B") for s in samples(app.series, n, app.series.last_t - 60 * NS))
+        assert in_window >= 5_500
+        assert reads["samples"] / frames <= SAMPLES_PER_FRAME, (reads["samples"] / frames, in_window)
