@@ -153,3 +153,38 @@ async def test_busy_dashboard_reads_the_window_per_second_not_per_frame(monkeypa
         in_window = sum(1 for n in ("A", "B") for s in samples(app.series, n, app.series.last_t - 60 * NS))
         assert in_window >= 5_500
         assert reads["samples"] / frames <= SAMPLES_PER_FRAME, (reads["samples"] / frames, in_window)
+
+
+def test_fold_batch_folds_as_each_event_is_folded():
+    """The batch fold's token path makes the same changes as ``_fold``: the folds end equal, tokens of an
+    unknown request, a token before its request and one without a lane included."""
+    import pickle
+
+    events = _load_events(NS, 2.0)
+    events += [Event(3 * NS, schema.TOKEN, "A", "never-sent", {"text": "x"}),
+               Event(3 * NS + 1, schema.TOKEN, None, "no-lane", {"text": "x"}),
+               Event(3 * NS + 2, schema.TOKEN, "C", None, {"text": "x"}),
+               Event(3 * NS + 3, schema.REQUEST, "A", "never-sent", {"endpoint": "chat", "purpose": "probe"}),
+               Event(3 * NS + 4, schema.DONE, "A", "never-sent", {"finish_reason": "stop", "status": 200})]
+    one, batch = (make_app(ScriptedSource([], mode="live")) for _ in range(2))
+    for ev in events:
+        one._fold(ev)
+    for i in range(0, len(events), 97):
+        batch.fold_batch(events[i:i + 97])
+    for name in ("state", "series", "race_state", "timeline", "gauntlet"):
+        assert pickle.dumps(getattr(one, name).__dict__) == pickle.dumps(getattr(batch, name).__dict__), name
+
+
+def test_packed_samples_from_t0_in_or_out_of_order():
+    from lanemon.folds.series import Packed, Sample
+
+    def packed(ends):
+        p = Packed()
+        for t in ends:
+            p.add(Sample(t, t - 5, 0.1, 0.01, 0.2, 50.0, "ok"), frozenset())
+        return p
+
+    assert [s.t for s in packed([10, 20, 30, 40]).samples(25)] == [30, 40]
+    unordered = packed([10, 40, 20, 30])
+    assert not unordered.ordered
+    assert [s.t for s in unordered.samples(25)] == [40, 30]
