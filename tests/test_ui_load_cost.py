@@ -188,3 +188,38 @@ def test_packed_samples_from_t0_in_or_out_of_order():
     unordered = packed([10, 40, 20, 30])
     assert not unordered.ordered
     assert [s.t for s in unordered.samples(25)] == [40, 30]
+
+
+async def test_a_starvation_note_coming_and_going_lays_the_screen_out_once(monkeypatch):
+    """Under load the status bar's starvation note comes, goes and changes its words about twice a second;
+    each change of the bar's width laid the whole screen out again (~10 ms, every widget re-rendered).  Live,
+    the bar keeps its widest width: one layout pass, then the label alone repaints."""
+    from textual.screen import Screen
+
+    from lanemon.measure.load import Starvation
+    from lanemon.ui.widgets.status_bar import StatusBar
+
+    layouts = collections.Counter()
+    layout = Screen._refresh_layout
+
+    def counting_layout(self, *args, **kwargs):
+        layouts["layout"] += 1
+        return layout(self, *args, **kwargs)
+
+    source = ScriptedSource(sample_events(), hold=True, mode="live", real_time=True)
+    app = make_app(source, refresh_hz=0.01)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await _published(source, pilot)
+        bar = app.screen.query_one(StatusBar)
+        notes = [None, Starvation("machine", "w", "a", short="machine load"), None,
+                 Starvation("own", "w", "a", short="lanemon's CPU 97 %")]
+        monkeypatch.setattr(Screen, "_refresh_layout", counting_layout)
+        for k in range(12):
+            if k == 4:  # each note shown once: the bar is as wide as the widest
+                await pilot.pause(0.1)
+                layouts.clear()
+            bar.update_from(mode="live", events=1000 + k, last_t=(20 + k) * NS, paused=False, speed=None, finished=False,
+                            recording_path=None, own_cpu_pct=50.0, starved=notes[k % 4], tick=True)
+            await pilot.pause()
+        assert "lanemon's CPU 97 %" in str(bar.query_one("#info").visual)  # the last note is shown
+        assert layouts["layout"] == 0, layouts  # (before: 16, two per change)

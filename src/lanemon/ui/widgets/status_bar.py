@@ -11,7 +11,7 @@ from textual.widgets import Label
 from lanemon.measure.load import Starvation, starvation_cause
 from lanemon.ui import format as fmt
 from lanemon.ui.format import markup_escape as escape
-from lanemon.ui.widgets.repaint import set_text
+from lanemon.ui.widgets.repaint import hold_width, set_text
 
 def short_path(path: Path | str | None) -> str:
     """The recording path with the home directory shown as ``~``."""
@@ -177,7 +177,10 @@ class StatusBar(InfoBar):
             parts.append("[$warning b]❚❚ PAUSED[/]")
         if finished:
             parts.append("[$accent b]■ replay finished[/]" if mode != "attach" else "[$accent b]■ share ended[/]")
-        set_text(self.query_one("#info", Label), "  │  ".join(parts))
+        info = self.query_one("#info", Label)
+        set_text(info, "  │  ".join(parts))
+        if tick and not finished:  # live: the starvation note comes, goes and changes its words (under load,
+            hold_width(info)  # twice a second): the bar keeps its widest width, the screen is not laid out again
 
         path = short_path(recording_path)
         if path:
