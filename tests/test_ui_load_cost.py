@@ -12,7 +12,7 @@ load watcher reporting every 0.5 s -- and these tests count
 
 Before: 409 instructions per token event (every fold's ``apply`` tested every kind) and 11,105 samples read per
 frame (the saturation badge judged the window at every frame, the charts read it again whenever any chart --
-a /metrics gauge too -- moved a column); now 257 and 2,580.
+a /metrics gauge too -- moved a column); now 257 and 1,411.
 """
 
 from __future__ import annotations
@@ -36,11 +36,12 @@ OPCODES_PER_TOKEN = 320
 """Bytecode instructions the UI's fold runs per token event, the drain's own loop included (Python 3.11).
 Measured 257 (``fold_batch``: each fold's ``apply_token``); 409 before, every event through every fold's
 ``apply`` testing for every other kind."""
-SAMPLES_PER_FRAME = 4_000
+SAMPLES_PER_FRAME = 2_000
 """Samples read per frame with 6,000 in the chart window (3,000 a lane), averaged over 3 s of frames.  Live, the
-window is read once a second for the figures and once for the saturation badge, and at each step of the request
-charts' columns (every ~1.2 s at 160 columns): measured 2,580.  Before: 11,105 (the badge read the window twice
-a lane at every frame, and every chart's step, a /metrics gauge's too, read it again)."""
+window is read once a second for the figures and once for the saturation badge; the request charts read only
+the samples judged since their last column step (folds/series.ChartFeed): measured 1,411.  Before: 11,105 (the
+badge read the window twice a lane at every frame, and every chart's step, a /metrics gauge's too, read it all
+again); 2,580 with the charts still reading the whole window at their own steps."""
 
 
 def _load_events(t_start: int, seconds: float) -> list[Event]:
@@ -143,12 +144,15 @@ async def test_busy_dashboard_reads_the_window_per_second_not_per_frame(monkeypa
         start = max(app.state.last_t, app.series.last_t)
         for ev in _load_events(start, 3):
             play[(ev.t - start) // STEP_NS].append(ev)
+        feeds = getattr(app.screen, "_feeds", {})  # live, the request charts' own reads (folds/series.ChartFeed)
+        fed = sum(f.reads for f in feeds.values())
         frames = 0
         for step in range(max(play) + 1):
             for ev in play.get(step, []):
                 source.bus.publish(ev)
             frames += app.redraw()
             await pilot.pause()
+        reads["samples"] += sum(f.reads for f in feeds.values()) - fed
         assert frames >= 25  # a frame per period: the data changed at each
         in_window = sum(1 for n in ("A", "B") for s in samples(app.series, n, app.series.last_t - 60 * NS))
         assert in_window >= 5_500
@@ -223,3 +227,45 @@ async def test_a_starvation_note_coming_and_going_lays_the_screen_out_once(monke
             await pilot.pause()
         assert "lanemon's CPU 97 %" in str(bar.query_one("#info").visual)  # the last note is shown
         assert layouts["layout"] == 0, layouts  # (before: 16, two per change)
+
+
+def test_chart_feed_draws_what_reading_the_window_draws():
+    """Live, the request charts take in only the newly judged samples (folds/series.ChartFeed); what they
+    draw is what reading every sample of the window again draws -- points, marks (client-bound windows
+    here) and throughput -- step after step, while samples wait to be judged and the window slides."""
+    import pytest
+
+    from lanemon.folds.series import ChartFeed
+
+    events = _load_events(NS, 90)
+    windows = [i for i, ev in enumerate(events) if ev.kind == schema.CLIENT_LOAD]
+    for i in windows[::7]:  # every 7th load-watch window starved: its requests flagged client-bound
+        ev = events[i]
+        events[i] = Event(ev.t, ev.kind, None, None, {**ev.data, "bound": True, "lag_ms": 80.0})
+    app = make_app(ScriptedSource([], mode="live"))
+    feed = ChartFeed(app.series, "A")
+    series = app.series
+    step = len(events) // 40
+    for k in range(0, len(events), step):
+        app.fold_batch(events[k:k + step])
+        t1 = max(app.state.last_t, series.last_t)
+        t0 = max(0, t1 - 60 * NS)
+        reads = feed.reads
+        feed.update(t0)
+        assert feed.reads - reads <= 2 * step // (TOKENS + 4) + 10  # the new samples only
+        ttft, tok, marks = [], [], []
+        until = series.judged_until()
+        for s in series.samples("A", t0):
+            if s.t < t0 or until is None or s.t > until:
+                continue
+            if series.flagged(s):
+                marks.append((s.t, s.outcome if s.outcome != "ok" else sorted(series.flags_of(s))[0]))
+                continue
+            ttft.append((s.t, s.ttft_s))
+            tok.append((s.t, s.tok_s))
+        assert (list(feed.ttft), list(feed.tok), list(feed.marks)) == (ttft, tok, marks)
+        full = series.tokens_per_s("A", t0, t1, avg_s=5)
+        fed = feed.tokens_per_s(t0, t1, avg_s=5)
+        assert [t for t, _ in fed] == [t for t, _ in full]
+        assert [v for _, v in fed] == pytest.approx([v for _, v in full], rel=1e-9, abs=1e-9)
+    assert any(label == "client_bound" for _, label in feed.marks) and len(feed.ttft) > 2_000

@@ -172,6 +172,9 @@ class LaneSeries:
     gpu: deque[tuple[int, dict[str, float]]] = field(default_factory=deque)
     """(t, {power_w, util_pct}) per successful GPU telemetry reading (docs/GPU.md): power summed over the
     lane's GPUs, utilisation their mean; charted beside tok/s on the same time axis."""
+    filed: int = 0
+    """Samples filed so far (the newest ``filed - n`` of :attr:`samples` are those filed after the n-th:
+    :class:`ChartFeed` reads only those)."""
 
 
 @dataclass
@@ -335,6 +338,7 @@ class SeriesState:
             sample.tokens = float(m.generated_tokens)
         series = self.lane(rec.lane)
         self._push(series.samples, sample)
+        series.filed += 1
         self._pack(series)
         self.version += 1
 
@@ -413,7 +417,7 @@ class SeriesState:
         and leaving them out would plot a drop to zero that the lane never had.
         """
         avg = max(1, int(avg_s))
-        first, last = max(0, t0 // NS), t1 // NS
+        first = max(0, t0 // NS)
         # spread here, not when filed: client-bound is known only once the watcher reported
         buckets: dict[int, float] = defaultdict(float)
         dirty: dict[int, float] = defaultdict(float)
@@ -425,16 +429,7 @@ class SeriesState:
             if until is None or s.t > until:  # pending
                 continue
             self._spread(dirty if self.flagged(s) else buckets, s.first, s.t, s.tokens)
-        out = []
-        total = sum(buckets.get(s, 0.0) for s in range(first - avg, first))
-        flagged = sum(dirty.get(s, 0.0) for s in range(first - avg, first))
-        for sec in range(first, last):
-            total += buckets.get(sec, 0.0) - buckets.get(sec - avg, 0.0)
-            flagged += dirty.get(sec, 0.0) - dirty.get(sec - avg, 0.0)
-            if flagged > 1e-9:
-                continue
-            out.append(((sec + 1) * NS, max(0.0, total) / min(avg, sec + 1)))
-        return out
+        return _rates(buckets, dirty, t0, t1, avg)
 
     def window(self, lane: str, t0: int, t1: int, *, final: bool = False) -> WindowStats:
         """One lane's numbers over the samples that ended in [t0, t1]."""
@@ -470,3 +465,107 @@ class SeriesState:
         st.samples = (len(ttft), len(tpot), len(e2e))
         st.tok_s_p50 = _pcts(tok)[0]
         return st
+
+
+def _rates(buckets: dict[int, float], dirty: dict[int, float], t0: int, t1: int, avg: int) -> list[tuple[int, float]]:
+    """(second end ns, tok/s over the ``avg`` seconds before it) for the seconds in [t0, t1) whose averaging
+    window holds no flagged tokens (``dirty``), from the clean tokens spread per second (``buckets``)."""
+    first, last = max(0, t0 // NS), t1 // NS
+    out = []
+    total = sum(buckets.get(s, 0.0) for s in range(first - avg, first))
+    flagged = sum(dirty.get(s, 0.0) for s in range(first - avg, first))
+    for sec in range(first, last):
+        total += buckets.get(sec, 0.0) - buckets.get(sec - avg, 0.0)
+        flagged += dirty.get(sec, 0.0) - dirty.get(sec - avg, 0.0)
+        if flagged > 1e-9:
+            continue
+        out.append(((sec + 1) * NS, max(0.0, total) / min(avg, sec + 1)))
+    return out
+
+
+class ChartFeed:
+    """One lane's request charts (TTFT, decode per stream, flagged marks, throughput) kept up to date as its
+    samples are judged, for a live dashboard: each call reads only the samples filed since the last one (a
+    busy lane files ~50 a second; its chart window holds thousands), not the whole window again.
+
+    A sample is taken in once the load watcher reported past its end (:meth:`SeriesState.pending`); what it
+    says then (clean, or the reason it is flagged) is what the charts show, as a packed sample keeps it.
+    Samples are read in filing order and wait behind a pending one.  Points older than the window are
+    dropped; a wider window, or samples no longer where the feed left them, make it read the lane again."""
+
+    def __init__(self, series: SeriesState, lane: str) -> None:
+        self.series, self.lane = series, lane
+        self.ttft: deque[tuple[int, float]] = deque()
+        self.tok: deque[tuple[int, float]] = deque()
+        self.marks: deque[tuple[int, str]] = deque()
+        self.clean: dict[int, float] = defaultdict(float)
+        """Clean requests' generated tokens spread over the seconds they streamed (second -> tokens)."""
+        self.dirty: dict[int, float] = defaultdict(float)
+        """Flagged requests' tokens, likewise: a second whose averaging window holds any has no rate."""
+        self.since: int | None = None
+        """The oldest end time kept (None: nothing read yet)."""
+        self._taken = 0
+        """The lane's samples taken in so far, counted as :attr:`LaneSeries.filed` counts them."""
+        self.reads = 0
+        """Samples read (tests count them)."""
+
+    def update(self, t0: int) -> None:
+        """Take in the samples judged since the last call; keep what ended at ``t0`` or later (the seconds of
+        throughput from ``t0`` less a minute, for the averaging)."""
+        lane = self.series.lane(self.lane)
+        if self.since is None or t0 < self.since or lane.filed - self._taken > len(lane.samples):
+            self._rebuild(lane, t0)
+        else:
+            new = lane.filed - self._taken
+            if new:
+                samples = lane.samples
+                self._take(samples[i] for i in range(len(samples) - new, len(samples)))
+        self._trim(t0)
+
+    def _rebuild(self, lane: LaneSeries, t0: int) -> None:
+        for part in (self.ttft, self.tok, self.marks, self.clean, self.dirty):
+            part.clear()
+        self.since = t0
+        self._taken = lane.filed - len(lane.samples)  # the packed ones: judged, read here
+        for s in lane.packed.samples(t0 - 60 * NS):
+            self._add(s)
+        self._take(iter(list(lane.samples)))
+
+    def _take(self, samples: Iterator[Sample]) -> None:
+        until = self.series.judged_until()
+        for s in samples:
+            if until is None or s.t > until:  # pending: it and every later-filed one wait
+                break
+            self._taken += 1
+            self._add(s)
+
+    def _add(self, s: Sample) -> None:
+        self.reads += 1
+        series = self.series
+        flagged = series.flagged(s)
+        if s.tokens > 0 and s.first is not None:
+            series._spread(self.dirty if flagged else self.clean, s.first, s.t, s.tokens)
+        if s.t < (self.since or 0):
+            return
+        if flagged:
+            self.marks.append((s.t, s.outcome if s.outcome != "ok" else sorted(series.flags_of(s))[0]))
+            return
+        if s.ttft_s is not None:
+            self.ttft.append((s.t, s.ttft_s))
+        if s.tok_s is not None:
+            self.tok.append((s.t, s.tok_s))
+
+    def _trim(self, t0: int) -> None:
+        self.since = max(self.since or 0, t0)
+        for points in (self.ttft, self.tok, self.marks):
+            while points and points[0][0] < t0:
+                points.popleft()
+        oldest = t0 // NS - 61  # the widest averaging (30 s) and a margin
+        for buckets in (self.clean, self.dirty):
+            if buckets and min(buckets) < oldest:
+                for sec in [k for k in buckets if k < oldest]:
+                    del buckets[sec]
+
+    def tokens_per_s(self, t0: int, t1: int, avg_s: int = 5) -> list[tuple[int, float]]:
+        """:meth:`SeriesState.tokens_per_s` from the seconds taken in."""
+        return _rates(self.clean, self.dirty, t0, t1, max(1, int(avg_s)))

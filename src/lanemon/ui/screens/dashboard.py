@@ -38,7 +38,7 @@ from textual.containers import Grid
 
 from lanemon.ui.widgets.footer import Footer
 from lanemon.folds.dashboard import SessionState
-from lanemon.folds.series import NS, WINDOWS_S
+from lanemon.folds.series import NS, WINDOWS_S, ChartFeed
 from lanemon.ui import format as fmt
 from lanemon.ui.colours import lane_colours, shared_colour
 from lanemon.ui.screens.base import LanemonScreen
@@ -213,6 +213,8 @@ class DashboardScreen(LanemonScreen):
         """(session time, lanes/window/size/colours) of the window numbers as last drawn (live: once a second)."""
         self._charts: dict[str, TimeChart] | None = None
         self._charts_gate: tuple = (None, None)
+        self._feeds: dict[str, ChartFeed] = {}
+        """Live: each lane's request charts, taken in as its samples are judged."""
         """What the charts were last drawn for, live: the axes' columns, lanes, window, size, colours."""
         self._server_charts: tuple[str, ...] = ()
         self._tall = False
@@ -433,17 +435,32 @@ class DashboardScreen(LanemonScreen):
                       wall=self._wall(app),
                       shared_colour=shared_colour(app), note=f"last {window}")
         if redo_requests:
-            self._draw_request_charts(app, lanes, t0, t1, final, slo, common)
+            self._draw_request_charts(app, lanes, t0, t1, final, slo, common, settle)
         if redo_gauges:
             self._draw_gauges(app, lanes, common)
 
     def _draw_request_charts(self, app: Any, lanes: list[str], t0: int, t1: int, final: bool, slo: dict,
-                             common: dict) -> None:
-        """TTFT, decode per stream and throughput: every judged sample in the window."""
+                             common: dict, settle: bool = False) -> None:
+        """TTFT, decode per stream and throughput: every judged sample in the window (live, each lane's
+        :class:`~lanemon.folds.series.ChartFeed` reads only the samples judged since its last step)."""
         series = app.series
         clean: dict[str, list] = {"ttft": {}, "decode": {}}
         marks: dict[str, list] = {}
+        avg = {60: 5, 300: 15, 900: 30}.get(self.window_s, 5)
+        tput: dict[str, list] = {}
         for name in lanes:
+            if settle:
+                feed = self._feeds.get(name)
+                if feed is None or feed.series is not series:
+                    feed = self._feeds[name] = ChartFeed(series, name)
+                feed.update(t0)
+                flagged = list(feed.marks)
+                if slo:
+                    flagged += [(t, "slo") for t in breaches(series, name, t0, t1, slo)
+                                if not any(ft == t for ft, _ in flagged)]
+                clean["ttft"][name], clean["decode"][name], marks[name] = list(feed.ttft), list(feed.tok), flagged
+                tput[name] = feed.tokens_per_s(t0, t1, avg_s=avg)
+                continue
             ttft, tok, flagged = [], [], []
             until = series.judged_until(final)
             for s in series.samples(name, t0):
@@ -460,14 +477,13 @@ class DashboardScreen(LanemonScreen):
                 flagged += [(t, "slo") for t in breaches(series, name, t0, t1, slo)
                             if not any(ft == t for ft, _ in flagged)]
             clean["ttft"][name], clean["decode"][name], marks[name] = ttft, tok, flagged
+            tput[name] = series.tokens_per_s(name, t0, t1, avg_s=avg, final=final)
         # window_ns: a chart's time axis moves a column at a time (not at every event): it repaints when a
         # column's worth of time went by or its data changed (widgets/repaint.py)
         self.query_one("#chart-ttft", TimeChart).show(series=clean["ttft"], marks=marks, value_fmt=seconds_axis,
                                                       title="TTFT", **common)
         self.query_one("#chart-decode", TimeChart).show(series=clean["decode"], marks=marks, value_fmt=rate_axis,
                                                         title="decode per stream", **common)
-        avg = {60: 5, 300: 15, 900: 30}.get(self.window_s, 5)
-        tput = {n: series.tokens_per_s(n, t0, t1, avg_s=avg, final=final) for n in lanes}
         self.query_one("#chart-tput", TimeChart).show(series=tput, marks=marks, value_fmt=rate_axis, connect=True,
                                                       title=f"throughput ({avg} s avg)", **common)
 
