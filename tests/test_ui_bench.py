@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -44,11 +45,13 @@ class ScriptedBench:
     def __init__(self, kind: str = "decode", *, levels=(1, 2, 3), lengths=(2000, 12000), tokens: int = 40,
                  delay: float = 0.0, hold: bool = False, error_on: tuple[str, Any] | None = ("B", 2),
                  stagger_ms: float = 0.0, slowdown: dict[str, float] | None = None,
-                 starved: tuple[str, Any] | None = None) -> None:
+                 starved: tuple[str, Any] | None = None, gate_after: int | None = None) -> None:
         """``stagger_ms``: a level's streams are sent that far apart (a ramp-up and a drain, so the
         steady-state window is shorter than first send -> last end); ``slowdown``: per lane, how much
         slower each stream gets per extra stream (default 0.12); ``starved``: (lane, level, category or
-        length) of a cell during which lanemon reports a starved ``client_load`` window (it is unreliable)."""
+        length) of a cell during which lanemon reports a starved ``client_load`` window (it is unreliable);
+        ``gate_after``: after that many cells the run waits until it is stopped (a run still going when the
+        test presses a key, however slow this machine is)."""
         self.mode = "bench"
         self.kind = kind
         self.bus = EventBus()
@@ -71,6 +74,7 @@ class ScriptedBench:
         self.stagger_ms = stagger_ms
         self.slowdown = slowdown or {}
         self.starved = starved
+        self.gate_after = gate_after
         self._stop: asyncio.Event | None = None
 
     def config(self) -> dict[str, Any]:
@@ -169,6 +173,8 @@ class ScriptedBench:
                 self.cells_done.append(done)
                 if self.delay:
                     await asyncio.sleep(self.delay)
+                if self.gate_after is not None and len(self.cells_done) >= self.gate_after and not self.stopped:
+                    await self._stop.wait()
         self.finished = True
         if self.hold and not self.stopped:
             await self._stop.wait()
@@ -313,17 +319,19 @@ def test_a_starved_window_reported_after_its_cell_ended_still_marks_it():
     assert got == decode_results(script)
 
 
-async def _running(app, pilot, run):
-    for _ in range(50):
+async def _running(app, pilot, run, timeout=30.0):
+    """Until the first cell finished (the script paces its cells 0.25 s apart; a loaded machine may take a
+    while to start the app: a fixed 2.5 s was not always enough beside other work)."""
+    deadline = time.monotonic() + timeout
+    while not run.cells_done:
+        assert time.monotonic() < deadline, "no cell finished in time"
         await pilot.pause(0.05)
-        if run.cells_done:
-            break
     app.redraw()
     await pilot.pause()
 
 
 async def test_progress_while_running_and_q_twice_stops_the_bench():
-    run = ScriptedBench("decode", delay=0.25)
+    run = ScriptedBench("decode", gate_after=1)  # still running when the keys are pressed
     app = make_app(run, refresh_hz=20)
     async with app.run_test(size=(140, 42)) as pilot:
         await _running(app, pilot, run)
@@ -345,7 +353,7 @@ async def test_progress_while_running_and_q_twice_stops_the_bench():
 async def test_ctrl_c_stops_a_running_bench_at_once():
     """Textual binds Ctrl-C to a "press q to quit" notice; lanemon's app stops the bench (README: Ctrl-C
     stops cleanly) and exits 130."""
-    run = ScriptedBench("decode", delay=0.25)
+    run = ScriptedBench("decode", gate_after=1)  # still running when the keys are pressed
     app = make_app(run, refresh_hz=20)
     async with app.run_test(size=(140, 42)) as pilot:
         await _running(app, pilot, run)
