@@ -24,6 +24,17 @@ sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
 
+def _types() -> dict[str, int]:
+    """Live objects the collector tracks, counted by type name (what grows per request shows here)."""
+    import gc
+
+    out: dict[str, int] = {}
+    for o in gc.get_objects():
+        k = type(o).__qualname__
+        out[k] = out.get(k, 0) + 1
+    return out
+
+
 async def run(args) -> dict:
     import psutil
 
@@ -45,6 +56,7 @@ async def run(args) -> dict:
         samples = []
         snap = None
         top: list[dict] = []
+        grew_types: list = []
         if args.trace:
             import tracemalloc
 
@@ -56,10 +68,13 @@ async def run(args) -> dict:
                 now = time.monotonic()
                 if args.trace and snap is None and now - t0 >= args.settle * 60:
                     snap = tracemalloc.take_snapshot()
+                    types0 = _types()
                 if now >= next_sample:
                     samples.append({"t_s": round(now - t0, 1), "rss_mb": round(proc.memory_info().rss / 2**20, 1),
                                     "events": source.bus.published, "requests": source.requests,
                                     "load_1m": round(os.getloadavg()[0], 2)})
+                    if args.trace:
+                        samples[-1]["traced_mb"] = round(tracemalloc.get_traced_memory()[0] / 2**20, 2)
                     next_sample += args.sample
                 await pilot.pause(0.5)
             if snap is not None:  # what grew after --settle, by source line (the app is still up)
@@ -67,6 +82,9 @@ async def run(args) -> dict:
                     f = st.traceback[0]
                     top.append({"where": f"{f.filename}:{f.lineno}", "grew_kb": round(st.size_diff / 1024, 1),
                                 "blocks": st.count_diff})
+                types1 = _types()
+                grew_types = sorted(((types1.get(k, 0) - types0.get(k, 0), k) for k in set(types0) | set(types1)),
+                                    reverse=True)[:15]
             await pilot.press("q")
         recorder.close()
         q = max(1, len(samples) // 4)
@@ -81,7 +99,8 @@ async def run(args) -> dict:
                 "load_1m_min_max": [min(loads), max(loads)] if loads else None, "minutes": args.minutes, "streams": args.streams, "requests": source.requests,
                 "events": source.bus.published, "recording_mb": round(os.path.getsize(recorder.path) / 2**20, 1),
                 "rss_first_quarter_mb": round(first, 1), "rss_last_quarter_mb": round(last, 1),
-                "rss_growth_mb": round(last - first, 1), "samples": samples, "grew_most": top}
+                "rss_growth_mb": round(last - first, 1), "samples": samples, "grew_most": top,
+                "objects_grew": [{"type": k, "count": n} for n, k in grew_types]}
     finally:
         for sim in sims:
             sim.stop()
@@ -99,10 +118,12 @@ def main() -> int:
     args = ap.parse_args()
     result = asyncio.run(run(args))
     for k, v in result.items():
-        if k not in ("samples", "grew_most"):
+        if k not in ("samples", "grew_most", "objects_grew"):
             print(f"{k:22} {v}")
     for row in result["grew_most"]:
         print(f"  {row['grew_kb']:9.1f} KB {row['blocks']:+7d} blocks  {row['where']}")
+    for row in result["objects_grew"]:
+        print(f"  {row['count']:+9d} objects  {row['type']}")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(result, fh, indent=2)

@@ -179,3 +179,59 @@ def test_timeline_keeps_each_cells_latest_bars() -> None:
         assert [b.req for b in capped.select(cell)[-SHOWN:]] == [b.req for b in every.select(cell)[-SHOWN:]]
     assert [b.req for b in capped.select()[-SHOWN:]] == [b.req for b in every.select()[-SHOWN:]]
     assert len(capped.bars) <= 2 * SHOWN * len(capped.cells) + 10
+
+
+def _traced_in(module_file: str, fn) -> int:
+    """Bytes still allocated by ``module_file``'s own lines after ``fn()`` (tracemalloc: counted, not timed)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        keep = fn()
+        snap = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(True, module_file)])
+        del keep
+        return sum(st.size for st in snap.statistics("filename"))
+    finally:
+        tracemalloc.stop()
+
+
+def test_client_load_keeps_its_starved_windows_in_columns_not_an_object_each() -> None:
+    """A live fold keeps 16 minutes of starved intervals (KEEP_NS); on a starved machine (every other window)
+    that is ~960 of them in each of two folds: 16 bytes each in two typed columns, not a tuple of two ints
+    (~130 bytes) each."""
+    import lanemon.measure.load as load_mod
+
+    events = []
+    for k in range(1, 30 * 120 + 1):  # 30 minutes of 0.5 s windows, every other one starved (never merged)
+        t = k * NS // 2
+        events.append(Event(t, schema.CLIENT_LOAD, data={"t0": t - NS // 2 + 1, "lag_ms": 1.0,
+                                                          "bound": k % 2 == 0, "threshold_ms": 20.0}))
+
+    def fold():
+        load = ClientLoad(keep_ns=KEEP_NS, stalls_ns=0)
+        for ev in events:
+            load.apply(ev)
+        return load
+
+    load = fold()
+    n = len(load.bound)
+    assert KEEP_NS // NS - 2 <= n <= KEEP_NS // NS + 1  # one starved interval a second, 16 minutes of them
+    kept = _traced_in(load_mod.__file__, fold)
+    assert kept <= 24 * n + 4096, (kept, n)
+
+
+def test_packed_rows_hold_at_most_a_third_more_than_the_live_rows() -> None:
+    """Rows dropped from the front are compacted away once they are a quarter of the arrays (not half):
+    a steady 15-minute window of packed rows costs at most 4/3 of its live rows, plus one batch."""
+    from lanemon.folds.series import Packed, Sample
+
+    p = Packed()
+    worst = 0.0
+    live = 8000
+    for i in range(60_000):
+        p.add(Sample(i, i - 5, 0.1, 0.01, 1.0, 100.0, "ok", first=i - 4, tokens=64.0), ())
+        p.drop_before(i - live + 1)
+        if i > live:
+            assert len(p) == live
+            worst = max(worst, len(p.t) / len(p))
+    assert worst <= 4 / 3 + 1024 / live, worst

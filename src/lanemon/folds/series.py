@@ -136,7 +136,10 @@ class Packed:
         while i < len(t) and t[i] < cutoff:
             i += 1
         self.start = i
-        if i >= 1024 and i * 2 >= len(t):  # compact: the arrays never hold more than twice the live rows
+        if i >= 1024 and i * 4 >= len(t):
+            # compact once a quarter is dropped: the arrays hold at most 4/3 of the live rows, and what is left
+            # (3/4) is more than half of their capacity, so they keep it (no shrink and regrow of a block of
+            # hundreds of KB every few minutes: the allocator's heap would fragment)
             for arr in (self.t, self.sent, self.first, self.code):
                 del arr[:i]
             del self.vals[:5 * i]
