@@ -227,6 +227,13 @@ async def test_a_starvation_note_coming_and_going_lays_the_screen_out_once(monke
             await pilot.pause()
         assert "lanemon's CPU 97 %" in str(bar.query_one("#info").visual)  # the last note is shown
         assert layouts["layout"] == 0, layouts  # (before: 16, two per change)
+        info = bar.query_one("#info")
+        held = info.size.width
+        for k in range(12, 24):  # the note gone for 12 s: after 10 the bar gives its room back, once
+            bar.update_from(mode="live", events=1000 + k, last_t=(20 + k) * NS, paused=False, speed=None,
+                            finished=False, recording_path=None, own_cpu_pct=50.0, starved=None, tick=True)
+            await pilot.pause()
+        assert info.size.width < held
 
 
 def test_chart_feed_draws_what_reading_the_window_draws():

@@ -67,17 +67,31 @@ def set_text(widget: Static, content: Any) -> bool:
     return True
 
 
-def hold_width(widget: Static) -> None:
-    """Let an auto-width ``widget`` keep the widest width its text has had (its ``min-width`` ratchets up).
-    Text that narrows and widens again -- a note that comes and goes, a figure whose words change -- then
-    repaints the widget alone (:func:`set_text`) instead of laying the whole screen out again each time (a
-    layout pass re-renders every widget: ~10 ms at 160x45)."""
+HOLD_NS = 10_000_000_000
+"""How long text must stay narrower than the width :func:`hold_width` holds before the widget narrows."""
+
+
+def hold_width(widget: Static, now_ns: int, release_ns: int = HOLD_NS) -> None:
+    """Let an auto-width ``widget`` keep the widest width its text has had (its ``min-width`` ratchets up)
+    until its text has been narrower for ``release_ns`` (session time ``now_ns``).  Text that narrows and
+    widens again -- a note that comes and goes, a figure whose words change -- then repaints the widget alone
+    (:func:`set_text`) instead of laying the whole screen out again each time (a layout pass re-renders every
+    widget: ~10 ms at 160x45); the room it held goes back to its neighbours once the note has gone for good."""
     extent = _extent(widget)
     if extent is None:
         return
     want = extent[1] + widget.styles.gutter.width
-    if want > (getattr(widget.styles.min_width, "cells", None) or 0):
+    held = getattr(widget.styles.min_width, "cells", None) or 0
+    since = getattr(widget, "_lanemon_narrow_since", None)
+    if want >= held:
+        if want > held:
+            widget.styles.min_width = want
+        widget._lanemon_narrow_since = None  # type: ignore[attr-defined]
+    elif since is None or now_ns < since:
+        widget._lanemon_narrow_since = now_ns  # type: ignore[attr-defined]
+    elif now_ns - since >= release_ns:
         widget.styles.min_width = want
+        widget._lanemon_narrow_since = None  # type: ignore[attr-defined]
 
 
 def _resizes(widget: Static, before: tuple[int, int] | None, after: tuple[int, int] | None) -> bool:

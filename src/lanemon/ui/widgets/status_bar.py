@@ -180,7 +180,8 @@ class StatusBar(InfoBar):
         info = self.query_one("#info", Label)
         set_text(info, "  │  ".join(parts))
         if tick and not finished:  # live: the starvation note comes, goes and changes its words (under load,
-            hold_width(info)  # twice a second): the bar keeps its widest width, the screen is not laid out again
+            hold_width(info, last_t)  # twice a second): the bar keeps its widest width until the note has been
+            # gone for 10 s, so the screen is not laid out again at each change
 
         path = short_path(recording_path)
         if path:
