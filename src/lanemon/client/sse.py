@@ -8,6 +8,7 @@ stream into ``token`` / ``usage`` / ``done`` / ``error`` events (see
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -111,6 +112,12 @@ async def read_sse(resp: httpx.Response, emit, hot: tuple, t0: int, *, redactor:
     net = resp.extensions.get("network_stream")
     if not hasattr(net, "read_ns") or floor is None:  # no arrival stamps: when this task reads it
         net = None
+    # a content chunk of this stream taken as a template (_template): a later line that is the same bytes
+    # around another plain text is that text's token without parsing the chunk again
+    special = _SPECIAL
+    tp = ts = None
+    tpl = tsl = 0
+    derive = TEMPLATE_TRIES
     body = body_chunks(resp).__aiter__()
     ended = False
     while not ended:
@@ -152,134 +159,173 @@ async def read_sse(resp: httpx.Response, emit, hot: tuple, t0: int, *, redactor:
         for line in lines:
             if len(line) > limit:
                 raise SSELineTooLong(f"an SSE line longer than {_size(limit)}: stopped reading it")
-            data = None
-            if not line:  # a blank line ends an event (and the body ends with one): dispatch a multi-line data
-                if not pending:
-                    continue
-                data = b"\n".join(pending)
-                pending.clear()
-                if data == b"[DONE]":
-                    return _done(emit, usage, finish_reason, finish_t, chunks)
-                try:
-                    obj = loads(data)
-                except JSONDecodeError:
-                    try:  # invalid UTF-8 inside a token: decode with U+FFFD, as browsers and the SDKs do
-                        obj = loads(_text(data))
-                    except JSONDecodeError:
-                        return emit(schema.ERROR, {"cls": schema.ERR_MALFORMED,
-                                                   "message": f"invalid JSON in SSE data: {_text(data)[:80]!r}"})
-            elif line[:5] != b"data:":
-                if line[:1] == b":" or line.startswith((b"event:", b"id:", b"retry:")):
-                    continue
-                return emit(schema.ERROR, {"cls": schema.ERR_MALFORMED,
-                                           "message": f"not an SSE line: {_text(line)[:80]!r}"})
-            elif pending:  # the next line of a multi-line data field
-                pending.append(line[5:].strip())
-                continue
-            else:
-                try:  # JSON allows the space after "data:" (and around the object): no copy to strip it
-                    obj = loads(line[5:])
-                except JSONDecodeError:
-                    data = line[5:].strip()
+            content = None
+            if tp is not None and line.startswith(tp) and line.endswith(ts) and len(line) > tpl + tsl \
+                    and not pending:
+                # the stream's own chunk with another text (the template, checked when it was taken): the
+                # text between is a plain JSON string body (no quote, escape or control byte) of valid UTF-8,
+                # so this line parses to that chunk with this text, and goes where the general path sends it
+                mid = line[tpl:len(line) - tsl]
+                if special(mid) is None:
+                    try:
+                        content = mid.decode()
+                    except UnicodeDecodeError:
+                        content = None
+            if content is None:
+                data = None
+                if not line:  # a blank line ends an event (and the body ends with one): dispatch a multi-line data
+                    if not pending:
+                        continue
+                    data = b"\n".join(pending)
+                    pending.clear()
                     if data == b"[DONE]":
                         return _done(emit, usage, finish_reason, finish_t, chunks)
                     try:
                         obj = loads(data)
-                    except JSONDecodeError:  # part of a multi-line field, or bad UTF-8: judged at the event's end
-                        pending.append(data)
+                    except JSONDecodeError:
+                        try:  # invalid UTF-8 inside a token: decode with U+FFFD, as browsers and the SDKs do
+                            obj = loads(_text(data))
+                        except JSONDecodeError:
+                            return emit(schema.ERROR, {"cls": schema.ERR_MALFORMED,
+                                                       "message": f"invalid JSON in SSE data: {_text(data)[:80]!r}"})
+                elif line[:5] != b"data:":
+                    if line[:1] == b":" or line.startswith((b"event:", b"id:", b"retry:")):
                         continue
-            if type(obj) is not dict:
-                data = line[5:].strip() if data is None else data
-                return emit(schema.ERROR, {"cls": schema.ERR_MALFORMED,
-                                           "message": f"SSE data is not a JSON object: {_text(data)[:80]!r}"})
-            choices = obj.get("choices")
-            if not choices and "error" in obj:
-                err = obj["error"]
-                msg = err.get("message") if isinstance(err, dict) else str(err)
-                return emit(schema.ERROR, {"cls": schema.ERR_HTTP, "status": resp.status_code,
-                                           "message": f"error in stream: {msg}"})
-            n = None
-            u = obj.get("usage")
-            if u and type(u) is dict:
-                usage = _usage_fields(u)
-                ct = usage.get("completion_tokens")
-                if isinstance(ct, int):
-                    n = ct - last_completion
-                    last_completion = ct
-            if not choices or type(choices) is not list:
-                continue
-            choice = choices[0]
-            if type(choice) is not dict:
-                continue
-            if len(choices) > 1 or choice.get("index", 0) not in (0, None):
-                return emit(schema.ERROR, {"cls": schema.ERR_OTHER, "message": N_CHOICES_MESSAGE})
-            fr = choice.get("finish_reason")
-            if fr:
-                if finish_t is None:
-                    finish_t = t
-                finish_reason = fr[:64] if type(fr) is str else _text(orjson.dumps(fr)[:64])
-            delta = choice.get("delta")
-            tok: dict[str, Any] | None = None
-            if delta is not None and type(delta) is dict:  # chat
-                content = delta.get("content")
-                if type(content) is not str:  # null, or odd but valid JSON (a number, a list): no text
-                    content = None
-                if content and "reasoning_content" not in delta and "reasoning" not in delta:
-                    # the common case, decided in one look-up: a content token
-                    text = cached(content)
-                    if text is None:
-                        text = clean(content)
-                    chunks += 1
-                    progressed = True
-                    if n is None:
-                        ev = Event(t, TOKEN, lane, req, {"text": text})  # == emit(TOKEN, ...), inlined
-                    else:
-                        ev = Event(t, TOKEN, lane, req, {"text": text, "n": n})
-                    out(ev)
-                    if rec is not None:  # Assembler.apply of a content token, inlined
-                        rec.token_ns.append(t)
-                        rec.chunk_tokens.append(n)
-                        if rec.first_content_ns is None:
-                            rec.first_content_ns = t
-                        if keep_text and text:
-                            rec.text_parts.append(text)
-                    else:
-                        rec = asm.open.get(req)
-                        apply(ev)
+                    return emit(schema.ERROR, {"cls": schema.ERR_MALFORMED,
+                                               "message": f"not an SSE line: {_text(line)[:80]!r}"})
+                elif pending:  # the next line of a multi-line data field
+                    pending.append(line[5:].strip())
                     continue
-                reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-                if type(reasoning) is not str:
-                    reasoning = None
-                if reasoning:
-                    tok = {"text": clean(reasoning), "reasoning": True}
-                    if content:  # both in one chunk: record the content too
-                        tok["content"] = clean(content)
-                elif content:
-                    tok = {"text": clean(content)}
                 else:
-                    tools = delta.get("tool_calls")
-                    if tools and type(tools) is list:
-                        tok = {"text": "", "tool_calls": red.scrub(tools, 16384)}
-            else:  # completions
-                text = choice.get("text")
-                if text and type(text) is str:
-                    tok = {"text": clean(text)}
-            if tok is None:  # no text: tokens still arrived if usage advanced or logprobs name them
-                blank = n if n is not None else _logprob_tokens(choice.get("logprobs"))
-                if blank is not None and blank > 0:
-                    tok = {"text": "", "blank": True}
-                    if n is None:
-                        n = blank
-            if tok is not None or n is not None:
-                progressed = True
-            if tok is not None:
-                if n is not None:
-                    tok["n"] = n
-                chunks += 1
-                ev = Event(t, TOKEN, lane, req, tok)  # == emit(TOKEN, tok), inlined: the hot path
-                out(ev)
-                apply(ev)
+                    try:  # JSON allows the space after "data:" (and around the object): no copy to strip it
+                        obj = loads(line[5:])
+                    except JSONDecodeError:
+                        data = line[5:].strip()
+                        if data == b"[DONE]":
+                            return _done(emit, usage, finish_reason, finish_t, chunks)
+                        try:
+                            obj = loads(data)
+                        except JSONDecodeError:  # part of a multi-line field, or bad UTF-8: judged at the event's end
+                            pending.append(data)
+                            continue
+                if type(obj) is not dict:
+                    data = line[5:].strip() if data is None else data
+                    return emit(schema.ERROR, {"cls": schema.ERR_MALFORMED,
+                                               "message": f"SSE data is not a JSON object: {_text(data)[:80]!r}"})
+                choices = obj.get("choices")
+                if not choices and "error" in obj:
+                    err = obj["error"]
+                    msg = err.get("message") if isinstance(err, dict) else str(err)
+                    return emit(schema.ERROR, {"cls": schema.ERR_HTTP, "status": resp.status_code,
+                                               "message": f"error in stream: {msg}"})
+                n = None
+                u = obj.get("usage")
+                if u and type(u) is dict:
+                    usage = _usage_fields(u)
+                    ct = usage.get("completion_tokens")
+                    if isinstance(ct, int):
+                        n = ct - last_completion
+                        last_completion = ct
+                if not choices or type(choices) is not list:
+                    continue
+                choice = choices[0]
+                if type(choice) is not dict:
+                    continue
+                if len(choices) > 1 or choice.get("index", 0) not in (0, None):
+                    return emit(schema.ERROR, {"cls": schema.ERR_OTHER, "message": N_CHOICES_MESSAGE})
+                fr = choice.get("finish_reason")
+                if fr:
+                    if finish_t is None:
+                        finish_t = t
+                    finish_reason = fr[:64] if type(fr) is str else _text(orjson.dumps(fr)[:64])
+                delta = choice.get("delta")
+                tok: dict[str, Any] | None = None
+                if delta is not None and type(delta) is dict:  # chat
+                    content = delta.get("content")
+                    if type(content) is not str:  # null, or odd but valid JSON (a number, a list): no text
+                        content = None
+                    if content and "reasoning_content" not in delta and "reasoning" not in delta:
+                        # the common case, decided in one look-up: a content token (below)
+                        if n is None and not u and not fr and data is None and derive and tp is None:
+                            derive -= 1  # a whole data line, nothing but its text to change: take it as the template
+                            found = _template(line, obj, content)
+                            if found is not None:
+                                tp, ts = found
+                                tpl, tsl = len(tp), len(ts)
+                        if n is not None:
+                            text = cached(content)
+                            if text is None:
+                                text = clean(content)
+                            chunks += 1
+                            progressed = True
+                            ev = Event(t, TOKEN, lane, req, {"text": text, "n": n})
+                            out(ev)
+                            if rec is not None:
+                                rec.token_ns.append(t)
+                                rec.chunk_tokens.append(n)
+                                if rec.first_content_ns is None:
+                                    rec.first_content_ns = t
+                                if keep_text and text:
+                                    rec.text_parts.append(text)
+                            else:
+                                rec = asm.open.get(req)
+                                apply(ev)
+                            continue
+                    else:
+                        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+                        if type(reasoning) is not str:
+                            reasoning = None
+                        if reasoning:
+                            tok = {"text": clean(reasoning), "reasoning": True}
+                            if content:  # both in one chunk: record the content too
+                                tok["content"] = clean(content)
+                        elif content:
+                            tok = {"text": clean(content)}
+                        else:
+                            tools = delta.get("tool_calls")
+                            if tools and type(tools) is list:
+                                tok = {"text": "", "tool_calls": red.scrub(tools, 16384)}
+                        content = None
+                else:  # completions
+                    text = choice.get("text")
+                    if text and type(text) is str:
+                        tok = {"text": clean(text)}
+                if content is None:
+                    if tok is None:  # no text: tokens still arrived if usage advanced or logprobs name them
+                        blank = n if n is not None else _logprob_tokens(choice.get("logprobs"))
+                        if blank is not None and blank > 0:
+                            tok = {"text": "", "blank": True}
+                            if n is None:
+                                n = blank
+                    if tok is not None or n is not None:
+                        progressed = True
+                    if tok is not None:
+                        if n is not None:
+                            tok["n"] = n
+                        chunks += 1
+                        ev = Event(t, TOKEN, lane, req, tok)  # == emit(TOKEN, tok), inlined: the hot path
+                        out(ev)
+                        apply(ev)
+                        rec = asm.open.get(req)
+                    continue
+            # a content token (the common case: a template line, or decided in one look-up above), n None
+            text = cached(content)
+            if text is None:
+                text = clean(content)
+            chunks += 1
+            progressed = True
+            ev = Event(t, TOKEN, lane, req, {"text": text})  # == emit(TOKEN, ...), inlined
+            out(ev)
+            if rec is not None:  # Assembler.apply of a content token, inlined
+                rec.token_ns.append(t)
+                rec.chunk_tokens.append(None)
+                if rec.first_content_ns is None:
+                    rec.first_content_ns = t
+                if keep_text and text:
+                    rec.text_parts.append(text)
+            else:
                 rec = asm.open.get(req)
+                apply(ev)
         if progressed and progress is not None:  # once a read: the stall window counts from here
             progress.t = mono()
     # body ended without [DONE]: done if the lane said why it finished, else cut
@@ -287,6 +333,45 @@ async def read_sse(resp: httpx.Response, emit, hot: tuple, t0: int, *, redactor:
         return _done(emit, usage, finish_reason, finish_t, chunks, note=NO_DONE_NOTE)
     return emit(schema.ERROR, {"cls": schema.ERR_CUT,
                                "message": f"stream ended before [DONE] after {chunks} token chunks"})
+
+
+_SPECIAL = re.compile(rb'["\\\x00-\x1f]').search
+"""A byte that makes a JSON string's text differ from its bytes (a quote, an escape) or invalid (a control)."""
+TEMPLATE_TRIES = 4
+"""How many content chunks of one stream may be tried as its template (a stream whose chunks differ
+elsewhere too, a counter or a timestamp, stops trying after these)."""
+_PROBE = "~lanemon~"
+
+
+def _template(line: bytes, obj: dict, content: str) -> tuple[bytes, bytes] | None:
+    """``line`` (``data:`` and a chunk, parsed to ``obj``, whose only text is ``content``) split around its
+    content text: (the bytes before the text, the bytes after), or None.  Checked by parsing the line with
+    another text in that place: it must give ``obj`` with that text as ``choices[0].delta.content`` and
+    nothing else changed.  Then any line that is those bytes around a plain JSON string body (no quote, no
+    escape, no control byte: :data:`_SPECIAL`) of valid UTF-8 parses to ``obj`` with that text, and
+    :func:`read_sse` takes it as such without parsing it."""
+    if content == _PROBE:
+        return None
+    enc = orjson.dumps(content)
+    if _SPECIAL(enc, 1, len(enc) - 1) is not None:
+        return None
+    start = 0
+    for _ in range(4):
+        i = line.find(enc, start)
+        if i < 0:
+            return None
+        before, after = line[:i + 1], line[i + len(enc) - 1:]
+        try:
+            probe = orjson.loads((before + _PROBE.encode() + after)[5:])
+            delta = probe["choices"][0]["delta"]
+            if delta["content"] == _PROBE:
+                delta["content"] = content
+                if probe == obj:
+                    return before, after
+        except (orjson.JSONDecodeError, LookupError, TypeError):
+            pass
+        start = i + 1
+    return None
 
 
 def _logprob_tokens(lp: Any) -> int:
