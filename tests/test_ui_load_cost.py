@@ -276,3 +276,24 @@ def test_chart_feed_draws_what_reading_the_window_draws():
         assert [t for t, _ in fed] == [t for t, _ in full]
         assert [v for _, v in fed] == pytest.approx([v for _, v in full], rel=1e-9, abs=1e-9)
     assert any(label == "client_bound" for _, label in feed.marks) and len(feed.ttft) > 2_000
+
+
+def test_chart_feed_reads_the_lane_again_when_its_samples_were_replaced():
+    """A fold restored from a snapshot (fewer samples filed than the feed took in) is read again, not indexed
+    past its end."""
+    import copy
+
+    from lanemon.folds.series import ChartFeed
+
+    app = make_app(ScriptedSource([], mode="live"))
+    events = _load_events(NS, 6)
+    app.fold_batch(events[: len(events) // 2])
+    saved = copy.deepcopy(app.series.__dict__)
+    app.fold_batch(events[len(events) // 2:])
+    feed = ChartFeed(app.series, "A")
+    feed.update(0)
+    taken = len(feed.ttft)
+    app.series.__dict__.clear()
+    app.series.__dict__.update(saved)
+    feed.update(0)
+    assert 0 < len(feed.ttft) < taken

@@ -516,13 +516,12 @@ class ChartFeed:
         """Take in the samples judged since the last call; keep what ended at ``t0`` or later (the seconds of
         throughput from ``t0`` less a minute, for the averaging)."""
         lane = self.series.lane(self.lane)
-        if self.since is None or t0 < self.since or lane.filed - self._taken > len(lane.samples):
+        new = lane.filed - self._taken
+        if self.since is None or t0 < self.since or not 0 <= new <= len(lane.samples):  # (restored, moved on)
             self._rebuild(lane, t0)
-        else:
-            new = lane.filed - self._taken
-            if new:
-                samples = lane.samples
-                self._take(samples[i] for i in range(len(samples) - new, len(samples)))
+        elif new:
+            samples = lane.samples
+            self._take(samples[i] for i in range(len(samples) - new, len(samples)))
         self._trim(t0)
 
     def _rebuild(self, lane: LaneSeries, t0: int) -> None:
