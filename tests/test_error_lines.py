@@ -16,6 +16,7 @@ from lanemon.ui.sample import SAMPLE_LANES, ScriptedSource, sample_events
 from lanemon.ui.screens.errors import render_errors
 from lanemon.ui.widgets.lane_panel import CUT_NOTE, LanePanel, error_lines, wrap_spans
 from lanemon.untrusted import MESSAGE_LIMIT
+from test_down_lane import settle
 
 OOM = ("HTTP 500: CUDA out of memory while allocating the KV cache for this request: tried to allocate 2.50 GiB "
        "(GPU 0; 79.15 GiB total capacity; 75.02 GiB already allocated; 1.10 GiB free; 76.40 GiB reserved in "
@@ -84,15 +85,6 @@ def oom_events(hostile: bool = False) -> list[Event]:
     return evs + [e for e in sample_events() if e.lane == "A"]
 
 
-async def settle(app, pilot) -> None:
-    for _ in range(100):
-        await pilot.pause(0.02)
-        if app.state.events >= len(app.source.events):
-            break
-    for _ in range(3):
-        await pilot.pause()
-        app.redraw(force=True)
-    await pilot.pause()
 
 
 @pytest.mark.parametrize("size", [(100, 30), (160, 45)], ids=lambda s: f"{s[0]}x{s[1]}")

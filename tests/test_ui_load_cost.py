@@ -25,6 +25,7 @@ from lanemon.events import Event
 from lanemon.folds.series import SeriesState
 from lanemon.ui.app import make_app
 from lanemon.ui.sample import ScriptedSource, sample_events
+from test_ui_render_cost import _published
 
 NS = 1_000_000_000
 STEP_NS = NS // 10  # the redraw timer's period (10 Hz)
@@ -67,12 +68,6 @@ def _load_events(t_start: int, seconds: float) -> list[Event]:
     return sorted(evs, key=lambda e: e.t)
 
 
-async def _published(source, pilot) -> None:
-    for _ in range(200):
-        if source.bus.published >= len(source.events):
-            break
-        await pilot.pause(0.01)
-    await pilot.pause(0.2)
 
 
 def _opcodes(fn) -> int:

@@ -147,6 +147,15 @@ def slo_cell(j: dict[str, Any] | None) -> Cell:
     return Cell("broke " + "+".join(broke) if broke else "broke", BAD)
 
 
+def goodput_cells(g: dict[str, Any] | None) -> list[Cell]:
+    """A cell's goodput (``92% 3.1/s``: the share of its requests within the SLO and their rate) and
+    whether the SLO held."""
+    g = g if isinstance(g, dict) else {}
+    share_, rate_ = num(g.get("share")), num(g.get("rate_rps"))
+    return [Cell(f"{share_ * 100:.0f}% {rate_:.1f}/s" if share_ is not None and rate_ is not None else "—"),
+            slo_cell(g)]
+
+
 def slo_columns(slo: dict[str, float] | None) -> list[Column]:
     """goodput, held, and one attainment column per target."""
     if not slo:
@@ -448,10 +457,7 @@ def decode_table(result: dict[str, Any], lanes: Sequence[str] | None = None) -> 
                 itl = num(c.get("itl_p50_s"))
                 row += [Cell(f"{tpc:.2f}" if tpc else "—"), Cell("—" if itl is None else f"{itl * 1000:.1f} ms")]
             if show_goodput:
-                g = c.get("goodput") or {}
-                share, gr = num(g.get("share")), num(g.get("rate_rps"))
-                row += [Cell(f"{share * 100:.0f}% {gr:.1f}/s" if share is not None and gr is not None else "—"),
-                        slo_cell(g)]
+                row += goodput_cells(c.get("goodput"))
             errs = int(num(c.get("errors")) or 0)
             row += [Cell(str(errs), BAD if errs else None), Cell(str(c.get("requests") or 0))]
             if steady_range:
@@ -599,10 +605,7 @@ def prefill_table(result: dict[str, Any], lanes: Sequence[str] | None = None) ->
                     r = b / a if a and b else None
                 row.append(Cell((f"{r:.2f}×" if r else "—") if first else ""))
             if show_goodput:
-                g = c.get("goodput") or {}
-                sh, gr = num(g.get("share")), num(g.get("rate_rps"))
-                row += [Cell(f"{sh * 100:.0f}% {gr:.1f}/s" if sh is not None and gr is not None else "—"),
-                        slo_cell(g)]
+                row += goodput_cells(c.get("goodput"))
             errs = int(num(c.get("errors")) or 0)
             pt = num(c.get("prompt_tokens"))
             row += [Cell(str(errs) if "errors" in c else "—", BAD if errs else None),
