@@ -15,8 +15,9 @@ lanemon/recording/schema.py):
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 SCHEMA_NAME = "lanemon.recording"
 SCHEMA_VERSION = (1, 0)
@@ -55,15 +56,21 @@ ERR_CANCELLED = "cancelled"  # cancelled by lanemon (quit, Ctrl-C)
 ERR_OTHER = "other"
 
 
-@dataclass(slots=True)
-class Event:
-    """One thing that happened, stamped with nanoseconds since session start."""
+class Event(msgspec.Struct, gc=False):
+    """One thing that happened, stamped with nanoseconds since session start.
+
+    A ``msgspec.Struct`` with ``gc=False`` (constructed, compared, copied and pickled like the slotted dataclass it
+    was): an event is never tracked by Python's cyclic collector, so the events a sink or a window keeps (a
+    client's token events: hundreds of thousands) are not walked by every collection.  That is sound because an
+    event never refers to itself: nothing puts an event into its own ``data`` (JSON values: a recording's), and a
+    ``data`` dict that holds containers is tracked on its own (held while its event lives, collected after).
+    Subclasses (measure/records.py) inherit it; none may hold anything that leads back to the event."""
 
     t: int
     kind: str
     lane: str | None = None
     req: str | None = None
-    data: dict[str, Any] = field(default_factory=dict)
+    data: dict[str, Any] = msgspec.field(default_factory=dict)
 
     def to_json_obj(self) -> dict[str, Any]:
         obj: dict[str, Any] = {"t": self.t, "kind": self.kind}

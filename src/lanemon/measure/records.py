@@ -359,11 +359,11 @@ def iter_records(events, *, keep_text: bool = True):
 
 
 # ---------------------------------------------------------------- compact event lists for big recordings
-@dataclass(slots=True)
 class AssembledEvent(Event):
     """A request's ``done`` / ``error`` event carrying the whole finished :class:`RequestRecord` (packed), in an
     event list from which that request's token events were dropped (:func:`compact_events`).  An
-    :class:`Assembler` given it returns the record as if it had seen every token event."""
+    :class:`Assembler` given it returns the record as if it had seen every token event.  (Untracked by the
+    cyclic collector like every :class:`Event`: a record never refers to its event.)"""
 
     record: Any = None
 
@@ -485,9 +485,11 @@ def _flat(ev: Event) -> tuple:
 def _unflat(item: tuple) -> Event:
     n = len(item)
     if n == 5:
-        return StoredEvent(*item)
+        t, kind, lane, req, raw = item
+        return StoredEvent(t, kind, lane, req, None, raw)  # data None: decoded on first access
     if n == 6:
-        return StoredAssembled(*item)
+        t, kind, lane, req, raw, rec_raw = item
+        return StoredAssembled(t, kind, lane, req, None, None, raw, rec_raw)
     return pickle.loads(item[6])
 
 
@@ -590,26 +592,43 @@ _DATA_SLOT = Event.__dict__["data"]
 
 
 class StoredEvent(Event):
-    """An event read back from an :class:`EventStore`: its ``data`` is decoded on first access (a pass that
-    looks only at ``kind`` and ``lane`` decodes nothing)."""
+    """An event read back from an :class:`EventStore`: its ``data`` is decoded from ``_raw`` on first access (a pass
+    that looks only at ``kind`` and ``lane`` decodes nothing).  Made as ``StoredEvent(t, kind, lane, req, None,
+    raw)``: ``data`` None is "not decoded yet" (an event's data is always a dict).  Equal to another
+    ``StoredEvent`` with the same ``t``, ``kind``, ``lane``, ``req`` and decoded ``data``, as an :class:`Event` is."""
 
-    __slots__ = ("_raw",)
-
-    def __init__(self, t: int, kind: str, lane: str | None, req: str | None, raw: bytes) -> None:
-        self.t, self.kind, self.lane, self.req, self._raw = t, kind, lane, req, raw
+    _raw: bytes = b""
 
     @property
     def data(self) -> dict[str, Any]:  # type: ignore[override]
-        try:
-            return _DATA_SLOT.__get__(self)
-        except AttributeError:
+        d = _DATA_SLOT.__get__(self)
+        if d is None:
             d = _load_data(self._raw)
             _DATA_SLOT.__set__(self, d)
-            return d
+        return d
 
     @data.setter
     def data(self, value: dict[str, Any]) -> None:
         _DATA_SLOT.__set__(self, value)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return _key(self) == _key(other)  # type: ignore[arg-type]
+
+    def __ne__(self, other: object) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __repr__(self) -> str:
+        names = ("t", "kind", "lane", "req", "data", "record")
+        return f"{self.__class__.__name__}({', '.join(f'{k}={v!r}' for k, v in zip(names, _key(self)))})"
+
+
+def _key(ev: Event) -> tuple:
+    """What a stored event is compared by (decoded): its :class:`Event` fields, and a stored record's record."""
+    key = (ev.t, ev.kind, ev.lane, ev.req, ev.data)
+    return key + (ev.record,) if isinstance(ev, AssembledEvent) else key
 
 
 _UNREAD = frozenset({schema.HOST, schema.NOTE, schema.ALERT})
@@ -620,7 +639,6 @@ _FOLDED = frozenset({schema.TOKEN, schema.FIRST_BYTE, schema.USAGE})
 """Request events :func:`compact_events` folds into the record (nothing but an Assembler reads them)."""
 
 
-@dataclass(slots=True)
 class OpenTokensEvent(Event):
     """What a request that never finished had so far (token chunks, first byte, usage), as one event
     (:func:`compact_events`): an :class:`Assembler` given it holds that request open with all of it, as if it
@@ -657,20 +675,19 @@ def _shared(value: Any) -> Any:
 
 class StoredAssembled(AssembledEvent):
     """An :class:`AssembledEvent` read back from an :class:`EventStore`: data and record decoded on first
-    access."""
+    access (``None`` in either is "not decoded yet"; a stored one always has a record).  Made as
+    ``StoredAssembled(t, kind, lane, req, None, None, raw, rec_raw)``."""
 
-    __slots__ = ("_raw", "_rec_raw")
-
-    def __init__(self, t: int, kind: str, lane: str | None, req: str | None, raw: bytes, rec_raw: bytes) -> None:
-        self.t, self.kind, self.lane, self.req, self._raw, self._rec_raw = t, kind, lane, req, raw, rec_raw
+    _raw: bytes = b""
+    _rec_raw: bytes = b""
 
     data = StoredEvent.data
+    __eq__, __ne__, __repr__ = StoredEvent.__eq__, StoredEvent.__ne__, StoredEvent.__repr__
 
     @property
     def record(self) -> RequestRecord:  # type: ignore[override]
-        try:
-            return _RECORD_SLOT.__get__(self)
-        except AttributeError:
+        rec = _RECORD_SLOT.__get__(self)
+        if rec is None:
             rec = RequestRecord(*pickle.loads(self._rec_raw))
             # each record was pickled on its own: its names and meta keys come back as fresh strings, the same
             # few thousand times over; shared, a record costs half as much
@@ -678,7 +695,7 @@ class StoredAssembled(AssembledEvent):
             rec.model, rec.finish_reason = _shared(rec.model), _shared(rec.finish_reason)
             rec.meta = _shared_meta(rec.meta)
             _RECORD_SLOT.__set__(self, rec)
-            return rec
+        return rec
 
     @record.setter
     def record(self, value: Any) -> None:
@@ -687,5 +704,5 @@ class StoredAssembled(AssembledEvent):
     def take_record(self) -> RequestRecord:
         """The record, handed over: a later read of ``record`` decodes a new one (so no two folds share it)."""
         rec = self.record
-        _RECORD_SLOT.__delete__(self)
+        _RECORD_SLOT.__set__(self, None)
         return rec
