@@ -372,7 +372,8 @@ class Lane:
         """Schedule one request; yield token indices 0..n_tokens-1 on time.
 
         The caller writes the chunk for token *i* when it is yielded and then
-        calls :meth:`mark_token` so the trace records the actual write time.
+        calls :meth:`mark_token` with the time the write began, so the trace
+        records when the bytes were handed to the socket.
         Raises :class:`Closed` if the lane shuts down meanwhile.
         """
         t0 = rec["_t0"]
@@ -436,10 +437,17 @@ class Lane:
             self._release_slot()
 
     @staticmethod
-    def mark_token(rec: dict, chunk_carries_token: bool = True) -> None:
-        """Record that a token-carrying chunk was just written."""
+    def mark_token(rec: dict, chunk_carries_token: bool = True, at: float | None = None) -> None:
+        """Record that a token-carrying chunk was written.
+
+        *at* is the ``time.perf_counter()`` reading taken just before the write
+        began.  Stamping after ``await send(...)`` returns is too late on a busy
+        machine: the client may already have read the bytes (and stamped them)
+        while this coroutine waited to be resumed, so the trace's TTFT came out
+        longer than any client could have seen.  Without *at*, the time of this
+        call is used (for non-streamed requests, where nothing is written)."""
         if chunk_carries_token:
-            dt = time.perf_counter() - rec["_t0"]
+            dt = (time.perf_counter() if at is None else at) - rec["_t0"]
             if rec["ttft_s"] is None:
                 rec["ttft_s"] = dt
             rec["token_times_s"].append(dt)

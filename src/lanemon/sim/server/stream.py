@@ -225,8 +225,9 @@ class GenerationResponse:
 
         async def write(i: int, emitted: int) -> None:
             for data, carries in self._token_chunks(i, emitted):
+                began = time.perf_counter()  # the token's time is when its write began (see mark_token)
                 await send({"type": "http.response.body", "body": data, "more_body": True})
-                lane.mark_token(rec, carries)
+                lane.mark_token(rec, carries, began)
 
         status, emitted = await self._each_token(disconnected, write)
         rec["completion_tokens"] = emitted
