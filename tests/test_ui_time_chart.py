@@ -335,3 +335,28 @@ async def test_lanes_left_out_of_a_narrow_legend_are_named_or_counted(width):
             assert rest == list(names[len(drawn):]) or rest == [str(len(names) - len(drawn))], head
         if chart.content_region.width >= len("TTFT ━ A +7"):
             assert drawn, head  # a lane drawn before any count
+
+
+async def test_a_chart_is_built_as_one_span_per_run_of_one_style():
+    """A chart row is appended run by run, not cell by cell (a repaint splits and renders every span):
+    a connected line of one lane in a row is one span, the axis strip with one mark is three, and every
+    cell keeps its style (checked against the cells' owners).  Built per cell, the strip alone had a span
+    per column."""
+    app = ChartApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        chart = app.query_one(TimeChart)
+        flat = [(i * S // 4, 0.2) for i in range(0, 121)]  # one row, every column: a connected line
+        chart.show(series={"A": flat}, marks={"A": [(15 * S, "error")]}, t0=0, t1=30 * S,
+                   colours={"A": "#0000ff"}, value_fmt=lambda v: f"{v * 1000:.0f} ms",
+                   x_fmt=lambda t: f"{t / S:.0f}s", y_max=0.25, connect=True)
+        await pilot.pause()
+        lines = chart.render().split("\n", allow_blank=True)
+        plot_rows = chart.size.height - 3
+        row = next(r for r in range(1, plot_rows + 1) if any(0x2800 < ord(ch) < 0x2900 for ch in lines[r].plain))
+        dotted = [s for s in lines[row].spans if s.style == "#0000ff"]
+        assert len(dotted) == 1
+        span = dotted[0]
+        assert set(lines[row].plain[span.start:span.end]) <= {chr(c) for c in range(0x2801, 0x2900)}
+        assert span.end - span.start >= 50  # the whole line across the plot, in one span
+        strip = lines[plot_rows + 1]
+        assert "✖" in strip.plain and len(strip.spans) <= 4  # "└" dim, "───" dim, "✖" its colour, "───" dim

@@ -35,6 +35,7 @@ from typing import Any
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid
+from textual.css.query import NoMatches
 
 from lanemon.ui.widgets.footer import Footer
 from lanemon.folds.dashboard import SessionState
@@ -361,7 +362,9 @@ class DashboardScreen(LanemonScreen):
         any_gpu = any(lane.gpu.configured for lane in state.lanes.values())  # the GPU row on every panel
         for name in self._lanes:
             panel = self.panel(name)
-            if not panel.query("#url"):  # mounted but not composed yet (hidden while zoomed): the next tick
+            try:  # by id: Textual caches the answer until the panel's children change (a query walked them)
+                panel.query_one("#url")
+            except NoMatches:  # mounted but not composed yet (hidden while zoomed): the next tick
                 self.drawn = None
                 continue
             panel.update_from(state.lane(name), state.last_t, gpu=any_gpu,

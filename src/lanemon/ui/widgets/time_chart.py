@@ -63,6 +63,22 @@ def nice_max(value: float) -> float:
     return float(10 ** (exp + 1))
 
 
+def _append_runs(out: Text, cells: Sequence[tuple[str, str]]) -> None:
+    """Append (text, style) pieces to ``out``, one append (one span) per run of pieces of the same style:
+    the same text as an append per piece, with a span per run instead of per cell (a chart row is 100+
+    cells; a repaint splits and renders its spans)."""
+    run: list[str] = []
+    run_style = ""
+    for text, style in cells:
+        if style != run_style and run:
+            out.append("".join(run), style=run_style or None)
+            run = []
+        run_style = style
+        run.append(text)
+    if run:
+        out.append("".join(run), style=run_style or None)
+
+
 @dataclass(frozen=True)
 class WallAxis:
     """Session time (ns) -> wall-clock time: ``t0_s`` is the epoch second of session time 0.
@@ -419,21 +435,31 @@ class TimeChart(CachedLines, Widget):
         head.truncate(width, overflow="ellipsis")
         out = Text()
         out.append_text(head)
+        by_row: dict[int, list[int]] = {}
+        for r, c in grid:
+            by_row.setdefault(r, []).append(c)
         for r in range(rows):
             out.append("\n")
             out.append(f"{ticks.get(r, ''):>{label_w - 1}}", style="dim")
             out.append("┤" if r in ticks else "│", style="dim")
-            for c in range(plot_w):
-                cell = grid.get((r, c))
-                if cell is None:
-                    out.append(" ")
+            cols_here = sorted(by_row.get(r, ()))
+            row: list[tuple[str, str]] = []  # (glyph, style) of the cells that hold dots, blanks between
+            at = 0
+            for c in cols_here:
+                if c >= plot_w:
                     continue
-                bits, owners = cell
+                if c > at:
+                    row.append((" " * (c - at), ""))
+                bits, owners = grid[(r, c)]
                 if (r, c) in self.shared:
                     style = shared_style
                 else:  # one lane: its solid series where it has one here
                     style = self._colour(min(owners, key=lambda n: (n in self.dashed, n)))
-                out.append(chr(0x2800 + bits), style=style)
+                row.append((chr(0x2800 + bits), style))
+                at = c + 1
+            if at < plot_w:
+                row.append((" " * (plot_w - at), ""))
+            _append_runs(out, row)
         self.x_labels = self._x_axis(plot_w, width)
         if self.wall is not None and self._ticked:
             for at, text in self.x_labels:
@@ -441,8 +467,7 @@ class TimeChart(CachedLines, Widget):
                 if strip[c][0] == "─":
                     strip[c] = ("┬", "dim")
         out.append("\n" + " " * (label_w - 1) + "└", style="dim")
-        for glyph, style in strip:
-            out.append(glyph, style=style)
+        _append_runs(out, strip)
         axis = [" "] * plot_w
         for at, text in self.x_labels:
             for i, ch in enumerate(text):
