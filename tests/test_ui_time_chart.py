@@ -339,9 +339,9 @@ async def test_lanes_left_out_of_a_narrow_legend_are_named_or_counted(width):
 
 async def test_a_chart_is_built_as_one_span_per_run_of_one_style():
     """A chart row is appended run by run, not cell by cell (a repaint splits and renders every span):
-    a connected line of one lane in a row is one span, the axis strip with one mark is three, and every
-    cell keeps its style (checked against the cells' owners).  Built per cell, the strip alone had a span
-    per column."""
+    a connected line of one lane in a row is one span of its colour over dots only, and the axis strip
+    with one mark is at most four spans.  Built per cell, the line's row had a span per dotted cell and
+    the strip a span per column."""
     app = ChartApp()
     async with app.run_test(size=(80, 24)) as pilot:
         chart = app.query_one(TimeChart)

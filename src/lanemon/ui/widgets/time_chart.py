@@ -435,19 +435,16 @@ class TimeChart(CachedLines, Widget):
         head.truncate(width, overflow="ellipsis")
         out = Text()
         out.append_text(head)
-        by_row: dict[int, list[int]] = {}
-        for r, c in grid:
+        by_row: dict[int, list[int]] = {}  # each row's dotted columns, left to right (cells() keeps them in the plot)
+        for r, c in sorted(grid):
             by_row.setdefault(r, []).append(c)
         for r in range(rows):
             out.append("\n")
             out.append(f"{ticks.get(r, ''):>{label_w - 1}}", style="dim")
             out.append("┤" if r in ticks else "│", style="dim")
-            cols_here = sorted(by_row.get(r, ()))
             row: list[tuple[str, str]] = []  # (glyph, style) of the cells that hold dots, blanks between
             at = 0
-            for c in cols_here:
-                if c >= plot_w:
-                    continue
+            for c in by_row.get(r, ()):
                 if c > at:
                     row.append((" " * (c - at), ""))
                 bits, owners = grid[(r, c)]
