@@ -272,3 +272,33 @@ async def test_a_measuring_app_leaves_its_startup_objects_out_of_later_collectio
             assert gc.get_freeze_count() > 10_000  # the app's whole startup, not a handful
     finally:
         gc.unfreeze()
+
+
+async def test_a_streams_tokens_alone_do_not_redraw_the_dashboard():
+    """A token changes nothing the dashboard shows until its request ends, so a frame that took in only
+    tokens is not redrawn; the screen still steps once a second of session time (the stall marks' seconds,
+    the clock) and at the request's other events.  10 frames of tokens within two session seconds: at most
+    the two seconds' frames redraw (every frame did before: the token moved the dashboard's version)."""
+    source = ScriptedSource(sample_events(), hold=True, mode="live", real_time=True)
+    app = make_app(source, refresh_hz=0.01)  # the test drives the redraws
+    async with app.run_test(size=(160, 45)) as pilot:
+        await _published(source, pilot)
+        app.redraw(force=True)
+        await pilot.pause(0.2)
+        t0 = (max(app.state.last_t, app.series.last_t) // NS + 1) * NS + STEP_NS // 2  # mid-frame, new second
+        start = [Event(t0, schema.REQUEST, "A", "stream-1", {"endpoint": "chat", "purpose": "probe"}),
+                 Event(t0 + 1_000_000, schema.FIRST_BYTE, "A", "stream-1")]
+        for ev in start:
+            source.bus.publish(ev)
+        await _published(source, pilot)
+        assert app.redraw()  # the request's start: in flight now
+        painted = []
+        for k in range(1, 11):  # a token a frame for 1 s: the session's second changes once
+            source.bus.publish(Event(t0 + k * STEP_NS, schema.TOKEN, "A", "stream-1", {"text": "tok "}))
+            await pilot.pause()
+            painted.append(app.redraw())
+        assert app.state.lanes["A"].active["stream-1"] == t0 + 10 * STEP_NS  # the tokens were folded
+        assert sum(painted) <= 2, painted
+        source.bus.publish(Event(t0 + 11 * STEP_NS, schema.DONE, "A", "stream-1", {"finish_reason": "stop"}))
+        await pilot.pause()
+        assert app.redraw()  # its end is shown at once

@@ -3,7 +3,8 @@
 The live dashboard, a replay and a share viewer all keep one
 :class:`SessionState` and feed it every event from the bus.  The UI redraws
 from it on a timer (high-rate token events coalesce here instead of causing a
-redraw each), checking :attr:`SessionState.version` to skip idle frames.
+redraw each), checking :attr:`SessionState.version` (which a token leaves alone) and the second of
+:attr:`SessionState.last_t` to skip frames that would show nothing new.
 """
 
 from __future__ import annotations
@@ -272,6 +273,10 @@ class SessionState:
     def __init__(self, lanes: list[tuple[str, str, str | None]] | None = None) -> None:
         self.lanes: dict[str, LaneState] = {}
         self.version = 0
+        """Moves with every change the dashboard shows: every event but a token of a known lane (a stream's
+        tokens change nothing shown until its request ends -- the record, the figures and the in-flight
+        counts come with other events; what moves with time alone, the stall marks' seconds and the clock,
+        a viewer redraws once a second of :attr:`last_t`, which tokens do move)."""
         self.events = 0
         self.last_t = 0
         self.notes: deque[tuple[int, str, str]] = deque(maxlen=ERRORS_KEPT)
@@ -297,12 +302,13 @@ class SessionState:
         """:meth:`apply` for a ``token`` event (a plain :class:`Event`), the stream's bulk: the same changes
         without the tests of every other kind (no token finishes a request)."""
         self.events += 1
-        self.version += 1
         t = ev.t
         if t > self.last_t:
             self.last_t = t
         if ev.lane is None:
             return
+        if ev.lane not in self.lanes:  # a new lane is a new panel; any other token changes nothing shown
+            self.version += 1
         if ev.req is not None:
             self.lane(ev.lane).active[ev.req] = t
             self._asm.apply(ev)
@@ -312,7 +318,8 @@ class SessionState:
     def apply(self, ev: Event) -> RequestRecord | None:
         """Apply one event; returns the finished request record, if any."""
         self.events += 1
-        self.version += 1
+        if ev.kind != schema.TOKEN or (ev.lane is not None and ev.lane not in self.lanes):  # as apply_token
+            self.version += 1
         self.last_t = max(self.last_t, ev.t)
         kind, d = ev.kind, ev.data
         if kind == schema.NOTE:

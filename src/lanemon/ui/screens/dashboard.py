@@ -323,7 +323,10 @@ class DashboardScreen(LanemonScreen):
         s = app.source  # (the charts by query: the app's first redraw can come before they are composed)
         # paused: what the folds still take in (the loop watcher's windows) waits for the resume; the
         # screen repaints only for the user's own keys (window, zoom, a seek, resizing)
-        versions = (None, None) if s.paused else (app.state.version, app.series.version)
+        # a stream's tokens move no version (folds/dashboard.SessionState.version): live, the screen steps at
+        # the other events (the loop watcher's twice a second) and at each second of session time (stall marks)
+        versions = (None, None, None) if s.paused else (app.state.version, app.series.version,
+                                                        app.state.last_t // NS)
         if self._charts_grid is None:
             self._charts_grid = next(iter(self.query("#charts")), None)
         charts = self._charts_grid.size if self._charts_grid is not None else None
