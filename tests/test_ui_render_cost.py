@@ -36,6 +36,11 @@ CHART_LINES_PER_S = 40.0
 column every ~1.3 s and redraws only the lines that changed.  Measured 22."""
 LAYOUTS_PER_S = 1.0
 """Layout passes per simulated second (measured ~0.3; before, one per redraw: 2-10)."""
+COMPOSITES_PER_S = 1.25
+"""Compositor passes per simulated second: live, the dashboard takes in what arrived within a second and
+draws it at the next one (measured 1.1 here; 1.95 when each probe's end, load window, scrape and chart step
+was drawn in a frame of its own -- in the demo at 160x45 that was 5.3 passes a second, each re-rendering
+every widget between the changed ones, Textual's compositor cropping to their bounding box)."""
 
 
 def _idle_events(t0: int, seconds: int) -> list[Event]:
@@ -69,9 +74,10 @@ def _idle_events(t0: int, seconds: int) -> list[Event]:
 @pytest.fixture
 def counts(monkeypatch):
     """Every widget render Textual does (``Widget._render_content``), every chart repaint (Line API
-    strips built) and every layout pass of a screen."""
+    strips built), every layout pass of a screen and every compositor pass (``_compositor_refresh``)."""
     seen: collections.Counter = collections.Counter()
     render, layout, strip = Widget._render_content, Screen._refresh_layout, repaint.line_strip
+    composite = Screen._compositor_refresh
 
     def counting_render(self):
         seen["render"] += 1
@@ -81,6 +87,10 @@ def counts(monkeypatch):
         seen["layout"] += 1
         return layout(self, *args, **kwargs)
 
+    def counting_composite(self):
+        seen["composite"] += 1
+        return composite(self)
+
     def counting_strip(*args, **kwargs):  # a chart's line turned into a strip (a repaint redoes the changed ones)
         seen["chart lines"] += 1
         return strip(*args, **kwargs)
@@ -88,6 +98,7 @@ def counts(monkeypatch):
     monkeypatch.setattr(Widget, "_render_content", counting_render)
     monkeypatch.setattr(Screen, "_refresh_layout", counting_layout)
     monkeypatch.setattr(repaint, "line_strip", counting_strip)
+    monkeypatch.setattr(Screen, "_compositor_refresh", counting_composite)
     return seen
 
 
@@ -129,6 +140,34 @@ async def test_idle_dashboard_renders_what_changed_not_the_screen(counts):
         assert per_s.get("render", 0) <= RENDERS_PER_S, per_s
         assert per_s.get("layout", 0) <= LAYOUTS_PER_S, per_s
         assert counts["chart lines"] <= SPAN_S * CHART_LINES_PER_S, per_s
+
+
+async def test_live_dashboard_draws_once_a_second_of_session_time(counts):
+    """Live, what arrives within a second (a probe's request and end, two load windows, a host sample, the
+    scrapes, a chart's column step) is drawn together at the next second: one compositor pass a second, not
+    one per kind of event -- and every change is on the screen within that second."""
+    source = ScriptedSource(sample_events(), hold=True, mode="live", real_time=True)
+    app = make_app(source, refresh_hz=0.01)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await _published(source, pilot)
+        app.redraw(force=True)
+        await pilot.pause(0.2)
+        t0 = max(app.state.last_t, app.series.last_t)
+        before = app.state.lanes["A"].requests_ok + app.state.lanes["B"].requests_ok
+        counts.clear()
+        await _play(app, pilot, source, _idle_events(t0, SPAN_S))
+        per_s = {k: v / SPAN_S for k, v in counts.items()}
+        assert 0 < per_s.get("composite", 0) <= COMPOSITES_PER_S, per_s
+        # the last probe ended at t0 + 20.24 s; the span's last second is drawn at its events (t0 + 20 s):
+        # one more second's frame shows it
+        source.bus.publish(Event(t0 + (SPAN_S + 1) * NS, schema.HOST, None, None, {"cpu_pct": 1.0}))
+        await pilot.pause()
+        assert app.redraw()
+        await pilot.pause()
+        ok = app.state.lanes["A"].requests_ok + app.state.lanes["B"].requests_ok
+        assert ok == before + SPAN_S // 5
+        shown = " ".join(str(app.screen.query_one(f"#lane-{n} #requests").render()) for n in ("A", "B"))
+        assert f"{app.state.lanes['A'].requests_ok} ok" in shown and f"{app.state.lanes['B'].requests_ok} ok" in shown
 
 
 async def test_paused_dashboard_renders_nothing(counts):
@@ -301,4 +340,8 @@ async def test_a_streams_tokens_alone_do_not_redraw_the_dashboard():
         assert sum(painted) <= 2, painted
         source.bus.publish(Event(t0 + 11 * STEP_NS, schema.DONE, "A", "stream-1", {"finish_reason": "stop"}))
         await pilot.pause()
-        assert app.redraw()  # its end is shown at once
+        assert not app.redraw()  # live, its end waits for the next second of session time ...
+        source.bus.publish(Event(t0 + 20 * STEP_NS, schema.HOST, None, None, {"cpu_pct": 12.0, "mem_pct": 40.0}))
+        await pilot.pause()
+        assert app.redraw()  # ... and is drawn then
+        assert "stream-1" not in app.state.lanes["A"].active

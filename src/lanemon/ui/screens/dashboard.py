@@ -67,6 +67,13 @@ REQUEST_CHARTS = ("chart-ttft", "chart-decode", "chart-tput")
 """What ``c`` cycles through in the third place of a short screen."""
 
 
+BUSY_CHANGES_PER_S = 50
+"""Live, the lanes' state (:attr:`~lanemon.folds.dashboard.SessionState.version`: a request's start, first byte
+and end, a reading; not a stream's tokens) moved this often in the last second of session time: a load, drawn
+at every frame (>= 10 a second).  Below it -- the demo's probes, load windows, scrapes and GPU readings move it
+about 10 times a second -- what arrives is drawn at the next second (:meth:`DashboardScreen.fingerprint`)."""
+
+
 def panel_id(lane: str) -> str:
     """A DOM id for a lane name (lane names allow '.', which ids do not)."""
     return "lane-" + "".join(c if c.isalnum() or c in "-_" else "_" for c in lane)
@@ -201,6 +208,13 @@ class DashboardScreen(LanemonScreen):
         self.tz: tzinfo | None = None
         """The zone of the wall-clock axis (None: the machine's local zone)."""
         self._wall_s: float | None = None
+        self._data_at: tuple[int, int, int] | None = None
+        """Live: the folds' versions as of the session second the screen last stepped at (state, series,
+        second): what trickles in within a second is drawn together at the next one."""
+        self._rate_at: tuple[int, int] | None = None
+        """(session second, the lanes' state version then): how fast the state moves."""
+        self._busy = False
+        """Live, the lanes' state moved at least :data:`BUSY_CHANGES_PER_S` times a second over the last one."""
         self._charts_grid: Grid | None = None
         """The charts' grid once composed (its size is in the fingerprint; a query each tick cost a third of
         an idle redraw at 8 lanes)."""
@@ -323,10 +337,28 @@ class DashboardScreen(LanemonScreen):
         s = app.source  # (the charts by query: the app's first redraw can come before they are composed)
         # paused: what the folds still take in (the loop watcher's windows) waits for the resume; the
         # screen repaints only for the user's own keys (window, zoom, a seek, resizing)
-        # a stream's tokens move no version (folds/dashboard.SessionState.version): live, the screen steps at
-        # the other events (the loop watcher's twice a second) and at each second of session time (stall marks)
-        versions = (None, None, None) if s.paused else (app.state.version, app.series.version,
-                                                        app.state.last_t // NS)
+        # a stream's tokens move no version (folds/dashboard.SessionState.version); the second of session time
+        # steps the stall marks' seconds and the clock
+        now = (app.state.version, app.series.version, app.state.last_t // NS)
+        if self._rate_at is None or now[2] != self._rate_at[0]:  # busy: judged once a second of session time
+            if self._rate_at is not None:
+                changes = (now[0] - self._rate_at[1]) / max(1, now[2] - self._rate_at[0])
+                self._busy = changes >= BUSY_CHANGES_PER_S
+            self._rate_at = (now[2], now[0])
+        if s.paused:
+            versions: tuple = (None, None, None)
+        elif self._settles(app) and not self._busy:
+            # live, and what it shows trickles in (a probe's end, the loop watcher's windows, a scrape, a GPU
+            # reading): it is drawn at the next second of session time, all of it in one frame -- each would
+            # otherwise cost Textual's compositor a pass of its own (5 a second in the demo at 160x45, each
+            # re-rendering every widget between the changed ones; one a second costs about a fifth of that).
+            # A load (requests ending all the time: BUSY_CHANGES_PER_S) is drawn at every frame.
+            if self._data_at is None or self._data_at[2] != now[2]:
+                self._data_at = now
+            versions = self._data_at
+        else:  # busy, a replay, a pause's end, the end of a run: every change at once
+            self._data_at = None
+            versions = now
         if self._charts_grid is None:
             self._charts_grid = next(iter(self.query("#charts")), None)
         charts = self._charts_grid.size if self._charts_grid is not None else None
