@@ -134,3 +134,26 @@ async def test_a_replay_does_not_show_the_recorded_cpu_as_its_own():
         await pilot.pause(0.2)
         info = app.screen.query_one(StatusBar).query_one("#info").visual.plain
         assert "% CPU" not in info and "starved: machine load" in info
+
+
+def test_the_status_bars_own_cpu_is_the_last_ten_seconds_not_one_window():
+    """The dashboard draws once a second, so one 0.5 s load window holds its frame (14 %) and the next does
+    not (2 %): the status bar's figure is the windows of the last 10 s weighted by their length, not the
+    latest window's."""
+    from lanemon.folds.dashboard import OWN_CPU_S, HostState
+
+    host = HostState()
+    assert host.own_cpu_pct() is None
+    half = 500 * MS
+    for k in range(1, 41):  # 20 s of windows alternating 14 % and 2 %
+        host.apply_load({"t0": (k - 1) * half, "proc_cpu_pct": 14.0 if k % 2 else 2.0}, k * half)
+    assert host.client_load["proc_cpu_pct"] == 2.0  # the latest window alone
+    assert host.own_cpu_pct() == 8.0
+    assert all(t1 > 40 * half - OWN_CPU_S * 1_000_000_000 for _, t1, _ in host.own_cpu)  # the last 10 s kept
+    # a starved window is published early (shorter): it counts for its length, not as a whole window
+    host.apply_load({"t0": 40 * half, "proc_cpu_pct": 90.0}, 40 * half + 50 * MS)
+    assert 8.0 < host.own_cpu_pct() < 8.0 + 90.0 * 0.05 / 10
+    # a window without its start (an older recording): the latest figure, as before
+    other = HostState()
+    other.apply_load({"proc_cpu_pct": 6.0}, half)
+    assert other.own_cpu_pct() == 6.0

@@ -9,6 +9,7 @@ redraw each), checking :attr:`SessionState.version` (which a token leaves alone)
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -24,6 +25,8 @@ from lanemon.folds.series import KEEP_NS, NS, Outcomes
 HISTORY = 120  # points kept per sparkline
 ERRORS_KEPT = 50
 STALL_SHOWN_S = 10.0
+OWN_CPU_S = 10
+"""Seconds of load windows the status bar's "lanemon N % CPU" averages (:meth:`HostState.own_cpu_pct`)."""
 """An in-flight request without data for this long is shown as stalled (the client's own stall rule,
 lanes.toml ``timeout``, later ends it as an error)."""
 
@@ -185,6 +188,9 @@ class HostState:
     client_bound_windows: int = 0
     client_load: dict = field(default_factory=dict)
     """The latest ``client_load`` event's data (lag_ms, lag_mean_ms, cpu_pct, proc_cpu_pct, bound, ...)."""
+    own_cpu: deque[tuple[int, int, float]] = field(default_factory=deque)
+    """(window start, end, lanemon's % of one core) of the ``client_load`` windows of the last
+    :data:`OWN_CPU_S` seconds (:meth:`own_cpu_pct`)."""
 
     def apply(self, t: int, d: dict) -> None:
         self.last, self.last_t = dict(d), t
@@ -198,12 +204,29 @@ class HostState:
             if d.get(key) is not None:
                 getattr(self, key).append(float(d[key]))
 
-    def apply_load(self, d: dict) -> None:
+    def apply_load(self, d: dict, t: int | None = None) -> None:
         self.client_load = dict(d)
+        own, t0 = d.get("proc_cpu_pct"), d.get("t0")
+        if (t is not None and isinstance(own, (int, float)) and not isinstance(own, bool) and math.isfinite(own)
+                and isinstance(t0, int) and not isinstance(t0, bool) and t0 < t):
+            self.own_cpu.append((t0, t, float(own)))
+            while self.own_cpu and self.own_cpu[0][1] <= t - OWN_CPU_S * 1_000_000_000:
+                self.own_cpu.popleft()
         self.client_bound = bool(d.get("bound"))
         self.client_bound_windows += self.client_bound
         if isinstance(d.get("lag_ms"), (int, float)):
             self.client_lag_ms.append(float(d["lag_ms"]))
+
+
+    def own_cpu_pct(self) -> float | None:
+        """lanemon's own CPU, % of one core, over the last :data:`OWN_CPU_S` seconds (each load window weighted
+        by its length): one 0.5 s window reads 2 % or 14 % as the screen's once-a-second frame falls outside or
+        inside it; the latest window when no window said how long it was."""
+        span = sum(t1 - t0 for t0, t1, _ in self.own_cpu)
+        if span <= 0:
+            own = self.client_load.get("proc_cpu_pct")
+            return float(own) if isinstance(own, (int, float)) and not isinstance(own, bool) else None
+        return sum((t1 - t0) * pct for t0, t1, pct in self.own_cpu) / span
 
 
 @dataclass(kw_only=True)
@@ -329,7 +352,7 @@ class SessionState:
             self.host.apply(ev.t, d)
             return None
         if self.load.apply(ev):
-            self.host.apply_load(d)
+            self.host.apply_load(d, ev.t)
             self._resolve()
             return None
         if ev.lane is None:

@@ -117,7 +117,9 @@ class StatusBar(InfoBar):
     def show(self, source, state) -> None:
         """The bar for a source (its mode, pause, speed, recording) and the dashboard fold (events, time,
         lanemon's own CPU, why it was starved lately)."""
-        own = (getattr(getattr(state, "host", None), "client_load", None) or {}).get("proc_cpu_pct")
+        host = getattr(state, "host", None)
+        # lanemon's own CPU over the last 10 s (folds/dashboard.HostState.own_cpu_pct), not one 0.5 s window's
+        own = host.own_cpu_pct() if callable(getattr(host, "own_cpu_pct", None)) else None
         self.update_from(
             own_cpu_pct=own if isinstance(own, (int, float)) and not isinstance(own, bool) else None,
             starved=recent_starvation(state),
