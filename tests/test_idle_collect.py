@@ -89,3 +89,75 @@ def test_a_live_session_holds_full_collections_and_knows_when_it_is_idle(fast_si
     assert seen["busy"] is True  # a token arrived while its request was in flight: not idle
     assert seen["threshold"][2] == NO_FULL_COLLECTION  # no automatic full collection while it ran
     assert seen["idle_after"] is True and gc.get_threshold() == before  # restored after
+
+
+def test_an_idle_session_is_watched_at_ten_hertz_and_a_request_brings_fifty_back():
+    """Nothing in flight: the watcher wakes 10 times a second, not 50 (1.2 % of a core on a 2-core VM for
+    nothing to judge).  A request's start (``wake``) ends the idle sleep at once."""
+    state = {"idle": True}
+
+    async def main():
+        got = []
+        watch = LoadWatch(Clock(), got.append, host=False, idle=lambda: state["idle"])
+        watch.start()
+        await asyncio.sleep(1.0)
+        idle_samples = sum(ev.data["samples"] for ev in got)
+        n = len(got)
+        state["idle"] = False
+        watch.wake()
+        await asyncio.sleep(1.0)
+        busy_samples = sum(ev.data["samples"] for ev in got[n:])
+        await watch.stop()
+        return watch, idle_samples, busy_samples
+
+    watch, idle_samples, busy_samples = asyncio.run(main())
+    assert idle_samples <= 12, idle_samples  # ~10 in the idle second (50 before)
+    assert busy_samples >= 3 * idle_samples, (idle_samples, busy_samples)  # ~45-50 once a request runs
+    assert watch.woken == 1
+
+
+def test_a_stall_just_after_a_request_starts_inside_an_idle_sleep_is_seen():
+    """The slower idle watch must not open a blind spot: a request starts 0 ms into a 100 ms idle sleep and
+    the loop stalls 40 ms at once -- long over before that sleep would have ended.  The wake makes the stall
+    the watcher's lag (a starved window covering the request's start); without it, nothing is seen."""
+    state = {"idle": True}
+    clock = Clock()
+
+    async def main():
+        got = []
+        watch = LoadWatch(clock, got.append, host=False, idle=lambda: state["idle"], collect_every=1e9)
+        watch.start()
+        await asyncio.sleep(0.3)
+        sleeps = watch.idle_sleeps
+        while watch.idle_sleeps == sleeps:  # the watcher is in an idle sleep now, just begun
+            await asyncio.sleep(0)
+        started = clock.now()
+        state["idle"] = False
+        watch.wake()  # the request's start (LiveSession._busy)
+        time.sleep(0.04)  # and lanemon's loop stalls
+        await asyncio.sleep(0.6)
+        await watch.stop()
+        return got, started
+
+    got, started = asyncio.run(main())
+    starved = [ev for ev in got if ev.data["bound"]]
+    assert starved, [ev.data for ev in got]
+    assert any(ev.data["t0"] <= started + 40 * 1_000_000 <= ev.t for ev in starved), [ev.data for ev in starved]
+    assert max(ev.data["lag_ms"] for ev in starved) >= 35.0
+
+
+def test_a_live_session_wakes_its_watcher_when_a_probe_starts(fast_sims):
+    async def main():
+        lanes = [LaneConfig("A", fast_sims[0].url)]
+        session = LiveSession(lanes, probe=ProbeConfig(interval=0.3, max_tokens=4), mode="live")
+        runner = asyncio.get_running_loop().create_task(session.run())
+        deadline = time.monotonic() + 30
+        while (session._watch is None or session._watch.woken < 2) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        watch = session._watch
+        session.stop()
+        await runner
+        return watch
+
+    watch = asyncio.run(main())
+    assert watch is not None and watch.woken >= 2 and watch.idle_sleeps > watch.woken

@@ -92,6 +92,8 @@ class LiveSession:
         self._ready = asyncio.Event()  # set once run() has made the clients
         self._racing = 0  # races in progress: no new probe requests meanwhile
         self._probing = 0  # probe requests in flight
+        self._watch: Any = None
+        """The load watcher while :meth:`run` runs (client/loadwatch.py): told when a request starts."""
         self._race_ids = itertools.count(1)
         if recorder is not None:
             self.bus.subscribe(recorder)
@@ -135,6 +137,7 @@ class LiveSession:
         while not self._stop.is_set():
             if not self.paused:
                 self._probing += 1  # the health probe's latency is shown too (the UP badge)
+                self._busy()
                 try:
                     result = await client.probe_models()
                 finally:
@@ -147,6 +150,7 @@ class LiveSession:
                     else:
                         body = client.build_body("completions", prompt=prompt, max_tokens=self.probe.max_tokens)
                     self._probing += 1
+                    self._busy()
                     try:
                         await client.stream(self.probe.endpoint, body, purpose="probe")
                     finally:
@@ -172,17 +176,23 @@ class LiveSession:
         from lanemon.workloads.collector import CollectorHold
 
         # full collections only while nothing of lanemon's is in flight (client/loadwatch.py "Idle collections")
-        watch = LoadWatch(self.clock, self.bus.publish, idle=self.idle)
+        watch = self._watch = LoadWatch(self.clock, self.bus.publish, idle=self.idle)
         with CollectorHold():
             watch.start()
             try:
                 await self._stop.wait()
             finally:
+                self._watch = None
                 await watch.stop()
 
     def idle(self) -> bool:
         """No request of this session in flight: no probe (health or stream), no race."""
         return not self._probing and not self._racing
+
+    def _busy(self) -> None:
+        """A request of this session starts: the load watcher, slower while idle, watches closely again."""
+        if self._watch is not None:
+            self._watch.wake()
 
     async def _sleep(self, seconds: float) -> None:
         """Sleep, but wake early on stop (the next probe is scheduled after this one ends)."""
@@ -208,6 +218,7 @@ class LiveSession:
         if isinstance(prompt, str):
             prompt = RacePrompt(text=prompt, id="prompt")
         self._racing += 1
+        self._busy()
         try:
             await self._ready.wait()
             missing = [c for c in self.clients.values() if c.model is None]
