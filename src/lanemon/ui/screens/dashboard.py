@@ -345,6 +345,8 @@ class DashboardScreen(LanemonScreen):
                 changes = (now[0] - self._rate_at[1]) / max(1, now[2] - self._rate_at[0])
                 self._busy = changes >= BUSY_CHANGES_PER_S
             self._rate_at = (now[2], now[0])
+        elif now[0] - self._rate_at[1] >= BUSY_CHANGES_PER_S:  # a load starting: busy from now, not next second
+            self._busy = True
         if s.paused:
             versions: tuple = (None, None, None)
         elif self._settles(app) and not self._busy:
