@@ -21,6 +21,18 @@ async def _serve(handler):
     return server, server.sockets[0].getsockname()[1]
 
 
+async def _held_server():
+    """A local server that sends nothing until ``hold`` is set, then closes; returns (server, port, hold)."""
+    hold = asyncio.Event()
+
+    async def handler(reader, writer):
+        await hold.wait()
+        writer.close()
+
+    server, port = await _serve(handler)
+    return server, port, hold
+
+
 async def _connect(port: int, direct: bool) -> StampedStream:
     stream = await StampingBackend().connect_tcp("127.0.0.1", port, timeout=5)
     assert isinstance(stream, StampedStream)
@@ -107,13 +119,7 @@ def test_a_reset_connection_is_a_read_error_as_through_httpcore():
 
 def test_a_read_closed_under_it_is_a_read_error_as_through_httpcore():
     async def go():
-        hold = asyncio.Event()
-
-        async def handler(reader, writer):
-            await hold.wait()
-            writer.close()
-
-        server, port = await _serve(handler)
+        server, port, hold = await _held_server()
         async with server:
             ends = []
             for direct in (True, False):
@@ -192,13 +198,7 @@ def test_the_socket_is_read_only_while_a_read_waits():
 
 def test_a_waiting_read_is_cancelled_and_the_transport_paused():
     async def go():
-        hold = asyncio.Event()
-
-        async def handler(reader, writer):
-            await hold.wait()
-            writer.close()
-
-        server, port = await _serve(handler)
+        server, port, hold = await _held_server()
         async with server:
             s = await _connect(port, direct=True)
             task = asyncio.create_task(s.read(100, None))
