@@ -494,6 +494,8 @@ async def test_real_bench_run_against_the_simulated_lanes():
             total = len(run.plan)
             info = plain(app.screen.query_one("#info"))
             assert f"{total}/{total} cells" in info and "finished" in info
+            # the lanes are lanemon's simulator (their /models said so): the header says it
+            assert plain(app.screen.query_one("#kind")) == "BENCH DECODE · SIM"
             for line in plain(app.screen.query_one("#progress")).splitlines():
                 assert f"{total // 2}/{total // 2}" in line
             main = app.screen.query_one("#chart-main", BenchChart)

@@ -37,6 +37,7 @@ from lanemon.folds.gauntlet import GauntletState
 from lanemon.folds.race import RaceState
 from lanemon.folds.requests import RequestTimeline
 from lanemon.folds.series import SeriesState
+from lanemon.reports.simulated import SimulatedWatch
 from lanemon.sessions.runner import Inbox, SourceThread, measures
 from lanemon.ui.screens.base import LanemonScreen
 from lanemon.ui.screens.dashboard import DashboardScreen
@@ -75,6 +76,9 @@ class Source(Protocol):
     def slower(self) -> None: ...
     def stop(self) -> None: ...
 
+
+_SIM_KINDS = frozenset((schema.PROBE, schema.LANE, schema.MARK))
+"""The events that can say a lane is simulated (reports/simulated.SimulatedWatch)."""
 
 FREEZE_AFTER_S = 2.0
 """Seconds after the app mounted (its first frames drawn, the lanes' first probes out) when the objects it
@@ -149,6 +153,10 @@ class LanemonApp(App):
         """Every race in the event stream (live or replayed), for the race screen."""
         self.timeline = RequestTimeline()
         """Every request as a bar over time, for the timeline screen (``t``)."""
+        header = getattr(getattr(self.source, "recording", None), "header", None)
+        self.simulated = SimulatedWatch({**(header if isinstance(header, dict) else {}), "lanes": lanes,
+                                         **({"demo": True} if getattr(self.source, "mode", None) == "demo" else {})})
+        """Which lanes are lanemon's simulator (reports/simulated.py): the header chips say so."""
         self.gauntlet = GauntletState([d["name"] for d in lanes])
         """The gauntlet's hops per lane (``g``), when the stream has a gauntlet."""
         for d in lanes:
@@ -207,6 +215,8 @@ class LanemonApp(App):
         self.race_state.apply(ev)
         self.timeline.apply(ev)
         self.gauntlet.apply(ev)
+        if ev.kind in _SIM_KINDS:
+            self.simulated.apply(ev)
         if ev.kind == schema.MARK:
             d = ev.data
             if self.bench is None and d.get("bench") in BENCH_KINDS and d.get("label") == "bench":

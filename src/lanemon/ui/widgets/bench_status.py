@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.widgets import Label
 
 from lanemon.ui.format import markup_escape as escape
-from lanemon.ui.widgets.status_bar import InfoBar, short_path
+from lanemon.ui.widgets.status_bar import InfoBar, short_path, sim_note
 
 
 class BenchStatus(InfoBar):
@@ -16,7 +16,7 @@ class BenchStatus(InfoBar):
 
     def update_from(self, *, kind: str, state: str, current: str | None, done: int, total: int, elapsed: str,
                     errors: int, recording_path) -> None:
-        self.show_chip(f"BENCH {kind.upper()}", f"-{state}" if state in ("finished", "stopped") else "-bench",
+        self.show_chip(f"BENCH {kind.upper()}{sim_note(self.app)}", f"-{state}" if state in ("finished", "stopped") else "-bench",
                        ("-bench", "-finished", "-stopped"))
         if state == "finished":
             now = "[$success b]■ finished[/] [dim]q quits[/]"

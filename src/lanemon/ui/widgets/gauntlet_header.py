@@ -10,7 +10,7 @@ from textual.containers import Horizontal
 from textual.widgets import Label
 
 from lanemon.ui.format import markup_escape as escape
-from lanemon.ui.widgets.status_bar import short_path
+from lanemon.ui.widgets.status_bar import short_path, sim_note
 
 
 class GauntletHeader(Horizontal):
@@ -29,7 +29,7 @@ class GauntletHeader(Horizontal):
 
     def update_from(self, *, mode: str, config: dict[str, Any], elapsed_s: float, finished: bool,
                     recording_path: Path | str | None) -> None:
-        self.query_one("#g-mode", Label).update(f"GAUNTLET · {mode.upper()}")
+        self.query_one("#g-mode", Label).update(f"GAUNTLET · {mode.upper()}{sim_note(self.app)}")
         parts = []
         if config:
             parts.append(f"[b]{config.get('hops', '?')}[/] hops × [b]{config.get('reps', '?')}[/] reps")

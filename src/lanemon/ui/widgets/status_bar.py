@@ -9,6 +9,7 @@ from textual.containers import Horizontal
 from textual.widgets import Label
 
 from lanemon.measure.load import Starvation, starvation_cause
+from lanemon.reports.simulated import chip_note
 from lanemon.ui import format as fmt
 from lanemon.ui.format import markup_escape as escape
 from lanemon.ui.widgets.repaint import hold_width, set_text
@@ -107,6 +108,16 @@ class InfoBar(Horizontal):
             chip.set_class(cls == state, cls)
 
 
+def sim_note(app) -> str:
+    """``" · SIM"`` (or ``" · SIM B"``) when the app's lanes are lanemon's simulator
+    (reports/simulated.py): every header chip says it, in replay as live ("" in a demo: its chip says so)."""
+    watch = getattr(app, "simulated", None)
+    if watch is None or getattr(getattr(app, "source", None), "mode", None) == "demo":
+        return ""
+    state = getattr(app, "state", None)
+    return chip_note(watch.lanes(), getattr(state, "lanes", None) or watch.names)
+
+
 class StatusBar(InfoBar):
     """Session-wide facts; every value comes from the source or from event time."""
 
@@ -132,6 +143,7 @@ class StatusBar(InfoBar):
             recording_path=getattr(source, "recording_path", None),
             shared=_shared(self.app),
             tick=bool(getattr(source, "real_time", False)),
+            simulated=sim_note(self.app),
         )
 
     def update_from(
@@ -148,10 +160,12 @@ class StatusBar(InfoBar):
         starved: Starvation | None = None,
         shared: int | None = None,
         tick: bool = False,
+        simulated: str = "",
     ) -> None:
         """``tick``: the source runs in real time (live, demo, attached), so the event count and the clock
-        move at most once a second while it runs."""
-        chip = mode.upper()
+        move at most once a second while it runs; ``simulated``: what the chip adds for simulated lanes
+        (:func:`sim_note`)."""
+        chip = mode.upper() + simulated
         if shared is not None:  # served to viewers (lanemon share): said all along, with how many; `s` tells how
             chip += f" · SHARED {shared} viewer{'s' * (shared != 1)}"
         self.show_chip(chip, f"-{mode}", ("-live", "-demo", "-replay"))
