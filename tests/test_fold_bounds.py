@@ -235,3 +235,30 @@ def test_packed_rows_hold_at_most_a_third_more_than_the_live_rows() -> None:
             assert len(p) == live
             worst = max(worst, len(p.t) / len(p))
     assert worst <= 4 / 3 + 1024 / live, worst
+
+
+def test_scrapes_are_kept_for_keep_ns_in_columns_and_read_back_as_they_came() -> None:
+    """/metrics and GPU readings: 20 minutes of a scrape every 2 s per lane.  Kept only to KEEP_NS, in typed
+    columns (about 40 bytes a scrape; a (t, dict) pair each held about 400), and read back with the figures
+    each reading had: a figure it lacked or that could not be true is not there."""
+    series = SeriesState(["A"])
+    n = 20 * 60 // 2
+    for i in range(n):
+        t = (i + 1) * 2 * NS
+        data = {"ok": True, "running": i % 7, "waiting": 3, "gen_tok_s": 100.0 + i}
+        if i % 5:
+            data["kv_usage"] = 0.5 if i % 11 else 7.0  # 7.0: not a share, never drawn
+        series.apply_event(Event(t, schema.SERVER_METRICS, "A", None, data))
+        series.apply_event(Event(t, schema.GPU, "A", None, {"ok": True, "power_w": 40.0 + i % 3,
+                                                             "gpus": [{"util_pct": 50}]}))
+    server, gpu = series.lane("A").server, series.lane("A").gpu
+    kept = [i for i in range(n) if (i + 1) * 2 * NS >= series.last_t - KEEP_NS]
+    assert len(server) == len(gpu) == len(kept)
+    assert server.points("gen_tok_s") == [((i + 1) * 2 * NS, 100.0 + i) for i in kept]
+    assert server.points("kv_usage") == [((i + 1) * 2 * NS, 0.5) for i in kept if i % 5 and i % 11]
+    t, last = server[-1]
+    assert t == n * 2 * NS and last == {"running": float((n - 1) % 7), "waiting": 3.0, "gen_tok_s": 100.0 + n - 1,
+                                        "kv_usage": 0.5}
+    assert gpu[-1] == (n * 2 * NS, {"power_w": 40.0 + (n - 1) % 3, "util_pct": 50.0})
+    size = server.t.buffer_info()[1] * 8 + sum(c.buffer_info()[1] * 8 for c in server.cols.values())
+    assert size <= len(server) * 40 * 4 // 3 + 1024  # typed columns, a third spare at most after compaction

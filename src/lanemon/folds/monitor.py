@@ -67,11 +67,12 @@ def saturation(series: SeriesState, lane: str, t0: int, t1: int) -> float | None
     mid = (t0 + t1) // 2
     halves = (series.window(lane, t0, mid).ttft[0], series.window(lane, mid + 1, t1).ttft[0])
     ttft = halves if None not in halves else None
-    rows = [(t, v) for t, v in series.lane(lane).server if t0 <= t <= t1]
+    scrapes = series.lane(lane).server
 
     def split(key: str) -> tuple[float, float] | None:
-        a = [v[key] for t, v in rows if t <= mid and key in v]
-        b = [v[key] for t, v in rows if t > mid and key in v]
+        pts = scrapes.points(key)
+        a = [v for t, v in pts if t0 <= t <= mid]
+        b = [v for t, v in pts if mid < t <= t1]
         return (sum(a) / len(a), sum(b) / len(b)) if a and b else None
 
     flag = oversaturated(split("waiting"), ttft, split("gen_tok_s"))  # type: ignore[arg-type]

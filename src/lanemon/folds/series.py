@@ -163,18 +163,79 @@ class Packed:
                          _OUTCOMES[c & 15], _flagset(c >> 4), None if fst < 0 else fst, vals[k + 4])
 
 
+class Scrapes:
+    """One lane's scraped figures over time (/metrics, GPU telemetry) in typed columns, one row a reading:
+    40 bytes a /metrics scrape with its four figures, where a ``(t, {name: value})`` pair held about 400 (a
+    lane scraped every 2 s keeps 480 of them for :data:`KEEP_NS`).  A figure a reading did not have (or
+    that could not be true: :func:`_possible`) is NaN in its column and left out when read."""
+
+    __slots__ = ("keys", "t", "cols", "start")
+
+    def __init__(self, keys: tuple[str, ...]) -> None:
+        self.keys = keys
+        self.t = array("q")
+        self.cols = {k: array("d") for k in keys}
+        self.start = 0
+        """Rows before this index are dropped (compacted away in batches, as :class:`Packed` does)."""
+
+    def add(self, t: int, vals: dict[str, float]) -> None:
+        self.t.append(t)
+        for k, col in self.cols.items():
+            col.append(vals.get(k, _NAN))
+
+    def drop_before(self, cutoff: int) -> None:
+        t, i = self.t, self.start
+        while i < len(t) and t[i] < cutoff:
+            i += 1
+        self.start = i
+        if i >= 256 and i * 4 >= len(t):
+            del t[:i]
+            for col in self.cols.values():
+                del col[:i]
+            self.start = 0
+
+    def points(self, key: str) -> list[tuple[int, float]]:
+        """(t, value) of every reading that had ``key``, oldest first (what a chart draws)."""
+        col, t = self.cols[key], self.t
+        return [(t[i], v) for i in range(self.start, len(t)) if (v := col[i]) == v]
+
+    def __len__(self) -> int:
+        return len(self.t) - self.start
+
+    def __getitem__(self, i: int) -> tuple[int, dict[str, float]]:
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(i)
+        j = self.start + (i % n)
+        return self.t[j], {k: v for k, col in self.cols.items() if (v := col[j]) == v}
+
+    def __iter__(self) -> Iterator[tuple[int, dict[str, float]]]:
+        """Each reading as ``(t, {name: value})`` with the figures it had."""
+        for i in range(len(self)):
+            yield self[i]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Scrapes) and list(self) == list(other)
+
+
+SERVER_KEYS = ("running", "waiting", "kv_usage", "gen_tok_s")
+"""What a lane's /metrics scrape keeps for the charts (:attr:`LaneSeries.server`)."""
+GPU_KEYS = ("power_w", "util_pct")
+"""What a lane's GPU reading keeps (:attr:`LaneSeries.gpu`)."""
+
+
 @dataclass
 class LaneSeries:
     samples: deque[Sample] = field(default_factory=deque)
     """The recent samples (:data:`RECENT_NS`, and any not judged yet), oldest first."""
     packed: Packed = field(default_factory=Packed)
     """The older ones, to :data:`KEEP_NS` (:class:`Packed`): read both with :meth:`SeriesState.samples`."""
-    server: deque[tuple[int, dict[str, float]]] = field(default_factory=deque)
-    """(t, {running, waiting, kv_usage}) per successful /metrics scrape (only the figures that can be true;
-    ``kv_usage`` is a share, 0..1)."""
-    gpu: deque[tuple[int, dict[str, float]]] = field(default_factory=deque)
-    """(t, {power_w, util_pct}) per successful GPU telemetry reading (docs/GPU.md): power summed over the
-    lane's GPUs, utilisation their mean; charted beside tok/s on the same time axis."""
+    server: Scrapes = field(default_factory=lambda: Scrapes(SERVER_KEYS))
+    """{running, waiting, kv_usage, gen_tok_s} per successful /metrics scrape (only the figures that can be
+    true; ``kv_usage`` is a share, 0..1)."""
+    gpu: Scrapes = field(default_factory=lambda: Scrapes(GPU_KEYS))
+    """{power_w, util_pct} per successful GPU telemetry reading (docs/GPU.md): power summed over the lane's
+    GPUs, utilisation their mean; charted beside tok/s on the same time axis."""
     filed: int = 0
     """Samples filed so far (the newest ``filed - n`` of :attr:`samples` are those filed after the n-th:
     :class:`ChartFeed` reads only those)."""
@@ -298,10 +359,9 @@ class SeriesState:
         if kind == schema.SERVER_METRICS and ev.lane is not None:
             d = ev.data
             if d.get("ok"):
-                vals = {k: float(d[k]) for k in ("running", "waiting", "kv_usage", "gen_tok_s")
-                        if _possible(k, d.get(k))}
+                vals = {k: float(d[k]) for k in SERVER_KEYS if _possible(k, d.get(k))}
                 if vals:
-                    self._push(self.lane(ev.lane).server, (ev.t, vals))
+                    self._scraped(self.lane(ev.lane).server, ev.t, vals)
                     self.version += 1
             return True
         if kind == schema.GPU and ev.lane is not None:
@@ -315,7 +375,7 @@ class SeriesState:
                 if utils:
                     vals["util_pct"] = sum(utils) / len(utils)
                 if vals:
-                    self._push(self.lane(ev.lane).gpu, (ev.t, vals))
+                    self._scraped(self.lane(ev.lane).gpu, ev.t, vals)
                     self.version += 1
             return True
         if ev.lane is not None and kind == schema.LANE:
@@ -377,10 +437,14 @@ class SeriesState:
             buckets[sec] += tokens * (hi - lo) / (end - start)
             sec += 1
 
-    def _push(self, dq: deque, item: Any) -> None:
+    def _scraped(self, scrapes: Scrapes, t: int, vals: dict[str, float]) -> None:
+        scrapes.add(t, vals)
+        scrapes.drop_before(self.last_t - KEEP_NS)
+
+    def _push(self, dq: deque[Sample], item: Sample) -> None:
         dq.append(item)
         cutoff = self.last_t - KEEP_NS
-        while dq and (dq[0][0] if isinstance(dq[0], tuple) else dq[0].t) < cutoff:
+        while dq and dq[0].t < cutoff:
             dq.popleft()
 
     # -- reading (the screen, on its timer) ------------------------------------

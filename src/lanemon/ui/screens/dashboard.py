@@ -141,7 +141,7 @@ def queue_series(series: Any, lanes: list[str]) -> tuple[dict[str, list[tuple[in
     lane_of: dict[str, str] = {}
     for name in lanes:
         for key, suffix in (("running", RUNNING), ("waiting", WAITING)):
-            pts = [(t, v[key]) for t, v in series.lane(name).server if key in v]
+            pts = series.lane(name).server.points(key)
             if pts:
                 out[name + suffix] = pts
                 lane_of[name + suffix] = name
@@ -531,7 +531,7 @@ class DashboardScreen(LanemonScreen):
         """The server's queue and KV cache, GPU power (each lane's scrapes), and where they go."""
         series = app.series
         queue, lane_of = queue_series(series, lanes)
-        kv = {n: [(t, v["kv_usage"]) for t, v in series.lane(n).server if "kv_usage" in v] for n in lanes}
+        kv = {n: series.lane(n).server.points("kv_usage") for n in lanes}
         kv = {n: pts for n, pts in kv.items() if pts}
         gauge = dict(marks={}, connect=True, connect_ns=SCRAPE_GAP_NS, **common)
         if queue:
@@ -543,7 +543,7 @@ class DashboardScreen(LanemonScreen):
             self.query_one("#chart-kv", TimeChart).show(series=kv, value_fmt=percent_axis, y_max=1.0, y_divisions=4,
                                                         title="server: KV cache used", **gauge)
         # GPU power (docs/GPU.md): each lane's GPUs summed, on the same time axis as its tok/s
-        power = {n: [(t, v["power_w"]) for t, v in series.lane(n).gpu if "power_w" in v] for n in lanes}
+        power = {n: series.lane(n).gpu.points("power_w") for n in lanes}
         power = {n: pts for n, pts in power.items() if pts}
         if power:
             self.query_one("#chart-gpu", TimeChart).show(series=power, value_fmt=watts_axis,
