@@ -37,6 +37,7 @@ from lanemon.folds.gauntlet import GauntletState
 from lanemon.folds.race import RaceState
 from lanemon.folds.requests import RequestTimeline
 from lanemon.folds.series import SeriesState
+from lanemon.heap import TRIM_EVERY_S, trim as trim_heap
 from lanemon.reports.simulated import SimulatedWatch
 from lanemon.sessions.runner import Inbox, SourceThread, measures
 from lanemon.ui.screens.base import LanemonScreen
@@ -313,6 +314,9 @@ class LanemonApp(App):
         if measures(self.source):  # what exists now (modules, widgets), then what the first frames made
             freeze_startup()
             self.set_timer(FREEZE_AFTER_S, freeze_startup)
+            # a live session runs for hours: its allocator's free pages go back to the system every 10 s
+            # (lanemon/heap.py: RSS follows the memory in use instead of drifting up by a few MB an hour)
+            self.set_interval(TRIM_EVERY_S, trim_heap)
         for msg in self.theme_warnings:
             self.notify(msg, title="theme", severity="warning", timeout=8, markup=False)
 
