@@ -96,8 +96,14 @@ async def test_six_lanes_wrap_into_two_rows_of_three_within_the_screen(screen, s
         if screen == "race":  # every lane's figures, the finished race's ranks
             ranks = {c.lane: str(c.query_one("#rank").render()) for c in cards}
             assert ranks["A"] == "1st" and set(ranks.values()) >= {"1st", "2nd"}
-            for card in cards:  # every card shows the end of its lane's text, the shortest ones too
-                scroll = card.query_one("#text-scroll")
+            scrolls = [(card, card.query_one("#text-scroll")) for card in cards]
+            # a card anchors its text once it outgrows the box, after a refresh, and Textual scrolls to the end
+            # at the next layout: on a busy machine that can come after settle's last pause (a bounded wait)
+            for _ in range(60):
+                if all(s.scroll_y >= s.max_scroll_y for _, s in scrolls):
+                    break
+                await pilot.pause(0.05)
+            for card, scroll in scrolls:  # every card shows the end of its lane's text, the shortest ones too
                 assert scroll.region.height >= 1 and card.content_region.contains_region(scroll.region), card.lane
                 assert scroll.scroll_y >= scroll.max_scroll_y, card.lane
 

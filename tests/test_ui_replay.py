@@ -66,7 +66,7 @@ async def test_replay_at_max_speed_matches_direct_fold(recording):
             assert errors[0].endswith(lane.errors[-1][2])
         info = plain(app.screen.query_one("#info", Label))
         assert "speed max" in info and "replay finished" in info
-        assert plain(app.screen.query_one("#mode", Label)) == "REPLAY"
+        assert plain(app.screen.query_one("#mode", Label)) == "REPLAY · SIM"  # the sample is the simulator's
         assert str(recording.name) in plain(app.screen.query_one("#path", Label))
         # speed keys reach the real session
         await pilot.press("minus")
