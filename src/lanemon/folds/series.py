@@ -93,6 +93,15 @@ def _o(x: float) -> float | None:
     return None if x != x else x
 
 
+def _drop_front(t: array, start: int, cutoff: int, batch: int) -> tuple[int, bool]:
+    """The first row of ``t`` (times, in filing order) at ``cutoff`` or later, from ``start``; and whether to
+    compact now: once at least ``batch`` rows and a quarter of them are dropped (:class:`Packed`, :class:`Scrapes`)."""
+    i = start
+    while i < len(t) and t[i] < cutoff:
+        i += 1
+    return i, i >= batch and i * 4 >= len(t)
+
+
 class Packed:
     """Judged samples older than :data:`RECENT_NS`, one row per request in typed arrays (8 bytes a field):
     the same figures a :class:`Sample` holds, its flags as a bit mask with ``client_bound`` already judged
@@ -132,11 +141,9 @@ class Packed:
         self.code.append(_OUTCOME_CODE.get(s.outcome, 1) | bits << 4)
 
     def drop_before(self, cutoff: int) -> None:
-        t, i = self.t, self.start
-        while i < len(t) and t[i] < cutoff:
-            i += 1
+        i, compact = _drop_front(self.t, self.start, cutoff, 1024)
         self.start = i
-        if i >= 1024 and i * 4 >= len(t):
+        if compact:
             # compact once a quarter is dropped: the arrays hold at most 4/3 of the live rows, and what is left
             # (3/4) is more than half of their capacity, so they keep it (no shrink and regrow of a block of
             # hundreds of KB every few minutes: the allocator's heap would fragment)
@@ -184,12 +191,10 @@ class Scrapes:
             col.append(vals.get(k, _NAN))
 
     def drop_before(self, cutoff: int) -> None:
-        t, i = self.t, self.start
-        while i < len(t) and t[i] < cutoff:
-            i += 1
+        i, compact = _drop_front(self.t, self.start, cutoff, 256)
         self.start = i
-        if i >= 256 and i * 4 >= len(t):
-            del t[:i]
+        if compact:
+            del self.t[:i]
             for col in self.cols.values():
                 del col[:i]
             self.start = 0
