@@ -115,7 +115,8 @@ def sim_note(app) -> str:
     if watch is None or getattr(getattr(app, "source", None), "mode", None) == "demo":
         return ""
     state = getattr(app, "state", None)
-    return chip_note(watch.lanes(), getattr(state, "lanes", None) or watch.names)
+    # lane names come from the lanes' config or a recording (untrusted): escaped for the chips' markup
+    return escape(chip_note(watch.lanes(), getattr(state, "lanes", None) or watch.names))
 
 
 class StatusBar(InfoBar):
