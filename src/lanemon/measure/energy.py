@@ -53,14 +53,24 @@ def _num(x: Any, hi: float) -> float | None:
     return x if math.isfinite(x) and 0 <= x <= hi else None
 
 
+class Readings(list):
+    """:func:`readings`' list, with ``failure``: the message of the lane's last failed reading (a telemetry
+    error is the telemetry endpoint's, said as such, never "no GPU telemetry for this lane")."""
+
+    failure: str | None = None
+
+
 def readings(events: Iterable[Event], lane: str) -> list[Reading]:
     """The successful GPU readings of *lane*, in time order (values that are not finite and non-negative
     are dropped: a recording is untrusted)."""
-    out = []
+    out = Readings()
     for ev in events:
-        if ev.kind != schema.GPU or ev.lane != lane or not ev.data.get("ok"):
+        if ev.kind != schema.GPU or ev.lane != lane:
             continue
         d = ev.data
+        if not d.get("ok"):
+            out.failure = str(d.get("message") or d.get("cls") or "a reading failed")[:300]
+            continue
         back = (_num(d.get("parse_s"), 60) or 0.0) + (_num(d.get("latency_s"), 60) or 0.0) / 2
         out.append(Reading(ev.t - int(back * NS), _num(d.get("power_w"), 1e6), _num(d.get("energy_mj"), 1e18)))
     out.sort(key=lambda r: r.t)
@@ -130,8 +140,10 @@ def window_energy(rs: list[Reading], t0: int, t1: int) -> dict[str, Any]:
     """``energy_j``, ``gpu_power_w_mean``, ``energy_source`` (counter | power) and ``energy_reason`` (why
     None) over [t0, t1]."""
     if not rs:
-        return {"energy_j": None, "gpu_power_w_mean": None, "energy_source": None,
-                "energy_reason": "no GPU telemetry for this lane"}
+        failure = getattr(rs, "failure", None)
+        reason = ("no GPU telemetry for this lane" if failure is None else failure
+                  if failure.startswith("GPU telemetry") else f"GPU telemetry failed: {failure}")
+        return {"energy_j": None, "gpu_power_w_mean": None, "energy_source": None, "energy_reason": reason}
     if t1 <= t0:
         return {"energy_j": None, "gpu_power_w_mean": None, "energy_source": None,
                 "energy_reason": "empty window"}
