@@ -86,7 +86,10 @@ def _listen(args: argparse.Namespace, config: Config) -> tuple[str, int] | None:
 
 
 def _load(args: argparse.Namespace) -> Config:
-    return merge_lanes(load_config(args.config), args.lane)
+    from lanemon.cli.common import lane_extras
+
+    # --telemetry and --cost too (they were accepted and silently ignored here)
+    return lane_extras(args, merge_lanes(load_config(args.config), args.lane))
 
 def _probe_config(config: Config, interval: float | None, demo: bool = False) -> ProbeConfig:
     probe = config.probe
