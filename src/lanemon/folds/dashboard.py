@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from lanemon.measure import metrics
 from lanemon.measure.counters import Accumulator
+from lanemon.measure.restarts import restart_reason
 from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.measure.load import CLIENT_BOUND, ClientLoad, flag as flag_record
@@ -51,11 +52,13 @@ class ServerMetricsState:
     hit_rate: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
     timings: dict = field(default_factory=dict)
     """The engine's own latency means (``ttft_s``, ``queue_s``, ``prefill_s``, ``decode_s``, ``e2e_s``, ...) over
-    the latest scrape interval in which requests ended (measure/server.py; empty without histograms)."""
+    the latest scrape interval in which requests ended and the engine did not restart (measure/server.py; empty
+    without histograms)."""
     server_ttft_s: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
     session: Accumulator = field(default_factory=Accumulator)
     """What the engine's counters did since this session's first scrape (measure/counters.py: the increases of
-    every scrape added up; a restart counted as one, never a negative delta); :meth:`session_counters`."""
+    every scrape added up; the interval of a restart left out and the restart named, measure/restarts.py's rule,
+    never a negative delta); :meth:`session_counters`."""
     _session_at: int = field(default=-1, compare=False)
     _session_out: dict | None = field(default=None, compare=False)
 
@@ -75,7 +78,7 @@ class ServerMetricsState:
         self.engine = d.get("engine", self.engine)
         self.session.add(t, d)
         prev = self.last
-        if prev and "ttft_count" in d and "ttft_count" in prev:
+        if prev and "ttft_count" in d and "ttft_count" in prev and not restart_reason(prev, d):
             timings = server_timings(prev, d)
             if timings.get("ttft_count"):
                 self.timings = timings
