@@ -79,6 +79,9 @@ def test_a_session_adds_up_the_intervals_around_a_restart_and_a_rep_with_one_wit
     assert clean["requests"] == 2 and restarted.get("requests") is None
     cell = sum_counters([clean, restarted])  # a cell of two reps, one with a restart
     assert cell["withheld"] and cell["restarts"] == 1 and "requests" not in cell
+    from lanemon.reports.sections.efficiency import counter_rows  # the report's counters table says so
+    row = counter_rows([("A", "C4", cell)])[0]
+    assert row[2] == "—" and row[-1] == "1 (counters withheld: not this run's)"
 
 
 def test_process_start_time_is_mapped_and_a_steady_one_is_no_restart():

@@ -475,12 +475,29 @@ def decode_table(result: dict[str, Any], lanes: Sequence[str] | None = None) -> 
     notes = []
     if any(c.get("tokens_estimated") for c in cells):
         notes.append("est.: token counts estimated from chunks (the lane sent no usage block)")
+    if show_ttfo and any(c.get("reasoning_estimated") for c in cells):
+        notes.append(reasoning_note(cells))
     if show_goodput:
         notes.append("goodput: share of requests meeting every target and their rate (per second of the reps' "
                      f"first send → last end); {slo_targets_text(slo)}")
     basis = ("steady = tokens while all C streams ran / that window; span = first send → last end" if with_steady
              else "span = first send → last end (recorded before the steady figure: levels judged on it)")
     return ResultTable("decode", f"decode ladder · {basis}", cols, rows, notes, decode_legend(result), ends)
+
+
+def reasoning_note(cells: Sequence[dict[str, Any]]) -> str:
+    """What the ``est.`` beside a reasoning count means: chunks carrying both reasoning and answer split by their
+    text (the usage block said the chunk's tokens, not how many reasoned), or reasoning counted as chunks."""
+    split = sum(int(num(c.get("reasoning_split_estimated")) or 0) for c in cells if c.get("reasoning_estimated"))
+    chunked = any(c.get("reasoning_estimated") and not c.get("reasoning_split_estimated") for c in cells)
+    out = []
+    if split:
+        out.append(f"{split} chunk{'s' if split != 1 else ''} carrying the end of the reasoning and the start of the "
+                   "answer split by the length of each part's text (usage gave the chunk's tokens, not how many "
+                   "reasoned)")
+    if chunked:
+        out.append("reasoning counted as chunks (the lane did not say how many tokens each reasoning chunk held)")
+    return "est. (reasoning tok): " + "; ".join(out)
 
 
 def rep_range(reps: Any) -> str:

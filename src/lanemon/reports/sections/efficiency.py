@@ -98,7 +98,8 @@ def counter_rows(items: list[tuple[str, str, Any]]) -> list[list[str]]:
                      str(c.get("preemptions") if c.get("preemptions") is not None else "—"),
                      "—" if spec is None else f"{spec * 100:.0f}%",
                      rank_text or "—", ", ".join(c.get("lora_adapters") or []) or "—",
-                     f"{c['restarts']}" if c.get("restarts") else "—"])
+                     (f"{c['restarts']}" + (" (counters withheld: not this run's)" if c.get("withheld") else ""))
+                     if c.get("restarts") else "—"])
     return rows
 
 
