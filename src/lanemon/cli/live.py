@@ -160,7 +160,8 @@ def _run_headless(args: argparse.Namespace, session, rules: list, slo: dict[str,
     from lanemon.cli.common import err, run_interruptible
     from lanemon.monitor.headless import ListenError, Monitor, run_headless, stderr_line
 
-    monitor = Monitor(session, rules, window_s=args.window, slo=slo, listen=listen, on_transition=stderr_line)
+    monitor = Monitor(session, rules, window_s=args.window, slo=slo, listen=listen, on_transition=stderr_line,
+                      on_lane_change=stderr_line)
     names = ", ".join(lane.name for lane in session.lane_configs)
     err(f"watching {names} headless ({len(rules)} alert rule{'s' * (len(rules) != 1)}; Ctrl-C stops)")
     failure: dict[str, str] = {}
@@ -177,6 +178,11 @@ def _run_headless(args: argparse.Namespace, session, rules: list, slo: dict[str,
             session.recorder.close()
             session.recorder.discard_if_empty()
         raise UsageError(failure["listen"])
+    down = monitor.down_summary(session.clock.now())
+    for line in down:
+        err(line)
+    if down and args.duration:
+        return 1  # a --duration run is a check: a lane down during it fails it (README's exit codes)
     return 0  # Ctrl-C is how a monitor is meant to stop
 
 

@@ -9,7 +9,9 @@ the same numbers.  On top of them it keeps:
 * cumulative TTFT / TPOT histograms (the exporter's ``lanemon_ttft_seconds`` / ``lanemon_tpot_seconds``),
   observed only for complete requests lanemon was not starved during (TPOT also not for bursts): the
   project's rule (docs/METRICS.md);
-* the engine's preemption counter over time (preemptions in the window).
+* the engine's preemption counter over time (preemptions in the window);
+* :class:`Availability`: each lane's down / up changes from its health probes (the ``lane_state`` events, the
+  headless stderr lines, the exporter's down counter).
 
 :meth:`MonitorState.figures` answers ``{lane: {metric: value}}`` with the names of
 :data:`lanemon.measure.alerts.METRICS`, what alert rules are evaluated on.
@@ -31,6 +33,7 @@ from lanemon.measure.load import CLIENT_BOUND
 from lanemon.measure import slo as slo_rules
 from lanemon.measure.metrics import meets_slo
 from lanemon.measure.records import BURST, RequestRecord
+from lanemon.untrusted import inert
 
 NS = 1_000_000_000
 
@@ -77,6 +80,91 @@ def saturation(series: SeriesState, lane: str, t0: int, t1: int) -> float | None
 
     flag = oversaturated(split("waiting"), ttft, split("gen_tok_s"))  # type: ignore[arg-type]
     return None if flag is None else float(flag)
+
+
+REASON_MAX = 200
+"""Characters of a probe's error kept in a down line / event (the message comes from the lane: untrusted)."""
+DOWN, UP = "down", "up"
+
+
+@dataclass(frozen=True, slots=True)
+class LaneChange:
+    """A lane went down (its health probe failed after answering, or from the start) or came back up."""
+
+    lane: str
+    state: str  # down | up
+    t_ns: int
+    cls: str | None = None
+    """Down: the probe's error class (connect, timeout, http, ...)."""
+    message: str = ""
+    """Down: why (the probe's error, escapes stripped, at most :data:`REASON_MAX` characters)."""
+    since_ns: int | None = None
+    """Up: when it went down."""
+
+    @property
+    def down_s(self) -> float | None:
+        return None if self.since_ns is None else round((self.t_ns - self.since_ns) / NS, 3)
+
+    def to_json(self) -> dict[str, object]:
+        """The ``lane_state`` event's data (docs/RECORDING.md)."""
+        out: dict[str, object] = {"state": self.state, "t_s": round(self.t_ns / NS, 3)}
+        if self.state == DOWN:
+            out.update(cls=self.cls, message=self.message)
+        else:
+            out.update(since_s=round((self.since_ns or 0) / NS, 3), down_s=self.down_s)
+        return out
+
+    def line(self) -> str:
+        """One line for stderr: ``lane D DOWN at +2.0s: connect: connection refused (...)`` /
+        ``lane D UP at +5.0s (down 3.0 s)``; the lane name and the reason passed through ``inert``."""
+        name = inert(self.lane, 64)
+        if self.state == DOWN:
+            why = inert(self.message, REASON_MAX) or "no answer"
+            return f"lane {name} DOWN at +{self.t_ns / NS:.1f}s: {inert(self.cls or 'probe', 32)}: {why}"
+        return f"lane {name} UP at +{self.t_ns / NS:.1f}s (down {self.down_s:.1f} s)"
+
+
+class Availability:
+    """Each lane's down / up changes from its health probes (``probe`` events), pure.
+
+    A lane is down from its first failed probe (at once: a monitor says so on the probe that saw it) until
+    a probe answers again.  The first answer of a lane never seen down is not a change (nothing to say)."""
+
+    def __init__(self) -> None:
+        self.down_since: dict[str, int] = {}
+        """Lanes down now -> when they went down (ns)."""
+        self.seen: set[str] = set()
+        self.ever_down: set[str] = set()
+        self.downs: dict[str, int] = {}
+        """Lane -> times it went down."""
+        self.down_ns: dict[str, int] = {}
+        """Lane -> ns spent down, finished stretches only (:meth:`down_total_s` adds the current one)."""
+
+    def apply(self, ev: Event) -> LaneChange | None:
+        if ev.kind != schema.PROBE or ev.lane is None:
+            return None
+        lane, ok = ev.lane, bool(ev.data.get("ok"))
+        self.seen.add(lane)
+        since = self.down_since.get(lane)
+        if ok:
+            if since is None:
+                return None
+            del self.down_since[lane]
+            self.down_ns[lane] = self.down_ns.get(lane, 0) + max(0, ev.t - since)
+            return LaneChange(lane, UP, ev.t, since_ns=since)
+        if since is not None:
+            return None
+        self.down_since[lane] = ev.t
+        self.ever_down.add(lane)
+        self.downs[lane] = self.downs.get(lane, 0) + 1
+        cls = ev.data.get("cls")
+        message = ev.data.get("message") or ev.data.get("status") or ""
+        return LaneChange(lane, DOWN, ev.t, cls=inert(cls, 32) if cls else None,
+                          message=inert(str(message), REASON_MAX))
+
+    def down_total_s(self, lane: str, now_ns: int) -> float:
+        since = self.down_since.get(lane)
+        return (self.down_ns.get(lane, 0) + (max(0, now_ns - since) if since is not None else 0)) / NS
 
 
 @dataclass
@@ -177,6 +265,9 @@ class MonitorState:
         self.series = SeriesState([name for name, _, _ in lanes or []])
         self.hists: dict[str, tuple[Histogram, Histogram]] = {}
         self.preemptions: dict[str, deque[tuple[int, float]]] = {}
+        self.availability = Availability()
+        self.last_change: LaneChange | None = None
+        """The down / up change the latest event made (None: none)."""
         self.version = 0
 
     @property
@@ -197,6 +288,7 @@ class MonitorState:
         self.version += 1
         self.session.apply(ev)
         self.series.apply(ev)
+        self.last_change = self.availability.apply(ev)
         if ev.kind == schema.SERVER_METRICS and ev.lane is not None and ev.data.get("ok"):
             v = ev.data.get("preemptions_total")
             if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0:

@@ -7,6 +7,7 @@ Families (labels ``lane``, ``model``):
   not starved during (TPOT: not bursts either), since the monitor started;
 * ``lanemon_requests_total{outcome}`` -- finished requests by outcome (complete, error, truncated, empty);
 * ``lanemon_lane_up`` -- 1 when the latest health probe answered;
+* ``lanemon_lane_down_total`` -- times the lane went down;
 * ``lanemon_slo_attainment_ratio`` -- share of the window's requests meeting every SLO target (with an SLO);
 * ``lanemon_goodput_requests_per_second`` -- those requests per second of the window (with an SLO);
 * ``lanemon_oversaturated`` -- 1 when the queue grew and TTFT rose while throughput stayed flat (window halves);
@@ -66,6 +67,8 @@ class MonitorCollector:
                                    "empty); lanemon's own cancellations not counted", labels=[*labels, "outcome"])
         up = GaugeMetricFamily("lanemon_lane_up", "1 when the lane's latest health probe (GET /models) answered",
                                labels=labels)
+        downs = CounterMetricFamily("lanemon_lane_down", "Times the lane went down (a health probe failed after "
+                                    "it answered, or from the start)", labels=labels)
         attain = GaugeMetricFamily("lanemon_slo_attainment_ratio", "Share of the window's requests meeting every "
                                    "SLO target (errors are misses)", labels=labels)
         good = GaugeMetricFamily("lanemon_goodput_requests_per_second", "Requests meeting every SLO target per "
@@ -88,6 +91,7 @@ class MonitorCollector:
                 reqs.add_metric([*lv, outcome], getattr(lane, _OUTCOME_FIELD[outcome]))
             if lane.up is not None:
                 up.add_metric(lv, 1.0 if lane.up else 0.0)
+            downs.add_metric(lv, st.availability.downs.get(name, 0))
             figs = figures.get(name, {})
             if figs.get("slo_attainment") is not None:
                 attain.add_metric(lv, figs["slo_attainment"])
@@ -102,7 +106,7 @@ class MonitorCollector:
                         per[rule.severity] += 1
                 for sev, n in per.items():
                     firing.add_metric([*lv, sev], n)
-        yield from (ttft, tpot, reqs, up, attain, good, saturated, firing, window)
+        yield from (ttft, tpot, reqs, up, downs, attain, good, saturated, firing, window)
 
 
 def make_registry(state: MonitorState, alerts: AlertEngine | None = None) -> CollectorRegistry:
