@@ -120,7 +120,12 @@ def test_a_lane_that_comes_back_says_when_and_the_exporter_follows(tmp_path):
         assert any(line.startswith("lanemon_lane_up{") and line.endswith(" 0.0") for line in text.splitlines())
         with SimThread("tensorfold-exl3", port=port, time_scale=0.1):
             lm.wait_for(r"lane D UP at \+[0-9.]+s \(down [0-9.]+ s", 15)
-            text = httpx.get(m.group(1), timeout=5).text
+            deadline = time.monotonic() + 5  # the exposition is rendered at most once a second: wait for it
+            while time.monotonic() < deadline:
+                text = httpx.get(m.group(1), timeout=5).text
+                if any(ln.startswith("lanemon_lane_up{") and ln.endswith(" 1.0") for ln in text.splitlines()):
+                    break
+                time.sleep(0.2)
             assert any(line.startswith("lanemon_lane_up{") and line.endswith(" 1.0") for line in text.splitlines())
             deadline = time.monotonic() + 20
             while lm.proc.poll() is None and time.monotonic() < deadline:

@@ -52,8 +52,12 @@ def add_monitor_args(p: argparse.ArgumentParser) -> None:
 
 def monitor_rules(args: argparse.Namespace, config: Config) -> list:
     """The alert rules of lanes.toml ([[alerts]]) and ``--alert``, parsed; a bad one is a UsageError naming it."""
+    from lanemon.config import MAX_ALERTS
     from lanemon.measure.alerts import RuleError, parse_rule
 
+    given = len(config.alerts) + len(getattr(args, "alert", None) or [])
+    if given > MAX_ALERTS:
+        raise UsageError(f"--alert: {given} alert rules (with lanes.toml [[alerts]]); at most {MAX_ALERTS}")
     rules = []
     try:
         for a in config.alerts:
@@ -80,9 +84,17 @@ def monitor_slo(args: argparse.Namespace, config: Config) -> dict[str, float]:
 def _listen(args: argparse.Namespace, config: Config) -> tuple[str, int] | None:
     from lanemon.config import parse_listen
 
-    if getattr(args, "serve_metrics", None):
-        return parse_listen(args.serve_metrics, "--serve-metrics")
-    return config.exporter_listen
+    listen = parse_listen(args.serve_metrics, "--serve-metrics") if getattr(args, "serve_metrics", None) \
+        else config.exporter_listen
+    if listen is not None:
+        from lanemon.cli.common import err
+        from lanemon.monitor.exporter import exposure_warning
+
+        warning = exposure_warning(*listen, flag="--serve-metrics" if getattr(args, "serve_metrics", None)
+                                   else "exporter.listen")
+        if warning:
+            err(warning)
+    return listen
 
 
 def _load(args: argparse.Namespace) -> Config:

@@ -28,7 +28,7 @@ from lanemon.events import Event
 from lanemon import events as schema
 from lanemon.folds.dashboard import LaneState, SessionState
 from lanemon.folds.series import SeriesState
-from lanemon.measure import metrics
+from lanemon.measure import energy, metrics
 from lanemon.measure.load import CLIENT_BOUND
 from lanemon.measure import slo as slo_rules
 from lanemon.measure.metrics import meets_slo
@@ -44,6 +44,9 @@ TPOT_BUCKETS = (0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03, 0.
                 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0)
 """Upper bounds (s) of the TPOT histogram (vLLM's ``inter_token_latency_seconds`` buckets)."""
 DEFAULT_WINDOW_S = 60.0
+MAX_MODEL_IDS = 4
+"""Distinct model ids a lane may show as a label value; a lane's further ids are :data:`OTHER_MODEL`."""
+OTHER_MODEL = "(other)"
 SATURATION_TTFT_RISE = 1.2
 """Over-saturation: the second half of the window's median TTFT is at least this many times the first half's ..."""
 SATURATION_FLAT = 0.10
@@ -248,6 +251,8 @@ class _Session(SessionState):
         if CLIENT_BOUND in rec.flags:
             return
         hist = self._owner.histograms(lane.name)
+        if m.generated_tokens:
+            self._owner.output_tokens[lane.name] = self._owner.output_tokens.get(lane.name, 0) + m.generated_tokens
         if m.ttft_s is not None:
             hist[0].observe(m.ttft_s)
         if m.tpot_s is not None and BURST not in m.flags:
@@ -266,6 +271,15 @@ class MonitorState:
         self.hists: dict[str, tuple[Histogram, Histogram]] = {}
         self.preemptions: dict[str, deque[tuple[int, float]]] = {}
         self.availability = Availability()
+        self.gpu: dict[str, deque[energy.Reading]] = {}
+        """Each lane's GPU readings (power, energy counter) over the window and a little before it."""
+        self.cost_per_hour: dict[str, float] = {}
+        self.output_tokens: dict[str, int] = {}
+        """Generated tokens of the complete requests lanemon was not starved during, since the start."""
+        self.models: dict[str, list[str]] = {}
+        """Each lane's distinct model ids, the first :data:`MAX_MODEL_IDS` (the exporter's label values)."""
+        self.model_changes: dict[str, int] = {}
+        self._model_now: dict[str, str] = {}
         self.last_change: LaneChange | None = None
         """The down / up change the latest event made (None: none)."""
         self.version = 0
@@ -289,6 +303,16 @@ class MonitorState:
         self.session.apply(ev)
         self.series.apply(ev)
         self.last_change = self.availability.apply(ev)
+        if ev.lane is not None and ev.kind in (schema.PROBE, schema.LANE):
+            self._note_model(ev.lane)
+            if ev.kind == schema.LANE:
+                self.cost_per_hour.update(energy.lane_costs([ev]))
+        if ev.kind == schema.GPU and ev.lane is not None:
+            for r in energy.readings([ev], ev.lane):
+                dq = self.gpu.setdefault(ev.lane, deque())
+                dq.append(r)
+                while len(dq) > 2 and dq[1].t < ev.t - int((self.window_s + energy.MAX_HOLD_S) * NS):
+                    dq.popleft()
         if ev.kind == schema.SERVER_METRICS and ev.lane is not None and ev.data.get("ok"):
             v = ev.data.get("preemptions_total")
             if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0:
@@ -296,6 +320,42 @@ class MonitorState:
                 dq.append((ev.t, float(v)))
                 while len(dq) > 2 and dq[1][0] < ev.t - int(self.window_s * NS):
                     dq.popleft()
+
+    def _note_model(self, lane: str) -> None:
+        state = self.lanes.get(lane)
+        model = state.model if state is not None else None
+        if not model or model == self._model_now.get(lane):
+            return
+        if lane in self._model_now:
+            self.model_changes[lane] = self.model_changes.get(lane, 0) + 1
+        self._model_now[lane] = model
+        seen = self.models.setdefault(lane, [])
+        if model not in seen and len(seen) < MAX_MODEL_IDS:
+            seen.append(model)
+
+    def model_label(self, lane: str) -> str | None:
+        """The lane's model id as an exporter label: the current one if among the first
+        :data:`MAX_MODEL_IDS` the lane had, else ``OTHER_MODEL`` (a lane changing its model id on every probe
+        must not make a series per id); None while no model is known."""
+        state = self.lanes.get(lane)
+        model = state.model if state is not None else None
+        if not model:
+            return None
+        return model if model in self.models.get(lane, ()) else OTHER_MODEL
+
+    def energy_figures(self, lane: str, now_ns: int | None = None) -> dict[str, float | None]:
+        """GPU energy (J) and mean power (W) over the window, the window's output tokens per joule and
+        USD per 1M output tokens (measure/energy.py's definitions, the benches'); None where unknown."""
+        now = self.last_t if now_ns is None else now_ns
+        t0 = max(0, now - int(self.window_s * NS))
+        w = energy.window_energy(list(self.gpu.get(lane, ())), t0, now)
+        tokens = sum(int(s.tokens) for s in self.series.samples(lane, t0)
+                     if t0 <= s.t <= now and s.outcome == "ok" and CLIENT_BOUND not in self.series.flags_of(s))
+        eff = energy.efficiency(w["energy_j"], tokens, (now - t0) / NS, self.cost_per_hour.get(lane),
+                                w["energy_reason"])
+        return {"energy_j": w["energy_j"], "gpu_power_w_mean": w["gpu_power_w_mean"],
+                "tokens_per_joule": eff["tokens_per_joule"], "usd_per_1m_output_tokens": eff["usd_per_1m_output_tokens"],
+                "output_tokens": float(tokens)}
 
     # -- reading -------------------------------------------------------------------------------------
     def _slo_figures(self, lane: str, t0: int, t1: int) -> tuple[float | None, float | None]:
