@@ -75,6 +75,10 @@ def test_a_wildcard_bind_is_said_loudly_and_loopback_is_quiet():
     for host in ("0.0.0.0", "::"):
         assert "every network interface" in exposure_warning(host, 9464)
     assert "reachable from the network" in exposure_warning("10.1.2.3", 9464)
+    proc = subprocess.run([sys.executable, "-m", "lanemon", "live", "--headless", "--serve-metrics", "0.0.0.0:0",
+                           "--lane", "A=http://127.0.0.1:9/v1", "--duration", "1", "--no-record"],
+                          capture_output=True, text=True, timeout=60)
+    assert "WARNING: --serve-metrics 0.0.0.0:0 binds every network interface" in proc.stderr, proc.stderr
 
 
 def test_slow_connections_do_not_lock_scrapers_out():

@@ -52,6 +52,16 @@ FAMILIES: dict[str, tuple[str, str, str]] = {
                                             "the window, req/s"),
     "lanemon_oversaturated": ("gauge", "", "1 when over the window the engine's queue grew and TTFT rose while "
                               "its throughput stayed flat (needs the engine's /metrics)"),
+    "lanemon_window_error_ratio": ("gauge", "ratio", "Share (0..1) of the window's finished requests that did not "
+                                   "complete (error, truncated, empty)"),
+    "lanemon_window_decode_tokens_per_second": ("gauge", "tok/s", "Median per-stream decode rate of the window's "
+                                                "complete requests, tok/s"),
+    "lanemon_engine_kv_cache_usage_ratio": ("gauge", "ratio", "The engine's KV-cache use (0..1) at its latest "
+                                            "/metrics scrape (vLLM, SGLang)"),
+    "lanemon_engine_requests_waiting": ("gauge", "requests", "Requests queued in the engine at its latest "
+                                        "/metrics scrape, requests"),
+    "lanemon_engine_requests_running": ("gauge", "requests", "Requests running in the engine at its latest "
+                                        "/metrics scrape, requests"),
     "lanemon_gpu_power_watts": ("gauge", "watts", "The lane's GPUs' power draw at the latest telemetry reading, "
                                 "summed over its GPUs, watts"),
     "lanemon_gpu_energy_joules": ("counter", "joules", "The lane's GPUs' energy counter at the latest reading "
@@ -130,6 +140,11 @@ class MonitorCollector:
             put("lanemon_slo_attainment_ratio", lv, figs.get("slo_attainment"))
             put("lanemon_goodput_requests_per_second", lv, figs.get("goodput"))
             put("lanemon_oversaturated", lv, figs.get("oversaturated"))
+            put("lanemon_window_error_ratio", lv, figs.get("error_share"))
+            put("lanemon_window_decode_tokens_per_second", lv, figs.get("decode_tok_s"))
+            put("lanemon_engine_kv_cache_usage_ratio", lv, figs.get("kv_usage"))
+            put("lanemon_engine_requests_waiting", lv, figs.get("waiting"))
+            put("lanemon_engine_requests_running", lv, figs.get("running"))
             readings = st.gpu.get(name)
             if readings:
                 put("lanemon_gpu_power_watts", lv, readings[-1].power_w)
