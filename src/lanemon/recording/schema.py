@@ -249,6 +249,15 @@ class AlertData(_Data):
     t_s: Num | None = None
 
 
+class LaneStateData(_Data):
+    state: str | None = None
+    t_s: Num | None = None
+    cls: str | None = None
+    message: str | None = None
+    since_s: Num | None = None
+    down_s: Num | None = None
+
+
 #: kind -> the schema of its ``data`` (fields not named are kept unchecked).
 DATA_SCHEMAS: dict[str, type[_Data]] = {
     ev_schema.PROBE: ProbeData,
@@ -266,6 +275,7 @@ DATA_SCHEMAS: dict[str, type[_Data]] = {
     ev_schema.CLIENT_LOAD: ClientLoadData,
     ev_schema.GPU: GpuData,
     ev_schema.ALERT: AlertData,
+    ev_schema.LANE_STATE: LaneStateData,
 }
 
 
