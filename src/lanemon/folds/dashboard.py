@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from lanemon.measure import metrics
 from lanemon.measure.counters import Accumulator
 from lanemon.measure.restarts import restart_reason
+from lanemon.measure.server import sim_name
 from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.measure.load import CLIENT_BOUND, ClientLoad, flag as flag_record
@@ -39,6 +40,8 @@ class ServerMetricsState:
     available: bool | None = None
     """None until the first scrape; False once the lane turned out to have no /metrics."""
     engine: str | None = None
+    simulates: str | None = None
+    """The engine lanemon's simulator simulates on this lane (its probe's ``simulates``), or None."""
     last: dict = field(default_factory=dict)
     """The latest successful scrape's data (running, waiting, kv_usage, gen_tok_s, ...)."""
     last_t: int | None = None
@@ -373,6 +376,8 @@ class SessionState:
             lane.models_latency_s = d.get("latency_s")
             if d.get("model"):
                 lane.model = d["model"]
+            if sim_name(d.get("simulates")):
+                lane.server.simulates = d["simulates"]
             if d.get("model_changed_from"):  # logged with the errors: every later figure is another model's
                 lane.errors.append((ev.t, "model", f"model changed: {d['model_changed_from']} -> {d.get('model')}"))
             if lane.up:
