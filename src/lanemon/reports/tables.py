@@ -236,6 +236,11 @@ def load_table(result: dict[str, Any], lanes: Sequence[str] | None = None) -> Re
                 row += [Cell(fixed(r.get("usd_per_1m_output_tokens"), 2))]
             row += engine_cells(r.get("engine_counters"), eng)
             rows.append(row)
+            if r.get("workers_lost"):  # a load host lost mid-rep (docs/WORKERS.md, "Failure handling")
+                lost = ", ".join(f"{w.get('host') or '?'} ({str(w.get('node') or '?')[:12]})"
+                                 for w in r["workers_lost"] if isinstance(w, dict))
+                notes.append(f"{who}: workers_lost: load host {lost} lost; its requests in flight are errors, "
+                             f"{r.get('not_sent') or 0} it had not sent are not sent (no figure from them)")
             apart = ", ".join(f"{r[k]} {k}" for k in ("truncated", "empty", "bursts") if r.get(k))
             if apart:
                 notes.append(f"{who}: {apart} (counted apart, no figure from them)")
