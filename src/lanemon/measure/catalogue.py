@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 #: the units a figure may have (docs/METRICS.md, "The catalogue")
-UNITS = ("s", "tok/s", "req/s", "tok", "tok/chunk", "requests", "ratio", "W", "J", "tok/J", "USD/1M tok", "bool")
+UNITS = ("s", "tok/s", "req/s", "tok", "tok/chunk", "requests", "ratio", "x", "W", "J", "tok/J", "USD/1M tok", "bool")
 
 
 @dataclass(frozen=True)
@@ -127,6 +127,9 @@ CATALOGUE: tuple[Metric, ...] = (
     Metric("cache_hit_tok_s", "cache hit tok/s", "tok/s",
            "bench prefill: the same prompt sent again, answered from the prefix cache: prompt tokens / its TTFT",
            ("cache_hit_tok_s",), "cache hit tok/s", short="cache hit"),
+    Metric("prefill_ratio", "prefill ratio", "x",
+           "bench prefill with two lanes: the second lane's cold prefill tok/s / the first's, per length (shown "
+           "as B/A, x)", ("ratios.by_length",), ""),
     Metric("repeat_tok_s", "repeat tok/s", "tok/s",
            "bench prefill: the repeated prompt's prompt tokens / TTFT, hit or not", ("repeat_tok_s",),
            "repeat tok/s"),
