@@ -407,6 +407,9 @@ def _render_efficiency(result: dict[str, Any], names: list[str], console) -> Non
     console.print(t)
     if sec.summary:
         console.print(rich_escape(sec.summary))
+    for note in sec.notes:  # why a lane with telemetry has no figure (its exporter's interval against the cells)
+        if "energy withheld" in note:
+            console.print(rich_escape(note))
 
 
 def _render_prefill(result: dict[str, Any], console) -> None:
