@@ -14,6 +14,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from lanemon.measure import metrics
+from lanemon.measure.bounds import gpu_reading
 from lanemon.measure.counters import Accumulator
 from lanemon.measure.restarts import restart_reason
 from lanemon.measure.server import sim_name
@@ -106,6 +107,10 @@ class GpuState:
     last_t: int | None = None
     error: str | None = None
     power_w: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    dropped: int = 0
+    """Values of the readings so far that were not physically possible (or not numbers), dropped
+    (measure/bounds.gpu_reading: the telemetry client's count recorded with each reading, plus what a
+    recorded reading still held); the panel says how many."""
 
     def apply(self, t: int, d: dict) -> None:
         self.configured = True
@@ -114,9 +119,11 @@ class GpuState:
                 self.available = False
             self.error = str(d.get("message") or d.get("cls") or "reading failed")
             return
+        d, _ = gpu_reading(d)  # live and replay alike: a recording is untrusted
+        self.dropped += int(d.get("dropped", 0))
         self.available, self.error = True, None
-        self.last, self.last_t = dict(d), t
-        if isinstance(d.get("power_w"), (int, float)) and not isinstance(d.get("power_w"), bool):
+        self.last, self.last_t = d, t
+        if d.get("power_w") is not None:
             self.power_w.append(float(d["power_w"]))
 
     def summary(self) -> dict:
@@ -170,6 +177,8 @@ def gpu_text(gpu: GpuState) -> str:
         parts.append(",".join(s["throttle"]))
     if s["xid"]:
         parts.append("XID " + ",".join(str(x) for x in s["xid"]))
+    if gpu.dropped:  # never shown, never summed: said
+        parts.append(f"{gpu.dropped} impossible values dropped")
     return " · ".join(parts) or "no figures"
 
 
