@@ -86,6 +86,7 @@ def escape_events(requests: int = 3) -> list[dict[str, Any]]:
     add(t + 4, schema.GPU, {"ok": False, "cls": "http", "message": "gpu down"})
     add(t + 5, schema.ALERT, {"state": "firing", "alert": "slow", "rule": "ttft_p50 > 1", "severity": "warn",
                               "lane": LANE, "values": {"ttft_p50" + ESC: 2.0}, "since_s": 1.0, "t_s": 1.0})
+    add(t + 5, schema.LANE_STATE, {"state": "down", "t_s": 1.0, "cls": "connect", "message": "refused"})
     add(t + 6, schema.MARK, {"label": "race end", "race": "r1", "phase": "end"})
     add(t + 7, "unknown" + ESC, {"message": "x"})
     assert {e["kind"] for e in out} >= set(DATA_SCHEMAS), "every event kind of the schema"
