@@ -58,7 +58,8 @@ def efficiency_section(decode: dict[str, Any], lanes: list[str]) -> Section | No
                             f"({_f(per[n][best].get('tokens_per_joule'), 2)} tok/J){skip}.")
         else:
             findings.append(f"{n}: most efficient at C{best} ({_f(per[n][best].get('tokens_per_joule'), 2)} tok/J), "
-                            f"fastest at C{fast} ({_f(per[n][fast].get('tokens_per_joule'), 2)} tok/J){skip}.")
+                            f"fastest at C{fast} ({_f(level_value(per[n][fast]), 1)} tok/s, "
+                            f"{_f(per[n][fast].get('tokens_per_joule'), 2)} tok/J){skip}.")
     chart = Chart("line", "Output tokens per joule vs concurrency", "concurrent streams (C)", "output tokens per joule",
                   [f"C{lvl}" for lvl in levels],
                   {n: [num((per[n].get(lvl) or {}).get("tokens_per_joule")) for lvl in levels] for n in lanes},
