@@ -85,7 +85,8 @@ def efficiency_section(decode: dict[str, Any], lanes: list[str]) -> Section | No
                             f"({_f(per[n][best].get('tokens_per_joule'), 2)} tok/J){skip}.")
         else:
             findings.append(f"{n}: most efficient at C{best} ({_f(per[n][best].get('tokens_per_joule'), 2)} tok/J), "
-                            f"fastest at C{fast} ({_f(per[n][fast].get('tokens_per_joule'), 2)} tok/J){skip}.")
+                            f"fastest at C{fast} ({_f(level_value(per[n][fast]), 1)} tok/s, "
+                            f"{_f(per[n][fast].get('tokens_per_joule'), 2)} tok/J){skip}.")
         withheld = {c.get("energy_reason") for c in per[n].values() if c.get("energy_j") is None
                     and c.get("energy_update_s") is not None and c.get("energy_reason")}
         withheld_notes.update((f"{n}: energy withheld: {why}", None) for why in sorted(withheld))
