@@ -82,23 +82,24 @@ class RayCpu:
                 "ray_daemons_cpu_s": sum(now[k] - self.daemons0.get(k, 0.0) for k in now)}
 
 
-def one(args, sim: SimProcess, mode: str, rep: int, root: Path, address: str | None) -> dict:
+def one(args, sim: SimProcess, mode: str, rep: int, root: Path, address: str | None, requests: int | None = None) -> dict:
     from lanemon.recording.reader import read_events
 
-    work = root / f"{mode}-r{rep}"
+    requests = requests or args.requests
+    work = root / f"{mode}-r{rep}-n{requests}"
     work.mkdir(parents=True, exist_ok=True)
     sim.clear_trace()
     exe = str(Path(sys.executable).with_name("lanemon"))
     how = {"one": ["--workers", "1"], "proc2": ["--workers", "2"],
            "ray2": ["--ray-address", str(address), "--ray-log", str(work / "ray.log")]}[mode]
     cmd = [exe, "bench", "load", "--lane", f"A={sim.url}", "--arrival", "constant", "--rate", str(args.rate),
-           "--requests", str(args.requests), "--input-len", "fixed:32", "--output-len", f"fixed:{args.output_tokens}",
+           "--requests", str(requests), "--input-len", "fixed:32", "--output-len", f"fixed:{args.output_tokens}",
            "--ignore-eos", "--chat", *how, "--seed", "1", "--json", "--record", str(work / "run.jsonl")]
     load0 = os.getloadavg()[0]
     sampler = RayCpu() if mode == "ray2" else None
     child = run_child(cmd, {**os.environ, **RAY_ENV}, work, args.timeout)
     ray_cpu = sampler.stop() if sampler else {}
-    run = {"mode": mode, "rep": rep, "command": cmd, **child, **ray_cpu,
+    run = {"mode": mode, "rep": rep, "requests": requests, "command": cmd, **child, **ray_cpu,
            "load_avg_1m": [round(load0, 2), round(os.getloadavg()[0], 2)]}
     if child["rc"] != 0:
         run["failed"] = (work / "stderr.txt").read_text(errors="replace")[-600:]
@@ -154,6 +155,7 @@ def main() -> int:
         print(f"cluster of a head and two nodes up in {time.monotonic() - t0:.1f} s", flush=True)
     sim = SimProcess(args.profile, args.time_scale, stderr=root / "sim.log")
     runs = []
+    base = {}
     try:
         for rep in range(args.reps):
             for mode in (modes if rep % 2 == 0 else modes[::-1]):
@@ -167,17 +169,35 @@ def main() -> int:
                       f"|p99| {r['ttft_abs_err_ms_p99']} ms  CPU {r['cpu_s_lanemon']} s "
                       f"({r['cpu_s_per_1k_tokens']}/1k tok)  Ray daemons {r.get('ray_daemons_cpu_s', 0):.1f} s  "
                       f"wall {r['wall_s']:.1f} s  load {r['load_avg_1m'][1]}  {r['joined_line'] or ''}", flush=True)
+        for mode in modes:  # the start-up alone (one request): what a run costs before its first token
+            b = one(args, sim, mode, 0, root, address, requests=1)
+            if "failed" not in b:
+                base[mode] = b
+                print(f"{mode:5} start-up: CPU {b['cpu_s_lanemon']} s for {b['tokens_streamed']} tokens, wall "
+                      f"{b['wall_s']:.1f} s", flush=True)
     finally:
         sim.stop()
         if cluster is not None:
             cluster.shutdown()
+    for r in runs:
+        b = base.get(r["mode"])
+        if b and "failed" not in r and r["tokens_streamed"] > b["tokens_streamed"]:
+            r["cpu_s_per_1k_tokens_beyond_startup"] = round((r["cpu_s_lanemon"] - b["cpu_s_lanemon"])
+                                                            / (r["tokens_streamed"] - b["tokens_streamed"]) * 1000, 3)
+            if "actors_cpu_s" in r and "actors_cpu_s" in b:
+                r["actors_cpu_s_per_1k_tokens_beyond_startup"] = round(
+                    (r["actors_cpu_s"] - b["actors_cpu_s"]) / (r["tokens_streamed"] - b["tokens_streamed"]) * 1000, 3)
+                r["main_cpu_s_per_1k_tokens_beyond_startup"] = round(
+                    (r["cpu_s"] - b["cpu_s"]) / (r["tokens_streamed"] - b["tokens_streamed"]) * 1000, 3)
     summary = {}
     for mode in modes:
         ok = [r for r in runs if r["mode"] == mode and "failed" not in r]
         if ok:
             summary[mode] = {k: statistics.median(r[k] for r in ok if r.get(k) is not None)
                              for k in ("sent_rate_rps", "ttft_err_ms_p50", "ttft_abs_err_ms_p99", "cpu_s_per_1k_tokens",
-                                       "wall_s")}
+                                       "cpu_s_per_1k_tokens_beyond_startup", "actors_cpu_s_per_1k_tokens_beyond_startup",
+                                       "main_cpu_s_per_1k_tokens_beyond_startup", "wall_s")
+                             if any(r.get(k) is not None for r in ok)}
             summary[mode]["events_lost"] = sum(r["events_lost"] for r in ok)
             summary[mode]["errors"] = sum(r["errors"] or 0 for r in ok)
     print(json.dumps(summary, indent=1))
