@@ -161,6 +161,73 @@ def inert_token(text: str) -> str:
     return _CONTROL_TOKEN.sub("", _ESCAPE_SEQ.sub("", text))
 
 
+READ_TEXT_LIMIT = 4096
+"""A string read from a recording or a share stream is cut to this many characters (model text, a
+request's prompt and tool calls excepted: they are the evidence and have their own bounds)."""
+READ_ITEMS = 1024
+"""At most this many items of one list or object read from a recording or a share stream (then
+``"… N more"``)."""
+READ_DEPTH = 8
+_READ_HINT = re.compile(rb"\\[ubfr]|\x1b|\x7f|\xc2[\x80-\x9f]|\xe2\x80[\x8b-\x8f\xa8-\xae]|\xe2\x81[\xa0-\xa9]"
+                        rb"|\xef\xbb\xbf|\xd8\x9c|\xe1\xa0\x8e")
+"""A JSON line whose bytes have none of these holds no string :func:`inert` would change: no escaped
+control character (``\\u001b``, ``\\u009b``, ``\\u202e``, ``\\b``, ``\\f``, ``\\r``), no raw ESC/DEL, no C1
+control, bidi, zero-width or separator character in UTF-8."""
+READ_FAST_BYTES = 4096
+"""Lines shorter than this without a :data:`_READ_HINT` are taken as they are (the common case: one search)."""
+_RAW_TEXT = frozenset({"text", "prompt", "tool_calls"})
+
+
+def needs_inert(raw: bytes) -> bool:
+    """True unless the JSON line ``raw`` is short and has no byte :func:`inert` would change."""
+    return len(raw) >= READ_FAST_BYTES or _READ_HINT.search(raw) is not None
+
+
+def inert_value(value: Any, limit: int = READ_TEXT_LIMIT, *, depth: int = 0) -> Any:
+    """A JSON-like value read from outside (a recording's line, a share message) with every string and
+    key made inert (newlines kept) and cut to ``limit``; at most :data:`READ_ITEMS` items a container and
+    :data:`READ_DEPTH` levels.  The gate every event passes when it is read (docs/SECURITY.md)."""
+    if isinstance(value, str):
+        return inert(value, limit, newlines=True) if value else value
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if depth >= READ_DEPTH:
+        return ELLIPSIS
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for i, (k, v) in enumerate(value.items()):
+            if i >= READ_ITEMS:
+                out[ELLIPSIS] = f"{len(value) - READ_ITEMS} more"
+                break
+            out[inert(k, ID_LIMIT)] = inert_value(v, limit, depth=depth + 1)
+        return out
+    if isinstance(value, (list, tuple)):
+        kept = [inert_value(v, limit, depth=depth + 1) for v in value[:READ_ITEMS]]
+        if len(value) > READ_ITEMS:
+            kept.append(f"{ELLIPSIS} {len(value) - READ_ITEMS} more")
+        return kept
+    return inert(value, limit)
+
+
+def inert_event_data(data: dict[str, Any]) -> dict[str, Any]:
+    """An event's ``data`` read from outside made inert: model text (``text``), a request's ``prompt``
+    and ``tool_calls`` keep their newlines, tabs and carriage returns and their length (they are the
+    evidence, bounded by the line), every other string is :func:`inert_value`."""
+    out: dict[str, Any] = {}
+    for i, (k, v) in enumerate(data.items()):
+        if i >= READ_ITEMS:
+            break
+        key = inert(k, ID_LIMIT)
+        if key in _RAW_TEXT:
+            if isinstance(v, str):
+                out[key] = inert_token(v)
+            else:
+                out[key] = inert_value(v, 1 << 16)
+        else:
+            out[key] = inert_value(v)
+    return out
+
+
 def markup_escape(text: Any) -> str:
     """Arbitrary text made safe inside Textual markup (and inert).
 

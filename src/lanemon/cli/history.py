@@ -98,7 +98,7 @@ def render(rows: list, metric: str) -> str:
            f"{'TPOT p50':>9} {'E2E p50':>9} {'agg t/s':>7} {'goodput':>8}  model"
     lines = [head]
     for r in rows[-200:]:
-        started = (r.started or "?")[:19].replace("T", " ")
+        started = inert(r.started or "?", 200)[:19].replace("T", " ")
         sim = " (simulated)" if r.simulated else ""
         good = f"{r.goodput_rps:.2f}/s" if r.goodput_rps is not None else "-"
         lines.append(f"{started:<20} {inert(r.lane, 8):<8} {inert(r.workload, 10):<10} {inert(r.level, 6):<6} "

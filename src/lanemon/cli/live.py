@@ -52,8 +52,12 @@ def add_monitor_args(p: argparse.ArgumentParser) -> None:
 
 def monitor_rules(args: argparse.Namespace, config: Config) -> list:
     """The alert rules of lanes.toml ([[alerts]]) and ``--alert``, parsed; a bad one is a UsageError naming it."""
+    from lanemon.config import MAX_ALERTS
     from lanemon.measure.alerts import RuleError, parse_rule
 
+    given = len(config.alerts) + len(getattr(args, "alert", None) or [])
+    if given > MAX_ALERTS:
+        raise UsageError(f"--alert: {given} alert rules (with lanes.toml [[alerts]]); at most {MAX_ALERTS}")
     rules = []
     try:
         for a in config.alerts:
@@ -80,9 +84,17 @@ def monitor_slo(args: argparse.Namespace, config: Config) -> dict[str, float]:
 def _listen(args: argparse.Namespace, config: Config) -> tuple[str, int] | None:
     from lanemon.config import parse_listen
 
-    if getattr(args, "serve_metrics", None):
-        return parse_listen(args.serve_metrics, "--serve-metrics")
-    return config.exporter_listen
+    listen = parse_listen(args.serve_metrics, "--serve-metrics") if getattr(args, "serve_metrics", None) \
+        else config.exporter_listen
+    if listen is not None:
+        from lanemon.cli.common import err
+        from lanemon.monitor.exporter import exposure_warning
+
+        warning = exposure_warning(*listen, flag="--serve-metrics" if getattr(args, "serve_metrics", None)
+                                   else "exporter.listen")
+        if warning:
+            err(warning)
+    return listen
 
 
 def _load(args: argparse.Namespace) -> Config:
@@ -160,7 +172,8 @@ def _run_headless(args: argparse.Namespace, session, rules: list, slo: dict[str,
     from lanemon.cli.common import err, run_interruptible
     from lanemon.monitor.headless import ListenError, Monitor, run_headless, stderr_line
 
-    monitor = Monitor(session, rules, window_s=args.window, slo=slo, listen=listen, on_transition=stderr_line)
+    monitor = Monitor(session, rules, window_s=args.window, slo=slo, listen=listen, on_transition=stderr_line,
+                      on_lane_change=stderr_line)
     names = ", ".join(lane.name for lane in session.lane_configs)
     err(f"watching {names} headless ({len(rules)} alert rule{'s' * (len(rules) != 1)}; Ctrl-C stops)")
     failure: dict[str, str] = {}
@@ -177,6 +190,11 @@ def _run_headless(args: argparse.Namespace, session, rules: list, slo: dict[str,
             session.recorder.close()
             session.recorder.discard_if_empty()
         raise UsageError(failure["listen"])
+    down = monitor.down_summary(session.clock.now())
+    for line in down:
+        err(line)
+    if down and args.duration:
+        return 1  # a --duration run is a check: a lane down during it fails it (README's exit codes)
     return 0  # Ctrl-C is how a monitor is meant to stop
 
 

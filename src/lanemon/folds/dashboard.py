@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 from lanemon.measure import metrics
 from lanemon.measure.counters import Accumulator
+from lanemon.measure.restarts import restart_reason
+from lanemon.measure.server import sim_name
 from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.measure.load import CLIENT_BOUND, ClientLoad, flag as flag_record
@@ -38,6 +40,8 @@ class ServerMetricsState:
     available: bool | None = None
     """None until the first scrape; False once the lane turned out to have no /metrics."""
     engine: str | None = None
+    simulates: str | None = None
+    """The engine lanemon's simulator simulates on this lane (its probe's ``simulates``), or None."""
     last: dict = field(default_factory=dict)
     """The latest successful scrape's data (running, waiting, kv_usage, gen_tok_s, ...)."""
     last_t: int | None = None
@@ -51,11 +55,13 @@ class ServerMetricsState:
     hit_rate: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
     timings: dict = field(default_factory=dict)
     """The engine's own latency means (``ttft_s``, ``queue_s``, ``prefill_s``, ``decode_s``, ``e2e_s``, ...) over
-    the latest scrape interval in which requests ended (measure/server.py; empty without histograms)."""
+    the latest scrape interval in which requests ended and the engine did not restart (measure/server.py; empty
+    without histograms)."""
     server_ttft_s: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
     session: Accumulator = field(default_factory=Accumulator)
     """What the engine's counters did since this session's first scrape (measure/counters.py: the increases of
-    every scrape added up; a restart counted as one, never a negative delta); :meth:`session_counters`."""
+    every scrape added up; the interval of a restart left out and the restart named, measure/restarts.py's rule,
+    never a negative delta); :meth:`session_counters`."""
     _session_at: int = field(default=-1, compare=False)
     _session_out: dict | None = field(default=None, compare=False)
 
@@ -75,7 +81,7 @@ class ServerMetricsState:
         self.engine = d.get("engine", self.engine)
         self.session.add(t, d)
         prev = self.last
-        if prev and "ttft_count" in d and "ttft_count" in prev:
+        if prev and "ttft_count" in d and "ttft_count" in prev and not restart_reason(prev, d):
             timings = server_timings(prev, d)
             if timings.get("ttft_count"):
                 self.timings = timings
@@ -370,6 +376,8 @@ class SessionState:
             lane.models_latency_s = d.get("latency_s")
             if d.get("model"):
                 lane.model = d["model"]
+            if sim_name(d.get("simulates")):
+                lane.server.simulates = d["simulates"]
             if d.get("model_changed_from"):  # logged with the errors: every later figure is another model's
                 lane.errors.append((ev.t, "model", f"model changed: {d['model_changed_from']} -> {d.get('model')}"))
             if lane.up:

@@ -26,6 +26,7 @@ import msgspec
 
 from lanemon import events as ev_schema
 from lanemon.events import Event
+from lanemon.untrusted import ID_LIMIT, inert, inert_event_data, needs_inert
 
 __all__ = ["EventRow", "Header", "DATA_SCHEMAS", "MAX_HEADER_BYTES", "MAX_LINE_BYTES", "BadRow", "decode_event",
            "check_header", "bounded_lines", "Overlong"]
@@ -248,6 +249,15 @@ class AlertData(_Data):
     t_s: Num | None = None
 
 
+class LaneStateData(_Data):
+    state: str | None = None
+    t_s: Num | None = None
+    cls: str | None = None
+    message: str | None = None
+    since_s: Num | None = None
+    down_s: Num | None = None
+
+
 #: kind -> the schema of its ``data`` (fields not named are kept unchecked).
 DATA_SCHEMAS: dict[str, type[_Data]] = {
     ev_schema.PROBE: ProbeData,
@@ -265,6 +275,7 @@ DATA_SCHEMAS: dict[str, type[_Data]] = {
     ev_schema.CLIENT_LOAD: ClientLoadData,
     ev_schema.GPU: GpuData,
     ev_schema.ALERT: AlertData,
+    ev_schema.LANE_STATE: LaneStateData,
 }
 
 
@@ -277,7 +288,13 @@ _convert = msgspec.convert
 
 
 def decode_event(raw: bytes) -> Event:
-    """One event line -> :class:`Event`; :class:`BadRow` if it is not JSON or does not fit the schema."""
+    """One event line -> :class:`Event`; :class:`BadRow` if it is not JSON or does not fit the schema.
+
+    The event is made inert here, the one gate every event read from outside passes (a recording, a
+    share stream): every string without escape sequences or control characters, cut to
+    ``untrusted.READ_TEXT_LIMIT`` (model text, prompts and tool calls excepted), lane and request ids to
+    ``ID_LIMIT``, containers bounded (``untrusted.inert_event_data``).  A line with none of the bytes
+    that could need it (most lines) costs one search."""
     try:
         row = _decoder.decode(raw)
     except msgspec.ValidationError as exc:
@@ -290,7 +307,10 @@ def decode_event(raw: bytes) -> Event:
             _convert(row.data, schema)
         except msgspec.ValidationError as exc:
             raise BadRow(f"{row.kind} event: " + _where(exc).replace("`$.", "`$.data.", 1)) from None
-    return Event(row.t, row.kind, row.lane, row.req, row.data or {})
+    if not needs_inert(raw):
+        return Event(row.t, row.kind, row.lane, row.req, row.data or {})
+    return Event(row.t, inert(row.kind, ID_LIMIT), None if row.lane is None else inert(row.lane, ID_LIMIT),
+                 None if row.req is None else inert(row.req, ID_LIMIT), inert_event_data(row.data or {}))
 
 
 def _where(exc: Exception) -> str:

@@ -19,12 +19,28 @@ def _f(v: Any, digits: int, unit: str = "") -> str:
 
 def best_levels(per: dict[int, dict[str, Any]]) -> tuple[int | None, int | None]:
     """(the most efficient level by tokens per joule, the fastest level by the ladder's figure), each None
-    when no level has it; starved (unreliable) cells are not judged."""
+    when no level has it; starved (unreliable) cells are not judged, and a level is the most efficient only when
+    its tokens per joule less its uncertainty exceed every other level's plus theirs (else None: :func:`close`)."""
     eff = [(num(c.get("tokens_per_joule")), lvl) for lvl, c in per.items() if not c.get("unreliable")]
     fast = [(level_value(c), lvl) for lvl, c in per.items() if not c.get("unreliable")]
     eff = [x for x in eff if x[0] is not None]
     fast = [x for x in fast if x[0] is not None]
-    return (max(eff)[1] if eff else None), (max(fast)[1] if fast else None)
+    best = max(eff)[1] if eff else None
+    if best is not None and close(per, best):
+        best = None
+    return best, (max(fast)[1] if fast else None)
+
+
+def _band(c: dict[str, Any]) -> tuple[float, float]:
+    x, u = num(c.get("tokens_per_joule")) or 0.0, num(c.get("tokens_per_joule_uncertainty")) or 0.0
+    return x - u, x + u
+
+
+def close(per: dict[int, dict[str, Any]], best: int) -> list[int]:
+    """The judged levels whose tokens per joule is within the uncertainty of *best*'s."""
+    lo = _band(per[best])[0]
+    return [lvl for lvl, c in sorted(per.items()) if lvl != best and not c.get("unreliable")
+            and num(c.get("tokens_per_joule")) is not None and _band(c)[1] >= lo]
 
 
 def efficiency_section(decode: dict[str, Any], lanes: list[str]) -> Section | None:
@@ -98,7 +114,8 @@ def counter_rows(items: list[tuple[str, str, Any]]) -> list[list[str]]:
                      str(c.get("preemptions") if c.get("preemptions") is not None else "—"),
                      "—" if spec is None else f"{spec * 100:.0f}%",
                      rank_text or "—", ", ".join(c.get("lora_adapters") or []) or "—",
-                     f"{c['restarts']}" if c.get("restarts") else "—"])
+                     (f"{c['restarts']}" + (" (counters withheld: not this run's)" if c.get("withheld") else ""))
+                     if c.get("restarts") else "—"])
     return rows
 
 

@@ -191,7 +191,8 @@ def token_figures(records) -> dict[str, Any]:
     """The thinking/chunking figures of a cell's completed requests (docs/JSON.md):
 
     ``ttfo_s`` median TTFO; ``reasoning_tokens`` total (null when no request reasoned and no lane said
-    so); ``reasoning_estimated`` (counted from chunks); ``tokens_per_chunk`` generated tokens / chunks
+    so); ``reasoning_estimated`` (counted from chunks, or a chunk carrying reasoning and answer split by its text)
+    with ``reasoning_split_estimated`` (how many such chunks, over the cell's requests); ``tokens_per_chunk`` generated tokens / chunks
     over the cell (null without usage); ``itl_p50_s`` median inter-chunk gap and ``itl_per_token_p50_s``
     median gap per token; ``chunk_counts_estimated`` when per-chunk counts were not reported
     (no continuous usage: per-token latency uses the average chunk size).
@@ -209,6 +210,7 @@ def token_figures(records) -> dict[str, Any]:
         "ttfo_s": rnd(median([m.ttfo_s for m in ms if m.ttfo_s is not None])),
         "reasoning_tokens": sum(reasoning) if reasoning else None,
         "reasoning_estimated": any(m.reasoning_estimated for m in ms),
+        "reasoning_split_estimated": sum(r.split_chunks for r in records if r.ok),
         "tokens_per_chunk": rnd(tpc, 3),
         "itl_p50_s": rnd(median(itl), 6),
         "itl_per_token_p50_s": rnd(median(per_token), 6),
