@@ -21,6 +21,7 @@ did not send (another client), the gaps are withheld with the reason.
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
@@ -29,6 +30,28 @@ from lanemon.events import Event
 from lanemon.measure.metrics import request_metrics
 from lanemon.measure.records import iter_records, reiterable
 from lanemon.measure.restarts import restart_reason
+
+#: How each /metrics dialect (``client/prom.map_engine``) is written for a person.
+DIALECT_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
+_SIM_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,47}")
+
+
+def sim_name(value: Any) -> str | None:
+    """The simulator profile a lane said it simulates (``/models`` ``simulates``, carried on the probe), or
+    None: a name of lower-case letters, digits, ``.``, ``_`` and ``-`` only (it comes from the lane or a
+    recording: untrusted)."""
+    return value if isinstance(value, str) and _SIM_NAME.fullmatch(value) else None
+
+
+def engine_label(dialect: str | None, simulates: str | None) -> str | None:
+    """What a lane's engine is called in history rows and reports: the engine lanemon's simulator simulates
+    and whose /metrics names it speaks (``tensorfold-exl3 (simulated; vLLM /metrics names)``), else the
+    dialect its /metrics spoke (``vllm``), else None."""
+    if simulates is None:
+        return dialect
+    if dialect is None:
+        return f"{simulates} (simulated)"
+    return f"{simulates} (simulated; {DIALECT_NAMES.get(dialect, dialect)} /metrics names)"
 
 SERVER_KEYS = ("ttft_s", "queue_s", "prefill_s", "decode_s", "itl_s", "tpot_s", "e2e_s", "inference_s")
 
@@ -167,7 +190,11 @@ def server_view(events: Iterable[Event], lane: str) -> dict[str, Any] | None:
     sums = _TimingSums()
     n_scrapes = 0
     first = last = None
+    simulates = None
     for b in events:
+        if b.kind == schema.PROBE and b.lane == lane and sim_name(b.data.get("simulates")):
+            simulates = b.data["simulates"]
+            continue
         if not (b.kind == schema.SERVER_METRICS and b.lane == lane and b.data.get("ok")
                 and ("ttft_count" in b.data or "e2e_count" in b.data)):
             continue
@@ -200,7 +227,7 @@ def server_view(events: Iterable[Event], lane: str) -> dict[str, Any] | None:
     client_ttft = _mean([m.ttft_s for m in ms if m.ttft_s is not None])
     client_e2e = _mean([m.e2e_s for m in ms if m.e2e_s is not None])
     server_n = timings.get("requests") or 0
-    out: dict[str, Any] = {"engine": first.data.get("engine"), "interval_s": _r((last.t - first.t) / 1e9, 3),
+    out: dict[str, Any] = {"engine": engine_label(first.data.get("engine"), simulates), "interval_s": _r((last.t - first.t) / 1e9, 3),
                            "requests": timings.get("requests"), "client_requests": len(recs),
                            "scrapes": n_scrapes, "restarts": len(resets)}
     if resets:

@@ -92,8 +92,12 @@ class BenchOptions:
     workers: int = 1  # bench load: worker processes sending the requests (1: this process)
     workers_backend: str = "process"  # "process" (multiprocessing) or "ray" (Ray actors)
     ray_address: str | None = None  # join this Ray cluster (None: a local Ray runtime)
+    workers_per_node: int | None = None  # with ray_address: workers on each load host (None: --workers spread)
+    ray_log: str | None = None  # Ray's own messages go here (None: a file in the temp dir, named on stderr)
+    worker_hosts: list[dict[str, Any]] | None = None  # set once placed: each worker's host and clock offset
     max_level: int = 64  # bench sweep: highest concurrency tried
     knee_gain: float = 0.10  # bench sweep: stop when a doubling of C gains less than this
+    seed_drawn: bool = False  # bench load: no --seed was given, the run drew one (one schedule for every lane)
 
     def __post_init__(self) -> None:
         if self.reps < 1:
@@ -104,6 +108,10 @@ class BenchOptions:
             raise ValueError("--lengths must be positive whole numbers")
         if self.max_tokens is not None and self.max_tokens < 1:
             raise ValueError("--max-tokens must be at least 1")
+        if self.load is not None and self.seed is None:  # one offered schedule for every lane of the run
+            from lanemon.workloads.bench.schedule import draw_seed
+
+            self.seed, self.seed_drawn = draw_seed(), True
         if self.prompt_set is None:
             self.prompt_set = load_prompt_set()
         if self.categories:
@@ -146,6 +154,8 @@ class BenchOptions:
                                    "prompts": len(pset.prompts)},
                        max_tokens_cap=self.max_tokens, load=self.load.config() if self.load else None,
                        workers=self.workers, workers_backend=self.workers_backend)
+            if self.worker_hosts:
+                cfg["worker_hosts"] = self.worker_hosts
         else:
             cfg["lengths"] = self.lengths_for(kind)
             if kind == "prefill":
@@ -154,6 +164,8 @@ class BenchOptions:
                 cfg["max_context"] = self.max_context
         if self.seed is not None:
             cfg["seed"] = self.seed
+        if kind == "load":
+            cfg["seed_drawn"] = self.seed_drawn
         if self.time_scale is not None:
             cfg["time_scale"] = self.time_scale
         if self.thinking is not None:
@@ -505,13 +517,16 @@ class BenchRun(FixedPace):
                     from lanemon.workers.ray_pool import RayPool
 
                     h.pool = RayPool(self.options.workers, self.lane_configs, h.clock, h.bus,
-                                     stall_timeout=self.stall_timeout, address=self.options.ray_address)
+                                     stall_timeout=self.stall_timeout, address=self.options.ray_address,
+                                     per_node=self.options.workers_per_node, log_path=self.options.ray_log)
                 else:
                     from lanemon.workers.pool import WorkerPool
 
                     h.pool = WorkerPool(self.options.workers, self.lane_configs, h.clock, h.bus,
                                         stall_timeout=self.stall_timeout)
                 await h.pool.start()
+                self.options.workers = h.pool.n
+                self.options.worker_hosts = getattr(h.pool, "hosts", None) or None
             h.mark("bench", bench=self.kind, phase="start", config=self.options.config(self.kind, self.names),
                    plan=[{"lane": c.get("lane"), "cell": c.get("cell"), "weight": c.get("weight", 1.0)}
                          for c in self.plan])
