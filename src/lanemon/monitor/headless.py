@@ -17,6 +17,7 @@ from lanemon.folds.monitor import MonitorState
 from lanemon.measure.alerts import Rule, Transition
 from lanemon.monitor.alerting import Alerter
 from lanemon.monitor.exporter import ExporterServer, serve_monitor
+from lanemon.untrusted import inert
 
 
 class ListenError(Exception):
@@ -24,7 +25,7 @@ class ListenError(Exception):
 
 
 def stderr_line(tr: Transition) -> None:
-    print(f"lanemon: {tr.line()}", file=sys.stderr, flush=True)
+    print(f"lanemon: {inert(tr.line(), 2000)}", file=sys.stderr, flush=True)  # a rule's name is the user's file's
 
 
 class Monitor:
