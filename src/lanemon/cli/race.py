@@ -92,7 +92,14 @@ def _run_headless(args: argparse.Namespace, plan) -> int:
         sys.stdout.write(json_visible(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode()) + "\n")
     else:
         print_result(result)
-    return EXIT_INTERRUPTED if run.interrupted else EXIT_OK
+    if run.interrupted:
+        return EXIT_INTERRUPTED
+    failed = sorted({name for race in result.get("races", []) for name, r in (race.get("lanes") or {}).items()
+                     if r.get("error")})
+    if failed or not result.get("races"):  # README: 1 when a lane failed (a race of failures is not "done")
+        err(f"exit 1: {'no race finished' if not failed else 'failed in a race: ' + ', '.join(failed)}")
+        return EXIT_FAIL
+    return EXIT_OK
 
 
 def print_result(result: dict[str, Any], console=None) -> None:
