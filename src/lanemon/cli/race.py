@@ -94,10 +94,12 @@ def _run_headless(args: argparse.Namespace, plan) -> int:
         print_result(result)
     if run.interrupted:
         return EXIT_INTERRUPTED
-    failed = sorted({name for race in result.get("races", []) for name, r in (race.get("lanes") or {}).items()
-                     if r.get("error")})
-    if failed or not result.get("races"):  # README: 1 when a lane failed (a race of failures is not "done")
-        err(f"exit 1: {'no race finished' if not failed else 'failed in a race: ' + ', '.join(failed)}")
+    races = result.get("races") or []
+    empty = [i for i, race in enumerate(races, 1) if race.get("winner") is None]
+    if empty or not races:  # a race no lane completed is no result (docs/RACE.md; one lane of several failing is)
+        failed = sorted({n for race in races for n, r in (race.get("lanes") or {}).items() if r.get("error")})
+        what = f"no lane completed race {', '.join(map(str, empty))}" if empty else "no race ran"
+        err(f"exit 1: {what}" + (f" (failed: {', '.join(failed)})" if failed else ""))
         return EXIT_FAIL
     return EXIT_OK
 
