@@ -134,7 +134,7 @@ def test_a_skewed_worker_clock_is_found_and_corrected(cluster, tmp_path):
         assert rc == 0, err[-3000:]
         config, records = _records(rec)
         hosts = {h["worker"]: h for h in config["worker_hosts"]}
-        assert sorted(h["node"] for h in hosts.values()) == sorted(_load_nodes(nodes)) * 2  # two on each host
+        assert sorted(h["node"] for h in hosts.values()) == sorted(list(_load_nodes(nodes)) * 2)  # two on each host
         for w in hosts:
             true = SKEW_NS if w == 1 else 0
             assert abs(hosts[w]["offset_ns"] - true) <= hosts[w]["offset_uncertainty_ns"] + 1000, hosts[w]
