@@ -86,6 +86,7 @@ def escape_events(requests: int = 3) -> list[dict[str, Any]]:
     add(t + 4, schema.GPU, {"ok": False, "cls": "http", "message": "gpu down"})
     add(t + 5, schema.ALERT, {"state": "firing", "alert": "slow", "rule": "ttft_p50 > 1", "severity": "warn",
                               "lane": LANE, "values": {"ttft_p50" + ESC: 2.0}, "since_s": 1.0, "t_s": 1.0})
+    add(t + 5, schema.LANE_STATE, {"state": "down", "t_s": 1.0, "cls": "connect", "message": "refused"})
     add(t + 6, schema.MARK, {"label": "race end", "race": "r1", "phase": "end"})
     add(t + 7, "unknown" + ESC, {"message": "x"})
     assert {e["kind"] for e in out} >= set(DATA_SCHEMAS), "every event kind of the schema"
@@ -97,3 +98,60 @@ def escape_recording(path: Path, requests: int = 3, created: str = "2026-12-01T1
     lines = [orjson.dumps(escape_header(created))] + [orjson.dumps(e) for e in escape_events(requests)]
     path.write_bytes(b"\n".join(lines) + b"\n")
     return path
+
+
+# -- big and many (row 13): files that once cost hundreds of MB to replay ------------------------------------
+def _write(path: Path, header: dict[str, Any], events: Any) -> Path:
+    with path.open("wb") as fh:
+        fh.write(orjson.dumps(header) + b"\n")
+        for e in events:
+            fh.write(orjson.dumps(e) + b"\n")
+    return path
+
+
+def plain_header(lanes: list[str]) -> dict[str, Any]:
+    return {"schema": schema.SCHEMA_NAME, "version": schema.SCHEMA_VERSION_STR, "created": "2026-12-01T10:00:00+00:00",
+            "command": "live", "lanes": [{"name": n, "url": "http://127.0.0.1:1/v1", "model": "m"} for n in lanes]}
+
+
+def huge_alerts_recording(path: Path, n: int = 120, size: int = 4 << 20) -> Path:
+    """``n`` alert events whose name, rule and values carry ``size`` bytes of incompressible-ish text."""
+    pad = ("x\x1b[31m" * (size // 12 + 1))[: size // 2]
+    values = {f"v{i:06d}": float(i) for i in range(size // 64)}
+    return _write(path, plain_header(["A"]), (
+        {"t": (i + 1) * MS, "kind": schema.ALERT, "lane": "A", "req": None,
+         "data": {"state": "firing" if i % 2 == 0 else "resolved", "alert": f"a{i}" + pad, "rule": pad[:1000],
+                  "severity": "warning", "values": values}} for i in range(n)))
+
+
+def huge_notes_recording(path: Path, n: int = 120, size: int = 4 << 20) -> Path:
+    pad = "y" * (size - 100)
+    return _write(path, plain_header(["A"]), (
+        {"t": (i + 1) * MS, "kind": schema.NOTE, "lane": None, "req": None,
+         "data": {"level": "warning", "message": f"note {i} " + pad}} for i in range(n)))
+
+
+def many_alerts_recording(path: Path, n: int = 20_000) -> Path:
+    """``n`` distinct alerts firing (none resolves)."""
+    return _write(path, plain_header(["A"]), (
+        {"t": (i + 1) * MS, "kind": schema.ALERT, "lane": "A", "req": None,
+         "data": {"state": "firing", "alert": f"alert-{i:06d}-" + "z" * 100, "rule": "ttft_p50 > 1",
+                  "severity": "warning", "values": {"ttft_p50": 2.0}}} for i in range(n)))
+
+
+def many_lanes_recording(path: Path, n: int = 10_000) -> Path:
+    """``n`` distinct lane names (header and events): ~6 MB."""
+    names = [f"lane-{i:05d}" for i in range(n)]
+
+    def events():
+        for i, name in enumerate(names):
+            t = (i + 1) * MS
+            yield {"t": t, "kind": schema.LANE, "lane": name, "req": None,
+                   "data": {"name": name, "url": "http://127.0.0.1:1/v1", "model": "m"}}
+            yield {"t": t + 1, "kind": schema.PROBE, "lane": name, "req": None,
+                   "data": {"ok": True, "latency_s": 0.01, "model": "m"}}
+            yield {"t": t + 2, "kind": schema.REQUEST, "lane": name, "req": f"r{i}",
+                   "data": {"endpoint": "chat", "purpose": "probe", "max_tokens": 4}}
+            yield {"t": t + 3, "kind": schema.ERROR, "lane": name, "req": f"r{i}",
+                   "data": {"cls": "http", "message": "down", "status": 500}}
+    return _write(path, plain_header(names), events())

@@ -114,7 +114,7 @@ def test_a_fresh_counter_read_at_every_edge_is_exact_and_says_so():
 
 def test_a_30s_exporter_withholds_every_short_cell_with_the_advice_never_0_j():
     evs, spans = exporter_events(CELLS, every=30.0)
-    assert learn(readings(evs, "A")) == (pytest.approx(30.0, abs=1.1), True)
+    assert learn(readings(evs, "A"))[:2] == (pytest.approx(30.0, abs=1.1), True)
     per = check(CELLS, evs, spans)
     for e in per.values():
         assert e["energy_j"] is None and e["gpu_power_w_mean"] is None, e
@@ -194,3 +194,31 @@ def test_a_level_is_most_efficient_only_beyond_the_uncertainty():
     assert best_levels(per)[0] is None
     per[2]["tokens_per_joule"] = 6.0
     assert best_levels(per)[0] == 2
+
+
+def test_the_load_efficiency_section_says_one_line_when_no_lane_has_telemetry_not_a_bare_header():
+    """Issue 38 item 5: reps with engine counters but no energy and no cost gave a table of headers only."""
+    from lanemon.reports.render.markdown import md_table
+    from lanemon.reports.sections.efficiency import load_efficiency_section
+
+    rep = {"energy_j": None, "energy_reason": "no GPU telemetry for this lane", "usd_per_1m_output_tokens": None,
+           "engine_counters": {"requests": 8, "preemptions": 0}}
+    sec = load_efficiency_section({"lanes": {"A": {"reps": [rep]}}}, ["A"])
+    assert sec is not None and sec.more  # the engine's counters are still shown
+    assert not sec.headers and not sec.rows and md_table(sec.headers, sec.rows) == []
+    assert "no GPU telemetry" in sec.caption and "cost_per_hour" in sec.caption
+
+
+def test_a_1s_exporter_has_its_clock_fitted_and_long_cells_within_their_uncertainty():
+    """dcgm-exporter -c 1000 (the advice): its collections are on a 1 s timer; the changes lanemon saw between two
+    readings put that timer's phase within a fraction of a second, so a collection's instant is known better
+    than the reading gap."""
+    evs, spans = exporter_events(LONG, every=1.0, phase=0.37)
+    interval, cached, fit = learn(readings(evs, "A"))
+    assert cached and fit is not None and fit.period == 1e9 and fit.width < 0.25e9
+    assert abs((fit.phase / NS - 0.37 + 0.5) % 1.0 - 0.5) <= fit.width / NS + 1e-6  # the true phase is inside
+    per = check(LONG, evs, spans)
+    assert all(e["energy_j"] is not None for e in per.values()), per
+    assert best_levels(per)[0] == 8
+    per = check(CELLS, *exporter_events(CELLS, every=1.0, phase=0.37))  # 1.5-4.6 s cells: withheld, with advice
+    assert all(e["energy_j"] is None and "longer cells" in e["energy_reason"] for e in per.values()), per

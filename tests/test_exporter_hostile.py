@@ -26,6 +26,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.folds.monitor import MAX_MODEL_IDS, MonitorState
+from lanemon.measure.alerts import AlertEngine, parse_rule
+from lanemon.measure.catalogue import BY_PROMETHEUS, CATALOGUE
 from lanemon.monitor.exporter import CONTENT_TYPE, ExporterServer, exposure_warning, make_registry
 
 S = 1_000_000_000
@@ -187,19 +189,48 @@ def test_gpu_power_energy_tok_per_joule_and_cost_are_exported_with_units():
     assert value("lanemon_gpu_energy_joules") == pytest.approx(2000.0)  # 2e6 mJ
     assert value("lanemon_window_gpu_energy_joules") == pytest.approx(1000.0)  # 10 s at 100 W
     assert value("lanemon_window_gpu_power_mean_watts") == pytest.approx(100.0)
-    assert value("lanemon_window_output_tokens_per_joule") == pytest.approx(0.1)  # 100 tokens / 1000 J
+    assert value("lanemon_tokens_per_joule") == pytest.approx(0.1)  # 100 tokens / 1000 J
     assert value("lanemon_cost_usd_per_hour") == 3.6
     # $3.6/h over 10 s = $0.01, for 100 tokens: $100 per 1M
-    assert value("lanemon_window_usd_per_million_output_tokens") == pytest.approx(100.0)
+    assert value("lanemon_usd_per_million_output_tokens") == pytest.approx(100.0)
     assert value("lanemon_output_tokens") == 100
-    for name, unit in (("lanemon_gpu_power_watts", "watts"), ("lanemon_window_output_tokens_per_joule", "tok/J"),
-                       ("lanemon_window_usd_per_million_output_tokens", "USD"), ("lanemon_gpu_energy_joules",
-                                                                                  "joules")):
-        assert unit in fams[name].documentation, name
+    for name in ("lanemon_gpu_power_watts", "lanemon_tokens_per_joule", "lanemon_usd_per_million_output_tokens",
+                 "lanemon_gpu_energy_joules_total"):
+        fam = fams[name.removesuffix("_total")]  # a counter family is named without its samples' _total
+        assert f"[unit: {BY_PROMETHEUS[name].unit}]" in fam.documentation, name
     for fam in fams.values():  # every family says what it is; no series carries a model label but the info
         assert fam.documentation
         for s in fam.samples:
             assert "model" not in s.labels or fam.name == "lanemon_lane_info"
+
+
+def test_the_exporter_exports_the_catalogue_and_only_the_catalogue():
+    """Every catalogue figure with a Prometheus name is served (a lane with GPU telemetry, a cost, an SLO, the
+    engine's /metrics and an alert rule), with the catalogue's type and HELP; nothing else is served."""
+    st = MonitorState([("G", "http://g/v1", None)], window_s=10, slo={"ttft": 0.5})
+    st.apply(Event(0, schema.LANE, "G", None, {"name": "G", "url": "http://g/v1", "cost_per_hour": 2.0}))
+    st.apply(Event(0, schema.PROBE, "G", None, {"ok": True, "model": "m"}))
+    for i in range(6):
+        st.apply(Event(i * S, schema.GPU, "G", None, {"ok": True, "power_w": 50.0, "energy_mj": i * 5e4}))
+        st.apply(Event(i * S, schema.SERVER_METRICS, "G", None, {"ok": True, "engine": "vllm", "kv_usage": 0.1,
+                                                                  "waiting": 0, "running": 1,
+                                                                  "gen_tok_s": 10.0}))
+    st.apply(Event(S, schema.REQUEST, "G", "r", {"endpoint": "completions", "purpose": "probe"}))
+    for k in range(10):
+        st.apply(Event(int(1.1 * S) + k * 10_000_000, schema.TOKEN, "G", "r", {"text": "x", "n": 1}))
+    st.apply(Event(int(1.3 * S), schema.USAGE, "G", "r", {"prompt_tokens": 5, "completion_tokens": 10}))
+    st.apply(Event(int(1.3 * S), schema.DONE, "G", "r", {"finish_reason": "length"}))
+    eng = AlertEngine([parse_rule("up > 0")])
+    eng.evaluate(5 * S, st.figures(5 * S))
+    fams = {f.name: f for f in text_string_to_metric_families(generate_latest(make_registry(st, eng)).decode())}
+    served = {next(iter(f.samples)).name if f.type == "counter" and f.samples else f.name: f for f in fams.values()}
+    wanted = {m.prometheus for m in CATALOGUE if m.prometheus}
+    missing = {n for n in wanted - {"lanemon_oversaturated"} if n not in served}  # oversaturation needs a trend
+    assert not missing, missing
+    for name, fam in served.items():
+        m = BY_PROMETHEUS.get(name) or BY_PROMETHEUS.get(name.removesuffix("_total"))
+        assert m is not None, f"{name} is served but not in the catalogue"
+        assert fam.type == m.prometheus_type and fam.documentation.startswith(m.prometheus_help), name
 
 
 def test_3000_alert_flags_are_refused_like_lanes_toml(tmp_path):

@@ -267,10 +267,11 @@ def _headless(run, args: argparse.Namespace) -> int:
         sys.stdout.write(json_visible(orjson.dumps(result).decode()) + "\n")  # bidi, zero-width: \uXXXX
         sys.stdout.flush()
     else:
-        from rich.console import Console
+        from lanemon.cli.common import output_console
 
-        render(result, Console(), time_scale=getattr(args, "time_scale", None) if getattr(args, "demo", False)
-               else None)
+        render(result, output_console(getattr(args, "width", None)),
+               time_scale=getattr(args, "time_scale", None) if getattr(args, "demo", False) else None,
+               events=run.events)
     if interrupted or result.get("interrupted"):
         return EXIT_INTERRUPTED
     lost = sorted({f"{w.get('host')} ({str(w.get('node'))[:12]})" for lane in (result.get("lanes") or {}).values()
@@ -329,8 +330,9 @@ def _spread_cell(c: dict[str, Any], key: str) -> str:
     return text
 
 
-def render(result: dict[str, Any], console, time_scale: float | None = None) -> None:
-    """The result table(s) of one bench, with the crossover sentence and flags."""
+def render(result: dict[str, Any], console, time_scale: float | None = None, events=None) -> None:
+    """The result table(s) of one bench, with the crossover sentence and flags: every table the report of the
+    same run has (a sweep's energy and cost by level: from ``events``, the decode cells the sweep ran)."""
     kind = result.get("bench")
     if kind == "decode":
         _render_decode(result, console)
@@ -342,6 +344,12 @@ def render(result: dict[str, Any], console, time_scale: float | None = None) -> 
         bench_load.render(result, console, _secs, _rate)
     elif kind == "sweep":
         bench_load.render_sweep(result, console, _rate)
+        if events is not None:  # the report's efficiency section of a sweep reads its decode cells
+            from lanemon.measure.views import attach_engine_views
+            from lanemon.workloads.bench.decode import decode_results
+
+            _render_efficiency(attach_engine_views(decode_results(events), events), list(result.get("lanes") or {}),
+                               console)
     if time_scale and time_scale != 1.0:
         console.print(f"[dim]simulated lanes at --time-scale {time_scale}: rates are as measured "
                       f"(multiply by {time_scale} for the lanes' real-time rates, times divide)[/]")
@@ -407,6 +415,9 @@ def _render_efficiency(result: dict[str, Any], names: list[str], console) -> Non
     console.print(t)
     if sec.summary:
         console.print(rich_escape(sec.summary))
+    for note in sec.notes:  # why a lane with telemetry has no figure (its exporter's interval against the cells)
+        if "energy withheld" in note:
+            console.print(rich_escape(note))
 
 
 def _render_prefill(result: dict[str, Any], console) -> None:

@@ -156,6 +156,10 @@ def render(result: dict[str, Any], console, secs=None, rate=None) -> None:
         console.print(line, style="red", markup=False, highlight=False)
     for line in length_lines(result):
         console.print(line, markup=False, highlight=False)
+    from lanemon.reports.sections.load import schedule_note
+
+    console.print(schedule_note(result, list(result.get("lanes") or [])), markup=False, highlight=False,
+                  style="dim")
     if any(d.get("client_behind") for d in (result.get("lanes") or {}).values()):
         console.print("[yellow]client behind[/]: lanemon sent some requests late (send lag p99 over 10 ms); the "
                       "lane was offered less than the schedule says. Use fewer lanes at once or a lower rate.")

@@ -12,7 +12,7 @@ from lanemon.cli.common import UsageError, add_fault_args, add_lane_args, demo_l
 from lanemon.cli import launch
 from lanemon.cli.common import positive_float as _positive
 from lanemon.cli.common import with_stall_timeout
-from lanemon.config import Config, LaneConfig, ProbeConfig, load_config, merge_lanes
+from lanemon.config import Config, LaneConfig, ProbeConfig, load_config
 
 def register(sub) -> None:
     p = sub.add_parser("live", help="live dashboard on the configured lanes (the default command)",
@@ -71,14 +71,11 @@ def monitor_rules(args: argparse.Namespace, config: Config) -> list:
 
 
 def monitor_slo(args: argparse.Namespace, config: Config) -> dict[str, float]:
-    from lanemon.measure.metrics import parse_slo
+    """``--slo`` read as every command reads it (cli/common.slo_arg), else lanes.toml's [slo]."""
+    from lanemon.cli.common import slo_arg
 
-    if getattr(args, "slo", None):
-        try:
-            return parse_slo(args.slo)
-        except ValueError as exc:
-            raise UsageError(f"--slo: {exc}") from None
-    return dict(config.slo)
+    slo = slo_arg(args)
+    return dict(config.slo) if slo is None else slo
 
 
 def _listen(args: argparse.Namespace, config: Config) -> tuple[str, int] | None:
@@ -98,7 +95,11 @@ def _listen(args: argparse.Namespace, config: Config) -> tuple[str, int] | None:
 
 
 def _load(args: argparse.Namespace) -> Config:
-    return merge_lanes(load_config(args.config), args.lane)
+    """The lanes of lanes.toml and --lane with --telemetry / --cost: the one path every command builds its
+    lanes on (cli/common.load_lanes; a bad value or an unknown lane is one line, exit 2)."""
+    from lanemon.cli.common import load_lanes
+
+    return load_lanes(args)[0]
 
 def _probe_config(config: Config, interval: float | None, demo: bool = False) -> ProbeConfig:
     probe = config.probe

@@ -14,6 +14,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from lanemon.measure import metrics
+from lanemon.measure.bounds import gpu_reading
 from lanemon.measure.counters import Accumulator
 from lanemon.measure.restarts import restart_reason
 from lanemon.measure.server import sim_name
@@ -51,6 +52,9 @@ class ServerMetricsState:
     waiting: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
     kv_usage: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
     gen_tok_s: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    gen_busy: tuple[int, float] | None = None
+    """(scrape time, rate) of the latest scrape interval in which the engine generated (gen_tok_s > 0): between
+    a monitor's probes the engine idles, and its rate is shown as the last busy one with its age, not 0."""
     prompt_tok_s: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
     hit_rate: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
     timings: dict = field(default_factory=dict)
@@ -90,6 +94,8 @@ class ServerMetricsState:
         for key in ("running", "waiting", "kv_usage", "gen_tok_s", "prompt_tok_s"):
             if d.get(key) is not None:
                 getattr(self, key).append(float(d[key]))
+        if d.get("gen_tok_s"):
+            self.gen_busy = (t, float(d["gen_tok_s"]))
         if d.get("prefix_hit_rate") is not None:
             self.hit_rate.append(float(d["prefix_hit_rate"]))
 
@@ -106,6 +112,10 @@ class GpuState:
     last_t: int | None = None
     error: str | None = None
     power_w: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    dropped: int = 0
+    """Values of the readings so far that were not physically possible (or not numbers), dropped
+    (measure/bounds.gpu_reading: the telemetry client's count recorded with each reading, plus what a
+    recorded reading still held); the panel says how many."""
 
     def apply(self, t: int, d: dict) -> None:
         self.configured = True
@@ -114,9 +124,11 @@ class GpuState:
                 self.available = False
             self.error = str(d.get("message") or d.get("cls") or "reading failed")
             return
+        d, _ = gpu_reading(d)  # live and replay alike: a recording is untrusted
+        self.dropped += int(d.get("dropped", 0))
         self.available, self.error = True, None
-        self.last, self.last_t = dict(d), t
-        if isinstance(d.get("power_w"), (int, float)) and not isinstance(d.get("power_w"), bool):
+        self.last, self.last_t = d, t
+        if d.get("power_w") is not None:
             self.power_w.append(float(d["power_w"]))
 
     def summary(self) -> dict:
@@ -170,6 +182,8 @@ def gpu_text(gpu: GpuState) -> str:
         parts.append(",".join(s["throttle"]))
     if s["xid"]:
         parts.append("XID " + ",".join(str(x) for x in s["xid"]))
+    if gpu.dropped:  # never shown, never summed: said
+        parts.append(f"{gpu.dropped} impossible values dropped")
     return " · ".join(parts) or "no figures"
 
 
@@ -247,6 +261,10 @@ class LaneState(Outcomes):
     models_latency_s: float | None = None
     last_probe_t: int | None = None
     probe_error: str | None = None
+    down_t: int | None = None
+    """When the lane's latest outage began (its first failed health check since it was last up)."""
+    up_again_t: int | None = None
+    """When it came back from that outage (the first health check that passed after it), None while down."""
     probes_failed: int = 0
     """Health checks (``GET /models``) that failed: the panel counts them apart from the requests' errors."""
     in_flight: int = 0
@@ -381,8 +399,12 @@ class SessionState:
             if d.get("model_changed_from"):  # logged with the errors: every later figure is another model's
                 lane.errors.append((ev.t, "model", f"model changed: {d['model_changed_from']} -> {d.get('model')}"))
             if lane.up:
+                if lane.probe_error is not None:
+                    lane.up_again_t = ev.t
                 lane.probe_error = None
             else:
+                if lane.probe_error is None:
+                    lane.down_t, lane.up_again_t = ev.t, None
                 msg = d.get("message") or d.get("cls") or "down"
                 lane.probes_failed += 1
                 if msg != lane.probe_error:

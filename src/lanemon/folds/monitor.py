@@ -47,6 +47,8 @@ DEFAULT_WINDOW_S = 60.0
 MAX_MODEL_IDS = 4
 """Distinct model ids a lane may show as a label value; a lane's further ids are :data:`OTHER_MODEL`."""
 OTHER_MODEL = "(other)"
+GPU_MARGIN_S = 120.0
+"""GPU readings kept from before the window: a slow exporter's counter update either side of its start."""
 SATURATION_TTFT_RISE = 1.2
 """Over-saturation: the second half of the window's median TTFT is at least this many times the first half's ..."""
 SATURATION_FLAT = 0.10
@@ -311,7 +313,7 @@ class MonitorState:
             for r in energy.readings([ev], ev.lane):
                 dq = self.gpu.setdefault(ev.lane, deque())
                 dq.append(r)
-                while len(dq) > 2 and dq[1].t < ev.t - int((self.window_s + energy.MAX_HOLD_S) * NS):
+                while len(dq) > 2 and dq[1].t < ev.t - int((self.window_s + GPU_MARGIN_S) * NS):
                     dq.popleft()
         if ev.kind == schema.SERVER_METRICS and ev.lane is not None and ev.data.get("ok"):
             v = ev.data.get("preemptions_total")
@@ -345,16 +347,16 @@ class MonitorState:
 
     def energy_figures(self, lane: str, now_ns: int | None = None) -> dict[str, float | None]:
         """GPU energy (J) and mean power (W) over the window, the window's output tokens per joule and
-        USD per 1M output tokens (measure/energy.py's definitions, the benches'); None where unknown."""
+        USD per 1M output tokens (measure/energy.energy_of: the benches' definitions, withheld as they are when
+        the energy's uncertainty is over 10 %); None where unknown."""
         now = self.last_t if now_ns is None else now_ns
         t0 = max(0, now - int(self.window_s * NS))
-        w = energy.window_energy(list(self.gpu.get(lane, ())), t0, now)
         tokens = sum(int(s.tokens) for s in self.series.samples(lane, t0)
                      if t0 <= s.t <= now and s.outcome == "ok" and CLIENT_BOUND not in self.series.flags_of(s))
-        eff = energy.efficiency(w["energy_j"], tokens, (now - t0) / NS, self.cost_per_hour.get(lane),
-                                w["energy_reason"])
-        return {"energy_j": w["energy_j"], "gpu_power_w_mean": w["gpu_power_w_mean"],
-                "tokens_per_joule": eff["tokens_per_joule"], "usd_per_1m_output_tokens": eff["usd_per_1m_output_tokens"],
+        e = energy.energy_of([], lane, [(t0, now)], tokens, self.cost_per_hour.get(lane),
+                             rs=list(self.gpu.get(lane, ())), what="monitor window")
+        return {"energy_j": e["energy_j"], "gpu_power_w_mean": e["gpu_power_w_mean"],
+                "tokens_per_joule": e["tokens_per_joule"], "usd_per_1m_output_tokens": e["usd_per_1m_output_tokens"],
                 "output_tokens": float(tokens)}
 
     # -- reading -------------------------------------------------------------------------------------

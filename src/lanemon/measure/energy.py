@@ -33,7 +33,7 @@ from typing import Any
 
 from lanemon import events as schema
 from lanemon.events import Event
-from lanemon.measure.energy_sampling import MAX_W_PER_GPU, Reading, learn, window
+from lanemon.measure.energy_sampling import MAX_W_PER_GPU, Fit, Reading, learn, window
 from lanemon.measure.records import reiterable
 
 NS = 1_000_000_000
@@ -48,24 +48,36 @@ def _num(x: Any, hi: float) -> float | None:
     return x if math.isfinite(x) and 0 <= x <= hi else None
 
 
+class Readings(list):
+    """:func:`readings`' list, with ``failure``: the message of the lane's last failed reading (a telemetry
+    error is the telemetry endpoint's, said as such, never "no GPU telemetry for this lane")."""
+
+    failure: str | None = None
+
+
 def readings(events: Iterable[Event], lane: str) -> list[Reading]:
     """The successful GPU readings of *lane*, in time order (values that are not finite and non-negative, or a
-    power over :data:`MAX_W_PER_GPU` per GPU, are dropped: a recording is untrusted)."""
-    out = []
+    power over :data:`MAX_W_PER_GPU` per GPU, are dropped: a recording is untrusted); ``failure`` on the list is
+    the message of the lane's last failed reading."""
+    out = Readings()
     for ev in events:
-        if ev.kind != schema.GPU or ev.lane != lane or not ev.data.get("ok"):
+        if ev.kind != schema.GPU or ev.lane != lane:
             continue
         d = ev.data
-        back = (_num(d.get("parse_s"), 60) or 0.0) + (_num(d.get("latency_s"), 60) or 0.0) / 2
+        if not d.get("ok"):
+            out.failure = str(d.get("message") or d.get("cls") or "a reading failed")[:300]
+            continue
+        flight = _num(d.get("latency_s"), 60) or 0.0
+        back = (_num(d.get("parse_s"), 60) or 0.0) + flight / 2
         n = d.get("gpu_count")
         gpus = n if type(n) is int and 1 <= n <= 64 else 1
         out.append(Reading(ev.t - int(back * NS), _num(d.get("power_w"), MAX_W_PER_GPU * gpus),
-                           _num(d.get("energy_mj"), 1e18), gpus))
+                           _num(d.get("energy_mj"), 1e18), gpus, int(flight / 2 * NS)))
     out.sort(key=lambda r: r.t)
     return out
 
 
-def window_energy(rs: list[Reading], t0: int, t1: int, learned: tuple[float | None, bool] | None = None
+def window_energy(rs: list[Reading], t0: int, t1: int, learned: tuple[float | None, bool, Fit | None] | None = None
                   ) -> dict[str, Any]:
     """``energy_j``, ``energy_uncertainty_j``, ``gpu_power_w_mean``, ``energy_source``, ``energy_note``,
     ``energy_update_s``, ``energy_dropped`` and ``energy_reason`` (why None) over [t0, t1], not yet judged
@@ -74,7 +86,10 @@ def window_energy(rs: list[Reading], t0: int, t1: int, learned: tuple[float | No
                            "energy_source": None, "energy_note": None, "energy_update_s": None, "energy_dropped": 0,
                            "energy_reason": None}
     if not rs:
-        return {**out, "energy_reason": "no GPU telemetry for this lane"}
+        failure = getattr(rs, "failure", None)
+        reason = ("no GPU telemetry for this lane" if failure is None else failure
+                  if failure.startswith("GPU telemetry") else f"GPU telemetry failed: {failure}")
+        return {**out, "energy_reason": reason}
     if t1 <= t0:
         return {**out, "energy_reason": "empty window"}
     est, why, interval, dropped = window(rs, t0, t1, learned)
@@ -158,8 +173,10 @@ def energy_of(events: list[Event], lane: str, windows: list[tuple[int, int]], ou
         every = f"the exporter updates every {interval:.0f} s; " if interval and interval >= 1.5 else ""
         reason = (f"{every}this {what} lasted {seconds:.1f} s: its energy is only known to ±{unc:.0f} J of "
                   f"{joules:.0f} J (over {MAX_UNCERTAINTY:.0%}): {ADVICE}")
-    elif reason is not None and interval and interval >= 1.5 and "updates every" not in reason:
-        reason = f"{reason} (the exporter updates every {interval:.0f} s; this {what} lasted {seconds:.1f} s: {ADVICE})"
+    elif reason is not None and interval and interval >= 1.5:  # a slow exporter: what to do about it
+        said = "updates every" in reason or "did not change" in reason
+        reason = (f"{reason} ({'' if said else f'the exporter updates every {interval:.0f} s; '}this {what} lasted "
+                  f"{seconds:.1f} s: {ADVICE})")
     if dropped:
         notes.append(f"{dropped} counter interval(s) rising faster than {MAX_W_PER_GPU:.0f} W per GPU dropped")
     energy = None if reason is not None else joules

@@ -10,7 +10,8 @@ them (:func:`series`):
   between the readings where its value changed, their lower quartile (with fewer than three, the longest it
   stood still); else the power: the shortest gap between its changes (a power that stays flat for a while is not
   a slow exporter);
-* a source is **cached** when that interval is over 1.5x lanemon's own reading gap (the median).  Then only
+* a source is **cached** when that interval is over 1.5x lanemon's own reading gap (the median), or when its
+  counter showed the same value at two readings in a row (a tenth of them, two at least).  Then only
   the readings that brought a new value are kept, each placed halfway between the reading before it (which
   still showed the old value) and itself, ± half that gap (``slack``): the collection happened in between.
   A fresh source (NVML, an exporter collecting faster than lanemon reads) keeps every reading where it was
@@ -60,6 +61,8 @@ class Reading:
     energy_mj: float | None
     gpus: int = 1
     """How many GPUs the reading sums (bounds what it may physically say)."""
+    slack: int = 0
+    """± ns on ``t``: half the request's flight (the source sampled somewhere in it)."""
 
 
 @dataclass(frozen=True)
@@ -96,17 +99,18 @@ def _median(xs: list[int]) -> int | None:
     return xs[len(xs) // 2] if xs else None
 
 
-def learn(rs: list[Reading]) -> tuple[float | None, bool]:
-    """(the source's update interval in s, cached?) from its readings: see the module's text."""
+def learn(rs: list[Reading]) -> tuple[float | None, bool, Fit | None]:
+    """(the source's update interval in s, cached?, its collections' clock where it can be fitted) from its
+    readings: see the module's text."""
     attr = "energy_mj" if sum(r.energy_mj is not None for r in rs) >= 3 else "power_w"
     vals = [(r.t, getattr(r, attr)) for r in rs if getattr(r, attr) is not None]
     read_gap = _median([b[0] - a[0] for a, b in zip(vals, vals[1:]) if b[0] > a[0]])
     if read_gap is None:
-        return None, False
+        return None, False, None
     changes = [vals[i][0] for i in range(1, len(vals)) if vals[i][1] != vals[i - 1][1]]
     gaps = sorted(b - a for a, b in zip(changes, changes[1:]) if b > a)
     if attr == "power_w" and not gaps:
-        return read_gap / NS, False
+        return read_gap / NS, False, None
     if attr == "power_w":
         # a power may stay flat for a long time: the shortest gap between changes bounds the interval
         interval = max(gaps[0], read_gap)
@@ -116,41 +120,90 @@ def learn(rs: list[Reading]) -> tuple[float | None, bool]:
         # few changes: the longest a counter was seen standing still (a GPU that is on moves it at every collection)
         edges = [vals[0][0]] + changes + [vals[-1][0]]
         interval = max(b - a for a, b in zip(edges, edges[1:]))
-    return interval / NS, interval > 1.5 * read_gap
+    # a counter read twice in a row at the same value was not read fresh (a GPU that is on moves it by a millijoule
+    # a millisecond): a cached source, however fast it collects
+    repeats = sum(1 for x, y in zip(vals, vals[1:]) if x[1] == y[1]) if attr == "energy_mj" else 0
+    cached = interval > 1.5 * read_gap or repeats >= 2
+    slack = {r.t: r.slack for r in rs}
+    brackets = [(vals[i - 1][0] - slack[vals[i - 1][0]], vals[i][0] + slack[vals[i][0]]) for i in range(1, len(vals))
+                if vals[i][1] != vals[i - 1][1]]
+    return interval / NS, cached, fit_clock(brackets, interval) if cached and len(brackets) >= 3 else None
 
 
-def series(rs: list[Reading], attr: str, interval_s: float | None = None, cached: bool = False) -> Series:
-    """*attr*'s updates (:class:`Series`), given the source's interval and whether it is cached (:func:`learn`)."""
-    vals = [(r.t, getattr(r, attr)) for r in rs if getattr(r, attr) is not None]
+@dataclass(frozen=True)
+class Fit:
+    """A cached source's collections: at ``phase + k * period`` (ns), known to ± ``width``."""
+
+    period: float
+    phase: float
+    width: float
+
+    def at(self, tp: int, t: int) -> Point | None:
+        """The collection between readings *tp* and *t* (None if the clock puts none there)."""
+        c = self.phase + round(((tp + t) / 2 - self.phase) / self.period) * self.period
+        return Point(int(c), 0.0, int(self.width)) if tp - self.width <= c <= t + self.width else None
+
+
+def fit_clock(brackets: list[tuple[int, int]], interval: int) -> Fit | None:
+    """The phase of a source's collections consistent with every (reading before, reading after) pair that saw a
+    change, at the learned interval rounded to 100 ms (exporters collect on a timer of whole milliseconds:
+    dcgm-exporter a ticker every ``-c`` ms, 30000 by default); None where none fits (a source that does not tick
+    so, or an interval that is not a round one)."""
+    period = round(interval / 1e8) * 1e8
+    if period <= 0 or abs(period - interval) > 0.05 * period:
+        return None
+    lo, hi = float(brackets[0][0]), float(brackets[0][1])  # the first collection's instant lies in here
+    for tp, t in brackets[1:]:
+        x = ((tp + t) / 2 - (lo + hi) / 2) / period
+        fits = [(min(hi, t - k * period) - max(lo, tp - k * period), k) for k in {math.floor(x), math.ceil(x)}]
+        overlap, k = max(fits)
+        if overlap < 0:
+            return None
+        lo, hi = max(lo, tp - k * period), min(hi, t - k * period)
+    return Fit(period, (lo + hi) / 2, (hi - lo) / 2)
+
+
+def series(rs: list[Reading], attr: str, interval_s: float | None = None, cached: bool = False,
+           fit: Fit | None = None) -> Series:
+    """*attr*'s updates (:class:`Series`), given the source's interval, whether it is cached and its collections'
+    clock (:func:`learn`)."""
+    vals = [(r.t, getattr(r, attr), r.slack) for r in rs if getattr(r, attr) is not None]
     gpus = max([r.gpus for r in rs] or [1])
     if not cached:
-        return Series([Point(t, v) for t, v in vals], interval_s, False, gpus)
+        return Series([Point(t, v, sl) for t, v, sl in vals], interval_s, False, gpus)
     half = int((interval_s or 0) * NS / 2)
-    pts = [Point(vals[0][0] - half, vals[0][1], half)] if vals else []
-    for (tp, vp), (t, v) in zip(vals, vals[1:]):
+    pts = [Point(vals[0][0] - half, vals[0][1], half + vals[0][2])] if vals else []
+    for (tp, vp, sp), (t, v, sl) in zip(vals, vals[1:]):
         if v != vp:
-            pts.append(Point((tp + t) // 2, v, (t - tp) // 2))
+            c = fit.at(tp - sp, t + sl) if fit is not None else None
+            pts.append(Point(c.t, v, c.slack) if c is not None
+                       else Point((tp - sp + t + sl) // 2, v, (t + sl - tp + sp) // 2))
     return Series(pts, interval_s, True, gpus)
 
 
-def steps(rs: list[Reading], attr: str, interval_s: float | None = None, cached: bool = False
-          ) -> tuple[Series, list[int]]:
+def steps(rs: list[Reading], attr: str, interval_s: float | None = None, cached: bool = False,
+          fit: Fit | None = None) -> tuple[Series, list[int]]:
     """*attr* as a step function: (its steps -- the first reading, then each change, placed in the middle of the
-    time the true change may have happened: after the reading before it less the source's interval when cached,
-    and before the reading that showed it -- and the instants it was observed: every reading of a fresh source,
-    the collections of a cached one, between the two readings either side of a change)."""
-    vals = [(r.t, getattr(r, attr)) for r in rs if getattr(r, attr) is not None]
+    time the true change may have happened: after the reading before it less the source's interval when cached
+    (after the collection before, when the collections' clock is known), and before the reading that showed it
+    -- and the instants it was observed: every reading of a fresh source, the collections of a cached one)."""
+    vals = [(r.t - r.slack, r.t + r.slack, getattr(r, attr)) for r in rs if getattr(r, attr) is not None]
     gpus = max([r.gpus for r in rs] or [1])
     if not vals:
         return Series([], interval_s, cached, gpus), []
     u = int((interval_s or 0) * NS) if cached else 0
-    pts = [Point(vals[0][0], vals[0][1], 0)]
-    seen = [vals[0][0]]
-    for (tp, vp), (t, v) in zip(vals, vals[1:]):
+    pts = [Point(vals[0][1], vals[0][2], 0)]
+    seen = [(vals[0][0] + vals[0][1]) // 2]
+    for (tp, _, vp), (_, t, v) in zip(vals, vals[1:]):  # tp: the earliest the reading before sampled, t: the latest
         if v != vp:
-            pts.append(Point((tp - u + t) // 2, v, (t - tp + u) // 2))
-            seen.append((tp + t) // 2)  # the collection itself was between the two readings
-    return Series(pts, interval_s, cached, gpus), (seen if cached else [t for t, _ in vals])
+            c = fit.at(tp, t) if fit is not None else None
+            if c is not None:  # a collection at a known instant: the true change in the period before it
+                pts.append(Point(c.t - int(fit.period) // 2, v, int(fit.period) // 2 + c.slack))
+                seen.append(c.t)
+            else:
+                pts.append(Point((tp - u + t) // 2, v, (t - tp + u) // 2))
+                seen.append((tp + t) // 2)  # the collection itself was between the two readings
+    return Series(pts, interval_s, cached, gpus), (seen if cached else [(a + b) // 2 for a, b, _ in vals])
 
 
 def _kind(a: Point, b: Point, gpus: int) -> str:
@@ -189,9 +242,12 @@ def power_window(ps: Series, seen: list[int], a: int, b: int) -> tuple[Estimate 
     return Estimate(joules, unc, "power"), None
 
 
-def counter_window(cs: Series, ps: Series, seen: list[int], t0: int, t1: int) -> tuple[Estimate | None, str | None]:
-    """The counter interpolated at t0 and t1 between its updates, intervals that cannot be used bridged by
-    :func:`power_window` (see the module)."""
+def counter_window(cs: Series, ps: Series, seen: list[int], t0: int, t1: int,
+                   power_at: dict[int, tuple[float, float | None, float | None]] | None = None
+                   ) -> tuple[Estimate | None, str | None]:
+    """The counter between its updates either side of the window, intervals that cannot be used bridged by
+    :func:`power_window` (see the module); *power_at*: a fresh source's power at each reading, with the readings'
+    before and after it (:func:`fresh_power`)."""
     pts = cs.points
     if not pts:
         return None, "no energy counter in the telemetry"
@@ -199,6 +255,8 @@ def counter_window(cs: Series, ps: Series, seen: list[int], t0: int, t1: int) ->
     i1 = next((i for i in range(len(pts)) if pts[i].t >= t1), None)
     if i0 is None or i1 is None or i1 <= i0:
         every = f"; it updates every {cs.interval_s:.0f} s" if cs.interval_s and cs.interval_s >= 1.5 else ""
+        if cs.cached and len(pts) < 3:  # too few changes to know the interval: only that it is longer than this
+            every = f"; it did not change for {cs.interval_s:.0f} s (dcgm-exporter collects every 30 s by default)"
         return None, f"no energy counter update on both sides of the window{every}"
     joules = unc = 0.0
     notes: list[str] = []
@@ -225,6 +283,11 @@ def counter_window(cs: Series, ps: Series, seen: list[int], t0: int, t1: int) ->
         g = b.t - a.t
         if hi <= lo or g <= 0:
             continue
+        held = None if cs.cached else _held(power_at, a, b, t0, t1, cs.gpus)
+        if held is not None:
+            joules += held[0]
+            unc += held[1]
+            continue
         joules += (b.v - a.v) / 1000.0 * (hi - lo) / g
         for edge in (t0, t1):
             if a.t < edge < b.t:
@@ -233,23 +296,55 @@ def counter_window(cs: Series, ps: Series, seen: list[int], t0: int, t1: int) ->
     return Estimate(max(0.0, joules), unc, "counter+power" if bridged else "counter", tuple(dict.fromkeys(notes))), None
 
 
+def fresh_power(rs: list[Reading]) -> dict[int, tuple[float, float | None, float | None]]:
+    """{reading instant: (its power, the power of the reading before it, of the one after it)}."""
+    ps = [(r.t, r.power_w) for r in rs if r.power_w is not None]
+    return {t: (p, ps[i - 1][1] if i else None, ps[i + 1][1] if i + 1 < len(ps) else None)
+            for i, (t, p) in enumerate(ps)}
+
+
+def _held(power_at: dict[int, tuple[float, float | None, float | None]] | None, a: Point, b: Point, t0: int,
+          t1: int, gpus: int) -> tuple[float, float] | None:
+    """A fresh counter's interval [a, b] cut at the window's edges: between a reading taken before lanemon's start
+    mark and the mark (or its end mark and the next reading) its own load is not running, so the power there is
+    taken as that reading's, ± how much the power moved across the reading before (after) it; the rest of the
+    counter's rise is the window's.  None where the readings do not allow it (a cached source, no power at these
+    readings, an implied power that is not physical): the interval is then interpolated."""
+    if not power_at or a.t not in power_at or b.t not in power_at:
+        return None
+    pa, pre, _ = power_at[a.t]
+    pb, _, post = power_at[b.t]
+    before = max(0, t0 - a.t) / NS
+    after = max(0, b.t - t1) / NS
+    if (before and pre is None) or (after and post is None):
+        return None
+    inside = (min(b.t, t1) - max(a.t, t0)) / NS
+    joules = (b.v - a.v) / 1000.0 - before * pa - after * pb
+    if joules < 0 or inside <= 0 or joules / inside > MAX_W_PER_GPU * gpus:
+        return None
+    unc = before * abs(pa - (pre if pre is not None else pa)) + after * abs(pb - (post if post is not None else pb))
+    # and the readings' own instants: each sampled somewhere in its request's flight
+    unc += (a.slack * pa if before else 0.0) / NS + (b.slack * pb if after else 0.0) / NS
+    return joules, unc
+
+
 def dropped(cs: Series, t0: int, t1: int) -> int:
     """Counter intervals overlapping [t0, t1] that rose faster than a GPU can draw (never summed)."""
     pts = cs.points
     return sum(1 for a, b in zip(pts, pts[1:]) if b.t > t0 and a.t < t1 and _kind(a, b, cs.gpus) == "impossible")
 
 
-def window(rs: list[Reading], t0: int, t1: int, learned: tuple[float | None, bool] | None = None
+def window(rs: list[Reading], t0: int, t1: int, learned: tuple[float | None, bool, Fit | None] | None = None
            ) -> tuple[Estimate | None, str | None, float | None, int]:
     """(the estimate over [t0, t1] with the smaller uncertainty of the counter's and power's, or None and why not;
     the source's update interval in s; counter intervals dropped as impossible)."""
-    interval, cached = learn(rs) if learned is None else learned
+    interval, cached, fit = learn(rs) if learned is None else learned
     has_counter = sum(r.energy_mj is not None for r in rs) >= 3
-    cs = series(rs, "energy_mj", interval, cached)
+    cs = series(rs, "energy_mj", interval, cached, fit)
     # a power reading that repeats the last value observes the power only from a source known to be fresh (its
     # counter moves at every reading): otherwise a repeat may be a stale copy
-    ps, seen = steps(rs, "power_w", interval, cached or not has_counter)
-    by_counter, why = counter_window(cs, ps, seen, t0, t1)
+    ps, seen = steps(rs, "power_w", interval, cached or not has_counter, fit)
+    by_counter, why = counter_window(cs, ps, seen, t0, t1, None if cached else fresh_power(rs))
     by_power, why2 = power_window(ps, seen, t0, t1)
     n = dropped(cs, t0, t1)
     options = [e for e in (by_counter, by_power) if e is not None and math.isfinite(e.joules)]

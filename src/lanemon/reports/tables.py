@@ -250,7 +250,8 @@ def load_table(result: dict[str, Any], lanes: Sequence[str] | None = None) -> Re
                 Cell(tail(r.get("send_lag_s"), 99) + (" behind" if r.get("client_behind") else ""),
                      WARN if r.get("client_behind") else None)] + slo_cells(r.get("slo"), slo)
             if energy:
-                row += [Cell(fixed(r.get("tokens_per_joule"), 2)), Cell(fixed(r.get("gpu_power_w_mean"), 1))]
+                row += [Cell(plus_minus(r.get("tokens_per_joule"), r.get("tokens_per_joule_uncertainty"), 2)),
+                        Cell(plus_minus(r.get("gpu_power_w_mean"), power_uncertainty(r), 1))]
             if cost:
                 row += [Cell(fixed(r.get("usd_per_1m_output_tokens"), 2))]
             row += engine_cells(r.get("engine_counters"), eng)
@@ -283,6 +284,18 @@ def fixed(v: Any, digits: int) -> str:
     return "—" if x is None else f"{x:,.{digits}f}"
 
 
+def plus_minus(v: Any, u: Any, digits: int) -> str:
+    """*v* ± its uncertainty *u* (docs/GPU.md: every energy figure carries one); just *v* where *u* is unknown."""
+    x, e = num(v), num(u)
+    return fixed(x, digits) if x is None or e is None else f"{fixed(x, digits)} ±{e:,.{digits}f}"
+
+
+def power_uncertainty(r: dict[str, Any]) -> float | None:
+    """The mean GPU power's uncertainty: the energy's over the window."""
+    u, s = num(r.get("energy_uncertainty_j")), num(r.get("energy_window_s"))
+    return u / s if u is not None and s else None
+
+
 #: run-scoped engine counters a result table can show: their keys, which are their catalogue names
 ENGINE_COLUMNS = ("prefix_hit_rate", "preemptions", "spec_acceptance_rate")
 
@@ -311,7 +324,10 @@ def engine_notes(who: str, r: dict[str, Any], energy: bool, cost: bool) -> list[
     """Why a rep's energy or cost is unknown, and what its engine counters say beyond the columns (ranks,
     restarts, LoRA adapters)."""
     out = []
-    why = [x for x in (r.get("energy_reason") if energy and r.get("energy_j") is None else None,
+    # a lane with telemetry whose energy was withheld (its exporter's interval against the window) says so even
+    # when no rep has a figure (energy_update_s: the source's learned interval, None without telemetry)
+    told = energy or r.get("energy_update_s") is not None
+    why = [x for x in (r.get("energy_reason") if told and r.get("energy_j") is None else None,
                        r.get("cost_reason") if cost and r.get("usd_per_1m_output_tokens") is None else None) if x]
     if why:
         out.append(f"{who}: {'; '.join(dict.fromkeys(why))}")

@@ -149,6 +149,9 @@ class ServerGauges(Vertical):
                                        + (f"[dim]{of}[/]" if of and len(pct(kv)) + len(of) <= kv_room else ""))
 
         gen = fmt.tok_s(d.get("gen_tok_s"))
+        if not d.get("gen_tok_s") and st.gen_busy is not None and st.last_t is not None:
+            # idle between a monitor's probes: the last rate the engine generated at, and how long ago
+            gen = f"{fmt.tok_s(st.gen_busy[1])} {(st.last_t - st.gen_busy[0]) // 1_000_000_000} s ago"
         prompt = fmt.tok_s(d.get("prompt_tok_s"))
         computed = d.get("prompt_compute_tok_s")  # prefill actually computed, prefix-cache hits apart
         gen_w = max(len(f"gen {gen}") + 1, 0 if self.has_class("-narrow") else 17)

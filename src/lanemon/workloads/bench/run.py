@@ -97,6 +97,7 @@ class BenchOptions:
     worker_hosts: list[dict[str, Any]] | None = None  # set once placed: each worker's host and clock offset
     max_level: int = 64  # bench sweep: highest concurrency tried
     knee_gain: float = 0.10  # bench sweep: stop when a doubling of C gains less than this
+    seed_drawn: bool = False  # bench load: no --seed was given, the run drew one (one schedule for every lane)
 
     def __post_init__(self) -> None:
         if self.reps < 1:
@@ -107,6 +108,10 @@ class BenchOptions:
             raise ValueError("--lengths must be positive whole numbers")
         if self.max_tokens is not None and self.max_tokens < 1:
             raise ValueError("--max-tokens must be at least 1")
+        if self.load is not None and self.seed is None:  # one offered schedule for every lane of the run
+            from lanemon.workloads.bench.schedule import draw_seed
+
+            self.seed, self.seed_drawn = draw_seed(), True
         if self.prompt_set is None:
             self.prompt_set = load_prompt_set()
         if self.categories:
@@ -159,6 +164,8 @@ class BenchOptions:
                 cfg["max_context"] = self.max_context
         if self.seed is not None:
             cfg["seed"] = self.seed
+        if kind == "load":
+            cfg["seed_drawn"] = self.seed_drawn
         if self.time_scale is not None:
             cfg["time_scale"] = self.time_scale
         if self.thinking is not None:
