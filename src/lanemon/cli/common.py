@@ -555,8 +555,9 @@ def write_output(path: Path, data: str | bytes | Iterable[str | bytes], *, make_
         if make_dirs:
             target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
-        if mode is not None:
-            os.chmod(tmp, stat.S_IMODE(mode))  # the report replaced keeps its permissions
+        # the report replaced keeps its permissions; a new one follows the umask as any tool's output does
+        # (mkstemp makes 0600: a report meant to be shared could not be read)
+        os.chmod(tmp, stat.S_IMODE(mode) if mode is not None else 0o666 & ~_umask())
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
     try:
@@ -578,6 +579,22 @@ def write_output(path: Path, data: str | bytes | Iterable[str | bytes], *, make_
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it where Linux says it (/proc/self/status), else set back."""
+    import os
+
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 class _WriteFailed(Exception):

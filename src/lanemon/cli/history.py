@@ -94,7 +94,7 @@ def render(rows: list, metric: str) -> str:
     lines = [head]
     f = format_figure
     for r in rows[-200:]:
-        started = (r.started or "?")[:19].replace("T", " ")
+        started = inert(r.started or "?", 200)[:19].replace("T", " ")
         sim = " (simulated" + (f", time scale {r.time_scale:g}" if r.time_scale not in (None, 1.0) else "") + ")" \
             if r.simulated else ""
         lines.append(f"{started:<20} {inert(r.lane, 8):<8} {inert(r.workload, 10):<10} {inert(r.level, 10):<10} "

@@ -17,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 #: the units a figure may have (docs/METRICS.md, "The catalogue")
-UNITS = ("s", "tok/s", "req/s", "tok", "tok/chunk", "requests", "ratio", "x", "W", "J", "tok/J", "USD/1M tok", "bool")
+UNITS = ("s", "tok/s", "req/s", "tok", "tok/chunk", "requests", "ratio", "x", "W", "J", "tok/J", "USD/1M tok", "bool",
+         "count", "USD/h")
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,9 @@ CATALOGUE: tuple[Metric, ...] = (
     Metric("per_stream_tok_s", "decode tok/s (per stream)", "tok/s",
            f"(generated tokens - tokens of the first chunk) / decode span, per complete non-burst request; a "
            "cell's figure is the median", ("per_stream_tok_s_p50", "per_stream_tok_s", "decode_tok_s"),
-           "per-stream tok/s", short="stream", doc_row="decode tok/s"),
+           "per-stream tok/s", short="stream", doc_row="decode tok/s",
+           prometheus="lanemon_window_decode_tokens_per_second", prometheus_type="gauge",
+           prometheus_help="Median per-stream decode rate of the monitor window's complete requests"),
     Metric("steady_tok_s", "aggregate tok/s (steady state)", "tok/s",
            "tokens whose chunks arrived while all C streams of a decode level were in flight / that window "
            "(ramp-up and drain left out); the median over reps", ("steady_tok_s",), "steady tok/s",
@@ -198,7 +201,7 @@ CATALOGUE: tuple[Metric, ...] = (
            prometheus_help="The lane's GPUs' power draw (W), from its GPU telemetry"),
     Metric("energy", "energy", "J",
            "the lane's GPUs' energy counter at the cell's start and end marks, else power integrated over it",
-           ("energy_j",), "energy J", prometheus="lanemon_gpu_energy_joules", prometheus_type="counter",
+           ("energy_j",), "energy J", prometheus="lanemon_gpu_energy_joules_total", prometheus_type="counter",
            prometheus_help="Energy the lane's GPUs used (J), from its GPU telemetry"),
     Metric("tokens_per_joule", "tok/J", "tok/J",
            "output tokens of the completed requests / energy over the cell's window",
@@ -239,6 +242,50 @@ CATALOGUE: tuple[Metric, ...] = (
     Metric("window", "window", "s", "the sliding window the monitor's ratios are computed over", (), "window",
            prometheus="lanemon_window_seconds", prometheus_type="gauge",
            prometheus_help="The sliding window the ratios are computed over"),
+    Metric("lane_info", "lane model", "bool",
+           "1 for the lane's current model id (label model): its first 4 distinct ids, then '(other)'", (),
+           "model", prometheus="lanemon_lane_info", prometheus_type="gauge",
+           prometheus_help="1 for the lane's current model id (label model; at most 4 distinct ids per lane, "
+                           "further ones read (other))"),
+    Metric("model_changes", "model changes", "count", "times the lane's model id changed (GET /models)", (),
+           "model changes", prometheus="lanemon_lane_model_changes_total", prometheus_type="counter",
+           prometheus_help="Times the lane's model id changed (GET /models)"),
+    Metric("lane_downs", "times down", "count",
+           "times the lane went down: a health probe failed, at the start or after the lane answered", (),
+           "downs", prometheus="lanemon_lane_down_total", prometheus_type="counter",
+           prometheus_help="Times the lane went down (a health probe failed, at the start or after it answered)"),
+    Metric("output_tokens_total", "output tokens", "tok",
+           f"{_OUT} of the complete requests lanemon was not starved during, since the monitor started", (),
+           "output tok", prometheus="lanemon_output_tokens_total", prometheus_type="counter",
+           prometheus_help="Generated tokens of complete requests lanemon was not starved during"),
+    Metric("window_energy", "window energy", "J",
+           "the lane's GPUs' energy over the monitor's window: their counter, else power integrated "
+           "(measure/energy.window_energy)", (), "energy J", prometheus="lanemon_window_gpu_energy_joules",
+           prometheus_type="gauge", prometheus_help="Energy the lane's GPUs used over the window"),
+    Metric("window_power", "window GPU power", "W", "the window's energy / the window", (), "GPU W",
+           prometheus="lanemon_window_gpu_power_mean_watts", prometheus_type="gauge",
+           prometheus_help="Mean power of the lane's GPUs over the window (window energy / window)"),
+    Metric("cost_per_hour", "cost per hour", "USD/h", "the lane's cost_per_hour (lanes.toml, --cost)", (),
+           "$/h", prometheus="lanemon_cost_usd_per_hour", prometheus_type="gauge",
+           prometheus_help="The lane's cost_per_hour (lanes.toml / --cost)"),
+    Metric("error_share", "error share", "ratio",
+           "share of the window's finished requests that did not complete (error, truncated, empty)", (),
+           "errors", prometheus="lanemon_window_error_ratio", prometheus_type="gauge",
+           prometheus_help="Share of the window's finished requests that did not complete (error, truncated, "
+                           "empty)"),
+    Metric("engine_kv_usage", "KV cache", "ratio", "the engine's KV-cache use at its latest /metrics scrape", (),
+           "KV", prometheus="lanemon_engine_kv_cache_usage_ratio", prometheus_type="gauge",
+           prometheus_help="The engine's KV-cache use (0..1) at its latest /metrics scrape (vLLM, SGLang)",
+           vllm="vllm:kv_cache_usage_perc", differs="the engine's own gauge, as scraped; no figure of lanemon's"),
+    Metric("engine_waiting", "queued", "requests", "requests queued in the engine at its latest /metrics scrape",
+           (), "waiting", prometheus="lanemon_engine_requests_waiting", prometheus_type="gauge",
+           prometheus_help="Requests queued in the engine at its latest /metrics scrape",
+           vllm="vllm:num_requests_waiting", differs="the engine's own gauge, as scraped"),
+    Metric("engine_running", "running", "requests",
+           "requests running in the engine at its latest /metrics scrape", (), "running",
+           prometheus="lanemon_engine_requests_running", prometheus_type="gauge",
+           prometheus_help="Requests running in the engine at its latest /metrics scrape",
+           vllm="vllm:num_requests_running", differs="the engine's own gauge, as scraped"),
 )
 
 BY_NAME: dict[str, Metric] = {m.name: m for m in CATALOGUE}

@@ -29,6 +29,7 @@ from lanemon.measure.load import ClientLoad
 from lanemon.measure import slo as slo_rules
 from lanemon.measure.metrics import NS, percentile, request_metrics, tail_ok
 from lanemon.measure.records import BURST, COMPLETE, OUTCOMES, Assembler, RequestRecord
+from lanemon.measure.server import engine_label, sim_name
 
 SUMMARY_VERSION = 2
 """2: rows say what makes them comparable (api, url, prompt set, max tokens, time scale); bench rows carry the
@@ -175,6 +176,8 @@ class SummaryFold:
         self._rows: list[_Row] = []
         self.models: dict[str, str] = {}
         self.engines: dict[str, str] = {}
+        self.simulates: dict[str, str] = {}
+        """The simulator profile each simulated lane said it runs (measure/server.engine_label)."""
         self.sim_lanes: set[str] = set()
         self.urls: dict[str, str] = {}
         for lane in self.header.get("lanes") or []:
@@ -203,6 +206,8 @@ class SummaryFold:
                 self.models[ev.lane] = d["model"]
                 if kind == schema.PROBE and d.get("simulated") is True:  # /models said owned_by lanemon-sim
                     self.sim_lanes.add(ev.lane)
+                    if sim_name(d.get("simulates")):
+                        self.simulates[ev.lane] = d["simulates"]
                 return
             if kind == schema.SERVER_METRICS:
                 if d.get("ok") and isinstance(d.get("engine"), str):
@@ -268,7 +273,8 @@ class SummaryFold:
             cap = _int(cfg.get("max_tokens_cap"))
             out.append(LaneSummary(
                 session=self.session, lane=lane, workload=workload, level=level, started=started, started_s=started_s,
-                command=command, model=self.models.get(lane), engine=self.engines.get(lane), lanemon_version=version,
+                command=command, model=self.models.get(lane), engine=engine_label(self.engines.get(lane), self.simulates.get(lane)),
+                lanemon_version=version,
                 simulated=bool(simulated), requests=len(rows), complete=counts[COMPLETE], error=counts["error"],
                 truncated=counts["truncated"], empty=counts["empty"],
                 client_bound=sum(1 for r in rows if r.outcome == COMPLETE) - len(clean),

@@ -250,11 +250,17 @@ def load_table(result: dict[str, Any], lanes: Sequence[str] | None = None) -> Re
                 Cell(tail(r.get("send_lag_s"), 99) + (" behind" if r.get("client_behind") else ""),
                      WARN if r.get("client_behind") else None)] + slo_cells(r.get("slo"), slo)
             if energy:
-                row += [Cell(fixed(r.get("tokens_per_joule"), 2)), Cell(fixed(r.get("gpu_power_w_mean"), 1))]
+                row += [Cell(plus_minus(r.get("tokens_per_joule"), r.get("tokens_per_joule_uncertainty"), 2)),
+                        Cell(plus_minus(r.get("gpu_power_w_mean"), power_uncertainty(r), 1))]
             if cost:
                 row += [Cell(fixed(r.get("usd_per_1m_output_tokens"), 2))]
             row += engine_cells(r.get("engine_counters"), eng)
             rows.append(row)
+            if r.get("workers_lost"):  # a load host lost mid-rep (docs/WORKERS.md, "Failure handling")
+                lost = ", ".join(f"{w.get('host') or '?'} ({str(w.get('node') or '?')[:12]})"
+                                 for w in r["workers_lost"] if isinstance(w, dict))
+                notes.append(f"{who}: workers_lost: load host {lost} lost; its requests in flight are errors, "
+                             f"{r.get('not_sent') or 0} it had not sent are not sent (no figure from them)")
             apart = ", ".join(f"{r[k]} {k}" for k in ("truncated", "empty", "bursts") if r.get(k))
             if apart:
                 notes.append(f"{who}: {apart} (counted apart, no figure from them)")
@@ -276,6 +282,18 @@ def load_table(result: dict[str, Any], lanes: Sequence[str] | None = None) -> Re
 def fixed(v: Any, digits: int) -> str:
     x = num(v)
     return "—" if x is None else f"{x:,.{digits}f}"
+
+
+def plus_minus(v: Any, u: Any, digits: int) -> str:
+    """*v* ± its uncertainty *u* (docs/GPU.md: every energy figure carries one); just *v* where *u* is unknown."""
+    x, e = num(v), num(u)
+    return fixed(x, digits) if x is None or e is None else f"{fixed(x, digits)} ±{e:,.{digits}f}"
+
+
+def power_uncertainty(r: dict[str, Any]) -> float | None:
+    """The mean GPU power's uncertainty: the energy's over the window."""
+    u, s = num(r.get("energy_uncertainty_j")), num(r.get("energy_window_s"))
+    return u / s if u is not None and s else None
 
 
 #: run-scoped engine counters a result table can show: their keys, which are their catalogue names
@@ -306,7 +324,10 @@ def engine_notes(who: str, r: dict[str, Any], energy: bool, cost: bool) -> list[
     """Why a rep's energy or cost is unknown, and what its engine counters say beyond the columns (ranks,
     restarts, LoRA adapters)."""
     out = []
-    why = [x for x in (r.get("energy_reason") if energy and r.get("energy_j") is None else None,
+    # a lane with telemetry whose energy was withheld (its exporter's interval against the window) says so even
+    # when no rep has a figure (energy_update_s: the source's learned interval, None without telemetry)
+    told = energy or r.get("energy_update_s") is not None
+    why = [x for x in (r.get("energy_reason") if told and r.get("energy_j") is None else None,
                        r.get("cost_reason") if cost and r.get("usd_per_1m_output_tokens") is None else None) if x]
     if why:
         out.append(f"{who}: {'; '.join(dict.fromkeys(why))}")
@@ -494,12 +515,29 @@ def decode_table(result: dict[str, Any], lanes: Sequence[str] | None = None) -> 
     notes = []
     if any(c.get("tokens_estimated") for c in cells):
         notes.append("est.: token counts estimated from chunks (the lane sent no usage block)")
+    if show_ttfo and any(c.get("reasoning_estimated") for c in cells):
+        notes.append(reasoning_note(cells))
     if show_goodput:
         notes.append("goodput: share of requests meeting every target and their rate (per second of the reps' "
                      f"first send → last end); {slo_targets_text(slo)}")
     basis = ("steady = tokens while all C streams ran / that window; span = first send → last end" if with_steady
              else "span = first send → last end (recorded before the steady figure: levels judged on it)")
     return ResultTable("decode", f"decode ladder · {basis}", cols, rows, notes, decode_legend(result), ends)
+
+
+def reasoning_note(cells: Sequence[dict[str, Any]]) -> str:
+    """What the ``est.`` beside a reasoning count means: chunks carrying both reasoning and answer split by their
+    text (the usage block said the chunk's tokens, not how many reasoned), or reasoning counted as chunks."""
+    split = sum(int(num(c.get("reasoning_split_estimated")) or 0) for c in cells if c.get("reasoning_estimated"))
+    chunked = any(c.get("reasoning_estimated") and not c.get("reasoning_split_estimated") for c in cells)
+    out = []
+    if split:
+        out.append(f"{split} chunk{'s' if split != 1 else ''} carrying the end of the reasoning and the start of the "
+                   "answer split by the length of each part's text (usage gave the chunk's tokens, not how many "
+                   "reasoned)")
+    if chunked:
+        out.append("reasoning counted as chunks (the lane did not say how many tokens each reasoning chunk held)")
+    return "est. (reasoning tok): " + "; ".join(out)
 
 
 def rep_range(reps: Any) -> str:

@@ -40,7 +40,12 @@ def load_section(load: dict[str, Any], lanes: list[str]) -> Section:
     slo_held = [f"{n}: SLO {'held' if (load['lanes'].get(n) or {}).get('slo_held') else 'broke'}" for n in lanes
                 if "slo_held" in (load["lanes"].get(n) or {})]
     return Section("load", "Open-loop load", caption, headers, rows, notes=notes,
-                   summary="; ".join(headlines + slo_held), model=model)
+                   summary=sentences(headlines + slo_held), model=model)
+
+
+def sentences(parts: list[str]) -> str:
+    """*parts* as sentences, each ending with one full stop (a headline already ends with its own)."""
+    return " ".join(p if p.endswith(".") else p + "." for p in parts if p)
 
 
 def schedule_note(load: dict[str, Any], lanes: list[str]) -> str:

@@ -201,7 +201,7 @@ async def run_cell(h, lane: str, rep: int, opts, tpc: float | None = None) -> li
                       "bench", meta) for off, meta, args in planned]
         errors = await pool.run_job(lane, items)
         h.mark("cell", lane=lane, bench=BENCH, phase="end", cell=cell, requests=len(items), errors=errors, **beyond,
-               **keys)
+               **pool.job_report, **keys)  # job_report: workers_lost (the hosts), not_sent
         await edge(h)
         return []
     loop = asyncio.get_running_loop()
@@ -536,6 +536,9 @@ def load_results(events: Iterable[Event], *, in_progress: bool = False) -> dict[
         res["cell"] = cell  # the rep's marks: its energy and engine counters (measure/views.py)
         res["refused"] = end.get("refused") if isinstance(end.get("refused"), int) else 0
         res["refused_error"] = str(end["refused_error"])[:300] if end.get("refused_error") else None
+        res["not_sent"] = end.get("not_sent") if isinstance(end.get("not_sent"), int) else 0
+        res["workers_lost"] = [{k: str(w.get(k))[:200] for k in ("node", "host", "address", "why") if w.get(k)}
+                               for w in end.get("workers_lost") or [] if isinstance(w, dict)][:64]
         lanes.setdefault(lane, {"reps": []})["reps"].append(res)
     for lane, d in lanes.items():
         reps = d["reps"]
