@@ -104,6 +104,7 @@ class BenchConfig(_Strict):
     load: LoadConfig | None = None
     workers: int | None = None
     workers_backend: str | None = None
+    worker_hosts: list[dict[str, Any]] | None = None
     seed: int | None = None
     seed_drawn: bool | None = None
     time_scale: Num = None
@@ -123,6 +124,11 @@ class _Energy(_Strict):
     tokens_per_joule_reason: str | None = None
     usd_per_1m_output_tokens: Num = None
     cost_reason: str | None = None
+    energy_uncertainty_j: Num = None
+    tokens_per_joule_uncertainty: Num = None
+    energy_note: str | None = None
+    energy_update_s: Num = None
+    energy_dropped: int | None = None
     engine_counters: Obj = None
 
 
@@ -150,6 +156,7 @@ class DecodeCell(_Energy):
     chunk_counts_estimated: bool | None = None
     reasoning_tokens: int | None = None
     reasoning_estimated: bool | None = None
+    reasoning_split_estimated: int | None = None
     output_tokens: int | None = None
     tokens_estimated: bool | None = None
     requests: int | None = None
@@ -210,6 +217,8 @@ class LoadRep(_Energy):
     error: Any = None
     refused: int | None = None
     refused_error: str | None = None
+    workers_lost: list[dict[str, Any]] = []
+    not_sent: int | None = None
     offered_rate_rps: Num = None
     scheduled_rate_rps: Num = None
     sent_rate_rps: Num = None
