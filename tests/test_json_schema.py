@@ -72,3 +72,16 @@ def analyze_sample():
     from lanemon.reports.analyse import analyze
 
     return analyze(SAMPLES / "decode.jsonl", benches=["decode"])["decode"]
+
+
+def test_sweep_and_race_outputs_decode_into_their_structs():
+    sweep = _run("bench", "sweep", "--demo", "--time-scale", "0.02", "--lanes", "A,B", "--max-level", "2",
+                 "--max-tokens", "16", "--slo", "ttft=1", "--cost", "A=3", "--json", "--no-record")
+    assert sweep.returncode == 0, sweep.stderr
+    validate("bench-sweep", json.loads(sweep.stdout))
+    race = _run("race", "--demo", "--time-scale", "0.02", "--slo", "ttft=1", "--cost", "A=3", "--json", "--no-record")
+    assert race.returncode == 0, race.stderr
+    validate("race", json.loads(race.stdout))
+    from lanemon.reports.analyse import analyze
+
+    validate("race", analyze(SAMPLES / "races.jsonl", benches=["race"])["race"])

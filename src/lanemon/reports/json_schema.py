@@ -278,10 +278,109 @@ class LoadResult(_Strict):
     client_load: ClientLoadInfo | None = None
 
 
+class SweepLane(_Strict):
+    """One lane of a sweep: its levels (decode cells), the gain per doubling and where it stopped."""
+
+    levels: dict[str, DecodeCell] = {}
+    gain_per_doubling: dict[str, Num] = {}
+    knee: int | None = None
+    knee_reliable: bool | None = None
+    rests_on: list[int | None] | None = None
+    max_aggregate_tok_s: Num = None
+    stopped: str | None = None
+    slo_held: dict[str, bool] | None = None
+    slo_holds_to: int | None = None
+    unreliable_levels: list[int] = []
+    server: Obj = None
+
+
+class SweepResult(_Strict):
+    """``bench sweep --json`` (docs/JSON.md)."""
+
+    bench: Literal["sweep"]
+    lanes: dict[str, SweepLane]
+    config: BenchConfig
+    knee_gain: Num = None
+    slo: dict[str, float] | None = None
+    crossover: Obj = None
+    interrupted: bool = False
+    cut: list[Any] = []
+    not_run: Obj = None
+    running: list[Any] | None = None
+    client_load: ClientLoadInfo | None = None
+
+
+class RaceLane(_Energy):
+    """One lane in one race (docs/JSON.md, "race")."""
+
+    outcome: str | None = None
+    flags: list[str] = []
+    ttft_s: Num = None
+    ttfo_s: Num = None
+    decode_tok_s: Num = None
+    generated_tokens: int | None = None
+    output_tokens: int | None = None
+    tokens_estimated: bool | None = None
+    reasoning_tokens: int | None = None
+    reasoning_estimated: bool | None = None
+    reasoning_split_estimated: int | None = None
+    reasoning_text: str | None = None
+    tokens_per_chunk: Num = None
+    chunk_counts_estimated: bool | None = None
+    total_s: Num = None
+    finish_rank: int | None = None
+    error: Any = None
+    text: str | None = None
+    meets_slo: bool | None = None
+
+
+class Race(_Strict):
+    race: int
+    lanes: dict[str, RaceLane]
+    prompt: str | None = None
+    prompt_id: str | None = None
+    category: str | None = None
+    endpoint: str | None = None
+    max_tokens: int | None = None
+    winner: str | None = None
+    margin: Obj = None
+    winners: Obj = None
+    verdict: str | None = None
+
+
+class RaceSummary(_Energy):
+    """A lane over every race: medians of the finished races (docs/JSON.md, "race")."""
+
+    ttft_s: Num = None
+    ttfo_s: Num = None
+    decode_tok_s: Num = None
+    output_tokens: Num = None
+    reasoning_tokens: Num = None
+    tokens_per_chunk: Num = None
+    total_s: Num = None
+    wins: int | None = None
+    races_ok: int | None = None
+    bursts: int | None = None
+    outcomes: dict[str, int] = {}
+    goodput: Slo | None = None
+
+
+class RaceResult(_Strict):
+    """``lanemon race --json`` (docs/JSON.md, "race")."""
+
+    bench: Literal["race"]
+    races: list[Race]
+    lanes: dict[str, RaceSummary]
+    lanes_stat: str | None = None
+    slo: dict[str, float] | None = None
+
+
 #: every published output: name -> (its type, what prints it)
 OUTPUTS: dict[str, tuple[Any, str]] = {
     "bench-decode": (DecodeResult, "lanemon bench decode --json"),
     "bench-load": (LoadResult, "lanemon bench load --json"),
+    "bench-sweep": (SweepResult, "lanemon bench sweep --json"),
+    "race": (RaceResult, "lanemon race --json"),
     "history": (list[LaneSummary], "lanemon history --json"),
 }
 
