@@ -397,7 +397,8 @@ def test_report_efficiency_says_where_the_most_efficient_level_differs_from_the_
     from lanemon.reports.sections.efficiency import efficiency_section
 
     sec = efficiency_section(_decode_with_energy(), ["A", "B"])
-    assert "A: most efficient at C2 (4.50 tok/J), fastest at C4 (4.00 tok/J)." in sec.summary
+    # the fastest level quotes its speed (issue 40 item 5: it quoted tok/J as the speed)
+    assert "A: most efficient at C2 (4.50 tok/J), fastest at C4 (250.0 tok/s, 4.00 tok/J)." in sec.summary
     assert "B: no energy figure (no GPU telemetry for this lane)." in sec.summary
     assert sec.rows[1][:4] == ["C2", "4.50", "40.0", "5.00"] and sec.rows[0][4:] == ["—", "—", "2.00"]
     title, headers, rows = sec.more[0]

@@ -34,6 +34,7 @@ from lanemon.config import LaneConfig, endpoint_url, public_url
 from lanemon import events as schema
 from lanemon.events import Clock, Event
 from lanemon.measure.records import NO_DONE_NOTE, Assembler, RequestRecord
+from lanemon.measure.server import sim_name
 from lanemon.client.encoding import IDENTITY, DecodeRefused, body_chunks
 from lanemon.client.guard import HeadersTooLarge, InterimFlood, guard_transport
 from lanemon.client.sse import N_CHOICES_MESSAGE
@@ -404,6 +405,10 @@ class LaneClient:
                      None)
         if owner == "lanemon-sim":  # lanemon's own simulator: reports made from it say so (reports/simulated.py)
             out["simulated"] = True
+            simulates = next((m.get("simulates") for m in obj["data"]
+                              if isinstance(m, dict) and m.get("id") == self.wire_model), None)
+            if sim_name(simulates):  # the engine it simulates (tensorfold-exl3): screens and history name it
+                out["simulates"] = simulates
         if old_wire and old_wire != self.wire_model:  # the lane swapped its model under us (unpinned lane)
             out["model_changed_from"] = old
         return out

@@ -48,14 +48,25 @@ def _num(x: Any, hi: float) -> float | None:
     return x if math.isfinite(x) and 0 <= x <= hi else None
 
 
+class Readings(list):
+    """:func:`readings`' list, with ``failure``: the message of the lane's last failed reading (a telemetry
+    error is the telemetry endpoint's, said as such, never "no GPU telemetry for this lane")."""
+
+    failure: str | None = None
+
+
 def readings(events: Iterable[Event], lane: str) -> list[Reading]:
     """The successful GPU readings of *lane*, in time order (values that are not finite and non-negative, or a
-    power over :data:`MAX_W_PER_GPU` per GPU, are dropped: a recording is untrusted)."""
-    out = []
+    power over :data:`MAX_W_PER_GPU` per GPU, are dropped: a recording is untrusted); ``failure`` on the list is
+    the message of the lane's last failed reading."""
+    out = Readings()
     for ev in events:
-        if ev.kind != schema.GPU or ev.lane != lane or not ev.data.get("ok"):
+        if ev.kind != schema.GPU or ev.lane != lane:
             continue
         d = ev.data
+        if not d.get("ok"):
+            out.failure = str(d.get("message") or d.get("cls") or "a reading failed")[:300]
+            continue
         flight = _num(d.get("latency_s"), 60) or 0.0
         back = (_num(d.get("parse_s"), 60) or 0.0) + flight / 2
         n = d.get("gpu_count")
@@ -75,7 +86,10 @@ def window_energy(rs: list[Reading], t0: int, t1: int, sampled: Sampled | None =
                            "energy_source": None, "energy_note": None, "energy_update_s": None, "energy_dropped": 0,
                            "energy_reason": None}
     if not rs:
-        return {**out, "energy_reason": "no GPU telemetry for this lane"}
+        failure = getattr(rs, "failure", None)
+        reason = ("no GPU telemetry for this lane" if failure is None else failure
+                  if failure.startswith("GPU telemetry") else f"GPU telemetry failed: {failure}")
+        return {**out, "energy_reason": reason}
     if t1 <= t0:
         return {**out, "energy_reason": "empty window"}
     est, why, interval, dropped = window(sample(rs) if sampled is None else sampled, t0, t1)

@@ -19,10 +19,14 @@ from typing import Any
 import msgspec
 
 from lanemon.config import data_dir
+from lanemon.measure.metrics import tail_ok
 from lanemon.measure.summary import LaneSummary, SummaryFold
 from lanemon.recording.reader import Recording, RecordingError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: rows carry the bench's own figures and what makes them comparable (measure/summary.py SUMMARY_VERSION)."""
+BENCH_ROWS = ("decode", "load")
+"""Workloads whose rows take their figures from the bench's own results (what the bench printed)."""
 FILE_NAME = "catalogue.sqlite3"
 AUTO_ADD_MAX_BYTES = 256 << 20
 """A saved recording larger than this (256 MiB) is not summarised when its command ends (reading it back takes
@@ -95,7 +99,71 @@ def summarize_recording(path: Path) -> list[LaneSummary]:
     except OSError as exc:
         raise RecordingError(f"{path}: {exc.strerror or exc}") from None
     rec = Recording(path)
-    return SummaryFold(rec.header, session=path.name).feed(rec.events()).summaries()
+    rows = SummaryFold(rec.header, session=path.name).feed(rec.events()).summaries()
+    benches = sorted({r.workload for r in rows} & set(BENCH_ROWS))
+    if not benches:
+        return rows
+    from lanemon.reports.analyse import analyze
+
+    return own_figures(rows, analyze(path, benches=benches))  # a second streaming pass, bench recordings only
+
+
+def _median(values: list[Any]) -> Any:
+    xs = sorted(v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool))
+    if not xs:
+        return None
+    mid = len(xs) // 2
+    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
+
+
+def _get(d: Any, *path: str) -> Any:
+    for k in path:
+        d = d.get(k) if isinstance(d, dict) else None
+    return d
+
+
+def own_figures(rows: list[LaneSummary], analysis: dict[str, Any]) -> list[LaneSummary]:
+    """Each decode and load row with the bench's own figures for its cell (``analysis``: reports/analyse.py
+    over the same recording), so history says what the bench said; a row the results do not hold (an
+    interrupted cell) keeps the fold's figures (``basis`` ``requests``)."""
+    out = []
+    for r in rows:
+        if r.workload == "decode":
+            cell = _get(analysis, "decode", "lanes", r.lane, "levels", r.level)
+            if isinstance(cell, dict):
+                good = cell.get("goodput") if isinstance(cell.get("goodput"), dict) else {}
+                n = cell.get("ttft_n") if isinstance(cell.get("ttft_n"), int) else 0
+                r = msgspec.structs.replace(
+                    r, basis="decode results", requests=int(cell.get("requests") or 0),
+                    error=int(cell.get("errors") or 0), client_bound=int(cell.get("client_bound") or 0),
+                    complete=int(cell.get("requests") or 0) - int(cell.get("errors") or 0), latency_n=n,
+                    tok_s=cell.get("aggregate_tok_s"), steady_tok_s=cell.get("steady_tok_s"),
+                    ttft_p50=cell.get("ttft_p50_s"), ttft_p90=cell.get("ttft_p90_s") if tail_ok(90, n) else None,
+                    ttft_p99=cell.get("ttft_p99_s") if tail_ok(99, n) else None, ttft_max=cell.get("ttft_max_s"),
+                    tpot_p50=cell.get("tpot_p50_s"), tpot_p90=None, tpot_p99=None, tpot_max=None,
+                    e2e_p50=None, e2e_p90=None, e2e_p99=None, e2e_max=None,
+                    decode_tok_s_p50=cell.get("per_stream_tok_s_p50"), goodput_rps=good.get("rate_rps"),
+                    slo_attainment=good.get("share"))
+        elif r.workload == "load":
+            lane = _get(analysis, "load", "lanes", r.lane)
+            reps = [x for x in (lane or {}).get("reps") or [] if isinstance(x, dict)] if isinstance(lane, dict) else []
+            if reps:
+                cfg = _get(analysis, "load", "config", "load") or {}
+                rate = cfg.get("rate")
+                level = f"{rate:g} req/s" if isinstance(rate, (int, float)) and cfg.get("arrival") != "trace" \
+                    else str(cfg.get("arrival") or "")
+                med = lambda *path: _median([_get(x, *path) for x in reps])  # noqa: E731 (the reps' median)
+                r = msgspec.structs.replace(
+                    r, basis="load results", level=level[:64], requests=int(med("measured") or 0),
+                    complete=int(med("ok") or 0), error=int(med("errors") or 0),
+                    tok_s=med("output_tok_s"), steady_tok_s=None,
+                    ttft_p50=med("ttft_s", "p50"), ttft_p90=med("ttft_s", "p90"), ttft_p99=med("ttft_s", "p99"),
+                    tpot_p50=med("tpot_s", "p50"), tpot_p90=med("tpot_s", "p90"), tpot_p99=med("tpot_s", "p99"),
+                    e2e_p50=med("e2e_s", "p50"), e2e_p90=med("e2e_s", "p90"), e2e_p99=med("e2e_s", "p99"),
+                    goodput_rps=med("slo", "goodput_rps"), slo_attainment=med("slo", "share"),
+                    duration_s=med("slo", "duration_s") or r.duration_s)
+        out.append(r)
+    return out
 
 
 def insert(conn: sqlite3.Connection, rows: Iterable[LaneSummary], path: Path | None = None) -> int:

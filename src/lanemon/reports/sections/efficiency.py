@@ -86,7 +86,8 @@ def efficiency_section(decode: dict[str, Any], lanes: list[str]) -> Section | No
                             f"({_f(per[n][best].get('tokens_per_joule'), 2)} tok/J){skip}.")
         else:
             findings.append(f"{n}: most efficient at C{best} ({_f(per[n][best].get('tokens_per_joule'), 2)} tok/J), "
-                            f"fastest at C{fast} ({_f(per[n][fast].get('tokens_per_joule'), 2)} tok/J){skip}.")
+                            f"fastest at C{fast} ({_f(level_value(per[n][fast]), 1)} tok/s, "
+                            f"{_f(per[n][fast].get('tokens_per_joule'), 2)} tok/J){skip}.")
         withheld = {c.get("energy_reason") for c in per[n].values() if c.get("energy_j") is None
                     and c.get("energy_update_s") is not None and c.get("energy_reason")}
         withheld_notes.update((f"{n}: energy withheld: {why}", None) for why in sorted(withheld))
@@ -132,7 +133,8 @@ def counter_rows(items: list[tuple[str, str, Any]]) -> list[list[str]]:
                      str(c.get("preemptions") if c.get("preemptions") is not None else "—"),
                      "—" if spec is None else f"{spec * 100:.0f}%",
                      rank_text or "—", ", ".join(c.get("lora_adapters") or []) or "—",
-                     f"{c['restarts']}" if c.get("restarts") else "—"])
+                     (f"{c['restarts']}" + (" (counters withheld: not this run's)" if c.get("withheld") else ""))
+                     if c.get("restarts") else "—"])
     return rows
 
 
