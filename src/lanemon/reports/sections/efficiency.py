@@ -72,8 +72,9 @@ def efficiency_section(decode: dict[str, Any], lanes: list[str]) -> Section | No
         if best is None and judged and len(judged) > 1:
             top = max(judged, key=lambda lvl: num(per[n][lvl].get("tokens_per_joule")) or 0.0)
             near = ", ".join(f"C{lvl}" for lvl in close(per[n], top))
+            c = per[n][top]
             findings.append(f"{n}: no level is clearly the most efficient: C{top} "
-                            f"({plus_minus(per[n][top].get('tokens_per_joule'), per[n][top].get('tokens_per_joule_uncertainty'), 2)} "
+                            f"({plus_minus(c.get('tokens_per_joule'), c.get('tokens_per_joule_uncertainty'), 2)} "
                             f"tok/J) and {near} are within their uncertainty{skip}.")
         elif best is None and any(num(c.get("tokens_per_joule")) is not None for c in per[n].values()) and not judged:
             findings.append(f"{n}: no level judged (lanemon was starved in every one).")
@@ -153,7 +154,8 @@ def load_efficiency_section(load: dict[str, Any], lanes: list[str]) -> Section |
         return None
     where = lambda i: str(i + 1)
     rows = [[n, where(i), _f(r.get("offered_rate_rps") or r.get("scheduled_rate_rps"), 2),
-             _f(r.get("output_tok_s"), 0), plus_minus(r.get("tokens_per_joule"), r.get("tokens_per_joule_uncertainty"), 2),
+             _f(r.get("output_tok_s"), 0),
+             plus_minus(r.get("tokens_per_joule"), r.get("tokens_per_joule_uncertainty"), 2),
              plus_minus(r.get("gpu_power_w_mean"), power_uncertainty(r), 1),
              plus_minus(r.get("energy_j"), r.get("energy_uncertainty_j"), 1), _f(r.get("usd_per_1m_output_tokens"), 2),
              r.get("energy_source") or (r.get("energy_reason") or "—")] for n, i, r in reps if has(r)]
