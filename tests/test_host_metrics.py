@@ -142,11 +142,14 @@ async def test_dashboard_against_simulated_lanes_host_toggle_and_server_gauges()
             await pilot.pause(0.5)
             app.redraw(force=True)
             await pilot.pause()
-            for name, engine in (("A", "vLLM"), ("B", "SGLang")):
+            for name, engine, sim in (("A", "vLLM", "tensorfold-exl3"), ("B", "SGLang", "sglang-native")):
                 gauges = app.screen.query_one(f"#lane-{name} ServerGauges", ServerGauges)
                 server = st.lane(name).server
                 assert gauges.display and gauges.region.height >= 3  # title, run/wait + KV, gen + prompt
-                assert f"{engine} /metrics" in plain(gauges.query_one("#srv-title", Label))
+                # the engine the lane simulates, and whose /metrics names it speaks (issue 40 item 4)
+                title = plain(gauges.query_one("#srv-title", Label))
+                assert title.startswith(f"server  {sim} (sim)")
+                assert f"· {engine} /metrics" in title or len(title) + len(f"  · {engine} /metrics") > gauges.size.width
                 assert plain(gauges.query_one("#srv-gen", Label)) == f"gen {fmt.tok_s(server.last.get('gen_tok_s'))}"
                 assert list(gauges.query_one("#srv-gen-spark", Sparkline).data) == list(server.gen_tok_s)
                 assert f"run {server.last['running']}" in plain(gauges.query_one("#srv-run", Label))

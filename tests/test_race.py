@@ -441,3 +441,15 @@ def test_identical_lanes_tie_per_token_and_on_the_first_token():
     result = _race(("A", 175, 31, 6, "stop", {}), ("B", 220, 30, 8, "stop", {}))
     text = result["races"][0]["verdict"]
     assert "also faster per token (1.33x" in text and "first token: A, 1.26x sooner" in text, text
+
+
+def test_the_tokens_clause_says_about_as_many_unless_equal():
+    """Issue 40 item 5: `writing as many tokens (256 vs 245)` -- 256 is not as many as 245."""
+    from lanemon.workloads.race import _tokens_clause
+
+    assert _tokens_clause({"generated_tokens": 256}, {"generated_tokens": 245}) == \
+        ", writing about as many tokens (256 vs 245)"
+    assert _tokens_clause({"generated_tokens": 128}, {"generated_tokens": 128}) == \
+        ", writing as many tokens (128 each)"
+    assert _tokens_clause({"generated_tokens": 105}, {"generated_tokens": 174}) == \
+        ", writing 40 % fewer tokens (105 vs 174)"

@@ -153,7 +153,7 @@ async def test_dashboard_r_races_through_the_live_session_and_records_it(tmp_pat
             assert field.value == "" and session.paused
             await pilot.press("p")
             await pilot.press("enter")  # Enter races at once (the placeholder says so): the next shipped prompt
-            assert field.has_focus  # and the box is ready for the next one
+            assert not field.has_focus  # and the keys stay the screen's (issue 40 item 3)
             await wait_for(pilot, lambda: app.race_state.latest is not None and app.race_state.latest.complete)
             first = app.race_state.latest
             # and a typed prompt
@@ -170,6 +170,9 @@ async def test_dashboard_r_races_through_the_live_session_and_records_it(tmp_pat
             assert screen.query_one(RaceResults).display
             assert " finished first by " in plain(screen.query_one("#verdict", Label))
             assert "Explain why the sky is blue" in plain(screen.query_one("#race-prompt-text", Label))
+            assert not field.has_focus  # the race gave the keys back
+            await pilot.press("slash")
+            assert field.has_focus
             await pilot.press("escape")  # first esc leaves the box, the second the screen
             await pilot.pause()
             assert not field.has_focus and isinstance(app.screen, RaceScreen)
@@ -184,6 +187,36 @@ async def test_dashboard_r_races_through_the_live_session_and_records_it(tmp_pat
     assert [r["race"] for r in result["races"]] == [1, 2]
     assert result["races"][1]["prompt"] == "Explain why the sky is blue, step by step."
     assert all(lane["error"] is None for r in result["races"] for lane in r["lanes"].values())
+
+
+async def test_after_a_race_the_prompt_box_gives_the_keys_back():
+    """Issue 40 item 3: `r`, Enter at 160x45; after the race the footer still shows `q Quit` and `q` quits
+    (it used to type a `q` into the box, which kept the focus). A typed prompt gives the keys back too."""
+    with demo_lanes(0.05) as lanes:
+        session = LiveSession(lanes, probe=ProbeConfig(interval=0.2, max_tokens=8), mode="demo")
+        app = make_app(session, refresh_hz=20)
+        async with app.run_test(size=(160, 45)) as pilot:
+            await wait_for(pilot, lambda: all(l.up for l in app.state.lanes.values()))
+            await pilot.press("r")
+            await wait_for(pilot, lambda: isinstance(app.screen, RaceScreen))
+            screen = app.screen
+            field = screen.query_one("#race-input", Input)
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: app.race_state.latest is not None and app.race_state.latest.complete)
+            await pilot.pause()
+            assert not field.has_focus
+            await wait_for(pilot, lambda: "q" in {k.key for k in screen.query("FooterKey")}, timeout=5)
+            await pilot.press("slash")
+            assert field.has_focus
+            first = app.race_state.latest
+            await pilot.press(*"hi", "enter")
+            await wait_for(pilot, lambda: app.race_state.latest is not first and app.race_state.latest.complete)
+            await pilot.pause()
+            assert not field.has_focus and field.value == ""
+            await pilot.press("q")
+            await wait_for(pilot, lambda: not app.is_running, timeout=10)
+            assert field.value == ""
+        session.close()
 
 
 async def test_lanemon_race_opens_the_race_screen_and_runs_the_plan():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import importlib.util
 import math
+import time
 from collections import deque
 from pathlib import Path
 
@@ -282,6 +283,10 @@ async def test_seek_keys_are_hidden_on_live_sources():
         for action in ("seek_by", "seek_marker", "seek_start", "seek_end"):
             assert app.check_action(action, ()) is False
         assert not app.screen.query(TimelineBar)
+        # the footer composes its keys after the screen: wait (bounded) for them, not a fixed number of pauses
+        deadline = time.monotonic() + 10.0
+        while not app.screen.query("FooterKey") and time.monotonic() < deadline:
+            await pilot.pause(0.05)
         footer_keys = {k.key for k in app.screen.query("FooterKey")}
         assert "q" in footer_keys
         assert not footer_keys & {"left", "right", "left_square_bracket", "right_square_bracket"}

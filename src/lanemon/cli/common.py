@@ -148,6 +148,22 @@ def int_list(text: str) -> list[int]:
     return out
 
 
+PIPE_WIDTH = 1000
+"""Columns a headless table is laid out for when stdout is not a terminal: every column printed, none hidden."""
+
+
+def output_console(width: int | None = None, *, terminal: bool | None = None):
+    """The Rich console a headless command prints its tables on: ``width`` when given (``--width N``), else the
+    terminal's width, else (a file or a pipe) :data:`PIPE_WIDTH` -- output that is not a terminal is whole."""
+    from rich.console import Console
+
+    if width:
+        return Console(width=width)
+    if terminal is None:
+        terminal = Console().is_terminal
+    return Console() if terminal else Console(width=PIPE_WIDTH)
+
+
 def add_lane_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", type=Path, metavar="PATH", help="lanes.toml to read (default: the XDG config dir)")
     p.add_argument("--lane", action="append", default=[], metavar="NAME=URL",
@@ -173,6 +189,9 @@ def add_workload_args(p: argparse.ArgumentParser) -> None:
     out = p.add_mutually_exclusive_group()
     out.add_argument("--headless", action="store_true", help="no TUI: progress on stderr, result table on stdout")
     out.add_argument("--json", action="store_true", help="no TUI: the result as one JSON object on stdout")
+    p.add_argument("--width", type=number_arg(lo=20, hi=PIPE_WIDTH, integer=True), default=None, metavar="N",
+                   help="--headless: lay tables out for N columns (default: the terminal's width; every column when "
+                        "stdout is a file or a pipe)")
     rec = p.add_mutually_exclusive_group()
     rec.add_argument("--record", type=Path, metavar="PATH", help="write the recording here (default: XDG data dir)")
     rec.add_argument("--no-record", action="store_true", help="do not record this run")
@@ -536,8 +555,9 @@ def write_output(path: Path, data: str | bytes | Iterable[str | bytes], *, make_
         if make_dirs:
             target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
-        if mode is not None:
-            os.chmod(tmp, stat.S_IMODE(mode))  # the report replaced keeps its permissions
+        # the report replaced keeps its permissions; a new one follows the umask as any tool's output does
+        # (mkstemp makes 0600: a report meant to be shared could not be read)
+        os.chmod(tmp, stat.S_IMODE(mode) if mode is not None else 0o666 & ~_umask())
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
     try:
@@ -559,6 +579,22 @@ def write_output(path: Path, data: str | bytes | Iterable[str | bytes], *, make_
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it where Linux says it (/proc/self/status), else set back."""
+    import os
+
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 class _WriteFailed(Exception):

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from lanemon.measure import metrics
 from lanemon.measure.bounds import gpu_reading
 from lanemon.measure.counters import Accumulator
+from lanemon.measure.restarts import restart_reason
+from lanemon.measure.server import sim_name
 from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.measure.load import CLIENT_BOUND, ClientLoad, flag as flag_record
@@ -39,6 +41,8 @@ class ServerMetricsState:
     available: bool | None = None
     """None until the first scrape; False once the lane turned out to have no /metrics."""
     engine: str | None = None
+    simulates: str | None = None
+    """The engine lanemon's simulator simulates on this lane (its probe's ``simulates``), or None."""
     last: dict = field(default_factory=dict)
     """The latest successful scrape's data (running, waiting, kv_usage, gen_tok_s, ...)."""
     last_t: int | None = None
@@ -48,15 +52,20 @@ class ServerMetricsState:
     waiting: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
     kv_usage: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
     gen_tok_s: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    gen_busy: tuple[int, float] | None = None
+    """(scrape time, rate) of the latest scrape interval in which the engine generated (gen_tok_s > 0): between
+    a monitor's probes the engine idles, and its rate is shown as the last busy one with its age, not 0."""
     prompt_tok_s: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
     hit_rate: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
     timings: dict = field(default_factory=dict)
     """The engine's own latency means (``ttft_s``, ``queue_s``, ``prefill_s``, ``decode_s``, ``e2e_s``, ...) over
-    the latest scrape interval in which requests ended (measure/server.py; empty without histograms)."""
+    the latest scrape interval in which requests ended and the engine did not restart (measure/server.py; empty
+    without histograms)."""
     server_ttft_s: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
     session: Accumulator = field(default_factory=Accumulator)
     """What the engine's counters did since this session's first scrape (measure/counters.py: the increases of
-    every scrape added up; a restart counted as one, never a negative delta); :meth:`session_counters`."""
+    every scrape added up; the interval of a restart left out and the restart named, measure/restarts.py's rule,
+    never a negative delta); :meth:`session_counters`."""
     _session_at: int = field(default=-1, compare=False)
     _session_out: dict | None = field(default=None, compare=False)
 
@@ -76,7 +85,7 @@ class ServerMetricsState:
         self.engine = d.get("engine", self.engine)
         self.session.add(t, d)
         prev = self.last
-        if prev and "ttft_count" in d and "ttft_count" in prev:
+        if prev and "ttft_count" in d and "ttft_count" in prev and not restart_reason(prev, d):
             timings = server_timings(prev, d)
             if timings.get("ttft_count"):
                 self.timings = timings
@@ -85,6 +94,8 @@ class ServerMetricsState:
         for key in ("running", "waiting", "kv_usage", "gen_tok_s", "prompt_tok_s"):
             if d.get(key) is not None:
                 getattr(self, key).append(float(d[key]))
+        if d.get("gen_tok_s"):
+            self.gen_busy = (t, float(d["gen_tok_s"]))
         if d.get("prefix_hit_rate") is not None:
             self.hit_rate.append(float(d["prefix_hit_rate"]))
 
@@ -254,6 +265,10 @@ class LaneState(Outcomes):
     models_latency_s: float | None = None
     last_probe_t: int | None = None
     probe_error: str | None = None
+    down_t: int | None = None
+    """When the lane's latest outage began (its first failed health check since it was last up)."""
+    up_again_t: int | None = None
+    """When it came back from that outage (the first health check that passed after it), None while down."""
     probes_failed: int = 0
     """Health checks (``GET /models``) that failed: the panel counts them apart from the requests' errors."""
     in_flight: int = 0
@@ -383,11 +398,17 @@ class SessionState:
             lane.models_latency_s = d.get("latency_s")
             if d.get("model"):
                 lane.model = d["model"]
+            if sim_name(d.get("simulates")):
+                lane.server.simulates = d["simulates"]
             if d.get("model_changed_from"):  # logged with the errors: every later figure is another model's
                 lane.errors.append((ev.t, "model", f"model changed: {d['model_changed_from']} -> {d.get('model')}"))
             if lane.up:
+                if lane.probe_error is not None:
+                    lane.up_again_t = ev.t
                 lane.probe_error = None
             else:
+                if lane.probe_error is None:
+                    lane.down_t, lane.up_again_t = ev.t, None
                 msg = d.get("message") or d.get("cls") or "down"
                 lane.probes_failed += 1
                 if msg != lane.probe_error:

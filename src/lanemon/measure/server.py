@@ -13,13 +13,15 @@ cell edge) is an interval; the server side is :func:`server_timings` summed over
 them; the client side is every request of that lane recorded as finished inside
 them (the same requests, give or take one at the edges, which the block reports
 as ``requests`` vs ``client_requests``).  An interval in which a counter fell (a
-restart) is compared on neither side; when the engine counted requests lanemon
+restart: measure/restarts.py, the rule the run-scoped counters and the live session row use too) is compared
+on neither side; when the engine counted requests lanemon
 did not send (another client), the gaps are withheld with the reason.
 """
 
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
@@ -27,6 +29,29 @@ from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.measure.metrics import request_metrics
 from lanemon.measure.records import iter_records, reiterable
+from lanemon.measure.restarts import restart_reason
+
+#: How each /metrics dialect (``client/prom.map_engine``) is written for a person.
+DIALECT_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
+_SIM_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,47}")
+
+
+def sim_name(value: Any) -> str | None:
+    """The simulator profile a lane said it simulates (``/models`` ``simulates``, carried on the probe), or
+    None: a name of lower-case letters, digits, ``.``, ``_`` and ``-`` only (it comes from the lane or a
+    recording: untrusted)."""
+    return value if isinstance(value, str) and _SIM_NAME.fullmatch(value) else None
+
+
+def engine_label(dialect: str | None, simulates: str | None) -> str | None:
+    """What a lane's engine is called in history rows and reports: the engine lanemon's simulator simulates
+    and whose /metrics names it speaks (``tensorfold-exl3 (simulated; vLLM /metrics names)``), else the
+    dialect its /metrics spoke (``vllm``), else None."""
+    if simulates is None:
+        return dialect
+    if dialect is None:
+        return f"{simulates} (simulated)"
+    return f"{simulates} (simulated; {DIALECT_NAMES.get(dialect, dialect)} /metrics names)"
 
 SERVER_KEYS = ("ttft_s", "queue_s", "prefill_s", "decode_s", "itl_s", "tpot_s", "e2e_s", "inference_s")
 
@@ -69,18 +94,6 @@ def server_timings(before: dict[str, Any], after: dict[str, Any]) -> dict[str, A
 def _num(x: Any) -> float:
     """A non-negative duration from a recording (anything else is 0: a file's bytes are untrusted)."""
     return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x < 3600 else 0.0
-
-
-def _fell(before: dict[str, Any], after: dict[str, Any]) -> str | None:
-    """The first cumulative counter (``*_count`` / ``*_sum`` / ``*_total``) that went down between two scrapes
-    (the engine restarted in between), or None."""
-    for key, b in before.items():
-        if not (key.endswith(("_count", "_sum", "_total"))) or key not in after:
-            continue
-        a = after[key]
-        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and a < b:
-            return key
-    return None
 
 
 class _Seen(NamedTuple):
@@ -154,8 +167,9 @@ that ends while a scrape is in flight): a difference beyond this is not an edge 
 def server_view(events: Iterable[Event], lane: str) -> dict[str, Any] | None:
     """The server-vs-client block of one lane (None without two histogram scrapes of it).
 
-    Every pair of successive scrapes is one interval.  An interval in which a cumulative counter fell
-    (the engine restarted; detected between *any* two scrapes, not only the first and the last) is left out
+    Every pair of successive scrapes is one interval.  An interval in which the engine restarted
+    (:func:`~lanemon.measure.restarts.restart_reason`: a counter or histogram sum fell, or the process's start
+    time changed; detected between *any* two scrapes, not only the first and the last) is left out
     on both sides: the engine lost what it had counted, so the requests that ended in it are compared on
     neither side (``restarts``, ``excluded_s``).  When the engine counted more requests than lanemon saw
     finish over the compared intervals (another client used it, ``foreign_requests``), or fewer, the means
@@ -176,7 +190,11 @@ def server_view(events: Iterable[Event], lane: str) -> dict[str, Any] | None:
     sums = _TimingSums()
     n_scrapes = 0
     first = last = None
+    simulates = None
     for b in events:
+        if b.kind == schema.PROBE and b.lane == lane and sim_name(b.data.get("simulates")):
+            simulates = b.data["simulates"]
+            continue
         if not (b.kind == schema.SERVER_METRICS and b.lane == lane and b.data.get("ok")
                 and ("ttft_count" in b.data or "e2e_count" in b.data)):
             continue
@@ -185,9 +203,9 @@ def server_view(events: Iterable[Event], lane: str) -> dict[str, Any] | None:
         if a is None:
             first = b
             continue
-        fell = _fell(a.data, b.data)
-        if fell:
-            resets.append({"t_s": _r(b.t / 1e9, 3), "counter": fell})
+        why = restart_reason(a.data, b.data)
+        if why:
+            resets.append({"t_s": _r(b.t / 1e9, 3), "reason": why})
             excluded_ns += b.t - a.t
             continue
         sums.add(_interval(a.data, b.data))
@@ -209,7 +227,7 @@ def server_view(events: Iterable[Event], lane: str) -> dict[str, Any] | None:
     client_ttft = _mean([m.ttft_s for m in ms if m.ttft_s is not None])
     client_e2e = _mean([m.e2e_s for m in ms if m.e2e_s is not None])
     server_n = timings.get("requests") or 0
-    out: dict[str, Any] = {"engine": first.data.get("engine"), "interval_s": _r((last.t - first.t) / 1e9, 3),
+    out: dict[str, Any] = {"engine": engine_label(first.data.get("engine"), simulates), "interval_s": _r((last.t - first.t) / 1e9, 3),
                            "requests": timings.get("requests"), "client_requests": len(recs),
                            "scrapes": n_scrapes, "restarts": len(resets)}
     if resets:

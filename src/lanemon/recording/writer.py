@@ -98,7 +98,8 @@ def _open_exclusive(path: Path):
     candidate = path
     for n in range(2, 1000):
         try:
-            fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+            # 0666 less the umask, as any tool's output (a recording is shared like a report)
+            fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o666)
             return candidate, os.fdopen(fd, "ab", buffering=1 << 16)
         except FileExistsError:
             candidate = path.with_name(f"{path.stem}-{n}{path.suffix}")

@@ -216,6 +216,20 @@ def analyze(source: Any, *, benches: Sequence[str] | None = None) -> dict[str, A
     return out
 
 
+def _many_environment(envs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The environment of a report of several recordings (:func:`analyze_many`)."""
+    env = dict(envs[0])
+    env["recordings"] = [e.get("recording") for e in envs]
+    commands = list(dict.fromkeys(str(e.get("command")) for e in envs if e.get("command")))
+    env["command"] = f"{len(envs)} recordings" + (f": {', '.join(commands)}" if commands else "")
+    created = sorted(str(e["created"]) for e in envs if e.get("created"))
+    env["created"] = (created[0] if created[0] == created[-1] else f"{created[0]} to {created[-1]}") if created else None
+    durations = [e["duration_s"] for e in envs if isinstance(e.get("duration_s"), (int, float))]
+    env["duration_s"] = round(sum(durations), 3) if durations else None
+    env["events"] = sum(int(e.get("events") or 0) for e in envs)
+    return env
+
+
 def analyze_many(sources: Sequence[Any]) -> dict[str, Any]:
     """One analysis from several recordings (e.g. a decode, a prefill and a qeval run of the same lanes).
 
@@ -223,16 +237,18 @@ def analyze_many(sources: Sequence[Any]) -> dict[str, Any]:
     request ids and clocks are per recording -- and each bench section is taken
     from the first recording that holds it (a later duplicate is reported in
     ``warnings``), except per-lane benches (qeval) whose recordings hold
-    different lanes: those are joined and paired.  The environment is the first recording's, with
-    ``recordings`` listing every file.
+    different lanes: those are joined and paired.  The environment is the first recording's (lanes, host,
+    versions), with ``recordings`` listing every file and the header's facts describing all of them:
+    ``command`` (``11 recordings: agree, bench decode, ...``), ``created`` (the first to the last),
+    ``duration_s`` and ``events`` (their sums).
     """
     if not sources:
         raise ValueError("no recording to analyse")
     analyses = [analyze(src) for src in sources]
     if len(analyses) == 1:
         return analyses[0]
-    out: dict[str, Any] = {"environment": dict(analyses[0]["environment"])}
-    out["environment"]["recordings"] = [a["environment"].get("recording") for a in analyses]
+    out: dict[str, Any] = {"environment": _many_environment([a["environment"] for a in analyses])}
+    first_of: dict[str, str] = {}
     warnings: list[str] = []
     for a in analyses:
         where = a["environment"].get("recording") or "a recording"
@@ -246,8 +262,10 @@ def analyze_many(sources: Sequence[Any]) -> dict[str, Any]:
                 out[key] = {"bench": key, "lanes": lanes, "compare": _pair(key, lanes)}
                 continue
             if key in out:
-                warnings.append(f"{key} appears in several recordings; the report uses the earlier one, not {where}")
+                warnings.append(f"{key} appears in several recordings; the report uses the one named first on the "
+                                f"command line ({first_of.get(key, 'a recording')}), not {where}")
                 continue
             out[key] = value
+            first_of[key] = where
     out["warnings"] = warnings
     return out

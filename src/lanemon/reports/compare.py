@@ -316,11 +316,20 @@ def _row(old: Cell | None, new: Cell | None, lane: str) -> dict[str, Any]:
     }
 
 
-def _only(cs: list[Cell], keys: set[tuple], lane_of=lambda c: c.lane) -> list[dict[str, Any]]:
+def _whole(c: Cell) -> tuple:
+    """A cell without its metric: (bench, kind, cell)."""
+    return (c.bench, c.cell_kind, c.cell)
+
+
+def _only(cs: list[Cell], others: list[Cell], lane_of=lambda c: c.lane,
+          same=lambda c: (c.bench, c.lane, c.cell_kind, c.cell)) -> list[dict[str, Any]]:
+    """The cells of ``cs`` of which ``others`` has no figure at all (``same`` says which cell is which): a cell
+    where one side measured a figure more (tokens per joule with GPU telemetry) is compared, not "only in"."""
+    there = {same(c) for c in others}
     out: list[dict[str, Any]] = []
     seen = set()
     for c in cs:
-        if c.key in keys:
+        if same(c) not in there:
             k = (c.bench, lane_of(c), c.cell_kind, c.cell)
             if k not in seen:
                 seen.add(k)
@@ -357,12 +366,11 @@ def compare(old: dict[str, Any], new: dict[str, Any], *, lanes: Sequence[str] | 
     co = [c for c in cells(old) if _lane_ok(c.lane, wanted)]
     cn = [c for c in cells(new) if _lane_ok(c.lane, wanted)]
     by_new = {c.key: c for c in cn}
-    by_old = {c.key: c for c in co}
     rows = [_row(c, by_new[c.key], c.lane) for c in co if c.key in by_new]
     rows = [r for r in rows if _keep_task_row(r)]
     correct(rows)
-    only_old = _only(co, set(by_old) - set(by_new))
-    only_new = _only(cn, set(by_new) - set(by_old))
+    only_old = _only(co, cn)
+    only_new = _only(cn, co)
     so, sn = side_env(old), side_env(new)
     return _with_lead({"mode": "sessions", "simulated": sorted(set(so["simulated"]) | set(sn["simulated"])), "old": so,
             "new": sn, "rows": rows,
@@ -382,14 +390,11 @@ def compare_lanes(analysis: dict[str, Any], a: str, b: str) -> dict[str, Any]:
     ca = [c for c in all_cells if c.lane == a]
     cb = [c for c in all_cells if c.lane == b]
     by_b = {strip(c): c for c in cb}
-    by_a = {strip(c): c for c in ca}
     rows = [_row(c, by_b[strip(c)], pair) for c in ca if strip(c) in by_b]
     rows = [r for r in rows if _keep_task_row(r)]
     correct(rows)
-    only_a = [c for c in ca if strip(c) not in by_b]
-    only_b = [c for c in cb if strip(c) not in by_a]
-    only_old = _only(only_a, {c.key for c in only_a})
-    only_new = _only(only_b, {c.key for c in only_b})
+    only_old = _only(ca, cb, same=_whole)
+    only_new = _only(cb, ca, same=_whole)
     env = side_env(analysis)
     return _with_lead({"mode": "lanes", "simulated": [n for n in env["simulated"] if n in (a, b)], "old": {**env, "lane": a},
             "new": {**env, "lane": b}, "rows": rows,

@@ -14,6 +14,10 @@ simulator reproduces that signature with this rule:
   u < 0.45 -> 0;  < 0.475 -> 1;  < 0.55 -> 2;  < 0.775 -> 3..9 (uniform);  else 10..49 (uniform).
 * The lane says the native text's first ``d`` words, then a different word
   (:data:`SWAPS`), then continues from an alternative generation of its own.
+  Where word ``d`` starts a sentence (the reply's first word, or after ``.:!?`` or a line break) the
+  different word is a short sentence of its own (:data:`OPENERS`, ``Sure.``) and the alternative
+  generation goes on from a sentence start of its own, so the text never begins mid-phrase
+  (``our like the following should work:`` before issue 40).
   When the native reply has ``d`` or fewer words, the texts agree within the
   window if it was cut by ``max_tokens``; if the native reply ended by itself,
   the quantized lane goes on past its end (the divergence shows at the native length).
@@ -37,6 +41,18 @@ SALT = "exl3-3.5bpw-82"
 
 _WORDS = re.compile(r"\S+|\s+")
 SWAPS = ("a", "the", "this", "its", "one", "some", "each", "our", "that", "every")
+OPENERS = ("Sure.", "Okay.", "Right.", "Certainly.", "Alright.")
+_SENTENCE_END = (".", ":", "!", "?")
+
+
+def _starts_sentence(parts: list[str], i: int) -> bool:
+    """Is ``parts[i]`` (a word of :data:`_WORDS`' split) the first word of a sentence or line?"""
+    if i == 0:
+        return True
+    gap = parts[i - 1]
+    if "\n" in gap:
+        return True
+    return i >= 2 and parts[i - 2].endswith(_SENTENCE_END)
 
 
 def divergence_word(prompt: str, seed: int | str = 0, salt: str | None = None) -> int:
@@ -75,12 +91,19 @@ def apply(profile_name: str, prompt: str, seed: int, text: str, finish: str, *, 
     else:
         cut = word_idx[d]
         native_word = parts[cut]
-    swap = next(w for w in SWAPS[(len(prompt) + d) % len(SWAPS):] + SWAPS if w != native_word)
     alt_text, _ = generate(prompt, f"{seed}:quant", category, None, make_rng(prompt, f"{seed}:quant"))
     alt_parts = _WORDS.findall(alt_text)
     alt_idx = [i for i, p in enumerate(alt_parts) if not p.isspace()]
+    # a sentence start: a short sentence, then the alternative text from a sentence start at or after word d
+    start = next((j for j in alt_idx[d:] if _starts_sentence(alt_parts, j)), None) \
+        if _starts_sentence(parts, cut) else None
+    if start is not None:
+        swap = next(w for w in OPENERS[(len(prompt) + d) % len(OPENERS):] + OPENERS if w != native_word)
+        tail = "".join(alt_parts[start:])
+    else:
+        swap = next(w for w in SWAPS[(len(prompt) + d) % len(SWAPS):] + SWAPS if w != native_word)
+        tail = "".join(alt_parts[alt_idx[d + 1] - 1:]) if d + 1 < len(alt_idx) else ""
     head = "".join(parts[:cut]) + swap
-    tail = "".join(alt_parts[alt_idx[d + 1] - 1:]) if d + 1 < len(alt_idx) else ""
     out = head + (tail if not tail or tail[:1].isspace() else " " + tail)
     if max_tokens is not None:
         toks = tokenize(out)

@@ -100,6 +100,13 @@ def freeze_startup() -> int:
     return gc.get_freeze_count()
 
 
+ALERT_LOG_KEEP = 2000
+"""Alert transitions the alerts screen keeps (the latest)."""
+MAX_LANES = 64
+"""Lanes one session shows (as a share header's): more would each cost a panel and a fold."""
+"""Alert transitions the alerts screen keeps (the latest)."""
+
+
 class LanemonApp(App):
     """All of lanemon's screens over one :class:`Source`."""
 
@@ -147,6 +154,10 @@ class LanemonApp(App):
             self.register_theme(t)
         self.theme = theme
         lanes = [d for d in self.source.lanes if isinstance(d, dict) and d.get("name")]
+        first: dict[str, dict] = {}
+        for d in lanes:
+            first.setdefault(d["name"], d)
+        lanes = list(first.values())[:MAX_LANES]  # a header may name thousands (see _admit)
         self.state = SessionState([(d["name"], d.get("url", ""), d.get("model")) for d in lanes])
         self.series = SeriesState([d["name"] for d in lanes])
         """Every finished request as a timed sample, throughput and server metrics: the dashboard's charts."""
@@ -196,7 +207,15 @@ class LanemonApp(App):
         self.alert_log: list[tuple[int, str, dict]] = []
         """Every ``alert`` event seen (time, lane, data): the alerts screen (``!``)."""
         self.alerts_firing: dict[tuple[str, str], int] = {}
-        """(lane, alert) -> when it fired, for the alerts firing now."""
+        """(lane, alert) -> when it fired, for the alerts firing now (at most ``MAX_FIRING``; the rest counted)."""
+        self.lanes_admitted: set[str | None] = {None, *(d["name"] for d in lanes)}
+        """The lanes whose events are folded (at most :data:`MAX_LANES`, in the order they came)."""
+        self.lanes_refused: set[str | None] = set()
+        """Lanes past the cap (the first :data:`MAX_LANES` of them: a sample for the count)."""
+        self.lane_events_refused = 0
+        """Events of lanes past the cap: counted, never folded."""
+        self.alerts_firing_more = 0
+        """Alerts that fired while ``MAX_FIRING`` others were firing: counted, not listed."""
         self._pending_alerts: list[tuple[str, dict]] = []
         self.monitor: Any = None
         """The live monitor (alert rules, exporter; lanemon.monitor.headless.Monitor) when the source asked for one."""
@@ -210,6 +229,8 @@ class LanemonApp(App):
     def _fold(self, ev: Event) -> None:
         """Every event into every fold (cheap per event; the screens draw on the timer).  A request is
         assembled once, by the dashboard's fold; the series fold files the record it hands back."""
+        if ev.lane not in self.lanes_admitted and not self._admit(ev.lane):
+            return
         rec = self.state.apply(ev)
         if not self.series.apply_event(ev) and rec is not None:
             self.series.add(rec, self.state.last_metrics)
@@ -240,8 +261,11 @@ class LanemonApp(App):
         fold, token = self._fold, schema.TOKEN
         state, series, race = self.state.apply_token, self.series.apply_token, self.race_state.apply_token
         timeline, gauntlet = self.timeline.apply_token, self.gauntlet.apply_token
+        admitted, admit = self.lanes_admitted, self._admit
         for ev in events:
             if ev.kind == token and ev.__class__ is Event and self.bench is None:
+                if ev.lane not in admitted and not admit(ev.lane):
+                    continue
                 state(ev)
                 series(ev)
                 race(ev)
@@ -250,16 +274,38 @@ class LanemonApp(App):
             else:
                 fold(ev)
 
+    def _admit(self, lane: str | None) -> bool:
+        """A lane not seen before joins the session unless :data:`MAX_LANES` have already (a hostile recording
+        or publisher may name thousands: each would be a panel and a fold, and the app would stop answering
+        keys); the events of the lanes past the cap are counted and said once, never folded."""
+        if len(self.lanes_admitted) <= MAX_LANES:  # None (no lane) is one of the members
+            self.lanes_admitted.add(lane)
+            return True
+        if len(self.lanes_refused) < MAX_LANES:
+            self.lanes_refused.add(lane)
+        self.lane_events_refused += 1
+        if self.lane_events_refused == 1:
+            self._pending_notes.append(("warning", f"this session names more than {MAX_LANES} lanes: only the "
+                                        f"first {MAX_LANES} are shown, the others' events are counted and "
+                                        "left out"))
+        return False
+
     def _alert(self, ev: Event) -> None:
-        d = ev.data
-        key = (ev.lane or "?", str(d.get("alert", "")))
-        self.alert_log.append((ev.t, key[0], dict(d)))
-        del self.alert_log[:-2000]
+        from lanemon.ui.screens.alerts import MAX_FIRING, brief_alert
+
+        d = brief_alert(ev.data)  # what the screens show, bounded: a hostile publisher's alert may be megabytes
+        key = (ev.lane or "?", d["alert"])
+        self.alert_log.append((ev.t, key[0], d))
+        del self.alert_log[:-ALERT_LOG_KEEP]
+        firing = self.alerts_firing
         if d.get("state") == "firing":
-            self.alerts_firing[key] = ev.t
-        else:
-            self.alerts_firing.pop(key, None)
-        self._pending_alerts.append((key[0], dict(d)))
+            if key in firing or len(firing) < MAX_FIRING:
+                firing[key] = ev.t
+            else:  # more distinct alerts firing at once than are listed: counted
+                self.alerts_firing_more += 1
+        elif firing.pop(key, None) is None and self.alerts_firing_more:
+            self.alerts_firing_more -= 1
+        self._pending_alerts.append((key[0], d))
         del self._pending_alerts[:-5]
         if len(self.alert_log) == 1:
             self.call_after_refresh(self.refresh_bindings)  # "! Alerts" joins the footer

@@ -558,7 +558,9 @@ def _tokens_clause(w: dict[str, Any], r: dict[str, Any]) -> str:
         return ""
     est = " est." if w.get("tokens_estimated") or r.get("tokens_estimated") else ""
     change = (a - b) / b
-    if abs(change) < 0.05:
-        return f", writing as many tokens ({a} vs {b}{est})"
+    if a == b:
+        return f", writing as many tokens ({a} each{est})"
+    if abs(change) < 0.05:  # not the same count: "about" (256 vs 245 is not "as many")
+        return f", writing about as many tokens ({a} vs {b}{est})"
     word = "fewer" if change < 0 else "more"
     return f", writing {abs(change) * 100:.0f} % {word} tokens ({a} vs {b}{est})"

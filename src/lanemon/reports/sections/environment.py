@@ -24,8 +24,10 @@ def environment_rows(env: dict[str, Any]) -> list[list[str]]:
     rows.append(["lanemon", f"{env.get('lanemon') or '?'} (recording schema {env.get('schema') or '?'}); "
                             f"report by {env.get('reported_by')}"])
     rows.append(["recorded", str(env.get("created") or "—")])
+    many = len(env.get("recordings") or []) > 1
     if env.get("duration_s") is not None:
-        rows.append(["duration", f"{env['duration_s']:.1f} s, {env.get('events', 0):,} events"])
+        rows.append(["duration", f"{env['duration_s']:.1f} s, {env.get('events', 0):,} events"
+                     + (f" in {len(env['recordings'])} recordings" if many else "")])
     rows.append(["command", str(env.get("command") or "—")])
     host = env.get("host") or {}
     if host:
@@ -34,7 +36,9 @@ def environment_rows(env: dict[str, Any]) -> list[list[str]]:
         if mem:
             bits.append(f"{mem / 2**30:.0f} GiB")
         rows.append(["host", ", ".join(bits)])
-    if env.get("recording"):
+    if many:
+        rows.append(["recordings", ", ".join(str(r) for r in env["recordings"])])
+    elif env.get("recording"):
         rows.append(["recording", str(env["recording"])])
     return rows
 

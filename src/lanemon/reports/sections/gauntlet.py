@@ -39,7 +39,7 @@ def gauntlet_sections(g: dict[str, Any], order: list[str]) -> list[Section]:
                f"correct = the final answer holds the secret.")
     notes = []
     ts = num(cfg.get("time_scale"))
-    if ts:
+    if ts and ts != 1:  # at time scale 1 the simulated seconds are the measured ones: nothing to say
         notes.append(f"Times as measured on simulated lanes run at time scale {ts:g} (--demo): divide by {ts:g} "
                      f"for the simulated lanes' own seconds.")
     summary = (g.get("summary") or "") + "."

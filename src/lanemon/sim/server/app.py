@@ -148,14 +148,14 @@ def create_app(profile_name: str, *, time_scale: float = 1.0, seed: int = 0, log
     async def models(request: Request):
         return _json({"object": "list", "data": [
             {"id": m, "object": "model", "created": state.created, "owned_by": "lanemon-sim",
-             "max_model_len": profile.context_len} for m in profile.models]})
+             "simulates": profile.name, "max_model_len": profile.context_len} for m in profile.models]})
 
     async def model_one(request: Request):
         mid = request.path_params["model"]
         if mid not in profile.models:
             return _json(ApiError(404, f"The model `{mid}` does not exist.", "model", "model_not_found").body(), 404)
         return _json({"id": mid, "object": "model", "created": state.created, "owned_by": "lanemon-sim",
-                      "max_model_len": profile.context_len})
+                      "simulates": profile.name, "max_model_len": profile.context_len})
 
     async def health(request: Request):
         return _json({"status": "ok"})

@@ -18,7 +18,7 @@ from lanemon.ui.widgets.bench_chart import BenchChart
 from lanemon.ui.widgets.bench_log import BenchLog
 from lanemon.ui.widgets.bench_progress import BenchProgress
 from lanemon.ui.widgets.bench_status import BenchStatus
-from lanemon.ui.widgets.status_bar import short_path
+from lanemon.ui.widgets.status_bar import path_verb, short_path
 from lanemon.ui.widgets.bench_table import BenchTable
 from lanemon.reports.tables import decode_legend, decode_table, prefill_table
 
@@ -216,7 +216,8 @@ class BenchScreen(LanemonScreen):
         # where the header has no room for the recording's name, the full-width log under the results says it
         path = short_path(recording_path) if status.path_cut else ""
         room = log.size.width - 6
-        whole = next((t for t in (f"rec → {path}", f"rec → {Path(path).name}") if len(t) <= room), "") if path else ""
+        verb = path_verb(getattr(self.app.source, "mode", ""))  # type: ignore[attr-defined]
+        whole = next((t for t in (f"{verb} {path}", f"{verb} {Path(path).name}") if len(t) <= room), "") if path else ""
         if log.border_subtitle != escape(whole):
             log.border_subtitle = escape(whole)
 

@@ -148,6 +148,8 @@ class RaceScreen(LanemonScreen):
         if self.start([prompt]):
             box.value = ""
             box.placeholder = self._placeholder()
+        if box.has_focus:  # the keys go back to the screen: `q` quits, the footer shows it (`/` types again)
+            self.set_focus(None)
 
     # -- actions -------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -160,12 +162,10 @@ class RaceScreen(LanemonScreen):
             self.query_one("#race-input", Input).focus()
 
     def action_submit_prompt(self) -> None:
-        """Enter while the box is not focused: race as Enter in the box would (the placeholder's promise),
-        and put the cursor in the box for the next prompt."""
+        """Enter while the box is not focused: race as Enter in the box would (the placeholder's promise).
+        The keys stay the screen's (`/` puts the cursor in the box)."""
         if self.racing:
-            box = self.query_one("#race-input", Input)
-            box.focus()
-            self.submit(box)
+            self.submit(self.query_one("#race-input", Input))
 
     def action_back(self) -> None:
         """Esc leaves the prompt box first (its keys go back to the screen), then the screen."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.widgets import Label
 
 from lanemon.ui.format import markup_escape as escape
-from lanemon.ui.widgets.status_bar import InfoBar, short_path, sim_note
+from lanemon.ui.widgets.status_bar import InfoBar, path_verb, short_path, sim_note
 
 
 class BenchStatus(InfoBar):
@@ -31,4 +31,6 @@ class BenchStatus(InfoBar):
             parts.append(f"[$error b]{errors} err[/]")
         self.query_one("#info", Label).update("  │  ".join(parts))
         path = short_path(recording_path)
-        self.query_one("#path", Label).update(escape(self.fit_path("rec →", path, short="● rec")) if path else "[dim]not recording[/]")
+        replay = getattr(getattr(self.app, "source", None), "mode", "") == "replay"
+        text = self.fit_path(path_verb("replay" if replay else ""), path, alone=replay, short="" if replay else "● rec")
+        self.query_one("#path", Label).update(escape(text) if path else "[dim]not recording[/]")

@@ -10,7 +10,7 @@ from textual.containers import Horizontal
 from textual.widgets import Label
 
 from lanemon.ui.format import markup_escape as escape
-from lanemon.ui.widgets.status_bar import short_path, sim_note
+from lanemon.ui.widgets.status_bar import path_verb, short_path, sim_note
 
 
 class GauntletHeader(Horizontal):
@@ -41,4 +41,4 @@ class GauntletHeader(Horizontal):
             parts.append("[$success b]■ finished[/]")
         self.query_one("#g-info", Label).update("  │  ".join(parts))
         path = short_path(recording_path)
-        self.query_one("#g-path", Label).update(f"rec → {escape(path)}" if path else "[dim]not recording[/]")
+        self.query_one("#g-path", Label).update(f"{path_verb(mode)} {escape(path)}" if path else "[dim]not recording[/]")

@@ -239,7 +239,10 @@ class LanePanel(LaneCard):
             rows = box.styles.max_height
             rows = int(rows.value) if rows is not None and rows.is_cells else ERRORS_SHOWN
             width = box.content_region.width or self.size.width
-            lines = error_lines(errors, st.url, width, rows, wrap_first=self.has_class("-narrow"))
+            # a lane back from an outage: that outage's errors are past (said so, with how long ago it came back)
+            was = ((st.down_t, st.up_again_t, max(now_ns, st.up_again_t)) if st.up and st.down_t is not None
+                   and st.up_again_t is not None else None)
+            lines = error_lines(errors, st.url, width, rows, wrap_first=self.has_class("-narrow"), was=was)
             set_text(box, "\n".join(lines))
         else:
             set_text(box, "[dim]no errors[/]")  # its title is hidden on a short screen
@@ -340,10 +343,18 @@ CUT_NOTE = " e: whole"
 """After the ``…`` of the first error line a card cuts: ``e`` opens the errors screen, every message whole."""
 
 
-def _error_parts(t: int, cls: str, msg: str, url: str = "") -> list[tuple[str, str]]:
+def _error_parts(t: int, cls: str, msg: str, url: str = "", was: tuple[int, int, int] | None = None
+                 ) -> list[tuple[str, str]]:
     """``+7.2s http 503 Service Unavailable`` as ``(text, style)`` pieces; lanemon's own cancellations are
     muted.  The lane's own URL (on the card already) is left out of the message (``connection refused
-    (/models)``), and a class the message starts with is not said twice (``connect connection refused``)."""
+    (/models)``), and a class the message starts with is not said twice (``connect connection refused``).
+    ``was``: (outage start, back up, now) of a lane that came back: an error of that outage is said to be
+    past, ``was down +2.1s connection refused (/models) · up again 40 s ago``, muted."""
+    if was is not None and was[0] <= t < was[1]:
+        age = max(0, (was[2] - was[1]) // 1_000_000_000)
+        parts = _error_parts(t, cls, msg, url)
+        return ([("was down ", "dim")] + [(text, "dim" if style else "") for text, style in parts]
+                + [(f" · up again {age} s ago", "dim")])
     style = "$text-muted b" if cls == "cancelled" else "$error b"
     text = _one_line(inert(msg))
     base = url.rstrip("/")
@@ -404,7 +415,7 @@ def _fitting(text: str, start: int, width: int) -> int:
 
 
 def error_lines(errors: list[tuple[int, str, str]], url: str, width: int, rows: int, *,
-                wrap_first: bool = False) -> list[str]:
+                wrap_first: bool = False, was: tuple[int, int, int] | None = None) -> list[str]:
     """The card's error lines (markup, newest first) in ``rows`` lines of ``width`` cells: the newest wrapped
     over as many lines as it needs where ``wrap_first`` (a narrow card: the reason rather than the older
     errors), the others one line each.  A message cut ends in ``…``, and the first cut one says where the whole
@@ -415,7 +426,7 @@ def error_lines(errors: list[tuple[int, str, str]], url: str, width: int, rows: 
         room = rows - len(out)
         if room <= 0:
             break
-        parts = _error_parts(t, cls, msg, url)
+        parts = _error_parts(t, cls, msg, url, was)
         plain = "".join(text for text, _ in parts)
         if width <= 0:  # not laid out yet: one line each, the label's ellipsis cuts it
             out.append(_markup(parts, 0, len(plain)))

@@ -1,8 +1,10 @@
 """The numbers beside the charts: per lane over the chart window, and the ratio to the first lane.
 
-Columns: request rate, outcomes (ok / err / cut / not counted), and p50 · p90 · p99 of TTFT, TPOT
+The lane column's header is the window (``last 1m``): the table counts that window, the lane cards the
+whole session.  Columns: request rate, outcomes (ok / err / cut / not counted), and p50 · p90 · p99 of TTFT, TPOT
 and end-to-end over the clean samples only (a p99 over fewer than 100 of them is the largest, shown ``max``).  With two or more lanes one more row per extra lane
-gives its p50s over the first lane's (``B/A 1.29×``: B takes 29 % longer).
+gives its p50s over the first lane's, saying which way is better (``B/A p50 1.29× slower``: B takes 29 %
+longer; ``0.94× faster``; within half a percent ``same``).
 """
 
 from __future__ import annotations
@@ -37,6 +39,14 @@ def triple(vals: tuple[float | None, float | None, float | None], *, tpot: bool 
 
 def ratio(b: float | None, a: float | None) -> str:
     return "—" if not a or b is None else f"{b / a:.2f}×"
+
+
+def time_ratio(b: float | None, a: float | None) -> str:
+    """A time's ratio and which way is better (a shorter time is): ``p50 1.29× slower``, ``p50 0.94× faster``."""
+    if not a or b is None:
+        return "—"
+    r = b / a
+    return f"p50 {r:.2f}× " + ("same" if f"{r:.2f}" == "1.00" else "slower" if r > 1 else "faster")
 
 
 class LaneStats(Static):
@@ -82,9 +92,10 @@ class LaneStats(Static):
             for name in names[1:]:
                 b = stats[name]
                 rows.append([Text(f"{name}/{names[0]}", style="bold"), ratio(b.rate_rps, a.rate_rps), "", "", "", "",
-                             "", f"p50 {ratio(b.ttft[0], a.ttft[0])}", f"p50 {ratio(b.tpot[0], a.tpot[0])}",
-                             f"p50 {ratio(b.e2e[0], a.e2e[0])}"])
-        columns = list(COLUMNS) + ([(f"p50 ÷ {names[0]}", "right")] if many else [])
+                             "", time_ratio(b.ttft[0], a.ttft[0]), time_ratio(b.tpot[0], a.tpot[0]),
+                             time_ratio(b.e2e[0], a.e2e[0])])
+        # the lane column's header says the window the table covers (the cards count the whole session)
+        columns = [(f"last {window}", "left")] + list(COLUMNS[1:]) + ([(f"p50 ÷ {names[0]} (<1 faster)", "right")] if many else [])
         if slo is not None:  # after the lane columns (and the p50 ratio column when it shows); ratio rows leave them empty
             columns += [("SLO met", "right"), ("good/s", "right")]
         shown = fitting_columns(columns, rows, width)

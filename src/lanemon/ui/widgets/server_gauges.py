@@ -11,12 +11,13 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Label, Sparkline
 
 from lanemon.folds.dashboard import ServerMetricsState
+from lanemon.measure.server import DIALECT_NAMES
 from lanemon.ui import format as fmt
 from lanemon.ui.format import fit
 from lanemon.ui.format import markup_escape as escape
 from lanemon.ui.widgets.repaint import set_text
 
-ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
+ENGINE_NAMES = DIALECT_NAMES
 BAR_WIDTH = 16
 NARROW = 38
 """Gauges narrower than this drop the KV bar (its figure stays)."""
@@ -106,7 +107,11 @@ class ServerGauges(Vertical):
         engine = ENGINE_NAMES.get(st.engine or "", st.engine or "?")
         hit = d.get("prefix_hit_rate")
         # the title's parts as (priority, markup, plain): as many as fit, none cut from its value
-        parts = [(0, f"server  [$text][b]{escape(engine)}[/b][/] /metrics", f"server  {engine} /metrics")]
+        if st.simulates:  # the engine the simulator simulates, then (where it fits) whose /metrics names it speaks
+            parts = [(0, f"server  [$text][b]{escape(st.simulates)}[/b][/] (sim)", f"server  {st.simulates} (sim)"),
+                     (4, f"· {escape(engine)} /metrics", f"· {engine} /metrics")]
+        else:
+            parts = [(0, f"server  [$text][b]{escape(engine)}[/b][/] /metrics", f"server  {engine} /metrics")]
         if st.error:
             err = " ".join(st.error.split())
             parts.append((1, f"[$warning]{escape(err)}[/]", err))
@@ -144,6 +149,9 @@ class ServerGauges(Vertical):
                                        + (f"[dim]{of}[/]" if of and len(pct(kv)) + len(of) <= kv_room else ""))
 
         gen = fmt.tok_s(d.get("gen_tok_s"))
+        if not d.get("gen_tok_s") and st.gen_busy is not None and st.last_t is not None:
+            # idle between a monitor's probes: the last rate the engine generated at, and how long ago
+            gen = f"{fmt.tok_s(st.gen_busy[1])} {(st.last_t - st.gen_busy[0]) // 1_000_000_000} s ago"
         prompt = fmt.tok_s(d.get("prompt_tok_s"))
         computed = d.get("prompt_compute_tok_s")  # prefill actually computed, prefix-cache hits apart
         gen_w = max(len(f"gen {gen}") + 1, 0 if self.has_class("-narrow") else 17)

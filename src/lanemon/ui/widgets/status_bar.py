@@ -108,6 +108,12 @@ class InfoBar(Horizontal):
             chip.set_class(cls == state, cls)
 
 
+def path_verb(mode: str) -> str:
+    """What a header says before the recording's path: ``from`` in a replay (it reads the file), ``rec →``
+    otherwise (it writes it)."""
+    return "from" if mode == "replay" else "rec →"
+
+
 def sim_note(app) -> str:
     """``" · SIM"`` (or ``" · SIM B"``) when the app's lanes are lanemon's simulator
     (reports/simulated.py): every header chip says it, in replay as live ("" in a demo: its chip says so)."""
@@ -202,7 +208,7 @@ class StatusBar(InfoBar):
 
         path = short_path(recording_path)
         if path:
-            verb = "from" if mode == "replay" else "rec →"
+            verb = path_verb(mode)
             set_text(self.query_one("#path", Label), escape(self.fit_path(verb, path, alone=mode == "replay",
                                                                    short="" if mode == "replay" else "● rec")))
         else:
