@@ -110,8 +110,9 @@ class Monitors:
                 self._edge_task(scraper)
 
     async def edge_now(self) -> None:
-        """Read every lane's ``/metrics`` and GPU telemetry now and wait for all the readings (a reading in
-        flight is waited for first: polls never overlap)."""
+        """Read every lane's ``/metrics`` and GPU telemetry now and wait for the readings (a reading in flight
+        is waited for first: polls never overlap); a telemetry reading at most :data:`TELEMETRY_EDGE_WAIT_S`,
+        or :data:`TELEMETRY_FAILING_WAIT_S` for an endpoint that is failing: telemetry never holds up a run."""
         if self._stop.is_set() or self.paused():
             return
         # each scraper holds its own lock: an edge reading waits for the loop's reading in flight
