@@ -160,7 +160,7 @@ def slo_columns(slo: dict[str, float] | None) -> list[Column]:
     """goodput, held, and one attainment column per target."""
     if not slo:
         return []
-    cols = [Column("goodput req/s", 1, short="goodput"), Column("SLO", 1)]
+    cols = [Column("goodput req/s", 1, short="good/s"), Column("SLO", 1)]
     for k, v in slo.items():
         lab = _SLO_LABEL.get(k, k.upper())
         cols.append(Column(f"{lab}≤{v:g}s met", 4, short=f"{lab} met"))
@@ -197,8 +197,8 @@ def load_table(result: dict[str, Any], lanes: Sequence[str] | None = None) -> Re
     multi = any(len((by_lane[n] or {}).get("reps") or []) > 1 for n in names)
     cols = [Column("lane", 0, "left")] + ([Column("rep", 3)] if multi else []) + [
         Column("measured", 6, short="meas."), Column("ok", 5), Column("err", 2),
-        Column("sched req/s", 7, short="sched"), Column("sent req/s", 6, short="sent"),
-        Column("served req/s", 0, short="served"), Column("out tok/s", 0, short="tok/s"),
+        Column("sched req/s", 7, short="sched/s"), Column("sent req/s", 6, short="sent/s"),
+        Column("served req/s", 0, short="served/s"), Column("out tok/s", 0, short="tok/s"),
         Column("TTFT p50", 2), Column("TTFT p99", 3), Column("TPOT p50", 3), Column("E2E p99", 4),
         Column("send lag p99", 5, short="lag p99")] + slo_columns(slo)
     reps = [r for n in names for r in (by_lane[n] or {}).get("reps") or [] if isinstance(r, dict)]
@@ -311,7 +311,7 @@ def sweep_table(result: dict[str, Any], lanes: Sequence[str] | None = None) -> R
             Column("gain/doubling", 1, short="gain"), Column("steady tok/s", 4, short="steady"),
             Column("TTFT p90", 3), Column("TPOT p50", 3, short="TPOT"), Column("err", 2)]
     if slo:
-        cols += [Column("goodput req/s", 1, short="goodput"), Column("SLO", 1)]
+        cols += [Column("goodput req/s", 1, short="good/s"), Column("SLO", 1)]
     rows: list[list[Cell]] = []
     ends: set[int] = set()
     for c in levels:
@@ -560,7 +560,7 @@ def prefill_table(result: dict[str, Any], lanes: Sequence[str] | None = None) ->
     cols = [Column("length", 0), Column("lane", 0, "left"), Column("prefill tok/s", 0, short="tok/s"),
             Column("TTFT", 1)]
     if show_hit:
-        cols += [Column("cache hit tok/s", 1, short="cache hit")]
+        cols += [Column("cache hit tok/s", 1, short="hit tok/s")]
     if compared:
         cols += [Column(f"{compared[1]}/{compared[0]}", 3)]
     if show_goodput:
