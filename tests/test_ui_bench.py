@@ -387,7 +387,7 @@ async def test_prefill_bars_mark_cache_hits():
         hit = b["2000"]["cache_hit_tok_s"]
         assert hit == pytest.approx(4 * 3650, rel=0.01)
         assert reference["lanes"]["A"]["lengths"]["2000"]["cache_hit_tok_s"] is None  # A's repeat was no faster
-        assert main.marks == [(f"B cache hit {hit:,.0f}", "2,000", b["2000"]["prefill_tok_s"])]
+        assert main.marks == [(f"B cache hit {hit:,.0f} tok/s", "2,000", b["2000"]["prefill_tok_s"])]  # with its unit
         assert not app.screen.query_one("#chart-side", BenchChart).display
         table = app.screen.query_one(BenchTable)
         labels = [str(c.label) for c in table.columns.values()]
