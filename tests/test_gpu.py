@@ -21,6 +21,7 @@ from lanemon.client.telemetry import NvmlReader, TelemetryScraper, map_dcgm, sum
 from lanemon.config import ConfigError, Config, LaneConfig, apply_lane_extras, parse_config
 from lanemon.events import Clock, Event
 from lanemon.measure.energy import efficiency, energy_of, readings, window_energy
+from lanemon.measure.energy_sampling import counter_window, series, steps
 from lanemon.sim.gpu import Device, GpuModel, energy_between, exposition, power_w
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -243,20 +244,29 @@ def gpu_ev(t_s: float, power: float | None, energy_mj: float | None, lane: str =
 def test_counter_energy_is_interpolated_at_the_window_edges():
     # 10 W until t=2, then 50 W: counter readings at 0, 1, 3, 5 s
     evs = [gpu_ev(0, 10, 0), gpu_ev(1, 10, 10_000), gpu_ev(3, 50, 80_000), gpu_ev(5, 50, 180_000)]
-    w = window_energy(readings(evs, "A"), int(1.5 * NS), int(4 * NS))
+    rs = readings(evs, "A")
+    est, why = counter_window(series(rs, "energy_mj"), *steps(rs, "power_w"), int(1.5 * NS), int(4 * NS))
     # interpolated: e(1.5) = 10000 + 70000 * 0.25 = 27500 mJ; e(4) = 130000 mJ
-    assert w["energy_source"] == "counter" and w["energy_j"] == pytest.approx(102.5)
-    assert w["gpu_power_w_mean"] == pytest.approx(102.5 / 2.5)
+    assert est.source == "counter" and est.joules == pytest.approx(102.5)
+    # each edge f(1 - f) g of its 2 s update interval at the highest power seen (50 W): 0.375 s and 0.5 s
+    assert est.uncertainty == pytest.approx((0.375 + 0.5) * 50)
+    # the figure given is the one with the smaller uncertainty, the truth (100 J: 10 W for 0.5 s, 50 W for 2 s)
+    # within it
+    w = window_energy(rs, int(1.5 * NS), int(4 * NS))
+    assert abs(w["energy_j"] - 105.0) <= w["energy_uncertainty_j"] and w["gpu_power_w_mean"] == w["energy_j"] / 2.5
 
 
-def test_a_counter_reset_or_no_counter_falls_back_to_power_and_says_so():
+def test_a_counter_reset_is_bridged_by_power_and_no_counter_falls_back_to_power_and_says_so():
     evs = [gpu_ev(0, 20, 500_000), gpu_ev(1, 20, 520_000), gpu_ev(2, 40, 1_000), gpu_ev(3, 40, 41_000)]
-    w = window_energy(readings(evs, "A"), int(0.5 * NS), int(2.5 * NS))
-    assert w["energy_source"] == "power"
-    # trapezoid: 0.5..1 at 20 W, 1..2 from 20 to 40 W, 2..2.5 at 40 W
-    assert w["energy_j"] == pytest.approx(0.5 * 20 + 30 + 0.5 * 40)
-    evs = [gpu_ev(0, 30, None), gpu_ev(2, 30, None)]
-    assert window_energy(readings(evs, "A"), NS // 2, NS)["energy_source"] == "power"
+    rs = readings(evs, "A")
+    est, _ = counter_window(series(rs, "energy_mj"), *steps(rs, "power_w"), NS, 3 * NS)
+    # 1..2 the power (the step from 20 to 40 W somewhere in it: 30 J ± 10 J), 2..3 the counter again (40 J)
+    assert est.source == "counter+power" and "reset" in est.notes[0]
+    assert est.joules == pytest.approx(30 + 40) and est.uncertainty == pytest.approx(10)
+    w = window_energy(rs, int(0.5 * NS), int(2.5 * NS))  # the better of that and the power alone, never a negative
+    assert w["energy_j"] == pytest.approx(0.5 * 20 + 30 + 0.5 * 40) and w["energy_uncertainty_j"] == pytest.approx(10)
+    evs = [gpu_ev(t / 2, 30 + t / 100, None) for t in range(6)]
+    assert window_energy(readings(evs, "A"), NS // 2, 2 * NS)["energy_source"] == "power"
     w = window_energy([], 0, NS)
     assert w["energy_j"] is None and "no GPU telemetry" in w["energy_reason"]
 
@@ -270,7 +280,7 @@ def test_efficiency_figures_and_their_reasons():
     assert e["tokens_per_joule"] is None and e["tokens_per_joule_reason"] == "no GPU telemetry for this lane"
     assert e["usd_per_1m_output_tokens"] is None and "cost_per_hour" in e["cost_reason"]
     assert efficiency(100.0, 0, 5.0, 3.5)["tokens_per_joule"] is None
-    b = energy_of([gpu_ev(0, 10, 0), gpu_ev(10, 10, 100_000)], "A", [(NS, 2 * NS), (3 * NS, 5 * NS)], 60, 7.2)
+    b = energy_of([gpu_ev(t, 10, t * 10_000) for t in range(11)], "A", [(NS, 2 * NS), (3 * NS, 5 * NS)], 60, 7.2)
     assert b["energy_j"] == pytest.approx(30.0) and b["energy_window_s"] == 3.0 and b["tokens_per_joule"] == 2.0
     assert b["usd_per_1m_output_tokens"] == pytest.approx(7.2 * 3 / 3600 / 60 * 1e6, abs=1e-3)
 

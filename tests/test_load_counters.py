@@ -73,13 +73,16 @@ def test_the_scrapes_inside_a_rep_add_up_and_a_restart_is_named_not_negative():
     c = window_counters(scr, NS, 5 * NS)
     assert c is None  # nothing at or after the end
     c = window_counters(scr, 0, 4 * NS)
-    gen_after = after["generation_tokens_total"]
-    assert c["restarts"] == 1 and c["restart_t"] == 2 * NS
-    assert c["generation_tokens"] == 300 + (gen_after - 300) and c["generation_tokens"] >= 0
+    assert c["restarts"] == 1 and c["restart_t"] == 2 * NS and c["excluded_s"] == 2.0
+    # what the engine counted before the restart is gone: the rep's counters are withheld, the restart named
+    assert "generation_tokens" not in c and "requests" not in c and "restarted" in c["withheld"]
     assert all(v is None or v >= 0 for k, v in c.items() if isinstance(v, (int, float)))
     assert "engine restarted" in counters_text(c) and "engine restarted" in counters_text(c, short=True)
     # a reader of the two edges alone would have taken the fall for a difference
-    assert after["generation_tokens_total"] - before["generation_tokens_total"] == 800 != c["generation_tokens"]
+    assert after["generation_tokens_total"] - before["generation_tokens_total"] == 800
+    # the session (the report's line, the live row) adds up the intervals around the restart
+    s = accumulate(scr)
+    assert s["generation_tokens"] == after["generation_tokens_total"] - 300 and s["restarts"] == 1
 
 
 def test_the_live_accumulator_is_the_sum_of_its_steps():
@@ -88,7 +91,8 @@ def test_the_live_accumulator_is_the_sum_of_its_steps():
     for t, gen in ((0, 100), (1, 150), (2, 150), (3, 40), (4, 90)):  # restart between 2 and 3
         acc.add(t * NS, {"engine": "vllm", "generation_tokens_total": float(gen)})
     r = acc.result()
-    assert r["generation_tokens"] == 50 + 0 + 40 + 50 and r["restarts"] == 1 and r["between_s"] == 4.0
+    assert r["generation_tokens"] == 50 + 0 + 50 and r["restarts"] == 1 and r["between_s"] == 4.0  # 2 -> 3 not used
+    assert r["excluded_s"] == 1.0 and r["restart_reason"] == "generation_tokens_total fell"
     assert accumulate([(0, {"generation_tokens_total": 5.0}), (NS, {"generation_tokens_total": 9.0})])["restarts"] == 0
     # a scrape that lacks a counter does not count it again from zero on the next one
     acc = Accumulator()
@@ -157,7 +161,8 @@ def test_bench_load_on_the_simulator_gives_each_rep_its_counters_and_the_table_i
 
 def test_the_dashboard_shows_the_engines_counters_since_the_session_began_and_names_a_restart():
     """The live fold (folds/dashboard.py) keeps the counters' increases since the session's first scrape, not the
-    totals since the server started; a restart is named, never a negative delta (ui/widgets/server_gauges.py)."""
+    totals since the server started; a restart is named and its interval not used, never a negative delta
+    (ui/widgets/server_gauges.py)."""
     from lanemon.folds.dashboard import SessionState
     from lanemon.ui.widgets.server_gauges import session_markup
 
@@ -176,7 +181,8 @@ def test_the_dashboard_shows_the_engines_counters_since_the_session_began_and_na
              "prefix_queries_total": 100.0, "prefix_hits_total": 0.0, "preemptions_total": 0.0}
     st.apply(scrape(3, fresh))
     c = st.lanes["A"].server.session_counters()
-    assert c["restarts"] == 1 and c["requests"] == 8 + 2 and c["generation_tokens"] == 800 + 64
+    # the interval of the restart is not used (what was counted before the restart in it is gone): nothing added
+    assert c["restarts"] == 1 and c["requests"] == 8 and c["generation_tokens"] == 800 and c["excluded_s"] == 1.0
     assert all(v >= 0 for k, v in c.items() if isinstance(v, (int, float)) and not isinstance(v, bool))
     assert "engine restarted" in session_markup(c)
 

@@ -87,7 +87,7 @@ def test_exporter_text_has_the_families_labelled_by_lane_and_model():
     eng.evaluate(7 * S, st.figures(7 * S))
     text = generate_latest(make_registry(st, eng)).decode()
     fams = {f.name: f for f in text_string_to_metric_families(text)}
-    labels = {"lane": "A", "model": "m1"}
+    labels = {"lane": "A"}
 
     def value(fam, name, **extra):
         return next(s.value for s in fams[fam].samples if s.name == name and s.labels == {**labels, **extra})
@@ -100,6 +100,10 @@ def test_exporter_text_has_the_families_labelled_by_lane_and_model():
     assert value("lanemon_requests", "lanemon_requests_total", outcome="complete") == 4
     assert value("lanemon_requests", "lanemon_requests_total", outcome="error") == 1
     assert value("lanemon_lane_up", "lanemon_lane_up") == 1
+    assert value("lanemon_lane_info", "lanemon_lane_info", model="m1") == 1
+    assert value("lanemon_window_error_ratio", "lanemon_window_error_ratio") == pytest.approx(1 / 5)
+    assert value("lanemon_engine_kv_cache_usage_ratio", "lanemon_engine_kv_cache_usage_ratio") == 0.93
+    assert value("lanemon_engine_requests_waiting", "lanemon_engine_requests_waiting") == 7
     assert value("lanemon_slo_attainment_ratio", "lanemon_slo_attainment_ratio") == pytest.approx(0.5)
     assert value("lanemon_alerts_firing", "lanemon_alerts_firing", severity="critical") == 1
     assert value("lanemon_alerts_firing", "lanemon_alerts_firing", severity="warning") == 0

@@ -115,7 +115,8 @@ def test_headless_alert_fires_while_the_sim_is_slow_and_resolves_after(tmp_path)
     for family in ("lanemon_ttft_seconds_bucket", "lanemon_tpot_seconds_count", "lanemon_requests_total",
                    "lanemon_lane_up", "lanemon_alerts_firing"):
         assert re.search(rf'^{family}{{[^}}]*lane="A"', text, re.M), family
-    assert re.search(r'^lanemon_alerts_firing\{lane="A",model="[^"]+",severity="warning"\} 1\.0$', text, re.M)
+    assert re.search(r'^lanemon_alerts_firing\{lane="A",severity="warning"\} 1\.0$', text, re.M)
+    assert re.search(r'^lanemon_lane_info\{lane="A",model="[^"]+"\} 1\.0$', text, re.M)
     alerts = [e for e in _events(rec) if e["kind"] == "alert"]
     assert [(e["lane"], e["data"]["state"]) for e in alerts] == [("A", "firing"), ("A", "resolved")]
     assert alerts[0]["data"]["values"]["ttft_p50"] > 0.05 and alerts[1]["data"]["values"]["ttft_p50"] <= 0.05
@@ -201,7 +202,8 @@ def test_a_real_prometheus_scrapes_the_exporter(tmp_path):
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             lm.wait_for(ANNOUNCE.pattern, 30)
-            query = 'lanemon_ttft_seconds_sum{lane="A"} / lanemon_ttft_seconds_count{lane="A"}'
+            query = ('(lanemon_ttft_seconds_sum{lane="A"} / lanemon_ttft_seconds_count{lane="A"})'
+                     ' * on(lane) group_left(model) lanemon_lane_info')  # the model id joins from the info
             deadline, result = time.monotonic() + 60, []
             while time.monotonic() < deadline and not result:
                 time.sleep(0.5)

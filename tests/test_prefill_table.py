@@ -58,9 +58,9 @@ def rows_by(t):
 def test_one_row_per_length_and_lane_with_the_cache_hit_apart():
     t = prefill_table(result(), ["A", "B"])
     assert t.labels() == ["length", "lane", "prefill tok/s", "TTFT", "cache hit tok/s", "B/A", "err",
-                          "prompt tokens", "requests", "min–max", "repeat tok/s"]
+                          "prompt tokens", "requests", "tok/s min–max", "repeat tok/s"]
     r = rows_by(t)
-    assert [r["2,000/A"][k] for k in ("prefill tok/s", "TTFT", "cache hit tok/s", "B/A", "min–max", "repeat tok/s")] \
+    assert [r["2,000/A"][k] for k in ("prefill tok/s", "TTFT", "cache hit tok/s", "B/A", "tok/s min–max", "repeat tok/s")] \
         == ["2,591", "777 ms", "no", "1.34×", "2,500–2,700", "2,593"]
     assert [r["2,000/B"][k] for k in ("prefill tok/s", "cache hit tok/s", "B/A")] == ["3,480?", "12,491", ""]
     assert r["64K/A"]["prefill tok/s"] == "not sent" and r["64K/A"]["err"] == "1" and r["64K/A"]["B/A"] == "—"

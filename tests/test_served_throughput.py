@@ -152,3 +152,17 @@ def test_thinking_lane_reasoning_tokens_are_output_tokens_in_bench_load():
     assert r["output_tok_s"] == pytest.approx(len(arrived) / (t0 + duration - min(arrived)), rel=0.10)
     assert r["reasoning_tok_s"] > 0.2 * r["output_tok_s"] and r["visible_tok_s"] > 0
     assert r["visible_tok_s"] + r["reasoning_tok_s"] == pytest.approx(r["output_tok_s"], rel=1e-3)
+
+
+def test_the_load_sections_headline_is_sentences_not_a_full_stop_before_a_semicolon():
+    """Issue 38 (5): the headline read ``…12.07 s).; A: SLO broke``."""
+    from lanemon.reports.sections.load import load_section
+
+    recs = [rec(i, float(i), 0.1 + i, float(i) + 0.1 + i + 4.0, 10) for i in range(10)]
+    res = cell_result(recs, 10.0, {"arrival": "constant", "rate": 1.0})
+    load = {"config": {"load": {"arrival": "constant", "rate": 1.0}},
+            "lanes": {"A": {"reps": [res], "slo_held": False}, "B": {"reps": [], "slo_held": True}}}
+    summary = load_section(load, ["A", "B"]).summary
+    assert ".;" not in summary and ";." not in summary and ".." not in summary
+    assert summary.startswith("A: the lane fell behind: ") and summary.endswith(" A: SLO broke. B: SLO held.")
+    assert "s). A: SLO broke." in summary  # the headline's own full stop ends it; the next sentence follows

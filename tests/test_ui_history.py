@@ -41,8 +41,8 @@ async def test_the_history_screen_shows_trends_and_marks_a_shift():
         lines = screen.query_one("#hi-list", Static).visual.plain.splitlines()
         a = next(line for line in lines if line.startswith("A "))
         b = next(line for line in lines if line.startswith("B "))
-        assert "latest 310.0 ms" in a and "median 200.0 ms of 4" in a and "SHIFT +55%" in a
-        assert "latest 300.0 ms" in b and "SHIFT" not in b
+        assert "latest 310 ms" in a and "median 200 ms of 4" in a and "SHIFT +55%" in a
+        assert "latest 300 ms" in b and "SHIFT" not in b
         await pilot.press("m")
         app.redraw(force=True)
         await pilot.pause()

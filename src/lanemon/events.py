@@ -41,9 +41,10 @@ HOST = "host"  # a sample of this machine (psutil): cpu_pct, mem_*, net_*_Bps, p
 CLIENT_LOAD = "client_load"  # lanemon's own event-loop lag over a window: t0, lag_ms, cpu_pct, bound (measure/load.py)
 GPU = "gpu"  # one reading of a lane's GPU telemetry (dcgm-exporter or NVML): power_w, energy_mj, gpus (docs/GPU.md)
 ALERT = "alert"  # an alert rule fired or resolved (lane set): state, alert, rule, severity, values (measure/alerts.py)
+LANE_STATE = "lane_state"  # a lane went down or came back (lane set): state, t_s, cls, message | since_s, down_s
 
 REQUEST_KINDS = frozenset({REQUEST, FIRST_BYTE, TOKEN, USAGE, DONE, ERROR})
-ALL_KINDS = frozenset({PROBE, LANE, MARK, NOTE, SERVER_METRICS, HOST, CLIENT_LOAD, GPU, ALERT}) | REQUEST_KINDS
+ALL_KINDS = frozenset({PROBE, LANE, MARK, NOTE, SERVER_METRICS, HOST, CLIENT_LOAD, GPU, ALERT, LANE_STATE}) | REQUEST_KINDS
 
 # Error classes (``data.cls`` on ERROR events and probe failures).
 ERR_CONNECT = "connect"  # connection refused / DNS / unreachable

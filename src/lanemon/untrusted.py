@@ -161,6 +161,92 @@ def inert_token(text: str) -> str:
     return _CONTROL_TOKEN.sub("", _ESCAPE_SEQ.sub("", text))
 
 
+READ_TEXT_LIMIT = 4096
+"""A string read from a recording or a share stream is cut to this many characters (model text, a
+request's prompt and tool calls excepted: they are the evidence and have their own bounds)."""
+READ_ITEMS = 1024
+"""At most this many items of one list or object read from a recording or a share stream (then
+``"… N more"``)."""
+READ_DEPTH = 8
+_READ_HINT = re.compile(rb"\\[ubfr]|\x1b|\x7f|\xc2[\x80-\x9f]|\xe2\x80[\x8b-\x8f\xa8-\xae]|\xe2\x81[\xa0-\xa9]"
+                        rb"|\xef\xbb\xbf|\xd8\x9c|\xe1\xa0\x8e")
+"""A JSON line whose bytes have none of these holds no string :func:`inert` would change: no escaped
+control character (``\\u001b``, ``\\u009b``, ``\\u202e``, ``\\b``, ``\\f``, ``\\r``), no raw ESC/DEL, no C1
+control, bidi, zero-width or separator character in UTF-8."""
+READ_FAST_BYTES = 4096
+"""Lines shorter than this without a :data:`_READ_HINT` are taken as they are (the common case: one search)."""
+_RAW_TEXT = frozenset({"text", "prompt", "tool_calls"})
+
+
+def needs_inert(raw: bytes) -> bool:
+    """True unless the JSON line ``raw`` is short and has no byte :func:`inert` would change."""
+    return len(raw) >= READ_FAST_BYTES or _READ_HINT.search(raw) is not None
+
+
+READ_EVENT_CHARS = 1 << 16
+"""All the strings of one event read from outside, model text, prompt and tool calls excepted, hold at most
+this many characters together (64 Ki); past it a string is ``…``: 1,024 fields of 4,096 characters each fit
+in a line of the recording bound but not in memory held per event."""
+
+
+def inert_value(value: Any, limit: int = READ_TEXT_LIMIT, *, depth: int = 0, budget: list[int] | None = None) -> Any:
+    """A JSON-like value read from outside (a recording's line, a share message) with every string and
+    key made inert (newlines kept) and cut to ``limit``; at most :data:`READ_ITEMS` items a container,
+    :data:`READ_DEPTH` levels and ``budget[0]`` characters in all (default :data:`READ_EVENT_CHARS`).
+    The gate every event passes when it is read (docs/SECURITY.md)."""
+    if budget is None:
+        budget = [READ_EVENT_CHARS]
+    if isinstance(value, str):
+        if not value:
+            return value
+        if budget[0] <= 0:
+            return ELLIPSIS
+        out = inert(value, min(limit, budget[0]), newlines=True)
+        budget[0] -= len(out)
+        return out
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if depth >= READ_DEPTH:
+        return ELLIPSIS
+    if isinstance(value, dict):
+        out_d: dict[str, Any] = {}
+        for i, (k, v) in enumerate(value.items()):
+            if i >= READ_ITEMS:
+                out_d[ELLIPSIS] = f"{len(value) - READ_ITEMS} more"
+                break
+            key = inert(k, ID_LIMIT)
+            budget[0] -= len(key)
+            out_d[key] = inert_value(v, limit, depth=depth + 1, budget=budget)
+        return out_d
+    if isinstance(value, (list, tuple)):
+        kept = [inert_value(v, limit, depth=depth + 1, budget=budget) for v in value[:READ_ITEMS]]
+        if len(value) > READ_ITEMS:
+            kept.append(f"{ELLIPSIS} {len(value) - READ_ITEMS} more")
+        return kept
+    return inert_value(str(value), limit, depth=depth, budget=budget)
+
+
+def inert_event_data(data: dict[str, Any]) -> dict[str, Any]:
+    """An event's ``data`` read from outside made inert: model text (``text``), a request's ``prompt``
+    and ``tool_calls`` keep their newlines, tabs and carriage returns and their length (they are the
+    evidence, bounded by the line), every other string is :func:`inert_value`, within one budget of
+    :data:`READ_EVENT_CHARS` for the event."""
+    out: dict[str, Any] = {}
+    budget = [READ_EVENT_CHARS]
+    for i, (k, v) in enumerate(data.items()):
+        if i >= READ_ITEMS:
+            break
+        key = inert(k, ID_LIMIT)
+        if key in _RAW_TEXT:
+            if isinstance(v, str):
+                out[key] = inert_token(v)
+            else:
+                out[key] = inert_value(v, 1 << 16, budget=[1 << 20])
+        else:
+            out[key] = inert_value(v, budget=budget)
+    return out
+
+
 def markup_escape(text: Any) -> str:
     """Arbitrary text made safe inside Textual markup (and inert).
 

@@ -108,7 +108,7 @@ def cmd_agree(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json_visible(orjson.dumps(_public_agree(result)).decode()) + "\n")  # bidi, zero-width: \uXXXX
     else:
-        _print_agree(result)
+        _print_agree(result, getattr(args, "width", None))
     return EXIT_INTERRUPTED if interrupted else 0
 
 
@@ -119,11 +119,12 @@ def _public_agree(result: dict) -> dict:
     return out
 
 
-def _print_agree(r: dict) -> None:
-    from rich.console import Console
+def _print_agree(r: dict, width: int | None = None) -> None:
     from rich.table import Table
 
-    console = Console()
+    from lanemon.cli.common import output_console
+
+    console = output_console(width)
     a, b = (r["lanes"] + ["?", "?"])[:2]
     table = Table(title=f"greedy agreement {a} vs {b}: first differing word per prompt")
     table.add_column("words", justify="right")
@@ -167,7 +168,7 @@ def cmd_kl(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json_visible(orjson.dumps(result).decode()) + "\n")  # bidi, zero-width: \uXXXX
     else:
-        _print_kl(result)
+        _print_kl(result, getattr(args, "width", None))
     for name, v in result["lanes"].items():
         if v["status"] == "not_exposed":
             err(f"not exposed by lane {name}: {v['message']}")
@@ -181,13 +182,14 @@ def cmd_kl(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_kl(r: dict) -> None:
-    from rich.console import Console
+def _print_kl(r: dict, width: int | None = None) -> None:
     from rich.table import Table
 
     from lanemon.reports.format import pct  # a p99 over fewer than 100 positions says so
 
-    console = Console()
+    from lanemon.cli.common import output_console
+
+    console = output_console(width)
     table = Table(title=f"teacher-forced KL(reference {r['reference']} || lane), top-{r['k']} with tail bucket")
     for col in ("lane", "status", "mean KL (nats/token)", "p50", "p99", "positions", "detail"):
         table.add_column(col)

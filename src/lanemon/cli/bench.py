@@ -21,7 +21,7 @@ from typing import Any
 from lanemon.cli import bench_load
 from lanemon.cli.common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, MAX_COUNT, UsageError, add_measure_args, add_workload_args, err, int_list, open_recorder, parse_number, recording_saved, run_interruptible, slo_arg, thinking_arg, workload_lanes)
 from lanemon.folds.bench import cell_label
-from lanemon.untrusted import json_visible
+from lanemon.untrusted import inert, json_visible
 
 HELP = {
     "decode": "decode ladder: aggregate tok/s by concurrency, TTFT, per-category C1 rates, the crossover",
@@ -129,8 +129,10 @@ def build_options(args: argparse.Namespace):
             kw["prompt_set"] = load_prompt_set(args.prompts)
             kw["chat"] = kw["chat"] or args.turns > 1
             kw["workers"] = bench_load.workers_arg(args)
-            kw["workers_backend"] = args.workers_backend
+            kw["workers_backend"] = "ray" if args.ray_address else args.workers_backend  # a cluster is Ray's
             kw["ray_address"] = args.ray_address
+            kw["workers_per_node"] = bench_load.workers_per_node_arg(args)
+            kw["ray_log"] = args.ray_log
             kw["seed"] = args.seed
             kw["max_tokens"] = _positive(args.max_tokens, "--max-tokens")
             kw["temperature"] = _temperature(args.temperature)
@@ -212,6 +214,9 @@ class _Progress:
             self.bar.stop()
 
     def on_event(self, ev) -> None:
+        if ev.kind == "note" and ev.data.get("about") == "load_hosts":  # Ray joined, a load host lost: one line
+            self.console.print(f"lanemon: {inert(str(ev.data.get('message')))}", markup=False, highlight=False)
+            return
         if ev.kind != "mark" or ev.data.get("label") != "cell":
             return
         label = cell_label(self.run.kind, ev.data, ev.lane or "?")
@@ -262,12 +267,19 @@ def _headless(run, args: argparse.Namespace) -> int:
         sys.stdout.write(json_visible(orjson.dumps(result).decode()) + "\n")  # bidi, zero-width: \uXXXX
         sys.stdout.flush()
     else:
-        from rich.console import Console
+        from lanemon.cli.common import output_console
 
-        render(result, Console(), time_scale=getattr(args, "time_scale", None) if getattr(args, "demo", False)
-               else None)
+        render(result, output_console(getattr(args, "width", None)),
+               time_scale=getattr(args, "time_scale", None) if getattr(args, "demo", False) else None,
+               events=run.events)
     if interrupted or result.get("interrupted"):
         return EXIT_INTERRUPTED
+    lost = sorted({f"{w.get('host')} ({str(w.get('node'))[:12]})" for lane in (result.get("lanes") or {}).values()
+                   if isinstance(lane, dict) for r in lane.get("reps") or [] if isinstance(r, dict)
+                   for w in r.get("workers_lost") or [] if isinstance(w, dict)})
+    if lost:  # lost data is never exit 0
+        err(f"load host{'s' if len(lost) > 1 else ''} lost mid-run: {', '.join(lost)} (workers_lost in the results)")
+        return EXIT_FAIL
     failed = {name: lane["error"] for name, lane in (result.get("lanes") or {}).items()
               if run.kind in ("prefill", "needles") and isinstance(lane, dict) and lane.get("error")}
     for name, why in failed.items():  # a failed calibration or a length the lane cannot take
@@ -318,8 +330,9 @@ def _spread_cell(c: dict[str, Any], key: str) -> str:
     return text
 
 
-def render(result: dict[str, Any], console, time_scale: float | None = None) -> None:
-    """The result table(s) of one bench, with the crossover sentence and flags."""
+def render(result: dict[str, Any], console, time_scale: float | None = None, events=None) -> None:
+    """The result table(s) of one bench, with the crossover sentence and flags: every table the report of the
+    same run has (a sweep's energy and cost by level: from ``events``, the decode cells the sweep ran)."""
     kind = result.get("bench")
     if kind == "decode":
         _render_decode(result, console)
@@ -331,6 +344,12 @@ def render(result: dict[str, Any], console, time_scale: float | None = None) -> 
         bench_load.render(result, console, _secs, _rate)
     elif kind == "sweep":
         bench_load.render_sweep(result, console, _rate)
+        if events is not None:  # the report's efficiency section of a sweep reads its decode cells
+            from lanemon.measure.views import attach_engine_views
+            from lanemon.workloads.bench.decode import decode_results
+
+            _render_efficiency(attach_engine_views(decode_results(events), events), list(result.get("lanes") or {}),
+                               console)
     if time_scale and time_scale != 1.0:
         console.print(f"[dim]simulated lanes at --time-scale {time_scale}: rates are as measured "
                       f"(multiply by {time_scale} for the lanes' real-time rates, times divide)[/]")
@@ -396,6 +415,9 @@ def _render_efficiency(result: dict[str, Any], names: list[str], console) -> Non
     console.print(t)
     if sec.summary:
         console.print(rich_escape(sec.summary))
+    for note in sec.notes:  # why a lane with telemetry has no figure (its exporter's interval against the cells)
+        if "energy withheld" in note:
+            console.print(rich_escape(note))
 
 
 def _render_prefill(result: dict[str, Any], console) -> None:

@@ -86,7 +86,15 @@ def add_arguments(q: argparse.ArgumentParser) -> None:
     q.add_argument("--workers-backend", choices=("process", "ray"), default="process",
                    help="how workers run: local processes (default) or Ray actors (pip install 'lanemon[ray]'; "
                         "docs/WORKERS.md)")
-    q.add_argument("--ray-address", metavar="ADDR", help="join this Ray cluster (default: a local Ray runtime)")
+    q.add_argument("--ray-address", metavar="ADDR",
+                   help="join this Ray cluster (host:port of its head, or 'auto' for the one `ray start` made "
+                        "here); workers go on its load hosts, one each unless --workers-per-node or --workers "
+                        "(default: a local Ray runtime; docs/WORKERS.md)")
+    q.add_argument("--workers-per-node", type=number_arg(lo=1, hi=256, integer=True), default=None, metavar="K",
+                   help="with --ray-address: K workers on each load host (default 1)")
+    q.add_argument("--ray-log", metavar="FILE",
+                   help="with --workers-backend ray: Ray's own messages go to FILE (default: a file in the temp "
+                        "dir, named on stderr); they never reach stdout or the screen")
     q.add_argument("--seed", type=int, default=None, help="seed for the schedule and lengths (default random)")
     q.add_argument("--max-tokens", default=None, metavar="N", help="cap every prompt's max_tokens at N")
     q.add_argument("--temperature", default="0", metavar="T", help="sampling temperature (default 0)")
@@ -103,6 +111,18 @@ def workers_arg(args: argparse.Namespace) -> int:
     if args.workers > 1 and args.turns > 1:
         raise UsageError("--turns > 1 needs the answers of earlier turns in one process: use --workers 1")
     return args.workers
+
+
+def workers_per_node_arg(args: argparse.Namespace) -> int | None:
+    """--workers-per-node (only with --ray-address; one per load host when neither it nor --workers is given)."""
+    per_node = getattr(args, "workers_per_node", None)
+    if per_node is not None and not getattr(args, "ray_address", None):
+        raise UsageError("--workers-per-node needs --ray-address (workers on a cluster's load hosts)")
+    if per_node is not None and args.workers is not None:
+        raise UsageError("give --workers-per-node K or --workers N, not both")
+    if getattr(args, "ray_address", None) and per_node is None and args.workers is None:
+        return 1
+    return per_node
 
 
 def load_options(args: argparse.Namespace):
@@ -136,6 +156,10 @@ def render(result: dict[str, Any], console, secs=None, rate=None) -> None:
         console.print(line, style="red", markup=False, highlight=False)
     for line in length_lines(result):
         console.print(line, markup=False, highlight=False)
+    from lanemon.reports.sections.load import schedule_note
+
+    console.print(schedule_note(result, list(result.get("lanes") or [])), markup=False, highlight=False,
+                  style="dim")
     if any(d.get("client_behind") for d in (result.get("lanes") or {}).values()):
         console.print("[yellow]client behind[/]: lanemon sent some requests late (send lag p99 over 10 ms); the "
                       "lane was offered less than the schedule says. Use fewer lanes at once or a lower rate.")

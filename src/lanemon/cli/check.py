@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import sys
 
 from lanemon.cli.common import err, UsageError, add_lane_args
@@ -37,9 +38,8 @@ def _resolve_target(args: argparse.Namespace) -> LaneConfig:
     config = _load(args)
     for lane in config.lanes:
         if lane.name == target:
-            if args.model:
-                lane = LaneConfig(lane.name, lane.url, args.model, lane.api_key_env, lane.headers, lane.defaults,
-                                  lane.timeout)
+            if args.model:  # every other setting of the lane kept (its deadline, telemetry, cost, ...)
+                lane = dataclasses.replace(lane, model=args.model)
             return lane
     names = ", ".join(lane.name for lane in config.lanes) or "none configured"
     raise UsageError(f"{target!r} is neither a URL nor a configured lane (lanes: {names})")

@@ -148,6 +148,22 @@ def int_list(text: str) -> list[int]:
     return out
 
 
+PIPE_WIDTH = 1000
+"""Columns a headless table is laid out for when stdout is not a terminal: every column printed, none hidden."""
+
+
+def output_console(width: int | None = None, *, terminal: bool | None = None):
+    """The Rich console a headless command prints its tables on: ``width`` when given (``--width N``), else the
+    terminal's width, else (a file or a pipe) :data:`PIPE_WIDTH` -- output that is not a terminal is whole."""
+    from rich.console import Console
+
+    if width:
+        return Console(width=width)
+    if terminal is None:
+        terminal = Console().is_terminal
+    return Console() if terminal else Console(width=PIPE_WIDTH)
+
+
 def add_lane_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", type=Path, metavar="PATH", help="lanes.toml to read (default: the XDG config dir)")
     p.add_argument("--lane", action="append", default=[], metavar="NAME=URL",
@@ -173,6 +189,9 @@ def add_workload_args(p: argparse.ArgumentParser) -> None:
     out = p.add_mutually_exclusive_group()
     out.add_argument("--headless", action="store_true", help="no TUI: progress on stderr, result table on stdout")
     out.add_argument("--json", action="store_true", help="no TUI: the result as one JSON object on stdout")
+    p.add_argument("--width", type=number_arg(lo=20, hi=PIPE_WIDTH, integer=True), default=None, metavar="N",
+                   help="--headless: lay tables out for N columns (default: the terminal's width; every column when "
+                        "stdout is a file or a pipe)")
     rec = p.add_mutually_exclusive_group()
     rec.add_argument("--record", type=Path, metavar="PATH", help="write the recording here (default: XDG data dir)")
     rec.add_argument("--no-record", action="store_true", help="do not record this run")

@@ -85,7 +85,9 @@ def _run_headless(args: argparse.Namespace, config) -> int:
 
         sys.stdout.write(json_visible(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode()) + "\n")
     else:
-        print_result(result)
+        from lanemon.cli.common import output_console
+
+        print_result(result, output_console(getattr(args, "width", None)))
     return EXIT_INTERRUPTED if interrupted else EXIT_OK
 
 

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from lanemon.cli.common import UsageError, err
+from lanemon.cli.common import EXIT_DATA_LOST, UsageError, err
 
 _SINCE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -70,6 +70,9 @@ def cmd_history(args: argparse.Namespace) -> int:
         since = time.time() - parse_since(args.since) if args.since else None
         rows = history.query(args.catalogue, lane=args.lane, since_s=since, workload=args.workload)
     except history.CatalogueError as exc:
+        if exc.lost:  # a rebuild the disk cut short: data lost, never 0 (and not bad input)
+            err(f"history --rebuild incomplete: {exc}")
+            return EXIT_DATA_LOST
         raise UsageError(str(exc)) from None
     if args.json:
         sys.stdout.write(msgspec.json.encode([msgspec.to_builtins(r) for r in rows]).decode() + "\n")
@@ -78,49 +81,53 @@ def cmd_history(args: argparse.Namespace) -> int:
     return 0
 
 
-def _s(v: float | None, unit: str = "s") -> str:
-    if v is None:
-        return "-"
-    if unit == "s":
-        return f"{v * 1000:.0f} ms" if v < 1 else f"{v:.2f} s"
-    return f"{v:.1f}"
-
-
 def render(rows: list, metric: str) -> str:
-    """The rows as a table, then one trend line per (lane, workload, level) of ``metric``."""
-    from lanemon.measure.summary import shift
+    """The rows as a table (a session's levels in numeric order), then one trend line of ``metric`` per
+    comparable series (measure/summary.py ``comparable_key``: the same lane, workload, level, API, place, prompt
+    set, max tokens, simulated or real and time scale), every figure with its unit."""
+    from lanemon.measure.summary import format_figure, level_order, shift, trend_groups
     from lanemon.reports.format import sparkline
     from lanemon.untrusted import inert
 
     if not rows:
         return "no sessions in the history catalogue yet (every live or bench session adds its rows)"
-    head = f"{'started (UTC)':<20} {'lane':<8} {'workload':<10} {'level':<6} {'n':>5} {'TTFT p50':>9} " \
-           f"{'TPOT p50':>9} {'E2E p50':>9} {'agg t/s':>7} {'goodput':>8}  model"
+    rows = sorted(rows, key=lambda r: (r.started_s or 0.0, r.session, r.lane, r.workload, level_order(r.level)))
+    head = f"{'started (UTC)':<20} {'lane':<8} {'workload':<10} {'level':<10} {'n':>5} {'TTFT p50':>9} " \
+           f"{'TPOT p50':>9} {'E2E p50':>9} {'tok/s':>12} {'goodput':>11}  model"
     lines = [head]
+    f = format_figure
     for r in rows[-200:]:
-        started = (r.started or "?")[:19].replace("T", " ")
-        sim = " (simulated)" if r.simulated else ""
-        good = f"{r.goodput_rps:.2f}/s" if r.goodput_rps is not None else "-"
-        lines.append(f"{started:<20} {inert(r.lane, 8):<8} {inert(r.workload, 10):<10} {inert(r.level, 6):<6} "
-                     f"{r.requests:>5} {_s(r.ttft_p50):>9} {_s(r.tpot_p50):>9} {_s(r.e2e_p50):>9} "
-                     f"{_s(r.tok_s, ''):>7} {good:>8}  {inert(r.model or '?', 40)}{sim}")
+        started = inert(r.started or "?", 200)[:19].replace("T", " ")
+        sim = " (simulated" + (f", time scale {r.time_scale:g}" if r.time_scale not in (None, 1.0) else "") + ")" \
+            if r.simulated else ""
+        lines.append(f"{started:<20} {inert(r.lane, 8):<8} {inert(r.workload, 10):<10} {inert(r.level, 10):<10} "
+                     f"{r.requests:>5} {f('ttft_p50', r.ttft_p50):>9} {f('tpot_p50', r.tpot_p50):>9} "
+                     f"{f('e2e_p50', r.e2e_p50):>9} {f('tok_s', r.tok_s):>12} {f('goodput_rps', r.goodput_rps):>11}  "
+                     f"{inert(r.model or '?', 40)}{sim}")
     if len(rows) > 200:
         lines.insert(1, f"(the latest 200 of {len(rows)} rows)")
-    groups: dict[tuple[str, str, str], list] = {}
-    for r in rows:
-        groups.setdefault((r.lane, r.workload, r.level), []).append(r)
     lines.append("")
-    lines.append(f"trend of {metric} per lane, oldest to newest session (each bar one session; same workload only):")
-    for (lane, workload, level), rs in groups.items():
+    lines.append(f"trend of {metric} per lane, oldest to newest session (each bar one session; only sessions whose "
+                 "workload, level, API, lane URL or simulated model, prompt set, max tokens and time scale match):")
+    groups = trend_groups(rows)
+    named = {}
+    for key in groups:
+        named.setdefault(key[:3], []).append(key)
+    for key, rs in groups.items():
+        lane, workload, level = key[:3]
         values = [getattr(r, metric) for r in rs][-60:]
         xs = [v for v in values if v is not None]
-        last = f"{values[-1]:.4g}" if values and values[-1] is not None else "- (no figure)"
-        span = f"min {min(xs):.4g} max {max(xs):.4g}" if xs else "no figure"
-        name = f"{inert(lane, 12)} {inert(workload, 10)}{(' ' + inert(level, 6)) if level else ''}"
+        last = f(metric, values[-1]) if values and values[-1] is not None else "- (no figure)"
+        span = f"min {f(metric, min(xs))} max {f(metric, max(xs))}" if xs else "no figure"
+        name = f"{inert(lane, 12)} {inert(workload, 10)}{(' ' + inert(level, 10)) if level else ''}"
+        if len(named[key[:3]]) > 1:  # the same lane and level in another setting: say which series this is
+            r = rs[-1]
+            name += f" [{r.api or '?'}{', sim x' + format(r.time_scale, 'g') if r.simulated and r.time_scale else ''}" \
+                    f"{', max ' + str(r.max_tokens) if r.max_tokens else ''}]"
         sh = shift(values)
         mark = ""
         if sh is not None and sh.shifted:
             change = f" {sh.change:+.0%}" if sh.change is not None else ""
-            mark = f"  SHIFT{change} vs the median of {sh.n} earlier sessions (beyond their spread)"
+            mark = f"  SHIFT{change} vs the median of {sh.n} earlier comparable sessions (beyond their spread)"
         lines.append(f"  {name:<30} {sparkline(values):<60} latest {last} ({span}, {len(rs)} sessions){mark}")
     return "\n".join(lines)

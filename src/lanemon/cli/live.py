@@ -12,7 +12,7 @@ from lanemon.cli.common import UsageError, add_fault_args, add_lane_args, demo_l
 from lanemon.cli import launch
 from lanemon.cli.common import positive_float as _positive
 from lanemon.cli.common import with_stall_timeout
-from lanemon.config import Config, LaneConfig, ProbeConfig, load_config, merge_lanes
+from lanemon.config import Config, LaneConfig, ProbeConfig, load_config
 
 def register(sub) -> None:
     p = sub.add_parser("live", help="live dashboard on the configured lanes (the default command)",
@@ -52,8 +52,12 @@ def add_monitor_args(p: argparse.ArgumentParser) -> None:
 
 def monitor_rules(args: argparse.Namespace, config: Config) -> list:
     """The alert rules of lanes.toml ([[alerts]]) and ``--alert``, parsed; a bad one is a UsageError naming it."""
+    from lanemon.config import MAX_ALERTS
     from lanemon.measure.alerts import RuleError, parse_rule
 
+    given = len(config.alerts) + len(getattr(args, "alert", None) or [])
+    if given > MAX_ALERTS:
+        raise UsageError(f"--alert: {given} alert rules (with lanes.toml [[alerts]]); at most {MAX_ALERTS}")
     rules = []
     try:
         for a in config.alerts:
@@ -67,26 +71,35 @@ def monitor_rules(args: argparse.Namespace, config: Config) -> list:
 
 
 def monitor_slo(args: argparse.Namespace, config: Config) -> dict[str, float]:
-    from lanemon.measure.metrics import parse_slo
+    """``--slo`` read as every command reads it (cli/common.slo_arg), else lanes.toml's [slo]."""
+    from lanemon.cli.common import slo_arg
 
-    if getattr(args, "slo", None):
-        try:
-            return parse_slo(args.slo)
-        except ValueError as exc:
-            raise UsageError(f"--slo: {exc}") from None
-    return dict(config.slo)
+    slo = slo_arg(args)
+    return dict(config.slo) if slo is None else slo
 
 
 def _listen(args: argparse.Namespace, config: Config) -> tuple[str, int] | None:
     from lanemon.config import parse_listen
 
-    if getattr(args, "serve_metrics", None):
-        return parse_listen(args.serve_metrics, "--serve-metrics")
-    return config.exporter_listen
+    listen = parse_listen(args.serve_metrics, "--serve-metrics") if getattr(args, "serve_metrics", None) \
+        else config.exporter_listen
+    if listen is not None:
+        from lanemon.cli.common import err
+        from lanemon.monitor.exporter import exposure_warning
+
+        warning = exposure_warning(*listen, flag="--serve-metrics" if getattr(args, "serve_metrics", None)
+                                   else "exporter.listen")
+        if warning:
+            err(warning)
+    return listen
 
 
 def _load(args: argparse.Namespace) -> Config:
-    return merge_lanes(load_config(args.config), args.lane)
+    """The lanes of lanes.toml and --lane with --telemetry / --cost: the one path every command builds its
+    lanes on (cli/common.load_lanes; a bad value or an unknown lane is one line, exit 2)."""
+    from lanemon.cli.common import load_lanes
+
+    return load_lanes(args)[0]
 
 def _probe_config(config: Config, interval: float | None, demo: bool = False) -> ProbeConfig:
     probe = config.probe
@@ -160,7 +173,8 @@ def _run_headless(args: argparse.Namespace, session, rules: list, slo: dict[str,
     from lanemon.cli.common import err, run_interruptible
     from lanemon.monitor.headless import ListenError, Monitor, run_headless, stderr_line
 
-    monitor = Monitor(session, rules, window_s=args.window, slo=slo, listen=listen, on_transition=stderr_line)
+    monitor = Monitor(session, rules, window_s=args.window, slo=slo, listen=listen, on_transition=stderr_line,
+                      on_lane_change=stderr_line)
     names = ", ".join(lane.name for lane in session.lane_configs)
     err(f"watching {names} headless ({len(rules)} alert rule{'s' * (len(rules) != 1)}; Ctrl-C stops)")
     failure: dict[str, str] = {}
@@ -177,6 +191,11 @@ def _run_headless(args: argparse.Namespace, session, rules: list, slo: dict[str,
             session.recorder.close()
             session.recorder.discard_if_empty()
         raise UsageError(failure["listen"])
+    down = monitor.down_summary(session.clock.now())
+    for line in down:
+        err(line)
+    if down and args.duration:
+        return 1  # a --duration run is a check: a lane down during it fails it (README's exit codes)
     return 0  # Ctrl-C is how a monitor is meant to stop
 
 

@@ -23,13 +23,13 @@ Each refusal is one plain-text line for the browser, and one log line.
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import logging
-import socket
 from typing import Any
 
 from aiohttp import WSMsgType, web
 from textual_serve.server import Server
+
+from lanemon.host_guard import HostNames, is_ip, parse_host
 
 log = logging.getLogger("lanemon.web")
 
@@ -42,70 +42,19 @@ MAX_COLUMNS, MAX_ROWS = 1000, 500
 TOKEN_PARAM = "token"
 
 
-def _hostname(value: str) -> tuple[str, int | None] | None:
-    """(host, port) of a ``Host`` header or an origin's netloc; None when it does not parse."""
-    value = value.strip().lower()
-    if not value or any(c in value for c in "/@?#\\ "):
-        return None
-    if value.startswith("["):
-        host, sep, rest = value[1:].partition("]")
-        if not sep:
-            return None
-        port_text = rest[1:] if rest.startswith(":") else ("" if not rest else None)
-    else:
-        host, _, port_text = value.partition(":") if value.count(":") == 1 else (value, "", "")
-        if value.count(":") > 1:  # a bare IPv6 address is not a valid Host
-            return None
-    if port_text is None:
-        return None
-    try:
-        port = int(port_text) if port_text else None
-    except ValueError:
-        return None
-    return host, port
+_hostname = parse_host  # the Host rule is lanemon/host_guard.py's, shared with the exporter
+_is_ip = is_ip
 
 
-def _is_ip(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-        return True
-    except ValueError:
-        return False
-
-
-class Doors:
+class Doors(HostNames):
     """The host, origin, token and session rules of one server (pure apart from the machine's names)."""
 
     def __init__(self, host: str, port: int, token: str | None, max_sessions: int = MAX_SESSIONS) -> None:
-        self.port = port
+        super().__init__(host, port)
         self.token = token
         self.max_sessions = max_sessions
         self.sessions = 0
         self.cookie = f"lanemon_web_{port}"
-        bind = host.strip("[]").lower()
-        self.any_ip = bind in ("0.0.0.0", "::", "")
-        names = {bind}
-        try:
-            loopback = ipaddress.ip_address(bind).is_loopback
-        except ValueError:
-            loopback = bind == "localhost"
-        if loopback:
-            names |= {"localhost", "127.0.0.1"} if ":" not in bind else {"localhost", "::1"}
-        if self.any_ip or not loopback:  # reached from elsewhere: by this machine's names too
-            for name in (socket.gethostname(), socket.getfqdn()):
-                if name:
-                    names.add(name.lower())
-            names.add("localhost")
-        self.names = names
-
-    def host_ok(self, value: str | None) -> bool:
-        parsed = _hostname(value or "")
-        if parsed is None:
-            return False
-        host, port = parsed
-        if (port or 80) != self.port:
-            return False
-        return host in self.names or (self.any_ip and _is_ip(host))
 
     def origin_ok(self, value: str) -> bool:
         scheme, sep, rest = value.partition("://")
@@ -172,12 +121,35 @@ def _clamp(value: Any, default: int, most: int) -> int:
     return max(1, min(most, n))
 
 
+class TokenFilter(logging.Filter):
+    """Rewrites a log record's text with the session token (and any ``token=`` query value) redacted."""
+
+    def __init__(self, token: str | None) -> None:
+        super().__init__()
+        from lanemon.untrusted import Redactor
+
+        self.redactor = Redactor([token] if token else [])
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        clean = self.redactor(text)
+        if clean != text:
+            record.msg, record.args = clean, ()
+        return True
+
+
 class GuardedServer(Server):
     """textual-serve's Server behind :class:`Doors` (module docstring)."""
 
     def __init__(self, command: str, *, doors: Doors, **kw: Any) -> None:
         super().__init__(command, **kw)
         self.doors = doors
+
+    def serve(self, debug: bool = False) -> None:
+        """textual-serve's server, its access log without the session token (aiohttp logs every request
+        line and ``Referer``: the page and each of its static files carry ``?token=``)."""
+        logging.getLogger("aiohttp.access").addFilter(TokenFilter(self.doors.token))
+        super().serve(debug)
 
     async def _make_app(self) -> web.Application:
         app = await super()._make_app()

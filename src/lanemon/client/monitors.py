@@ -23,6 +23,11 @@ METRICS_INTERVAL = 2.0
 HOST_INTERVAL = 2.0
 EDGE_FRESH_NS = 50_000_000
 """A mark within this long (50 ms) of an awaited edge reading does not trigger another one."""
+TELEMETRY_EDGE_WAIT_S = 1.0
+"""How long a run's edge (and the run's end) waits for its GPU telemetry readings: a late one is missing, not
+waited for (it goes on in the background within its own deadline, client/telemetry.DEADLINE_S, and says so
+when it fails; a race's energy then says it had no reading on both sides).  Telemetry never holds up a
+measurement: a dripping endpoint cost a race of 1.4 s 51.9 s (issue 39)."""
 TELEMETRY_INTERVAL = 1.0
 """Seconds between GPU telemetry readings of a lane (dcgm-exporter's own default interval is 30 s; it can
 be set to 1 s, and nvidia-smi refreshes power about once a second)."""
@@ -45,6 +50,7 @@ class Monitors:
         self.telemetry_interval = telemetry_interval
         self._telemetry: list = []  # every lane's GPU telemetry scraper (client/telemetry.py)
         self._edges: set[asyncio.Task] = set()
+        self._queued: dict[int, asyncio.Task] = {}  # scraper -> its latest edge reading
         self._telemetry_http = None  # its own HTTP client: the lane's headers (its API key) never go there
         self.metrics_at_edges = metrics_at_edges
         """Without a /metrics loop (``metrics_interval`` None), still scrape /metrics at every edge (a race:
@@ -97,9 +103,7 @@ class Monitors:
         for scraper in self._telemetry + self._scrapers:
             # an awaited edge reading (edge_now) that just ended is this edge's reading already
             if scraper.available and now - self._edge_done.get(id(scraper), -EDGE_FRESH_NS) >= EDGE_FRESH_NS:
-                task = asyncio.get_running_loop().create_task(scraper.scrape())
-                self._edges.add(task)
-                task.add_done_callback(self._edges.discard)
+                self._edge_task(scraper)
 
     async def edge_now(self) -> None:
         """Read every lane's ``/metrics`` and GPU telemetry now and wait for all the readings (a reading in
@@ -107,11 +111,33 @@ class Monitors:
         if self._stop.is_set() or self.paused():
             return
         # each scraper holds its own lock: an edge reading waits for the loop's reading in flight
-        scrapers = [s for s in self._scrapers + self._telemetry if s.available]
-        await asyncio.gather(*(s.scrape() for s in scrapers), return_exceptions=True)
+        scrapers = [s for s in self._scrapers if s.available]
+        readings = {id(s): self._edge_task(s) for s in self._telemetry if s.available}
+        await asyncio.gather(*(s.scrape() for s in scrapers), self._at_most(list(readings.values())),
+                             return_exceptions=True)
         now = self.clock.now()
         for s in scrapers:
             self._edge_done[id(s)] = now
+        for key, task in readings.items():
+            if task.done():
+                self._edge_done[key] = now
+
+    def _edge_task(self, scraper) -> asyncio.Task:
+        """A reading of *scraper* for an edge; one not yet finished serves the next edges too (a slow endpoint
+        never gathers a queue of readings behind its lock)."""
+        task = self._queued.get(id(scraper))
+        if task is not None and not task.done():
+            return task
+        task = self._queued[id(scraper)] = asyncio.get_running_loop().create_task(scraper.scrape())
+        self._edges.add(task)  # cancelled at stop() if still running
+        task.add_done_callback(self._edges.discard)
+        return task
+
+    @staticmethod
+    async def _at_most(tasks: list[asyncio.Task], seconds: float = TELEMETRY_EDGE_WAIT_S) -> None:
+        """Wait for GPU telemetry readings, but never longer than *seconds* (they go on without us)."""
+        if tasks:
+            await asyncio.wait(tasks, timeout=seconds)
 
     async def telemetry_loop(self, scraper) -> None:
         while not self._stop.is_set():
@@ -133,8 +159,11 @@ class Monitors:
         # one last scrape per lane once the loops are gone, so server-side deltas cover the whole run
         scrapers, self._scrapers = self._scrapers, []
         telemetry, self._telemetry = self._telemetry, []
-        await asyncio.gather(*(s.scrape() for s in scrapers + telemetry if s.available and not self.paused()),
+        paused = self.paused()
+        last = [self._edge_task(s) for s in telemetry if s.available and not paused]
+        await asyncio.gather(*(s.scrape() for s in scrapers if s.available and not paused), self._at_most(last),
                              return_exceptions=True)
+        await self._finish()  # a telemetry reading still running is given up (and says so)
         if self._telemetry_http is not None:
             await self._telemetry_http.aclose()
             self._telemetry_http = None

@@ -394,7 +394,8 @@ def map_engine(samples: Samples, engine: str | None = None) -> dict[str, Any]:
 
     Keys: ``engine``, ``running``, ``waiting``, ``kv_usage`` (0..1),
     ``prompt_tokens_total``, ``generation_tokens_total``, ``prefix_hits_total``,
-    ``prefix_queries_total``, ``prefix_hit_rate_gauge``, ``gen_throughput``.
+    ``prefix_queries_total``, ``prefix_hit_rate_gauge``, ``gen_throughput``, ``process_start_s`` (the
+    engine process's ``process_start_time_seconds``, where exported).
     When the prefix-cache *queries* are not exported (SGLang), the prompt
     tokens count as queries: SGLang's cached tokens are a subset of them.
     """
@@ -417,6 +418,9 @@ def map_engine(samples: Samples, engine: str | None = None) -> dict[str, Any]:
         out["by_engine"] = ranks
     if engine == "vllm":
         out.update(_lora(samples))
+    starts = [v for _, v in samples.get("process_start_time_seconds", [])[:64] if math.isfinite(v) and v > 0]
+    if starts:  # prometheus_client's process collector: a changed value is a restart (measure/restarts.py)
+        out["process_start_s"] = max(starts)  # the newest process: one restarted alone still moves it
     return out
 
 

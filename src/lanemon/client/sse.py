@@ -100,6 +100,8 @@ async def read_sse(resp: httpx.Response, emit, hot: tuple, t0: int, *, redactor:
     finish_t: int | None = None
     usage: dict[str, Any] | None = None
     last_completion = 0
+    last_reasoning: int | None = 0  # the running reasoning_tokens of the last usage block, None when it lacked it
+    nr: int | None = None  # the rise of reasoning_tokens in this chunk, when its usage and the last one said
     chunks = 0
     pending: list[bytes] = []  # data lines of an event that is not one whole JSON line
     read = ReadClock(floor, t0)
@@ -226,6 +228,9 @@ async def read_sse(resp: httpx.Response, emit, hot: tuple, t0: int, *, redactor:
                     if isinstance(ct, int):
                         n = ct - last_completion
                         last_completion = ct
+                    rt = usage.get("reasoning_tokens")
+                    nr = rt - last_reasoning if isinstance(rt, int) and last_reasoning is not None else None
+                    last_reasoning = rt if isinstance(rt, int) else None
                 if not choices or type(choices) is not list:
                     continue
                 choice = choices[0]
@@ -279,6 +284,8 @@ async def read_sse(resp: httpx.Response, emit, hot: tuple, t0: int, *, redactor:
                             tok = {"text": clean(reasoning), "reasoning": True}
                             if content:  # both in one chunk: record the content too
                                 tok["content"] = clean(content)
+                                if n is not None and nr is not None:  # and how many of its tokens reasoned
+                                    tok["nr"] = nr
                         elif content:
                             tok = {"text": clean(content)}
                         else:

@@ -30,26 +30,44 @@ from typing import Any
 import httpx
 
 from lanemon import events as schema
-from lanemon.client.prom import METRICS_BODY_LIMIT, PromParseError, Samples, parse
+from lanemon.client.prom import PromParseError, Samples, parse
 from lanemon.events import Clock, Event
+from lanemon.measure.bounds import GPU, MAX_GPUS, number
 
-MAX_GPUS = 64
 NVML = "nvml"
+BODY_LIMIT = 2 << 20
+"""A telemetry body larger than this (2 MiB) is not read: dcgm-exporter's default counters for 64 GPUs with
+Kubernetes labels are ~0.7 MiB (~35 series of ~300 bytes each per GPU)."""
+LINE_LIMIT = 4096
+"""A line of the exposition longer than this is not read (a series with a 1 MB label): counted as dropped."""
+SERIES_LIMIT = 4 * MAX_GPUS
+"""Series read per metric name (a GPU per series; MIG instances may add a few): the rest are not parsed."""
+DEADLINE_S = 3.0
+"""A whole reading -- connect, answer, body -- within this long, or it is missing (dcgm-exporter answers from
+its cache in milliseconds): a dripping endpoint costs a reading, never the run (client/monitors.py waits at
+most ``EDGE_WAIT_S`` for one)."""
+TIMEOUT_S = 2.0
+SLOW_NS = 250_000_000
+"""A reading still in flight after this long (0.25 s) when the run ends is given up and said to be missing."""
 
 #: our key -> (dcgm-exporter names, first present wins; lowest, highest physically possible value)
 DCGM: dict[str, tuple[tuple[str, ...], float, float]] = {
-    "util_pct": (("DCGM_FI_DEV_GPU_UTIL",), 0.0, 100.0),
-    "power_w": (("DCGM_FI_DEV_POWER_USAGE",), 0.0, 5000.0),
-    # a counter: prometheus_client's parser names its sample with _total (the exposition has no suffix)
-    "energy_mj": (("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION_total", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"), 0.0, 1e17),
-    "sm_clock_mhz": (("DCGM_FI_DEV_SM_CLOCK",), 0.0, 10000.0),
-    "mem_clock_mhz": (("DCGM_FI_DEV_MEM_CLOCK",), 0.0, 50000.0),
-    "temp_c": (("DCGM_FI_DEV_GPU_TEMP",), -40.0, 150.0),
-    "fb_used_mib": (("DCGM_FI_DEV_FB_USED",), 0.0, 16e6),
-    "fb_free_mib": (("DCGM_FI_DEV_FB_FREE",), 0.0, 16e6),
-    "reasons": (("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"), 0.0, float(1 << 32)),
-    "xid": (("DCGM_FI_DEV_XID_ERRORS",), 0.0, 1e6),
+    key: (names, *GPU[key]) for key, names in (
+        ("util_pct", ("DCGM_FI_DEV_GPU_UTIL",)),
+        ("power_w", ("DCGM_FI_DEV_POWER_USAGE",)),
+        # a counter: prometheus_client's parser names its sample with _total (the exposition has no suffix)
+        ("energy_mj", ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION_total", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION")),
+        ("sm_clock_mhz", ("DCGM_FI_DEV_SM_CLOCK",)),
+        ("mem_clock_mhz", ("DCGM_FI_DEV_MEM_CLOCK",)),
+        ("temp_c", ("DCGM_FI_DEV_GPU_TEMP",)),
+        ("fb_used_mib", ("DCGM_FI_DEV_FB_USED",)),
+        ("fb_free_mib", ("DCGM_FI_DEV_FB_FREE",)),
+        ("reasons", ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS")),
+        ("xid", ("DCGM_FI_DEV_XID_ERRORS",)),
+    )
 }
+#: the exposition names read (a line of any other family is never parsed)
+_READ = frozenset(n.removesuffix("_total") for names, _, _ in DCGM.values() for n in names)
 #: clock-event reason bits (DCGM_CLOCKS_EVENT_REASON_* / nvmlClocksEventReason*) -> a short name
 REASONS = ((0x1, "idle"), (0x2, "app-clocks"), (0x4, "sw-power-cap"), (0x8, "hw-slowdown"), (0x10, "sync-boost"),
            (0x20, "sw-thermal"), (0x40, "hw-thermal"), (0x80, "hw-power-brake"), (0x100, "display-clocks"))
@@ -57,12 +75,52 @@ REASONS = ((0x1, "idle"), (0x2, "app-clocks"), (0x4, "sw-power-cap"), (0x8, "hw-
 #: the fp64 ones at 2**47 (DCGM_FP64_BLANK = 140737488355328.0 and the next few)
 _INT64_BLANK = float(0x7FFFFFFFFFFFFFF0)
 _FP64_BLANK = 140737488355328.0
+_UNREPORTED = object()
+"""What :func:`_value` returns for a DCGM sentinel: not a value, and not an impossible one either."""
 
 
-def _value(v: float, lo: float, hi: float) -> float | None:
-    if not math.isfinite(v) or v >= _INT64_BLANK or _FP64_BLANK <= v <= _FP64_BLANK + 16:
+def _value(v: float, lo: float, hi: float) -> Any:
+    """*v* when physically possible; :data:`_UNREPORTED` for a DCGM sentinel ("not reported"); None when it
+    is not a possible value (dropped and counted)."""
+    x = number(v)
+    if x is None:
         return None
-    return v if lo <= v <= hi else None
+    if x >= _INT64_BLANK or _FP64_BLANK <= x <= _FP64_BLANK + 16:
+        return _UNREPORTED
+    return x if lo <= x <= hi else None
+
+
+def select(text: str) -> tuple[str, int]:
+    """The lines of an exposition this client reads -- the :data:`DCGM` families' samples and their
+    ``# TYPE`` / ``# HELP`` lines, at most :data:`SERIES_LIMIT` samples a name, none longer than
+    :data:`LINE_LIMIT` -- and how many samples of those families were left out (over-long or past the limit).
+    Everything else (other exporters' families, 200,000 GPUs) costs a line split, never a parse."""
+    keep: list[str] = []
+    per: dict[str, int] = {}
+    skipped = 0
+    for line in text.split("\n"):
+        if line.startswith("#"):
+            parts = line.split(None, 3)
+            if len(parts) >= 3 and parts[1] in ("TYPE", "HELP") and parts[2] in _READ and len(line) <= LINE_LIMIT:
+                keep.append(line)
+            continue
+        if not line.startswith("DCGM_FI_DEV_"):
+            continue
+        end = len(line)
+        for stop in ("{", " "):
+            i = line.find(stop, 0, 64)
+            if i != -1 and i < end:
+                end = i
+        name = line[:end].removesuffix("_total")
+        if name not in _READ:
+            continue
+        n = per.get(name, 0)
+        if len(line) > LINE_LIMIT or n >= SERIES_LIMIT:
+            skipped += 1
+            continue
+        per[name] = n + 1
+        keep.append(line)
+    return "\n".join(keep) + "\n", skipped
 
 
 def throttle_names(reasons: int) -> list[str]:
@@ -81,7 +139,8 @@ def _label(labels: dict[str, str], *names: str) -> str | None:
 
 def map_dcgm(samples: Samples) -> list[dict[str, Any]]:
     """One dict per GPU (keyed by its ``gpu``/``UUID`` labels) from a dcgm-exporter exposition; [] when none
-    of its names is present.  Unified-memory devices (no framebuffer figure reported) get ``unified: True``."""
+    of its names is present.  Unified-memory devices (no framebuffer figure reported) get ``unified: True``.
+    A GPU whose values were not physically possible carries ``dropped`` (how many)."""
     gpus: dict[tuple[str, str], dict[str, Any]] = {}
     for key, (names, lo, hi) in DCGM.items():
         for name in names:
@@ -100,7 +159,9 @@ def map_dcgm(samples: Samples) -> list[dict[str, Any]]:
                     g["_seen"] = set()
                 g["_seen"].add(key)
                 v = _value(raw, lo, hi)
-                if v is not None:
+                if v is None:
+                    g["dropped"] = g.get("dropped", 0) + 1
+                elif v is not _UNREPORTED:
                     g[key] = int(v) if key in ("reasons", "xid") else v
             break
     out = []
@@ -125,7 +186,18 @@ def summarise(gpus: list[dict[str, Any]]) -> dict[str, Any]:
         out["power_w"] = sum(power)
     if gpus and all("energy_mj" in g for g in gpus):
         out["energy_mj"] = sum(g["energy_mj"] for g in gpus)
+    dropped = sum(g.pop("dropped", 0) for g in gpus)
+    if dropped:  # said with the reading, so a replay counts the same (measure/bounds.gpu_reading)
+        out["dropped"] = dropped
     return out
+
+
+def telemetry_message(message: str) -> str:
+    """A failed reading's message, naming the telemetry endpoint as the one at fault (the transport's messages
+    are written for lanes: "lane answered 307 -> ...", "the lane's gzip body ...")."""
+    message = (message.replace("the lane's ", "the telemetry endpoint's ").replace("the lane ", "the telemetry endpoint ")
+               .replace("lane answered ", "GPU telemetry answered "))
+    return message if message.startswith("GPU telemetry") else f"GPU telemetry: {message}"
 
 
 class TelemetryScraper:
@@ -138,7 +210,8 @@ class TelemetryScraper:
     """
 
     def __init__(self, lane: str, url: str, http: httpx.AsyncClient | None, *, clock: Clock,
-                 emit: Callable[[Event], None], timeout: float = 5.0, nvml: Any = None) -> None:
+                 emit: Callable[[Event], None], timeout: float = TIMEOUT_S, deadline: float = DEADLINE_S,
+                 nvml: Any = None) -> None:
         from lanemon.untrusted import Redactor, url_secrets
 
         self.lane = lane
@@ -148,6 +221,8 @@ class TelemetryScraper:
         self.clock = clock
         self.emit = emit
         self.timeout = timeout
+        self.deadline = deadline
+        """The whole reading's bound (:data:`DEADLINE_S`): a dripping endpoint costs a reading, never more."""
         self.available = True
         self.redactor = Redactor(url_secrets(url) if self.source == "dcgm" else ())
         self._nvml = nvml
@@ -164,13 +239,18 @@ class TelemetryScraper:
                     data = await self._read_nvml()
                 else:
                     data = await self._read_dcgm()
-            except asyncio.CancelledError:
+            except asyncio.CancelledError:  # the run ended first (client/monitors.py): this reading is missing
+                if self.clock.now() - start >= SLOW_NS:  # a slow one is said (a quick one was just cut short)
+                    self.emit(Event(self.clock.now(), schema.GPU, self.lane, None,
+                                    {"ok": False, "source": self.source, "cls": schema.ERR_TIMEOUT,
+                                     "message": f"GPU telemetry: no answer in {(self.clock.now() - start) / 1e9:.1f} s "
+                                                "when the run ended (the reading was given up)"}))
                 raise
             except Exception as exc:  # transport errors, a body over the cap, the deadline
                 from lanemon.client.http import describe_exception
 
                 cls, message = describe_exception(exc, self.url)
-                data = {"ok": False, "cls": cls, "message": message}
+                data = {"ok": False, "cls": cls, "message": telemetry_message(message)}
             data["source"] = self.source
             now = self.clock.now()
             if data.get("ok"):
@@ -186,8 +266,8 @@ class TelemetryScraper:
         from lanemon.client.http import get_bounded
 
         assert self.http is not None
-        resp, body = await get_bounded(self.http, "GET", self.url, limit=METRICS_BODY_LIMIT,
-                                       deadline=2 * self.timeout, timeout=httpx.Timeout(self.timeout),
+        resp, body = await get_bounded(self.http, "GET", self.url, limit=BODY_LIMIT, deadline=self.deadline,
+                                       timeout=httpx.Timeout(self.timeout),
                                        headers={"Accept": "text/plain;version=0.0.4;q=1,*/*;q=0.1"})
         self._t_resp = self.clock.now()
         if resp.status_code in (404, 410):
@@ -200,15 +280,19 @@ class TelemetryScraper:
         return await asyncio.to_thread(self._parse, body.decode("utf-8", "replace"))
 
     def _parse(self, text: str) -> dict[str, Any]:
+        text, skipped = select(text)
         try:
             gpus = map_dcgm(parse(text))
         except PromParseError as exc:
-            return {"ok": False, "cls": schema.ERR_MALFORMED, "message": str(exc)[:200]}
+            return {"ok": False, "cls": schema.ERR_MALFORMED, "message": telemetry_message(str(exc))[:200]}
         if not gpus:
             self.available = False
             return {"ok": False, "available": False, "cls": schema.ERR_MALFORMED,
                     "message": "no DCGM_FI_DEV_* metric in this exposition (is it dcgm-exporter?)"}
-        return {"ok": True, **summarise(gpus), "gpus": gpus}
+        data = {"ok": True, **summarise(gpus), "gpus": gpus}
+        if skipped:  # series over the line or GPU limits: not read, counted
+            data["dropped"] = data.get("dropped", 0) + skipped
+        return data
 
     async def _read_nvml(self) -> dict[str, Any]:
         if self._nvml_reader is None:
@@ -269,10 +353,12 @@ class NvmlReader:
                     g[key] = inert(val, 64)
 
             def put(key: str, raw: Any, scale: float = 1.0) -> None:
-                if isinstance(raw, (int, float)) and not isinstance(raw, bool):
-                    lo_hi = DCGM[key][1:]
-                    v = _value(float(raw) * scale, *lo_hi)
-                    if v is not None:
+                x = number(raw)
+                if x is not None:
+                    v = _value(x * scale, *GPU[key])
+                    if v is None:
+                        g["dropped"] = g.get("dropped", 0) + 1
+                    elif v is not _UNREPORTED:
                         g[key] = int(v) if key in ("reasons", "xid") else v
 
             util = self._try("nvmlDeviceGetUtilizationRates", h)

@@ -14,7 +14,9 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from lanemon.measure import metrics
+from lanemon.measure.bounds import gpu_reading
 from lanemon.measure.counters import Accumulator
+from lanemon.measure.restarts import restart_reason
 from lanemon.measure.server import sim_name
 from lanemon import events as schema
 from lanemon.events import Event
@@ -57,11 +59,13 @@ class ServerMetricsState:
     hit_rate: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
     timings: dict = field(default_factory=dict)
     """The engine's own latency means (``ttft_s``, ``queue_s``, ``prefill_s``, ``decode_s``, ``e2e_s``, ...) over
-    the latest scrape interval in which requests ended (measure/server.py; empty without histograms)."""
+    the latest scrape interval in which requests ended and the engine did not restart (measure/server.py; empty
+    without histograms)."""
     server_ttft_s: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
     session: Accumulator = field(default_factory=Accumulator)
     """What the engine's counters did since this session's first scrape (measure/counters.py: the increases of
-    every scrape added up; a restart counted as one, never a negative delta); :meth:`session_counters`."""
+    every scrape added up; the interval of a restart left out and the restart named, measure/restarts.py's rule,
+    never a negative delta); :meth:`session_counters`."""
     _session_at: int = field(default=-1, compare=False)
     _session_out: dict | None = field(default=None, compare=False)
 
@@ -81,7 +85,7 @@ class ServerMetricsState:
         self.engine = d.get("engine", self.engine)
         self.session.add(t, d)
         prev = self.last
-        if prev and "ttft_count" in d and "ttft_count" in prev:
+        if prev and "ttft_count" in d and "ttft_count" in prev and not restart_reason(prev, d):
             timings = server_timings(prev, d)
             if timings.get("ttft_count"):
                 self.timings = timings
@@ -108,6 +112,10 @@ class GpuState:
     last_t: int | None = None
     error: str | None = None
     power_w: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    dropped: int = 0
+    """Values of the readings so far that were not physically possible (or not numbers), dropped
+    (measure/bounds.gpu_reading: the telemetry client's count recorded with each reading, plus what a
+    recorded reading still held); the panel says how many."""
 
     def apply(self, t: int, d: dict) -> None:
         self.configured = True
@@ -116,9 +124,11 @@ class GpuState:
                 self.available = False
             self.error = str(d.get("message") or d.get("cls") or "reading failed")
             return
+        d, _ = gpu_reading(d)  # live and replay alike: a recording is untrusted
+        self.dropped += int(d.get("dropped", 0))
         self.available, self.error = True, None
-        self.last, self.last_t = dict(d), t
-        if isinstance(d.get("power_w"), (int, float)) and not isinstance(d.get("power_w"), bool):
+        self.last, self.last_t = d, t
+        if d.get("power_w") is not None:
             self.power_w.append(float(d["power_w"]))
 
     def summary(self) -> dict:
@@ -172,6 +182,8 @@ def gpu_text(gpu: GpuState) -> str:
         parts.append(",".join(s["throttle"]))
     if s["xid"]:
         parts.append("XID " + ",".join(str(x) for x in s["xid"]))
+    if gpu.dropped:  # never shown, never summed: said
+        parts.append(f"{gpu.dropped} impossible values dropped")
     return " · ".join(parts) or "no figures"
 
 

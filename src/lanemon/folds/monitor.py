@@ -9,7 +9,9 @@ the same numbers.  On top of them it keeps:
 * cumulative TTFT / TPOT histograms (the exporter's ``lanemon_ttft_seconds`` / ``lanemon_tpot_seconds``),
   observed only for complete requests lanemon was not starved during (TPOT also not for bursts): the
   project's rule (docs/METRICS.md);
-* the engine's preemption counter over time (preemptions in the window).
+* the engine's preemption counter over time (preemptions in the window);
+* :class:`Availability`: each lane's down / up changes from its health probes (the ``lane_state`` events, the
+  headless stderr lines, the exporter's down counter).
 
 :meth:`MonitorState.figures` answers ``{lane: {metric: value}}`` with the names of
 :data:`lanemon.measure.alerts.METRICS`, what alert rules are evaluated on.
@@ -26,11 +28,12 @@ from lanemon.events import Event
 from lanemon import events as schema
 from lanemon.folds.dashboard import LaneState, SessionState
 from lanemon.folds.series import SeriesState
-from lanemon.measure import metrics
+from lanemon.measure import energy, metrics
 from lanemon.measure.load import CLIENT_BOUND
 from lanemon.measure import slo as slo_rules
 from lanemon.measure.metrics import meets_slo
 from lanemon.measure.records import BURST, RequestRecord
+from lanemon.untrusted import inert
 
 NS = 1_000_000_000
 
@@ -41,6 +44,11 @@ TPOT_BUCKETS = (0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03, 0.
                 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0)
 """Upper bounds (s) of the TPOT histogram (vLLM's ``inter_token_latency_seconds`` buckets)."""
 DEFAULT_WINDOW_S = 60.0
+MAX_MODEL_IDS = 4
+"""Distinct model ids a lane may show as a label value; a lane's further ids are :data:`OTHER_MODEL`."""
+OTHER_MODEL = "(other)"
+GPU_MARGIN_S = 120.0
+"""GPU readings kept from before the window: a slow exporter's counter update either side of its start."""
 SATURATION_TTFT_RISE = 1.2
 """Over-saturation: the second half of the window's median TTFT is at least this many times the first half's ..."""
 SATURATION_FLAT = 0.10
@@ -77,6 +85,91 @@ def saturation(series: SeriesState, lane: str, t0: int, t1: int) -> float | None
 
     flag = oversaturated(split("waiting"), ttft, split("gen_tok_s"))  # type: ignore[arg-type]
     return None if flag is None else float(flag)
+
+
+REASON_MAX = 200
+"""Characters of a probe's error kept in a down line / event (the message comes from the lane: untrusted)."""
+DOWN, UP = "down", "up"
+
+
+@dataclass(frozen=True, slots=True)
+class LaneChange:
+    """A lane went down (its health probe failed after answering, or from the start) or came back up."""
+
+    lane: str
+    state: str  # down | up
+    t_ns: int
+    cls: str | None = None
+    """Down: the probe's error class (connect, timeout, http, ...)."""
+    message: str = ""
+    """Down: why (the probe's error, escapes stripped, at most :data:`REASON_MAX` characters)."""
+    since_ns: int | None = None
+    """Up: when it went down."""
+
+    @property
+    def down_s(self) -> float | None:
+        return None if self.since_ns is None else round((self.t_ns - self.since_ns) / NS, 3)
+
+    def to_json(self) -> dict[str, object]:
+        """The ``lane_state`` event's data (docs/RECORDING.md)."""
+        out: dict[str, object] = {"state": self.state, "t_s": round(self.t_ns / NS, 3)}
+        if self.state == DOWN:
+            out.update(cls=self.cls, message=self.message)
+        else:
+            out.update(since_s=round((self.since_ns or 0) / NS, 3), down_s=self.down_s)
+        return out
+
+    def line(self) -> str:
+        """One line for stderr: ``lane D DOWN at +2.0s: connect: connection refused (...)`` /
+        ``lane D UP at +5.0s (down 3.0 s)``; the lane name and the reason passed through ``inert``."""
+        name = inert(self.lane, 64)
+        if self.state == DOWN:
+            why = inert(self.message, REASON_MAX) or "no answer"
+            return f"lane {name} DOWN at +{self.t_ns / NS:.1f}s: {inert(self.cls or 'probe', 32)}: {why}"
+        return f"lane {name} UP at +{self.t_ns / NS:.1f}s (down {self.down_s:.1f} s)"
+
+
+class Availability:
+    """Each lane's down / up changes from its health probes (``probe`` events), pure.
+
+    A lane is down from its first failed probe (at once: a monitor says so on the probe that saw it) until
+    a probe answers again.  The first answer of a lane never seen down is not a change (nothing to say)."""
+
+    def __init__(self) -> None:
+        self.down_since: dict[str, int] = {}
+        """Lanes down now -> when they went down (ns)."""
+        self.seen: set[str] = set()
+        self.ever_down: set[str] = set()
+        self.downs: dict[str, int] = {}
+        """Lane -> times it went down."""
+        self.down_ns: dict[str, int] = {}
+        """Lane -> ns spent down, finished stretches only (:meth:`down_total_s` adds the current one)."""
+
+    def apply(self, ev: Event) -> LaneChange | None:
+        if ev.kind != schema.PROBE or ev.lane is None:
+            return None
+        lane, ok = ev.lane, bool(ev.data.get("ok"))
+        self.seen.add(lane)
+        since = self.down_since.get(lane)
+        if ok:
+            if since is None:
+                return None
+            del self.down_since[lane]
+            self.down_ns[lane] = self.down_ns.get(lane, 0) + max(0, ev.t - since)
+            return LaneChange(lane, UP, ev.t, since_ns=since)
+        if since is not None:
+            return None
+        self.down_since[lane] = ev.t
+        self.ever_down.add(lane)
+        self.downs[lane] = self.downs.get(lane, 0) + 1
+        cls = ev.data.get("cls")
+        message = ev.data.get("message") or ev.data.get("status") or ""
+        return LaneChange(lane, DOWN, ev.t, cls=inert(cls, 32) if cls else None,
+                          message=inert(str(message), REASON_MAX))
+
+    def down_total_s(self, lane: str, now_ns: int) -> float:
+        since = self.down_since.get(lane)
+        return (self.down_ns.get(lane, 0) + (max(0, now_ns - since) if since is not None else 0)) / NS
 
 
 @dataclass
@@ -160,6 +253,8 @@ class _Session(SessionState):
         if CLIENT_BOUND in rec.flags:
             return
         hist = self._owner.histograms(lane.name)
+        if m.generated_tokens:
+            self._owner.output_tokens[lane.name] = self._owner.output_tokens.get(lane.name, 0) + m.generated_tokens
         if m.ttft_s is not None:
             hist[0].observe(m.ttft_s)
         if m.tpot_s is not None and BURST not in m.flags:
@@ -177,6 +272,18 @@ class MonitorState:
         self.series = SeriesState([name for name, _, _ in lanes or []])
         self.hists: dict[str, tuple[Histogram, Histogram]] = {}
         self.preemptions: dict[str, deque[tuple[int, float]]] = {}
+        self.availability = Availability()
+        self.gpu: dict[str, deque[energy.Reading]] = {}
+        """Each lane's GPU readings (power, energy counter) over the window and a little before it."""
+        self.cost_per_hour: dict[str, float] = {}
+        self.output_tokens: dict[str, int] = {}
+        """Generated tokens of the complete requests lanemon was not starved during, since the start."""
+        self.models: dict[str, list[str]] = {}
+        """Each lane's distinct model ids, the first :data:`MAX_MODEL_IDS` (the exporter's label values)."""
+        self.model_changes: dict[str, int] = {}
+        self._model_now: dict[str, str] = {}
+        self.last_change: LaneChange | None = None
+        """The down / up change the latest event made (None: none)."""
         self.version = 0
 
     @property
@@ -197,6 +304,17 @@ class MonitorState:
         self.version += 1
         self.session.apply(ev)
         self.series.apply(ev)
+        self.last_change = self.availability.apply(ev)
+        if ev.lane is not None and ev.kind in (schema.PROBE, schema.LANE):
+            self._note_model(ev.lane)
+            if ev.kind == schema.LANE:
+                self.cost_per_hour.update(energy.lane_costs([ev]))
+        if ev.kind == schema.GPU and ev.lane is not None:
+            for r in energy.readings([ev], ev.lane):
+                dq = self.gpu.setdefault(ev.lane, deque())
+                dq.append(r)
+                while len(dq) > 2 and dq[1].t < ev.t - int((self.window_s + GPU_MARGIN_S) * NS):
+                    dq.popleft()
         if ev.kind == schema.SERVER_METRICS and ev.lane is not None and ev.data.get("ok"):
             v = ev.data.get("preemptions_total")
             if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0:
@@ -204,6 +322,42 @@ class MonitorState:
                 dq.append((ev.t, float(v)))
                 while len(dq) > 2 and dq[1][0] < ev.t - int(self.window_s * NS):
                     dq.popleft()
+
+    def _note_model(self, lane: str) -> None:
+        state = self.lanes.get(lane)
+        model = state.model if state is not None else None
+        if not model or model == self._model_now.get(lane):
+            return
+        if lane in self._model_now:
+            self.model_changes[lane] = self.model_changes.get(lane, 0) + 1
+        self._model_now[lane] = model
+        seen = self.models.setdefault(lane, [])
+        if model not in seen and len(seen) < MAX_MODEL_IDS:
+            seen.append(model)
+
+    def model_label(self, lane: str) -> str | None:
+        """The lane's model id as an exporter label: the current one if among the first
+        :data:`MAX_MODEL_IDS` the lane had, else ``OTHER_MODEL`` (a lane changing its model id on every probe
+        must not make a series per id); None while no model is known."""
+        state = self.lanes.get(lane)
+        model = state.model if state is not None else None
+        if not model:
+            return None
+        return model if model in self.models.get(lane, ()) else OTHER_MODEL
+
+    def energy_figures(self, lane: str, now_ns: int | None = None) -> dict[str, float | None]:
+        """GPU energy (J) and mean power (W) over the window, the window's output tokens per joule and
+        USD per 1M output tokens (measure/energy.energy_of: the benches' definitions, withheld as they are when
+        the energy's uncertainty is over 10 %); None where unknown."""
+        now = self.last_t if now_ns is None else now_ns
+        t0 = max(0, now - int(self.window_s * NS))
+        tokens = sum(int(s.tokens) for s in self.series.samples(lane, t0)
+                     if t0 <= s.t <= now and s.outcome == "ok" and CLIENT_BOUND not in self.series.flags_of(s))
+        e = energy.energy_of([], lane, [(t0, now)], tokens, self.cost_per_hour.get(lane),
+                             rs=list(self.gpu.get(lane, ())), what="monitor window")
+        return {"energy_j": e["energy_j"], "gpu_power_w_mean": e["gpu_power_w_mean"],
+                "tokens_per_joule": e["tokens_per_joule"], "usd_per_1m_output_tokens": e["usd_per_1m_output_tokens"],
+                "output_tokens": float(tokens)}
 
     # -- reading -------------------------------------------------------------------------------------
     def _slo_figures(self, lane: str, t0: int, t1: int) -> tuple[float | None, float | None]:

@@ -21,7 +21,6 @@ TPOT and E2E, request rate and outcome counts over the last N seconds.
 from __future__ import annotations
 
 import bisect
-import math
 from array import array
 from collections import defaultdict, deque
 from collections.abc import Iterator
@@ -30,6 +29,7 @@ from typing import Any
 
 from lanemon import events as schema
 from lanemon.events import Event
+from lanemon.measure.bounds import gpu_reading, number
 from lanemon.measure.load import CLIENT_BOUND, ClientLoad
 from lanemon.measure.metrics import RequestMetrics, percentile, request_metrics, tail_ok
 from lanemon.measure.records import COMPLETE, EMPTY, ERROR, TRUNCATED, Assembler, RequestRecord
@@ -296,7 +296,8 @@ class WindowStats(Outcomes):
 def _possible(key: str, value: Any) -> bool:
     """A scraped figure that can be true: a finite count >= 0, a KV-cache share in [0, 1] (a lane's
     /metrics are untrusted: anything else is left out, never drawn)."""
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
+    value = number(value)  # not 10**400 either: float() cannot hold it (measure/bounds.py)
+    if value is None or value < 0:
         return False
     return key != "kv_usage" or value <= 1
 
@@ -372,11 +373,11 @@ class SeriesState:
         if kind == schema.GPU and ev.lane is not None:
             d = ev.data
             if d.get("ok"):
+                d, _ = gpu_reading(d)  # only physically possible values are drawn (measure/bounds.py)
                 vals = {}
-                if _possible("power_w", d.get("power_w")) and d["power_w"] <= 1e6:
+                if d.get("power_w") is not None:
                     vals["power_w"] = float(d["power_w"])
-                utils = [g["util_pct"] for g in d.get("gpus") or [] if isinstance(g, dict)
-                         and _possible("util_pct", g.get("util_pct")) and g["util_pct"] <= 100]
+                utils = [float(g["util_pct"]) for g in d.get("gpus") or () if "util_pct" in g]
                 if utils:
                     vals["util_pct"] = sum(utils) / len(utils)
                 if vals:

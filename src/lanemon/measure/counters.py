@@ -8,10 +8,13 @@ places them); the *before* scrape is the last one read at or before the run's st
 the first one read at or after its end (benches read at every cell edge and wait: Harness.edge).
 
 The increase over a run adds up the increases between consecutive scrapes inside it (:class:`Accumulator`; the
-same fold serves a bench cell, a load rep, a race, the report's session and the live dashboard).  The reset rule
-is measure/server.py's (and Prometheus ``increase()``'s): when any counter went down between two scrapes the
-engine restarted, so every counter's increase over that interval is its new value, and the restart is counted
-(``restarts``; the last one's instant ``restart_t``), never read as a negative delta.
+same fold serves a bench cell, a load rep, a race, the report's session and the live dashboard).  The restart
+rule is measure/restarts.py's, the one the server view and the live session row use too: a fall in any counter
+or histogram sum, or a changed ``process_start_time_seconds``, ends the interval, and the counters of that
+interval are not used (what the engine counted before the restart is gone): the restart is counted
+(``restarts``; the last one's instant ``restart_t`` and ``restart_reason``; ``excluded_s`` the time left out).
+A session adds up the intervals around a restart; a cell, rep or race in which the engine restarted
+(:func:`window_counters`) has no figures of its own: its block says ``withheld`` and why.
 
 Figures (each only where the engine exports it; docs/GPU.md, "Run-scoped engine counters"):
 ``prefix_queries``, ``prefix_hits`` (tokens) and ``prefix_hit_rate``; ``preemptions``;
@@ -31,6 +34,7 @@ from typing import Any
 
 from lanemon import events as schema
 from lanemon.measure.records import reiterable
+from lanemon.measure.restarts import CUMULATIVE, START_KEY, restart_reason
 from lanemon.events import Event
 
 NS = 1_000_000_000
@@ -136,41 +140,37 @@ def scrape_instant(ev: Event) -> int:
 
 
 READ_KEYS = frozenset(COUNTERS.values()) | {"engine", "requests_by_finish", "by_engine", "lora_running",
-                                             "spec_accept_length"}
-"""The keys of a mapped scrape that :class:`Accumulator`, :func:`restarted` and :func:`run_counters` read:
-:func:`scrapes` keeps only these (a scrape maps ~40 figures; a recording of hours holds tens of thousands)."""
+                                             "spec_accept_length", START_KEY}
+"""The keys of a mapped scrape that :class:`Accumulator` and :func:`run_counters` read (and every cumulative
+``*_total`` / ``*_sum`` / ``*_count``, which the restart rule reads): :func:`scrapes` keeps only these (a scrape
+maps ~40 figures; a recording of hours holds tens of thousands)."""
 
 
 def scrapes(events: Iterable[Event], lane: str) -> list[tuple[int, dict[str, Any]]]:
     """The successful scrapes of *lane* as (instant, the mapped data read here), in time order."""
-    out = [(scrape_instant(ev), {k: v for k, v in ev.data.items() if k in READ_KEYS}) for ev in events
-           if ev.kind == schema.SERVER_METRICS and ev.lane == lane and ev.data.get("ok")]
+    out = [(scrape_instant(ev), {k: v for k, v in ev.data.items() if k in READ_KEYS or k.endswith(CUMULATIVE)})
+           for ev in events if ev.kind == schema.SERVER_METRICS and ev.lane == lane and ev.data.get("ok")]
     out.sort(key=lambda x: x[0])
     return out
-
-
-def restarted(before: dict[str, Any], after: dict[str, Any]) -> bool:
-    """Whether any counter went down between two mapped scrapes (the engine restarted: its totals began again)."""
-    for key in COUNTERS.values():
-        a, b = _num(after.get(key)), _num(before.get(key))
-        if a is not None and b is not None and a < b:
-            return True
-    return False
 
 
 @dataclass
 class Accumulator:
     """Run-scoped counters over a run of scrapes, fed one at a time (pure): the first is the baseline, every
-    later one adds its increase over the previous value of each counter.  A scrape in which any counter went
-    down follows a restart: each counter then adds its new value (what it counted since the restart) and
-    ``restarts`` goes up by one.  Keys missing from a scrape keep their last value; bounded: the mapped
-    keys, 16 finish reasons, 64 ranks."""
+    later one adds its increase over the previous value of each counter.  A scrape after which the engine had
+    restarted (measure/restarts.py) ends the interval: nothing of it is added, ``restarts`` goes up by one and the
+    interval's length is ``excluded_s``; the scrape is the next interval's baseline.  Keys missing from a scrape
+    keep their last value; bounded: the mapped keys, 16 finish reasons, 64 ranks."""
 
     scrapes: int = 0
     first_t: int | None = None
     last_t: int | None = None
     restarts: int = 0
     restart_t: int | None = None
+    restart_why: str | None = None
+    excluded_ns: int = 0
+    _seen: dict[str, Any] = field(default_factory=dict)
+    """The last value of every key the restart rule reads (a key missing from one scrape keeps its last)."""
     _last: dict[str, Any] = field(default_factory=dict)
     _finish_last: dict[str, float] = field(default_factory=dict)
     _rank_last: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -183,17 +183,23 @@ class Accumulator:
         self.scrapes += 1
         if first:
             self.first_t = t
-        reset = not first and restarted(self._last, data)
-        if reset:
+        why = None if first else restart_reason(self._seen, data)
+        if why:
             self.restarts += 1
-            self.restart_t = t
+            self.restart_t, self.restart_why = t, why
+            if self.last_t is not None:
+                self.excluded_ns += max(0, t - self.last_t)
+        seen = self._seen
+        for k, v in list(data.items())[:256]:  # bounded: a recording's scrape may name any keys, and many
+            if isinstance(k, str) and (k in seen or (len(seen) < 256 and (k in READ_KEYS or k.endswith(CUMULATIVE)))):
+                seen[k] = v
 
         def step(last: dict[str, float], total: dict[str, float], key: str, value: Any) -> None:
             v = _num(value)
             if v is None:
                 return
-            if not first:
-                inc = v if reset else increase(last.get(key), v)
+            if not first and not why:
+                inc = increase(last.get(key), v)
                 if inc is not None:
                     total[key] = total.get(key, 0.0) + inc
             last[key] = v
@@ -217,8 +223,9 @@ class Accumulator:
         self.last_t = t
 
     def result(self) -> dict[str, Any] | None:
-        """:func:`run_counters`'s figures since the baseline, ``between_s``, ``restarts`` and, after one,
-        ``restart_t`` (None before two scrapes)."""
+        """:func:`run_counters`'s figures since the baseline (the intervals of a restart left out),
+        ``between_s``, ``restarts`` and, after one, ``restart_t``, ``restart_reason`` and ``excluded_s`` (None
+        before two scrapes)."""
         if self.scrapes < 2 or self.first_t is None or self.last_t is None:
             return None
         after = dict(self._total)
@@ -231,6 +238,8 @@ class Accumulator:
         out["restarts"] = self.restarts
         if self.restart_t is not None:
             out["restart_t"] = self.restart_t
+            out["restart_reason"] = self.restart_why
+            out["excluded_s"] = round(self.excluded_ns / NS, 3)
         return out
 
 
@@ -242,9 +251,22 @@ def accumulate(scr: Iterable[tuple[int, dict[str, Any]]]) -> dict[str, Any] | No
     return acc.result()
 
 
+def withheld(c: dict[str, Any]) -> dict[str, Any]:
+    """A run's block when the engine restarted during it: no figures (the counters of the interval of the restart
+    are lost, so what is left is not the run's), the restart named, ``withheld`` saying why."""
+    n = c.get("restarts") or 0
+    out = {k: c[k] for k in ("engine", "between_s", "restarts", "restart_t", "restart_reason", "excluded_s")
+           if k in c}
+    why = f" ({c['restart_reason']})" if c.get("restart_reason") else ""
+    out["withheld"] = (f"the engine restarted {'during this run' if n == 1 else f'{n} times during this run'}{why}: "
+                       "what it counted before the restart is gone, so its counters are not this run's")
+    return out
+
+
 def window_counters(scr: list[tuple[int, dict[str, Any]]], t0: int, t1: int) -> dict[str, Any] | None:
     """The run-scoped figures from the last scrape at or before *t0* to the first at or after *t1*, every scrape
-    between them added up (:class:`Accumulator`); None when the run is not bracketed by two scrapes."""
+    between them added up (:class:`Accumulator`); None when the run is not bracketed by two scrapes; only the
+    restart named (:func:`withheld`) when the engine restarted in between."""
     lo = hi = None
     for i, (t, _) in enumerate(scr):
         if t <= t0:
@@ -254,7 +276,8 @@ def window_counters(scr: list[tuple[int, dict[str, Any]]], t0: int, t1: int) -> 
             break
     if lo is None or hi is None:
         return None
-    return accumulate(scr[lo:hi + 1])
+    c = accumulate(scr[lo:hi + 1])
+    return withheld(c) if c is not None and c.get("restarts") else c
 
 
 def sum_counters(blocks: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -264,6 +287,13 @@ def sum_counters(blocks: list[dict[str, Any]]) -> dict[str, Any] | None:
         return None
     if len(blocks) == 1:
         return blocks[0]
+    if any(b.get("withheld") for b in blocks):  # a restart in one rep: the cell's counters are not known
+        last = max((b for b in blocks if b.get("restart_t") is not None), key=lambda b: b["restart_t"])
+        return withheld({"engine": blocks[0].get("engine"), "between_s": round(sum(b.get("between_s") or 0
+                                                                                    for b in blocks), 3),
+                         "restarts": sum(b.get("restarts") or 0 for b in blocks), "restart_t": last["restart_t"],
+                         "restart_reason": last.get("restart_reason"),
+                         "excluded_s": round(sum(b.get("excluded_s") or 0 for b in blocks), 3)})
     before: dict[str, Any] = {}
     after: dict[str, Any] = {"engine": blocks[0].get("engine")}
     for figure, key in COUNTERS.items():
@@ -351,8 +381,8 @@ def attach_race_counters(result: dict[str, Any], events: Iterable[Event]) -> dic
 def session_counters(events: Iterable[Event]) -> dict[str, dict[str, Any]]:
     """Per lane, the run-scoped figures from the first to the last successful scrape of the session (the whole
     recording: a live session's, or a bench's including what ran between cells), every scrape added up
-    (:class:`Accumulator`: a restart is counted, never a negative delta); lanes with fewer than two scrapes are
-    left out."""
+    (:class:`Accumulator`: the intervals of a restart left out and named, never a negative delta); lanes with
+    fewer than two scrapes are left out."""
     events = reiterable(events)
     out: dict[str, dict[str, Any]] = {}
     lanes = sorted({ev.lane for ev in events if ev.kind == schema.SERVER_METRICS and ev.lane})
@@ -365,6 +395,8 @@ def session_counters(events: Iterable[Event]) -> dict[str, dict[str, Any]]:
 
 def counters_text(c: dict[str, Any], short: bool = False) -> str:
     """What an engine did over a run, in words (the report's session line; ``short``: the dashboard's)."""
+    if c.get("withheld"):
+        return "engine restarted: counters withheld" if short else str(c["withheld"])
     bits = [] if short else [f"over {c.get('between_s') or 0:.0f} s: {c.get('requests', '?')} requests"]
     if short and c.get("requests") is not None:
         bits.append(f"{c['requests']} req")
@@ -385,5 +417,7 @@ def counters_text(c: dict[str, Any], short: bool = False) -> str:
         bits.append("LoRA " + ", ".join(c["lora_adapters"]))
     if c.get("restarts"):
         n = c["restarts"]
-        bits.append(f"engine restarted{f' {n}×' if n > 1 else ''}" + ("" if short else " (counted from each restart)"))
+        left = f"the {c['excluded_s']:.3g} s around {'it' if n == 1 else 'them'}" if _num(c.get("excluded_s")) \
+            is not None else "the intervals around it"
+        bits.append(f"engine restarted{f' {n}×' if n > 1 else ''}" + ("" if short else f" ({left} not counted)"))
     return ("; " if not short else " · ").join(bits)

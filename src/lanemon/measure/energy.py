@@ -1,23 +1,26 @@
-"""Energy and cost of a run: joules, mean power, output tokens per joule and USD per 1M output tokens (pure).
+"""Energy and cost of a run: joules (with their uncertainty), mean power, output tokens per joule and USD per 1M
+output tokens (pure).
 
 A lane's GPU telemetry arrives as ``gpu`` events (client/telemetry.py), each a reading of the host's GPUs:
 ``power_w`` (summed over its GPUs) and, when every GPU has one, ``energy_mj``, the sum of the devices'
 energy counters (DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION / nvmlDeviceGetTotalEnergyConsumption, millijoules
 since boot).  A reading's instant is its event time less the parse and half the request's flight.
 
-For a window ``[t0, t1]`` (a bench cell's start and end marks, a race):
+The source's own update interval is learned from when its values change, and a window's energy is taken from
+the counter's updates either side of it or from the power updates inside it, with an uncertainty from that
+sampling (measure/energy_sampling.py).  A result entry (a cell and its reps, a race, a load rep):
 
-* **energy from the counter** (``energy_source: "counter"``): the counter linearly interpolated at t0 and t1
-  between the readings either side of each, and the difference.  Readings must bracket the window (one at
-  or before t0, one at or after t1; Monitors reads at every cell edge, so they are milliseconds away), and the
-  counter must not go down between them (a reset: the driver reloaded) -- else the power is integrated.
-* **energy from power** (``"power"``): the trapezoid rule over the readings in the window, the power at each
-  edge interpolated (or held from the nearest reading when none is on that side, if within
-  :data:`MAX_HOLD_S`).  A coarser figure: power is a sample, not an average, and between readings it is
-  guessed.
-* ``gpu_power_w_mean`` = energy / window; ``tokens_per_joule`` = output tokens / energy;
-  ``usd_per_1m_output_tokens`` = cost_per_hour x window / 3600 / output tokens x 1e6 (the GPUs are paid
-  for by the hour whether busy or not, so the window is the cell's wall time, not the busy time).
+* ``energy_j`` ± ``energy_uncertainty_j``; ``energy_source`` ``counter``, ``power`` or ``counter+power``
+  (counter intervals after a reset, a wrap or an impossible rise bridged by power; ``energy_note`` says which);
+  ``energy_update_s`` the source's learned update interval; ``energy_dropped`` counter intervals dropped as
+  physically impossible;
+* withheld (None, ``energy_reason`` with the advice) where the uncertainty is over :data:`MAX_UNCERTAINTY` of
+  the figure, or where neither the counter nor the power brackets the window -- never 0.0 for want of an
+  update;
+* ``gpu_power_w_mean`` = energy / window; ``tokens_per_joule`` = output tokens / energy (±
+  ``tokens_per_joule_uncertainty``: the tokens over energy less its uncertainty, less the figure);
+  ``usd_per_1m_output_tokens`` = cost_per_hour x window / 3600 / output tokens x 1e6 (the GPUs are paid for by
+  the hour whether busy or not, so the window is the cell's wall time, not the busy time).
 
 Where a figure cannot be known it is None and ``energy_reason`` / ``cost_reason`` say why.
 """
@@ -26,25 +29,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from lanemon import events as schema
-from lanemon.measure.records import reiterable
 from lanemon.events import Event
+from lanemon.measure.energy_sampling import MAX_W_PER_GPU, Reading, Sampled, sample, window
+from lanemon.measure.records import reiterable
 
 NS = 1_000_000_000
-MAX_HOLD_S = 5.0
-"""How far from a window's edge a power reading may be held when none lies on the edge's other side."""
-
-
-@dataclass(frozen=True)
-class Reading:
-    t: int
-    """When it was taken (ns on the session clock)."""
-    power_w: float | None
-    energy_mj: float | None
-
+MAX_UNCERTAINTY = 0.10
+"""A figure whose uncertainty is more than this share of it is withheld (with the reason and the advice)."""
+ADVICE = "run dcgm-exporter with -c 1000 (1 s), or use --reps / longer cells"
 
 def _num(x: Any, hi: float) -> float | None:
     if isinstance(x, bool) or not isinstance(x, (int, float)):
@@ -53,106 +48,68 @@ def _num(x: Any, hi: float) -> float | None:
     return x if math.isfinite(x) and 0 <= x <= hi else None
 
 
+class Readings(list):
+    """:func:`readings`' list, with ``failure``: the message of the lane's last failed reading (a telemetry
+    error is the telemetry endpoint's, said as such, never "no GPU telemetry for this lane")."""
+
+    failure: str | None = None
+
+
 def readings(events: Iterable[Event], lane: str) -> list[Reading]:
-    """The successful GPU readings of *lane*, in time order (values that are not finite and non-negative
-    are dropped: a recording is untrusted)."""
-    out = []
+    """The successful GPU readings of *lane*, in time order (values that are not finite and non-negative, or a
+    power over :data:`MAX_W_PER_GPU` per GPU, are dropped: a recording is untrusted); ``failure`` on the list is
+    the message of the lane's last failed reading."""
+    out = Readings()
     for ev in events:
-        if ev.kind != schema.GPU or ev.lane != lane or not ev.data.get("ok"):
+        if ev.kind != schema.GPU or ev.lane != lane:
             continue
         d = ev.data
-        back = (_num(d.get("parse_s"), 60) or 0.0) + (_num(d.get("latency_s"), 60) or 0.0) / 2
-        out.append(Reading(ev.t - int(back * NS), _num(d.get("power_w"), 1e6), _num(d.get("energy_mj"), 1e18)))
+        if not d.get("ok"):
+            out.failure = str(d.get("message") or d.get("cls") or "a reading failed")[:300]
+            continue
+        flight = _num(d.get("latency_s"), 60) or 0.0
+        back = (_num(d.get("parse_s"), 60) or 0.0) + flight / 2
+        n = d.get("gpu_count")
+        gpus = n if type(n) is int and 1 <= n <= 64 else 1
+        out.append(Reading(ev.t - int(back * NS), _num(d.get("power_w"), MAX_W_PER_GPU * gpus),
+                           _num(d.get("energy_mj"), 1e18), gpus, int(flight / 2 * NS)))
     out.sort(key=lambda r: r.t)
     return out
 
 
-def _interp(a: Reading, b: Reading, t: int, attr: str) -> float:
-    va, vb = getattr(a, attr), getattr(b, attr)
-    if b.t == a.t:
-        return vb
-    return va + (vb - va) * (t - a.t) / (b.t - a.t)
-
-
-def _bracket(rs: list[Reading], t: int, attr: str) -> tuple[Reading | None, Reading | None]:
-    before = after = None
-    for r in rs:
-        if getattr(r, attr) is None:
-            continue
-        if r.t <= t:
-            before = r
-        elif after is None:
-            after = r
-            break
-    return before, after
-
-
-def counter_energy_j(rs: list[Reading], t0: int, t1: int) -> tuple[float | None, str | None]:
-    """(joules, None) from the energy counter over [t0, t1], or (None, why not)."""
-    with_counter = [r for r in rs if r.energy_mj is not None]
-    if not with_counter:
-        return None, "no energy counter in the telemetry"
-    a0, b0 = _bracket(with_counter, t0, "energy_mj")
-    a1, b1 = _bracket(with_counter, t1, "energy_mj")
-    if a0 is None or (b1 is None and (a1 is None or a1.t < t1)):
-        return None, "no energy reading on both sides of the window"
-    lo, hi = a0, b1 or a1
-    span = [r for r in with_counter if lo.t <= r.t <= hi.t]
-    if any(y.energy_mj < x.energy_mj for x, y in zip(span, span[1:])):
-        return None, "the energy counter went down (reset) during the window"
-    e0 = _interp(a0, b0, t0, "energy_mj") if b0 is not None else a0.energy_mj
-    e1 = _interp(a1, b1, t1, "energy_mj") if (a1 is not None and b1 is not None) else (b1 or a1).energy_mj
-    return max(0.0, (e1 - e0) / 1000.0), None
-
-
-def power_energy_j(rs: list[Reading], t0: int, t1: int) -> tuple[float | None, str | None]:
-    """(joules, None) from the power readings integrated over [t0, t1] (trapezoid rule), or (None, why not)."""
-    ps = [r for r in rs if r.power_w is not None]
-    if not ps:
-        return None, "no power reading in the telemetry"
-
-    def edge(t: int) -> float | None:
-        a, b = _bracket(ps, t, "power_w")
-        if a is not None and b is not None:
-            return _interp(a, b, t, "power_w")
-        near = a if a is not None else b
-        return near.power_w if near is not None and abs(near.t - t) <= MAX_HOLD_S * NS else None
-
-    p0, p1 = edge(t0), edge(t1)
-    if p0 is None or p1 is None:
-        return None, "no power reading near the window's edges"
-    pts = [(t0, p0)] + [(r.t, r.power_w) for r in ps if t0 < r.t < t1] + [(t1, p1)]
-    joules = sum((tb - ta) / NS * (pa + pb) / 2 for (ta, pa), (tb, pb) in zip(pts, pts[1:]))
-    return joules, None
-
-
-def window_energy(rs: list[Reading], t0: int, t1: int) -> dict[str, Any]:
-    """``energy_j``, ``gpu_power_w_mean``, ``energy_source`` (counter | power) and ``energy_reason`` (why
-    None) over [t0, t1]."""
+def window_energy(rs: list[Reading], t0: int, t1: int, sampled: Sampled | None = None
+                  ) -> dict[str, Any]:
+    """``energy_j``, ``energy_uncertainty_j``, ``gpu_power_w_mean``, ``energy_source``, ``energy_note``,
+    ``energy_update_s``, ``energy_dropped`` and ``energy_reason`` (why None) over [t0, t1], not yet judged
+    against :data:`MAX_UNCERTAINTY` (:func:`energy_of` does)."""
+    out: dict[str, Any] = {"energy_j": None, "energy_uncertainty_j": None, "gpu_power_w_mean": None,
+                           "energy_source": None, "energy_note": None, "energy_update_s": None, "energy_dropped": 0,
+                           "energy_reason": None}
     if not rs:
-        return {"energy_j": None, "gpu_power_w_mean": None, "energy_source": None,
-                "energy_reason": "no GPU telemetry for this lane"}
+        failure = getattr(rs, "failure", None)
+        reason = ("no GPU telemetry for this lane" if failure is None else failure
+                  if failure.startswith("GPU telemetry") else f"GPU telemetry failed: {failure}")
+        return {**out, "energy_reason": reason}
     if t1 <= t0:
-        return {"energy_j": None, "gpu_power_w_mean": None, "energy_source": None,
-                "energy_reason": "empty window"}
-    joules, why = counter_energy_j(rs, t0, t1)
-    source = "counter"
-    if joules is None:
-        joules, why2 = power_energy_j(rs, t0, t1)
-        source = "power"
-        if joules is None:
-            return {"energy_j": None, "gpu_power_w_mean": None, "energy_source": None,
-                    "energy_reason": f"{why}; {why2}"}
+        return {**out, "energy_reason": "empty window"}
+    est, why, interval, dropped = window(sample(rs) if sampled is None else sampled, t0, t1)
+    out["energy_update_s"] = round(interval, 3) if interval is not None else None
+    out["energy_dropped"] = dropped
+    if est is None:
+        return {**out, "energy_reason": why}
     seconds = (t1 - t0) / NS
-    return {"energy_j": round(joules, 3), "gpu_power_w_mean": round(joules / seconds, 3),
-            "energy_source": source, "energy_reason": None}
+    return {**out, "energy_j": round(est.joules, 3), "energy_uncertainty_j": round(est.uncertainty, 3),
+            "gpu_power_w_mean": round(est.joules / seconds, 3), "energy_source": est.source,
+            "energy_note": "; ".join(est.notes) or None}
 
 
 def efficiency(energy_j: float | None, output_tokens: int | None, seconds: float | None,
-               cost_per_hour: float | None, energy_reason: str | None = None) -> dict[str, Any]:
-    """``tokens_per_joule`` and ``usd_per_1m_output_tokens`` (None with ``*_reason`` where unknown)."""
-    out: dict[str, Any] = {"tokens_per_joule": None, "tokens_per_joule_reason": None,
-                           "usd_per_1m_output_tokens": None, "cost_reason": None}
+               cost_per_hour: float | None, energy_reason: str | None = None,
+               energy_uncertainty_j: float | None = None) -> dict[str, Any]:
+    """``tokens_per_joule`` (± ``tokens_per_joule_uncertainty``) and ``usd_per_1m_output_tokens`` (None with
+    ``*_reason`` where unknown)."""
+    out: dict[str, Any] = {"tokens_per_joule": None, "tokens_per_joule_uncertainty": None,
+                           "tokens_per_joule_reason": None, "usd_per_1m_output_tokens": None, "cost_reason": None}
     if not output_tokens:
         out["tokens_per_joule_reason"] = out["cost_reason"] = "no output tokens"
         return out
@@ -162,6 +119,9 @@ def efficiency(energy_j: float | None, output_tokens: int | None, seconds: float
         out["tokens_per_joule_reason"] = "no energy measured over the window"
     else:
         out["tokens_per_joule"] = round(output_tokens / energy_j, 4)
+        u = energy_uncertainty_j or 0.0
+        out["tokens_per_joule_uncertainty"] = (round(output_tokens / (energy_j - u) - output_tokens / energy_j, 4)
+                                               if u < energy_j else None)
     if cost_per_hour is None:
         out["cost_reason"] = "no cost_per_hour for this lane (lanes.toml or --cost NAME=USD_PER_HOUR)"
     elif not seconds or seconds <= 0:
@@ -183,41 +143,76 @@ def lane_costs(events: Iterable[Event]) -> dict[str, float]:
 
 
 def energy_of(events: list[Event], lane: str, windows: list[tuple[int, int]], output_tokens: int | None,
-              cost_per_hour: float | None, rs: list[Reading] | None = None) -> dict[str, Any]:
-    """The energy and cost block of one result entry made of one or more windows (a cell's reps): energy
-    and seconds summed over the windows, then :func:`efficiency`."""
+              cost_per_hour: float | None, rs: list[Reading] | None = None, what: str = "window",
+              sampled: Sampled | None = None) -> dict[str, Any]:
+    """The energy and cost block of one result entry made of one or more windows (a cell's reps; *what* names
+    them in a reason): energy, its uncertainty and seconds summed over the windows, withheld with the reason and
+    the advice where any window has no figure or the sum's uncertainty is over :data:`MAX_UNCERTAINTY` of it;
+    then :func:`efficiency`.  *sampled*: the lane's readings as updates, when the caller has them already."""
     rs = readings(events, lane) if rs is None else rs
-    joules = 0.0
-    seconds = 0.0
-    sources = set()
+    sampled = sample(rs) if sampled is None else sampled
+    joules = unc = seconds = 0.0
+    sources, notes = set(), []
     reason = None
+    dropped = 0
+    interval = None
     for t0, t1 in windows:
-        w = window_energy(rs, t0, t1)
+        w = window_energy(rs, t0, t1, sampled)
         seconds += max(0, t1 - t0) / NS
+        interval = w["energy_update_s"] if w["energy_update_s"] is not None else interval
+        dropped += w["energy_dropped"]
         if w["energy_j"] is None:
-            reason = w["energy_reason"]
-            joules = math.nan
-        else:
-            joules += w["energy_j"]
-            sources.add(w["energy_source"])
-    energy = None if (math.isnan(joules) or not windows) else joules
+            reason = reason or w["energy_reason"]
+            continue
+        joules += w["energy_j"]
+        unc += w["energy_uncertainty_j"]
+        sources.add(w["energy_source"])
+        notes += [w["energy_note"]] if w["energy_note"] and w["energy_note"] not in notes else []
+    if reason is None and not windows:
+        reason = "no window"
+    if reason is None and joules > 0 and unc > MAX_UNCERTAINTY * joules:
+        every = f"the exporter updates every {interval:.0f} s; " if interval and interval >= 1.5 else ""
+        reason = (f"{every}this {what} lasted {seconds:.1f} s: its energy is only known to ±{unc:.0f} J of "
+                  f"{joules:.0f} J (over {MAX_UNCERTAINTY:.0%}): {ADVICE}")
+    elif reason is not None and interval and interval >= 1.5:  # a slow exporter: what to do about it
+        said = "updates every" in reason or "did not change" in reason
+        reason = (f"{reason} ({'' if said else f'the exporter updates every {interval:.0f} s; '}this {what} lasted "
+                  f"{seconds:.1f} s: {ADVICE})")
+    if dropped:
+        notes.append(f"{dropped} counter interval(s) rising faster than {MAX_W_PER_GPU:.0f} W per GPU dropped")
+    energy = None if reason is not None else joules
     out: dict[str, Any] = {
         "gpu_power_w_mean": round(energy / seconds, 3) if energy is not None and seconds > 0 else None,
         "energy_j": round(energy, 3) if energy is not None else None,
+        "energy_uncertainty_j": round(unc, 3) if energy is not None else None,
         "energy_source": (sources.pop() if len(sources) == 1 else "mixed") if energy is not None and sources
         else None,
-        "energy_reason": None if energy is not None else (reason or "no window"),
+        "energy_reason": reason,
+        "energy_note": "; ".join(notes) or None,
+        "energy_update_s": interval,
+        "energy_dropped": dropped,
         "energy_window_s": round(seconds, 3),
     }
-    out.update(efficiency(energy, output_tokens, seconds, cost_per_hour, out["energy_reason"]))
+    out.update(efficiency(energy, output_tokens, seconds, cost_per_hour, out["energy_reason"],
+                          out["energy_uncertainty_j"]))
     return out
 
 
 #: a cell mark's key -> the result dict holding its entries (bench decode: levels and categories; prefill and
 #: needles: lengths; load: levels)
 PARTS = (("level", "levels"), ("category", "categories"), ("length", "lengths"))
-ENERGY_KEYS = ("gpu_power_w_mean", "energy_j", "energy_source", "energy_reason", "energy_window_s",
-               "tokens_per_joule", "tokens_per_joule_reason", "usd_per_1m_output_tokens", "cost_reason")
+ENERGY_KEYS = ("gpu_power_w_mean", "energy_j", "energy_uncertainty_j", "energy_source", "energy_reason",
+               "energy_note", "energy_update_s", "energy_dropped", "energy_window_s", "tokens_per_joule",
+               "tokens_per_joule_uncertainty", "tokens_per_joule_reason", "usd_per_1m_output_tokens", "cost_reason")
+
+
+def lane_readings(cache: dict[str, tuple[list[Reading], Sampled]], events: Iterable[Event], lane: str
+                  ) -> tuple[list[Reading], Sampled]:
+    """*lane*'s readings and their updates, read once per lane (*cache*)."""
+    if lane not in cache:
+        rs = readings(events, lane)
+        cache[lane] = (rs, sample(rs))
+    return cache[lane]
 
 
 def cell_windows(events: Iterable[Event]) -> dict[str, dict[str, Any]]:
@@ -261,14 +256,15 @@ def attach_energy(lanes: dict[str, Any], events: list[Event]) -> None:
         cid = rec.meta.get("cell") if isinstance(rec.meta, dict) else None
         if isinstance(cid, str) and cid in cells and rec.ok:
             tokens[cid] = tokens.get(cid, 0) + output_tokens(rec)[0]
-    by_lane: dict[str, list[Reading]] = {}
+    by_lane: dict[str, tuple[list[Reading], Sampled]] = {}
     for (lane, where, key), cids in cell_groups(cells).items():
         entry = (lanes.get(lane) or {}).get(where, {}).get(key) if isinstance(lanes.get(lane), dict) else None
         if not isinstance(entry, dict):
             continue
-        rs = by_lane[lane] if lane in by_lane else by_lane.setdefault(lane, readings(events, lane))
+        rs, sampled = lane_readings(by_lane, events, lane)
         windows = [(cells[c]["t0"], cells[c]["t1"]) for c in cids]
-        entry.update(energy_of(events, lane, windows, sum(tokens.get(c, 0) for c in cids), costs.get(lane), rs))
+        entry.update(energy_of(events, lane, windows, sum(tokens.get(c, 0) for c in cids), costs.get(lane), rs,
+                               "cell", sampled))
     for lane, d in lanes.items():  # bench load: each rep over its measured window and the tokens served in it
         for rep in (d.get("reps") or []) if isinstance(d, dict) else []:
             window = rep.get("measured_window_ns") if isinstance(rep, dict) else None
@@ -276,8 +272,8 @@ def attach_energy(lanes: dict[str, Any], events: list[Event]) -> None:
                 continue
             served = rep.get("served_tokens")
             served = round(served) if isinstance(served, (int, float)) and served > 0 else None
-            rs = by_lane[lane] if lane in by_lane else by_lane.setdefault(lane, readings(events, lane))
-            rep.update(energy_of(events, lane, [(window[0], window[1])], served, costs.get(lane), rs))
+            rs, sampled = lane_readings(by_lane, events, lane)
+            rep.update(energy_of(events, lane, [(window[0], window[1])], served, costs.get(lane), rs, "rep", sampled))
 
 
 def race_windows(events: Iterable[Event]) -> dict[Any, tuple[int, int]]:
@@ -308,7 +304,7 @@ def attach_race_energy(result: dict[str, Any], events: Iterable[Event]) -> dict[
     windows = race_windows(events)
     costs = lane_costs(events)
     per_lane: dict[str, tuple[list[tuple[int, int]], int]] = {}
-    cache: dict[str, list[Reading]] = {}
+    cache: dict[str, tuple[list[Reading], Sampled]] = {}
     for race in races:
         if not isinstance(race, dict) or race.get("race") not in windows or not isinstance(race.get("lanes"), dict):
             continue
@@ -318,13 +314,34 @@ def attach_race_energy(result: dict[str, Any], events: Iterable[Event]) -> dict[
                 continue
             tokens = entry.get("output_tokens") if entry.get("error") is None else 0
             tokens = tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else 0
-            rs = cache[lane] if lane in cache else cache.setdefault(lane, readings(events, lane))
-            entry.update(energy_of(events, lane, [w], tokens, costs.get(lane), rs))
+            rs, sampled = lane_readings(cache, events, lane)
+            entry.update(energy_of(events, lane, [w], tokens, costs.get(lane), rs, "race", sampled))
             ws, n = per_lane.get(lane, ([], 0))
             per_lane[lane] = (ws + [w], n + tokens)
     summary = result.get("lanes")
     if isinstance(summary, dict):
         for lane, (ws, n) in per_lane.items():
             if isinstance(summary.get(lane), dict):
-                summary[lane].update(energy_of(events, lane, ws, n, costs.get(lane), cache.get(lane)))
+                summary[lane].update(run_energy(events, lane, ws, n, costs.get(lane),
+                                                *lane_readings(cache, events, lane)))
     return result
+
+
+def run_energy(events: list[Event], lane: str, windows: list[tuple[int, int]], output_tokens: int,
+               cost_per_hour: float | None, rs: list[Reading] | None = None, sampled: Sampled | None = None
+               ) -> dict[str, Any]:
+    """A run of several windows (a lane's races): their energy summed (:func:`energy_of`), or -- where that is
+    withheld (windows too short for the exporter's updates) -- over the run's span from its first window's start to
+    its last one's end, the time between them included and said so: the counter's updates bracket the whole run
+    even where they bracket no single race."""
+    block = energy_of(events, lane, windows, output_tokens, cost_per_hour, rs, "run", sampled)
+    if block["energy_j"] is not None or len(windows) < 2:
+        return block
+    span = (min(a for a, _ in windows), max(b for _, b in windows))
+    over = energy_of(events, lane, [span], output_tokens, cost_per_hour, rs, "run", sampled)
+    if over["energy_j"] is None:
+        return block
+    said = (f"over the run's span ({(span[1] - span[0]) / NS:.0f} s, the time between its windows included): no "
+            "single window was long enough for the exporter's updates")
+    over["energy_note"] = "; ".join(x for x in (said, over["energy_note"]) if x)
+    return over

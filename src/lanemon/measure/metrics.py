@@ -40,6 +40,8 @@ class RequestMetrics:
     e2e_s: float | None
     output_tokens: int
     tokens_estimated: bool
+    """The token counts are counted chunks (the lane sent no usage block).  With usage, only the split between
+    reasoning and answer can be estimated: ``reasoning_estimated`` (then ``output_tokens`` is too)."""
     chunks: int
     tpot_s: float | None
     decode_tok_s: float | None
@@ -99,14 +101,15 @@ def generated_tokens(rec: RequestRecord) -> tuple[int, bool]:
 
 def reasoning_tokens(rec: RequestRecord) -> tuple[int | None, bool]:
     """(reasoning tokens, estimated): ``completion_tokens_details.reasoning_tokens`` when sent; else the
-    per-chunk counts of the reasoning chunks (continuous usage); else a count of reasoning chunks
-    (estimated).  None when the request streamed no reasoning and the server said nothing."""
+    per-chunk counts of the reasoning chunks (continuous usage; a chunk carrying reasoning and answer split by
+    its usage, else by its text: then estimated, ``RequestRecord.split_chunks``); else a count of reasoning
+    chunks (estimated).  None when the request streamed no reasoning and the server said nothing."""
     if rec.reasoning_tokens is not None:
         return rec.reasoning_tokens, False
     if not rec.reasoning_chunks:
         return None, False
     if rec.reasoning_n and rec.completion_tokens is not None:
-        return rec.reasoning_n, False
+        return rec.reasoning_n, rec.split_chunks > 0
     return rec.reasoning_chunks, True
 
 
@@ -146,7 +149,7 @@ def request_metrics(rec: RequestRecord) -> RequestMetrics:
     ttft = _s(rec.sent_ns, rec.token_ns[0]) if rec.token_ns else None
     ttfo = _s(rec.sent_ns, rec.first_content_ns)
     e2e = _s(rec.sent_ns, rec.end_ns)
-    out_tokens, estimated = output_tokens(rec)
+    out_tokens, _ = output_tokens(rec)
     reasoning, reasoning_est = reasoning_tokens(rec)
     # decode rates count every generated token (reasoning included)
     generated, gen_est = generated_tokens(rec)
@@ -185,7 +188,7 @@ def request_metrics(rec: RequestRecord) -> RequestMetrics:
         first_byte_s=_s(rec.sent_ns, rec.first_byte_ns),
         e2e_s=e2e,
         output_tokens=out_tokens,
-        tokens_estimated=estimated or gen_est,
+        tokens_estimated=gen_est,
         chunks=chunks,
         tpot_s=tpot,
         decode_tok_s=decode,

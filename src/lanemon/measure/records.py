@@ -37,6 +37,7 @@ import orjson
 
 from lanemon import events as schema
 from lanemon.events import Event
+from lanemon.measure.usage_checks import MAX_TOKENS_PER_CHUNK, usage_problem  # noqa: F401  (re-exported)
 
 
 COMPLETE, TRUNCATED, EMPTY, ERROR = "complete", "truncated", "empty", "error"
@@ -48,9 +49,6 @@ BURST_GAP_NS = 50_000
 """Mean gap between successive token chunks below which a stream counts as one burst: 50 us is 20,000
 chunks/s for one stream, ten times the fastest single-stream decode any lane reaches, and what reading
 chunks that are already in the socket buffer costs this client (10-30 us each)."""
-MAX_TOKENS_PER_CHUNK = 256
-"""More completion tokens than this per token chunk is absurd usage (coalescing servers and speculative
-decoding put a handful, not hundreds, in one chunk)."""
 
 NO_DONE_NOTE = "stream ended with a finish_reason but without [DONE]"
 
@@ -81,7 +79,11 @@ class RequestRecord:
     reasoning_chunks: int = 0
     """Chunks carrying reasoning (a chunk carrying reasoning *and* content counts here too)."""
     reasoning_n: int | None = 0
-    """Tokens of the reasoning-only chunks when every one of them said how many (continuous usage), else None."""
+    """Reasoning tokens when every reasoning chunk said how many tokens it carried (continuous usage), else None;
+    a chunk carrying reasoning *and* answer adds its reasoning part (:func:`split_mixed`)."""
+    split_chunks: int = 0
+    """Chunks carrying reasoning and answer whose tokens were split between the two by the length of each part's
+    text (the usage block did not say): only their split, so ``reasoning_n``, is estimated."""
     text_parts: list[str] = field(default_factory=list)
     reasoning_parts: list[str] = field(default_factory=list)
     """The streamed reasoning text (``reasoning_content`` / ``reasoning``), kept apart from the answer."""
@@ -146,45 +148,6 @@ def is_burst(token_ns: list[int]) -> bool:
     first and last token chunk below :data:`BURST_GAP_NS` (at least two chunks)."""
     n = len(token_ns)
     return n >= 2 and (token_ns[-1] - token_ns[0]) < BURST_GAP_NS * (n - 1)
-
-
-def _bad_count(key: str, value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        return f"usage.{key} is {value!r}, not an integer"
-    if value < 0:
-        return f"usage.{key} is negative ({value})"
-    return None
-
-
-def usage_problem(rec: RequestRecord) -> str | None:
-    """Why ``rec``'s usage cannot be true, or None: bad values (from the stream), a token count with no
-    token chunk, more tokens than the chunks could carry, reasoning or cached counts above their totals."""
-    if rec.usage_problem:
-        return rec.usage_problem
-    for key in ("prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens"):
-        bad = _bad_count(key, getattr(rec, key))
-        if bad:
-            return bad
-    for n in rec.chunk_tokens:
-        bad = _bad_count("completion_tokens (running count)", n)
-        if bad:
-            return bad.replace("is negative", "went down by")
-    ct = rec.completion_tokens
-    chunks = len(rec.token_ns)
-    if ct is not None:
-        if ct > 0 and chunks == 0:
-            return f"usage says {ct} completion tokens but no token chunk arrived"
-        # reasoning the lane counted but did not stream (hidden reasoning) came in no chunk
-        hidden = rec.reasoning_tokens if rec.reasoning_tokens is not None and not rec.reasoning_chunks else 0
-        if ct - hidden > MAX_TOKENS_PER_CHUNK * chunks:
-            return f"usage says {ct} completion tokens for {chunks} token chunks (absurd)"
-        if rec.reasoning_tokens is not None and rec.reasoning_tokens > ct:
-            return f"usage says {rec.reasoning_tokens} reasoning tokens of {ct} completion tokens"
-    if rec.cached_tokens is not None and rec.prompt_tokens is not None and rec.cached_tokens > rec.prompt_tokens:
-        return f"usage says {rec.cached_tokens} cached of {rec.prompt_tokens} prompt tokens"
-    return None
 
 
 def outcome_counts(records) -> dict[str, int]:
@@ -333,15 +296,34 @@ class Assembler:
         content = d.get("content")
         if content and rec.first_content_ns is None:
             rec.first_content_ns = t
-        if not content and rec.reasoning_n is not None:
-            rec.reasoning_n = rec.reasoning_n + n if isinstance(n, int) else None
-        elif content:
-            rec.reasoning_n = None  # the split inside a mixed chunk is unknown
+        if rec.reasoning_n is not None:
+            if not isinstance(n, int) or isinstance(n, bool):
+                rec.reasoning_n = None  # a chunk that did not say how many tokens: the count is unknown
+            elif not content:
+                rec.reasoning_n += n
+            else:  # the end of the reasoning and the start of the answer in one chunk: split its tokens
+                part, estimated = split_mixed(n, d.get("nr"), d.get("text"), content)
+                rec.reasoning_n += part
+                rec.split_chunks += estimated
         if self.keep_text:
             if d.get("text"):
                 rec.reasoning_parts.append(d["text"])
             if content:
                 rec.text_parts.append(content)
+
+
+def split_mixed(n: int, said: Any, reasoning: Any, answer: Any) -> tuple[int, bool]:
+    """(reasoning tokens of a chunk of *n* tokens carrying reasoning and answer text, estimated): what its usage
+    block said (*said*: the rise of ``completion_tokens_details.reasoning_tokens`` in the chunk) when it is
+    possible; else split by the length of each part's text, each part at least one token (it carried text)."""
+    if type(said) is int and 0 <= said <= n:
+        return said, False
+    if n <= 0:
+        return 0, False
+    lr = len(reasoning) if isinstance(reasoning, str) else 0
+    la = len(answer) if isinstance(answer, str) else 0
+    part = round(n * lr / (lr + la)) if lr + la else n // 2
+    return (min(n - 1, max(1, part)) if n >= 2 else part), True
 
 
 def assemble(events, *, keep_text: bool = True) -> list[RequestRecord]:

@@ -13,7 +13,8 @@ cell edge) is an interval; the server side is :func:`server_timings` summed over
 them; the client side is every request of that lane recorded as finished inside
 them (the same requests, give or take one at the edges, which the block reports
 as ``requests`` vs ``client_requests``).  An interval in which a counter fell (a
-restart) is compared on neither side; when the engine counted requests lanemon
+restart: measure/restarts.py, the rule the run-scoped counters and the live session row use too) is compared
+on neither side; when the engine counted requests lanemon
 did not send (another client), the gaps are withheld with the reason.
 """
 
@@ -28,6 +29,7 @@ from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.measure.metrics import request_metrics
 from lanemon.measure.records import iter_records, reiterable
+from lanemon.measure.restarts import restart_reason
 
 #: How each /metrics dialect (``client/prom.map_engine``) is written for a person.
 DIALECT_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
@@ -92,18 +94,6 @@ def server_timings(before: dict[str, Any], after: dict[str, Any]) -> dict[str, A
 def _num(x: Any) -> float:
     """A non-negative duration from a recording (anything else is 0: a file's bytes are untrusted)."""
     return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x < 3600 else 0.0
-
-
-def _fell(before: dict[str, Any], after: dict[str, Any]) -> str | None:
-    """The first cumulative counter (``*_count`` / ``*_sum`` / ``*_total``) that went down between two scrapes
-    (the engine restarted in between), or None."""
-    for key, b in before.items():
-        if not (key.endswith(("_count", "_sum", "_total"))) or key not in after:
-            continue
-        a = after[key]
-        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and a < b:
-            return key
-    return None
 
 
 class _Seen(NamedTuple):
@@ -177,8 +167,9 @@ that ends while a scrape is in flight): a difference beyond this is not an edge 
 def server_view(events: Iterable[Event], lane: str) -> dict[str, Any] | None:
     """The server-vs-client block of one lane (None without two histogram scrapes of it).
 
-    Every pair of successive scrapes is one interval.  An interval in which a cumulative counter fell
-    (the engine restarted; detected between *any* two scrapes, not only the first and the last) is left out
+    Every pair of successive scrapes is one interval.  An interval in which the engine restarted
+    (:func:`~lanemon.measure.restarts.restart_reason`: a counter or histogram sum fell, or the process's start
+    time changed; detected between *any* two scrapes, not only the first and the last) is left out
     on both sides: the engine lost what it had counted, so the requests that ended in it are compared on
     neither side (``restarts``, ``excluded_s``).  When the engine counted more requests than lanemon saw
     finish over the compared intervals (another client used it, ``foreign_requests``), or fewer, the means
@@ -212,9 +203,9 @@ def server_view(events: Iterable[Event], lane: str) -> dict[str, Any] | None:
         if a is None:
             first = b
             continue
-        fell = _fell(a.data, b.data)
-        if fell:
-            resets.append({"t_s": _r(b.t / 1e9, 3), "counter": fell})
+        why = restart_reason(a.data, b.data)
+        if why:
+            resets.append({"t_s": _r(b.t / 1e9, 3), "reason": why})
             excluded_ns += b.t - a.t
             continue
         sums.add(_interval(a.data, b.data))

@@ -14,6 +14,8 @@ the lane's and are not counted.
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -22,13 +24,19 @@ import msgspec
 
 from lanemon import events as schema
 from lanemon.events import Event
+from lanemon.measure.catalogue import metric
 from lanemon.measure.load import ClientLoad
 from lanemon.measure import slo as slo_rules
 from lanemon.measure.metrics import NS, percentile, request_metrics, tail_ok
 from lanemon.measure.records import BURST, COMPLETE, OUTCOMES, Assembler, RequestRecord
 from lanemon.measure.server import engine_label, sim_name
 
-SUMMARY_VERSION = 1
+SUMMARY_VERSION = 2
+"""2: rows say what makes them comparable (api, url, prompt set, max tokens, time scale); bench rows carry the
+bench's own figures (``basis``); the usage probe and calibration are no rows."""
+
+NOT_WORKLOADS = ("detect", "calibrate")
+"""Requests that are lanemon's own (the 1-token usage probe, a bench's length calibration): no history row."""
 
 
 class LaneSummary(msgspec.Struct, frozen=True, forbid_unknown_fields=False):
@@ -85,10 +93,25 @@ class LaneSummary(msgspec.Struct, frozen=True, forbid_unknown_fields=False):
     """Requests meeting every SLO target per second of ``duration_s`` (None without an SLO)."""
     slo_attainment: float | None = None
     """Share of the requests meeting every SLO target (errors are misses; None without an SLO)."""
+    steady_tok_s: float | None = None
+    """decode: the level's steady-state aggregate (the bench's ``steady_tok_s``)."""
+    basis: str = "requests"
+    """Where the figures come from: ``decode results`` / ``load results`` (the bench's own results for the cell:
+    what it printed), else ``requests`` (this module's fold over the row's requests)."""
+    api: str = ""
+    """``completions`` or ``chat`` (``mixed`` when the row's requests used both)."""
+    url: str | None = None
+    """The lane's URL from the recording header (a simulated lane's port changes every run: not compared)."""
+    prompt_set: str | None = None
+    """``name@version`` of a bench's prompt set."""
+    max_tokens: int | None = None
+    """A bench's ``--max-tokens`` cap, else the one max_tokens every request of the row asked (None: mixed)."""
+    time_scale: float | None = None
+    """A bench's ``--time-scale`` (simulated lanes), from its start mark."""
 
 
 METRIC_FIELDS = ("ttft_p50", "ttft_p90", "ttft_p99", "tpot_p50", "tpot_p90", "tpot_p99", "e2e_p50", "e2e_p90",
-                 "e2e_p99", "decode_tok_s_p50", "tok_s", "goodput_rps", "slo_attainment", "requests")
+                 "e2e_p99", "decode_tok_s_p50", "tok_s", "steady_tok_s", "goodput_rps", "slo_attainment", "requests")
 """The figures ``lanemon history --metric`` may trend."""
 
 
@@ -107,6 +130,8 @@ class _Row:
     generated: int
     burst: bool
     ok: bool
+    api: str = ""
+    max_tokens: int | None = None
 
     @property
     def generated_tokens(self) -> int:
@@ -141,6 +166,8 @@ class SummaryFold:
         self.header = dict(header or {})
         self.session = session
         self.slo = dict(slo or {}) or _slo(self.header.get("slo"))
+        self.config: dict[str, Any] = {}
+        """The bench start mark's config (what makes its rows comparable)."""
         """The SLO goodput and attainment are judged on: given, else the header's (live sessions), else the one
         a bench run's start mark carries in its config."""
         self.simulated = simulated
@@ -152,9 +179,12 @@ class SummaryFold:
         self.simulates: dict[str, str] = {}
         """The simulator profile each simulated lane said it runs (measure/server.engine_label)."""
         self.sim_lanes: set[str] = set()
+        self.urls: dict[str, str] = {}
         for lane in self.header.get("lanes") or []:
             if isinstance(lane, dict) and isinstance(lane.get("name"), str) and isinstance(lane.get("model"), str):
                 self.models[lane["name"]] = lane["model"]
+            if isinstance(lane, dict) and isinstance(lane.get("name"), str) and isinstance(lane.get("url"), str):
+                self.urls[lane["name"]] = lane["url"][:300]
 
     def apply(self, ev: Event) -> None:
         kind = ev.kind
@@ -163,9 +193,12 @@ class SummaryFold:
             return
         if self.load.apply(ev):
             return
-        if kind == schema.MARK and not self.slo and ev.data.get("label") == "bench" and ev.data.get("phase") == "start":
+        if kind == schema.MARK and ev.data.get("label") == "bench" and ev.data.get("phase") == "start":
             config = ev.data.get("config")
-            self.slo = _slo(config.get("slo")) if isinstance(config, dict) else {}
+            if isinstance(config, dict):
+                self.config = config
+                if not self.slo:
+                    self.slo = _slo(config.get("slo"))
             return
         if ev.lane is not None:
             d = ev.data
@@ -185,12 +218,15 @@ class SummaryFold:
             return
         if rec.error is not None and rec.error.get("cls") == schema.ERR_CANCELLED:
             return
-        m = request_metrics(rec)
         workload, level = _workload(rec)
+        if rec.purpose in NOT_WORKLOADS or (rec.meta or {}).get("part") == "calibrate" or level == "calibrate":
+            return
+        m = request_metrics(rec)
         if rec.model and rec.lane not in self.models:
             self.models[rec.lane] = rec.model
         self._rows.append(_Row(rec.lane, workload, level, rec.outcome, rec.sent_ns or 0, rec.end_ns or 0, m.ttft_s,
-                               m.tpot_s, m.e2e_s, m.decode_tok_s, m.generated_tokens, BURST in m.flags, m.ok))
+                               m.tpot_s, m.e2e_s, m.decode_tok_s, m.generated_tokens, BURST in m.flags, m.ok,
+                               str(rec.endpoint or "")[:16], _int((rec.meta or {}).get("max_tokens"))))
 
     def feed(self, events: Iterable[Event]) -> "SummaryFold":
         for ev in events:
@@ -230,6 +266,11 @@ class SummaryFold:
                 result = slo_rules.evaluate(judged, self.slo, duration)
                 attain, good = result.share, result.goodput_rps
             simulated = self.simulated if self.simulated is not None else (command == "demo" or lane in self.sim_lanes)
+            apis = {r.api for r in rows}
+            asked = {r.max_tokens for r in rows}
+            cfg = self.config
+            pset = cfg.get("prompt_set") if isinstance(cfg.get("prompt_set"), dict) else {}
+            cap = _int(cfg.get("max_tokens_cap"))
             out.append(LaneSummary(
                 session=self.session, lane=lane, workload=workload, level=level, started=started, started_s=started_s,
                 command=command, model=self.models.get(lane), engine=engine_label(self.engines.get(lane), self.simulates.get(lane)),
@@ -243,8 +284,66 @@ class SummaryFold:
                 tpot_p50=_r(percentile(tpot, 50)), tpot_p90=_tail(tpot, 90), tpot_p99=_tail(tpot, 99),
                 e2e_p50=_r(percentile(e2e, 50)), e2e_p90=_tail(e2e, 90), e2e_p99=_tail(e2e, 99),
                 decode_tok_s_p50=_r(percentile(dec, 50), 3), tok_s=_r(tok_s, 3), duration_s=_r(duration, 3),
-                slo=dict(self.slo), goodput_rps=_r(good), slo_attainment=_r(attain)))
+                slo=dict(self.slo), goodput_rps=_r(good), slo_attainment=_r(attain),
+                api=apis.pop() if len(apis) == 1 else "mixed", url=self.urls.get(lane),
+                prompt_set=f"{str(pset.get('name'))[:64]}@{str(pset.get('version'))[:16]}" if pset.get("name") else None,
+                max_tokens=cap if cap is not None else (asked.pop() if len(asked) == 1 else None),
+                time_scale=_num(cfg.get("time_scale"))))
         return out
+
+
+def _int(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+
+
+def comparable_key(s: LaneSummary) -> tuple:
+    """What must be equal for two rows' figures to be compared (a trend, a shift): the lane, the workload and
+    its level, the API, where the lane was (its URL; a simulated lane: its model and time scale, its port
+    changes every run), the prompt set, the max tokens and simulated or real."""
+    where = (s.model, s.time_scale) if s.simulated else (s.url, s.time_scale)
+    return (s.lane, s.workload, s.level, s.api, where, s.prompt_set, s.max_tokens, s.simulated)
+
+
+def level_order(level: str) -> tuple:
+    """Levels sort as numbers (``C4`` < ``C16``, ``8000`` < ``32000``); a level without a number after them."""
+    m = re.search(r"\d+(?:\.\d+)?", level or "")
+    return (0, float(m.group()), level) if m else (1, 0.0, level or "")
+
+
+def trend_groups(rows: Iterable[LaneSummary]) -> dict[tuple, list[LaneSummary]]:
+    """Rows (oldest first) grouped into comparable series (:func:`comparable_key`), ordered by lane, workload
+    and level as a number; each series keeps its rows' order."""
+    groups: dict[tuple, list[LaneSummary]] = {}
+    for r in rows:
+        groups.setdefault(comparable_key(r), []).append(r)
+    return dict(sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], level_order(kv[0][2]))))
+
+
+#: the figure of the metric catalogue (measure/catalogue.py) each trendable field holds
+FIELD_METRIC = {"ttft_p50": "ttft", "ttft_p90": "ttft", "ttft_p99": "ttft", "tpot_p50": "tpot",
+                "tpot_p90": "tpot", "tpot_p99": "tpot", "e2e_p50": "e2e", "e2e_p90": "e2e", "e2e_p99": "e2e",
+                "decode_tok_s_p50": "per_stream_tok_s", "tok_s": "aggregate_tok_s", "steady_tok_s": "steady_tok_s",
+                "goodput_rps": "goodput", "slo_attainment": "slo_share", "requests": "requests"}
+
+
+def format_figure(field: str, v: float | None) -> str:
+    """A history figure with its unit (the catalogue's): ``171 ms``, ``1,922 tok/s``, ``4.24 req/s``, ``50 %``."""
+    if v is None:
+        return "-"
+    unit = metric(FIELD_METRIC[field]).unit
+    if unit == "s":
+        return f"{v * 1000:.0f} ms" if v < 1 else f"{v:.2f} s"
+    if unit == "tok/s":
+        return f"{v:,.0f} tok/s" if v >= 100 else f"{v:,.1f} tok/s"
+    if unit == "req/s":
+        return f"{v:.2f} req/s"
+    if unit == "ratio":
+        return f"{v * 100:.0f} %"
+    return f"{v:,.0f} {unit}"
 
 
 def _slo(value: Any) -> dict[str, float]:

@@ -7,13 +7,17 @@ The rules and their evaluation are pure (measure/alerts.py); this module feeds t
 * calls ``on_transition`` (headless: one line on stderr; the TUI: a banner and the bell);
 * runs the rule's ``command`` when it has one: an argv list (never a shell), the alert as JSON on stdin,
   stdout and stderr discarded, killed after :data:`COMMAND_TIMEOUT_S`; at most :data:`MAX_COMMANDS` at
-  once (one more is skipped with a note).
+  once (one more is skipped with a note).  Each command starts its own session (process group): when the
+  command times out its whole group is killed, and when the alerter stops (lanemon exits) every group it
+  started is killed, so a command that forks leaves nothing running behind lanemon.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import signal
 from collections.abc import Callable, Sequence
 
 import orjson
@@ -41,6 +45,8 @@ class Alerter:
         self.history: list[Transition] = []
         """Every transition so far, oldest first (the TUI's list of alerts)."""
         self._commands: set[asyncio.Task] = set()
+        self._groups: set[int] = set()
+        """Process groups of the commands started (each its own session: pgid == the command's pid)."""
         self._stop = asyncio.Event()
 
     def evaluate(self) -> list[Transition]:
@@ -67,6 +73,13 @@ class Alerter:
         finally:
             if self._commands:
                 await asyncio.wait(list(self._commands), timeout=COMMAND_TIMEOUT_S + 1)
+            self.kill_groups()
+
+    def kill_groups(self) -> None:
+        """Kill every process group a command started (what a forking command left behind too)."""
+        for pgid in list(self._groups):
+            _killpg(pgid)
+        self._groups.clear()
 
     def stop(self) -> None:
         self._stop.set()
@@ -92,9 +105,11 @@ class Alerter:
         except OSError as exc:
             self._note(f"alert command {argv[0]!r} could not start: {exc.strerror or exc}")
             return
+        self._groups.add(proc.pid)
         try:
             await asyncio.wait_for(proc.communicate(payload), COMMAND_TIMEOUT_S)
         except asyncio.TimeoutError:
+            _killpg(proc.pid)
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
             await proc.wait()
@@ -102,3 +117,11 @@ class Alerter:
             return
         if proc.returncode:
             self._note(f"alert command {argv[0]!r} exited with {proc.returncode}")
+
+
+def _killpg(pgid: int) -> None:
+    """SIGKILL process group ``pgid`` (a command's own session); nothing if it is gone."""
+    if not hasattr(os, "killpg"):
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
+        os.killpg(pgid, signal.SIGKILL)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,10 +20,14 @@ from typing import Any
 import msgspec
 
 from lanemon.config import data_dir
+from lanemon.measure.metrics import tail_ok
 from lanemon.measure.summary import LaneSummary, SummaryFold
 from lanemon.recording.reader import Recording, RecordingError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: rows carry the bench's own figures and what makes them comparable (measure/summary.py SUMMARY_VERSION)."""
+BENCH_ROWS = ("decode", "load")
+"""Workloads whose rows take their figures from the bench's own results (what the bench printed)."""
 FILE_NAME = "catalogue.sqlite3"
 AUTO_ADD_MAX_BYTES = 256 << 20
 """A saved recording larger than this (256 MiB) is not summarised when its command ends (reading it back takes
@@ -47,7 +52,12 @@ _decode = msgspec.json.Decoder(LaneSummary)
 
 
 class CatalogueError(Exception):
-    """The catalogue cannot be opened or is not one (the message says which file and why)."""
+    """The catalogue cannot be opened or is not one (the message says which file and why); ``lost``: a
+    rebuild could not write every row (the command exits 4)."""
+
+    def __init__(self, message: str, *, lost: bool = False) -> None:
+        super().__init__(message)
+        self.lost = lost
 
 
 def default_path() -> Path:
@@ -78,6 +88,8 @@ def connect(path: Path | None = None) -> Iterator[sqlite3.Connection]:
             elif row[0] != str(SCHEMA_VERSION):
                 raise CatalogueError(f"{path}: history catalogue schema {row[0]!r}, this lanemon writes "
                                      f"{SCHEMA_VERSION}: run `lanemon history --rebuild`")
+        except sqlite3.OperationalError as exc:  # the file is fine, the disk or its permissions are not
+            raise CatalogueError(f"{path}: {unwritable(exc)}") from None
         except sqlite3.DatabaseError as exc:
             raise CatalogueError(f"{path}: not a usable history catalogue ({exc}): run `lanemon history "
                                  "--rebuild`") from None
@@ -86,16 +98,96 @@ def connect(path: Path | None = None) -> Iterator[sqlite3.Connection]:
         conn.close()
 
 
+def unwritable(exc: sqlite3.Error) -> str:
+    """Why the catalogue could not be opened or written, in one line, never advising ``--rebuild`` (which
+    deletes the file: a read-only catalogue or a full disk are no reason to lose it)."""
+    text = str(exc)
+    if "full" in text:
+        return f"the history catalogue cannot be written: the disk is full ({text})"
+    if "readonly" in text or "read-only" in text or "unable to open" in text or "access" in text:
+        return (f"the history catalogue cannot be written ({text}): it or its folder is read-only; give "
+                "lanemon write access or point --catalogue elsewhere")
+    return f"the history catalogue cannot be used ({text})"
+
+
 def summarize_recording(path: Path) -> list[LaneSummary]:
-    """The per-lane summaries of one recording (RecordingError when it is not one)."""
+    """The per-lane summaries of one recording (RecordingError when it is not one, or not a regular file:
+    a FIFO named ``*.jsonl`` would block the read for ever)."""
     path = Path(path)
     try:
-        if path.stat().st_size > MAX_RECORDING_BYTES:
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):
+            raise RecordingError(f"{path}: not a regular file, not read")
+        if st.st_size > MAX_RECORDING_BYTES:
             raise RecordingError(f"{path}: larger than {MAX_RECORDING_BYTES >> 30} GiB, not summarised")
     except OSError as exc:
         raise RecordingError(f"{path}: {exc.strerror or exc}") from None
     rec = Recording(path)
-    return SummaryFold(rec.header, session=path.name).feed(rec.events()).summaries()
+    rows = SummaryFold(rec.header, session=path.name).feed(rec.events()).summaries()
+    benches = sorted({r.workload for r in rows} & set(BENCH_ROWS))
+    if not benches:
+        return rows
+    from lanemon.reports.analyse import analyze
+
+    return own_figures(rows, analyze(path, benches=benches))  # a second streaming pass, bench recordings only
+
+
+def _median(values: list[Any]) -> Any:
+    xs = sorted(v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool))
+    if not xs:
+        return None
+    mid = len(xs) // 2
+    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
+
+
+def _get(d: Any, *path: str) -> Any:
+    for k in path:
+        d = d.get(k) if isinstance(d, dict) else None
+    return d
+
+
+def own_figures(rows: list[LaneSummary], analysis: dict[str, Any]) -> list[LaneSummary]:
+    """Each decode and load row with the bench's own figures for its cell (``analysis``: reports/analyse.py
+    over the same recording), so history says what the bench said; a row the results do not hold (an
+    interrupted cell) keeps the fold's figures (``basis`` ``requests``)."""
+    out = []
+    for r in rows:
+        if r.workload == "decode":
+            cell = _get(analysis, "decode", "lanes", r.lane, "levels", r.level)
+            if isinstance(cell, dict):
+                good = cell.get("goodput") if isinstance(cell.get("goodput"), dict) else {}
+                n = cell.get("ttft_n") if isinstance(cell.get("ttft_n"), int) else 0
+                r = msgspec.structs.replace(
+                    r, basis="decode results", requests=int(cell.get("requests") or 0),
+                    error=int(cell.get("errors") or 0), client_bound=int(cell.get("client_bound") or 0),
+                    complete=int(cell.get("requests") or 0) - int(cell.get("errors") or 0), latency_n=n,
+                    tok_s=cell.get("aggregate_tok_s"), steady_tok_s=cell.get("steady_tok_s"),
+                    ttft_p50=cell.get("ttft_p50_s"), ttft_p90=cell.get("ttft_p90_s") if tail_ok(90, n) else None,
+                    ttft_p99=cell.get("ttft_p99_s") if tail_ok(99, n) else None, ttft_max=cell.get("ttft_max_s"),
+                    tpot_p50=cell.get("tpot_p50_s"), tpot_p90=None, tpot_p99=None, tpot_max=None,
+                    e2e_p50=None, e2e_p90=None, e2e_p99=None, e2e_max=None,
+                    decode_tok_s_p50=cell.get("per_stream_tok_s_p50"), goodput_rps=good.get("rate_rps"),
+                    slo_attainment=good.get("share"))
+        elif r.workload == "load":
+            lane = _get(analysis, "load", "lanes", r.lane)
+            reps = [x for x in (lane or {}).get("reps") or [] if isinstance(x, dict)] if isinstance(lane, dict) else []
+            if reps:
+                cfg = _get(analysis, "load", "config", "load") or {}
+                rate = cfg.get("rate")
+                level = f"{rate:g} req/s" if isinstance(rate, (int, float)) and cfg.get("arrival") != "trace" \
+                    else str(cfg.get("arrival") or "")
+                med = lambda *path: _median([_get(x, *path) for x in reps])  # noqa: E731 (the reps' median)
+                r = msgspec.structs.replace(
+                    r, basis="load results", level=level[:64], requests=int(med("measured") or 0),
+                    complete=int(med("ok") or 0), error=int(med("errors") or 0),
+                    tok_s=med("output_tok_s"), steady_tok_s=None,
+                    ttft_p50=med("ttft_s", "p50"), ttft_p90=med("ttft_s", "p90"), ttft_p99=med("ttft_s", "p99"),
+                    tpot_p50=med("tpot_s", "p50"), tpot_p90=med("tpot_s", "p90"), tpot_p99=med("tpot_s", "p99"),
+                    e2e_p50=med("e2e_s", "p50"), e2e_p90=med("e2e_s", "p90"), e2e_p99=med("e2e_s", "p99"),
+                    goodput_rps=med("slo", "goodput_rps"), slo_attainment=med("slo", "share"),
+                    duration_s=med("slo", "duration_s") or r.duration_s)
+        out.append(r)
+    return out
 
 
 def insert(conn: sqlite3.Connection, rows: Iterable[LaneSummary], path: Path | None = None) -> int:
@@ -123,20 +215,38 @@ def rebuild(catalogue: Path | None = None, sources: Iterable[Path] | None = None
     recordings).  Returns (recordings read, rows, problems)."""
     catalogue = Path(catalogue) if catalogue is not None else default_path()
     for suffix in ("", "-wal", "-shm"):
-        with contextlib.suppress(FileNotFoundError):
+        try:
             Path(str(catalogue) + suffix).unlink()
+        except FileNotFoundError:
+            pass
+        except OSError as exc:  # a read-only folder: nothing was deleted
+            raise CatalogueError(f"{catalogue}{suffix}: cannot replace the history catalogue "
+                                 f"({exc.strerror or exc})") from None
     files = sorted(sources) if sources is not None else sorted(recordings_dir().glob("*.jsonl"))
+    try:
+        with connect(catalogue) as conn:
+            return _refill(conn, catalogue, files)
+    except CatalogueError as exc:
+        if exc.lost:
+            raise
+        raise CatalogueError(f"{exc}; the old catalogue was deleted, no row was written", lost=True) from None
+
+
+def _refill(conn: sqlite3.Connection, catalogue: Path, files: list[Path]) -> tuple[int, int, list[str]]:
     read = rows = 0
     problems: list[str] = []
-    with connect(catalogue) as conn:
-        for f in files:
-            try:
-                summaries = summarize_recording(f)
-            except RecordingError as exc:
-                problems.append(str(exc))
-                continue
-            read += 1
+    for f in files:
+        try:
+            summaries = summarize_recording(f)
+        except RecordingError as exc:
+            problems.append(str(exc))
+            continue
+        try:
             rows += insert(conn, summaries, f)
+        except sqlite3.Error as exc:  # a full disk mid-rebuild: what is there so far is kept
+            raise CatalogueError(f"{catalogue}: {unwritable(exc)}; it holds {rows} rows from the first {read} "
+                                 f"of {len(files)} recordings", lost=True) from None
+        read += 1
     return read, rows, problems
 
 

@@ -21,6 +21,7 @@ from lanemon.config import unreadable
 from lanemon.events import SCHEMA_NAME, SCHEMA_VERSION, Event, parse_version
 from lanemon.recording.schema import (MAX_HEADER_BYTES, MAX_LINE_BYTES, BadRow, Overlong, bounded_lines,
                                       check_header, decode_event)
+from lanemon.untrusted import ID_LIMIT, inert, inert_value
 
 
 class RecordingError(ValueError):
@@ -74,6 +75,12 @@ class Recording:
             check_header(header)
         except ValueError as exc:
             raise RecordingError(f"{self.path}: bad recording header: {exc}") from None
+        header = inert_value(header)  # the gate: every string shown from a header is inert (docs/SECURITY.md)
+        lanes = header.get("lanes")
+        if isinstance(lanes, list):  # lane names are identifiers: one line, ID_LIMIT
+            header["lanes"] = [{**lane, "name": inert(lane["name"], ID_LIMIT)}
+                               if isinstance(lane, dict) and isinstance(lane.get("name"), str) else lane
+                               for lane in lanes]
         if major == SCHEMA_VERSION[0] and minor > SCHEMA_VERSION[1]:
             self.warnings.append(
                 f"recording schema {major}.{minor} is newer than {SCHEMA_VERSION[0]}.{SCHEMA_VERSION[1]}; "

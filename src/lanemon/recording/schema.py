@@ -19,6 +19,7 @@ a header that fails is one clear :class:`~lanemon.recording.reader.RecordingErro
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import IO, Annotated, Any
 
@@ -26,6 +27,7 @@ import msgspec
 
 from lanemon import events as ev_schema
 from lanemon.events import Event
+from lanemon.untrusted import ID_LIMIT, inert, inert_event_data, needs_inert
 
 __all__ = ["EventRow", "Header", "DATA_SCHEMAS", "MAX_HEADER_BYTES", "MAX_LINE_BYTES", "BadRow", "decode_event",
            "check_header", "bounded_lines", "Overlong"]
@@ -248,6 +250,15 @@ class AlertData(_Data):
     t_s: Num | None = None
 
 
+class LaneStateData(_Data):
+    state: str | None = None
+    t_s: Num | None = None
+    cls: str | None = None
+    message: str | None = None
+    since_s: Num | None = None
+    down_s: Num | None = None
+
+
 #: kind -> the schema of its ``data`` (fields not named are kept unchecked).
 DATA_SCHEMAS: dict[str, type[_Data]] = {
     ev_schema.PROBE: ProbeData,
@@ -265,7 +276,12 @@ DATA_SCHEMAS: dict[str, type[_Data]] = {
     ev_schema.CLIENT_LOAD: ClientLoadData,
     ev_schema.GPU: GpuData,
     ev_schema.ALERT: AlertData,
+    ev_schema.LANE_STATE: LaneStateData,
 }
+
+#: 309 digits in a row: the shortest integer a float cannot hold (> 1.8e308) has that many, so a line without
+#: such a run (nearly every line) needs no walk of its data
+_LONG_DIGITS = re.compile(rb"\d{309}").search
 
 
 class BadRow(ValueError):
@@ -277,20 +293,36 @@ _convert = msgspec.convert
 
 
 def decode_event(raw: bytes) -> Event:
-    """One event line -> :class:`Event`; :class:`BadRow` if it is not JSON or does not fit the schema."""
+    """One event line -> :class:`Event`; :class:`BadRow` if it is not JSON or does not fit the schema.
+
+    The event is made inert here, the one gate every event read from outside passes (a recording, a
+    share stream): every string without escape sequences or control characters, cut to
+    ``untrusted.READ_TEXT_LIMIT`` (model text, prompts and tool calls excepted), lane and request ids to
+    ``ID_LIMIT``, containers bounded (``untrusted.inert_event_data``).  A line with none of the bytes
+    that could need it (most lines) costs one search."""
     try:
         row = _decoder.decode(raw)
     except msgspec.ValidationError as exc:
         raise BadRow(_where(exc)) from None
     except (msgspec.DecodeError, RecursionError):
         raise BadRow("not JSON") from None
+    if len(raw) > 309 and row.data and _LONG_DIGITS(raw) is not None:  # a number no reader can use (float())
+        from lanemon.measure.bounds import beyond_float  # inert: the module's own import (a local one here
+        # would make every later ``inert`` in this function local, unbound on the lines that skip this branch)
+
+        where = beyond_float(row.data)
+        if where is not None:
+            raise BadRow(inert(f"a number past float's range at `$.data{where}`", 200))
     schema = DATA_SCHEMAS.get(row.kind)
     if schema is not None and row.data:
         try:
             _convert(row.data, schema)
         except msgspec.ValidationError as exc:
             raise BadRow(f"{row.kind} event: " + _where(exc).replace("`$.", "`$.data.", 1)) from None
-    return Event(row.t, row.kind, row.lane, row.req, row.data or {})
+    if not needs_inert(raw):
+        return Event(row.t, row.kind, row.lane, row.req, row.data or {})
+    return Event(row.t, inert(row.kind, ID_LIMIT), None if row.lane is None else inert(row.lane, ID_LIMIT),
+                 None if row.req is None else inert(row.req, ID_LIMIT), inert_event_data(row.data or {}))
 
 
 def _where(exc: Exception) -> str:

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from lanemon.measure.catalogue import metric
 from lanemon.reports.format import err_text, length_label, num, pct
 
 # cell tags: how a renderer may colour a cell (the text alone must say it)
@@ -32,6 +33,26 @@ class Column:
     align: str = "right"   # right | left
     short: str | None = None  # a narrower label, used before any column is dropped
     detail: bool = False   # says more about a mark another column already shows (the report's width): see fit()
+    metric: str | None = None  # the catalogue's figure (measure/catalogue.py) a figure column shows
+
+
+#: columns that say which row it is (or why), not a figure: the only ones without a catalogue entry
+KEY_COLUMNS = ("C", "lane", "rep", "length", "Leader", "errors")
+
+
+def fig(name: str, drop: int, stat: str | None = None, *, align: str = "right", short: str | None = None,
+        detail: bool = False, prefix: str | None = None, short_prefix: str | None = None,
+        use_short: bool = False) -> Column:
+    """A figure's column, labelled by the catalogue (KeyError for a figure it does not hold: such a figure cannot
+    be shown).  ``stat`` follows the label (``TTFT p50``), ``prefix`` leads it (``TTFT≤0.5s met``); the short
+    label is the catalogue's short form with the same words unless ``short`` says otherwise; ``use_short``
+    builds the full label on the short form (a detail column: ``steady min–max``)."""
+    m = metric(name)
+    base = (m.short or m.label) if use_short else m.label
+    label = " ".join(x for x in (prefix, base, stat) if x)
+    if short is None and (m.short or short_prefix):
+        short = " ".join(x for x in (short_prefix or prefix, m.short or m.label, stat) if x)
+    return Column(label, drop, align, None if short == label else short, detail, name)
 
 
 @dataclass(frozen=True)
@@ -160,10 +181,10 @@ def slo_columns(slo: dict[str, float] | None) -> list[Column]:
     """goodput, held, and one attainment column per target."""
     if not slo:
         return []
-    cols = [Column("goodput req/s", 1, short="good/s"), Column("SLO", 1)]
+    cols = [fig("goodput", 1), fig("slo_held", 1)]
     for k, v in slo.items():
         lab = _SLO_LABEL.get(k, k.upper())
-        cols.append(Column(f"{lab}≤{v:g}s met", 4, short=f"{lab} met"))
+        cols.append(fig("slo_attainment", 4, prefix=f"{lab}≤{v:g}s", short_prefix=lab))
     return cols
 
 
@@ -196,20 +217,18 @@ def load_table(result: dict[str, Any], lanes: Sequence[str] | None = None) -> Re
     names = [n for n in (lanes or by_lane) if n in by_lane]
     multi = any(len((by_lane[n] or {}).get("reps") or []) > 1 for n in names)
     cols = [Column("lane", 0, "left")] + ([Column("rep", 3)] if multi else []) + [
-        Column("measured", 6, short="meas."), Column("ok", 5), Column("err", 2),
-        Column("sched req/s", 7, short="sched/s"), Column("sent req/s", 6, short="sent/s"),
-        Column("served req/s", 0, short="served/s"), Column("out tok/s", 0, short="tok/s"),
-        Column("TTFT p50", 2), Column("TTFT p99", 3), Column("TPOT p50", 3), Column("E2E p99", 4),
-        Column("send lag p99", 5, short="lag p99")] + slo_columns(slo)
+        fig("measured", 6), fig("ok", 5), fig("errors", 2), fig("scheduled_rps", 7), fig("sent_rps", 6),
+        fig("served_rps", 0), fig("served_tok_s", 0), fig("ttft", 2, "p50"), fig("ttft", 3, "p99"),
+        fig("tpot", 3, "p50"), fig("e2e", 4, "p99"), fig("send_lag", 5, "p99")] + slo_columns(slo)
     reps = [r for n in names for r in (by_lane[n] or {}).get("reps") or [] if isinstance(r, dict)]
     energy = any(num(r.get("energy_j")) is not None for r in reps)
     cost = any(num(r.get("usd_per_1m_output_tokens")) is not None for r in reps)
     eng = engine_columns([r.get("engine_counters") for r in reps])
     if energy:
-        cols += [Column("tok/J", 2), Column("GPU W", 4)]
+        cols += [fig("tokens_per_joule", 2), fig("gpu_power", 4)]
     if cost:
-        cols += [Column("$/1M tok", 3, short="$/1M")]
-    cols += [Column(label, 5, short=short) for _, label, short in eng]
+        cols += [fig("usd_per_1m", 3)]
+    cols += [fig(name, 5) for name in eng]
     rows: list[list[Cell]] = []
     notes: list[str] = []
     for lane in names:
@@ -231,22 +250,29 @@ def load_table(result: dict[str, Any], lanes: Sequence[str] | None = None) -> Re
                 Cell(tail(r.get("send_lag_s"), 99) + (" behind" if r.get("client_behind") else ""),
                      WARN if r.get("client_behind") else None)] + slo_cells(r.get("slo"), slo)
             if energy:
-                row += [Cell(fixed(r.get("tokens_per_joule"), 2)), Cell(fixed(r.get("gpu_power_w_mean"), 1))]
+                row += [Cell(plus_minus(r.get("tokens_per_joule"), r.get("tokens_per_joule_uncertainty"), 2)),
+                        Cell(plus_minus(r.get("gpu_power_w_mean"), power_uncertainty(r), 1))]
             if cost:
                 row += [Cell(fixed(r.get("usd_per_1m_output_tokens"), 2))]
             row += engine_cells(r.get("engine_counters"), eng)
             rows.append(row)
+            if r.get("workers_lost"):  # a load host lost mid-rep (docs/WORKERS.md, "Failure handling")
+                lost = ", ".join(f"{w.get('host') or '?'} ({str(w.get('node') or '?')[:12]})"
+                                 for w in r["workers_lost"] if isinstance(w, dict))
+                notes.append(f"{who}: workers_lost: load host {lost} lost; its requests in flight are errors, "
+                             f"{r.get('not_sent') or 0} it had not sent are not sent (no figure from them)")
             apart = ", ".join(f"{r[k]} {k}" for k in ("truncated", "empty", "bursts") if r.get(k))
             if apart:
                 notes.append(f"{who}: {apart} (counted apart, no figure from them)")
             notes += engine_notes(who, r, energy, cost)
     if energy or cost:
-        shown = ", ".join((["tok/J", "GPU W"] if energy else []) + (["$/1M tok"] if cost else []))
+        shown = ", ".join(metric(n).label for n in (["tokens_per_joule", "gpu_power"] if energy else [])
+                          + (["usd_per_1m"] if cost else []))
         notes.append(f"{shown}: the lane's GPUs over each rep's measured window, per output token served in it"
                      + ("" if cost else "; no $/1M tok: no lane has a cost_per_hour (--cost NAME=USD_PER_HOUR)")
                      + " (docs/GPU.md)")
     if eng:
-        notes.append(f"{', '.join(label for _, label, _ in eng)}: the engine's own /metrics counters between the "
+        notes.append(f"{', '.join(metric(n).label for n in eng)}: the engine's own /metrics counters between the "
                      "rep's edges (the whole rep: warm-up, cool-down and the drain included)")
     if slo:
         notes.append(slo_note(slo))
@@ -258,21 +284,32 @@ def fixed(v: Any, digits: int) -> str:
     return "—" if x is None else f"{x:,.{digits}f}"
 
 
-#: run-scoped engine counters a result table can show: (key, label, short label)
-ENGINE_COLUMNS = (("prefix_hit_rate", "prefix hit", "hit"), ("preemptions", "preempt", None),
-                  ("spec_acceptance_rate", "spec accept", "spec"))
+def plus_minus(v: Any, u: Any, digits: int) -> str:
+    """*v* ± its uncertainty *u* (docs/GPU.md: every energy figure carries one); just *v* where *u* is unknown."""
+    x, e = num(v), num(u)
+    return fixed(x, digits) if x is None or e is None else f"{fixed(x, digits)} ±{e:,.{digits}f}"
 
 
-def engine_columns(blocks: Sequence[Any]) -> list[tuple[str, str, str | None]]:
+def power_uncertainty(r: dict[str, Any]) -> float | None:
+    """The mean GPU power's uncertainty: the energy's over the window."""
+    u, s = num(r.get("energy_uncertainty_j")), num(r.get("energy_window_s"))
+    return u / s if u is not None and s else None
+
+
+#: run-scoped engine counters a result table can show: their keys, which are their catalogue names
+ENGINE_COLUMNS = ("prefix_hit_rate", "preemptions", "spec_acceptance_rate")
+
+
+def engine_columns(blocks: Sequence[Any]) -> list[str]:
     """The engine-counter columns some block has a figure for (measure/counters.py)."""
     blocks = [b for b in blocks if isinstance(b, dict)]
-    return [c for c in ENGINE_COLUMNS if any(b.get(c[0]) is not None for b in blocks)]
+    return [c for c in ENGINE_COLUMNS if any(b.get(c) is not None for b in blocks)]
 
 
-def engine_cells(c: Any, columns: Sequence[tuple[str, str, str | None]]) -> list[Cell]:
+def engine_cells(c: Any, columns: Sequence[str]) -> list[Cell]:
     c = c if isinstance(c, dict) else {}
     out = []
-    for key, _, _ in columns:
+    for key in columns:
         v = num(c.get(key))
         if v is None:
             out.append(Cell("—"))
@@ -287,7 +324,10 @@ def engine_notes(who: str, r: dict[str, Any], energy: bool, cost: bool) -> list[
     """Why a rep's energy or cost is unknown, and what its engine counters say beyond the columns (ranks,
     restarts, LoRA adapters)."""
     out = []
-    why = [x for x in (r.get("energy_reason") if energy and r.get("energy_j") is None else None,
+    # a lane with telemetry whose energy was withheld (its exporter's interval against the window) says so even
+    # when no rep has a figure (energy_update_s: the source's learned interval, None without telemetry)
+    told = energy or r.get("energy_update_s") is not None
+    why = [x for x in (r.get("energy_reason") if told and r.get("energy_j") is None else None,
                        r.get("cost_reason") if cost and r.get("usd_per_1m_output_tokens") is None else None) if x]
     if why:
         out.append(f"{who}: {'; '.join(dict.fromkeys(why))}")
@@ -307,11 +347,11 @@ def sweep_table(result: dict[str, Any], lanes: Sequence[str] | None = None) -> R
     by_lane = result.get("lanes") or {}
     names = [n for n in (lanes or by_lane) if n in by_lane]
     levels = sorted({int(c) for n in names for c in ((by_lane[n] or {}).get("levels") or {})})
-    cols = [Column("C", 0), Column("lane", 0, "left"), Column("span tok/s", 0, short="tok/s"),
-            Column("gain/doubling", 1, short="gain"), Column("steady tok/s", 4, short="steady"),
-            Column("TTFT p90", 3), Column("TPOT p50", 3, short="TPOT"), Column("err", 2)]
+    cols = [Column("C", 0), Column("lane", 0, "left"), fig("aggregate_tok_s", 0, short="tok/s"),
+            fig("gain_per_doubling", 1), fig("steady_tok_s", 4), fig("ttft", 3, "p90"),
+            fig("tpot", 3, "p50", short="TPOT"), fig("errors", 2)]
     if slo:
-        cols += [Column("goodput req/s", 1, short="good/s"), Column("SLO", 1)]
+        cols += [fig("goodput", 1), fig("slo_held", 1)]
     rows: list[list[Cell]] = []
     ends: set[int] = set()
     for c in levels:
@@ -406,22 +446,22 @@ def decode_table(result: dict[str, Any], lanes: Sequence[str] | None = None) -> 
     show_kinds = any(num(c.get(k)) for c in cells for k in ("truncated", "empty", "bursts"))
     cols = [Column("C", 0), Column("lane", 0, "left")]
     if with_steady:
-        cols += [Column("steady tok/s", 0, short="steady"), Column("span tok/s", 3, short="span")]
+        cols += [fig("steady_tok_s", 0), fig("aggregate_tok_s", 3)]
     else:
-        cols += [Column("span tok/s", 0, short="span")]
-    cols += [Column("TTFT p50", 1, short="TTFT"), Column("TTFT p90", 5)]
+        cols += [fig("aggregate_tok_s", 0)]
+    cols += [fig("ttft", 1, "p50", short="TTFT"), fig("ttft", 5, "p90")]
     if show_ttfo:
-        cols += [Column("TTFO p50", 4, short="TTFO"), Column("reasoning tok", 6, short="reason.")]
-    cols += [Column("per-stream tok/s", 2, short="stream")]
+        cols += [fig("ttfo", 4, "p50", short="TTFO"), fig("reasoning_tokens", 6)]
+    cols += [fig("per_stream_tok_s", 2)]
     if show_chunks:
-        cols += [Column("tok/chunk", 7), Column("ITL p50", 7)]
+        cols += [fig("tokens_per_chunk", 7), fig("itl", 7, "p50")]
     if show_goodput:
-        cols += [Column("goodput", 1), Column("SLO", 1)]
-    cols += [Column("err", 1), Column("requests", 8, short="reqs")]
+        cols += [fig("goodput", 1), fig("slo_held", 1)]
+    cols += [fig("errors", 1), fig("requests", 8)]
     if steady_range:
-        cols += [Column("steady min–max", 11, detail=True)]
+        cols += [fig("steady_tok_s", 11, "min–max", detail=True, use_short=True)]
     if span_range:
-        cols += [Column("span min–max", 12, detail=True)]
+        cols += [fig("aggregate_tok_s", 12, "min–max", detail=True, use_short=True)]
     if show_leader:
         cols += [Column("Leader", 9, "left", detail=True)]
     if show_kinds:
@@ -475,12 +515,29 @@ def decode_table(result: dict[str, Any], lanes: Sequence[str] | None = None) -> 
     notes = []
     if any(c.get("tokens_estimated") for c in cells):
         notes.append("est.: token counts estimated from chunks (the lane sent no usage block)")
+    if show_ttfo and any(c.get("reasoning_estimated") for c in cells):
+        notes.append(reasoning_note(cells))
     if show_goodput:
         notes.append("goodput: share of requests meeting every target and their rate (per second of the reps' "
                      f"first send → last end); {slo_targets_text(slo)}")
     basis = ("steady = tokens while all C streams ran / that window; span = first send → last end" if with_steady
              else "span = first send → last end (recorded before the steady figure: levels judged on it)")
     return ResultTable("decode", f"decode ladder · {basis}", cols, rows, notes, decode_legend(result), ends)
+
+
+def reasoning_note(cells: Sequence[dict[str, Any]]) -> str:
+    """What the ``est.`` beside a reasoning count means: chunks carrying both reasoning and answer split by their
+    text (the usage block said the chunk's tokens, not how many reasoned), or reasoning counted as chunks."""
+    split = sum(int(num(c.get("reasoning_split_estimated")) or 0) for c in cells if c.get("reasoning_estimated"))
+    chunked = any(c.get("reasoning_estimated") and not c.get("reasoning_split_estimated") for c in cells)
+    out = []
+    if split:
+        out.append(f"{split} chunk{'s' if split != 1 else ''} carrying the end of the reasoning and the start of the "
+                   "answer split by the length of each part's text (usage gave the chunk's tokens, not how many "
+                   "reasoned)")
+    if chunked:
+        out.append("reasoning counted as chunks (the lane did not say how many tokens each reasoning chunk held)")
+    return "est. (reasoning tok): " + "; ".join(out)
 
 
 def rep_range(reps: Any) -> str:
@@ -557,19 +614,18 @@ def prefill_table(result: dict[str, Any], lanes: Sequence[str] | None = None) ->
     show_range = any(len(c.get("reps") or []) > 1 for c in cells)
     show_repeat = any(num(c.get("repeat_tok_s")) is not None for c in cells)
     slo = (result.get("config") or {}).get("slo") or None
-    cols = [Column("length", 0), Column("lane", 0, "left"), Column("prefill tok/s", 0, short="tok/s"),
-            Column("TTFT", 1)]
+    cols = [Column("length", 0), Column("lane", 0, "left"), fig("prefill_tok_s", 0), fig("ttft", 1)]
     if show_hit:
-        cols += [Column("cache hit tok/s", 1, short="hit tok/s")]
+        cols += [fig("cache_hit_tok_s", 1)]
     if compared:
-        cols += [Column(f"{compared[1]}/{compared[0]}", 3)]
+        cols += [fig("prefill_ratio", 3, prefix=f"{compared[1]}/{compared[0]}")]
     if show_goodput:
-        cols += [Column("goodput", 2), Column("SLO", 2)]
-    cols += [Column("err", 2), Column("prompt tokens", 4, short="tokens"), Column("requests", 5, short="reqs")]
+        cols += [fig("goodput", 2), fig("slo_held", 2)]
+    cols += [fig("errors", 2), fig("prompt_tokens", 4), fig("requests", 5)]
     if show_range:
-        cols += [Column("min–max", 7, detail=True)]
+        cols += [fig("prefill_tok_s", 7, "min–max", detail=True, use_short=True)]
     if show_repeat:
-        cols += [Column("repeat tok/s", 6, detail=True)]
+        cols += [fig("repeat_tok_s", 6, detail=True)]
     lengths = sorted({k for n in names for k in per[n]}, key=_length_key)
     rows: list[list[Cell]] = []
     ends: set[int] = set()

@@ -189,6 +189,9 @@ class LaneMetrics:
         """The scheduler's token and request totals at the last restart (counters read from zero after)."""
         self.restarts: list[float] = []
         """``time.perf_counter()`` of every restart (fault ``restart``): the trace's clock."""
+        self.start_time = time.time()
+        """The engine process's ``process_start_time_seconds`` (Unix seconds, as prometheus_client's process
+        collector exports it for vLLM and SGLang): set again at every restart."""
 
     def observe(self, rec: dict) -> None:
         """Count one finished trace record (once; requests never admitted are not the engine's)."""
@@ -219,6 +222,8 @@ def restart(state: Any) -> None:
     m.success = dict.fromkeys(m.success, 0)
     m.finished = 0
     m.restarts.append(time.perf_counter())
+    # a new process, started later than the old one (by a second at least: restarts here take no time at all)
+    m.start_time = max(time.time(), m.start_time + 1.0)
 
 
 _COUNTERS = ("prompt", "generation", "cached", "admitted")
@@ -319,6 +324,13 @@ def _vllm(st: Any, m: LaneMetrics) -> Iterator[Any]:
         yield counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.",
                       v["cached"])
     yield from _histograms(m, labels, values)
+    yield _process_start(m)
+
+
+def _process_start(m: LaneMetrics) -> GaugeMetricFamily:
+    g = GaugeMetricFamily("process_start_time_seconds", "Start time of the process since unix epoch in seconds.")
+    g.add_metric([], m.start_time)
+    return g
 
 
 def _sglang(st: Any, m: LaneMetrics) -> Iterator[Any]:
@@ -362,6 +374,7 @@ def _sglang(st: Any, m: LaneMetrics) -> Iterator[Any]:
         c.add_metric([p.models[0], "device"], v["cached"])
         yield c
     yield from _histograms(m, labels, values)
+    yield _process_start(m)
 
 
 def render(state: Any) -> bytes:

@@ -41,6 +41,7 @@ from lanemon.heap import TRIM_EVERY_S, trim as trim_heap
 from lanemon.reports.simulated import SimulatedWatch
 from lanemon.sessions.runner import Inbox, SourceThread, measures
 from lanemon.ui.commands import key_commands
+from lanemon.ui.screen_factory import make_screen
 from lanemon.ui.screens.base import LanemonScreen
 from lanemon.ui.screens.dashboard import DashboardScreen
 from lanemon.ui.seeking import MARKER_GAP_NS, ReplaySeeking  # noqa: F401  (MARKER_GAP_NS: its old home)
@@ -100,6 +101,12 @@ def freeze_startup() -> int:
     return gc.get_freeze_count()
 
 
+ALERT_LOG_KEEP = 2000
+"""Alert transitions the alerts screen keeps (the latest)."""
+MAX_LANES = 64
+"""Lanes one session shows (as a share header's): more would each cost a panel and a fold."""
+
+
 class LanemonApp(ReplaySeeking, App):
     """All of lanemon's screens over one :class:`Source`."""
 
@@ -147,6 +154,10 @@ class LanemonApp(ReplaySeeking, App):
             self.register_theme(t)
         self.theme = theme
         lanes = [d for d in self.source.lanes if isinstance(d, dict) and d.get("name")]
+        first: dict[str, dict] = {}
+        for d in lanes:
+            first.setdefault(d["name"], d)
+        lanes = list(first.values())[:MAX_LANES]  # a header may name thousands (see _admit)
         self.state = SessionState([(d["name"], d.get("url", ""), d.get("model")) for d in lanes])
         self.series = SeriesState([d["name"] for d in lanes])
         """Every finished request as a timed sample, throughput and server metrics: the dashboard's charts."""
@@ -196,7 +207,15 @@ class LanemonApp(ReplaySeeking, App):
         self.alert_log: list[tuple[int, str, dict]] = []
         """Every ``alert`` event seen (time, lane, data): the alerts screen (``!``)."""
         self.alerts_firing: dict[tuple[str, str], int] = {}
-        """(lane, alert) -> when it fired, for the alerts firing now."""
+        """(lane, alert) -> when it fired, for the alerts firing now (at most ``MAX_FIRING``; the rest counted)."""
+        self.lanes_admitted: set[str | None] = {None, *(d["name"] for d in lanes)}
+        """The lanes whose events are folded (at most :data:`MAX_LANES`, in the order they came)."""
+        self.lanes_refused: set[str | None] = set()
+        """Lanes past the cap (the first :data:`MAX_LANES` of them: a sample for the count)."""
+        self.lane_events_refused = 0
+        """Events of lanes past the cap: counted, never folded."""
+        self.alerts_firing_more = 0
+        """Alerts that fired while ``MAX_FIRING`` others were firing: counted, not listed."""
         self._pending_alerts: list[tuple[str, dict]] = []
         self.monitor: Any = None
         """The live monitor (alert rules, exporter; lanemon.monitor.headless.Monitor) when the source asked for one."""
@@ -210,6 +229,8 @@ class LanemonApp(ReplaySeeking, App):
     def _fold(self, ev: Event) -> None:
         """Every event into every fold (cheap per event; the screens draw on the timer).  A request is
         assembled once, by the dashboard's fold; the series fold files the record it hands back."""
+        if ev.lane not in self.lanes_admitted and not self._admit(ev.lane):
+            return
         rec = self.state.apply(ev)
         if not self.series.apply_event(ev) and rec is not None:
             self.series.add(rec, self.state.last_metrics)
@@ -240,8 +261,11 @@ class LanemonApp(ReplaySeeking, App):
         fold, token = self._fold, schema.TOKEN
         state, series, race = self.state.apply_token, self.series.apply_token, self.race_state.apply_token
         timeline, gauntlet = self.timeline.apply_token, self.gauntlet.apply_token
+        admitted, admit = self.lanes_admitted, self._admit
         for ev in events:
             if ev.kind == token and ev.__class__ is Event and self.bench is None:
+                if ev.lane not in admitted and not admit(ev.lane):
+                    continue
                 state(ev)
                 series(ev)
                 race(ev)
@@ -250,16 +274,38 @@ class LanemonApp(ReplaySeeking, App):
             else:
                 fold(ev)
 
+    def _admit(self, lane: str | None) -> bool:
+        """A lane not seen before joins the session unless :data:`MAX_LANES` have already (a hostile recording
+        or publisher may name thousands: each would be a panel and a fold, and the app would stop answering
+        keys); the events of the lanes past the cap are counted and said once, never folded."""
+        if len(self.lanes_admitted) <= MAX_LANES:  # None (no lane) is one of the members
+            self.lanes_admitted.add(lane)
+            return True
+        if len(self.lanes_refused) < MAX_LANES:
+            self.lanes_refused.add(lane)
+        self.lane_events_refused += 1
+        if self.lane_events_refused == 1:
+            self._pending_notes.append(("warning", f"this session names more than {MAX_LANES} lanes: only the "
+                                        f"first {MAX_LANES} are shown, the others' events are counted and "
+                                        "left out"))
+        return False
+
     def _alert(self, ev: Event) -> None:
-        d = ev.data
-        key = (ev.lane or "?", str(d.get("alert", "")))
-        self.alert_log.append((ev.t, key[0], dict(d)))
-        del self.alert_log[:-2000]
+        from lanemon.ui.screens.alerts import MAX_FIRING, brief_alert
+
+        d = brief_alert(ev.data)  # what the screens show, bounded: a hostile publisher's alert may be megabytes
+        key = (ev.lane or "?", d["alert"])
+        self.alert_log.append((ev.t, key[0], d))
+        del self.alert_log[:-ALERT_LOG_KEEP]
+        firing = self.alerts_firing
         if d.get("state") == "firing":
-            self.alerts_firing[key] = ev.t
-        else:
-            self.alerts_firing.pop(key, None)
-        self._pending_alerts.append((key[0], dict(d)))
+            if key in firing or len(firing) < MAX_FIRING:
+                firing[key] = ev.t
+            else:  # more distinct alerts firing at once than are listed: counted
+                self.alerts_firing_more += 1
+        elif firing.pop(key, None) is None and self.alerts_firing_more:
+            self.alerts_firing_more -= 1
+        self._pending_alerts.append((key[0], d))
         del self._pending_alerts[:-5]
         if len(self.alert_log) == 1:
             self.call_after_refresh(self.refresh_bindings)  # "! Alerts" joins the footer
@@ -475,53 +521,7 @@ class LanemonApp(ReplaySeeking, App):
     # -- screens ---------------------------------------------------------------
 
     def _make_screen(self, name: str) -> LanemonScreen:
-        if name == "dashboard":
-            return DashboardScreen(list(self.state.lanes), source=self.source)
-        if name == "bench":
-            from lanemon.ui.screens.bench import BenchScreen
-
-            assert self.bench is not None
-            return BenchScreen(self.bench.kind, self.bench.lanes or list(self.state.lanes))
-        if name == "race":
-            from lanemon.ui.screens.race import RaceScreen, can_race
-
-            racing = can_race(self.source)
-            if racing and self._next_prompt is None:
-                from lanemon.workloads.race import PromptCycle
-
-                self._next_prompt = PromptCycle()
-            plan, self.race_plan = self.race_plan, None
-            return RaceScreen(list(self.state.lanes), racing=racing, next_prompt=self._next_prompt, plan=plan)
-        if name == "gauntlet":
-            from lanemon.ui.screens.gauntlet import GauntletScreen
-
-            return GauntletScreen(list(self.gauntlet.lanes))
-        if name == "compare":
-            from lanemon.ui.screens.compare import CompareScreen
-
-            return CompareScreen(self.compare_result or {})
-        if name == "alerts":
-            from lanemon.ui.screens.alerts import AlertsScreen
-
-            return AlertsScreen()
-        if name == "errors":
-            from lanemon.ui.screens.errors import ErrorsScreen
-
-            return ErrorsScreen()
-        if name == "history":
-            from lanemon.ui.screens.history import HistoryScreen
-
-            return HistoryScreen()
-        if name == "result":
-            from lanemon.ui.screens.result import ResultScreen
-
-            return ResultScreen(self.result_kind or "agree", getattr(self.source, "recording", None))
-        if name == "timeline":
-            from lanemon.ui.screens.timeline import TimelineScreen
-
-            cell = self.timeline.cells[-1] if self.bench is not None and self.timeline.cells else None
-            return TimelineScreen(self.timeline, cell=cell)
-        raise ValueError(f"unknown screen {name!r}")
+        return make_screen(self, name)
 
     def screen_name(self, screen: Screen | None = None) -> str:
         return getattr(screen or self.screen, "NAME", "")

@@ -83,12 +83,12 @@ class WorkerCore:
     """What a worker does with a job, whatever carries the messages (a pipe, or a Ray actor)."""
 
     def __init__(self, index: int, lanes: Sequence[dict[str, Any]], t0_ns: int,
-                 stall_timeout: float | None = None) -> None:
+                 stall_timeout: float | None = None, clock: Clock | None = None) -> None:
         from lanemon.client.http import LaneClient
         from lanemon.config import LaneConfig
 
         self.index = index
-        self.clock = Clock(t0_ns)
+        self.clock = Clock(t0_ns) if clock is None else clock
         self.buffer: list[Event] = []
         self.clients = {
             d["name"]: LaneClient(LaneConfig(**d), clock=self.clock, emit=self.buffer.append,
@@ -203,6 +203,12 @@ class MergingPool:
         """Jobs in flight per worker; an idle worker sends nothing, so it does not hold the merge back."""
         self._open: dict[str, tuple[int, str]] = {}
         """Requests handed to a worker with no terminal event yet: req id -> (worker, lane)."""
+        self._sent: set[str] = set()
+        """Open requests whose ``request`` event arrived: sent (in flight), not just handed out."""
+        self._dead: set[int] = set()
+        """Workers lost or exited: no job goes to them, nothing more from them is taken."""
+        self.job_report: dict[str, Any] = {}
+        """What the last job lost: ``workers_lost`` (the hosts) and ``not_sent`` (requests never sent)."""
 
     def _publish_main(self, ev: Event) -> None:
         """The bus's gate while the pool runs: this process's own events (marks, loop lag, notes) join the
@@ -211,12 +217,19 @@ class MergingPool:
         self._release()
 
     def _receive(self, i: int, msg: dict[str, Any]) -> None:
-        """One batch from worker ``i``: its events and its heartbeat."""
+        """One batch from worker ``i``: its events and its heartbeat (nothing from a worker already lost:
+        its requests were ended when it was)."""
+        if i in self._dead:
+            return
         evs = msg.get("ev") or ()
         for obj in evs:
             self._merger.push(i, obj["t"], obj)
-            if obj.get("kind") in (schema.DONE, schema.ERROR):
+            kind = obj.get("kind")
+            if kind == schema.REQUEST:
+                self._sent.add(obj.get("req"))
+            elif kind in (schema.DONE, schema.ERROR):
                 self._open.pop(obj.get("req"), None)
+                self._sent.discard(obj.get("req"))
         self.events_received += len(evs)
         self._merger.heartbeat(i, msg.get("hb", -1))
         if msg.get("bye"):
@@ -242,23 +255,40 @@ class MergingPool:
         self._release()
 
     def _shares(self, lane: str, items: Sequence[Item]) -> list[list[dict[str, Any]]]:
+        """Round-robin over the live workers (a lost one gets nothing)."""
+        self.job_report = {}
         shares: list[list[dict[str, Any]]] = [[] for _ in range(self.n)]
+        live = [w for w in range(self.n) if w not in self._dead]
+        if not live:
+            raise WorkersUnavailable("every worker was lost: nothing left to send the requests")
         for k, it in enumerate(items):
-            shares[k % self.n].append(asdict(it))
-            self._open[it.req_id] = (k % self.n, lane)
+            w = live[k % len(live)]
+            d = asdict(it)
+            d["meta"] = {**d["meta"], "worker": w}  # recorded with the request: which worker (host) sent it
+            shares[w].append(d)
+            self._open[it.req_id] = (w, lane)
         return shares
 
     def _lost(self, worker: int, why: str) -> int:
-        """Worker ``worker`` is gone: an error event for every request it held with no end yet (never a
-        silent gap); returns how many."""
+        """Worker ``worker`` is gone: an error event (``why`` its message) for every request it sent with no
+        end yet (never a silent gap); what it had not sent yet is counted in ``job_report['not_sent']``, never
+        as served.  Returns how many requests ended as errors."""
         self._merger.finish(worker)
-        lost = [(req, lane) for req, (w, lane) in self._open.items() if w == worker]
-        for req, lane in lost:
+        self._dead.add(worker)
+        held = [(req, lane) for req, (w, lane) in self._open.items() if w == worker]
+        errors = 0
+        for req, lane in held:
             del self._open[req]
-            self._publish_main(Event(self.clock.now(), schema.ERROR, lane, req,
-                                     {"cls": schema.ERR_OTHER, "message": f"lanemon worker {worker} {why}"}))
+            if req in self._sent:
+                self._sent.discard(req)
+                errors += 1
+                self._publish_main(Event(self.clock.now(), schema.ERROR, lane, req,
+                                         {"cls": schema.ERR_OTHER, "message": why}))
+        not_sent = len(held) - errors
+        if not_sent:
+            self.job_report["not_sent"] = self.job_report.get("not_sent", 0) + not_sent
         self._release()
-        return len(lost)
+        return errors
 
     def _close_merge(self) -> None:
         self.bus.gate = None
@@ -303,7 +333,7 @@ class WorkerPool(MergingPool):
             raw = conn.recv_bytes()
         except (EOFError, OSError):
             asyncio.get_running_loop().remove_reader(conn.fileno())
-            lost = self._lost(i, "exited")
+            lost = self._lost(i, f"lanemon worker {i} exited")
             for fut in list(self._waiting.values()):
                 if not fut.done() and getattr(fut, "worker", None) == i:
                     fut.set_result((lost, f"worker {i} exited with {lost} requests unfinished"))

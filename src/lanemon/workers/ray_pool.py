@@ -1,38 +1,110 @@
-"""The worker pool over Ray actors: the same jobs and merge as :mod:`lanemon.workers.pool`.
+"""The worker pool over Ray actors: the same jobs and merge as :mod:`lanemon.workers.pool`, on a cluster's nodes.
 
-``RayPool`` starts (or joins, with ``address``) a Ray runtime and runs one actor
-per worker; each actor holds a :class:`~lanemon.workers.pool.WorkerCore` (its own
-HTTP clients and event loop) and streams its event batches back through a Ray
-streaming generator, one batch every 20 ms with a heartbeat.  On one machine
-the actors share this process's monotonic clock; docs/WORKERS.md describes the
-clock-offset handshake and the failure handling for actors on other hosts.
-Ray is optional (``pip install 'lanemon[ray]'``); without it ``--workers-backend
-ray`` is one clear error.
+``RayPool`` starts (or joins, with ``address``; ``"auto"`` for a cluster started
+with ``ray start``) a Ray runtime and runs its workers as Ray actors, each pinned
+to a load host (hard node affinity; by default one per load host, or
+``per_node`` on each): no job is timed before every worker is placed, its
+lanemon version checked and its clock offset measured.  Each actor holds a
+:class:`~lanemon.workers.pool.WorkerCore` (its own HTTP clients and event loop)
+and streams its event batches back through a Ray streaming generator, one batch
+every 20 ms with a heartbeat.  A worker not heard from for
+:data:`~lanemon.workers.clocks.HEARTBEAT_LOST_S` (or whose actor died with its
+node) is lost: its in-flight requests end as errors (``load host <host> lost``),
+what it had not sent yet is counted as not sent, and the run goes on with the
+others.  Ray's own messages go to a log file (``log_path``), never to stdout
+or the screen; what matters in them becomes lanemon's own note.  Ray is
+optional (``pip install 'lanemon[ray]'``); without it ``--workers-backend ray``
+is one clear error.  docs/WORKERS.md.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
+import os
+import sys
+import tempfile
+import time
 from collections.abc import Sequence
 from typing import Any
 
+from lanemon import events as schema
 from lanemon.bus import EventBus
-from lanemon.events import Clock
+from lanemon.events import Clock, Event
+from lanemon.workers.clocks import (HEARTBEAT_LOST_S, RESYNC_S, ROUNDS, clock_offset, host_label, silent_workers,
+                                    version_mismatch)
 from lanemon.workers.pool import FLUSH_S, Item, MergingPool, WorkerCore, WorkersUnavailable
+
+PLACE_TIMEOUT_S = 60.0
+"""Every worker must be placed on its load host (and answer) within this long, or the run does not start."""
+SKEW_ENV = "LANEMON_TEST_CLOCK_SKEW"
+"""Test only: ``W:NS`` adds NS nanoseconds to worker W's raw clock, as if its host's clock were elsewhere."""
+LEAD_S = 0.5
+"""A job's start is this far ahead of its hand-out: a Ray call reaches a busy host's actor in tens to hundreds of
+ms, a pipe in microseconds (the process backend's lead is 0.2 s)."""
+NOTE_ABOUT = "load_hosts"
+"""The ``about`` of the notes this pool publishes (the headless progress prints them on stderr)."""
 
 
 class RayUnavailable(WorkersUnavailable):
-    """Ray is not installed or its runtime did not start."""
+    """Ray is not installed, its runtime did not start, or the workers could not be placed."""
+
+
+class _HostClock(Clock):
+    """A worker's session clock on its own host: its raw ``perf_counter_ns`` less ``t0``, where ``t0`` is the main
+    process's ``t0`` plus the measured offset; it never steps back when the offset is re-measured mid-run (the
+    merge needs each worker's stamps in order)."""
+
+    __slots__ = ("last",)
+
+    def __init__(self, t0: int) -> None:
+        super().__init__(t0)
+        self.last = -(1 << 62)
+
+    def now(self) -> int:
+        t = time.perf_counter_ns() - self.t0
+        if t < self.last:
+            return self.last
+        self.last = t
+        return t
+
+
+def _skew_this_process(skew_ns: int) -> None:
+    """Test only (``LANEMON_TEST_CLOCK_SKEW``): every ``perf_counter_ns`` reading of this actor's process (its clock,
+    the network stamps) ``skew_ns`` away, as on a host whose monotonic clock started elsewhere."""
+    real = time.perf_counter_ns
+    time.perf_counter_ns = lambda: real() + skew_ns  # type: ignore[assignment]
 
 
 class _RayWorker:
-    """One Ray actor: a worker core and a streaming ``run_job``."""
+    """One Ray actor: a worker core, its clock's readings and a streaming ``run_job``."""
 
-    def __init__(self, index: int, lanes: list[dict[str, Any]], t0_ns: int, stall_timeout: float | None) -> None:
-        self.core = WorkerCore(index, lanes, t0_ns, stall_timeout)
+    def __init__(self, index: int, lanes: list[dict[str, Any]], t0_ns: int, stall_timeout: float | None,
+                 skew_ns: int = 0) -> None:
+        if skew_ns:
+            _skew_this_process(skew_ns)
+        self.clock = _HostClock(t0_ns)
+        self.core = WorkerCore(index, lanes, t0_ns, stall_timeout, clock=self.clock)
 
-    def ready(self) -> bool:
-        return True
+    async def info(self) -> dict[str, Any]:
+        import socket
+
+        import ray
+
+        from lanemon import __version__
+
+        return {"version": __version__, "host": socket.gethostname()[:100], "pid": os.getpid(),
+                "address": ray.util.get_node_ip_address(), "node": ray.get_runtime_context().get_node_id()}
+
+    async def raw_ns(self) -> int:
+        return time.perf_counter_ns()
+
+    async def set_t0(self, t0_ns: int, first: bool = False) -> None:
+        """The measured offset applied; the first time (before any job) the clock may step back freely."""
+        self.clock.t0 = t0_ns
+        if first:
+            self.clock.last = -(1 << 62)
 
     async def run_job(self, lane: str, start_ns: int, items: list[dict[str, Any]]):
         task = asyncio.ensure_future(self.core.run_job(lane, start_ns, [Item(**i) for i in items]))
@@ -48,61 +120,255 @@ class _RayWorker:
         yield {"hb": now, "ev": evs, "done": True, "errors": errors, "failure": failure}
 
 
+def default_log_path() -> str:
+    """Where Ray's messages go when the run names no file: the temp dir, the time and this process's id."""
+    return os.path.join(tempfile.gettempdir(), f"lanemon-ray-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.log")
+
+
+def load_hosts(nodes: Sequence[dict[str, Any]], me: str | None, joined: bool) -> list[dict[str, Any]]:
+    """The nodes workers go on (pure): the alive nodes other than the head and this process's own, when
+    ``joined`` a cluster that has such nodes; else this process's node (a local runtime, or a one-node
+    cluster)."""
+    alive = [n for n in nodes if n.get("Alive")]
+    if joined:
+        hosts = [n for n in alive if n.get("NodeID") != me
+                 and "node:__internal_head__" not in (n.get("Resources") or {})]
+        if hosts:
+            return sorted(hosts, key=lambda n: str(n.get("NodeID")))
+    own = [n for n in alive if n.get("NodeID") == me]
+    return own or alive[:1]
+
+
+def _skews(env: str | None) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for part in (env or "").split(","):
+        w, _, ns = part.partition(":")
+        if w.strip().isdigit() and ns.strip().lstrip("-").isdigit():
+            out[int(w)] = int(ns)
+    return out
+
+
+@contextlib.contextmanager
+def _quiet(path: str):
+    """Ray's start-up output into the log file: Python's prints always, and the process's stdout/stderr
+    descriptors too when stdout is not a terminal (``--json`` piped; a screen keeps its descriptors)."""
+    with open(path, "a", encoding="utf-8") as log:
+        saved = sys.stdout, sys.stderr
+        fds: list[tuple[int, int]] = []
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        try:
+            if not (sys.__stdout__ and sys.__stdout__.isatty()):
+                for fd in (1, 2):
+                    try:
+                        fds.append((fd, os.dup(fd)))
+                        os.dup2(log.fileno(), fd)
+                    except OSError:
+                        pass
+            sys.stdout = sys.stderr = log
+            yield
+        finally:
+            sys.stdout, sys.stderr = saved
+            log.flush()
+            for fd, keep in fds:
+                os.dup2(keep, fd)
+                os.close(keep)
+
+
 class RayPool(MergingPool):
-    """N Ray actors for one run (``address=None``: a local Ray runtime on this machine)."""
+    """Ray actors for one run.  ``address=None``: ``n`` workers in a local Ray runtime on this machine; with an
+    ``address`` (or ``"auto"``): ``per_node`` workers on each load host (default one), or ``n`` spread
+    round-robin over them when ``per_node`` is None."""
 
     def __init__(self, n: int, lanes: Sequence[Any], clock: Clock, bus: EventBus, *,
-                 stall_timeout: float | None = None, address: str | None = None) -> None:
+                 stall_timeout: float | None = None, address: str | None = None, per_node: int | None = None,
+                 log_path: str | None = None, place_timeout: float = PLACE_TIMEOUT_S,
+                 heartbeat_lost_s: float = HEARTBEAT_LOST_S) -> None:
         super().__init__(n, lanes, clock, bus, stall_timeout=stall_timeout)
         self.address = address
+        self.per_node = per_node
+        self.log_path = log_path or default_log_path()
+        self.place_timeout = place_timeout
+        self.heartbeat_lost_s = heartbeat_lost_s
+        self.hosts: list[dict[str, Any]] = []
+        """Each worker's host: node id, host name, address, lanemon version, clock offset and uncertainty."""
+        self.workers_lost: list[dict[str, Any]] = []
+        self.joined_s: float | None = None
         self._actors: list[Any] = []
         self._ray: Any = None
         self._started_ray = False
+        self._heard: dict[int, float] = {}
+        self._resync: asyncio.Task | None = None
+        self._log_handler: logging.Handler | None = None
+
+    # -- start: join, place, check, synchronise -------------------------------------------------------------
 
     async def start(self) -> None:
         try:
             import ray
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
         except ImportError:
             raise RayUnavailable("--workers-backend ray needs Ray: pip install 'lanemon[ray]'") from None
         self._ray = ray
+        t_start = time.monotonic()
+        self._route_logs()
         if not ray.is_initialized():
             try:
-                ray.init(address=self.address, include_dashboard=False, log_to_driver=False,
-                         configure_logging=False)
+                with _quiet(self.log_path):
+                    ray.init(address=self.address, include_dashboard=False, log_to_driver=False,
+                             configure_logging=False)
             except Exception as exc:
-                raise RayUnavailable(f"Ray did not start: {exc}") from None
+                raise RayUnavailable(f"Ray did not start{' at ' + self.address if self.address else ''}: "
+                                     f"{str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__} "
+                                     f"(Ray's messages: {self.log_path})") from None
             self._started_ray = True
+        me = ray.get_runtime_context().get_node_id()
+        hosts = load_hosts(ray.nodes(), me, self.address is not None)
+        if not hosts:
+            raise RayUnavailable("the Ray cluster has no alive node to place workers on")
+        n = len(hosts) * self.per_node if self.per_node else self.n
+        self._resize(n)
         self.bus.gate = self._publish_main
-        actor = ray.remote(num_cpus=0)(_RayWorker)
-        self._actors = [actor.remote(i, self.lanes, self.clock.t0, self.stall_timeout) for i in range(self.n)]
-        await asyncio.gather(*(a.ready.remote() for a in self._actors))
+        skews = _skews(os.environ.get(SKEW_ENV))
+        actor = ray.remote(num_cpus=0, max_restarts=0)(_RayWorker)
+        self._actors = [
+            actor.options(scheduling_strategy=NodeAffinitySchedulingStrategy(hosts[k % len(hosts)]["NodeID"],
+                                                                             soft=False))
+            .remote(k, self.lanes, self.clock.t0, self.stall_timeout, skews.get(k, 0))
+            for k in range(n)]
+        pending = {asyncio.ensure_future(_await(a.info.remote())): k for k, a in enumerate(self._actors)}
+        done, late = await asyncio.wait(pending, timeout=self.place_timeout)
+        for fut in late:
+            fut.cancel()
+        infos: dict[int, dict[str, Any]] = {}
+        for fut in done:
+            if fut.exception() is None:
+                infos[pending[fut]] = fut.result()
+        if len(infos) < n:
+            missing = sorted(set(range(n)) - set(infos))
+            where = ", ".join(sorted({str(hosts[k % len(hosts)].get("NodeManagerHostname") or "?") + " ("
+                                      + str(hosts[k % len(hosts)]["NodeID"])[:12] + ")" for k in missing}))
+            raise RayUnavailable(f"{len(infos)} of {n} workers placed and ready within {self.place_timeout:.0f} s; "
+                                 f"not on {where}: is the same lanemon installed on that load host? "
+                                 f"(Ray's messages: {self.log_path})")
+        self.hosts = [{"worker": k, **infos[k]} for k in range(n)]
+        from lanemon import __version__
+
+        bad = version_mismatch(self.hosts, __version__)
+        if bad:
+            raise RayUnavailable(bad)
+        await asyncio.gather(*(self._synchronise(k, first=True) for k in range(n)))
+        self._resync = asyncio.ensure_future(self._resync_loop())
+        self.joined_s = time.monotonic() - t_start
+        nodes = {h["node"] for h in self.hosts}
+        self._note(f"Ray cluster joined in {self.joined_s:.1f} s: {n} worker{'s' if n != 1 else ''} on "
+                   f"{len(nodes)} load host{'s' if len(nodes) != 1 else ''} "
+                   f"({', '.join(sorted({host_label(h) for h in self.hosts}))}); Ray's messages: {self.log_path}",
+                   "info")
+
+    def _resize(self, n: int) -> None:
+        if n != self.n:
+            from lanemon.workers.merge import Merger
+            from lanemon.workers.pool import MAIN
+
+            self.n = n
+            self._merger = Merger([*range(n), MAIN])
+
+    def _route_logs(self) -> None:
+        """Ray's Python loggers write to the run's log file, never to the terminal."""
+        handler = logging.FileHandler(self.log_path, encoding="utf-8")
+        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+        log = logging.getLogger("ray")
+        log.addHandler(handler)
+        log.propagate = False
+        self._log_handler = handler
+
+    async def _synchronise(self, w: int, first: bool = False) -> None:
+        """The NTP-style exchange with worker ``w`` (``ROUNDS`` round trips); its clock then reads the main
+        clock within the uncertainty (docs/WORKERS.md, "Clocks")."""
+        samples = []
+        for _ in range(ROUNDS):
+            s = time.perf_counter_ns()
+            t_w = await self._actors[w].raw_ns.remote()
+            samples.append((s, t_w, time.perf_counter_ns()))
+        offset, unc = clock_offset(samples)
+        await self._actors[w].set_t0.remote(self.clock.t0 + offset, first)
+        self.hosts[w].update(offset_ns=offset, offset_uncertainty_ns=unc, synced_at_ns=self.clock.now())
+
+    async def _resync_loop(self) -> None:
+        while True:
+            await asyncio.sleep(RESYNC_S)
+            for w in range(self.n):
+                if w in self._dead:
+                    continue
+                try:
+                    await self._synchronise(w)
+                except Exception:  # a host that went away: its heartbeat or its actor's death says so
+                    pass
+
+    def _note(self, message: str, level: str) -> None:
+        self._publish_main(Event(self.clock.now(), schema.NOTE, None, None,
+                                 {"level": level, "message": message, "about": NOTE_ABOUT}))
+
+    # -- jobs ------------------------------------------------------------------------------------------------
 
     async def _consume(self, w: int, gen) -> tuple[int, str | None]:
         errors, failure = 0, None
         try:
             async for ref in gen:
                 msg = await ref
+                self._heard[w] = time.monotonic()
                 self._receive(w, msg)
                 if msg.get("done"):
                     errors, failure = msg.get("errors", 0), msg.get("failure")
-        except Exception as exc:  # the actor died: its unfinished requests become error events
-            lost = self._lost(w, f"failed ({type(exc).__name__})")
-            return lost, f"worker {w}: {exc}"
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the actor died (its node with it): its unfinished requests become errors
+            return self._host_lost(w, f"its worker died ({type(exc).__name__})"), None
         finally:
             self._busy[w] = max(0, self._busy.get(w, 0) - 1)
         return errors, failure
 
-    async def run_job(self, lane: str, items: Sequence[Item], *, lead_s: float = 0.2) -> int:
+    def _host_lost(self, w: int, why: str) -> int:
+        """Worker ``w``'s host is lost: the requests it sent end as errors, the rest are not sent; said once."""
+        if w in self._dead:
+            return 0
+        host = self.hosts[w] if w < len(self.hosts) else {}
+        label = host_label(host)
+        errors = self._lost(w, f"load host {label} lost")
+        lost = {"worker": w, "node": host.get("node"), "host": host.get("host"), "address": host.get("address"),
+                "why": why, "in_flight_errors": errors}
+        self.workers_lost.append(lost)
+        self.job_report.setdefault("workers_lost", []).append(lost)
+        self._note(f"load host {label} lost: {why}; {errors} request{'s' if errors != 1 else ''} in flight "
+                   f"ended as errors", "error")
+        return errors
+
+    async def run_job(self, lane: str, items: Sequence[Item], *, lead_s: float = LEAD_S) -> int:
         start_ns = self.clock.now() + int(lead_s * 1e9)
-        consumers = []
+        tasks: dict[int, asyncio.Task] = {}
         for w, share in enumerate(self._shares(lane, items)):
             if not share:
                 continue
             self._busy[w] = self._busy.get(w, 0) + 1
+            self._heard[w] = time.monotonic()
             gen = self._actors[w].run_job.options(num_returns="streaming").remote(lane, start_ns, share)
-            consumers.append(self._consume(w, gen))
+            tasks[w] = asyncio.ensure_future(self._consume(w, gen))
         errors = 0
-        for n_err, failure in await asyncio.gather(*consumers):
+        pending = set(tasks.values())
+        while pending:  # the heartbeat watch: a worker silent for heartbeat_lost_s is lost, the rest go on
+            _, pending = await asyncio.wait(pending, timeout=0.25)
+            running = [w for w, t in tasks.items() if not t.done()]
+            for w in silent_workers(self._heard, running, time.monotonic(), self.heartbeat_lost_s):
+                tasks[w].cancel()
+                errors += self._host_lost(w, f"no heartbeat for {self.heartbeat_lost_s:g} s")
+        for t in tasks.values():
+            if t.cancelled():
+                continue
+            n_err, failure = t.result()
             errors += n_err or 0
             if failure:
                 self.failures.append(failure)
@@ -110,6 +376,8 @@ class RayPool(MergingPool):
         return errors
 
     async def aclose(self) -> None:
+        if self._resync is not None:
+            self._resync.cancel()
         for a in self._actors:
             try:
                 self._ray.kill(a)
@@ -117,4 +385,12 @@ class RayPool(MergingPool):
                 pass
         self._close_merge()
         if self._started_ray:
-            self._ray.shutdown()
+            with _quiet(self.log_path):
+                self._ray.shutdown()
+        if self._log_handler is not None:
+            logging.getLogger("ray").removeHandler(self._log_handler)
+            self._log_handler.close()
+
+
+async def _await(ref: Any) -> Any:
+    return await ref

@@ -122,8 +122,8 @@ async def run_check(lane: LaneConfig, *, max_tokens: int = 24) -> CheckReport:
                 checks.append(CheckResult(name, False, True, "stream carried no token"))
             else:
                 rate = f", {m.decode_tok_s:.1f} tok/s" if m.decode_tok_s else ""
-                checks.append(CheckResult(name, True, True,
-                                          f"{m.output_tokens} tokens{' (est.)' if m.tokens_estimated else ''}, "
+                est = " (est.)" if m.tokens_estimated or m.reasoning_estimated else ""
+                checks.append(CheckResult(name, True, True, f"{m.output_tokens} tokens{est}, "
                                           f"TTFT {m.ttft_s * 1000:.0f} ms{rate}", m.ttft_s, m.decode_tok_s))
             usage_seen.append(rec.completion_tokens is not None)
         # reported, not required: a lane without usage still serves; lanemon then counts chunks (estimated)

@@ -16,6 +16,8 @@ def md_cell(s: str) -> str:
 
 
 def md_table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    if not headers:
+        return []
     out = ["| " + " | ".join(md_cell(h) for h in headers) + " |",
            "|" + "|".join("---:" if i and numeric_column(rows, i) else "---" for i in range(len(headers))) + "|"]
     for r in rows:
@@ -45,7 +47,7 @@ def render_markdown(analysis: dict[str, Any]) -> str:
         if s.summary:
             lines += [f"**{s.summary}**", ""]
         lines += [s.caption, ""]
-        lines += md_table(s.headers, s.rows) + [""]
+        lines += (md_table(s.headers, s.rows) + [""]) if s.headers else []
         for note in s.notes:
             lines += [f"{note}  "]
         if s.notes:

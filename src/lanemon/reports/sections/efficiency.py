@@ -10,6 +10,7 @@ from lanemon.reports.charts import Chart
 from lanemon.reports.data import decode_levels, level_value
 from lanemon.reports.format import num
 from lanemon.reports.sections.section import Section
+from lanemon.reports.tables import plus_minus, power_uncertainty
 
 
 def _f(v: Any, digits: int, unit: str = "") -> str:
@@ -19,20 +20,36 @@ def _f(v: Any, digits: int, unit: str = "") -> str:
 
 def best_levels(per: dict[int, dict[str, Any]]) -> tuple[int | None, int | None]:
     """(the most efficient level by tokens per joule, the fastest level by the ladder's figure), each None
-    when no level has it; starved (unreliable) cells are not judged."""
+    when no level has it; starved (unreliable) cells are not judged, and a level is the most efficient only when
+    its tokens per joule less its uncertainty exceed every other level's plus theirs (else None: :func:`close`)."""
     eff = [(num(c.get("tokens_per_joule")), lvl) for lvl, c in per.items() if not c.get("unreliable")]
     fast = [(level_value(c), lvl) for lvl, c in per.items() if not c.get("unreliable")]
     eff = [x for x in eff if x[0] is not None]
     fast = [x for x in fast if x[0] is not None]
-    return (max(eff)[1] if eff else None), (max(fast)[1] if fast else None)
+    best = max(eff)[1] if eff else None
+    if best is not None and close(per, best):
+        best = None
+    return best, (max(fast)[1] if fast else None)
+
+
+def _band(c: dict[str, Any]) -> tuple[float, float]:
+    x, u = num(c.get("tokens_per_joule")) or 0.0, num(c.get("tokens_per_joule_uncertainty")) or 0.0
+    return x - u, x + u
+
+
+def close(per: dict[int, dict[str, Any]], best: int) -> list[int]:
+    """The judged levels whose tokens per joule is within the uncertainty of *best*'s."""
+    lo = _band(per[best])[0]
+    return [lvl for lvl, c in sorted(per.items()) if lvl != best and not c.get("unreliable")
+            and num(c.get("tokens_per_joule")) is not None and _band(c)[1] >= lo]
 
 
 def efficiency_section(decode: dict[str, Any], lanes: list[str]) -> Section | None:
     """Tokens per joule, mean GPU power and USD per 1M output tokens by level; None when no cell has any."""
     per = {n: decode_levels(decode, n) for n in lanes}
     if not any(num(c.get("energy_j")) is not None or num(c.get("usd_per_1m_output_tokens")) is not None
-               for p in per.values() for c in p.values()):
-        return None
+               or c.get("energy_update_s") is not None for p in per.values() for c in p.values()):
+        return None  # (energy_update_s: the lane has telemetry, its figures withheld -- said in the notes)
     levels = sorted(set().union(*(set(p) for p in per.values())))
     headers = ["Concurrency"] + [h for n in lanes for h in (f"{n} tok/J", f"{n} GPU W", f"{n} $/1M tok")]
     rows = []
@@ -40,17 +57,28 @@ def efficiency_section(decode: dict[str, Any], lanes: list[str]) -> Section | No
         row = [f"C{lvl}"]
         for n in lanes:
             c = per[n].get(lvl) or {}
-            row += [_f(c.get("tokens_per_joule"), 2), _f(c.get("gpu_power_w_mean"), 1),
+            row += [plus_minus(c.get("tokens_per_joule"), c.get("tokens_per_joule_uncertainty"), 2),
+                    plus_minus(c.get("gpu_power_w_mean"), power_uncertainty(c), 1),
                     _f(c.get("usd_per_1m_output_tokens"), 2)]
         rows.append(row)
     findings = []
+    withheld_notes: dict[str, None] = {}
     for n in lanes:
         best, fast = best_levels(per[n])
         starved = [f"C{lvl}" for lvl, c in sorted(per[n].items()) if c.get("unreliable")]
         skip = f" ({', '.join(starved)} not judged: lanemon was starved)" if starved else ""
-        if best is None and any(num(c.get("tokens_per_joule")) is not None for c in per[n].values()):
+        judged = [lvl for lvl, c in per[n].items() if not c.get("unreliable") and num(c.get("tokens_per_joule"))
+                  is not None]
+        if best is None and judged and len(judged) > 1:
+            top = max(judged, key=lambda lvl: num(per[n][lvl].get("tokens_per_joule")) or 0.0)
+            near = ", ".join(f"C{lvl}" for lvl in close(per[n], top))
+            c = per[n][top]
+            findings.append(f"{n}: no level is clearly the most efficient: C{top} "
+                            f"({plus_minus(c.get('tokens_per_joule'), c.get('tokens_per_joule_uncertainty'), 2)} "
+                            f"tok/J) and {near} are within their uncertainty{skip}.")
+        elif best is None and any(num(c.get("tokens_per_joule")) is not None for c in per[n].values()) and not judged:
             findings.append(f"{n}: no level judged (lanemon was starved in every one).")
-        elif best is None:
+        elif best is None and not judged:
             reason = next((c.get("energy_reason") for c in per[n].values() if c.get("energy_reason")), None)
             findings.append(f"{n}: no energy figure ({reason or 'no GPU telemetry'}).")
         elif best == fast:
@@ -60,14 +88,20 @@ def efficiency_section(decode: dict[str, Any], lanes: list[str]) -> Section | No
             findings.append(f"{n}: most efficient at C{best} ({_f(per[n][best].get('tokens_per_joule'), 2)} tok/J), "
                             f"fastest at C{fast} ({_f(level_value(per[n][fast]), 1)} tok/s, "
                             f"{_f(per[n][fast].get('tokens_per_joule'), 2)} tok/J){skip}.")
+        withheld = {c.get("energy_reason") for c in per[n].values() if c.get("energy_j") is None
+                    and c.get("energy_update_s") is not None and c.get("energy_reason")}
+        withheld_notes.update((f"{n}: energy withheld: {why}", None) for why in sorted(withheld))
     chart = Chart("line", "Output tokens per joule vs concurrency", "concurrent streams (C)", "output tokens per joule",
                   [f"C{lvl}" for lvl in levels],
                   {n: [num((per[n].get(lvl) or {}).get("tokens_per_joule")) for lvl in levels] for n in lanes},
                   gaps=True)
     notes = ["Energy is the GPUs' energy counter between each cell's start and end (else their power integrated "
              "over the cell); tok/J = output tokens of the completed requests / that energy; $/1M tok = the lane's "
-             "cost_per_hour × the cell's wall time / its output tokens × 10⁶. Simulated lanes at --time-scale X "
-             "use X of the real time at the same power: their tok/J is 1/X of the real-time figure."]
+             "cost_per_hour × the cell's wall time / its output tokens × 10⁶. ± is the uncertainty from the "
+             "exporter's sampling (its update interval against the cell's length); a figure known no better than "
+             "10 % is withheld, and a level is the most efficient only beyond it (docs/GPU.md). Simulated lanes at "
+             "--time-scale X use X of the real time at the same power: their tok/J is 1/X of the real-time figure."]
+    notes += list(withheld_notes)
     cfg = decode.get("config") or {}
     if cfg.get("time_scale") not in (None, 1, 1.0):
         notes.append(f"This run used --time-scale {cfg['time_scale']}: joules are simulated.")
@@ -99,7 +133,8 @@ def counter_rows(items: list[tuple[str, str, Any]]) -> list[list[str]]:
                      str(c.get("preemptions") if c.get("preemptions") is not None else "—"),
                      "—" if spec is None else f"{spec * 100:.0f}%",
                      rank_text or "—", ", ".join(c.get("lora_adapters") or []) or "—",
-                     f"{c['restarts']}" if c.get("restarts") else "—"])
+                     (f"{c['restarts']}" + (" (counters withheld: not this run's)" if c.get("withheld") else ""))
+                     if c.get("restarts") else "—"])
     return rows
 
 
@@ -119,8 +154,10 @@ def load_efficiency_section(load: dict[str, Any], lanes: list[str]) -> Section |
         return None
     where = lambda i: str(i + 1)
     rows = [[n, where(i), _f(r.get("offered_rate_rps") or r.get("scheduled_rate_rps"), 2),
-             _f(r.get("output_tok_s"), 0), _f(r.get("tokens_per_joule"), 2), _f(r.get("gpu_power_w_mean"), 1),
-             _f(r.get("energy_j"), 1), _f(r.get("usd_per_1m_output_tokens"), 2),
+             _f(r.get("output_tok_s"), 0),
+             plus_minus(r.get("tokens_per_joule"), r.get("tokens_per_joule_uncertainty"), 2),
+             plus_minus(r.get("gpu_power_w_mean"), power_uncertainty(r), 1),
+             plus_minus(r.get("energy_j"), r.get("energy_uncertainty_j"), 1), _f(r.get("usd_per_1m_output_tokens"), 2),
              r.get("energy_source") or (r.get("energy_reason") or "—")] for n, i, r in reps if has(r)]
     counters = counter_rows([(n, where(i), r.get("engine_counters")) for n, i, r in reps])
     more = [("What the engine did in each rep (its /metrics counters between the rep's edges)",
@@ -143,7 +180,12 @@ def load_efficiency_section(load: dict[str, Any], lanes: list[str]) -> Section |
         if mine:
             tpj, i = max(mine)
             best.append(f"{n}: {tpj:.2f} tok/J" + (f" (rep {i + 1})" if multi else ""))
-    return Section("efficiency-load", "Efficiency under open-loop load: tokens per joule and cost",
-                   "Per rep; — where a lane has no GPU telemetry or no cost_per_hour.",
-                   ["Lane", "Rep", "Offered req/s", "Out tok/s", "tok/J", "GPU W", "Energy J", "$/1M tok",
-                    "Energy from"], rows, notes=notes, summary="; ".join(best), more=more)
+    headers = ["Lane", "Rep", "Offered req/s", "Out tok/s", "tok/J", "GPU W", "Energy J", "$/1M tok", "Energy from"]
+    caption = "Per rep; — where a lane has no GPU telemetry or no cost_per_hour."
+    if not rows:  # one line, not a table of headers only
+        why = sorted({r.get("energy_reason") for _, _, r in reps if r.get("energy_reason")})
+        headers, notes = [], notes[-1:] if cfg.get("time_scale") not in (None, 1, 1.0) else []
+        caption = (f"No energy or cost figure for any rep ({'; '.join(why) or 'no GPU telemetry'}; no cost_per_hour): "
+                   "give a lane --telemetry NAME=URL and --cost NAME=USD_PER_HOUR (docs/GPU.md).")
+    return Section("efficiency-load", "Efficiency under open-loop load: tokens per joule and cost", caption,
+                   headers, rows, notes=notes, summary="; ".join(best), more=more)

@@ -32,6 +32,7 @@ def load_section(load: dict[str, Any], lanes: list[str]) -> Section:
     if any((load["lanes"].get(n) or {}).get("client_behind") for n in lanes):
         notes.append("behind: lanemon sent some requests more than 10 ms late (p99); the lane was offered less "
                      "than the schedule says.")
+    notes.append(schedule_note(load, lanes))
     warm = ", ".join(f"{k} {cfg[k]:g} s" for k in ("warmup", "cooldown") if cfg.get(k))
     caption = (f"Open-loop load, {what}. Served req/s and out tok/s: requests that completed and tokens "
                "(reasoning included) that arrived inside the measured window, whenever they were sent; latency "
@@ -39,7 +40,25 @@ def load_section(load: dict[str, Any], lanes: list[str]) -> Section:
     slo_held = [f"{n}: SLO {'held' if (load['lanes'].get(n) or {}).get('slo_held') else 'broke'}" for n in lanes
                 if "slo_held" in (load["lanes"].get(n) or {})]
     return Section("load", "Open-loop load", caption, headers, rows, notes=notes,
-                   summary="; ".join(headlines + slo_held), model=model)
+                   summary=sentences(headlines + slo_held), model=model)
+
+
+def sentences(parts: list[str]) -> str:
+    """*parts* as sentences, each ending with one full stop (a headline already ends with its own)."""
+    return " ".join(p if p.endswith(".") else p + "." for p in parts if p)
+
+
+def schedule_note(load: dict[str, Any], lanes: list[str]) -> str:
+    """Whether every lane was offered the same arrivals and lengths (workloads/bench/schedule.py)."""
+    sch = load.get("schedule") or {}
+    seed = sch.get("seed")
+    how = f"seed {seed}, {'drawn for this run' if sch.get('seed_drawn') else 'given with --seed'}" if seed is not None \
+        else "nothing in it was random"
+    if sch.get("same_for_every_lane"):
+        return (f"Schedule: every lane was offered the same schedule ({how}): the same arrival times and request "
+                "lengths" if len(lanes) > 1 else f"Schedule: {how}; another run with this seed repeats it")
+    return ("Schedule: each lane drew its own random schedule (a recording made before lanes shared one): their "
+            "arrival times and lengths differ, so compare their scheduled req/s")
 
 
 def sweep_section(sweep: dict[str, Any], lanes: list[str]) -> Section:

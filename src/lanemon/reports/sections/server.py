@@ -35,7 +35,8 @@ def server_section(analysis: dict[str, Any], lanes: list[str]) -> Section | None
             if s.get("gap_reason"):
                 reasons.append(f"{bench} {name}: gaps withheld: {clip(str(s['gap_reason']), 240)}")
             if s.get("restarts"):
-                reasons.append(f"{bench} {name}: the engine restarted (a counter fell) {s['restarts']} time(s); "
+                reasons.append(f"{bench} {name}: the engine restarted {s['restarts']} time(s) "
+                               f"({(s.get('reset_at') or [{}])[-1].get('reason') or 'a counter fell'}); "
                                f"the {secs(s.get('excluded_s'))} between the scrapes around each restart are compared "
                                "on neither side")
     if not rows:

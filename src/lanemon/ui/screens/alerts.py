@@ -20,13 +20,30 @@ from lanemon.untrusted import inert
 SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
 
 
-def render_alerts(log: list[tuple[int, str, dict]], firing: dict[tuple[str, str], int]) -> Text:
+MAX_FIRING = 256
+"""Distinct alerts listed as firing at once; more are counted ("and N more")."""
+VALUES_SHOWN = 8
+
+
+def brief_alert(d: dict) -> dict:
+    """An ``alert`` event's data as the screens show it, bounded whatever the event held: state, severity,
+    the alert's name (120 characters), lane and the first :data:`VALUES_SHOWN` values."""
+    values = d.get("values") if isinstance(d.get("values"), dict) else {}
+    return {"state": inert(d.get("state", "?"), 16), "severity": inert(d.get("severity", "warning"), 10),
+            "alert": inert(d.get("alert", ""), 120), "lane": inert(d.get("lane", ""), 16),
+            "values": {inert(k, 20): v for k, v in list(values.items())[:VALUES_SHOWN]}}
+
+
+def render_alerts(log: list[tuple[int, str, dict]], firing: dict[tuple[str, str], int], more: int = 0) -> Text:
     """The alert log as one Rich Text (never parsed as markup): firing ones first, then every transition."""
     out = Text()
     if firing:
-        out.append(f"firing now ({len(firing)}):\n", style="bold")
+        out.append(f"firing now ({len(firing) + more}):\n", style="bold")
         for (lane, alert), t in sorted(firing.items(), key=lambda kv: kv[1]):
             out.append(f"  ● {inert(lane, 16)}  {inert(alert, 120)}  since {fmt.event_time(t)}\n", style="bold red")
+        if more:
+            out.append(f"  and {more} more not listed (at most {MAX_FIRING} distinct alerts are listed)\n",
+                       style="bold red")
         out.append("\n")
     if not log:
         out.append("no alert has fired (rules: lanes.toml [[alerts]] or --alert; docs/MONITOR.md)", style="dim")
@@ -61,10 +78,11 @@ class AlertsScreen(LanemonScreen):
         yield Footer()
 
     def fingerprint(self, app) -> tuple:
-        return (len(app.alert_log), len(app.alerts_firing))
+        return (len(app.alert_log), len(app.alerts_firing), app.alerts_firing_more)
 
     def draw(self, app) -> None:
-        n = len(app.alerts_firing)
+        n = len(app.alerts_firing) + app.alerts_firing_more
         self.query_one("#al-head", Label).update(
             Text(f"ALERTS · {n} firing · {len(app.alert_log)} transition{'s' * (len(app.alert_log) != 1)}"))
-        self.query_one("#al-list", Static).update(render_alerts(app.alert_log, app.alerts_firing))
+        self.query_one("#al-list", Static).update(render_alerts(app.alert_log, app.alerts_firing,
+                                                                        app.alerts_firing_more))

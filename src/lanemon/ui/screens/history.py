@@ -16,7 +16,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Label, Static
 
-from lanemon.measure.summary import METRIC_FIELDS, shift
+from lanemon.measure.summary import METRIC_FIELDS, format_figure, shift, trend_groups
 from lanemon.ui.screens.base import LanemonScreen
 from lanemon.ui.widgets.footer import Footer
 from lanemon.untrusted import inert
@@ -32,31 +32,26 @@ def spark(values: list[float | None]) -> str:
     return "".join(" " if v is None or top <= 0 else SPARK[min(7, max(0, round(v / top * 7)))] for v in values)
 
 
-def _fmt(metric: str, v: float | None) -> str:
-    if v is None:
-        return "-"
-    if metric.endswith(("_p50", "_p90", "_p99")):
-        return f"{v * 1000:.1f} ms" if v < 1 else f"{v:.3f} s"
-    return f"{v:.3g}"
+_fmt = format_figure  # every figure with its unit, from the metric catalogue
 
 
 def render_history(rows: list[Any], metric: str, width: int = 160) -> Text:
-    """Rows (LaneSummary, oldest first) as one trend line per (lane, workload, level)."""
+    """Rows (LaneSummary, oldest first) as one trend line per comparable series (measure/summary.py
+    ``trend_groups``: lane, workload, level as a number, API, place, prompt set, max tokens, simulated or real,
+    time scale): a run at another time scale is its own series, never a SHIFT of the others."""
     out = Text()
     if not rows:
         out.append("no sessions in the history catalogue yet: every live or bench session adds its rows "
                    "(lanemon history --rebuild reads the recordings)", style="dim")
         return out
     points = max(8, min(TREND_POINTS, width - 84))
-    groups: dict[tuple[str, str, str], list[Any]] = {}
-    for r in rows:
-        groups.setdefault((r.lane, r.workload, r.level), []).append(r)
-    for (lane, workload, level), rs in groups.items():
+    for key, rs in trend_groups(rows).items():
+        lane, workload, level = key[:3]
         values = [getattr(r, metric) for r in rs][-points:]
         sh = shift(values)
         last = rs[-1]
         out.append(f"{inert(lane, 10):<10} ", style="bold")
-        out.append(f"{inert(workload, 10):<10} {inert(level, 6):<6} ")
+        out.append(f"{inert(workload, 10):<10} {inert(level, 10):<10} ")
         out.append(f"{spark(values):<{points}}", style="cyan")
         out.append(f"  latest {_fmt(metric, values[-1] if values else None)}")
         if sh is not None:
@@ -64,7 +59,8 @@ def render_history(rows: list[Any], metric: str, width: int = 160) -> Text:
             if sh.shifted:
                 change = f" {sh.change:+.0%}" if sh.change is not None else ""
                 out.append(f"  SHIFT{change}", style="bold red")
-        out.append(f"  · {len(rs)} sessions{' · sim' if last.simulated else ''}\n", style="dim")
+        sim = f" · sim{f' x{last.time_scale:g}' if last.time_scale not in (None, 1.0) else ''}" if last.simulated else ""
+        out.append(f"  · {len(rs)} sessions{sim}\n", style="dim")
     return out
 
 
@@ -121,7 +117,7 @@ class HistoryScreen(LanemonScreen):
         sessions = len({r.session for r in self.rows})
         self.query_one("#hi-head", Label).update(Text(
             f"HISTORY · {self.metric} per lane across {sessions} session{'s' * (sessions != 1)} · "
-            "SHIFT = the latest beyond the lane's own spread (same workload)"))
+            "SHIFT = the latest beyond the lane's own spread (comparable sessions only)"))
         body = Text(inert(self.error, 300), style="red") if self.error else render_history(self.rows, self.metric, self.size.width - 2)
         self.query_one("#hi-list", Static).update(body)
 

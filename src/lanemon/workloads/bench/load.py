@@ -7,7 +7,8 @@ offsets come from an arrival process:
 
 * ``constant`` -- one request every ``1/rate`` s;
 * ``poisson``  -- exponential gaps of mean ``1/rate`` s (seeded: the same seed
-  gives the same schedule);
+  gives the same schedule; every lane of a run is offered the same one, from
+  ``--seed`` or a seed drawn once: :mod:`lanemon.workloads.bench.schedule`);
 * ``trace``    -- the timestamps of a JSON-lines file (``{"t": seconds,
   "input_tokens": n, "output_tokens": m}`` per line; only ``t`` is required),
   replayed relative to its first line.
@@ -33,17 +34,12 @@ recording reports what the run reported.
 from __future__ import annotations
 
 import asyncio
-import math
 import random
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import orjson
-
-from lanemon.config import MAX_SECONDS, MAX_TOKENS
 from lanemon.events import Event
 from lanemon.measure import slo as slo_mod
 from lanemon.measure.metrics import NS, generated_tokens, median, request_metrics, summarize
@@ -52,188 +48,15 @@ from lanemon.measure.records import RequestRecord, assemble, reiterable
 from lanemon.workloads.bench.run import each_lane, edge, first_error, outcome_figures, read_marks, rnd, run_state
 from lanemon.workloads.bench.prefill import CALIBRATION_TOKENS, calibrate, calibrate_cell, lane_context
 from lanemon.workloads.prompts import chars_for_tokens, filler_text
+from lanemon.workloads.bench.schedule import (  # noqa: F401 (the schedule's names, imported from here before)
+    ARRIVALS, MAX_TRACE_BYTES, MAX_TRACE_LINES, MAX_TRACE_T, Arrival, LengthDist, LoadSpecError, phase_of, read_trace,
+    same_for_every_lane, schedule)
 
 BENCH = "load"
-ARRIVALS = ("constant", "poisson", "trace")
 CHARS_PER_TOKEN = 4.0
 """Filler text is about this many characters per token (English prose, BPE tokenizers)."""
 CLIENT_BEHIND_S = 0.010
 """A cell whose p99 send lag exceeds this is flagged ``client_behind`` (lanemon could not keep the schedule)."""
-MAX_TRACE_LINES = 1_000_000
-MAX_TRACE_BYTES = 64 * 1024 * 1024
-MAX_TRACE_T = 1e12
-"""Largest |t| a trace line may carry (epoch seconds fit); the whole trace spans at most MAX_SECONDS."""
-
-
-class LoadSpecError(ValueError):
-    """A load option is malformed; the message names it."""
-
-
-# ---------------------------------------------------------------------------
-# Length distributions
-# ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LengthDist:
-    """A distribution of token counts: ``fixed:N``, ``uniform:LO,HI``, ``normal:MEAN,SD`` or ``file:PATH``.
-
-    ``file:PATH`` reads one whole number per line (e.g. the prompt lengths of real traffic) and draws
-    from them uniformly.  Every draw is at least 1.
-    """
-
-    kind: str
-    a: float = 0.0
-    b: float = 0.0
-    values: tuple[int, ...] = ()
-    source: str = ""
-
-    @classmethod
-    def parse(cls, text: str, flag: str = "length") -> "LengthDist":
-        kind, _, rest = text.partition(":")
-        kind = kind.strip().lower()
-        try:
-            if kind == "fixed":
-                n = int(rest)
-                if not 1 <= n <= MAX_TOKENS:
-                    raise ValueError
-                return cls("fixed", n, n, source=text)
-            if kind in ("uniform", "normal"):
-                lo_s, _, hi_s = rest.partition(",")
-                a, b = float(lo_s), float(hi_s)
-                if not (math.isfinite(a) and math.isfinite(b) and a <= MAX_TOKENS and b <= MAX_TOKENS):
-                    raise ValueError
-                if kind == "uniform" and not 1 <= a <= b:
-                    raise ValueError
-                if kind == "normal" and (a < 1 or b < 0):
-                    raise ValueError
-                return cls(kind, a, b, source=text)
-            if kind == "file":
-                with Path(rest).open("rb") as fh:  # bounded: file:/dev/zero must not read forever
-                    raw = fh.read(MAX_TRACE_BYTES + 1)
-                if len(raw) > MAX_TRACE_BYTES:
-                    raise LoadSpecError(f"{flag}: {rest!r} is larger than {MAX_TRACE_BYTES >> 20} MB")
-                values = tuple(int(x) for x in raw.split() if x.strip())
-                if not values or min(values) < 1 or max(values) > MAX_TOKENS:
-                    raise ValueError
-                return cls("file", values=values, source=text)
-        except OSError as exc:
-            raise LoadSpecError(f"{flag}: cannot read {rest!r}: {exc.strerror or exc}") from None
-        except LoadSpecError:
-            raise
-        except ValueError:
-            pass
-        raise LoadSpecError(f"{flag} must be fixed:N, uniform:LO,HI (1 <= LO <= HI), normal:MEAN,SD or file:PATH "
-                            f"with whole numbers from 1 to {MAX_TOKENS:,}, not {text!r}")
-
-    def sample(self, rng: random.Random) -> int:
-        if self.kind == "fixed":
-            return int(self.a)
-        if self.kind == "uniform":
-            return rng.randint(int(self.a), int(self.b))
-        if self.kind == "normal":
-            return max(1, int(round(rng.gauss(self.a, self.b))))
-        return rng.choice(self.values)
-
-    def public(self) -> str:
-        return self.source or f"{self.kind}:{self.a:g},{self.b:g}"
-
-
-# ---------------------------------------------------------------------------
-# Arrival schedules (pure)
-# ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Arrival:
-    """One scheduled request: when (s after the start), and its lengths when the schedule says so."""
-
-    offset_s: float
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-
-
-def read_trace(path: str | Path) -> list[Arrival]:
-    """A timestamped trace: JSON lines with ``t`` (seconds; any origin), optional token counts.
-
-    Bounded in size and lines; a bad line is one clear :class:`LoadSpecError` naming it.
-    """
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_TRACE_BYTES + 1)
-    except OSError as exc:
-        raise LoadSpecError(f"--trace: cannot read {path}: {exc.strerror or exc}") from None
-    if len(raw) > MAX_TRACE_BYTES:
-        raise LoadSpecError(f"--trace: {path} is larger than {MAX_TRACE_BYTES // (1024 * 1024)} MB")
-    out: list[Arrival] = []
-    for no, line in enumerate(raw.splitlines(), 1):
-        if not line.strip():
-            continue
-        if len(out) >= MAX_TRACE_LINES:
-            raise LoadSpecError(f"--trace: {path} has more than {MAX_TRACE_LINES} lines")
-        try:
-            obj = orjson.loads(line)
-            t = obj["t"]
-            if isinstance(t, bool) or not isinstance(t, (int, float)) or not abs(t) <= MAX_TRACE_T:
-                raise TypeError
-            ins, outs = obj.get("input_tokens"), obj.get("output_tokens")
-            for v in (ins, outs):
-                if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_TOKENS):
-                    raise TypeError
-        except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
-            raise LoadSpecError(f"--trace: {path} line {no}: expected {{\"t\": seconds, \"input_tokens\": n?, "
-                                f"\"output_tokens\": n?}} (finite t, counts from 1 to {MAX_TOKENS:,})") from None
-        out.append(Arrival(float(t), ins, outs))
-    if not out:
-        raise LoadSpecError(f"--trace: {path} has no arrivals")
-    out.sort(key=lambda a: a.offset_s)
-    t0 = out[0].offset_s
-    if out[-1].offset_s - t0 > MAX_SECONDS:
-        raise LoadSpecError(f"--trace: {path} spans {out[-1].offset_s - t0:,.0f} s, more than {MAX_SECONDS:,.0f} s "
-                            "(30 days)")
-    return [Arrival(a.offset_s - t0, a.input_tokens, a.output_tokens) for a in out]
-
-
-def schedule(arrival: str, *, rate: float | None = None, requests: int | None = None,
-             duration: float | None = None, seed: int | None = None,
-             trace: Sequence[Arrival] | None = None) -> list[Arrival]:
-    """The arrival offsets of one run (pure; seeded).  Ends at ``requests`` or ``duration``, whichever first."""
-    if requests is None and duration is None and arrival != "trace":
-        raise LoadSpecError("a load run needs --requests N or --duration S")
-    if arrival == "trace":
-        if not trace:
-            raise LoadSpecError("--arrival trace needs --trace FILE")
-        out = [a for a in trace if duration is None or a.offset_s < duration]
-        return out[:requests] if requests is not None else out
-    if arrival not in ARRIVALS:
-        raise LoadSpecError(f"--arrival must be one of {', '.join(ARRIVALS)}, not {arrival!r}")
-    if rate is None or not rate > 0 or not math.isfinite(rate):
-        raise LoadSpecError("--rate must be a positive number of requests per second")
-    rng = random.Random(seed)
-    out = []
-    t = 0.0
-    while requests is None or len(out) < requests:
-        if arrival == "constant":
-            t = len(out) / rate
-        elif out:
-            t += rng.expovariate(rate)
-        else:
-            t = rng.expovariate(rate)
-        if duration is not None and t >= duration:
-            break
-        out.append(Arrival(t))
-    return out
-
-
-def phase_of(offset_s: float, span_s: float, warmup: float, cooldown: float) -> str:
-    """``warmup`` / ``measure`` / ``cooldown`` for a request scheduled at ``offset_s`` of a ``span_s`` run."""
-    if offset_s < warmup:
-        return "warmup"
-    if cooldown and offset_s >= span_s - cooldown:
-        return "cooldown"
-    return "measure"
-
-
 @dataclass
 class LoadOptions:
     """What ``bench load`` runs (the CLI fills it)."""
@@ -378,7 +201,7 @@ async def run_cell(h, lane: str, rep: int, opts, tpc: float | None = None) -> li
                       "bench", meta) for off, meta, args in planned]
         errors = await pool.run_job(lane, items)
         h.mark("cell", lane=lane, bench=BENCH, phase="end", cell=cell, requests=len(items), errors=errors, **beyond,
-               **keys)
+               **pool.job_report, **keys)  # job_report: workers_lost (the hosts), not_sent
         await edge(h)
         return []
     loop = asyncio.get_running_loop()
@@ -713,6 +536,9 @@ def load_results(events: Iterable[Event], *, in_progress: bool = False) -> dict[
         res["cell"] = cell  # the rep's marks: its energy and engine counters (measure/views.py)
         res["refused"] = end.get("refused") if isinstance(end.get("refused"), int) else 0
         res["refused_error"] = str(end["refused_error"])[:300] if end.get("refused_error") else None
+        res["not_sent"] = end.get("not_sent") if isinstance(end.get("not_sent"), int) else 0
+        res["workers_lost"] = [{k: str(w.get(k))[:200] for k in ("node", "host", "address", "why") if w.get(k)}
+                               for w in end.get("workers_lost") or [] if isinstance(w, dict)][:64]
         lanes.setdefault(lane, {"reps": []})["reps"].append(res)
     for lane, d in lanes.items():
         reps = d["reps"]
@@ -721,7 +547,10 @@ def load_results(events: Iterable[Event], *, in_progress: bool = False) -> dict[
         d["lane_behind"] = any(r.get("lane_behind") for r in reps)
         if marks.config.get("slo"):
             d["slo_held"] = all(r["slo"]["held"] for r in reps)
-    out: dict[str, Any] = {"bench": BENCH, "lanes": lanes}
+    cfg = marks.config
+    out: dict[str, Any] = {"bench": BENCH, "lanes": lanes,
+                           "schedule": {"seed": cfg.get("seed"), "seed_drawn": bool(cfg.get("seed_drawn")),
+                                        "same_for_every_lane": same_for_every_lane(cfg)}}
     out.update(run_state(marks, in_progress))
     out["config"] = marks.config
     return out

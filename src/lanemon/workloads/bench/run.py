@@ -92,8 +92,12 @@ class BenchOptions:
     workers: int = 1  # bench load: worker processes sending the requests (1: this process)
     workers_backend: str = "process"  # "process" (multiprocessing) or "ray" (Ray actors)
     ray_address: str | None = None  # join this Ray cluster (None: a local Ray runtime)
+    workers_per_node: int | None = None  # with ray_address: workers on each load host (None: --workers spread)
+    ray_log: str | None = None  # Ray's own messages go here (None: a file in the temp dir, named on stderr)
+    worker_hosts: list[dict[str, Any]] | None = None  # set once placed: each worker's host and clock offset
     max_level: int = 64  # bench sweep: highest concurrency tried
     knee_gain: float = 0.10  # bench sweep: stop when a doubling of C gains less than this
+    seed_drawn: bool = False  # bench load: no --seed was given, the run drew one (one schedule for every lane)
 
     def __post_init__(self) -> None:
         if self.reps < 1:
@@ -104,6 +108,10 @@ class BenchOptions:
             raise ValueError("--lengths must be positive whole numbers")
         if self.max_tokens is not None and self.max_tokens < 1:
             raise ValueError("--max-tokens must be at least 1")
+        if self.load is not None and self.seed is None:  # one offered schedule for every lane of the run
+            from lanemon.workloads.bench.schedule import draw_seed
+
+            self.seed, self.seed_drawn = draw_seed(), True
         if self.prompt_set is None:
             self.prompt_set = load_prompt_set()
         if self.categories:
@@ -146,6 +154,8 @@ class BenchOptions:
                                    "prompts": len(pset.prompts)},
                        max_tokens_cap=self.max_tokens, load=self.load.config() if self.load else None,
                        workers=self.workers, workers_backend=self.workers_backend)
+            if self.worker_hosts:
+                cfg["worker_hosts"] = self.worker_hosts
         else:
             cfg["lengths"] = self.lengths_for(kind)
             if kind == "prefill":
@@ -154,6 +164,8 @@ class BenchOptions:
                 cfg["max_context"] = self.max_context
         if self.seed is not None:
             cfg["seed"] = self.seed
+        if kind == "load":
+            cfg["seed_drawn"] = self.seed_drawn
         if self.time_scale is not None:
             cfg["time_scale"] = self.time_scale
         if self.thinking is not None:
@@ -186,7 +198,8 @@ def token_figures(records) -> dict[str, Any]:
     """The thinking/chunking figures of a cell's completed requests (docs/JSON.md):
 
     ``ttfo_s`` median TTFO; ``reasoning_tokens`` total (null when no request reasoned and no lane said
-    so); ``reasoning_estimated`` (counted from chunks); ``tokens_per_chunk`` generated tokens / chunks
+    so); ``reasoning_estimated`` (counted from chunks, or a chunk carrying reasoning and answer split by its text)
+    with ``reasoning_split_estimated`` (how many such chunks, over the cell's requests); ``tokens_per_chunk`` generated tokens / chunks
     over the cell (null without usage); ``itl_p50_s`` median inter-chunk gap and ``itl_per_token_p50_s``
     median gap per token; ``chunk_counts_estimated`` when per-chunk counts were not reported
     (no continuous usage: per-token latency uses the average chunk size).
@@ -204,6 +217,7 @@ def token_figures(records) -> dict[str, Any]:
         "ttfo_s": rnd(median([m.ttfo_s for m in ms if m.ttfo_s is not None])),
         "reasoning_tokens": sum(reasoning) if reasoning else None,
         "reasoning_estimated": any(m.reasoning_estimated for m in ms),
+        "reasoning_split_estimated": sum(r.split_chunks for r in records if r.ok),
         "tokens_per_chunk": rnd(tpc, 3),
         "itl_p50_s": rnd(median(itl), 6),
         "itl_per_token_p50_s": rnd(median(per_token), 6),
@@ -503,13 +517,16 @@ class BenchRun(FixedPace):
                     from lanemon.workers.ray_pool import RayPool
 
                     h.pool = RayPool(self.options.workers, self.lane_configs, h.clock, h.bus,
-                                     stall_timeout=self.stall_timeout, address=self.options.ray_address)
+                                     stall_timeout=self.stall_timeout, address=self.options.ray_address,
+                                     per_node=self.options.workers_per_node, log_path=self.options.ray_log)
                 else:
                     from lanemon.workers.pool import WorkerPool
 
                     h.pool = WorkerPool(self.options.workers, self.lane_configs, h.clock, h.bus,
                                         stall_timeout=self.stall_timeout)
                 await h.pool.start()
+                self.options.workers = h.pool.n
+                self.options.worker_hosts = getattr(h.pool, "hosts", None) or None
             h.mark("bench", bench=self.kind, phase="start", config=self.options.config(self.kind, self.names),
                    plan=[{"lane": c.get("lane"), "cell": c.get("cell"), "weight": c.get("weight", 1.0)}
                          for c in self.plan])

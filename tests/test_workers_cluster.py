@@ -1,0 +1,213 @@
+"""`bench load` across a Ray cluster of a head and two load-host nodes (issue 41; docs/WORKERS.md).
+
+One cluster for the whole module (`ray.cluster_utils.Cluster`: each node its own raylet on this machine, as
+Ray's own multi-node tests do); the node removal runs last.  Skipped where Ray is absent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from conftest import SimProcess
+
+ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'lanemon[ray]')")
+
+pytestmark = pytest.mark.slow
+
+ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
+SKEW_NS = 2_500_000_000  # worker 1's clock 2.5 s ahead: ten arrivals' worth at 4 req/s
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    from ray.cluster_utils import Cluster
+
+    saved = {k: os.environ.get(k) for k in ENV}
+    os.environ.update(ENV)
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
+    try:
+        nodes = [c.add_node(num_cpus=1), c.add_node(num_cpus=1)]
+        c.wait_for_nodes(timeout=120)
+        yield c, nodes
+    finally:
+        c.shutdown()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _start(c, url: str, rec, *extra: str, rate: float = 4, duration: float = 4, out: int = 16,
+           env: dict | None = None) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "lanemon", "bench", "load", "--lane", f"A={url}", "--arrival", "constant",
+           "--rate", str(rate), "--duration", str(duration), "--output-len", f"fixed:{out}", "--seed", "1",
+           "--ray-address", c.address, "--ray-log", str(rec) + ".ray.log", "--json", "--record", str(rec), *extra]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **ENV, **(env or {})})
+
+
+def _finish(p: subprocess.Popen, timeout: float = 180) -> tuple[int, dict, str]:
+    out, err = p.communicate(timeout=timeout)
+    try:
+        result = json.loads(out)  # stdout is the one JSON object: nothing of Ray's before or after it
+    except ValueError:
+        pytest.fail(f"stdout is not one JSON object: {out[:2000]!r}\nstderr: {err[-2000:]}")
+    return p.returncode, result, err
+
+
+RAY_LINE = re.compile(r"\(raylet\)|\(pid=|\(\w+ pid=|\bINFO\b|\bWARNING\b|Traceback|^\[20\d\d-|^\d{4}-\d\d-\d\d ")
+
+
+def _ray_free(err: str) -> None:
+    """Nothing of Ray's reaches stderr (its driver and raylet lines, its log records): only lanemon's lines."""
+    bad = [line for line in err.splitlines() if RAY_LINE.search(line)]
+    assert not bad, err[-3000:]
+
+
+def _records(rec):
+    from lanemon.measure.records import assemble
+    from lanemon.recording.reader import read_events
+
+    _, events, warnings = read_events(rec)
+    assert not warnings
+    assert [ev.t for ev in events] == sorted(ev.t for ev in events)  # merged in time order
+    start = next(ev for ev in events if ev.kind == "mark" and ev.data.get("label") == "bench")
+    return start.data["config"], [r for r in assemble(events) if r.meta.get("bench") == "load"]
+
+
+def _load_nodes(nodes) -> set[str]:
+    return {n.node_id for n in nodes}
+
+
+def test_bench_load_across_two_load_hosts_splits_the_requests_on_schedule(cluster, tmp_path):
+    from lanemon.workloads.bench.load import schedule
+
+    c, nodes = cluster
+    sim = SimProcess("sglang-native", 0.05)
+    try:
+        rec = tmp_path / "two.jsonl"
+        rc, result, err = _finish(_start(c, sim.url, rec))
+        assert rc == 0, err[-3000:]
+        assert "Ray cluster joined in" in err and str(rec) + ".ray.log" in err
+        _ray_free(err)
+        expected = len(schedule("constant", rate=4, duration=4))
+        rep = result["lanes"]["A"]["reps"][0]
+        assert rep["requests"] == expected and rep["ok"] == expected and rep["errors"] == 0, rep
+        assert abs(rep["sent_rate_rps"] - 4) / 4 < 0.05, rep["sent_rate_rps"]  # on schedule
+        assert rep["workers_lost"] == [] and rep["not_sent"] == 0
+        config, records = _records(rec)
+        hosts = config["worker_hosts"]  # the recording names every worker: node, host, address, clock offset
+        assert {h["node"] for h in hosts} == _load_nodes(nodes) and len(hosts) == 2
+        for h in hosts:
+            assert h["host"] and h["address"] and h["version"]
+            assert abs(h["offset_ns"]) <= h["offset_uncertainty_ns"] + 1000, h  # one machine: no true offset
+        split = [sum(1 for r in records if r.meta["worker"] == w) for w in (0, 1)]
+        assert split == [expected - expected // 2, expected // 2], split  # round-robin over the two hosts
+        assert len(records) == expected and all(r.ok for r in records)
+    finally:
+        sim.stop()
+
+
+def test_a_skewed_worker_clock_is_found_and_corrected(cluster, tmp_path):
+    """Two workers on each load host (--workers-per-node 2); worker 1's host clock reads 2.5 s ahead: the
+    handshake finds it within its uncertainty, every send is on schedule in the main clock, the merge order
+    follows the schedule, TTFT stays the server's plus the wire."""
+    from lanemon.measure.metrics import request_metrics
+    from lanemon.workloads.bench.load import schedule_origin_ns
+
+    c, nodes = cluster
+    sim = SimProcess("sglang-native", 0.05)
+    try:
+        rec = tmp_path / "skew.jsonl"
+        rc, result, err = _finish(_start(c, sim.url, rec, "--workers-per-node", "2",
+                                         env={"LANEMON_TEST_CLOCK_SKEW": f"1:{SKEW_NS}"}))
+        assert rc == 0, err[-3000:]
+        config, records = _records(rec)
+        hosts = {h["worker"]: h for h in config["worker_hosts"]}
+        assert sorted(h["node"] for h in hosts.values()) == sorted(list(_load_nodes(nodes)) * 2)  # two on each host
+        for w in hosts:
+            true = SKEW_NS if w == 1 else 0
+            assert abs(hosts[w]["offset_ns"] - true) <= hosts[w]["offset_uncertainty_ns"] + 1000, hosts[w]
+        assert {r.meta["worker"] for r in records} == {0, 1, 2, 3}
+        origin = schedule_origin_ns(records)
+        by_send = sorted(records, key=lambda r: r.sent_ns)
+        assert [r.meta["i"] for r in by_send] == sorted(r.meta["i"] for r in records)  # the schedule's order
+        late = [(r.sent_ns - origin) / 1e9 - r.meta["scheduled_s"] for r in records]
+        assert max(abs(x) for x in late) < 0.25, late  # uncorrected, worker 1 would send 2.5 s early
+        trace = {t["id"]: t for t in sim.trace()}
+        err_ttft = [request_metrics(r).ttft_s - trace[r.server_request_id]["ttft_s"] for r in records]
+        assert min(err_ttft) > -0.001 and statistics.median(err_ttft) < 0.05, err_ttft
+        assert result["lanes"]["A"]["reps"][0]["errors"] == 0
+    finally:
+        sim.stop()
+
+
+def test_a_load_host_removed_mid_run_is_lost_named_and_its_requests_are_errors(cluster, tmp_path):
+    """Last in the module: it removes a node.  The run ends within its duration + 10 s, names the lost node,
+    ends its in-flight requests as errors and counts only what arrived."""
+    from lanemon.workloads.bench.load import schedule
+
+    c, nodes = cluster
+    sim = SimProcess("sglang-native", 1.0)  # real time: each reply takes about a second, so some are in flight
+    try:
+        rec = tmp_path / "lost.jsonl"
+        duration = 5
+        p = _start(c, sim.url, rec, rate=4, duration=duration, out=48)
+        lines: list[str] = []
+        joined = threading.Event()
+
+        def read_err() -> None:
+            for line in p.stderr:
+                lines.append(line)
+                if "Ray cluster joined in" in line:
+                    joined.set()
+
+        reader = threading.Thread(target=read_err, daemon=True)
+        reader.start()
+        assert joined.wait(150), "".join(lines)[-3000:]
+        t_joined = time.monotonic()
+        deadline = t_joined + 30
+        while sum(1 for t in sim.trace()) < 1 and time.monotonic() < deadline:  # requests served: mid-run
+            time.sleep(0.05)
+        while time.monotonic() < t_joined + 1.5:  # a few arrivals in: some sent, some in flight, most not yet sent
+            time.sleep(0.05)
+        gone = nodes[1]
+        c.remove_node(gone)
+        out = p.stdout.read()
+        p.wait(timeout=120)
+        reader.join(10)
+        took = time.monotonic() - t_joined
+        err = "".join(lines)
+        assert took <= duration + 10, (took, err[-2000:])
+        assert p.returncode == 1, err[-3000:]  # lost data is never exit 0
+        result = json.loads(out)
+        _ray_free(err)
+        assert f"({gone.node_id[:12]})" in err and "lost" in err
+        rep = result["lanes"]["A"]["reps"][0]
+        assert [w["node"] for w in rep["workers_lost"]] == [gone.node_id], rep["workers_lost"]
+        config, records = _records(rec)
+        lost_worker = next(h["worker"] for h in config["worker_hosts"] if h["node"] == gone.node_id)
+        theirs = [r for r in records if r.meta["worker"] == lost_worker]
+        errored = [r for r in theirs if not r.ok]
+        assert errored and all("load host" in r.error["message"] and "lost" in r.error["message"] for r in errored)
+        assert rep["errors"] >= len(errored)
+        # what the lost host had not sent is not sent, never served; the rest of the run went on
+        expected = len(schedule("constant", rate=4, duration=duration))
+        assert rep["not_sent"] > 0 and rep["requests"] + rep["not_sent"] == expected, rep
+        others = [r for r in records if r.meta["worker"] != lost_worker]
+        assert len(others) == expected - expected // 2 and all(r.ok for r in others)
+        served = {t["id"]: t for t in sim.trace()}
+        assert rep["ok"] == sum(1 for r in records if r.ok) and all(r.server_request_id in served
+                                                                   for r in records if r.ok)
+    finally:
+        sim.stop()
