@@ -220,7 +220,7 @@ async def test_replaying_a_load_recording_shows_the_load_table_fitted_with_its_e
         tables = list(app.screen.query(DataTable))
         load = tables[0]
         labels = [str(c.label) for c in load.columns.values()]
-        assert labels[0] == "lane" and ("tok/J" in labels or not energy) and "served" in labels
+        assert labels[0] == "lane" and ("tok/J" in labels or not energy) and "served/s" in labels
         assert len(tables) >= 2 and ("tok/J" in [str(c.label) for c in tables[1].columns.values()] or not energy)
         notes = " ".join(str(w.render()) for w in app.screen.query(Static))
         assert "hidden at this width" in notes
