@@ -4,3 +4,11 @@
 * ``pool.py``  -- :class:`WorkerPool`: spawn N processes, hand them jobs, publish their events on the bus
 * ``ray_pool.py`` -- the same over Ray actors (local or a cluster; docs/WORKERS.md)
 """
+
+import os
+
+
+def default_workers() -> int:
+    """One worker per core beyond the one the main process (merging, recording, UI) keeps (here, not in pool.py,
+    so ``bench load --help`` names it without importing the pool)."""
+    return max(1, (os.cpu_count() or 2) - 1)
