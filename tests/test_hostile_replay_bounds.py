@@ -142,3 +142,21 @@ async def test_attach_to_a_hostile_publisher_gets_inert_bounded_events():
     assert all(len(ev.data["alert"]) <= READ_TEXT_LIMIT for ev in alerts)
     for ev in got:
         assert leaks(f"{ev.kind}{ev.lane}{ev.req}{ev.data}") == [], ev
+
+
+def test_a_paused_viewer_holds_a_bounded_number_of_bytes(monkeypatch):
+    """A publisher's events held while the viewer is paused are bounded in bytes, not only in number: 64 events
+    of ~60 KB past a 1 MB bound resume the display (as the count bound does)."""
+    from lanemon.share import client as share_client
+
+    monkeypatch.setattr(share_client, "MAX_HELD_BYTES", 1 << 20, raising=False)
+    bus = EventBus()
+    got = []
+    bus.subscribe(got.append)
+    source = share_client.RemoteSource("ws://127.0.0.1:9", "token", bus=bus)
+    source.paused = True
+    for i in range(64):
+        ev = {"t": i, "kind": "token", "lane": "A", "req": "r", "data": {"text": "x" * 60_000, "n": 1}}
+        source._handle(orjson.dumps({"type": "events", "events": [ev]}))
+    assert not source.paused and len(source._held) < 64
+    assert any(ev.kind == "token" for ev in got)

@@ -86,7 +86,7 @@ def test_history_lists_an_old_catalogue_row_with_escapes_inert(tmp_path):
 
     fields = {f: None for f in LaneSummary.__struct_fields__}
     fields.update(session="s" + ESC, lane="A" + ESC, workload="race" + ESC, level="" + ESC,
-                  started="2026-12-01T10:00:00" + ESC, model="m" + ESC, simulated=False, requests=1)
+                  started="2026-12-01" + ESC, model="m" + ESC, simulated=False, requests=1)
     text = render([LaneSummary(**{k: v for k, v in fields.items() if v is not None})], "ttft_p50")
     assert leaks(text) == [], leaks(text)
 

@@ -40,7 +40,8 @@ def test_every_lane_is_offered_the_same_schedule_without_seed(tmp_path):
     for e in reqs:
         by_lane.setdefault(e["lane"], []).append((e["data"]["scheduled_s"], e["data"]["max_tokens"]))
     assert set(by_lane) == {"A", "B"}
-    assert by_lane["A"] == by_lane["B"] and len(by_lane["A"]) > 3
+    # the recording is in the order requests reached the wire (a connection opening can swap two close ones)
+    assert sorted(by_lane["A"]) == sorted(by_lane["B"]) and len(by_lane["A"]) > 3
     a, b = (result["lanes"][n]["reps"][0] for n in ("A", "B"))
     assert a["scheduled_rate_rps"] == b["scheduled_rate_rps"]
     md = subprocess.run([sys.executable, "-m", "lanemon", "report", str(rec), "--format", "md"], capture_output=True,

@@ -119,22 +119,26 @@ def test_bench_load_across_two_load_hosts_splits_the_requests_on_schedule(cluste
 
 
 def test_a_skewed_worker_clock_is_found_and_corrected(cluster, tmp_path):
-    """Worker 1's host clock reads 2.5 s ahead: the handshake finds it within its uncertainty, every send is on
-    schedule in the main clock, the merge order follows the schedule, TTFT stays the server's plus the wire."""
+    """Two workers on each load host (--workers-per-node 2); worker 1's host clock reads 2.5 s ahead: the
+    handshake finds it within its uncertainty, every send is on schedule in the main clock, the merge order
+    follows the schedule, TTFT stays the server's plus the wire."""
     from lanemon.measure.metrics import request_metrics
     from lanemon.workloads.bench.load import schedule_origin_ns
 
-    c, _ = cluster
+    c, nodes = cluster
     sim = SimProcess("sglang-native", 0.05)
     try:
         rec = tmp_path / "skew.jsonl"
-        rc, result, err = _finish(_start(c, sim.url, rec, env={"LANEMON_TEST_CLOCK_SKEW": f"1:{SKEW_NS}"}))
+        rc, result, err = _finish(_start(c, sim.url, rec, "--workers-per-node", "2",
+                                         env={"LANEMON_TEST_CLOCK_SKEW": f"1:{SKEW_NS}"}))
         assert rc == 0, err[-3000:]
         config, records = _records(rec)
         hosts = {h["worker"]: h for h in config["worker_hosts"]}
-        for w, true in ((0, 0), (1, SKEW_NS)):
+        assert sorted(h["node"] for h in hosts.values()) == sorted(list(_load_nodes(nodes)) * 2)  # two on each host
+        for w in hosts:
+            true = SKEW_NS if w == 1 else 0
             assert abs(hosts[w]["offset_ns"] - true) <= hosts[w]["offset_uncertainty_ns"] + 1000, hosts[w]
-        assert {r.meta["worker"] for r in records} == {0, 1}
+        assert {r.meta["worker"] for r in records} == {0, 1, 2, 3}
         origin = schedule_origin_ns(records)
         by_send = sorted(records, key=lambda r: r.sent_ns)
         assert [r.meta["i"] for r in by_send] == sorted(r.meta["i"] for r in records)  # the schedule's order

@@ -25,6 +25,7 @@ MODULES = (
     "lanemon.cli.qeval",
     "lanemon.cli.agree",
     "lanemon.cli.export",
+    "lanemon.cli.schema",
     "lanemon.cli.share",
     "lanemon.cli.web",
 )

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from lanemon.cli.common import UsageError, err
+from lanemon.cli.common import EXIT_DATA_LOST, UsageError, err
 
 _SINCE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -70,6 +70,9 @@ def cmd_history(args: argparse.Namespace) -> int:
         since = time.time() - parse_since(args.since) if args.since else None
         rows = history.query(args.catalogue, lane=args.lane, since_s=since, workload=args.workload)
     except history.CatalogueError as exc:
+        if exc.lost:  # a rebuild the disk cut short: data lost, never 0 (and not bad input)
+            err(f"history --rebuild incomplete: {exc}")
+            return EXIT_DATA_LOST
         raise UsageError(str(exc)) from None
     if args.json:
         sys.stdout.write(msgspec.json.encode([msgspec.to_builtins(r) for r in rows]).decode() + "\n")

@@ -93,7 +93,16 @@ def _run_headless(args: argparse.Namespace, plan) -> int:
         from lanemon.cli.common import output_console
 
         print_result(result, output_console(getattr(args, "width", None)))
-    return EXIT_INTERRUPTED if run.interrupted else EXIT_OK
+    if run.interrupted:
+        return EXIT_INTERRUPTED
+    races = result.get("races") or []
+    empty = [i for i, race in enumerate(races, 1) if race.get("winner") is None]
+    if empty or not races:  # a race no lane completed is no result (docs/RACE.md; one lane of several failing is)
+        failed = sorted({n for race in races for n, r in (race.get("lanes") or {}).items() if r.get("error")})
+        what = f"no lane completed race {', '.join(map(str, empty))}" if empty else "no race ran"
+        err(f"exit 1: {what}" + (f" (failed: {', '.join(failed)})" if failed else ""))
+        return EXIT_FAIL
+    return EXIT_OK
 
 
 def print_result(result: dict[str, Any], console=None) -> None:

@@ -121,12 +121,35 @@ def _clamp(value: Any, default: int, most: int) -> int:
     return max(1, min(most, n))
 
 
+class TokenFilter(logging.Filter):
+    """Rewrites a log record's text with the session token (and any ``token=`` query value) redacted."""
+
+    def __init__(self, token: str | None) -> None:
+        super().__init__()
+        from lanemon.untrusted import Redactor
+
+        self.redactor = Redactor([token] if token else [])
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        clean = self.redactor(text)
+        if clean != text:
+            record.msg, record.args = clean, ()
+        return True
+
+
 class GuardedServer(Server):
     """textual-serve's Server behind :class:`Doors` (module docstring)."""
 
     def __init__(self, command: str, *, doors: Doors, **kw: Any) -> None:
         super().__init__(command, **kw)
         self.doors = doors
+
+    def serve(self, debug: bool = False) -> None:
+        """textual-serve's server, its access log without the session token (aiohttp logs every request
+        line and ``Referer``: the page and each of its static files carry ``?token=``)."""
+        logging.getLogger("aiohttp.access").addFilter(TokenFilter(self.doors.token))
+        super().serve(debug)
 
     async def _make_app(self) -> web.Application:
         app = await super()._make_app()

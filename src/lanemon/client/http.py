@@ -39,7 +39,7 @@ from lanemon.client.encoding import IDENTITY, DecodeRefused, body_chunks
 from lanemon.client.guard import HeadersTooLarge, InterimFlood, guard_transport
 from lanemon.client.sse import N_CHOICES_MESSAGE
 from lanemon.client.sse import MAX_SSE_LINE, SSELineTooLong, Stalled, _size, read_sse, sse_lines  # noqa: F401
-from lanemon.untrusted import ID_LIMIT, MESSAGE_LIMIT, PUBLIC, Redactor
+from lanemon.untrusted import ID_LIMIT, MESSAGE_LIMIT, PUBLIC, Redactor, inert
 
 Emit = Callable[[Event], None]
 
@@ -162,11 +162,26 @@ def _describe(exc: BaseException, url: str) -> tuple[str, str]:
     if isinstance(exc, httpx.RemoteProtocolError) and "buffer too long" in str(exc).lower():  # h11's 100 KiB
         return schema.ERR_MALFORMED, ("a part of the lane's response framing (headers, a chunk header or trailers) "
                                       "is larger than 100 KiB: refused")
+    if isinstance(exc, httpx.RemoteProtocolError) and not _closed(exc):  # the connection may well be open
+        return schema.ERR_MALFORMED, (f"the lane's response is not valid HTTP/1.1 framing ({inert(str(exc), 120)}): "
+                                      "refused")
     if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
         return schema.ERR_CUT, f"connection closed by the server mid-response ({exc.__class__.__name__})"
     if isinstance(exc, httpx.HTTPError):
         return schema.ERR_OTHER, f"{exc.__class__.__name__}: {exc}"
     return schema.ERR_OTHER, f"{exc.__class__.__name__}: {exc}"
+
+
+_CLOSE_WORDS = ("closed", "disconnected", "eof", "peer state is error")
+
+
+def _closed(exc: BaseException) -> bool:
+    """Whether a protocol error says the server went away (h11: "peer closed connection without sending
+    complete message body", "peer unexpectedly closed connection"; httpcore: "Server disconnected without
+    sending a response") rather than sent bytes that are not HTTP/1.1 (an illegal chunk header, a bad
+    status line, a chunk footer that is not CRLF)."""
+    text = str(exc).lower()
+    return not text or any(w in text for w in _CLOSE_WORDS)
 
 
 def _connect_reason(exc: BaseException) -> str:

@@ -189,8 +189,10 @@ class Accumulator:
             self.restart_t, self.restart_why = t, why
             if self.last_t is not None:
                 self.excluded_ns += max(0, t - self.last_t)
-        self._seen.update((k, v) for k, v in data.items() if isinstance(k, str) and (
-            k in READ_KEYS or k.endswith(CUMULATIVE)))
+        seen = self._seen
+        for k, v in list(data.items())[:256]:  # bounded: a recording's scrape may name any keys, and many
+            if isinstance(k, str) and (k in seen or (len(seen) < 256 and (k in READ_KEYS or k.endswith(CUMULATIVE)))):
+                seen[k] = v
 
         def step(last: dict[str, float], total: dict[str, float], key: str, value: Any) -> None:
             v = _num(value)

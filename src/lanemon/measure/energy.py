@@ -33,7 +33,7 @@ from typing import Any
 
 from lanemon import events as schema
 from lanemon.events import Event
-from lanemon.measure.energy_sampling import MAX_W_PER_GPU, Fit, Reading, learn, window
+from lanemon.measure.energy_sampling import MAX_W_PER_GPU, Reading, Sampled, sample, window
 from lanemon.measure.records import reiterable
 
 NS = 1_000_000_000
@@ -77,7 +77,7 @@ def readings(events: Iterable[Event], lane: str) -> list[Reading]:
     return out
 
 
-def window_energy(rs: list[Reading], t0: int, t1: int, learned: tuple[float | None, bool, Fit | None] | None = None
+def window_energy(rs: list[Reading], t0: int, t1: int, sampled: Sampled | None = None, load_edges: bool = True
                   ) -> dict[str, Any]:
     """``energy_j``, ``energy_uncertainty_j``, ``gpu_power_w_mean``, ``energy_source``, ``energy_note``,
     ``energy_update_s``, ``energy_dropped`` and ``energy_reason`` (why None) over [t0, t1], not yet judged
@@ -92,7 +92,7 @@ def window_energy(rs: list[Reading], t0: int, t1: int, learned: tuple[float | No
         return {**out, "energy_reason": reason}
     if t1 <= t0:
         return {**out, "energy_reason": "empty window"}
-    est, why, interval, dropped = window(rs, t0, t1, learned)
+    est, why, interval, dropped = window(sample(rs) if sampled is None else sampled, t0, t1, load_edges)
     out["energy_update_s"] = round(interval, 3) if interval is not None else None
     out["energy_dropped"] = dropped
     if est is None:
@@ -143,20 +143,23 @@ def lane_costs(events: Iterable[Event]) -> dict[str, float]:
 
 
 def energy_of(events: list[Event], lane: str, windows: list[tuple[int, int]], output_tokens: int | None,
-              cost_per_hour: float | None, rs: list[Reading] | None = None, what: str = "window") -> dict[str, Any]:
+              cost_per_hour: float | None, rs: list[Reading] | None = None, what: str = "window",
+              sampled: Sampled | None = None, load_edges: bool = True) -> dict[str, Any]:
     """The energy and cost block of one result entry made of one or more windows (a cell's reps; *what* names
     them in a reason): energy, its uncertainty and seconds summed over the windows, withheld with the reason and
     the advice where any window has no figure or the sum's uncertainty is over :data:`MAX_UNCERTAINTY` of it;
-    then :func:`efficiency`."""
+    then :func:`efficiency`.  *sampled*: the lane's readings as updates, when the caller has them already;
+    *load_edges*: the windows start and end where lanemon's own load does (cells, races), not inside a running
+    load (a load rep's measured window: its warm-up before, its cool-down after)."""
     rs = readings(events, lane) if rs is None else rs
-    learned = learn(rs)
+    sampled = sample(rs) if sampled is None else sampled
     joules = unc = seconds = 0.0
     sources, notes = set(), []
     reason = None
     dropped = 0
     interval = None
     for t0, t1 in windows:
-        w = window_energy(rs, t0, t1, learned)
+        w = window_energy(rs, t0, t1, sampled, load_edges)
         seconds += max(0, t1 - t0) / NS
         interval = w["energy_update_s"] if w["energy_update_s"] is not None else interval
         dropped += w["energy_dropped"]
@@ -205,6 +208,15 @@ ENERGY_KEYS = ("gpu_power_w_mean", "energy_j", "energy_uncertainty_j", "energy_s
                "tokens_per_joule_uncertainty", "tokens_per_joule_reason", "usd_per_1m_output_tokens", "cost_reason")
 
 
+def lane_readings(cache: dict[str, tuple[list[Reading], Sampled]], events: Iterable[Event], lane: str
+                  ) -> tuple[list[Reading], Sampled]:
+    """*lane*'s readings and their updates, read once per lane (*cache*)."""
+    if lane not in cache:
+        rs = readings(events, lane)
+        cache[lane] = (rs, sample(rs))
+    return cache[lane]
+
+
 def cell_windows(events: Iterable[Event]) -> dict[str, dict[str, Any]]:
     """Finished bench cells: ``{cell id: {"lane", "t0", "t1", keys of the start mark}}``."""
     cells: dict[str, dict[str, Any]] = {}
@@ -246,15 +258,15 @@ def attach_energy(lanes: dict[str, Any], events: list[Event]) -> None:
         cid = rec.meta.get("cell") if isinstance(rec.meta, dict) else None
         if isinstance(cid, str) and cid in cells and rec.ok:
             tokens[cid] = tokens.get(cid, 0) + output_tokens(rec)[0]
-    by_lane: dict[str, list[Reading]] = {}
+    by_lane: dict[str, tuple[list[Reading], Sampled]] = {}
     for (lane, where, key), cids in cell_groups(cells).items():
         entry = (lanes.get(lane) or {}).get(where, {}).get(key) if isinstance(lanes.get(lane), dict) else None
         if not isinstance(entry, dict):
             continue
-        rs = by_lane[lane] if lane in by_lane else by_lane.setdefault(lane, readings(events, lane))
+        rs, sampled = lane_readings(by_lane, events, lane)
         windows = [(cells[c]["t0"], cells[c]["t1"]) for c in cids]
         entry.update(energy_of(events, lane, windows, sum(tokens.get(c, 0) for c in cids), costs.get(lane), rs,
-                               "cell"))
+                               "cell", sampled))
     for lane, d in lanes.items():  # bench load: each rep over its measured window and the tokens served in it
         for rep in (d.get("reps") or []) if isinstance(d, dict) else []:
             window = rep.get("measured_window_ns") if isinstance(rep, dict) else None
@@ -262,8 +274,9 @@ def attach_energy(lanes: dict[str, Any], events: list[Event]) -> None:
                 continue
             served = rep.get("served_tokens")
             served = round(served) if isinstance(served, (int, float)) and served > 0 else None
-            rs = by_lane[lane] if lane in by_lane else by_lane.setdefault(lane, readings(events, lane))
-            rep.update(energy_of(events, lane, [(window[0], window[1])], served, costs.get(lane), rs, "rep"))
+            rs, sampled = lane_readings(by_lane, events, lane)
+            rep.update(energy_of(events, lane, [(window[0], window[1])], served, costs.get(lane), rs, "rep", sampled,
+                                 load_edges=False))
 
 
 def race_windows(events: Iterable[Event]) -> dict[Any, tuple[int, int]]:
@@ -294,7 +307,7 @@ def attach_race_energy(result: dict[str, Any], events: Iterable[Event]) -> dict[
     windows = race_windows(events)
     costs = lane_costs(events)
     per_lane: dict[str, tuple[list[tuple[int, int]], int]] = {}
-    cache: dict[str, list[Reading]] = {}
+    cache: dict[str, tuple[list[Reading], Sampled]] = {}
     for race in races:
         if not isinstance(race, dict) or race.get("race") not in windows or not isinstance(race.get("lanes"), dict):
             continue
@@ -304,13 +317,34 @@ def attach_race_energy(result: dict[str, Any], events: Iterable[Event]) -> dict[
                 continue
             tokens = entry.get("output_tokens") if entry.get("error") is None else 0
             tokens = tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else 0
-            rs = cache[lane] if lane in cache else cache.setdefault(lane, readings(events, lane))
-            entry.update(energy_of(events, lane, [w], tokens, costs.get(lane), rs, "race"))
+            rs, sampled = lane_readings(cache, events, lane)
+            entry.update(energy_of(events, lane, [w], tokens, costs.get(lane), rs, "race", sampled))
             ws, n = per_lane.get(lane, ([], 0))
             per_lane[lane] = (ws + [w], n + tokens)
     summary = result.get("lanes")
     if isinstance(summary, dict):
         for lane, (ws, n) in per_lane.items():
             if isinstance(summary.get(lane), dict):
-                summary[lane].update(energy_of(events, lane, ws, n, costs.get(lane), cache.get(lane), "run"))
+                summary[lane].update(run_energy(events, lane, ws, n, costs.get(lane),
+                                                *lane_readings(cache, events, lane)))
     return result
+
+
+def run_energy(events: list[Event], lane: str, windows: list[tuple[int, int]], output_tokens: int,
+               cost_per_hour: float | None, rs: list[Reading] | None = None, sampled: Sampled | None = None
+               ) -> dict[str, Any]:
+    """A run of several windows (a lane's races): their energy summed (:func:`energy_of`), or -- where that is
+    withheld (windows too short for the exporter's updates) -- over the run's span from its first window's start to
+    its last one's end, the time between them included and said so: the counter's updates bracket the whole run
+    even where they bracket no single race."""
+    block = energy_of(events, lane, windows, output_tokens, cost_per_hour, rs, "run", sampled)
+    if block["energy_j"] is not None or len(windows) < 2:
+        return block
+    span = (min(a for a, _ in windows), max(b for _, b in windows))
+    over = energy_of(events, lane, [span], output_tokens, cost_per_hour, rs, "run", sampled)
+    if over["energy_j"] is None:
+        return block
+    said = (f"over the run's span ({(span[1] - span[0]) / NS:.0f} s, the time between its windows included): no "
+            "single window was long enough for the exporter's updates")
+    over["energy_note"] = "; ".join(x for x in (said, over["energy_note"]) if x)
+    return over

@@ -29,7 +29,7 @@ class ListenError(Exception):
 
 
 def stderr_line(tr: Transition | LaneChange) -> None:
-    print(f"lanemon: {tr.line()}", file=sys.stderr, flush=True)
+    print(f"lanemon: {inert(tr.line(), 2000)}", file=sys.stderr, flush=True)  # a rule's name is the user's file's
 
 
 class Monitor:

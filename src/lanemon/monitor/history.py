@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -51,7 +52,12 @@ _decode = msgspec.json.Decoder(LaneSummary)
 
 
 class CatalogueError(Exception):
-    """The catalogue cannot be opened or is not one (the message says which file and why)."""
+    """The catalogue cannot be opened or is not one (the message says which file and why); ``lost``: a
+    rebuild could not write every row (the command exits 4)."""
+
+    def __init__(self, message: str, *, lost: bool = False) -> None:
+        super().__init__(message)
+        self.lost = lost
 
 
 def default_path() -> Path:
@@ -82,6 +88,8 @@ def connect(path: Path | None = None) -> Iterator[sqlite3.Connection]:
             elif row[0] != str(SCHEMA_VERSION):
                 raise CatalogueError(f"{path}: history catalogue schema {row[0]!r}, this lanemon writes "
                                      f"{SCHEMA_VERSION}: run `lanemon history --rebuild`")
+        except sqlite3.OperationalError as exc:  # the file is fine, the disk or its permissions are not
+            raise CatalogueError(f"{path}: {unwritable(exc)}") from None
         except sqlite3.DatabaseError as exc:
             raise CatalogueError(f"{path}: not a usable history catalogue ({exc}): run `lanemon history "
                                  "--rebuild`") from None
@@ -90,11 +98,27 @@ def connect(path: Path | None = None) -> Iterator[sqlite3.Connection]:
         conn.close()
 
 
+def unwritable(exc: sqlite3.Error) -> str:
+    """Why the catalogue could not be opened or written, in one line, never advising ``--rebuild`` (which
+    deletes the file: a read-only catalogue or a full disk are no reason to lose it)."""
+    text = str(exc)
+    if "full" in text:
+        return f"the history catalogue cannot be written: the disk is full ({text})"
+    if "readonly" in text or "read-only" in text or "unable to open" in text or "access" in text:
+        return (f"the history catalogue cannot be written ({text}): it or its folder is read-only; give "
+                "lanemon write access or point --catalogue elsewhere")
+    return f"the history catalogue cannot be used ({text})"
+
+
 def summarize_recording(path: Path) -> list[LaneSummary]:
-    """The per-lane summaries of one recording (RecordingError when it is not one)."""
+    """The per-lane summaries of one recording (RecordingError when it is not one, or not a regular file:
+    a FIFO named ``*.jsonl`` would block the read for ever)."""
     path = Path(path)
     try:
-        if path.stat().st_size > MAX_RECORDING_BYTES:
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):
+            raise RecordingError(f"{path}: not a regular file, not read")
+        if st.st_size > MAX_RECORDING_BYTES:
             raise RecordingError(f"{path}: larger than {MAX_RECORDING_BYTES >> 30} GiB, not summarised")
     except OSError as exc:
         raise RecordingError(f"{path}: {exc.strerror or exc}") from None
@@ -191,20 +215,38 @@ def rebuild(catalogue: Path | None = None, sources: Iterable[Path] | None = None
     recordings).  Returns (recordings read, rows, problems)."""
     catalogue = Path(catalogue) if catalogue is not None else default_path()
     for suffix in ("", "-wal", "-shm"):
-        with contextlib.suppress(FileNotFoundError):
+        try:
             Path(str(catalogue) + suffix).unlink()
+        except FileNotFoundError:
+            pass
+        except OSError as exc:  # a read-only folder: nothing was deleted
+            raise CatalogueError(f"{catalogue}{suffix}: cannot replace the history catalogue "
+                                 f"({exc.strerror or exc})") from None
     files = sorted(sources) if sources is not None else sorted(recordings_dir().glob("*.jsonl"))
+    try:
+        with connect(catalogue) as conn:
+            return _refill(conn, catalogue, files)
+    except CatalogueError as exc:
+        if exc.lost:
+            raise
+        raise CatalogueError(f"{exc}; the old catalogue was deleted, no row was written", lost=True) from None
+
+
+def _refill(conn: sqlite3.Connection, catalogue: Path, files: list[Path]) -> tuple[int, int, list[str]]:
     read = rows = 0
     problems: list[str] = []
-    with connect(catalogue) as conn:
-        for f in files:
-            try:
-                summaries = summarize_recording(f)
-            except RecordingError as exc:
-                problems.append(str(exc))
-                continue
-            read += 1
+    for f in files:
+        try:
+            summaries = summarize_recording(f)
+        except RecordingError as exc:
+            problems.append(str(exc))
+            continue
+        try:
             rows += insert(conn, summaries, f)
+        except sqlite3.Error as exc:  # a full disk mid-rebuild: what is there so far is kept
+            raise CatalogueError(f"{catalogue}: {unwritable(exc)}; it holds {rows} rows from the first {read} "
+                                 f"of {len(files)} recordings", lost=True) from None
+        read += 1
     return read, rows, problems
 
 

@@ -28,6 +28,10 @@ from lanemon.share.protocol import ShareError
 from lanemon.untrusted import ID_LIMIT, inert
 
 
+MAX_HELD_BYTES = 64 << 20
+"""While paused, at most this many bytes of events (as JSON) are held; then the display resumes."""
+
+
 class RemoteSource:
     """Events from ``lanemon share`` at ``url`` (ws://HOST:PORT), shown read-only."""
 
@@ -60,6 +64,8 @@ class RemoteSource:
         self.error: str | None = None
         self._ws: ClientConnection | None = None
         self._held: list[Event] = []
+        self._held_bytes = 0
+        """The JSON size of the held events (a publisher's events may be large: bounded by :data:`MAX_HELD_BYTES`)."""
         self._stop = False
         self._closing: asyncio.Task | None = None
         self._last_t = 0
@@ -155,21 +161,23 @@ class RemoteSource:
             events = msg.get("events")
             for obj in events if isinstance(events, list) else ():
                 try:  # a publisher is as untrusted as a recording file: the recording schema decides
-                    ev = decode_event(orjson.dumps(obj))
+                    line = orjson.dumps(obj)
+                    ev = decode_event(line)
                 except (BadRow, TypeError, orjson.JSONEncodeError):
                     self.bad_messages += 1
                     continue
-                self._deliver(ev)
+                self._deliver(ev, len(line))
         elif kind == "live":
             self.synced = True
         # anything else (a newer protocol's message) is ignored
 
-    def _deliver(self, ev: Event) -> None:
+    def _deliver(self, ev: Event, size: int = 0) -> None:
         self.received += 1
         self._last_t = max(self._last_t, ev.t)
         if self.paused:
             self._held.append(ev)
-            if len(self._held) >= self.max_held_events:
+            self._held_bytes += size
+            if len(self._held) >= self.max_held_events or self._held_bytes >= MAX_HELD_BYTES:
                 self.paused = False
                 self._release()
                 self._note("display resumed: too many events held while paused", "warning")
@@ -177,7 +185,7 @@ class RemoteSource:
         self.bus.publish(ev)
 
     def _release(self) -> None:
-        held, self._held = self._held, []
+        held, self._held, self._held_bytes = self._held, [], 0
         for ev in held:
             self.bus.publish(ev)
 

@@ -2,7 +2,8 @@
 
 * ``merge.py`` -- the pure timestamp-order merge (watermarks from heartbeats)
 * ``pool.py``  -- :class:`WorkerPool`: spawn N processes, hand them jobs, publish their events on the bus
-* ``ray_pool.py`` -- the same over Ray actors (local or a cluster; docs/WORKERS.md)
+* ``ray_pool.py`` -- the same over Ray actors (local, or on a cluster's load hosts; docs/WORKERS.md)
+* ``clocks.py`` -- across hosts (pure): the clock-offset exchange, the version check, the heartbeat rule
 """
 
 import os
