@@ -30,7 +30,7 @@ LIGHT = {"lanemon.folds", "lanemon.folds.gauntlet_defaults", "lanemon.workers"}
 default number of workers)."""
 
 COMMANDS = ("live", "demo", "sim", "check", "replay", "history", "race", "bench", "gauntlet", "report", "compare",
-            "qeval", "agree", "kl", "export", "share", "attach", "web")
+            "qeval", "agree", "kl", "export", "schema", "share", "attach", "web")
 SUBCOMMANDS = {"bench": ("decode", "prefill", "needles", "load", "sweep"), "qeval": ("run", "compare", "rescore")}
 
 
