@@ -292,3 +292,39 @@ def test_what_no_report_reads_is_counted_not_kept(tmp_path):
     compact = compact_events(Recording(path).events())
     assert compact.count == 300 and len(compact.events) == 0 and compact.events.stored_bytes == 0
     assert analyze(Recording(path))["environment"]["events"] == 300
+
+
+def test_scrapes_are_held_compact_and_read_back_the_same(many):
+    """A recording of many short requests holds a scrape every couple of seconds per lane (hundreds of thousands
+    in 1.5 M events): the counters held each as a dict of ~25 floats (~1,800 bytes measured here; issue 39 row 12).
+    Held compact (:class:`Scrapes`: ~350 bytes) they cost a fraction, for N and 4N events, and read back equal."""
+    from lanemon.events import SERVER_METRICS
+    from lanemon.measure.counters import scrapes
+
+    per_scrape = []
+    for path in many:
+        events = compact_events(Recording(path).events()).events
+        lanes = sorted({ev.lane for ev in events if ev.kind == SERVER_METRICS and ev.lane})
+        assert lanes
+        gc.collect()
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            held = [scrapes(events, lane) for lane in lanes]
+            gc.collect()
+            size = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+        n = sum(len(s) for s in held)
+        assert n > 1000
+        per_scrape.append((n, size))
+        for s in held:  # read back: time order, and the very pairs the events gave
+            pairs = list(s)
+            assert [t for t, _ in pairs] == sorted(t for t, _ in pairs)
+            assert s[0] == pairs[0] and s[-1] == pairs[-1] and s[1:3] == pairs[1:3]
+            assert all(isinstance(d, dict) and d for _, d in pairs)
+        del held, events
+    (n0, s0), (n1, s1) = per_scrape
+    assert n1 > 3 * n0
+    per_added = (s1 - s0) / (n1 - n0)
+    assert per_added < 600, f"{per_added:.0f} bytes per added scrape ({per_scrape})"

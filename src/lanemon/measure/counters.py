@@ -28,7 +28,9 @@ tokens: 1.0 is even); ``lora_adapters`` (running at the end); ``restarts`` (time
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+import pickle
+from array import array
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,11 +148,71 @@ READ_KEYS = frozenset(COUNTERS.values()) | {"engine", "requests_by_finish", "by_
 maps ~40 figures; a recording of hours holds tens of thousands)."""
 
 
-def scrapes(events: Iterable[Event], lane: str) -> list[tuple[int, dict[str, Any]]]:
-    """The successful scrapes of *lane* as (instant, the mapped data read here), in time order."""
-    out = [(scrape_instant(ev), {k: v for k, v in ev.data.items() if k in READ_KEYS or k.endswith(CUMULATIVE)})
-           for ev in events if ev.kind == schema.SERVER_METRICS and ev.lane == lane and ev.data.get("ok")]
-    out.sort(key=lambda x: x[0])
+class Scrapes:
+    """A lane's scrapes as (instant, mapped data) pairs, held compact: the instants as a C array, each scrape's
+    keys as one shared tuple per distinct key set and its values pickled (~100-200 bytes a scrape, where a dict
+    of floats cost ~600: a recording of hours holds hundreds of thousands of scrapes, issue 39 row 12).  Read
+    back as fresh, equal dicts: iterating, indexing and slicing give what the list of pairs gave."""
+
+    __slots__ = ("_t", "_k", "_v", "_keys", "_key_ids")
+
+    def __init__(self, pairs: Iterable[tuple[int, dict[str, Any]]] = ()) -> None:
+        self._t = array("q")
+        self._k = array("I")
+        self._v: list[bytes] = []
+        self._keys: list[tuple] = []
+        self._key_ids: dict[tuple, int] = {}
+        for t, data in pairs:
+            self.append(t, data)
+
+    def append(self, t: int, data: dict[str, Any]) -> None:
+        keys = tuple(data)
+        kid = self._key_ids.get(keys)
+        if kid is None:
+            kid = self._key_ids[keys] = len(self._keys)
+            self._keys.append(keys)
+        self._t.append(t)
+        self._k.append(kid)
+        self._v.append(pickle.dumps(tuple(data.values()), protocol=5))
+
+    def _pair(self, i: int) -> tuple[int, dict[str, Any]]:
+        return self._t[i], dict(zip(self._keys[self._k[i]], pickle.loads(self._v[i])))
+
+    def __len__(self) -> int:
+        return len(self._t)
+
+    def __bool__(self) -> bool:
+        return len(self._t) > 0
+
+    def __iter__(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        for i in range(len(self._t)):
+            yield self._pair(i)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self._pair(j) for j in range(*i.indices(len(self._t)))]
+        return self._pair(range(len(self._t))[i])
+
+    def __eq__(self, other: object) -> bool:
+        return list(self) == list(other) if isinstance(other, (Scrapes, list)) else NotImplemented
+
+    def instants(self) -> array:
+        return self._t
+
+
+def scrapes(events: Iterable[Event], lane: str) -> Scrapes:
+    """The successful scrapes of *lane* as (instant, the mapped data read here), in time order (:class:`Scrapes`)."""
+    held = Scrapes()
+    for ev in events:
+        if ev.kind == schema.SERVER_METRICS and ev.lane == lane and ev.data.get("ok"):
+            held.append(scrape_instant(ev),
+                        {k: v for k, v in ev.data.items() if k in READ_KEYS or k.endswith(CUMULATIVE)})
+    t = held.instants()
+    if all(t[i] <= t[i + 1] for i in range(len(t) - 1)):
+        return held  # in time order already, as a recording is
+    out = Scrapes()
+    for i in sorted(range(len(t)), key=t.__getitem__):  # stable: ties keep their order, as list.sort kept them
+        out.append(*held[i])
     return out
 
 
@@ -263,12 +325,12 @@ def withheld(c: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def window_counters(scr: list[tuple[int, dict[str, Any]]], t0: int, t1: int) -> dict[str, Any] | None:
+def window_counters(scr: "Scrapes | list[tuple[int, dict[str, Any]]]", t0: int, t1: int) -> dict[str, Any] | None:
     """The run-scoped figures from the last scrape at or before *t0* to the first at or after *t1*, every scrape
     between them added up (:class:`Accumulator`); None when the run is not bracketed by two scrapes; only the
     restart named (:func:`withheld`) when the engine restarted in between."""
     lo = hi = None
-    for i, (t, _) in enumerate(scr):
+    for i, t in enumerate(scr.instants() if isinstance(scr, Scrapes) else (t for t, _ in scr)):
         if t <= t0:
             lo = i
         elif t >= t1:
