@@ -30,7 +30,7 @@ LIGHT = {"lanemon.folds", "lanemon.folds.gauntlet_defaults", "lanemon.workers"}
 default number of workers)."""
 
 COMMANDS = ("live", "demo", "sim", "check", "replay", "history", "race", "bench", "gauntlet", "report", "compare",
-            "qeval", "agree", "kl", "export", "share", "attach", "web")
+            "qeval", "agree", "kl", "export", "schema", "share", "attach", "web")
 SUBCOMMANDS = {"bench": ("decode", "prefill", "needles", "load", "sweep"), "qeval": ("run", "compare", "rescore")}
 
 
@@ -91,3 +91,20 @@ def test_every_commands_help_still_works(command):
     assert tuple(subs) == SUBCOMMANDS.get(command, ())
     for sub in subs:
         assert _help([command, sub, "--help"]).startswith(f"usage: lanemon {command} {sub} ")
+
+
+def test_the_dashboard_imports_no_report_renderer():
+    """`lanemon demo`'s first frame waits for the UI's imports: the dashboard reads reports/simulated.py and
+    reports/format.py, and importing them must not bring the renderers (jinja2) and the analysis along."""
+    code = textwrap.dedent(
+        """
+        import json, sys
+        import lanemon.ui.app, lanemon.sessions.sources
+        print(json.dumps(sorted(sys.modules)))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    modules = set(json.loads(out.stdout.splitlines()[-1]))
+    assert "lanemon.reports.simulated" in modules  # the module the dashboard does read
+    assert sorted(m for m in modules if m in ("jinja2", "lanemon.reports.render", "lanemon.reports.analyse")) == []
