@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import dataclasses
 import sys
 
@@ -46,6 +45,8 @@ def _resolve_target(args: argparse.Namespace) -> LaneConfig:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    import asyncio
+
     import orjson
 
     from lanemon.workloads.check import run_check

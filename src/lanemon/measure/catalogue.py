@@ -294,6 +294,18 @@ BY_PROMETHEUS: dict[str, Metric] = {m.prometheus: m for m in CATALOGUE if m.prom
 #: rows of docs/METRICS.md's definitions table that state a rule, not a figure of their own
 RULE_ROWS = ("percentiles", "server view")
 
+METRIC_FIELDS = ("ttft_p50", "ttft_p90", "ttft_p99", "tpot_p50", "tpot_p90", "tpot_p99", "e2e_p50", "e2e_p90",
+                 "e2e_p99", "decode_tok_s_p50", "tok_s", "steady_tok_s", "goodput_rps", "slo_attainment", "requests")
+"""The figures ``lanemon history --metric`` may trend (here, not in measure/summary.py, so the
+command line's parser is built without importing the measuring side)."""
+
+
+#: the catalogue's figure each trendable field holds
+FIELD_METRIC = {"ttft_p50": "ttft", "ttft_p90": "ttft", "ttft_p99": "ttft", "tpot_p50": "tpot",
+                "tpot_p90": "tpot", "tpot_p99": "tpot", "e2e_p50": "e2e", "e2e_p90": "e2e", "e2e_p99": "e2e",
+                "decode_tok_s_p50": "per_stream_tok_s", "tok_s": "aggregate_tok_s", "steady_tok_s": "steady_tok_s",
+                "goodput_rps": "goodput", "slo_attainment": "slo_share", "requests": "requests"}
+
 
 def metric(name: str) -> Metric:
     """The catalogue's entry ``name`` (KeyError for a figure the catalogue does not hold)."""
