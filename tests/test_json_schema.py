@@ -27,7 +27,7 @@ def test_schema_list_and_each_schema_with_its_version():
     assert out.returncode == 0, out.stderr
     names = [ln.split()[0] for ln in out.stdout.splitlines() if ln.strip()]
     assert names == list(OUTPUTS) and {"bench-decode", "bench-prefill", "bench-needles", "bench-load", "bench-sweep",
-                                        "race", "check", "history", "recording"} <= set(names)
+                                        "race", "check", "agree", "history", "recording"} <= set(names)
     for name in names:
         got = _run("schema", name)
         assert got.returncode == 0, got.stderr
@@ -88,7 +88,7 @@ def test_sweep_and_race_outputs_decode_into_their_structs():
     validate("race", analyze(SAMPLES / "races.jsonl", benches=["race"])["race"])
 
 
-def test_prefill_needles_and_check_outputs_decode_into_their_structs():
+def test_prefill_needles_agree_and_check_outputs_decode_into_their_structs():
     prefill = _run("bench", "prefill", "--demo", "--time-scale", "0.02", "--lanes", "A,B", "--lengths", "256,1024",
                    "--slo", "ttft=1", "--cost", "A=3", "--json", "--no-record")
     assert prefill.returncode == 0, prefill.stderr
@@ -102,6 +102,11 @@ def test_prefill_needles_and_check_outputs_decode_into_their_structs():
 
     validate("bench-prefill", analyze(SAMPLES / "prefill.jsonl", benches=["prefill"])["prefill"])
     validate("bench-needles", analyze(SAMPLES / "needles.jsonl", benches=["needles"])["needles"])
+    agree = _run("agree", "--demo", "--time-scale", "0.02", "--prompts", "4", "--tokens", "16", "--json",
+                 "--no-record")
+    assert agree.returncode == 0, agree.stderr
+    validate("agree", json.loads(agree.stdout))
+    validate("agree", analyze(SAMPLES / "agree.jsonl", benches=["agree"])["agree"])
     with SimThread("sglang-native", time_scale=0.05) as sim:
         check = _run("check", sim.base_url, "--json")
     assert check.returncode == 0, check.stderr

@@ -190,18 +190,23 @@ class ClientLoadInfo(_Strict):
     max_lag_ms: Num = None
 
 
-class DecodeResult(_Strict):
+class _RunState(_Strict, kw_only=True):
+    """What a bench run's JSON says of the run itself (workloads/bench/run.py ``run_state``; docs/JSON.md)."""
+
+    interrupted: bool = False
+    cut: list[Any] = []
+    not_run: Obj = None
+    running: list[Any] | None = None
+    client_load: ClientLoadInfo | None = None
+
+
+class DecodeResult(_RunState):
     """``bench decode --json`` (docs/JSON.md, "bench decode")."""
 
     bench: Literal["decode"]
     lanes: dict[str, DecodeLane]
     config: BenchConfig
     crossover: Obj = None
-    interrupted: bool = False
-    cut: list[Any] = []
-    not_run: Obj = None
-    running: list[Any] | None = None
-    client_load: ClientLoadInfo | None = None
 
 
 class LoadRep(_Energy):
@@ -265,18 +270,13 @@ class Schedule(_Strict):
     same_for_every_lane: bool = False
 
 
-class LoadResult(_Strict):
+class LoadResult(_RunState):
     """``bench load --json`` (docs/JSON.md, "bench load")."""
 
     bench: Literal["load"]
     lanes: dict[str, LoadLane]
     config: BenchConfig
     schedule: Schedule | None = None
-    interrupted: bool = False
-    cut: list[Any] = []
-    not_run: Obj = None
-    running: list[Any] | None = None
-    client_load: ClientLoadInfo | None = None
 
 
 class SweepLane(_Strict):
@@ -295,7 +295,7 @@ class SweepLane(_Strict):
     server: Obj = None
 
 
-class SweepResult(_Strict):
+class SweepResult(_RunState):
     """``bench sweep --json`` (docs/JSON.md)."""
 
     bench: Literal["sweep"]
@@ -304,11 +304,6 @@ class SweepResult(_Strict):
     knee_gain: Num = None
     slo: dict[str, float] | None = None
     crossover: Obj = None
-    interrupted: bool = False
-    cut: list[Any] = []
-    not_run: Obj = None
-    running: list[Any] | None = None
-    client_load: ClientLoadInfo | None = None
 
 
 class RaceLane(_Energy):
@@ -428,18 +423,13 @@ class PrefillRatios(_Strict):
     by_length: dict[str, Num] = {}
 
 
-class PrefillResult(_Strict):
+class PrefillResult(_RunState):
     """``bench prefill --json`` (docs/JSON.md, "bench prefill")."""
 
     bench: Literal["prefill"]
     lanes: dict[str, PrefillLane]
     config: BenchConfig
     ratios: PrefillRatios | None = None
-    interrupted: bool = False
-    cut: list[Any] = []
-    not_run: Obj = None
-    running: list[Any] | None = None
-    client_load: ClientLoadInfo | None = None
 
 
 class NeedleRun(_Strict):
@@ -475,17 +465,12 @@ class NeedleLane(_Strict):
     server: Obj = None
 
 
-class NeedleResult(_Strict):
+class NeedleResult(_RunState):
     """``bench needles --json`` (docs/JSON.md)."""
 
     bench: Literal["needles"]
     lanes: dict[str, NeedleLane]
     config: BenchConfig
-    interrupted: bool = False
-    cut: list[Any] = []
-    not_run: Obj = None
-    running: list[Any] | None = None
-    client_load: ClientLoadInfo | None = None
 
 
 class CheckItem(_Strict):
@@ -507,6 +492,34 @@ class CheckResult(_Strict):
     checks: list[CheckItem]
 
 
+class AgreePrompt(_Strict):
+    id: int
+    first_divergence_word: int | None = None
+    exact: bool | None = None
+    a_words: int | None = None
+    b_words: int | None = None
+    a_text: str | None = None
+    b_text: str | None = None
+    error: str | None = None
+
+
+class AgreeResult(_Strict):
+    """``lanemon agree --json`` (workloads/agree.py): where two lanes' greedy replies first differ, by word."""
+
+    bench: Literal["agree"]
+    lanes: list[str]
+    total: int
+    exact: int
+    median_first_divergence_word: Num = None
+    agree_ge_10_words: int | None = None
+    diverge_at_0: int | None = None
+    histogram: dict[str, int] = {}
+    errors: int | None = None
+    prompts: list[AgreePrompt] = []
+    interrupted: bool = False
+    config: Obj = None
+
+
 #: every published output: name -> (its type, what prints it)
 OUTPUTS: dict[str, tuple[Any, str]] = {
     "bench-decode": (DecodeResult, "lanemon bench decode --json"),
@@ -516,6 +529,7 @@ OUTPUTS: dict[str, tuple[Any, str]] = {
     "bench-sweep": (SweepResult, "lanemon bench sweep --json"),
     "race": (RaceResult, "lanemon race --json"),
     "check": (CheckResult, "lanemon check --json"),
+    "agree": (AgreeResult, "lanemon agree --json"),
     "history": (list[LaneSummary], "lanemon history --json"),
     "recording": (EventRow, "a recording (--record): a header line, then one event per line"),
 }
