@@ -161,7 +161,8 @@ def energy_of(events: list[Event], lane: str, windows: list[tuple[int, int]], ge
     """The energy and cost block of one result entry made of one or more windows (a cell's reps; *what* names
     them in a reason): energy, its uncertainty and seconds summed over the windows, withheld with the reason and
     the advice where any window has no figure or the sum's uncertainty is over :data:`MAX_UNCERTAINTY` of it;
-    then :func:`efficiency` of *generated_tokens* (reasoning included).  *sampled*: the lane's readings as updates, when the caller has them already."""
+    then :func:`efficiency` of *generated_tokens* (reasoning included).  *sampled*: the lane's readings as
+    updates, when the caller has them already."""
     rs = readings(events, lane) if rs is None else rs
     sampled = sample(rs) if sampled is None else sampled
     joules = unc = seconds = 0.0
