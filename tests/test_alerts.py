@@ -65,7 +65,7 @@ def test_an_alert_fires_after_its_for_and_resolves_once():
     fired = eng.evaluate(2 * S, slow)
     assert [(t.state, t.lane, t.since_ns) for t in fired] == [(FIRING, "A", 0)]
     assert fired[0].to_json()["values"] == {"ttft_p50": 0.2} and fired[0].to_json()["severity"] == "critical"
-    assert "FIRING [critical] lane A: ttft_p50 > 0.05 for 2s (ttft_p50=0.2)" in fired[0].line()
+    assert "FIRING [critical] lane A: ttft_p50 > 0.05 for 2s (ttft_p50=0.2 s)" in fired[0].line()
     assert eng.evaluate(3 * S, slow) == []  # still firing: no second transition
     assert eng.firing_count("A") == 1
     resolved = eng.evaluate(4 * S, fast)

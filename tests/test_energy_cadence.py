@@ -268,8 +268,23 @@ def test_the_efficiency_table_shows_plus_minus_the_withheld_reasons_and_ranks_on
     decode = {"lanes": {"A": {"levels": {"1": cell(5.0, 0.4, 30.0), "2": cell(5.3, 0.4, 35.0), "4": withheld}}}}
     sec = efficiency_section(decode, ["A"])
     assert sec.rows[0][1:3] == ["5.00 ±0.40", "30.0 ±2.0"] and sec.rows[2][1] == "—"
-    assert "no level is clearly the most efficient" in sec.summary and "C1" in sec.summary
     assert any("energy withheld: the exporter updates every 30 s" in n for n in sec.notes)
+    assert "no level is called the most efficient: C4 has no energy figure" in sec.summary
+    del decode["lanes"]["A"]["levels"]["4"]
+    assert "no level is clearly the most efficient: C2" in efficiency_section(decode, ["A"]).summary
     # a lane with telemetry whose every cell was withheld still gets the section, saying why (not "no telemetry")
     sec = efficiency_section({"lanes": {"A": {"levels": {"1": withheld}}}}, ["A"])
     assert sec is not None and "updates every 30 s" in sec.summary
+
+
+def test_no_level_is_called_most_efficient_while_another_has_its_figure_withheld():
+    """A withheld C4 might be the most efficient: C1, the only figure, is not called so (seen against the proxy:
+    the report named C1 where the truth was C4)."""
+    from lanemon.reports.sections.efficiency import efficiency_section
+
+    per = {1: {"tokens_per_joule": 6.3, "tokens_per_joule_uncertainty": 0.2, "energy_j": 76.0},
+           4: {"tokens_per_joule": None, "energy_j": None, "energy_update_s": 0.4,
+               "energy_reason": "this cell lasted 5.2 s: its energy is only known to ±9 J of 78 J (over 10%)"}}
+    assert best_levels(per)[0] is None
+    sec = efficiency_section({"lanes": {"A": {"levels": {str(k): v for k, v in per.items()}}}}, ["A"])
+    assert "no level is called the most efficient: C4 has no energy figure" in sec.summary

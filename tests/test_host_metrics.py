@@ -149,7 +149,7 @@ async def test_dashboard_against_simulated_lanes_host_toggle_and_server_gauges()
                 # the engine the lane simulates, and whose /metrics names it speaks (issue 40 item 4)
                 title = plain(gauges.query_one("#srv-title", Label))
                 assert title.startswith(f"server  {sim} (sim)")
-                assert f"· {engine} /metrics" in title or len(title) + len(f"  · {engine} /metrics") > gauges.size.width
+                assert f"(sim, {engine} /metrics)" in title or len(title) + len(f", {engine} /metrics  TTFT 999 ms") > gauges.size.width
                 assert plain(gauges.query_one("#srv-gen", Label)) == f"gen {fmt.tok_s(server.last.get('gen_tok_s'))}"
                 assert list(gauges.query_one("#srv-gen-spark", Sparkline).data) == list(server.gen_tok_s)
                 assert f"run {server.last['running']}" in plain(gauges.query_one("#srv-run", Label))

@@ -112,7 +112,7 @@ def test_live_drops_impossible_values_counts_them_and_the_panel_says_so():
     st.apply(Event(0, schema.LANE, "A", None, {"name": "A", "url": "http://x/v1", "telemetry": "http://g/metrics"}))
     st.apply(events[0])
     text = gpu_text(st.lane("A").gpu)
-    assert text.startswith("40% · 30 W") and text.endswith("3 impossible values dropped"), text
+    assert text.startswith("40% · 30 W") and text.endswith("3 values dropped"), text
 
 
 def _replayed_gpu_event(data: dict, t: int = NS) -> bytes:
@@ -141,7 +141,7 @@ def test_a_replayed_reading_with_impossible_values_shows_none_of_them(tmp_path):
         series.apply(ev)
     text = gpu_text(st.lane("A").gpu)
     assert "inf" not in text and "-1000" not in text, text
-    assert text == "45 °C · ×2 · 4 impossible values dropped", text  # -1000 W twice, 1.7e308 % twice
+    assert text == "45 °C · ×2 · 4 values dropped", text  # -1000 W twice, 1.7e308 % twice
     assert len(series.lane("A").gpu) == 0  # nothing possible to draw: power and utilisation both dropped
 
 
@@ -215,8 +215,26 @@ def test_a_200000_gpu_endpoint_costs_one_bounded_reading():
     """Row 14: 200,000 GPUs in 8 MiB took a race 26 s and 215 MB; now the body is refused past 2 MiB."""
     body = ht.many_gpus()
     assert 7 << 20 < len(body) <= 8 << 20
-    data, _, took = scrape(lambda req: ht.text(body))
+    data, events, took = scrape(lambda req: ht.text(body))
     assert not data["ok"] and "larger than" in data["message"] and took < 3, (data, took)
+    from lanemon.folds.dashboard import GpuState, gpu_text
+
+    gpu = GpuState()
+    gpu.apply(events[0].t, events[0].data)
+    assert gpu_text(gpu).startswith("failing: ") and "larger than 2 MiB" in gpu_text(gpu)  # not "unreachable"
+
+
+def test_live_applies_its_telemetry_flag(tmp_path):
+    """``lanemon live --telemetry A=...`` was accepted and silently ignored (the issue's endpoints were read
+    through lanes.toml)."""
+    import argparse
+
+    from lanemon.cli.live import _load
+
+    (tmp_path / "lanes.toml").write_text("")
+    config = _load(argparse.Namespace(config=str(tmp_path / "lanes.toml"), lane=["A=http://127.0.0.1:1/v1"],
+                                      telemetry=["A=http://127.0.0.1:2/metrics"], cost=["A=2"]))
+    assert config.lanes[0].telemetry == "http://127.0.0.1:2/metrics" and config.lanes[0].cost_per_hour == 2
 
 
 def test_many_gpus_under_the_body_cap_are_read_in_milliseconds_and_kept_to_64():
@@ -276,3 +294,22 @@ def test_a_race_names_the_telemetry_failure(tmp_path):
     assert lanes["A"]["energy_reason"].startswith("GPU telemetry answered 307 -> http://evil.example"), lanes["A"]
     assert lanes["B"]["energy_reason"].startswith("GPU telemetry: the telemetry endpoint's gzip body"), lanes["B"]
     assert "a compression bomb" in lanes["B"]["energy_reason"] or "more than 2 MiB" in lanes["B"]["energy_reason"]
+
+
+# ------------------------------------------------------------------------------------------ /metrics
+
+
+def test_metrics_with_infinities_and_overflowing_sums_keep_the_rest_and_count_them():
+    """A lane's /metrics saying ``+Inf`` requests running failed the whole scrape (``int(inf)``: OverflowError),
+    and two ranks of 1e308 waiting summed to inf."""
+    from lanemon.client.prom import MetricsScraper
+
+    body = ("vllm:num_requests_running +Inf\nvllm:num_requests_waiting{engine=\"0\"} 1e308\n"
+            "vllm:num_requests_waiting{engine=\"1\"} 1e308\nvllm:generation_tokens_total 1e300\n"
+            "vllm:prompt_tokens_total 120\nvllm:kv_cache_usage_perc 0.5\n")
+    s = MetricsScraper("A", "http://x/v1", None, clock=Clock(), emit=lambda e: None)  # type: ignore[arg-type]
+    data = s._read(body, 0, 0.01)
+    assert data["ok"] and data["prompt_tokens_total"] == 120 and data["kv_usage"] == 0.5, data
+    assert "running" not in data and "waiting" not in data and "generation_tokens_total" not in data
+    assert data["dropped"] == 3
+    json.dumps(data, allow_nan=False)  # every number left is one a recording can hold

@@ -27,3 +27,17 @@ async def test_the_window_table_says_its_window_and_the_ratio_direction():
         assert lines[0].lstrip().startswith("last 1 min ")  # the window, where the lane column's header was
         ratio_row = next(line for line in lines if line.lstrip().startswith("B/A"))
         assert any(word in ratio_row for word in ("slower", "faster", "same"))
+
+
+async def test_at_80x24_the_table_drops_whole_columns_not_letters():
+    """Issue 40 item 10: `l…  req…    e…  f…` at 80x24: the E2E and TPOT percentiles go whole instead."""
+    app = make_app(ScriptedSource(sample_events(), mode="live", hold=True))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.2)
+        app.redraw(force=True)
+        await pilot.pause()
+        table = app.screen.query_one(LaneStats)
+        lines = [line.text for line in table.render_lines(table.region.reset_offset)]
+        header = lines[0]
+        assert "…" not in header, header
+        assert "req/s" in header and "TTFT p50·90·99" in header and "E2E" not in header

@@ -122,6 +122,13 @@ def test_no_completion_in_the_window_is_said_not_zero_req_s_beside_tokens():
     assert "0.0 req/s" not in line and "no request completed in the measured window" in line
 
 
+def has_energy(result) -> bool:
+    """Whether some rep of the fixture's run has an energy figure: its 0.75 s windows of 10 ms requests between 1 s
+    GPU readings are often known only to more than 10 %, and then withheld with the reason (docs/GPU.md "The
+    exporter's cadence"; tests/test_energy_cadence.py tests the figures themselves)."""
+    return any(r.get("energy_j") is not None for d in result["lanes"].values() for r in d.get("reps") or [])
+
+
 @pytest.fixture(scope="module")
 def load_run(tmp_path_factory):
     """One `bench load` on the simulated lanes, recorded: (its --json result, the recording)."""
@@ -143,19 +150,25 @@ def test_bench_load_on_the_simulator_gives_each_rep_its_counters_and_the_table_i
         c = rep["engine_counters"]
         assert c is not None and c["requests"] == rep["requests"] == 12 and c["restarts"] == 0, (lane, c)
         assert c["generation_tokens"] == 12 * 16
-        assert rep["energy_j"] and rep["energy_j"] > 0 and rep["tokens_per_joule"] > 0
+        # a 0.75 s window of 10 ms requests between 1 s GPU readings: a figure, or withheld with its uncertainty
+        # (docs/GPU.md "The exporter's cadence"), never a guess
+        assert (rep["energy_j"] > 0 and rep["tokens_per_joule"] > 0) if rep["energy_j"] is not None \
+            else rep["energy_reason"] and rep["energy_update_s"] is not None, rep
+    energy = has_energy(result)
     assert result["lanes"]["A"]["reps"][0]["usd_per_1m_output_tokens"] > 0
     assert result["lanes"]["B"]["reps"][0]["usd_per_1m_output_tokens"] is None
     b = result["lanes"]["B"]["reps"][0]["engine_counters"]  # SGLang: prefix queries are its prompt tokens
     assert b["prefix_queries"] == b["prompt_tokens"] > 0 and b["prefix_hit_rate"] is not None
     t = load_table(result)
-    assert {"tok/J", "GPU W", "$/1M tok", "prefix hit"} <= set(t.labels())
-    assert any(n.startswith("B: no cost_per_hour") for n in t.notes)
+    assert {"$/1M tok", "prefix hit"} | ({"tok/J", "GPU W"} if energy else set()) <= set(t.labels())
+    assert any(n.startswith("B: ") and "no cost_per_hour" in n for n in t.notes)
+    withheld = [r["energy_reason"] for d in result["lanes"].values() for r in d["reps"] if r["energy_j"] is None]
+    assert all(any(why in n for n in t.notes) for why in withheld), t.notes  # a withheld figure says why
     # the report's load section is the same model, and its efficiency view has the reps
     md = subprocess.run([sys.executable, "-m", "lanemon", "report", str(rec), "--format", "md"],
                         capture_output=True, text=True, timeout=120)
     assert md.returncode == 0, md.stderr
-    assert "tok/J" in md.stdout and "prefix hit" in md.stdout
+    assert ("tok/J" in md.stdout or not energy) and "prefix hit" in md.stdout
     assert "Efficiency" in md.stdout
 
 
@@ -195,7 +208,8 @@ async def test_replaying_a_load_recording_shows_the_load_table_fitted_with_its_e
     from lanemon.sessions.sources import ReplaySession
     from lanemon.ui.app import make_app
 
-    _, rec = load_run
+    result, rec = load_run
+    energy = has_energy(result)
     app = make_app(ReplaySession(rec, speed=float("inf")))
     async with app.run_test(size=(100, 30)) as pilot:
         for _ in range(100):  # the analysis runs in a thread
@@ -206,8 +220,8 @@ async def test_replaying_a_load_recording_shows_the_load_table_fitted_with_its_e
         tables = list(app.screen.query(DataTable))
         load = tables[0]
         labels = [str(c.label) for c in load.columns.values()]
-        assert labels[0] == "lane" and "tok/J" in labels and "served" in labels
-        assert len(tables) >= 2 and "tok/J" in [str(c.label) for c in tables[1].columns.values()]
+        assert labels[0] == "lane" and ("tok/J" in labels or not energy) and "served/s" in labels
+        assert len(tables) >= 2 and ("tok/J" in [str(c.label) for c in tables[1].columns.values()] or not energy)
         notes = " ".join(str(w.render()) for w in app.screen.query(Static))
         assert "hidden at this width" in notes
         await pilot.press("q")
@@ -234,7 +248,7 @@ async def test_a_running_bench_load_in_the_tui_shows_its_load_table_as_reps_end(
                 break
         assert app.screen_name() == "result"
         labels = [str(c.label) for c in app.screen.query(DataTable).first().columns.values()]
-        assert "tok/J" in labels and ("$/1M tok" in labels or "$/1M" in labels)
+        assert ("tok/J" in labels or not has_energy(load_run[0])) and ("$/1M tok" in labels or "$/1M" in labels)
         title = str(app.screen.query_one("#result-title", Static).render())
         assert "running" in title
         await pilot.press("q")

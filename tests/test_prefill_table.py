@@ -80,7 +80,7 @@ def test_fit_drops_whole_columns_and_keeps_the_cache_hit(width):
     if width < 45:  # narrower than the bench screen's table: the cache hit goes whole, and is named
         assert f.labels() == ["length", "lane", "tok/s", "TTFT"] and "cache hit tok/s" in f.hidden
         return
-    assert [c.short or c.label for c in f.columns][:5] == ["length", "lane", "tok/s", "TTFT", "cache hit"]
+    assert [c.short or c.label for c in f.columns][:5] == ["length", "lane", "tok/s", "TTFT", "hit tok/s"]
     assert "12,491" in [row[4] for row in f.text_rows()]
     kept = set(f.labels())
     assert set(f.hidden) == {c.label for c in t.columns if not c.detail and c.label not in kept
@@ -121,7 +121,7 @@ async def test_the_prefill_replay_draws_the_model_with_no_cell_cut(size):
         fitted = model.fit(table.size.width + 1, pad=2)
         assert labels == fitted.labels() and rows == fitted.text_rows()
         assert table.virtual_size.width <= table.scrollable_content_region.width  # drawn whole, nothing cut
-        assert "cache hit" in labels and "12,491" in [r[labels.index("cache hit")] for r in rows]
+        assert "hit tok/s" in labels and "12,491" in [r[labels.index("hit tok/s")] for r in rows]
         assert f"+{len(fitted.hidden)} in report" in str(table.border_subtitle)
 
 

@@ -48,7 +48,7 @@ async def test_an_alert_rings_shows_a_banner_and_is_listed_on_bang():
         head = app.screen.query_one("#al-head", Label).visual.plain
         body = app.screen.query_one("#al-list", Static).visual.plain
         assert "1 firing" in head and "firing now (1)" in body and "FIRING  [critical]  lane A" in body
-        assert "ttft_p50=0.21" in body
+        assert "ttft_p50=0.21 s" in body
         app.source.bus.publish(_alert(end + 3, "resolved", 0.02))
         app.redraw(force=True)
         await pilot.pause()

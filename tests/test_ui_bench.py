@@ -387,12 +387,12 @@ async def test_prefill_bars_mark_cache_hits():
         hit = b["2000"]["cache_hit_tok_s"]
         assert hit == pytest.approx(4 * 3650, rel=0.01)
         assert reference["lanes"]["A"]["lengths"]["2000"]["cache_hit_tok_s"] is None  # A's repeat was no faster
-        assert main.marks == [(f"B cache hit {hit:,.0f}", "2,000", b["2000"]["prefill_tok_s"])]
+        assert main.marks == [(f"B cache hit {hit:,.0f} tok/s", "2,000", b["2000"]["prefill_tok_s"])]  # with its unit
         assert not app.screen.query_one("#chart-side", BenchChart).display
         table = app.screen.query_one(BenchTable)
         labels = [str(c.label) for c in table.columns.values()]
         rows = [dict(zip(labels, (str(c) for c in table.get_row_at(i)))) for i in range(4)]
-        assert labels[:5] == ["length", "lane", "tok/s", "TTFT", "cache hit"]  # the model (reports/tables.py)
+        assert labels[:5] == ["length", "lane", "tok/s", "TTFT", "hit tok/s"]  # the model (reports/tables.py)
         assert [(r["length"], r["lane"], r["cache hit"]) for r in rows] == [
             ("2,000", "A", "no"), ("", "B", f"{hit:,.0f}"), ("12K", "A", "—"), ("", "B", "—")]  # 12K: no repeat
 

@@ -29,13 +29,10 @@ from __future__ import annotations
 import math
 import os
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
-
-import platformdirs
 
 APP_NAME = "lanemon"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
@@ -149,10 +146,14 @@ class Config:
 
 
 def config_dir() -> Path:
+    import platformdirs  # here: `lanemon --help` needs no directories
+
     return Path(platformdirs.user_config_dir(APP_NAME))
 
 
 def data_dir() -> Path:
+    import platformdirs
+
     return Path(platformdirs.user_data_dir(APP_NAME))
 
 
@@ -592,6 +593,8 @@ def loads_toml(text: str, where: str) -> dict[str, Any]:
     """TOML text parsed, bounded: ConfigError (one line naming *where*) when it is invalid or nested deeper
     than :data:`MAX_NESTING` (tomllib recurses once per level and would overflow the stack on a few hundred
     levels: that is caught here, at the read)."""
+    import tomllib
+
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -5,6 +5,10 @@ Each module here has ``register(subparsers)`` that adds its parser(s) and sets
 :data:`MODULES` lists them in the order ``--help`` shows them.  ``common.py`` holds the plumbing the
 commands share (lanes from arguments, demo lanes, recorders, Ctrl-C); ``launch.py`` opens the UI (and
 ``--share``).  Nothing here is imported by the core.
+
+``main`` imports every module here and calls its ``register`` on every run (``--help`` too), so a module's
+top level and its ``register`` import only what building the parser needs: the workloads, the HTTP client,
+Textual, asyncio ... are imported inside the handlers (tests/test_startup.py holds the list).
 """
 
 MODULES = (

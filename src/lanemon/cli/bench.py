@@ -20,7 +20,6 @@ from typing import Any
 
 from lanemon.cli import bench_load
 from lanemon.cli.common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, MAX_COUNT, UsageError, add_measure_args, add_workload_args, err, int_list, open_recorder, parse_number, recording_saved, run_interruptible, slo_arg, thinking_arg, workload_lanes)
-from lanemon.folds.bench import cell_label
 from lanemon.untrusted import inert, json_visible
 
 HELP = {
@@ -214,6 +213,8 @@ class _Progress:
             self.bar.stop()
 
     def on_event(self, ev) -> None:
+        from lanemon.folds.bench import cell_label
+
         if ev.kind == "note" and ev.data.get("about") == "load_hosts":  # Ray joined, a load host lost: one line
             self.console.print(f"lanemon: {inert(str(ev.data.get('message')))}", markup=False, highlight=False)
             return

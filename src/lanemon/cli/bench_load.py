@@ -78,7 +78,7 @@ def add_arguments(q: argparse.ArgumentParser) -> None:
                    "set) -- real prompts, sent in turn")
     g.add_argument("--ignore-eos", action="store_true",
                    help="send ignore_eos=true (vLLM, SGLang) so replies run to the drawn output length")
-    from lanemon.workers.pool import default_workers
+    from lanemon.workers import default_workers
 
     q.add_argument("--workers", type=number_arg(lo=1, hi=1024, integer=True), default=None, metavar="N",
                    help="worker processes sending the requests, their events merged in time order "
@@ -102,7 +102,7 @@ def add_arguments(q: argparse.ArgumentParser) -> None:
 
 def workers_arg(args: argparse.Namespace) -> int:
     """--workers, defaulting to the cores less one (1 for multi-turn: later turns need earlier answers)."""
-    from lanemon.workers.pool import default_workers
+    from lanemon.workers import default_workers
 
     if args.workers is None:
         return 1 if args.turns > 1 else default_workers()

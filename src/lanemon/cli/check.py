@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import dataclasses
 import sys
 
 from lanemon.cli.common import err, UsageError, add_lane_args
 from lanemon.cli.live import _load
-from lanemon.config import LaneConfig, validate_url
+from lanemon.config import ConfigError, LaneConfig, validate_url
 
 EXIT_OK = 0
 EXIT_FAIL = 1
@@ -30,8 +29,11 @@ def register(sub) -> None:
 def _resolve_target(args: argparse.Namespace) -> LaneConfig:
     target = args.target
     if "://" in target:
-        lane = LaneConfig("check", validate_url(target, "URL"), args.model)
-        return lane
+        try:
+            url = validate_url(target, "URL")
+        except ConfigError as exc:  # 'URL: url ...' said it twice
+            raise UsageError(str(exc).replace("URL: url ", "", 1)) from None
+        return LaneConfig("check", url, args.model)
     config = _load(args)
     for lane in config.lanes:
         if lane.name == target:
@@ -43,6 +45,8 @@ def _resolve_target(args: argparse.Namespace) -> LaneConfig:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    import asyncio
+
     import orjson
 
     from lanemon.workloads.check import run_check
@@ -82,10 +86,20 @@ def v1_hint(url: str, failures: list[str]) -> str | None:
     """``hint: ...`` when a URL without ``/v1`` got 404s: OpenAI-compatible servers serve ``/v1/...``."""
     from urllib.parse import urlsplit
 
-    path = urlsplit(url).path.rstrip("/")
+    parts = urlsplit(url)
+    path = parts.path.rstrip("/")
     if path.endswith("/v1") or "/v1/" in path + "/" or not any("404" in str(f) for f in failures):
         return None
+    endpoint = next((e for e in ENDPOINT_PATHS if path.endswith(e)), None)
+    if endpoint is not None:  # an endpoint's URL, not the API root: /metrics/v1 would be no better
+        root = f"{parts.scheme}://{parts.netloc}{path[: -len(endpoint)]}/v1"
+        return (f"hint: {url} is the server's {endpoint} endpoint, not its API root, and the server answered 404; "
+                f"OpenAI-compatible servers serve /v1/models and /v1/chat/completions: try {root}")
     return (f"hint: {url} has no /v1, and the server answered 404; OpenAI-compatible servers serve /v1/models "
             f"and /v1/chat/completions: try {url.rstrip('/')}/v1")
+
+
+ENDPOINT_PATHS = ("/metrics", "/health", "/models", "/chat/completions", "/completions")
+"""Paths that name one endpoint of a server (a Prometheus scrape, a health check, ...), not its API root."""
 
 

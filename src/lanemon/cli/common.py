@@ -6,7 +6,6 @@ Nothing here imports Textual.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import dataclasses
 import math
@@ -403,6 +402,8 @@ def run_interruptible(fn: Callable[[], Awaitable[T]], cleanup: Callable[[], Awai
     way (close clients, flush the recorder).  A second Ctrl-C while cleaning up
     is ignored so the recording is never left half-written.
     """
+    import asyncio
+
 
     async def main() -> tuple[T | None, bool]:
         loop = asyncio.get_running_loop()

@@ -19,7 +19,7 @@ MAX_HOPS = 500
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from lanemon.workloads.gauntlet import DEFAULT_HOPS, DEFAULT_REPS, DEFAULT_SYSTEM_PROMPT_TOKENS
+    from lanemon.folds.gauntlet_defaults import DEFAULT_HOPS, DEFAULT_REPS, DEFAULT_SYSTEM_PROMPT_TOKENS
 
     p = sub.add_parser(
         "gauntlet", help="the 20-hop agent gauntlet: follow a chain of files through tool calls",

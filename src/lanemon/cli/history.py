@@ -18,7 +18,7 @@ _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
 def register(sub) -> None:
-    from lanemon.measure.summary import METRIC_FIELDS
+    from lanemon.measure.catalogue import METRIC_FIELDS
 
     p = sub.add_parser("history", help="past sessions' figures per lane, with a trend (the history catalogue)",
                        description="Print the history catalogue: one row per session, lane, workload and level "

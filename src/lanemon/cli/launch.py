@@ -7,7 +7,6 @@ or, with ``--share``, serves the session's events to viewers while it runs (docs
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from pathlib import Path
 from typing import Any
@@ -84,6 +83,8 @@ def lane_secrets(source: Any) -> list[str]:
 
 def run_app_shared(source: Any, theme: str | None, args: argparse.Namespace) -> int:
     """Open the dashboard on ``source`` and serve it to viewers at ``args.share`` meanwhile."""
+    import asyncio
+
     from lanemon.share.server import Publisher
     from lanemon.ui.app import ThemeError, make_app
 

@@ -57,7 +57,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
         argv = ["live", *argv]
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:  # the command's own usage, not lanemon's (argparse reports them from the top-level parser)
+        subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        (subparsers.choices.get(getattr(args, "command", None) or "") or parser).error(
+            f"unrecognized arguments: {' '.join(extras)}")
     handler = getattr(args, "func", None)
     if handler is None:
         parser.print_help(sys.stderr)

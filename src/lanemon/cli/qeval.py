@@ -13,7 +13,6 @@ TUI for qeval.  JSON shapes: docs/JSON.md, "qeval".
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 from pathlib import Path
 from collections.abc import Callable
@@ -227,6 +226,8 @@ def _emit(args: argparse.Namespace, payload: Any, show: Callable[[], object]) ->
 
 
 def _print_run(result: dict[str, Any]) -> None:
+    import statistics
+
     from rich.console import Console
     from rich.table import Table
 

@@ -8,7 +8,6 @@ Ctrl-C keeps the finished races (exit 130).  See docs/RACE.md.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from pathlib import Path
 from typing import Any
@@ -169,6 +168,8 @@ async def _lanes_down(lanes) -> str | None:
 
 
 def _run_tui(args: argparse.Namespace, plan) -> int:
+    import asyncio
+
     from lanemon.config import ProbeConfig
     from lanemon.sessions.sources import LiveSession
 

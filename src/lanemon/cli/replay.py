@@ -34,6 +34,20 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_replay)
 
 
+def _qeval_result_words(path: Path) -> str | None:
+    """What to say when ``path`` is a qeval result file (``qeval run -o X.json``), not a recording (None if not)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(65536)  # bounded: a sniff, not a parse of the whole file
+    except OSError:
+        return None
+    if not head.lstrip().startswith(b"{") or not all(k in head for k in (b'"tasks"', b'"passed"', b'"total"')):
+        return None
+    rec = Path(path).with_suffix(".jsonl")
+    return (f"{path}: a qeval result file (qeval run -o), not a recording: replay the run's recording "
+            f"(its --record file, e.g. {rec.name}), or compare two results with `lanemon qeval compare A.json B.json`")
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
     from lanemon.recording.reader import RecordingError
     from lanemon.sessions.sources import ReplaySession
@@ -41,7 +55,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     try:
         session = ReplaySession(args.file, speed=args.speed)
     except RecordingError as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(_qeval_result_words(args.file) or str(exc)) from None
     code = run_app(session, args.theme, args)
     for warning in session.warnings:
         _err(f"warning: {warning}")

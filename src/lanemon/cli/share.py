@@ -10,7 +10,6 @@ Textual is imported only when the UI opens.  See docs/SHARE.md.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 from typing import Any
 
@@ -59,6 +58,8 @@ def cmd_share(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- attach
 def cmd_attach(args: argparse.Namespace) -> int:
+    import asyncio
+
     from lanemon.share.client import RemoteSource
     from lanemon.ui.themes import ThemeError, load_themes, resolve_theme
 

@@ -23,11 +23,15 @@ METRICS_INTERVAL = 2.0
 HOST_INTERVAL = 2.0
 EDGE_FRESH_NS = 50_000_000
 """A mark within this long (50 ms) of an awaited edge reading does not trigger another one."""
-TELEMETRY_EDGE_WAIT_S = 1.0
-"""How long a run's edge (and the run's end) waits for its GPU telemetry readings: a late one is missing, not
-waited for (it goes on in the background within its own deadline, client/telemetry.DEADLINE_S, and says so
-when it fails; a race's energy then says it had no reading on both sides).  Telemetry never holds up a
-measurement: a dripping endpoint cost a race of 1.4 s 51.9 s (issue 39)."""
+TELEMETRY_EDGE_WAIT_S = 3.0
+"""How long a run's edge (and the run's end) waits for a GPU telemetry reading while the endpoint answers
+(its last reading succeeded): the reading's own deadline (client/telemetry.DEADLINE_S), so a healthy endpoint
+on a loaded machine still brackets each cell.  Once its last reading failed, :data:`TELEMETRY_FAILING_WAIT_S`."""
+TELEMETRY_FAILING_WAIT_S = 0.25
+"""How long an edge waits for a reading of an endpoint whose last reading failed (timed out, refused, ...):
+a late reading is missing, not waited for (it goes on in the background and says so when it fails; a race's
+energy then says it had no reading on both sides).  Telemetry never holds up a run by more than one reading's
+deadline: a dripping endpoint cost a race of 1.4 s 51.9 s (issue 39)."""
 TELEMETRY_INTERVAL = 1.0
 """Seconds between GPU telemetry readings of a lane (dcgm-exporter's own default interval is 30 s; it can
 be set to 1 s, and nvidia-smi refreshes power about once a second)."""
@@ -106,27 +110,29 @@ class Monitors:
                 self._edge_task(scraper)
 
     async def edge_now(self) -> None:
-        """Read every lane's ``/metrics`` and GPU telemetry now and wait for all the readings (a reading in
-        flight is waited for first: polls never overlap)."""
+        """Read every lane's ``/metrics`` and GPU telemetry now and wait for the readings (a reading in flight
+        is waited for first: polls never overlap); a telemetry reading at most :data:`TELEMETRY_EDGE_WAIT_S`,
+        or :data:`TELEMETRY_FAILING_WAIT_S` for an endpoint that is failing: telemetry never holds up a run."""
         if self._stop.is_set() or self.paused():
             return
         # each scraper holds its own lock: an edge reading waits for the loop's reading in flight
         scrapers = [s for s in self._scrapers if s.available]
-        readings = {id(s): self._edge_task(s) for s in self._telemetry if s.available}
+        readings = {id(s): (s, self._edge_task(s)) for s in self._telemetry if s.available}
         await asyncio.gather(*(s.scrape() for s in scrapers), self._at_most(list(readings.values())),
                              return_exceptions=True)
         now = self.clock.now()
         for s in scrapers:
             self._edge_done[id(s)] = now
-        for key, task in readings.items():
+        for key, (_, task) in readings.items():
             if task.done():
                 self._edge_done[key] = now
 
     def _edge_task(self, scraper) -> asyncio.Task:
-        """A reading of *scraper* for an edge; one not yet finished serves the next edges too (a slow endpoint
-        never gathers a queue of readings behind its lock)."""
+        """A reading of *scraper* for an edge, queued behind the one in flight so that it is taken at the edge;
+        for an endpoint whose last reading failed, one not yet finished serves the next edges too (a slow
+        endpoint never gathers a queue of readings behind its lock)."""
         task = self._queued.get(id(scraper))
-        if task is not None and not task.done():
+        if task is not None and not task.done() and not getattr(scraper, "healthy", True):
             return task
         task = self._queued[id(scraper)] = asyncio.get_running_loop().create_task(scraper.scrape())
         self._edges.add(task)  # cancelled at stop() if still running
@@ -134,10 +140,14 @@ class Monitors:
         return task
 
     @staticmethod
-    async def _at_most(tasks: list[asyncio.Task], seconds: float = TELEMETRY_EDGE_WAIT_S) -> None:
-        """Wait for GPU telemetry readings, but never longer than *seconds* (they go on without us)."""
-        if tasks:
-            await asyncio.wait(tasks, timeout=seconds)
+    async def _at_most(readings: list[tuple[object, asyncio.Task]]) -> None:
+        """Wait for GPU telemetry readings, each at most :data:`TELEMETRY_EDGE_WAIT_S`, or
+        :data:`TELEMETRY_FAILING_WAIT_S` when its endpoint's last reading failed (they go on without us)."""
+        async def one(scraper, task: asyncio.Task) -> None:
+            healthy = getattr(scraper, "healthy", True)
+            await asyncio.wait([task], timeout=TELEMETRY_EDGE_WAIT_S if healthy else TELEMETRY_FAILING_WAIT_S)
+
+        await asyncio.gather(*(one(s, t) for s, t in readings))
 
     async def telemetry_loop(self, scraper) -> None:
         while not self._stop.is_set():
@@ -160,7 +170,7 @@ class Monitors:
         scrapers, self._scrapers = self._scrapers, []
         telemetry, self._telemetry = self._telemetry, []
         paused = self.paused()
-        last = [self._edge_task(s) for s in telemetry if s.available and not paused]
+        last = [(s, self._edge_task(s)) for s in telemetry if s.available and not paused]
         await asyncio.gather(*(s.scrape() for s in scrapers if s.available and not paused), self._at_most(last),
                              return_exceptions=True)
         await self._finish()  # a telemetry reading still running is given up (and says so)

@@ -39,6 +39,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from lanemon import events as schema
 from lanemon.events import Clock, Event
+from lanemon.measure.bounds import clean_numbers
 
 Samples = dict[str, list[tuple[dict[str, str], float]]]
 
@@ -408,7 +409,7 @@ def map_engine(samples: Samples, engine: str | None = None) -> dict[str, Any]:
             if name in samples:
                 v = _combine([val for _, val in samples[name]], how)
                 if v is not None:
-                    out[key] = int(v) if key in ("running", "waiting") else v
+                    out[key] = int(v) if key in ("running", "waiting") and math.isfinite(v) else v
                 break
     if "prefix_hits_total" in out and "prefix_queries_total" not in out and "prompt_tokens_total" in out:
         out["prefix_queries_total"] = out["prompt_tokens_total"]
@@ -483,6 +484,18 @@ def metrics_url(lane_url: str) -> str:
     else:
         path = ""  # an OpenAI base without /v1: the engines serve /metrics at the server root
     return urlunsplit((parts.scheme, parts.netloc, path + "/metrics", "", ""))
+
+
+def finite_samples(samples: Samples) -> tuple[Samples, int]:
+    """*samples* without their infinite values (``+Inf`` is a valid exposition value, never a count a reader
+    can add up), and how many there were; NaN (Prometheus' "no value") is left to the mappers, which skip it."""
+    dropped = 0
+    out: Samples = {}
+    for name, rows in samples.items():
+        kept = [(labels, v) for labels, v in rows if not math.isinf(v)]
+        dropped += len(rows) - len(kept)
+        out[name] = kept
+    return out, dropped
 
 
 METRICS_BODY_LIMIT = 8 << 20
@@ -570,12 +583,16 @@ class MetricsScraper:
         except PromParseError as exc:
             self.available = False
             return {"ok": False, "available": False, "cls": schema.ERR_MALFORMED, "message": str(exc)[:300]}
+        samples, dropped = finite_samples(samples)
         mapped = map_engine(samples, self.engine)
         if not mapped:
             self.available = False
             return {"ok": False, "available": False, "cls": schema.ERR_MALFORMED,
                     "message": "/metrics has no vLLM or SGLang metric"}
         self.engine = mapped["engine"]
+        mapped, more = clean_numbers(mapped)  # sums past float's range, 2**53 and beyond (measure/bounds.py)
         data: dict[str, Any] = {"ok": True, "latency_s": latency, **mapped}
         data.update(self.rates.update(t, mapped))
+        if dropped + more:  # left out and counted, never summed or shown
+            data["dropped"] = dropped + more
         return data

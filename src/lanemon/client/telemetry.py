@@ -45,7 +45,7 @@ SERIES_LIMIT = 4 * MAX_GPUS
 DEADLINE_S = 3.0
 """A whole reading -- connect, answer, body -- within this long, or it is missing (dcgm-exporter answers from
 its cache in milliseconds): a dripping endpoint costs a reading, never the run (client/monitors.py waits at
-most ``EDGE_WAIT_S`` for one)."""
+most this long for one, and 0.25 s once the endpoint's last reading failed)."""
 TIMEOUT_S = 2.0
 SLOW_NS = 250_000_000
 """A reading still in flight after this long (0.25 s) when the run ends is given up and said to be missing."""
@@ -224,6 +224,8 @@ class TelemetryScraper:
         self.deadline = deadline
         """The whole reading's bound (:data:`DEADLINE_S`): a dripping endpoint costs a reading, never more."""
         self.available = True
+        self.healthy = True
+        """The last reading succeeded (an edge waits for this endpoint's readings; a failing one, briefly)."""
         self.redactor = Redactor(url_secrets(url) if self.source == "dcgm" else ())
         self._nvml = nvml
         self._nvml_reader: NvmlReader | None = None
@@ -240,7 +242,8 @@ class TelemetryScraper:
                 else:
                     data = await self._read_dcgm()
             except asyncio.CancelledError:  # the run ended first (client/monitors.py): this reading is missing
-                if self.clock.now() - start >= SLOW_NS:  # a slow one is said (a quick one was just cut short)
+                # a slow one is said (a quick one was just cut short; a failing endpoint has said why already)
+                if self.healthy and self.clock.now() - start >= SLOW_NS:
                     self.emit(Event(self.clock.now(), schema.GPU, self.lane, None,
                                     {"ok": False, "source": self.source, "cls": schema.ERR_TIMEOUT,
                                      "message": f"GPU telemetry: no answer in {(self.clock.now() - start) / 1e9:.1f} s "
@@ -258,6 +261,7 @@ class TelemetryScraper:
                 # to this event, so the energy arithmetic can put the reading where it was taken
                 data["latency_s"] = round(max(0, self._t_resp - start) / 1e9, 6)
                 data["parse_s"] = round(max(0, now - self._t_resp) / 1e9, 6)
+            self.healthy = bool(data.get("ok"))
             data = self.redactor.scrub(data, 200, items=MAX_GPUS + 16)
             self.emit(Event(now, schema.GPU, self.lane, None, data))
             return data

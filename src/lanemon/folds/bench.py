@@ -61,6 +61,8 @@ def cell_label(kind: str, cell: dict[str, Any], lane: str | None = None) -> str:
             text = f"C{cell['level']}"
         elif cell.get("length") is not None:
             text = f"{length_label(cell['length'])} tok"
+        elif isinstance(cell.get("part"), str) and cell["part"]:
+            text = cell["part"]  # `load`, not the id `A:load:r0` (the lane and the rep are said apart)
         else:
             text = str(cell.get("cell") or "cell")
         rep = cell.get("rep")

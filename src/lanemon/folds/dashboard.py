@@ -155,14 +155,18 @@ class GpuState:
 
 def gpu_text(gpu: GpuState) -> str:
     """The GPU line of a lane's panel: ``GPU 87% · 41 W · 52 °C · unified`` (plus throttle reasons and
-    XIDs); one word when there is nothing to show: ``untracked`` (no telemetry configured), ``waiting``
-    (no reading yet), ``unavailable`` (the source does not work)."""
+    XIDs, and ``N values dropped``: impossible or unread values of the readings so far); one word when there
+    is nothing to show: ``untracked`` (no telemetry configured), ``waiting`` (no reading yet), ``unavailable``
+    (the source does not work); ``failing: <why>`` while no reading has succeeded."""
     if not gpu.configured:
         return "untracked"
     if gpu.available is False:
         return "unavailable"
     if not gpu.last:
-        return "waiting" if gpu.error is None else "unreachable"
+        if gpu.error is None:
+            return "waiting"
+        why = gpu.error.removeprefix("GPU telemetry: ")  # the endpoint's own failure, said as such
+        return "failing: " + (why if len(why) <= 72 else why[:71] + "…")
     s = gpu.summary()
     parts = []
     if s["util_pct"] is not None:
@@ -183,7 +187,7 @@ def gpu_text(gpu: GpuState) -> str:
     if s["xid"]:
         parts.append("XID " + ",".join(str(x) for x in s["xid"]))
     if gpu.dropped:  # never shown, never summed: said
-        parts.append(f"{gpu.dropped} impossible values dropped")
+        parts.append(f"{gpu.dropped} values dropped")
     return " · ".join(parts) or "no figures"
 
 

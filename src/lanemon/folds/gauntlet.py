@@ -8,10 +8,8 @@ from typing import Any
 
 from lanemon import events as schema
 from lanemon.events import Event
+from lanemon.folds.gauntlet_defaults import DEFAULT_HOPS, DEFAULT_REPS  # noqa: F401 (re-exported)
 BENCH = "gauntlet"
-DEFAULT_HOPS = 20
-"""Hops of the write-up's chain (the workload's default; shown when a recording's config lacks it)."""
-DEFAULT_REPS = 3
 
 # ---------------------------------------------------------------------------
 # The live fold the TUI renders

@@ -251,9 +251,15 @@ class Transition:
 
     def line(self) -> str:
         """One line for stderr: ``ALERT firing [warning] A: ttft_p50 > 0.05 for 2s (ttft_p50=0.21)``."""
-        vals = " ".join(f"{k}={'-' if v is None else f'{v:.4g}'}" for k, v in self.values.items())
+        vals = " ".join(f"{k}={'-' if v is None else f'{v:.4g}{unit_suffix(k)}'}" for k, v in self.values.items())
         word = "FIRING" if self.state == FIRING else "resolved"
         return f"alert {word} [{self.rule.severity}] lane {self.lane}: {self.rule.label()} ({vals})"
+
+
+def unit_suffix(metric: str) -> str:
+    """`` s``, `` tok/s``, `` req/s`` after a figure of ``metric`` in an alert line (a ratio or a count: none)."""
+    unit = METRICS.get(metric, ("", ""))[1]
+    return f" {unit}" if unit and unit != "ratio" else ""
 
 
 @dataclass(slots=True)

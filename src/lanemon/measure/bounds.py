@@ -7,6 +7,7 @@ every fold that reads a recorded ``gpu`` event (replay, reports), so live and re
 * :func:`within` -- :func:`number` and inside ``[lo, hi]``.
 * :data:`GPU` -- per GPU key, the lowest and highest physically possible value (docs/GPU.md's table).
 * :func:`gpu_reading` -- a ``gpu`` event's data with every impossible value dropped, and how many were.
+* :func:`clean_numbers` -- a mapped ``/metrics`` scrape without its non-finite or inexact numbers, and how many.
 * :func:`beyond_float` -- where a decoded JSON value holds an integer float cannot hold (the recording
   reader refuses such a line: docs/RECORDING.md).
 
@@ -126,6 +127,43 @@ def gpu_reading(data: dict[str, Any]) -> tuple[dict[str, Any], int]:
     else:
         out.pop("dropped", None)
     return out, dropped
+
+
+EXACT = float(1 << 53)
+"""Past this a float no longer holds every integer, and a JSON writer may refuse the integer (orjson stops at
+64 bits): no count, total or gauge a server reports is this large."""
+
+
+def clean_numbers(data: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """*data* (a mapped ``/metrics`` scrape: numbers, strings, flags and dicts of them) without the numbers that
+    are not finite or not under :data:`EXACT` in magnitude, and how many were left out (nested dicts, such as
+    the per-rank counters, are cleaned the same way, one level down)."""
+    out: dict[str, Any] = {}
+    dropped = 0
+    for k, v in data.items():
+        if isinstance(v, dict):
+            inner = {}
+            for k2, v2 in v.items():
+                if isinstance(v2, dict):
+                    v2, n = clean_numbers(v2)
+                    dropped += n
+                elif _bad(v2):
+                    dropped += 1
+                    continue
+                inner[k2] = v2
+            out[k] = inner
+        elif _bad(v):
+            dropped += 1
+        else:
+            out[k] = v
+    return out, dropped
+
+
+def _bad(v: Any) -> bool:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    x = number(v)
+    return x is None or abs(x) >= EXACT
 
 
 def beyond_float(value: Any) -> str | None:

@@ -131,7 +131,7 @@ CATALOGUE: tuple[Metric, ...] = (
            ("prefill_tok_s",), "prefill tok/s", short="tok/s", doc_row="prefill tok/s"),
     Metric("cache_hit_tok_s", "cache hit tok/s", "tok/s",
            "bench prefill: the same prompt sent again, answered from the prefix cache: prompt tokens / its TTFT",
-           ("cache_hit_tok_s",), "cache hit tok/s", short="cache hit"),
+           ("cache_hit_tok_s",), "cache hit tok/s", short="hit tok/s"),
     Metric("prefill_ratio", "prefill ratio", "x",
            "bench prefill with two lanes: the second lane's cold prefill tok/s / the first's, per length (shown "
            "as B/A, x)", ("ratios.by_length",), ""),
@@ -140,7 +140,7 @@ CATALOGUE: tuple[Metric, ...] = (
            "repeat tok/s"),
     Metric("served_rps", "served req/s", "req/s",
            "bench load: requests that completed inside the measured window, per second from its first "
-           "completion to its end ((n - 1) / span)", ("completed_rate_rps",), "served req/s", short="served",
+           "completion to its end ((n - 1) / span)", ("completed_rate_rps",), "served req/s", short="served/s",
            doc_row="served req/s and tok/s"),
     Metric("served_tok_s", "served tok/s", "tok/s",
            f"bench load: {_OUT} whose chunks arrived inside the measured window, whichever request, per second "
@@ -149,14 +149,14 @@ CATALOGUE: tuple[Metric, ...] = (
            ("offered_rate_rps",), "offered req/s"),
     Metric("scheduled_rps", "scheduled req/s", "req/s",
            "bench load: the schedule's own arrivals in the measured window / its length",
-           ("scheduled_rate_rps",), "sched req/s", short="sched"),
+           ("scheduled_rate_rps",), "sched req/s", short="sched/s"),
     Metric("sent_rps", "sent req/s", "req/s", "bench load: requests actually sent in the measured window / its "
-           "length", ("sent_rate_rps",), "sent req/s", short="sent"),
+           "length", ("sent_rate_rps",), "sent req/s", short="sent/s"),
     Metric("goodput", "goodput", "req/s",
            "vLLM's: requests meeting every --slo target per second of the measured duration (load: the measured "
            "requests' first send -> last end, warm-up and cool-down left out; a cell: its reps' wall time; a "
            "race: the lane's summed request time; the monitor: its window); errors are misses",
-           ("goodput_rps", "goodput.rate_rps", "slo.goodput_rps"), "goodput req/s", short="goodput",
+           ("goodput_rps", "goodput.rate_rps", "slo.goodput_rps"), "goodput req/s", short="good/s",
            prometheus="lanemon_goodput_requests_per_second", prometheus_type="gauge",
            prometheus_help="Requests meeting every SLO target per second of the window",
            differs="vLLM computes it in `vllm bench serve` (client side), not on /metrics: the same rule",
@@ -301,6 +301,18 @@ BY_PROMETHEUS: dict[str, Metric] = {m.prometheus: m for m in CATALOGUE if m.prom
 
 #: rows of docs/METRICS.md's definitions table that state a rule, not a figure of their own
 RULE_ROWS = ("percentiles", "server view")
+
+METRIC_FIELDS = ("ttft_p50", "ttft_p90", "ttft_p99", "tpot_p50", "tpot_p90", "tpot_p99", "e2e_p50", "e2e_p90",
+                 "e2e_p99", "decode_tok_s_p50", "tok_s", "steady_tok_s", "goodput_rps", "slo_attainment", "requests")
+"""The figures ``lanemon history --metric`` may trend (here, not in measure/summary.py, so the
+command line's parser is built without importing the measuring side)."""
+
+
+#: the catalogue's figure each trendable field holds
+FIELD_METRIC = {"ttft_p50": "ttft", "ttft_p90": "ttft", "ttft_p99": "ttft", "tpot_p50": "tpot",
+                "tpot_p90": "tpot", "tpot_p99": "tpot", "e2e_p50": "e2e", "e2e_p90": "e2e", "e2e_p99": "e2e",
+                "decode_tok_s_p50": "per_stream_tok_s", "tok_s": "aggregate_tok_s", "steady_tok_s": "steady_tok_s",
+                "goodput_rps": "goodput", "slo_attainment": "slo_share", "requests": "requests"}
 
 
 def metric(name: str) -> Metric:

@@ -83,7 +83,7 @@ def readings(events: Iterable[Event], lane: str) -> list[Reading]:
     return out
 
 
-def window_energy(rs: list[Reading], t0: int, t1: int, sampled: Sampled | None = None
+def window_energy(rs: list[Reading], t0: int, t1: int, sampled: Sampled | None = None, load_edges: bool = True
                   ) -> dict[str, Any]:
     """``energy_j``, ``energy_uncertainty_j``, ``gpu_power_w_mean``, ``energy_source``, ``energy_note``,
     ``energy_update_s``, ``energy_dropped`` and ``energy_reason`` (why None) over [t0, t1], not yet judged
@@ -98,7 +98,7 @@ def window_energy(rs: list[Reading], t0: int, t1: int, sampled: Sampled | None =
         return {**out, "energy_reason": reason}
     if t1 <= t0:
         return {**out, "energy_reason": "empty window"}
-    est, why, interval, dropped = window(sample(rs) if sampled is None else sampled, t0, t1)
+    est, why, interval, dropped = window(sample(rs) if sampled is None else sampled, t0, t1, load_edges)
     out["energy_update_s"] = round(interval, 3) if interval is not None else None
     out["energy_dropped"] = dropped
     if est is None:
@@ -157,12 +157,14 @@ def lane_costs(events: Iterable[Event]) -> dict[str, float]:
 
 def energy_of(events: list[Event], lane: str, windows: list[tuple[int, int]], generated_tokens: int | None,
               cost_per_hour: float | None, rs: list[Reading] | None = None, what: str = "window",
-              sampled: Sampled | None = None) -> dict[str, Any]:
+              sampled: Sampled | None = None, load_edges: bool = True) -> dict[str, Any]:
     """The energy and cost block of one result entry made of one or more windows (a cell's reps; *what* names
     them in a reason): energy, its uncertainty and seconds summed over the windows, withheld with the reason and
     the advice where any window has no figure or the sum's uncertainty is over :data:`MAX_UNCERTAINTY` of it;
     then :func:`efficiency` of *generated_tokens* (reasoning included).  *sampled*: the lane's readings as
-    updates, when the caller has them already."""
+    updates, when the caller has them already; *load_edges*: the windows start and end where lanemon's own load
+    does (cells, races), not inside a running load (a load rep's measured window: its warm-up before, its
+    cool-down after)."""
     rs = readings(events, lane) if rs is None else rs
     sampled = sample(rs) if sampled is None else sampled
     joules = unc = seconds = 0.0
@@ -171,7 +173,7 @@ def energy_of(events: list[Event], lane: str, windows: list[tuple[int, int]], ge
     dropped = 0
     interval = None
     for t0, t1 in windows:
-        w = window_energy(rs, t0, t1, sampled)
+        w = window_energy(rs, t0, t1, sampled, load_edges)
         seconds += max(0, t1 - t0) / NS
         interval = w["energy_update_s"] if w["energy_update_s"] is not None else interval
         dropped += w["energy_dropped"]
@@ -286,7 +288,8 @@ def attach_energy(lanes: dict[str, Any], events: list[Event]) -> None:
             served = rep.get("served_tokens")
             served = round(served) if isinstance(served, (int, float)) and served > 0 else None
             rs, sampled = lane_readings(by_lane, events, lane)
-            rep.update(energy_of(events, lane, [(window[0], window[1])], served, costs.get(lane), rs, "rep", sampled))
+            rep.update(energy_of(events, lane, [(window[0], window[1])], served, costs.get(lane), rs, "rep", sampled,
+                                 load_edges=False))
 
 
 def race_windows(events: Iterable[Event]) -> dict[Any, tuple[int, int]]:

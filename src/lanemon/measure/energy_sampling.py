@@ -10,8 +10,8 @@ them (:func:`learn`, :func:`series`):
   between the readings where its value changed, their lower quartile (with fewer than three, the longest it
   stood still); else the power: the shortest gap between its changes (a power that stays flat for a while is not
   a slow exporter);
-* a source is **cached** when that interval is over 1.5x lanemon's own reading gap (the median), or when its
-  counter showed the same value at two readings in a row (a fresh counter moves a millijoule a millisecond).
+* a source is **cached** when its counter showed the same value at two readings in a row (a fresh counter moves
+  a millijoule a millisecond; twice, or once with an interval over 1.5x lanemon's own reading gap).
   Then only the readings that brought a new value are kept, each placed at its collection: exporters collect on
   a timer, so the interval rounded to 100 ms and the phase every change allows (:func:`fit_clock`) put it within
   a fraction of the reading gap (``slack``); where no phase fits, halfway between the reading before it (which
@@ -114,25 +114,27 @@ def learn(rs: list[Reading]) -> tuple[float | None, bool, Fit | None]:
         return None, False, None
     changes = [vals[i][0] for i in range(1, len(vals)) if vals[i][1] != vals[i - 1][1]]
     gaps = sorted(b - a for a, b in zip(changes, changes[1:]) if b > a)
-    if attr == "power_w" and not gaps:
-        return read_gap / NS, False, None
     if attr == "power_w":
-        # a power may stay flat for a long time: the shortest gap between changes bounds the interval
-        interval = max(gaps[0], read_gap)
-    elif len(gaps) >= 3:
+        # a power may stay flat for a long time: the shortest gap between its changes bounds the interval
+        return (max(gaps[0], read_gap) if gaps else read_gap) / NS, False, None
+    # a counter read twice in a row at the same value was not read fresh (a GPU that is on moves it by a millijoule
+    # a millisecond): a cached source, however fast it collects; one that moved at every reading is fresh
+    repeats = sum(1 for x, y in zip(vals, vals[1:]) if x[1] == y[1])
+    if len(gaps) >= 3:
         interval = gaps[len(gaps) // 4]
-    else:
-        # few changes: the longest a counter was seen standing still (a GPU that is on moves it at every collection)
+    elif repeats:
+        # few changes: the longest the counter was seen standing still (a lower bound on the interval)
         edges = [vals[0][0]] + changes + [vals[-1][0]]
         interval = max(b - a for a, b in zip(edges, edges[1:]))
-    # a counter read twice in a row at the same value was not read fresh (a GPU that is on moves it by a millijoule
-    # a millisecond): a cached source, however fast it collects
-    repeats = sum(1 for x, y in zip(vals, vals[1:]) if x[1] == y[1]) if attr == "energy_mj" else 0
-    cached = interval > 1.5 * read_gap or repeats >= 2
+    else:
+        interval = read_gap
+    cached = repeats >= 2 or (repeats == 1 and interval > 1.5 * read_gap)
+    if not cached:
+        return interval / NS, False, None
     slack = {r.t: r.slack for r in rs}
     brackets = [(vals[i - 1][0] - slack[vals[i - 1][0]], vals[i][0] + slack[vals[i][0]]) for i in range(1, len(vals))
                 if vals[i][1] != vals[i - 1][1]]
-    return interval / NS, cached, fit_clock(brackets, interval) if cached and len(brackets) >= 3 else None
+    return interval / NS, True, fit_clock(brackets, interval) if len(brackets) >= 3 else None
 
 
 @dataclass(frozen=True)
@@ -248,11 +250,12 @@ def power_window(ps: Series, seen: list[int], a: int, b: int) -> tuple[Estimate 
 
 
 def counter_window(cs: Series, ps: Series, seen: list[int], t0: int, t1: int,
-                   power_at: dict[int, tuple[float, float | None, float | None]] | None = None
-                   ) -> tuple[Estimate | None, str | None]:
+                   power_at: dict[int, tuple[float, float | None, float | None]] | None = None,
+                   load_edges: bool = True) -> tuple[Estimate | None, str | None]:
     """The counter between its updates either side of the window, intervals that cannot be used bridged by
     :func:`power_window` (see the module); *power_at*: a fresh source's power at each reading, with the readings'
-    before and after it (:func:`fresh_power`)."""
+    before and after it (:func:`fresh_power`); *load_edges*: t0 and t1 are where lanemon's own load starts and
+    ends (a cell's or a race's marks), not edges inside a running load (a load rep's measured window)."""
     pts = cs.points
     if not pts:
         return None, "no energy counter in the telemetry"
@@ -288,7 +291,10 @@ def counter_window(cs: Series, ps: Series, seen: list[int], t0: int, t1: int,
         g = b.t - a.t
         if hi <= lo or g <= 0:
             continue
-        held = None if cs.cached else _held(power_at, a, b, t0, t1, cs.gpus)
+        held = None
+        if not cs.cached and (a.t < t0 < b.t or a.t < t1 < b.t):
+            held = (_held(power_at, a, b, t0, t1, cs.gpus) if load_edges
+                    else _one_step(power_at, a, b, t0, t1))
         if held is not None:
             joules += held[0]
             unc += held[1]
@@ -333,6 +339,38 @@ def _held(power_at: dict[int, tuple[float, float | None, float | None]] | None, 
     return joules, unc
 
 
+def _one_step(power_at: dict[int, tuple[float, float | None, float | None]] | None, a: Point, b: Point, t0: int,
+              t1: int) -> tuple[float, float] | None:
+    """A fresh counter's interval [a, b] cut at an edge inside a running load, where the power at both readings
+    and the counter's rise agree with one change of power between them (the module's assumption): the counter
+    under that change, ± f(1 - f) g x the change (the interpolation's own bound) and the readings' half flights;
+    None where they do not agree (the power did more than change once: the interval is interpolated with the
+    highest power's bound)."""
+    if not power_at or a.t not in power_at or b.t not in power_at:
+        return None
+    pa, pb = power_at[a.t][0], power_at[b.t][0]
+    g = (b.t - a.t) / NS
+    mean = (b.v - a.v) / 1000.0 / g
+    slop = 0.02 * max(pa, pb) + 0.5
+    if not min(pa, pb) - slop <= mean <= max(pa, pb) + slop:
+        return None
+    x = g * min(1.0, max(0.0, (pb - mean) / (pb - pa))) if pb != pa else g  # time at pa from a
+
+    def upto(t: int) -> float:  # joules from a to t under the one change
+        d = min(max(0.0, (t - a.t) / NS), g)
+        return pa * min(d, x) + pb * max(0.0, d - x)
+
+    lo, hi = max(a.t, t0), min(b.t, t1)
+    scale = (b.v - a.v) / 1000.0 / upto(b.t) if upto(b.t) > 0 else 1.0  # the counter's rise, exactly
+    joules = (upto(hi) - upto(lo)) * scale
+    unc = 0.0
+    for edge in (t0, t1):
+        if a.t < edge < b.t:
+            f = (edge - a.t) / NS / g
+            unc += f * (1 - f) * g * abs(pb - pa) + slop * f * (1 - f) * g + max(a.slack, b.slack) / NS * max(pa, pb)
+    return joules, unc
+
+
 def dropped(cs: Series, t0: int, t1: int) -> int:
     """Counter intervals overlapping [t0, t1] that rose faster than a GPU can draw (never summed)."""
     pts = cs.points
@@ -360,13 +398,17 @@ def sample(rs: list[Reading]) -> Sampled:
                    None if cached else fresh_power(rs))
 
 
-def window(s: Sampled, t0: int, t1: int) -> tuple[Estimate | None, str | None, float | None, int]:
+def window(s: Sampled, t0: int, t1: int, load_edges: bool = True
+           ) -> tuple[Estimate | None, str | None, float | None, int]:
     """(the estimate over [t0, t1] with the smaller uncertainty of the counter's and power's, or None and why not;
-    the source's update interval in s; counter intervals dropped as impossible)."""
-    by_counter, why = counter_window(s.counter, s.power, s.seen, t0, t1, s.power_at)
+    the source's update interval in s; counter intervals dropped as impossible).  *load_edges*: see
+    :func:`counter_window`."""
+    by_counter, why = counter_window(s.counter, s.power, s.seen, t0, t1, s.power_at, load_edges)
     by_power, why2 = power_window(s.power, s.seen, t0, t1)
     n = dropped(s.counter, t0, t1)
     options = [e for e in (by_counter, by_power) if e is not None and math.isfinite(e.joules)]
+    if len(options) == 2 and abs(by_counter.joules - by_power.joules) > by_counter.uncertainty + by_power.uncertainty:
+        options = [by_counter]  # the power changed more than its readings show (a burst between them): the counter
     if not options:
         return None, (f"{why}; {why2}" if s.counter.points else why2), s.interval_s, n
     return min(options, key=lambda e: (e.uncertainty, e is by_power)), None, s.interval_s, n

@@ -24,7 +24,7 @@ import msgspec
 
 from lanemon import events as schema
 from lanemon.events import Event
-from lanemon.measure.catalogue import metric
+from lanemon.measure.catalogue import FIELD_METRIC, METRIC_FIELDS, metric  # noqa: F401 (re-exported)
 from lanemon.measure.load import ClientLoad
 from lanemon.measure import slo as slo_rules
 from lanemon.measure.metrics import NS, percentile, request_metrics, tail_ok
@@ -108,11 +108,6 @@ class LaneSummary(msgspec.Struct, frozen=True, forbid_unknown_fields=False):
     """A bench's ``--max-tokens`` cap, else the one max_tokens every request of the row asked (None: mixed)."""
     time_scale: float | None = None
     """A bench's ``--time-scale`` (simulated lanes), from its start mark."""
-
-
-METRIC_FIELDS = ("ttft_p50", "ttft_p90", "ttft_p99", "tpot_p50", "tpot_p90", "tpot_p99", "e2e_p50", "e2e_p90",
-                 "e2e_p99", "decode_tok_s_p50", "tok_s", "steady_tok_s", "goodput_rps", "slo_attainment", "requests")
-"""The figures ``lanemon history --metric`` may trend."""
 
 
 @dataclass(slots=True)
@@ -321,13 +316,6 @@ def trend_groups(rows: Iterable[LaneSummary]) -> dict[tuple, list[LaneSummary]]:
     for r in rows:
         groups.setdefault(comparable_key(r), []).append(r)
     return dict(sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], level_order(kv[0][2]))))
-
-
-#: the figure of the metric catalogue (measure/catalogue.py) each trendable field holds
-FIELD_METRIC = {"ttft_p50": "ttft", "ttft_p90": "ttft", "ttft_p99": "ttft", "tpot_p50": "tpot",
-                "tpot_p90": "tpot", "tpot_p99": "tpot", "e2e_p50": "e2e", "e2e_p90": "e2e", "e2e_p99": "e2e",
-                "decode_tok_s_p50": "per_stream_tok_s", "tok_s": "aggregate_tok_s", "steady_tok_s": "steady_tok_s",
-                "goodput_rps": "goodput", "slo_attainment": "slo_share", "requests": "requests"}
 
 
 def format_figure(field: str, v: float | None) -> str:

@@ -20,8 +20,22 @@ not re-exported here).  ``lanemon report`` is :mod:`lanemon.cli.report`.
 
 from __future__ import annotations
 
-from lanemon.reports.analyse import analyze, analyze_many
-from lanemon.reports.render import FORMATS
-from lanemon.reports.render import render as render_report
+import importlib
+from typing import Any
+
+_ENTRY_POINTS = {"analyze": ("lanemon.reports.analyse", "analyze"),
+                 "analyze_many": ("lanemon.reports.analyse", "analyze_many"),
+                 "FORMATS": ("lanemon.reports.render", "FORMATS"),
+                 "render_report": ("lanemon.reports.render", "render")}
+"""Imported on first use (PEP 562), not with the package: the dashboard reads ``reports/simulated.py`` and
+``reports/format.py`` and its first frame need not wait for the renderers (jinja2) and the analysis."""
+
+
+def __getattr__(name: str) -> Any:
+    if name in _ENTRY_POINTS:
+        module, attr = _ENTRY_POINTS[name]
+        return getattr(importlib.import_module(module), attr)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["FORMATS", "analyze", "analyze_many", "render_report"]

@@ -20,7 +20,6 @@ publisher stopped sharing.
 
 from __future__ import annotations
 
-import hmac
 import ipaddress
 import socket
 from dataclasses import dataclass
@@ -70,6 +69,8 @@ class ShareError(Exception):
 
 def tokens_match(presented: Any, expected: str) -> bool:
     """Constant-time comparison of a presented token with the session's token."""
+    import hmac  # here: hashlib loads OpenSSL, which `lanemon --help` does not need
+
     if not isinstance(presented, str):
         return False
     return hmac.compare_digest(presented.encode("utf-8", "surrogatepass"), expected.encode("utf-8"))

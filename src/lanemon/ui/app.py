@@ -40,17 +40,18 @@ from lanemon.folds.series import SeriesState
 from lanemon.heap import TRIM_EVERY_S, trim as trim_heap
 from lanemon.reports.simulated import SimulatedWatch
 from lanemon.sessions.runner import Inbox, SourceThread, measures
+from lanemon.ui.commands import key_commands
+from lanemon.ui.screen_factory import make_screen
 from lanemon.ui.screens.base import LanemonScreen
 from lanemon.ui.screens.dashboard import DashboardScreen
-from lanemon.ui.support import NoSource, copy_fold, marker_text, workload_of
+from lanemon.ui.seeking import MARKER_GAP_NS, ReplaySeeking  # noqa: F401  (MARKER_GAP_NS: its old home)
+from lanemon.ui.support import NoSource, marker_text, workload_of
 from lanemon.ui.themes import ThemeError, load_themes, resolve_theme
 
 __all__ = ["LanemonApp", "SCREENS_BY_NAME", "Source", "ThemeError", "make_app"]
 
 SCREENS_BY_NAME = ("dashboard", "bench", "race", "gauntlet", "compare", "timeline", "alerts", "history", "result",
                    "errors")
-MARKER_GAP_NS = 500_000_000
-"""Markers closer than this are one stop for ``[`` / ``]``."""
 STOP_GRACE_S = 10.0
 """How long ``q`` waits for a bench to wind down (finished cells and the recording are kept)."""
 QUIT_CONFIRM_S = 3.0
@@ -104,10 +105,9 @@ ALERT_LOG_KEEP = 2000
 """Alert transitions the alerts screen keeps (the latest)."""
 MAX_LANES = 64
 """Lanes one session shows (as a share header's): more would each cost a panel and a fold."""
-"""Alert transitions the alerts screen keeps (the latest)."""
 
 
-class LanemonApp(App):
+class LanemonApp(ReplaySeeking, App):
     """All of lanemon's screens over one :class:`Source`."""
 
     TITLE = "lanemon"
@@ -135,9 +135,9 @@ class LanemonApp(App):
         Binding("h", "toggle_host", "Host"),
         Binding("s", "share_info", "Attach", show=True),  # a shared session: how viewers attach (the token)
         Binding("exclamation_mark", "open('alerts')", "Alerts", key_display="!"),
-        Binding("y", "open('history')", "History", show=False),
-        # every kept error whole; a lane card that cuts one says 'e: whole' (not in the footer: it is full)
-        Binding("e", "open('errors')", "Errors", show=False),
+        Binding("y", "open('history')", "History"),
+        # every kept error whole; a lane card that cuts one says 'e: whole' (the footer leaves it out first)
+        Binding("e", "open('errors')", "Errors"),
     ]
 
     def __init__(self, source: Source | None, *, theme: str, themes: dict[str, Any],
@@ -310,25 +310,12 @@ class LanemonApp(App):
         if len(self.alert_log) == 1:
             self.call_after_refresh(self.refresh_bindings)  # "! Alerts" joins the footer
 
-    def seekable_states(self) -> list[Any]:
-        """Everything folded from the bus that a backward seek must rewind (plain objects)."""
-        folds = [self.state, self.series, self.race_state, self.timeline, self.gauntlet]
-        return folds + ([self.bench, self.bench_results] if self.bench is not None else [])
-
-    def _snapshot_states(self) -> list[Any]:
-        return [obj.snapshot() if hasattr(obj, "snapshot") else copy_fold(obj.__dict__)
-                for obj in self.seekable_states()]
-
-    def _restore_states(self, snapshot: list[Any]) -> None:
-        # in place: the screens keep pointing at the same objects
-        for obj, saved in zip(self.seekable_states(), snapshot):
-            if hasattr(obj, "restore"):
-                obj.restore(saved)
-            else:
-                obj.__dict__.clear()
-                obj.__dict__.update(copy_fold(saved))
-
     # -- lifecycle -------------------------------------------------------------
+
+    def get_system_commands(self, screen: Screen):  # type: ignore[override]
+        """The palette: every key of the screen by name (``err`` finds Errors), then Textual's own."""
+        yield from key_commands(self, screen)
+        yield from super().get_system_commands(screen)
 
     def get_default_screen(self) -> Screen:
         if self.start_screen == "compare" and isinstance(self.source, NoSource):
@@ -534,53 +521,7 @@ class LanemonApp(App):
     # -- screens ---------------------------------------------------------------
 
     def _make_screen(self, name: str) -> LanemonScreen:
-        if name == "dashboard":
-            return DashboardScreen(list(self.state.lanes), source=self.source)
-        if name == "bench":
-            from lanemon.ui.screens.bench import BenchScreen
-
-            assert self.bench is not None
-            return BenchScreen(self.bench.kind, self.bench.lanes or list(self.state.lanes))
-        if name == "race":
-            from lanemon.ui.screens.race import RaceScreen, can_race
-
-            racing = can_race(self.source)
-            if racing and self._next_prompt is None:
-                from lanemon.workloads.race import PromptCycle
-
-                self._next_prompt = PromptCycle()
-            plan, self.race_plan = self.race_plan, None
-            return RaceScreen(list(self.state.lanes), racing=racing, next_prompt=self._next_prompt, plan=plan)
-        if name == "gauntlet":
-            from lanemon.ui.screens.gauntlet import GauntletScreen
-
-            return GauntletScreen(list(self.gauntlet.lanes))
-        if name == "compare":
-            from lanemon.ui.screens.compare import CompareScreen
-
-            return CompareScreen(self.compare_result or {})
-        if name == "alerts":
-            from lanemon.ui.screens.alerts import AlertsScreen
-
-            return AlertsScreen()
-        if name == "errors":
-            from lanemon.ui.screens.errors import ErrorsScreen
-
-            return ErrorsScreen()
-        if name == "history":
-            from lanemon.ui.screens.history import HistoryScreen
-
-            return HistoryScreen()
-        if name == "result":
-            from lanemon.ui.screens.result import ResultScreen
-
-            return ResultScreen(self.result_kind or "agree", getattr(self.source, "recording", None))
-        if name == "timeline":
-            from lanemon.ui.screens.timeline import TimelineScreen
-
-            cell = self.timeline.cells[-1] if self.bench is not None and self.timeline.cells else None
-            return TimelineScreen(self.timeline, cell=cell)
-        raise ValueError(f"unknown screen {name!r}")
+        return make_screen(self, name)
 
     def screen_name(self, screen: Screen | None = None) -> str:
         return getattr(screen or self.screen, "NAME", "")
@@ -644,58 +585,6 @@ class LanemonApp(App):
         if isinstance(self.screen, DashboardScreen):
             self.screen.query_one(HostPanel).toggle()
             self.redraw(force=True)
-
-    # -- replay seeking ----------------------------------------------------------
-
-    def _seek(self, seek: Callable[[], Awaitable[Any]], what: str) -> None:
-        async def run() -> None:
-            speed = self.source.speed
-            if (speed is None or speed == float("inf")) and not self.source.paused:
-                self.source.toggle_pause()  # at max speed a seek would play straight on to the end: hold it
-            result = await seek()
-            if result is False:
-                self.notify(f"no {what}", timeout=2)
-            if isinstance(self.screen, LanemonScreen):
-                self.screen.drawn = None
-            self.redraw(force=True)
-            running = any(w.group == "source" and w.state in (WorkerState.PENDING, WorkerState.RUNNING)
-                          for w in self.workers)
-            if not self.source.finished and not running:  # seeked back after the end: play on
-                self.run_worker(self._run_source(), exclusive=True, group="source", exit_on_error=False)
-
-        self.run_worker(run(), group="seek", exclusive=True, exit_on_error=False)
-
-    def seek_to(self, target_ns: int) -> None:
-        """Move a replay's playhead to session time ``target_ns`` (the timeline bar's clicks)."""
-        if self.check_action("seek_by", ()):
-            self._seek(lambda: self.source.seek(target_ns), "position")
-
-    def action_seek_by(self, seconds: float) -> None:
-        self._seek(lambda: self.source.seek_relative(float(seconds)), "position")
-
-    def marker_target(self, direction: int) -> int | None:
-        """Where ``]`` (``direction > 0``) or ``[`` goes: the start of the next (previous) group of
-        markers, markers less than half a second apart counting as one (a cell's end and the next
-        cell's start), so one press moves to the next distinct point."""
-        times = sorted(m.t for m in getattr(self.source, "markers", None) or [])
-        starts = [t for i, t in enumerate(times) if i == 0 or t - times[i - 1] > MARKER_GAP_NS]
-        head = int(getattr(self.source, "playhead_ns", 0) or 0)
-        if direction > 0:
-            return next((t for t in starts if t > head), None)
-        return next((t for t in reversed(starts) if t < head - MARKER_GAP_NS), None)
-
-    def action_seek_marker(self, direction: int) -> None:
-        target = self.marker_target(int(direction))
-        if target is None:
-            self.notify("no next marker" if int(direction) > 0 else "no earlier marker", timeout=2)
-            return
-        self._seek(lambda: self.source.seek(target), "marker")
-
-    def action_seek_start(self) -> None:
-        self._seek(lambda: self.source.seek(0), "position")
-
-    def action_seek_end(self) -> None:
-        self._seek(lambda: self.source.seek(self.source.duration_ns), "position")
 
     def action_toggle_pause(self) -> None:
         paused = bool(self.source_call(self.source.toggle_pause))

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
-import os
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -32,6 +31,7 @@ import orjson
 from lanemon.bus import EventBus
 from lanemon import events as schema
 from lanemon.events import Clock, Event
+from lanemon.workers import default_workers  # noqa: F401 (re-exported)
 from lanemon.workers.merge import Merger
 
 MAIN = "main"
@@ -67,11 +67,6 @@ def opening_burst(offsets: Sequence[float], window_s: float = OPENING_BURST_S) -
         return 0
     first = offsets[0]
     return sum(1 for o in offsets if o - first < window_s)
-
-
-def default_workers() -> int:
-    """One worker per core beyond the one the main process (merging, recording, UI) keeps."""
-    return max(1, (os.cpu_count() or 2) - 1)
 
 
 # ---------------------------------------------------------------------------

@@ -27,7 +27,7 @@ def best_levels(per: dict[int, dict[str, Any]]) -> tuple[int | None, int | None]
     eff = [x for x in eff if x[0] is not None]
     fast = [x for x in fast if x[0] is not None]
     best = max(eff)[1] if eff else None
-    if best is not None and close(per, best):
+    if best is not None and (close(per, best) or unknown(per)):
         best = None
     return best, (max(fast)[1] if fast else None)
 
@@ -35,6 +35,12 @@ def best_levels(per: dict[int, dict[str, Any]]) -> tuple[int | None, int | None]
 def _band(c: dict[str, Any]) -> tuple[float, float]:
     x, u = num(c.get("tokens_per_joule")) or 0.0, num(c.get("tokens_per_joule_uncertainty")) or 0.0
     return x - u, x + u
+
+
+def unknown(per: dict[int, dict[str, Any]]) -> list[int]:
+    """The judged (not starved) levels without a tokens-per-joule figure (withheld: the exporter's interval against
+    the cell): none is called the most efficient while one of them might be."""
+    return [lvl for lvl, c in sorted(per.items()) if not c.get("unreliable") and num(c.get("tokens_per_joule")) is None]
 
 
 def close(per: dict[int, dict[str, Any]], best: int) -> list[int]:
@@ -69,7 +75,12 @@ def efficiency_section(decode: dict[str, Any], lanes: list[str]) -> Section | No
         skip = f" ({', '.join(starved)} not judged: lanemon was starved)" if starved else ""
         judged = [lvl for lvl, c in per[n].items() if not c.get("unreliable") and num(c.get("tokens_per_joule"))
                   is not None]
-        if best is None and judged and len(judged) > 1:
+        missing = unknown(per[n])
+        if best is None and judged and missing:
+            findings.append(f"{n}: no level is called the most efficient: "
+                            f"{', '.join(f'C{lvl}' for lvl in missing)} "
+                            f"{'has' if len(missing) == 1 else 'have'} no energy figure (withheld; see the notes){skip}.")
+        elif best is None and judged and len(judged) > 1:
             top = max(judged, key=lambda lvl: num(per[n][lvl].get("tokens_per_joule")) or 0.0)
             near = ", ".join(f"C{lvl}" for lvl in close(per[n], top))
             c = per[n][top]

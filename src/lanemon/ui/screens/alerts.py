@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Label, Static
 
+from lanemon.measure.alerts import unit_suffix
 from lanemon.ui import format as fmt
 from lanemon.ui.screens.base import LanemonScreen
 from lanemon.ui.widgets.footer import Footer
@@ -52,7 +53,7 @@ def render_alerts(log: list[tuple[int, str, dict]], firing: dict[tuple[str, str]
         state = str(d.get("state", "?"))
         sev = str(d.get("severity", "warning"))
         values = d.get("values") if isinstance(d.get("values"), dict) else {}
-        vals = " ".join(f"{inert(k, 20)}={v:.4g}" if isinstance(v, (int, float)) else f"{inert(k, 20)}=-"
+        vals = " ".join(f"{inert(k, 20)}={v:.4g}{unit_suffix(str(k))}" if isinstance(v, (int, float)) else f"{inert(k, 20)}=-"
                         for k, v in list(values.items())[:8])
         out.append(f"  {fmt.event_time(t)}  ")
         out.append(f"{'FIRING ' if state == 'firing' else 'resolved'}", style="bold red" if state == "firing" else "green")

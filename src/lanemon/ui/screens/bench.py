@@ -311,7 +311,7 @@ class BenchScreen(LanemonScreen):
                 c = cells.get(k) or {}
                 hit = _num(c.get("cache_hit_tok_s"))
                 if hit:
-                    marks.append((f"{n} cache hit {_tok(hit)}", label, bars[n][labels.index(label)]))
+                    marks.append((f"{n} cache hit {_tok(hit)} tok/s", label, bars[n][labels.index(label)]))
                 if self.kind == "needles" and k in cells and not c.get("found"):
                     marks.append((f"{n} missed", label, bars[n][labels.index(label)]))
         # 'by prompt length' names the groups already (the repeat '(prompt tokens)' was cut at 100 columns)

@@ -36,11 +36,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid
 from textual.css.query import NoMatches
+from textual.widgets import Label
 
 from lanemon.ui.widgets.footer import Footer
 from lanemon.folds.dashboard import SessionState
 from lanemon.folds.series import NS, WINDOWS_S, ChartFeed
 from lanemon.ui import format as fmt
+from lanemon.ui.format import markup_escape as escape
 from lanemon.ui.colours import lane_colours, shared_colour
 from lanemon.ui.screens.base import LanemonScreen
 from lanemon.ui.widgets.host_panel import HostPanel
@@ -51,6 +53,8 @@ from lanemon.ui.widgets.status_bar import StatusBar, recent_starvation
 from lanemon.ui.widgets.time_chart import TimeChart, WallAxis
 
 SHORT = 40
+NOTICE_NS = 15 * NS
+"""How long (session time) the client-bound notice stays under the status bar."""
 """Below this many rows the panels drop their model and errors-title rows."""
 TWO_ROWS = 20
 """Rows the charts need for a second row of server charts (each plot then keeps 7 rows or more); with less
@@ -173,6 +177,10 @@ class DashboardScreen(LanemonScreen):
         display: none;
     }
     DashboardScreen #window-stats { margin: 0 1; height: auto; }
+    DashboardScreen #notice {
+        display: none; height: 1; width: 1fr; padding: 0 1; color: $warning;
+        text-wrap: nowrap; text-overflow: ellipsis;
+    }
     DashboardScreen #charts { grid-size: 3 1; grid-gutter: 0 1; height: 1fr; min-height: 7; padding: 0 1; }
     DashboardScreen #charts.-two-rows { grid-size: 6 2; }
     DashboardScreen #charts.-two-rows #chart-ttft, DashboardScreen #charts.-two-rows #chart-decode,
@@ -223,7 +231,9 @@ class DashboardScreen(LanemonScreen):
         self._saturated_at: tuple | None = None
         """(session second, window, lanes) of that judgement (live: once a second)."""
         self._told: str | None = None
-        """The starvation cause last explained in a notification (``steal``, ``own``, ``machine``)."""
+        """The starvation cause last explained in the notice (``steal``, ``own``, ``machine``)."""
+        self._notice_until: int | None = None
+        """Session time the client-bound notice (``#notice``) shows until."""
         self._stats_at: tuple[int, tuple] | None = None
         """(session time, lanes/window/size/colours) of the window numbers as last drawn (live: once a second)."""
         self._charts: dict[str, TimeChart] | None = None
@@ -237,6 +247,7 @@ class DashboardScreen(LanemonScreen):
 
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
+        yield Label("", id="notice")  # the client-bound notice: a line of its own, over no chart
         with Grid(id="lanes"):
             for name in self._lanes:
                 yield LanePanel(name, id=panel_id(name))
@@ -413,14 +424,20 @@ class DashboardScreen(LanemonScreen):
     def _tell_starvation(self, state: SessionState) -> None:
         """When samples are flagged client-bound, say once per cause why and what to do (the status bar
         keeps naming the cause while it lasts)."""
+        notice = self.query_one("#notice", Label)
+        if self._notice_until is not None and state.last_t >= self._notice_until:
+            self._notice_until = None
+            notice.display = False
         cause = recent_starvation(state)
         flagged = sum(st.client_bound for st in state.lanes.values())
         if cause is None or not flagged or cause.cause == self._told:
             return
         self._told = cause.cause
-        self.notify(f"{flagged} sample{'s' * (flagged != 1)} not plotted: lanemon was held up. Why: {cause.why}. "
-                    f"What to do: {cause.advice}.", title="client-bound", severity="warning", timeout=15,
-                    markup=False)
+        # a line of its own under the status bar for 15 s of session time (a toast covered the charts)
+        notice.update(escape(f"client-bound: {flagged} sample{'s' * (flagged != 1)} not plotted: lanemon was held "
+                             f"up. Why: {cause.why}. What to do: {cause.advice}."))
+        notice.display = True
+        self._notice_until = state.last_t + NOTICE_NS
 
     @staticmethod
     def _settles(app: Any) -> bool:

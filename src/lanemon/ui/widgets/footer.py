@@ -12,7 +12,7 @@ from textual.screen import Screen
 from textual.widgets import Footer as _TextualFooter
 from textual.widgets._footer import FooterKey, FooterLabel, KeyGroup
 
-DROP_FIRST = ("open('timeline')", "open('race')", "open('gauntlet')", "open('bench')", "toggle_host",
+DROP_FIRST = ("open('history')", "open('errors')", "open('timeline')", "open('race')", "open('gauntlet')", "open('bench')", "toggle_host",
               "open('alerts')", "window", "chart", "open('dashboard')", "faster slower")
 """Actions whose keys the footer leaves out first when they do not all fit, in this order (their keys still
 work and are in the command palette); every other key (quit, back, pause, seeking, zoom) stays."""

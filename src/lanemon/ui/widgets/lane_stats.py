@@ -122,6 +122,9 @@ COLUMNS = (("lane", "left"), ("req/s", "right"), ("ok", "right"), ("err", "right
 SPARE = (5, 4, 6)
 """The columns left out first when the table is wider than its place (empty, trunc, flag), each only
 while it holds nothing but zeros: a count that is not zero is never hidden."""
+WHOLE = (9, 8)
+"""Then, still too wide (80 columns), the E2E and then the TPOT percentiles, whole (the TTFT and decode charts
+stay beside the table): never every column cut to ``re…``, ``f…``."""
 
 
 def fitting_columns(columns: list[tuple[str, str]], rows: list[list], width: int) -> list[int]:
@@ -137,5 +140,10 @@ def fitting_columns(columns: list[tuple[str, str]], rows: list[list], width: int
         if sum(sizes[j] for j in shown) - 2 <= width:
             break
         if all(text(r[i]) in ("", "0") for r in rows if i < len(r)):
+            shown.remove(i)
+    for i in WHOLE:
+        if sum(sizes[j] for j in shown) - 2 <= width:
+            break
+        if i in shown:
             shown.remove(i)
     return shown

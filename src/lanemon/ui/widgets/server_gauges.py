@@ -107,9 +107,13 @@ class ServerGauges(Vertical):
         engine = ENGINE_NAMES.get(st.engine or "", st.engine or "?")
         hit = d.get("prefix_hit_rate")
         # the title's parts as (priority, markup, plain): as many as fit, none cut from its value
-        if st.simulates:  # the engine the simulator simulates, then (where it fits) whose /metrics names it speaks
-            parts = [(0, f"server  [$text][b]{escape(st.simulates)}[/b][/] (sim)", f"server  {st.simulates} (sim)"),
-                     (4, f"· {escape(engine)} /metrics", f"· {engine} /metrics")]
+        width = self.size.width or 10_000
+        if st.simulates:  # the engine the simulator simulates and, where it fits beside the TTFT, whose /metrics
+            # names it speaks (`server  tensorfold-exl3 (sim, vLLM /metrics)`)
+            plain = f"server  {st.simulates} (sim, {engine} /metrics)"
+            tail = f", {escape(engine)} /metrics" if len(plain) + len("  TTFT 999 ms") <= width else ""
+            parts = [(0, f"server  [$text][b]{escape(st.simulates)}[/b][/] (sim{tail})",
+                      f"server  {st.simulates} (sim{tail})")]
         else:
             parts = [(0, f"server  [$text][b]{escape(engine)}[/b][/] /metrics", f"server  {engine} /metrics")]
         if st.error:
@@ -127,7 +131,6 @@ class ServerGauges(Vertical):
         if not st.error and d.get("latency_s") is not None:
             lat = fmt.seconds(d["latency_s"])
             parts.append((5, f"[dim]scrape {lat}[/]", f"scrape {lat}"))
-        width = self.size.width or 10_000
         set_text(q("#srv-title", Label), fit(parts, width))
 
         running, waiting = d.get("running"), d.get("waiting")

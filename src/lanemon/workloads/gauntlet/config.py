@@ -15,9 +15,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from lanemon.folds.gauntlet import BENCH, DEFAULT_HOPS, DEFAULT_REPS  # noqa: F401 (re-exported)
+from lanemon.folds.gauntlet_defaults import DEFAULT_SYSTEM_PROMPT_TOKENS
 from lanemon.workloads.prompts import DEFAULT_TOKENS_PER_CHAR
 
-DEFAULT_SYSTEM_PROMPT_TOKENS = 1950
 MIN_SYSTEM_PROMPT_TOKENS = 300
 PREAMBLE_MAX_TOKENS = 200
 
