@@ -431,7 +431,7 @@ def test_race_carries_energy_per_lane_and_race():
         assert 0 <= lane["energy_uncertainty_j"] <= 0.1 * lane["energy_j"]
         # between the simulated GB10's idle power and its cap over the race's window
         assert 10.9 <= lane["gpu_power_w_mean"] <= 104.0
-        assert lane["tokens_per_joule"] == pytest.approx(lane["output_tokens"] / lane["energy_j"], rel=1e-3)
+        assert lane["tokens_per_joule"] == pytest.approx(lane["generated_tokens"] / lane["energy_j"], rel=1e-3)
     assert res["races"][0]["lanes"]["A"]["usd_per_1m_output_tokens"] is None
     assert res["races"][0]["lanes"]["B"]["usd_per_1m_output_tokens"] > 0
     assert res["lanes"]["B"]["energy_j"] == res["races"][0]["lanes"]["B"]["energy_j"]  # one race: the same
