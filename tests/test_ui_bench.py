@@ -393,7 +393,7 @@ async def test_prefill_bars_mark_cache_hits():
         labels = [str(c.label) for c in table.columns.values()]
         rows = [dict(zip(labels, (str(c) for c in table.get_row_at(i)))) for i in range(4)]
         assert labels[:5] == ["length", "lane", "tok/s", "TTFT", "hit tok/s"]  # the model (reports/tables.py)
-        assert [(r["length"], r["lane"], r["cache hit"]) for r in rows] == [
+        assert [(r["length"], r["lane"], r["hit tok/s"]) for r in rows] == [
             ("2,000", "A", "no"), ("", "B", f"{hit:,.0f}"), ("12K", "A", "—"), ("", "B", "—")]  # 12K: no repeat
 
 
