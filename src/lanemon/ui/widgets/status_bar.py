@@ -50,6 +50,39 @@ def _shared(app) -> int | None:
     return n if isinstance(n, int) else 0
 
 
+SEP = "  │  "
+SHED = (("cpu", 1), ("starved", 1), ("events", 1))
+"""What a narrow status bar gives up first, one step at a time: (item, its next shorter form).  lanemon's own
+CPU goes, then the starvation note keeps `◌ starved` without its cause (the toast and the lane cards say it),
+then the event count; the session time, a replay's speed, PAUSED and finished always stay."""
+
+
+def _cells(markup: str) -> int:
+    """Terminal cells of a chip's text (markup tags left out)."""
+    from textual.content import Content
+
+    try:
+        return Content.from_markup(markup).cell_length
+    except Exception:  # not markup after all: its characters
+        return len(markup)
+
+
+def fit_items(items: dict[str, list[tuple[str, str]]], room: int | None) -> str:
+    """The items' markup joined by :data:`SEP`, each in its fullest form whose line fits ``room`` cells (None:
+    every item whole), shortened or left out whole in :data:`SHED`'s order: a word is never cut."""
+    level = {k: 0 for k in items}
+
+    def line(plain: bool) -> str:
+        return SEP.join(items[k][level[k]][plain] for k in items if items[k][level[k]][plain])
+
+    for key, step in SHED:
+        if room is None or len(line(True)) <= room:
+            break
+        if key in items:
+            level[key] = min(step, len(items[key]) - 1)
+    return line(False)
+
+
 class InfoBar(Horizontal):
     """A one-line bar docked at the top: a chip at the left (``CHIP`` is its id), the facts (``#info``)
     after it, a path at the right end (``#path``).  The status bar and the bench screen's header are two."""
@@ -99,6 +132,12 @@ class InfoBar(Horizontal):
             self.path_cut = True
             return short if len(short) <= room else ""
         return text
+
+    def fit_words(self, *forms: str) -> str:
+        """The first of ``forms`` (fullest first) that fits ``#path`` whole, dimmed; nothing when none does."""
+        room = self.query_one("#path", Label).size.width - 2  # its padding
+        fits = [f for f in forms if len(f) <= room] if self.size.width else list(forms[:1])
+        return f"[dim]{fits[0]}[/]" if fits else ""
 
     def show_chip(self, text: str, state: str, states: tuple[str, ...]) -> None:
         """The chip says ``text`` in the colour of ``state`` (one of ``states``, as ``-live``)."""
@@ -185,23 +224,35 @@ class StatusBar(InfoBar):
         else:
             self._ticked = None
 
-        parts = [f"[b]{events:,}[/] events", f"[dim]t[/] {fmt.event_time(last_t)}"]
+        # each item: its forms, fullest first ("" = left out); what does not fit goes whole, in SHED's order
+        items: dict[str, list[tuple[str, str]]] = {
+            "events": [(f"[b]{events:,}[/] events", f"{events:,} events"), ("", "")],
+            "t": [(f"[dim]t[/] {fmt.event_time(last_t)}", f"t {fmt.event_time(last_t)}")]}
         if mode == "replay" and speed is not None:
-            parts.append(f"[dim]speed[/] [b]{fmt.speed(speed)}[/]")
+            items["speed"] = [(f"[dim]speed[/] [b]{fmt.speed(speed)}[/]", f"speed {fmt.speed(speed)}")]
         # lanemon's own share of one core, its latest load-watch window: this process's, so not in a replay
         # (there it would be the recorded process's figure read as this one's, and it cut the file's name at
         # 100 columns); a replay still says when the recorded samples were starved, just below
         if own_cpu_pct is not None and mode not in ("replay", "attach"):
             # a fixed width: a share that moves between 8 and 12 % must not reflow the screen each time
-            parts.append(f"[dim]lanemon[/] {own_cpu_pct:3.0f} % CPU")
+            items["cpu"] = [(f"[dim]lanemon[/] {own_cpu_pct:3.0f} % CPU", f"lanemon {own_cpu_pct:3.0f} % CPU"),
+                            ("", "")]
         if starved is not None:  # samples are being flagged client-bound: say why (the toast says what to do)
-            parts.append(f"[$warning b]◌ starved:[/] [$warning]{escape(starved.short or starved.why)}[/]")
+            cause = starved.short or starved.why
+            items["starved"] = [(f"[$warning b]◌ starved:[/] [$warning]{escape(cause)}[/]", f"◌ starved: {cause}"),
+                                ("[$warning b]◌ starved[/]", "◌ starved")]
         if paused:
-            parts.append("[$warning b]❚❚ PAUSED[/]")
+            items["paused"] = [("[$warning b]❚❚ PAUSED[/]", "❚❚ PAUSED")]
         if finished:
-            parts.append("[$accent b]■ replay finished[/]" if mode != "attach" else "[$accent b]■ share ended[/]")
+            items["finished"] = [("[$accent b]■ replay finished[/]", "■ replay finished") if mode != "attach" else
+                                 ("[$accent b]■ share ended[/]", "■ share ended")]
+        room = self.size.width - (_cells(chip) + 2) - 2  # the chip and the facts' padding
+        text = fit_items(items, room if self.size.width else None)
         info = self.query_one("#info", Label)
-        set_text(info, "  │  ".join(parts))
+        set_text(info, text)
+        held = getattr(info.styles.min_width, "cells", None)
+        if self.size.width and held and held > room + 2:  # a narrower terminal: the width held for the note
+            info.styles.min_width = room + 2  # must not push the facts past the edge
         if tick and not finished:  # live: the starvation note comes, goes and changes its words (under load,
             hold_width(info, last_t)  # twice a second): the bar keeps its widest width until the note has been
             # gone for 10 s, so the screen is not laid out again at each change
@@ -211,5 +262,5 @@ class StatusBar(InfoBar):
             verb = path_verb(mode)
             set_text(self.query_one("#path", Label), escape(self.fit_path(verb, path, alone=mode == "replay",
                                                                    short="" if mode == "replay" else "● rec")))
-        else:
-            set_text(self.query_one("#path", Label), "[dim]not recording[/]" if mode != "replay" else "")
+        else:  # `not recording`, a shorter whole form or nothing: never `not reco…`
+            set_text(self.query_one("#path", Label), "" if mode == "replay" else self.fit_words("not recording", "no rec"))
