@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lanemon.measure.catalogue import BY_NAME, CATALOGUE, RULE_ROWS, UNITS, catalogue_markdown, label
-from lanemon.reports import tables
+from lanemon.reports import prefill_table, tables
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "METRICS.md"
 
@@ -113,7 +113,7 @@ def _rich_results():
     prefill = {"lanes": {"A": {"lengths": {"2000": pcell}}, "B": {"lengths": {"2000": pcell}}},
                "config": {"slo": slo}}
     return [tables.decode_table(decode), tables.sweep_table(sweep), tables.load_table(load),
-            tables.prefill_table(prefill)]
+            prefill_table.prefill_table(prefill)]
 
 
 def _sample_tables():
@@ -121,7 +121,7 @@ def _sample_tables():
 
     root = Path(__file__).resolve().parents[1] / "sample_sessions"
     out = []
-    for name, build in (("decode", tables.decode_table), ("prefill", tables.prefill_table)):
+    for name, build in (("decode", tables.decode_table), ("prefill", prefill_table.prefill_table)):
         a = analyze(root / f"{name}.jsonl")
         out.append(build(a[name]))
     return out

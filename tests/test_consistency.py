@@ -150,3 +150,43 @@ def test_load_figures_agree_on_every_surface(load_run, name, stat, key, fmt, his
     (row,) = summarize_recording(rec)
     got = getattr(row, hist_field)
     assert (str(got) if hist_field == "requests" else format_figure(hist_field, got)).startswith(want)
+
+
+def test_tokens_per_joule_counts_the_same_tokens_in_decode_load_and_race_on_a_thinking_lane(tmp_path):
+    """Issue 37: on a thinking lane decode counted answer tokens only and load counted reasoning too, both
+    labelled "output tokens". The catalogue's rule (tokens_per_joule): every generated token, reasoning
+    included -- what the simulator's usage.completion_tokens and vLLM's generation_tokens count."""
+    from lanemon.sim.server import SimThread
+
+    with SimThread("sglang-native", time_scale=0.2, gpu_telemetry_port=0, thinking=True,
+                   reasoning_tokens=32) as sim:
+        lane = ["--lane", f"A={sim.base_url}", "--telemetry", f"A={sim.telemetry_url}", "--cost", "A=3.5",
+                "--json", "--no-record", "--thinking", "on"]
+        runs = {
+            "decode": ["bench", "decode", "--levels", "2", "--no-categories", "--max-tokens", "64", *lane],
+            "load": ["bench", "load", "--arrival", "constant", "--rate", "4", "--duration", "3", "--seed", "1",
+                     "--output-len", "fixed:48", *lane],
+            "race": ["race", "--max-tokens", "64", *lane]}
+        out = {}
+        for name, args in runs.items():
+            p = subprocess.run([sys.executable, "-m", "lanemon", *args], capture_output=True, text=True,
+                               timeout=180)
+            assert p.returncode == 0, (name, p.stderr)
+            out[name] = json.loads(p.stdout)
+    cell = out["decode"]["lanes"]["A"]["levels"]["2"]
+    rep = out["load"]["lanes"]["A"]["reps"][0]
+    race = out["race"]["races"][0]["lanes"]["A"]
+    # the lane thought: answer tokens alone are fewer than the generated ones
+    assert cell["reasoning_tokens"] and race["generated_tokens"] > race["output_tokens"]
+    assert rep["reasoning_tok_s"] and rep["reasoning_tok_s"] > 0
+    for name, entry, generated in (("decode", cell, cell["output_tokens"] + cell["reasoning_tokens"]),
+                                   ("load", rep, rep["served_tokens"]),
+                                   ("race", race, race["generated_tokens"])):
+        # $/1M needs no energy (never withheld for a busy machine's sparse readings): the same token count
+        seconds = entry["energy_window_s"]
+        assert entry["usd_per_1m_output_tokens"] == pytest.approx(3.5 * seconds / 3600 / generated * 1e6,
+                                                                  rel=2e-3), name
+        if entry["energy_j"] is not None:  # withheld when the readings were too sparse for its window
+            assert entry["tokens_per_joule"] == pytest.approx(generated / entry["energy_j"], rel=2e-3), name
+    assert "reasoning included" in BY_NAME["tokens_per_joule"].definition
+    assert "reasoning included" in BY_NAME["usd_per_1m"].definition

@@ -237,7 +237,7 @@ def test_a_run_of_short_races_behind_a_30s_exporter_still_has_its_energy_over_it
         for phase, t in (("start", a), ("end", b)):
             evs.append(Event(int(t * NS), schema.MARK, None, None, {"bench": "race", "race": i, "phase": phase}))
     evs.sort(key=lambda e: e.t)
-    result = {"races": [{"race": i, "lanes": {"A": {"output_tokens": 100, "error": None}}} for i in range(n)],
+    result = {"races": [{"race": i, "lanes": {"A": {"generated_tokens": 100, "error": None}}} for i in range(n)],
               "lanes": {"A": {}}}
     attach_race_energy(result, evs)
     withheld = 0

@@ -26,7 +26,8 @@ def test_schema_list_and_each_schema_with_its_version():
     out = _run("schema", "--list")
     assert out.returncode == 0, out.stderr
     names = [ln.split()[0] for ln in out.stdout.splitlines() if ln.strip()]
-    assert names == list(OUTPUTS) and {"bench-decode", "bench-load", "history"} <= set(names)
+    assert names == list(OUTPUTS) and {"bench-decode", "bench-prefill", "bench-needles", "bench-load", "bench-sweep",
+                                        "race", "check", "agree", "history", "recording"} <= set(names)
     for name in names:
         got = _run("schema", name)
         assert got.returncode == 0, got.stderr
@@ -85,3 +86,50 @@ def test_sweep_and_race_outputs_decode_into_their_structs():
     from lanemon.reports.analyse import analyze
 
     validate("race", analyze(SAMPLES / "races.jsonl", benches=["race"])["race"])
+
+
+def test_prefill_needles_agree_and_check_outputs_decode_into_their_structs():
+    prefill = _run("bench", "prefill", "--demo", "--time-scale", "0.02", "--lanes", "A,B", "--lengths", "256,1024",
+                   "--slo", "ttft=1", "--cost", "A=3", "--json", "--no-record")
+    assert prefill.returncode == 0, prefill.stderr
+    validate("bench-prefill", json.loads(prefill.stdout))
+    needles = _run("bench", "needles", "--demo", "--time-scale", "0.02", "--lanes", "A", "--lengths", "512,1024",
+                   "--json", "--no-record")
+    assert needles.returncode == 0, needles.stderr
+    validate("bench-needles", json.loads(needles.stdout))
+    from lanemon.reports.analyse import analyze
+    from lanemon.sim.server import SimThread
+
+    validate("bench-prefill", analyze(SAMPLES / "prefill.jsonl", benches=["prefill"])["prefill"])
+    validate("bench-needles", analyze(SAMPLES / "needles.jsonl", benches=["needles"])["needles"])
+    agree = _run("agree", "--demo", "--time-scale", "0.02", "--prompts", "4", "--tokens", "16", "--json",
+                 "--no-record")
+    assert agree.returncode == 0, agree.stderr
+    validate("agree", json.loads(agree.stdout))
+    validate("agree", analyze(SAMPLES / "agree.jsonl", benches=["agree"])["agree"])
+    with SimThread("sglang-native", time_scale=0.05) as sim:
+        check = _run("check", sim.base_url, "--json")
+    assert check.returncode == 0, check.stderr
+    validate("check", json.loads(check.stdout))
+    bad = json.loads(check.stdout)
+    bad["checks"][0]["verdict"] = "fine"
+    with pytest.raises(msgspec.ValidationError, match="verdict"):
+        validate("check", bad)
+
+
+def test_every_line_of_a_recording_fits_the_recording_schema(tmp_path):
+    rec = tmp_path / "run.jsonl"
+    out = _run("bench", "decode", "--demo", "--time-scale", "0.02", "--lanes", "A", "--levels", "1",
+               "--no-categories", "--max-tokens", "8", "--json", "--record", str(rec))
+    assert out.returncode == 0, out.stderr
+    kinds = set()
+    for path in (rec, SAMPLES / "races.jsonl", SAMPLES / "needles.jsonl"):
+        lines = path.read_text().splitlines()
+        assert validate("recording", json.loads(lines[0])).schema  # the header
+        for line in lines[1:]:
+            kinds.add(validate("recording", json.loads(line)).kind)
+    assert {"request", "token", "done", "mark", "gpu"} <= kinds
+    with pytest.raises(msgspec.ValidationError, match="kind"):
+        validate("recording", {"t": 1, "kind": "telepathy", "data": {}})
+    with pytest.raises(msgspec.ValidationError, match="ok"):
+        validate("recording", {"t": 1, "kind": "probe", "data": {"ok": "maybe"}})

@@ -1,4 +1,4 @@
-"""The prefill ladder is one table model (reports/tables.prefill_table) that `bench prefill` prints, the bench
+"""The prefill ladder is one table model (reports/prefill_table.prefill_table) that `bench prefill` prints, the bench
 screen draws and the report shows (issue 25 items 3 and 10): at the bench screen's width whole columns go
 (named: '+N in report'), never part of a cell -- the replay of sample_sessions/prefill.jsonl at 100x30 cut the
 cache hit to 'hit 12,49' before."""
@@ -14,7 +14,7 @@ from rich.console import Console
 from lanemon.cli.bench import render
 from lanemon.reports.analyse import analyze
 from lanemon.reports.sections.prefill import prefill_section
-from lanemon.reports.tables import prefill_table
+from lanemon.reports.prefill_table import prefill_table
 from lanemon.ui.app import make_app
 from lanemon.ui.widgets.bench_table import BenchTable
 from test_replay_snapshots import played_out

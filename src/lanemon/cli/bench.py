@@ -422,7 +422,8 @@ def _render_efficiency(result: dict[str, Any], names: list[str], console) -> Non
 
 
 def _render_prefill(result: dict[str, Any], console) -> None:
-    from lanemon.reports.tables import prefill_table, print_table
+    from lanemon.reports.prefill_table import prefill_table
+    from lanemon.reports.tables import print_table
 
     # one model with the TUI bench screen and the report (reports/tables.py), fitted to the console's width
     print_table(console, prefill_table(result, list(result.get("lanes") or {})))

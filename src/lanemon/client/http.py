@@ -18,7 +18,6 @@ Authorization header only; nothing about headers is ever emitted.
 from __future__ import annotations
 
 import asyncio
-import html
 import itertools
 import re
 import time
@@ -35,67 +34,21 @@ from lanemon import events as schema
 from lanemon.events import Clock, Event
 from lanemon.measure.records import NO_DONE_NOTE, Assembler, RequestRecord
 from lanemon.measure.server import sim_name
-from lanemon.client.encoding import IDENTITY, DecodeRefused, body_chunks
-from lanemon.client.guard import HeadersTooLarge, InterimFlood, guard_transport
+from lanemon.client.encoding import IDENTITY, body_chunks
+from lanemon.client.errors import (ERROR_BODY_LIMIT, BodyTooLarge, Redirected, describe_exception,  # noqa: F401
+                                   error_message_from_body, redirect_message)
+from lanemon.client.guard import guard_transport
 from lanemon.client.sse import N_CHOICES_MESSAGE
 from lanemon.client.sse import MAX_SSE_LINE, SSELineTooLong, Stalled, _size, read_sse, sse_lines  # noqa: F401
-from lanemon.untrusted import ID_LIMIT, MESSAGE_LIMIT, PUBLIC, Redactor, inert
+from lanemon.untrusted import ID_LIMIT, MESSAGE_LIMIT, Redactor, inert
 
 Emit = Callable[[Event], None]
 
 PROMPT_RECORD_LIMIT = 4096  # prompts up to this many characters are kept in the recording
-ERROR_BODY_LIMIT = 64 * 1024
 MODELS_BODY_LIMIT = 16 << 20  # a /models answer larger than this is refused (thousands of models fit)
 JSON_BODY_LIMIT = 32 << 20  # a non-streaming answer larger than this is refused
 PROBE_DEADLINE = 30.0  # seconds a /models probe may take in all, however slowly the body drips
 ENDPOINTS = {"chat": "/chat/completions", "completions": "/completions"}
-
-
-def error_message_from_body(body: bytes, status: int) -> str:
-    """The server's own error message from an OpenAI-style (or any) error body."""
-    text = body[:ERROR_BODY_LIMIT].decode("utf-8", errors="replace").strip()
-    try:
-        obj = orjson.loads(body[:ERROR_BODY_LIMIT])
-    except orjson.JSONDecodeError:
-        obj = None
-    if isinstance(obj, dict):
-        err = obj.get("error", obj)
-        if isinstance(err, dict) and isinstance(err.get("message"), str):
-            return err["message"][:500]
-        if isinstance(err, str):
-            return err[:500]
-        if isinstance(obj.get("detail"), str):
-            return obj["detail"][:500]
-    if text[:1] == "<":  # an HTML error page (a proxy's 502/503): its <title>, else its text without tags
-        m = re.search(r"<title[^>]*>(.*?)</title>", text, re.I | re.S)
-        plain = " ".join(html.unescape(m.group(1) if m else re.sub(r"<[^>]*>", " ", text)).split())
-        if plain:
-            return plain[:300]
-    first = text.splitlines()[0] if text else ""
-    return first[:300] or f"HTTP {status} with an empty body"
-
-
-class Redirected(Exception):
-    """The lane answered a redirect, which lanemon does not follow (a lane URL must be the final one)."""
-
-    def __init__(self, resp: httpx.Response) -> None:
-        self.status = resp.status_code
-        super().__init__(redirect_message(resp))
-
-
-def redirect_message(resp: httpx.Response) -> str:
-    """"lane answered 307 -> http://...: ..." with the target resolved, without credentials or query."""
-    location = resp.headers.get("location", "")[:2048]
-    try:
-        target = public_url(str(resp.request.url.join(location))) if location else "(no Location)"
-    except (httpx.InvalidURL, ValueError, RuntimeError):
-        target = public_url(location)
-    return (f"lane answered {resp.status_code} -> {PUBLIC.text(target, ID_LIMIT)}: lanemon does not follow "
-            "redirects; use the final URL")
-
-
-class BodyTooLarge(Exception):
-    """A non-streaming body passed its size cap; the client stopped reading it (class malformed)."""
 
 
 async def read_capped(resp: httpx.Response, limit: int) -> bytes:
@@ -133,72 +86,6 @@ async def get_bounded(http: httpx.AsyncClient, method: str, url: str, *, limit: 
                     raise
                 await on_retry(exc)
     raise AssertionError("unreachable")
-
-
-def describe_exception(exc: BaseException, url: str) -> tuple[str, str]:
-    """(error class, one-line message) for a transport exception; the URL is quoted without its
-    credentials or query, and the message is inert and redacted."""
-    cls, msg = _describe(exc, public_url(url))
-    return cls, PUBLIC.text(msg, MESSAGE_LIMIT)
-
-
-def _describe(exc: BaseException, url: str) -> tuple[str, str]:
-    if isinstance(exc, (SSELineTooLong, BodyTooLarge, DecodeRefused, HeadersTooLarge, InterimFlood)):
-        return schema.ERR_MALFORMED, str(exc)
-    if isinstance(exc, Redirected):
-        return schema.ERR_HTTP, str(exc)
-    if isinstance(exc, Stalled):
-        return schema.ERR_STALLED, str(exc)
-    if isinstance(exc, TimeoutError):  # asyncio.timeout: the whole-call deadline passed
-        return schema.ERR_TIMEOUT, f"no complete answer within the deadline ({url})"
-    if isinstance(exc, httpx.ConnectTimeout):
-        return schema.ERR_TIMEOUT, f"connect timeout to {url}"
-    if isinstance(exc, httpx.ReadTimeout):
-        return schema.ERR_TIMEOUT, "no data from the server within the read/stall timeout"
-    if isinstance(exc, httpx.TimeoutException):
-        return schema.ERR_TIMEOUT, f"timeout talking to {url}"
-    if isinstance(exc, httpx.ConnectError):
-        return schema.ERR_CONNECT, f"{_connect_reason(exc)} ({url})"
-    if isinstance(exc, httpx.RemoteProtocolError) and "buffer too long" in str(exc).lower():  # h11's 100 KiB
-        return schema.ERR_MALFORMED, ("a part of the lane's response framing (headers, a chunk header or trailers) "
-                                      "is larger than 100 KiB: refused")
-    if isinstance(exc, httpx.RemoteProtocolError) and not _closed(exc):  # the connection may well be open
-        return schema.ERR_MALFORMED, (f"the lane's response is not valid HTTP/1.1 framing ({inert(str(exc), 120)}): "
-                                      "refused")
-    if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
-        return schema.ERR_CUT, f"connection closed by the server mid-response ({exc.__class__.__name__})"
-    if isinstance(exc, httpx.HTTPError):
-        return schema.ERR_OTHER, f"{exc.__class__.__name__}: {exc}"
-    return schema.ERR_OTHER, f"{exc.__class__.__name__}: {exc}"
-
-
-_CLOSE_WORDS = ("closed", "disconnected", "eof", "peer state is error")
-
-
-def _closed(exc: BaseException) -> bool:
-    """Whether a protocol error says the server went away (h11: "peer closed connection without sending
-    complete message body", "peer unexpectedly closed connection"; httpcore: "Server disconnected without
-    sending a response") rather than sent bytes that are not HTTP/1.1 (an illegal chunk header, a bad
-    status line, a chunk footer that is not CRLF)."""
-    text = str(exc).lower()
-    return not text or any(w in text for w in _CLOSE_WORDS)
-
-
-def _connect_reason(exc: BaseException) -> str:
-    """The root OS reason behind httpx's generic 'All connection attempts failed'."""
-    seen = 0
-    cur: BaseException | None = exc
-    while cur is not None and seen < 8:
-        if isinstance(cur, ConnectionRefusedError):
-            return "connection refused"
-        if isinstance(cur, OSError) and cur.strerror:
-            return cur.strerror.lower()
-        cur = cur.__cause__ or cur.__context__
-        seen += 1
-    text = str(exc)
-    if "refused" in text.lower() or "All connection attempts failed" in text:
-        return "connection refused"
-    return text or "connection failed"
 
 
 POOL_SWEEP_S = 1.0

@@ -569,7 +569,7 @@ class MetricsScraper:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # transport errors, a body over the cap, the deadline
-            from lanemon.client.http import describe_exception
+            from lanemon.client.errors import describe_exception
 
             cls, message = describe_exception(exc, self.url)
             data = {"ok": False, "cls": cls, "message": message}

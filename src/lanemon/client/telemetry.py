@@ -250,7 +250,7 @@ class TelemetryScraper:
                                                 "when the run ended (the reading was given up)"}))
                 raise
             except Exception as exc:  # transport errors, a body over the cap, the deadline
-                from lanemon.client.http import describe_exception
+                from lanemon.client.errors import describe_exception
 
                 cls, message = describe_exception(exc, self.url)
                 data = {"ok": False, "cls": cls, "message": telemetry_message(message)}

@@ -45,6 +45,8 @@ class Metric:
 
 
 _COMPLETE = "complete requests only (truncated, empty, errored requests counted apart)"
+_GEN = "generated tokens, reasoning included"
+"""The tokens tok/J and $/1M count (measure/energy.energy_tokens), the "output tokens" of their labels."""
 _OUT = "generated tokens (output + reasoning; the server's usage, else chunk counts marked estimated)"
 
 CATALOGUE: tuple[Metric, ...] = (
@@ -204,14 +206,20 @@ CATALOGUE: tuple[Metric, ...] = (
            ("energy_j",), "energy J", prometheus="lanemon_gpu_energy_joules_total", prometheus_type="counter",
            prometheus_help="Energy the lane's GPUs used (J), from its GPU telemetry"),
     Metric("tokens_per_joule", "tok/J", "tok/J",
-           "output tokens of the completed requests / energy over the cell's window",
+           f"{_GEN} of the completed requests (bench load: whose chunks arrived in the measured window) / energy "
+           "over the window (a cell's reps, a load rep's measured window, a race)",
            ("tokens_per_joule",), "tok/J", prometheus="lanemon_tokens_per_joule", prometheus_type="gauge",
-           prometheus_help="Output tokens per joule of the lane's GPUs over the window"),
+           prometheus_help="Generated tokens (reasoning included) per joule of the lane's GPUs over the window",
+           doc_row="tok/J and $/1M output tokens",
+           differs="counts reasoning, unlike lanemon's answer-only output_tokens figure: the GPUs spent the "
+                   "energy on every generated token (vLLM's generation_tokens, usage.completion_tokens)"),
     Metric("usd_per_1m", "$/1M output tokens", "USD/1M tok",
-           "cost_per_hour x the window / 3600 / output tokens x 1e6", ("usd_per_1m_output_tokens",),
+           f"cost_per_hour x the window / 3600 / the tokens tok/J counts ({_GEN}) x 1e6",
+           ("usd_per_1m_output_tokens",),
            "$/1M tok", short="$/1M", prometheus="lanemon_usd_per_million_output_tokens",
            prometheus_type="gauge",
-           prometheus_help="The lane's cost_per_hour over the window per million output tokens (USD)"),
+           prometheus_help="The lane's cost_per_hour over the window per million generated tokens, reasoning "
+                           "included (USD)", doc_row="tok/J and $/1M output tokens"),
     # ------------------------------------------------------------ the engine's own counters (measure/counters.py)
     Metric("prefix_hit_rate", "prefix hit", "ratio",
            "the engine's prefix-cache hits / queries between the cell's edges", ("prefix_hit_rate",),

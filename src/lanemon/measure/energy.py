@@ -17,10 +17,15 @@ sampling (measure/energy_sampling.py).  A result entry (a cell and its reps, a r
 * withheld (None, ``energy_reason`` with the advice) where the uncertainty is over :data:`MAX_UNCERTAINTY` of
   the figure, or where neither the counter nor the power brackets the window -- never 0.0 for want of an
   update;
-* ``gpu_power_w_mean`` = energy / window; ``tokens_per_joule`` = output tokens / energy (±
+* ``gpu_power_w_mean`` = energy / window; ``tokens_per_joule`` = generated tokens / energy (±
   ``tokens_per_joule_uncertainty``: the tokens over energy less its uncertainty, less the figure);
-  ``usd_per_1m_output_tokens`` = cost_per_hour x window / 3600 / output tokens x 1e6 (the GPUs are paid for by
-  the hour whether busy or not, so the window is the cell's wall time, not the busy time).
+  ``usd_per_1m_output_tokens`` = cost_per_hour x window / 3600 / generated tokens x 1e6 (the GPUs are paid for
+  by the hour whether busy or not, so the window is the cell's wall time, not the busy time).
+
+The tokens both count are every generated token, reasoning included (:func:`energy_tokens`; the catalogue's
+``tokens_per_joule``): what usage.completion_tokens and vLLM's generation_tokens count as output tokens, and
+what the GPUs spent their energy on.  Every surface (decode, prefill, sweep, load, race, the monitor) passes
+that count to :func:`efficiency`, the one place the two figures are computed.
 
 Where a figure cannot be known it is None and ``energy_reason`` / ``cost_reason`` say why.
 """
@@ -34,7 +39,8 @@ from typing import Any
 from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.measure.energy_sampling import MAX_W_PER_GPU, Reading, Sampled, sample, window
-from lanemon.measure.records import reiterable
+from lanemon.measure.metrics import generated_tokens as _generated
+from lanemon.measure.records import RequestRecord, reiterable
 
 NS = 1_000_000_000
 MAX_UNCERTAINTY = 0.10
@@ -103,31 +109,38 @@ def window_energy(rs: list[Reading], t0: int, t1: int, sampled: Sampled | None =
             "energy_note": "; ".join(est.notes) or None}
 
 
-def efficiency(energy_j: float | None, output_tokens: int | None, seconds: float | None,
+def energy_tokens(rec: RequestRecord) -> int:
+    """The tokens tok/J and $/1M count for one request: every generated token, reasoning included (usage's
+    completion_tokens, else a chunk count; measure/metrics.generated_tokens)."""
+    return _generated(rec)[0]
+
+
+def efficiency(energy_j: float | None, generated_tokens: int | None, seconds: float | None,
                cost_per_hour: float | None, energy_reason: str | None = None,
                energy_uncertainty_j: float | None = None) -> dict[str, Any]:
     """``tokens_per_joule`` (± ``tokens_per_joule_uncertainty``) and ``usd_per_1m_output_tokens`` (None with
-    ``*_reason`` where unknown)."""
+    ``*_reason`` where unknown) of *generated_tokens* -- reasoning included (:func:`energy_tokens`) -- over
+    *energy_j* and *seconds*: the one definition every surface reads."""
     out: dict[str, Any] = {"tokens_per_joule": None, "tokens_per_joule_uncertainty": None,
                            "tokens_per_joule_reason": None, "usd_per_1m_output_tokens": None, "cost_reason": None}
-    if not output_tokens:
-        out["tokens_per_joule_reason"] = out["cost_reason"] = "no output tokens"
+    if not generated_tokens:
+        out["tokens_per_joule_reason"] = out["cost_reason"] = "no generated tokens"
         return out
     if energy_j is None:
         out["tokens_per_joule_reason"] = energy_reason or "energy unknown"
     elif energy_j <= 0:
         out["tokens_per_joule_reason"] = "no energy measured over the window"
     else:
-        out["tokens_per_joule"] = round(output_tokens / energy_j, 4)
+        out["tokens_per_joule"] = round(generated_tokens / energy_j, 4)
         u = energy_uncertainty_j or 0.0
-        out["tokens_per_joule_uncertainty"] = (round(output_tokens / (energy_j - u) - output_tokens / energy_j, 4)
-                                               if u < energy_j else None)
+        out["tokens_per_joule_uncertainty"] = (
+            round(generated_tokens / (energy_j - u) - generated_tokens / energy_j, 4) if u < energy_j else None)
     if cost_per_hour is None:
         out["cost_reason"] = "no cost_per_hour for this lane (lanes.toml or --cost NAME=USD_PER_HOUR)"
     elif not seconds or seconds <= 0:
         out["cost_reason"] = "empty window"
     else:
-        out["usd_per_1m_output_tokens"] = round(cost_per_hour * seconds / 3600.0 / output_tokens * 1e6, 4)
+        out["usd_per_1m_output_tokens"] = round(cost_per_hour * seconds / 3600.0 / generated_tokens * 1e6, 4)
     return out
 
 
@@ -142,15 +155,16 @@ def lane_costs(events: Iterable[Event]) -> dict[str, float]:
     return out
 
 
-def energy_of(events: list[Event], lane: str, windows: list[tuple[int, int]], output_tokens: int | None,
+def energy_of(events: list[Event], lane: str, windows: list[tuple[int, int]], generated_tokens: int | None,
               cost_per_hour: float | None, rs: list[Reading] | None = None, what: str = "window",
               sampled: Sampled | None = None, load_edges: bool = True) -> dict[str, Any]:
     """The energy and cost block of one result entry made of one or more windows (a cell's reps; *what* names
     them in a reason): energy, its uncertainty and seconds summed over the windows, withheld with the reason and
     the advice where any window has no figure or the sum's uncertainty is over :data:`MAX_UNCERTAINTY` of it;
-    then :func:`efficiency`.  *sampled*: the lane's readings as updates, when the caller has them already;
-    *load_edges*: the windows start and end where lanemon's own load does (cells, races), not inside a running
-    load (a load rep's measured window: its warm-up before, its cool-down after)."""
+    then :func:`efficiency` of *generated_tokens* (reasoning included).  *sampled*: the lane's readings as
+    updates, when the caller has them already; *load_edges*: the windows start and end where lanemon's own load
+    does (cells, races), not inside a running load (a load rep's measured window: its warm-up before, its
+    cool-down after)."""
     rs = readings(events, lane) if rs is None else rs
     sampled = sample(rs) if sampled is None else sampled
     joules = unc = seconds = 0.0
@@ -195,7 +209,7 @@ def energy_of(events: list[Event], lane: str, windows: list[tuple[int, int]], ou
         "energy_dropped": dropped,
         "energy_window_s": round(seconds, 3),
     }
-    out.update(efficiency(energy, output_tokens, seconds, cost_per_hour, out["energy_reason"],
+    out.update(efficiency(energy, generated_tokens, seconds, cost_per_hour, out["energy_reason"],
                           out["energy_uncertainty_j"]))
     return out
 
@@ -248,7 +262,6 @@ def attach_energy(lanes: dict[str, Any], events: list[Event]) -> None:
     and length entry of a bench result's ``lanes`` and every ``bench load`` rep, from the cells' marks, the
     lanes' ``gpu`` readings and their ``cost_per_hour`` (in place).  Entries of a lane without telemetry get
     None with the reason."""
-    from lanemon.measure.metrics import output_tokens
     from lanemon.measure.records import iter_records
 
     cells = cell_windows(events)
@@ -257,7 +270,7 @@ def attach_energy(lanes: dict[str, Any], events: list[Event]) -> None:
     for rec in iter_records(events, keep_text=False):
         cid = rec.meta.get("cell") if isinstance(rec.meta, dict) else None
         if isinstance(cid, str) and cid in cells and rec.ok:
-            tokens[cid] = tokens.get(cid, 0) + output_tokens(rec)[0]
+            tokens[cid] = tokens.get(cid, 0) + energy_tokens(rec)
     by_lane: dict[str, tuple[list[Reading], Sampled]] = {}
     for (lane, where, key), cids in cell_groups(cells).items():
         entry = (lanes.get(lane) or {}).get(where, {}).get(key) if isinstance(lanes.get(lane), dict) else None
@@ -315,7 +328,7 @@ def attach_race_energy(result: dict[str, Any], events: Iterable[Event]) -> dict[
         for lane, entry in race["lanes"].items():
             if not isinstance(entry, dict):
                 continue
-            tokens = entry.get("output_tokens") if entry.get("error") is None else 0
+            tokens = entry.get("generated_tokens") if entry.get("error") is None else 0  # reasoning included
             tokens = tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else 0
             rs, sampled = lane_readings(cache, events, lane)
             entry.update(energy_of(events, lane, [w], tokens, costs.get(lane), rs, "race", sampled))
@@ -330,18 +343,18 @@ def attach_race_energy(result: dict[str, Any], events: Iterable[Event]) -> dict[
     return result
 
 
-def run_energy(events: list[Event], lane: str, windows: list[tuple[int, int]], output_tokens: int,
+def run_energy(events: list[Event], lane: str, windows: list[tuple[int, int]], generated_tokens: int,
                cost_per_hour: float | None, rs: list[Reading] | None = None, sampled: Sampled | None = None
                ) -> dict[str, Any]:
     """A run of several windows (a lane's races): their energy summed (:func:`energy_of`), or -- where that is
     withheld (windows too short for the exporter's updates) -- over the run's span from its first window's start to
     its last one's end, the time between them included and said so: the counter's updates bracket the whole run
     even where they bracket no single race."""
-    block = energy_of(events, lane, windows, output_tokens, cost_per_hour, rs, "run", sampled)
+    block = energy_of(events, lane, windows, generated_tokens, cost_per_hour, rs, "run", sampled)
     if block["energy_j"] is not None or len(windows) < 2:
         return block
     span = (min(a for a, _ in windows), max(b for _, b in windows))
-    over = energy_of(events, lane, [span], output_tokens, cost_per_hour, rs, "run", sampled)
+    over = energy_of(events, lane, [span], generated_tokens, cost_per_hour, rs, "run", sampled)
     if over["energy_j"] is None:
         return block
     said = (f"over the run's span ({(span[1] - span[0]) / NS:.0f} s, the time between its windows included): no "

@@ -18,6 +18,7 @@ from typing import Any, Literal
 import msgspec
 
 from lanemon.measure.summary import LaneSummary
+from lanemon.recording.schema import DATA_SCHEMAS, EventRow, Header
 
 SCHEMA_VERSION = "1"
 """Bumped when a key's meaning changes (a key added with a new meaning is a new key: the version stays)."""
@@ -189,18 +190,23 @@ class ClientLoadInfo(_Strict):
     max_lag_ms: Num = None
 
 
-class DecodeResult(_Strict):
+class _RunState(_Strict, kw_only=True):
+    """What a bench run's JSON says of the run itself (workloads/bench/run.py ``run_state``; docs/JSON.md)."""
+
+    interrupted: bool = False
+    cut: list[Any] = []
+    not_run: Obj = None
+    running: list[Any] | None = None
+    client_load: ClientLoadInfo | None = None
+
+
+class DecodeResult(_RunState):
     """``bench decode --json`` (docs/JSON.md, "bench decode")."""
 
     bench: Literal["decode"]
     lanes: dict[str, DecodeLane]
     config: BenchConfig
     crossover: Obj = None
-    interrupted: bool = False
-    cut: list[Any] = []
-    not_run: Obj = None
-    running: list[Any] | None = None
-    client_load: ClientLoadInfo | None = None
 
 
 class LoadRep(_Energy):
@@ -264,18 +270,13 @@ class Schedule(_Strict):
     same_for_every_lane: bool = False
 
 
-class LoadResult(_Strict):
+class LoadResult(_RunState):
     """``bench load --json`` (docs/JSON.md, "bench load")."""
 
     bench: Literal["load"]
     lanes: dict[str, LoadLane]
     config: BenchConfig
     schedule: Schedule | None = None
-    interrupted: bool = False
-    cut: list[Any] = []
-    not_run: Obj = None
-    running: list[Any] | None = None
-    client_load: ClientLoadInfo | None = None
 
 
 class SweepLane(_Strict):
@@ -294,7 +295,7 @@ class SweepLane(_Strict):
     server: Obj = None
 
 
-class SweepResult(_Strict):
+class SweepResult(_RunState):
     """``bench sweep --json`` (docs/JSON.md)."""
 
     bench: Literal["sweep"]
@@ -303,11 +304,6 @@ class SweepResult(_Strict):
     knee_gain: Num = None
     slo: dict[str, float] | None = None
     crossover: Obj = None
-    interrupted: bool = False
-    cut: list[Any] = []
-    not_run: Obj = None
-    running: list[Any] | None = None
-    client_load: ClientLoadInfo | None = None
 
 
 class RaceLane(_Energy):
@@ -375,24 +371,195 @@ class RaceResult(_Strict):
     slo: dict[str, float] | None = None
 
 
+class _Spread(_Energy):
+    """Energy, the reps' spread of a cell's headline figure (workloads/bench/run.py ``spread``) and its starvation
+    (``client_bound_figures``)."""
+
+    reps: list[Num] | None = None
+    min: Num = None
+    median: Num = None
+    max: Num = None
+    unstable: bool | None = None
+    client_bound: int | None = None
+    starved_s: Num = None
+    starved_share: Num = None
+    unreliable: bool | None = None
+
+
+class PrefillCell(_Spread):
+    """A prompt length (``lengths.N``; docs/JSON.md, "bench prefill")."""
+
+    prompt_tokens: int | None = None
+    prefill_tok_s: Num = None
+    ttft_s: Num = None
+    cache_hit_tok_s: Num = None
+    repeat_tok_s: Num = None
+    repeat_cached_tokens: int | None = None
+    cache_hit_source: str | None = None
+    tokens_estimated: bool | None = None
+    requests: int | None = None
+    errors: int | None = None
+    truncated: int | None = None
+    empty: int | None = None
+    bursts: int | None = None
+    error: Any = None
+    skipped: bool | None = None
+    goodput: Slo | None = None
+
+
+class PrefillLane(_Strict):
+    lengths: dict[str, PrefillCell] = {}
+    tokens_per_char: Num = None
+    tokens_counted_from: str | None = None
+    calibration_prompt_tokens: int | None = None
+    max_context: int | None = None
+    max_context_source: str | None = None
+    error: Any = None
+    server: Obj = None
+
+
+class PrefillRatios(_Strict):
+    compared: list[str] = []
+    by_length: dict[str, Num] = {}
+
+
+class PrefillResult(_RunState):
+    """``bench prefill --json`` (docs/JSON.md, "bench prefill")."""
+
+    bench: Literal["prefill"]
+    lanes: dict[str, PrefillLane]
+    config: BenchConfig
+    ratios: PrefillRatios | None = None
+
+
+class NeedleRun(_Strict):
+    rep: int | None = None
+    found: bool | None = None
+    key: str | None = None
+    answer: str | None = None
+    depth: Num = None
+    prompt_tokens: int | None = None
+    ttft_s: Num = None
+    prefill_tok_s: Num = None
+    error: str | None = None
+
+
+class NeedleCell(_Spread):
+    """A prompt length of ``bench needles`` (docs/JSON.md): the headline run, the count found, every run."""
+
+    found: bool | None = None
+    key: str | None = None
+    answer: str | None = None
+    depth: Num = None
+    prompt_tokens: int | None = None
+    ttft_s: Num = None
+    prefill_tok_s: Num = None
+    error: str | None = None
+    found_count: int | None = None
+    runs_count: int | None = None
+    runs: list[NeedleRun] = []
+
+
+class NeedleLane(_Strict):
+    lengths: dict[str, NeedleCell] = {}
+    server: Obj = None
+
+
+class NeedleResult(_RunState):
+    """``bench needles --json`` (docs/JSON.md)."""
+
+    bench: Literal["needles"]
+    lanes: dict[str, NeedleLane]
+    config: BenchConfig
+
+
+class CheckItem(_Strict):
+    name: str
+    passed: bool
+    required: bool
+    detail: str
+    ttft_s: Num = None
+    tok_s: Num = None
+
+
+class CheckResult(_Strict):
+    """``lanemon check --json`` (workloads/check.py ``CheckReport``): passed when every required check did."""
+
+    lane: str
+    url: str
+    model: str | None
+    passed: bool
+    checks: list[CheckItem]
+
+
+class AgreePrompt(_Strict):
+    id: int
+    first_divergence_word: int | None = None
+    exact: bool | None = None
+    a_words: int | None = None
+    b_words: int | None = None
+    a_text: str | None = None
+    b_text: str | None = None
+    error: str | None = None
+
+
+class AgreeResult(_Strict):
+    """``lanemon agree --json`` (workloads/agree.py): where two lanes' greedy replies first differ, by word."""
+
+    bench: Literal["agree"]
+    lanes: list[str]
+    total: int
+    exact: int
+    median_first_divergence_word: Num = None
+    agree_ge_10_words: int | None = None
+    diverge_at_0: int | None = None
+    histogram: dict[str, int] = {}
+    errors: int | None = None
+    prompts: list[AgreePrompt] = []
+    interrupted: bool = False
+    config: Obj = None
+
+
 #: every published output: name -> (its type, what prints it)
 OUTPUTS: dict[str, tuple[Any, str]] = {
     "bench-decode": (DecodeResult, "lanemon bench decode --json"),
+    "bench-prefill": (PrefillResult, "lanemon bench prefill --json"),
+    "bench-needles": (NeedleResult, "lanemon bench needles --json"),
     "bench-load": (LoadResult, "lanemon bench load --json"),
     "bench-sweep": (SweepResult, "lanemon bench sweep --json"),
     "race": (RaceResult, "lanemon race --json"),
+    "check": (CheckResult, "lanemon check --json"),
+    "agree": (AgreeResult, "lanemon agree --json"),
     "history": (list[LaneSummary], "lanemon history --json"),
+    "recording": (EventRow, "a recording (--record): a header line, then one event per line"),
 }
 
 
 def schema(name: str) -> dict[str, Any]:
     """The JSON Schema of output ``name`` (KeyError for one not published), with its version."""
     typ, command = OUTPUTS[name]
-    out = msgspec.json.schema(typ)
+    if name == "recording":  # the header, the event envelope and each event kind's data (recording/schema.py)
+        kinds = sorted(DATA_SCHEMAS)
+        (header, event, *data), defs = msgspec.json.schema_components([Header, EventRow,
+                                                                      *(DATA_SCHEMAS[k] for k in kinds)])
+        out = {"$defs": defs, "header": header, "event": event, "data": dict(zip(kinds, data)),
+               "description": "each line is JSON: the first the header, every other an event whose data has the "
+                              "schema of its kind (unknown keys are read past: a newer writer may add some)"}
+    else:
+        out = msgspec.json.schema(typ)
     return {"$id": f"lanemon:{name}:{SCHEMA_VERSION}", "title": f"{command} (lanemon {name} schema)",
             "version": SCHEMA_VERSION, **out}
 
 
 def validate(name: str, obj: Any) -> Any:
-    """``obj`` (decoded JSON) as output ``name``'s type, strictly (msgspec.ValidationError names the path)."""
+    """``obj`` (decoded JSON) as output ``name``'s type, strictly (msgspec.ValidationError names the path);
+    ``recording``: one line of a recording."""
+    if name == "recording":  # one line: the header, or an event of a kind the schema names
+        if isinstance(obj, dict) and "schema" in obj:
+            return msgspec.convert(obj, Header, strict=True)
+        row = msgspec.convert(obj, EventRow, strict=True)
+        if row.kind not in DATA_SCHEMAS:
+            raise msgspec.ValidationError(f"event kind {row.kind[:40]!r} is not in the recording schema")
+        msgspec.convert(row.data or {}, DATA_SCHEMAS[row.kind], strict=True)
+        return row
     return msgspec.convert(obj, OUTPUTS[name][0], strict=True)

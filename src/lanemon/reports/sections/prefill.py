@@ -8,7 +8,7 @@ from lanemon.reports.charts import Chart
 from lanemon.reports.data import prefill_cells
 from lanemon.reports.format import kilo, length_label, num, sorted_keys
 from lanemon.reports.sections.section import Section
-from lanemon.reports.tables import prefill_table
+from lanemon.reports.prefill_table import prefill_table
 
 
 def prefill_section(prefill: dict[str, Any], lanes: list[str]) -> Section:

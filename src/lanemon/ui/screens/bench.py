@@ -20,7 +20,8 @@ from lanemon.ui.widgets.bench_progress import BenchProgress
 from lanemon.ui.widgets.bench_status import BenchStatus
 from lanemon.ui.widgets.status_bar import path_verb, short_path
 from lanemon.ui.widgets.bench_table import BenchTable
-from lanemon.reports.tables import decode_legend, decode_table, prefill_table
+from lanemon.reports.prefill_table import prefill_table
+from lanemon.reports.tables import decode_legend, decode_table
 
 TABLE_WIDTH = 46
 """The results panel's inner width before the first layout (#bench-left is 50 wide)."""

@@ -1,0 +1,123 @@
+"""The prefill ladder's table model (``bench prefill`` prints it, the TUI bench screen and the report draw it):
+one row per prompt length and lane, built on reports/tables.py's :class:`ResultTable` (pure, no Rich, no
+Textual)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from lanemon.reports.format import err_text, length_label, num
+from lanemon.reports.tables import (BAD, GOOD, STRONG, WARN, Cell, Column, ResultTable, fig, goodput_cells, rate,
+                                    rep_range, secs, slo_targets_text)
+
+#: how a prefix-cache hit was told apart (workloads/bench/prefill.py)
+_HIT_SOURCE = {"cached_tokens": "the server's cached_tokens", "timing": "timing: the repeat > 2× the cold median"}
+
+
+def prefill_table(result: dict[str, Any], lanes: Sequence[str] | None = None) -> ResultTable:
+    """The prefill ladder (``bench prefill`` prints it, the bench screen and the report draw it): one row per
+    prompt length and lane (length-major).  ``prefill tok/s`` is the cold figure (prompt tokens / TTFT, unique
+    prompts; the median over reps) with ``?`` where lanemon itself was starved and ``†`` unstable reps; the
+    same prompt sent again is never counted as prefill: ``cache hit`` is its rate when it was a prefix-cache
+    hit, ``no`` when it was not, ``—`` when it was not sent.  With two lanes the second/first ratio of the cold
+    figures, on the length's first row.
+
+    Ranks (:meth:`ResultTable.fit`): length, lane and the cold figure are never dropped; TTFT and the cache hit
+    go last (a cell is never cut: the bench screen's 46 columns show them whole); the detail columns (the
+    reps' range, the repeat's own rate) go first, unnamed."""
+    by_lane = result.get("lanes") or {}
+    names = [n for n in (lanes or []) if n in by_lane] + [n for n in by_lane if n not in (lanes or [])]
+    per = {n: (by_lane[n] or {}).get("lengths") or {} for n in names}
+    cells = [c or {} for n in names for c in per[n].values()]
+    ratios = result.get("ratios") or {}
+    compared = [x for x in ratios.get("compared") or [] if x in by_lane]
+    compared = compared if len(compared) == 2 else [n for n in names if per[n]][:2] if not ratios else []
+    compared = compared if len(compared) == 2 else []
+    show_hit = any(c.get("cache_hit_tok_s") is not None or c.get("repeat_tok_s") is not None for c in cells)
+    show_goodput = any("goodput" in c for c in cells)
+    show_range = any(len(c.get("reps") or []) > 1 for c in cells)
+    show_repeat = any(num(c.get("repeat_tok_s")) is not None for c in cells)
+    slo = (result.get("config") or {}).get("slo") or None
+    cols = [Column("length", 0), Column("lane", 0, "left"), fig("prefill_tok_s", 0), fig("ttft", 1)]
+    if show_hit:
+        cols += [fig("cache_hit_tok_s", 1)]
+    if compared:
+        cols += [fig("prefill_ratio", 3, prefix=f"{compared[1]}/{compared[0]}")]
+    if show_goodput:
+        cols += [fig("goodput", 2), fig("slo_held", 2)]
+    cols += [fig("errors", 2), fig("prompt_tokens", 4), fig("requests", 5)]
+    if show_range:
+        cols += [fig("prefill_tok_s", 7, "min–max", detail=True, use_short=True)]
+    if show_repeat:
+        cols += [fig("repeat_tok_s", 6, detail=True)]
+    lengths = sorted({k for n in names for k in per[n]}, key=_length_key)
+    rows: list[list[Cell]] = []
+    ends: set[int] = set()
+    notes: list[str] = []
+    failed: list[str] = []
+    for length in lengths:
+        first = True
+        for n in names:
+            c = per[n].get(length)
+            if c is None:
+                continue
+            label = length_label(length)
+            flag = ("?" if c.get("unreliable") else "") + ("†" if c.get("unstable") else "")
+            v = num(c.get("prefill_tok_s"))
+            if v is None and c.get("skipped"):
+                figure = Cell("not sent", WARN)
+            elif v is None and c.get("error"):
+                figure = Cell("error", BAD)
+            else:
+                figure = Cell(rate(v) + flag, WARN if "?" in flag else None)
+            if c.get("error"):
+                failed.append(f"{n} {label}: {err_text(c.get('error'), 120)}")
+            row = [Cell(label if first else ""), Cell(n, STRONG), figure, Cell(secs(c.get("ttft_s")))]
+            if show_hit:
+                hit, again = num(c.get("cache_hit_tok_s")), num(c.get("repeat_tok_s"))
+                row.append(Cell(rate(hit), GOOD) if hit is not None else Cell("no") if again is not None
+                           else Cell("—"))
+            if compared:
+                if str(length) in (ratios.get("by_length") or {}):
+                    r = num(ratios["by_length"][str(length)])
+                else:  # a result without the bench's ratios (made before them): the same ratio of the two
+                    a, b = (num((per[x].get(length) or {}).get("prefill_tok_s")) for x in compared)
+                    r = b / a if a and b else None
+                row.append(Cell((f"{r:.2f}×" if r else "—") if first else ""))
+            if show_goodput:
+                row += goodput_cells(c.get("goodput"))
+            errs = int(num(c.get("errors")) or 0)
+            pt = num(c.get("prompt_tokens"))
+            row += [Cell(str(errs) if "errors" in c else "—", BAD if errs else None),
+                    Cell("—" if pt is None else f"{pt:,.0f}" + (" est." if c.get("tokens_estimated") else "")),
+                    Cell(str(c["requests"]) if isinstance(c.get("requests"), int) else "—")]
+            if show_range:
+                row.append(Cell(rep_range(c.get("reps"))))
+            if show_repeat:
+                row.append(Cell(rate(c.get("repeat_tok_s"))))
+            rows.append(row)
+            first = False
+        if rows:
+            ends.add(len(rows) - 1)
+    if show_hit:
+        how = sorted({_HIT_SOURCE.get(str(c.get("cache_hit_source")), str(c.get("cache_hit_source")))
+                      for c in cells if c.get("cache_hit_tok_s") is not None and c.get("cache_hit_source")})
+        notes.append("cache hit: the same prompt sent again was answered from the lane's prefix cache at that rate "
+                     "(never counted as prefill); no: the repeat was not a hit"
+                     + (f"; told by {' and '.join(how)}" if how else ""))
+    if any(c.get("tokens_estimated") for c in cells):
+        notes.append("est.: prompt tokens estimated from the lane's calibration (its stream sent no usage)")
+    if show_goodput:
+        notes.append(f"goodput: share of cold requests meeting every target and their rate; {slo_targets_text(slo)}")
+    if failed:
+        notes += failed[:8] + ([f"… and {len(failed) - 8} more cells with an error"] if len(failed) > 8 else [])
+    legend = " · ".join((["? starved"] if any(c.get("unreliable") for c in cells) else [])
+                        + (["† unstable"] if any(c.get("unstable") for c in cells) else []))
+    return ResultTable("prefill", "cold prefill · prompt tokens / TTFT, 1-token reply, unique prompts", cols, rows,
+                       notes, legend, ends)
+
+
+def _length_key(k: Any) -> float:
+    x = num(k)
+    return float("inf") if x is None else x
