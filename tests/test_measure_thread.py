@@ -125,3 +125,48 @@ def test_a_failing_source_is_reported_through_done() -> None:
     assert runner.join(10)
     exc = runner.done.exception(1)
     assert isinstance(exc, RuntimeError) and "exploded" in str(exc)
+
+
+def test_a_probe_left_mid_connect_at_the_end_leaves_no_coroutine_never_awaited() -> None:
+    """Issue 40 item 13: quitting while a probe connects printed `RuntimeWarning: coroutine
+    'connect_tcp.<locals>.try_connect' was never awaited`.  anyio's happy-eyeballs attempt is a task whose
+    wrapper awaits the attempt only once it starts; cancelled before its first step (the runner cancelled every
+    task it found at the end, the attempt among them), the attempt was never awaited.  The runner now lets a
+    task that has not started take its first step before it cancels it (its own cancel scope then ends it)."""
+    import gc
+    import socket
+    import warnings
+
+    import anyio
+
+    with socket.socket() as s:  # a port nothing listens on: the attempt is refused
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+
+    class LeftMidConnect(TickingSource):
+        steps = 0
+
+        async def run(self) -> None:
+            async def probe() -> None:
+                try:
+                    await anyio.connect_tcp("127.0.0.1", port)
+                except OSError:
+                    pass
+
+            self.probe = asyncio.get_running_loop().create_task(probe())
+            for _ in range(self.steps):  # the probe starts its attempt (a task not yet stepped) and waits on it
+                await asyncio.sleep(0)
+            self.finished = True  # ... and the session ends about here, the attempt's task perhaps never run
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for k in range(8):
+            source = LeftMidConnect()
+            source.steps = k % 4
+            runner = SourceThread(source).start()
+            assert runner.join(10)
+            runner.done.result(1)
+        del runner, source
+        gc.collect()
+    never = [str(w.message) for w in caught if "never awaited" in str(w.message)]
+    assert not never, never

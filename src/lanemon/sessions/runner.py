@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import inspect
 import sys
 import threading
 from collections import deque
@@ -41,6 +42,39 @@ def measures(source: Any) -> bool:
     stay on the UI's loop."""
     mode = getattr(source, "mode", None)
     return mode not in (None, "replay", "attach", "static") and callable(getattr(source, "run", None))
+
+
+END_ROUNDS = 20
+"""How many times :func:`end_tasks` lets tasks that never ran take their first step before it cancels them."""
+
+
+def _unstarted(task: asyncio.Task) -> bool:
+    coro = task.get_coro()
+    return inspect.iscoroutine(coro) and inspect.getcoroutinestate(coro) == inspect.CORO_CREATED
+
+
+def end_tasks(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel every task still pending on ``loop`` and wait for them -- but first let each task that has not
+    taken its first step take it.  A task cancelled before it ever ran never runs its coroutine, so what that
+    coroutine wraps is never awaited: anyio's ``connect_tcp`` starts each connection attempt as such a task
+    (``TaskHandle._run_coro`` awaiting ``try_connect``), and a probe caught connecting when a session ended
+    printed ``RuntimeWarning: coroutine 'connect_tcp.<locals>.try_connect' was never awaited`` at exit (issue
+    40 item 13).  Once started, the attempt ends through its own cancel scope when its probe is cancelled."""
+    for _ in range(END_ROUNDS):
+        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        if not pending:
+            return
+        if any(_unstarted(t) for t in pending):
+            loop.run_until_complete(asyncio.sleep(0))  # one pass of the loop: each of them takes its first step
+            continue
+        for task in pending:
+            task.cancel()
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    for task in pending:  # still starting new tasks after END_ROUNDS passes: cancel what is there
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
 
 
 class Inbox:
@@ -115,11 +149,7 @@ class SourceThread:
             self._task = loop.create_task(self._run())
             self._started.set()
             loop.run_until_complete(self._task)
-            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
-            for task in pending:  # anything the source left behind (a monitor, a stray probe)
-                task.cancel()
-            if pending:
-                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            end_tasks(loop)  # anything the source left behind (a monitor, a stray probe)
             loop.run_until_complete(loop.shutdown_asyncgens())
         finally:
             self._started.set()

@@ -64,7 +64,8 @@ def schedule_note(load: dict[str, Any], lanes: list[str]) -> str:
 def sweep_section(sweep: dict[str, Any], lanes: list[str]) -> Section:
     """The sweep table is :func:`lanemon.reports.tables.sweep_table`, the model ``bench sweep`` prints: one row
     per level and lane, the knee's figure (span tok/s) and its gain per doubling, with goodput and whether the
-    SLO held at each level (``--slo``)."""
+    SLO held at each level (``--slo``); ``model`` lets the TUI fit it to its width (columns dropped whole, by
+    rank, and named), as the load table."""
     model = sweep_table(sweep, lanes)
     gain = num(sweep.get("knee_gain")) or 0.1
     findings = [sweep_finding(sweep, n) for n in lanes if n in (sweep.get("lanes") or {})]
@@ -77,4 +78,4 @@ def sweep_section(sweep: dict[str, Any], lanes: list[str]) -> Section:
     return Section("sweep", "Concurrency sweep: the knee", f"Concurrency raised until a doubling gains under "
                    f"{gain:.0%} of aggregate decode tok/s (span: total output tokens / first send → last end; the knee), "
                    f"an SLO breaks or errors appear.",
-                   model.labels(), model.text_rows(), notes=notes, summary="; ".join(findings))
+                   model.labels(), model.text_rows(), notes=notes, summary="; ".join(findings), model=model)

@@ -28,6 +28,7 @@ every lane; ``1``-``8`` move to another lane.
 
 from __future__ import annotations
 
+import textwrap
 import time
 from datetime import tzinfo
 from typing import Any
@@ -154,6 +155,16 @@ def queue_series(series: Any, lanes: list[str]) -> tuple[dict[str, list[tuple[in
 
 def _plausible(t0_s: float) -> float | None:
     return t0_s if WALL_RANGE_S[0] <= t0_s <= WALL_RANGE_S[1] else None
+
+
+def fit_words(forms: list[str], width: int, lines: int) -> tuple[str, int]:
+    """The first of ``forms`` (fullest first) that wraps into ``lines`` lines of ``width`` at word boundaries,
+    and how many it takes; the last form on one line where none does."""
+    for text in forms:
+        n = len(textwrap.wrap(text, max(1, width)))
+        if n <= lines:
+            return text, max(1, n)
+    return forms[-1], 1
 
 
 class DashboardScreen(LanemonScreen):
@@ -433,9 +444,17 @@ class DashboardScreen(LanemonScreen):
         if cause is None or not flagged or cause.cause == self._told:
             return
         self._told = cause.cause
-        # a line of its own under the status bar for 15 s of session time (a toast covered the charts)
-        notice.update(escape(f"client-bound: {flagged} sample{'s' * (flagged != 1)} not plotted: lanemon was held "
-                             f"up. Why: {cause.why}. What to do: {cause.advice}."))
+        # a line of its own under the status bar for 15 s of session time (a toast covered the charts); two
+        # from 30 rows: the fullest of its forms that fits, in whole words (it read `CPU 100 %, wa…` at 100x30)
+        what = f"client-bound: {flagged} sample{'s' * (flagged != 1)} not plotted: lanemon was held up"
+        short = cause.short or cause.cause
+        text, rows = fit_words([f"{what}. Why: {cause.why}. What to do: {cause.advice}.",
+                                f"{what} ({short}). What to do: {cause.advice}.", f"{what} ({short}).",
+                                f"client-bound: {flagged} not plotted ({short})"],
+                               self.size.width - 2, 2 if self.size.height >= 30 else 1)
+        notice.styles.height = rows
+        notice.styles.text_wrap = "wrap" if rows > 1 else "nowrap"
+        notice.update(escape(text))
         notice.display = True
         self._notice_until = state.last_t + NOTICE_NS
 

@@ -87,13 +87,22 @@ def fit_bars(labels: list[str], series: dict[str, list[float]], colours: dict[st
         notes.setdefault((str(label), lane or ""), []).append(text[len(lane) + 1:] if lane else text)
     value_w = max((len(_value(v)) for v in values), default=1) + 1 + len(unit) + (2 if flagged else 0)
     bar_w = max(4, width - label_w - name_w - value_w - 4)
+    # too narrow for label, name, a 4-cell bar and the value with its unit on one line (80x24's 21-cell panel
+    # wrapped `tok/s ?` onto a line of its own and cut `reasoning` to `reason…`): each group's label on a line
+    # of its own, the lanes' bars under it, the unit said once in the key
+    stacked = label_w + name_w + value_w + 4 + 4 > width
+    tail_unit = "" if stacked else f" {unit}"
+    if stacked:
+        label_w = 0
+        value_w -= 1 + len(unit)
+        bar_w = max(1, width - name_w - value_w - 2)
     legend = Text("  ")
     for n in names:
         legend.append("▒▒" if n in hatched else "██", style=colours.get(n, ""))
         legend.append(f" {n}  ")
     # the key whole where it fits, else its short form ('(tok/s from 0; ░? lanemon …' at 100 columns)
     keys = ([f"({unit} from 0; ░? lanemon starved)", f"({unit} from 0; ░? starved)"] if flagged
-            else [f"({unit}, one scale from 0)", f"({unit} from 0)"])
+            else [f"({unit}, one scale from 0)", f"({unit} from 0)"]) + [f"({unit})"]
     legend.append(next((k for k in keys if legend.cell_len + len(k) <= width), keys[-1]), style="dim")
     legend.truncate(width, overflow="ellipsis")
 
@@ -107,12 +116,14 @@ def fit_bars(labels: list[str], series: dict[str, list[float]], colours: dict[st
 
     groups: list[list[Text]] = []
     for i, label in enumerate(labels):
-        group: list[Text] = []
+        group: list[Text] = [Text(label if len(label) <= width else label[: max(1, width - 1)] + "…",
+                                  style="bold")] if stacked else []
         for j, n in enumerate(names):
             vs = series[n]
             v = vs[i] if i < len(vs) else None
             line = Text()
-            line.append(f"{shown_label(label) if j == 0 else '':<{label_w}} ", style="bold" if j == 0 else "")
+            if not stacked:
+                line.append(f"{shown_label(label) if j == 0 else '':<{label_w}} ", style="bold" if j == 0 else "")
             line.append(f"{n:<{name_w}} ", style=colours.get(n, ""))
             group.append(line)
             if v is None:
@@ -120,7 +131,7 @@ def fit_bars(labels: list[str], series: dict[str, list[float]], colours: dict[st
                 continue
             bar, starved = bar_of(n, label, v, bar_w)
             line.append(bar, style=colours.get(n, ""))
-            tail = f" {_value(v)} {unit}" + (" ?" if starved else "")
+            tail = f" {_value(v)}{tail_unit}" + (" ?" if starved else "")
             note = notes.get((label, n))
             used = label_w + 1 + name_w + 1 + len(bar) + len(tail)
             line.append(tail)
@@ -133,7 +144,7 @@ def fit_bars(labels: list[str], series: dict[str, list[float]], colours: dict[st
                     group.append(Text(" " * (label_w + name_w + 2) + text.strip()[: width - label_w - name_w - 2],
                                       style="bold yellow"))
         groups.append(group)
-    if height is not None and 1 + sum(len(g) for g in groups) > height and not notes and names:
+    if height is not None and 1 + sum(len(g) for g in groups) > height and not notes and names and not stacked:
         # side by side: 'summarization A ██████▏ 148  B █████▍ 134' (the 8 categories at 100x30)
         val_w = max((len(_value(v)) for v in values), default=1) + (2 if flagged else 0)
         seg = name_w + 1 + 1 + val_w  # name, space, (bar), space, value
@@ -343,7 +354,7 @@ class BenchChart(Vertical):
         if self._bars is None:
             return
         labels, series, unit = self._bars
-        width = max(20, (self.content_region.width or self.size.width or 60) - 2)
+        width = max(8, (self.content_region.width or self.size.width or 60) - 2)  # #bars' padding: no wrap
         bars = self.query_one("#bars", Static)
         height = bars.size.height or self.content_region.height or None  # None before the first layout
         text, hidden = fit_bars(labels, series, self.lane_colours(list(series)), width, unit, self.marks,

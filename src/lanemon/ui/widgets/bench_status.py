@@ -33,4 +33,5 @@ class BenchStatus(InfoBar):
         path = short_path(recording_path)
         replay = getattr(getattr(self.app, "source", None), "mode", "") == "replay"
         text = self.fit_path(path_verb("replay" if replay else ""), path, alone=replay, short="" if replay else "● rec")
-        self.query_one("#path", Label).update(escape(text) if path else "[dim]not recording[/]")
+        # `not recording`, a shorter whole form or nothing (80x24 read `elapsed +31.9s  no…`)
+        self.query_one("#path", Label).update(escape(text) if path else self.fit_words("not recording", "no rec"))

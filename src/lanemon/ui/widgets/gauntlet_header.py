@@ -10,7 +10,11 @@ from textual.containers import Horizontal
 from textual.widgets import Label
 
 from lanemon.ui.format import markup_escape as escape
-from lanemon.ui.widgets.status_bar import path_verb, short_path, sim_note
+from lanemon.ui.widgets.status_bar import PathLabel, fit_items, markup_cells, path_verb, short_path, sim_note
+
+SHED = (("system", 1), ("scale", 1), ("hops", 1))
+"""What a narrow header gives up first, whole: the system prompt's size, the time scale, the hops × reps (the
+lane cards say them); the time and `finished` stay (80x24 read `│  t +92`, the figure cut)."""
 
 
 class GauntletHeader(Horizontal):
@@ -25,20 +29,32 @@ class GauntletHeader(Horizontal):
     def compose(self) -> ComposeResult:
         yield Label("GAUNTLET", id="g-mode")
         yield Label("", id="g-info")
-        yield Label("", id="g-path")
+        yield PathLabel("", id="g-path")
 
     def update_from(self, *, mode: str, config: dict[str, Any], elapsed_s: float, finished: bool,
                     recording_path: Path | str | None) -> None:
-        self.query_one("#g-mode", Label).update(f"GAUNTLET · {mode.upper()}{sim_note(self.app)}")
-        parts = []
+        chip = f"GAUNTLET · {mode.upper()}{sim_note(self.app)}"
+        self.query_one("#g-mode", Label).update(chip)
+        items: dict[str, list[tuple[str, str]]] = {}
         if config:
-            parts.append(f"[b]{config.get('hops', '?')}[/] hops × [b]{config.get('reps', '?')}[/] reps")
-            parts.append(f"system prompt {int(config.get('system_prompt_tokens', 0)):,} tok")
+            hops, reps = config.get("hops", "?"), config.get("reps", "?")
+            items["hops"] = [(f"[b]{hops}[/] hops × [b]{reps}[/] reps", f"{hops} hops × {reps} reps"), ("", "")]
+            sp = f"system prompt {int(config.get('system_prompt_tokens', 0)):,} tok"
+            items["system"] = [(sp, sp), ("", "")]
             if config.get("time_scale") not in (None, 1, 1.0):
-                parts.append(f"[$warning]time ×{config['time_scale']:g}[/]")
-        parts.append(f"[dim]t[/] +{elapsed_s:.1f}s")
+                items["scale"] = [(f"[$warning]time ×{config['time_scale']:g}[/]", f"time ×{config['time_scale']:g}"),
+                                  ("", "")]
+        items["t"] = [(f"[dim]t[/] +{elapsed_s:.1f}s", f"t +{elapsed_s:.1f}s")]
         if finished:
-            parts.append("[$success b]■ finished[/]")
-        self.query_one("#g-info", Label).update("  │  ".join(parts))
+            items["finished"] = [("[$success b]■ finished[/]", "■ finished")]
+        room = self.size.width - (markup_cells(chip) + 2) - 2
+        self.query_one("#g-info", Label).update(fit_items(items, room if self.size.width else None, SHED))
         path = short_path(recording_path)
-        self.query_one("#g-path", Label).update(f"{path_verb(mode)} {escape(path)}" if path else "[dim]not recording[/]")
+        label = self.query_one("#g-path", PathLabel)
+        verb = path_verb(mode)
+        if path:  # the path, the file's name, the name alone, or nothing: whole, chosen again on a resize
+            label.show_forms([f"{verb} {path}", f"{verb} {Path(path).name}", Path(path).name])
+            label.update(escape(label.picked))
+        else:
+            label.show_forms(["not recording", "no rec"], dim=True)
+            label.update(label.markup_of(label.picked))

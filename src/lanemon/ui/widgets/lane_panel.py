@@ -217,11 +217,17 @@ class LanePanel(LaneCard):
                  f"[b]{st.in_flight}[/] in flight{stall}  [$success]{st.requests_ok} ok[/]  "
                  f"[{err_style}]{st.requests_err} err[/]" + bound)
 
+        # the count and range, or the count alone, or nothing: whole where the card is narrow (three lanes at
+        # 160x45 read `n=9 · 42…`)
         n_ttft = len(st.ttft_history)
-        set_text(q("#ttft-label", Label), f"[dim]n={n_ttft} · {fmt.span(st.ttft_history, 's')}[/]" if n_ttft > 1 else "")
+        ttft_lab = q("#ttft-label", Label)
+        set_text(ttft_lab, _whole(ttft_lab, [f"n={n_ttft} · {fmt.span(st.ttft_history, 's')}", f"n={n_ttft}"])
+                 if n_ttft > 1 else "")
         n_tps = len(st.tps_history)
-        set_text(q("#tps-label", Label), 
-            est.strip() + (f"  [dim]n={n_tps} · {fmt.span(st.tps_history, 'tok/s')}[/]" if n_tps > 1 else ""))
+        tps_lab = q("#tps-label", Label)
+        forms = [f"n={n_tps} · {fmt.span(st.tps_history, 'tok/s')}", f"n={n_tps}"] if n_tps > 1 else []
+        count = _whole(tps_lab, forms, used=len("est.  ") if est else 2)
+        set_text(tps_lab, est.strip() + ("  " + count if count else ""))
         q("#server", ServerGauges).update_from(st.server)
         shown = gpu or st.gpu.configured
         self.set_class(shown, "-gpu")
@@ -326,6 +332,14 @@ def _brief_parts(st: LaneState, stalled: int, wait_s: float) -> list[tuple[int, 
     if st.model:
         parts.append((6, f"[dim]{escape(st.model)}[/]", st.model))
     return parts
+
+
+def _whole(label: Label, forms: list[str], used: int = 0) -> str:
+    """The first of ``forms`` (plain text, fullest first) that fits the label's width beside ``used`` cells,
+    dimmed; nothing when none does (never a figure cut by the ellipsis).  Before the first layout: the first."""
+    room = label.size.width - used if label.size.width else None
+    fits = [f for f in forms if room is None or len(f) <= room]
+    return f"[dim]{escape(fits[0])}[/]" if fits else ""
 
 
 def _figure_row(key: str, prefix: str) -> Horizontal:

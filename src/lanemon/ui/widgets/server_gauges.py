@@ -112,8 +112,13 @@ class ServerGauges(Vertical):
             # names it speaks (`server  tensorfold-exl3 (sim, vLLM /metrics)`)
             plain = f"server  {st.simulates} (sim, {engine} /metrics)"
             tail = f", {escape(engine)} /metrics" if len(plain) + len("  TTFT 999 ms") <= width else ""
-            parts = [(0, f"server  [$text][b]{escape(st.simulates)}[/b][/] (sim{tail})",
-                      f"server  {st.simulates} (sim{tail})")]
+            name = escape(st.simulates)
+            # `server  tensorfold-exl3 (sim)` where it fits, else shorter whole forms (a 30-column card read
+            # `server  tensorfold-exl3 (si…`)
+            forms = [(f"server  [$text][b]{name}[/b][/] (sim{tail})", f"server  {st.simulates} (sim{tail})"),
+                     (f"server [$text][b]{name}[/b][/] (sim)", f"server {st.simulates} (sim)"),
+                     (f"[$text][b]{name}[/b][/] (sim)", f"{st.simulates} (sim)")]
+            parts = [(0, *next((f for f in forms if len(f[1]) <= width), forms[-1]))]
         else:
             parts = [(0, f"server  [$text][b]{escape(engine)}[/b][/] /metrics", f"server  {engine} /metrics")]
         if st.error:
@@ -163,16 +168,18 @@ class ServerGauges(Vertical):
         if len(f"prompt {prompt}") > room and gen.endswith(unit) and prompt.endswith(unit):
             gen = gen[: -len(unit)]  # 'gen 31.7  prompt 22.8 tok/s': one unit for both, no figure cut
             room += len(unit)
+        if len(f"prompt {prompt}") > room:  # still too long (idle: `gen 63.3 tok/s 2 s ago`): left out whole,
+            prompt = ""  # not `prom…`
         set_text(q("#srv-gen", Label), f"gen [$text][b]{gen}[/b][/]")
         q("#srv-gen-spark", Sparkline).data = list(st.gen_tok_s)
         extra = f" computed {fmt.tok_s(computed)}" if computed is not None else ""
-        set_text(q("#srv-prompt", Label), f"prompt [$text][b]{prompt}[/b][/]"
+        set_text(q("#srv-prompt", Label), "" if not prompt else f"prompt [$text][b]{prompt}[/b][/]"
                                        + (f"[dim]{extra}[/]" if extra and len(f"prompt {prompt}{extra}") <= room else ""))
         q("#srv-prompt-spark", Sparkline).data = list(st.prompt_tok_s)
-        set_text(q("#srv-session", Label), session_markup(st.session_counters()))
+        set_text(q("#srv-session", Label), session_markup(st.session_counters(), width))
 
 
-def session_markup(c: dict | None) -> str:
+def session_markup(c: dict | None, width: int | None = None) -> str:
     """The engine's counters since the session began (measure/counters.counters_text, short): ``session 12 req ·
     prefix hit 41% · 0 preempt · spec 62%``; a restart in the warning colour; nothing before two scrapes."""
     from lanemon.measure.counters import counters_text
@@ -180,6 +187,10 @@ def session_markup(c: dict | None) -> str:
     if not c:
         return "[dim]session —[/]"
     text = counters_text({k: v for k, v in c.items() if k != "restarts"}, short=True)
+    items = text.split(" · ")
+    while width and len(items) > 1 and len("session ") + len(" · ".join(items)) > width:
+        items.pop()  # the last counters go whole where the row is narrow (`prefix hit…` at 30 columns)
+    text = " · ".join(items)
     out = f"[dim]session[/] {escape(text)}" if text else "[dim]session —[/]"
     if c.get("restarts"):
         n = c["restarts"]

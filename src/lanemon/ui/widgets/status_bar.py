@@ -50,6 +50,69 @@ def _shared(app) -> int | None:
     return n if isinstance(n, int) else 0
 
 
+SEP = "  │  "
+SHED = (("cpu", 1), ("starved", 1), ("events", 1))
+"""What a narrow status bar gives up first, one step at a time: (item, its next shorter form).  lanemon's own
+CPU goes, then the starvation note keeps `◌ starved` without its cause (the toast and the lane cards say it),
+then the event count; the session time, a replay's speed, PAUSED and finished always stay."""
+
+
+def markup_cells(markup: str) -> int:
+    """Terminal cells of a chip's text (markup tags left out)."""
+    from textual.content import Content
+
+    try:
+        return Content.from_markup(markup).cell_length
+    except Exception:  # not markup after all: its characters
+        return len(markup)
+
+
+def fit_items(items: dict[str, list[tuple[str, str]]], room: int | None,
+              shed: tuple[tuple[str, int], ...] = SHED) -> str:
+    """The items' markup joined by :data:`SEP`, each in its fullest form whose line fits ``room`` cells (None:
+    every item whole), shortened or left out whole in :data:`SHED`'s order: a word is never cut."""
+    level = {k: 0 for k in items}
+
+    def line(plain: bool) -> str:
+        return SEP.join(items[k][level[k]][plain] for k in items if items[k][level[k]][plain])
+
+    for key, step in shed:
+        if room is None or len(line(True)) <= room:
+            break
+        if key in items:
+            level[key] = min(step, len(items[key]) - 1)
+    return line(False)
+
+
+class PathLabel(Label):
+    """A label that holds its text's forms, fullest first, and shows the first that fits its width whole --
+    again at every resize (its width is what the facts beside it leave: known only after a layout)."""
+
+    forms: list[str] = []
+    picked = ""
+    dim = False
+
+    def show_forms(self, forms: list[str], *, dim: bool = False) -> str:
+        """Keep ``forms`` (plain text; ``dim``: drawn dimmed) and return the one that fits now."""
+        self.forms, self.dim = list(forms), dim
+        return self._pick()
+
+    def markup_of(self, text: str) -> str:
+        return f"[dim]{escape(text)}[/]" if text else ""
+
+    def _pick(self) -> str:
+        room = self.size.width - 2  # its padding
+        fits = [f for f in self.forms if room < 0 or self.size.width == 0 or len(f) <= room]
+        self.picked = fits[0] if fits else ""
+        return self.picked
+
+    def on_resize(self) -> None:
+        if self.forms:
+            before = self.picked
+            if self._pick() != before:
+                set_text(self, self.markup_of(self.picked) if self.dim else escape(self.picked))
+
+
 class InfoBar(Horizontal):
     """A one-line bar docked at the top: a chip at the left (``CHIP`` is its id), the facts (``#info``)
     after it, a path at the right end (``#path``).  The status bar and the bench screen's header are two."""
@@ -78,7 +141,7 @@ class InfoBar(Horizontal):
     def compose(self) -> ComposeResult:
         yield Label("", id=self.CHIP, classes=f"chip {self.CHIP_STATE}".strip())
         yield Label("", id="info")
-        yield Label("", id="path")
+        yield PathLabel("", id="path")
 
     path_cut = False
     """True when ``#path`` could not hold even the file's name whole (the screen then shows it elsewhere)."""
@@ -87,18 +150,24 @@ class InfoBar(Horizontal):
         """``verb path`` for the ``#path`` label; where it does not fit, ``verb name`` (the file's name whole
         rather than a path cut in it), or with ``alone`` (the chip says it already) the name by itself; where
         not even the name fits, ``short`` (``● rec``: recording, the name not shown) or nothing, and
-        ``path_cut`` is set: never a name cut in the middle."""
-        room = self.query_one("#path", Label).size.width - 2  # its padding
-        text = f"{verb} {path}"
-        self.path_cut = False
-        if 0 < room < len(text):
-            name = Path(path).name
-            fits = [t for t in (f"{verb} {name}", name if alone else "") if t and len(t) <= room]
-            if fits:
-                return fits[0]
-            self.path_cut = True
-            return short if len(short) <= room else ""
-        return text
+        ``path_cut`` is set: never a name cut in the middle.  The label keeps these forms and takes the one
+        that fits again whenever its width changes (a replay's header, drawn before the layout settled, read
+        `fro…` and `f…` at 80 columns: nothing redrew it after the last event)."""
+        name = Path(path).name
+        forms = [f"{verb} {path}", f"{verb} {name}", name if alone else "", short]
+        label = self.query_one("#path", Label)
+        picked = label.show_forms([f for f in forms if f]) if isinstance(label, PathLabel) else forms[0]
+        self.path_cut = picked not in forms[:3] or not picked
+        return picked
+
+    def fit_words(self, *forms: str) -> str:
+        """The first of ``forms`` (fullest first) that fits ``#path`` whole, dimmed; nothing when none does
+        (chosen again on a resize, as :meth:`fit_path`)."""
+        label = self.query_one("#path", Label)
+        if isinstance(label, PathLabel):
+            label.show_forms(list(forms), dim=True)
+            return label.markup_of(label.picked)
+        return f"[dim]{forms[0]}[/]" if forms else ""
 
     def show_chip(self, text: str, state: str, states: tuple[str, ...]) -> None:
         """The chip says ``text`` in the colour of ``state`` (one of ``states``, as ``-live``)."""
@@ -185,23 +254,35 @@ class StatusBar(InfoBar):
         else:
             self._ticked = None
 
-        parts = [f"[b]{events:,}[/] events", f"[dim]t[/] {fmt.event_time(last_t)}"]
+        # each item: its forms, fullest first ("" = left out); what does not fit goes whole, in SHED's order
+        items: dict[str, list[tuple[str, str]]] = {
+            "events": [(f"[b]{events:,}[/] events", f"{events:,} events"), ("", "")],
+            "t": [(f"[dim]t[/] {fmt.event_time(last_t)}", f"t {fmt.event_time(last_t)}")]}
         if mode == "replay" and speed is not None:
-            parts.append(f"[dim]speed[/] [b]{fmt.speed(speed)}[/]")
+            items["speed"] = [(f"[dim]speed[/] [b]{fmt.speed(speed)}[/]", f"speed {fmt.speed(speed)}")]
         # lanemon's own share of one core, its latest load-watch window: this process's, so not in a replay
         # (there it would be the recorded process's figure read as this one's, and it cut the file's name at
         # 100 columns); a replay still says when the recorded samples were starved, just below
         if own_cpu_pct is not None and mode not in ("replay", "attach"):
             # a fixed width: a share that moves between 8 and 12 % must not reflow the screen each time
-            parts.append(f"[dim]lanemon[/] {own_cpu_pct:3.0f} % CPU")
+            items["cpu"] = [(f"[dim]lanemon[/] {own_cpu_pct:3.0f} % CPU", f"lanemon {own_cpu_pct:3.0f} % CPU"),
+                            ("", "")]
         if starved is not None:  # samples are being flagged client-bound: say why (the toast says what to do)
-            parts.append(f"[$warning b]◌ starved:[/] [$warning]{escape(starved.short or starved.why)}[/]")
+            cause = starved.short or starved.why
+            items["starved"] = [(f"[$warning b]◌ starved:[/] [$warning]{escape(cause)}[/]", f"◌ starved: {cause}"),
+                                ("[$warning b]◌ starved[/]", "◌ starved")]
         if paused:
-            parts.append("[$warning b]❚❚ PAUSED[/]")
+            items["paused"] = [("[$warning b]❚❚ PAUSED[/]", "❚❚ PAUSED")]
         if finished:
-            parts.append("[$accent b]■ replay finished[/]" if mode != "attach" else "[$accent b]■ share ended[/]")
+            items["finished"] = [("[$accent b]■ replay finished[/]", "■ replay finished") if mode != "attach" else
+                                 ("[$accent b]■ share ended[/]", "■ share ended")]
+        room = self.size.width - (markup_cells(chip) + 2) - 2  # the chip and the facts' padding
+        text = fit_items(items, room if self.size.width else None)
         info = self.query_one("#info", Label)
-        set_text(info, "  │  ".join(parts))
+        set_text(info, text)
+        held = getattr(info.styles.min_width, "cells", None)
+        if self.size.width and held and held > room + 2:  # a narrower terminal: the width held for the note
+            info.styles.min_width = room + 2  # must not push the facts past the edge
         if tick and not finished:  # live: the starvation note comes, goes and changes its words (under load,
             hold_width(info, last_t)  # twice a second): the bar keeps its widest width until the note has been
             # gone for 10 s, so the screen is not laid out again at each change
@@ -211,5 +292,6 @@ class StatusBar(InfoBar):
             verb = path_verb(mode)
             set_text(self.query_one("#path", Label), escape(self.fit_path(verb, path, alone=mode == "replay",
                                                                    short="" if mode == "replay" else "● rec")))
-        else:
-            set_text(self.query_one("#path", Label), "[dim]not recording[/]" if mode != "replay" else "")
+        else:  # `not recording`, a shorter whole form or nothing: never `not reco…`
+            set_text(self.query_one("#path", Label), self.fit_words() if mode == "replay" else
+                     self.fit_words("not recording", "no rec"))
