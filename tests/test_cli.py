@@ -40,7 +40,9 @@ def test_check_passes_against_each_simulated_lane(fast_sims):
         checks = {c["name"]: c for c in report["checks"]}
         assert set(checks) == {"models", "completion", "stream_completion", "stream_chat", "usage", "tools", "logprobs"}
         assert all(c["passed"] for c in checks.values() if c["required"])
-        assert checks["stream_chat"]["ttft_s"] > 0 and checks["stream_chat"]["tok_s"] > 0
+        chat = checks["stream_chat"]
+        # a stream whose chunks came in a burst (the simulator at 20x beside a busy machine) has no rate, and says so
+        assert chat["ttft_s"] > 0 and (chat["tok_s"] > 0 or "burst" in chat["detail"]), chat
         assert checks["tools"]["passed"] is True
     # the write-up: lane A rejects logprobs; lane B serves generation logprobs
     a, b = (json.loads(lanemon("check", s.url, "--json").stdout) for s in fast_sims)

@@ -16,6 +16,7 @@ from typing import Any
 from lanemon.config import LaneConfig, public_url
 from lanemon.client.http import LaneClient
 from lanemon.measure.metrics import request_metrics
+from lanemon.measure.records import BURST
 from lanemon.events import Clock, Event
 from lanemon.workloads.toolcalls import ToolCall, call_problem, merge_tool_deltas
 
@@ -121,7 +122,9 @@ async def run_check(lane: LaneConfig, *, max_tokens: int = 24) -> CheckReport:
             elif m.chunks == 0:
                 checks.append(CheckResult(name, False, True, "stream carried no token"))
             else:
-                rate = f", {m.decode_tok_s:.1f} tok/s" if m.decode_tok_s else ""
+                rate = (f", {m.decode_tok_s:.1f} tok/s" if m.decode_tok_s
+                        else ", no decode rate (its chunks arrived in a burst: not the lane's speed)"
+                        if BURST in m.flags else "")
                 est = " (est.)" if m.tokens_estimated or m.reasoning_estimated else ""
                 checks.append(CheckResult(name, True, True, f"{m.output_tokens} tokens{est}, "
                                           f"TTFT {m.ttft_s * 1000:.0f} ms{rate}", m.ttft_s, m.decode_tok_s))
