@@ -3,7 +3,6 @@ recordings, a read-only catalogue, and `lanemon web`'s access log."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shutil
@@ -11,7 +10,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -45,20 +43,7 @@ def recordings(where: Path, n: int = 3) -> Path:
     return where
 
 
-@contextlib.contextmanager
-def tmpfs(size: str):
-    where = Path(tempfile.mkdtemp(prefix="lanemon-tmpfs-"))
-    ok = os.geteuid() == 0 and subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
-                                              capture_output=True).returncode == 0
-    try:
-        if not ok:
-            pytest.skip("cannot mount a tmpfs here (not root, or no mount permission)")
-        yield where
-    finally:
-        if ok:
-            subprocess.run(["umount", str(where)], capture_output=True)
-        with contextlib.suppress(OSError):
-            where.rmdir()
+from test_hostile_lost_data import tmpfs  # noqa: E402  (one tmpfs helper for the hostile-disk tests)
 
 
 # -- row 3: an alert's name from lanes.toml on the headless stderr line ------------------------------------
