@@ -7,7 +7,8 @@ broken or malicious dcgm-exporter might.
 * :func:`impossible` -- a GPU reporting ``+Inf`` utilisation, -1000 W and 500 °C beside a sane one;
 * :func:`dripping` -- a valid exposition, one byte every *every* seconds;
 * :func:`redirect` -- 307 to another host;
-* :func:`bomb` -- a gzip body that inflates 1000:1.
+* :func:`bomb` -- a gzip body that inflates 1000:1;
+* :func:`jumping` -- an energy counter that jumps 1e16 mJ at every read.
 """
 
 from __future__ import annotations
@@ -61,3 +62,14 @@ def redirect(req: Any) -> list[bytes]:
 def bomb(req: Any) -> list[bytes]:
     raw = gzip.compress(b"# HELP x y\n" * (1 << 20))  # 11 MiB of comments in ~20 KB
     return [head(200, "text/plain", len(raw), {"content-encoding": "gzip"}) + raw]
+
+
+def jumping(step_mj: float = 1e16):
+    """A GB10 whose energy counter jumps *step_mj* at every read (issue 39 row 5: 2.1e12 J and 5.3e14 W)."""
+    reads = [0]
+
+    def handler(req: Any) -> list[bytes]:
+        reads[0] += 1
+        return text(SANE.replace(" 5000\n", f" {5000 + reads[0] * step_mj:.0f}\n"))
+
+    return handler

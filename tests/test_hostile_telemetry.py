@@ -163,6 +163,44 @@ def test_an_overflowing_number_in_a_gpu_event_no_longer_drops_the_race_results(t
     assert any(f"line {at + 1}: skipped" in w and "float's range" in w for w in report["warnings"])
 
 
+def test_a_race_against_a_counter_jumping_1e16_mj_per_read_shows_no_impossible_energy(tmp_path):
+    """Row 5, end to end: a telemetry endpoint whose energy counter jumped 1e16 mJ per read made a race report
+    2.1e12 J, 5.3e14 W and 0.0 tok/J.  Each such interval is dropped and counted, never summed or shown."""
+    with HostileServer(ht.jumping()) as jump:
+        done, _, _ = race(tmp_path, f"A={jump.url.replace('/v1', '/metrics')}")
+    assert done.returncode == 0, done.stderr
+    a = json.loads(done.stdout)["races"][0]["lanes"]["A"]
+    assert a["energy_dropped"] >= 1 and "dropped" in (a["energy_note"] or a["energy_reason"] or ""), a
+    assert a["energy_j"] is None or a["energy_j"] < 1000, a  # a 16-token race on one GB10: joules, not 1e12
+    assert a["gpu_power_w_mean"] is None or a["gpu_power_w_mean"] < 5000, a
+    assert a["tokens_per_joule"] is None or a["tokens_per_joule"] > 0, a
+
+
+def test_a_recorded_counter_from_0_to_1e18_mj_across_the_race_is_reported_with_a_word(tmp_path, demo_race):
+    """Row 6, end to end: a recording whose energy counter went from 0 to 1e18 mJ across the race made the
+    report show 1.0e15 J and 2.4e16 W without a word."""
+    lines = demo_race[0].read_bytes().splitlines()
+    gpu = [i for i, line in enumerate(lines) if b'"kind":"gpu"' in line and b'"lane":"A"' in line]
+    assert len(gpu) >= 2
+    for n, i in enumerate(gpu):
+        obj = json.loads(lines[i])
+        if obj["data"].get("ok"):
+            obj["data"]["energy_mj"] = 0.0 if n < len(gpu) // 2 else 1e18
+        lines[i] = json.dumps(obj).encode()
+    rec = tmp_path / "jump.jsonl"
+    rec.write_bytes(b"\n".join(lines) + b"\n")
+    out = subprocess.run([sys.executable, "-m", "lanemon", "report", str(rec), "--format", "json"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    lane = json.loads(out.stdout)["race"]["lanes"]["A"]
+    assert lane["energy_j"] is None or lane["energy_j"] < 1000, lane
+    assert lane["gpu_power_w_mean"] is None or lane["gpu_power_w_mean"] < 5000, lane
+    assert lane["energy_dropped"] >= 1 and "dropped" in (lane["energy_note"] or lane["energy_reason"] or ""), lane
+    md = subprocess.run([sys.executable, "-m", "lanemon", "report", str(rec), "--format", "md"],
+                        capture_output=True, text=True, timeout=60)
+    assert md.returncode == 0 and not re.search(r"\de\+1[0-9]", md.stdout), md.stdout[-2000:]
+
+
 # ------------------------------------------------------------------------------------------ row 8
 
 
