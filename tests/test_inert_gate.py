@@ -91,10 +91,19 @@ def test_history_lists_an_old_catalogue_row_with_escapes_inert(tmp_path):
     assert leaks(text) == [], leaks(text)
 
 
-def test_race_headless_against_a_hostile_lane_writes_no_escape(tmp_path):
+@pytest.mark.parametrize("args", [
+    ("race", "--headless", "--max-tokens", "8", "--deadline", "20", "--prompt", "hi", "--no-record"),
+    ("check", "--deadline", "20"),
+    ("bench", "decode", "--headless", "--levels", "1", "--reps", "1", "--max-tokens", "8", "--no-categories",
+     "--deadline", "20", "--no-record"),
+    ("live", "--headless", "--duration", "2", "--interval", "0.3", "--no-record"),
+], ids=["race", "check", "bench-decode", "live-headless"])
+def test_commands_against_a_hostile_lane_write_no_escape(tmp_path, args):
+    """The lane's model id, error bodies and stream text carry escapes: no command prints one (the one gate)."""
     with HostileServer(HostileLane("sk-gate-0123456789abcdef", unauthorized_every=0, stream_error_every=2)) as srv:
-        out = lanemon("race", "--headless", "--lane", f"H={srv.url}", "--max-tokens", "8", "--deadline", "20",
-                      "--prompt", "hi", "--no-record", timeout=120)
+        lane = [srv.url] if args[0] == "check" else ["--lane", f"H={srv.url}"]
+        out = lanemon(*args[:1], *lane, *args[1:], timeout=120) if args[0] == "check" else \
+            lanemon(*args, *lane, timeout=120)
     assert "Traceback" not in out.stderr, out.stderr
     assert leaks(out.stdout + out.stderr) == [], (leaks(out.stdout), leaks(out.stderr))
 
