@@ -4,7 +4,6 @@ is not shown as `gen 0.0 tok/s` while the lane serves."""
 
 from __future__ import annotations
 
-import time
 
 from textual.widgets import Label, Static
 
@@ -12,6 +11,7 @@ from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.ui.app import make_app
 from lanemon.ui.sample import ScriptedSource
+from test_starved_notice import _wait  # the bounded wait for a state the pilot test asserts
 
 S = 1_000_000_000
 LANES = [{"name": "A", "url": "http://127.0.0.1:18999/v1", "model": "m"}]
@@ -29,13 +29,6 @@ def _events():
            Event(50 * S, schema.SERVER_METRICS, "A", None, {"ok": True, "engine": "vllm", "running": 0,
                                                              "waiting": 0, "gen_tok_s": 0.0, "prompt_tok_s": 0.0})]
     return evs
-
-
-async def _wait(pilot, cond, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await pilot.pause(0.05)
 
 
 async def test_a_recovered_lane_says_the_failure_was_and_the_idle_engine_is_not_zero():

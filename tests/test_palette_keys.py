@@ -3,17 +3,10 @@
 
 from __future__ import annotations
 
-import time
 
 from lanemon.ui.app import make_app
 from lanemon.ui.sample import ScriptedSource
-
-
-async def _wait(pilot, cond, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await pilot.pause(0.05)
+from test_starved_notice import _wait  # the bounded wait for a state the pilot test asserts
 
 
 async def test_the_palette_names_every_key_of_the_screen():
