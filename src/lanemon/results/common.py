@@ -5,16 +5,21 @@ Part of the typed results (``lanemon.results``): see the package docstring."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
 Num = float | int | None
+R = TypeVar("R", bound="Result")
 Obj = dict[str, Any] | None
 
 
-class Result(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
-    """The base of every typed result: a key the contract does not name is an error when read strictly."""
+class Result(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, kw_only=True):
+    """The base of every typed result: a key the contract does not name is an error when read strictly.
+
+    Encoded (``--json``: :func:`to_json_obj`), a field still at its default is left out.  A key ``--json`` always
+    carries, even as ``null``, is a field with no default (required: the schema says so, and a result built
+    without it fails at construction); a key carried only sometimes has a default.  Fields are keyword-only."""
 
 
 class Percentiles(Result):
@@ -148,3 +153,17 @@ class Spread(Energy):
     starved_s: Num = None
     starved_share: Num = None
     unreliable: bool | None = None
+
+
+def as_result(obj: Any, cls: type[R]) -> R:
+    """``obj`` as the typed result ``cls``: itself when it already is one, else converted (a result read back from
+    JSON: a recording's stored figures, ``history``, an old ``--json`` file).  A key ``cls`` does not name, or a value
+    of the wrong type, raises :class:`msgspec.ValidationError` naming its path."""
+    if isinstance(obj, cls):
+        return obj
+    return msgspec.convert(obj, cls, strict=False)
+
+
+def to_json_obj(result: Result) -> dict[str, Any]:
+    """A typed result as the JSON object ``--json`` prints (builtins only)."""
+    return msgspec.to_builtins(result)
