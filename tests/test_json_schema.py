@@ -13,6 +13,7 @@ import msgspec
 import pytest
 
 from lanemon.reports.json_schema import OUTPUTS, SCHEMA_VERSION, validate
+from lanemon.results.common import to_json_obj
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_sessions"
 LANEMON = [sys.executable, "-m", "lanemon"]
@@ -50,7 +51,7 @@ def test_the_suites_outputs_decode_into_their_structs(tmp_path):
     validate("bench-load", json.loads(load.stdout))
     from lanemon.reports.analyse import analyze
 
-    validate("bench-decode", analyze(SAMPLES / "decode.jsonl", benches=["decode"])["decode"])
+    validate("bench-decode", to_json_obj(analyze(SAMPLES / "decode.jsonl", benches=["decode"]).decode))
     recs = tmp_path / "recs"
     recs.mkdir()
     for name in ("decode", "races", "prefill"):
@@ -72,7 +73,7 @@ def test_a_key_the_contract_does_not_name_fails():
 def analyze_sample():
     from lanemon.reports.analyse import analyze
 
-    return analyze(SAMPLES / "decode.jsonl", benches=["decode"])["decode"]
+    return to_json_obj(analyze(SAMPLES / "decode.jsonl", benches=["decode"]).decode)
 
 
 def test_sweep_and_race_outputs_decode_into_their_structs():
@@ -85,7 +86,7 @@ def test_sweep_and_race_outputs_decode_into_their_structs():
     validate("race", json.loads(race.stdout))
     from lanemon.reports.analyse import analyze
 
-    validate("race", analyze(SAMPLES / "races.jsonl", benches=["race"])["race"])
+    validate("race", to_json_obj(analyze(SAMPLES / "races.jsonl", benches=["race"]).race))
 
 
 def test_prefill_needles_agree_and_check_outputs_decode_into_their_structs():
@@ -100,13 +101,13 @@ def test_prefill_needles_agree_and_check_outputs_decode_into_their_structs():
     from lanemon.reports.analyse import analyze
     from lanemon.sim.server import SimThread
 
-    validate("bench-prefill", analyze(SAMPLES / "prefill.jsonl", benches=["prefill"])["prefill"])
-    validate("bench-needles", analyze(SAMPLES / "needles.jsonl", benches=["needles"])["needles"])
+    validate("bench-prefill", to_json_obj(analyze(SAMPLES / "prefill.jsonl", benches=["prefill"]).prefill))
+    validate("bench-needles", to_json_obj(analyze(SAMPLES / "needles.jsonl", benches=["needles"]).needles))
     agree = _run("agree", "--demo", "--time-scale", "0.02", "--prompts", "4", "--tokens", "16", "--json",
                  "--no-record")
     assert agree.returncode == 0, agree.stderr
     validate("agree", json.loads(agree.stdout))
-    validate("agree", analyze(SAMPLES / "agree.jsonl", benches=["agree"])["agree"])
+    validate("agree", to_json_obj(analyze(SAMPLES / "agree.jsonl", benches=["agree"]).agree))
     with SimThread("sglang-native", time_scale=0.05) as sim:
         check = _run("check", sim.base_url, "--json")
     assert check.returncode == 0, check.stderr

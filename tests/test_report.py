@@ -149,8 +149,16 @@ def test_html_is_one_self_contained_file_with_svg_charts():
 
 
 def test_json_and_csv():
+    import msgspec
+
+    from lanemon.results.analysis import Analysis, as_analysis
+
     a = writeup()
-    assert json.loads(render_json(a)) == json.loads(json.dumps(a))
+    text = render_json(a)  # the typed analysis as JSON: it reads back strictly as the same analysis
+    assert msgspec.json.decode(text, type=Analysis, strict=True) == as_analysis(a)
+    got = json.loads(text)
+    assert got["decode"]["lanes"]["B"]["levels"]["6"]["aggregate_tok_s"] == 263
+    assert got["environment"]["lanes"][0] == a["environment"]["lanes"][0] and got["warnings"] == []
     rows = list(csv.DictReader(io.StringIO(render_csv(a))))
     assert tuple(rows[0]) == CSV_COLUMNS
     c6 = [r for r in rows if r["bench"] == "decode" and r["cell_kind"] == "level" and r["cell"] == "6"]

@@ -14,6 +14,7 @@ from lanemon.reports.charts import svg_chart
 from lanemon.reports.data import crossover, level_leads
 from lanemon.reports.render import render_csv, render_markdown
 from lanemon.reports.sections.decode import decode_sections
+from lanemon.results.common import to_json_obj
 from lanemon.workloads.bench.decode import level_leads as ladder_level_leads
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_sessions" / "decode.jsonl"
@@ -136,23 +137,23 @@ def test_csv_level_rows_lead_with_the_judged_figure_and_keep_the_span():
 def test_the_sample_session_table_agrees_with_the_ladder_and_the_verdict():
     analysis = analyze(SAMPLE)
     md = render_markdown(analysis)
-    d = analysis["decode"]
-    judged = {x["level"]: x["leader"] for x in d["crossover"]["levels"]}
+    d = analysis.decode
+    judged = {x["level"]: x["leader"] for x in d.crossover["levels"]}
     rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| C(\d+) \|.*\| ([^|]+) \|$", md, re.M)}
     assert set(int(k) for k in rows) == set(judged)
     for lvl, leader in judged.items():
         text = rows[str(lvl)]
         assert text.startswith("tie") if leader == "tie" else text.startswith(f"{leader} (")
     # the crossover the caption states is where the Leader column changes
-    x = d["crossover"]
+    x = d.crossover
     assert rows[str(x["between"][0])].startswith(x["leader_before"])
     assert rows[str(x["between"][1])].startswith(x["leader_after"])
     # steady leads, span beside it, the Leader last
     assert "| C | lane | steady tok/s | span tok/s | TTFT p50 | TTFT p90 | per-stream tok/s | err | requests | Leader |" in md
     # copying the analysis and starving one cell changes only that level's judgement
     a2 = copy.deepcopy(analysis)
-    a2["decode"]["lanes"]["B"]["levels"]["6"]["unreliable"] = True
-    del a2["decode"]["crossover"]
+    a2.decode.lanes["B"].levels["6"].unreliable = True
+    a2.decode.crossover = None
     assert "| not judged (starved) |" in render_markdown(a2)
 
 
@@ -164,7 +165,7 @@ def test_the_report_draws_the_decode_table_the_cli_prints_one_model():
     from lanemon.cli.bench import render
     from lanemon.reports.tables import decode_table
 
-    d = analyze(SAMPLE)["decode"]
+    d = to_json_obj(analyze(SAMPLE).decode)  # the form the decode table reads (reports/sections.for_section)
     s = decode_sections(d, ["A", "B"])[0]
     model = decode_table(d, ["A", "B"])
     assert s.model is not None and (s.headers, s.rows) == (model.labels(), model.text_rows())

@@ -17,6 +17,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import msgspec
+
+from lanemon.results.agree import AgreeResult
+from lanemon.results.common import as_result
+
 import pytest
 
 from lanemon.reports.sections import sections
@@ -96,23 +101,25 @@ def assert_self_contained(page: str) -> None:
 def test_analyze_recording_equals_the_commands_json(runs, kind):
     path, printed = runs[kind]
     a = analyze(path)
-    assert a["warnings"] == []
-    got = a[kind]
+    assert a.warnings == []
+    got = a.bench(kind)
     if kind == "qeval":  # per lane: each lane's entry is that `qeval run LANE --json`
         assert list(got["lanes"]) == ["A"] and got["compare"] is None
         got = got["lanes"]["A"]
-    if kind == "agree":  # --json leaves out the two continuations (they stay in the analysis for the report)
-        assert all("a_text" in r and "b_text" in r for r in got["prompts"])
-        got = dict(got, prompts=[{k: v for k, v in r.items() if k not in ("a_text", "b_text")} for r in got["prompts"]])
+    if kind == "agree":  # typed; --json leaves out the two continuations (they stay in the analysis for the report)
+        assert all(r.a_text is not None and r.b_text is not None for r in got.prompts)
+        got = msgspec.structs.replace(got, prompts=[msgspec.structs.replace(r, a_text=None, b_text=None)
+                                                    for r in got.prompts])
+        printed = as_result(printed, AgreeResult)
     assert got == printed
-    assert list(a) == ["environment", kind, "warnings"]
+    assert a.benches() == [kind]
 
 
 def test_two_lane_qeval_is_paired_with_the_qeval_compare_function(runs):
     from lanemon.workloads.qeval import compare_runs
 
     path, results = runs["qeval2"]
-    q = analyze(path)["qeval"]
+    q = analyze(path).qeval
     assert q["lanes"] == results
     assert q["compare"] == compare_runs(results["A"], results["B"], "A", "B")
     assert (q["compare"]["kept"], q["compare"]["broke"], q["compare"]["fixed"]) == (3, 0, 0)
@@ -318,7 +325,8 @@ def test_kl_sentences_and_sections_without_data_are_omitted():
         text = render_markdown(b) + render_html(b)
         gone = {"qeval": "Quality gate", "agree": "Greedy agreement", "kl": "KL", "gauntlet": "Agent"}[key]
         assert gone not in text
-    empty = {"environment": _env(), "agree": {"total": 0, "prompts": []}, "kl": {"lanes": {}},
+    empty = {"environment": _env(), "agree": {"bench": "agree", "lanes": ["A", "B"], "total": 0, "exact": 0,
+                                               "prompts": []}, "kl": {"lanes": {}},
              "gauntlet": {"lanes": {"A": {"reps": 0}}}, "qeval": {"lanes": {}}, "warnings": []}
     assert sections(empty) == [] and verdict(empty) == []
 

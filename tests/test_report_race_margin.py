@@ -44,5 +44,5 @@ def test_a_report_of_races_without_verdicts_prints_no_negative_or_zero_margin():
     margins = [row[-1] for row in s.rows]
     assert margins == ["tie (under 1 ms)", "tie (under 1 ms)",
                        "first on the clock, 30 ms slower end to end (sent sooner)", "0.20 s (1.20×)"]
-    md = render_markdown({"environment": {}, "race": {"bench": "race", "races": races}})
+    md = render_markdown({"environment": {}, "race": {"bench": "race", "races": races, "lanes": {}}})
     assert not re.search(r"-\s*\d+(\.\d+)? m?s\b", md) and not re.search(r"\| 0 ms", md)

@@ -20,9 +20,14 @@ from lanemon.measure.server import attach_server_views
 __all__ = ["attach_engine_views"]
 
 
-def attach_engine_views(result: dict[str, Any], events: Sequence[Event]) -> dict[str, Any]:
-    """``result`` (a bench's results) with the server view, energy/cost and engine counters attached (in place;
-    a result without ``lanes`` is returned as it is; the engine's views only where some lane was scraped)."""
+def attach_engine_views(result: Any, events: Sequence[Event]) -> Any:
+    """``result`` (a bench's results) with the server view, energy/cost and engine counters attached (in place
+    for a dict; a typed result comes back as a new one of its type, the views in it; a result without ``lanes``
+    is returned as it is; the engine's views only where some lane was scraped)."""
+    from lanemon.results.common import Result, as_result, to_json_obj
+
+    if isinstance(result, Result):  # the attach functions fill the JSON form; read back as the same type
+        return as_result(attach_engine_views(to_json_obj(result), events), type(result))
     lanes = result.get("lanes")
     if not isinstance(lanes, dict):
         return result

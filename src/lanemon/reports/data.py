@@ -1,9 +1,11 @@
-"""Reading an analysis dict (:func:`lanemon.reports.analyse.analyze`): lane order and each bench's cells.
+"""Reading an :class:`~lanemon.results.analysis.Analysis` (:func:`lanemon.reports.analyse.analyze`): lane order
+and each bench's cells.
 
 Pure accessors shared by the verdict, the sections and the CSV: which lanes a bench holds (in
 header order), a lane's decode levels and prefill lengths, the decode crossover, race wins,
 qeval runs and misses, the agreement pair, KL and gauntlet lanes, and the gauntlet's per-turn
-TTFT/decode split.
+TTFT/decode split.  They read the typed results by attribute; the decode and prefill accessors also take a
+result's JSON form (a dict: what the sections not yet reading typed results pass) and then answer in it.
 """
 
 from __future__ import annotations
@@ -12,68 +14,97 @@ from typing import Any
 
 from lanemon.measure.stats import median
 from lanemon.reports.format import num
+from lanemon.results.analysis import Analysis
+from lanemon.results.common import Result, to_json_obj
+from lanemon.results.decode import DecodeCell, DecodeResult
+from lanemon.results.prefill import PrefillResult
+from lanemon.results.race import RaceResult
+from lanemon.results.agree import AgreeResult
 from lanemon.workloads.bench.decode import crossover as ladder_crossover
 from lanemon.workloads.bench.decode import level_figure
 from lanemon.workloads.bench.decode import level_leads as ladder_level_leads
 
+Cell = DecodeCell | dict[str, Any]
+"""A decode level: typed, or its JSON form (the sections not yet reading typed results)."""
 
-def lane_names(analysis: dict[str, Any]) -> list[str]:
+
+def _json(x: Any) -> Any:
+    """The JSON form of a typed result or cell (what the decode ladder's functions read), a dict as it is."""
+    return to_json_obj(x) if isinstance(x, Result) else x
+
+
+def lane_names(analysis: Analysis) -> list[str]:
     """Lanes in header order, then any that appear only in results."""
-    names: list[str] = [lane["name"] for lane in analysis.get("environment", {}).get("lanes", []) if lane.get("name")]
+    names: list[str] = [lane.name for lane in analysis.environment.lanes if lane.name]
     for bench in ("decode", "prefill", "needles", "race", "agree", "kl", "gauntlet"):
-        for name in (analysis.get(bench) or {}).get("lanes", {}) or {}:
+        result = analysis.bench(bench)
+        lanes = result.lanes if isinstance(result, Result) else (result or {}).get("lanes") or {}
+        for name in lanes:
             if isinstance(name, str) and name not in names:
                 names.append(name)
-    for name in qeval_runs(analysis.get("qeval")):
+    for name in qeval_runs(analysis.qeval):
         if name not in names:
             names.append(name)
     return names
 
 
-def present_lanes(analysis: dict[str, Any], bench: str) -> list[str]:
-    lanes = (analysis.get(bench) or {}).get("lanes") or {}
+def present_lanes(analysis: Analysis, bench: str) -> list[str]:
+    result = analysis.bench(bench)
+    lanes = result.lanes if isinstance(result, Result) else (result or {}).get("lanes") or {}
     return [n for n in lane_names(analysis) if n in lanes]
 
 
-def decode_levels(decode: dict[str, Any], lane: str) -> dict[int, dict[str, Any]]:
-    levels = ((decode.get("lanes") or {}).get(lane) or {}).get("levels") or {}
+def decode_levels(decode: DecodeResult | dict[str, Any], lane: str) -> dict[int, Any]:
+    """A lane's levels by concurrency, in order: typed cells (:class:`DecodeCell`) from a typed result, the
+    JSON form's cells from a dict."""
+    if isinstance(decode, DecodeResult):
+        d = decode.lanes.get(lane)
+        levels: dict[str, Any] = d.levels if d is not None else {}
+    else:
+        levels = ((decode.get("lanes") or {}).get(lane) or {}).get("levels") or {}
     out = {}
     for k, v in levels.items():
         try:
-            out[int(float(k))] = v or {}
+            out[int(float(k))] = v if v is not None else DecodeCell() if isinstance(decode, DecodeResult) else {}
         except (TypeError, ValueError):
             continue
     return dict(sorted(out.items()))
 
 
-def agg(cell: dict[str, Any]) -> float | None:
+def agg(cell: Cell) -> float | None:
     """A level's first send -> last end aggregate (the span)."""
-    return num(cell.get("aggregate_tok_s"))
+    return num(cell.aggregate_tok_s if isinstance(cell, DecodeCell) else cell.get("aggregate_tok_s"))
 
 
-def steady(cell: dict[str, Any]) -> float | None:
+def steady(cell: Cell) -> float | None:
     """A level's steady-state aggregate (tokens while all C streams ran / that window); None in recordings
     made before lanemon measured it."""
-    return num(cell.get("steady_tok_s"))
+    return num(cell.steady_tok_s if isinstance(cell, DecodeCell) else cell.get("steady_tok_s"))
 
 
-def level_value(cell: dict[str, Any]) -> float | None:
+def level_value(cell: Cell | None) -> float | None:
     """The figure a level is judged and drawn on: steady where the results have it, else the span
     (:func:`lanemon.workloads.bench.decode.level_figure`)."""
-    return num(level_figure(cell or {})[0])
+    return num(level_figure(_json(cell) or {})[0])
 
 
-def has_steady(decode: dict[str, Any], lanes: list[str]) -> bool:
+def level_basis(cell: Cell) -> tuple[float | None, list[Any], str]:
+    """(figure, its reps, ``"steady"`` | ``"span"``) a level is judged on
+    (:func:`lanemon.workloads.bench.decode.level_figure`)."""
+    return level_figure(_json(cell))
+
+
+def has_steady(decode: DecodeResult | dict[str, Any], lanes: list[str]) -> bool:
     """True when any level of these lanes carries a steady-state figure (recordings since it was measured)."""
     return any(steady(c) is not None for n in lanes for c in decode_levels(decode, n).values())
 
 
-def _ladder(decode: dict[str, Any], lanes: list[str]) -> dict[str, dict[str, Any]]:
-    """The lanes' levels as the ladder's own results hold them (``{lane: {"levels": {"4": cell}}}``)."""
-    return {n: {"levels": {str(k): c for k, c in decode_levels(decode, n).items()}} for n in lanes}
+def _ladder(decode: DecodeResult | dict[str, Any], lanes: list[str]) -> dict[str, dict[str, Any]]:
+    """The lanes' levels as the ladder's own functions read them (``{lane: {"levels": {"4": cell}}}``, JSON)."""
+    return {n: {"levels": {str(k): _json(c) for k, c in decode_levels(decode, n).items()}} for n in lanes}
 
 
-def level_leads(decode: dict[str, Any], lanes: list[str]) -> dict[int, dict[str, Any]]:
+def level_leads(decode: DecodeResult | dict[str, Any], lanes: list[str]) -> dict[int, dict[str, Any]]:
     """Per level: the judgement the ladder, the crossover, the CLI table and the bench screen make
     (:func:`lanemon.workloads.bench.decode.level_leads`: steady figure, else span; the shared noise band;
     ``leader`` a lane, ``"tie"`` inside the band, None when a cell ran while lanemon was starved).
@@ -84,7 +115,7 @@ def level_leads(decode: dict[str, Any], lanes: list[str]) -> dict[int, dict[str,
     out: dict[int, dict[str, Any]] = {}
     levels = sorted({k for n in lanes for k in decode_levels(decode, n)})
     for lvl in levels:
-        ranked = [(n, level_value(decode_levels(decode, n).get(lvl) or {})) for n in lanes
+        ranked = [(n, level_value(decode_levels(decode, n).get(lvl))) for n in lanes
                   if lvl in decode_levels(decode, n)]
         ranked = [(n, v) for n, v in ranked if v]
         if len(ranked) < 2:
@@ -104,17 +135,21 @@ def level_leads(decode: dict[str, Any], lanes: list[str]) -> dict[int, dict[str,
     return out
 
 
-def crossover(decode: dict[str, Any], lanes: list[str]) -> dict[str, Any] | None:
+def crossover(decode: DecodeResult | dict[str, Any], lanes: list[str]) -> dict[str, Any] | None:
+    """Where leadership changes between levels: the results' own ``crossover`` (None when it never changes);
+    a hand-made JSON form without the key gets the ladder's own rule (steady figure, else span, noise band)."""
+    if isinstance(decode, DecodeResult):
+        c = decode.crossover
+        return c if isinstance(c, dict) and c.get("between") else None
     if "crossover" in decode:
         c = decode.get("crossover")
         return c if isinstance(c, dict) and c.get("between") else None
-    # older/hand-made dicts without the key: the ladder's own rule (steady figure, else span, noise band)
     if len(lanes) < 2:
         return None
     return ladder_crossover(_ladder(decode, lanes), lanes)
 
 
-def first_level(decode: dict[str, Any], lane: str) -> tuple[int, dict[str, Any]] | None:
+def first_level(decode: DecodeResult | dict[str, Any], lane: str) -> tuple[int, Any] | None:
     levels = decode_levels(decode, lane)
     if not levels:
         return None
@@ -122,14 +157,19 @@ def first_level(decode: dict[str, Any], lane: str) -> tuple[int, dict[str, Any]]
     return lvl, levels[lvl]
 
 
-def prefill_cells(prefill: dict[str, Any], lane: str) -> dict[str, dict[str, Any]]:
+def prefill_cells(prefill: PrefillResult | dict[str, Any], lane: str) -> dict[str, Any]:
+    """A lane's prompt lengths: typed cells (:class:`PrefillCell`) from a typed result, JSON cells from a dict."""
+    if isinstance(prefill, PrefillResult):
+        d = prefill.lanes.get(lane)
+        return dict(d.lengths) if d is not None else {}
     return ((prefill.get("lanes") or {}).get(lane) or {}).get("lengths") or {}
 
 
-def race_wins(race: dict[str, Any]) -> dict[str, int]:
+def race_wins(race: RaceResult | dict[str, Any]) -> dict[str, int]:
     wins: dict[str, int] = {}
-    for r in race.get("races") or []:
-        w = r.get("winner")
+    races = race.races if isinstance(race, RaceResult) else race.get("races") or []
+    for r in races:
+        w = r.winner if isinstance(r, Result) else r.get("winner")
         if w:
             wins[w] = wins.get(w, 0) + 1
     return wins
@@ -155,8 +195,8 @@ def qeval_rate(run: dict[str, Any]) -> float | None:
     return median(rates)
 
 
-def agree_pair(ag: dict[str, Any]) -> tuple[str, str]:
-    lanes = list(ag.get("lanes") or []) + ["A", "B"]
+def agree_pair(ag: AgreeResult | dict[str, Any]) -> tuple[str, str]:
+    lanes = list((ag.lanes if isinstance(ag, AgreeResult) else ag.get("lanes")) or []) + ["A", "B"]
     return str(lanes[0]), str(lanes[1])
 
 

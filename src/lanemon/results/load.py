@@ -51,6 +51,7 @@ class LoadRep(Energy):
     output_tokens_p50: Num = None
     tokens_estimated: bool | None = None
     slo: Slo | None = None
+    ttft_p50_s_by_turn: dict[str, Num] | None = None
 
 
 class LoadLane(Result):
