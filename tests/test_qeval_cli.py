@@ -166,6 +166,11 @@ def test_compare_left_out_and_bad_input(demo_runs, tmp_path, capsys):
     (tmp_path / "bad.json").write_text("[1, 2]")
     assert main(["qeval", "compare", str(tmp_path / "bad.json"), str(demo_runs["B"][0])]) == 2
     assert "not a `lanemon qeval run` result" in capsys.readouterr().err
+    a["tasks"]["math_m2"]["passed"] = "yes"  # not the contract's bool: refused, not read as true
+    (tmp_path / "typed.json").write_text(json.dumps(a))
+    assert main(["qeval", "compare", str(tmp_path / "typed.json"), str(demo_runs["B"][0])]) == 2
+    err = capsys.readouterr().err
+    assert "not a `lanemon qeval run` result" in err and "passed" in err
 
 
 def test_run_usage_errors(capsys):
