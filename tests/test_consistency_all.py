@@ -33,7 +33,9 @@ race       race.RaceLane (races[k].lanes.L)       ttft_s, total_s -> export e2e_
                                                   requests, ttft_p50 = the races' median ttft_s
 agree      agree.AgreeResult                      total, exact, errors; export and history: requests per lane
 any        the monitor fold (no results struct)   /metrics lanemon_requests_total{lane,outcome} = export rows
-                                                  by outcome (lanemon's own cancellations not counted)
+                                                  by outcome (lanemon's own cancellations not counted);
+                                                  lanemon_ttft_seconds count and sum, lanemon_output_tokens_total
+                                                  = export's complete rows not client-bound (the copies below)
 =========  =====================================  ==========================================================
 
 ``--json`` and the report are compared key by key over the whole result (every figure, not only these).
@@ -221,7 +223,7 @@ def variants(surfaces, tmp_path_factory) -> dict[tuple[str, str], Surfaces]:
             assert main(["export", "--requests", str(rec), "-o", str(base / f"{name}.csv")]) == 0
             report = json.loads((base / f"{name}.report.json").read_text())
             s = out[name, variant] = Surfaces(name, rec, report[SECTION.get(name, name)])
-            s.report, s.rows = report, _csv_rows(base / f"{name}.csv")
+            s.report, s.rows, s.metrics = report, _csv_rows(base / f"{name}.csv"), _metrics(rec)
             mine.append(s)
         _history(mine, base / "recs", env)
     return out
@@ -455,6 +457,26 @@ def check_metrics(s: Surfaces) -> None:
     bad.done()
 
 
+def check_metrics_latency(s: Surfaces) -> None:
+    """lanemon_ttft_seconds (count, sum) and lanemon_output_tokens_total: the catalogue's TTFT of complete
+    requests and their generated tokens, starved (client-bound) samples left out; export's complete rows not
+    flagged client_bound, summed the same way."""
+    bad = Mismatches()
+    for lane in sorted({r["lane"] for r in s.rows}):
+        ok = [r for r in s.rows if r["lane"] == lane and r["outcome"] == "complete"
+              and "client_bound" not in (r["flags"] or "")]
+        got = {n: v for n, lb, v in s.metrics if lb == {"lane": lane}}
+        ttfts = [r["ttft_s"] for r in ok if r["ttft_s"] is not None]
+        for name, want in (("lanemon_ttft_seconds_count", len(ttfts)),
+                           ("lanemon_output_tokens_total", sum(r["generated_tokens"] or 0 for r in ok))):
+            bad.check(got.get(name, 0) == want, f"/metrics {name}{{lane={lane}}} {got.get(name, 0)} vs export's "
+                                                f"{len(ok)} complete rows not flagged client_bound: {want}")
+        total = got.get("lanemon_ttft_seconds_sum", 0.0)
+        bad.check(abs(total - sum(ttfts)) <= 1e-6 * max(1.0, sum(ttfts)),
+                  f"/metrics lanemon_ttft_seconds_sum{{lane={lane}}} {total} vs export {sum(ttfts)}")
+    bad.done()
+
+
 # ------------------------------------------------------------------------------------------------ client-bound
 
 def check_client_bound(s: Surfaces) -> None:
@@ -517,14 +539,19 @@ def test_every_surface_shows_the_workloads_own_figure(surfaces, name, surface):
     (CHECKS.get(surface) or EXTRA[name, surface])(surfaces[name])
 
 
-VARIANT_CHECKS = {"history": lambda s: check_history(s, every_ttft=True), "export": check_client_bound}
+VARIANT_CHECKS = {"history": lambda s: check_history(s, every_ttft=True), "export": check_client_bound,
+                  "metrics": check_metrics_latency}
 _EXPORT_CB = ("export --requests never flags a request client_bound (reports/export.py documents the flag; "
               "its rows' flags come from request_metrics alone, never measure/load.mark_client_bound): {what} "
               "counts every request client-bound on the starved recording, export flags none")
 _HISTORY_TTFT = ("history leaves client-bound requests out of its latencies (measure/summary.py, basis "
                  "'requests'): on the starved recording its ttft_p50 is null where the {what} shows TTFT "
                  "(issue 37 item 2: history should store the workload's own result)")
+_METRICS_CB = ("the exporter leaves the starved recording's TTFTs and tokens out (lanemon_ttft_seconds, "
+               "lanemon_output_tokens_total: none), as the catalogue says; export's rows carry no client_bound "
+               "flag, so by them every complete request counts")
 VARIANT_XFAIL = {  # (workload, variant, surface): the disagreement it shows today
+    **{(name, "starved", "metrics"): _METRICS_CB for name in STARVABLE},
     ("decode", "starved", "export"): _EXPORT_CB.format(what="DecodeCell.client_bound"),
     ("prefill", "starved", "export"): _EXPORT_CB.format(what="PrefillCell.client_bound"),
     ("needles", "starved", "export"): _EXPORT_CB.format(what="NeedleCell.client_bound"),
@@ -549,7 +576,7 @@ def _variant_cases():
 @pytest.mark.parametrize(("name", "variant", "surface"), list(_variant_cases()))
 def test_client_bound_requests_are_counted_alike_on_every_surface(variants, name, variant, surface):
     """The recording with lanemon starved throughout (every request client-bound) and calm throughout (none
-    is): the results (report --format json on the copy), history and export agree on both."""
+    is): the results (report --format json on the copy), history, export and the exporter agree on both."""
     s = variants[name, variant]
     if variant == "starved":
         counts = [c["client_bound"] for c in (
