@@ -131,7 +131,8 @@ def _csv_rows(path: Path) -> list[dict]:
 
 
 def _metrics(rec: Path) -> list[tuple[str, dict, float]]:
-    """The exporter's exposition for the recording: the monitor's fold of its events, as /metrics serves it."""
+    """The exporter's exposition for the recording: the monitor's fold of its events, rendered as /metrics renders
+    it (monitor/exporter.serve_monitor serves ``generate_latest(make_registry(state))``)."""
     from prometheus_client.exposition import generate_latest
     from prometheus_client.parser import text_string_to_metric_families
 
