@@ -15,6 +15,7 @@ from lanemon.reports.compare import compare as compare_sessions
 from lanemon.results.analysis import as_analysis
 from lanemon.results.common import as_result, to_json_obj
 from lanemon.results.compare import CompareRow
+from lanemon.results.qeval import QevalResult, QevalTask
 from test_compare_fixtures import session_events, slow_copy, write_recording
 
 ROW_KEYS = {"bench", "lane", "cell", "metric", "old", "new", "ratio", "better", "significant"}
@@ -248,8 +249,12 @@ def test_no_change_is_rarely_flagged_at_five_reps(tmp_path):
 
 def test_qeval_score_uses_the_paired_test():
     def run(fails):
-        return {"lane": "A", "passed": 20 - len(fails), "total": 20,
-                "tasks": {f"t{i}": {"passed": f"t{i}" not in fails} for i in range(20)}}
+        def task(tid):
+            return QevalTask(passed=tid not in fails, reason="", kind="math", prompt_tokens=None,
+                             completion_tokens=None, seconds=None)
+
+        return QevalResult(lane="A", model=None, passed=20 - len(fails), total=20,
+                           tasks={f"t{i}": task(f"t{i}") for i in range(20)})
 
     def analysis(r):
         return as_analysis({"environment": {}, "qeval": {"bench": "qeval", "lanes": {"A": r}, "compare": None}})

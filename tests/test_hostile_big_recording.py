@@ -33,8 +33,8 @@ def _big():
     return module
 
 
-def _json(obj) -> bytes:
-    return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY)
+def _json(obj) -> bytes:  # a typed result (lanemon.results) as the --json it prints
+    return orjson.dumps(obj, default=to_json_obj, option=orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY)
 
 
 def _cut(src: Path, dest: Path, fraction: float) -> Path:

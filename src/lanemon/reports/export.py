@@ -2,8 +2,8 @@
 
 One row per finished request with its lane, start, TTFT, TTFO, every
 inter-chunk gap, tokens, reasoning tokens, outcome (``complete``, ``truncated``,
-``empty``, ``error``), flags (``burst``; ``client_bound`` when the request ran while lanemon itself was starved:
-the rule the bench's ``client_bound`` count uses, measure/load.ClientLoad.overlaps), status and error
+``empty``, ``error``), flags (``burst``; ``client_bound``: the request ran while lanemon itself was starved,
+the same rule every workload's results count by), status and error
 class: the raw material for your own notebooks.  TPOT and decode are empty for
 a request that is not complete or was a burst; the raw gaps are always there.
 Every row says whether its lane is lanemon's simulator (``simulated``), so a
@@ -21,9 +21,9 @@ from typing import Any
 
 import orjson
 
-from lanemon.measure.load import CLIENT_BOUND, client_load
-from lanemon.measure.metrics import NS, request_metrics
 from lanemon.events import Event
+from lanemon.measure.load import CLIENT_BOUND, client_load, is_client_bound
+from lanemon.measure.metrics import NS, request_metrics
 from lanemon.measure.records import RequestRecord, iter_records, reiterable
 
 CSV_COLUMNS = (
@@ -48,11 +48,11 @@ def iter_request_rows(events: Iterable[Event], simulated: Iterable[str] = ()) ->
     events = reiterable(events)
     cut_benches = {ev.data.get("bench") for ev in events if ev.kind == "mark" and ev.data.get("interrupted")}
     cut_benches |= _unended(events)
-    load = client_load(events)  # lanemon's starved windows: a request overlapping one is client-bound
-    for rec in _in_send_order(events):
+    load = client_load(events)  # the starved windows: a request whose span touches one is client_bound, as in
+    for rec in _in_send_order(events):  # every workload's results (measure/load.is_client_bound)
         m = request_metrics(rec)
         flags = set(m.flags)
-        if load.overlaps(rec.sent_ns, rec.end_ns):
+        if is_client_bound(rec, load):
             flags.add(CLIENT_BOUND)
         meta = {k: v for k, v in rec.meta.items()
                 if k not in ("prompt_chars", "max_tokens", "temperature", "seed", "continuous_usage")}

@@ -9,7 +9,7 @@ Part of the typed results (``lanemon.results``): see the package docstring."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -18,9 +18,11 @@ from lanemon.results.agree import AgreeResult
 from lanemon.results.common import Num, Result
 from lanemon.results.counters import EngineCounters
 from lanemon.results.decode import DecodeResult
+from lanemon.results.gauntlet import GauntletResult
 from lanemon.results.load import LoadResult
 from lanemon.results.needles import NeedleResult
 from lanemon.results.prefill import PrefillResult
+from lanemon.results.qeval import QevalCompare, QevalResult
 from lanemon.results.race import RaceResult
 from lanemon.results.sweep import SweepResult
 
@@ -61,6 +63,15 @@ class Environment(Result, omit_defaults=False, kw_only=True):
     recordings: list[str | None] | UnsetType = UNSET
 
 
+class QevalLanes(Result, kw_only=True):
+    """A recording's qeval runs: each lane's ``qeval run`` result and the paired comparison of the first two
+    (what ``qeval compare`` prints; None with one lane)."""
+
+    bench: Literal["qeval"]
+    lanes: dict[str, QevalResult]
+    compare: QevalCompare | None
+
+
 class Analysis(Result, kw_only=True):
     """A recording's (or several recordings') analysis (docs/JSON.md, "report")."""
 
@@ -71,14 +82,11 @@ class Analysis(Result, kw_only=True):
     sweep: SweepResult | None = None
     load: LoadResult | None = None
     race: RaceResult | None = None
-    qeval: Any = None
-    """``{"bench": "qeval", "lanes": {LANE: qeval run}, "compare": paired comparison | None}`` (the qeval workload
-    has no typed result yet)."""
+    qeval: QevalLanes | None = None
     agree: AgreeResult | None = None
     kl: Any = None
     """``kl --json`` as the kl workload returns it (no typed result yet)."""
-    gauntlet: Any = None
-    """``gauntlet --json`` as the gauntlet workload returns it (no typed result yet)."""
+    gauntlet: GauntletResult | None = None
     warnings: list[str]
 
     def bench(self, name: str) -> Any:
@@ -94,7 +102,8 @@ BENCH_FIELDS = ("decode", "prefill", "needles", "sweep", "load", "race", "qeval"
 """The bench fields of :class:`Analysis`, in report order."""
 
 TYPED: dict[str, type[Result]] = {"decode": DecodeResult, "prefill": PrefillResult, "needles": NeedleResult,
-                                  "sweep": SweepResult, "load": LoadResult, "race": RaceResult, "agree": AgreeResult}
+                                  "sweep": SweepResult, "load": LoadResult, "race": RaceResult, "qeval": QevalLanes,
+                                  "agree": AgreeResult, "gauntlet": GauntletResult}
 """The benches whose results are typed, and their Struct."""
 
 

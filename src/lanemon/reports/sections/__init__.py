@@ -46,7 +46,7 @@ def sections(analysis: Analysis | dict[str, Any]) -> list[Section]:
     q = analysis.qeval
     ag = analysis.agree
     kl = analysis.kl or {}
-    g = analysis.gauntlet or {}
+    g = analysis.gauntlet
     found = [  # report order; None = no section
         by_lane("decode", decode_sections),
         by_lane("decode", efficiency_section),
