@@ -14,7 +14,7 @@ def _sweep_result() -> dict:
              "goodput": {"rate_rps": 2.5, "share": 0.9, "held": True, "targets": {}}}
     lane = {"levels": {"1": level, "2": level}, "gain_per_doubling": {"1": None, "2": 0.9}, "stopped": "max_level",
             "slo_holds_to": 2, "max_aggregate_tok_s": 1063.0, "slo_held": {"1": True, "2": True}}
-    return {"bench": "sweep", "slo": {"ttft": 0.5}, "knee_gain": 0.1, "lanes": {"A": lane, "B": dict(lane)}}
+    return {"bench": "sweep", "slo": {"ttft": 0.5}, "knee_gain": 0.1, "config": {}, "lanes": {"A": lane, "B": dict(lane)}}
 
 
 @pytest.mark.parametrize("size", [(80, 24), (100, 30)])
