@@ -22,6 +22,9 @@ from lanemon.ui.widgets.status_bar import path_verb, short_path
 from lanemon.ui.widgets.bench_table import BenchTable
 from lanemon.reports.prefill_table import prefill_table
 from lanemon.reports.tables import decode_legend, decode_table
+from lanemon.folds.bench import BenchResult
+from lanemon.results.common import to_json_obj
+from lanemon.results.decode import DecodeResult
 
 TABLE_WIDTH = 46
 """The results panel's inner width before the first layout (#bench-left is 50 wide)."""
@@ -91,43 +94,42 @@ def result_rows(kind: str, results: dict[str, Any], lanes: list[str],
     return cols, rows
 
 
-def crossover_text(results: dict[str, Any]) -> str:
+def crossover_text(results: DecodeResult) -> str:
     """The crossover as the screen says it, short: ``B overtakes A between C3 and C4: C3 B -5.9 %, C4 B +6.2 %
     vs A (noise band 5.0 %)``; where leadership never changes, the sentence of ``lanemon bench decode``."""
     from lanemon.workloads.bench.decode import crossover_sentence
 
-    x = results.get("crossover")
-    if not x or not x.get("between") or not x.get("compared"):
+    x = results.crossover
+    if not x or not x.between or not x.compared:
         return crossover_sentence(results)
-    lo, hi = x["between"][0], x["between"][-1]
-    a, b = x["compared"][0], x["compared"][1]
-    around = [g for g in x.get("levels") or [] if g.get("level") in (lo, hi) and g.get("gap") is not None]
-    text = f"{x['leader_after']} overtakes {x['leader_before']} between C{lo} and C{hi}"
-    if len(x.get("changes") or []) > 1:
-        text += f" (leadership changes {len(x['changes'])} times)"
+    lo, hi = x.between[0], x.between[-1]
+    a, b = x.compared[0], x.compared[1]
+    around = [g for g in x.levels if g.level in (lo, hi) and g.gap is not None]
+    text = f"{x.leader_after} overtakes {x.leader_before} between C{lo} and C{hi}"
+    if len(x.changes) > 1:
+        text += f" (leadership changes {len(x.changes)} times)"
     if around:
-        band = max(g["band"] for g in around)
-        src = ", from the reps" if any(g.get("band_from_reps") for g in around) else ""
-        text += (": " + ", ".join(f"C{g['level']} {b} {g['gap'] * 100:+.1f} %" for g in around)
+        band = max(g.band for g in around)
+        src = ", from the reps" if any(g.band_from_reps for g in around) else ""
+        text += (": " + ", ".join(f"C{g.level} {b} {(g.gap or 0) * 100:+.1f} %" for g in around)
                  + f" vs {a} (noise band {band * 100:.1f} %{src})")
     return text
 
 
-def decode_verdict(results: dict[str, Any], lanes: list[str]) -> str:
+def decode_verdict(results: DecodeResult, lanes: list[str]) -> str:
     """The decode ladder's verdict as markup: the crossover (decided on the steady figure, with the gaps and
     the noise band it rests on), what steady and span are, and how many cells ran while lanemon was starved."""
-    by_lane = results.get("lanes") or {}
-    if not any((by_lane[n] or {}).get("levels") for n in by_lane):
+    by_lane = results.lanes
+    if not any(d.levels for d in by_lane.values()):
         return ""
     lines = []
-    sentence = crossover_text(results) if sum(1 for n in by_lane if (by_lane[n] or {}).get("levels")) >= 2 else ""
+    sentence = crossover_text(results) if sum(1 for d in by_lane.values() if d.levels) >= 2 else ""
     if sentence:
         lines.append(f"[b]{escape(sentence)}[/]")
     lines.append("[dim]steady: all C streams in flight · span: first send → last end[/]")
-    cells = [c or {} for n in by_lane for c in ((by_lane[n] or {}).get("levels") or {}).values()]
-    bad = [c for c in cells if c.get("unreliable")]
+    bad = [c for d in by_lane.values() for c in d.levels.values() if c.unreliable]
     if bad:
-        n = sum(int(c.get("client_bound") or 0) for c in bad)
+        n = sum(c.client_bound for c in bad)
         lines.append(f"[$warning]? lanemon starved in {n} request{'s' if n != 1 else ''} "
                      f"({len(bad)} cell{'s' if len(bad) != 1 else ''}): not judged[/]")
     return "\n".join(lines)
@@ -177,7 +179,7 @@ class BenchScreen(LanemonScreen):
         verdict = self.query_one("#verdict", Static)
         verdict.border_title = "crossover · by steady tok/s"
         verdict.display = False
-        self.refresh_results({})
+        self.refresh_results(None)
 
     def fingerprint(self, app: Any) -> tuple:
         tracker, results = app.bench, app.bench_results
@@ -223,7 +225,9 @@ class BenchScreen(LanemonScreen):
             log.border_subtitle = escape(whole)
 
     # -- only when a cell ended ---------------------------------------------------------
-    def refresh_results(self, results: dict[str, Any]) -> None:
+    def refresh_results(self, typed: BenchResult | None) -> None:
+        """Redraw the table and charts from the bench fold's typed result (None: nothing yet)."""
+        results = to_json_obj(typed) if typed is not None else {}  # the charts below still read its JSON
         by_lane = results.get("lanes") or {}
         names = [n for n in self.lanes if n in by_lane] + [n for n in by_lane if n not in self.lanes]
         table = self.query_one(BenchTable)
@@ -234,7 +238,7 @@ class BenchScreen(LanemonScreen):
         side = self.query_one("#chart-side", BenchChart)
         if self.kind == "decode":
             verdict = self.query_one("#verdict", Static)
-            text = decode_verdict(results, names)
+            text = decode_verdict(typed, names) if isinstance(typed, DecodeResult) else ""
             verdict.update(text)
             verdict.display = bool(text)
             hidden = decode_table(results, names).fit(width, pad=2).hidden
