@@ -7,6 +7,7 @@ from __future__ import annotations
 from lanemon.reports.compare import compare, compare_lanes
 from lanemon.results.analysis import as_analysis
 from lanemon.results.common import to_json_obj
+from typed_cells import full_result
 
 
 def _level(tok_s, tpj=None):
@@ -17,11 +18,11 @@ def _level(tok_s, tpj=None):
 
 
 def _analysis():
-    return {"decode": {"bench": "decode", "config": {}, "lanes": {
+    return {"decode": full_result({"bench": "decode", "config": {}, "lanes": {
         "A": {"levels": {"1": _level(50, 3.1), "2": _level(90, 3.4), "4": _level(150, 3.6), "8": _level(200, 3.7)}},
         "B": {"levels": {"1": _level(48, 3.0), "2": _level(88, 3.3), "4": _level(140, 3.5)}},
         "C": {"levels": {"1": _level(40), "2": _level(70), "4": _level(120)}},
-    }}}
+    }})}
 
 
 def test_lanes_mode_lists_only_the_cells_the_other_lane_lacks():

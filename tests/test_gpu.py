@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 import httpx
 import pytest
+from typed_cells import full_result
 
 from lanemon import events as schema
 from lanemon.client.prom import parse
@@ -409,8 +410,8 @@ def test_report_efficiency_says_where_the_most_efficient_level_differs_from_the_
 def test_compare_rows_for_tokens_per_joule_and_cost():
     from lanemon.reports.compare import compare
 
-    old = {"decode": _decode_with_energy()}
-    new = {"decode": _decode_with_energy()}
+    old = {"decode": full_result(_decode_with_energy())}
+    new = {"decode": full_result(_decode_with_energy())}
     new["decode"]["lanes"]["A"]["levels"]["2"]["tokens_per_joule"] = 6.0
     from lanemon.results.analysis import as_analysis
     from lanemon.results.common import to_json_obj

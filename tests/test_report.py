@@ -13,12 +13,14 @@ import pytest
 from lanemon.reports.verdict import verdict
 from lanemon.reports.render import FORMATS, render, render_csv, render_html, render_json, render_markdown
 from lanemon.reports.render.csv import CSV_COLUMNS
+from typed_cells import full_result
 
 
 
 def dlevel(agg, ttft=None, ps=None, errors=0, reps=None, unstable=False):
     reps = reps or [agg]
     return {"aggregate_tok_s": agg, "ttft_p50_s": ttft, "ttft_p90_s": ttft and ttft * 1.3, "ttft_p99_s": ttft and ttft * 1.6,
+            "ttft_n": 8, "ttft_max_s": ttft and ttft * 1.7,
             "per_stream_tok_s_p50": ps or agg, "errors": errors, "requests": 8, "output_tokens": 2048,
             "tokens_estimated": False, "reps": reps, "min": min(reps), "max": max(reps), "median": sorted(reps)[len(reps)//2],
             "unstable": unstable}
@@ -45,8 +47,9 @@ def writeup():
                           "300000": pc(300000, 2648, reps=[1791, 2648, 3029], unstable=True)}}},
         "interrupted": False, "config": {}}
     def nd(found=True, ttft=1.0):
-        return {"found": found, "key": "K7QX2M9A", "answer": "K7QX2M9A" if found else "nope", "depth": 0.5, "ttft_s": ttft, "prefill_tok_s": 20000/ttft, "error": None}
-    nee = {"bench": "needles", "lanes": {n: {"lengths": {"20000": nd(), "131073": nd(ttft=30), "300000": nd(ttft=110)}} for n in "AB"}, "interrupted": False, "config": {}}
+        return {"found": found, "key": "K7QX2M9A", "answer": "K7QX2M9A" if found else "nope", "depth": 0.5, "ttft_s": ttft, "prefill_tok_s": 20000/ttft, "error": None,
+                "found_count": int(found), "runs_count": 1}
+    nee = {"bench": "needles", "lanes": {n: {"lengths": {"20000": nd(), "131073": nd(ttft=30), "300000": nd(ttft=110)}} for n in "AB"}, "interrupted": False, "cut": [], "config": {}}
     race = {"bench": "race", "races": [
         {"race": i+1, "prompt": p, "lanes": {
             "A": {"ttft_s": 0.17, "decode_tok_s": 140, "output_tokens": 200, "tokens_estimated": False, "total_s": 1.6 + i*0.1, "finish_rank": 1 if w == "A" else 2, "error": None, "text": "..."},
@@ -58,7 +61,8 @@ def writeup():
            "lanemon": "0.1.0", "reported_by": "0.1.0", "schema": "1.0", "created": "2026-10-18T09:00:00+00:00",
            "command": "bench decode --demo", "host": {"platform": "Linux-6.1-x86_64", "python": "3.11.9", "cpus": 8, "memory_bytes": 32*2**30},
            "duration_s": 812.4, "events": 123456}
-    return {"environment": env, "decode": dec, "prefill": pre, "needles": nee, "race": race, "warnings": []}
+    return {"environment": env, "decode": full_result(dec), "prefill": full_result(pre), "needles": full_result(nee),
+            "race": race, "warnings": []}
 
 
 def swap_lanes(analysis):
@@ -121,7 +125,7 @@ def test_markdown_has_every_table_and_omits_empty_sections():
                   "## Per-category decode at C1", "## Prefill: prompt tokens / TTFT, cold",
                   "## Needles: long-context retrieval", "## Races", "## Environment"):
         assert title in md
-    assert "| C6 | A | 223 | 420 ms | 546 ms | 37.2 | 0 | 8 | B (1.18×) |\n|  | B ▲ | 263 |" in md
+    assert "| C6 | A | 223 | 420 ms | max 714 ms (n=8) | 37.2 | 0 | 8 | B (1.18×) |\n|  | B ▲ | 263 |" in md
     # the cache hit in its own column, the prefill cell stays cold (reports/prefill_table.prefill_table)
     assert "| 2,950 | A | 2,420 | 1.22 s | — | 1.51× |" in md and "|  | B | 3,654 | 807 ms | 12,542 |  |" in md
     assert "Tell a story \\| about a keeper" in md  # pipes escaped

@@ -41,7 +41,7 @@ def recordings(tmp_path_factory) -> dict[str, tuple[Path, dict]]:
             run = bench.BenchRun(kind, lanes, opts, recorder=rec)
             asyncio.run(run.run())
             rec.close()
-            out[kind] = (path, run.results())
+            out[kind] = (path, to_json_obj(run.results()))  # the JSON the analysis holds
     return out
 
 

@@ -9,13 +9,17 @@ import io
 import re
 from pathlib import Path
 
+import msgspec
+
 from lanemon.reports.analyse import analyze
+from lanemon.results.decode import LaneLevels
 from lanemon.reports.charts import svg_chart
 from lanemon.reports.data import crossover, level_leads
 from lanemon.reports.render import render_csv, render_markdown
 from lanemon.reports.sections.decode import decode_sections
 from lanemon.results.common import to_json_obj
 from lanemon.workloads.bench.decode import level_leads as ladder_level_leads
+from typed_cells import full_result
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_sessions" / "decode.jsonl"
 
@@ -99,7 +103,8 @@ def test_a_starved_cell_is_marked_not_judged_and_left_out_of_the_chart():
     assert len(re.findall(r'<polyline class="line s1"', svg)) == 0
     # and the judgement is the ladder's own
     assert level_leads(dec, ["A", "B"])[2]["leader"] is None
-    assert [x["leader"] for x in ladder_level_leads(dec["lanes"], "A", "B")] == ["A", None, "B"]
+    lanes = {n: msgspec.convert(d, LaneLevels, strict=False) for n, d in dec["lanes"].items()}  # the JSON's levels
+    assert [x.leader for x in ladder_level_leads(lanes, "A", "B")] == ["A", None, "B"]
 
 
 def test_old_recordings_without_steady_figures_report_the_span_labelled_and_judged_with_the_band():
@@ -126,7 +131,7 @@ def test_crossover_of_a_dict_without_one_uses_the_noise_band():
 
 def test_csv_level_rows_lead_with_the_judged_figure_and_keep_the_span():
     dec = decode({"1": cell(120, 100, steady_reps=[118, 122])}, {"1": cell(None, 90)})
-    rows = list(csv.DictReader(io.StringIO(render_csv({"environment": {}, "decode": dec}))))
+    rows = list(csv.DictReader(io.StringIO(render_csv({"environment": {}, "decode": full_result(dec)}))))
     a = next(r for r in rows if r["lane"] == "A" and r["cell_kind"] == "level")
     b = next(r for r in rows if r["lane"] == "B" and r["cell_kind"] == "level")
     assert (a["tok_s"], a["tok_s_basis"], a["span_tok_s"], a["min_tok_s"], a["max_tok_s"], a["reps"]) == \
@@ -138,7 +143,7 @@ def test_the_sample_session_table_agrees_with_the_ladder_and_the_verdict():
     analysis = analyze(SAMPLE)
     md = render_markdown(analysis)
     d = analysis.decode
-    judged = {x["level"]: x["leader"] for x in d.crossover["levels"]}
+    judged = {x.level: x.leader for x in d.crossover.levels}
     rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| C(\d+) \|.*\| ([^|]+) \|$", md, re.M)}
     assert set(int(k) for k in rows) == set(judged)
     for lvl, leader in judged.items():
@@ -146,8 +151,8 @@ def test_the_sample_session_table_agrees_with_the_ladder_and_the_verdict():
         assert text.startswith("tie") if leader == "tie" else text.startswith(f"{leader} (")
     # the crossover the caption states is where the Leader column changes
     x = d.crossover
-    assert rows[str(x["between"][0])].startswith(x["leader_before"])
-    assert rows[str(x["between"][1])].startswith(x["leader_after"])
+    assert rows[str(x.between[0])].startswith(x.leader_before)
+    assert rows[str(x.between[1])].startswith(x.leader_after)
     # steady leads, span beside it, the Leader last
     assert "| C | lane | steady tok/s | span tok/s | TTFT p50 | TTFT p90 | per-stream tok/s | err | requests | Leader |" in md
     # copying the analysis and starving one cell changes only that level's judgement

@@ -164,6 +164,7 @@ def test_report_says_withheld_and_why():
     from lanemon.results.analysis import as_analysis
     from lanemon.results.common import to_json_obj
     from lanemon.results.server import ServerReset, ServerView
+    from typed_cells import full_result
 
     nothing = dict.fromkeys(("interval_s", "queue_s", "prefill_s", "decode_s", "itl_s", "tpot_s", "inference_s",
                              "client_tpot_s", "prompt_tokens", "generation_tokens", "prompt_tokens_computed",
@@ -173,8 +174,9 @@ def test_report_says_withheld_and_why():
                        ttft_s=0.1, client_ttft_s=0.05, gap_ttft_s=None, e2e_s=1.0, client_e2e_s=2.0,
                        gap_e2e_s=None, gap_reason="the engine counted 98 more requests than lanemon saw finish",
                        **nothing)
-    sec = server_section(as_analysis({"decode": {"bench": "decode", "config": {},
-                                                 "lanes": {"V": {"server": to_json_obj(block)}}}}), ["V"])
+    sec = server_section(as_analysis({"decode": full_result({"bench": "decode", "config": {},
+                                                             "lanes": {"V": {"server": to_json_obj(block)}}})}),
+                         ["V"])
     row = sec.rows[0]
     assert row[3].startswith("107 / 9 (1 restart)") and row[9] == "withheld" and row[12] == "withheld"
     assert any("98 more requests" in n for n in sec.notes) and any("restarted" in n for n in sec.notes)

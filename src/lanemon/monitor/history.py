@@ -29,7 +29,7 @@ from lanemon.results.analysis import Analysis
 from lanemon.results.common import LoadConfig, Percentiles
 from lanemon.results.decode import DecodeCell
 from lanemon.results.load import LoadLane, LoadRep
-from lanemon.results.needles import NeedleCell, NeedleRun
+from lanemon.results.needles import NeedleCell
 from lanemon.results.prefill import PrefillCell
 from lanemon.results.race import RaceResult
 
@@ -150,6 +150,11 @@ def _median(values: Iterable[float | int | None]) -> float | int | None:
     return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
 
 
+def _known(x: Any) -> Any:
+    """A typed cell's optional figure: None where the cell leaves it out (``UNSET``)."""
+    return None if x is msgspec.UNSET else x
+
+
 def _decode_row(r: LaneSummary, cell: DecodeCell) -> LaneSummary:
     """A decode level's row: the bench's own cell."""
     n = cell.ttft_n or 0
@@ -160,7 +165,7 @@ def _decode_row(r: LaneSummary, cell: DecodeCell) -> LaneSummary:
         latency_n=n, tok_s=cell.aggregate_tok_s, steady_tok_s=cell.steady_tok_s,
         ttft_p50=cell.ttft_p50_s, ttft_p90=cell.ttft_p90_s if tail_ok(90, n) else None,
         ttft_p99=cell.ttft_p99_s if tail_ok(99, n) else None, ttft_max=cell.ttft_max_s,
-        tpot_p50=cell.tpot_p50_s, tpot_p90=None, tpot_p99=None, tpot_max=None,
+        tpot_p50=_known(cell.tpot_p50_s), tpot_p90=None, tpot_p99=None, tpot_max=None,
         e2e_p50=None, e2e_p90=None, e2e_p99=None, e2e_max=None,
         decode_tok_s_p50=cell.per_stream_tok_s_p50, goodput_rps=good.rate_rps if good else None,
         slo_attainment=good.share if good else None)
@@ -172,15 +177,17 @@ def _prefill_row(r: LaneSummary, cell: PrefillCell | NeedleCell, basis: str) -> 
     if isinstance(cell, PrefillCell):
         requests, errors, good = int(cell.requests or 0), int(cell.errors or 0), cell.goodput
     else:  # a needle length: one request per run
-        runs = cell.runs or [NeedleRun(error=cell.error)]
-        requests, errors, good = len(runs), sum(1 for x in runs if x.error), None
+        runs = _known(cell.runs)
+        requests = len(runs) if runs else 1
+        errors = sum(1 for x in runs if x.error) if runs else int(cell.error is not None)
+        good = None
     bound = int(cell.client_bound or 0)
     return msgspec.structs.replace(
         r, basis=basis, requests=requests, error=errors, complete=requests - errors, client_bound=bound,
-        latency_n=max(0, requests - errors - bound), ttft_p50=cell.ttft_s, ttft_p90=None, ttft_p99=None,
+        latency_n=max(0, requests - errors - bound), ttft_p50=_known(cell.ttft_s), ttft_p90=None, ttft_p99=None,
         ttft_max=None, tpot_p50=None, tpot_p90=None, tpot_p99=None, tpot_max=None, e2e_p50=None, e2e_p90=None,
         e2e_p99=None, e2e_max=None, decode_tok_s_p50=None, tok_s=None, steady_tok_s=None,
-        prefill_tok_s=cell.prefill_tok_s, goodput_rps=good.rate_rps if good else None,
+        prefill_tok_s=_known(cell.prefill_tok_s), goodput_rps=good.rate_rps if good else None,
         slo_attainment=good.share if good else None)
 
 

@@ -37,7 +37,7 @@ from lanemon import __version__
 from lanemon import events as schema
 from lanemon.recording.reader import Recording
 from lanemon.events import Event
-from lanemon.results.analysis import BENCH_FIELDS, TYPED, Analysis, Environment, LaneInfo
+from lanemon.results.analysis import BENCH_FIELDS, TYPED, Analysis, Environment, LaneInfo, QevalLanes
 from lanemon.results.common import Result, as_result, to_json_obj
 
 BENCHES = BENCH_FIELDS
@@ -255,10 +255,10 @@ def analyze_many(sources: Sequence[Any]) -> Analysis:
         warnings.extend(f"{where}: {w}" for w in a.warnings)
         for key in a.benches():
             value = a.bench(key)
-            if key in out and key in PER_LANE and not set(value["lanes"]) & set(out[key]["lanes"]):
+            if key in out and key in PER_LANE and not set(value.lanes) & set(out[key].lanes):
                 # one lane per recording (e.g. `qeval run A` and `qeval run B`): join them and pair them
-                lanes = {**out[key]["lanes"], **value["lanes"]}
-                out[key] = {"bench": key, "lanes": lanes, "compare": _pair(key, lanes)}
+                lanes = {**out[key].lanes, **value.lanes}
+                out[key] = QevalLanes(bench="qeval", lanes=lanes, compare=_pair(key, lanes))
                 continue
             if key in out:
                 warnings.append(f"{key} appears in several recordings; the report uses the one named first on the "

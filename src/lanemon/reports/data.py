@@ -12,29 +12,24 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from lanemon.measure.stats import median
 from lanemon.reports.format import num
 from lanemon.results.analysis import Analysis, QevalLanes
 from lanemon.results.common import Result, to_json_obj
-from lanemon.results.decode import DecodeCell, DecodeResult
+from lanemon.results.decode import DecodeCell, DecodeLane, DecodeResult, LaneLevels, LevelView
 from lanemon.results.prefill import PrefillResult
 from lanemon.results.race import RaceResult
 from lanemon.results.agree import AgreeResult
 from lanemon.results.gauntlet import GauntletLane, GauntletResult
 from lanemon.results.qeval import QevalResult
 from lanemon.workloads.bench.decode import crossover as ladder_crossover
-from lanemon.workloads.bench.decode import level_figure
-from lanemon.workloads.bench.decode import level_leads as ladder_level_leads
+from lanemon.workloads.bench.decode import judge_levels
+from lanemon.workloads.bench.decode import level_figure as ladder_level_figure
 
 Cell = DecodeCell | dict[str, Any]
 """A decode level: typed, or its JSON form (the sections not yet reading typed results)."""
-
-
-
-def _json(x: Any) -> Any:
-    """The JSON form of a typed result or cell (what the decode ladder's functions read), a dict as it is."""
-    return to_json_obj(x) if isinstance(x, Result) else x
-
 
 def bench_lanes(result: Any) -> Any:
     """A bench result's ``lanes``: a typed result's attribute (``lanemon.results``), a kl dict's key; {} for none."""
@@ -71,9 +66,10 @@ def decode_levels(decode: DecodeResult | dict[str, Any], lane: str) -> dict[int,
     out = {}
     for k, v in levels.items():
         try:
-            out[int(float(k))] = v if v is not None else DecodeCell() if isinstance(decode, DecodeResult) else {}
+            key = int(float(k))
         except (TypeError, ValueError):
             continue
+        out[key] = v if v is not None else {}  # a typed lane's cells are never None
     return dict(sorted(out.items()))
 
 
@@ -88,16 +84,32 @@ def steady(cell: Cell) -> float | None:
     return num(cell.steady_tok_s if isinstance(cell, DecodeCell) else cell.get("steady_tok_s"))
 
 
+def _view(cell: Any) -> DecodeCell | LevelView:
+    """A level as the ladder's judgement reads it: a typed cell as it is; a JSON one through :class:`LevelView`
+    (an unreadable cell: no figure)."""
+    if isinstance(cell, (DecodeCell, LevelView)):
+        return cell
+    try:
+        return msgspec.convert(cell or {}, LevelView, strict=False)
+    except msgspec.ValidationError:
+        return LevelView()
+
+
+def level_figure(cell: Cell) -> tuple[float | None, list[Any], str]:
+    """:func:`lanemon.workloads.bench.decode.level_figure` of a level (typed, or its JSON)."""
+    return ladder_level_figure(_view(cell))
+
+
 def level_value(cell: Cell | None) -> float | None:
     """The figure a level is judged and drawn on: steady where the results have it, else the span
     (:func:`lanemon.workloads.bench.decode.level_figure`)."""
-    return num(level_figure(_json(cell) or {})[0])
+    return num(level_figure(cell or {})[0])
 
 
 def level_basis(cell: Cell) -> tuple[float | None, list[Any], str]:
     """(figure, its reps, ``"steady"`` | ``"span"``) a level is judged on
     (:func:`lanemon.workloads.bench.decode.level_figure`)."""
-    return level_figure(_json(cell))
+    return level_figure(cell)
 
 
 def has_steady(decode: DecodeResult | dict[str, Any], lanes: list[str]) -> bool:
@@ -105,9 +117,11 @@ def has_steady(decode: DecodeResult | dict[str, Any], lanes: list[str]) -> bool:
     return any(steady(c) is not None for n in lanes for c in decode_levels(decode, n).values())
 
 
-def _ladder(decode: DecodeResult | dict[str, Any], lanes: list[str]) -> dict[str, dict[str, Any]]:
-    """The lanes' levels as the ladder's own functions read them (``{lane: {"levels": {"4": cell}}}``, JSON)."""
-    return {n: {"levels": {str(k): _json(c) for k, c in decode_levels(decode, n).items()}} for n in lanes}
+def _ladder(decode: DecodeResult | dict[str, Any], lanes: list[str]) -> dict[str, DecodeLane | LaneLevels]:
+    """The lanes' levels as the ladder's judgement reads them (a typed result's own lanes)."""
+    if isinstance(decode, DecodeResult):
+        return {n: decode.lanes[n] for n in lanes if n in decode.lanes}
+    return {n: LaneLevels(levels={str(k): _view(c) for k, c in decode_levels(decode, n).items()}) for n in lanes}
 
 
 def level_leads(decode: DecodeResult | dict[str, Any], lanes: list[str]) -> dict[int, dict[str, Any]]:
@@ -117,28 +131,7 @@ def level_leads(decode: DecodeResult | dict[str, Any], lanes: list[str]) -> dict
 
     With more than two lanes the level's two best figures are judged.  Each entry also has ``ratio``
     (best / runner-up) and ``pair`` (the two lanes judged)."""
-    ladder = _ladder(decode, lanes)
-    out: dict[int, dict[str, Any]] = {}
-    levels = sorted({k for n in lanes for k in decode_levels(decode, n)})
-    for lvl in levels:
-        ranked = [(n, level_value(decode_levels(decode, n).get(lvl))) for n in lanes
-                  if lvl in decode_levels(decode, n)]
-        ranked = [(n, v) for n, v in ranked if v]
-        if len(ranked) < 2:
-            continue
-        if len(lanes) > 2:
-            ranked.sort(key=lambda t: -t[1])
-        a, b = ranked[0][0], ranked[1][0]
-        one = {n: {"levels": {str(lvl): ladder[n]["levels"][str(lvl)]}} for n in (a, b)}
-        got = ladder_level_leads(one, a, b)
-        if not got:
-            continue
-        x = dict(got[0])
-        hi, lo = max(x["a"], x["b"]), min(x["a"], x["b"])
-        x["ratio"] = hi / lo if lo else None
-        x["pair"] = [a, b]
-        out[lvl] = x
-    return out
+    return {lvl: to_json_obj(x) for lvl, x in judge_levels(_ladder(decode, lanes), lanes).items()}
 
 
 def crossover(decode: DecodeResult | dict[str, Any], lanes: list[str]) -> dict[str, Any] | None:
@@ -146,13 +139,14 @@ def crossover(decode: DecodeResult | dict[str, Any], lanes: list[str]) -> dict[s
     a hand-made JSON form without the key gets the ladder's own rule (steady figure, else span, noise band)."""
     if isinstance(decode, DecodeResult):
         c = decode.crossover
-        return c if isinstance(c, dict) and c.get("between") else None
+        return to_json_obj(c) if c is not None and c.between else None
     if "crossover" in decode:
         c = decode.get("crossover")
         return c if isinstance(c, dict) and c.get("between") else None
     if len(lanes) < 2:
         return None
-    return ladder_crossover(_ladder(decode, lanes), lanes)
+    x = ladder_crossover(_ladder(decode, lanes), lanes)
+    return to_json_obj(x) if x is not None else None
 
 
 def first_level(decode: DecodeResult | dict[str, Any], lane: str) -> tuple[int, Any] | None:
