@@ -272,3 +272,185 @@ async def test_the_gauntlet_header_leaves_items_out_whole_at_80x24():
         right = path.visual.plain
         assert right in ("from gauntlet.jsonl", "gauntlet.jsonl", ""), right
         assert len(right) <= path.content_region.width or not right
+
+
+def _plain(markup) -> str:
+    from textual.content import Content
+
+    return Content.from_markup(str(markup)).plain
+
+
+@pytest.mark.parametrize("name,size", [("decode.jsonl", (80, 24)), ("decode.jsonl", (100, 30)),
+                                       ("prefill.jsonl", (80, 24)), ("needles.jsonl", (80, 24))])
+async def test_bench_charts_say_their_titles_and_legends_whole(name, size):
+    """At 80x24 the bench charts' borders read `aggregate decode v…`, `━A ━B steady •• sp…` and
+    `per-stream decode …`: each title takes its fullest form that fits the border whole; a legend that does not
+    fit the border goes, whole items on whole lines, to a key line over the plot."""
+    from pathlib import Path
+
+    from lanemon.sessions.sources import ReplaySession
+    from lanemon.ui.app import make_app
+    from lanemon.ui.widgets.bench_chart import BenchChart
+    from test_replay_snapshots import played_out
+
+    rec = Path(__file__).resolve().parent.parent / "sample_sessions" / name
+    app = make_app(ReplaySession(rec, speed=float("inf")))
+    async with app.run_test(size=size) as pilot:
+        await played_out(pilot)
+        await pilot.pause(0.1)
+        charts = [c for c in app.screen.query(BenchChart) if c.display and c.region.area]
+        assert charts
+        for chart in charts:
+            room = chart.size.width - 6  # the corners and a blank either side of a border label
+            title, subtitle = _plain(chart.border_title), _plain(chart.border_subtitle)
+            assert title and "…" not in title and len(title) <= room, (title, room)
+            assert len(subtitle) <= room, (subtitle, room)
+            if chart.kind != "lines":
+                continue
+            key = chart.query_one("#key")
+            items = [p for _, p in chart.legend]
+            assert len(items) >= 2  # the lanes, what their lines are, the span's points
+            if key.display:  # the legend did not fit the border: each item whole on the key's lines
+                assert not subtitle
+                lines = key.visual.plain.split("\n")
+                assert all(len(line) <= key.content_region.width for line in lines), lines
+                assert " ".join(lines) == " ".join(items)
+                assert key.region.bottom <= chart.query_one("#plot").region.y  # over the plot, not on it
+            else:
+                assert subtitle == " ".join(items)
+        await pilot.press("q")
+
+
+@pytest.mark.parametrize("name", ["decode.jsonl", "prefill.jsonl"])
+async def test_the_bench_results_table_names_the_units_its_short_labels_leave_out(name):
+    """The bench screen's results table is 46 cells wide at every size: its labels are the short forms
+    (`steady span stream`), with no unit anywhere.  The border's title says it: `results · steady, span, stream
+    in tok/s`."""
+    from pathlib import Path
+
+    from lanemon.measure.catalogue import metric
+    from lanemon.sessions.sources import ReplaySession
+    from lanemon.ui.app import make_app
+    from lanemon.ui.widgets.bench_table import BenchTable
+    from test_replay_snapshots import played_out
+
+    rec = Path(__file__).resolve().parent.parent / "sample_sessions" / name
+    app = make_app(ReplaySession(rec, speed=float("inf")))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await played_out(pilot)
+        table = app.screen.query_one(BenchTable)
+        labels = [str(c.label) for c in table.columns.values()]
+        title = _plain(table.border_title)
+        assert len(title) <= table.size.width - 6 and "…" not in title, title
+        shorts = {m.short: m for m in (metric(n) for n in ("steady_tok_s", "aggregate_tok_s", "per_stream_tok_s",
+                                                             "cache_hit_tok_s", "prefill_tok_s"))}
+        unitless = [lab for lab in labels if lab in shorts and shorts[lab].unit not in lab.split()]
+        if name == "decode.jsonl":
+            assert unitless[:2] == ["steady", "span"], labels
+        for lab in unitless:
+            assert f"{lab}" in title.split(" in ")[0] and "in tok/s" in title, (lab, title)
+        await pilot.press("q")
+
+
+def test_units_note_names_the_units_short_labels_drop():
+    """The model says which shown labels lost their unit to a short form (the CLI prints it under a narrow
+    table, the bench screen in its border); times carry their unit in their cells and are not named."""
+    from lanemon.reports.tables import decode_table
+
+    level = {"steady_tok_s": 1076.0, "aggregate_tok_s": 1063.0, "ttft_p50_s": 0.038, "ttft_p90_s": 0.05,
+             "per_stream_tok_s_p50": 500.0, "errors": 0, "requests": 4}
+    result = {"lanes": {"A": {"levels": {"1": level, "2": level}}, "B": {"levels": {"1": level, "2": level}}}}
+    t = decode_table(result, ["A", "B"])
+    assert t.units_note() == ""  # full labels: `steady tok/s`
+    narrow = t.fit(46, pad=2)
+    assert "steady" in narrow.labels() and "steady tok/s" not in narrow.labels()
+    assert narrow.units_note().startswith("steady, span") and narrow.units_note().endswith(" in tok/s")
+    assert "TTFT" not in narrow.units_note()
+
+
+async def test_the_gauntlet_lanes_leave_columns_out_whole_at_80x24():
+    """The gauntlet replay at 80x24: `turn  prompt  cached  ■ TTFT  ■ d…`, rows `3,692  –  ████…` (the times
+    cut off), `turn …`, reps wrapped inside an item (`(20` / `calls)`) and the verdict `both 3/3 cor…`.  The
+    turns drop the cached then the prompt column whole, each line holds whole items, the verdict wraps."""
+    from pathlib import Path
+
+    from textual.widgets import Label, Static
+
+    from lanemon.sessions.sources import ReplaySession
+    from lanemon.ui.app import make_app
+    from lanemon.ui.widgets.gauntlet_lane import GauntletLanePanel
+
+    rec = Path(__file__).resolve().parent.parent / "sample_sessions" / "gauntlet.jsonl"
+    app = make_app(ReplaySession(rec, speed=float("inf")))
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(300):
+            await pilot.pause(0.05)
+            if getattr(app.source, "finished", False):
+                break
+        for _ in range(5):
+            await pilot.pause(0.05)
+        panels = list(app.screen.query(GauntletLanePanel))
+        assert len(panels) == 2
+        for panel in panels:
+            for wid in ("#now", "#turns-head", "#turns", "#reps"):
+                w = panel.query_one(wid)
+                lines = w.visual.plain.split("\n")
+                assert all(len(line.rstrip()) <= w.content_region.width and "…" not in line for line in lines), \
+                    (panel.lane, wid, lines, w.content_region.width)
+            rows = panel.query_one("#turns", Static).visual.plain.split("\n")
+            assert all(line.rstrip().endswith(("s ✓", "s ✗", " s")) for line in rows), rows  # the times whole
+            assert "TTFT" in panel.query_one("#turns-head", Label).visual.plain
+            reps = panel.query_one("#reps", Static).visual.plain.split("\n")
+            assert all(line.startswith(("✓", "✗", "3/3")) for line in reps), reps  # no item split over lines
+        summary = app.screen.query_one("#g-summary", Label)
+        text = summary.visual.plain
+        assert text.endswith("tool calls") and "…" not in text
+        assert len(textwrap.wrap(text, summary.content_region.width)) <= summary.content_region.height
+        await pilot.press("q")
+
+
+def test_the_turn_rows_drop_columns_whole_and_say_which():
+    from types import SimpleNamespace
+
+    from lanemon.ui.widgets.gauntlet_lane import turn_rows
+
+    turns = [SimpleNamespace(turn=20, prompt_tokens=3692, cached_tokens=512, ok=True, ttft_s=1.42, decode_s=12.17)]
+    for width, hidden in ((60, []), (40, ["cached"]), (34, ["prompt", "cached"]), (26, ["prompt", "cached"])):
+        head, rows, gone = turn_rows(turns, 14.0, width)
+        assert gone == hidden, (width, gone)
+        from lanemon.ui.widgets.status_bar import markup_cells
+
+        assert markup_cells(head) <= width and all(markup_cells(r) <= width for r in rows), (width, head, rows)
+        assert rows[0].endswith("1.42 + 12.17 s [$success]✓[/]")
+        assert ("3,692" in rows[0]) == ("prompt" not in hidden) and ("512" in rows[0]) == ("cached" not in hidden)
+
+
+async def test_the_race_header_leaves_items_out_whole_at_80x24():
+    """The race replay at 80x24 read `coding-02 (coding) · completions · max 256 tok · at…` and the prompt
+    `… get and p…`: the start time goes whole, and the prompt's preview ends after a whole word."""
+    from pathlib import Path
+
+    from lanemon.sessions.sources import ReplaySession
+    from lanemon.ui.app import make_app
+
+    rec = Path(__file__).resolve().parent.parent / "sample_sessions" / "races.jsonl"
+    app = make_app(ReplaySession(rec, speed=float("inf")))
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(200):
+            await pilot.pause(0.05)
+            if getattr(app.source, "finished", False):
+                break
+        for _ in range(5):
+            await pilot.pause(0.05)
+        assert app.screen_name() == "race"
+        info, prompt = app.screen.query_one("#race-info"), app.screen.query_one("#race-prompt-text")
+        text = info.visual.plain
+        assert text.startswith("coding-02") and "…" not in text and len(text) <= info.content_region.width, text
+        assert " at" not in text or text.split(" at ")[1].startswith("+")
+        shown = prompt.visual.plain
+        assert len(shown) <= prompt.content_region.width, shown
+        whole = " ".join(app.screen.query_one("RaceHeader")._prompt.split())
+        if shown.endswith("…"):
+            kept = shown[len("prompt "):-1]
+            assert whole.startswith(kept) and whole[len(kept)] == " ", (kept, whole)
+        await pilot.press("q")

@@ -23,6 +23,10 @@ from lanemon.ui.widgets.bench_table import BenchTable
 from lanemon.reports.prefill_table import prefill_table
 from lanemon.reports.tables import decode_legend, decode_table
 
+CATEGORY_TITLE = ("per-stream decode at C1 by category", "per-stream decode at C1", "per-stream at C1",
+                  "at C1")
+"""The category bars' title, fullest first (the chart's border takes the first that fits whole)."""
+
 TABLE_WIDTH = 46
 """The results panel's inner width before the first layout (#bench-left is 50 wide)."""
 
@@ -145,7 +149,7 @@ class BenchScreen(LanemonScreen):
     BenchScreen #bench-right { width: 1fr; }
     BenchScreen #chart-side { margin-top: 0; }
     BenchScreen BenchLog { margin: 0 1; }
-    BenchScreen #verdict { height: auto; max-height: 8; padding: 0 1; border: round $primary 40%;
+    BenchScreen #verdict { height: auto; max-height: 10; padding: 0 1; border: round $primary 40%;
                            border-title-color: $text-muted; background: $surface; }
     """
 
@@ -237,7 +241,9 @@ class BenchScreen(LanemonScreen):
             text = decode_verdict(results, names)
             verdict.update(text)
             verdict.display = bool(text)
-            hidden = decode_table(results, names).fit(width, pad=2).hidden
+            fitted = decode_table(results, names).fit(width, pad=2)
+            hidden = fitted.hidden
+            table.set_units(fitted.units_note())
             table.set_legend(escape(" · ".join(x for x in (decode_legend(results),
                                                            f"+{len(hidden)} in report" if hidden else "") if x)))
             steady, span, flagged = {}, {}, {}
@@ -256,7 +262,7 @@ class BenchScreen(LanemonScreen):
             if len(between) == 2 and None not in between:
                 vline = ((between[0] + between[1]) / 2,
                          f"{cross.get('leader_after')} overtakes {cross.get('leader_before')}")
-            title = "aggregate decode vs concurrency"
+            title = ("aggregate decode vs concurrency", "aggregate decode tok/s", "aggregate decode", "decode")
             if any(steady.values()) or any(span.values()) or any(flagged.values()):
                 main.show_lines(title, "concurrent streams", "tok/s", steady, ghost=span, flagged=flagged,
                                 vline=vline)
@@ -272,18 +278,19 @@ class BenchScreen(LanemonScreen):
                                  .get("per_stream_tok_s")) for c in cats] for n in names}
                 starved = {(n, c) for n in names for c in cats
                            if ((((by_lane[n] or {}).get("categories") or {}).get(c) or {}).get("unreliable"))}
-                side.show_bars("per-stream decode at C1 by category", "category", "tok/s", cats, bars,
-                               flagged=starved)
+                side.show_bars(CATEGORY_TITLE, "category", "tok/s", cats, bars, flagged=starved)
             elif (results.get("config") or {}).get("per_category") is False:
-                side.show_empty("per-stream decode at C1 by category", "not run (--no-categories)")
+                side.show_empty(CATEGORY_TITLE, "not run (--no-categories)")
             elif self.app.source_state() != "running":  # type: ignore[attr-defined]
-                side.show_empty("per-stream decode at C1 by category", "no category cell finished")
+                side.show_empty(CATEGORY_TITLE, "no category cell finished")
             else:
-                side.show_empty("per-stream decode at C1 by category")
+                side.show_empty(CATEGORY_TITLE)
             return
         if self.kind == "prefill":
             model = prefill_table(results, names)
-            hidden = model.fit(width, pad=2).hidden
+            fitted = model.fit(width, pad=2)
+            hidden = fitted.hidden
+            table.set_units(fitted.units_note())
             table.set_legend(escape(" · ".join(x for x in (model.legend, f"+{len(hidden)} in report" if hidden
                                                            else "") if x)))
         else:
@@ -297,7 +304,9 @@ class BenchScreen(LanemonScreen):
                 if k not in lengths:
                     lengths.append(k)
         lengths.sort(key=_key)
-        title = "prefill tok/s by prompt length" if self.kind == "prefill" else "needles: prefill tok/s by context"
+        title = (("prefill tok/s by prompt length", "prefill tok/s by length", "prefill by length", "prefill tok/s")
+                 if self.kind == "prefill" else
+                 ("needles: prefill tok/s by context", "needles: prefill tok/s", "prefill tok/s", "prefill"))
         if not lengths:
             main.show_empty(title)
             return

@@ -158,7 +158,7 @@ class ResultScreen(LanemonScreen):
             if getattr(s, "model", None) is not None:  # the table's own model, fitted: columns dropped by rank
                 fitted = s.model.fit(max(40, self.size.width - 4), pad=2)
                 headers, rows = fitted.labels(), fitted.text_rows()
-                notes += [fitted.hidden_note()] if fitted.hidden else []
+                notes += [x for x in (fitted.units_note(), fitted.hidden_note()) if x]  # `served/s in req/s`
             for title, headers, rows in [(s.title, headers, rows)] + list(s.more or []):
                 if not rows:
                     continue
