@@ -310,14 +310,15 @@ async def test_bench_charts_say_their_titles_and_legends_whole(name, size):
             key = chart.query_one("#key")
             items = [p for _, p in chart.legend]
             assert len(items) >= 2  # the lanes, what their lines are, the span's points
-            if key.display:  # the legend did not fit the border: each item whole on the key's lines
-                assert not subtitle
+            shown = subtitle
+            if key.display:  # the legend did not fit the border: the rest, each item whole, on the key's lines
                 lines = key.visual.plain.split("\n")
                 assert all(len(line) <= key.content_region.width for line in lines), lines
-                assert " ".join(lines) == " ".join(items)
+                assert len(lines) == 1 or size == (80, 24), lines  # one line at 100x30
+                shown = " ".join(x for x in [subtitle] + lines if x)
                 assert key.region.bottom <= chart.query_one("#plot").region.y  # over the plot, not on it
-            else:
-                assert subtitle == " ".join(items)
+                assert subtitle, "the border holds the leading items that fit it"
+            assert shown == " ".join(items), (subtitle, items)
         await pilot.press("q")
 
 
@@ -453,4 +454,56 @@ async def test_the_race_header_leaves_items_out_whole_at_80x24():
         if shown.endswith("…"):
             kept = shown[len("prompt "):-1]
             assert whole.startswith(kept) and whole[len(kept)] == " ", (kept, whole)
+        # the footer: `PgUp Prev race  PgDn Next race` cut `←→ ±10s` to `←`; the race keys are one group now
+        # and the markers' [] go before seeking does
+        from textual.widgets._footer import FooterKey
+
+        footer = app.screen.query_one("Footer")
+        from test_starved_notice import _wait
+
+        await _wait(pilot, lambda: any(k.display for k in footer.query(FooterKey)))
+        keys = [k for k in footer.query(FooterKey) if k.display]
+        shown = {k.key_display for k in keys}
+        assert {"←", "→", "PgUp", "PgDn", "q"} <= shown, shown
+        palette = [k for k in keys if "-command-palette" in k.classes]
+        right = max(k.region.right for k in keys if "-command-palette" not in k.classes)
+        assert palette and right <= palette[0].region.x, (right, palette[0].region.x)
         await pilot.press("q")
+
+
+async def test_the_live_race_screen_says_its_keys_whole_at_80x24(tmp_path, monkeypatch):
+    """The demo's race screen at 80x24: the footer read `… PgUp PgDn races  q Quit  p Pause` (`Pause/resume` cut)
+    and the prompt box `… · Enter alone races` (the prompt it races cut off).  The footer leaves the race
+    browsing keys out whole first; the box says the fullest form of its hint that fits."""
+    from textual.widgets import Input
+    from textual.widgets._footer import FooterKey
+
+    from lanemon.cli.common import demo_lanes
+    from lanemon.config import ProbeConfig
+    from lanemon.sessions.sources import LiveSession
+    from lanemon.ui.app import make_app
+    from lanemon.ui.screens.race import RaceScreen
+    from test_starved_notice import _wait
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    with demo_lanes(0.05) as lanes:
+        session = LiveSession(lanes, probe=ProbeConfig(interval=0.5, max_tokens=8), mode="demo")
+        app = make_app(session, refresh_hz=5)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await _wait(pilot, lambda: bool(app.state.lanes), timeout=20)
+            await pilot.press("r")
+            await _wait(pilot, lambda: isinstance(app.screen, RaceScreen), timeout=10)
+            screen = app.screen
+            box = screen.query_one("#race-input", Input)
+            footer = screen.query_one("Footer")
+            await _wait(pilot, lambda: {"q", "p"} <= {k.key for k in footer.query(FooterKey) if k.display},
+                        timeout=10)
+            await _wait(pilot, lambda: len(box.placeholder) <= box.content_region.width, timeout=5)
+            assert "Enter alone races" in box.placeholder and box.placeholder.endswith(")"), box.placeholder
+            keys = [k for k in footer.query(FooterKey) if k.display]
+            palette = [k for k in keys if "-command-palette" in k.classes]
+            right = max(k.region.right for k in keys if "-command-palette" not in k.classes)
+            assert palette and right <= palette[0].region.x, [(k.key_display, k.description) for k in keys]
+            assert {"/", "⏎", "q", "p"} <= {k.key_display for k in keys}
+            await pilot.press("q")
+        session.close()

@@ -137,6 +137,8 @@ def fit_bars(labels: list[str], series: dict[str, list[float]], colours: dict[st
             used = label_w + 1 + name_w + 1 + len(bar) + len(tail)
             line.append(tail)
             if note:
+                if stacked:  # the unit is the key's, as on the bars (80x24 put `tok/s` on a line of its own)
+                    note = [x.removesuffix(f" {unit}") for x in note]
                 text = "  ◀ " + "; ".join(note)
                 room = width - used
                 if len(text) <= room:
@@ -256,14 +258,16 @@ class BenchChart(Vertical):
         """``title``: one text or its forms, fullest first (``("aggregate decode vs concurrency", "aggregate
         decode", ...)``); ``suffix`` (markup, plain) follows the fullest forms where it fits too."""
         forms = [title] if isinstance(title, str) else list(title)
-        self.titles = ([(escape(f) + suffix[0], f + suffix[1]) for f in forms] if suffix else []) + [
-            (escape(f), f) for f in forms]
+        # each form with the suffix, then without it: the title's words before the axis name (100x30 read
+        # `prefill tok/s  (prompt tokens)` where `needles: prefill tok/s by context` fitted whole)
+        self.titles = [t for f in forms for t in ([(escape(f) + suffix[0], f + suffix[1])] if suffix else [])
+                       + [(escape(f), f)]]
         self._fit_labels()
 
     def _fit_labels(self) -> None:
         """The border's title and legend, each whole: the fullest title form that fits the border (80x24's
-        25-column chart read ``aggregate decode v…``); the legend in the bottom border where it fits whole,
-        else on key lines over the plot (it read ``━A ━B steady •• sp…``)."""
+        25-column chart read ``aggregate decode v…``); the legend's items in the bottom border as far as they
+        fit whole, the rest on key lines over the plot (it read ``━A ━B steady •• sp…``)."""
         room = (self.size.width or 80) - 6  # the border's corners and a blank either side of the label
         if self.titles:
             title = next((m for m, p in self.titles if len(p) <= room), self.titles[-1][0])
@@ -271,15 +275,20 @@ class BenchChart(Vertical):
                 self.border_title = title
         if self.kind != "lines":
             return
-        whole = " ".join(p for _, p in self.legend)
         key = self.query_one("#key", Static)
-        fits = len(whole) <= room or not self.legend
-        subtitle = " ".join(m for m, _ in self.legend) if fits else ""
+        # the border holds the leading items that fit it whole (the lanes); the rest go to the key line, so the
+        # plot keeps its rows (80x24 gave a 25-column chart's key two lines and the plot one)
+        n = 0
+        while n < len(self.legend) and len(" ".join(p for _, p in self.legend[: n + 1])) <= room:
+            n += 1
+        subtitle = " ".join(m for m, _ in self.legend[:n])
+        rest = self.legend[n:]
+        fits = not rest
         if self.border_subtitle != subtitle:
             self.border_subtitle = subtitle
         lines: list[list[tuple[str, str]]] = []
         inner = max(1, (self.size.width or 80) - 4)  # the border and the key's padding
-        for item in ([] if fits else self.legend):
+        for item in rest:
             if lines and len(" ".join(p for _, p in lines[-1] + [item])) <= inner:
                 lines[-1].append(item)
             else:

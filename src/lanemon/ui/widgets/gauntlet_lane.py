@@ -55,7 +55,8 @@ def _secs(value: float | None) -> str:
 
 TURNS_HEAD = "turn  prompt  cached  [$accent]■[/] TTFT  [$primary]■[/] decode"
 TAIL = 18
-"""A turn row's times after its bar: `` 12.34 + 29.68 s ✓``."""
+"""A turn row's times after its bar where there are no turns yet: `` 12.34 + 29.68 s ✓`` (the rows' own times
+set it once there are: `` 1.42 + 0.17 s ✓`` is 16)."""
 
 
 def turn_rows(turns: list, scale: float, width: int | None) -> tuple[str, list[str], list[str]]:
@@ -65,23 +66,27 @@ def turn_rows(turns: list, scale: float, width: int | None) -> tuple[str, list[s
     does not fit beside them (80x24's 34-cell card read ``■ d…`` and ``████…``), the cached column goes
     whole, then the prompt's, then the bar: never a column cut."""
     width = width or 60
+    times = [f"{_secs(tv.ttft_s).strip()} + {_secs(tv.decode_s).strip()} s" for tv in turns]
+    time_w = max((len(t) for t in times), default=TAIL - 3)
+    times = [" " + t.rjust(time_w) for t in times]
+    tail = time_w + 3  # a blank, the times, a blank and the mark (` 1.42 + 0.17 s ✓`)
     sets = [("prompt", "cached"), ("prompt",), ()]
-    cols = next((c for c in sets if width - 6 - 8 * len(c) - TAIL >= 6), ())
+    cols = next((c for c in sets if width - 6 - 8 * len(c) - tail >= 6), ())
     prefix = 6 + 8 * len(cols)
-    bar_w = max(0, min(40, width - prefix - TAIL))
+    bar_w = max(0, min(40, width - prefix - tail))
     if bar_w < 6:
         bar_w = 0
     head = "turn  " + "".join(f"{c:<6}  " for c in cols)
     head += "[$accent]■[/] TTFT  [$primary]■[/] decode" if bar_w else "TTFT + decode"
     rows = []
-    for tv in turns:
+    for tv, secs in zip(turns, times):
         prompt = f"{tv.prompt_tokens:>6,}" if tv.prompt_tokens is not None else "     –"
         cached = f"{tv.cached_tokens:>6,}" if tv.cached_tokens else "     –"
         mark = "" if tv.ok is None else ("[$success]✓[/]" if tv.ok else "[$error]✗[/]")
         row = f"{tv.turn + 1:>4}  " + "".join(f"{prompt if c == 'prompt' else cached}  " for c in cols)
         if bar_w:
             row += turn_bar(tv.ttft_s, tv.decode_s, scale, bar_w)
-        rows.append(f"{row} {_secs(tv.ttft_s)} + {_secs(tv.decode_s).strip()} s {mark}")
+        rows.append(f"{row}{secs} {mark}")
     return head, rows, [c for c in ("prompt", "cached") if c not in cols]
 
 
@@ -181,7 +186,9 @@ class GauntletLanePanel(LaneCard):
             self.back = 0
         if hidden:  # the columns left out, named where the line has room
             notes.append(f"  [dim]hidden: {', '.join(hidden)}[/]")
-        forms = [head + "".join(notes)] + ([head + notes[0]] if len(notes) > 1 else []) + [head]
+        tight = head.replace(" TTFT  ", " TTFT ")  # one blank fewer, for the turns shown (`9–21↑↓`) at 100x30
+        forms = [h + "".join(notes) for h in (head, tight)] + (
+            [h + notes[0] for h in (head, tight)] if len(notes) > 1 else []) + [head]
         self.query_one("#turns-head", Label).update(fit_forms(forms, width))
         turns_widget.update("\n".join(rows))
         reps_widget = self.query_one("#reps", Static)
