@@ -223,7 +223,7 @@ def test_category_bars_in_a_narrow_panel_stack_each_label_over_its_bars():
     assert "coding" in wide.plain.split("\n")[1] and "1,509 tok/s ?" in wide.plain  # wide: as before
 
 
-@pytest.mark.parametrize("name", ["races.jsonl", "prefill.jsonl"])
+@pytest.mark.parametrize("name", ["races.jsonl", "prefill.jsonl", "demo.jsonl"])
 async def test_a_finished_replays_header_names_its_file_whole_at_80x24(name):
     """At 80x24 a replay's header ended in `■ replay finished  fro…` (races) or `elapsed +1m52s  f…` (a bench
     replay): the path was fitted to the width of a layout that had not settled, and nothing redrew it after
@@ -244,7 +244,7 @@ async def test_a_finished_replays_header_names_its_file_whole_at_80x24(name):
             await pilot.pause(0.05)
         path = app.screen.query_one("#path")
         right = path.visual.plain
-        assert right in (f"from {name}", name, ""), right
+        assert right in (f"from {name}", name, ""), right  # the dashboard's bar had 1 cell for the whole path
         assert len(right) <= path.content_region.width or not right, (right, path.content_region.width)
 
 
