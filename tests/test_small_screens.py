@@ -424,6 +424,11 @@ def test_the_turn_rows_drop_columns_whole_and_say_which():
         assert markup_cells(head) <= width and all(markup_cells(r) <= width for r in rows), (width, head, rows)
         assert rows[0].endswith("1.42 + 12.17 s [$success]✓[/]")
         assert ("3,692" in rows[0]) == ("prompt" not in hidden) and ("512" in rows[0]) == ("cached" not in hidden)
+    # 100x30's 44-cell card: times of one digit leave a 6-cell bar beside both columns (a fixed 18-cell time
+    # column for `12.34 + 29.68 s ✓` dropped `cached` there, the column that shows lane B's prefix cache)
+    short = [SimpleNamespace(turn=8, prompt_tokens=2675, cached_tokens=512, ok=True, ttft_s=1.04, decode_s=0.34)]
+    head, rows, gone = turn_rows(short, 14.0, 44)
+    assert gone == [] and "cached" in head and rows[0].endswith("1.04 + 0.34 s [$success]✓[/]"), (head, rows)
 
 
 async def test_the_race_header_leaves_items_out_whole_at_80x24():
