@@ -12,6 +12,9 @@ from typing import Any
 
 from lanemon.measure.stats import median
 from lanemon.reports.format import num
+from lanemon.results.agree import AgreeResult
+from lanemon.results.kl import KlResult
+from lanemon.results.race import RaceResult
 from lanemon.workloads.bench.decode import crossover as ladder_crossover
 from lanemon.workloads.bench.decode import level_figure
 from lanemon.workloads.bench.decode import level_leads as ladder_level_leads
@@ -21,7 +24,7 @@ def lane_names(analysis: dict[str, Any]) -> list[str]:
     """Lanes in header order, then any that appear only in results."""
     names: list[str] = [lane["name"] for lane in analysis.get("environment", {}).get("lanes", []) if lane.get("name")]
     for bench in ("decode", "prefill", "needles", "race", "agree", "kl", "gauntlet"):
-        for name in (analysis.get(bench) or {}).get("lanes", {}) or {}:
+        for name in bench_lanes(analysis.get(bench)) or {}:
             if isinstance(name, str) and name not in names:
                 names.append(name)
     for name in qeval_runs(analysis.get("qeval")):
@@ -30,8 +33,13 @@ def lane_names(analysis: dict[str, Any]) -> list[str]:
     return names
 
 
+def bench_lanes(result: Any) -> Any:
+    """A bench result's ``lanes``: a typed result's (``lanemon.results``) attribute, a dict result's key."""
+    return result.get("lanes") if isinstance(result, dict) else getattr(result, "lanes", None)
+
+
 def present_lanes(analysis: dict[str, Any], bench: str) -> list[str]:
-    lanes = (analysis.get(bench) or {}).get("lanes") or {}
+    lanes = bench_lanes(analysis.get(bench)) or {}
     return [n for n in lane_names(analysis) if n in lanes]
 
 
@@ -126,13 +134,11 @@ def prefill_cells(prefill: dict[str, Any], lane: str) -> dict[str, dict[str, Any
     return ((prefill.get("lanes") or {}).get(lane) or {}).get("lengths") or {}
 
 
-def race_wins(race: dict[str, Any]) -> dict[str, int]:
-    wins: dict[str, int] = {}
-    for r in race.get("races") or []:
-        w = r.get("winner")
-        if w:
-            wins[w] = wins.get(w, 0) + 1
-    return wins
+def race_wins(race: RaceResult) -> dict[str, int]:
+    """Races won per lane (the result's own ``wins``), in the order of their first win; lanes that won none left
+    out."""
+    first = dict.fromkeys(r.winner for r in race.races if r.winner)
+    return {name: race.lanes[name].wins for name in first if name in race.lanes}
 
 
 def qeval_runs(q: Any) -> dict[str, dict[str, Any]]:
@@ -155,13 +161,13 @@ def qeval_rate(run: dict[str, Any]) -> float | None:
     return median(rates)
 
 
-def agree_pair(ag: dict[str, Any]) -> tuple[str, str]:
-    lanes = list(ag.get("lanes") or []) + ["A", "B"]
+def agree_pair(ag: AgreeResult) -> tuple[str, str]:
+    lanes = list(ag.lanes) + ["A", "B"]
     return str(lanes[0]), str(lanes[1])
 
 
-def kl_lanes(kl: dict[str, Any], order: list[str]) -> list[str]:
-    lanes = kl.get("lanes") or {}
+def kl_lanes(kl: KlResult, order: list[str]) -> list[str]:
+    lanes = kl.lanes
     return [n for n in order if n in lanes] + [n for n in lanes if n not in order]
 
 

@@ -22,6 +22,7 @@ from lanemon.recording.schema import DATA_SCHEMAS, EventRow, Header
 from lanemon.results.agree import AgreeResult
 from lanemon.results.check import CheckResult
 from lanemon.results.decode import DecodeResult
+from lanemon.results.kl import KlResult
 from lanemon.results.load import LoadResult
 from lanemon.results.needles import NeedleResult
 from lanemon.results.prefill import PrefillResult
@@ -41,6 +42,7 @@ OUTPUTS: dict[str, tuple[Any, str]] = {
     "race": (RaceResult, "lanemon race --json"),
     "check": (CheckResult, "lanemon check --json"),
     "agree": (AgreeResult, "lanemon agree --json"),
+    "kl": (KlResult, "lanemon kl --json"),
     "history": (list[LaneSummary], "lanemon history --json"),
     "recording": (EventRow, "a recording (--record): a header line, then one event per line"),
 }
