@@ -47,10 +47,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from lanemon.measure.bounds import GPU
+
 NS = 1_000_000_000
-MAX_W_PER_GPU = 5000.0
-"""The most a GPU can draw (W): the telemetry client's bound on a power reading, and on a counter's rise per
-second.  More is not a measurement: dropped and counted."""
+MAX_W_PER_GPU = GPU["power_w"][1]
+"""The most a GPU can draw (W; measure/bounds.py ``GPU``, the one table of what a reading may physically be): the
+bound on a power reading, and on a counter's rise per second.  More is not a measurement: dropped and counted."""
 JITTER_S = 0.05
 """Timing slack allowed when checking a counter's rise against :data:`MAX_W_PER_GPU` (two readings close together
 have instants known to a few ms)."""
