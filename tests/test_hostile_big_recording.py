@@ -32,8 +32,7 @@ def _big():
     return module
 
 
-def _json(obj) -> bytes:
-    """The analysis as bytes; a typed result (lanemon.results) as the JSON its --json prints."""
+def _json(obj) -> bytes:  # a typed result (lanemon.results) as the --json it prints
     return orjson.dumps(obj, default=to_json_obj, option=orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY)
 
 
