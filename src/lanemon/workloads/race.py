@@ -224,7 +224,7 @@ async def run_race(
     }
     meta = {"bench": BENCH, "race": index, "prompt_id": prompt.id}
     label = f"race {index}"
-    extra_mark: dict[str, Any] = {"slo": dict(slo)} if slo else {}
+    extra_mark: dict[str, dict[str, float]] = {"slo": dict(slo)} if slo else {}
     await _edge(target)  # /metrics and GPU telemetry read before the race: its counters and energy (docs/GPU.md)
     target.mark(label, bench=BENCH, phase="start", race=index, prompt=prompt.text, prompt_id=prompt.id,
                 category=prompt.category, endpoint=endpoint, max_tokens=budget, lanes=names, **extra_mark)
@@ -242,10 +242,8 @@ async def run_race(
         done = [r for r in records if r.ok]
         if done:
             winner = min(done, key=lambda r: r.end_ns).lane  # type: ignore[arg-type, return-value]
-        end: dict[str, Any] = {"winner": winner}
-        if stopped:
-            end["stopped"] = True
-        target.mark(label, bench=BENCH, phase="end", race=index, **end)
+        stop: dict[str, bool] = {"stopped": True} if stopped else {}
+        target.mark(label, bench=BENCH, phase="end", race=index, winner=winner, **stop)
     await _edge(target)
     return dict(zip(names, records))
 
