@@ -20,6 +20,11 @@ from typing import Any
 
 from lanemon.cli import bench_load
 from lanemon.cli.common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, MAX_COUNT, UsageError, add_measure_args, add_workload_args, err, int_list, open_recorder, parse_number, recording_saved, run_interruptible, slo_arg, thinking_arg, workload_lanes)
+from lanemon.reports.format import num
+from lanemon.results.common import Result, as_result, to_json_obj
+from lanemon.results.decode import DecodeCategoryCell, DecodeLane, DecodeResult
+from lanemon.results.needles import NeedleResult
+from lanemon.results.prefill import PrefillResult
 from lanemon.untrusted import inert, json_visible
 
 HELP = {
@@ -264,9 +269,9 @@ def _headless(run, args: argparse.Namespace) -> int:
     except (LaneDown, WorkersUnavailable) as exc:
         err(str(exc))
         return EXIT_FAIL
-    result = run.results()
+    result = run.results()  # decode, prefill, needles: typed (lanemon.results); load, sweep: their JSON
     if args.json:
-        sys.stdout.write(json_visible(orjson.dumps(result).decode()) + "\n")  # bidi, zero-width: \uXXXX
+        sys.stdout.write(json_visible(orjson.dumps(to_json_obj(result)).decode()) + "\n")  # bidi, zero-width: \uXXXX
         sys.stdout.flush()
     else:
         from lanemon.cli.common import output_console
@@ -274,6 +279,15 @@ def _headless(run, args: argparse.Namespace) -> int:
         render(result, output_console(getattr(args, "width", None)),
                time_scale=getattr(args, "time_scale", None) if getattr(args, "demo", False) else None,
                events=run.events)
+    if isinstance(result, (PrefillResult, NeedleResult, DecodeResult)):
+        if interrupted or result.interrupted:
+            return EXIT_INTERRUPTED
+        failed = {name: lane.error for name, lane in result.lanes.items()
+                  if not isinstance(lane, DecodeLane) and lane.error}
+        for name, why in failed.items():  # a failed calibration or a length the lane cannot take
+            err(f"lane {name}: {why}")
+        return EXIT_FAIL if failed else EXIT_OK
+    # bench load / sweep: their JSON (not typed yet)
     if interrupted or result.get("interrupted"):
         return EXIT_INTERRUPTED
     lost = sorted({f"{w.get('host')} ({str(w.get('node'))[:12]})" for lane in (result.get("lanes") or {}).values()
@@ -282,8 +296,7 @@ def _headless(run, args: argparse.Namespace) -> int:
     if lost:  # lost data is never exit 0
         err(f"load host{'s' if len(lost) > 1 else ''} lost mid-run: {', '.join(lost)} (workers_lost in the results)")
         return EXIT_FAIL
-    failed = {name: lane["error"] for name, lane in (result.get("lanes") or {}).items()
-              if run.kind in ("prefill", "needles") and isinstance(lane, dict) and lane.get("error")}
+    failed = {}
     for name, why in failed.items():  # a failed calibration or a length the lane cannot take
         err(f"lane {name}: {why}")
     return EXIT_FAIL if failed else EXIT_OK
@@ -315,27 +328,33 @@ def _secs(v: Any) -> str:
     return f"{v * 1000:.0f} ms" if v < 1 else f"{v:.2f} s"
 
 
-def _spread_cell(c: dict[str, Any], key: str) -> str:
-    text = _rate(c.get(key))
-    reps = [r for r in c.get("reps") or [] if r is not None]
-    if len(c.get("reps") or []) > 1 and reps:
-        text += f" [dim]({_rate(c.get('min'))}–{_rate(c.get('max'))})[/]"
-    if c.get("unstable"):
+def _spread_cell(c: DecodeCategoryCell, value: float | None) -> str:
+    """``value`` (the cell's figure) with the reps' range, unstable, the errors and bursts."""
+    text = _rate(value)
+    reps = [r for r in c.reps if r is not None]
+    if len(c.reps) > 1 and reps:
+        text += f" [dim]({_rate(c.min)}–{_rate(c.max)})[/]"
+    if c.unstable:
         text += " [yellow]unstable[/]"
-    if c.get("errors"):
-        text += f" [red]{c['errors']} err[/]"
-        apart = [f"{c[k]} {k}" for k in ("truncated", "empty") if c.get(k)]  # counted in errors, said apart
+    if c.errors:
+        text += f" [red]{c.errors} err[/]"
+        apart = [f"{n} {k}" for k, n in (("truncated", c.truncated), ("empty", c.empty)) if n]  # counted in errors
         if apart:
             text += f" [red]({', '.join(apart)})[/]"
-    if c.get("bursts"):
-        text += f" [yellow]{c['bursts']} burst[/]"
+    if c.bursts:
+        text += f" [yellow]{c.bursts} burst[/]"
     return text
 
 
-def render(result: dict[str, Any], console, time_scale: float | None = None, events=None) -> None:
-    """The result table(s) of one bench, with the crossover sentence and flags: every table the report of the
-    same run has (a sweep's energy and cost by level: from ``events``, the decode cells the sweep ran)."""
-    kind = result.get("bench")
+def render(result: DecodeResult | PrefillResult | NeedleResult | dict[str, Any], console,
+           time_scale: float | None = None, events=None) -> None:
+    """The result table(s) of one bench (typed; ``bench load`` and ``sweep``: their JSON), with the crossover
+    sentence and flags: every table the report of the same run has (a sweep's energy and cost by level: from
+    ``events``, the decode cells the sweep ran)."""
+    kind = result.bench if isinstance(result, Result) else result.get("bench")
+    typed = {"decode": DecodeResult, "prefill": PrefillResult, "needles": NeedleResult}.get(str(kind))
+    if typed is not None:  # a result read back as JSON (a --json file) is read as its Struct
+        result = as_result(result, typed)
     if kind == "decode":
         _render_decode(result, console)
     elif kind == "prefill":
@@ -350,12 +369,12 @@ def render(result: dict[str, Any], console, time_scale: float | None = None, eve
             from lanemon.measure.views import attach_engine_views
             from lanemon.workloads.bench.decode import decode_results
 
-            _render_efficiency(attach_engine_views(decode_results(events), events), list(result.get("lanes") or {}),
-                               console)
+            _render_efficiency(to_json_obj(attach_engine_views(decode_results(events), events)),
+                               list(result.get("lanes") or {}), console)
     if time_scale and time_scale != 1.0:
         console.print(f"[dim]simulated lanes at --time-scale {time_scale}: rates are as measured "
                       f"(multiply by {time_scale} for the lanes' real-time rates, times divide)[/]")
-    if result.get("interrupted"):
+    if (result.interrupted if isinstance(result, Result) else result.get("interrupted")):
         from lanemon.workloads.bench.run import interruption_text
         from rich.markup import escape as rich_escape
 
@@ -363,20 +382,20 @@ def render(result: dict[str, Any], console, time_scale: float | None = None, eve
                       "finished cells are shown")
 
 
-def _render_decode(result: dict[str, Any], console) -> None:
+def _render_decode(result: DecodeResult, console) -> None:
     from rich.table import Table
 
     from lanemon.reports.tables import decode_table, print_table
     from lanemon.workloads.bench.decode import crossover_sentence
 
-    lanes = result.get("lanes", {})
+    lanes = result.lanes
     names = list(lanes)
     # one model with the TUI bench screen (reports/tables.py), fitted to the console's width
     print_table(console, decode_table(result, names))
     sentence = crossover_sentence(result)
     if sentence:
         console.print(f"[bold]{sentence}[/]  (▲ leads the level beyond the noise band, = within it)")
-    cats = list(dict.fromkeys(c for d in lanes.values() for c in d.get("categories", {})))
+    cats = list(dict.fromkeys(c for d in lanes.values() for c in d.categories))
     if cats:
         ct = Table(title="per-stream decode tok/s at C1, by category")
         ct.add_column("category")
@@ -388,14 +407,14 @@ def _render_decode(result: dict[str, Any], console) -> None:
             row = [cat]
             vals2 = []
             for n in names:
-                c = lanes[n].get("categories", {}).get(cat)
-                row.append(_spread_cell(c, "per_stream_tok_s") if c else "–")
-                vals2.append(c.get("per_stream_tok_s") if c else None)
+                c = lanes[n].categories.get(cat)
+                row.append(_spread_cell(c, c.per_stream_tok_s) if c else "–")
+                vals2.append(c.per_stream_tok_s if c else None)
             if len(names) >= 2:
                 row.append(f"{vals2[0] / vals2[1]:.2f}×" if vals2[0] and vals2[1] else "–")
             ct.add_row(*row)
         console.print(ct)
-    _render_efficiency(result, names, console)
+    _render_efficiency(to_json_obj(result), names, console)  # reports/sections/efficiency.py reads the JSON
 
 
 def _render_efficiency(result: dict[str, Any], names: list[str], console) -> None:
@@ -422,37 +441,36 @@ def _render_efficiency(result: dict[str, Any], names: list[str], console) -> Non
             console.print(rich_escape(note))
 
 
-def _render_prefill(result: dict[str, Any], console) -> None:
+def _render_prefill(result: PrefillResult, console) -> None:
     from lanemon.reports.prefill_table import prefill_table
     from lanemon.reports.tables import print_table
 
     # one model with the TUI bench screen and the report (reports/tables.py), fitted to the console's width
-    print_table(console, prefill_table(result, list(result.get("lanes") or {})))
+    print_table(console, prefill_table(result, list(result.lanes)))
 
 
-def _render_needles(result: dict[str, Any], console) -> None:
+def _render_needles(result: NeedleResult, console) -> None:
     from rich.table import Table
 
-    lanes = result.get("lanes", {})
+    lanes = result.lanes
     names = list(lanes)
-    lengths = sorted({int(k) for d in lanes.values() for k in d.get("lengths", {})})
+    lengths = sorted({int(k) for d in lanes.values() for k in d.lengths})
     t = Table(title="needles · a random 8-character key at a random depth")
     for col, just in (("length", "right"), ("lane", "left"), ("found", "left"), ("depth", "right"),
                       ("TTFT", "right"), ("prefill tok/s", "right")):
         t.add_column(col, justify=just)
     for length in lengths:
-        rows = [(n, lanes[n]["lengths"].get(str(length))) for n in names]
-        rows = [(n, c) for n, c in rows if c is not None]
+        rows = [(n, c) for n in names if (c := lanes[n].lengths.get(str(length))) is not None]
         for i, (n, c) in enumerate(rows):
-            if c.get("found") is None:
-                found = f"[red]error[/]: {str(c.get('error') or '')[:60]}"
-            elif c["found"]:
+            if c.found is None:
+                found = f"[red]error[/]: {str(c.error or '')[:60]}"
+            elif c.found:
                 found = "[green]found[/]"
-                if c.get("runs_count", 1) > 1:
-                    found += f" {c['found_count']}/{c['runs_count']}"
+                if c.runs_count > 1:
+                    found += f" {c.found_count}/{c.runs_count}"
             else:
-                found = f"[red]NOT FOUND[/] (key {c.get('key')}, answer {str(c.get('answer') or '')[:40]!r})"
-            depth = f"{c['depth'] * 100:.0f}%" if c.get("depth") is not None else "–"
-            t.add_row(_tokens(length) if i == 0 else "", n, found, depth, _secs(c.get("ttft_s")),
-                      _rate(c.get("prefill_tok_s")), end_section=i == len(rows) - 1)
+                found = f"[red]NOT FOUND[/] (key {c.key or None}, answer {str(c.answer or '')[:40]!r})"
+            depth = num(c.depth)
+            t.add_row(_tokens(length) if i == 0 else "", n, found, f"{depth * 100:.0f}%" if depth is not None else "–",
+                      _secs(num(c.ttft_s)), _rate(num(c.prefill_tok_s)), end_section=i == len(rows) - 1)
     console.print(t)

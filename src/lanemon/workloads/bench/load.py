@@ -46,6 +46,7 @@ from lanemon.measure.metrics import NS, generated_tokens, median, request_metric
 from lanemon.measure.stats import chunk_weights
 from lanemon.measure.records import RequestRecord, assemble, reiterable
 from lanemon.workloads.bench.run import each_lane, edge, first_error, outcome_figures, read_marks, rnd, run_state
+from lanemon.results.common import to_json_obj
 from lanemon.workloads.bench.prefill import CALIBRATION_TOKENS, calibrate, calibrate_cell, lane_context
 from lanemon.workloads.prompts import chars_for_tokens, filler_text
 from lanemon.workloads.bench.schedule import (  # noqa: F401 (the schedule's names, imported from here before)
@@ -474,7 +475,7 @@ def cell_result(records: Sequence[RequestRecord], span_s: float | None, config: 
         "measured": len(measured),
         "ok": len(ok),
         "errors": len(measured) - len(ok),
-        **outcome_figures(measured),
+        **outcome_figures(measured)._asdict(),
         "offered_rate_rps": rnd(config.get("rate")) if config.get("arrival") != "trace" else None,
         "scheduled_rate_rps": rnd(len(measured) / window) if window else None,
         "sent_rate_rps": rnd((len(sends) - 1) / ((sends[-1] - sends[0]) / NS))
@@ -551,7 +552,7 @@ def load_results(events: Iterable[Event], *, in_progress: bool = False) -> dict[
     out: dict[str, Any] = {"bench": BENCH, "lanes": lanes,
                            "schedule": {"seed": cfg.get("seed"), "seed_drawn": bool(cfg.get("seed_drawn")),
                                         "same_for_every_lane": same_for_every_lane(cfg)}}
-    out.update(run_state(marks, in_progress))
+    out.update(to_json_obj(run_state(marks, in_progress)))  # typed since issue 37 (tdecode)
     out["config"] = marks.config
     return out
 

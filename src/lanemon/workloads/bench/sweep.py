@@ -34,6 +34,7 @@ from lanemon.measure.records import reiterable
 from lanemon.events import Event
 from lanemon.measure.metrics import aggregate_tok_s, median, request_metrics
 from lanemon.measure import slo as slo_mod
+from lanemon.results.common import to_json_obj
 from lanemon.workloads.bench import decode
 from lanemon.workloads.bench.run import each_lane, rnd
 
@@ -123,7 +124,8 @@ def sweep_results(events: Iterable[Event], *, in_progress: bool = False) -> dict
             stops[ev.lane] = dict(ev.data)
     knee_gain = float(cfg.get("knee_gain") or KNEE_GAIN)
     slo = cfg.get("slo") or None
-    dec = decode.decode_results(events, in_progress=in_progress, slo=slo)  # the levels' goodput judged on it
+    # the levels' goodput judged on it; its JSON until this reads the typed result (issue 37)
+    dec = to_json_obj(decode.decode_results(events, in_progress=in_progress, slo=slo))
     lanes: dict[str, Any] = {}
     for lane, d in dec["lanes"].items():
         levels = sorted(int(k) for k in d["levels"])
