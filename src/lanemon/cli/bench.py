@@ -20,6 +20,8 @@ from typing import Any
 
 from lanemon.cli import bench_load
 from lanemon.cli.common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, MAX_COUNT, UsageError, add_measure_args, add_workload_args, err, int_list, open_recorder, parse_number, recording_saved, run_interruptible, slo_arg, thinking_arg, workload_lanes)
+from lanemon.results.common import Result, RunState, to_json_obj
+from lanemon.results.load import LoadResult
 from lanemon.untrusted import inert, json_visible
 
 HELP = {
@@ -264,8 +266,9 @@ def _headless(run, args: argparse.Namespace) -> int:
         err(str(exc))
         return EXIT_FAIL
     result = run.results()
-    if args.json:
-        sys.stdout.write(json_visible(orjson.dumps(result).decode()) + "\n")  # bidi, zero-width: \uXXXX
+    if args.json:  # a typed result's JSON (to_json_obj); a bench not yet typed (issue 37) returns its dict
+        obj = to_json_obj(result) if isinstance(result, Result) else result
+        sys.stdout.write(json_visible(orjson.dumps(obj).decode()) + "\n")  # bidi, zero-width: \uXXXX
         sys.stdout.flush()
     else:
         from lanemon.cli.common import output_console
@@ -273,15 +276,13 @@ def _headless(run, args: argparse.Namespace) -> int:
         render(result, output_console(getattr(args, "width", None)),
                time_scale=getattr(args, "time_scale", None) if getattr(args, "demo", False) else None,
                events=run.events)
-    if interrupted or result.get("interrupted"):
+    if interrupted or (result.interrupted if isinstance(result, RunState) else result.get("interrupted")):
         return EXIT_INTERRUPTED
-    lost = sorted({f"{w.get('host')} ({str(w.get('node'))[:12]})" for lane in (result.get("lanes") or {}).values()
-                   if isinstance(lane, dict) for r in lane.get("reps") or [] if isinstance(r, dict)
-                   for w in r.get("workers_lost") or [] if isinstance(w, dict)})
+    lost = bench_load.lost_hosts(result) if isinstance(result, LoadResult) else []
     if lost:  # lost data is never exit 0
         err(f"load host{'s' if len(lost) > 1 else ''} lost mid-run: {', '.join(lost)} (workers_lost in the results)")
         return EXIT_FAIL
-    failed = {name: lane["error"] for name, lane in (result.get("lanes") or {}).items()
+    failed = {name: lane["error"] for name, lane in ({} if isinstance(result, Result) else result.get("lanes") or {}).items()
               if run.kind in ("prefill", "needles") and isinstance(lane, dict) and lane.get("error")}
     for name, why in failed.items():  # a failed calibration or a length the lane cannot take
         err(f"lane {name}: {why}")
@@ -331,10 +332,11 @@ def _spread_cell(c: dict[str, Any], key: str) -> str:
     return text
 
 
-def render(result: dict[str, Any], console, time_scale: float | None = None, events=None) -> None:
+def render(result: Any, console, time_scale: float | None = None, events=None) -> None:
     """The result table(s) of one bench, with the crossover sentence and flags: every table the report of the
-    same run has (a sweep's energy and cost by level: from ``events``, the decode cells the sweep ran)."""
-    kind = result.get("bench")
+    same run has (a sweep's energy and cost by level: from ``events``, the decode cells the sweep ran).
+    ``result``: the bench's typed result (load, sweep), or its dict (a bench not yet typed: issue 37)."""
+    kind = result.bench if isinstance(result, Result) else result.get("bench")
     if kind == "decode":
         _render_decode(result, console)
     elif kind == "prefill":
@@ -349,16 +351,16 @@ def render(result: dict[str, Any], console, time_scale: float | None = None, eve
             from lanemon.measure.views import attach_engine_views
             from lanemon.workloads.bench.decode import decode_results
 
-            _render_efficiency(attach_engine_views(decode_results(events), events), list(result.get("lanes") or {}),
-                               console)
+            _render_efficiency(attach_engine_views(decode_results(events), events), list(result.lanes), console)
     if time_scale and time_scale != 1.0:
         console.print(f"[dim]simulated lanes at --time-scale {time_scale}: rates are as measured "
                       f"(multiply by {time_scale} for the lanes' real-time rates, times divide)[/]")
-    if result.get("interrupted"):
+    state = to_json_obj(result) if isinstance(result, Result) else result  # interruption_text reads the JSON
+    if state.get("interrupted"):
         from lanemon.workloads.bench.run import interruption_text
         from rich.markup import escape as rich_escape
 
-        console.print(f"[yellow]{rich_escape(interruption_text(kind or 'bench', result) or 'interrupted')}[/]; "
+        console.print(f"[yellow]{rich_escape(interruption_text(kind or 'bench', state) or 'interrupted')}[/]; "
                       "finished cells are shown")
 
 

@@ -8,10 +8,15 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 Num = float | int | None
 R = TypeVar("R", bound="Result")
 Obj = dict[str, Any] | None
+Opt = UnsetType
+"""``X | Opt = UNSET``: a key a result carries only sometimes but then may carry as ``null`` (absent: left out of
+``--json``; ``None``: printed as ``null``).  ``UNSET`` is falsy; :func:`lanemon.reports.format.num` reads it as
+None."""
 
 
 class Result(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, kw_only=True):
@@ -31,13 +36,15 @@ class Percentiles(Result):
 
 
 class SloTarget(Result):
-    limit_s: Num = None
-    stat: str | None = None
-    value_s: Num = None
-    met: int | None = None
-    total: int | None = None
-    attainment: Num = None
-    held: bool | None = None
+    """One ``--slo`` target judged (:meth:`lanemon.measure.slo.TargetResult.to_json`: every key, always)."""
+
+    limit_s: Num
+    stat: str | None
+    value_s: Num
+    met: int | None
+    total: int | None
+    attainment: Num
+    held: bool | None
 
 
 class Slo(Result):
@@ -53,106 +60,138 @@ class Slo(Result):
     targets: dict[str, SloTarget] = {}
 
 
+class CellGoodput(Result):
+    """A bench cell's goodput against ``--slo`` (workloads/bench/run.py ``goodput_of``): every key, always."""
+
+    rate_rps: Num
+    share: Num
+    good: int
+    total: int
+    held: bool | None
+    targets: dict[str, SloTarget]
+
+
 class PromptSetInfo(Result):
-    name: str | None = None
-    version: str | None = None
-    source: str | None = None
-    prompts: int | None = None
+    name: str | None | Opt = UNSET
+    version: str | None | Opt = UNSET
+    source: str | None | Opt = UNSET
+    prompts: int | None | Opt = UNSET
 
 
 class LoadConfig(Result):
-    arrival: str | None = None
-    rate: Num = None
-    requests: int | None = None
-    duration: Num = None
-    warmup: Num = None
-    cooldown: Num = None
-    input_len: str | None = None
-    output_len: str | None = None
-    shared_prefix: int | None = None
-    ignore_eos: bool | None = None
-    trace: str | None = None
-    turns: int | None = None
+    """``bench load``'s schedule options (workloads/bench/load.py ``LoadOptions.config``), echoed as recorded: a key
+    the bench did not write is absent (an older recording), one it wrote as ``null`` stays ``null``."""
+
+    arrival: str | None | Opt = UNSET
+    rate: Num | Opt = UNSET
+    requests: int | None | Opt = UNSET
+    duration: Num | Opt = UNSET
+    warmup: Num | Opt = UNSET
+    cooldown: Num | Opt = UNSET
+    input_len: str | None | Opt = UNSET
+    output_len: str | None | Opt = UNSET
+    shared_prefix: int | None | Opt = UNSET
+    ignore_eos: bool | None | Opt = UNSET
+    trace: str | None | Opt = UNSET
+    turns: int | None | Opt = UNSET
 
 
 class BenchConfig(Result):
-    """The bench's start-mark config (workloads/bench/run.py ``BenchOptions.config``)."""
+    """The bench's start-mark config (workloads/bench/run.py ``BenchOptions.config``), echoed in its results as
+    recorded: a key the bench did not write is absent, one it wrote as ``null`` stays ``null``."""
 
-    lanes: list[str] = []
-    reps: int | None = None
-    parallel_lanes: bool | None = None
-    endpoint: str | None = None
-    temperature: Num = None
-    levels: list[int] | None = None
-    categories: list[str] | None = None
-    prompt_set: PromptSetInfo | None = None
-    max_tokens_cap: int | None = None
-    per_category: bool | None = None
-    max_level: int | None = None
-    knee_gain: Num = None
-    lengths: list[int] | None = None
-    cache_check: bool | None = None
-    max_context: int | None = None
-    load: LoadConfig | None = None
-    workers: int | None = None
-    workers_backend: str | None = None
-    worker_hosts: list[dict[str, Any]] | None = None
-    seed: int | None = None
-    seed_drawn: bool | None = None
-    time_scale: Num = None
-    thinking: bool | None = None
-    slo: dict[str, float] | None = None
+    lanes: list[str] | Opt = UNSET
+    reps: int | None | Opt = UNSET
+    parallel_lanes: bool | None | Opt = UNSET
+    endpoint: str | None | Opt = UNSET
+    temperature: Num | Opt = UNSET
+    levels: list[int] | None | Opt = UNSET
+    categories: list[str] | None | Opt = UNSET
+    prompt_set: PromptSetInfo | None | Opt = UNSET
+    max_tokens_cap: int | None | Opt = UNSET
+    per_category: bool | None | Opt = UNSET
+    max_level: int | None | Opt = UNSET
+    knee_gain: Num | Opt = UNSET
+    lengths: list[int] | None | Opt = UNSET
+    cache_check: bool | None | Opt = UNSET
+    max_context: int | None | Opt = UNSET
+    load: LoadConfig | None | Opt = UNSET
+    workers: int | None | Opt = UNSET
+    workers_backend: str | None | Opt = UNSET
+    worker_hosts: list[dict[str, Any]] | None | Opt = UNSET
+    seed: int | None | Opt = UNSET
+    seed_drawn: bool | None | Opt = UNSET
+    time_scale: Num | Opt = UNSET
+    thinking: bool | None | Opt = UNSET
+    slo: dict[str, float] | None | Opt = UNSET
 
 
 class Energy(Result):
-    """Energy and cost of a cell or rep (docs/GPU.md)."""
+    """Energy and cost of a cell or rep (docs/GPU.md): attached by measure/views.py (every key, ``null`` with a
+    reason where unknown; ``engine_counters`` where a lane was scraped), absent before."""
 
-    gpu_power_w_mean: Num = None
-    energy_j: Num = None
-    energy_source: str | None = None
-    energy_reason: str | None = None
-    energy_window_s: Num = None
-    tokens_per_joule: Num = None
-    tokens_per_joule_reason: str | None = None
-    usd_per_1m_output_tokens: Num = None
-    cost_reason: str | None = None
-    energy_uncertainty_j: Num = None
-    tokens_per_joule_uncertainty: Num = None
-    energy_note: str | None = None
-    energy_update_s: Num = None
-    energy_dropped: int | None = None
-    engine_counters: Obj = None
+    gpu_power_w_mean: Num | Opt = UNSET
+    energy_j: Num | Opt = UNSET
+    energy_source: str | None | Opt = UNSET
+    energy_reason: str | None | Opt = UNSET
+    energy_window_s: Num | Opt = UNSET
+    tokens_per_joule: Num | Opt = UNSET
+    tokens_per_joule_reason: str | None | Opt = UNSET
+    usd_per_1m_output_tokens: Num | Opt = UNSET
+    cost_reason: str | None | Opt = UNSET
+    energy_uncertainty_j: Num | Opt = UNSET
+    tokens_per_joule_uncertainty: Num | Opt = UNSET
+    energy_note: str | None | Opt = UNSET
+    energy_update_s: Num | Opt = UNSET
+    energy_dropped: int | None | Opt = UNSET
+    engine_counters: Obj | Opt = UNSET
 
 
 class ClientLoadInfo(Result):
-    watched: bool | None = None
-    starved_windows: int | None = None
-    max_lag_ms: Num = None
+    """Whether lanemon watched its own loop lag during the run, how many windows it was starved, the worst lag
+    (``null`` when not watched): every key, always."""
+
+    watched: bool
+    starved_windows: int
+    max_lag_ms: Num
+
+
+class NotRun(Result):
+    """What an interrupted run did not run (workloads/bench/run.py ``not_run``): every key, always."""
+
+    planned: int | None
+    finished: int
+    cut: list[str]
+    cells: list[str]
+    ranges: list[list[int]]
+    lanes: list[str]
 
 
 class RunState(Result, kw_only=True):
-    """What a bench run's JSON says of the run itself (workloads/bench/run.py ``run_state``; docs/JSON.md)."""
+    """What a bench run's JSON says of the run itself (workloads/bench/run.py ``run_state``; docs/JSON.md):
+    ``interrupted`` and ``cut`` always; ``running`` while it runs, ``not_run`` when interrupted."""
 
-    interrupted: bool = False
-    cut: list[Any] = []
-    not_run: Obj = None
-    running: list[Any] | None = None
+    interrupted: bool
+    cut: list[dict[str, Any]]
+    not_run: NotRun | None = None
+    running: list[dict[str, Any]] | None = None
     client_load: ClientLoadInfo | None = None
 
 
 class Spread(Energy):
     """Energy, the reps' spread of a cell's headline figure (workloads/bench/run.py ``spread``) and its starvation
-    (``client_bound_figures``)."""
+    (``client_bound_figures``).  Each key is set by the results function (absent only in a cell that never ran:
+    a length beyond the context)."""
 
-    reps: list[Num] | None = None
-    min: Num = None
-    median: Num = None
-    max: Num = None
-    unstable: bool | None = None
-    client_bound: int | None = None
-    starved_s: Num = None
-    starved_share: Num = None
-    unreliable: bool | None = None
+    reps: list[Num] | None | Opt = UNSET
+    min: Num | Opt = UNSET
+    median: Num | Opt = UNSET
+    max: Num | Opt = UNSET
+    unstable: bool | None | Opt = UNSET
+    client_bound: int | None | Opt = UNSET
+    starved_s: Num | Opt = UNSET
+    starved_share: Num | Opt = UNSET
+    unreliable: bool | None | Opt = UNSET
 
 
 def as_result(obj: Any, cls: type[R]) -> R:

@@ -4,49 +4,55 @@ Part of the typed results (``lanemon.results``): see the package docstring."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
-from lanemon.results.common import BenchConfig, Num, Obj, Result, RunState, Slo, Spread
+from lanemon.results.common import BenchConfig, CellGoodput, Num, Obj, Result, RunState, Spread
 
 
-class PrefillCell(Spread):
-    """A prompt length (``lengths.N``; docs/JSON.md, "bench prefill")."""
+class PrefillCell(Spread, kw_only=True):
+    """A prompt length (``lengths.N``; docs/JSON.md, "bench prefill"): every key, always (a length beyond the
+    context too, ``skipped`` with its ``error``), except ``goodput`` (with ``--slo``) and the energy attached
+    after (measure/views.py).  ``reps`` / ``min`` / ``median`` / ``max``: the cold prefill tok/s over the reps."""
 
-    prompt_tokens: int | None = None
-    prefill_tok_s: Num = None
-    ttft_s: Num = None
-    cache_hit_tok_s: Num = None
-    repeat_tok_s: Num = None
-    repeat_cached_tokens: int | None = None
-    cache_hit_source: str | None = None
-    tokens_estimated: bool | None = None
-    requests: int | None = None
-    errors: int | None = None
-    truncated: int | None = None
-    empty: int | None = None
-    bursts: int | None = None
-    error: Any = None
+    prompt_tokens: int | None
+    prefill_tok_s: Num
+    ttft_s: Num
+    cache_hit_tok_s: Num
+    repeat_tok_s: Num
+    repeat_cached_tokens: int | None
+    cache_hit_source: str | None
+    tokens_estimated: bool
+    requests: int
+    errors: int
+    truncated: int
+    empty: int
+    bursts: int
+    error: str | None
     skipped: bool | None = None
-    goodput: Slo | None = None
+    goodput: CellGoodput | None = None
 
 
-class PrefillLane(Result):
-    lengths: dict[str, PrefillCell] = {}
-    tokens_per_char: Num = None
-    tokens_counted_from: str | None = None
-    calibration_prompt_tokens: int | None = None
-    max_context: int | None = None
-    max_context_source: str | None = None
-    error: Any = None
+class PrefillLane(Result, kw_only=True):
+    """A lane's lengths and its calibration (tokens per character, where the counts came from, its context)."""
+
+    lengths: dict[str, PrefillCell]
+    tokens_per_char: Num
+    tokens_counted_from: str | None
+    calibration_prompt_tokens: int | None
+    max_context: int | None
+    max_context_source: str | None
+    error: str | None
     server: Obj = None
 
 
-class PrefillRatios(Result):
-    compared: list[str] = []
-    by_length: dict[str, Num] = {}
+class PrefillRatios(Result, kw_only=True):
+    """The second lane's cold prefill over the first's, per length (None where either has no figure)."""
+
+    compared: list[str]
+    by_length: dict[str, Num]
 
 
-class PrefillResult(RunState):
+class PrefillResult(RunState, kw_only=True):
     """``bench prefill --json`` (docs/JSON.md, "bench prefill")."""
 
     bench: Literal["prefill"]

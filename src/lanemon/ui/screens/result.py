@@ -104,13 +104,14 @@ class ResultScreen(LanemonScreen):
 
     def _analyse(self) -> None:
         from lanemon.reports.analyse import analyze
+        from lanemon.results.common import to_json_obj
 
         try:
             live = self._live()
             if live is not None:  # the run's own results (BenchRun.results: the bench's JSON, engine views on)
                 results = getattr(live, "results", None)
                 analysis = ({"environment": {"lanes": [{"name": d.get("name")} for d in live.lanes]},
-                             self.kind: results()} if callable(results) else analyze(list(live.events)))
+                             self.kind: to_json_obj(results())} if callable(results) else analyze(list(live.events)))
                 sections = result_sections(self.kind, analysis)
                 self.app.call_from_thread(self.show, sections)
                 return
