@@ -20,8 +20,6 @@ from typing import Any
 
 from lanemon.cli import bench_load
 from lanemon.cli.common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, MAX_COUNT, UsageError, add_measure_args, add_workload_args, err, int_list, open_recorder, parse_number, recording_saved, run_interruptible, slo_arg, thinking_arg, workload_lanes)
-from lanemon.results.common import Result, RunState, to_json_obj
-from lanemon.results.load import LoadResult
 from lanemon.untrusted import inert, json_visible
 
 HELP = {
@@ -256,6 +254,8 @@ def _duration(seconds: float) -> str:
 def _headless(run, args: argparse.Namespace) -> int:
     import orjson
 
+    from lanemon.results.common import Result, RunState, to_json_obj
+    from lanemon.results.load import LoadResult
     from lanemon.workers.pool import WorkersUnavailable
     from lanemon.workloads.harness import LaneDown
 
@@ -335,8 +335,16 @@ def _spread_cell(c: dict[str, Any], key: str) -> str:
 def render(result: Any, console, time_scale: float | None = None, events=None) -> None:
     """The result table(s) of one bench, with the crossover sentence and flags: every table the report of the
     same run has (a sweep's energy and cost by level: from ``events``, the decode cells the sweep ran).
-    ``result``: the bench's typed result (load, sweep), or its dict (a bench not yet typed: issue 37)."""
+    ``result``: the bench's typed result (load, sweep; their --json read back is read as the Struct), or its dict
+    (a bench not yet typed: issue 37)."""
+    from lanemon.results.common import Result, as_result, to_json_obj
+
     kind = result.bench if isinstance(result, Result) else result.get("bench")
+    if kind in ("load", "sweep") and not isinstance(result, Result):
+        from lanemon.results.load import LoadResult
+        from lanemon.results.sweep import SweepResult
+
+        result = as_result(result, LoadResult if kind == "load" else SweepResult)
     if kind == "decode":
         _render_decode(result, console)
     elif kind == "prefill":
