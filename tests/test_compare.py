@@ -11,6 +11,7 @@ import pytest
 from lanemon.cli.main import main
 from lanemon.reports.compare import NOISE_BANDS, Metric, compare, compare_lanes, correct, judge, render
 from lanemon.reports.analyse import analyze
+from lanemon.results.qeval import QevalResult, QevalTask
 from test_compare_fixtures import session_events, slow_copy, write_recording
 
 ROW_KEYS = {"bench", "lane", "cell", "metric", "old", "new", "ratio", "better", "significant"}
@@ -240,8 +241,12 @@ def test_no_change_is_rarely_flagged_at_five_reps(tmp_path):
 
 def test_qeval_score_uses_the_paired_test():
     def run(fails):
-        return {"lane": "A", "passed": 20 - len(fails), "total": 20,
-                "tasks": {f"t{i}": {"passed": f"t{i}" not in fails} for i in range(20)}}
+        def task(tid):
+            return QevalTask(passed=tid not in fails, reason="", kind="math", prompt_tokens=None,
+                             completion_tokens=None, seconds=None)
+
+        return QevalResult(lane="A", model=None, passed=20 - len(fails), total=20,
+                           tasks={f"t{i}": task(f"t{i}") for i in range(20)})
 
     def analysis(r):
         return {"environment": {}, "qeval": {"bench": "qeval", "lanes": {"A": r}, "compare": None}}

@@ -20,9 +20,13 @@ from lanemon.cli.main import main as cli_main
 from lanemon.cli.common import demo_lanes
 from lanemon.recording.writer import Recorder, make_header
 from lanemon.recording.reader import Recording
+from lanemon.reports.json_schema import validate
+from lanemon.results.common import as_result, to_json_obj
+from lanemon.results.gauntlet import GauntletResult, GauntletTool
 from lanemon.sim.agent import TOOL_CALL_TOKENS
 from lanemon.sim.server import SimThread
 from lanemon.workloads.gauntlet import (READ_FILE_TOOL, GauntletConfig, GauntletRun, build_system_prompt, first_instruction, gauntlet_results, merge_tool_deltas, summary_sentence)
+from lanemon.workloads.gauntlet.results import RepsSeen
 from lanemon.workloads.gauntlet.sandbox import make_chain, next_file_named
 from lanemon.workloads.harness import Harness
 
@@ -119,13 +123,12 @@ def test_system_prompt_is_built_to_size_and_tool_deltas_merge():
 
 
 def test_summary_sentence_shapes():
-    res = {"config": {"hops": 20}, "lanes": {
-        "A": {"reps": 3, "correct": 3, "median_wall_s": 30.4, "tool_calls": [20, 20, 20]},
-        "B": {"reps": 3, "correct": 3, "median_wall_s": 22.4, "tool_calls": [20, 20, 20]}}}
-    assert summary_sentence(res) == ("B finished the 20-hop chain in 22.4 s vs A 30.4 s (median of 3); "
-                                     "both 3/3 correct with 20 tool calls")
-    res["lanes"]["A"].update(correct=2, tool_calls=[20, 25, 20])
-    assert summary_sentence(res).endswith("; B 3/3 correct (20 tool calls), A 2/3 correct (20–25 tool calls)")
+    lanes = {"A": RepsSeen(reps=3, correct=3, median_wall_s=30.4, tool_calls=[20, 20, 20]),
+             "B": RepsSeen(reps=3, correct=3, median_wall_s=22.4, tool_calls=[20, 20, 20])}
+    assert summary_sentence(lanes, 20) == ("B finished the 20-hop chain in 22.4 s vs A 30.4 s (median of 3); "
+                                           "both 3/3 correct with 20 tool calls")
+    lanes["A"] = RepsSeen(reps=3, correct=2, median_wall_s=30.4, tool_calls=[20, 25, 20])
+    assert summary_sentence(lanes, 20).endswith("; B 3/3 correct (20 tool calls), A 2/3 correct (20–25 tool calls)")
 
 
 # ---------------------------------------------------------------- the sim agent over HTTP
@@ -181,16 +184,17 @@ def test_demo_gauntlet_calibration_and_results_from_the_recording(tmp_path):
         recorder.close()
         # the simulators' own account of the same requests: each rep's 21 turns, server time only
         server = {lane.name: server_rep_seconds(lane.url, reps=3, turns=21) for lane in lanes}
-    a, b = result["lanes"]["A"], result["lanes"]["B"]
+    assert isinstance(result, GauntletResult)
+    a, b = result.lanes["A"], result.lanes["B"]
     for lane in (a, b):
-        assert lane["correct"] == 3 and lane["reps"] == 3
-        assert lane["tool_calls"] == [20, 20, 20] and lane["malformed_calls"] == [0, 0, 0]
-        assert [len(t) for t in lane["turns"]] == [21, 21, 21]
-        first = lane["turns"][0]
-        assert [t["turn"] for t in first] == list(range(21))
-        assert all(t["completion_tokens"] == 50 for t in first[:20]) and first[20]["tool"] is None
-        assert first[0]["prompt_tokens"] < first[-1]["prompt_tokens"]  # the transcript grows
-    assert a["turns"][0][5]["cached_tokens"] == 0 and b["turns"][0][5]["cached_tokens"] > 0
+        assert lane.correct == 3 and lane.reps == 3
+        assert lane.tool_calls == [20, 20, 20] and lane.malformed_calls == [0, 0, 0]
+        assert [len(t) for t in lane.turns] == [21, 21, 21]
+        first = lane.turns[0]
+        assert [t.turn for t in first] == list(range(21))
+        assert all(t.completion_tokens == 50 for t in first[:20]) and first[20].tool is None
+        assert first[0].prompt_tokens < first[-1].prompt_tokens  # the transcript grows
+    assert a.turns[0][5].cached_tokens == 0 and b.turns[0][5].cached_tokens > 0
     # the simulator models the write-up's 30.4 s against 22.4 s (1.36x): judged on its own trace, so a busy
     # machine adding the same client time to every turn of both lanes cannot move it
     ratio = statistics.median(server["A"]) / statistics.median(server["B"])
@@ -198,14 +202,14 @@ def test_demo_gauntlet_calibration_and_results_from_the_recording(tmp_path):
     # lanemon's walls hold all of the server's time (a chain cannot finish faster than its turns took the
     # server) and order the lanes the same way
     for name, lane in (("A", a), ("B", b)):
-        assert all(w >= s - 0.005 for w, s in zip(lane["wall_s"], server[name])), (name, lane["wall_s"], server[name])
-    assert b["median_wall_s"] < a["median_wall_s"], (a["wall_s"], b["wall_s"], server)
-    assert result["summary"].startswith("B finished the 20-hop chain in")
-    assert result["summary"].endswith("both 3/3 correct with 20 tool calls")
-    # the recording alone gives the same JSON
+        assert all(w >= s - 0.005 for w, s in zip(lane.wall_s, server[name])), (name, lane.wall_s, server[name])
+    assert b.median_wall_s < a.median_wall_s, (a.wall_s, b.wall_s, server)
+    assert result.summary.startswith("B finished the 20-hop chain in")
+    assert result.summary.endswith("both 3/3 correct with 20 tool calls")
+    # the recording alone gives the same result, and its JSON reads back as the same result
     rebuilt = gauntlet_results(list(Recording(path).events()))
     assert rebuilt == result
-    assert orjson.loads(orjson.dumps(rebuilt)) == result
+    assert as_result(orjson.loads(orjson.dumps(to_json_obj(rebuilt))), GauntletResult) == result
 
 
 def test_hostile_agent_gets_tool_errors_and_nothing_outside_the_sandbox_is_read(monkeypatch):
@@ -222,11 +226,11 @@ def test_hostile_agent_gets_tool_errors_and_nothing_outside_the_sandbox_is_read(
     with demo_lanes(TS, agent="traversal") as lanes:
         result, g, _ = run(lanes, GauntletConfig(hops=3, reps=1, seed=5, time_scale=TS))
     assert touched == []
-    for name, lane in result["lanes"].items():
-        assert lane["correct"] == 0 and lane["tool_calls"] == [2] and lane["stopped"] == ["answer"]
-        tools = [t["tool"] for t in lane["turns"][0] if t["tool"]]
-        assert tools == [{"name": "read_file", "path": "../../etc/passwd", "ok": False},
-                         {"name": "read_file", "path": "/etc/passwd", "ok": False}]
+    for name, lane in result.lanes.items():
+        assert lane.correct == 0 and lane.tool_calls == [2] and lane.stopped == ["answer"]
+        tools = [t.tool for t in lane.turns[0] if t.tool]
+        assert tools == [GauntletTool(name="read_file", path="../../etc/passwd", ok=False),
+                         GauntletTool(name="read_file", path="/etc/passwd", ok=False)]
         seen = [m["content"] for m in g.transcripts[(name, 0)] if m["role"] == "tool"]
         assert seen == ["error: path traversal ('..') is not allowed ('../../etc/passwd')",
                         "error: absolute path '/etc/passwd' is outside the sandbox; use a name from the chain"]
@@ -237,9 +241,9 @@ def test_hostile_agent_gets_tool_errors_and_nothing_outside_the_sandbox_is_read(
 def test_malformed_arguments_are_reported_to_the_model_and_counted():
     with demo_lanes(TS, agent="malformed") as lanes:
         result, g, _ = run(lanes, GauntletConfig(hops=3, reps=1, seed=2, time_scale=TS))
-    for name, lane in result["lanes"].items():
-        assert lane["malformed_calls"] == [1]
-        assert lane["tool_calls"] == [4] and lane["correct"] == 1
+    for name, lane in result.lanes.items():
+        assert lane.malformed_calls == [1]
+        assert lane.tool_calls == [4] and lane.correct == 1
         first_result = next(m for m in g.transcripts[(name, 0)] if m["role"] == "tool")["content"]
         assert first_result.startswith("error: malformed arguments for read_file: arguments are not valid JSON")
 
@@ -247,10 +251,10 @@ def test_malformed_arguments_are_reported_to_the_model_and_counted():
 def test_turn_budget_stops_a_looping_agent():
     with demo_lanes(TS, agent="loop") as lanes:
         result, _, _ = run(lanes, GauntletConfig(hops=3, reps=2, max_turns=4, seed=3, time_scale=TS))
-    for lane in result["lanes"].values():
-        assert lane["stopped"] == ["budget", "budget"] and lane["correct"] == 0
-        assert lane["tool_calls"] == [4, 4] and [len(t) for t in lane["turns"]] == [4, 4]
-    assert result["config"]["max_turns"] == 4
+    for lane in result.lanes.values():
+        assert lane.stopped == ["budget", "budget"] and lane.correct == 0
+        assert lane.tool_calls == [4, 4] and [len(t) for t in lane.turns] == [4, 4]
+    assert result.config.max_turns == 4
 
 
 # ---------------------------------------------------------------- CLI
@@ -265,7 +269,10 @@ def test_cli_json_is_one_object_and_bad_input_exits_2(tmp_path, capsys):
     assert result["bench"] == "gauntlet" and set(result["lanes"]) == {"A", "B"}
     assert all(lane["correct"] == 2 and lane["tool_calls"] == [3, 3] for lane in result["lanes"].values())
     assert result["config"]["hops"] == 3 and result["config"]["time_scale"] == TS
-    assert orjson.loads(orjson.dumps(gauntlet_results(Recording(rec).events()))) == result
+    # the printed JSON is the published contract (strictly), and what the recording of the same run gives
+    validate("gauntlet", result)
+    rebuilt = gauntlet_results(Recording(rec).events())
+    assert isinstance(rebuilt, GauntletResult) and to_json_obj(rebuilt) == result
     for bad in (["--system-prompt-tokens", "10"], ["--hops", "100000"]):
         assert cli_main(["gauntlet", "--demo", "--json", *bad]) == 2
     for bad in (["--hops", "0"], ["--reps", "x"], ["--max-turns", "-1"]):

@@ -100,11 +100,11 @@ def test_state_fold_matches_the_results_function():
     for name in ("A", "B"):
         lv = state.lane(name)
         assert lv.phase == "done" and lv.hops_done == 6 and len(lv.results) == 2
-        assert [r["wall_s"] for r in lv.results] == pytest.approx(result["lanes"][name]["wall_s"], abs=1e-4)
-        assert [t.ttft_s for t in lv.turns] == pytest.approx([t["ttft_s"] for t in result["lanes"][name]["turns"][1]],
+        assert [r.wall_s for r in lv.results] == pytest.approx(result.lanes[name].wall_s, abs=1e-4)
+        assert [t.ttft_s for t in lv.turns] == pytest.approx([t.ttft_s for t in result.lanes[name].turns[1]],
                                                              abs=1e-4)
     assert state.ended
-    assert result["summary"] == "B finished the 6-hop chain in 6.2 s vs A 8.4 s (median of 2); both 2/2 correct " \
+    assert result.summary == "B finished the 6-hop chain in 6.2 s vs A 8.4 s (median of 2); both 2/2 correct " \
                                 "with 6 tool calls"
 
 

@@ -27,7 +27,8 @@ def test_schema_list_and_each_schema_with_its_version():
     assert out.returncode == 0, out.stderr
     names = [ln.split()[0] for ln in out.stdout.splitlines() if ln.strip()]
     assert names == list(OUTPUTS) and {"bench-decode", "bench-prefill", "bench-needles", "bench-load", "bench-sweep",
-                                        "race", "check", "agree", "history", "recording"} <= set(names)
+                                        "race", "check", "agree", "gauntlet", "qeval", "qeval-compare", "history",
+                                        "recording"} <= set(names)
     for name in names:
         got = _run("schema", name)
         assert got.returncode == 0, got.stderr
@@ -133,3 +134,29 @@ def test_every_line_of_a_recording_fits_the_recording_schema(tmp_path):
         validate("recording", {"t": 1, "kind": "telepathy", "data": {}})
     with pytest.raises(msgspec.ValidationError, match="ok"):
         validate("recording", {"t": 1, "kind": "probe", "data": {"ok": "maybe"}})
+
+
+def test_gauntlet_and_qeval_outputs_decode_into_their_structs(tmp_path):
+    gauntlet = _run("gauntlet", "--demo", "--time-scale", "0.02", "--hops", "2", "--reps", "1", "--json",
+                    "--no-record")
+    assert gauntlet.returncode == 0, gauntlet.stderr
+    assert set(validate("gauntlet", json.loads(gauntlet.stdout)).lanes) == {"A", "B"}
+    qeval = _run("qeval", "run", "A", "--demo", "--time-scale", "0.02", "--tasks", "math", "--json",
+                 "-o", str(tmp_path / "A.json"), "--no-record")
+    assert qeval.returncode == 0, qeval.stderr
+    assert validate("qeval", json.loads(qeval.stdout)).total == 20
+    pair = _run("qeval", "compare", str(tmp_path / "A.json"), str(SAMPLES / "qeval-B.json"), "--json")
+    assert pair.returncode == 0, pair.stderr
+    assert validate("qeval-compare", json.loads(pair.stdout)).a.total == 20  # the math tasks both runs hold
+    from lanemon.reports.analyse import analyze
+    from lanemon.results.common import to_json_obj
+
+    validate("gauntlet", to_json_obj(analyze(SAMPLES / "gauntlet.jsonl", benches=["gauntlet"])["gauntlet"]))
+    q = analyze(SAMPLES / "qeval-A.jsonl", benches=["qeval"])["qeval"]
+    validate("qeval", to_json_obj(q["lanes"]["A"]))
+    for name in ("qeval-A", "qeval-B"):
+        validate("qeval", json.loads((SAMPLES / f"{name}.json").read_text()))
+    bad = json.loads(gauntlet.stdout)
+    bad["lanes"]["A"]["turns"][0][0]["tool"]["oops"] = 1
+    with pytest.raises(msgspec.ValidationError, match="oops"):
+        validate("gauntlet", bad)

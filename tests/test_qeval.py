@@ -8,6 +8,7 @@ from fractions import Fraction
 import pytest
 
 from lanemon.sim.qeval_responder import DEFAULT_MISSES, QevalResponder, parse_misses
+from lanemon.results.qeval import QevalCompare, QevalResult, QevalSide, QevalTask
 from lanemon.workloads.qeval import compare_line, compare_runs, load_bank, mcnemar_exact, score, select_tasks
 from lanemon.workloads.qeval.sandbox import sandbox_problem
 from lanemon.workloads.qeval.scorers import extract_code, extract_json, extract_number, score_format
@@ -201,9 +202,9 @@ def test_mcnemar_against_hand_computation():
 
 
 def _run(lane, failing, ids):
-    return {"lane": lane, "model": "m", "passed": len(ids) - len(failing), "total": len(ids),
-            "tasks": {i: {"passed": i not in failing, "reason": "", "kind": "math", "prompt_tokens": 1,
-                          "completion_tokens": 1, "seconds": 0.1} for i in ids}}
+    return QevalResult(lane=lane, model="m", passed=len(ids) - len(failing), total=len(ids),
+                       tasks={i: QevalTask(passed=i not in failing, reason="", kind="math", prompt_tokens=1,
+                                           completion_tokens=1, seconds=0.1) for i in ids})
 
 
 def test_compare_runs_groups_and_left_out():
@@ -211,13 +212,14 @@ def test_compare_runs_groups_and_left_out():
     a = _run("A", {"t0", "t1"}, ids)
     b = _run("B", {"t1", "t2", "t3", "t4", "t5", "t6"}, ids[:9] + ["extra"])
     res = compare_runs(a, b)
-    assert res["left_out"] == 2  # t9 only in A, extra only in B
-    assert (res["kept"], res["broke"], res["fixed"], res["both_failed"]) == (2, 5, 1, 1)
-    assert res["broke_ids"] == ["t2", "t3", "t4", "t5", "t6"] and res["fixed_ids"] == ["t0"]
-    assert res["both_failed_ids"] == ["t1"] and res["kept_ids"] == ["t7", "t8"]
-    assert res["p_value"] == 0.21875
-    assert res["a"] == {"name": "A", "passed": 7, "total": 9}
-    assert res["b"] == {"name": "B", "passed": 3, "total": 9}
+    assert isinstance(res, QevalCompare)
+    assert res.left_out == 2  # t9 only in A, extra only in B
+    assert (res.kept, res.broke, res.fixed, res.both_failed) == (2, 5, 1, 1)
+    assert res.broke_ids == ["t2", "t3", "t4", "t5", "t6"] and res.fixed_ids == ["t0"]
+    assert res.both_failed_ids == ["t1"] and res.kept_ids == ["t7", "t8"]
+    assert res.p_value == 0.21875
+    assert res.a == QevalSide(name="A", passed=7, total=9)
+    assert res.b == QevalSide(name="B", passed=3, total=9)
     assert compare_line(res) == "A 7/9, B 3/9; kept 2, broke 5, fixed 1, p = 0.219"
 
 

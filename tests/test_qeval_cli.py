@@ -8,6 +8,9 @@ import pytest
 
 from lanemon.cli.main import main
 from lanemon.recording.reader import read_events
+from lanemon.reports.json_schema import validate
+from lanemon.results.common import to_json_obj
+from lanemon.results.qeval import QevalResult
 from lanemon.sim.server import SimThread
 from lanemon.workloads.qeval import qeval_results
 from lanemon.workloads.qeval.sandbox import sandbox_problem
@@ -66,7 +69,10 @@ def test_recording_rebuilds_the_same_result(demo_runs):
     assert {t: (d["passed"], d["reason"]) for t, d in scores.items()} == {
         t: (e["passed"], e["reason"]) for t, e in stdout_json["tasks"].items()}
     assert {d["req"] for d in scores.values()} == {ev.req for ev in reqs}
-    assert qeval_results(events) == stdout_json  # from the recorded verdicts
+    # from the recorded verdicts: the typed result, whose JSON is what the command printed (the contract, strictly)
+    rebuilt = qeval_results(events)
+    assert isinstance(rebuilt, QevalResult) and to_json_obj(rebuilt) == stdout_json
+    assert validate("qeval", stdout_json) == rebuilt
 
 
 @needs_sandbox
@@ -80,11 +86,11 @@ def test_reading_uses_recorded_verdicts_and_names_the_unscored(demo_runs, monkey
     monkeypatch.setattr(sandbox, "_run", lambda *a, **k: calls.append(a) or pytest.fail("code was executed"))
     _, stdout_json, rec = demo_runs["A"]
     header, events, _ = read_events(rec)
-    assert qeval_results(events) == stdout_json
+    assert to_json_obj(qeval_results(events)) == stdout_json
     old = [ev for ev in events if not (ev.kind == "mark" and ev.data.get("label") == "qeval score")]
     res = qeval_results(old)
-    assert (res["passed"], res["total"], len(res["skipped"])) == (0, 0, 75)
-    assert set(res["skipped"].values()) == {NOT_SCORED} and "lanemon qeval rescore" in NOT_SCORED
+    assert (res.passed, res.total, len(res.skipped)) == (0, 0, 75)
+    assert set(res.skipped.values()) == {NOT_SCORED} and "lanemon qeval rescore" in NOT_SCORED
     from lanemon.reports.analyse import analyze
     from lanemon.reports.render import render
 
@@ -92,7 +98,7 @@ def test_reading_uses_recorded_verdicts_and_names_the_unscored(demo_runs, monkey
     # a verdict with the wrong types (a hostile recording) counts as none
     bad = [ev if not (ev.kind == "mark" and ev.data.get("task") == "math_m1") else
            type(ev)(ev.t, ev.kind, ev.lane, ev.req, {**ev.data, "passed": "yes"}) for ev in events]
-    assert qeval_results(bad)["skipped"] == {"math_m1": NOT_SCORED}
+    assert qeval_results(bad).skipped == {"math_m1": NOT_SCORED}
     assert calls == []
 
 
@@ -104,6 +110,7 @@ def test_compare_identical_misses(demo_runs, capsys):
     assert text.splitlines()[0] == "A 71/75, B 71/75; kept 71, broke 0, fixed 0, no discordant pairs"
     assert main(["qeval", "compare", str(a), str(b), "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
+    validate("qeval-compare", res)
     assert res["a"] == {"name": "A", "passed": 71, "total": 75} and res["b"]["name"] == "B"
     assert (res["kept"], res["broke"], res["fixed"], res["both_failed"], res["p_value"], res["left_out"]) == (
         71, 0, 0, 4, 1.0, 0)
@@ -159,6 +166,11 @@ def test_compare_left_out_and_bad_input(demo_runs, tmp_path, capsys):
     (tmp_path / "bad.json").write_text("[1, 2]")
     assert main(["qeval", "compare", str(tmp_path / "bad.json"), str(demo_runs["B"][0])]) == 2
     assert "not a `lanemon qeval run` result" in capsys.readouterr().err
+    a["tasks"]["math_m2"]["passed"] = "yes"  # not the contract's bool: refused, not read as true
+    (tmp_path / "typed.json").write_text(json.dumps(a))
+    assert main(["qeval", "compare", str(tmp_path / "typed.json"), str(demo_runs["B"][0])]) == 2
+    err = capsys.readouterr().err
+    assert "not a `lanemon qeval run` result" in err and "passed" in err
 
 
 def test_run_usage_errors(capsys):
@@ -182,7 +194,8 @@ def test_without_a_sandbox_code_tasks_are_skipped_and_counted(tmp_path, capsys):
     assert "--unsafe-run-code-without-sandbox" in res["skipped"]["code_fizzbuzz"]
     assert "1 code task(s) will be skipped: no sandbox" in cap.err
     _, events, _ = read_events(tmp_path / "r.jsonl")
-    assert qeval_results(events) == res  # the skip is recorded too
+    assert to_json_obj(qeval_results(events)) == res  # the skip is recorded too
+    validate("qeval", res)
     assert main(["qeval", "run", "A", "--demo", "--time-scale", "0.05", "--tasks", "code_fizzbuzz",
                  "--bwrap", missing, "--no-record"]) == 0
     out = capsys.readouterr().out
@@ -215,7 +228,7 @@ def test_rescore_is_explicit_and_writes_a_copy_with_verdicts(demo_runs, tmp_path
     assert main(["qeval", "rescore", str(old), "--json", "--write", str(tmp_path / "new.jsonl")]) == 0
     assert json.loads(capsys.readouterr().out) == stdout_json
     _, new_events, warnings = read_events(tmp_path / "new.jsonl")
-    assert not warnings and qeval_results(new_events) == stdout_json
+    assert not warnings and to_json_obj(qeval_results(new_events)) == stdout_json
     marks = [ev.data for ev in new_events if ev.kind == "mark" and ev.data["label"] == "qeval score"]
     assert len(marks) == 75 and all(m["rescored"] is True for m in marks)
     assert main(["qeval", "rescore", str(old), "--lane", "Z"]) == 2

@@ -469,6 +469,8 @@ def test_a_fork_loop_is_bounded_and_cleaned_up():
 
 def test_reasons_built_from_sandbox_output_are_inert(capsys):
     from lanemon.cli.qeval import _print_run
+    from lanemon.results.common import as_result
+    from lanemon.results.qeval import QevalResult
 
     evil = "\x1b]0;pwned\x07\x1b[2J[/bold][red]"
     passed, reason = score_code(ADD, solution("", f"def f(x):\n    raise ValueError({evil!r})\n"))
@@ -476,9 +478,11 @@ def test_reasons_built_from_sandbox_output_are_inert(capsys):
     passed2, reason2 = score_code(ADD, solution("", f"def f(x):\n    return {evil!r}\n"))
     assert not passed2 and "\x1b" not in reason2
     result = {"lane": "A[/]\x1b[2J", "model": "[bold]m\x1b]0;t\x07", "passed": 0, "total": 2,
-              "tasks": {"code_x": {"passed": False, "reason": reason, "kind": "code", "seconds": 0.1},
-                        "code_y": {"passed": False, "reason": reason2, "kind": "code", "seconds": 0.1}}}
-    _print_run(result)  # no MarkupError
+              "tasks": {"code_x": {"passed": False, "reason": reason, "kind": "code", "seconds": 0.1,
+                                   "prompt_tokens": None, "completion_tokens": None},
+                        "code_y": {"passed": False, "reason": reason2, "kind": "code", "seconds": 0.1,
+                                   "prompt_tokens": None, "completion_tokens": None}}}
+    _print_run(as_result(result, QevalResult))  # no MarkupError
     out = capsys.readouterr().out
     assert "\x1b]0" not in out and "\x1b[2J" not in out and "[/bold]" in out
 

@@ -25,6 +25,9 @@ from lanemon.reports.format import int_text
 from lanemon.reports.render import render_csv, render_html, render_markdown
 from lanemon.reports.render.csv import CSV_COLUMNS
 from lanemon.reports.analyse import analyze
+from lanemon.results.common import as_result, to_json_obj
+from lanemon.results.gauntlet import GauntletResult
+from lanemon.results.qeval import QevalResult, QevalTask
 
 TASKS = "math_m9,json_escape,json_count,code_interval_intersect,format_haiku,format_three_bullets,math_m1"
 MISSES = "code_interval_intersect, json_escape, json_count, math_m9"  # bank order
@@ -101,6 +104,8 @@ def test_analyze_recording_equals_the_commands_json(runs, kind):
     if kind == "qeval":  # per lane: each lane's entry is that `qeval run LANE --json`
         assert list(got["lanes"]) == ["A"] and got["compare"] is None
         got = got["lanes"]["A"]
+    if kind in ("qeval", "gauntlet"):  # a typed result: what --json prints is its JSON
+        got = to_json_obj(got)
     if kind == "agree":  # --json leaves out the two continuations (they stay in the analysis for the report)
         assert all("a_text" in r and "b_text" in r for r in got["prompts"])
         got = dict(got, prompts=[{k: v for k, v in r.items() if k not in ("a_text", "b_text")} for r in got["prompts"]])
@@ -115,7 +120,7 @@ def test_two_lane_qeval_is_paired_with_the_qeval_compare_function(runs):
     q = analyze(path)["qeval"]
     assert q["lanes"] == results
     assert q["compare"] == compare_runs(results["A"], results["B"], "A", "B")
-    assert (q["compare"]["kept"], q["compare"]["broke"], q["compare"]["fixed"]) == (3, 0, 0)
+    assert (q["compare"].kept, q["compare"].broke, q["compare"].fixed) == (3, 0, 0)
 
     md = lanemon("report", str(path)).stdout
     line = f"A 3/7, B 3/7, the same four misses ({MISSES})"
@@ -224,9 +229,10 @@ def writeup_gauntlet():
                 "wall_s": [wall - 0.1, wall, wall + 0.1], "median_wall_s": wall, "malformed_calls": [0] * 3,
                 "stopped": ["answer"] * 3, "turns": [turns] * 3}
 
-    g = {"bench": "gauntlet", "lanes": {"A": lane(30.4, 0.7, 0.30), "B": lane(22.4, 0.4, 0.36)},
-         "config": {"hops": 20, "reps": 3, "system_prompt_tokens": 1950, "time_scale": None}}
-    g["summary"] = summary_sentence(g)
+    g = as_result({"bench": "gauntlet", "lanes": {"A": lane(30.4, 0.7, 0.30), "B": lane(22.4, 0.4, 0.36)},
+                   "config": {"hops": 20, "reps": 3, "system_prompt_tokens": 1950, "time_scale": None},
+                   "summary": ""}, GauntletResult)
+    g.summary = summary_sentence(g.lanes, 20)
     return g
 
 
@@ -237,7 +243,8 @@ def writeup_quality():
     def run(lane, fails):
         t = {tid: {"passed": tid not in fails, "reason": "passed" if tid not in fails else "expected 24, got 22",
                    "kind": k, "prompt_tokens": 40, "completion_tokens": 60, "seconds": 0.5} for tid, k in tasks.items()}
-        return {"lane": lane, "model": None, "passed": sum(v["passed"] for v in t.values()), "total": len(t), "tasks": t}
+        return as_result({"lane": lane, "model": None, "passed": sum(v["passed"] for v in t.values()), "total": len(t),
+                          "tasks": t}, QevalResult)
 
     from lanemon.workloads.qeval import compare_runs
 
@@ -269,16 +276,16 @@ def test_verdict_reads_like_the_writeup():
 def test_gauntlet_verdict_swaps_with_the_figures_and_ties_are_ties():
     a = writeup_quality()
     g = a["gauntlet"]
-    g["lanes"]["A"], g["lanes"]["B"] = g["lanes"]["B"], g["lanes"]["A"]
+    g.lanes["A"], g.lanes["B"] = g.lanes["B"], g.lanes["A"]
     from lanemon.workloads.gauntlet import summary_sentence
 
-    g["summary"] = summary_sentence(g)
+    g.summary = summary_sentence(g.lanes, 20)
     v = verdict(a)[-1]
     assert v.startswith("Agents → A: finished the 20-hop chain in 22.4 s vs B 30.4 s") and "outweighs B's decode edge" in v
-    g["lanes"]["B"]["median_wall_s"] = 22.5
+    g.lanes["B"].median_wall_s = 22.5
     assert verdict(a)[-1].startswith("Agents: A and B tie on the 20-hop chain")
-    g["lanes"]["B"].update(median_wall_s=30.4, correct=3)
-    g["lanes"]["A"].update(correct=2, correct_per_rep=[True, True, False])
+    g.lanes["B"].median_wall_s, g.lanes["B"].correct = 30.4, 3
+    g.lanes["A"].correct, g.lanes["A"].correct_per_rep = 2, [True, True, False]
     assert "but B is correct more often (3/3 vs 2/3)" in verdict(a)[-1]
 
 
@@ -288,15 +295,18 @@ def test_quality_verdict_claims_a_lead_only_when_the_paired_test_says_so():
     a = writeup_quality()
     q = a["qeval"]
     runs = q["lanes"]
-    runs["B"]["tasks"]["format_haiku"]["passed"] = False  # broke 1
-    runs["A"]["tasks"]["math_m1"]["passed"] = False  # fixed 1
+    runs["B"].tasks["format_haiku"].passed = False  # broke 1
+    runs["A"].tasks["math_m1"].passed = False  # fixed 1
     q["compare"] = compare_runs(runs["A"], runs["B"])
     v = verdict(a)[0]
     assert v.startswith("Quality gate: no significant difference — ") and "broke 1, fixed 1, McNemar p = 1.000" in v
     # 8 fixed, 0 broke: p = 2/2^8 < 0.05
-    tasks = {f"t{i}": {"passed": False, "kind": "math", "reason": "x"} for i in range(8)}
-    a_run = {"lane": "A", "passed": 0, "total": 8, "tasks": tasks}
-    b_run = {"lane": "B", "passed": 8, "total": 8, "tasks": {k: dict(v, passed=True) for k, v in tasks.items()}}
+    def task(passed):
+        return QevalTask(passed=passed, kind="math", reason="x", prompt_tokens=None, completion_tokens=None,
+                         seconds=None)
+
+    a_run = QevalResult(lane="A", model=None, passed=0, total=8, tasks={f"t{i}": task(False) for i in range(8)})
+    b_run = QevalResult(lane="B", model=None, passed=8, total=8, tasks={f"t{i}": task(True) for i in range(8)})
     a["qeval"] = {"bench": "qeval", "lanes": {"A": a_run, "B": b_run}, "compare": compare_runs(a_run, b_run)}
     v = verdict(a)[0]
     assert v.startswith("Quality gate → B: A 0/8, B 8/8") and "fixed 8" in v and "p = 0.008" in v

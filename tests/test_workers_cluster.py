@@ -85,6 +85,16 @@ def _records(rec):
     return start.data["config"], [r for r in assemble(events) if r.meta.get("bench") == "load"]
 
 
+def _header_workers(rec) -> list[dict]:
+    """The recording header's ``workers`` (its first line), through the reader's schema check."""
+    from lanemon.recording.reader import Recording
+
+    header = Recording(rec).header
+    first = json.loads(rec.read_bytes().split(b"\n", 1)[0])
+    assert first["workers"] == header["workers"]  # on line 1, not in a later event
+    return header["workers"]
+
+
 def _load_nodes(nodes) -> set[str]:
     return {n.node_id for n in nodes}
 
@@ -106,11 +116,13 @@ def test_bench_load_across_two_load_hosts_splits_the_requests_on_schedule(cluste
         assert abs(rep["sent_rate_rps"] - 4) / 4 < 0.05, rep["sent_rate_rps"]  # on schedule
         assert rep["workers_lost"] == [] and rep["not_sent"] == 0
         config, records = _records(rec)
-        hosts = config["worker_hosts"]  # the recording names every worker: node, host, address, clock offset
+        hosts = _header_workers(rec)  # the header names every worker: node, host, address, clock offset
         assert {h["node"] for h in hosts} == _load_nodes(nodes) and len(hosts) == 2
         for h in hosts:
             assert h["host"] and h["address"] and h["version"]
+            assert isinstance(h["offset_ns"], int) and 0 < h["offset_uncertainty_ns"] < 1_000_000_000, h
             assert abs(h["offset_ns"]) <= h["offset_uncertainty_ns"] + 1000, h  # one machine: no true offset
+        assert config["worker_hosts"] == hosts  # --json's config says the same
         split = [sum(1 for r in records if r.meta["worker"] == w) for w in (0, 1)]
         assert split == [expected - expected // 2, expected // 2], split  # round-robin over the two hosts
         assert len(records) == expected and all(r.ok for r in records)
@@ -133,7 +145,7 @@ def test_a_skewed_worker_clock_is_found_and_corrected(cluster, tmp_path):
                                          env={"LANEMON_TEST_CLOCK_SKEW": f"1:{SKEW_NS}"}))
         assert rc == 0, err[-3000:]
         config, records = _records(rec)
-        hosts = {h["worker"]: h for h in config["worker_hosts"]}
+        hosts = {h["worker"]: h for h in _header_workers(rec)}
         assert sorted(h["node"] for h in hosts.values()) == sorted(list(_load_nodes(nodes)) * 2)  # two on each host
         for w in hosts:
             true = SKEW_NS if w == 1 else 0
@@ -148,6 +160,35 @@ def test_a_skewed_worker_clock_is_found_and_corrected(cluster, tmp_path):
         err_ttft = [request_metrics(r).ttft_s - trace[r.server_request_id]["ttft_s"] for r in records]
         assert min(err_ttft) > -0.001 and statistics.median(err_ttft) < 0.05, err_ttft
         assert result["lanes"]["A"]["reps"][0]["errors"] == 0
+    finally:
+        sim.stop()
+
+
+def test_a_load_host_with_another_lanemon_version_is_refused_by_name(cluster, tmp_path):
+    """Worker 1 says it runs another lanemon (LANEMON_TEST_WORKER_VERSION, test only: what a load host with
+    another install answers at ``ready``): the run is refused before any request, naming that host, exit 1."""
+    c, nodes = cluster
+    sim = SimProcess("sglang-native", 0.05)
+    try:
+        rec = tmp_path / "version.jsonl"
+        p = _start(c, sim.url, rec, env={"LANEMON_TEST_WORKER_VERSION": "1:0.0.0-other"})
+        out, err = p.communicate(timeout=180)
+        assert p.returncode == 1, (out[-2000:], err[-3000:])
+        assert out == "", out[-2000:]  # no result: nothing was run
+        _ray_free(err)
+        theirs = sorted(nodes, key=lambda n: n.node_id)[1]  # workers go on the load hosts sorted by node id
+        line = next((ln for ln in err.splitlines() if "version mismatch" in ln), None)
+        assert line is not None, err[-3000:]
+        assert f"({theirs.node_id[:12]}) runs lanemon 0.0.0-other" in line, line
+        from lanemon import __version__
+
+        assert f"this is lanemon {__version__}" in line and line.count("runs lanemon") == 1, line
+        from lanemon.measure.records import assemble
+        from lanemon.recording.reader import read_events
+
+        header, events, _ = read_events(rec)
+        assert "workers" not in header  # none was accepted
+        assert not [r for r in assemble(events) if r.meta.get("bench") == "load"]  # no bench request was sent
     finally:
         sim.stop()
 

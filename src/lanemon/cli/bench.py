@@ -155,7 +155,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     kind = args.bench_kind
     opts = build_options(args)
     with workload_lanes(args) as lanes:
-        recorder = open_recorder(args, f"bench-{kind}", [lane.public() for lane in lanes], {"bench": kind})
+        recorder = open_recorder(args, f"bench-{kind}", [lane.public() for lane in lanes], {"bench": kind},
+                                 hold_header=opts.uses_workers)  # the header names the workers once placed
         run = BenchRun(kind, lanes, opts, recorder=recorder)
         try:
             if not (args.headless or args.json):

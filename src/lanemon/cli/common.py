@@ -379,17 +379,19 @@ def workload_lanes(args: argparse.Namespace) -> Iterator[list[LaneConfig]]:
 
 
 def open_recorder(args: argparse.Namespace, command: str, lanes: list[dict[str, Any]],
-                  extra: dict[str, Any] | None = None, *, clock: Any = None):
+                  extra: dict[str, Any] | None = None, *, clock: Any = None, hold_header: bool = False):
     """The run's Recorder (None with --no-record); UsageError if the file cannot be created.
 
-    ``clock``: the session's Clock, so the header carries the wall-clock time of its t = 0 (``wall_t0_s``)."""
+    ``clock``: the session's Clock, so the header carries the wall-clock time of its t = 0 (``wall_t0_s``).
+    ``hold_header``: the header waits for :meth:`~lanemon.recording.writer.Recorder.release_header` (the run
+    adds what it learns first, e.g. its workers' hosts)."""
     from lanemon.recording.writer import Recorder, default_recording_path, make_header
 
     if getattr(args, "no_record", False):
         return None
     path = getattr(args, "record", None) or default_recording_path(command)
     try:
-        return Recorder(path, make_header(command, lanes, extra, clock=clock))
+        return Recorder(path, make_header(command, lanes, extra, clock=clock), hold_header=hold_header)
     except OSError as exc:
         raise UsageError(f"cannot create recording {path}: {exc.strerror or exc}") from None
 

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from lanemon.cli.common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, UsageError, add_workload_args, err, open_recorder,
                                 positive_int, recording_saved, run_headless, workload_lanes)
 from lanemon.untrusted import json_visible
+
+if TYPE_CHECKING:
+    from lanemon.results.gauntlet import GauntletResult
 
 MAX_HOPS = 500
 
@@ -83,7 +86,9 @@ def _run_headless(args: argparse.Namespace, config) -> int:
     if args.json:
         import orjson
 
-        sys.stdout.write(json_visible(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode()) + "\n")
+        from lanemon.results.common import to_json_obj
+
+        sys.stdout.write(json_visible(orjson.dumps(to_json_obj(result), option=orjson.OPT_INDENT_2).decode()) + "\n")
     else:
         from lanemon.cli.common import output_console
 
@@ -95,37 +100,36 @@ def _s(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
 
-def print_result(result: dict[str, Any], console=None) -> None:
+def print_result(result: GauntletResult, console=None) -> None:
     """The headless report: one table per lane (rep rows) plus the summary sentence."""
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
     console = console or Console()
-    config = result.get("config") or {}
-    scale = config.get("time_scale")
-    for name, lane in (result.get("lanes") or {}).items():
-        title = f"lane {name}" + (f" · {lane['model']}" if lane.get("model") else "")
+    scale = result.config.time_scale
+    for name, lane in result.lanes.items():
+        title = f"lane {name}" + (f" · {lane.model}" if lane.model else "")
         table = Table(title=escape(title), title_justify="left")
         for col in ("rep", "ok", "calls", "bad", "turns", "wall s", "ΣTTFT s", "Σdecode s", "prompt tok", "end"):
             table.add_column(col, justify="right" if col not in ("ok", "end") else "left", no_wrap=True)
-        for r, turns in enumerate(lane["turns"]):
-            ttft = sum(t["ttft_s"] or 0 for t in turns)
-            decode = sum(t["decode_s"] or 0 for t in turns)
-            prompts = [t["prompt_tokens"] for t in turns if t["prompt_tokens"] is not None]
+        for r, turns in enumerate(lane.turns):
+            ttft = sum(t.ttft_s or 0 for t in turns)
+            decode = sum(t.decode_s or 0 for t in turns)
+            prompts = [t.prompt_tokens for t in turns if t.prompt_tokens is not None]
             ptxt = f"{prompts[0]:,}→{prompts[-1]:,}" if prompts else "–"
-            flags = lane.get("correct_per_rep") or []
+            flags = lane.correct_per_rep
             correct = "[green]✓[/]" if r < len(flags) and flags[r] else "[red]✗[/]"
-            table.add_row(str(r + 1), correct, str(lane["tool_calls"][r]), str(lane["malformed_calls"][r]),
-                          str(len(turns)), f"{lane['wall_s'][r]:.2f}", f"{ttft:.2f}", f"{decode:.2f}", ptxt,
-                          escape(str(lane["stopped"][r])))
+            table.add_row(str(r + 1), correct, str(lane.tool_calls[r]), str(lane.malformed_calls[r]),
+                          str(len(turns)), f"{lane.wall_s[r]:.2f}", f"{ttft:.2f}", f"{decode:.2f}", ptxt,
+                          escape(str(lane.stopped[r])))
         console.print(table)
-        console.print(f"  {lane['correct']}/{lane['reps']} correct · median wall {_s(lane['median_wall_s'])} s"
+        console.print(f"  {lane.correct}/{lane.reps} correct · median wall {_s(lane.median_wall_s)} s"
                       " · [dim]calls = tool calls, bad = malformed arguments, Σ over the rep's turns[/]")
-    console.print(escape(result.get("summary") or ""))
+    console.print(escape(result.summary))
     if scale and scale != 1:
-        walls = ", ".join(f"{n} {lane['median_wall_s'] / scale:.1f} s" for n, lane in (result.get("lanes") or {}).items()
-                          if lane.get("median_wall_s") is not None)
+        walls = ", ".join(f"{n} {lane.median_wall_s / scale:.1f} s" for n, lane in result.lanes.items()
+                          if lane.median_wall_s is not None)
         console.print(f"[dim]simulated lanes at --time-scale {scale:g}: in lane seconds (÷ {scale:g}) the "
                       f"median walls are {walls}[/]")
 
@@ -148,5 +152,5 @@ def _run_tui(args: argparse.Namespace, config) -> int:
         err(f"lane down: {source.error}")
         return EXIT_FAIL
     if source.result is not None:
-        print(source.result.get("summary", ""))
+        print(source.result.summary)
     return code

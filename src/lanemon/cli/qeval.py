@@ -16,10 +16,13 @@ import argparse
 import sys
 from pathlib import Path
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lanemon.untrusted import json_visible, rich_escape
 from lanemon.cli.common import (EXIT_INTERRUPTED, EXIT_OK, DataLost, UsageError, add_workload_args, err, open_recorder, positive_float, positive_int, recording_saved, run_interruptible, workload_lanes, write_output)
+
+if TYPE_CHECKING:
+    from lanemon.results.qeval import QevalResult
 
 RUN_DESCRIPTION = """\
 Run the qeval tasks (code, json, math, format; 75 shipped) on one lane over
@@ -133,7 +136,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from lanemon.workloads.harness import Harness, LaneDown
     from lanemon.workloads.qeval import KINDS, select_tasks
-    from lanemon.workloads.qeval.run import build_result, run_qeval
+    from lanemon.results.qeval import QevalTask
+    from lanemon.workloads.qeval.run import Verdict, build_result, run_qeval
 
     try:
         tasks = select_tasks(args.tasks)
@@ -152,19 +156,19 @@ def cmd_run(args: argparse.Namespace) -> int:
         lane = by_name[args.target_lane]
         recorder = open_recorder(args, "qeval", [lane.public()], {"qeval": {"lane": lane.name, "tasks": len(tasks)}})
         harness = Harness([lane], recorder=recorder)
-        entries: dict[str, dict[str, Any]] = {}
+        entries: dict[str, QevalTask] = {}
         skipped: dict[str, str] = {}
         progress = Progress(TextColumn("qeval {task.description}"), BarColumn(), MofNCompleteColumn(),
                             TextColumn("[green]{task.fields[ok]} passed"), TimeElapsedColumn(),
                             console=errcon, transient=False)
         bar = progress.add_task(lane.name, total=len(tasks), ok=0)
 
-        def on_result(task, entry) -> None:
-            progress.update(bar, advance=1, ok=sum(1 for e in entries.values() if e["passed"]))
-            if entry.get("skipped"):
+        def on_result(task, verdict: Verdict) -> None:
+            progress.update(bar, advance=1, ok=sum(1 for e in entries.values() if e.passed))
+            if verdict.skipped:
                 pass  # counted in the summary; the reason was said once at the start
-            elif not entry["passed"]:
-                progress.console.print(f"[red]✗[/] {task.id}: {rich_escape(entry['reason'])}", highlight=False,
+            elif not verdict.passed:
+                progress.console.print(f"[red]✗[/] {task.id}: {rich_escape(verdict.reason)}", highlight=False,
                                        soft_wrap=True)
 
         down: list[str] = []
@@ -187,7 +191,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             return 1
         if result is None:
             result = build_result(lane.name, harness.clients[lane.name].model, entries, skipped=skipped)
-            err(f"interrupted: {result['total']} of {len(tasks)} tasks finished")
+            err(f"interrupted: {result.total} of {len(tasks)} tasks finished")
     _emit(args, result, lambda: _print_run(result))
     return EXIT_INTERRUPTED if interrupted else EXIT_OK
 
@@ -215,8 +219,14 @@ def sandbox_notice(limits, code_tasks: int) -> None:
             "(not isolated)")
 
 
-def _emit(args: argparse.Namespace, payload: Any, show: Callable[[], object]) -> None:
+def _emit(args: argparse.Namespace, payload: QevalResult | dict[str, QevalResult],
+          show: Callable[[], object]) -> None:
     """The result JSON to ``-o`` (when given) and to stdout with ``--json``; else ``show()`` prints the tables."""
+    from lanemon.results.common import to_json_obj
+    from lanemon.results.qeval import QevalResult
+
+    payload = (to_json_obj(payload) if isinstance(payload, QevalResult) else
+               {lane: to_json_obj(r) for lane, r in payload.items()})
     if args.output is not None:
         write_output(args.output, _dump(payload), make_dirs=False)  # run and rescore check the folder first
     if args.json:
@@ -225,7 +235,7 @@ def _emit(args: argparse.Namespace, payload: Any, show: Callable[[], object]) ->
         show()
 
 
-def _print_run(result: dict[str, Any]) -> None:
+def _print_run(result: QevalResult) -> None:
     import statistics
 
     from rich.console import Console
@@ -234,35 +244,40 @@ def _print_run(result: dict[str, Any]) -> None:
     from lanemon.workloads.qeval import KINDS
 
     con = Console()
-    tasks = result["tasks"]
-    model = f" · {rich_escape(result['model'])}" if result.get("model") else ""
-    table = Table(title=f"qeval {rich_escape(result['lane'])}{model}")
+    tasks = result.tasks
+    model = f" · {rich_escape(result.model)}" if result.model else ""
+    table = Table(title=f"qeval {rich_escape(result.lane)}{model}")
     for col in ("kind", "passed", "total", "median s"):
         table.add_column(col, justify="left" if col == "kind" else "right")
     for kind in KINDS:
-        rows = [e for e in tasks.values() if e["kind"] == kind]
+        rows = [e for e in tasks.values() if e.kind == kind]
         if rows:
-            secs = [e["seconds"] for e in rows if e["seconds"] is not None]
-            table.add_row(kind, str(sum(e["passed"] for e in rows)), str(len(rows)),
+            secs = [e.seconds for e in rows if e.seconds is not None]
+            table.add_row(kind, str(sum(e.passed for e in rows)), str(len(rows)),
                           f"{statistics.median(secs):.2f}" if secs else "-")
     con.print(table)
-    misses = [(tid, e) for tid, e in tasks.items() if not e["passed"]]
+    misses = [(tid, e) for tid, e in tasks.items() if not e.passed]
     for tid, e in misses:
-        con.print(f"  [red]✗[/] {rich_escape(tid)} ({rich_escape(e['kind'])}): {rich_escape(e['reason'])}",
+        con.print(f"  [red]✗[/] {rich_escape(tid)} ({rich_escape(e.kind)}): {rich_escape(e.reason)}",
                   highlight=False, soft_wrap=True)
-    skipped = result.get("skipped") or {}
+    skipped = result.skipped
     if skipped:
         reasons = list(dict.fromkeys(skipped.values()))
         con.print(f"  [yellow]skipped {len(skipped)}[/] (not in the score): {rich_escape(reasons[0])}",
                   highlight=False, soft_wrap=True)
-    secs = [e["seconds"] for e in tasks.values() if e["seconds"] is not None]
+    secs = [e.seconds for e in tasks.values() if e.seconds is not None]
     med = f"; median {statistics.median(secs):.2f} s per task" if secs else ""
     skip = f", {len(skipped)} skipped" if skipped else ""
-    con.print(f"{rich_escape(result['lane'])} {result['passed']}/{result['total']}{skip}{med}", highlight=False)
+    con.print(f"{rich_escape(result.lane)} {result.passed}/{result.total}{skip}{med}", highlight=False)
 
 
-def _load_run(path: Path) -> dict[str, Any]:
+def _load_run(path: Path) -> QevalResult:
     import json
+
+    import msgspec
+
+    from lanemon.results.common import as_result
+    from lanemon.results.qeval import QevalResult
 
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -273,27 +288,31 @@ def _load_run(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict) or not isinstance(data.get("tasks"), dict) or not all(
             isinstance(e, dict) and "passed" in e for e in data["tasks"].values()):
         raise UsageError(f"{path} is not a `lanemon qeval run` result (expected a 'tasks' object)")
-    return data
+    try:
+        return as_result(data, QevalResult)
+    except msgspec.ValidationError as exc:
+        raise UsageError(f"{path} is not a `lanemon qeval run` result: {exc}") from None
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from lanemon.results.common import to_json_obj
     from lanemon.workloads.qeval import compare_line, compare_runs
 
     a, b = _load_run(args.a), _load_run(args.b)
-    name_a, name_b = a.get("lane") or args.a.stem, b.get("lane") or args.b.stem
+    name_a, name_b = a.lane or args.a.stem, b.lane or args.b.stem
     if name_a == name_b:
         name_a, name_b = args.a.stem, args.b.stem
     result = compare_runs(a, b, name_a, name_b)
     if args.json:
-        sys.stdout.write(_dump(result))
+        sys.stdout.write(_dump(to_json_obj(result)))
         return 0
     print(compare_line(result))
-    for key, label in (("broke", "broke"), ("fixed", "fixed"), ("both_failed", "both failed")):
-        ids = result[f"{key}_ids"]
+    for label, ids in (("broke", result.broke_ids), ("fixed", result.fixed_ids),
+                       ("both failed", result.both_failed_ids)):
         if ids:
             print(f"  {label} ({len(ids)}): {', '.join(ids)}")
-    if result["left_out"]:
-        print(f"  left out {result['left_out']} task(s) present in only one file")
+    if result.left_out:
+        print(f"  left out {result.left_out} task(s) present in only one file")
     return 0
 
 
@@ -302,8 +321,9 @@ def cmd_rescore(args: argparse.Namespace) -> int:
     from lanemon.recording.reader import Recording, RecordingError
     from lanemon.recording.writer import Recorder
     from lanemon.reports.analyse import lanes_of
+    from lanemon.results.qeval import QevalResult
     from lanemon.workloads.qeval import load_bank, rescore
-    from lanemon.workloads.qeval.run import BENCH, SCORE_LABEL
+    from lanemon.workloads.qeval.run import BENCH, SCORE_LABEL, Verdict
 
     try:
         rec = Recording(args.recording)
@@ -330,13 +350,13 @@ def cmd_rescore(args: argparse.Namespace) -> int:
     code_tasks = {ev.data.get("task") for ev in events if ev.kind == "request" and ev.data.get("bench") == BENCH
                   and ev.lane in lanes and ev.data.get("task") in bank and bank[ev.data["task"]].kind == "code"}
     sandbox_notice(limits, len(code_tasks))
-    results: dict[str, dict[str, Any]] = {}
-    verdicts: dict[str, tuple[str, dict[str, Any]]] = {}
+    results: dict[str, QevalResult] = {}
+    verdicts: dict[str, tuple[str, str, Verdict]] = {}
     for lane in lanes:
         result, marks = rescore(events, lane=lane, limits=limits)
         results[lane] = result
-        for lane_name, req, verdict in marks:
-            verdicts[req] = (lane_name, verdict)
+        for lane_name, req, task, verdict in marks:
+            verdicts[req] = (lane_name, task, verdict)
     if args.write is not None:
         last = {ev.req: i for i, ev in enumerate(events) if ev.req in verdicts}
         after: dict[int, list[str]] = {}
@@ -352,13 +372,14 @@ def cmd_rescore(args: argparse.Namespace) -> int:
                     continue  # replaced by the new verdict
                 out(ev)
                 for req in after.get(i, ()):
-                    lane_name, verdict = verdicts[req]
+                    lane_name, task, verdict = verdicts[req]
                     out(Event(ev.t, MARK, lane_name, None, {"label": SCORE_LABEL, "bench": BENCH, "req": req,
-                                                            **verdict, "rescored": True}))
+                                                            "task": task, **verdict.mark_data(),
+                                                            "rescored": True}))
         if out.failed:
             raise DataLost(f"{out.failed}; {out.outcome()}")
         err(f"recording with the new verdicts: {out.path} ({out.events} events)")
-    payload: Any = results[lanes[0]] if len(lanes) == 1 else results
+    payload = results[lanes[0]] if len(lanes) == 1 else results
 
     def show() -> None:
         for lane in lanes:

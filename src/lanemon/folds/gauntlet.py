@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.folds.gauntlet_defaults import DEFAULT_HOPS, DEFAULT_REPS  # noqa: F401 (re-exported)
+from lanemon.results.gauntlet import GauntletConfigInfo, config_info
+
 BENCH = "gauntlet"
 
 # ---------------------------------------------------------------------------
@@ -27,6 +28,30 @@ class TurnView:
     ok: bool | None = None
 
 
+def _number(value: object) -> float:
+    """A recorded number (untrusted) as a float; 0 when it is none."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0.0
+    return float(value)
+
+
+@dataclass(frozen=True)
+class RepEnd:
+    """A finished rep as its ``rep_end`` mark says (workloads/gauntlet/run.py): what the lane card shows of it."""
+
+    correct: bool
+    wall_s: float
+    tool_calls: int
+    stopped: str
+
+    @classmethod
+    def of(cls, d: Mapping[str, object]) -> RepEnd:
+        """The mark's data (untrusted: a recording) as a :class:`RepEnd`; a value of the wrong type reads as none."""
+        stopped = d.get("stopped", "failed")
+        return cls(correct=bool(d.get("correct")), wall_s=_number(d.get("wall_s")),
+                   tool_calls=int(_number(d.get("tool_calls"))), stopped=str(stopped))
+
+
 @dataclass
 class LaneView:
     name: str
@@ -42,8 +67,8 @@ class LaneView:
     rep_start_ns: int | None = None
     rep_end_ns: int | None = None
     turns: list[TurnView] = field(default_factory=list)
-    results: list[dict[str, Any]] = field(default_factory=list)
-    """rep_end data of every finished rep."""
+    results: list[RepEnd] = field(default_factory=list)
+    """Every finished rep."""
     cells: list[str] = field(default_factory=list)
     """One cell per tool call of the current rep: "ok" | "error" | "malformed"."""
 
@@ -59,7 +84,7 @@ class GauntletState:
 
     def __init__(self, lanes: Sequence[str] = ()) -> None:
         self.lanes: dict[str, LaneView] = {n: LaneView(n) for n in lanes}
-        self.config: dict[str, Any] = {}
+        self.config = GauntletConfigInfo()
         self.version = 0
         self.last_t = 0
         self.started = False
@@ -75,11 +100,11 @@ class GauntletState:
 
     @property
     def hops(self) -> int:
-        return int(self.config.get("hops", DEFAULT_HOPS))
+        return DEFAULT_HOPS if self.config.hops is None else self.config.hops
 
     @property
     def reps(self) -> int:
-        return int(self.config.get("reps", DEFAULT_REPS))
+        return DEFAULT_REPS if self.config.reps is None else self.config.reps
 
     def apply_token(self, ev: Event) -> None:
         """:meth:`apply` for a ``token`` event: the clock, and a gauntlet turn's first token."""
@@ -145,8 +170,8 @@ class GauntletState:
         phase = d.get("phase")
         if phase == "start":
             self.started = True
-            self.config = dict(d.get("config") or {})
-            for name in self.config.get("lanes") or []:
+            self.config = config_info(d.get("config"))
+            for name in self.config.lanes:
                 self.lane(name)
             for info in d.get("lanes") or []:
                 if isinstance(info, dict) and info.get("name"):
@@ -177,7 +202,7 @@ class GauntletState:
                 lv.turns[-1].ok = ok
         elif phase == "rep_end":
             lv.rep_end_ns = ev.t
-            lv.results.append(dict(d))
+            lv.results.append(RepEnd.of(d))
             lv.phase = "done" if d.get("correct") else ("error" if d.get("stopped") == "error" else "failed")
 
 

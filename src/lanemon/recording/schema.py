@@ -336,6 +336,26 @@ class LaneInfo(msgspec.Struct, forbid_unknown_fields=False):
     model: str | None = None
 
 
+class WorkerHost(msgspec.Struct, forbid_unknown_fields=False):
+    """One worker of a run that sent its requests from workers (``bench load --workers-backend ray``): where it
+    ran and how its clock was put on the main clock at ``ready`` (docs/WORKERS.md, "Clocks")."""
+
+    worker: int | None = None
+    node: str | None = None
+    """Ray node id."""
+    host: str | None = None
+    address: str | None = None
+    version: str | None = None
+    """The lanemon version the worker runs (checked equal to the main process's at ``ready``)."""
+    pid: int | None = None
+    offset_ns: int | None = None
+    """The worker host's clock minus the main clock, ns (subtracted from every stamp it makes)."""
+    offset_uncertainty_ns: int | None = None
+    """Half the round trip the offset was measured over: the true offset is within ± this."""
+    synced_at_ns: int | None = None
+    """Session time of that measurement."""
+
+
 class Header(msgspec.Struct, forbid_unknown_fields=False):
     schema: str
     version: str
@@ -348,6 +368,8 @@ class Header(msgspec.Struct, forbid_unknown_fields=False):
     qeval: dict[str, Any] | None = None
     wall_t0_s: float | None = None
     """wall-clock time (epoch s) of the session clock's t = 0 (optional, schema 1.0 readers ignore it)."""
+    workers: list[WorkerHost] | None = None
+    """Each worker of a run across load hosts (optional, schema 1.0 readers ignore it)."""
 
 
 def check_header(obj: Any) -> None:

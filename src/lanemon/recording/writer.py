@@ -10,6 +10,14 @@ problem once through ``on_error``; the file is then cut back to the last
 flush that succeeded, so it holds whole lines only (``kept_events`` of them;
 ``lost_events`` were not recorded), and :meth:`Recorder.outcome` says so in
 one line.  The CLI turns a failed recording into exit code 4 (``EXIT_DATA_LOST``).
+
+A recorder may hold its header (``hold_header=True``): the file is created at
+once (a path that cannot be written is refused before anything runs), but the
+header, and the events published meanwhile, are written only at
+:meth:`Recorder.release_header`, which may add to the header what the run
+learned first (``bench load`` across Ray: the workers, their hosts and clock
+offsets, known once the cluster is joined).  Closing or flushing a held
+recorder releases it as it is.
 """
 
 from __future__ import annotations
@@ -28,6 +36,10 @@ from lanemon import __version__
 from lanemon.config import data_dir
 from lanemon.events import NOTE, SCHEMA_NAME, SCHEMA_VERSION_STR, Event
 from lanemon.recording.schema import MAX_LINE_BYTES
+
+
+MAX_HELD_BYTES = 16 << 20
+"""A held header is released as it is once the events held behind it pass this many bytes."""
 
 
 def host_info() -> dict[str, Any]:
@@ -116,6 +128,7 @@ class Recorder:
         *,
         flush_interval: float = 0.1,
         on_error: Callable[[str], None] | None = None,
+        hold_header: bool = False,
     ) -> None:
         self.path, self._fh = _open_exclusive(Path(path))
         self.flush_interval = flush_interval
@@ -130,7 +143,34 @@ class Recorder:
         self._written = 0  # bytes handed to the file object
         self._kept_bytes = 0  # bytes known flushed: the file is cut back to this after a failure
         self._last_flush = time.monotonic()
-        self._write(orjson.dumps(header) + b"\n")
+        self.header = dict(header)
+        self._held: list[bytes] | None = None  # events published while the header is held, in order
+        self._held_bytes = 0
+        if hold_header:
+            self._held = []
+        else:
+            self._write(orjson.dumps(self.header) + b"\n")
+            self.flush()
+
+    @property
+    def header_held(self) -> bool:
+        return self._held is not None
+
+    def release_header(self, extra: dict[str, Any] | None = None) -> None:
+        """Write the held header, with ``extra``'s keys added, then the events held meanwhile; a no-op when the
+        header is already written (``extra`` is then not recorded: say so by checking :attr:`header_held`)."""
+        if self._held is None:
+            return
+        held, self._held, self._held_bytes = self._held, None, 0
+        if extra:
+            self.header.update(extra)
+        self._write(orjson.dumps(self.header) + b"\n")
+        for line in held:
+            self._write(line)
+            if self._fh is None:
+                self.lost_events += 1
+            else:
+                self.events += 1
         self.flush()
 
     def __call__(self, ev: Event) -> None:
@@ -143,6 +183,12 @@ class Recorder:
             line = orjson.dumps(Event(ev.t, NOTE, ev.lane, ev.req, {
                 "level": "warning", "message": f"a {ev.kind[:40]} event of {len(line):,} bytes was not recorded "
                                                f"(over the {MAX_LINE_BYTES >> 20} MiB line bound)"}).to_json_obj())
+        if self._held is not None:
+            self._held.append(line + b"\n")
+            self._held_bytes += len(line) + 1
+            if self._held_bytes > MAX_HELD_BYTES:  # memory stays bounded: the header goes out as it is
+                self.release_header()
+            return
         self._write(line + b"\n")
         if self._fh is None:  # this very write failed
             self.lost_events += 1
@@ -163,6 +209,9 @@ class Recorder:
             self._written += len(line)
 
     def flush(self) -> None:
+        if self._held is not None:
+            self.release_header()
+            return
         if self._fh is None:
             return
         self._last_flush = time.monotonic()
@@ -220,7 +269,7 @@ class Recorder:
     def close(self) -> None:
         if self._fh is None:
             return
-        self.flush()
+        self.flush()  # a held header (and its events) is released first
         try:
             if self._fh is not None:
                 self._fh.close()

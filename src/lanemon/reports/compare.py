@@ -44,6 +44,8 @@ from typing import Any
 
 from lanemon.measure import stats as st
 from lanemon.reports.data import qeval_runs
+from lanemon.results.gauntlet import GauntletResult
+from lanemon.results.qeval import QevalResult
 from lanemon.reports.format import int_key
 from lanemon.reports.format import num as _num
 
@@ -178,9 +180,9 @@ def cells(analysis: dict[str, Any]) -> list[Cell]:
                 add("race", lane, "race", cell, metric, x.get(metric))
     q = analysis.get("qeval") or {}
     for lane, run in qeval_runs(q).items():
-        add("qeval", lane, "score", "score", "passed", run.get("passed"), extra=run)
-        for tid, t in (run.get("tasks") or {}).items():
-            add("qeval", lane, "task", tid, "task_passed", 1 if (t or {}).get("passed") else 0)
+        add("qeval", lane, "score", "score", "passed", run.passed, extra=run)
+        for tid, t in run.tasks.items():
+            add("qeval", lane, "task", tid, "task_passed", 1 if t.passed else 0)
     ag = analysis.get("agree") or {}
     if ag.get("total") and len(ag.get("lanes") or []) == 2:
         pair = "~".join(ag["lanes"])
@@ -190,15 +192,13 @@ def cells(analysis: dict[str, Any]) -> list[Cell]:
     for lane, x in (kl.get("lanes") or {}).items():
         if (x or {}).get("status") == "ok" and x.get("kl") is not None:
             add("kl", lane, "reference", f"vs {kl.get('reference')}", "kl", x.get("kl"))
-    g = analysis.get("gauntlet") or {}
-    for lane, x in (g.get("lanes") or {}).items():
-        x = x or {}
-        if not x.get("reps"):
+    g = analysis.get("gauntlet")
+    for lane, x in (g.lanes if isinstance(g, GauntletResult) else {}).items():
+        if not x.reps:
             continue
-        add("gauntlet", lane, "chain", f"{(g.get('config') or {}).get('hops', '?')}-hop chain", "median_wall_s",
-            x.get("median_wall_s"), x.get("wall_s"))
-        add("gauntlet", lane, "chain", f"{(g.get('config') or {}).get('hops', '?')}-hop chain", "correct",
-            x.get("correct"))
+        chain = f"{'?' if g.config.hops is None else g.config.hops}-hop chain"
+        add("gauntlet", lane, "chain", chain, "median_wall_s", x.median_wall_s, x.wall_s)
+        add("gauntlet", lane, "chain", chain, "correct", x.correct)
     return out
 
 
@@ -263,14 +263,16 @@ def _qeval_judge(old: Cell, new: Cell) -> dict[str, Any]:
         from lanemon.workloads.qeval import compare_runs
     except ImportError:  # pragma: no cover - qeval is part of lanemon
         return {**base, "significant": False, "basis": "paired test unavailable"}
-    paired = compare_runs(old.extra or {}, new.extra or {}, "old", "new")
-    broke, fixed = paired.get("broke") or 0, paired.get("fixed") or 0
-    if not paired.get("a", {}).get("total"):
+    if not (isinstance(old.extra, QevalResult) and isinstance(new.extra, QevalResult)):
+        return {**base, "significant": False, "basis": "McNemar: no paired tasks"}
+    paired = compare_runs(old.extra, new.extra, "old", "new")
+    broke, fixed = paired.broke, paired.fixed
+    if not paired.a.total:
         return {**base, "significant": False, "basis": "McNemar: no paired tasks"}
     if broke + fixed == 0:
         return {**base, "significant": False, "basis": "McNemar: no discordant pairs (no task changed)"}
-    p = paired.get("p_value")
-    return {**base, "p": p, "test": "mcnemar", "significant": bool(base["better"]) and p is not None and p < st.ALPHA,
+    p = paired.p_value
+    return {**base, "p": p, "test": "mcnemar", "significant": bool(base["better"]) and p < st.ALPHA,
             "basis": f"McNemar p = {p:.3f} (broke {broke}, fixed {fixed})"}
 
 

@@ -12,16 +12,24 @@ from typing import Any
 
 from lanemon.measure.stats import median
 from lanemon.reports.format import num
+from lanemon.results.gauntlet import GauntletLane, GauntletResult
+from lanemon.results.qeval import QevalResult
 from lanemon.workloads.bench.decode import crossover as ladder_crossover
 from lanemon.workloads.bench.decode import level_figure
 from lanemon.workloads.bench.decode import level_leads as ladder_level_leads
+
+
+def bench_lanes(result: Any) -> Any:
+    """A bench result's ``lanes``: a typed result's attribute (``lanemon.results``) or a dict's key; {} for none."""
+    lanes = result.get("lanes") if isinstance(result, dict) else getattr(result, "lanes", None)
+    return lanes or {}
 
 
 def lane_names(analysis: dict[str, Any]) -> list[str]:
     """Lanes in header order, then any that appear only in results."""
     names: list[str] = [lane["name"] for lane in analysis.get("environment", {}).get("lanes", []) if lane.get("name")]
     for bench in ("decode", "prefill", "needles", "race", "agree", "kl", "gauntlet"):
-        for name in (analysis.get(bench) or {}).get("lanes", {}) or {}:
+        for name in bench_lanes(analysis.get(bench)):
             if isinstance(name, str) and name not in names:
                 names.append(name)
     for name in qeval_runs(analysis.get("qeval")):
@@ -31,7 +39,7 @@ def lane_names(analysis: dict[str, Any]) -> list[str]:
 
 
 def present_lanes(analysis: dict[str, Any], bench: str) -> list[str]:
-    lanes = (analysis.get(bench) or {}).get("lanes") or {}
+    lanes = bench_lanes(analysis.get(bench))
     return [n for n in lane_names(analysis) if n in lanes]
 
 
@@ -135,23 +143,23 @@ def race_wins(race: dict[str, Any]) -> dict[str, int]:
     return wins
 
 
-def qeval_runs(q: Any) -> dict[str, dict[str, Any]]:
-    """Lane -> ``qeval run`` result, from ``analysis["qeval"]`` (per-lane) or one bare run dict."""
+def qeval_runs(q: Any) -> dict[str, QevalResult]:
+    """Lane -> ``qeval run`` result, from ``analysis["qeval"]`` (per-lane: ``{"bench", "lanes", "compare"}``) or
+    one bare run."""
+    if isinstance(q, QevalResult):
+        return {str(q.lane or "?"): q}
     if not isinstance(q, dict):
         return {}
-    if "tasks" in q:
-        return {str(q.get("lane") or "?"): q}
-    return {n: r for n, r in (q.get("lanes") or {}).items() if isinstance(r, dict) and r.get("tasks") is not None}
+    return {n: r for n, r in (q.get("lanes") or {}).items() if isinstance(r, QevalResult)}
 
 
-def qeval_misses(run: dict[str, Any]) -> list[str]:
-    return [tid for tid, t in (run.get("tasks") or {}).items() if not t.get("passed")]
+def qeval_misses(run: QevalResult) -> list[str]:
+    return [tid for tid, t in run.tasks.items() if not t.passed]
 
 
-def qeval_rate(run: dict[str, Any]) -> float | None:
+def qeval_rate(run: QevalResult) -> float | None:
     """Median E2E reply rate (completion tokens / seconds) over the tasks."""
-    rates = [c / s for t in (run.get("tasks") or {}).values()
-             if (c := num(t.get("completion_tokens"))) and (s := num(t.get("seconds")))]
+    rates = [c / s for t in run.tasks.values() if (c := num(t.completion_tokens)) and (s := num(t.seconds))]
     return median(rates)
 
 
@@ -165,27 +173,26 @@ def kl_lanes(kl: dict[str, Any], order: list[str]) -> list[str]:
     return [n for n in order if n in lanes] + [n for n in lanes if n not in order]
 
 
-def gauntlet_lanes(g: dict[str, Any], order: list[str]) -> list[str]:
-    lanes = {n: d for n, d in (g.get("lanes") or {}).items() if isinstance(d, dict) and d.get("reps")}
+def gauntlet_lanes(g: GauntletResult | None, order: list[str]) -> list[str]:
+    """The lanes of the gauntlet result that finished a rep, in ``order`` then the rest."""
+    lanes = [n for n, d in g.lanes.items() if d.reps] if isinstance(g, GauntletResult) else []
     return [n for n in order if n in lanes] + [n for n in lanes if n not in order]
 
 
-def turn_split(d: dict[str, Any]) -> dict[str, Any]:
+def turn_split(d: GauntletLane) -> dict[str, Any]:
     """A lane's TTFT / decode seconds: median over reps of the per-rep sums, and per turn (median over reps)."""
-    reps = d.get("turns") or []
     ttft_sums, dec_sums = [], []
     per_turn: dict[int, dict[str, list[float]]] = {}
-    for turns in reps:
-        ttft_sums.append(sum(num(t.get("ttft_s")) or 0.0 for t in turns))
-        dec_sums.append(sum(num(t.get("decode_s")) or 0.0 for t in turns))
+    for turns in d.turns:
+        ttft_sums.append(sum(num(t.ttft_s) or 0.0 for t in turns))
+        dec_sums.append(sum(num(t.decode_s) or 0.0 for t in turns))
         for t in turns:
-            cell = per_turn.setdefault(int(t.get("turn", 0)), {"ttft": [], "decode": [], "prompt": [], "out": [],
-                                                              "tool": []})
-            for key, src in (("ttft", "ttft_s"), ("decode", "decode_s"), ("prompt", "prompt_tokens"),
-                             ("out", "completion_tokens")):
-                if num(t.get(src)) is not None:
-                    cell[key].append(num(t.get(src)))
-            cell["tool"].append(bool(t.get("calls")))
+            cell = per_turn.setdefault(t.turn, {"ttft": [], "decode": [], "prompt": [], "out": [], "tool": []})
+            for key, value in (("ttft", t.ttft_s), ("decode", t.decode_s), ("prompt", t.prompt_tokens),
+                               ("out", t.completion_tokens)):
+                if num(value) is not None:
+                    cell[key].append(num(value))
+            cell["tool"].append(bool(t.calls))
     turns = {k: {"ttft": median(v["ttft"]), "decode": median(v["decode"]), "prompt": median(v["prompt"]),
                  "out": median(v["out"]), "tool": any(v["tool"])} for k, v in sorted(per_turn.items())}
     return {"ttft": median(ttft_sums), "decode": median(dec_sums), "turns": turns}

@@ -22,9 +22,11 @@ from lanemon.recording.schema import DATA_SCHEMAS, EventRow, Header
 from lanemon.results.agree import AgreeResult
 from lanemon.results.check import CheckResult
 from lanemon.results.decode import DecodeResult
+from lanemon.results.gauntlet import GauntletResult
 from lanemon.results.load import LoadResult
 from lanemon.results.needles import NeedleResult
 from lanemon.results.prefill import PrefillResult
+from lanemon.results.qeval import QevalCompare, QevalResult
 from lanemon.results.race import RaceResult
 from lanemon.results.sweep import SweepResult
 
@@ -41,6 +43,9 @@ OUTPUTS: dict[str, tuple[Any, str]] = {
     "race": (RaceResult, "lanemon race --json"),
     "check": (CheckResult, "lanemon check --json"),
     "agree": (AgreeResult, "lanemon agree --json"),
+    "gauntlet": (GauntletResult, "lanemon gauntlet --json"),
+    "qeval": (QevalResult, "lanemon qeval run --json (and qeval rescore --json of one lane)"),
+    "qeval-compare": (QevalCompare, "lanemon qeval compare --json"),
     "history": (list[LaneSummary], "lanemon history --json"),
     "recording": (EventRow, "a recording (--record): a header line, then one event per line"),
 }

@@ -21,6 +21,8 @@ from lanemon.reports.data import (agree_pair, agg, crossover, decode_levels, fir
                                   turn_split)
 from lanemon.reports.format import int_key, int_text, kl_num, length_label, number_word, num, ratio_text, secs, \
     clip, sorted_keys, tok
+from lanemon.results.gauntlet import GauntletResult
+from lanemon.results.qeval import QevalCompare
 
 TIE = 1 + st.DEFAULT_BANDS["throughput"]
 """Leads smaller than this ratio are reported as ties (the shared noise band's default for throughput)."""
@@ -271,11 +273,10 @@ def _error_sentence(analysis: dict[str, Any]) -> str | None:
            f"requests only."
 
 
-def paired_text(c: dict[str, Any]) -> str:
-    if not (c.get("broke") or c.get("fixed")):  # McNemar has nothing to test: say so, not "p = 1.000"
-        return f"kept {c.get('kept')}, broke 0, fixed 0: no discordant pairs"
-    p = num(c.get("p_value")) or 0.0
-    return f"kept {c.get('kept')}, broke {c.get('broke')}, fixed {c.get('fixed')}, McNemar p = {p:.3f}"
+def paired_text(c: QevalCompare) -> str:
+    if not (c.broke or c.fixed):  # McNemar has nothing to test: say so, not "p = 1.000"
+        return f"kept {c.kept}, broke 0, fixed 0: no discordant pairs"
+    return f"kept {c.kept}, broke {c.broke}, fixed {c.fixed}, McNemar p = {c.p_value:.3f}"
 
 
 def qeval_sentence(q: Any) -> str | None:
@@ -283,9 +284,8 @@ def qeval_sentence(q: Any) -> str | None:
     runs = qeval_runs(q)
     if not runs:
         return None
-    score = ", ".join(f"{n} {r.get('passed')}/{r.get('total')}" + (  # skipped: no sandbox, or no recorded verdict
-        f" ({len(r['skipped'])} not scored)" if isinstance(r.get("skipped"), dict) and r["skipped"] else "")
-        for n, r in runs.items())
+    score = ", ".join(f"{n} {r.passed}/{r.total}" + (  # skipped: no sandbox, or no recorded verdict
+        f" ({len(r.skipped)} not scored)" if r.skipped else "") for n, r in runs.items())
     misses = {n: qeval_misses(r) for n, r in runs.items()}
     first = next(iter(misses.values()))
     if all(not m for m in misses.values()):
@@ -305,10 +305,10 @@ def _qeval_verdict(analysis: dict[str, Any]) -> str | None:
     if s is None:
         return None
     c = q.get("compare") if isinstance(q, dict) else None
-    if not c:
+    if not isinstance(c, QevalCompare):
         return f"Quality gate (qeval): {s}."
-    broke, fixed, p = int(c.get("broke") or 0), int(c.get("fixed") or 0), num(c.get("p_value"))
-    a, b = (c.get("a") or {}).get("name"), (c.get("b") or {}).get("name")
+    broke, fixed, p = c.broke, c.fixed, c.p_value
+    a, b = c.a.name, c.b.name
     if broke == 0 and fixed == 0:
         return f"Quality gate: identical — {s}; {paired_text(c)}."
     if p is not None and p < 0.05:
@@ -368,9 +368,9 @@ def kl_verdict(analysis: dict[str, Any]) -> str | None:
     return "No KL between lanes: " + "; ".join(why) + "."
 
 
-def gauntlet_why(g: dict[str, Any], lanes: list[str]) -> tuple[str, str]:
+def gauntlet_why(g: GauntletResult, lanes: list[str]) -> tuple[str, str]:
     """(sentence on where the time goes, verdict clause) from the per-turn TTFT/decode split."""
-    split = {n: turn_split(g["lanes"][n]) for n in lanes}
+    split = {n: turn_split(g.lanes[n]) for n in lanes}
     share = []
     for n in lanes:
         p, d = split[n]["ttft"], split[n]["decode"]
@@ -388,7 +388,7 @@ def gauntlet_why(g: dict[str, Any], lanes: list[str]) -> tuple[str, str]:
     head += f", so TTFT (prefill) is {' and '.join(share)} request time" if share else ""
     clause = ""
     if len(lanes) >= 2:
-        walls = {n: num(g["lanes"][n].get("median_wall_s")) for n in lanes}
+        walls = {n: num(g.lanes[n].median_wall_s) for n in lanes}
         ranked = sorted((n for n in lanes if walls[n] is not None), key=lambda n: walls[n])
         if len(ranked) >= 2 and walls[ranked[1]] / max(walls[ranked[0]], 1e-9) >= TIE:
             fast, slow = ranked[0], ranked[1]
@@ -417,27 +417,27 @@ def gauntlet_why(g: dict[str, Any], lanes: list[str]) -> tuple[str, str]:
 
 
 def _gauntlet_verdict(analysis: dict[str, Any]) -> str | None:
-    g = analysis.get("gauntlet") or {}
+    g = analysis.get("gauntlet")
     lanes = gauntlet_lanes(g, lane_names(analysis))
-    if not lanes:
+    if not isinstance(g, GauntletResult) or not lanes:
         return None
-    d = g["lanes"]
-    summary = g.get("summary") or ""
-    hops = (g.get("config") or {}).get("hops", "?")
+    d = g.lanes
+    summary = g.summary
+    hops = "?" if g.config.hops is None else g.config.hops
     if len(lanes) == 1:
         return f"Agents: {summary}." if summary else None
-    walls = {n: num(d[n].get("median_wall_s")) for n in lanes}
+    walls = {n: num(d[n].median_wall_s) for n in lanes}
     ranked = sorted((n for n in lanes if walls[n] is not None), key=lambda n: walls[n])
     if len(ranked) < 2:
         return f"Agents: {summary}." if summary else None
     fast, slow = ranked[0], ranked[1]
-    rate = {n: d[n]["correct"] / d[n]["reps"] for n in lanes}
-    of = "median of " + str(d[fast]["reps"]) if d[fast]["reps"] == d[slow]["reps"] else "medians"
+    rate = {n: d[n].correct / d[n].reps for n in lanes}
+    of = "median of " + str(d[fast].reps) if d[fast].reps == d[slow].reps else "medians"
     _, clause = gauntlet_why(g, lanes)
     if rate[slow] > rate[fast]:
         return (f"Agents: {fast} finishes the {hops}-hop chain faster ({secs(walls[fast])} vs {secs(walls[slow])}, "
-                f"{of}) but {slow} is correct more often ({d[slow]['correct']}/{d[slow]['reps']} vs "
-                f"{d[fast]['correct']}/{d[fast]['reps']}).")
+                f"{of}) but {slow} is correct more often ({d[slow].correct}/{d[slow].reps} vs "
+                f"{d[fast].correct}/{d[fast].reps}).")
     if walls[slow] / max(walls[fast], 1e-9) < TIE:
         return (f"Agents: {fast} and {slow} tie on the {hops}-hop chain ({secs(walls[fast])} vs "
                 f"{secs(walls[slow])}, {of}).")

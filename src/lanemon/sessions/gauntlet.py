@@ -10,6 +10,7 @@ from typing import Any
 from lanemon.bus import EventBus, FixedPace
 from lanemon.config import LaneConfig
 from lanemon.events import Clock, Event
+from lanemon.results.gauntlet import GauntletResult
 from lanemon.workloads.gauntlet.config import GauntletConfig
 from lanemon.workloads.gauntlet.results import gauntlet_results
 from lanemon.workloads.gauntlet.run import run_gauntlet
@@ -33,7 +34,7 @@ class GauntletSource(FixedPace):
         self.recording_path: Path | None = getattr(recorder, "path", None)
         self.finished = False
         self.interrupted = False
-        self.result: dict[str, Any] | None = None
+        self.result: GauntletResult | None = None
         self.error: str | None = None
         self.harness = Harness(self.lane_configs, bus=self.bus, clock=clock, recorder=recorder)
         if recorder is not None:
@@ -60,7 +61,7 @@ class GauntletSource(FixedPace):
         finally:
             await self.harness.aclose()
 
-    def results(self) -> dict[str, Any]:
+    def results(self) -> GauntletResult:
         return gauntlet_results(self.harness.events)
 
     def now_ns(self) -> int:

@@ -40,6 +40,9 @@ PLACE_TIMEOUT_S = 60.0
 """Every worker must be placed on its load host (and answer) within this long, or the run does not start."""
 SKEW_ENV = "LANEMON_TEST_CLOCK_SKEW"
 """Test only: ``W:NS`` adds NS nanoseconds to worker W's raw clock, as if its host's clock were elsewhere."""
+VERSION_ENV = "LANEMON_TEST_WORKER_VERSION"
+"""Test only: ``W:VERSION`` makes worker W report lanemon VERSION at ``ready``, as a load host with another lanemon
+installed would (the run must refuse it by name)."""
 LEAD_S = 0.5
 """A job's start is this far ahead of its hand-out: a Ray call reaches a busy host's actor in tens to hundreds of
 ms, a pipe in microseconds (the process backend's lead is 0.2 s)."""
@@ -81,9 +84,10 @@ class _RayWorker:
     """One Ray actor: a worker core, its clock's readings and a streaming ``run_job``."""
 
     def __init__(self, index: int, lanes: list[dict[str, Any]], t0_ns: int, stall_timeout: float | None,
-                 skew_ns: int = 0) -> None:
+                 skew_ns: int = 0, version: str | None = None) -> None:
         if skew_ns:
             _skew_this_process(skew_ns)
+        self.version = version  # test only (VERSION_ENV): the version this worker says it runs
         self.clock = _HostClock(t0_ns)
         self.core = WorkerCore(index, lanes, t0_ns, stall_timeout, clock=self.clock)
 
@@ -94,7 +98,7 @@ class _RayWorker:
 
         from lanemon import __version__
 
-        return {"version": __version__, "host": socket.gethostname()[:100], "pid": os.getpid(),
+        return {"version": self.version or __version__, "host": socket.gethostname()[:100], "pid": os.getpid(),
                 "address": ray.util.get_node_ip_address(), "node": ray.get_runtime_context().get_node_id()}
 
     async def raw_ns(self) -> int:
@@ -145,6 +149,16 @@ def _skews(env: str | None) -> dict[int, int]:
         w, _, ns = part.partition(":")
         if w.strip().isdigit() and ns.strip().lstrip("-").isdigit():
             out[int(w)] = int(ns)
+    return out
+
+
+def _versions(env: str | None) -> dict[int, str]:
+    """``VERSION_ENV``'s ``W:VERSION,...`` (test only)."""
+    out: dict[int, str] = {}
+    for part in (env or "").split(","):
+        w, _, v = part.partition(":")
+        if w.strip().isdigit() and v.strip():
+            out[int(w)] = v.strip()[:40]
     return out
 
 
@@ -233,11 +247,12 @@ class RayPool(MergingPool):
         self._resize(n)
         self.bus.gate = self._publish_main
         skews = _skews(os.environ.get(SKEW_ENV))
+        versions = _versions(os.environ.get(VERSION_ENV))
         actor = ray.remote(num_cpus=0, max_restarts=0)(_RayWorker)
         self._actors = [
             actor.options(scheduling_strategy=NodeAffinitySchedulingStrategy(hosts[k % len(hosts)]["NodeID"],
                                                                              soft=False))
-            .remote(k, self.lanes, self.clock.t0, self.stall_timeout, skews.get(k, 0))
+            .remote(k, self.lanes, self.clock.t0, self.stall_timeout, skews.get(k, 0), versions.get(k))
             for k in range(n)]
         pending = {asyncio.ensure_future(_await(a.info.remote())): k for k, a in enumerate(self._actors)}
         done, late = await asyncio.wait(pending, timeout=self.place_timeout)

@@ -7,8 +7,12 @@ import csv
 import io
 from typing import Any
 
+from msgspec import UNSET
+
 from lanemon.reports.data import agree_pair, decode_levels, level_figure, prefill_cells, present_lanes, qeval_runs
 from lanemon.reports.format import err_text, sorted_keys
+from lanemon.results.gauntlet import GauntletResult
+from lanemon.results.qeval import QevalCompare
 
 
 CSV_COLUMNS = (
@@ -83,25 +87,30 @@ def quality_csv_rows(analysis: dict[str, Any]) -> list[dict[str, Any]]:
     q = analysis.get("qeval")
     runs = qeval_runs(q)
     compare = q.get("compare") if isinstance(q, dict) else None
+    compare = compare if isinstance(compare, QevalCompare) else None
     paired: dict[str, str] = {}
     pair: tuple[str, str] | None = None
+    groups: tuple[tuple[str, list[str], int], ...] = ()
     if compare:
-        pair = (compare["a"]["name"], compare["b"]["name"])
-        for key in ("kept", "broke", "fixed", "both_failed"):
-            for tid in compare.get(f"{key}_ids") or []:
+        pair = (compare.a.name, compare.b.name)
+        groups = (("kept", compare.kept_ids, compare.kept), ("broke", compare.broke_ids, compare.broke),
+                  ("fixed", compare.fixed_ids, compare.fixed),
+                  ("both_failed", compare.both_failed_ids, compare.both_failed))
+        for key, ids, _ in groups:
+            for tid in ids:
                 paired[tid] = key
     for n, r in runs.items():
-        for tid, t in (r.get("tasks") or {}).items():
+        for tid, t in r.tasks.items():
             in_pair = pair is not None and n in pair
-            rows.append({"bench": "qeval", "lane": n, "cell_kind": "task", "cell": tid, "task_kind": t.get("kind"),
-                         "passed": t.get("passed"), "reason": t.get("reason"), "prompt_tokens": t.get("prompt_tokens"),
-                         "output_tokens": t.get("completion_tokens"), "seconds": t.get("seconds"),
+            rows.append({"bench": "qeval", "lane": n, "cell_kind": "task", "cell": tid, "task_kind": t.kind,
+                         "passed": t.passed, "reason": t.reason, "prompt_tokens": t.prompt_tokens,
+                         "output_tokens": t.completion_tokens, "seconds": t.seconds,
                          "vs_lane": (pair[1] if n == pair[0] else pair[0]) if in_pair else None,
                          "paired": paired.get(tid) if in_pair else None})
-    if compare:
-        for key in ("kept", "broke", "fixed", "both_failed"):
+    if compare and pair is not None:
+        for key, _, count in groups:
             rows.append({"bench": "qeval", "lane": pair[0], "vs_lane": pair[1], "cell_kind": "paired", "cell": key,
-                         "count": compare.get(key), "p_value": compare.get("p_value")})
+                         "count": count, "p_value": compare.p_value})
     ag = analysis.get("agree") or {}
     if ag.get("total") or ag.get("prompts"):
         a, b = agree_pair(ag)
@@ -117,24 +126,23 @@ def quality_csv_rows(analysis: dict[str, Any]) -> list[dict[str, Any]]:
         rows.append({"bench": "kl", "lane": n, "vs_lane": kl.get("reference"), "cell_kind": "lane", "cell": n,
                      "status": c.get("status"), "kl": c.get("kl"), "kl_p50": c.get("kl_p50"), "kl_p99": c.get("kl_p99"),
                      "positions": c.get("positions"), "reason": c.get("message")})
-    g = analysis.get("gauntlet") or {}
-    for n, x in (g.get("lanes") or {}).items():
-        walls, turns = x.get("wall_s") or [], x.get("turns") or []
+    g = analysis.get("gauntlet")
+    for n, x in (g.lanes if isinstance(g, GauntletResult) else {}).items():
+        walls, turns = x.wall_s, x.turns
         for i in range(len(walls)):
-            def at(key: str, i: int = i) -> Any:
-                v = x.get(key) or []
-                return v[i] if i < len(v) else None
+            def at(values: list[Any], i: int = i) -> Any:
+                return values[i] if i < len(values) else None
             rows.append({"bench": "gauntlet", "lane": n, "cell_kind": "rep", "cell": i, "rep": i,
-                         "passed": at("correct_per_rep"), "tool_calls": at("tool_calls"),
-                         "malformed_calls": at("malformed_calls"), "seconds": walls[i], "reason": at("stopped"),
+                         "passed": at(x.correct_per_rep), "tool_calls": at(x.tool_calls),
+                         "malformed_calls": at(x.malformed_calls), "seconds": walls[i], "reason": at(x.stopped),
                          "requests": len(turns[i]) if i < len(turns) else None})
         for i, rep_turns in enumerate(turns):
             for t in rep_turns:
-                rows.append({"bench": "gauntlet", "lane": n, "cell_kind": "turn", "cell": t.get("turn"), "rep": i,
-                             "prompt_tokens": t.get("prompt_tokens"), "cached_tokens": t.get("cached_tokens"),
-                             "ttft_s": t.get("ttft_s"), "decode_s": t.get("decode_s"),
-                             "output_tokens": t.get("completion_tokens"), "tool_calls": t.get("calls"),
-                             "error": t.get("error")})
+                rows.append({"bench": "gauntlet", "lane": n, "cell_kind": "turn", "cell": t.turn, "rep": i,
+                             "prompt_tokens": t.prompt_tokens, "cached_tokens": t.cached_tokens,
+                             "ttft_s": t.ttft_s, "decode_s": t.decode_s,
+                             "output_tokens": t.completion_tokens, "tool_calls": t.calls,
+                             "error": None if t.error is UNSET else t.error})
     return rows
 
 

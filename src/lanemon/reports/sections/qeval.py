@@ -9,6 +9,7 @@ from lanemon.reports.data import qeval_misses, qeval_rate, qeval_runs
 from lanemon.reports.format import clip, num, secs, tok
 from lanemon.reports.sections.section import Section
 from lanemon.reports.verdict import TIE, paired_text, qeval_sentence
+from lanemon.results.qeval import QevalCompare
 
 QEVAL_KINDS = ("code", "json", "math", "format")
 
@@ -17,22 +18,23 @@ def qeval_section(q: Any, order: list[str]) -> Section:
     runs = qeval_runs(q)
     lanes = [n for n in order if n in runs] + [n for n in runs if n not in order]
     compare = q.get("compare") if isinstance(q, dict) else None
-    kinds = [k for k in QEVAL_KINDS if any(t.get("kind") == k for r in runs.values() for t in r["tasks"].values())]
-    kinds += sorted({t.get("kind") for r in runs.values() for t in r["tasks"].values()} - set(kinds) - {None})
+    compare = compare if isinstance(compare, QevalCompare) else None
+    kinds = [k for k in QEVAL_KINDS if any(t.kind == k for r in runs.values() for t in r.tasks.values())]
+    kinds += sorted({t.kind for r in runs.values() for t in r.tasks.values()} - set(kinds))
     headers = ["Lane", "passed"] + kinds + ["median s/task", "median tok/s (E2E)"]
     rows = []
     for n in lanes:
         r = runs[n]
-        tasks = r["tasks"].values()
-        row = [n, f"{r.get('passed')}/{r.get('total')}"]
+        tasks = r.tasks.values()
+        row = [n, f"{r.passed}/{r.total}"]
         for k in kinds:
-            of = [t for t in tasks if t.get("kind") == k]
-            row.append(f"{sum(1 for t in of if t.get('passed'))}/{len(of)}" if of else "—")
-        row += [secs(median([x for t in tasks if (x := num(t.get("seconds"))) is not None])), tok(qeval_rate(r))]
+            of = [t for t in tasks if t.kind == k]
+            row.append(f"{sum(1 for t in of if t.passed)}/{len(of)}" if of else "—")
+        row += [secs(median([x for t in tasks if (x := num(t.seconds)) is not None])), tok(qeval_rate(r))]
         rows.append(row)
     summary = qeval_sentence(q) or ""
     if compare:
-        summary += f"; paired {compare['a']['name']} → {compare['b']['name']}: {paired_text(compare)}"
+        summary += f"; paired {compare.a.name} → {compare.b.name}: {paired_text(compare)}"
         rates = {n: qeval_rate(runs[n]) for n in lanes[:2]}
         if all(rates.values()):
             (fa, va), (fb, vb) = sorted(rates.items(), key=lambda t: -t[1])
@@ -44,28 +46,28 @@ def qeval_section(q: Any, order: list[str]) -> Section:
     if failed:
         paired_of = {}
         if compare:
-            for key, word in (("kept", "kept"), ("broke", "broke"), ("fixed", "fixed"), ("both_failed", "both failed")):
-                for tid in compare.get(f"{key}_ids") or []:
+            for ids, word in ((compare.kept_ids, "kept"), (compare.broke_ids, "broke"), (compare.fixed_ids, "fixed"),
+                              (compare.both_failed_ids, "both failed")):
+                for tid in ids:
                     paired_of[tid] = word
         h = ["Task", "kind"] + lanes + (["paired"] if compare else [])
         rr = []
         for tid in failed:
-            kind = next((r["tasks"][tid].get("kind") for r in runs.values() if tid in r["tasks"]), "")
+            kind = next((r.tasks[tid].kind for r in runs.values() if tid in r.tasks), "")
             row = [tid, str(kind or "")]
             for n in lanes:
-                t = runs[n]["tasks"].get(tid)
-                row.append("—" if t is None else "passed" if t.get("passed") else clip(t.get("reason") or "failed", 70))
+                t = runs[n].tasks.get(tid)
+                row.append("—" if t is None else "passed" if t.passed else clip(t.reason or "failed", 70))
             if compare:
                 row.append(paired_of.get(tid, "—"))
             rr.append(row)
         more.append(("Tasks missed on any lane", h, rr))
     if compare:
-        h = [f"Paired {compare['a']['name']} → {compare['b']['name']}", "kept", "broke", "fixed", "both failed",
-             "p (exact McNemar)", "left out"]
+        a, b = compare.a, compare.b
+        h = [f"Paired {a.name} → {b.name}", "kept", "broke", "fixed", "both failed", "p (exact McNemar)", "left out"]
         more.append(("Paired comparison (qeval compare)", h, [[
-            f"{compare['a']['passed']}/{compare['a']['total']} → {compare['b']['passed']}/{compare['b']['total']}",
-            str(compare.get("kept")), str(compare.get("broke")), str(compare.get("fixed")),
-            str(compare.get("both_failed")), f"{num(compare.get('p_value')) or 0:.3f}", str(compare.get("left_out", 0))]]))
+            f"{a.passed}/{a.total} → {b.passed}/{b.total}", str(compare.kept), str(compare.broke),
+            str(compare.fixed), str(compare.both_failed), f"{num(compare.p_value) or 0:.3f}", str(compare.left_out)]]))
     caption = ("Auto-scored tasks (code with hidden tests in a sandbox, JSON, math, format) at temperature 0, "
                "re-scored from the recorded replies. broke = passes on the first lane, fails on the second; "
                "fixed = the reverse; p is the exact two-sided McNemar test on those discordant pairs.")

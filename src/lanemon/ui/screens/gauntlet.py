@@ -17,6 +17,7 @@ from lanemon.ui.widgets.lane_card import card_columns
 from lanemon.folds.gauntlet import GauntletState
 from lanemon.ui.screens.base import LanemonScreen
 from lanemon.workloads.gauntlet import summary_sentence
+from lanemon.workloads.gauntlet.results import RepsSeen
 
 
 GAUNTLET_CARD_WIDTH = 30
@@ -76,7 +77,7 @@ class GauntletScreen(LanemonScreen):
     def draw(self, app: Any) -> None:
         g = app.gauntlet
         if g.ended and self._summary is None:
-            self._summary = summary_sentence(results_from_state(g))
+            self._summary = summary_sentence(reps_seen(g), g.hops)
         self.refresh_from(g, app.source, app.now_ns(), self._summary)
 
     def action_scroll_turns(self, step: int) -> None:
@@ -119,17 +120,17 @@ class GauntletScreen(LanemonScreen):
             label.update("[dim]running… q stops (finished reps are kept)[/]" if running else "[dim]starting…[/]")
 
 
-def results_from_state(state: GauntletState) -> dict[str, Any]:
-    """A summary-sized result from the fold (what :func:`summary_sentence` reads), so the screen
+def reps_seen(state: GauntletState) -> dict[str, RepsSeen]:
+    """Each lane's finished reps from the fold (what :func:`summary_sentence` reads), so the screen
     says how the run went without asking the run."""
     from lanemon.measure.metrics import median
 
     lanes = {}
     for name, lv in state.lanes.items():
-        walls = [float(r.get("wall_s", 0)) for r in lv.results]
+        walls = [r.wall_s for r in lv.results]
         if not walls:
             continue
-        lanes[name] = {"reps": len(walls), "median_wall_s": median(walls),
-                       "correct": sum(1 for r in lv.results if r.get("correct")),
-                       "tool_calls": [int(r.get("tool_calls", 0)) for r in lv.results]}
-    return {"lanes": lanes, "config": state.config}
+        lanes[name] = RepsSeen(reps=len(walls), median_wall_s=median(walls),
+                               correct=sum(1 for r in lv.results if r.correct),
+                               tool_calls=[r.tool_calls for r in lv.results])
+    return lanes

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Label
 
+from lanemon.results.gauntlet import GauntletConfigInfo
 from lanemon.ui.format import markup_escape as escape
 from lanemon.ui.widgets.status_bar import PathLabel, fit_items, markup_cells, path_verb, short_path, sim_note
 
@@ -31,19 +31,20 @@ class GauntletHeader(Horizontal):
         yield Label("", id="g-info")
         yield PathLabel("", id="g-path")
 
-    def update_from(self, *, mode: str, config: dict[str, Any], elapsed_s: float, finished: bool,
+    def update_from(self, *, mode: str, config: GauntletConfigInfo, elapsed_s: float, finished: bool,
                     recording_path: Path | str | None) -> None:
         chip = f"GAUNTLET · {mode.upper()}{sim_note(self.app)}"
         self.query_one("#g-mode", Label).update(chip)
         items: dict[str, list[tuple[str, str]]] = {}
-        if config:
-            hops, reps = config.get("hops", "?"), config.get("reps", "?")
+        if config != GauntletConfigInfo():  # the run's start mark has come
+            hops = "?" if config.hops is None else config.hops
+            reps = "?" if config.reps is None else config.reps
             items["hops"] = [(f"[b]{hops}[/] hops × [b]{reps}[/] reps", f"{hops} hops × {reps} reps"), ("", "")]
-            sp = f"system prompt {int(config.get('system_prompt_tokens', 0)):,} tok"
+            sp = f"system prompt {config.system_prompt_tokens or 0:,} tok"
             items["system"] = [(sp, sp), ("", "")]
-            if config.get("time_scale") not in (None, 1, 1.0):
-                items["scale"] = [(f"[$warning]time ×{config['time_scale']:g}[/]", f"time ×{config['time_scale']:g}"),
-                                  ("", "")]
+            scale = config.time_scale if isinstance(config.time_scale, (int, float)) else None
+            if scale not in (None, 1, 1.0):
+                items["scale"] = [(f"[$warning]time ×{scale:g}[/]", f"time ×{scale:g}"), ("", "")]
         items["t"] = [(f"[dim]t[/] +{elapsed_s:.1f}s", f"t +{elapsed_s:.1f}s")]
         if finished:
             items["finished"] = [("[$success b]■ finished[/]", "■ finished")]

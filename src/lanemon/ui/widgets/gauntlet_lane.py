@@ -131,11 +131,11 @@ class GauntletLanePanel(LaneCard):
     def _reps_text(view: LaneView, reps: int) -> str:
         parts = []
         for r in view.results:
-            if r.get("correct"):
-                parts.append(f"[$success]✓[/] {float(r.get('wall_s', 0)):.2f} s ({r.get('tool_calls', 0)} calls)")
+            if r.correct:
+                parts.append(f"[$success]✓[/] {r.wall_s:.2f} s ({r.tool_calls} calls)")
             else:
-                parts.append(f"[$error]✗ {escape(r.get('stopped', 'failed'))}[/] {float(r.get('wall_s', 0)):.2f} s")
+                parts.append(f"[$error]✗ {escape(r.stopped)}[/] {r.wall_s:.2f} s")
         done = len(view.results)
-        correct = sum(1 for r in view.results if r.get("correct"))
+        correct = sum(1 for r in view.results if r.correct)
         head = f"[b]{correct}/{done}[/] correct" + (f" of {reps}" if done < reps else "")
         return head + ("  " + "  ".join(parts) if parts else "")

@@ -118,6 +118,11 @@ class BenchOptions:
             self.prompt_set.select(self.categories)  # PromptSetError names an unknown category
 
     @property
+    def uses_workers(self) -> bool:
+        """The run sends its requests from a worker pool (processes or Ray actors), not this process."""
+        return self.workers > 1 or self.workers_backend == "ray"
+
+    @property
     def endpoint(self) -> str:
         return "chat" if self.chat else "completions"
 
@@ -512,7 +517,7 @@ class BenchRun(FixedPace):
             await h.connect(detect_usage=True)
             for info in self.lanes:
                 info["model"] = h.clients[info["name"]].model or info.get("model")
-            if self.options.workers > 1 or self.options.workers_backend == "ray":
+            if self.options.uses_workers:
                 if self.options.workers_backend == "ray":
                     from lanemon.workers.ray_pool import RayPool
 
@@ -527,6 +532,9 @@ class BenchRun(FixedPace):
                 await h.pool.start()
                 self.options.workers = h.pool.n
                 self.options.worker_hosts = getattr(h.pool, "hosts", None) or None
+            if self.recorder is not None:  # a held header names the workers: node, host, address, clock offset
+                self.recorder.release_header({"workers": self.options.worker_hosts} if self.options.worker_hosts
+                                             else None)
             h.mark("bench", bench=self.kind, phase="start", config=self.options.config(self.kind, self.names),
                    plan=[{"lane": c.get("lane"), "cell": c.get("cell"), "weight": c.get("weight", 1.0)}
                          for c in self.plan])

@@ -1,20 +1,23 @@
-"""The gauntlet's results, rebuilt from recorded events alone (pure: events in, JSON out)."""
+"""The gauntlet's results, rebuilt from recorded events alone (pure: events in, a typed result out)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+
+import msgspec
 
 from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.measure import metrics
 from lanemon.measure.metrics import round_or_none
 from lanemon.measure.records import Assembler, RequestRecord, reiterable
+from lanemon.results.gauntlet import (GauntletConfigInfo, GauntletLane, GauntletResult, GauntletTool,
+                                      GauntletTurn, config_info)
 from lanemon.workloads.gauntlet.config import BENCH, DEFAULT_HOPS
 
 
 # ---------------------------------------------------------------------------
-# Results (pure: events in, JSON out)
+# Results (pure: events in, a typed result out)
 # ---------------------------------------------------------------------------
 
 
@@ -24,20 +27,20 @@ def _marks(events: Iterable[Event]) -> Iterable[Event]:
             yield ev
 
 
-def gauntlet_results(events: Iterable[Event]) -> dict[str, Any]:
-    """The gauntlet's JSON (docs/JSON.md) rebuilt from recorded events alone."""
+def gauntlet_results(events: Iterable[Event]) -> GauntletResult:
+    """The gauntlet's result (``--json``: docs/JSON.md) rebuilt from recorded events alone."""
     events = reiterable(events)
-    config: dict[str, Any] = {}
+    config = GauntletConfigInfo()
     lane_order: list[str] = []
-    rep_ends: dict[str, dict[int, dict[str, Any]]] = {}
-    tools: dict[tuple[str, int, int], list[dict[str, Any]]] = {}
-    models: dict[str, Any] = {}
+    rep_ends: dict[str, dict[int, Mapping[str, object]]] = {}
+    tools: dict[tuple[str, int, int], list[GauntletTool]] = {}
+    models: dict[str, str | None] = {}
     for ev in _marks(events):
         d = ev.data
         phase = d.get("phase")
         if phase == "start":
-            config = dict(d.get("config") or {})
-            for name in config.get("lanes") or []:
+            config = config_info(d.get("config"))
+            for name in config.lanes:
                 if name not in lane_order:
                     lane_order.append(name)
             for info in d.get("lanes") or []:
@@ -47,47 +50,46 @@ def gauntlet_results(events: Iterable[Event]) -> dict[str, Any]:
             rep_ends.setdefault(ev.lane, {})[int(d.get("rep", 0))] = d
         elif phase == "tool" and ev.lane:
             tools.setdefault((ev.lane, int(d.get("rep", 0)), int(d.get("turn", 0))), []).append(
-                {"name": d.get("name"), "path": d.get("path"), "ok": bool(d.get("ok"))})
-    turns: dict[tuple[str, int], dict[int, dict[str, Any]]] = {}
+                GauntletTool(name=d.get("name"), path=d.get("path"), ok=bool(d.get("ok"))))
+    turns: dict[tuple[str, int], dict[int, GauntletTurn]] = {}
     for rec in _gauntlet_records(events):
         rep, turn = int(rec.meta.get("rep", 0)), int(rec.meta.get("turn", 0))
         m = metrics.request_metrics(rec)
         calls = tools.get((rec.lane, rep, turn), [])
-        row: dict[str, Any] = {
-            "turn": turn,
-            "prompt_tokens": rec.prompt_tokens,
-            "cached_tokens": rec.cached_tokens,
-            "ttft_s": round_or_none(m.ttft_s),
-            "decode_s": round_or_none(m.e2e_s - m.ttft_s) if m.e2e_s is not None and m.ttft_s is not None else None,
-            "completion_tokens": rec.completion_tokens,
-            "tool": calls[0] if calls else None,
-            "calls": len(calls),
-        }
+        row = GauntletTurn(
+            turn=turn,
+            prompt_tokens=rec.prompt_tokens,
+            cached_tokens=rec.cached_tokens,
+            ttft_s=round_or_none(m.ttft_s),
+            decode_s=round_or_none(m.e2e_s - m.ttft_s) if m.e2e_s is not None and m.ttft_s is not None else None,
+            completion_tokens=rec.completion_tokens,
+            tool=calls[0] if calls else None,
+            calls=len(calls),
+        )
         if rec.error:
-            row["error"] = rec.error.get("message")
+            row.error = rec.error.get("message")
         turns.setdefault((rec.lane, rep), {})[turn] = row
         if rec.lane not in lane_order:
             lane_order.append(rec.lane)
-    lanes: dict[str, Any] = {}
+    lanes: dict[str, GauntletLane] = {}
     for name in lane_order:
         ends = rep_ends.get(name, {})
         reps = sorted(ends)
         walls = [round(float(ends[r].get("wall_s", 0.0)), 4) for r in reps]
-        lanes[name] = {
-            "model": models.get(name),
-            "correct": sum(1 for r in reps if ends[r].get("correct")),
-            "reps": len(reps),
-            "correct_per_rep": [bool(ends[r].get("correct")) for r in reps],
-            "tool_calls": [int(ends[r].get("tool_calls", 0)) for r in reps],
-            "wall_s": walls,
-            "median_wall_s": round_or_none(metrics.median(walls)) if walls else None,
-            "malformed_calls": [int(ends[r].get("malformed_calls", 0)) for r in reps],
-            "stopped": [ends[r].get("stopped") for r in reps],
-            "turns": [[row for _, row in sorted(turns.get((name, r), {}).items())] for r in reps],
-        }
-    out = {"bench": BENCH, "lanes": lanes, "config": config}
-    out["summary"] = summary_sentence(out)
-    return out
+        lanes[name] = GauntletLane(
+            model=models.get(name),
+            correct=sum(1 for r in reps if ends[r].get("correct")),
+            reps=len(reps),
+            correct_per_rep=[bool(ends[r].get("correct")) for r in reps],
+            tool_calls=[int(ends[r].get("tool_calls", 0)) for r in reps],
+            wall_s=walls,
+            median_wall_s=round_or_none(metrics.median(walls)) if walls else None,
+            malformed_calls=[int(ends[r].get("malformed_calls", 0)) for r in reps],
+            stopped=[ends[r].get("stopped") for r in reps],
+            turns=[[row for _, row in sorted(turns.get((name, r), {}).items())] for r in reps],
+        )
+    return GauntletResult(bench=BENCH, lanes=lanes, config=config,
+                          summary=summary_sentence(lanes, config.hops or DEFAULT_HOPS))
 
 
 def _gauntlet_records(events: Sequence[Event]) -> list[RequestRecord]:
@@ -105,28 +107,35 @@ def _calls_text(values: Sequence[int]) -> str:
     return f"{lo} tool calls" if lo == hi else f"{lo}–{hi} tool calls"
 
 
-def summary_sentence(result: dict[str, Any]) -> str:
+class RepsSeen(msgspec.Struct, frozen=True):
+    """What :func:`summary_sentence` reads of a lane: its finished reps (the result's :class:`GauntletLane`, or the
+    screen's fold while the run goes on)."""
+
+    reps: int
+    median_wall_s: float | None
+    correct: int
+    tool_calls: list[int]
+
+
+def summary_sentence(lanes: Mapping[str, GauntletLane | RepsSeen], hops: int = DEFAULT_HOPS) -> str:
     """ "B finished the 20-hop chain in 22.4 s vs A 30.4 s (median of 3); both 3/3 correct with 20 tool calls"."""
-    lanes = {n: d for n, d in (result.get("lanes") or {}).items() if d.get("reps")}
+    lanes = {n: d for n, d in lanes.items() if d.reps}
     if not lanes:
         return "no gauntlet rep finished"
-    hops = (result.get("config") or {}).get("hops", DEFAULT_HOPS)
-    order = sorted(lanes, key=lambda n: (lanes[n]["median_wall_s"] is None, lanes[n]["median_wall_s"] or 0))
+    order = sorted(lanes, key=lambda n: (lanes[n].median_wall_s is None, lanes[n].median_wall_s or 0))
     best, rest = order[0], order[1:]
-    reps = {d["reps"] for d in lanes.values()}
+    reps = {d.reps for d in lanes.values()}
     of = f"median of {reps.pop()}" if len(reps) == 1 else "medians"
-    head = f"{best} finished the {hops}-hop chain in {lanes[best]['median_wall_s']:.1f} s"
+    head = f"{best} finished the {hops}-hop chain in {lanes[best].median_wall_s:.1f} s"
     if rest:
-        head += " vs " + ", ".join(f"{n} {lanes[n]['median_wall_s']:.1f} s" for n in rest)
+        head += " vs " + ", ".join(f"{n} {lanes[n].median_wall_s:.1f} s" for n in rest)
     head += f" ({of})"
-    scores = {(d["correct"], d["reps"]) for d in lanes.values()}
-    calls = [c for d in lanes.values() for c in d["tool_calls"]]
+    scores = {(d.correct, d.reps) for d in lanes.values()}
+    calls = [c for d in lanes.values() for c in d.tool_calls]
     if len(scores) == 1 and calls and min(calls) == max(calls):
         correct, n = scores.pop()
         who = "" if len(lanes) == 1 else ("both " if len(lanes) == 2 else "all ")
         return f"{head}; {who}{correct}/{n} correct with {calls[0]} tool calls"
-    parts = [f"{n} {lanes[n]['correct']}/{lanes[n]['reps']} correct ({_calls_text(lanes[n]['tool_calls'])})"
+    parts = [f"{n} {lanes[n].correct}/{lanes[n].reps} correct ({_calls_text(lanes[n].tool_calls)})"
              for n in order]
     return f"{head}; " + ", ".join(parts)
-
-

@@ -136,7 +136,7 @@ class GauntletRun:
                    tokens_per_char=round(self.tokens_per_char.get(lane, DEFAULT_TOKENS_PER_CHAR), 6),
                    counted_from="usage" if pt else "estimate (the lane reported no usage)")
 
-    async def run(self) -> dict[str, Any]:
+    async def run(self) -> GauntletResult:
         cfg = self.config
         h = self.harness
         config = cfg.public(h.names)
@@ -227,8 +227,8 @@ class GauntletRun:
 
 
 async def run_gauntlet(harness: Harness, config: GauntletConfig,
-                       progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Probe the lanes (LaneDown if one is down), run the gauntlet, return the results dict."""
+                       progress: Callable[[str], None] | None = None) -> GauntletResult:
+    """Probe the lanes (LaneDown if one is down), run the gauntlet, return its result."""
     await harness.connect()
     return await GauntletRun(harness, config, progress).run()
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 from math import comb
-from typing import Any
+
+from lanemon.results.qeval import QevalCompare, QevalResult, QevalSide
 
 __all__ = ["mcnemar_exact", "compare_runs", "compare_line"]
 
@@ -25,36 +26,31 @@ def mcnemar_exact(b: int, c: int) -> float:
     return float(min(Fraction(1), 2 * tail))
 
 
-def compare_runs(a: dict[str, Any], b: dict[str, Any], name_a: str | None = None,
-                 name_b: str | None = None) -> dict[str, Any]:
+def compare_runs(a: QevalResult, b: QevalResult, name_a: str | None = None,
+                 name_b: str | None = None) -> QevalCompare:
     """Pair two ``qeval run`` results by task id (see docs/JSON.md, "qeval")."""
-    ta, tb = a.get("tasks") or {}, b.get("tasks") or {}
+    ta, tb = a.tasks, b.tasks
     common = [tid for tid in ta if tid in tb]
     left_out = len(set(ta) ^ set(tb))
     groups: dict[str, list[str]] = {"kept": [], "broke": [], "fixed": [], "both_failed": []}
     for tid in common:
-        pa, pb = bool(ta[tid].get("passed")), bool(tb[tid].get("passed"))
+        pa, pb = ta[tid].passed, tb[tid].passed
         key = "kept" if pa and pb else "broke" if pa else "fixed" if pb else "both_failed"
         groups[key].append(tid)
-    out: dict[str, Any] = {
-        "a": {"name": name_a or a.get("lane") or "A", "passed": sum(bool(ta[t].get("passed")) for t in common),
-              "total": len(common)},
-        "b": {"name": name_b or b.get("lane") or "B", "passed": sum(bool(tb[t].get("passed")) for t in common),
-              "total": len(common)},
-    }
-    for key, ids in groups.items():
-        out[key] = len(ids)
-    out["p_value"] = mcnemar_exact(len(groups["broke"]), len(groups["fixed"]))
-    for key, ids in groups.items():
-        out[f"{key}_ids"] = sorted(ids)
-    out["left_out"] = left_out
-    return out
+    return QevalCompare(
+        a=QevalSide(name=name_a or a.lane or "A", passed=sum(ta[t].passed for t in common), total=len(common)),
+        b=QevalSide(name=name_b or b.lane or "B", passed=sum(tb[t].passed for t in common), total=len(common)),
+        kept=len(groups["kept"]), broke=len(groups["broke"]), fixed=len(groups["fixed"]),
+        both_failed=len(groups["both_failed"]),
+        p_value=mcnemar_exact(len(groups["broke"]), len(groups["fixed"])),
+        kept_ids=sorted(groups["kept"]), broke_ids=sorted(groups["broke"]), fixed_ids=sorted(groups["fixed"]),
+        both_failed_ids=sorted(groups["both_failed"]), left_out=left_out)
 
 
-def compare_line(result: dict[str, Any]) -> str:
+def compare_line(result: QevalCompare) -> str:
     """``"A 71/75, B 71/75; kept 71, broke 0, fixed 0, p = 1.000"``."""
-    a, b = result["a"], result["b"]
+    a, b = result.a, result.b
     # McNemar tests only the discordant pairs: with none there is nothing to test (not "p = 1.000")
-    test = (f"p = {result['p_value']:.3f}" if result["broke"] + result["fixed"] else "no discordant pairs")
-    return (f"{a['name']} {a['passed']}/{a['total']}, {b['name']} {b['passed']}/{b['total']}; "
-            f"kept {result['kept']}, broke {result['broke']}, fixed {result['fixed']}, {test}")
+    test = f"p = {result.p_value:.3f}" if result.broke + result.fixed else "no discordant pairs"
+    return (f"{a.name} {a.passed}/{a.total}, {b.name} {b.passed}/{b.total}; "
+            f"kept {result.kept}, broke {result.broke}, fixed {result.fixed}, {test}")

@@ -24,20 +24,22 @@ verdict marks, which ``qeval rescore --write`` adds to a copy of the recording.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+
+import msgspec
 
 from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.measure.records import Assembler, RequestRecord
+from lanemon.results.qeval import QevalResult, QevalTask
 
 from .bank import Task, load_bank
 from .sandbox import UNSAFE_FLAG, SandboxLimits, SandboxUnavailable
 from .scorers import score
 
 __all__ = ["run_qeval", "qeval_results", "rescore", "score_record", "task_entry", "build_result", "BENCH",
-           "MAX_TOKENS", "SCORE_LABEL", "NOT_SCORED"]
+           "MAX_TOKENS", "SCORE_LABEL", "NOT_SCORED", "Verdict"]
 
 BENCH = "qeval"
 MAX_TOKENS = 2048
@@ -47,39 +49,57 @@ NOT_SCORED = ("not scored: the recording holds no verdict for this reply (record
 MAX_REASON = 500
 
 
-def score_record(task: Task, rec: RequestRecord, limits: SandboxLimits | None) -> dict[str, Any]:
-    """The verdict for one reply: ``{"passed", "reason"}`` or ``{"skipped": True, "reason"}``."""
+class Verdict(msgspec.Struct, kw_only=True):
+    """One reply's verdict, as its "qeval score" mark records it: passed or not, with the reason; or skipped (no
+    sandbox for a code task), with the reason; ``sandbox="none"`` when code ran without one, as the user asked."""
+
+    reason: str
+    passed: bool = False
+    skipped: bool = False
+    sandbox: str | None = None
+
+    def mark_data(self) -> dict[str, bool | str]:
+        """The mark's keys: ``{"passed", "reason"[, "sandbox"]}`` or ``{"skipped": true, "reason"}``."""
+        if self.skipped:
+            return {"skipped": True, "reason": self.reason}
+        out: dict[str, bool | str] = {"passed": self.passed, "reason": self.reason}
+        if self.sandbox is not None:
+            out["sandbox"] = self.sandbox
+        return out
+
+
+def score_record(task: Task, rec: RequestRecord, limits: SandboxLimits | None) -> Verdict:
+    """The verdict for one reply (scored now: code runs in the sandbox)."""
     if rec.error is not None:
-        return {"passed": False,
-                "reason": f"request failed: {rec.error.get('message') or rec.error.get('cls') or 'error'}"[:MAX_REASON]}
+        return Verdict(passed=False, reason=f"request failed: {rec.error.get('message') or rec.error.get('cls') or 'error'}"[:MAX_REASON])
     if getattr(rec, "outcome", None) == "truncated":  # not a clean completion: never scored as one
-        return {"passed": False, "reason": "request failed: the stream ended without a finish_reason (truncated)"}
+        return Verdict(passed=False, reason="request failed: the stream ended without a finish_reason (truncated)")
     try:
         passed, reason = score(task, rec.text, limits)
     except SandboxUnavailable as exc:
-        return {"skipped": True, "reason": f"skipped: {exc}; pass {UNSAFE_FLAG} to run model code anyway"}
+        return Verdict(skipped=True, reason=f"skipped: {exc}; pass {UNSAFE_FLAG} to run model code anyway")
     if not passed and rec.finish_reason == "length":
         reason += " (reply cut at max_tokens)"
-    verdict: dict[str, Any] = {"passed": passed, "reason": reason[:MAX_REASON]}
+    verdict = Verdict(passed=passed, reason=reason[:MAX_REASON])
     if task.kind == "code" and limits is not None and limits.unsafe_no_sandbox:
         from .sandbox import sandbox_problem
 
         if sandbox_problem(limits) is not None:
-            verdict["sandbox"] = "none"  # ran without a sandbox, as the user asked
+            verdict.sandbox = "none"  # ran without a sandbox, as the user asked
     return verdict
 
 
-def task_entry(task: Task, rec: RequestRecord, passed: bool, reason: str) -> dict[str, Any]:
+def task_entry(task: Task, rec: RequestRecord, passed: bool, reason: str) -> QevalTask:
     seconds = None
     if rec.sent_ns is not None and rec.end_ns is not None:
         seconds = round((rec.end_ns - rec.sent_ns) / 1e9, 6)
-    return {"passed": passed, "reason": reason, "kind": task.kind, "prompt_tokens": rec.prompt_tokens,
-            "completion_tokens": rec.completion_tokens, "seconds": seconds}
+    return QevalTask(passed=passed, reason=reason, kind=task.kind, prompt_tokens=rec.prompt_tokens,
+                     completion_tokens=rec.completion_tokens, seconds=seconds)
 
 
-def build_result(lane: str | None, model: str | None, entries: dict[str, dict[str, Any]],
-                 bank: dict[str, Task] | None = None, skipped: dict[str, str] | None = None) -> dict[str, Any]:
-    """The ``qeval run`` JSON: tasks in bank order (unknown ids last, in the given order).
+def build_result(lane: str | None, model: str | None, entries: dict[str, QevalTask],
+                 bank: dict[str, Task] | None = None, skipped: dict[str, str] | None = None) -> QevalResult:
+    """The ``qeval run`` result: tasks in bank order (unknown ids last, in the given order).
 
     ``skipped`` (task id -> reason) appears only when some task was not scored; those tasks are in neither
     ``passed`` nor ``total``.
@@ -87,20 +107,20 @@ def build_result(lane: str | None, model: str | None, entries: dict[str, dict[st
     bank = bank if bank is not None else load_bank()
     order = [tid for tid in bank if tid in entries] + [tid for tid in entries if tid not in bank]
     tasks = {tid: entries[tid] for tid in order}
-    out = {"lane": lane, "model": model, "passed": sum(1 for e in tasks.values() if e["passed"]),
-           "total": len(tasks), "tasks": tasks}
+    out = QevalResult(lane=lane, model=model, passed=sum(1 for e in tasks.values() if e.passed), total=len(tasks),
+                      tasks=tasks)
     if skipped:
-        out["skipped"] = {tid: skipped[tid] for tid in [t for t in bank if t in skipped] +
-                          [t for t in skipped if t not in bank]}
+        out.skipped = {tid: skipped[tid] for tid in [t for t in bank if t in skipped] +
+                       [t for t in skipped if t not in bank]}
     return out
 
 
 async def run_qeval(harness, lane: str, tasks: list[Task], *, concurrency: int = 1,
                     limits: SandboxLimits | None = None, max_tokens: int = MAX_TOKENS,
-                    entries: dict[str, dict[str, Any]] | None = None,
+                    entries: dict[str, QevalTask] | None = None,
                     skipped: dict[str, str] | None = None,
-                    on_result: Callable[[Task, dict[str, Any]], None] | None = None) -> dict[str, Any]:
-    """Run ``tasks`` on ``lane``; returns the result dict (also fills ``entries``/``skipped`` as tasks finish).
+                    on_result: Callable[[Task, Verdict], None] | None = None) -> QevalResult:
+    """Run ``tasks`` on ``lane``; returns the result (also fills ``entries``/``skipped`` as tasks finish).
 
     Every verdict is recorded as a "qeval score" mark as soon as it is known.
     """
@@ -118,34 +138,37 @@ async def run_qeval(harness, lane: str, tasks: list[Task], *, concurrency: int =
         verdict = await asyncio.to_thread(score_record, task, rec, limits)
         redactor = getattr(harness.clients.get(lane), "redactor", None)  # the reason quotes what the model wrote
         if redactor is not None:
-            verdict["reason"] = redactor.text(verdict["reason"], MAX_REASON)
-        harness.mark(SCORE_LABEL, lane, bench=BENCH, task=task.id, req=rec.req, **verdict)
-        if verdict.get("skipped"):
-            skipped[task.id] = verdict["reason"]
-            entry = {"skipped": True, "reason": verdict["reason"], "kind": task.kind}
+            verdict.reason = redactor.text(verdict.reason, MAX_REASON)
+        harness.mark(SCORE_LABEL, lane, bench=BENCH, task=task.id, req=rec.req, **verdict.mark_data())
+        if verdict.skipped:
+            skipped[task.id] = verdict.reason
         else:
-            entries[task.id] = entry = task_entry(task, rec, verdict["passed"], verdict["reason"])
+            entries[task.id] = task_entry(task, rec, verdict.passed, verdict.reason)
         if on_result is not None:
-            on_result(task, entry)
+            on_result(task, verdict)
 
     await asyncio.gather(*(one(t) for t in tasks))
     result = build_result(lane, harness.clients[lane].model, entries, skipped=skipped)
-    harness.mark("qeval end", lane, bench=BENCH, passed=result["passed"], total=result["total"],
+    harness.mark("qeval end", lane, bench=BENCH, passed=result.passed, total=result.total,
                  **({"skipped": len(skipped)} if skipped else {}))
     return result
 
 
 def _records(events: Iterable[Event], lane: str | None, bank: dict[str, Task]
-             ) -> tuple[str | None, dict[str, RequestRecord], dict[str, dict[str, Any]]]:
-    """(lane, task id -> the last finished reply, request id -> its recorded verdict)."""
+             ) -> tuple[str | None, dict[str, RequestRecord], dict[str, Verdict]]:
+    """(lane, task id -> the last finished reply, request id -> its recorded verdict, when it is a valid one)."""
     asm = Assembler()
     latest: dict[str, RequestRecord] = {}
-    verdicts: dict[str, dict[str, Any]] = {}
+    verdicts: dict[str, Verdict] = {}
     for ev in events:
         if ev.kind == schema.MARK:
             d = ev.data
             if d.get("label") == SCORE_LABEL and d.get("bench") == BENCH and isinstance(d.get("req"), str):
-                verdicts[d["req"]] = d
+                verdict = _valid(d)
+                if verdict is None:
+                    verdicts.pop(d["req"], None)  # the last mark for a reply counts, even an invalid one
+                else:
+                    verdicts[d["req"]] = verdict
             continue
         if ev.kind not in schema.REQUEST_KINDS:
             continue
@@ -158,42 +181,44 @@ def _records(events: Iterable[Event], lane: str | None, bank: dict[str, Task]
     return lane, latest, verdicts
 
 
-def _valid(verdict: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A recorded verdict with the right types (recordings are untrusted), else None."""
-    if not verdict or not isinstance(verdict.get("reason"), str):
+def _valid(mark: Mapping[str, object]) -> Verdict | None:
+    """A recorded verdict mark's data with the right types (recordings are untrusted), else None."""
+    reason = mark.get("reason")
+    if not isinstance(reason, str):
         return None
-    if verdict.get("skipped") is True:
-        return {"skipped": True, "reason": verdict["reason"][:MAX_REASON]}
-    if type(verdict.get("passed")) is bool:
-        return {"passed": verdict["passed"], "reason": verdict["reason"][:MAX_REASON]}
+    if mark.get("skipped") is True:
+        return Verdict(skipped=True, reason=reason[:MAX_REASON])
+    passed = mark.get("passed")
+    if type(passed) is bool:
+        return Verdict(passed=passed, reason=reason[:MAX_REASON])
     return None
 
 
-def qeval_results(events: Iterable[Event], lane: str | None = None) -> dict[str, Any]:
-    """The ``qeval run`` JSON rebuilt from a recording's recorded verdicts -- nothing is executed.
+def qeval_results(events: Iterable[Event], lane: str | None = None) -> QevalResult:
+    """The ``qeval run`` result rebuilt from a recording's recorded verdicts -- nothing is executed.
 
     ``lane``: which lane's qeval requests to use (default: the first lane that has any).
     Requests for task ids the bank does not know are skipped.
     """
     bank = load_bank()
     lane, latest, verdicts = _records(events, lane, bank)
-    entries: dict[str, dict[str, Any]] = {}
+    entries: dict[str, QevalTask] = {}
     skipped: dict[str, str] = {}
     for tid, rec in latest.items():
-        verdict = _valid(verdicts.get(rec.req))
+        verdict = verdicts.get(rec.req)
         if verdict is None:
             skipped[tid] = NOT_SCORED
-        elif verdict.get("skipped"):
-            skipped[tid] = verdict["reason"]
+        elif verdict.skipped:
+            skipped[tid] = verdict.reason
         else:
-            entries[tid] = task_entry(bank[tid], rec, verdict["passed"], verdict["reason"])
+            entries[tid] = task_entry(bank[tid], rec, verdict.passed, verdict.reason)
     model = next((r.model for r in latest.values() if r.model), None)
     return build_result(lane, model, entries, bank, skipped)
 
 
 def rescore(events: Iterable[Event], lane: str | None = None, limits: SandboxLimits | None = None,
-            workers: int = 2) -> tuple[dict[str, Any], list[tuple[str, str, dict[str, Any]]]]:
-    """Score a recording's replies again (code through the sandbox): ``(result, [(lane, req, verdict)])``.
+            workers: int = 2) -> tuple[QevalResult, list[tuple[str, str, str, Verdict]]]:
+    """Score a recording's replies again (code through the sandbox): ``(result, [(lane, req, task, verdict)])``.
 
     Only for the explicit ``lanemon qeval rescore``; nothing that merely reads a recording calls this.
     """
@@ -202,14 +227,14 @@ def rescore(events: Iterable[Event], lane: str | None = None, limits: SandboxLim
     recs = list(latest.values())
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         verdicts = list(pool.map(lambda r: score_record(bank[r.meta["task"]], r, limits), recs))
-    entries: dict[str, dict[str, Any]] = {}
+    entries: dict[str, QevalTask] = {}
     skipped: dict[str, str] = {}
     for rec, verdict in zip(recs, verdicts):
         tid = rec.meta["task"]
-        if verdict.get("skipped"):
-            skipped[tid] = verdict["reason"]
+        if verdict.skipped:
+            skipped[tid] = verdict.reason
         else:
-            entries[tid] = task_entry(bank[tid], rec, verdict["passed"], verdict["reason"])
+            entries[tid] = task_entry(bank[tid], rec, verdict.passed, verdict.reason)
     model = next((r.model for r in recs if r.model), None)
-    marks = [(rec.lane, rec.req, {"task": rec.meta["task"], **v}) for rec, v in zip(recs, verdicts)]
+    marks = [(rec.lane, rec.req, rec.meta["task"], v) for rec, v in zip(recs, verdicts)]
     return build_result(lane, model, entries, bank, skipped), marks
