@@ -73,3 +73,21 @@ def test_sweep_json_keeps_the_keys_it_prints_as_null(runs):
         assert {"knee", "slo_holds_to", "rests_on", "max_aggregate_tok_s", "knee_reliable", "slo_held"} <= set(lane)
         for cell in lane["levels"].values():
             assert {"error", "reasoning_tokens", *ENERGY_KEYS} <= set(cell)
+
+
+def test_a_reps_end_mark_is_read_as_untrusted():
+    """A recording's end mark is bytes from outside: counts that are not integers count nothing, a lost host keeps
+    only the keys the contract names (clipped), at most 64 of them; what is left encodes into the contract."""
+    from lanemon.results.load import LostWorker
+    from lanemon.workloads.bench.load import end_mark_figures
+
+    lost = [{"node": "n" * 500, "host": "load-b", "why": "died", "extra": "x"}, "not a host", {"host": None}] + [
+        {"host": f"h{i}"} for i in range(100)]
+    got = end_mark_figures({"refused": True, "not_sent": "3", "refused_error": "e" * 1000, "workers_lost": lost})
+    assert got["refused"] == 0 and got["not_sent"] == 0  # a bool and a string are no counts
+    assert got["refused_error"] == "e" * 300
+    ws = got["workers_lost"]
+    assert len(ws) == 64 and ws[0] == LostWorker(node="n" * 200, host="load-b", why="died")
+    assert ws[1] == LostWorker()  # no key it names: kept as a host lost, said with nothing
+    assert end_mark_figures({"workers_lost": {"host": "x"}})["workers_lost"] == []  # not a list: none
+    assert end_mark_figures({}) == {"refused": 0, "refused_error": None, "not_sent": 0, "workers_lost": []}
