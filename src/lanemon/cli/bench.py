@@ -283,7 +283,8 @@ def _headless(run, args: argparse.Namespace) -> int:
     if lost:  # lost data is never exit 0
         err(f"load host{'s' if len(lost) > 1 else ''} lost mid-run: {', '.join(lost)} (workers_lost in the results)")
         return EXIT_FAIL
-    failed = {name: lane["error"] for name, lane in ({} if isinstance(result, Result) else result.get("lanes") or {}).items()
+    lanes = {} if isinstance(result, Result) else result.get("lanes") or {}  # prefill, needles: not typed yet
+    failed = {name: lane["error"] for name, lane in lanes.items()
               if run.kind in ("prefill", "needles") and isinstance(lane, dict) and lane.get("error")}
     for name, why in failed.items():  # a failed calibration or a length the lane cannot take
         err(f"lane {name}: {why}")
