@@ -542,20 +542,10 @@ def test_every_surface_shows_the_workloads_own_figure(surfaces, name, surface):
 
 VARIANT_CHECKS = {"history": lambda s: check_history(s, every_ttft=True), "export": check_client_bound,
                   "metrics": check_metrics_latency}
-_EXPORT_CB = ("export --requests never flags a request client_bound (reports/export.py documents the flag; "
-              "its rows' flags come from request_metrics alone, never measure/load.mark_client_bound): {what} "
-              "counts every request client-bound on the starved recording, export flags none")
 _HISTORY_TTFT = ("history leaves client-bound requests out of its latencies (measure/summary.py, basis "
                  "'requests'): on the starved recording its ttft_p50 is null where the {what} shows TTFT "
                  "(issue 37 item 2: history should store the workload's own result)")
-_METRICS_CB = ("the exporter leaves the starved recording's TTFTs and tokens out (lanemon_ttft_seconds, "
-               "lanemon_output_tokens_total: none), as the catalogue says; export's rows carry no client_bound "
-               "flag, so by them every complete request counts")
 VARIANT_XFAIL = {  # (workload, variant, surface): the disagreement it shows today
-    **{(name, "starved", "metrics"): _METRICS_CB for name in STARVABLE},
-    ("decode", "starved", "export"): _EXPORT_CB.format(what="DecodeCell.client_bound"),
-    ("prefill", "starved", "export"): _EXPORT_CB.format(what="PrefillCell.client_bound"),
-    ("needles", "starved", "export"): _EXPORT_CB.format(what="NeedleCell.client_bound"),
     ("prefill", "starved", "history"): _HISTORY_TTFT.format(what="PrefillCell.ttft_s (--json, report)"),
     ("needles", "starved", "history"): _HISTORY_TTFT.format(what="NeedleCell.ttft_s (--json, report)"),
     ("race", "starved", "history"): _HISTORY_TTFT.format(what="race's RaceLane.ttft_s (--json, report), whose "

@@ -19,6 +19,7 @@ from lanemon.measure.records import AssembledEvent, OpenTokensEvent, assemble, c
 from lanemon.recording.reader import Recording
 from lanemon.reports.analyse import analyze
 from lanemon.reports.export import csv_chunks, iter_request_rows, request_rows, to_csv
+from lanemon.results.common import to_json_obj
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = sorted((ROOT / "sample_sessions").glob("*.jsonl"))
@@ -31,8 +32,8 @@ def _big():
     return module
 
 
-def _json(obj) -> bytes:
-    return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY)
+def _json(obj) -> bytes:  # a typed result (lanemon.results) as the --json it prints
+    return orjson.dumps(obj, default=to_json_obj, option=orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY)
 
 
 def _cut(src: Path, dest: Path, fraction: float) -> Path:

@@ -2,7 +2,8 @@
 
 One row per finished request with its lane, start, TTFT, TTFO, every
 inter-chunk gap, tokens, reasoning tokens, outcome (``complete``, ``truncated``,
-``empty``, ``error``), flags (``burst``, ``client_bound``), status and error
+``empty``, ``error``), flags (``burst``; ``client_bound``: the request ran while lanemon itself was starved,
+the same rule every workload's results count by), status and error
 class: the raw material for your own notebooks.  TPOT and decode are empty for
 a request that is not complete or was a burst; the raw gaps are always there.
 Every row says whether its lane is lanemon's simulator (``simulated``), so a
@@ -20,8 +21,9 @@ from typing import Any
 
 import orjson
 
-from lanemon.measure.metrics import NS, request_metrics
 from lanemon.events import Event
+from lanemon.measure.load import CLIENT_BOUND, client_load, is_client_bound
+from lanemon.measure.metrics import NS, request_metrics
 from lanemon.measure.records import RequestRecord, iter_records, reiterable
 
 CSV_COLUMNS = (
@@ -46,8 +48,12 @@ def iter_request_rows(events: Iterable[Event], simulated: Iterable[str] = ()) ->
     events = reiterable(events)
     cut_benches = {ev.data.get("bench") for ev in events if ev.kind == "mark" and ev.data.get("interrupted")}
     cut_benches |= _unended(events)
-    for rec in _in_send_order(events):
+    load = client_load(events)  # the starved windows: a request whose span touches one is client_bound, as in
+    for rec in _in_send_order(events):  # every workload's results (measure/load.is_client_bound)
         m = request_metrics(rec)
+        flags = set(m.flags)
+        if is_client_bound(rec, load):
+            flags.add(CLIENT_BOUND)
         meta = {k: v for k, v in rec.meta.items()
                 if k not in ("prompt_chars", "max_tokens", "temperature", "seed", "continuous_usage")}
         yield {
@@ -78,7 +84,7 @@ def iter_request_rows(events: Iterable[Event], simulated: Iterable[str] = ()) ->
             "tokens_per_chunk": m.tokens_per_chunk,
             "chunk_counts_estimated": m.chunk_counts_estimated,
             "outcome": m.outcome,
-            "flags": sorted(m.flags),
+            "flags": sorted(flags),
             "notes": list(rec.notes),
             "status": "ok" if rec.ok else "error",
             "error_cls": m.error_cls,
