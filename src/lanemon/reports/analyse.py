@@ -208,8 +208,8 @@ def analyze(source: Any, *, benches: Sequence[str] | None = None) -> dict[str, A
             out[bench] = per_lane_results(bench, fn, events) if bench in PER_LANE else fn(events)
             if bench in ("decode", "prefill", "needles", "load", "sweep"):  # the engine's own view beside ours
                 attach_engine_views(out[bench], events)  # server view, energy and cost, engine counters
-            if isinstance(out[bench], Result):  # a typed result (issue 37): the analysis holds its JSON for now
-                out[bench] = to_json_obj(out[bench])
+            if bench in ("decode", "prefill", "needles", "load", "sweep") and isinstance(out[bench], Result):
+                out[bench] = to_json_obj(out[bench])  # typed (issue 37); their report sections read the JSON for now
             cut_short = interrupted_text(bench, out[bench])
             if cut_short:  # first, so no reader takes a cut run for a whole one
                 warnings.insert(0, cut_short)
