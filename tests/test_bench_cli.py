@@ -70,7 +70,7 @@ def test_headless_tables_and_recording(tmp_path):
     rec = Recording(path)
     assert rec.header["command"] == "bench-decode"
     res = decode_results(list(rec.events()))
-    assert set(res["lanes"]) == {"A", "B"} and res["interrupted"] is False
+    assert set(res.lanes) == {"A", "B"} and res.interrupted is False
 
 
 @pytest.mark.parametrize("args, words", [
@@ -130,11 +130,11 @@ def test_ctrl_c_keeps_finished_cells_and_exits_130(tmp_path):
     assert f"recording saved: {path}" in stderr
     events = list(Recording(path).events())
     res = decode_results(events)
-    assert res["interrupted"] is True
-    assert res["lanes"]["A"]["levels"]["1"]["requests"] == 2 and res["lanes"]["A"]["levels"]["1"]["errors"] == 0
+    assert res.interrupted is True
+    assert res.lanes["A"].levels["1"].requests == 2 and res.lanes["A"].levels["1"].errors == 0
     end = [e for e in events if e.kind == "mark" and e.data.get("label") == "bench" and e.data["phase"] == "end"]
     assert end and end[-1].data["interrupted"] is True
-    assert all(c.get("cell") for c in res["cut"])
+    assert all(c.get("cell") for c in res.cut)
 
 
 def test_decode_table_judges_each_level_on_the_steady_figure_with_the_noise_band():
@@ -162,8 +162,8 @@ def test_decode_table_judges_each_level_on_the_steady_figure_with_the_noise_band
     assert rows[("C3", "B")][1] == "B ▲"
     assert rows[("C4", "A")][1] == "A" and rows[("C4", "B")][1] == "B"  # B's C4 ran while lanemon was starved
     assert rows[("C4", "B")][2].endswith("?") and "? starved" in text  # the legend says what ? means
-    b2 = result["lanes"]["B"]["levels"]["2"]
-    assert rows[("C2", "B")][2] == f"{b2['steady_tok_s']:,.0f}" and rows[("C2", "B")][3] == f"{b2['aggregate_tok_s']:,.0f}"
+    b2 = result.lanes["B"].levels["2"]
+    assert rows[("C2", "B")][2] == f"{b2.steady_tok_s:,.0f}" and rows[("C2", "B")][3] == f"{b2.aggregate_tok_s:,.0f}"
     assert "B overtakes A between C1 and C3" in text
 
 

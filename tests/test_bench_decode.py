@@ -22,6 +22,8 @@ from lanemon.measure.metrics import request_metrics
 from lanemon.measure.records import assemble
 from lanemon.measure.stats import NS, steady_state
 from lanemon.workloads.bench.decode import crossover_sentence, decode_results, level_leads
+from lanemon.results.common import to_json_obj
+from lanemon.results.decode import LaneLevels, LevelView
 
 FAST = 0.05
 SIM_STAMP_SLACK = 0.02
@@ -78,13 +80,13 @@ def test_ladder_recovers_the_simulators_own_trace_and_its_crossover(fast_sims, t
     truth = truth_levels(run, fast_sims)
     judged = 0
     for lane in ("A", "B"):
-        for c, cell in res["lanes"][lane]["levels"].items():
-            assert cell["errors"] == 0 and cell["requests"] == int(c) * 8 and cell["tokens_estimated"] is False
-            assert cell["reps"] == [cell["aggregate_tok_s"]] and cell["steady_reps"] == [cell["steady_tok_s"]]
-            got, want = cell["steady_tok_s"], truth[lane][c]["tok_s"]
-            print(lane, c, cell["client_bound"], round(got, 1), round(want, 1), round(got / want - 1, 4),
-                  cell["aggregate_tok_s"])
-            if cell["unreliable"]:
+        for c, cell in res.lanes[lane].levels.items():
+            assert cell.errors == 0 and cell.requests == int(c) * 8 and cell.tokens_estimated is False
+            assert cell.reps == [cell.aggregate_tok_s] and cell.steady_reps == [cell.steady_tok_s]
+            got, want = cell.steady_tok_s, truth[lane][c]["tok_s"]
+            print(lane, c, cell.client_bound, round(got, 1), round(want, 1), round(got / want - 1, 4),
+                  cell.aggregate_tok_s)
+            if cell.unreliable:
                 # lanemon was starved while this cell ran and says so; over a window of seconds its
                 # figure is still near the truth, but not to the few percent of a clean cell
                 assert got == pytest.approx(want, rel=0.15), (lane, c)
@@ -92,23 +94,24 @@ def test_ladder_recovers_the_simulators_own_trace_and_its_crossover(fast_sims, t
             judged += 1
             assert got == pytest.approx(want, rel=0.05), (lane, c)
             # the steady-state window leaves out ramp-up and drain (fewer streams, less aggregate)
-            assert got >= cell["aggregate_tok_s"] * 0.98, (lane, c, cell)
+            assert got >= cell.aggregate_tok_s * 0.98, (lane, c, cell)
     # the crossover is decided the same way on the trace's figures
-    trace_lanes = {lane: {"levels": {c: {"steady_tok_s": v["tok_s"], "steady_reps": [v["tok_s"]]}
-                                     for c, v in truth[lane].items()}} for lane in ("A", "B")}
-    for mine, theirs in zip(level_leads(res["lanes"], "A", "B"), level_leads(trace_lanes, "A", "B")):
-        if mine["leader"] is not None and abs(theirs["gap"]) > theirs["band"] + 0.06:
-            assert mine["leader"] == theirs["leader"], (mine, theirs)
-    if res["crossover"]:
+    trace_lanes = {lane: LaneLevels(levels={c: LevelView(steady_tok_s=v["tok_s"], steady_reps=[v["tok_s"]])
+                                            for c, v in truth[lane].items()}) for lane in ("A", "B")}
+    for mine, theirs in zip(level_leads(res.lanes, "A", "B"), level_leads(trace_lanes, "A", "B")):
+        if mine.leader is not None and abs(theirs.gap) > theirs.band + 0.06:
+            assert mine.leader == theirs.leader, (mine, theirs)
+    if res.crossover:
         assert crossover_sentence(res).startswith(
-            f"{res['crossover']['leader_after']} overtakes {res['crossover']['leader_before']} between C")
+            f"{res.crossover.leader_after} overtakes {res.crossover.leader_before} between C")
     # the --json output IS the results function over the recording
     events = list(Recording(rec.path).events())
     again = decode_results(events)
-    assert again["crossover"] == res["crossover"]
-    for lane, d in again["lanes"].items():  # results() may add the lanes' server-side view beside these
+    assert again.crossover == res.crossover
+    mine = to_json_obj(res)
+    for lane, d in to_json_obj(again)["lanes"].items():  # results() may add the lanes' server-side view beside these
         for level, cell in d["levels"].items():
-            assert {k: res["lanes"][lane]["levels"][level].get(k) for k in cell} == cell, (lane, level)
+            assert {k: mine["lanes"][lane]["levels"][level].get(k) for k in cell} == cell, (lane, level)
 
 
 def _trace_by_id(sims) -> dict[str, dict]:
@@ -151,10 +154,10 @@ def test_per_category_c1_rates(fast_sims):
     for lane, cats in want.items():
         for cat, value in cats.items():
             assert engine.per_stream_rate(profiles[lane], cat, 1) == value
-    assert all(v["requests"] == 5 and v["errors"] == 0 and "unreliable" in v for d in res["lanes"].values()
-               for v in d["categories"].values())
-    assert res["config"]["categories"] == ["coding", "prose", "reasoning"]
-    assert res["config"]["prompt_set"]["version"] == "1"
+    assert all(v.requests == 5 and v.errors == 0 and isinstance(v.unreliable, bool) for d in res.lanes.values()
+               for v in d.categories.values())
+    assert res.config.categories == ["coding", "prose", "reasoning"]
+    assert res.config.prompt_set.version == "1"
 
 
 def test_c1_ttft_matches_the_trace_and_the_model_is_the_write_up():
@@ -164,9 +167,9 @@ def test_c1_ttft_matches_the_trace_and_the_model_is_the_write_up():
                         per_category=False, parallel_lanes=True)
         trace = _trace_by_id(sims)
     res = run.results()
-    for lane, d in res["lanes"].items():
-        cell = d["levels"]["1"]
-        assert cell["requests"] == 5 and len(cell["reps"]) == 5 and len(cell["ttft_p50_reps"]) == 5
+    for lane, d in res.lanes.items():
+        cell = d.levels["1"]
+        assert cell.requests == 5 and len(cell.reps) == 5 and len(cell.ttft_p50_reps) == 5
         recs = [r for r in assemble(run.events) if r.lane == lane and r.meta.get("part") == "level"]
         for rec in recs:
             tr = trace[rec.server_request_id]
@@ -215,9 +218,9 @@ def test_stop_ends_the_run_cleanly_and_keeps_finished_cells(fast_sims):
 
     asyncio.run(main())
     res = run.results()
-    assert run.finished and run.interrupted and res["interrupted"] is True
-    assert list(res["lanes"]["A"]["levels"]) == ["1"]
-    assert [c["cell"] for c in res["cut"]] == ["A/C2/r0"]
+    assert run.finished and run.interrupted and res.interrupted is True
+    assert list(res.lanes["A"].levels) == ["1"]
+    assert [c["cell"] for c in res.cut] == ["A/C2/r0"]
     assert run.toggle_pause() is False and run.faster() is None and run.slower() is None
     assert run.mode == "bench" and run.paused is False and run.speed is None
 

@@ -290,7 +290,13 @@ def test_sweep_finds_each_lanes_knee_and_the_crossover_on_the_simulated_lanes(tm
     from lanemon.workloads.bench.decode import level_leads
 
     x = result["crossover"]
-    leads = {d["level"]: d for d in level_leads(result["lanes"], "A", "B")}
+    import msgspec
+
+    from lanemon.results.decode import LaneLevels
+    from lanemon.results.common import to_json_obj
+
+    lanes = {n: msgspec.convert(d, LaneLevels, strict=False) for n, d in result["lanes"].items()}  # the JSON's levels
+    leads = {d.level: to_json_obj(d) for d in level_leads(lanes, "A", "B")}
     from lanemon.recording.reader import read_events
     from lanemon.workloads.bench.sweep import sweep_results
 

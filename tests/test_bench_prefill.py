@@ -38,44 +38,44 @@ def test_cold_prefill_ladder_ratios_and_131k():
     with sim_pair(scale) as sims:
         res = run_bench("prefill", sims, lengths=LADDER, parallel_lanes=True, cache_check=False, seed=7)
         truth = {name: _truth_by_length(sim.trace(), LADDER) for name, sim in zip("AB", sims)}
-    a, b = res["lanes"]["A"]["lengths"], res["lanes"]["B"]["lengths"]
+    a, b = res.lanes["A"].lengths, res.lanes["B"].lengths
     for length in LADDER:
         ca, cb = a[str(length)], b[str(length)]
         ta, tb = truth["A"][length], truth["B"][length]
         # calibrated against the lane's own usage count: within 3 % of the asked length, as the server counted
-        assert ca["prompt_tokens"] == pytest.approx(length, rel=0.03) and ca["prompt_tokens"] == ta["prompt_tokens"]
-        assert cb["prompt_tokens"] == pytest.approx(length, rel=0.03) and cb["prompt_tokens"] == tb["prompt_tokens"]
+        assert ca.prompt_tokens == pytest.approx(length, rel=0.03) and ca.prompt_tokens == ta["prompt_tokens"]
+        assert cb.prompt_tokens == pytest.approx(length, rel=0.03) and cb.prompt_tokens == tb["prompt_tokens"]
         true_a, true_b = ta["prompt_tokens"] / ta["ttft_s"], tb["prompt_tokens"] / tb["ttft_s"]
         assert 2300 <= true_a * scale <= 2750, (length, ta)  # the model: A flat 2.4-2.7K
         assert 1.3 <= true_b / true_a <= 2.0, (length, true_b / true_a)
         for measured, cell, true in ((ca, ca, true_a), (cb, cb, true_b)):
             # lanemon's TTFT holds all of the server's (send before arrival) plus loopback and client time:
             # never a faster prefill than the server's, and within 100 ms + 10 % of its TTFT on a busy machine
-            ttft_true = cell["prompt_tokens"] / true
-            assert measured["prefill_tok_s"] <= true * 1.001, (length, measured, true)
-            assert cell["prompt_tokens"] / measured["prefill_tok_s"] <= ttft_true * 1.1 + 0.1, (length, measured, true)
-        ratio = cb["prefill_tok_s"] / ca["prefill_tok_s"]
-        assert res["ratios"]["by_length"][str(length)] == pytest.approx(ratio, abs=0.001)
-        assert ca["errors"] == cb["errors"] == 0 and ca["cache_hit_tok_s"] is None
+            ttft_true = cell.prompt_tokens / true
+            assert measured.prefill_tok_s <= true * 1.001, (length, measured, true)
+            assert cell.prompt_tokens / measured.prefill_tok_s <= ttft_true * 1.1 + 0.1, (length, measured, true)
+        ratio = cb.prefill_tok_s / ca.prefill_tok_s
+        assert res.ratios.by_length[str(length)] == pytest.approx(ratio, abs=0.001)
+        assert ca.errors == cb.errors == 0 and ca.cache_hit_tok_s is None
     tb = truth["B"][131072]
     assert tb["prompt_tokens"] / tb["ttft_s"] * scale == pytest.approx(4600, rel=0.08)
-    assert res["config"]["lengths"] == LADDER and res["config"]["cache_check"] is False
+    assert res.config.lengths == LADDER and res.config.cache_check is False
 
 
 def test_repeat_on_b_is_a_prefix_cache_hit_never_prefill():
     scale = 0.2  # B's cold 2,950-token TTFT is 0.16 s at 5x: a few ms of overhead stay within the tolerance
     with sim_pair(scale) as sims:
         res = run_bench("prefill", sims, lengths=[2950, 32000], parallel_lanes=True, seed=3)
-    a, b = res["lanes"]["A"]["lengths"], res["lanes"]["B"]["lengths"]
+    a, b = res.lanes["A"].lengths, res.lanes["B"].lengths
     for n in ("2950", "32000"):
-        assert a[n]["cache_hit_tok_s"] is None and a[n]["repeat_tok_s"] is not None  # TensorFold: no prefix cache
-        assert b[n]["cache_hit_tok_s"] is not None and b[n]["repeat_cached_tokens"] >= int(n) * 0.97 - 1
-        assert b[n]["cache_hit_tok_s"] > 2 * b[n]["prefill_tok_s"]
+        assert a[n].cache_hit_tok_s is None and a[n].repeat_tok_s is not None  # TensorFold: no prefix cache
+        assert b[n].cache_hit_tok_s is not None and b[n].repeat_cached_tokens >= int(n) * 0.97 - 1
+        assert b[n].cache_hit_tok_s > 2 * b[n].prefill_tok_s
     # B's cold first run at 2,950 tokens is its prefill figure (3,654), never the cached repeat
-    assert b["2950"]["prefill_tok_s"] * scale == pytest.approx(3654, rel=0.12)
+    assert b["2950"].prefill_tok_s * scale == pytest.approx(3654, rel=0.12)
     # the cache-hit rate (12,542 tok/s); at 32K the TTFT is long enough for the client's
     # few ms of overhead not to matter
-    assert b["32000"]["cache_hit_tok_s"] * scale == pytest.approx(12542, rel=0.10)
+    assert b["32000"].cache_hit_tok_s * scale == pytest.approx(12542, rel=0.10)
 
 
 def test_reps_keep_every_value(fast_sims):
@@ -87,13 +87,13 @@ def test_reps_keep_every_value(fast_sims):
         sim.clear_trace()
     res = run_bench("prefill", fast_sims, lengths=[4000], reps=3, cache_check=False, parallel_lanes=True)
     for lane, sim in zip(("A", "B"), fast_sims):
-        c = res["lanes"][lane]["lengths"]["4000"]
-        assert len(c["reps"]) == 3 and None not in c["reps"] and c["min"] <= c["median"] <= c["max"]
-        assert c["unstable"] == ((c["max"] - c["min"]) / c["median"] > UNSTABLE_SPREAD)
+        c = res.lanes[lane].lengths["4000"]
+        assert len(c.reps) == 3 and None not in c.reps and c.min <= c.median <= c.max
+        assert c.unstable == ((c.max - c.min) / c.median > UNSTABLE_SPREAD)
         true = [r["prompt_tokens"] / r["ttft_s"] for r in sim.trace()
                 if r.get("status") == "ok" and r.get("ttft_s") and abs(r.get("prompt_tokens", 0) - 4000) < 200]
         assert len(true) == 3, true  # the three reps, as the server counted them (the calibration is shorter)
-        for rep, (measured, server) in enumerate(zip(c["reps"], true)):
+        for rep, (measured, server) in enumerate(zip(c.reps, true)):
             # lanemon's TTFT holds the server's: never a faster prefill than the server's own for that request
             # (within 2 %: lanemon counts the prompt from usage, the trace at arrival)
-            assert measured <= server * 1.02, (lane, rep, c["reps"], true)
+            assert measured <= server * 1.02, (lane, rep, c.reps, true)

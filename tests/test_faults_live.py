@@ -18,6 +18,7 @@ from textual.widgets import Label, Static
 from lanemon.config import LaneConfig, ProbeConfig
 from lanemon.recording.writer import Recorder, make_header
 from lanemon.recording.reader import read_events
+from lanemon.results.common import to_json_obj
 from lanemon.sessions.sources import DEMO_PROMPTS, LiveSession
 from lanemon.sim.server import SimThread
 from lanemon.folds.dashboard import SessionState
@@ -171,7 +172,7 @@ def test_bench_marks_faulty_cells_errored_and_never_reports_a_rate(tmp_path):
         run = BenchRun("decode", lanes, opts, recorder=recorder, stall_timeout=STALL_TIMEOUT)
         asyncio.run(run.run())
         recorder.close()
-        result = run.results()
+        result = to_json_obj(run.results())
     levels = {name: result["lanes"][name]["levels"] for name in ["A", *names]}
     for name in ["A", "utf8", "nousage", "slowhdr", "nodone"]:
         for cell in levels[name].values():
@@ -194,7 +195,7 @@ def test_bench_marks_faulty_cells_errored_and_never_reports_a_rate(tmp_path):
     from lanemon.workloads.bench.decode import decode_results
 
     _, events = replayed_state(path)
-    again = attach_engine_views(decode_results(events), events)  # as the run's results() and every report do
+    again = to_json_obj(attach_engine_views(decode_results(events), events))  # as the run's results() and every report do
     assert orjson.dumps(again["lanes"], option=orjson.OPT_SORT_KEYS) == orjson.dumps(
         result["lanes"], option=orjson.OPT_SORT_KEYS)
 

@@ -208,12 +208,12 @@ def test_engine_views_hold_no_request_record(many, monkeypatch):
     for path in many:
         events = compact_events(Recording(path).events()).events
         result = decode_results(events)
-        lanes = [lane for lane in result["lanes"]]
+        lanes = [lane for lane in result.lanes]
         assert lanes
         seen.clear()
         base = _alive(RequestRecord)
         attach_engine_views(result, events)
-        assert any(lane.get("server") for lane in result["lanes"].values())
+        assert any(lane.server for lane in result.lanes.values())
         counted = [n - base for n in seen if n >= 0]
         assert len(seen) > 500 and counted and max(counted) <= 8, (len(seen), max(counted))
         del result, events

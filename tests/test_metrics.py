@@ -172,5 +172,5 @@ def test_a_bench_cell_counts_an_impossible_rate_as_a_burst():
     fast, paced, lumped = rec("r1", 70_000), rec("r2", 20_000_000), rec("r3", 10_000)
     assert not fast.burst and request_metrics(fast).decode_tok_s is None  # between the two rules
     assert request_metrics(paced).decode_tok_s and lumped.burst
-    assert outcome_figures([fast, paced, lumped])["bursts"] == 2
-    assert outcome_figures([paced])["bursts"] == 0
+    assert outcome_figures([fast, paced, lumped]).bursts == 2
+    assert outcome_figures([paced]).bursts == 0

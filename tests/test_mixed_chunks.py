@@ -117,7 +117,7 @@ def test_the_decode_table_marks_only_the_estimated_count_and_says_which():
     m = [metrics.request_metrics(r) for r in recs]
     cell = {"aggregate_tok_s": 500.0, "ttft_p50_s": 0.01, "ttft_p90_s": 0.01, "ttft_n": 2,
             "per_stream_tok_s_p50": 480.0, "requests": 2, "errors": 0,
-            "tokens_estimated": any(x.tokens_estimated for x in m), **token_figures(recs)}
+            "tokens_estimated": any(x.tokens_estimated for x in m), **token_figures(recs)._asdict()}
     assert cell["reasoning_tokens"] == 2 * REASONING and cell["reasoning_split_estimated"] == 2
     t = decode_table({"lanes": {"A": {"levels": {"1": cell}}}})
     row = [c.text for c in t.rows[0]]

@@ -250,15 +250,15 @@ def test_a_decode_cell_counts_truncated_empty_and_bursts_apart_and_takes_no_figu
                      (3, 10_000_000, "stop", -4)])
     assert [r.outcome for r in recs] == [COMPLETE, COMPLETE, TRUNCATED, EMPTY, COMPLETE, ERROR]
     cell = _level_result({0: recs}, level=6)
-    assert (cell["truncated"], cell["empty"], cell["bursts"], cell["errors"], cell["requests"]) == (1, 1, 1, 3, 6)
-    assert cell["aggregate_tok_s"] is None and cell["steady_tok_s"] is None  # an unclean rep gives no throughput
-    assert cell["per_stream_tok_s_p50"] == pytest.approx(19 / 0.19)  # the two paced streams only, not the burst
-    assert cell["itl_p50_s"] == pytest.approx(0.01)
+    assert (cell.truncated, cell.empty, cell.bursts, cell.errors, cell.requests) == (1, 1, 1, 3, 6)
+    assert cell.aggregate_tok_s is None and cell.steady_tok_s is None  # an unclean rep gives no throughput
+    assert cell.per_stream_tok_s_p50 == pytest.approx(19 / 0.19)  # the two paced streams only, not the burst
+    assert cell.itl_p50_s == pytest.approx(0.01)
     cat = _category_result({0: recs})
-    assert (cat["truncated"], cat["empty"], cat["bursts"]) == (1, 1, 1)
-    assert cat["per_stream_tok_s"] == pytest.approx(19 / 0.19)
+    assert (cat.truncated, cat.empty, cat.bursts) == (1, 1, 1)
+    assert cat.per_stream_tok_s == pytest.approx(19 / 0.19)
     clean = _level_result({0: [r for r in recs if r.ok]}, level=3)
-    assert clean["aggregate_tok_s"] is not None and clean["bursts"] == 1 and clean["errors"] == 0
+    assert clean.aggregate_tok_s is not None and clean.bursts == 1 and clean.errors == 0
 
 
 def test_export_rows_carry_the_outcome_and_flags():

@@ -45,8 +45,9 @@ def writeup():
                           "300000": pc(300000, 2648, reps=[1791, 2648, 3029], unstable=True)}}},
         "interrupted": False, "config": {}}
     def nd(found=True, ttft=1.0):
-        return {"found": found, "key": "K7QX2M9A", "answer": "K7QX2M9A" if found else "nope", "depth": 0.5, "ttft_s": ttft, "prefill_tok_s": 20000/ttft, "error": None}
-    nee = {"bench": "needles", "lanes": {n: {"lengths": {"20000": nd(), "131073": nd(ttft=30), "300000": nd(ttft=110)}} for n in "AB"}, "interrupted": False, "config": {}}
+        return {"found": found, "key": "K7QX2M9A", "answer": "K7QX2M9A" if found else "nope", "depth": 0.5, "ttft_s": ttft, "prefill_tok_s": 20000/ttft, "error": None,
+                "found_count": int(found), "runs_count": 1}
+    nee = {"bench": "needles", "lanes": {n: {"lengths": {"20000": nd(), "131073": nd(ttft=30), "300000": nd(ttft=110)}} for n in "AB"}, "interrupted": False, "cut": [], "config": {}}
     race = {"bench": "race", "races": [
         {"race": i+1, "prompt": p, "lanes": {
             "A": {"ttft_s": 0.17, "decode_tok_s": 140, "output_tokens": 200, "tokens_estimated": False, "total_s": 1.6 + i*0.1, "finish_rank": 1 if w == "A" else 2, "error": None, "text": "..."},

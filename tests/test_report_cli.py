@@ -15,6 +15,7 @@ import pytest
 from lanemon.cli.common import demo_lanes
 from lanemon.recording.writer import Recorder, make_header
 from lanemon.reports.analyse import analyze
+from lanemon.results.common import to_json_obj
 
 bench = pytest.importorskip("lanemon.workloads.bench.run")
 
@@ -37,7 +38,7 @@ def recordings(tmp_path_factory) -> dict[str, tuple[Path, dict]]:
             run = bench.BenchRun(kind, lanes, opts, recorder=rec)
             asyncio.run(run.run())
             rec.close()
-            out[kind] = (path, run.results())
+            out[kind] = (path, to_json_obj(run.results()))  # the JSON the analysis holds
     return out
 
 

@@ -9,7 +9,10 @@ import io
 import re
 from pathlib import Path
 
+import msgspec
+
 from lanemon.reports.analyse import analyze
+from lanemon.results.decode import LaneLevels
 from lanemon.reports.charts import svg_chart
 from lanemon.reports.data import crossover, level_leads
 from lanemon.reports.render import render_csv, render_markdown
@@ -98,7 +101,8 @@ def test_a_starved_cell_is_marked_not_judged_and_left_out_of_the_chart():
     assert len(re.findall(r'<polyline class="line s1"', svg)) == 0
     # and the judgement is the ladder's own
     assert level_leads(dec, ["A", "B"])[2]["leader"] is None
-    assert [x["leader"] for x in ladder_level_leads(dec["lanes"], "A", "B")] == ["A", None, "B"]
+    lanes = {n: msgspec.convert(d, LaneLevels, strict=False) for n, d in dec["lanes"].items()}  # the JSON's levels
+    assert [x.leader for x in ladder_level_leads(lanes, "A", "B")] == ["A", None, "B"]
 
 
 def test_old_recordings_without_steady_figures_report_the_span_labelled_and_judged_with_the_band():

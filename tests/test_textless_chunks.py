@@ -96,7 +96,7 @@ def test_steady_state_itl_tokens_per_chunk_export_and_cell_agree():
         row = rows[rec.req]
         assert row["tokens_per_chunk"] == m.tokens_per_chunk and row["chunks"] == 40
     cell = token_figures(recs)
-    assert cell["tokens_per_chunk"] == 1.0 and cell["chunk_counts_estimated"] is False
+    assert cell.tokens_per_chunk == 1.0 and cell.chunk_counts_estimated is False
     # steady state counts every token inside its window: with all three streams' tokens inside a window that
     # spans them, it is exactly their usage
     reqs = [{"sent_ns": r.sent_ns, "end_ns": r.end_ns, "token_ns": r.token_ns, "chunk_tokens": r.chunk_tokens,

@@ -22,6 +22,7 @@ from lanemon.client.http import LaneClient
 from lanemon.client.loadwatch import LoadWatch
 from lanemon.measure.load import client_load, has_flag, mark_client_bound
 from lanemon.recording.reader import read_events
+from lanemon.results.common import to_json_obj
 from lanemon.events import Clock
 from lanemon.measure.records import assemble
 from lanemon.workloads.bench.run import goodput_of
@@ -231,7 +232,7 @@ def test_bench_goodput_matches_a_hand_count(bench_recording):
             assert (g["good"], g["total"]) == (len(good), len(mine)) == (g["good"], int(level) * 2)
             assert g["share"] == pytest.approx(len(good) / len(mine), abs=1e-4)
             assert g["rate_rps"] == pytest.approx(len(good) / wall, rel=1e-3)
-            assert g == goodput_of([mine], slo)
+            assert g == to_json_obj(goodput_of([mine], slo))
             # thinking on every request: reasoning kept apart, TTFO after TTFT
             assert cell["reasoning_tokens"] == 64 * len(mine) and cell["ttfo_s"] > cell["ttft_p50_s"]
             assert cell["tokens_per_chunk"] == pytest.approx(1.0 if lane == "A" else 3.5, abs=0.6)

@@ -18,6 +18,7 @@ from lanemon.ui.app import LanemonApp, make_app
 from lanemon.ui.screens.bench import BenchScreen
 from lanemon.ui.widgets.bench_chart import BenchChart
 from lanemon.ui.widgets.bench_table import BenchTable
+from lanemon.results.decode import DecodeResult
 from lanemon.workloads.bench.decode import decode_results
 from lanemon.workloads.bench.prefill import prefill_results
 
@@ -206,9 +207,9 @@ async def settle(app: LanemonApp, pilot) -> None:
     await pilot.pause()
 
 
-def _series_from(results: dict[str, Any]) -> dict[str, list[tuple[float, float]]]:
-    return {lane: [(float(k), v["aggregate_tok_s"]) for k, v in body["levels"].items()
-                   if v["aggregate_tok_s"] is not None] for lane, body in results["lanes"].items()}
+def _series_from(results: DecodeResult) -> dict[str, list[tuple[float, float]]]:
+    return {lane: [(float(k), v.aggregate_tok_s) for k, v in body.levels.items()
+                   if v.aggregate_tok_s is not None] for lane, body in results.lanes.items()}
 
 
 async def test_decode_progress_charts_table_and_errors():
@@ -232,8 +233,8 @@ async def test_decode_progress_charts_table_and_errors():
         # 300 tokens / (170 ms TTFT + 299 gaps of 6.8 ms)
         assert main.series["A"][0][1] == pytest.approx(300 / (0.170 + 299 * 0.0068), rel=0.01)
         side = screen.query_one("#chart-side", BenchChart)
-        assert side.series == {lane: [(c, body["categories"][c]["per_stream_tok_s"]) for c in CATEGORIES]
-                               for lane, body in reference["lanes"].items()}
+        assert side.series == {lane: [(c, body.categories[c].per_stream_tok_s) for c in CATEGORIES]
+                               for lane, body in reference.lanes.items()}
         table = screen.query_one(BenchTable)
         assert table.row_count == 6
         rows = [[str(c) for c in table.get_row_at(i)] for i in range(6)]
@@ -265,34 +266,34 @@ async def test_decode_screen_leads_with_the_steady_figure_and_marks_starved_cell
         await settle(app, pilot)
         screen = app.screen
         reference = decode_results(run.events)
-        lanes = reference["lanes"]
-        b4 = lanes["B"]["levels"]["4"]
-        assert b4["unreliable"] and b4["client_bound"] == 4 and not lanes["A"]["levels"]["4"]["unreliable"]
-        a3 = lanes["A"]["levels"]["3"]
-        assert a3["steady_tok_s"] > a3["aggregate_tok_s"] * 1.05  # the ramp and the drain are left out
+        lanes = reference.lanes
+        b4 = lanes["B"].levels["4"]
+        assert b4.unreliable and b4.client_bound == 4 and not lanes["A"].levels["4"].unreliable
+        a3 = lanes["A"].levels["3"]
+        assert a3.steady_tok_s > a3.aggregate_tok_s * 1.05  # the ramp and the drain are left out
         main = screen.query_one("#chart-main", BenchChart)
         # the line is the steady figure; the span is beside it (faded); the starved cell is a "?" off the line
-        assert main.series == {"A": [(float(k), c["steady_tok_s"]) for k, c in lanes["A"]["levels"].items()],
-                               "B": [(float(k), lanes["B"]["levels"][k]["steady_tok_s"]) for k in ("1", "2", "3")]}
-        assert main.ghost["A"] == [(float(k), c["aggregate_tok_s"]) for k, c in lanes["A"]["levels"].items()]
-        assert main.flagged == {"B": [(4.0, b4["steady_tok_s"])]}
-        cross = reference["crossover"]
-        assert cross["between"] == [1, 3] and cross["leader_after"] == "B"
+        assert main.series == {"A": [(float(k), c.steady_tok_s) for k, c in lanes["A"].levels.items()],
+                               "B": [(float(k), lanes["B"].levels[k].steady_tok_s) for k in ("1", "2", "3")]}
+        assert main.ghost["A"] == [(float(k), c.aggregate_tok_s) for k, c in lanes["A"].levels.items()]
+        assert main.flagged == {"B": [(4.0, b4.steady_tok_s)]}
+        cross = reference.crossover
+        assert cross.between == [1, 3] and cross.leader_after == "B"
         assert main.vline == (2.0, "B overtakes A")
         assert "span" in str(main.border_subtitle) and "starved" in str(main.border_subtitle)
         table = screen.query_one(BenchTable)
         assert [str(c.label) for c in table.columns.values()][:4] == ["C", "lane", "steady", "span"]
         rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
-        leads = {x["level"]: x["leader"] for x in level_leads(lanes, "A", "B")}
+        leads = {x.level: x.leader for x in level_leads(lanes, "A", "B")}
         assert leads == {1: "A", 2: "tie", 3: "B", 4: None}
         # ▲ the leader beyond the noise band, = both inside it, nothing where lanemon was starved (not judged)
         assert [r[1] for r in rows] == ["A ▲", "B", "A =", "B =", "A", "B ▲", "A", "B"]
         assert [r[0] for r in rows] == ["C1", "", "C2", "", "C3", "", "C4", ""]
-        assert rows[7][2] == f"{b4['steady_tok_s']:,.0f}?" and rows[7][3] == f"{b4['aggregate_tok_s']:,.0f}?"
-        assert rows[4][2] == f"{a3['steady_tok_s']:,.0f}" and rows[4][3] == f"{a3['aggregate_tok_s']:,.0f}"
+        assert rows[7][2] == f"{b4.steady_tok_s:,.0f}?" and rows[7][3] == f"{b4.aggregate_tok_s:,.0f}?"
+        assert rows[4][2] == f"{a3.steady_tok_s:,.0f}" and rows[4][3] == f"{a3.aggregate_tok_s:,.0f}"
         assert "? starved" in str(table.border_subtitle) and "= tie" in str(table.border_subtitle)
         verdict = " ".join(plain(screen.query_one("#verdict")).split())
-        c1, c3 = (cross["levels"][i]["gap"] * 100 for i in (0, 2))
+        c1, c3 = (cross.levels[i].gap * 100 for i in (0, 2))
         # the crossover with the gaps and the noise band it rests on (the same facts as the CLI's sentence)
         assert verdict.startswith(f"B overtakes A between C1 and C3: C1 B {c1:+.1f} %, C3 B {c3:+.1f} % vs A "
                                   "(noise band 5.0 %)")
@@ -313,9 +314,9 @@ def test_a_starved_window_reported_after_its_cell_ended_still_marks_it():
     for i, e in enumerate(script):
         fold.apply(e)
         if i == end:
-            assert not fold.results(in_progress=True)["lanes"]["B"]["levels"]["4"]["unreliable"]  # not yet known
+            assert not fold.results(in_progress=True).lanes["B"].levels["4"].unreliable  # not yet known
     got = fold.results(in_progress=False)
-    assert got["lanes"]["B"]["levels"]["4"]["unreliable"]
+    assert got.lanes["B"].levels["4"].unreliable
     assert got == decode_results(script)
 
 
@@ -381,13 +382,13 @@ async def test_prefill_bars_mark_cache_hits():
         main = app.screen.query_one("#chart-main", BenchChart)
         assert main.kind == "bars"
         reference = prefill_results(run.events)
-        b = reference["lanes"]["B"]["lengths"]
-        assert main.series["B"] == [("2,000", b["2000"]["prefill_tok_s"]), ("12K", b["12000"]["prefill_tok_s"])]
+        b = reference.lanes["B"].lengths
+        assert main.series["B"] == [("2,000", b["2000"].prefill_tok_s), ("12K", b["12000"].prefill_tok_s)]
         assert main.series["B"][0][1] == pytest.approx(3650, rel=0.01)
-        hit = b["2000"]["cache_hit_tok_s"]
+        hit = b["2000"].cache_hit_tok_s
         assert hit == pytest.approx(4 * 3650, rel=0.01)
-        assert reference["lanes"]["A"]["lengths"]["2000"]["cache_hit_tok_s"] is None  # A's repeat was no faster
-        assert main.marks == [(f"B cache hit {hit:,.0f} tok/s", "2,000", b["2000"]["prefill_tok_s"])]  # with its unit
+        assert reference.lanes["A"].lengths["2000"].cache_hit_tok_s is None  # A's repeat was no faster
+        assert main.marks == [(f"B cache hit {hit:,.0f} tok/s", "2,000", b["2000"].prefill_tok_s)]  # with its unit
         assert not app.screen.query_one("#chart-side", BenchChart).display
         table = app.screen.query_one(BenchTable)
         labels = [str(c.label) for c in table.columns.values()]
@@ -404,8 +405,8 @@ async def test_prefill_and_category_cells_run_while_lanemon_was_starved_are_mark
     app = make_app(run)
     async with app.run_test(size=(140, 42)) as pilot:
         await settle(app, pilot)
-        b = prefill_results(run.events)["lanes"]["B"]["lengths"]
-        assert b["12000"]["unreliable"] and not b["2000"]["unreliable"]
+        b = prefill_results(run.events).lanes["B"].lengths
+        assert b["12000"].unreliable and not b["2000"].unreliable
         main = app.screen.query_one("#chart-main", BenchChart)
         assert main.flagged_bars == {("B", "12K")}
         bars = plain(main.query_one("#bars"))
@@ -424,7 +425,7 @@ async def test_prefill_and_category_cells_run_while_lanemon_was_starved_are_mark
         await settle(app, pilot)
         side = app.screen.query_one("#chart-side", BenchChart)
         assert side.flagged_bars == {("A", "prose")}
-        assert decode_results(run.events)["lanes"]["A"]["categories"]["prose"]["unreliable"]
+        assert decode_results(run.events).lanes["A"].categories["prose"].unreliable
 
 
 def test_tracker_counts_cells_and_ignores_other_benches():
@@ -455,7 +456,7 @@ def test_results_fold_matches_the_workload_and_costs_per_cell():
             fold.apply(ev)
             if done is not None:
                 ends += 1
-                assert fold.results(in_progress=True)["lanes"] == ref(run.events, in_progress=True)["lanes"]
+                assert fold.results(in_progress=True).lanes == ref(run.events, in_progress=True).lanes
         assert fold.computed == ends  # one group per ended cell
         assert fold.results(in_progress=False) == ref(run.events)
         # snapshot / restore (replay seeks) give the same results again
@@ -501,15 +502,15 @@ async def test_real_bench_run_against_the_simulated_lanes():
             main = app.screen.query_one("#chart-main", BenchChart)
             results = run.results()
             assert set(main.series) == {"A", "B"}
-            levels = results["lanes"]["A"]["levels"]
+            levels = results.lanes["A"].levels
             # the steady figure on the line; a level run while lanemon was starved (likely beside CPU hogs) is a
             # "?" mark instead, never a point of the line
-            assert main.series["A"] == [(float(k), v["steady_tok_s"]) for k, v in levels.items() if not v["unreliable"]]
-            assert main.flagged.get("A", []) == [(float(k), v["steady_tok_s"] or v["aggregate_tok_s"])
-                                                 for k, v in levels.items() if v["unreliable"]]
-            cats = results["lanes"]["B"]["categories"]
+            assert main.series["A"] == [(float(k), v.steady_tok_s) for k, v in levels.items() if not v.unreliable]
+            assert main.flagged.get("A", []) == [(float(k), v.steady_tok_s or v.aggregate_tok_s)
+                                                 for k, v in levels.items() if v.unreliable]
+            cats = results.lanes["B"].categories
             assert dict(app.screen.query_one("#chart-side", BenchChart).series["B"]) == {
-                c: cats[c]["per_stream_tok_s"] for c in cats}
+                c: cats[c].per_stream_tok_s for c in cats}
             assert app.screen.query_one(BenchTable).row_count == 4
             # one recompute per cell, plus the cells a starved window reported after their end re-opens
             starved = sum(1 for ev in run.events if ev.kind == schema.CLIENT_LOAD and ev.data.get("bound"))
@@ -534,7 +535,7 @@ def test_categories_keep_the_plans_order_however_the_cell_ends_were_batched():
             if ev.kind == schema.MARK and rng.random() < 0.5:  # a redraw after some cell ends, not others
                 fold.results()
         got = fold.results(in_progress=False)
-        for lane in want["lanes"]:
-            assert list(got["lanes"][lane]["categories"]) == list(want["lanes"][lane]["categories"])
-        orders.add(tuple(got["lanes"]["A"]["categories"]))
+        for lane in want.lanes:
+            assert list(got.lanes[lane].categories) == list(want.lanes[lane].categories)
+        orders.add(tuple(got.lanes["A"].categories))
     assert len(orders) == 1

@@ -156,5 +156,5 @@ async def test_seeking_each_sample_session_at_max_speed_holds_and_keeps_its_scre
             _, events, _ = read_events(path)
             kind = app.bench.kind
             reference = {"decode": decode_results, "prefill": prefill_results, "needles": needle_results}[kind](events)
-            assert app.bench_results.results(in_progress=False)["lanes"] == reference["lanes"]
+            assert app.bench_results.results(in_progress=False).lanes == reference.lanes
         await pilot.press("q")

@@ -16,11 +16,18 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lanemon.cli import bench_load
 from lanemon.cli.common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, MAX_COUNT, UsageError, add_measure_args, add_workload_args, err, int_list, open_recorder, parse_number, recording_saved, run_interruptible, slo_arg, thinking_arg, workload_lanes)
 from lanemon.untrusted import inert, json_visible
+
+if TYPE_CHECKING:  # the typed results are imported where used: --help imports no msgspec (tests/test_startup.py)
+    from lanemon.results.decode import DecodeCategoryCell, DecodeResult
+    from lanemon.results.load import LoadResult
+    from lanemon.results.needles import NeedleResult
+    from lanemon.results.prefill import PrefillResult
+    from lanemon.results.sweep import SweepResult
 
 HELP = {
     "decode": "decode ladder: aggregate tok/s by concurrency, TTFT, per-category C1 rates, the crossover",
@@ -255,8 +262,10 @@ def _duration(seconds: float) -> str:
 def _headless(run, args: argparse.Namespace) -> int:
     import orjson
 
-    from lanemon.results.common import Result, RunState, to_json_obj
+    from lanemon.results.common import to_json_obj
     from lanemon.results.load import LoadResult
+    from lanemon.results.needles import NeedleResult
+    from lanemon.results.prefill import PrefillResult
     from lanemon.workers.pool import WorkersUnavailable
     from lanemon.workloads.harness import LaneDown
 
@@ -266,10 +275,9 @@ def _headless(run, args: argparse.Namespace) -> int:
     except (LaneDown, WorkersUnavailable) as exc:
         err(str(exc))
         return EXIT_FAIL
-    result = run.results()
-    if args.json:  # a typed result's JSON (to_json_obj); a bench not yet typed (issue 37) returns its dict
-        obj = to_json_obj(result) if isinstance(result, Result) else result
-        sys.stdout.write(json_visible(orjson.dumps(obj).decode()) + "\n")  # bidi, zero-width: \uXXXX
+    result = run.results()  # typed (lanemon.results)
+    if args.json:
+        sys.stdout.write(json_visible(orjson.dumps(to_json_obj(result)).decode()) + "\n")  # bidi, zero-width: \uXXXX
         sys.stdout.flush()
     else:
         from lanemon.cli.common import output_console
@@ -277,15 +285,15 @@ def _headless(run, args: argparse.Namespace) -> int:
         render(result, output_console(getattr(args, "width", None)),
                time_scale=getattr(args, "time_scale", None) if getattr(args, "demo", False) else None,
                events=run.events)
-    if interrupted or (result.interrupted if isinstance(result, RunState) else result.get("interrupted")):
+    if interrupted or result.interrupted:
+        return EXIT_INTERRUPTED
         return EXIT_INTERRUPTED
     lost = bench_load.lost_hosts(result) if isinstance(result, LoadResult) else []
     if lost:  # lost data is never exit 0
         err(f"load host{'s' if len(lost) > 1 else ''} lost mid-run: {', '.join(lost)} (workers_lost in the results)")
         return EXIT_FAIL
-    lanes = {} if isinstance(result, Result) else result.get("lanes") or {}  # prefill, needles: not typed yet
-    failed = {name: lane["error"] for name, lane in lanes.items()
-              if run.kind in ("prefill", "needles") and isinstance(lane, dict) and lane.get("error")}
+    failed = {name: lane.error for name, lane in result.lanes.items()
+              if isinstance(result, (PrefillResult, NeedleResult)) and lane.error}
     for name, why in failed.items():  # a failed calibration or a length the lane cannot take
         err(f"lane {name}: {why}")
     return EXIT_FAIL if failed else EXIT_OK
@@ -317,36 +325,41 @@ def _secs(v: Any) -> str:
     return f"{v * 1000:.0f} ms" if v < 1 else f"{v:.2f} s"
 
 
-def _spread_cell(c: dict[str, Any], key: str) -> str:
-    text = _rate(c.get(key))
-    reps = [r for r in c.get("reps") or [] if r is not None]
-    if len(c.get("reps") or []) > 1 and reps:
-        text += f" [dim]({_rate(c.get('min'))}–{_rate(c.get('max'))})[/]"
-    if c.get("unstable"):
+def _spread_cell(c: DecodeCategoryCell, value: float | None) -> str:
+    """``value`` (the cell's figure) with the reps' range, unstable, the errors and bursts."""
+    text = _rate(value)
+    reps = [r for r in c.reps if r is not None]
+    if len(c.reps) > 1 and reps:
+        text += f" [dim]({_rate(c.min)}–{_rate(c.max)})[/]"
+    if c.unstable:
         text += " [yellow]unstable[/]"
-    if c.get("errors"):
-        text += f" [red]{c['errors']} err[/]"
-        apart = [f"{c[k]} {k}" for k in ("truncated", "empty") if c.get(k)]  # counted in errors, said apart
+    if c.errors:
+        text += f" [red]{c.errors} err[/]"
+        apart = [f"{n} {k}" for k, n in (("truncated", c.truncated), ("empty", c.empty)) if n]  # counted in errors
         if apart:
             text += f" [red]({', '.join(apart)})[/]"
-    if c.get("bursts"):
-        text += f" [yellow]{c['bursts']} burst[/]"
+    if c.bursts:
+        text += f" [yellow]{c.bursts} burst[/]"
     return text
 
 
-def render(result: Any, console, time_scale: float | None = None, events=None) -> None:
-    """The result table(s) of one bench, with the crossover sentence and flags: every table the report of the
-    same run has (a sweep's energy and cost by level: from ``events``, the decode cells the sweep ran).
-    ``result``: the bench's typed result (load, sweep; their --json read back is read as the Struct), or its dict
-    (a bench not yet typed: issue 37)."""
+def render(result: DecodeResult | PrefillResult | NeedleResult | LoadResult | SweepResult | dict[str, Any], console,
+           time_scale: float | None = None, events=None) -> None:
+    """The result table(s) of one bench (typed; its --json read back is read as its Struct), with the crossover
+    sentence and flags: every table the report of the same run has (a sweep's energy and cost by level: from
+    ``events``, the decode cells the sweep ran)."""
     from lanemon.results.common import Result, as_result, to_json_obj
+    from lanemon.results.decode import DecodeResult
+    from lanemon.results.load import LoadResult
+    from lanemon.results.needles import NeedleResult
+    from lanemon.results.prefill import PrefillResult
+    from lanemon.results.sweep import SweepResult
 
     kind = result.bench if isinstance(result, Result) else result.get("bench")
-    if kind in ("load", "sweep") and not isinstance(result, Result):
-        from lanemon.results.load import LoadResult
-        from lanemon.results.sweep import SweepResult
-
-        result = as_result(result, LoadResult if kind == "load" else SweepResult)
+    typed = {"decode": DecodeResult, "prefill": PrefillResult, "needles": NeedleResult, "load": LoadResult,
+             "sweep": SweepResult}.get(str(kind))
+    if typed is not None:  # a result read back as JSON (a --json file) is read as its Struct
+        result = as_result(result, typed)
     if kind == "decode":
         _render_decode(result, console)
     elif kind == "prefill":
@@ -361,33 +374,34 @@ def render(result: Any, console, time_scale: float | None = None, events=None) -
             from lanemon.measure.views import attach_engine_views
             from lanemon.workloads.bench.decode import decode_results
 
-            _render_efficiency(attach_engine_views(decode_results(events), events), list(result.lanes), console)
+            _render_efficiency(to_json_obj(attach_engine_views(decode_results(events), events)), list(result.lanes),
+                               console)
     if time_scale and time_scale != 1.0:
         console.print(f"[dim]simulated lanes at --time-scale {time_scale}: rates are as measured "
                       f"(multiply by {time_scale} for the lanes' real-time rates, times divide)[/]")
-    state = to_json_obj(result) if isinstance(result, Result) else result  # interruption_text reads the JSON
-    if state.get("interrupted"):
+    if result.interrupted:
         from lanemon.workloads.bench.run import interruption_text
         from rich.markup import escape as rich_escape
 
-        console.print(f"[yellow]{rich_escape(interruption_text(kind or 'bench', state) or 'interrupted')}[/]; "
+        console.print(f"[yellow]{rich_escape(interruption_text(kind or 'bench', result) or 'interrupted')}[/]; "
                       "finished cells are shown")
 
 
-def _render_decode(result: dict[str, Any], console) -> None:
+def _render_decode(result: DecodeResult, console) -> None:
     from rich.table import Table
 
     from lanemon.reports.tables import decode_table, print_table
+    from lanemon.results.common import to_json_obj
     from lanemon.workloads.bench.decode import crossover_sentence
 
-    lanes = result.get("lanes", {})
+    lanes = result.lanes
     names = list(lanes)
     # one model with the TUI bench screen (reports/tables.py), fitted to the console's width
     print_table(console, decode_table(result, names))
     sentence = crossover_sentence(result)
     if sentence:
         console.print(f"[bold]{sentence}[/]  (▲ leads the level beyond the noise band, = within it)")
-    cats = list(dict.fromkeys(c for d in lanes.values() for c in d.get("categories", {})))
+    cats = list(dict.fromkeys(c for d in lanes.values() for c in d.categories))
     if cats:
         ct = Table(title="per-stream decode tok/s at C1, by category")
         ct.add_column("category")
@@ -399,14 +413,14 @@ def _render_decode(result: dict[str, Any], console) -> None:
             row = [cat]
             vals2 = []
             for n in names:
-                c = lanes[n].get("categories", {}).get(cat)
-                row.append(_spread_cell(c, "per_stream_tok_s") if c else "–")
-                vals2.append(c.get("per_stream_tok_s") if c else None)
+                c = lanes[n].categories.get(cat)
+                row.append(_spread_cell(c, c.per_stream_tok_s) if c else "–")
+                vals2.append(c.per_stream_tok_s if c else None)
             if len(names) >= 2:
                 row.append(f"{vals2[0] / vals2[1]:.2f}×" if vals2[0] and vals2[1] else "–")
             ct.add_row(*row)
         console.print(ct)
-    _render_efficiency(result, names, console)
+    _render_efficiency(to_json_obj(result), names, console)  # reports/sections/efficiency.py reads the JSON
 
 
 def _render_efficiency(result: dict[str, Any], names: list[str], console) -> None:
@@ -433,37 +447,38 @@ def _render_efficiency(result: dict[str, Any], names: list[str], console) -> Non
             console.print(rich_escape(note))
 
 
-def _render_prefill(result: dict[str, Any], console) -> None:
+def _render_prefill(result: PrefillResult, console) -> None:
     from lanemon.reports.prefill_table import prefill_table
     from lanemon.reports.tables import print_table
 
     # one model with the TUI bench screen and the report (reports/tables.py), fitted to the console's width
-    print_table(console, prefill_table(result, list(result.get("lanes") or {})))
+    print_table(console, prefill_table(result, list(result.lanes)))
 
 
-def _render_needles(result: dict[str, Any], console) -> None:
+def _render_needles(result: NeedleResult, console) -> None:
     from rich.table import Table
 
-    lanes = result.get("lanes", {})
+    from lanemon.reports.format import num
+
+    lanes = result.lanes
     names = list(lanes)
-    lengths = sorted({int(k) for d in lanes.values() for k in d.get("lengths", {})})
+    lengths = sorted({int(k) for d in lanes.values() for k in d.lengths})
     t = Table(title="needles · a random 8-character key at a random depth")
     for col, just in (("length", "right"), ("lane", "left"), ("found", "left"), ("depth", "right"),
                       ("TTFT", "right"), ("prefill tok/s", "right")):
         t.add_column(col, justify=just)
     for length in lengths:
-        rows = [(n, lanes[n]["lengths"].get(str(length))) for n in names]
-        rows = [(n, c) for n, c in rows if c is not None]
+        rows = [(n, c) for n in names if (c := lanes[n].lengths.get(str(length))) is not None]
         for i, (n, c) in enumerate(rows):
-            if c.get("found") is None:
-                found = f"[red]error[/]: {str(c.get('error') or '')[:60]}"
-            elif c["found"]:
+            if c.found is None:
+                found = f"[red]error[/]: {str(c.error or '')[:60]}"
+            elif c.found:
                 found = "[green]found[/]"
-                if c.get("runs_count", 1) > 1:
-                    found += f" {c['found_count']}/{c['runs_count']}"
+                if c.runs_count > 1:
+                    found += f" {c.found_count}/{c.runs_count}"
             else:
-                found = f"[red]NOT FOUND[/] (key {c.get('key')}, answer {str(c.get('answer') or '')[:40]!r})"
-            depth = f"{c['depth'] * 100:.0f}%" if c.get("depth") is not None else "–"
-            t.add_row(_tokens(length) if i == 0 else "", n, found, depth, _secs(c.get("ttft_s")),
-                      _rate(c.get("prefill_tok_s")), end_section=i == len(rows) - 1)
+                found = f"[red]NOT FOUND[/] (key {c.key or None}, answer {str(c.answer or '')[:40]!r})"
+            depth = num(c.depth)
+            t.add_row(_tokens(length) if i == 0 else "", n, found, f"{depth * 100:.0f}%" if depth is not None else "–",
+                      _secs(num(c.ttft_s)), _rate(num(c.prefill_tok_s)), end_section=i == len(rows) - 1)
     console.print(t)

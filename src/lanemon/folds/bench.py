@@ -18,8 +18,13 @@ import importlib
 from collections import Counter
 from typing import Any
 
+import msgspec
+
 from lanemon import events as schema
 from lanemon.events import Event
+from lanemon.results.decode import DecodeLane, DecodeResult
+from lanemon.results.needles import NeedleLane, NeedleResult
+from lanemon.results.prefill import PrefillLane, PrefillResult
 
 __all__ = ["BenchResults", "BenchTracker", "cell_label", "length_label", "planned_cells"]
 
@@ -31,6 +36,10 @@ CLIENT_LOAD = getattr(schema, "CLIENT_LOAD", "client_load")
 _RESULTS = {"decode": ("lanemon.workloads.bench.decode", "decode_results"),
             "prefill": ("lanemon.workloads.bench.prefill", "prefill_results"),
             "needles": ("lanemon.workloads.bench.needles", "needle_results")}
+
+
+BenchResult = DecodeResult | PrefillResult | NeedleResult
+BenchLane = DecodeLane | PrefillLane | NeedleLane
 
 
 def _key(k: Any) -> float:
@@ -212,7 +221,7 @@ def _group(lane: str | None, d: dict[str, Any]) -> tuple:
 
 
 class BenchResults:
-    """The bench's results JSON, kept up to date from the bus at a flat cost per cell end.
+    """The bench's typed result, kept up to date from the bus at a flat cost per cell end.
 
     ``apply`` files each event (O(1)); lanemon's own ``client_load`` windows go with the marks (every
     group is judged against them: a cell that ran while lanemon was starved is ``unreliable``), and a
@@ -236,8 +245,8 @@ class BenchResults:
         self._ended: set[str] = set()
         self._ended_at: list[tuple[int, tuple]] = []  # (end mark's t, group) of every ended cell, in time order
         self._dirty: set[tuple] = set()
-        self._lanes: dict[str, dict[str, Any]] = {}
-        self._cached: dict[str, Any] | None = None
+        self._lanes: dict[str, BenchLane] = {}
+        self._cached: BenchResult | None = None
         self._cached_at: tuple = (-1, None)
 
     def _module(self) -> Any:
@@ -292,8 +301,9 @@ class BenchResults:
                     self._dirty.add(group)
                     self._ended_at.append((ev.t, group))
 
-    def results(self, *, in_progress: bool = True) -> dict[str, Any]:
-        """The bench JSON for every cell ended so far (same figures as the workload's results function)."""
+    def results(self, *, in_progress: bool = True) -> BenchResult:
+        """The bench's typed result for every cell ended so far (same figures as the workload's results
+        function)."""
         if self._cached is not None and not self._dirty and self._cached_at == (self.version, in_progress):
             return self._cached
         module = self._module()
@@ -302,43 +312,46 @@ class BenchResults:
         for group in sorted(self._dirty, key=str):
             partial = fn(head + self._events.get(group, []), in_progress=in_progress)
             self.computed += 1
-            for lane, body in (partial.get("lanes") or {}).items():
+            for lane, body in partial.lanes.items():
                 self._merge(lane, body)
         self._dirty.clear()
         out = fn(head, in_progress=in_progress)  # run state and config: the marks alone
-        order = [n for n in (out.get("config") or {}).get("lanes") or [] if isinstance(n, str)]
+        order = [n for n in (out.config.lanes or []) if isinstance(n, str)]
         order += [lane for lane in self._lanes if lane not in order]
-        out["lanes"] = {lane: self._lanes[lane] for lane in order if lane in self._lanes}
-        if self.kind == "decode":
+        out.lanes = {lane: self._lanes[lane] for lane in order if lane in self._lanes}
+        if isinstance(out, DecodeResult):
             # categories in the plan's order, as decode_results gives them: merged as their groups were
             # recomputed, their order followed the redraw timing (the bars panel changed from run to run)
-            plan = [c for c in (out.get("config") or {}).get("categories") or [] if isinstance(c, str)]
-            for lane, body in out["lanes"].items():
-                cats = body.get("categories")
-                if isinstance(cats, dict) and len(cats) > 1:
-                    rank = {c: i for i, c in enumerate(plan)}
-                    body = dict(body, categories=dict(sorted(cats.items(), key=lambda kv: (
-                        rank.get(kv[0], len(rank)), str(kv[0])))))
-                    out["lanes"][lane] = self._lanes[lane] = body
-            out["crossover"] = module.crossover(out["lanes"], list(out["lanes"]))
-        elif self.kind == "prefill":
-            names = list(out["lanes"])
+            rank = {c: i for i, c in enumerate(c for c in (out.config.categories or []) if isinstance(c, str))}
+            for body in out.lanes.values():
+                if len(body.categories) > 1:
+                    body.categories = dict(sorted(body.categories.items(),
+                                                  key=lambda kv: (rank.get(kv[0], len(rank)), str(kv[0]))))
+            out.crossover = module.crossover(out.lanes, list(out.lanes))
+        elif isinstance(out, PrefillResult):
+            names = list(out.lanes)
             if len(names) >= 2:
-                out["ratios"] = module.ratios(out["lanes"], names[0], names[1])
+                out.ratios = module.ratios(out.lanes, names[0], names[1])
         self._cached, self._cached_at = out, (self.version, in_progress)
         return out
 
-    def _merge(self, lane: str, body: dict[str, Any]) -> None:
-        cached = self._lanes.setdefault(lane, {})
-        for key, value in body.items():
+    def _merge(self, lane: str, body: BenchLane) -> None:
+        """``body`` (one group's lane, recomputed) into the cached lane: its cells join the cached ones (in key
+        order where the keys are numbers), a figure of the lane itself is kept unless ``body`` has one."""
+        cached = self._lanes.get(lane)
+        if cached is None:
+            self._lanes[lane] = _copy_lane(body)
+            return
+        for name in body.__struct_fields__:
+            value = getattr(body, name)
             if isinstance(value, dict):
-                section = dict(cached.get(key) or {})
+                section = dict(getattr(cached, name))
                 section.update(value)
                 if all(_key(k) != float("inf") for k in section):
                     section = dict(sorted(section.items(), key=lambda kv: _key(kv[0])))
-                cached[key] = section
-            elif value is not None or key not in cached:
-                cached[key] = value
+                setattr(cached, name, section)
+            elif value is not None:
+                setattr(cached, name, value)
 
     # A replay's backward seek snapshots and restores the folds.  Events never change, so the
     # lists are copied but the events in them are shared (a deep copy would copy every token).
@@ -358,7 +371,16 @@ def _copy_state(state: dict[str, Any]) -> dict[str, Any]:
         out[name] = dict(state[name])
     out["_ended"], out["_dirty"] = set(state["_ended"]), set(state["_dirty"])
     out["_ended_at"] = list(state["_ended_at"])
-    out["_lanes"] = {lane: {k: (dict(v) if isinstance(v, dict) else v) for k, v in body.items()}
-                     for lane, body in state["_lanes"].items()}
+    out["_lanes"] = {lane: _copy_lane(body) for lane, body in state["_lanes"].items()}
     out["_cached"], out["_cached_at"] = None, (-1, None)
+    return out
+
+
+def _copy_lane(body: BenchLane) -> BenchLane:
+    """A lane of the fold's cache, its sections copied (the cells in them are shared: never changed in place)."""
+    out = msgspec.structs.replace(body)
+    for name in body.__struct_fields__:
+        value = getattr(body, name)
+        if isinstance(value, dict):
+            setattr(out, name, dict(value))
     return out

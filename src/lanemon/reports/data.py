@@ -10,13 +10,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from lanemon.measure.stats import median
 from lanemon.reports.format import num
+from lanemon.results.common import to_json_obj
+from lanemon.results.decode import LaneLevels, LevelView
 from lanemon.results.gauntlet import GauntletLane, GauntletResult
 from lanemon.results.qeval import QevalResult
 from lanemon.workloads.bench.decode import crossover as ladder_crossover
-from lanemon.workloads.bench.decode import level_figure
-from lanemon.workloads.bench.decode import level_leads as ladder_level_leads
+from lanemon.workloads.bench.decode import judge_levels
+from lanemon.workloads.bench.decode import level_figure as ladder_level_figure
 
 
 def bench_lanes(result: Any) -> Any:
@@ -65,6 +69,19 @@ def steady(cell: dict[str, Any]) -> float | None:
     return num(cell.get("steady_tok_s"))
 
 
+def _view(cell: Any) -> LevelView:
+    """A level's JSON as the ladder's judgement reads it (typed since issue 37; an unreadable cell: no figure)."""
+    try:
+        return msgspec.convert(cell or {}, LevelView, strict=False)
+    except msgspec.ValidationError:
+        return LevelView()
+
+
+def level_figure(cell: dict[str, Any]) -> tuple[float | None, list[Any], str]:
+    """:func:`lanemon.workloads.bench.decode.level_figure` of a level's JSON."""
+    return ladder_level_figure(_view(cell))
+
+
 def level_value(cell: dict[str, Any]) -> float | None:
     """The figure a level is judged and drawn on: steady where the results have it, else the span
     (:func:`lanemon.workloads.bench.decode.level_figure`)."""
@@ -76,9 +93,9 @@ def has_steady(decode: dict[str, Any], lanes: list[str]) -> bool:
     return any(steady(c) is not None for n in lanes for c in decode_levels(decode, n).values())
 
 
-def _ladder(decode: dict[str, Any], lanes: list[str]) -> dict[str, dict[str, Any]]:
-    """The lanes' levels as the ladder's own results hold them (``{lane: {"levels": {"4": cell}}}``)."""
-    return {n: {"levels": {str(k): c for k, c in decode_levels(decode, n).items()}} for n in lanes}
+def _ladder(decode: dict[str, Any], lanes: list[str]) -> dict[str, LaneLevels]:
+    """The lanes' levels as the ladder's judgement reads them."""
+    return {n: LaneLevels(levels={str(k): _view(c) for k, c in decode_levels(decode, n).items()}) for n in lanes}
 
 
 def level_leads(decode: dict[str, Any], lanes: list[str]) -> dict[int, dict[str, Any]]:
@@ -88,28 +105,7 @@ def level_leads(decode: dict[str, Any], lanes: list[str]) -> dict[int, dict[str,
 
     With more than two lanes the level's two best figures are judged.  Each entry also has ``ratio``
     (best / runner-up) and ``pair`` (the two lanes judged)."""
-    ladder = _ladder(decode, lanes)
-    out: dict[int, dict[str, Any]] = {}
-    levels = sorted({k for n in lanes for k in decode_levels(decode, n)})
-    for lvl in levels:
-        ranked = [(n, level_value(decode_levels(decode, n).get(lvl) or {})) for n in lanes
-                  if lvl in decode_levels(decode, n)]
-        ranked = [(n, v) for n, v in ranked if v]
-        if len(ranked) < 2:
-            continue
-        if len(lanes) > 2:
-            ranked.sort(key=lambda t: -t[1])
-        a, b = ranked[0][0], ranked[1][0]
-        one = {n: {"levels": {str(lvl): ladder[n]["levels"][str(lvl)]}} for n in (a, b)}
-        got = ladder_level_leads(one, a, b)
-        if not got:
-            continue
-        x = dict(got[0])
-        hi, lo = max(x["a"], x["b"]), min(x["a"], x["b"])
-        x["ratio"] = hi / lo if lo else None
-        x["pair"] = [a, b]
-        out[lvl] = x
-    return out
+    return {lvl: to_json_obj(x) for lvl, x in judge_levels(_ladder(decode, lanes), lanes).items()}
 
 
 def crossover(decode: dict[str, Any], lanes: list[str]) -> dict[str, Any] | None:
@@ -119,7 +115,8 @@ def crossover(decode: dict[str, Any], lanes: list[str]) -> dict[str, Any] | None
     # older/hand-made dicts without the key: the ladder's own rule (steady figure, else span, noise band)
     if len(lanes) < 2:
         return None
-    return ladder_crossover(_ladder(decode, lanes), lanes)
+    x = ladder_crossover(_ladder(decode, lanes), lanes)
+    return to_json_obj(x) if x is not None else None
 
 
 def first_level(decode: dict[str, Any], lane: str) -> tuple[int, dict[str, Any]] | None:

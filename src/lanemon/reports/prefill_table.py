@@ -8,14 +8,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from lanemon.reports.format import err_text, length_label, num
+from lanemon.results.prefill import PrefillResult
 from lanemon.reports.tables import (BAD, GOOD, STRONG, WARN, Cell, Column, ResultTable, fig, goodput_cells, rate,
                                     rep_range, secs, slo_targets_text)
+from lanemon.reports.tables import _json
 
 #: how a prefix-cache hit was told apart (workloads/bench/prefill.py)
 _HIT_SOURCE = {"cached_tokens": "the server's cached_tokens", "timing": "timing: the repeat > 2× the cold median"}
 
 
-def prefill_table(result: dict[str, Any], lanes: Sequence[str] | None = None) -> ResultTable:
+def prefill_table(result: PrefillResult | dict[str, Any], lanes: Sequence[str] | None = None) -> ResultTable:
     """The prefill ladder (``bench prefill`` prints it, the bench screen and the report draw it): one row per
     prompt length and lane (length-major).  ``prefill tok/s`` is the cold figure (prompt tokens / TTFT, unique
     prompts; the median over reps) with ``?`` where lanemon itself was starved and ``†`` unstable reps; the
@@ -26,6 +28,7 @@ def prefill_table(result: dict[str, Any], lanes: Sequence[str] | None = None) ->
     Ranks (:meth:`ResultTable.fit`): length, lane and the cold figure are never dropped; TTFT and the cache hit
     go last (a cell is never cut: the bench screen's 46 columns show them whole); the detail columns (the
     reps' range, the repeat's own rate) go first, unnamed."""
+    result = _json(result)
     by_lane = result.get("lanes") or {}
     names = [n for n in (lanes or []) if n in by_lane] + [n for n in by_lane if n not in (lanes or [])]
     per = {n: (by_lane[n] or {}).get("lengths") or {} for n in names}

@@ -21,9 +21,9 @@ from typing import Any
 
 from lanemon.measure.catalogue import metric
 from lanemon.reports.format import num, pct
-from lanemon.results.common import CellGoodput, Energy, LoadConfig, Slo, as_result
+from lanemon.results.common import CellGoodput, Energy, LoadConfig, Result, Slo, as_result, to_json_obj
+from lanemon.results.decode import DecodeResult, LeaderChange
 from lanemon.results.load import LatencyPercentiles, LoadResult, LoadSlo, SendLag
-from lanemon.results.decode import LeaderChange
 from lanemon.results.sweep import SweepResult
 
 # cell tags: how a renderer may colour a cell (the text alone must say it)
@@ -427,7 +427,12 @@ def sweep_finding(result: SweepResult, lane: str) -> str:
 
 
 # ------------------------------------------------------------------ decode
-def decode_table(result: dict[str, Any], lanes: Sequence[str] | None = None) -> ResultTable:
+def _json(result: Any) -> dict[str, Any]:
+    """A typed result (lanemon.results) as its JSON: the tables read a report's analysis, which holds the JSON."""
+    return to_json_obj(result) if isinstance(result, Result) else result
+
+
+def decode_table(result: DecodeResult | dict[str, Any], lanes: Sequence[str] | None = None) -> ResultTable:
     """The decode ladder (the CLI, the TUI bench screen and the report draw this one model): one row per level
     and lane (level-major).  ``steady`` (tokens while all C streams ran / that window) leads, ``span`` (first
     send → last end) beside it (results made before the steady figure: the span alone, judged); ``?`` marks a
@@ -439,6 +444,7 @@ def decode_table(result: dict[str, Any], lanes: Sequence[str] | None = None) -> 
     ratio (:func:`leader_text`) with two lanes or more, what the errors were (truncated, empty, bursts)."""
     from lanemon.reports.data import decode_levels, level_leads
 
+    result = _json(result)
     by_lane = result.get("lanes") or {}
     names = [n for n in (lanes or []) if n in by_lane] + [n for n in by_lane if n not in (lanes or [])]
     per = {n: decode_levels(result, n) for n in names}
@@ -581,9 +587,9 @@ def error_kinds(c: dict[str, Any]) -> str:
     return text + (f", {bursts} burst" if bursts else "")
 
 
-def decode_legend(result: dict[str, Any]) -> str:
+def decode_legend(result: DecodeResult | dict[str, Any]) -> str:
     """What the decode table's marks mean, short (only the marks it can show; ▲ / = with two lanes)."""
-    by_lane = result.get("lanes") or {}
+    by_lane = _json(result).get("lanes") or {}
     cells = [c or {} for n in by_lane for c in ((by_lane[n] or {}).get("levels") or {}).values()]
     parts = ["▲ leads", "= tie"] if sum(1 for n in by_lane if (by_lane[n] or {}).get("levels")) >= 2 else []
     if any(c.get("unreliable") for c in cells):

@@ -6,10 +6,14 @@ from typing import Any
 
 from lanemon.reports.format import clip, err_text, int_key, num, secs, sorted_keys, tok
 from lanemon.reports.sections.section import Section
+from lanemon.results.common import as_result
+from lanemon.results.needles import NeedleResult
 
 
-def needles_section(needles: dict[str, Any], lanes: list[str]) -> Section:
-    cells = {n: ((needles["lanes"].get(n) or {}).get("lengths")) or {} for n in lanes}
+def needles_section(needles: NeedleResult | dict[str, Any], lanes: list[str]) -> Section:
+    """``needles``: the bench's typed result (a report's analysis holds its JSON: read back as the Struct)."""
+    result = as_result(needles, NeedleResult)
+    cells = {n: result.lanes[n].lengths if n in result.lanes else {} for n in lanes}
     lengths = sorted_keys({k: None for n in lanes for k in cells[n]})
     headers = ["Context tokens"] + [f"{n}" for n in lanes]
     rows = []
@@ -17,19 +21,20 @@ def needles_section(needles: dict[str, Any], lanes: list[str]) -> Section:
         row = [f"{int_key(length):,.0f}"]
         for n in lanes:
             c = cells[n].get(length)
-            if not c:
+            if c is None:
                 row.append("—")
-            elif c.get("error"):
-                row.append(f"error: {err_text(c['error'])}")
+            elif c.error:
+                row.append(f"error: {err_text(c.error)}")
             else:
-                mark = "found" if c.get("found") else "MISSED"
-                depth = num(c.get("depth"))
+                mark = "found" if c.found else "MISSED"
+                depth = num(c.depth)
                 extra = [f"depth {depth:.0%}"] if depth is not None else []
-                extra.append(f"TTFT {secs(c.get('ttft_s'))}")
-                if num(c.get("prefill_tok_s")):
-                    extra.append(f"{tok(c.get('prefill_tok_s'))} tok/s")
-                if not c.get("found") and c.get("answer") is not None:
-                    extra.append(f"answered {clip(c.get('answer'), 20)!r}, key {c.get('key')!r}")
+                extra.append(f"TTFT {secs(num(c.ttft_s))}")
+                if num(c.prefill_tok_s):
+                    extra.append(f"{tok(num(c.prefill_tok_s))} tok/s")
+                if not c.found and isinstance(c.answer, str):
+                    key = c.key if isinstance(c.key, str) else None
+                    extra.append(f"answered {clip(c.answer, 20)!r}, key {key!r}")
                 row.append(f"{mark} ({', '.join(extra)})")
         rows.append(row)
     return Section("needles", "Needles: long-context retrieval", "A random key hidden at a depth in a long "

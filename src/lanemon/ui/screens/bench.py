@@ -22,6 +22,10 @@ from lanemon.ui.widgets.status_bar import path_verb, short_path
 from lanemon.ui.widgets.bench_table import BenchTable
 from lanemon.reports.prefill_table import prefill_table
 from lanemon.reports.tables import decode_legend, decode_table
+from lanemon.folds.bench import BenchResult
+from lanemon.results.decode import DecodeResult
+from lanemon.results.needles import NeedleCell, NeedleResult
+from lanemon.results.prefill import PrefillCell, PrefillResult
 
 TABLE_WIDTH = 46
 """The results panel's inner width before the first layout (#bench-left is 50 wide)."""
@@ -62,72 +66,73 @@ def table_width(table: Any, rows: int) -> int:
     return table.size.width - (2 if rows > table.size.height - 1 else 0) + 1
 
 
-def result_rows(kind: str, results: dict[str, Any], lanes: list[str],
+def result_rows(kind: str, results: BenchResult | None, lanes: list[str],
                 width: int | None = None) -> tuple[list[str], list[list[str]]]:
-    """The table's columns and rows for a results dict of ``kind``.
+    """The table's columns and rows for the bench fold's typed result of ``kind`` (None: nothing yet).
 
     decode: one row per level and lane (level-major, as ``lanemon bench decode`` prints it); ``steady``
     (tokens while all C streams ran / that window) leads, ``span`` (first send → last end) beside it;
     ``?`` marks a cell that ran while lanemon itself was starved (unreliable: not judged), ``†`` unstable
     reps, ``▲`` the level's leader by the steady figure beyond the noise band, ``=`` a tie inside it.
     ``width``: the characters the table has (columns are dropped by the model's ranks to fit)."""
-    by_lane = results.get("lanes") or {}
+    by_lane = results.lanes if results is not None else {}
     names = [n for n in lanes if n in by_lane] + [n for n in by_lane if n not in lanes]
     rows: list[list[str]] = []
     if kind == "decode":  # one model with `bench decode` (reports/tables.py), fitted to the panel
-        model = decode_table(results, names).fit(width, pad=2)
+        model = decode_table(results if isinstance(results, DecodeResult) else {}, names).fit(width, pad=2)
         return model.labels(), model.text_rows()
     if kind == "prefill":  # one model with `bench prefill` and the report (reports/tables.py), fitted
-        model = prefill_table(results, names).fit(width, pad=2)
+        model = prefill_table(results if isinstance(results, PrefillResult) else {}, names).fit(width, pad=2)
         return model.labels(), model.text_rows()
     cols = ["lane", "tokens", "found", "TTFT", "prefill tok/s"]
+    if not isinstance(results, NeedleResult):
+        return cols, rows
     for n in names:
-        cells = (by_lane[n] or {}).get("lengths") or {}
+        cells = results.lanes[n].lengths
         for length in sorted(cells, key=_key):
-            c = cells[length] or {}
-            found = "error" if c.get("error") else ("yes" if c.get("found") else "MISSED")
-            rows.append([n, length_label(length), found, fmt.seconds(_num(c.get("ttft_s"))),
-                         _tok(c.get("prefill_tok_s")) + (" ?" if c.get("unreliable") else "")])
+            c = cells[length]
+            found = "error" if c.error else ("yes" if c.found else "MISSED")
+            rows.append([n, length_label(length), found, fmt.seconds(_num(c.ttft_s)),
+                         _tok(c.prefill_tok_s) + (" ?" if c.unreliable else "")])
     return cols, rows
 
 
-def crossover_text(results: dict[str, Any]) -> str:
+def crossover_text(results: DecodeResult) -> str:
     """The crossover as the screen says it, short: ``B overtakes A between C3 and C4: C3 B -5.9 %, C4 B +6.2 %
     vs A (noise band 5.0 %)``; where leadership never changes, the sentence of ``lanemon bench decode``."""
     from lanemon.workloads.bench.decode import crossover_sentence
 
-    x = results.get("crossover")
-    if not x or not x.get("between") or not x.get("compared"):
+    x = results.crossover
+    if not x or not x.between or not x.compared:
         return crossover_sentence(results)
-    lo, hi = x["between"][0], x["between"][-1]
-    a, b = x["compared"][0], x["compared"][1]
-    around = [g for g in x.get("levels") or [] if g.get("level") in (lo, hi) and g.get("gap") is not None]
-    text = f"{x['leader_after']} overtakes {x['leader_before']} between C{lo} and C{hi}"
-    if len(x.get("changes") or []) > 1:
-        text += f" (leadership changes {len(x['changes'])} times)"
+    lo, hi = x.between[0], x.between[-1]
+    a, b = x.compared[0], x.compared[1]
+    around = [g for g in x.levels if g.level in (lo, hi) and g.gap is not None]
+    text = f"{x.leader_after} overtakes {x.leader_before} between C{lo} and C{hi}"
+    if len(x.changes) > 1:
+        text += f" (leadership changes {len(x.changes)} times)"
     if around:
-        band = max(g["band"] for g in around)
-        src = ", from the reps" if any(g.get("band_from_reps") for g in around) else ""
-        text += (": " + ", ".join(f"C{g['level']} {b} {g['gap'] * 100:+.1f} %" for g in around)
+        band = max(g.band for g in around)
+        src = ", from the reps" if any(g.band_from_reps for g in around) else ""
+        text += (": " + ", ".join(f"C{g.level} {b} {(g.gap or 0) * 100:+.1f} %" for g in around)
                  + f" vs {a} (noise band {band * 100:.1f} %{src})")
     return text
 
 
-def decode_verdict(results: dict[str, Any], lanes: list[str]) -> str:
+def decode_verdict(results: DecodeResult, lanes: list[str]) -> str:
     """The decode ladder's verdict as markup: the crossover (decided on the steady figure, with the gaps and
     the noise band it rests on), what steady and span are, and how many cells ran while lanemon was starved."""
-    by_lane = results.get("lanes") or {}
-    if not any((by_lane[n] or {}).get("levels") for n in by_lane):
+    by_lane = results.lanes
+    if not any(d.levels for d in by_lane.values()):
         return ""
     lines = []
-    sentence = crossover_text(results) if sum(1 for n in by_lane if (by_lane[n] or {}).get("levels")) >= 2 else ""
+    sentence = crossover_text(results) if sum(1 for d in by_lane.values() if d.levels) >= 2 else ""
     if sentence:
         lines.append(f"[b]{escape(sentence)}[/]")
     lines.append("[dim]steady: all C streams in flight · span: first send → last end[/]")
-    cells = [c or {} for n in by_lane for c in ((by_lane[n] or {}).get("levels") or {}).values()]
-    bad = [c for c in cells if c.get("unreliable")]
+    bad = [c for d in by_lane.values() for c in d.levels.values() if c.unreliable]
     if bad:
-        n = sum(int(c.get("client_bound") or 0) for c in bad)
+        n = sum(c.client_bound for c in bad)
         lines.append(f"[$warning]? lanemon starved in {n} request{'s' if n != 1 else ''} "
                      f"({len(bad)} cell{'s' if len(bad) != 1 else ''}): not judged[/]")
     return "\n".join(lines)
@@ -177,7 +182,7 @@ class BenchScreen(LanemonScreen):
         verdict = self.query_one("#verdict", Static)
         verdict.border_title = "crossover · by steady tok/s"
         verdict.display = False
-        self.refresh_results({})
+        self.refresh_results(None)
 
     def fingerprint(self, app: Any) -> tuple:
         tracker, results = app.bench, app.bench_results
@@ -223,8 +228,9 @@ class BenchScreen(LanemonScreen):
             log.border_subtitle = escape(whole)
 
     # -- only when a cell ended ---------------------------------------------------------
-    def refresh_results(self, results: dict[str, Any]) -> None:
-        by_lane = results.get("lanes") or {}
+    def refresh_results(self, results: BenchResult | None) -> None:
+        """Redraw the table and charts from the bench fold's typed result (None: nothing yet)."""
+        by_lane = results.lanes if results is not None else {}
         names = [n for n in self.lanes if n in by_lane] + [n for n in by_lane if n not in self.lanes]
         table = self.query_one(BenchTable)
         width = table_width(table, len(result_rows(self.kind, results, self.lanes)[1]))
@@ -233,67 +239,21 @@ class BenchScreen(LanemonScreen):
         main = self.query_one("#chart-main", BenchChart)
         side = self.query_one("#chart-side", BenchChart)
         if self.kind == "decode":
-            verdict = self.query_one("#verdict", Static)
-            text = decode_verdict(results, names)
-            verdict.update(text)
-            verdict.display = bool(text)
-            hidden = decode_table(results, names).fit(width, pad=2).hidden
-            table.set_legend(escape(" · ".join(x for x in (decode_legend(results),
-                                                           f"+{len(hidden)} in report" if hidden else "") if x)))
-            steady, span, flagged = {}, {}, {}
-            for n in names:
-                levels = (by_lane[n] or {}).get("levels") or {}
-                cells = sorted(((_key(k), levels[k] or {}) for k in levels), key=lambda kc: kc[0])
-                steady[n] = [(x, y) for x, c in cells if not c.get("unreliable")
-                             and (y := _num(c.get("steady_tok_s"))) is not None]
-                span[n] = [(x, y) for x, c in cells if not c.get("unreliable")
-                           and (y := _num(c.get("aggregate_tok_s"))) is not None]
-                flagged[n] = [(x, y) for x, c in cells if c.get("unreliable")
-                              and (y := _num(c.get("steady_tok_s")) or _num(c.get("aggregate_tok_s"))) is not None]
-            cross = results.get("crossover") or None
-            between = [_num(v) for v in (cross or {}).get("between") or []]
-            vline = None
-            if len(between) == 2 and None not in between:
-                vline = ((between[0] + between[1]) / 2,
-                         f"{cross.get('leader_after')} overtakes {cross.get('leader_before')}")
-            title = "aggregate decode vs concurrency"
-            if any(steady.values()) or any(span.values()) or any(flagged.values()):
-                main.show_lines(title, "concurrent streams", "tok/s", steady, ghost=span, flagged=flagged,
-                                vline=vline)
-            else:
-                main.show_empty(title)
-            cats: list[str] = []
-            for n in names:
-                for c in (by_lane[n] or {}).get("categories") or {}:
-                    if c not in cats:
-                        cats.append(c)
-            if cats:
-                bars = {n: [_num((((by_lane[n] or {}).get("categories") or {}).get(c) or {})  # None: not run yet
-                                 .get("per_stream_tok_s")) for c in cats] for n in names}
-                starved = {(n, c) for n in names for c in cats
-                           if ((((by_lane[n] or {}).get("categories") or {}).get(c) or {}).get("unreliable"))}
-                side.show_bars("per-stream decode at C1 by category", "category", "tok/s", cats, bars,
-                               flagged=starved)
-            elif (results.get("config") or {}).get("per_category") is False:
-                side.show_empty("per-stream decode at C1 by category", "not run (--no-categories)")
-            elif self.app.source_state() != "running":  # type: ignore[attr-defined]
-                side.show_empty("per-stream decode at C1 by category", "no category cell finished")
-            else:
-                side.show_empty("per-stream decode at C1 by category")
+            self._refresh_decode(results if isinstance(results, DecodeResult) else None, names, width, main, side)
             return
         if self.kind == "prefill":
-            model = prefill_table(results, names)
+            model = prefill_table(results if isinstance(results, PrefillResult) else {}, names)
             hidden = model.fit(width, pad=2).hidden
             table.set_legend(escape(" · ".join(x for x in (model.legend, f"+{len(hidden)} in report" if hidden
                                                            else "") if x)))
         else:
-            cells_all = [c or {} for n in names for c in ((by_lane[n] or {}).get("lengths") or {}).values()]
-            marks_meant = (["? starved"] if any(c.get("unreliable") for c in cells_all) else []) + (
-                ["† unstable"] if any(c.get("unstable") for c in cells_all) else [])
+            cells_all = [c for n in names for c in by_lane[n].lengths.values()]
+            marks_meant = (["? starved"] if any(c.unreliable for c in cells_all) else []) + (
+                ["† unstable"] if any(c.unstable for c in cells_all) else [])
             table.set_legend(escape(" · ".join(marks_meant)))
         lengths: list[str] = []
         for n in names:
-            for k in (by_lane[n] or {}).get("lengths") or {}:
+            for k in by_lane[n].lengths:
                 if k not in lengths:
                     lengths.append(k)
         lengths.sort(key=_key)
@@ -304,16 +264,65 @@ class BenchScreen(LanemonScreen):
         labels = [length_label(k) for k in lengths]
         bars, marks, starved = {}, [], set()
         for n in names:
-            cells = (by_lane[n] or {}).get("lengths") or {}
-            starved |= {(n, label) for k, label in zip(lengths, labels) if (cells.get(k) or {}).get("unreliable")}
-            bars[n] = [_num((cells.get(k) or {}).get("prefill_tok_s")) for k in lengths]  # None: not run yet
-            for k, label in zip(lengths, labels):
-                c = cells.get(k) or {}
-                hit = _num(c.get("cache_hit_tok_s"))
+            cells: dict[str, PrefillCell | NeedleCell] = dict(by_lane[n].lengths)
+            starved |= {(n, label) for k, label in zip(lengths, labels) if k in cells and cells[k].unreliable}
+            bars[n] = [_num(cells[k].prefill_tok_s) if k in cells else None for k in lengths]  # None: not run yet
+            for k, label, bar in zip(lengths, labels, bars[n]):
+                c = cells.get(k)
+                hit = _num(c.cache_hit_tok_s) if isinstance(c, PrefillCell) else None
                 if hit:
-                    marks.append((f"{n} cache hit {_tok(hit)} tok/s", label, bars[n][labels.index(label)]))
-                if self.kind == "needles" and k in cells and not c.get("found"):
-                    marks.append((f"{n} missed", label, bars[n][labels.index(label)]))
+                    marks.append((f"{n} cache hit {_tok(hit)} tok/s", label, bar))
+                if isinstance(c, NeedleCell) and not c.found:
+                    marks.append((f"{n} missed", label, bar))
         # 'by prompt length' names the groups already (the repeat '(prompt tokens)' was cut at 100 columns)
         xlabel = "prompt length" if self.kind == "prefill" else "prompt tokens"
         main.show_bars(title, xlabel, "tok/s", labels, bars, marks, flagged=starved)
+
+    def _refresh_decode(self, results: DecodeResult | None, names: list[str], width: int, main: BenchChart,
+                        side: BenchChart) -> None:
+        """The decode verdict, legend, the ladder's lines and the categories' bars."""
+        table = self.query_one(BenchTable)
+        verdict = self.query_one("#verdict", Static)
+        text = decode_verdict(results, names) if results is not None else ""
+        verdict.update(text)
+        verdict.display = bool(text)
+        shown: DecodeResult | dict[str, Any] = results if results is not None else {}
+        hidden = decode_table(shown, names).fit(width, pad=2).hidden
+        table.set_legend(escape(" · ".join(x for x in (decode_legend(shown),
+                                                       f"+{len(hidden)} in report" if hidden else "") if x)))
+        by_lane = results.lanes if results is not None else {}
+        steady, span, flagged = {}, {}, {}
+        for n in names:
+            cells = sorted(((_key(k), c) for k, c in by_lane[n].levels.items()), key=lambda kc: kc[0])
+            steady[n] = [(x, y) for x, c in cells if not c.unreliable and (y := _num(c.steady_tok_s)) is not None]
+            span[n] = [(x, y) for x, c in cells if not c.unreliable and (y := _num(c.aggregate_tok_s)) is not None]
+            flagged[n] = [(x, y) for x, c in cells if c.unreliable
+                          and (y := _num(c.steady_tok_s) or _num(c.aggregate_tok_s)) is not None]
+        cross = results.crossover if results is not None else None
+        vline = None
+        if cross is not None and len(cross.between) == 2:
+            vline = ((cross.between[0] + cross.between[1]) / 2,
+                     f"{cross.leader_after} overtakes {cross.leader_before}")
+        title = "aggregate decode vs concurrency"
+        if any(steady.values()) or any(span.values()) or any(flagged.values()):
+            main.show_lines(title, "concurrent streams", "tok/s", steady, ghost=span, flagged=flagged, vline=vline)
+        else:
+            main.show_empty(title)
+        cats: list[str] = []
+        for n in names:
+            for c in by_lane[n].categories:
+                if c not in cats:
+                    cats.append(c)
+        what = "per-stream decode at C1 by category"
+        if cats:
+            bars = {n: [_num(by_lane[n].categories[c].per_stream_tok_s) if c in by_lane[n].categories else None
+                        for c in cats] for n in names}  # None: not run yet
+            starved = {(n, c) for n in names for c in cats
+                       if c in by_lane[n].categories and by_lane[n].categories[c].unreliable}
+            side.show_bars(what, "category", "tok/s", cats, bars, flagged=starved)
+        elif results is not None and results.config.per_category is False:
+            side.show_empty(what, "not run (--no-categories)")
+        elif self.app.source_state() != "running":  # type: ignore[attr-defined]
+            side.show_empty(what, "no category cell finished")
+        else:
+            side.show_empty(what)

@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+import msgspec
 
 from lanemon.measure import stats as st
 from lanemon.measure.load import ClientLoad, client_load
@@ -35,7 +37,12 @@ from lanemon.measure.metrics import (aggregate_tok_s, generated_tokens, median, 
                                      summarize)
 from lanemon.events import Event
 from lanemon.measure.records import EventStore, RequestRecord, assemble, iter_records, reiterable
-from lanemon.workloads.bench.run import (client_bound_figures, each_lane, edge, BenchOptions, first_error, goodput_of, outcome_figures, read_marks, rnd, run_state, spread, token_figures)
+from lanemon.results.common import ClientLoadInfo
+from lanemon.results.decode import (Crossover, DecodeCategoryCell, DecodeCell, DecodeLane, DecodeResult, LaneLevels,
+                                    LeaderChange, LevelLead, LevelView)
+from lanemon.workloads.bench.run import (BenchOptions, bench_config, client_bound_figures, each_lane, edge, first_error,
+                                         goodput_of, outcome_figures, read_marks, rnd, run_state, spread,
+                                         token_figures)
 from lanemon.workloads.prompts import Prompt
 
 BENCH = "decode"
@@ -168,7 +175,7 @@ def steady_of(recs: list[RequestRecord], level: int) -> dict[str, Any] | None:
 
 
 def _level_result(reps: dict[int, list[RequestRecord]], slo: dict[str, float] | None = None, level: int = 1,
-                  load: ClientLoad | None = None) -> dict[str, Any]:
+                  load: ClientLoad | None = None) -> DecodeCell:
     per_rep: list[float | None] = []
     steady_reps: list[float | None] = []
     windows: list[float] = []
@@ -197,34 +204,34 @@ def _level_result(reps: dict[int, list[RequestRecord]], slo: dict[str, float] | 
     ttft = summarize(ttfts)
     stats = spread(per_rep)
     steady = spread(steady_reps)
-    return {
-        "steady_tok_s": steady["median"],
-        "steady_reps": steady["reps"],
-        "steady_window_s": rnd(median(windows)),
-        "steady_unstable": steady["unstable"],
-        "aggregate_tok_s": stats["median"],
-        "ttft_p50_reps": [rnd(v) for v in ttft_reps],
-        "ttft_p50_s": rnd(ttft.p50),
-        "ttft_p90_s": rnd(ttft.p90),
-        "ttft_p99_s": rnd(ttft.p99),
-        "ttft_n": ttft.n,
-        "ttft_max_s": rnd(ttft.max),
-        "per_stream_tok_s_p50": rnd(summarize(rates).p50),
-        "errors": len(all_recs) - len(ok),
-        **outcome_figures(all_recs),
-        "requests": len(all_recs),
-        "output_tokens": sum(output_tokens(r)[0] for r in ok),
-        "tokens_estimated": estimated,
-        **token_figures(ok),
-        **stats,
-        "error": first_error(all_recs),
-        **client_bound_figures(all_recs, load),
-        **({"goodput": goodput_of([reps[k] for k in sorted(reps)], slo)} if slo else {}),
-    }
+    return DecodeCell(
+        steady_tok_s=steady.median,
+        steady_reps=steady.reps,
+        steady_window_s=rnd(median(windows)),
+        steady_unstable=steady.unstable,
+        aggregate_tok_s=stats.median,
+        ttft_p50_reps=[rnd(v) for v in ttft_reps],
+        ttft_p50_s=rnd(ttft.p50),
+        ttft_p90_s=rnd(ttft.p90),
+        ttft_p99_s=rnd(ttft.p99),
+        ttft_n=ttft.n,
+        ttft_max_s=rnd(ttft.max),
+        per_stream_tok_s_p50=rnd(summarize(rates).p50),
+        errors=len(all_recs) - len(ok),
+        **outcome_figures(all_recs)._asdict(),
+        requests=len(all_recs),
+        output_tokens=sum(output_tokens(r)[0] for r in ok),
+        tokens_estimated=estimated,
+        **token_figures(ok)._asdict(),
+        **stats._asdict(),
+        error=first_error(all_recs),
+        **client_bound_figures(all_recs, load)._asdict(),
+        goodput=goodput_of([reps[k] for k in sorted(reps)], slo),
+    )
 
 
 def _category_result(reps: dict[int, list[RequestRecord]], slo: dict[str, float] | None = None,
-                     load: ClientLoad | None = None) -> dict[str, Any]:
+                     load: ClientLoad | None = None) -> DecodeCategoryCell:
     per_rep: list[float | None] = []
     rates: list[float] = []
     total = errors = 0
@@ -238,36 +245,36 @@ def _category_result(reps: dict[int, list[RequestRecord]], slo: dict[str, float]
         rates.extend(rep_rates)
         ttfts.extend(m.ttft_s for m in ms if m.ttft_s is not None)
         per_rep.append(median(rep_rates))
-    stats = spread(per_rep)
-    return {
-        "per_stream_tok_s": rnd(median(rates)),
-        "ttft_p50_s": rnd(median(ttfts)),
-        "requests": total,
-        "errors": errors,
-        **outcome_figures(r for recs in reps.values() for r in recs),
-        "tokens_estimated": any(request_metrics(r).tokens_estimated for recs in reps.values() for r in recs if r.ok),
-        **token_figures([r for recs in reps.values() for r in recs]),
-        **stats,
-        "error": first_error(r for recs in reps.values() for r in recs),
-        **client_bound_figures((r for recs in reps.values() for r in recs), load),
-        **({"goodput": goodput_of([reps[k] for k in sorted(reps)], slo)} if slo else {}),
-    }
+    every = [r for recs in reps.values() for r in recs]
+    return DecodeCategoryCell(
+        per_stream_tok_s=rnd(median(rates)),
+        ttft_p50_s=rnd(median(ttfts)),
+        requests=total,
+        errors=errors,
+        **outcome_figures(every)._asdict(),
+        tokens_estimated=any(request_metrics(r).tokens_estimated for r in every if r.ok),
+        **token_figures(every)._asdict(),
+        **spread(per_rep)._asdict(),
+        error=first_error(every),
+        **client_bound_figures(every, load)._asdict(),
+        goodput=goodput_of([reps[k] for k in sorted(reps)], slo),
+    )
 
 
-def level_figure(cell: dict[str, Any]) -> tuple[float | None, list[Any], str]:
+def level_figure(cell: DecodeCell | LevelView) -> tuple[float | None, list[float | None], str]:
     """(figure, its reps, basis) a level is judged on: the steady-state aggregate, else first send -> last end."""
-    if cell.get("steady_tok_s") is not None:
-        return cell["steady_tok_s"], list(cell.get("steady_reps") or []), "steady"
-    return cell.get("aggregate_tok_s"), list(cell.get("reps") or []), "span"
+    if cell.steady_tok_s is not None:
+        return cell.steady_tok_s, list(cell.steady_reps or []), "steady"
+    return cell.aggregate_tok_s, list(cell.reps or []), "span"
 
 
-def level_leads(lanes: dict[str, dict[str, Any]], a: str, b: str) -> list[dict[str, Any]]:
+def level_leads(lanes: Mapping[str, DecodeLane | LaneLevels], a: str, b: str) -> list[LevelLead]:
     """Per level both lanes have a figure on: the gap B / A - 1 on the steady-state aggregate, the shared
     noise band (from the reps where there are any) and the leader (``"tie"`` inside the band; None when
     either cell is unreliable: lanemon was starved while it ran)."""
-    la = lanes.get(a, {}).get("levels", {})
-    lb = lanes.get(b, {}).get("levels", {})
-    out: list[dict[str, Any]] = []
+    la = lanes[a].levels if a in lanes else {}
+    lb = lanes[b].levels if b in lanes else {}
+    out: list[LevelLead] = []
     for level in sorted(int(k) for k in la if k in lb):
         ca, cb = la[str(level)], lb[str(level)]
         va, ra, basis_a = level_figure(ca)
@@ -275,20 +282,45 @@ def level_leads(lanes: dict[str, dict[str, Any]], a: str, b: str) -> list[dict[s
         if va is None or vb is None:
             continue
         if basis_a != basis_b:  # never compare a steady figure with a span one
-            va, ra, basis_a = ca.get("aggregate_tok_s"), list(ca.get("reps") or []), "span"
-            vb, rb, basis_b = cb.get("aggregate_tok_s"), list(cb.get("reps") or []), "span"
+            va, ra, basis_a = ca.aggregate_tok_s, list(ca.reps or []), "span"
+            vb, rb, basis_b = cb.aggregate_tok_s, list(cb.reps or []), "span"
             if va is None or vb is None:
                 continue
         band = st.noise_band("throughput", ra, rb)
-        unreliable = bool(ca.get("unreliable") or cb.get("unreliable"))
+        unreliable = bool(ca.unreliable or cb.unreliable)
         who = None if unreliable else st.lead(va, vb, band["band"])
-        out.append({"level": level, "a": va, "b": vb, "gap": rnd(st.rel_gap(va, vb)), "band": band["band"],
-                    "band_from_reps": band["from_reps"], "basis": basis_a, "unreliable": unreliable,
-                    "leader": {"a": a, "b": b}.get(who, who) if who else None})
+        out.append(LevelLead(level=level, a=va, b=vb, gap=rnd(st.rel_gap(va, vb)), band=band["band"],
+                             band_from_reps=band["from_reps"], basis=basis_a, unreliable=unreliable,
+                             leader={"a": a, "b": b}.get(who, who) if who else None))
     return out
 
 
-def crossover(lanes: dict[str, dict[str, Any]], order: Sequence[str]) -> dict[str, Any] | None:
+def judge_levels(by_lane: Mapping[str, DecodeLane | LaneLevels], lanes: Sequence[str]) -> dict[int, LevelLead]:
+    """Per level: the judgement the ladder, the crossover, the CLI table, the bench screen and the report make
+    (:func:`level_leads`: steady figure, else span; the shared noise band; ``leader`` a lane, ``"tie"`` inside
+    the band, None when a cell ran while lanemon was starved).  With more than two lanes the level's two best
+    figures are judged.  Each entry also has ``ratio`` (best / runner-up) and ``pair`` (the two lanes judged)."""
+    names = [n for n in lanes if n in by_lane]
+    out: dict[int, LevelLead] = {}
+    levels = sorted({int(k) for n in names for k in by_lane[n].levels})
+    for lvl in levels:
+        ranked = [(n, level_figure(by_lane[n].levels[str(lvl)])[0]) for n in names
+                  if str(lvl) in by_lane[n].levels]
+        ranked = [(n, v) for n, v in ranked if v]
+        if len(ranked) < 2:
+            continue
+        if len(names) > 2:
+            ranked.sort(key=lambda t: -t[1])
+        a, b = ranked[0][0], ranked[1][0]
+        got = level_leads({n: LaneLevels(levels={str(lvl): by_lane[n].levels[str(lvl)]}) for n in (a, b)}, a, b)
+        if not got:
+            continue
+        hi, lo = max(got[0].a, got[0].b), min(got[0].a, got[0].b)
+        out[lvl] = msgspec.structs.replace(got[0], ratio=hi / lo if lo else None, pair=[a, b])
+    return out
+
+
+def crossover(lanes: Mapping[str, DecodeLane | LaneLevels], order: Sequence[str]) -> Crossover | None:
     """Where leadership by the steady-state aggregate changes between decided levels (first two lanes).
 
     A level where the gap is inside the noise band is a tie and decides nothing, nor does a level where
@@ -300,53 +332,53 @@ def crossover(lanes: dict[str, dict[str, Any]], order: Sequence[str]) -> dict[st
         return None
     a, b = order[0], order[1]
     leads = level_leads(lanes, a, b)
-    decided = [(x["level"], x["leader"]) for x in leads if x["leader"] not in (None, "tie")]
-    changes = []
-    for (l0, w0), (l1, w1) in zip(decided, decided[1:]):
-        if w0 != w1:
-            changes.append({"leader_before": w0, "leader_after": w1, "between": [l0, l1]})
+    decided = [(x.level, x.leader) for x in leads if x.leader not in (None, "tie")]
+    changes = [LeaderChange(leader_before=w0, leader_after=w1, between=[l0, l1])
+               for (l0, w0), (l1, w1) in zip(decided, decided[1:]) if w0 != w1]
     if not changes:
         return None
-    return {**changes[0], "compared": [a, b], "changes": changes, "levels": leads}
+    first = changes[0]
+    return Crossover(leader_before=first.leader_before, leader_after=first.leader_after, between=first.between,
+                     compared=[a, b], changes=changes, levels=leads)
 
 
-def _gap_text(x: dict[str, Any], a: str, b: str) -> str:
-    if x["leader"] is None:
-        return f"C{x['level']} not judged (lanemon was starved)"
-    gap = x["gap"] or 0.0
-    src = "from the reps" if x["band_from_reps"] else "default"
-    if x["leader"] == "tie":
-        return f"C{x['level']} within noise ({b} {gap * 100:+.1f} %, band {x['band'] * 100:.1f} % {src})"
-    return f"C{x['level']} {b} {gap * 100:+.1f} % vs {a} (band {x['band'] * 100:.1f} % {src})"
+def _gap_text(x: LevelLead, a: str, b: str) -> str:
+    if x.leader is None:
+        return f"C{x.level} not judged (lanemon was starved)"
+    gap = x.gap or 0.0
+    src = "from the reps" if x.band_from_reps else "default"
+    if x.leader == "tie":
+        return f"C{x.level} within noise ({b} {gap * 100:+.1f} %, band {x.band * 100:.1f} % {src})"
+    return f"C{x.level} {b} {gap * 100:+.1f} % vs {a} (band {x.band * 100:.1f} % {src})"
 
 
-def crossover_sentence(result: dict[str, Any]) -> str:
+def crossover_sentence(result: DecodeResult) -> str:
     """``B overtakes A between C3 and C4 (C3 B -4.1 % vs A ...; C4 B +6.0 % vs A ...)`` or who leads throughout,
     always with the gaps and the noise band the statement rests on."""
-    x = result.get("crossover")
-    lanes = list(result.get("lanes", {}))
+    x = result.crossover
+    lanes = list(result.lanes)
     extra = ""
     if len(lanes) > 2:
         extra = f" (comparing the first two lanes, {lanes[0]} and {lanes[1]})"
     if x:
-        lo, hi = x["between"]
-        a, b = x.get("compared") or lanes[:2]
-        text = f"{x['leader_after']} overtakes {x['leader_before']} between C{lo} and C{hi}"
-        if len(x.get("changes", [])) > 1:
-            text += f" (leadership changes {len(x['changes'])} times)"
-        around = [g for g in x.get("levels") or [] if g["level"] in (lo, hi)]
+        lo, hi = x.between
+        a, b = x.compared or lanes[:2]
+        text = f"{x.leader_after} overtakes {x.leader_before} between C{lo} and C{hi}"
+        if len(x.changes) > 1:
+            text += f" (leadership changes {len(x.changes)} times)"
+        around = [g for g in x.levels if g.level in (lo, hi)]
         if around:
             text += " [" + "; ".join(_gap_text(g, a, b) for g in around) + "]"
         return text + extra
     if len(lanes) < 2:
         return ""
     a, b = lanes[0], lanes[1]
-    leads = level_leads(result["lanes"], a, b)
+    leads = level_leads(result.lanes, a, b)
     if not leads:
         return "no crossover: no level has a figure on both lanes" + extra
-    judged = [g for g in leads if g["leader"] is not None]
-    leaders = {g["leader"] for g in judged}
-    gaps = [g["gap"] for g in judged if g["gap"] is not None]
+    judged = [g for g in leads if g.leader is not None]
+    leaders = {g.leader for g in judged}
+    gaps = [g.gap for g in judged if g.gap is not None]
     span = f" ({b} vs {a} {min(gaps) * 100:+.1f} % to {max(gaps) * 100:+.1f} %)" if gaps else ""
     starved = len(leads) - len(judged)
     tail = f"; {starved} level(s) not judged: lanemon was starved" if starved else ""
@@ -356,7 +388,7 @@ def crossover_sentence(result: dict[str, Any]) -> str:
         return f"no crossover: no level could be judged (lanemon was starved){extra}"
     winners = leaders - {"tie"}
     leader = next(iter(winners))
-    ties = sum(1 for g in judged if g["leader"] == "tie")
+    ties = sum(1 for g in judged if g.leader == "tie")
     where = f"at every measured level outside the noise band ({ties} within noise)" if ties else "at every measured level"
     return f"no crossover: {leader} leads {where}{span}{tail}" + extra
 
@@ -384,8 +416,8 @@ def _cells(records: Iterable[RequestRecord], marks: Any, *, keep: bool = True) -
 
 
 def decode_results(events: Iterable[Event], *, in_progress: bool = False,
-                   slo: dict[str, float] | None = None) -> dict[str, Any]:
-    """The ``bench decode`` JSON (docs/JSON.md) from a run's events.  ``slo``: the targets when the run's
+                   slo: dict[str, float] | None = None) -> DecodeResult:
+    """The ``bench decode`` result (docs/JSON.md; ``to_json_obj``: its JSON) from a run's events.  ``slo``: the targets when the run's
     own start mark is another bench's (a sweep records decode cells under its ``sweep`` start mark)."""
     events = reiterable(events)
     marks = read_marks(events, BENCH)
@@ -406,25 +438,24 @@ def decode_results(events: Iterable[Event], *, in_progress: bool = False,
     for lane in list(levels_by) + list(cats_by):
         if lane not in order:
             order.append(lane)
-    lanes: dict[str, dict[str, Any]] = {}
-    cfg_cats = marks.config.get("categories") or []
+    lanes: dict[str, DecodeLane] = {}
+    config = bench_config(marks.config)
+    cfg_cats = config.categories or []
     for lane in order:
         if lane not in levels_by and lane not in cats_by:
             continue
         lv, cv = lane_cells(lane)
-        slo = marks.config.get("slo") or slo or None
+        slo = config.slo or slo or None
         cats = {c: _category_result(cv[c], slo, load) for c in cfg_cats if c in cv}
         cats.update({c: _category_result(v, slo, load) for c, v in cv.items() if c not in cats})
-        lanes[lane] = {
-            "levels": {str(level): _level_result(lv[level], slo, level, load) for level in sorted(lv)},
-            "categories": cats,
-        }
-    out: dict[str, Any] = {"bench": BENCH, "lanes": lanes, "crossover": crossover(lanes, list(lanes))}
-    out.update(run_state(marks, in_progress))
-    out["client_load"] = {"watched": load.watching, "starved_windows": load.bound_windows,
-                          "max_lag_ms": rnd(load.max_lag_ms, 1) if load.watching else None}
-    out["config"] = marks.config
-    return out
+        lanes[lane] = DecodeLane(levels={str(level): _level_result(lv[level], slo, level, load) for level in sorted(lv)},
+                                 categories=cats)
+    state = run_state(marks, in_progress)
+    return DecodeResult(bench=BENCH, lanes=lanes, crossover=crossover(lanes, list(lanes)),
+                        interrupted=state.interrupted, cut=state.cut, running=state.running, not_run=state.not_run,
+                        client_load=ClientLoadInfo(watched=load.watching, starved_windows=load.bound_windows,
+                                                   max_lag_ms=rnd(load.max_lag_ms, 1) if load.watching else None),
+                        config=config)
 
 
 results = decode_results

@@ -519,7 +519,7 @@ def cell_result(records: Sequence[RequestRecord], span_s: float | None, config: 
         measured=len(measured),
         ok=len(ok),
         errors=len(measured) - len(ok),
-        truncated=outcomes["truncated"], empty=outcomes["empty"], bursts=outcomes["bursts"],
+        truncated=outcomes.truncated, empty=outcomes.empty, bursts=outcomes.bursts,
         offered_rate_rps=rnd(config.rate or None) if config.arrival != "trace" else None,
         scheduled_rate_rps=rnd(len(measured) / window) if window else None,
         sent_rate_rps=rnd((len(sends) - 1) / ((sends[-1] - sends[0]) / NS))
@@ -611,7 +611,7 @@ def load_results(events: Iterable[Event], *, in_progress: bool = False) -> LoadR
     return LoadResult(bench=BENCH, lanes=lanes,
                       schedule=Schedule(seed=marks.config.get("seed"), seed_drawn=bool(marks.config.get("seed_drawn")),
                                         same_for_every_lane=same_for_every_lane(marks.config)),
-                      **run_state(marks, in_progress), config=config)
+                      **msgspec.structs.asdict(run_state(marks, in_progress)), config=config)
 
 
 results = load_results

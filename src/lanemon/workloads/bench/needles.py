@@ -23,7 +23,8 @@ from lanemon.measure.metrics import request_metrics
 from lanemon.events import Event
 from lanemon.measure.records import RequestRecord, assemble, reiterable
 from lanemon.workloads.bench import prefill
-from lanemon.workloads.bench.run import client_bound_figures, edge, BenchOptions, read_marks, rnd, run_state, spread
+from lanemon.results.needles import NeedleCell, NeedleLane, NeedleResult, NeedleRun
+from lanemon.workloads.bench.run import BenchOptions, bench_config, client_bound_figures, edge, read_marks, rnd, run_state, spread
 from lanemon.workloads.prompts import chars_for_tokens, needle_prompt, new_key
 
 BENCH = "needles"
@@ -80,48 +81,49 @@ def found_in(key: str, answer: str) -> bool:
 # ---------------------------------------------------------------------------
 
 
-def _run_result(rec: RequestRecord) -> dict[str, Any]:
+def _run_result(rec: RequestRecord) -> NeedleRun:
     m = request_metrics(rec)
     key = str(rec.meta.get("key", ""))
     ok = rec.ok
-    return {
-        "rep": int(rec.meta.get("rep", 0)),
-        "found": found_in(key, rec.text) if ok else None,
-        "key": key,
-        "answer": rec.text if ok else None,
-        "depth": rec.meta.get("depth"),
-        "prompt_tokens": rec.prompt_tokens,
-        "ttft_s": rnd(m.ttft_s) if ok else None,
-        "prefill_tok_s": rnd(m.prefill_tok_s) if ok else None,
-        "error": None if ok else str((rec.error or {}).get("message") or (rec.error or {}).get("cls") or "error"),
-    }
+    depth = rec.meta.get("depth")
+    return NeedleRun(
+        rep=int(rec.meta.get("rep", 0)),
+        found=found_in(key, rec.text) if ok else None,
+        key=key,
+        answer=rec.text if ok else None,
+        depth=depth if isinstance(depth, (int, float)) and not isinstance(depth, bool) else None,
+        prompt_tokens=rec.prompt_tokens,
+        ttft_s=rnd(m.ttft_s) if ok else None,
+        prefill_tok_s=rnd(m.prefill_tok_s) if ok else None,
+        error=None if ok else str((rec.error or {}).get("message") or (rec.error or {}).get("cls") or "error"),
+    )
 
 
-def _length_result(recs: list[RequestRecord], load=None) -> dict[str, Any]:
+def _length_result(recs: list[RequestRecord], load=None) -> NeedleCell:
     runs = [_run_result(r) for r in sorted(recs, key=lambda r: int(r.meta.get("rep", 0)))]
     # the headline run: the first that was not found (or errored), else the first
-    head = next((r for r in runs if r["found"] is not True), runs[0])
-    answered = [r for r in runs if r["error"] is None]
-    found: bool | None = all(r["found"] for r in answered) if answered else None
-    return {
-        "found": found,
-        "key": head["key"],
-        "answer": head["answer"],
-        "depth": head["depth"],
-        "prompt_tokens": head["prompt_tokens"],
-        "ttft_s": head["ttft_s"],
-        "prefill_tok_s": head["prefill_tok_s"],
-        "error": head["error"],
-        "found_count": sum(1 for r in runs if r["found"]),
-        "runs_count": len(runs),
-        **spread([r["prefill_tok_s"] for r in runs]),
-        **client_bound_figures(recs, load),
-        "runs": runs,
-    }
+    head = next((r for r in runs if r.found is not True), runs[0])
+    answered = [r for r in runs if r.error is None]
+    found: bool | None = all(r.found for r in answered) if answered else None
+    return NeedleCell(
+        found=found,
+        key=head.key,
+        answer=head.answer,
+        depth=head.depth,
+        prompt_tokens=head.prompt_tokens,
+        ttft_s=head.ttft_s,
+        prefill_tok_s=head.prefill_tok_s,
+        error=head.error,
+        found_count=sum(1 for r in runs if r.found),
+        runs_count=len(runs),
+        **spread([r.prefill_tok_s for r in runs])._asdict(),
+        **client_bound_figures(recs, load)._asdict(),
+        runs=runs,
+    )
 
 
-def needle_results(events: Iterable[Event], *, in_progress: bool = False) -> dict[str, Any]:
-    """The ``bench needles`` JSON (docs/JSON.md) from a run's events."""
+def needle_results(events: Iterable[Event], *, in_progress: bool = False) -> NeedleResult:
+    """The ``bench needles`` result (docs/JSON.md; ``to_json_obj``: its JSON) from a run's events."""
     from lanemon.measure.load import client_load
 
     events = reiterable(events)
@@ -137,20 +139,20 @@ def needle_results(events: Iterable[Event], *, in_progress: bool = False) -> dic
     for lane in by:
         if lane not in order:
             order.append(lane)
-    lanes = {lane: {"lengths": {str(n): _length_result(by[lane][n], load) for n in sorted(by[lane])}}
+    lanes = {lane: NeedleLane(lengths={str(n): _length_result(by[lane][n], load) for n in sorted(by[lane])})
              for lane in order if lane in by}
     for c in marks.cells.values():  # calibration failures and lengths beyond the context: said, not dropped
         end = c.get("end") or {}
         if end.get("error") and (end.get("skipped") or c.get("part") == "calibrate"):
-            lane = lanes.setdefault(c["lane"], {"lengths": {}})
-            lane.setdefault("error", str(end["error"]))
+            lane = lanes.setdefault(c["lane"], NeedleLane(lengths={}))
+            if lane.error is None:
+                lane.error = str(end["error"])
             if end.get("skipped") and c.get("length") is not None:
-                lane["lengths"].setdefault(str(c["length"]), {"found": None, "skipped": True, "error": str(end["error"]),
-                                                              "runs_count": 0, "found_count": 0})
-    out: dict[str, Any] = {"bench": BENCH, "lanes": lanes}
-    out.update(run_state(marks, in_progress))
-    out["config"] = marks.config
-    return out
+                lane.lengths.setdefault(str(c["length"]), NeedleCell(found=None, skipped=True, error=str(end["error"]),
+                                                                     runs_count=0, found_count=0))
+    state = run_state(marks, in_progress)
+    return NeedleResult(bench=BENCH, lanes=lanes, interrupted=state.interrupted, cut=state.cut, running=state.running,
+                        not_run=state.not_run, config=bench_config(marks.config))
 
 
 results = needle_results

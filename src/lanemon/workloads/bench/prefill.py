@@ -31,10 +31,14 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import msgspec
+
 from lanemon.measure.metrics import median, request_metrics
 from lanemon.events import Event
 from lanemon.measure.records import RequestRecord, assemble, reiterable
-from lanemon.workloads.bench.run import BenchOptions, client_bound_figures, edge, first_error, goodput_of, outcome_figures, read_marks, rnd, run_state, spread
+from lanemon.results.prefill import PrefillCell, PrefillLane, PrefillRatios, PrefillResult
+from lanemon.workloads.bench.run import (BenchOptions, bench_config, client_bound_figures, edge, first_error, goodput_of,
+                                         outcome_figures, read_marks, rnd, run_state, spread)
 from lanemon.workloads.prompts import DEFAULT_TOKENS_PER_CHAR, chars_for_tokens, prefill_prompt
 
 BENCH = "prefill"
@@ -223,7 +227,7 @@ async def _per_lane(h, opts: BenchOptions, rng: random.Random, one_lane) -> None
 
 
 def _length_result(runs: dict[str, list[RequestRecord]], length: int,
-                   slo: dict[str, float] | None = None, tpc: float | None = None, load=None) -> dict[str, Any]:
+                   slo: dict[str, float] | None = None, tpc: float | None = None, load=None) -> PrefillCell:
     cold = sorted(runs.get("cold", []), key=lambda r: int(r.meta.get("rep", 0)))
     per_rep: list[float | None] = []
     ttfts: list[float] = []
@@ -242,7 +246,7 @@ def _length_result(runs: dict[str, list[RequestRecord]], length: int,
         ttfts.append(m.ttft_s)
         prompt_tokens.append(pt)
     stats = spread(per_rep)
-    cold_median = stats["median"]
+    cold_median = stats.median
     repeat_rate = cached = None
     for r in runs.get("repeat", []):
         m = request_metrics(r)
@@ -260,27 +264,27 @@ def _length_result(runs: dict[str, list[RequestRecord]], length: int,
         hit = repeat_rate is not None and cold_median is not None and repeat_rate > CACHE_HIT_FACTOR * cold_median
         source = "timing" if repeat_rate is not None and cold_median is not None else None
     all_recs = cold + runs.get("repeat", [])
-    return {
-        "prompt_tokens": int(median(prompt_tokens)) if prompt_tokens else None,
-        "prefill_tok_s": cold_median,
-        "ttft_s": rnd(median(ttfts)),
-        "cache_hit_tok_s": rnd(repeat_rate) if hit else None,
-        "repeat_tok_s": rnd(repeat_rate),
-        "repeat_cached_tokens": cached,
-        "cache_hit_source": source,
-        **stats,
-        "tokens_estimated": estimated,
-        "requests": len(all_recs),
-        "errors": sum(1 for r in all_recs if not r.ok),
-        **outcome_figures(all_recs),
-        **client_bound_figures(all_recs, load),
-        "error": first_error(all_recs),
-        **({"goodput": goodput_of([[r] for r in cold], slo)} if slo else {}),
-    }
+    return PrefillCell(
+        prompt_tokens=int(median(prompt_tokens)) if prompt_tokens else None,
+        prefill_tok_s=cold_median,
+        ttft_s=rnd(median(ttfts)),
+        cache_hit_tok_s=rnd(repeat_rate) if hit else None,
+        repeat_tok_s=rnd(repeat_rate),
+        repeat_cached_tokens=cached,
+        cache_hit_source=source,
+        **stats._asdict(),
+        tokens_estimated=estimated,
+        requests=len(all_recs),
+        errors=sum(1 for r in all_recs if not r.ok),
+        **outcome_figures(all_recs)._asdict(),
+        **client_bound_figures(all_recs, load)._asdict(),
+        error=first_error(all_recs),
+        goodput=goodput_of([[r] for r in cold], slo),
+    )
 
 
-def prefill_results(events: Iterable[Event], *, in_progress: bool = False, bench: str = BENCH) -> dict[str, Any]:
-    """The ``bench prefill`` JSON (docs/JSON.md) from a run's events."""
+def prefill_results(events: Iterable[Event], *, in_progress: bool = False, bench: str = BENCH) -> PrefillResult:
+    """The ``bench prefill`` result (docs/JSON.md; ``to_json_obj``: its JSON) from a run's events."""
     from lanemon.measure.load import client_load
 
     events = reiterable(events)
@@ -309,42 +313,43 @@ def prefill_results(events: Iterable[Event], *, in_progress: bool = False, bench
         end = c.get("end") or {}
         if end.get("skipped") and c.get("length") is not None:
             skipped[c["lane"]][int(c["length"])] = str(end.get("error") or "skipped")
-    lanes: dict[str, dict[str, Any]] = {}
+    config = bench_config(marks.config)
+    lanes: dict[str, PrefillLane] = {}
     for lane in order:
         if lane not in by and lane not in calib and lane not in ends:
             continue
         end = ends.get(lane) or {}
         tpc = end.get("tokens_per_char") or calib.get(lane)
         lengths = by.get(lane, {})
-        cells = {n: _length_result(lengths[n], n, marks.config.get("slo") or None, tpc, load) for n in lengths}
+        cells = {n: _length_result(lengths[n], n, config.slo or None, tpc, load) for n in lengths}
         for n, why in skipped.get(lane, {}).items():
             if n not in cells:
-                cells[n] = {**_length_result({}, n), "skipped": True, "error": why}
-        lanes[lane] = {
-            "lengths": {str(n): cells[n] for n in sorted(cells)},
-            "tokens_per_char": tpc,
-            "tokens_counted_from": end.get("counted_from"),
-            "calibration_prompt_tokens": end.get("calibration_prompt_tokens"),
-            "max_context": end.get("max_context"),
-            "max_context_source": end.get("max_context_source"),
-            "error": end.get("error") or next(iter(skipped.get(lane, {}).values()), None),
-        }
-    out: dict[str, Any] = {"bench": bench, "lanes": lanes}
-    if len(order) >= 2 and order[0] in lanes and order[1] in lanes:
-        out["ratios"] = ratios(lanes, order[0], order[1])
-    out.update(run_state(marks, in_progress))
-    out["config"] = marks.config
-    return out
+                cells[n] = msgspec.structs.replace(_length_result({}, n), skipped=True, error=why)
+        lanes[lane] = PrefillLane(
+            lengths={str(n): cells[n] for n in sorted(cells)},
+            tokens_per_char=tpc,
+            tokens_counted_from=end.get("counted_from"),
+            calibration_prompt_tokens=end.get("calibration_prompt_tokens"),
+            max_context=end.get("max_context"),
+            max_context_source=end.get("max_context_source"),
+            error=end.get("error") or next(iter(skipped.get(lane, {}).values()), None),
+        )
+    state = run_state(marks, in_progress)
+    return PrefillResult(bench=bench, lanes=lanes,
+                         ratios=ratios(lanes, order[0], order[1]) if len(order) >= 2 and order[0] in lanes
+                         and order[1] in lanes else None,
+                         interrupted=state.interrupted, cut=state.cut, running=state.running, not_run=state.not_run,
+                         config=config)
 
 
-def ratios(lanes: dict[str, dict[str, Any]], a: str, b: str) -> dict[str, Any]:
-    """``{"compared": [a, b], "by_length": {"2000": b/a prefill ratio, ...}}``."""
-    la, lb = lanes[a]["lengths"], lanes[b]["lengths"]
-    by_length = {}
+def ratios(lanes: dict[str, PrefillLane], a: str, b: str) -> PrefillRatios:
+    """The second lane's cold prefill over the first's (``b / a``), per length of the first."""
+    la, lb = lanes[a].lengths, lanes[b].lengths
+    by_length: dict[str, float | None] = {}
     for k in la:
-        va, vb = la[k].get("prefill_tok_s"), (lb.get(k) or {}).get("prefill_tok_s")
+        va, vb = la[k].prefill_tok_s, (lb[k].prefill_tok_s if k in lb else None)
         by_length[k] = rnd(vb / va, 3) if va and vb else None
-    return {"compared": [a, b], "by_length": by_length}
+    return PrefillRatios(compared=[a, b], by_length=by_length)
 
 
 results = prefill_results

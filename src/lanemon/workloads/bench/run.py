@@ -18,7 +18,7 @@ Source protocol (duck-typed, like :mod:`lanemon.sessions.sources`)::
     async run()                     the whole bench; LaneDown if a lane is down at start
     stop()                          cancel cleanly (finished cells are kept)
     toggle_pause() -> False; faster() / slower() -> None
-    results() -> dict               the bench's JSON for the events so far
+    results() -> Result             the bench's typed result for the events so far (``to_json_obj``: its JSON)
 
 Recording conventions (docs/JSON.md, docs/BENCH.md): a ``mark`` event
 ``label="bench", phase="start"`` carries the run's ``config``; every cell is
@@ -39,7 +39,9 @@ import importlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+
+import msgspec
 
 from lanemon.bus import EventBus, FixedPace
 from lanemon.config import LaneConfig
@@ -51,6 +53,7 @@ from lanemon.measure.records import BURST, COMPLETE, EMPTY, TRUNCATED
 from lanemon import events as schema
 from lanemon.recording.writer import Recorder
 from lanemon.events import Event
+from lanemon.results.common import BenchConfig, CellGoodput, NotRun, Result, RunState, SloTarget
 from lanemon.workloads.collector import CollectorHold
 from lanemon.workloads.prompts import PromptSet, load_prompt_set
 
@@ -185,21 +188,56 @@ class BenchOptions:
 # ---------------------------------------------------------------------------
 
 
-def spread(values: Sequence[float | None]) -> dict[str, Any]:
+class RepSpread(NamedTuple):
+    """A cell's headline figure over its reps (:func:`spread`)."""
+
+    reps: list[float | None]
+    min: float | None
+    median: float | None
+    max: float | None
+    unstable: bool
+
+
+class TokenFigures(NamedTuple):
+    """The thinking/chunking figures of a cell (:func:`token_figures`)."""
+
+    ttfo_s: float | None
+    reasoning_tokens: int | None
+    reasoning_estimated: bool
+    reasoning_split_estimated: int
+    tokens_per_chunk: float | None
+    itl_p50_s: float | None
+    itl_per_token_p50_s: float | None
+    chunk_counts_estimated: bool | None
+
+
+class Outcomes(NamedTuple):
+    """How a cell's requests ended, apart from ``errors`` (:func:`outcome_figures`)."""
+
+    truncated: int
+    empty: int
+    bursts: int
+
+
+class ClientBound(NamedTuple):
+    """How much lanemon itself was starved while a cell ran (:func:`client_bound_figures`)."""
+
+    client_bound: int
+    starved_s: float | None
+    starved_share: float | None
+    unreliable: bool
+
+
+def spread(values: Sequence[float | None]) -> RepSpread:
     """``reps`` (all raw values, None for an errored rep), ``min``/``median``/``max``, ``unstable``."""
     xs = [v for v in values if v is not None]
     med = median(xs)
     unstable = bool(len(xs) >= 2 and med and (max(xs) - min(xs)) / med > UNSTABLE_SPREAD)
-    return {
-        "reps": [rnd(v) for v in values],
-        "min": rnd(min(xs)) if xs else None,
-        "median": rnd(med),
-        "max": rnd(max(xs)) if xs else None,
-        "unstable": unstable,
-    }
+    return RepSpread([rnd(v) for v in values], rnd(min(xs)) if xs else None, rnd(med),
+                     rnd(max(xs)) if xs else None, unstable)
 
 
-def token_figures(records) -> dict[str, Any]:
+def token_figures(records) -> TokenFigures:
     """The thinking/chunking figures of a cell's completed requests (docs/JSON.md):
 
     ``ttfo_s`` median TTFO; ``reasoning_tokens`` total (null when no request reasoned and no lane said
@@ -218,34 +256,37 @@ def token_figures(records) -> dict[str, Any]:
     paced = [m for m in ms if BURST not in m.flags]  # a burst's gaps are lanemon's read granularity
     itl = [x for m in paced for x in m.itl_s]
     per_token = [x for m in paced for x in m.itl_per_token_s]
-    return {
-        "ttfo_s": rnd(median([m.ttfo_s for m in ms if m.ttfo_s is not None])),
-        "reasoning_tokens": sum(reasoning) if reasoning else None,
-        "reasoning_estimated": any(m.reasoning_estimated for m in ms),
-        "reasoning_split_estimated": sum(r.split_chunks for r in records if r.ok),
-        "tokens_per_chunk": rnd(tpc, 3),
-        "itl_p50_s": rnd(median(itl), 6),
-        "itl_per_token_p50_s": rnd(median(per_token), 6),
-        "chunk_counts_estimated": any(m.chunk_counts_estimated for m in ms) if ms else None,
-    }
+    return TokenFigures(
+        ttfo_s=rnd(median([m.ttfo_s for m in ms if m.ttfo_s is not None])),
+        reasoning_tokens=sum(reasoning) if reasoning else None,
+        reasoning_estimated=any(m.reasoning_estimated for m in ms),
+        reasoning_split_estimated=sum(r.split_chunks for r in records if r.ok),
+        tokens_per_chunk=rnd(tpc, 3),
+        itl_p50_s=rnd(median(itl), 6),
+        itl_per_token_p50_s=rnd(median(per_token), 6),
+        chunk_counts_estimated=any(m.chunk_counts_estimated for m in ms) if ms else None,
+    )
 
 
-def outcome_figures(records) -> dict[str, int]:
+def outcome_figures(records) -> Outcomes:
     """How a cell's requests ended, apart from ``errors`` (which counts every request that is not
     complete, these included, since no figure comes from them): ``truncated`` (no finish_reason),
     ``empty`` (no token) and ``bursts`` (complete, but read in one go, or paced faster than any lane
-    decodes: no per-stream rate or ITL -- the same flag :func:`request_metrics` withholds the rate on)."""
-    out = {TRUNCATED: 0, EMPTY: 0, "bursts": 0}
+    decodes: no per-stream rate or ITL -- the same flag :func:`request_metrics` withholds the rate on).
+    ``._asdict()``: the same as a dict (``bench load`` spreads it into its reps)."""
+    truncated = empty = bursts = 0
     for r in records:
         o = r.outcome
-        if o in (TRUNCATED, EMPTY):
-            out[o] += 1
+        if o == TRUNCATED:
+            truncated += 1
+        elif o == EMPTY:
+            empty += 1
         elif o == COMPLETE and (r.burst or BURST in request_metrics(r).flags):
-            out["bursts"] += 1
-    return out
+            bursts += 1
+    return Outcomes(truncated, empty, bursts)
 
 
-def client_bound_figures(records, load) -> dict[str, Any]:
+def client_bound_figures(records, load) -> ClientBound:
     """``client_bound``: requests that ran while lanemon itself was starved (``load``, a
     :class:`~lanemon.measure.load.ClientLoad`); ``starved_s``: how long lanemon was held up during the
     cell (first send -> last end), ``starved_share`` that over the span.  A cell starved for
@@ -260,12 +301,11 @@ def client_bound_figures(records, load) -> dict[str, Any]:
     if n and sent and ends and max(ends) > min(sent):
         starved = load.starved_s(min(sent), max(ends))
         share = starved / ((max(ends) - min(sent)) / NS)
-    return {"client_bound": n, "starved_s": rnd(starved, 3), "starved_share": rnd(share, 4),
-            "unreliable": n > 0 and share >= STARVED_SHARE}
+    return ClientBound(n, rnd(starved, 3), rnd(share, 4), n > 0 and share >= STARVED_SHARE)
 
 
-def goodput_of(reps: Sequence[Sequence[Any]], slo: dict[str, float] | None) -> dict[str, Any] | None:
-    """``{"rate_rps", "share", "good", "total", "held", "targets"}`` of a cell (:mod:`lanemon.measure.slo`):
+def goodput_of(reps: Sequence[Sequence[Any]], slo: dict[str, float] | None) -> CellGoodput | None:
+    """``rate_rps``, ``share``, ``good``, ``total``, ``held``, ``targets`` of a cell (:mod:`lanemon.measure.slo`):
     requests meeting every SLO target (errors count as misses).  ``share`` = good / all requests;
     ``rate_rps`` = good / the summed wall time of the reps (first send -> last end of each rep, so the
     time between reps is not counted); ``held`` and ``targets`` say whether each target held (p90 TTFT,
@@ -281,9 +321,27 @@ def goodput_of(reps: Sequence[Sequence[Any]], slo: dict[str, float] | None) -> d
         ends = [r.end_ns for r in recs if r.end_ns is not None]
         if starts and ends and max(ends) > min(starts):
             wall += (max(ends) - min(starts)) / NS
-    j = slo_mod.evaluate(ms, slo, wall).to_json()
-    return {"rate_rps": j["goodput_rps"], "share": j["share"], "good": j["good"], "total": j["total"],
-            "held": j["held"], "targets": j["targets"]}
+    res = slo_mod.evaluate(ms, slo, wall)
+    j = res.to_json()
+    return CellGoodput(rate_rps=j["goodput_rps"], share=j["share"], good=res.good, total=res.total, held=res.held,
+                       targets={t.key: SloTarget(**t.to_json()) for t in res.targets})
+
+
+def bench_config(raw: dict[str, Any]) -> BenchConfig:
+    """The start mark's ``config`` (bytes from a recording: untrusted) as the typed config its results echo; a key
+    this lanemon does not know, or a value of the wrong type, is left out rather than failing the results."""
+    try:
+        return msgspec.convert(raw, BenchConfig, strict=False)
+    except msgspec.ValidationError:
+        good: dict[str, Any] = {}
+        for key, value in raw.items():
+            if key in BenchConfig.__struct_fields__:
+                try:
+                    msgspec.convert({**good, key: value}, BenchConfig, strict=False)
+                except msgspec.ValidationError:
+                    continue
+                good[key] = value
+        return msgspec.convert(good, BenchConfig, strict=False)
 
 
 @dataclass
@@ -346,26 +404,21 @@ def read_marks(events: Iterable[Event], bench: str) -> BenchMarks:
     return BenchMarks(config, started, ended, interrupted, cells, lanes, plan)
 
 
-def run_state(marks: BenchMarks, in_progress: bool) -> dict[str, Any]:
-    """The ``interrupted`` / ``cut`` / ``running`` part of a results dict; an interrupted run also gets
-    ``not_run`` (:func:`not_run`)."""
+def run_state(marks: BenchMarks, in_progress: bool) -> RunState:
+    """The ``interrupted`` / ``cut`` / ``running`` part of a bench result; an interrupted run also gets
+    ``not_run`` (:func:`not_run`).  ``to_json_obj(...)``: the same as a dict (``bench load`` adds it to its
+    result)."""
     open_cells = marks.open_cells()
-    out: dict[str, Any] = {"interrupted": marks.interrupted or (marks.started and not marks.ended and not in_progress)}
-    if in_progress and not marks.ended:
-        out["running"] = open_cells
-        out["cut"] = []
-    else:
-        out["cut"] = open_cells
-    if out["interrupted"]:
-        out["not_run"] = not_run(marks)
-    return out
+    interrupted = marks.interrupted or (marks.started and not marks.ended and not in_progress)
+    running = in_progress and not marks.ended
+    return RunState(interrupted=interrupted, cut=[] if running else open_cells,
+                    running=open_cells if running else None, not_run=not_run(marks) if interrupted else None)
 
 
-def not_run(marks: BenchMarks) -> dict[str, Any]:
-    """What an interrupted run did not run (pure): ``{"planned", "finished", "cut", "cells", "ranges",
-    "lanes"}`` -- ``planned`` cells (None for a recording without a plan in its start mark), ``finished``
-    cells, ``cut`` ids (started, never ended), ``cells`` never started (ids), ``ranges`` those as 1-based
-    ``[first, last]`` runs of the plan's order, ``lanes`` of the run that finished no cell."""
+def not_run(marks: BenchMarks) -> NotRun:
+    """What an interrupted run did not run (pure): ``planned`` cells (None for a recording without a plan in its
+    start mark), ``finished`` cells, ``cut`` ids (started, never ended), ``cells`` never started (ids), ``ranges``
+    those as 1-based ``[first, last]`` runs of the plan's order, ``lanes`` of the run that finished no cell."""
     finished = [c for c, d in marks.cells.items() if d.get("end") is not None]
     cut = [c for c, d in marks.cells.items() if d.get("end") is None]
     lanes_done = {marks.cells[c].get("lane") for c in finished}
@@ -378,32 +431,46 @@ def not_run(marks: BenchMarks) -> dict[str, Any]:
             ranges[-1][1] = i
         else:
             ranges.append([i, i])
-    return {"planned": len(marks.plan) or None, "finished": len(finished), "cut": cut, "cells": never,
-            "ranges": ranges, "lanes": [lane for lane in marks.lanes if lane not in lanes_done]}
+    return NotRun(planned=len(marks.plan) or None, finished=len(finished), cut=cut, cells=never, ranges=ranges,
+                  lanes=[lane for lane in marks.lanes if lane not in lanes_done])
 
 
-def interruption_text(bench: str, result: dict[str, Any]) -> str | None:
-    """``decode run interrupted after 2 of 28 cells: lane B never ran; cells 3-28 not run (A/C3/r0 cut
-    mid-cell)`` for an interrupted result, else None.  ``upper_bound``: the plan is the most the bench
-    could run (a sweep stops at its knee)."""
-    if not result.get("interrupted"):
+def _state_of(result: RunState | dict[str, Any]) -> RunState | None:
+    """A result's run state: the typed result itself, or the run-state keys of a result read back as JSON (a
+    report's analysis; None when they do not read as one)."""
+    if isinstance(result, RunState):
+        return result
+    if not isinstance(result, dict):
         return None
-    if "not_run" not in result:
+    keys = {k: result[k] for k in ("interrupted", "cut", "not_run", "running") if k in result}
+    try:
+        return msgspec.convert({"interrupted": False, "cut": [], **keys}, RunState, strict=False)
+    except msgspec.ValidationError:
+        return RunState(interrupted=bool(result.get("interrupted")), cut=[])
+
+
+def interruption_text(bench: str, result: RunState | dict[str, Any]) -> str | None:
+    """``decode run interrupted after 2 of 28 cells: lane B never ran; cells 3-28 not run (A/C3/r0 cut
+    mid-cell)`` for an interrupted result (typed, or its JSON), else None.  ``upper_bound``: the plan is the most
+    the bench could run (a sweep stops at its knee)."""
+    state = _state_of(result)
+    if state is None or not state.interrupted:
+        return None
+    nr = state.not_run
+    if nr is None:
         return f"{bench} run interrupted: the results cover only what finished"
-    nr = result.get("not_run") or {}
-    planned, finished = nr.get("planned"), nr.get("finished")
+    planned, finished = nr.planned, nr.finished
     head = f"{bench} run interrupted"
     if finished is not None:
         head += f" after {finished} of {planned} cells" if planned else f" after {finished} finished cell{'' if finished == 1 else 's'}"
     parts = []
-    if nr.get("lanes"):
-        lanes = nr["lanes"]
-        parts.append(f"lane{'s' if len(lanes) > 1 else ''} {', '.join(lanes)} never ran")
-    if nr.get("ranges"):
-        spans = ", ".join(f"{a}" if a == b else f"{a}–{b}" for a, b in nr["ranges"])
-        n = sum(b - a + 1 for a, b in nr["ranges"])
+    if nr.lanes:
+        parts.append(f"lane{'s' if len(nr.lanes) > 1 else ''} {', '.join(nr.lanes)} never ran")
+    if nr.ranges:
+        spans = ", ".join(f"{a}" if a == b else f"{a}–{b}" for a, b in nr.ranges)
+        n = sum(b - a + 1 for a, b in nr.ranges)
         parts.append(f"{'up to ' if bench == 'sweep' else ''}cell{'s' if n > 1 else ''} {spans} not run")
-    cut = nr.get("cut") or [c.get("cell") for c in result.get("cut") or [] if isinstance(c, dict)]
+    cut = nr.cut or [c.get("cell") for c in state.cut if isinstance(c, dict)]
     if cut:
         parts.append(f"cut mid-cell: {', '.join(str(c) for c in cut)}")
     if not parts:
@@ -567,8 +634,9 @@ class BenchRun(FixedPace):
             self._stop_requested = True
             self._task.cancel()
 
-    def results(self) -> dict[str, Any]:
-        """The bench's JSON computed from the events so far (see docs/JSON.md)."""
+    def results(self) -> Result | dict[str, Any]:
+        """The bench's typed result computed from the events so far (``to_json_obj``: its JSON, docs/JSON.md; a
+        workload not typed yet gives its JSON dict)."""
         from lanemon.measure.views import attach_engine_views
 
         return attach_engine_views(self._module.results(self.events, in_progress=not self.finished), self.events)
