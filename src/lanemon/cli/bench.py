@@ -287,7 +287,6 @@ def _headless(run, args: argparse.Namespace) -> int:
                events=run.events)
     if interrupted or result.interrupted:
         return EXIT_INTERRUPTED
-        return EXIT_INTERRUPTED
     lost = bench_load.lost_hosts(result) if isinstance(result, LoadResult) else []
     if lost:  # lost data is never exit 0
         err(f"load host{'s' if len(lost) > 1 else ''} lost mid-run: {', '.join(lost)} (workers_lost in the results)")
