@@ -201,9 +201,11 @@ def test_the_load_efficiency_section_says_one_line_when_no_lane_has_telemetry_no
     from lanemon.reports.render.markdown import md_table
     from lanemon.reports.sections.efficiency import load_efficiency_section
 
-    rep = {"energy_j": None, "energy_reason": "no GPU telemetry for this lane", "usd_per_1m_output_tokens": None,
-           "engine_counters": {"requests": 8, "preemptions": 0}}
-    sec = load_efficiency_section({"lanes": {"A": {"reps": [rep]}}}, ["A"])
+    from load_sweep_results import load_result, rep_json
+
+    rep = rep_json(energy_j=None, energy_reason="no GPU telemetry for this lane", usd_per_1m_output_tokens=None,
+                   engine_counters={"requests": 8, "preemptions": 0})
+    sec = load_efficiency_section(load_result({"A": [rep]}), ["A"])
     assert sec is not None and sec.more  # the engine's counters are still shown
     assert not sec.headers and not sec.rows and md_table(sec.headers, sec.rows) == []
     assert "no GPU telemetry" in sec.caption and "cost_per_hour" in sec.caption

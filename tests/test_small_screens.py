@@ -8,13 +8,16 @@ import textwrap
 import pytest
 
 
-def _sweep_result() -> dict:
+def _sweep_result():
+    """A sweep's typed result (lanemon.results.sweep), as the run's results() returns it."""
+    from load_sweep_results import sweep_result
+
     level = {"aggregate_tok_s": 1063.0, "steady_tok_s": 1076.0, "ttft_p90_s": 0.038, "ttft_n": 8,
              "per_stream_tok_s_p50": 500.0, "errors": 0,
              "goodput": {"rate_rps": 2.5, "share": 0.9, "held": True, "targets": {}}}
     lane = {"levels": {"1": level, "2": level}, "gain_per_doubling": {"1": None, "2": 0.9}, "stopped": "max_level",
             "slo_holds_to": 2, "max_aggregate_tok_s": 1063.0, "slo_held": {"1": True, "2": True}}
-    return {"bench": "sweep", "slo": {"ttft": 0.5}, "knee_gain": 0.1, "lanes": {"A": lane, "B": dict(lane)}}
+    return sweep_result({"A": lane, "B": dict(lane)}, slo={"ttft": 0.5}, knee_gain=0.1)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (100, 30)])

@@ -213,7 +213,7 @@ def analyze(source: Any, *, benches: Sequence[str] | None = None) -> dict[str, A
             out[bench] = per_lane_results(bench, fn, events) if bench in PER_LANE else fn(events)
             if bench in ("decode", "prefill", "needles", "load", "sweep"):  # the engine's own view beside ours
                 attach_engine_views(out[bench], events)  # server view, energy and cost, engine counters
-            if bench in ("decode", "prefill", "needles") and isinstance(out[bench], Result):
+            if bench in ("decode", "prefill", "needles", "load", "sweep") and isinstance(out[bench], Result):
                 out[bench] = to_json_obj(out[bench])  # typed (issue 37); their report sections read the JSON for now
             cut_short = interrupted_text(bench, out[bench])
             if cut_short:  # first, so no reader takes a cut run for a whole one
