@@ -13,6 +13,7 @@ import msgspec
 import pytest
 
 from lanemon.reports.json_schema import OUTPUTS, SCHEMA_VERSION, validate
+from lanemon.results.common import to_json_obj
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_sessions"
 LANEMON = [sys.executable, "-m", "lanemon"]
@@ -27,8 +28,8 @@ def test_schema_list_and_each_schema_with_its_version():
     assert out.returncode == 0, out.stderr
     names = [ln.split()[0] for ln in out.stdout.splitlines() if ln.strip()]
     assert names == list(OUTPUTS) and {"bench-decode", "bench-prefill", "bench-needles", "bench-load", "bench-sweep",
-                                        "race", "check", "agree", "gauntlet", "qeval", "qeval-compare", "history",
-                                        "recording"} <= set(names)
+                                        "race", "check", "agree", "kl", "gauntlet", "qeval", "qeval-compare",
+                                        "history", "recording"} <= set(names)
     for name in names:
         got = _run("schema", name)
         assert got.returncode == 0, got.stderr
@@ -86,7 +87,7 @@ def test_sweep_and_race_outputs_decode_into_their_structs():
     validate("race", json.loads(race.stdout))
     from lanemon.reports.analyse import analyze
 
-    validate("race", analyze(SAMPLES / "races.jsonl", benches=["race"])["race"])
+    validate("race", to_json_obj(analyze(SAMPLES / "races.jsonl", benches=["race"])["race"]))
 
 
 def test_prefill_needles_agree_and_check_outputs_decode_into_their_structs():
@@ -107,7 +108,7 @@ def test_prefill_needles_agree_and_check_outputs_decode_into_their_structs():
                  "--no-record")
     assert agree.returncode == 0, agree.stderr
     validate("agree", json.loads(agree.stdout))
-    validate("agree", analyze(SAMPLES / "agree.jsonl", benches=["agree"])["agree"])
+    validate("agree", to_json_obj(analyze(SAMPLES / "agree.jsonl", benches=["agree"])["agree"]))
     with SimThread("sglang-native", time_scale=0.05) as sim:
         check = _run("check", sim.base_url, "--json")
     assert check.returncode == 0, check.stderr
@@ -116,6 +117,31 @@ def test_prefill_needles_agree_and_check_outputs_decode_into_their_structs():
     bad["checks"][0]["verdict"] = "fine"
     with pytest.raises(msgspec.ValidationError, match="verdict"):
         validate("check", bad)
+
+
+def test_kl_outputs_decode_into_their_struct(tmp_path):
+    """``lanemon kl --json`` of both outcomes: lanes that refuse prompt logprobs (the demo's), and lanes that expose
+    them (the simulator with ``logprobs="full"``); and the kl of a sample session's recording."""
+    from lanemon.reports.analyse import analyze
+    from lanemon.sim.server import SimThread
+
+    refused = _run("kl", "--demo", "--reference", "A", "--time-scale", "0.02", "--prompts", "2", "--tokens", "8",
+                   "--json", "--no-record")
+    assert refused.returncode == 3, refused.stderr
+    r = validate("kl", json.loads(refused.stdout))
+    assert {lane.status for lane in r.lanes.values()} == {"not_exposed"}
+    with SimThread("tensorfold-exl3", time_scale=0.02, logprobs="full") as a, \
+            SimThread("sglang-native", time_scale=0.02, logprobs="full") as b:
+        ok = _run("kl", "--lane", f"A={a.base_url}", "--lane", f"B={b.base_url}", "--reference", "B", "--prompts",
+                  "2", "--tokens", "8", "--json", "--no-record")
+    assert ok.returncode == 0, ok.stderr
+    r = validate("kl", json.loads(ok.stdout))
+    assert r.lanes["A"].status == "ok" and r.lanes["A"].kl is not None and r.lanes["B"].message == "reference"
+    validate("kl", to_json_obj(analyze(SAMPLES / "kl.jsonl", benches=["kl"])["kl"]))
+    bad = json.loads(ok.stdout)
+    bad["lanes"]["A"]["kl_mean"] = 0.1
+    with pytest.raises(msgspec.ValidationError, match="kl_mean"):
+        validate("kl", bad)
 
 
 def test_every_line_of_a_recording_fits_the_recording_schema(tmp_path):

@@ -67,7 +67,7 @@ def test_quality_samples_match_the_writeup():
     r = json.loads(out.stdout)
     assert (r["kept"], r["broke"], r["fixed"], r["p_value"]) == (71, 0, 0, 1.0)
     a = _analysis("agree")["agree"]
-    assert (a["exact"], a["median_first_divergence_word"], a["agree_ge_10_words"], a["diverge_at_0"]) == (0, 2, 9, 18)
+    assert (a.exact, a.median_first_divergence_word, a.agree_ge_10_words, a.diverge_at_0) == (0, 2, 9, 18)
 
 
 def test_yesterday_vs_today_names_the_regression():

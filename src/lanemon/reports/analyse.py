@@ -8,8 +8,9 @@
      "qeval": {...}, "agree": {...}, "kl": {...}, "gauntlet": {...},
      "warnings": [...]}
 
-Only the benches the recording holds appear.  Each bench dict is exactly what
-that bench's own results function returns for the same events
+Only the benches the recording holds appear.  Each bench entry is exactly what
+that bench's own results function returns for the same events (a typed result of
+:mod:`lanemon.results` for race, agree and kl; a dict for the others until they are typed)
 (:func:`lanemon.workloads.bench.decode.decode_results`,
 :func:`lanemon.workloads.bench.prefill.prefill_results`,
 :func:`lanemon.workloads.bench.needles.needle_results`,
@@ -76,8 +77,12 @@ def benches_in(events: Iterable[Event]) -> list[str]:
 def interrupted_text(bench: str, result: Any) -> str | None:
     """What an interrupted run did not run, in words (None for a whole run).  Per-lane benches (qeval)
     say it per lane."""
+    from lanemon.results.common import Result
     from lanemon.workloads.bench.run import interruption_text
 
+    if isinstance(result, Result):  # a typed result without a plan (agree, kl): whether it was cut, no more
+        return f"{bench} run interrupted: the results cover only what finished" if getattr(
+            result, "interrupted", False) else None
     if not isinstance(result, dict):
         return None
     if bench in PER_LANE:

@@ -165,33 +165,35 @@ def cells(analysis: dict[str, Any]) -> list[Cell]:
                     add(bench, lane, "length", length, "errors", c.get("errors") or 0)
                 else:
                     add(bench, lane, "length", length, "found_count", c.get("found_count"))
-    race = analysis.get("race") or {}
+    race = analysis.get("race")
     seen: dict[str, int] = {}
-    for r in race.get("races") or []:
-        pid = str(r.get("prompt_id") or f"race {r.get('race')}")
+    for r in race.races if race is not None else []:
+        pid = str(r.prompt_id or f"race {r.race}")
         seen[pid] = seen.get(pid, 0) + 1
         cell = pid if seen[pid] == 1 else f"{pid}#{seen[pid]}"
-        for lane, x in (r.get("lanes") or {}).items():
-            x = x or {}
-            if x.get("error"):
+        for lane, x in r.lanes.items():
+            if x.error:
                 add("race", lane, "race", cell, "total_s", None)
                 continue
-            for metric in ("ttft_s", "decode_tok_s", "total_s"):
-                add("race", lane, "race", cell, metric, x.get(metric))
+            add("race", lane, "race", cell, "ttft_s", x.ttft_s)
+            add("race", lane, "race", cell, "decode_tok_s", x.decode_tok_s)
+            add("race", lane, "race", cell, "total_s", x.total_s)
     q = analysis.get("qeval") or {}
     for lane, run in qeval_runs(q).items():
         add("qeval", lane, "score", "score", "passed", run.passed, extra=run)
         for tid, t in run.tasks.items():
             add("qeval", lane, "task", tid, "task_passed", 1 if t.passed else 0)
-    ag = analysis.get("agree") or {}
-    if ag.get("total") and len(ag.get("lanes") or []) == 2:
-        pair = "~".join(ag["lanes"])
-        for metric in ("exact", "agree_ge_10_words", "median_first_divergence_word"):
-            add("agree", pair, "prompts", f"{ag['total']} prompts", metric, ag.get(metric))
-    kl = analysis.get("kl") or {}
-    for lane, x in (kl.get("lanes") or {}).items():
-        if (x or {}).get("status") == "ok" and x.get("kl") is not None:
-            add("kl", lane, "reference", f"vs {kl.get('reference')}", "kl", x.get("kl"))
+    ag = analysis.get("agree")
+    if ag is not None and ag.total and len(ag.lanes) == 2:
+        pair = "~".join(ag.lanes)
+        add("agree", pair, "prompts", f"{ag.total} prompts", "exact", ag.exact)
+        add("agree", pair, "prompts", f"{ag.total} prompts", "agree_ge_10_words", ag.agree_ge_10_words)
+        add("agree", pair, "prompts", f"{ag.total} prompts", "median_first_divergence_word",
+            ag.median_first_divergence_word)
+    kl = analysis.get("kl")
+    for lane, x in kl.lanes.items() if kl is not None else ():
+        if x.status == "ok" and x.kl is not None:
+            add("kl", lane, "reference", f"vs {kl.reference}", "kl", x.kl)
     g = analysis.get("gauntlet")
     for lane, x in (g.lanes if isinstance(g, GauntletResult) else {}).items():
         if not x.reps:

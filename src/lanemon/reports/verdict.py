@@ -21,7 +21,9 @@ from lanemon.reports.data import (agree_pair, agg, crossover, decode_levels, fir
                                   turn_split)
 from lanemon.reports.format import int_key, int_text, kl_num, length_label, number_word, num, ratio_text, secs, \
     clip, sorted_keys, tok
+from lanemon.results.agree import AgreeResult
 from lanemon.results.gauntlet import GauntletResult
+from lanemon.results.kl import KlResult
 from lanemon.results.qeval import QevalCompare
 
 TIE = 1 + st.DEFAULT_BANDS["throughput"]
@@ -244,8 +246,8 @@ def _needles_sentence(analysis: dict[str, Any]) -> str | None:
 
 
 def _race_sentence(analysis: dict[str, Any]) -> str | None:
-    race = analysis.get("race") or {}
-    races = race.get("races") or []
+    race = analysis.get("race")
+    races = race.races if race is not None else []
     if not races:
         return None
     wins = race_wins(race)
@@ -317,37 +319,37 @@ def _qeval_verdict(analysis: dict[str, Any]) -> str | None:
     return f"Quality gate: no significant difference — {s}; {paired_text(c)}."
 
 
-def agree_sentence(ag: dict[str, Any]) -> str | None:
+def agree_sentence(ag: AgreeResult) -> str | None:
     """``0/40 exact matches with a median first divergence at word 2 (9/40 agree ..., 18/40 diverge at word 0)``."""
-    total = ag.get("total")
+    total = ag.total
     if not total:
         return None
-    return (f"{ag.get('exact')}/{total} exact matches with a median first divergence at word "
-            f"{int_text(ag.get('median_first_divergence_word'))} ({ag.get('agree_ge_10_words')}/{total} agree for "
-            f"ten or more words, {ag.get('diverge_at_0')}/{total} diverge at word 0)")
+    return (f"{ag.exact}/{total} exact matches with a median first divergence at word "
+            f"{int_text(ag.median_first_divergence_word)} ({ag.agree_ge_10_words}/{total} agree for "
+            f"ten or more words, {ag.diverge_at_0}/{total} diverge at word 0)")
 
 
 def _agree_verdict(analysis: dict[str, Any]) -> str | None:
-    ag = analysis.get("agree") or {}
-    s = agree_sentence(ag)
-    if s is None:
+    ag = analysis.get("agree")
+    s = agree_sentence(ag) if ag is not None else None
+    if ag is None or s is None:
         return None
     a, b = agree_pair(ag)
-    if ag.get("exact") == ag.get("total"):
-        return f"Greedy agreement {a} vs {b}: {ag['exact']}/{ag['total']} exact matches."
+    if ag.exact == ag.total:
+        return f"Greedy agreement {a} vs {b}: {ag.exact}/{ag.total} exact matches."
     return f"Greedy agreement {a} vs {b}: {s}; a divergence signature, not a quality verdict."
 
 
-def kl_lane_text(kl: dict[str, Any], n: str) -> str:
+def kl_lane_text(kl: KlResult, n: str) -> str:
     """``KL(B ‖ A) = 0.0123 nats/token (...)`` or ``not exposed by lane A: HTTP 400: ...``."""
-    c = (kl.get("lanes") or {}).get(n) or {}
-    ref = kl.get("reference")
-    st, msg = c.get("status"), c.get("message")
-    if st == "ok":
+    c = kl.lanes.get(n)
+    ref = kl.reference
+    st, msg = (c.status, c.message) if c is not None else (None, None)
+    if c is not None and st == "ok":
         if n == ref:
             return f"{n} is the reference"
-        return (f"KL({ref} ‖ {n}) = {kl_num(c.get('kl'))} nats/token (p50 {kl_num(c.get('kl_p50'))}, "
-                f"p99 {kl_num(c.get('kl_p99'))}, {c.get('positions', 0):,} positions)")
+        return (f"KL({ref} ‖ {n}) = {kl_num(c.kl)} nats/token (p50 {kl_num(c.kl_p50)}, "
+                f"p99 {kl_num(c.kl_p99)}, {c.positions:,} positions)")
     if st == "not_exposed":
         return f"not exposed by lane {n}: {clip(msg or 'no logprobs', 90)}"
     if st == "skipped":
@@ -356,15 +358,15 @@ def kl_lane_text(kl: dict[str, Any], n: str) -> str:
 
 
 def kl_verdict(analysis: dict[str, Any]) -> str | None:
-    kl = analysis.get("kl") or {}
-    lanes = kl_lanes(kl, lane_names(analysis))
-    if not lanes:
+    kl = analysis.get("kl")
+    lanes = kl_lanes(kl, lane_names(analysis)) if kl is not None else []
+    if kl is None or not lanes:
         return None
-    ref = kl.get("reference")
-    ok = [n for n in lanes if n != ref and (kl["lanes"][n] or {}).get("status") == "ok"]
+    ref = kl.reference
+    ok = [n for n in lanes if n != ref and kl.lanes[n].status == "ok"]
     if ok:
         return "Logprob divergence: " + "; ".join(kl_lane_text(kl, n) for n in ok) + "."
-    why = [kl_lane_text(kl, n) for n in lanes if (kl["lanes"][n] or {}).get("status") != "ok"]
+    why = [kl_lane_text(kl, n) for n in lanes if kl.lanes[n].status != "ok"]
     return "No KL between lanes: " + "; ".join(why) + "."
 
 

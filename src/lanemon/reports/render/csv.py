@@ -71,13 +71,13 @@ def csv_rows(analysis: dict[str, Any]) -> list[dict[str, Any]]:
             rows.append({"bench": "needles", "lane": n, "cell_kind": "length", "cell": length,
                          "tok_s": c.get("prefill_tok_s"), "ttft_s": c.get("ttft_s"), "found": c.get("found"),
                          "error": err_text(c["error"], 200) if c.get("error") else None})
-    race = analysis.get("race") or {}
-    for r in race.get("races") or []:
-        for n, c in (r.get("lanes") or {}).items():
-            rows.append({"bench": "race", "lane": n, "cell_kind": "race", "cell": r.get("race"),
-                         "tok_s": c.get("decode_tok_s"), "ttft_s": c.get("ttft_s"),
-                         "output_tokens": c.get("output_tokens"), "tokens_estimated": c.get("tokens_estimated"),
-                         "winner": r.get("winner") == n, "error": err_text(c["error"], 200) if c.get("error") else None})
+    race = analysis.get("race")
+    for r in race.races if race is not None else []:
+        for n, c in r.lanes.items():
+            rows.append({"bench": "race", "lane": n, "cell_kind": "race", "cell": r.race,
+                         "tok_s": c.decode_tok_s, "ttft_s": c.ttft_s,
+                         "output_tokens": c.output_tokens, "tokens_estimated": c.tokens_estimated,
+                         "winner": r.winner == n, "error": err_text(c.error, 200) if c.error else None})
     rows += quality_csv_rows(analysis)
     return rows
 
@@ -111,21 +111,20 @@ def quality_csv_rows(analysis: dict[str, Any]) -> list[dict[str, Any]]:
         for key, _, count in groups:
             rows.append({"bench": "qeval", "lane": pair[0], "vs_lane": pair[1], "cell_kind": "paired", "cell": key,
                          "count": count, "p_value": compare.p_value})
-    ag = analysis.get("agree") or {}
-    if ag.get("total") or ag.get("prompts"):
+    ag = analysis.get("agree")
+    if ag is not None and (ag.total or ag.prompts):
         a, b = agree_pair(ag)
-        for r in ag.get("prompts") or []:
-            rows.append({"bench": "agree", "lane": a, "vs_lane": b, "cell_kind": "prompt", "cell": r.get("id"),
-                         "first_divergence_word": r.get("first_divergence_word"), "exact": r.get("exact"),
-                         "words": r.get("a_words"), "vs_words": r.get("b_words"), "error": r.get("error")})
-        for k, v in (ag.get("histogram") or {}).items():
+        for r in ag.prompts:
+            rows.append({"bench": "agree", "lane": a, "vs_lane": b, "cell_kind": "prompt", "cell": r.id,
+                         "first_divergence_word": r.first_divergence_word, "exact": r.exact,
+                         "words": r.a_words, "vs_words": r.b_words, "error": r.error})
+        for k, v in ag.histogram.items():
             rows.append({"bench": "agree", "lane": a, "vs_lane": b, "cell_kind": "bucket", "cell": k, "count": v})
-    kl = analysis.get("kl") or {}
-    for n, c in (kl.get("lanes") or {}).items():
-        c = c or {}
-        rows.append({"bench": "kl", "lane": n, "vs_lane": kl.get("reference"), "cell_kind": "lane", "cell": n,
-                     "status": c.get("status"), "kl": c.get("kl"), "kl_p50": c.get("kl_p50"), "kl_p99": c.get("kl_p99"),
-                     "positions": c.get("positions"), "reason": c.get("message")})
+    kl = analysis.get("kl")
+    for n, c in kl.lanes.items() if kl is not None else ():
+        rows.append({"bench": "kl", "lane": n, "vs_lane": kl.reference, "cell_kind": "lane", "cell": n,
+                     "status": c.status, "kl": c.kl, "kl_p50": c.kl_p50, "kl_p99": c.kl_p99,
+                     "positions": c.positions, "reason": c.message})
     g = analysis.get("gauntlet")
     for n, x in (g.lanes if isinstance(g, GauntletResult) else {}).items():
         walls, turns = x.wall_s, x.turns

@@ -32,10 +32,10 @@ def sections(analysis: dict[str, Any]) -> list[Section]:
         lanes = present_lanes(analysis, bench)
         return build(analysis[bench], lanes) if lanes else None
 
-    race = analysis.get("race") or {}
+    race = analysis.get("race")  # typed results (lanemon.results): None when the recording has none
     q = analysis.get("qeval")
-    ag = analysis.get("agree") or {}
-    kl = analysis.get("kl") or {}
+    ag = analysis.get("agree")
+    kl = analysis.get("kl")
     g = analysis.get("gauntlet") or {}
     found = [  # report order; None = no section
         by_lane("decode", decode_sections),
@@ -46,10 +46,10 @@ def sections(analysis: dict[str, Any]) -> list[Section]:
         by_lane("sweep", sweep_section),
         by_lane("load", load_section),
         by_lane("load", load_efficiency_section),
-        race_section(race, order) if race.get("races") else None,
+        race_section(race, order) if race is not None and race.races else None,
         qeval_section(q, order) if qeval_runs(q) else None,
-        agree_section(ag) if ag.get("total") or ag.get("prompts") else None,
-        kl_section(kl, order) if kl.get("lanes") else None,
+        agree_section(ag) if ag is not None and (ag.total or ag.prompts) else None,
+        kl_section(kl, order) if kl is not None and kl.lanes else None,
         gauntlet_sections(g, order) if gauntlet_lanes(g, order) else None,
     ]
     out: list[Section] = []
