@@ -224,6 +224,9 @@ async def test_replaying_a_load_recording_shows_the_load_table_fitted_with_its_e
         assert len(tables) >= 2 and ("tok/J" in [str(c.label) for c in tables[1].columns.values()] or not energy)
         notes = " ".join(str(w.render()) for w in app.screen.query(Static))
         assert "hidden at this width" in notes
+        # the unit `served/s` leaves out, right under the table (it came last, under ten lines of notes)
+        first = str(app.screen.query(".result-notes").first().render()).split("\n")[0]
+        assert first.startswith("served/s") and "in req/s" in first, first
         await pilot.press("q")
 
 

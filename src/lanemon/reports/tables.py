@@ -120,6 +120,17 @@ class ResultTable:
         return (f"hidden at this width: {', '.join(self.hidden)} (a wider terminal, the report or --json shows them)"
                 if self.hidden else "")
 
+    def units_note(self) -> str:
+        """The units the shown labels leave out (a short label: ``steady``, not ``steady tok/s``): ``steady, span,
+        stream in tok/s``; empty where every label that should name its unit does (the catalogue's full label names
+        it; a time's cells and a count's carry their own)."""
+        by_unit: dict[str, list[str]] = {}
+        for c in self.columns:
+            m = metric(c.metric) if c.metric else None
+            if m and m.unit not in ("s", "requests") and m.unit in m.label.split() and m.unit not in c.label.split():
+                by_unit.setdefault(m.unit, []).append(c.label)
+        return " · ".join(f"{', '.join(labels)} in {unit}" for unit, labels in by_unit.items())
+
 
 def _cells(text: str) -> int:
     """Terminal cells of plain text (every character of ours is one cell wide)."""
@@ -616,5 +627,5 @@ def print_table(console, t: ResultTable) -> None:
     width = console.width if console.width else None
     rt, fitted = rich_table(t, width)
     console.print(rt)
-    for note in fitted.notes + ([fitted.hidden_note()] if fitted.hidden else []):
+    for note in fitted.notes + [x for x in (fitted.units_note(), fitted.hidden_note()) if x]:
         console.print(note, markup=False, highlight=False, style="dim")
