@@ -11,6 +11,10 @@ import sys
 import pytest
 
 from lanemon.recording.reader import read_events
+from lanemon.reports.json_schema import validate
+from lanemon.results.agree import AgreeResult
+from lanemon.results.common import to_json_obj
+from lanemon.results.kl import KlResult
 from lanemon.sim.divergence import divergence_word
 from lanemon.sim.server import SimThread
 from lanemon.workloads.agree import first_divergence_word, load_agree_prompts, summarize_agreement
@@ -38,10 +42,10 @@ def test_first_divergence_word(a, b, expected):
 
 def test_summary_counts():
     s = summarize_agreement([(0, False), (0, False), (2, False), (12, False), (5, True)])
-    assert s["total"] == 5 and s["exact"] == 1 and s["diverge_at_0"] == 2
-    assert s["agree_ge_10_words"] == 2  # the 12 and the exact one
-    assert s["median_first_divergence_word"] == 2
-    assert s["histogram"]["0"] == 2 and s["histogram"]["10-19"] == 1 and s["histogram"]["exact"] == 1
+    assert s.total == 5 and s.exact == 1 and s.diverge_at_0 == 2
+    assert s.agree_ge_10_words == 2  # the 12 and the exact one
+    assert s.median_first_divergence_word == 2
+    assert s.histogram["0"] == 2 and s.histogram["10-19"] == 1 and s.histogram["exact"] == 1
 
 
 def test_kl_estimator_hand_checked():
@@ -69,12 +73,15 @@ def test_agree_reproduces_the_writeup_from_the_documented_rule(tmp_path):
     prompts = load_agree_prompts()
     for row in r["prompts"]:
         assert row["first_divergence_word"] == min(divergence_word(prompts[row["id"]], 0), row["b_words"])
-    # the recording alone gives the same summary
-    from lanemon.workloads.agree import agree_results
+    # the recording alone gives the same result: what --json printed decodes strictly into it and equals it
+    from lanemon.workloads.agree import agree_results, public
 
     _, events, warnings = read_events(rec)
     again = agree_results(events)
-    assert warnings == [] and again["histogram"] == r["histogram"] and again["exact"] == r["exact"]
+    assert warnings == [] and isinstance(again, AgreeResult)
+    assert to_json_obj(public(again)) == r and validate("agree", r) == public(again)
+    assert all(p.a_text is not None and p.b_text is not None for p in again.prompts)  # the report has the texts
+    assert all("a_text" not in p and "b_text" not in p for p in r["prompts"])  # --json does not
 
 
 def test_agree_on_two_identical_lanes_is_exact():
@@ -96,7 +103,8 @@ def test_kl_reports_not_exposed_cleanly_on_default_lanes(tmp_path):
     assert r["lanes"]["B"]["status"] == "not_exposed" and "prompt logprobs" in r["lanes"]["B"]["message"]
     assert "not exposed by lane A: HTTP 400" in out.stderr
     _, events, _ = read_events(rec)
-    assert kl_results(events)["lanes"] == r["lanes"]
+    again = kl_results(events)  # the typed result; what --json printed decodes strictly into it and equals it
+    assert isinstance(again, KlResult) and to_json_obj(again) == r and validate("kl", r) == again
 
 
 def _kl_between(profile_a, profile_b):
@@ -118,12 +126,12 @@ def _kl_between(profile_a, profile_b):
 
 def test_kl_is_finite_and_positive_when_logprobs_are_on():
     r = _kl_between("tensorfold-exl3", "sglang-native")
-    a = r["lanes"]["A"]
-    assert a["status"] == "ok" and a["positions"] >= 30
-    assert 0 < a["kl"] < 0.2 and math.isfinite(a["kl_p99"])
-    assert r["lanes"]["B"]["message"] == "reference"
+    a = r.lanes["A"]
+    assert a.status == "ok" and a.positions >= 30
+    assert 0 < a.kl < 0.2 and math.isfinite(a.kl_p99)
+    assert r.lanes["B"].message == "reference"
 
 
 def test_kl_of_two_native_lanes_is_zero():
     r = _kl_between("sglang-native", "sglang-native")
-    assert r["lanes"]["A"]["status"] == "ok" and r["lanes"]["A"]["kl"] == 0.0
+    assert r.lanes["A"].status == "ok" and r.lanes["A"].kl == 0.0

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -41,8 +42,12 @@ def test_decode_json_is_one_object_with_the_documented_keys():
 
 
 def test_prefill_and_needles_json():
-    out = lanemon("bench", "prefill", "--demo", "--time-scale", "0.02", "--lengths", "2k,4000", "--json",
-                  "--no-record", "--parallel-lanes")
+    # two independent --demo runs (each its own simulators), run side by side: the test reads only their output
+    with ThreadPoolExecutor(2) as pool:
+        needles = pool.submit(lanemon, "bench", "needles", "--demo", "--time-scale", "0.02", "--lengths", "6000",
+                              "--json", "--no-record", "--lanes", "B")
+        out = lanemon("bench", "prefill", "--demo", "--time-scale", "0.02", "--lengths", "2k,4000", "--json",
+                      "--no-record", "--parallel-lanes")
     assert out.returncode == 0, out.stderr
     res = json.loads(out.stdout)
     assert res["bench"] == "prefill" and set(res["lanes"]["B"]["lengths"]) == {"2000", "4000"}
@@ -50,8 +55,7 @@ def test_prefill_and_needles_json():
                                                          "cache_hit_tok_s", "reps", "min", "median", "max",
                                                          "unstable", "error"}
     assert res["lanes"]["A"]["lengths"]["2000"]["cache_hit_tok_s"] is None
-    out = lanemon("bench", "needles", "--demo", "--time-scale", "0.02", "--lengths", "6000", "--json",
-                  "--no-record", "--lanes", "B")
+    out = needles.result()
     assert out.returncode == 0, out.stderr
     res = json.loads(out.stdout)
     cell = res["lanes"]["B"]["lengths"]["6000"]

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from lanemon.results.common import LoadConfig, to_json_obj
 from lanemon.workloads.bench.load import (Arrival, LengthDist, LoadSpecError, cell_result, phase_of, read_trace,
                                           schedule)
 
@@ -99,11 +100,11 @@ def test_cell_result_counts_only_the_measured_window_and_flags_a_late_client():
     cut.finish_reason = None  # the stream ended without a finish_reason: truncated, never a completion
     records = [rec(0, "warmup", 0.001), rec(1, "measure", 0.001), rec(2, "measure", 0.002, ok=False),
                rec(3, "cooldown", 0.5), cut]
-    res = cell_result(records, 10.0, {"arrival": "poisson", "rate": 0.4, "warmup": 2, "cooldown": 3})
-    assert res["requests"] == 5 and res["measured"] == 3 and res["ok"] == 1 and res["errors"] == 2
-    assert res["truncated"] == 1 and res["empty"] == 0
-    assert res["scheduled_rate_rps"] == pytest.approx(3 / 5)
-    assert res["client_behind"] is True  # one send 0.5 s late
+    res = cell_result(records, 10.0, LoadConfig(arrival="poisson", rate=0.4, warmup=2, cooldown=3))
+    assert res.requests == 5 and res.measured == 3 and res.ok == 1 and res.errors == 2
+    assert res.truncated == 1 and res.empty == 0
+    assert res.scheduled_rate_rps == pytest.approx(3 / 5)
+    assert res.client_behind is True  # one send 0.5 s late
 
 
 @pytest.mark.slow
@@ -132,7 +133,7 @@ def test_open_loop_run_on_the_simulated_lanes_keeps_its_schedule_and_replays(tmp
     from lanemon.measure.views import attach_engine_views
 
     _, events, _ = read_events(rec)
-    again = attach_engine_views(load_results(events), events)  # as the run's results() and every report do
+    again = to_json_obj(attach_engine_views(load_results(events), events))  # as the run's results() does
     assert again["lanes"]["A"]["reps"][0] == lane
     # and the report shows it (md), from the file alone
     md = subprocess.run([sys.executable, "-m", "lanemon", "report", str(rec), "--format", "md"], capture_output=True,
@@ -229,7 +230,7 @@ def test_poisson_over_a_minute_delivers_the_asked_rate_and_replays(tmp_path):
     # the recording reports what the run reported (the engine's views attached as the run's results() does)
     from lanemon.measure.views import attach_engine_views
 
-    assert attach_engine_views(load_results(events), events)["lanes"]["A"]["reps"][0] == lane
+    assert to_json_obj(attach_engine_views(load_results(events), events))["lanes"]["A"]["reps"][0] == lane
 
 
 # ---------------------------------------------------------------------------
@@ -314,7 +315,7 @@ def test_sweep_finds_each_lanes_knee_and_the_crossover_on_the_simulated_lanes(tm
     if not host_busy:
         assert all(result["lanes"][n]["knee"] == 16 for n in ("A", "B")), result["lanes"]  # 16 slots per lane
     # the recording says the same
-    assert sweep_results(events)["lanes"]["A"]["knee"] == result["lanes"]["A"]["knee"]
+    assert sweep_results(events).lanes["A"].knee == result["lanes"]["A"]["knee"]
     md = subprocess.run([sys.executable, "-m", "lanemon", "report", str(rec), "--format", "md"], capture_output=True,
                         text=True, timeout=60)
     assert md.returncode == 0, md.stderr

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from load_sweep_results import load_result, rep_json, sweep_result
 from lanemon.measure.catalogue import BY_NAME, CATALOGUE, RULE_ROWS, UNITS, catalogue_markdown, label
 from lanemon.reports import prefill_table, tables
 
@@ -97,16 +98,16 @@ def _rich_results():
     slo = {"ttft": 0.5, "tpot": 0.03}
     decode = {"lanes": {"A": {"levels": {"1": cell, "2": cell}}, "B": {"levels": {"1": cell, "2": cell}}},
               "config": {"slo": slo}}
-    sweep = {"slo": slo, "lanes": {"A": {"levels": {"1": cell, "2": cell}, "gain_per_doubling": {"2": 0.05}},
-                                   "B": {"levels": {"1": cell}}}}
-    rep = {"measured": 40, "ok": 39, "errors": 1, "scheduled_rate_rps": 4.0, "sent_rate_rps": 4.0,
-           "completed_rate_rps": 3.9, "output_tok_s": 812.0, "ttft_s": {"p50": 0.2, "p99": 0.4},
-           "tpot_s": {"p50": 0.02}, "e2e_s": {"p99": 3.1}, "send_lag_s": {"p99": 0.001}, "energy_j": 10.0,
-           "tokens_per_joule": 3.0, "gpu_power_w_mean": 200.0, "usd_per_1m_output_tokens": 2.0,
-           "engine_counters": {"prefix_hit_rate": 0.5, "preemptions": 2, "spec_acceptance_rate": 0.7},
-           "slo": {"goodput_rps": 3.2, "share": 0.8, "held": True, "targets": {"ttft": {"attainment": 0.9}}}}
-    load = {"config": {"load": {"arrival": "poisson", "rate": 4}, "slo": slo},
-            "lanes": {"A": {"reps": [rep, rep]}, "B": {"reps": [rep]}}}
+    sweep = sweep_result({"A": {"levels": {"1": cell, "2": cell}, "gain_per_doubling": {"2": 0.05}},
+                          "B": {"levels": {"1": cell}}}, slo=slo)
+    rep = rep_json(measured=40, ok=39, errors=1, scheduled_rate_rps=4.0, sent_rate_rps=4.0, completed_rate_rps=3.9,
+                   output_tok_s=812.0, ttft_s={"p50": 0.2, "p99": 0.4}, tpot_s={"p50": 0.02}, e2e_s={"p99": 3.1},
+                   send_lag_s={"p99": 0.001}, energy_j=10.0, tokens_per_joule=3.0, gpu_power_w_mean=200.0,
+                   usd_per_1m_output_tokens=2.0,
+                   engine_counters={"prefix_hit_rate": 0.5, "preemptions": 2, "spec_acceptance_rate": 0.7},
+                   slo={"goodput_rps": 3.2, "good": 32, "total": 40, "share": 0.8, "duration_s": 10.0, "held": True,
+                        "targets": {"ttft": {"attainment": 0.9}}})
+    load = load_result({"A": [rep, rep], "B": [rep]}, {"load": {"arrival": "poisson", "rate": 4}, "slo": slo})
     pcell = {"prefill_tok_s": 5000.0, "ttft_s": 0.4, "cache_hit_tok_s": 50000.0, "repeat_tok_s": 50000.0,
              "errors": 0, "prompt_tokens": 2000, "requests": 3, "reps": [5000.0, 5100.0],
              "goodput": {"rate_rps": 1.0, "share": 1.0, "held": True}}

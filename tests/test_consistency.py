@@ -8,6 +8,7 @@ its own way (history's old fold), fails here."""
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -83,7 +84,10 @@ def _find(rows, lane, level=None):
     raise AssertionError((lane, level, rows))
 
 
+@functools.cache
 def _report_md(rec) -> str:
+    """``lanemon report --format md`` of ``rec``, run once per recording (the module's tests each read one
+    figure of the same report)."""
     out = subprocess.run([sys.executable, "-m", "lanemon", "report", str(rec), "--format", "md"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

@@ -201,9 +201,11 @@ def test_the_load_efficiency_section_says_one_line_when_no_lane_has_telemetry_no
     from lanemon.reports.render.markdown import md_table
     from lanemon.reports.sections.efficiency import load_efficiency_section
 
-    rep = {"energy_j": None, "energy_reason": "no GPU telemetry for this lane", "usd_per_1m_output_tokens": None,
-           "engine_counters": {"requests": 8, "preemptions": 0}}
-    sec = load_efficiency_section({"lanes": {"A": {"reps": [rep]}}}, ["A"])
+    from load_sweep_results import load_result, rep_json
+
+    rep = rep_json(energy_j=None, energy_reason="no GPU telemetry for this lane", usd_per_1m_output_tokens=None,
+                   engine_counters={"requests": 8, "preemptions": 0})
+    sec = load_efficiency_section(load_result({"A": [rep]}), ["A"])
     assert sec is not None and sec.more  # the engine's counters are still shown
     assert not sec.headers and not sec.rows and md_table(sec.headers, sec.rows) == []
     assert "no GPU telemetry" in sec.caption and "cost_per_hour" in sec.caption
@@ -228,7 +230,8 @@ def test_a_run_of_short_races_behind_a_30s_exporter_still_has_its_energy_over_it
     """Issue 38: "a whole run still gets its energy from updates that bracket it".  120 races of 2 s (5 min) behind
     a 30 s exporter: each race within 10 % or withheld (with the advice), the lane's summary over the races' span
     (the gaps included, said so) within 10 % of the truth and its uncertainty."""
-    from lanemon.measure.energy import attach_race_energy
+    from lanemon.workloads.race import race_energy
+    from test_race_fixtures import typed_race, typed_result
 
     n = 120
     races = [(i, 2.0, 40.0, 100) for i in range(n)]
@@ -237,24 +240,23 @@ def test_a_run_of_short_races_behind_a_30s_exporter_still_has_its_energy_over_it
         for phase, t in (("start", a), ("end", b)):
             evs.append(Event(int(t * NS), schema.MARK, None, None, {"bench": "race", "race": i, "phase": phase}))
     evs.sort(key=lambda e: e.t)
-    result = {"races": [{"race": i, "lanes": {"A": {"generated_tokens": 100, "error": None}}} for i in range(n)],
-              "lanes": {"A": {}}}
-    attach_race_energy(result, evs)
+    result = typed_result([typed_race("A", {"A": {"generated_tokens": 100}}, race=i) for i in range(n)])
+    race_energy(result, evs)
     withheld = 0
-    for r, (a, b, _) in zip(result["races"], spans):
-        e = r["lanes"]["A"]
-        if e["energy_j"] is None:
+    for r, (a, b, _) in zip(result.races, spans):
+        e = r.lanes["A"]
+        if e.energy_j is None:
             withheld += 1
-            assert "-c 1000" in e["energy_reason"], e
+            assert "-c 1000" in e.energy_reason, e
         else:
             truth = energy_at(spans, b) - energy_at(spans, a)
-            assert abs(e["energy_j"] - truth) <= min(e["energy_uncertainty_j"], 0.1 * truth) + 0.02, (e, truth)  # + jitter
+            assert abs(e.energy_j - truth) <= min(e.energy_uncertainty_j, 0.1 * truth) + 0.02, (e, truth)  # + jitter
     assert withheld > n * 0.9
-    run = result["lanes"]["A"]
+    run = result.lanes["A"]
     truth = energy_at(spans, spans[-1][1]) - energy_at(spans, spans[0][0])
-    assert run["energy_j"] == pytest.approx(truth, rel=0.10) and abs(run["energy_j"] - truth) <= run["energy_uncertainty_j"]
-    assert "span" in run["energy_note"] and run["energy_window_s"] == pytest.approx(spans[-1][1] - spans[0][0], abs=0.01)
-    assert run["tokens_per_joule"] == pytest.approx(100 * n / truth, rel=0.10)
+    assert run.energy_j == pytest.approx(truth, rel=0.10) and abs(run.energy_j - truth) <= run.energy_uncertainty_j
+    assert "span" in run.energy_note and run.energy_window_s == pytest.approx(spans[-1][1] - spans[0][0], abs=0.01)
+    assert run.tokens_per_joule == pytest.approx(100 * n / truth, rel=0.10)
 
 
 def test_the_efficiency_table_shows_plus_minus_the_withheld_reasons_and_ranks_only_beyond_the_uncertainty():

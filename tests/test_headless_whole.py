@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -32,7 +33,9 @@ def load_out(tmp_path_factory):
     rec = tmp_path_factory.mktemp("load") / "load.jsonl"
     args = ["load", "--lanes", "A,B", "--cost", "A=3.5", "--rate", "8", "--duration", "2", "--output-len",
             "fixed:8", "--workers", "1"]
-    return _run(*args, record=rec), _run(*args, "--width", "60"), rec
+    with ThreadPoolExecutor(2) as pool:  # two independent --demo runs (each its own simulators), side by side
+        cut = pool.submit(_run, *args, "--width", "60")
+        return _run(*args, record=rec), cut.result(), rec
 
 
 def test_load_to_a_pipe_prints_every_column_and_width_cuts(load_out):

@@ -28,8 +28,8 @@ def test_schema_list_and_each_schema_with_its_version():
     assert out.returncode == 0, out.stderr
     names = [ln.split()[0] for ln in out.stdout.splitlines() if ln.strip()]
     assert names == list(OUTPUTS) and {"bench-decode", "bench-prefill", "bench-needles", "bench-load", "bench-sweep",
-                                        "race", "check", "agree", "gauntlet", "qeval", "qeval-compare", "history",
-                                        "recording"} <= set(names)
+                                        "race", "check", "agree", "kl", "gauntlet", "qeval", "qeval-compare",
+                                        "history", "recording"} <= set(names)
     for name in names:
         got = _run("schema", name)
         assert got.returncode == 0, got.stderr
@@ -117,6 +117,31 @@ def test_prefill_needles_agree_and_check_outputs_decode_into_their_structs():
     bad["checks"][0]["verdict"] = "fine"
     with pytest.raises(msgspec.ValidationError, match="verdict"):
         validate("check", bad)
+
+
+def test_kl_outputs_decode_into_their_struct(tmp_path):
+    """``lanemon kl --json`` of both outcomes: lanes that refuse prompt logprobs (the demo's), and lanes that expose
+    them (the simulator with ``logprobs="full"``); and the kl of a sample session's recording."""
+    from lanemon.reports.analyse import analyze
+    from lanemon.sim.server import SimThread
+
+    refused = _run("kl", "--demo", "--reference", "A", "--time-scale", "0.02", "--prompts", "2", "--tokens", "8",
+                   "--json", "--no-record")
+    assert refused.returncode == 3, refused.stderr
+    r = validate("kl", json.loads(refused.stdout))
+    assert {lane.status for lane in r.lanes.values()} == {"not_exposed"}
+    with SimThread("tensorfold-exl3", time_scale=0.02, logprobs="full") as a, \
+            SimThread("sglang-native", time_scale=0.02, logprobs="full") as b:
+        ok = _run("kl", "--lane", f"A={a.base_url}", "--lane", f"B={b.base_url}", "--reference", "B", "--prompts",
+                  "2", "--tokens", "8", "--json", "--no-record")
+    assert ok.returncode == 0, ok.stderr
+    r = validate("kl", json.loads(ok.stdout))
+    assert r.lanes["A"].status == "ok" and r.lanes["A"].kl is not None and r.lanes["B"].message == "reference"
+    validate("kl", to_json_obj(analyze(SAMPLES / "kl.jsonl", benches=["kl"]).kl))
+    bad = json.loads(ok.stdout)
+    bad["lanes"]["A"]["kl_mean"] = 0.1
+    with pytest.raises(msgspec.ValidationError, match="kl_mean"):
+        validate("kl", bad)
 
 
 def test_every_line_of_a_recording_fits_the_recording_schema(tmp_path):

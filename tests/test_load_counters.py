@@ -19,7 +19,10 @@ from lanemon.measure.counters import Accumulator, accumulate, counters_text, win
 from lanemon.results.common import to_json_obj
 from lanemon.measure.views import attach_engine_views
 from lanemon.reports.tables import load_table
+from lanemon.results.common import LoadConfig, as_result, to_json_obj
+from lanemon.results.load import LoadResult
 from lanemon.workloads.bench.load import cell_result, load_headlines, load_results
+from load_sweep_results import load_result
 
 FIXTURES = Path(__file__).parent / "fixtures"
 NS = 1_000_000_000
@@ -53,13 +56,13 @@ def load_events(between: list[Event]) -> list[Event]:
 
 def test_a_load_rep_carries_the_engines_counters_summed_over_ranks_with_the_imbalance():
     events = load_events([])
-    rep = attach_engine_views(load_results(events), events)["lanes"]["A"]["reps"][0]
-    c = rep["engine_counters"]
+    result = attach_engine_views(load_results(events), events)
+    c = result.lanes["A"].reps[0].engine_counters
     assert c["generation_tokens"] == 800 and c["requests"] == 8 and c["preemptions"] == 1
     assert c["ranks"]["0"]["generation_tokens"] == 600 and c["ranks"]["1"]["generation_tokens"] == 200
     assert c["rank_imbalance"] == 1.5 and c["prefix_hit_rate"] == 0.375 and c["restarts"] == 0
     assert c["spec_acceptance_rate"] == round(550 / 900, 4)
-    t = load_table({"lanes": {"A": {"reps": [rep]}}, "config": {"load": {"arrival": "constant"}}})
+    t = load_table(result)
     assert t.labels()[-3:] == ["prefix hit", "preempt", "spec accept"]
     assert [c.text for c in t.rows[0][-3:]] == ["38 %", "1", "61 %"]
     assert any(n.startswith("A: the engine: ") and "2 ranks, max/mean 1.50" in n for n in t.notes)
@@ -110,16 +113,16 @@ def test_no_completion_in_the_window_is_said_not_zero_req_s_beside_tokens():
     r.chunk_tokens, r.completion_tokens, r.end_ns, r.finish_reason = [1] * 30, 30, 3 * NS + 1, "stop"
     r.first_content_ns = r.token_ns[0]
     r.meta = {"phase": "measure", "scheduled_s": 0.0, "send_lag_s": 0.0}
-    res = cell_result([r], 1.0, {"arrival": "constant", "rate": 1.0})
-    assert res["output_tok_s"] and res["output_tok_s"] > 0  # tokens arrived in the 1 s window ...
-    assert res["completed_rate_rps"] is None  # ... but nothing completed: no "0.0 req/s" beside them
-    assert res["completed_rate_reason"] == "no request completed in the measured window"
-    t = load_table({"lanes": {"A": {"reps": [res]}}, "config": {}})
+    res = cell_result([r], 1.0, LoadConfig(arrival="constant", rate=1.0))
+    assert res.output_tok_s and res.output_tok_s > 0  # tokens arrived in the 1 s window ...
+    assert res.completed_rate_rps is None  # ... but nothing completed: no "0.0 req/s" beside them
+    assert res.completed_rate_reason == "no request completed in the measured window"
+    t = load_table(load_result({"A": [to_json_obj(res)]}, {}))
     served = t.labels().index("served req/s")
     assert t.rows[0][served].text == "none"
     assert any("no request completed in the measured window" in n for n in t.notes)
-    res["lane_behind"] = True
-    line = load_headlines({"lanes": {"A": {"reps": [res]}}})[0]
+    res.lane_behind = True
+    line = load_headlines({"A": [res]})[0]
     assert "0.0 req/s" not in line and "no request completed in the measured window" in line
 
 
@@ -160,7 +163,7 @@ def test_bench_load_on_the_simulator_gives_each_rep_its_counters_and_the_table_i
     assert result["lanes"]["B"]["reps"][0]["usd_per_1m_output_tokens"] is None
     b = result["lanes"]["B"]["reps"][0]["engine_counters"]  # SGLang: prefix queries are its prompt tokens
     assert b["prefix_queries"] == b["prompt_tokens"] > 0 and b["prefix_hit_rate"] is not None
-    t = load_table(result)
+    t = load_table(as_result(result, LoadResult))  # the --json read back
     assert {"$/1M tok", "prefix hit"} | ({"tok/J", "GPU W"} if energy else set()) <= set(t.labels())
     assert any(n.startswith("B: ") and "no cost_per_hour" in n for n in t.notes)
     withheld = [r["energy_reason"] for d in result["lanes"].values() for r in d["reps"] if r["energy_j"] is None]
@@ -225,6 +228,9 @@ async def test_replaying_a_load_recording_shows_the_load_table_fitted_with_its_e
         assert len(tables) >= 2 and ("tok/J" in [str(c.label) for c in tables[1].columns.values()] or not energy)
         notes = " ".join(str(w.render()) for w in app.screen.query(Static))
         assert "hidden at this width" in notes
+        # the unit `served/s` leaves out, right under the table (it came last, under ten lines of notes)
+        first = str(app.screen.query(".result-notes").first().render()).split("\n")[0]
+        assert first.startswith("served/s") and "in req/s" in first, first
         await pilot.press("q")
 
 

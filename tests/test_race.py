@@ -22,7 +22,11 @@ from lanemon.measure.records import assemble
 from lanemon.workloads.harness import Harness
 from lanemon.reports.format import ordinal
 from lanemon.workloads.race import (BUILTIN_PROMPT, PromptCycle, RacePrompt, race_results, resolve_prompts, run_race, verdict)
-from test_race_fixtures import MS, TEXT_A, TEXT_B, race_events
+from test_race_fixtures import MS, TEXT_A, TEXT_B, race_events, race_lane, typed_race
+
+from lanemon.reports.json_schema import validate
+from lanemon.results.common import to_json_obj
+from lanemon.results.race import RaceError, RaceLeader, RaceResult
 
 from lanemon.measure.energy import ENERGY_KEYS
 
@@ -40,7 +44,10 @@ def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
                           timeout=timeout)
 
 
-def check_shape(result: dict, lanes=("A", "B"), races: int = 1) -> None:
+def check_shape(result: dict | RaceResult, lanes=("A", "B"), races: int = 1) -> None:
+    """The JSON ``race --json`` prints (or would print, for a typed result) has every key docs/JSON.md names."""
+    if isinstance(result, RaceResult):
+        result = to_json_obj(result)
     assert result["bench"] == "race"
     assert len(result["races"]) == races
     for race in result["races"]:
@@ -74,10 +81,11 @@ def test_race_gives_one_result_per_lane_matching_request_metrics():
         harness, [records] = asyncio.run(_race_on(lanes, [BUILTIN_PROMPT]))
     assert list(records) == ["A", "B"]
     result = race_results(harness.events)
+    assert isinstance(result, RaceResult)
     check_shape(result)
-    race = result["races"][0]
-    assert race["prompt"] == BUILTIN_PROMPT.text and race["prompt_id"] == BUILTIN_PROMPT.id
-    assert race["endpoint"] == "completions" and race["max_tokens"] == 48
+    race = result.races[0]
+    assert race.prompt == BUILTIN_PROMPT.text and race.prompt_id == BUILTIN_PROMPT.id
+    assert race.endpoint == "completions" and race.max_tokens == 48
     # every figure is request_metrics of the recorded request
     recorded = {r.lane: r for r in assemble(harness.events) if r.meta.get("bench") == "race"}
     assert set(recorded) == {"A", "B"}
@@ -85,14 +93,14 @@ def test_race_gives_one_result_per_lane_matching_request_metrics():
         assert rec.meta == {"bench": "race", "race": 1, "prompt_id": BUILTIN_PROMPT.id, "max_tokens": 48,
                             "temperature": 0, "prompt_chars": len(BUILTIN_PROMPT.text)}
         m = metrics.request_metrics(rec)
-        lane = race["lanes"][name]
-        assert lane["error"] is None
-        assert lane["ttft_s"] == pytest.approx(m.ttft_s, abs=1e-4)
-        assert lane["decode_tok_s"] == pytest.approx(m.decode_tok_s, abs=0.01)
-        assert lane["total_s"] == pytest.approx(m.e2e_s, abs=1e-4)
-        assert lane["output_tokens"] == m.output_tokens == 48  # the sim sends usage; the budget is hit
-        assert lane["tokens_estimated"] is False
-        assert lane["text"] == rec.text and lane["text"]
+        lane = race.lanes[name]
+        assert lane.error is None
+        assert lane.ttft_s == pytest.approx(m.ttft_s, abs=1e-4)
+        assert lane.decode_tok_s == pytest.approx(m.decode_tok_s, abs=0.01)
+        assert lane.total_s == pytest.approx(m.e2e_s, abs=1e-4)
+        assert lane.output_tokens == m.output_tokens == 48  # the sim sends usage; the budget is hit
+        assert lane.tokens_estimated is False
+        assert lane.text == rec.text and lane.text
         assert records[name].text == rec.text
     # both requests were started at the same instant; each TTFT starts when its own request was written
     # (the wait before that, a connection's set-up or the loop, is the record's queued_ms: lanemon's time)
@@ -101,21 +109,20 @@ def test_race_gives_one_result_per_lane_matching_request_metrics():
     assert all(r.queued_ms is not None and r.queued_ms >= 0 for r in recorded.values())
     # finish order follows end time; the winner and margin come from it
     order = sorted(recorded, key=lambda n: recorded[n].end_ns)
-    assert [race["lanes"][n]["finish_rank"] for n in order] == [1, 2]
-    assert race["winner"] == order[0] and race["margin"]["runner_up"] == order[1]
-    w, r = race["lanes"][order[0]], race["lanes"][order[1]]
-    assert race["margin"]["total_s_ratio"] == pytest.approx(r["total_s"] / w["total_s"], rel=1e-3)
-    assert race["margin"]["ttft_s_ratio"] == pytest.approx(r["ttft_s"] / w["ttft_s"], rel=1e-3)
+    assert [race.lanes[n].finish_rank for n in order] == [1, 2]
+    assert race.winner == order[0] and race.margin.runner_up == order[1]
+    w, r = race.lanes[order[0]], race.lanes[order[1]]
+    assert race.margin.total_s_ratio == pytest.approx(r.total_s / w.total_s, rel=1e-3)
+    assert race.margin.ttft_s_ratio == pytest.approx(r.ttft_s / w.ttft_s, rel=1e-3)
     # marks bracket the race
     marks = [e.data for e in harness.events if e.kind == "mark"]
     assert [(m["label"], m["phase"]) for m in marks] == [("race 1", "start"), ("race 1", "end")]
     assert marks[0]["bench"] == "race" and marks[0]["race"] == 1 and marks[0]["prompt"] == BUILTIN_PROMPT.text
     # a single race: the top-level lanes are that race's figures
-    assert result["lanes_stat"] == "last race"
+    assert result.lanes_stat == "last race"
     for name in ("A", "B"):
-        top, lane = result["lanes"][name], race["lanes"][name]
-        assert (top["ttft_s"], top["decode_tok_s"], top["total_s"]) == (lane["ttft_s"], lane["decode_tok_s"],
-                                                                         lane["total_s"])
+        top, lane = result.lanes[name], race.lanes[name]
+        assert (top.ttft_s, top.decode_tok_s, top.total_s) == (lane.ttft_s, lane.decode_tok_s, lane.total_s)
 
 
 def test_live_session_race_is_recorded_with_the_session():
@@ -139,9 +146,9 @@ def test_live_session_race_is_recorded_with_the_session():
     assert all(r.ok for r in [*first.values(), *second.values()])
     result = race_results(events)
     check_shape(result, races=2)
-    assert [r["race"] for r in result["races"]] == [1, 2]
-    assert result["races"][1]["endpoint"] == "chat" and result["races"][1]["prompt_id"] == "story"
-    assert result["lanes_stat"] == "median of 2 races"
+    assert [r.race for r in result.races] == [1, 2]
+    assert result.races[1].endpoint == "chat" and result.races[1].prompt_id == "story"
+    assert result.lanes_stat == "median of 2 races"
     # no probe request overlapped a race on its lanes
     recs = assemble(events)
     for race_rec in (r for r in recs if r.purpose == "race"):
@@ -155,32 +162,32 @@ def test_live_session_race_is_recorded_with_the_session():
 def test_race_results_from_fixed_events():
     result = race_results(race_events(races=2, error_in_last=True))
     check_shape(result, races=2)
-    first, second = result["races"]
-    a, b = first["lanes"]["A"], first["lanes"]["B"]
-    assert a["ttft_s"] == 0.175 and b["ttft_s"] == 0.22
-    assert a["finish_rank"] == 1 and b["finish_rank"] == 2
+    first, second = result.races
+    a, b = first.lanes["A"], first.lanes["B"]
+    assert a.ttft_s == 0.175 and b.ttft_s == 0.22
+    assert a.finish_rank == 1 and b.finish_rank == 2
     words = len(TEXT_A.split(" "))
-    assert a["output_tokens"] == words + 4 and a["tokens_estimated"] is False  # usage wins over chunks
-    assert b["output_tokens"] == len(TEXT_B.split(" ")) and b["tokens_estimated"] is True
-    assert a["text"] == TEXT_A and b["text"] == TEXT_B
-    assert first["winner"] == "A"
-    assert first["margin"]["runner_up"] == "B"
-    assert first["margin"]["total_s_delta"] == pytest.approx(b["total_s"] - a["total_s"], abs=1e-4)
-    assert first["margin"]["ttft_s_ratio"] == pytest.approx(0.22 / 0.175, rel=1e-3)
-    assert first["margin"]["total_s_delta"] == pytest.approx(0.096)
-    ratio = first["margin"]["total_s_ratio"]
+    assert a.output_tokens == words + 4 and a.tokens_estimated is False  # usage wins over chunks
+    assert b.output_tokens == len(TEXT_B.split(" ")) and b.tokens_estimated is True
+    assert a.text == TEXT_A and b.text == TEXT_B
+    assert first.winner == "A"
+    assert first.margin.runner_up == "B"
+    assert first.margin.total_s_delta == pytest.approx(b.total_s - a.total_s, abs=1e-4)
+    assert first.margin.ttft_s_ratio == pytest.approx(0.22 / 0.175, rel=1e-3)
+    assert first.margin.total_s_delta == pytest.approx(0.096)
+    ratio = first.margin.total_s_ratio
     assert verdict(first).startswith(f"A finished first by 96 ms ({ratio:.2f}x sooner end to end), writing ")
     assert "; also faster per token (" in verdict(first) and verdict(first).endswith("; first token: A, 1.26x sooner")
-    assert first["winners"]["decode"]["lane"] == "A" and first["winners"]["ttft"]["lane"] == "A"
+    assert first.winners.decode.lane == "A" and first.winners.ttft.lane == "A"
     # the second race: B failed, A finished alone; the error is reported, never averaged in
-    eb = second["lanes"]["B"]
-    assert eb["error"] == {"cls": "http", "message": "HTTP 503: engine overloaded"}
-    assert eb["finish_rank"] is None and eb["total_s"] is None and eb["decode_tok_s"] is None
-    assert second["winner"] == "A" and second["margin"]["runner_up"] is None
+    eb = second.lanes["B"]
+    assert eb.error == RaceError(cls="http", message="HTTP 503: engine overloaded")
+    assert eb.finish_rank is None and eb.total_s is None and eb.decode_tok_s is None
+    assert second.winner == "A" and second.margin.runner_up is None
     assert verdict(second) == "A finished alone; B failed (http)"
-    assert result["lanes"]["A"]["wins"] == 2 and result["lanes"]["A"]["races_ok"] == 2
-    assert result["lanes"]["B"]["races_ok"] == 1 and result["lanes"]["B"]["ttft_s"] == 0.22
-    assert result["lanes"]["A"]["ttft_s"] == pytest.approx((0.175 + 0.18) / 2)  # median of two races
+    assert result.lanes["A"].wins == 2 and result.lanes["A"].races_ok == 2
+    assert result.lanes["B"].races_ok == 1 and result.lanes["B"].ttft_s == 0.22
+    assert result.lanes["A"].ttft_s == pytest.approx((0.175 + 0.18) / 2)  # median of two races
 
 
 def test_race_state_streams_and_stopped_races_are_left_out():
@@ -194,26 +201,24 @@ def test_race_state_streams_and_stopped_races_are_left_out():
     assert view.lanes["A"].text and view.lanes["B"].text  # text so far
     live = view.lanes["B"].metrics(state.last_t)
     assert live is not None and live.ttft_s == pytest.approx(0.22)
-    assert race_results(state)["races"] == []  # not finished yet
+    assert race_results(state).races == []  # not finished yet
     # a cancelled race: its end mark says stopped
     stopped = [e for e in events if not (e.kind == "mark" and e.data.get("phase") == "end")]
     stopped.append(Event(stopped[-1].t + 1, "mark", None, None,
                          {"label": "race 1", "bench": "race", "phase": "end", "race": 1, "stopped": True}))
-    assert race_results(stopped)["races"] == []
+    assert race_results(stopped).races == []
     # events of other benches and probes are ignored
-    assert race_results([Event(1, "mark", None, None, {"bench": "decode", "race": 1})])["races"] == []
+    assert race_results([Event(1, "mark", None, None, {"bench": "decode", "race": 1})]).races == []
 
 
 def test_verdict_and_ordinal_words():
     assert [ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 22, 101)] == [
         "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st"]
-    race = {"winner": "A", "lanes": {"A": {"error": None}, "B": {"error": None}},
-            "margin": {"runner_up": "B", "total_s_delta": 0.42, "total_s_ratio": 1.18}}
+    race = typed_race("A", {"A": {}, "B": {}}, {"runner_up": "B", "total_s_delta": 0.42, "total_s_ratio": 1.18})
     assert verdict(race) == "A finished first by 0.42 s (1.18x sooner end to end)"
-    race["margin"].update(total_s_delta=0.016, total_s_ratio=1.23)
+    race.margin.total_s_delta, race.margin.total_s_ratio = 0.016, 1.23
     assert verdict(race) == "A finished first by 16 ms (1.23x sooner end to end)"
-    assert verdict({"winner": None, "lanes": {"A": {"error": {"cls": "connect"}}}, "margin": {}}) == \
-        "no lane completed; A failed (connect)"
+    assert verdict(typed_race(None, {"A": {"error": {"cls": "connect"}}})) == "no lane completed; A failed (connect)"
 
 
 # -- prompts ----------------------------------------------------------------------------
@@ -286,7 +291,9 @@ def test_cli_json_equals_race_results_of_the_recording(tmp_path):
     assert result["lanes_stat"] == "median of 2 races"
     header, events, warnings = read_events(path)
     assert warnings == [] and header["command"] == "race"
-    assert race_results(events) == result
+    again = race_results(events)  # the typed result; what --json printed decodes strictly into it and equals it
+    assert isinstance(again, RaceResult) and to_json_obj(again) == result
+    assert validate("race", result) == again
     assert "recording saved" in out.stderr
 
 
@@ -366,13 +373,13 @@ def _race(*lanes):
 def test_verdict_names_the_end_to_end_the_per_token_and_the_first_token_winners_apart():
     # the issue's race: B wrote 105 tokens to A's 174 and finished first, but A was faster per token
     result = _race(("A", 200, 174, 1000 / 88.0, "stop", {}), ("B", 220, 105, 1000 / 74.2, "length", {}))
-    race = result["races"][0]
-    a, b = race["lanes"]["A"], race["lanes"]["B"]
-    assert race["winner"] == "B" and a["decode_tok_s"] == pytest.approx(88.0, abs=0.05)
-    assert race["winners"]["end_to_end"]["lane"] == "B" and race["winners"]["decode"]["lane"] == "A"
-    assert race["winners"]["ttft"]["lane"] == "A" and race["winners"]["tokens"] == {"A": 174, "B": 105}
-    ratio = race["margin"]["total_s_ratio"]
-    assert race["verdict"] == verdict(race) == (f"B finished first by {race['margin']['total_s_delta']:.2f} s ({ratio:.2f}x sooner "
+    race = result.races[0]
+    a, b = race.lanes["A"], race.lanes["B"]
+    assert race.winner == "B" and a.decode_tok_s == pytest.approx(88.0, abs=0.05)
+    assert race.winners.end_to_end.lane == "B" and race.winners.decode.lane == "A"
+    assert race.winners.ttft.lane == "A" and race.winners.tokens == {"A": 174, "B": 105}
+    ratio = race.margin.total_s_ratio
+    assert race.verdict == verdict(race) == (f"B finished first by {race.margin.total_s_delta:.2f} s ({ratio:.2f}x sooner "
                              "end to end), writing 40 % fewer tokens (105 vs 174); per token A was 1.19x faster "
                              "(88.0 vs 74.2 tok/s); first token: A, 1.10x sooner")
 
@@ -384,26 +391,25 @@ def test_verdict_names_the_end_to_end_the_per_token_and_the_first_token_winners_
 def test_a_truncated_or_empty_reply_never_wins_and_gives_no_figures(finish, tokens, outcome, words):
     # B "finishes" first by far, but without a finish_reason (an interrupted stream) or without a token
     result = _race(("A", 200, 50, 10, "stop", {}), ("B", 100, tokens, 1, finish, {}))
-    race = result["races"][0]
-    b = race["lanes"]["B"]
-    assert race["winner"] == "A" and b["finish_rank"] is None and b["outcome"] == outcome
-    assert b["error"]["cls"] == outcome and b["ttft_s"] is None and b["decode_tok_s"] is None
-    assert b["total_s"] is None and b["output_tokens"] is None
+    race = result.races[0]
+    b = race.lanes["B"]
+    assert race.winner == "A" and b.finish_rank is None and b.outcome == outcome
+    assert b.error is not None and b.error.cls == outcome and b.ttft_s is None and b.decode_tok_s is None
+    assert b.total_s is None and b.output_tokens is None
     assert verdict(race) == f"A finished alone; {words}"
-    assert result["lanes"]["B"]["wins"] == 0 and result["lanes"]["B"]["races_ok"] == 0
-    assert result["lanes"]["B"]["outcomes"][outcome] == 1 and result["lanes"]["B"]["ttft_s"] is None
-    assert result["lanes"]["A"]["outcomes"] == {"complete": 1, "truncated": 0, "empty": 0, "error": 0}
+    assert result.lanes["B"].wins == 0 and result.lanes["B"].races_ok == 0
+    assert result.lanes["B"].outcomes[outcome] == 1 and result.lanes["B"].ttft_s is None
+    assert result.lanes["A"].outcomes == {"complete": 1, "truncated": 0, "empty": 0, "error": 0}
 
 
 def test_a_burst_lane_keeps_its_win_but_shows_no_per_token_rate():
     # B's 40 tokens were read in one go (10 us apart): complete, first to finish, but no decode rate from it
     result = _race(("A", 200, 40, 10, "stop", {}), ("B", 300, 40, 0, "stop", {"step_us": 10}))
-    race = result["races"][0]
-    b = race["lanes"]["B"]
-    assert race["winner"] == "B" and b["flags"] == ["burst"] and b["decode_tok_s"] is None
-    assert b["ttft_s"] == pytest.approx(0.3) and race["winners"]["decode"] == {"lane": "A", "runner_up": None,
-                                                                               "ratio": None}
-    assert result["lanes"]["B"]["bursts"] == 1 and result["lanes"]["B"]["decode_tok_s"] is None
+    race = result.races[0]
+    b = race.lanes["B"]
+    assert race.winner == "B" and b.flags == ["burst"] and b.decode_tok_s is None
+    assert b.ttft_s == pytest.approx(0.3) and race.winners.decode == RaceLeader(lane="A", runner_up=None, ratio=None)
+    assert result.lanes["B"].bursts == 1 and result.lanes["B"].decode_tok_s is None
     assert verdict(race).endswith("; first token: A, 1.50x sooner; B arrived in one burst (no per-token rate)")
 
 
@@ -422,11 +428,11 @@ def test_a_tie_or_a_later_send_never_reads_won_by_zero_or_minus(b_start_us, b_tt
     evs.sort(key=lambda e: e.t)
     evs.append(Event(evs[-1].t + MS, "mark", None, None, {"label": "race 1", "bench": "race", "phase": "end",
                                                            "race": 1}))
-    race = race_results(evs)["races"][0]
-    assert race["winner"] == "A" and race["margin"]["total_s_delta"] <= 0
-    assert race["verdict"] == verdict(race)
-    assert race["verdict"].startswith(words)
-    assert "-0" not in race["verdict"] and "by -" not in race["verdict"] and "by 0 ms" not in race["verdict"]
+    race = race_results(evs).races[0]
+    assert race.winner == "A" and race.margin.total_s_delta <= 0
+    assert race.verdict == verdict(race)
+    assert race.verdict.startswith(words)
+    assert "-0" not in race.verdict and "by -" not in race.verdict and "by 0 ms" not in race.verdict
 
 
 def test_identical_lanes_tie_per_token_and_on_the_first_token():
@@ -434,12 +440,12 @@ def test_identical_lanes_tie_per_token_and_on_the_first_token():
     vs 164.8 tok/s); first token: A, 1.00x sooner" -- a lead nobody had.  Equal lanes tie and are named."""
     result = _race(("A", 175, 31, 6, "stop", {}), ("B", 220, 30, 8, "stop", {}), ("C", 175, 31, 6, "stop", {}),
                    ("D", 220, 30, 8, "stop", {}), ("E", 175, 31, 6, "stop", {}))
-    text = result["races"][0]["verdict"]
+    text = result.races[0].verdict
     assert "1.00x" not in text and text.startswith("A, C and E finished together"), text
     assert "per token A, C and E tie (" in text and "first token: A, C and E together (175 ms)" in text, text
     # a real lead is still a lead
     result = _race(("A", 175, 31, 6, "stop", {}), ("B", 220, 30, 8, "stop", {}))
-    text = result["races"][0]["verdict"]
+    text = result.races[0].verdict
     assert "also faster per token (1.33x" in text and "first token: A, 1.26x sooner" in text, text
 
 
@@ -447,9 +453,9 @@ def test_the_tokens_clause_says_about_as_many_unless_equal():
     """Issue 40 item 5: `writing as many tokens (256 vs 245)` -- 256 is not as many as 245."""
     from lanemon.workloads.race import _tokens_clause
 
-    assert _tokens_clause({"generated_tokens": 256}, {"generated_tokens": 245}) == \
+    assert _tokens_clause(race_lane(generated_tokens=256), race_lane(generated_tokens=245)) == \
         ", writing about as many tokens (256 vs 245)"
-    assert _tokens_clause({"generated_tokens": 128}, {"generated_tokens": 128}) == \
+    assert _tokens_clause(race_lane(generated_tokens=128), race_lane(generated_tokens=128)) == \
         ", writing as many tokens (128 each)"
-    assert _tokens_clause({"generated_tokens": 105}, {"generated_tokens": 174}) == \
+    assert _tokens_clause(race_lane(generated_tokens=105), race_lane(generated_tokens=174)) == \
         ", writing 40 % fewer tokens (105 vs 174)"

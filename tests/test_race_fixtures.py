@@ -70,3 +70,43 @@ def race_events(races: int = 2, error_in_last: bool = False) -> list[Event]:
                           "winner": "A"}))
     evs.sort(key=lambda e: e.t)
     return evs
+
+
+# -- typed races by hand (the verdict's words on figures chosen by the test) ----------------------------------
+def race_lane(**figures):
+    """A :class:`~lanemon.results.race.RaceLane`: ``figures`` set, every other field empty (no error)."""
+    from lanemon.results.race import NO_ENERGY, RaceError, RaceLane
+
+    blank = dict.fromkeys(("outcome", "ttft_s", "ttfo_s", "decode_tok_s", "output_tokens", "generated_tokens",
+                           "reasoning_tokens", "reasoning_estimated", "tokens_estimated", "tokens_per_chunk",
+                           "chunk_counts_estimated", "total_s", "finish_rank", "error"))
+    error = figures.pop("error", None)
+    if isinstance(error, dict):
+        error = RaceError(cls=error["cls"], message=error.get("message", ""))
+    return RaceLane(**{**NO_ENERGY, **blank, "flags": [], "text": "", "reasoning_text": "", **figures,
+                       "error": error})
+
+
+def typed_race(winner, lanes, margin=None, **kw):
+    """A :class:`~lanemon.results.race.Race` of ``lanes`` (name -> figures for :func:`race_lane`); ``margin``: the
+    keys of :class:`~lanemon.results.race.RaceMargin` given (the rest null); winners from the lanes."""
+    from lanemon.results.race import Race, RaceMargin
+    from lanemon.workloads.race import winners
+
+    typed = {name: race_lane(**figures) for name, figures in lanes.items()}
+    m = RaceMargin(**{**dict.fromkeys(RaceMargin.__struct_fields__), **(margin or {})})
+    ranking = [n for n in (winner, m.runner_up) if n]
+    return Race(**{"race": 1, "prompt": "p", "prompt_id": None, "category": None, "endpoint": None,
+                   "max_tokens": None, "lanes": typed, "winner": winner, "margin": m,
+                   "winners": winners(typed, ranking), "verdict": "", **kw})
+
+
+def typed_result(races):
+    """A :class:`~lanemon.results.race.RaceResult` of typed ``races`` (:func:`typed_race`), each lane's summary
+    computed from them as ``race_results`` does (no goodput, no energy)."""
+    from lanemon.results.race import RaceResult
+    from lanemon.workloads.race import lane_summary
+
+    names = list(dict.fromkeys(name for race in races for name in race.lanes))
+    return RaceResult(bench="race", races=races, lanes={name: lane_summary(name, races, []) for name in names},
+                      lanes_stat="last race" if len(races) == 1 else f"median of {len(races)} races")

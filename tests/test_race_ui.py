@@ -86,16 +86,16 @@ async def test_replay_r_shows_the_last_recorded_race_without_sending_anything():
         assert plain(screen.query_one("#race-chip", Label)) == "RACE 2 of 2"
         results = screen.query_one(RaceResults)
         assert results.display
-        expected = race_results(events)["races"][1]
+        expected = race_results(events).races[1]
         assert plain(results.query_one("#verdict", Label)) == verdict(expected)
         # the result table, as drawn on screen
         console = Console(width=100, record=True, file=io.StringIO())
         console.print(results.query_one("#table", Static).content)
         rows = [" ".join(line.split()) for line in console.export_text().splitlines()]
-        a, b = expected["lanes"]["A"], expected["lanes"]["B"]
+        a, b = expected.lanes["A"], expected.lanes["B"]
         assert rows[0] == "lane rank TTFT decode output total"
-        assert rows[1] == f"A 1st 180 ms {a['decode_tok_s']:.1f} tok/s {a['output_tokens']} tok 369 ms"
-        assert rows[2] == f"B 2nd 220 ms {b['decode_tok_s']:.1f} tok/s {b['output_tokens']} tok est. 460 ms +91 ms ×1.25"
+        assert rows[1] == f"A 1st 180 ms {a.decode_tok_s:.1f} tok/s {a.output_tokens} tok 369 ms"
+        assert rows[2] == f"B 2nd 220 ms {b.decode_tok_s:.1f} tok/s {b.output_tokens} tok est. 460 ms +91 ms ×1.25"
         # browse back to race 1 and forward again
         await pilot.press("pageup")
         await pilot.pause()
@@ -184,9 +184,9 @@ async def test_dashboard_r_races_through_the_live_session_and_records_it(tmp_pat
     _, events, warnings = read_events(recorder.path)
     assert warnings == []
     result = race_results(events)
-    assert [r["race"] for r in result["races"]] == [1, 2]
-    assert result["races"][1]["prompt"] == "Explain why the sky is blue, step by step."
-    assert all(lane["error"] is None for r in result["races"] for lane in r["lanes"].values())
+    assert [r.race for r in result.races] == [1, 2]
+    assert result.races[1].prompt == "Explain why the sky is blue, step by step."
+    assert all(lane.error is None for r in result.races for lane in r.lanes.values())
 
 
 async def test_after_a_race_the_prompt_box_gives_the_keys_back():

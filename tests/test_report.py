@@ -14,6 +14,8 @@ from lanemon.reports.verdict import verdict
 from lanemon.reports.render import FORMATS, render, render_csv, render_html, render_json, render_markdown
 from lanemon.reports.render.csv import CSV_COLUMNS
 from typed_cells import full_result
+from lanemon.results.common import to_json_obj
+from test_race_fixtures import typed_race, typed_result
 
 
 
@@ -50,12 +52,10 @@ def writeup():
         return {"found": found, "key": "K7QX2M9A", "answer": "K7QX2M9A" if found else "nope", "depth": 0.5, "ttft_s": ttft, "prefill_tok_s": 20000/ttft, "error": None,
                 "found_count": int(found), "runs_count": 1}
     nee = {"bench": "needles", "lanes": {n: {"lengths": {"20000": nd(), "131073": nd(ttft=30), "300000": nd(ttft=110)}} for n in "AB"}, "interrupted": False, "cut": [], "config": {}}
-    race = {"bench": "race", "races": [
-        {"race": i+1, "prompt": p, "lanes": {
-            "A": {"ttft_s": 0.17, "decode_tok_s": 140, "output_tokens": 200, "tokens_estimated": False, "total_s": 1.6 + i*0.1, "finish_rank": 1 if w == "A" else 2, "error": None, "text": "..."},
-            "B": {"ttft_s": 0.22, "decode_tok_s": 128, "output_tokens": 200, "tokens_estimated": False, "total_s": 1.8, "finish_rank": 1 if w == "B" else 2, "error": None, "text": "..."}},
-         "winner": w, "margin": {"total_s": 0.2}} for i, (p, w) in enumerate([("Write a Python function that merges two sorted lists.", "A"), ("Describe a harbour at dawn.", "A"), ("Tell a story | about a keeper", "B")])],
-        "lanes": {}}
+    race = typed_result([typed_race(w, {
+            "A": {"ttft_s": 0.17, "decode_tok_s": 140, "output_tokens": 200, "tokens_estimated": False, "total_s": 1.6 + i*0.1, "finish_rank": 1 if w == "A" else 2, "text": "..."},
+            "B": {"ttft_s": 0.22, "decode_tok_s": 128, "output_tokens": 200, "tokens_estimated": False, "total_s": 1.8, "finish_rank": 1 if w == "B" else 2, "text": "..."}},
+        race=i+1, prompt=p) for i, (p, w) in enumerate([("Write a Python function that merges two sorted lists.", "A"), ("Describe a harbour at dawn.", "A"), ("Tell a story | about a keeper", "B")])])
     env = {"lanes": [{"name": "A", "url": "http://127.0.0.1:8001/v1", "model": "tensorfold-exl3"},
                      {"name": "B", "url": "http://127.0.0.1:8888/v1", "model": "sglang-native"}],
            "lanemon": "0.1.0", "reported_by": "0.1.0", "schema": "1.0", "created": "2026-10-18T09:00:00+00:00",
@@ -73,9 +73,10 @@ def swap_lanes(analysis):
         lanes["A"], lanes["B"] = lanes["B"], lanes["A"]
     c = out["decode"]["crossover"]
     c["leader_before"], c["leader_after"] = c["leader_after"], c["leader_before"]
-    for race in out["race"]["races"]:
-        race["lanes"]["A"], race["lanes"]["B"] = race["lanes"]["B"], race["lanes"]["A"]
-        race["winner"] = {"A": "B", "B": "A"}[race["winner"]]
+    for race in out["race"].races:
+        race.lanes["A"], race.lanes["B"] = race.lanes["B"], race.lanes["A"]
+        race.winner = {"A": "B", "B": "A"}[race.winner]
+    out["race"].lanes["A"], out["race"].lanes["B"] = out["race"].lanes["B"], out["race"].lanes["A"]
     return out
 
 
@@ -148,7 +149,7 @@ def test_html_is_one_self_contained_file_with_svg_charts():
     assert "aggregate decode (tok/s)" in page and "concurrent streams (C)" in page  # labelled axes, units
     # untrusted text is escaped
     a = writeup()
-    a["race"]["races"][0]["prompt"] = "<script>alert(1)</script>"
+    a["race"].races[0].prompt = "<script>alert(1)</script>"
     assert "<script>alert" not in render_html(a)
 
 

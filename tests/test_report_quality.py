@@ -30,9 +30,13 @@ from lanemon.reports.format import int_text
 from lanemon.reports.render import render_csv, render_html, render_markdown
 from lanemon.reports.render.csv import CSV_COLUMNS
 from lanemon.reports.analyse import analyze
-from lanemon.results.common import as_result, to_json_obj
+from lanemon.results.agree import AgreeResult
+from lanemon.results.common import Result, as_result, to_json_obj
 from lanemon.results.gauntlet import GauntletResult
+from lanemon.results.kl import KlLane, KlResult
 from lanemon.results.qeval import QevalResult, QevalTask
+from lanemon.workloads.agree import agree_results
+from lanemon.workloads.kl import kl_results
 
 TASKS = "math_m9,json_escape,json_count,code_interval_intersect,format_haiku,format_three_bullets,math_m1"
 MISSES = "code_interval_intersect, json_escape, json_count, math_m9"  # bank order
@@ -115,6 +119,8 @@ def test_analyze_recording_equals_the_commands_json(runs, kind):
                                                     for r in got.prompts])
         printed = as_result(printed, AgreeResult)
     if kind in ("qeval", "gauntlet"):  # a typed result: what --json prints is its JSON
+        got = to_json_obj(got)
+    if isinstance(got, Result) and not isinstance(printed, Result):  # a typed result: what its --json prints
         got = to_json_obj(got)
     assert got == printed
     assert a.benches() == [kind]
@@ -265,7 +271,8 @@ def writeup_quality():
           "lanes": {"A": {"status": "ok", "message": None, "kl": 0.0123, "kl_p50": 0.004, "kl_p99": 0.21, "positions": 96},
                     "B": {"status": "ok", "message": "reference", "kl": None, "kl_p50": None, "kl_p99": None, "positions": 0}}}
     return {"environment": _env(), "qeval": {"bench": "qeval", "lanes": {"A": a, "B": b}, "compare": compare_runs(a, b)},
-            "agree": agree, "kl": kl, "gauntlet": writeup_gauntlet(), "warnings": []}
+            "agree": as_result(agree, AgreeResult), "kl": as_result(kl, KlResult), "gauntlet": writeup_gauntlet(),
+            "warnings": []}
 
 
 def test_verdict_reads_like_the_writeup():
@@ -321,8 +328,8 @@ def test_quality_verdict_claims_a_lead_only_when_the_paired_test_says_so():
 
 def test_kl_sentences_and_sections_without_data_are_omitted():
     a = writeup_quality()
-    a["kl"]["lanes"]["A"] = {"status": "not_exposed", "message": "HTTP 400: logprobs are not supported", "kl": None,
-                             "kl_p50": None, "kl_p99": None, "positions": 0}
+    a["kl"].lanes["A"] = KlLane(status="not_exposed", message="HTTP 400: logprobs are not supported", kl=None,
+                                kl_p50=None, kl_p99=None, positions=0)
     assert "No KL between lanes: not exposed by lane A: HTTP 400: logprobs are not supported." in verdict(a)
     md = render_markdown(a)
     order = [md.index(h) for h in ("## Verdict", "## Quality gate (qeval)", "## Greedy agreement",
@@ -335,8 +342,7 @@ def test_kl_sentences_and_sections_without_data_are_omitted():
         text = render_markdown(b) + render_html(b)
         gone = {"qeval": "Quality gate", "agree": "Greedy agreement", "kl": "KL", "gauntlet": "Agent"}[key]
         assert gone not in text
-    empty = {"environment": _env(), "agree": {"bench": "agree", "lanes": ["A", "B"], "total": 0, "exact": 0,
-                                               "prompts": []}, "kl": {"lanes": {}},
+    empty = {"environment": _env(), "agree": agree_results([]), "kl": kl_results([]),
              "gauntlet": msgspec.structs.replace(a["gauntlet"], lanes={  # a lane that finished no rep
                  "A": msgspec.structs.replace(a["gauntlet"].lanes["A"], reps=0)}),
              "qeval": {"bench": "qeval", "lanes": {}, "compare": None}, "warnings": []}

@@ -9,7 +9,13 @@ import pytest
 
 from lanemon.reports.render import render_markdown
 from lanemon.reports.sections.race import margin_text, race_section
-from lanemon.workloads.race import TIE_S
+from lanemon.results.race import RaceMargin
+from lanemon.workloads.race import TIE_S, race_results
+from test_race_fixtures import typed_race
+
+
+def margin(**kw):
+    return RaceMargin(**{**dict.fromkeys(RaceMargin.__struct_fields__), **kw})
 
 
 @pytest.mark.parametrize("delta, ratio, text", [
@@ -23,26 +29,28 @@ from lanemon.workloads.race import TIE_S
     (None, None, "—"),
 ])
 def test_margin_text_says_a_tie_or_the_sign(delta, ratio, text):
-    assert margin_text({"runner_up": "B", "total_s_delta": delta, "total_s_ratio": ratio}) == text
-    assert margin_text({}) == margin_text(None) == "—"
+    assert margin_text(margin(runner_up="B", total_s_delta=delta, total_s_ratio=ratio)) == text
+    assert margin_text(margin()) == margin_text(None) == "—"
 
 
 def test_the_tie_threshold_is_the_race_verdicts():
-    assert margin_text({"total_s_delta": TIE_S * 0.99}) == "tie (under 1 ms)"
-    assert margin_text({"total_s_delta": TIE_S * 1.01}) == "1 ms"
+    assert margin_text(margin(total_s_delta=TIE_S * 0.99)) == "tie (under 1 ms)"
+    assert margin_text(margin(total_s_delta=TIE_S * 1.01)) == "1 ms"
 
 
 def lane(total):
-    return {"ttft_s": 0.2, "decode_tok_s": 100.0, "total_s": total, "generated_tokens": 100, "error": None}
+    return {"ttft_s": 0.2, "decode_tok_s": 100.0, "total_s": total, "generated_tokens": 100}
 
 
 def test_a_report_of_races_without_verdicts_prints_no_negative_or_zero_margin():
-    races = [{"race": i + 1, "prompt": "p", "winner": "A", "lanes": {"A": lane(1.0), "B": lane(1.0 + d)},
-              "margin": {"runner_up": "B", "total_s_delta": d, "total_s_ratio": (1.0 + d) / 1.0}}
+    races = [typed_race("A", {"A": lane(1.0), "B": lane(1.0 + d)},
+                        {"runner_up": "B", "total_s_delta": d, "total_s_ratio": (1.0 + d) / 1.0}, race=i + 1)
              for i, d in enumerate([-0.0002, 0.0, -0.03, 0.2])]
-    s = race_section({"bench": "race", "races": races}, ["A", "B"])
+    result = race_results([])
+    result.races = races
+    s = race_section(result, ["A", "B"])
     margins = [row[-1] for row in s.rows]
     assert margins == ["tie (under 1 ms)", "tie (under 1 ms)",
                        "first on the clock, 30 ms slower end to end (sent sooner)", "0.20 s (1.20×)"]
-    md = render_markdown({"environment": {}, "race": {"bench": "race", "races": races, "lanes": {}}})
+    md = render_markdown({"environment": {}, "race": result})
     assert not re.search(r"-\s*\d+(\.\d+)? m?s\b", md) and not re.search(r"\| 0 ms", md)

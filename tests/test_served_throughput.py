@@ -16,7 +16,9 @@ import httpx
 import pytest
 
 from lanemon.measure.records import RequestRecord
+from lanemon.results.common import LoadConfig, to_json_obj
 from lanemon.workloads.bench.load import cell_result, lane_behind, load_headlines, served_figures
+from load_sweep_results import load_result
 
 NS = 1_000_000_000
 MODEL = "deepseek-v4.1-flash"
@@ -50,55 +52,55 @@ def test_served_counts_completions_and_tokens_inside_the_window_only():
     recs = [rec(i, float(i), 0.1 + i, float(i) + 0.1 + i + 4.0, 10) for i in range(10)]
     s = served_figures(recs, 0, 10 * NS)
     ends = sorted(r.end_ns for r in recs if r.end_ns <= 10 * NS)
-    assert s["completed"] == len(ends) == 3
+    assert s.completed == len(ends) == 3
     first_token = min(r.token_ns[0] for r in recs)
     inside = sum(1 for r in recs for t in r.token_ns if t <= 10 * NS)
-    assert s["tokens"] == inside and s["output_tok_s"] == pytest.approx(inside / ((10 * NS - first_token) / NS))
-    res = cell_result(recs, 10.0, {"arrival": "constant", "rate": 1.0})
+    assert s.tokens == inside and s.output_tok_s == pytest.approx(inside / ((10 * NS - first_token) / NS))
+    res = cell_result(recs, 10.0, LoadConfig(arrival="constant", rate=1.0))
     # two gaps after the first completion (at 4.1 s) to the window's end: not 10 / 10 s, the lane did not serve them
-    assert res["completed_rate_rps"] == pytest.approx(2 / ((10 * NS - ends[0]) / NS), rel=1e-3)
-    assert res["completed_rate_rps"] < 0.4
-    assert res["scheduled_rate_rps"] == pytest.approx(1.0)
-    assert res["lane_behind"] is True and res["backlog_at_end"] == 7
-    assert res["ttft_late_s"] > 2 * res["ttft_early_s"]
-    line = load_headlines({"lanes": {"A": {"reps": [res]}}})
+    assert res.completed_rate_rps == pytest.approx(2 / ((10 * NS - ends[0]) / NS), rel=1e-3)
+    assert res.completed_rate_rps < 0.4
+    assert res.scheduled_rate_rps == pytest.approx(1.0)
+    assert res.lane_behind is True and res.backlog_at_end == 7
+    assert res.ttft_late_s > 2 * res.ttft_early_s
+    line = load_headlines({"A": [res]})
     assert line and "fell behind" in line[0] and "served 0.3 req/s" in line[0] and "7 of 10" in line[0]
 
 
 def test_the_ramp_of_a_run_without_warmup_is_not_the_lanes_speed():
     # 2 req/s for 10 s, each 1.45 s long: a lane that keeps up; nothing can complete in the first 1.45 s
     recs = [rec(i, i * 0.5, 0.1, i * 0.5 + 1.45, 20) for i in range(20)]
-    res = cell_result(recs, 10.0, {"arrival": "constant", "rate": 2.0})
-    assert res["completed_in_window"] == 18
-    assert res["completed_rate_rps"] == pytest.approx(2.0, rel=0.03)  # not 18 / 10 s = 1.8
-    assert res["lane_behind"] is False
+    res = cell_result(recs, 10.0, LoadConfig(arrival="constant", rate=2.0))
+    assert res.completed_in_window == 18
+    assert res.completed_rate_rps == pytest.approx(2.0, rel=0.03)  # not 18 / 10 s = 1.8
+    assert res.lane_behind is False
 
 
 def test_a_lane_that_keeps_up_is_not_behind_even_with_requests_in_flight_at_the_end():
     recs = [rec(i, i * 0.5, 0.1, i * 0.5 + 1.5, 20) for i in range(20)]  # 2 req/s, 1.5 s each, flat TTFT
-    res = cell_result(recs, 10.0, {"arrival": "constant", "rate": 2.0})
-    assert res["lane_behind"] is False
-    assert load_headlines({"lanes": {"A": {"reps": [res]}}}) == []
+    res = cell_result(recs, 10.0, LoadConfig(arrival="constant", rate=2.0))
+    assert res.lane_behind is False
+    assert load_headlines({"A": [res]}) == []
 
 
 def test_reasoning_tokens_are_output_tokens_with_the_split_beside():
     # 3 s, 2 requests of 384 tokens, 192 of each reasoning: 768 generated tokens in 3 s = 256 tok/s
     recs = [rec(0, 0.0, 0.1, 2.9, 384, reasoning=192), rec(1, 0.0, 0.1, 2.9, 384, reasoning=192)]
-    res = cell_result(recs, 3.0, {"arrival": "constant", "rate": 1.0})
+    res = cell_result(recs, 3.0, LoadConfig(arrival="constant", rate=1.0))
     span = 3.0 - 0.1  # from the first token to the window's end
-    assert res["output_tok_s"] == pytest.approx(768 / span, rel=1e-3)  # not 384 / span: reasoning counts
-    assert res["reasoning_tok_s"] == pytest.approx(384 / span, rel=1e-3)
-    assert res["visible_tok_s"] == pytest.approx(384 / span, rel=1e-3)
+    assert res.output_tok_s == pytest.approx(768 / span, rel=1e-3)  # not 384 / span: reasoning counts
+    assert res.reasoning_tok_s == pytest.approx(384 / span, rel=1e-3)
+    assert res.visible_tok_s == pytest.approx(384 / span, rel=1e-3)
 
 
 def test_textless_chunks_count_in_the_served_tokens():
     r = rec(0, 0.0, 0.1, 1.0, 10)
     r.blank_chunks = 3  # three of the ten chunks had no text: still ten tokens served
-    assert served_figures([r], 0, 2 * NS)["tokens"] == 10
+    assert served_figures([r], 0, 2 * NS).tokens == 10
 
 
 def test_without_arrivals_nothing_is_judged():
-    assert lane_behind([], 0, 0)["behind"] is None
+    assert lane_behind([], 0, 0).behind is None
 
 
 # -- live: an overloaded simulated lane against its own trace ------------------------------------------------------
@@ -159,9 +161,9 @@ def test_the_load_sections_headline_is_sentences_not_a_full_stop_before_a_semico
     from lanemon.reports.sections.load import load_section
 
     recs = [rec(i, float(i), 0.1 + i, float(i) + 0.1 + i + 4.0, 10) for i in range(10)]
-    res = cell_result(recs, 10.0, {"arrival": "constant", "rate": 1.0})
-    load = {"config": {"load": {"arrival": "constant", "rate": 1.0}},
-            "lanes": {"A": {"reps": [res], "slo_held": False}, "B": {"reps": [], "slo_held": True}}}
+    res = cell_result(recs, 10.0, LoadConfig(arrival="constant", rate=1.0))
+    load = load_result({"A": [to_json_obj(res)], "B": []}, {"load": {"arrival": "constant", "rate": 1.0}})
+    load.lanes["A"].slo_held, load.lanes["B"].slo_held = False, True
     summary = load_section(load, ["A", "B"]).summary
     assert ".;" not in summary and ";." not in summary and ".." not in summary
     assert summary.startswith("A: the lane fell behind: ") and summary.endswith(" A: SLO broke. B: SLO held.")

@@ -9,14 +9,16 @@ import pytest
 from typed_cells import decode_cell
 
 
-def _sweep_result() -> dict:
-    level = decode_cell(aggregate_tok_s=1063.0, steady_tok_s=1076.0, ttft_p90_s=0.038, ttft_n=8,
-                        per_stream_tok_s_p50=500.0, errors=0,
-                        goodput={"rate_rps": 2.5, "share": 0.9, "good": 9, "total": 10, "held": True, "targets": {}})
+def _sweep_result():
+    """A sweep's typed result (lanemon.results.sweep), as the run's results() returns it."""
+    from load_sweep_results import sweep_result
+
+    level = {"aggregate_tok_s": 1063.0, "steady_tok_s": 1076.0, "ttft_p90_s": 0.038, "ttft_n": 8,
+             "per_stream_tok_s_p50": 500.0, "errors": 0,
+             "goodput": {"rate_rps": 2.5, "share": 0.9, "held": True, "targets": {}}}
     lane = {"levels": {"1": level, "2": level}, "gain_per_doubling": {"1": None, "2": 0.9}, "stopped": "max_level",
             "slo_holds_to": 2, "max_aggregate_tok_s": 1063.0, "slo_held": {"1": True, "2": True}}
-    return {"bench": "sweep", "slo": {"ttft": 0.5}, "knee_gain": 0.1, "config": {}, "interrupted": False, "cut": [],
-            "lanes": {"A": lane, "B": dict(lane)}}
+    return sweep_result({"A": lane, "B": dict(lane)}, slo={"ttft": 0.5}, knee_gain=0.1)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (100, 30)])
@@ -225,7 +227,7 @@ def test_category_bars_in_a_narrow_panel_stack_each_label_over_its_bars():
     assert "coding" in wide.plain.split("\n")[1] and "1,509 tok/s ?" in wide.plain  # wide: as before
 
 
-@pytest.mark.parametrize("name", ["races.jsonl", "prefill.jsonl"])
+@pytest.mark.parametrize("name", ["races.jsonl", "prefill.jsonl", "demo.jsonl"])
 async def test_a_finished_replays_header_names_its_file_whole_at_80x24(name):
     """At 80x24 a replay's header ended in `■ replay finished  fro…` (races) or `elapsed +1m52s  f…` (a bench
     replay): the path was fitted to the width of a layout that had not settled, and nothing redrew it after
@@ -246,7 +248,7 @@ async def test_a_finished_replays_header_names_its_file_whole_at_80x24(name):
             await pilot.pause(0.05)
         path = app.screen.query_one("#path")
         right = path.visual.plain
-        assert right in (f"from {name}", name, ""), right
+        assert right in (f"from {name}", name, ""), right  # the dashboard's bar had 1 cell for the whole path
         assert len(right) <= path.content_region.width or not right, (right, path.content_region.width)
 
 
@@ -274,3 +276,243 @@ async def test_the_gauntlet_header_leaves_items_out_whole_at_80x24():
         right = path.visual.plain
         assert right in ("from gauntlet.jsonl", "gauntlet.jsonl", ""), right
         assert len(right) <= path.content_region.width or not right
+
+
+def _plain(markup) -> str:
+    from textual.content import Content
+
+    return Content.from_markup(str(markup)).plain
+
+
+@pytest.mark.parametrize("name,size", [("decode.jsonl", (80, 24)), ("decode.jsonl", (100, 30)),
+                                       ("prefill.jsonl", (80, 24)), ("needles.jsonl", (80, 24))])
+async def test_bench_charts_say_their_titles_and_legends_whole(name, size):
+    """At 80x24 the bench charts' borders read `aggregate decode v…`, `━A ━B steady •• sp…` and
+    `per-stream decode …`: each title takes its fullest form that fits the border whole; a legend that does not
+    fit the border goes, whole items on whole lines, to a key line over the plot."""
+    from pathlib import Path
+
+    from lanemon.sessions.sources import ReplaySession
+    from lanemon.ui.app import make_app
+    from lanemon.ui.widgets.bench_chart import BenchChart
+    from test_replay_snapshots import played_out
+
+    rec = Path(__file__).resolve().parent.parent / "sample_sessions" / name
+    app = make_app(ReplaySession(rec, speed=float("inf")))
+    async with app.run_test(size=size) as pilot:
+        await played_out(pilot)
+        await pilot.pause(0.1)
+        charts = [c for c in app.screen.query(BenchChart) if c.display and c.region.area]
+        assert charts
+        for chart in charts:
+            room = chart.size.width - 6  # the corners and a blank either side of a border label
+            title, subtitle = _plain(chart.border_title), _plain(chart.border_subtitle)
+            assert title and "…" not in title and len(title) <= room, (title, room)
+            assert len(subtitle) <= room, (subtitle, room)
+            if chart.kind != "lines":
+                continue
+            key = chart.query_one("#key")
+            items = [p for _, p in chart.legend]
+            assert len(items) >= 2  # the lanes, what their lines are, the span's points
+            shown = subtitle
+            if key.display:  # the legend did not fit the border: the rest, each item whole, on the key's lines
+                lines = key.visual.plain.split("\n")
+                assert all(len(line) <= key.content_region.width for line in lines), lines
+                assert len(lines) == 1 or size == (80, 24), lines  # one line at 100x30
+                shown = " ".join(x for x in [subtitle] + lines if x)
+                assert key.region.bottom <= chart.query_one("#plot").region.y  # over the plot, not on it
+                assert subtitle, "the border holds the leading items that fit it"
+            assert shown == " ".join(items), (subtitle, items)
+        await pilot.press("q")
+
+
+@pytest.mark.parametrize("name", ["decode.jsonl", "prefill.jsonl"])
+async def test_the_bench_results_table_names_the_units_its_short_labels_leave_out(name):
+    """The bench screen's results table is 46 cells wide at every size: its labels are the short forms
+    (`steady span stream`), with no unit anywhere.  The border's title says it: `results · steady, span, stream
+    in tok/s`."""
+    from pathlib import Path
+
+    from lanemon.measure.catalogue import metric
+    from lanemon.sessions.sources import ReplaySession
+    from lanemon.ui.app import make_app
+    from lanemon.ui.widgets.bench_table import BenchTable
+    from test_replay_snapshots import played_out
+
+    rec = Path(__file__).resolve().parent.parent / "sample_sessions" / name
+    app = make_app(ReplaySession(rec, speed=float("inf")))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await played_out(pilot)
+        table = app.screen.query_one(BenchTable)
+        labels = [str(c.label) for c in table.columns.values()]
+        title = _plain(table.border_title)
+        assert len(title) <= table.size.width - 6 and "…" not in title, title
+        shorts = {m.short: m for m in (metric(n) for n in ("steady_tok_s", "aggregate_tok_s", "per_stream_tok_s",
+                                                             "cache_hit_tok_s", "prefill_tok_s"))}
+        unitless = [lab for lab in labels if lab in shorts and shorts[lab].unit not in lab.split()]
+        if name == "decode.jsonl":
+            assert unitless[:2] == ["steady", "span"], labels
+        for lab in unitless:
+            assert f"{lab}" in title.split(" in ")[0] and "in tok/s" in title, (lab, title)
+        await pilot.press("q")
+
+
+def test_units_note_names_the_units_short_labels_drop():
+    """The model says which shown labels lost their unit to a short form (the CLI prints it under a narrow
+    table, the bench screen in its border); times carry their unit in their cells and are not named."""
+    from lanemon.reports.tables import decode_table
+
+    level = {"steady_tok_s": 1076.0, "aggregate_tok_s": 1063.0, "ttft_p50_s": 0.038, "ttft_p90_s": 0.05,
+             "per_stream_tok_s_p50": 500.0, "errors": 0, "requests": 4}
+    result = {"lanes": {"A": {"levels": {"1": level, "2": level}}, "B": {"levels": {"1": level, "2": level}}}}
+    t = decode_table(result, ["A", "B"])
+    assert t.units_note() == ""  # full labels: `steady tok/s`
+    narrow = t.fit(46, pad=2)
+    assert "steady" in narrow.labels() and "steady tok/s" not in narrow.labels()
+    assert narrow.units_note().startswith("steady, span") and narrow.units_note().endswith(" in tok/s")
+    assert "TTFT" not in narrow.units_note()
+
+
+async def test_the_gauntlet_lanes_leave_columns_out_whole_at_80x24():
+    """The gauntlet replay at 80x24: `turn  prompt  cached  ■ TTFT  ■ d…`, rows `3,692  –  ████…` (the times
+    cut off), `turn …`, reps wrapped inside an item (`(20` / `calls)`) and the verdict `both 3/3 cor…`.  The
+    turns drop the cached then the prompt column whole, each line holds whole items, the verdict wraps."""
+    from pathlib import Path
+
+    from textual.widgets import Label, Static
+
+    from lanemon.sessions.sources import ReplaySession
+    from lanemon.ui.app import make_app
+    from lanemon.ui.widgets.gauntlet_lane import GauntletLanePanel
+
+    rec = Path(__file__).resolve().parent.parent / "sample_sessions" / "gauntlet.jsonl"
+    app = make_app(ReplaySession(rec, speed=float("inf")))
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(300):
+            await pilot.pause(0.05)
+            if getattr(app.source, "finished", False):
+                break
+        for _ in range(5):
+            await pilot.pause(0.05)
+        panels = list(app.screen.query(GauntletLanePanel))
+        assert len(panels) == 2
+        for panel in panels:
+            for wid in ("#now", "#turns-head", "#turns", "#reps"):
+                w = panel.query_one(wid)
+                lines = w.visual.plain.split("\n")
+                assert all(len(line.rstrip()) <= w.content_region.width and "…" not in line for line in lines), \
+                    (panel.lane, wid, lines, w.content_region.width)
+            rows = panel.query_one("#turns", Static).visual.plain.split("\n")
+            assert all(line.rstrip().endswith(("s ✓", "s ✗", " s")) for line in rows), rows  # the times whole
+            assert "TTFT" in panel.query_one("#turns-head", Label).visual.plain
+            reps = panel.query_one("#reps", Static).visual.plain.split("\n")
+            assert all(line.startswith(("✓", "✗", "3/3")) for line in reps), reps  # no item split over lines
+        summary = app.screen.query_one("#g-summary", Label)
+        text = summary.visual.plain
+        assert text.endswith("tool calls") and "…" not in text
+        assert len(textwrap.wrap(text, summary.content_region.width)) <= summary.content_region.height
+        await pilot.press("q")
+
+
+def test_the_turn_rows_drop_columns_whole_and_say_which():
+    from types import SimpleNamespace
+
+    from lanemon.ui.widgets.gauntlet_lane import turn_rows
+
+    turns = [SimpleNamespace(turn=20, prompt_tokens=3692, cached_tokens=512, ok=True, ttft_s=1.42, decode_s=12.17)]
+    for width, hidden in ((60, []), (40, ["cached"]), (34, ["prompt", "cached"]), (26, ["prompt", "cached"])):
+        head, rows, gone = turn_rows(turns, 14.0, width)
+        assert gone == hidden, (width, gone)
+        from lanemon.ui.widgets.status_bar import markup_cells
+
+        assert markup_cells(head) <= width and all(markup_cells(r) <= width for r in rows), (width, head, rows)
+        assert rows[0].endswith("1.42 + 12.17 s [$success]✓[/]")
+        assert ("3,692" in rows[0]) == ("prompt" not in hidden) and ("512" in rows[0]) == ("cached" not in hidden)
+    # 100x30's 44-cell card: times of one digit leave a 6-cell bar beside both columns (a fixed 18-cell time
+    # column for `12.34 + 29.68 s ✓` dropped `cached` there, the column that shows lane B's prefix cache)
+    short = [SimpleNamespace(turn=8, prompt_tokens=2675, cached_tokens=512, ok=True, ttft_s=1.04, decode_s=0.34)]
+    head, rows, gone = turn_rows(short, 14.0, 44)
+    assert gone == [] and "cached" in head and rows[0].endswith("1.04 + 0.34 s [$success]✓[/]"), (head, rows)
+
+
+async def test_the_race_header_leaves_items_out_whole_at_80x24():
+    """The race replay at 80x24 read `coding-02 (coding) · completions · max 256 tok · at…` and the prompt
+    `… get and p…`: the start time goes whole, and the prompt's preview ends after a whole word."""
+    from pathlib import Path
+
+    from lanemon.sessions.sources import ReplaySession
+    from lanemon.ui.app import make_app
+
+    rec = Path(__file__).resolve().parent.parent / "sample_sessions" / "races.jsonl"
+    app = make_app(ReplaySession(rec, speed=float("inf")))
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(200):
+            await pilot.pause(0.05)
+            if getattr(app.source, "finished", False):
+                break
+        for _ in range(5):
+            await pilot.pause(0.05)
+        assert app.screen_name() == "race"
+        info, prompt = app.screen.query_one("#race-info"), app.screen.query_one("#race-prompt-text")
+        text = info.visual.plain
+        assert text.startswith("coding-02") and "…" not in text and len(text) <= info.content_region.width, text
+        assert " at" not in text or text.split(" at ")[1].startswith("+")
+        shown = prompt.visual.plain
+        assert len(shown) <= prompt.content_region.width, shown
+        whole = " ".join(app.screen.query_one("RaceHeader")._prompt.split())
+        if shown.endswith("…"):
+            kept = shown[len("prompt "):-1]
+            assert whole.startswith(kept) and whole[len(kept)] == " ", (kept, whole)
+        # the footer: `PgUp Prev race  PgDn Next race` cut `←→ ±10s` to `←`; the race keys are one group now
+        # and the markers' [] go before seeking does
+        from textual.widgets._footer import FooterKey
+
+        footer = app.screen.query_one("Footer")
+        from test_starved_notice import _wait
+
+        await _wait(pilot, lambda: any(k.display for k in footer.query(FooterKey)))
+        keys = [k for k in footer.query(FooterKey) if k.display]
+        shown = {k.key_display for k in keys}
+        assert {"←", "→", "PgUp", "PgDn", "q"} <= shown, shown
+        palette = [k for k in keys if "-command-palette" in k.classes]
+        right = max(k.region.right for k in keys if "-command-palette" not in k.classes)
+        assert palette and right <= palette[0].region.x, (right, palette[0].region.x)
+        await pilot.press("q")
+
+
+async def test_the_live_race_screen_says_its_keys_whole_at_80x24(tmp_path, monkeypatch):
+    """The demo's race screen at 80x24: the footer read `… PgUp PgDn races  q Quit  p Pause` (`Pause/resume` cut)
+    and the prompt box `… · Enter alone races` (the prompt it races cut off).  The footer leaves the race
+    browsing keys out whole first; the box says the fullest form of its hint that fits."""
+    from textual.widgets import Input
+    from textual.widgets._footer import FooterKey
+
+    from lanemon.cli.common import demo_lanes
+    from lanemon.config import ProbeConfig
+    from lanemon.sessions.sources import LiveSession
+    from lanemon.ui.app import make_app
+    from lanemon.ui.screens.race import RaceScreen
+    from test_starved_notice import _wait
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    with demo_lanes(0.05) as lanes:
+        session = LiveSession(lanes, probe=ProbeConfig(interval=0.5, max_tokens=8), mode="demo")
+        app = make_app(session, refresh_hz=5)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await _wait(pilot, lambda: bool(app.state.lanes), timeout=20)
+            await pilot.press("r")
+            await _wait(pilot, lambda: isinstance(app.screen, RaceScreen), timeout=10)
+            screen = app.screen
+            box = screen.query_one("#race-input", Input)
+            footer = screen.query_one("Footer")
+            await _wait(pilot, lambda: {"q", "p"} <= {k.key for k in footer.query(FooterKey) if k.display},
+                        timeout=10)
+            await _wait(pilot, lambda: len(box.placeholder) <= box.content_region.width, timeout=5)
+            assert "Enter alone races" in box.placeholder and box.placeholder.endswith(")"), box.placeholder
+            keys = [k for k in footer.query(FooterKey) if k.display]
+            palette = [k for k in keys if "-command-palette" in k.classes]
+            right = max(k.region.right for k in keys if "-command-palette" not in k.classes)
+            assert palette and right <= palette[0].region.x, [(k.key_display, k.description) for k in keys]
+            assert {"/", "⏎", "q", "p"} <= {k.key_display for k in keys}
+            await pilot.press("q")
+        session.close()

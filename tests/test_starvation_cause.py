@@ -11,7 +11,7 @@ import msgspec
 from lanemon import events as schema
 from lanemon.client.loadwatch import LoadWatch, steal_pct
 from lanemon.events import Clock, Event
-from lanemon.measure.load import ClientLoad, starvation_cause
+from lanemon.measure.load import ClientLoad, starvation_cause, window_of
 from lanemon.recording.schema import ClientLoadData
 from lanemon.ui.app import make_app
 from lanemon.ui.sample import ScriptedSource, sample_events
@@ -49,24 +49,24 @@ def test_the_load_watcher_records_steal_beside_the_run_queue():
 
 
 def test_each_cause_is_named_with_what_to_do():
-    steal = starvation_cause({"lag_ms": 40, "steal_pct": 22.0, "proc_cpu_pct": 95.0, "cpu_pct": 100.0})
+    steal = starvation_cause(window_of({"lag_ms": 40, "steal_pct": 22.0, "proc_cpu_pct": 95.0, "cpu_pct": 100.0}))
     assert steal.cause == "steal" and "22 %" in steal.why and "dedicated" in steal.advice
     assert steal.short == "CPU steal 22 %"
-    own = starvation_cause({"lag_ms": 40, "steal_pct": 0.5, "proc_cpu_pct": 97.0, "cpu_pct": 60.0})
+    own = starvation_cause(window_of({"lag_ms": 40, "steal_pct": 0.5, "proc_cpu_pct": 97.0, "cpu_pct": 60.0}))
     assert own.cause == "own" and "97 % of a core" in own.why and "--headless" in own.advice
-    busy = starvation_cause({"lag_ms": 3, "runq_ms": 34.2, "proc_cpu_pct": 6.0, "cpu_pct": 99.0})
+    busy = starvation_cause(window_of({"lag_ms": 3, "runq_ms": 34.2, "proc_cpu_pct": 6.0, "cpu_pct": 99.0}))
     assert busy.cause == "machine" and "CPU 99 %" in busy.why and "34 ms" in busy.why
     assert "other CPU-heavy work" in busy.advice
     # a quiet machine (12 % busy, 4 ms run-queue wait) and a 30 ms late wake-up: the delay was lanemon's own
     # (its drawing thread held the interpreter), not "this machine's load" as the demo once said
-    own_work = starvation_cause({"lag_ms": 30.0, "runq_ms": 4.0, "proc_cpu_pct": 20.0, "cpu_pct": 12.0})
+    own_work = starvation_cause(window_of({"lag_ms": 30.0, "runq_ms": 4.0, "proc_cpu_pct": 20.0, "cpu_pct": 12.0}))
     assert own_work.cause == "internal" and own_work.short == "lanemon's own work"
     assert "30 ms late" in own_work.why and "12 % busy" in own_work.why and "(p)" in own_work.advice
     # the same lag with most of it waiting for a CPU is the machine's, even at a low average CPU
-    waited = starvation_cause({"lag_ms": 30.0, "runq_ms": 25.0, "proc_cpu_pct": 20.0, "cpu_pct": 40.0})
+    waited = starvation_cause(window_of({"lag_ms": 30.0, "runq_ms": 25.0, "proc_cpu_pct": 20.0, "cpu_pct": 40.0}))
     assert waited.cause == "machine"
     # an old recording's window (no steal, no run queue) still gets a cause
-    old = starvation_cause({"lag_ms": 31.0, "proc_cpu_pct": 12.0, "cpu_pct": 88.0})
+    old = starvation_cause(window_of({"lag_ms": 31.0, "proc_cpu_pct": 12.0, "cpu_pct": 88.0}))
     assert old.cause == "machine" and "31 ms late" in old.why
 
 
@@ -76,8 +76,8 @@ def test_the_fold_keeps_the_latest_starved_window():
                                                                   "proc_cpu_pct": 99.0}))
     fold.apply(Event(600 * MS, schema.CLIENT_LOAD, None, None, {"t0": 100 * MS, "lag_ms": 1, "bound": False,
                                                                   "proc_cpu_pct": 5.0}))
-    assert fold.last_bound_t == 100 * MS and fold.last_bound["proc_cpu_pct"] == 99.0
-    assert fold.last["proc_cpu_pct"] == 5.0
+    assert fold.last_bound_t == 100 * MS and fold.last_bound.proc_cpu_pct == 99.0
+    assert fold.last.proc_cpu_pct == 5.0
 
 
 def test_recordings_with_and_without_steal_decode():

@@ -5,18 +5,19 @@ from __future__ import annotations
 import pytest
 
 from lanemon.reports.tables import Cell, Column, ResultTable, load_table, sweep_table
+from load_sweep_results import load_result, rep_json, sweep_result
 
 
 def _load_result(slo=True):
-    rep = {"measured": 40, "ok": 39, "errors": 1, "scheduled_rate_rps": 4.0, "sent_rate_rps": 4.0,
-           "completed_rate_rps": 3.9, "output_tok_s": 812.0, "ttft_s": {"p50": 0.2, "p99": 0.4},
-           "tpot_s": {"p50": 0.02}, "e2e_s": {"p99": 3.1}, "send_lag_s": {"p99": 0.001}, "client_behind": False,
-           "lane_behind": False,
-           "slo": {"goodput_rps": 3.2, "good": 32, "total": 40, "share": 0.8, "duration_s": 10.0, "held": False,
-                   "targets": {"ttft": {"attainment": 0.95, "held": True}, "tpot": {"attainment": 0.8, "held": False}}}}
-    return {"config": {"load": {"arrival": "poisson", "rate": 4}, **({"slo": {"ttft": 0.5, "tpot": 0.03}} if slo else {})},
-            "lanes": {"A-very-long-lane": {"reps": [rep]}, "B": {"reps": [dict(rep, slo={**rep["slo"], "held": True,
-                                                                                       "targets": {}})]}}}
+    rep = rep_json(measured=40, ok=39, errors=1, scheduled_rate_rps=4.0, sent_rate_rps=4.0, completed_rate_rps=3.9,
+                   output_tok_s=812.0, ttft_s={"p50": 0.2, "p99": 0.4}, tpot_s={"p50": 0.02}, e2e_s={"p99": 3.1},
+                   send_lag_s={"p99": 0.001}, client_behind=False, lane_behind=False,
+                   slo={"goodput_rps": 3.2, "good": 32, "total": 40, "share": 0.8, "duration_s": 10.0, "held": False,
+                        "targets": {"ttft": {"attainment": 0.95, "held": True},
+                                    "tpot": {"attainment": 0.8, "held": False}}})
+    return load_result({"A-very-long-lane": [rep], "B": [dict(rep, slo={**rep["slo"], "held": True, "targets": {}})]},
+                       {"load": {"arrival": "poisson", "rate": 4},
+                        **({"slo": {"ttft": 0.5, "tpot": 0.03}} if slo else {})})
 
 
 @pytest.mark.parametrize("width", [60, 80, 100, 250])
@@ -61,10 +62,9 @@ def test_sweep_table_rows_per_level_and_lane_with_goodput_and_held():
              "errors": 0, "goodput": {"rate_rps": 2.5, "share": 0.9, "held": True, "targets": {}}}
     broke = dict(level, goodput={"rate_rps": 1.0, "share": 0.4, "held": False,
                                  "targets": {"ttft": {"held": False}}})
-    res = {"slo": {"ttft": 0.5}, "knee_gain": 0.1,
-           "lanes": {"A": {"levels": {"1": level, "2": broke}, "gain_per_doubling": {"1": None, "2": 0.05},
-                           "stopped": "slo", "slo_holds_to": 1, "max_aggregate_tok_s": 200.0,
-                           "slo_held": {"1": True, "2": False}}}}
+    res = sweep_result({"A": {"levels": {"1": level, "2": broke}, "gain_per_doubling": {"1": None, "2": 0.05},
+                              "stopped": "slo", "slo_holds_to": 1, "max_aggregate_tok_s": 200.0,
+                              "slo_held": {"1": True, "2": False}}}, slo={"ttft": 0.5}, knee_gain=0.1)
     t = sweep_table(res)
     assert [r[0].text for r in t.rows] == ["C1", "C2"]
     s = t.labels().index("SLO")
@@ -86,7 +86,6 @@ def test_a_sweeps_levels_are_judged_on_its_slo(tmp_path):
             cfg = dict(ev.data.get("config") or {}, slo={"ttft": 10.0})
             events[i] = Event(ev.t, ev.kind, ev.lane, ev.req, {**ev.data, "bench": "sweep", "config": cfg})
     res = sweep_results(events)
-    lanes = res["lanes"]
-    assert lanes and all(d["slo_held"] and all(d["slo_held"].values()) for d in lanes.values())
-    assert all((c.get("goodput") or {}).get("rate_rps") for d in lanes.values() for c in d["levels"].values()
-               if not c.get("errors"))
+    lanes = res.lanes
+    assert lanes and all(d.slo_held and all(d.slo_held.values()) for d in lanes.values())
+    assert all(c.goodput and c.goodput.rate_rps for d in lanes.values() for c in d.levels.values() if not c.errors)

@@ -310,6 +310,26 @@ async def test_a_narrow_title_row_keeps_each_legend_item_whole_or_leaves_it_out(
             assert "━ A" in rest and "━ B" in rest  # the lanes first
 
 
+@pytest.mark.parametrize("width", [24, 26, 30, 44])
+async def test_a_title_gives_way_to_the_lanes_in_their_colours(width):
+    """80x24's decode chart is ~26 columns: it read 'decode per stream +A B' (the lanes as bare names, not in
+    their colours).  Given shorter forms, the chart draws the fullest one beside which every lane fits."""
+    app = ChartApp()
+    async with app.run_test(size=(100, 24)) as pilot:
+        chart = app.query_one(TimeChart)
+        chart.show(series={"A": [(i * S, 0.2) for i in range(1, 30)], "B": [(i * S, 0.1) for i in range(1, 30)]},
+                   marks={}, t0=0, t1=31 * S, colours={"A": "#0000ff", "B": "#ff0000"}, shared_colour="#ffffff",
+                   value_fmt=lambda v: f"{v:.0f} tok/s", x_fmt=lambda t: f"{t / S:.0f}s",
+                   title=("decode per stream", "decode/stream", "decode"))
+        chart.styles.width = width
+        await pilot.pause()
+        head = chart.render().plain.split("\n")[0].rstrip()
+        assert "━ A" in head and "━ B" in head and "+" not in head, head
+        title = head.split(" ━")[0].rstrip()
+        fullest = next(t for t in chart.titles if len(t) + len(" ━ A ━ B") <= chart.content_region.width)
+        assert title == fullest, (head, chart.content_region.width)
+
+
 @pytest.mark.parametrize("width", [12, 16, 26, 29, 30, 36, 44, 49, 60])
 async def test_lanes_left_out_of_a_narrow_legend_are_named_or_counted(width):
     """Eight lanes at 100x30: the legend stopped at '━ F' with nothing saying G and H were left out (issue 25).

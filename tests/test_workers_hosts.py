@@ -100,10 +100,11 @@ def test_worker_flags_are_checked_before_anything_runs():
 
 def test_the_load_table_names_a_lost_load_host():
     from lanemon.reports.tables import load_table
+    from load_sweep_results import load_result, rep_json
 
-    rep = {"measured": 10, "ok": 6, "errors": 2, "not_sent": 2,
-           "workers_lost": [{"node": "ab" * 28, "host": "load-b", "why": "its worker died"}]}
-    table = load_table({"config": {"load": {"arrival": "constant", "rate": 4}}, "lanes": {"A": {"reps": [rep]}}})
+    rep = rep_json(measured=10, ok=6, errors=2, not_sent=2,
+                   workers_lost=[{"node": "ab" * 28, "host": "load-b", "why": "its worker died"}])
+    table = load_table(load_result({"A": [rep]}, {"load": {"arrival": "constant", "rate": 4}}))
     note = next(n for n in table.notes if "workers_lost" in n)
     assert "load-b (abababababab)" in note and "2 it had not sent" in note
 

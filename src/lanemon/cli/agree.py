@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from lanemon.cli.common import (EXIT_INTERRUPTED, UsageError, add_workload_args, err, positive_int, run_headless,
                                 workload_lanes)
 from lanemon.config import LaneConfig
 from lanemon.untrusted import json_visible
+
+if TYPE_CHECKING:
+    from lanemon.results.agree import AgreeResult
+    from lanemon.results.kl import KlResult
+
+R = TypeVar("R")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -69,8 +77,8 @@ def _progress(label: str, quiet: bool):
     return progress, update
 
 
-def _run(args: argparse.Namespace, command: str, lanes: list[LaneConfig], body, results_fn
-         ) -> tuple[dict | None, bool]:
+def _run(args: argparse.Namespace, command: str, lanes: list[LaneConfig], body, results_fn: Callable[..., R]
+         ) -> tuple[R | None, bool]:
     """Run ``body(harness, progress)`` headless with a Rich progress bar; results from the events."""
     progress, update = _progress(command, args.json)
 
@@ -91,7 +99,8 @@ def _run(args: argparse.Namespace, command: str, lanes: list[LaneConfig], body, 
 def cmd_agree(args: argparse.Namespace) -> int:
     import orjson
 
-    from lanemon.workloads.agree import agree_results, run_agree
+    from lanemon.results.common import to_json_obj
+    from lanemon.workloads.agree import agree_results, public, run_agree
 
     prompts = _prompts(args)
     with workload_lanes(args) as lanes:
@@ -106,40 +115,33 @@ def cmd_agree(args: argparse.Namespace) -> int:
         if result is None:
             return 1  # a lane was down (said on stderr)
     if args.json:
-        sys.stdout.write(json_visible(orjson.dumps(_public_agree(result)).decode()) + "\n")  # bidi, zero-width: \uXXXX
+        sys.stdout.write(json_visible(orjson.dumps(to_json_obj(public(result))).decode()) + "\n")  # bidi, zero-width: \uXXXX
     else:
         _print_agree(result, getattr(args, "width", None))
     return EXIT_INTERRUPTED if interrupted else 0
 
 
-def _public_agree(result: dict) -> dict:
-    """--json output: keep per-prompt rows but not the full texts (they are in the recording)."""
-    out = dict(result)
-    out["prompts"] = [{k: v for k, v in row.items() if k not in ("a_text", "b_text")} for row in result["prompts"]]
-    return out
-
-
-def _print_agree(r: dict, width: int | None = None) -> None:
+def _print_agree(r: AgreeResult, width: int | None = None) -> None:
     from rich.table import Table
 
     from lanemon.cli.common import output_console
 
     console = output_console(width)
-    a, b = (r["lanes"] + ["?", "?"])[:2]
+    a, b = (r.lanes + ["?", "?"])[:2]
     table = Table(title=f"greedy agreement {a} vs {b}: first differing word per prompt")
     table.add_column("words", justify="right")
     table.add_column("prompts", justify="right")
     table.add_column("")
-    total = max(1, r["total"])
-    for label, count in r["histogram"].items():
+    total = max(1, r.total)
+    for label, count in r.histogram.items():
         table.add_row(label, str(count), "█" * round(30 * count / total))
     console.print(table)
-    med = r["median_first_divergence_word"]
+    med = r.median_first_divergence_word
     console.print(
-        f"{r['exact']}/{r['total']} exact matches; median first divergence at word "
-        f"{'—' if med is None else f'{med:g}'}; {r['agree_ge_10_words']}/{r['total']} agree for ten or more words; "
-        f"{r['diverge_at_0']}/{r['total']} diverge at word 0"
-        + (f"; {r['errors']} prompts errored" if r["errors"] else "")
+        f"{r.exact}/{r.total} exact matches; median first divergence at word "
+        f"{'—' if med is None else f'{med:g}'}; {r.agree_ge_10_words}/{r.total} agree for ten or more words; "
+        f"{r.diverge_at_0}/{r.total} diverge at word 0"
+        + (f"; {r.errors} prompts errored" if r.errors else "")
     )
     console.print("[dim]Greedy agreement is a divergence signature, not a quality verdict: see `lanemon qeval`.[/]")
 
@@ -148,6 +150,7 @@ def cmd_kl(args: argparse.Namespace) -> int:
     import orjson
 
     from lanemon.workloads.agree import load_agree_prompts
+    from lanemon.results.common import to_json_obj
     from lanemon.workloads.kl import EXIT_NOT_EXPOSED, kl_results, run_kl
 
     prompts = load_agree_prompts()[: args.prompts]
@@ -166,15 +169,15 @@ def cmd_kl(args: argparse.Namespace) -> int:
         if result is None:
             return 1  # a lane was down (said on stderr)
     if args.json:
-        sys.stdout.write(json_visible(orjson.dumps(result).decode()) + "\n")  # bidi, zero-width: \uXXXX
+        sys.stdout.write(json_visible(orjson.dumps(to_json_obj(result)).decode()) + "\n")  # bidi, zero-width: \uXXXX
     else:
         _print_kl(result, getattr(args, "width", None))
-    for name, v in result["lanes"].items():
-        if v["status"] == "not_exposed":
-            err(f"not exposed by lane {name}: {v['message']}")
+    for name, v in result.lanes.items():
+        if v.status == "not_exposed":
+            err(f"not exposed by lane {name}: {v.message}")
     if interrupted:
         return EXIT_INTERRUPTED
-    statuses = [v["status"] for v in result["lanes"].values()]
+    statuses = [v.status for v in result.lanes.values()]
     if any(s == "error" for s in statuses):
         return 1
     if any(s in ("not_exposed", "skipped") for s in statuses):
@@ -182,7 +185,7 @@ def cmd_kl(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_kl(r: dict, width: int | None = None) -> None:
+def _print_kl(r: KlResult, width: int | None = None) -> None:
     from rich.table import Table
 
     from lanemon.reports.format import pct  # a p99 over fewer than 100 positions says so
@@ -190,12 +193,12 @@ def _print_kl(r: dict, width: int | None = None) -> None:
     from lanemon.cli.common import output_console
 
     console = output_console(width)
-    table = Table(title=f"teacher-forced KL(reference {r['reference']} || lane), top-{r['k']} with tail bucket")
+    table = Table(title=f"teacher-forced KL(reference {r.reference} || lane), top-{r.k} with tail bucket")
     for col in ("lane", "status", "mean KL (nats/token)", "p50", "p99", "positions", "detail"):
         table.add_column(col)
-    for name, v in r["lanes"].items():
+    for name, v in r.lanes.items():
         def f(x):
             return "—" if x is None else f"{x:.4f}"
-        detail = v["message"] or ""
-        table.add_row(name, v["status"], f(v["kl"]), f(v["kl_p50"]), pct(v["kl_p99"], 99, v.get("positions"), None, f), str(v["positions"]), detail)
+        table.add_row(name, str(v.status), f(v.kl), f(v.kl_p50), pct(v.kl_p99, 99, v.positions, None, f), str(v.positions),
+                      v.message or "")
     console.print(table)

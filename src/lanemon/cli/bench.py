@@ -16,16 +16,18 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lanemon.cli import bench_load
 from lanemon.cli.common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, MAX_COUNT, UsageError, add_measure_args, add_workload_args, err, int_list, open_recorder, parse_number, recording_saved, run_interruptible, slo_arg, thinking_arg, workload_lanes)
-from lanemon.reports.format import num
-from lanemon.results.common import Result, as_result, to_json_obj
-from lanemon.results.decode import DecodeCategoryCell, DecodeLane, DecodeResult
-from lanemon.results.needles import NeedleResult
-from lanemon.results.prefill import PrefillResult
 from lanemon.untrusted import inert, json_visible
+
+if TYPE_CHECKING:  # the typed results are imported where used: --help imports no msgspec (tests/test_startup.py)
+    from lanemon.results.decode import DecodeCategoryCell, DecodeResult
+    from lanemon.results.load import LoadResult
+    from lanemon.results.needles import NeedleResult
+    from lanemon.results.prefill import PrefillResult
+    from lanemon.results.sweep import SweepResult
 
 HELP = {
     "decode": "decode ladder: aggregate tok/s by concurrency, TTFT, per-category C1 rates, the crossover",
@@ -260,6 +262,10 @@ def _duration(seconds: float) -> str:
 def _headless(run, args: argparse.Namespace) -> int:
     import orjson
 
+    from lanemon.results.common import to_json_obj
+    from lanemon.results.load import LoadResult
+    from lanemon.results.needles import NeedleResult
+    from lanemon.results.prefill import PrefillResult
     from lanemon.workers.pool import WorkersUnavailable
     from lanemon.workloads.harness import LaneDown
 
@@ -269,7 +275,7 @@ def _headless(run, args: argparse.Namespace) -> int:
     except (LaneDown, WorkersUnavailable) as exc:
         err(str(exc))
         return EXIT_FAIL
-    result = run.results()  # decode, prefill, needles: typed (lanemon.results); load, sweep: their JSON
+    result = run.results()  # typed (lanemon.results)
     if args.json:
         sys.stdout.write(json_visible(orjson.dumps(to_json_obj(result)).decode()) + "\n")  # bidi, zero-width: \uXXXX
         sys.stdout.flush()
@@ -279,24 +285,14 @@ def _headless(run, args: argparse.Namespace) -> int:
         render(result, output_console(getattr(args, "width", None)),
                time_scale=getattr(args, "time_scale", None) if getattr(args, "demo", False) else None,
                events=run.events)
-    if isinstance(result, (PrefillResult, NeedleResult, DecodeResult)):
-        if interrupted or result.interrupted:
-            return EXIT_INTERRUPTED
-        failed = {name: lane.error for name, lane in result.lanes.items()
-                  if not isinstance(lane, DecodeLane) and lane.error}
-        for name, why in failed.items():  # a failed calibration or a length the lane cannot take
-            err(f"lane {name}: {why}")
-        return EXIT_FAIL if failed else EXIT_OK
-    # bench load / sweep: their JSON (not typed yet)
-    if interrupted or result.get("interrupted"):
+    if interrupted or result.interrupted:
         return EXIT_INTERRUPTED
-    lost = sorted({f"{w.get('host')} ({str(w.get('node'))[:12]})" for lane in (result.get("lanes") or {}).values()
-                   if isinstance(lane, dict) for r in lane.get("reps") or [] if isinstance(r, dict)
-                   for w in r.get("workers_lost") or [] if isinstance(w, dict)})
+    lost = bench_load.lost_hosts(result) if isinstance(result, LoadResult) else []
     if lost:  # lost data is never exit 0
         err(f"load host{'s' if len(lost) > 1 else ''} lost mid-run: {', '.join(lost)} (workers_lost in the results)")
         return EXIT_FAIL
-    failed = {}
+    failed = {name: lane.error for name, lane in result.lanes.items()
+              if isinstance(result, (PrefillResult, NeedleResult)) and lane.error}
     for name, why in failed.items():  # a failed calibration or a length the lane cannot take
         err(f"lane {name}: {why}")
     return EXIT_FAIL if failed else EXIT_OK
@@ -346,13 +342,21 @@ def _spread_cell(c: DecodeCategoryCell, value: float | None) -> str:
     return text
 
 
-def render(result: DecodeResult | PrefillResult | NeedleResult | dict[str, Any], console,
+def render(result: DecodeResult | PrefillResult | NeedleResult | LoadResult | SweepResult | dict[str, Any], console,
            time_scale: float | None = None, events=None) -> None:
-    """The result table(s) of one bench (typed; ``bench load`` and ``sweep``: their JSON), with the crossover
+    """The result table(s) of one bench (typed; its --json read back is read as its Struct), with the crossover
     sentence and flags: every table the report of the same run has (a sweep's energy and cost by level: from
     ``events``, the decode cells the sweep ran)."""
+    from lanemon.results.common import Result, as_result, to_json_obj
+    from lanemon.results.decode import DecodeResult
+    from lanemon.results.load import LoadResult
+    from lanemon.results.needles import NeedleResult
+    from lanemon.results.prefill import PrefillResult
+    from lanemon.results.sweep import SweepResult
+
     kind = result.bench if isinstance(result, Result) else result.get("bench")
-    typed = {"decode": DecodeResult, "prefill": PrefillResult, "needles": NeedleResult}.get(str(kind))
+    typed = {"decode": DecodeResult, "prefill": PrefillResult, "needles": NeedleResult, "load": LoadResult,
+             "sweep": SweepResult}.get(str(kind))
     if typed is not None:  # a result read back as JSON (a --json file) is read as its Struct
         result = as_result(result, typed)
     if kind == "decode":
@@ -369,12 +373,12 @@ def render(result: DecodeResult | PrefillResult | NeedleResult | dict[str, Any],
             from lanemon.measure.views import attach_engine_views
             from lanemon.workloads.bench.decode import decode_results
 
-            _render_efficiency(to_json_obj(attach_engine_views(decode_results(events), events)),
-                               list(result.get("lanes") or {}), console)
+            _render_efficiency(to_json_obj(attach_engine_views(decode_results(events), events)), list(result.lanes),
+                               console)
     if time_scale and time_scale != 1.0:
         console.print(f"[dim]simulated lanes at --time-scale {time_scale}: rates are as measured "
                       f"(multiply by {time_scale} for the lanes' real-time rates, times divide)[/]")
-    if (result.interrupted if isinstance(result, Result) else result.get("interrupted")):
+    if result.interrupted:
         from lanemon.workloads.bench.run import interruption_text
         from rich.markup import escape as rich_escape
 
@@ -386,6 +390,7 @@ def _render_decode(result: DecodeResult, console) -> None:
     from rich.table import Table
 
     from lanemon.reports.tables import decode_table, print_table
+    from lanemon.results.common import to_json_obj
     from lanemon.workloads.bench.decode import crossover_sentence
 
     lanes = result.lanes
@@ -451,6 +456,8 @@ def _render_prefill(result: PrefillResult, console) -> None:
 
 def _render_needles(result: NeedleResult, console) -> None:
     from rich.table import Table
+
+    from lanemon.reports.format import num
 
     lanes = result.lanes
     names = list(lanes)

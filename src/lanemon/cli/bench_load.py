@@ -8,10 +8,14 @@ one line, exit 2) and renders its result table.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lanemon.cli.common import UsageError, number_arg, parse_number, positive_int, seconds_arg
 from lanemon.config import MAX_SECONDS, MAX_TOKENS
+
+if TYPE_CHECKING:
+    from lanemon.results.load import LoadResult
+    from lanemon.results.sweep import SweepResult
 
 MAX_LEVEL = 4096
 """The highest concurrency ``bench sweep --max-level`` may name."""
@@ -44,7 +48,7 @@ def sweep_options(args: argparse.Namespace) -> dict[str, Any]:
             "categories": None if cats in ([], ["all"]) else cats}
 
 
-def render_sweep(result: dict[str, Any], console, rate=None) -> None:
+def render_sweep(result: SweepResult, console, rate=None) -> None:
     """The sweep table (reports/tables.py sweep_table: the report draws the same model), fitted to the
     console, then each lane's finding and the crossover."""
     from lanemon.reports.tables import print_table, sweep_table
@@ -145,21 +149,25 @@ def load_options(args: argparse.Namespace):
         raise UsageError(str(exc)) from None
 
 
-def render(result: dict[str, Any], console, secs=None, rate=None) -> None:
+def render(result: LoadResult, console, secs=None, rate=None) -> None:
     """The load table (reports/tables.py load_table: the report draws the same model), fitted to the console,
     then the headlines of lanes that fell behind and the client-behind note."""
+    from lanemon.reports.sections.load import schedule_note
     from lanemon.reports.tables import load_table, print_table
-    from lanemon.workloads.bench.load import length_lines, load_headlines
+    from lanemon.workloads.bench.load import length_lines, load_headlines, reps_of
 
     print_table(console, load_table(result))
-    for line in load_headlines(result):
+    for line in load_headlines(reps_of(result)):
         console.print(line, style="red", markup=False, highlight=False)
-    for line in length_lines(result):
+    for line in length_lines(reps_of(result)):
         console.print(line, markup=False, highlight=False)
-    from lanemon.reports.sections.load import schedule_note
-
-    console.print(schedule_note(result, list(result.get("lanes") or [])), markup=False, highlight=False,
-                  style="dim")
-    if any(d.get("client_behind") for d in (result.get("lanes") or {}).values()):
+    console.print(schedule_note(result, list(result.lanes)), markup=False, highlight=False, style="dim")
+    if any(d.client_behind for d in result.lanes.values()):
         console.print("[yellow]client behind[/]: lanemon sent some requests late (send lag p99 over 10 ms); the "
                       "lane was offered less than the schedule says. Use fewer lanes at once or a lower rate.")
+
+
+def lost_hosts(result: LoadResult) -> list[str]:
+    """``host (node)`` of every load host lost mid-rep (``workers_lost``), once each, sorted."""
+    return sorted({f"{w.host} ({str(w.node)[:12]})" for lane in result.lanes.values() for r in lane.reps
+                   for w in r.workers_lost})

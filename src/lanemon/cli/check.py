@@ -54,9 +54,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     lane = _resolve_target(args)
     report = asyncio.run(run_check(lane))
     if args.json:
+        from lanemon.results.common import to_json_obj
         from lanemon.untrusted import json_visible  # bidi and zero-width characters as \uXXXX
 
-        sys.stdout.write(json_visible(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode()) + "\n")
+        sys.stdout.write(json_visible(orjson.dumps(to_json_obj(report), option=orjson.OPT_INDENT_2).decode()) + "\n")
     else:
         from rich.console import Console
         from rich.table import Table

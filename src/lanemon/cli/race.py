@@ -10,10 +10,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from lanemon.cli.common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, UsageError, add_measure_args, add_workload_args, err, open_recorder, positive_int, recording_saved, run_headless, slo_arg, thinking_arg, workload_lanes)
 from lanemon.untrusted import json_visible
+
+if TYPE_CHECKING:
+    from lanemon.results.race import RaceResult
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -74,7 +77,7 @@ def _run_headless(args: argparse.Namespace, plan) -> int:
                 await run_race(harness, prompt, i, endpoint=plan.endpoint, max_tokens=plan.max_tokens,
                                slo=args.slo_parsed)
                 race = race_json(live.races[i])
-                err(f"race {i}/{total} ({race['prompt_id'] or 'prompt'}): {verdict(race)}")
+                err(f"race {i}/{total} ({race.prompt_id or 'prompt'}): {verdict(race)}")
 
         run = run_headless(args, "race", lanes, body, extra={"bench": "race"},
                            # GPU telemetry and /metrics at each race's edges: energy and engine counters per race
@@ -88,24 +91,26 @@ def _run_headless(args: argparse.Namespace, plan) -> int:
     if args.json:
         import orjson
 
-        sys.stdout.write(json_visible(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode()) + "\n")
+        from lanemon.results.common import to_json_obj
+
+        sys.stdout.write(json_visible(orjson.dumps(to_json_obj(result), option=orjson.OPT_INDENT_2).decode()) + "\n")
     else:
         from lanemon.cli.common import output_console
 
         print_result(result, output_console(getattr(args, "width", None)))
     if run.interrupted:
         return EXIT_INTERRUPTED
-    races = result.get("races") or []
-    empty = [i for i, race in enumerate(races, 1) if race.get("winner") is None]
+    races = result.races
+    empty = [i for i, race in enumerate(races, 1) if race.winner is None]
     if empty or not races:  # a race no lane completed is no result (docs/RACE.md; one lane of several failing is)
-        failed = sorted({n for race in races for n, r in (race.get("lanes") or {}).items() if r.get("error")})
+        failed = sorted({n for race in races for n, r in race.lanes.items() if r.error})
         what = f"no lane completed race {', '.join(map(str, empty))}" if empty else "no race ran"
         err(f"exit 1: {what}" + (f" (failed: {', '.join(failed)})" if failed else ""))
         return EXIT_FAIL
     return EXIT_OK
 
 
-def print_result(result: dict[str, Any], console=None) -> None:
+def print_result(result: RaceResult, console=None) -> None:
     """The headless report: one table and one verdict sentence per race (+ a summary for several)."""
     from rich.console import Console
     from rich.markup import escape
@@ -116,40 +121,40 @@ def print_result(result: dict[str, Any], console=None) -> None:
     from lanemon.workloads.race import verdict
 
     console = console or Console()
-    races = result["races"]
+    races = result.races
     if not races:
         console.print("no race finished")
         return
     for race in races:
-        title = f"race {race['race']}"
-        if race.get("prompt_id"):
-            title += f" · {race['prompt_id']}"
-        if race.get("category"):
-            title += f" ({race['category']})"
-        title += f" · {race['endpoint']} · max {race['max_tokens']} tok"
+        title = f"race {race.race}"
+        if race.prompt_id:
+            title += f" · {race.prompt_id}"
+        if race.category:
+            title += f" ({race.category})"
+        title += f" · {race.endpoint} · max {race.max_tokens} tok"
         console.print(f"[b]{escape(title)}[/]")
         console.print(race_table(race))
         console.print(escape(verdict(race)))
-        for name, lane in race["lanes"].items():
-            if lane["error"]:
-                console.print(f"  {escape(name)}: {escape(lane['error']['cls'])}: {escape(lane['error']['message'])}")
+        for name, lane in race.lanes.items():
+            if lane.error:
+                console.print(f"  {escape(name)}: {escape(lane.error.cls)}: {escape(lane.error.message)}")
         console.print()
-    if result.get("slo"):
-        targets = ", ".join(f"{k.upper()} ≤ {v:g} s" for k, v in result["slo"].items())
-        for name, lane in result["lanes"].items():
-            g = lane.get("goodput") or {}
-            if g.get("share") is not None:
-                rate = f", {g['rate_rps']:.2f} req/s" if g.get("rate_rps") is not None else ""
-                console.print(f"goodput {escape(name)}: {g['good']}/{g['total']} races within {targets} "
-                              f"({g['share'] * 100:.0f}%{rate})")
+    if result.slo:
+        targets = ", ".join(f"{k.upper()} ≤ {v:g} s" for k, v in result.slo.items())
+        for name, lane in result.lanes.items():
+            g = lane.goodput
+            if g is not None and g.share is not None:
+                rate = f", {g.rate_rps:.2f} req/s" if g.rate_rps is not None else ""
+                console.print(f"goodput {escape(name)}: {g.good}/{g.total} races within {targets} "
+                              f"({g.share * 100:.0f}%{rate})")
     if len(races) > 1:
-        table = Table(title=f"{len(races)} races · {result['lanes_stat']}", title_justify="left")
+        table = Table(title=f"{len(races)} races · {result.lanes_stat}", title_justify="left")
         for col in ("lane", "wins", "TTFT", "decode", "output", "total"):
             table.add_column(col, justify="left" if col == "lane" else "right")
-        for name, lane in result["lanes"].items():
-            tokens = "—" if lane["output_tokens"] is None else f"{lane['output_tokens']:g} tok"
-            table.add_row(escape(name), f"{lane['wins']}/{len(races)}", seconds(lane["ttft_s"]),
-                          tok_s(lane["decode_tok_s"]), tokens, seconds(lane["total_s"]))
+        for name, lane in result.lanes.items():
+            tokens = "—" if lane.output_tokens is None else f"{lane.output_tokens:g} tok"
+            table.add_row(escape(name), f"{lane.wins}/{len(races)}", seconds(lane.ttft_s),
+                          tok_s(lane.decode_tok_s), tokens, seconds(lane.total_s))
         console.print(table)
 
 

@@ -433,28 +433,6 @@ def attach_counters(lanes: dict[str, Any], events: list[Event]) -> None:
                     rep["engine_counters"] = to_json_obj(c) if c is not None else None
 
 
-def attach_race_counters(result: dict[str, Any], events: Iterable[Event]) -> dict[str, Any]:
-    """``engine_counters`` for every lane of every race whose /metrics were scraped around it (the scrapes
-    either side of the race's start and end marks; null when no pair brackets it), in place."""
-    from lanemon.measure.energy import race_windows
-
-    races = result.get("races")
-    if not isinstance(races, list):
-        return result
-    events = reiterable(events)
-    windows = race_windows(events)
-    scraped: dict[str, list] = {}
-    for race in races:
-        if not isinstance(race, dict) or race.get("race") not in windows or not isinstance(race.get("lanes"), dict):
-            continue
-        for lane, entry in race["lanes"].items():
-            scr = scraped[lane] if lane in scraped else scraped.setdefault(lane, scrapes(events, lane))
-            if scr and isinstance(entry, dict):
-                c = window_counters(scr, *windows[race["race"]])
-                entry["engine_counters"] = to_json_obj(c) if c is not None else None
-    return result
-
-
 def session_counters(events: Iterable[Event]) -> dict[str, EngineCounters]:
     """Per lane, the run-scoped figures from the first to the last successful scrape of the session (the whole
     recording: a live session's, or a bench's including what ran between cells), every scrape added up

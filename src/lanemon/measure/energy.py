@@ -42,7 +42,7 @@ from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.measure.energy_sampling import MAX_W_PER_GPU, Reading, Sampled, sample, window
 from lanemon.measure.metrics import generated_tokens as _generated
-from lanemon.measure.records import RequestRecord, reiterable
+from lanemon.measure.records import RequestRecord
 from lanemon.results.common import Energy
 
 NS = 1_000_000_000
@@ -329,40 +329,6 @@ def race_windows(events: Iterable[Event]) -> dict[Any, tuple[int, int]]:
         elif ev.data.get("phase") == "end" and idx in starts:
             out[idx] = (starts[idx], ev.t)
     return out
-
-
-def attach_race_energy(result: dict[str, Any], events: Iterable[Event]) -> dict[str, Any]:
-    """Energy and cost (:data:`ENERGY_KEYS`) for every lane of every race (the race's start to end marks:
-    the lane's GPUs are held for the race) and, summed over the races, for each lane of the summary (in
-    place).  Lanes without telemetry get None with the reason."""
-    races = result.get("races")
-    if not isinstance(races, list):
-        return result
-    events = reiterable(events)
-    windows = race_windows(events)
-    costs = lane_costs(events)
-    per_lane: dict[str, tuple[list[tuple[int, int]], int]] = {}
-    cache: dict[str, tuple[list[Reading], Sampled]] = {}
-    for race in races:
-        if not isinstance(race, dict) or race.get("race") not in windows or not isinstance(race.get("lanes"), dict):
-            continue
-        w = windows[race["race"]]
-        for lane, entry in race["lanes"].items():
-            if not isinstance(entry, dict):
-                continue
-            tokens = entry.get("generated_tokens") if entry.get("error") is None else 0  # reasoning included
-            tokens = tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else 0
-            rs, sampled = lane_readings(cache, events, lane)
-            entry.update(energy_json(energy_of(events, lane, [w], tokens, costs.get(lane), rs, "race", sampled)))
-            ws, n = per_lane.get(lane, ([], 0))
-            per_lane[lane] = (ws + [w], n + tokens)
-    summary = result.get("lanes")
-    if isinstance(summary, dict):
-        for lane, (ws, n) in per_lane.items():
-            if isinstance(summary.get(lane), dict):
-                summary[lane].update(energy_json(run_energy(events, lane, ws, n, costs.get(lane),
-                                                            *lane_readings(cache, events, lane))))
-    return result
 
 
 def run_energy(events: list[Event], lane: str, windows: list[tuple[int, int]], generated_tokens: int,

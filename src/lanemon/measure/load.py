@@ -28,9 +28,9 @@ from __future__ import annotations
 import bisect
 from array import array
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from lanemon import events as schema
 from lanemon.events import Event
@@ -73,9 +73,10 @@ class ClientLoad:
         """End of the latest window reported (None: no watcher in this stream)."""
         self.windows = 0
         self.bound_windows = 0
-        self.last: dict[str, Any] = {}
-        self.last_bound: dict[str, Any] = {}
-        """The latest starved window's data (what :func:`starvation_cause` explains)."""
+        self.last = Window()
+        """The latest window's figures."""
+        self.last_bound = Window()
+        """The latest starved window's figures (what :func:`starvation_cause` explains)."""
         self.last_bound_t: int | None = None
         self.max_lag_ms = 0.0
         self.stalls: deque[tuple[int, int, float]] = deque()
@@ -94,18 +95,17 @@ class ClientLoad:
             return False
         d = ev.data or {}
         self.windows += 1
-        self.last = dict(d)
-        lag = d.get("lag_ms")
-        if isinstance(lag, (int, float)) and not isinstance(lag, bool):
-            self.max_lag_ms = max(self.max_lag_ms, float(lag))
+        self.last = window_of(d)
+        if self.last.lag_ms is not None:
+            self.max_lag_ms = max(self.max_lag_ms, self.last.lag_ms)
         self.seen_until = ev.t if self.seen_until is None else max(self.seen_until, ev.t)
         t0 = d.get("t0")
         start0 = t0 if isinstance(t0, int) and not isinstance(t0, bool) and t0 <= ev.t else ev.t
-        stall = max(_ms(d.get("lag_ms")), _ms(d.get("runq_ms")))
+        stall = max(self.last.lag_ms or 0.0, self.last.runq_ms or 0.0)
         self.stalls.append((start0, ev.t, stall))
-        if d.get("bound"):
+        if self.last.bound:
             self.bound_windows += 1
-            self.last_bound, self.last_bound_t = dict(d), ev.t
+            self.last_bound, self.last_bound_t = self.last, ev.t
             self.bound_stalls.append((start0, ev.t, stall))
             t0 = d.get("t0")
             start = t0 if isinstance(t0, int) and not isinstance(t0, bool) and t0 <= ev.t else ev.t
@@ -176,11 +176,25 @@ class ClientLoad:
     @property
     def is_bound(self) -> bool:
         """The latest window was starved."""
-        return bool(self.last.get("bound"))
+        return self.last.bound
 
 
-def _ms(x: Any) -> float:
-    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else 0.0
+class Window(NamedTuple):
+    """One ``client_load`` window's figures (its event data, read as untrusted: a value that is not a number is
+    None; see the module docstring for each)."""
+
+    lag_ms: float | None = None
+    runq_ms: float | None = None
+    cpu_pct: float | None = None
+    proc_cpu_pct: float | None = None
+    steal_pct: float | None = None
+    bound: bool = False
+
+
+def window_of(d: Mapping[str, object]) -> Window:
+    """A ``client_load`` event's data as a :class:`Window`."""
+    return Window(*(_num(d.get(k)) for k in ("lag_ms", "runq_ms", "cpu_pct", "proc_cpu_pct", "steal_pct")),
+                  bound=bool(d.get("bound")))
 
 
 STEAL_PCT = 5.0
@@ -208,13 +222,12 @@ class Starvation:
     """A few words for a status bar: ``CPU steal 22 %``, ``lanemon's CPU 97 %``, ``machine load``."""
 
 
-def starvation_cause(d: dict[str, Any]) -> Starvation:
+def starvation_cause(w: Window) -> Starvation:
     """Explain one starved ``client_load`` window (its data): CPU steal first (nothing on this machine can
     fix it), then lanemon's own CPU, then lanemon's own work on a machine with CPUs to spare (a quiet host
     and little run-queue wait: :data:`QUIET_HOST_PCT`), else the machine's other processes (the run-queue
     wait, the host CPU)."""
-    steal, own, host = _num(d.get("steal_pct")), _num(d.get("proc_cpu_pct")), _num(d.get("cpu_pct"))
-    runq, lag = _num(d.get("runq_ms")), _num(d.get("lag_ms"))
+    steal, own, host, runq, lag = w.steal_pct, w.proc_cpu_pct, w.cpu_pct, w.runq_ms, w.lag_ms
     if steal is not None and steal >= STEAL_PCT:
         return Starvation("steal", f"CPU steal: the hypervisor took {steal:.0f} % of this VM's CPU time",
                           "use a VM with dedicated vCPUs, or run lanemon on another machine", f"CPU steal {steal:.0f} %")
@@ -235,7 +248,7 @@ def starvation_cause(d: dict[str, Any]) -> Starvation:
                       "or on another machine", "machine load")
 
 
-def _num(x: Any) -> float | None:
+def _num(x: object) -> float | None:
     return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
 
 
@@ -281,5 +294,5 @@ def mark_client_bound(records: Iterable[Any], load: ClientLoad | Iterable[Event]
     return n
 
 
-__all__ = ["CLIENT_BOUND", "ClientLoad", "KIND", "LAG_BOUND_MS", "OWN_CPU_PCT", "STEAL_PCT", "Starvation",
-           "client_load", "flag", "has_flag", "is_client_bound", "mark_client_bound", "starvation_cause"]
+__all__ = ["CLIENT_BOUND", "ClientLoad", "KIND", "LAG_BOUND_MS", "OWN_CPU_PCT", "STEAL_PCT", "Starvation", "Window",
+           "client_load", "flag", "has_flag", "is_client_bound", "mark_client_bound", "starvation_cause", "window_of"]

@@ -26,9 +26,9 @@ from lanemon.measure.metrics import tail_ok
 from lanemon.measure.summary import LaneSummary, SummaryFold
 from lanemon.recording.reader import Recording, RecordingError
 from lanemon.results.analysis import Analysis
-from lanemon.results.common import LoadConfig, Percentiles
+from lanemon.results.common import LoadConfig
 from lanemon.results.decode import DecodeCell
-from lanemon.results.load import LoadLane, LoadRep
+from lanemon.results.load import LatencyPercentiles, LoadLane, LoadRep
 from lanemon.results.needles import NeedleCell
 from lanemon.results.prefill import PrefillCell
 from lanemon.results.race import RaceResult
@@ -215,7 +215,7 @@ def _load_row(r: LaneSummary, lane: LoadLane, config: LoadConfig | None) -> Lane
     def med(get: Callable[[LoadRep], float | int | None]) -> Any:
         return _median(get(x) for x in reps)
 
-    def pct(get: Callable[[LoadRep], Percentiles | None], q: str) -> Any:
+    def pct(get: Callable[[LoadRep], LatencyPercentiles | None], q: str) -> Any:
         return med(lambda x: getattr(get(x), q) if get(x) is not None else None)
 
     return msgspec.structs.replace(

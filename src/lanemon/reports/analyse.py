@@ -77,10 +77,15 @@ def interrupted_text(bench: str, result: Any) -> str | None:
     say it per lane."""
     from lanemon.workloads.bench.run import interruption_text
 
+    if isinstance(result, QevalLanes):
+        cut = [name for name, r in result.lanes.items() if getattr(r, "interrupted", False)]
+        return f"{bench} run interrupted on {', '.join(cut)}: the results cover only what finished" if cut else None
     if isinstance(result, Result):
         if not getattr(result, "interrupted", False):
             return None
-        return interruption_text(bench, to_json_obj(result))  # run.py reads the JSON form
+        if bench in ("decode", "prefill", "needles", "load", "sweep"):  # a bench with a plan: what it did not run
+            return interruption_text(bench, to_json_obj(result))  # run.py reads the JSON form
+        return f"{bench} run interrupted: the results cover only what finished"  # no plan (race, agree, kl, ...)
     if not isinstance(result, dict):
         return None
     if bench in PER_LANE:

@@ -185,10 +185,10 @@ def cells(analysis: Analysis) -> list[Cell]:
         for metric, value in (("exact", ag.exact), ("agree_ge_10_words", ag.agree_ge_10_words),
                               ("median_first_divergence_word", ag.median_first_divergence_word)):
             add("agree", pair, "prompts", f"{ag.total} prompts", metric, value)
-    kl = analysis.kl or {}
-    for lane, x in (kl.get("lanes") or {}).items():
-        if (x or {}).get("status") == "ok" and x.get("kl") is not None:
-            add("kl", lane, "reference", f"vs {kl.get('reference')}", "kl", x.get("kl"))
+    kl = analysis.kl
+    for lane, x in kl.lanes.items() if kl is not None else ():
+        if x.status == "ok" and x.kl is not None:
+            add("kl", lane, "reference", f"vs {kl.reference}", "kl", x.kl)
     g = analysis.gauntlet
     for lane, x in (g.lanes if g is not None else {}).items():
         if not x.reps:

@@ -16,14 +16,15 @@ import msgspec
 
 from lanemon.measure.stats import median
 from lanemon.reports.format import num
+from lanemon.results.agree import AgreeResult
 from lanemon.results.analysis import Analysis, QevalLanes
-from lanemon.results.common import Result, to_json_obj
+from lanemon.results.common import to_json_obj
 from lanemon.results.decode import DecodeCell, DecodeLane, DecodeResult, LaneLevels, LevelView
 from lanemon.results.prefill import PrefillResult
-from lanemon.results.race import RaceResult
-from lanemon.results.agree import AgreeResult
 from lanemon.results.gauntlet import GauntletLane, GauntletResult
+from lanemon.results.kl import KlResult
 from lanemon.results.qeval import QevalResult
+from lanemon.results.race import RaceResult
 from lanemon.workloads.bench.decode import crossover as ladder_crossover
 from lanemon.workloads.bench.decode import judge_levels
 from lanemon.workloads.bench.decode import level_figure as ladder_level_figure
@@ -165,14 +166,11 @@ def prefill_cells(prefill: PrefillResult | dict[str, Any], lane: str) -> dict[st
     return ((prefill.get("lanes") or {}).get(lane) or {}).get("lengths") or {}
 
 
-def race_wins(race: RaceResult | dict[str, Any]) -> dict[str, int]:
-    wins: dict[str, int] = {}
-    races = race.races if isinstance(race, RaceResult) else race.get("races") or []
-    for r in races:
-        w = r.winner if isinstance(r, Result) else r.get("winner")
-        if w:
-            wins[w] = wins.get(w, 0) + 1
-    return wins
+def race_wins(race: RaceResult) -> dict[str, int]:
+    """Races won per lane (the result's own ``wins``), in the order of their first win; lanes that won none left
+    out."""
+    first = dict.fromkeys(r.winner for r in race.races if r.winner)
+    return {name: race.lanes[name].wins for name in first if name in race.lanes}
 
 
 def qeval_runs(q: Any) -> dict[str, QevalResult]:
@@ -197,13 +195,13 @@ def qeval_rate(run: QevalResult) -> float | None:
     return median(rates)
 
 
-def agree_pair(ag: AgreeResult | dict[str, Any]) -> tuple[str, str]:
-    lanes = list((ag.lanes if isinstance(ag, AgreeResult) else ag.get("lanes")) or []) + ["A", "B"]
+def agree_pair(ag: AgreeResult) -> tuple[str, str]:
+    lanes = list(ag.lanes) + ["A", "B"]
     return str(lanes[0]), str(lanes[1])
 
 
-def kl_lanes(kl: dict[str, Any], order: list[str]) -> list[str]:
-    lanes = kl.get("lanes") or {}
+def kl_lanes(kl: KlResult, order: list[str]) -> list[str]:
+    lanes = kl.lanes
     return [n for n in order if n in lanes] + [n for n in lanes if n not in order]
 
 

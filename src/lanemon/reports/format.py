@@ -139,9 +139,10 @@ def clip(text: Any, n: int = 60) -> str:
 
 
 def err_text(e: Any, n: int = 40) -> str:
-    """An error as one short line: ``http: 503 Service Unavailable``."""
-    if isinstance(e, dict):
-        cls, msg = e.get("cls"), e.get("message")
+    """An error as one short line: ``http: 503 Service Unavailable`` (a ``{"cls", "message"}`` object, or a typed
+    error with those attributes, e.g. :class:`lanemon.results.race.RaceError`)."""
+    if isinstance(e, dict) or hasattr(e, "cls"):
+        cls, msg = (e.get("cls"), e.get("message")) if isinstance(e, dict) else (e.cls, getattr(e, "message", None))
         text = f"{cls}: {msg}" if cls and msg else str(cls or msg or "error")
     else:
         text = str(e)

@@ -25,6 +25,7 @@ from lanemon.results.check import CheckResult
 from lanemon.results.compare import Comparison
 from lanemon.results.decode import DecodeResult
 from lanemon.results.gauntlet import GauntletResult
+from lanemon.results.kl import KlResult
 from lanemon.results.load import LoadResult
 from lanemon.results.needles import NeedleResult
 from lanemon.results.prefill import PrefillResult
@@ -45,6 +46,7 @@ OUTPUTS: dict[str, tuple[Any, str]] = {
     "race": (RaceResult, "lanemon race --json"),
     "check": (CheckResult, "lanemon check --json"),
     "agree": (AgreeResult, "lanemon agree --json"),
+    "kl": (KlResult, "lanemon kl --json"),
     "gauntlet": (GauntletResult, "lanemon gauntlet --json"),
     "qeval": (QevalResult, "lanemon qeval run --json (and qeval rescore --json of one lane)"),
     "qeval-compare": (QevalCompare, "lanemon qeval compare --json"),

@@ -21,8 +21,10 @@ from typing import Any
 
 from lanemon.measure.catalogue import metric
 from lanemon.reports.format import num, pct
-from lanemon.results.common import Result, to_json_obj
-from lanemon.results.decode import DecodeResult
+from lanemon.results.common import CellGoodput, Energy, LoadConfig, Result, Slo, as_result, to_json_obj
+from lanemon.results.decode import DecodeResult, LeaderChange
+from lanemon.results.load import LatencyPercentiles, LoadResult, LoadSlo, SendLag
+from lanemon.results.sweep import SweepResult
 
 # cell tags: how a renderer may colour a cell (the text alone must say it)
 WARN, BAD, GOOD, STRONG = "warn", "bad", "good", "strong"
@@ -120,6 +122,17 @@ class ResultTable:
         return (f"hidden at this width: {', '.join(self.hidden)} (a wider terminal, the report or --json shows them)"
                 if self.hidden else "")
 
+    def units_note(self) -> str:
+        """The units the shown labels leave out (a short label: ``steady``, not ``steady tok/s``): ``steady, span,
+        stream in tok/s``; empty where every label that should name its unit does (the catalogue's full label names
+        it; a time's cells and a count's carry their own)."""
+        by_unit: dict[str, list[str]] = {}
+        for c in self.columns:
+            m = metric(c.metric) if c.metric else None
+            if m and m.unit not in ("s", "requests") and m.unit in m.label.split() and m.unit not in c.label.split():
+                by_unit.setdefault(m.unit, []).append(c.label)
+        return " · ".join(f"{', '.join(labels)} in {unit}" for unit, labels in by_unit.items())
+
 
 def _cells(text: str) -> int:
     """Terminal cells of plain text (every character of ours is one cell wide)."""
@@ -146,11 +159,10 @@ def share(v: Any) -> str:
     return "—" if x is None else f"{x * 100:.0f} %"
 
 
-def tail(d: dict[str, Any] | None, q: int, key: str = "p99") -> str:
-    """A p90/p99 cell that says what it rests on (reports/format.py pct: ``max 0.38 s (n=8)`` when too few
+def tail(d: LatencyPercentiles | SendLag) -> str:
+    """A p99 cell that says what it rests on (reports/format.py pct: ``max 0.38 s (n=8)`` when too few
     samples carry that percentile)."""
-    d = d or {}
-    return pct(d.get(key), q, d.get("n"), d.get("max"), secs)
+    return pct(d.p99, 99, d.n, d.max, secs)
 
 
 _SLO_LABEL = {"ttft": "TTFT", "tpot": "TPOT", "e2e": "E2E"}
@@ -160,13 +172,15 @@ def slo_targets_text(slo: dict[str, float] | None) -> str:
     return ", ".join(f"{_SLO_LABEL.get(k, k.upper())} ≤ {v:g} s" for k, v in (slo or {}).items()) or "no SLO"
 
 
-def slo_cell(j: dict[str, Any] | None) -> Cell:
+def slo_cell(j: LoadSlo | CellGoodput | Slo | dict[str, Any] | None) -> Cell:
     """``held`` / ``broke TTFT`` (the targets whose percentile was over the limit)."""
-    if not isinstance(j, dict) or "held" not in j:
+    if isinstance(j, dict):  # a cell's goodput not yet typed (issue 37: decode, prefill)
+        j = as_result(j, Slo) if "held" in j else None
+    if j is None or j.held is None:
         return Cell("—")
-    if j["held"]:
+    if j.held:
         return Cell("held", GOOD)
-    broke = [_SLO_LABEL.get(k, k) for k, t in (j.get("targets") or {}).items() if not t.get("held")]
+    broke = [_SLO_LABEL.get(k, k) for k, t in j.targets.items() if not t.held]
     return Cell("broke " + "+".join(broke) if broke else "broke", BAD)
 
 
@@ -190,14 +204,14 @@ def slo_columns(slo: dict[str, float] | None) -> list[Column]:
     return cols
 
 
-def slo_cells(j: dict[str, Any] | None, slo: dict[str, float] | None, rate_key: str = "goodput_rps") -> list[Cell]:
+def slo_cells(j: LoadSlo | None, slo: dict[str, float] | None) -> list[Cell]:
+    """A load rep's goodput, whether the SLO held, and each target's attainment."""
     if not slo:
         return []
-    j = j if isinstance(j, dict) else {}
-    out = [Cell(rate(j.get(rate_key))), slo_cell(j)]
+    out = [Cell(rate(j.goodput_rps if j else None)), slo_cell(j)]
     for k in slo:
-        t = (j.get("targets") or {}).get(k) or {}
-        out.append(Cell(share(t.get("attainment"))))
+        t = j.targets.get(k) if j else None
+        out.append(Cell(share(t.attainment if t else None)))
     return out
 
 
@@ -210,22 +224,22 @@ def slo_note(slo: dict[str, float] | None) -> str:
 
 
 # ------------------------------------------------------------------ load
-def load_table(result: dict[str, Any], lanes: Sequence[str] | None = None) -> ResultTable:
+def load_table(result: LoadResult, lanes: Sequence[str] | None = None) -> ResultTable:
     """``bench load``: one row per lane and rep."""
-    cfg = (result.get("config") or {}).get("load") or {}
-    slo = (result.get("config") or {}).get("slo") or None
-    what = f"{cfg.get('arrival', '?')} arrivals" + (f" at {cfg['rate']:g} req/s" if cfg.get("rate") else "")
-    by_lane = result.get("lanes") or {}
+    cfg = result.config.load or LoadConfig()
+    slo = result.config.slo or None
+    what = f"{cfg.arrival or '?'} arrivals" + (f" at {cfg.rate:g} req/s" if cfg.rate else "")
+    by_lane = result.lanes
     names = [n for n in (lanes or by_lane) if n in by_lane]
-    multi = any(len((by_lane[n] or {}).get("reps") or []) > 1 for n in names)
+    multi = any(len(by_lane[n].reps) > 1 for n in names)
     cols = [Column("lane", 0, "left")] + ([Column("rep", 3)] if multi else []) + [
         fig("measured", 6), fig("ok", 5), fig("errors", 2), fig("scheduled_rps", 7), fig("sent_rps", 6),
         fig("served_rps", 0), fig("served_tok_s", 0), fig("ttft", 2, "p50"), fig("ttft", 3, "p99"),
         fig("tpot", 3, "p50"), fig("e2e", 4, "p99"), fig("send_lag", 5, "p99")] + slo_columns(slo)
-    reps = [r for n in names for r in (by_lane[n] or {}).get("reps") or [] if isinstance(r, dict)]
-    energy = any(num(r.get("energy_j")) is not None for r in reps)
-    cost = any(num(r.get("usd_per_1m_output_tokens")) is not None for r in reps)
-    eng = engine_columns([r.get("engine_counters") for r in reps])
+    reps = [r for n in names for r in by_lane[n].reps]
+    energy = any(num(r.energy_j) is not None for r in reps)
+    cost = any(num(r.usd_per_1m_output_tokens) is not None for r in reps)
+    eng = engine_columns([r.engine_counters for r in reps])
     if energy:
         cols += [fig("tokens_per_joule", 2), fig("gpu_power", 4)]
     if cost:
@@ -234,36 +248,33 @@ def load_table(result: dict[str, Any], lanes: Sequence[str] | None = None) -> Re
     rows: list[list[Cell]] = []
     notes: list[str] = []
     for lane in names:
-        for i, r in enumerate((by_lane[lane] or {}).get("reps") or []):
+        for i, r in enumerate(by_lane[lane].reps):
             who = f"{lane}{f' rep {i + 1}' if multi else ''}"
-            served = Cell(rate(r.get("completed_rate_rps")) + (" behind" if r.get("lane_behind") else ""),
-                          BAD if r.get("lane_behind") else None)
-            if r.get("completed_rate_rps") is None and r.get("completed_rate_reason"):
+            served = Cell(rate(r.completed_rate_rps) + (" behind" if r.lane_behind else ""),
+                          BAD if r.lane_behind else None)
+            if r.completed_rate_rps is None and r.completed_rate_reason:
                 served = Cell("none", WARN)  # not 0 req/s beside tokens of requests still running
-                notes.append(f"{who}: served req/s none: {r['completed_rate_reason']} (its tok/s are tokens of "
+                notes.append(f"{who}: served req/s none: {r.completed_rate_reason} (its tok/s are tokens of "
                              "requests still running at the window's end)")
             row = [Cell(lane, STRONG)] + ([Cell(str(i + 1))] if multi else []) + [
-                Cell(str(r.get("measured"))), Cell(str(r.get("ok"))),
-                Cell(str(r.get("errors")), BAD if r.get("errors") else None),
-                Cell(rate(r.get("scheduled_rate_rps"))), Cell(rate(r.get("sent_rate_rps"))), served,
-                Cell(rate(r.get("output_tok_s"))),
-                Cell(secs((r.get("ttft_s") or {}).get("p50"))), Cell(tail(r.get("ttft_s"), 99)),
-                Cell(secs((r.get("tpot_s") or {}).get("p50"))), Cell(tail(r.get("e2e_s"), 99)),
-                Cell(tail(r.get("send_lag_s"), 99) + (" behind" if r.get("client_behind") else ""),
-                     WARN if r.get("client_behind") else None)] + slo_cells(r.get("slo"), slo)
+                Cell(str(r.measured)), Cell(str(r.ok)), Cell(str(r.errors), BAD if r.errors else None),
+                Cell(rate(r.scheduled_rate_rps)), Cell(rate(r.sent_rate_rps)), served, Cell(rate(r.output_tok_s)),
+                Cell(secs(r.ttft_s.p50)), Cell(tail(r.ttft_s)), Cell(secs(r.tpot_s.p50)), Cell(tail(r.e2e_s)),
+                Cell(tail(r.send_lag_s) + (" behind" if r.client_behind else ""), WARN if r.client_behind else None)
+            ] + slo_cells(r.slo, slo)
             if energy:
-                row += [Cell(plus_minus(r.get("tokens_per_joule"), r.get("tokens_per_joule_uncertainty"), 2)),
-                        Cell(plus_minus(r.get("gpu_power_w_mean"), power_uncertainty(r), 1))]
+                row += [Cell(plus_minus(r.tokens_per_joule, r.tokens_per_joule_uncertainty, 2)),
+                        Cell(plus_minus(r.gpu_power_w_mean, power_uncertainty(r.energy_uncertainty_j, r.energy_window_s), 1))]
             if cost:
-                row += [Cell(fixed(r.get("usd_per_1m_output_tokens"), 2))]
-            row += engine_cells(r.get("engine_counters"), eng)
+                row += [Cell(fixed(r.usd_per_1m_output_tokens, 2))]
+            row += engine_cells(r.engine_counters, eng)
             rows.append(row)
-            if r.get("workers_lost"):  # a load host lost mid-rep (docs/WORKERS.md, "Failure handling")
-                lost = ", ".join(f"{w.get('host') or '?'} ({str(w.get('node') or '?')[:12]})"
-                                 for w in r["workers_lost"] if isinstance(w, dict))
+            if r.workers_lost:  # a load host lost mid-rep (docs/WORKERS.md, "Failure handling")
+                lost = ", ".join(f"{w.host or '?'} ({(w.node or '?')[:12]})" for w in r.workers_lost)
                 notes.append(f"{who}: workers_lost: load host {lost} lost; its requests in flight are errors, "
-                             f"{r.get('not_sent') or 0} it had not sent are not sent (no figure from them)")
-            apart = ", ".join(f"{r[k]} {k}" for k in ("truncated", "empty", "bursts") if r.get(k))
+                             f"{r.not_sent} it had not sent are not sent (no figure from them)")
+            apart = ", ".join(f"{n} {k}" for k, n in (("truncated", r.truncated), ("empty", r.empty),
+                                                      ("bursts", r.bursts)) if n)
             if apart:
                 notes.append(f"{who}: {apart} (counted apart, no figure from them)")
             notes += engine_notes(who, r, energy, cost)
@@ -292,9 +303,9 @@ def plus_minus(v: Any, u: Any, digits: int) -> str:
     return fixed(x, digits) if x is None or e is None else f"{fixed(x, digits)} ±{e:,.{digits}f}"
 
 
-def power_uncertainty(r: dict[str, Any]) -> float | None:
+def power_uncertainty(energy_uncertainty_j: object, energy_window_s: object) -> float | None:
     """The mean GPU power's uncertainty: the energy's over the window."""
-    u, s = num(r.get("energy_uncertainty_j")), num(r.get("energy_window_s"))
+    u, s = num(energy_uncertainty_j), num(energy_window_s)
     return u / s if u is not None and s else None
 
 
@@ -322,18 +333,18 @@ def engine_cells(c: Any, columns: Sequence[str]) -> list[Cell]:
     return out
 
 
-def engine_notes(who: str, r: dict[str, Any], energy: bool, cost: bool) -> list[str]:
+def engine_notes(who: str, r: Energy, energy: bool, cost: bool) -> list[str]:
     """Why a rep's energy or cost is unknown, and what its engine counters say beyond the columns (ranks,
     restarts, LoRA adapters)."""
     out = []
     # a lane with telemetry whose energy was withheld (its exporter's interval against the window) says so even
     # when no rep has a figure (energy_update_s: the source's learned interval, None without telemetry)
-    told = energy or r.get("energy_update_s") is not None
-    why = [x for x in (r.get("energy_reason") if told and r.get("energy_j") is None else None,
-                       r.get("cost_reason") if cost and r.get("usd_per_1m_output_tokens") is None else None) if x]
+    told = energy or num(r.energy_update_s) is not None
+    why = [x for x in (r.energy_reason if told and num(r.energy_j) is None else None,
+                       r.cost_reason if cost and num(r.usd_per_1m_output_tokens) is None else None) if x]
     if why:
-        out.append(f"{who}: {'; '.join(dict.fromkeys(why))}")
-    c = r.get("engine_counters")
+        out.append(f"{who}: {'; '.join(dict.fromkeys(str(w) for w in why))}")
+    c = r.engine_counters
     if isinstance(c, dict) and (c.get("ranks") or c.get("restarts") or c.get("lora_adapters")):
         from lanemon.measure.counters import counters_text
 
@@ -342,13 +353,14 @@ def engine_notes(who: str, r: dict[str, Any], energy: bool, cost: bool) -> list[
 
 
 # ------------------------------------------------------------------ sweep
-def sweep_table(result: dict[str, Any], lanes: Sequence[str] | None = None) -> ResultTable:
+def sweep_table(result: SweepResult, lanes: Sequence[str] | None = None) -> ResultTable:
     """``bench sweep``: one row per level and lane (level-major), the knee's figure (span tok/s) and its gain
     per doubling, with the level's goodput and whether the SLO held."""
-    slo = result.get("slo") or (result.get("config") or {}).get("slo") or None
-    by_lane = result.get("lanes") or {}
+    slo = result.slo or result.config.slo or None
+    by_lane = result.lanes
     names = [n for n in (lanes or by_lane) if n in by_lane]
-    levels = sorted({int(c) for n in names for c in ((by_lane[n] or {}).get("levels") or {})})
+    levels = sorted({int(c) for n in names for c in by_lane[n].levels})
+    knee_gain = num(result.knee_gain) or 0.1
     cols = [Column("C", 0), Column("lane", 0, "left"), fig("aggregate_tok_s", 0, short="tok/s"),
             fig("gain_per_doubling", 1), fig("steady_tok_s", 4), fig("ttft", 3, "p90"),
             fig("tpot", 3, "p50", short="TPOT"), fig("errors", 2)]
@@ -356,68 +368,73 @@ def sweep_table(result: dict[str, Any], lanes: Sequence[str] | None = None) -> R
         cols += [fig("goodput", 1), fig("slo_held", 1)]
     rows: list[list[Cell]] = []
     ends: set[int] = set()
+    starved = False
     for c in levels:
         first = True
         for n in names:
-            d = by_lane[n] or {}
-            cell = (d.get("levels") or {}).get(str(c))
+            d = by_lane[n]
+            cell = d.levels.get(str(c))
             if cell is None:
                 continue
-            gain = (d.get("gain_per_doubling") or {}).get(str(c))
-            flag = " ?" if cell.get("unreliable") else ""
-            tpot = cell.get("tpot_p50_s")
+            gain = d.gain_per_doubling.get(str(c))
+            flag = " ?" if cell.unreliable else ""
+            starved = starved or bool(flag)
+            tpot = num(cell.tpot_p50_s)
             if tpot is None:
-                ps = num(cell.get("per_stream_tok_s_p50"))
+                ps = num(cell.per_stream_tok_s_p50)
                 tpot = 1 / ps if ps else None
             row = [Cell(f"C{c}" if first else ""), Cell(n, STRONG),
-                   Cell(rate(cell.get("aggregate_tok_s")) + flag, WARN if flag else None),
-                   Cell("—" if gain is None else f"{gain * 100:+.0f} %",
-                        WARN if gain is not None and gain < float(result.get("knee_gain") or 0.1) else None),
-                   Cell(rate(cell.get("steady_tok_s"))),
-                   Cell(pct(cell.get("ttft_p90_s"), 90, cell.get("ttft_n"), cell.get("ttft_max_s"), secs)),
+                   Cell(rate(cell.aggregate_tok_s) + flag, WARN if flag else None),
+                   Cell("—" if gain is None else f"{gain * 100:+.0f} %", WARN if gain is not None and gain < knee_gain
+                        else None),
+                   Cell(rate(cell.steady_tok_s)),
+                   Cell(pct(num(cell.ttft_p90_s), 90, cell.ttft_n, num(cell.ttft_max_s), secs)),
                    Cell(secs(tpot)),
-                   Cell(str(cell.get("errors") or 0), BAD if cell.get("errors") else None)]
+                   Cell(str(cell.errors or 0), BAD if cell.errors else None)]
             if slo:
-                g = cell.get("goodput") or {}
-                row += [Cell(rate(g.get("rate_rps"))), slo_cell(g)]
+                row += [Cell(rate(cell.goodput.rate_rps if cell.goodput else None)), slo_cell(cell.goodput)]
             rows.append(row)
             first = False
         if rows:
             ends.add(len(rows) - 1)
     notes = [sweep_finding(result, n) for n in names]
-    x = result.get("crossover")
+    x = result.crossover
     if x:
-        notes.append(f"crossover: {x['leader_after']} overtakes {x['leader_before']} between C{x['between'][0]} "
-                     f"and C{x['between'][1]}")
+        notes.append(f"crossover: {crossover_text(x)}")
     if slo:
         notes.append(slo_note(slo))
-    legend = "? lanemon starved at this level (not judged)" if any(
-        ((by_lane[n] or {}).get("levels") or {}).get(str(c), {}).get("unreliable") for n in names for c in levels) else ""
-    gain_pct = (num(result.get("knee_gain")) or 0.1) * 100
+    legend = "? lanemon starved at this level (not judged)" if starved else ""
     return ResultTable("sweep", f"concurrency sweep · aggregate decode tok/s, first send → last end (knee: a doubling "
-                       f"gains under {gain_pct:.0f} %)", cols, rows, notes, legend, ends)
+                       f"gains under {knee_gain * 100:.0f} %)", cols, rows, notes, legend, ends)
 
 
-def sweep_finding(result: dict[str, Any], lane: str) -> str:
+def crossover_text(x: LeaderChange) -> str:
+    """``B overtakes A between C2 and C4`` (a sweep's crossover: its decode levels')."""
+    a, b = x.between
+    return f"{x.leader_after} overtakes {x.leader_before} between C{a} and C{b}"
+
+
+def sweep_finding(result: SweepResult, lane: str) -> str:
     """``A: knee at C16 (...); SLO held up to C8; best 318 tok/s``."""
-    d = (result.get("lanes") or {}).get(lane) or {}
-    if d.get("knee"):
-        rests = d.get("rests_on") or [None, None]
-        what = f"knee at C{d['knee']} (C{rests[1]} gained under {(num(result.get('knee_gain')) or 0.1) * 100:.0f} % a doubling)"
-        if not d.get("knee_reliable", True):
+    d = result.lanes[lane]
+    knee_gain = num(result.knee_gain) or 0.1
+    if d.knee:
+        rests = d.rests_on or [None, None]
+        what = f"knee at C{d.knee} (C{rests[1]} gained under {knee_gain * 100:.0f} % a doubling)"
+        if not d.knee_reliable:
             what += ", unreliable: lanemon itself was starved at these levels"
-    elif d.get("stopped") == "slo":
-        what = (f"SLO held up to C{d['slo_holds_to']}, broke at the next level" if d.get("slo_holds_to")
+    elif d.stopped == "slo":
+        what = (f"SLO held up to C{d.slo_holds_to}, broke at the next level" if d.slo_holds_to
                 else "SLO broken already at the first level")
     else:
         what = {"errors": "stopped on errors", "max_level": "no knee up to --max-level",
-                "cut": "cut short (interrupted)", "running": "running"}.get(d.get("stopped"), str(d.get("stopped")))
-    if result.get("slo") and d.get("stopped") != "slo" and d.get("slo_held"):
-        held = [int(c) for c, ok in d["slo_held"].items() if ok]
-        broke = [int(c) for c, ok in d["slo_held"].items() if not ok]
+                "cut": "cut short (interrupted)", "running": "running"}.get(d.stopped, str(d.stopped))
+    if result.slo and d.stopped != "slo" and d.slo_held:
+        held = [int(c) for c, ok in d.slo_held.items() if ok]
+        broke = [int(c) for c, ok in d.slo_held.items() if not ok]
         what += (f"; SLO held at every level run (to C{max(held)})" if not broke and held
                  else f"; SLO broke at C{', C'.join(str(c) for c in sorted(broke))}" if broke else "")
-    return f"{lane}: {what}; best {rate(d.get('max_aggregate_tok_s'))} tok/s"
+    return f"{lane}: {what}; best {rate(d.max_aggregate_tok_s)} tok/s"
 
 
 # ------------------------------------------------------------------ decode
@@ -616,5 +633,5 @@ def print_table(console, t: ResultTable) -> None:
     width = console.width if console.width else None
     rt, fitted = rich_table(t, width)
     console.print(rt)
-    for note in fitted.notes + ([fitted.hidden_note()] if fitted.hidden else []):
+    for note in fitted.notes + [x for x in (fitted.units_note(), fitted.hidden_note()) if x]:
         console.print(note, markup=False, highlight=False, style="dim")

@@ -26,6 +26,7 @@ from lanemon.results.analysis import Analysis, as_analysis
 from lanemon.results.common import as_result
 from lanemon.results.decode import DecodeCell, DecodeResult
 from lanemon.results.gauntlet import GauntletResult
+from lanemon.results.kl import KlResult
 from lanemon.results.qeval import QevalCompare
 
 TIE = 1 + st.DEFAULT_BANDS["throughput"]
@@ -327,13 +328,8 @@ def _qeval_verdict(analysis: Analysis) -> str | None:
     return f"Quality gate: no significant difference — {s}; {paired_text(c)}."
 
 
-def agree_sentence(ag: AgreeResult | dict[str, Any]) -> str | None:
-    """``0/40 exact matches with a median first divergence at word 2 (9/40 agree ..., 18/40 diverge at word 0)``
-    (from the typed result, or its JSON form: what the agree section passes)."""
-    if not isinstance(ag, AgreeResult):
-        if not ag.get("total"):
-            return None
-        ag = as_result({"bench": "agree", "lanes": [], "exact": 0, **ag}, AgreeResult)
+def agree_sentence(ag: AgreeResult) -> str | None:
+    """``0/40 exact matches with a median first divergence at word 2 (9/40 agree ..., 18/40 diverge at word 0)``."""
     total = ag.total
     if not total:
         return None
@@ -353,16 +349,16 @@ def _agree_verdict(analysis: Analysis) -> str | None:
     return f"Greedy agreement {a} vs {b}: {s}; a divergence signature, not a quality verdict."
 
 
-def kl_lane_text(kl: dict[str, Any], n: str) -> str:
+def kl_lane_text(kl: KlResult, n: str) -> str:
     """``KL(B ‖ A) = 0.0123 nats/token (...)`` or ``not exposed by lane A: HTTP 400: ...``."""
-    c = (kl.get("lanes") or {}).get(n) or {}
-    ref = kl.get("reference")
-    st, msg = c.get("status"), c.get("message")
-    if st == "ok":
+    c = kl.lanes.get(n)
+    ref = kl.reference
+    st, msg = (c.status, c.message) if c is not None else (None, None)
+    if c is not None and st == "ok":
         if n == ref:
             return f"{n} is the reference"
-        return (f"KL({ref} ‖ {n}) = {kl_num(c.get('kl'))} nats/token (p50 {kl_num(c.get('kl_p50'))}, "
-                f"p99 {kl_num(c.get('kl_p99'))}, {c.get('positions', 0):,} positions)")
+        return (f"KL({ref} ‖ {n}) = {kl_num(c.kl)} nats/token (p50 {kl_num(c.kl_p50)}, "
+                f"p99 {kl_num(c.kl_p99)}, {c.positions:,} positions)")
     if st == "not_exposed":
         return f"not exposed by lane {n}: {clip(msg or 'no logprobs', 90)}"
     if st == "skipped":
@@ -372,15 +368,15 @@ def kl_lane_text(kl: dict[str, Any], n: str) -> str:
 
 def kl_verdict(analysis: Analysis | dict[str, Any]) -> str | None:
     analysis = as_analysis(analysis)
-    kl = analysis.kl or {}
-    lanes = kl_lanes(kl, lane_names(analysis))
-    if not lanes:
+    kl = analysis.kl
+    lanes = kl_lanes(kl, lane_names(analysis)) if kl is not None else []
+    if kl is None or not lanes:
         return None
-    ref = kl.get("reference")
-    ok = [n for n in lanes if n != ref and (kl["lanes"][n] or {}).get("status") == "ok"]
+    ref = kl.reference
+    ok = [n for n in lanes if n != ref and kl.lanes[n].status == "ok"]
     if ok:
         return "Logprob divergence: " + "; ".join(kl_lane_text(kl, n) for n in ok) + "."
-    why = [kl_lane_text(kl, n) for n in lanes if (kl["lanes"][n] or {}).get("status") != "ok"]
+    why = [kl_lane_text(kl, n) for n in lanes if kl.lanes[n].status != "ok"]
     return "No KL between lanes: " + "; ".join(why) + "."
 
 

@@ -19,6 +19,7 @@ from lanemon.results.common import Num, Result
 from lanemon.results.counters import EngineCounters
 from lanemon.results.decode import DecodeResult
 from lanemon.results.gauntlet import GauntletResult
+from lanemon.results.kl import KlResult
 from lanemon.results.load import LoadResult
 from lanemon.results.needles import NeedleResult
 from lanemon.results.prefill import PrefillResult
@@ -84,8 +85,7 @@ class Analysis(Result, kw_only=True):
     race: RaceResult | None = None
     qeval: QevalLanes | None = None
     agree: AgreeResult | None = None
-    kl: Any = None
-    """``kl --json`` as the kl workload returns it (no typed result yet)."""
+    kl: KlResult | None = None
     gauntlet: GauntletResult | None = None
     warnings: list[str]
 
@@ -103,7 +103,7 @@ BENCH_FIELDS = ("decode", "prefill", "needles", "sweep", "load", "race", "qeval"
 
 TYPED: dict[str, type[Result]] = {"decode": DecodeResult, "prefill": PrefillResult, "needles": NeedleResult,
                                   "sweep": SweepResult, "load": LoadResult, "race": RaceResult, "qeval": QevalLanes,
-                                  "agree": AgreeResult, "gauntlet": GauntletResult}
+                                  "agree": AgreeResult, "kl": KlResult, "gauntlet": GauntletResult}
 """The benches whose results are typed, and their Struct."""
 
 

@@ -79,18 +79,21 @@ class PromptSetInfo(Result):
 
 
 class LoadConfig(Result):
-    arrival: str | None = None
-    rate: Num = None
-    requests: int | None = None
-    duration: Num = None
-    warmup: Num = None
-    cooldown: Num = None
-    input_len: str | None = None
-    output_len: str | None = None
-    shared_prefix: int | None = None
-    ignore_eos: bool | None = None
-    trace: str | None = None
-    turns: int | None = None
+    """``bench load``'s schedule options (workloads/bench/load.py ``LoadOptions.config``), echoed as recorded: a key
+    the bench did not write is absent (an older recording), one it wrote as ``null`` stays ``null``."""
+
+    arrival: str | None | Opt = UNSET
+    rate: Num | Opt = UNSET
+    requests: int | None | Opt = UNSET
+    duration: Num | Opt = UNSET
+    warmup: Num | Opt = UNSET
+    cooldown: Num | Opt = UNSET
+    input_len: str | None | Opt = UNSET
+    output_len: str | None | Opt = UNSET
+    shared_prefix: int | None | Opt = UNSET
+    ignore_eos: bool | None | Opt = UNSET
+    trace: str | None | Opt = UNSET
+    turns: int | None | Opt = UNSET
 
 
 class BenchConfig(Result):

@@ -24,10 +24,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from lanemon.measure import metrics
 from lanemon import events as schema
 from lanemon.events import Event
-from lanemon.measure.records import assemble, reiterable
+from lanemon.measure.records import RequestRecord, assemble, reiterable
+from lanemon.results.agree import AgreeConfig, AgreePrompt, AgreeResult, AgreeSummary
 from lanemon.workloads.harness import Harness
 
 HISTOGRAM_BUCKETS = (("0", 0, 0), ("1", 1, 1), ("2", 2, 2), ("3-4", 3, 4), ("5-9", 5, 9), ("10-19", 10, 19),
@@ -57,7 +60,7 @@ def first_divergence_word(a: str, b: str) -> tuple[int, bool]:
     return min(len(wa), len(wb)), False
 
 
-def summarize_agreement(divergences: Sequence[tuple[int, bool]]) -> dict[str, Any]:
+def summarize_agreement(divergences: Sequence[tuple[int, bool]]) -> AgreeSummary:
     words = [d for d, _ in divergences]
     hist = {label: 0 for label, _, _ in HISTOGRAM_BUCKETS}
     hist["exact"] = 0
@@ -69,31 +72,42 @@ def summarize_agreement(divergences: Sequence[tuple[int, bool]]) -> dict[str, An
             if lo <= d <= hi:
                 hist[label] += 1
                 break
-    med = metrics.median(words)
-    return {
-        "total": len(divergences),
-        "exact": sum(1 for _, e in divergences if e),
-        "median_first_divergence_word": med,
-        "agree_ge_10_words": sum(1 for d, e in divergences if e or d >= 10),
-        "diverge_at_0": sum(1 for d, e in divergences if d == 0 and not e),
-        "histogram": hist,
-    }
+    return AgreeSummary(
+        total=len(divergences),
+        exact=sum(1 for _, e in divergences if e),
+        median_first_divergence_word=metrics.median(words),
+        agree_ge_10_words=sum(1 for d, e in divergences if e or d >= 10),
+        diverge_at_0=sum(1 for d, e in divergences if d == 0 and not e),
+        histogram=hist,
+    )
 
 
-def agree_results(events: Iterable[Event]) -> dict[str, Any]:
-    """The ``lanemon agree`` JSON from recorded events alone."""
+def agree_config(raw: Any) -> AgreeConfig:
+    """The start mark's ``config`` (from a recording: untrusted) as :class:`AgreeConfig`: keys it does not name
+    left out; empty when it is not an object of the right types."""
+    if not isinstance(raw, dict):
+        return AgreeConfig()
+    try:
+        return msgspec.convert({k: v for k, v in raw.items() if k in AgreeConfig.__struct_fields__}, AgreeConfig,
+                               strict=False)
+    except msgspec.ValidationError:
+        return AgreeConfig()
+
+
+def agree_results(events: Iterable[Event]) -> AgreeResult:
+    """The ``lanemon agree`` result (what ``--json`` prints, with the texts) from recorded events alone."""
     events = reiterable(events)
-    config: dict[str, Any] = {}
+    config = AgreeConfig()
     interrupted = False
     for ev in events:
         if ev.kind == schema.MARK and ev.data.get("bench") == "agree":
             if ev.data.get("phase") == "start":
-                config = dict(ev.data.get("config") or {})
+                config = agree_config(ev.data.get("config"))
             elif ev.data.get("phase") == "end":
                 interrupted = bool(ev.data.get("interrupted"))
     recs = [r for r in assemble(events) if r.meta.get("bench") == "agree"]
-    lanes = config.get("lanes") or sorted({r.lane for r in recs})
-    by_prompt: dict[int, dict[str, Any]] = {}
+    lanes = config.lanes or sorted({r.lane for r in recs if r.lane})
+    by_prompt: dict[int, dict[str, RequestRecord]] = {}
     for r in recs:
         by_prompt.setdefault(int(r.meta.get("prompt_id", -1)), {})[r.lane] = r
     rows = []
@@ -107,16 +121,20 @@ def agree_results(events: Iterable[Event]) -> dict[str, Any]:
             if ra is None or rb is None or not ra.ok or not rb.ok:
                 errors += 1
                 msg = next((r.error.get("message") for r in (ra, rb) if r is not None and r.error), "missing")
-                rows.append({"id": pid, "error": msg})
+                rows.append(AgreePrompt(id=pid, error=str(msg or "failed")))
                 continue
             d, exact = first_divergence_word(ra.text, rb.text)
             divergences.append((d, exact))
-            rows.append({"id": pid, "first_divergence_word": d, "exact": exact,
-                         "a_words": len(ra.text.split()), "b_words": len(rb.text.split()),
-                         "a_text": ra.text, "b_text": rb.text})
-    out = {"bench": "agree", "lanes": list(lanes[:2]), **summarize_agreement(divergences), "errors": errors,
-           "prompts": rows, "interrupted": interrupted, "config": config}
-    return out
+            rows.append(AgreePrompt(id=pid, first_divergence_word=d, exact=exact, a_words=len(ra.text.split()),
+                                    b_words=len(rb.text.split()), a_text=ra.text, b_text=rb.text))
+    return AgreeResult(bench="agree", lanes=list(lanes[:2]), **msgspec.structs.asdict(summarize_agreement(divergences)),
+                       errors=errors, prompts=rows, interrupted=interrupted, config=config)
+
+
+def public(result: AgreeResult) -> AgreeResult:
+    """What ``agree --json`` prints: the per-prompt rows without the full texts (they are in the recording)."""
+    return msgspec.structs.replace(result, prompts=[msgspec.structs.replace(row, a_text=None, b_text=None)
+                                                    for row in result.prompts])
 
 
 async def run_agree(harness: Harness, prompts: Sequence[str], *, tokens: int = 128, lanes: Sequence[str] | None = None,

@@ -10,13 +10,13 @@ then counts chunks and marks token figures as estimated).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
 from typing import Any
 
 from lanemon.config import LaneConfig, public_url
 from lanemon.client.http import LaneClient
 from lanemon.measure.metrics import request_metrics
 from lanemon.measure.records import BURST
+from lanemon.results.check import CheckItem, CheckResult
 from lanemon.events import Clock, Event
 from lanemon.workloads.toolcalls import ToolCall, call_problem, merge_tool_deltas
 
@@ -42,60 +42,42 @@ def first_choice(obj: Any) -> dict[str, Any] | None:
     return choices[0]
 
 
-@dataclass
-class CheckResult:
-    name: str
-    passed: bool
-    required: bool
-    detail: str
-    ttft_s: float | None = None
-    tok_s: float | None = None
+def check(name: str, passed: bool, required: bool, detail: str, ttft_s: float | None = None,
+          tok_s: float | None = None) -> CheckItem:
+    """One check's result."""
+    return CheckItem(name=name, passed=passed, required=required, detail=detail, ttft_s=ttft_s, tok_s=tok_s)
 
 
-@dataclass
-class CheckReport:
-    lane: str
-    url: str
-    model: str | None
-    checks: list[CheckResult]
-
-    @property
-    def passed(self) -> bool:
-        return all(c.passed for c in self.checks if c.required)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "lane": self.lane,
-            "url": self.url,
-            "model": self.model,
-            "passed": self.passed,
-            "checks": [asdict(c) for c in self.checks],
-        }
+def report(lane: str, url: str, model: str | None, checks: list[CheckItem]) -> CheckResult:
+    """The whole report: passed when every required check did."""
+    return CheckResult(lane=lane, url=url, model=model, passed=all(c.passed for c in checks if c.required),
+                       checks=checks)
 
 
-def tool_check(calls: list[ToolCall]) -> CheckResult:
+def tool_check(calls: list[ToolCall]) -> CheckItem:
     """Passed only when a call came back and every call names the tool with arguments that parse as a
     JSON object fitting its schema (``"38"`` is not a call of ``get_weather(city)``)."""
     if not calls:
-        return CheckResult("tools", False, False, "accepted, but no tool call came back")
+        return check("tools", False, False, "accepted, but no tool call came back")
     for call in calls:
         why = call_problem(call, [TOOL])
         if why:
-            return CheckResult("tools", False, False, f"tool call returned, but unusable: {why}")
-    return CheckResult("tools", True, False, f"{len(calls)} tool call(s) of get_weather, arguments match the schema")
+            return check("tools", False, False, f"tool call returned, but unusable: {why}")
+    return check("tools", True, False, f"{len(calls)} tool call(s) of get_weather, arguments match the schema")
 
 
-async def run_check(lane: LaneConfig, *, max_tokens: int = 24) -> CheckReport:
+async def run_check(lane: LaneConfig, *, max_tokens: int = 24) -> CheckResult:
+    """Run every check on ``lane`` (a required one failing does not stop the others, except ``models``)."""
     events: list[Event] = []
     client = LaneClient(lane, clock=Clock(), emit=events.append, connect_timeout=5.0, stall_timeout=60.0)
     url = public_url(lane.url)  # never the credentials or the query
-    checks: list[CheckResult] = []
+    checks: list[CheckItem] = []
     try:
         probe = await client.probe_models()
         if not probe.get("ok"):
-            checks.append(CheckResult("models", False, True, probe.get("message", "no answer")))
-            return CheckReport(lane.name, url, client.model, checks)
-        checks.append(CheckResult("models", True, True,
+            checks.append(check("models", False, True, probe.get("message", "no answer")))
+            return report(lane.name, url, client.model, checks)
+        checks.append(check("models", True, True,
                                   f"{len(probe['models'])} model(s), using {probe['model']} "
                                   f"({probe['latency_s'] * 1000:.0f} ms)"))
         # 1. non-streaming completion
@@ -109,7 +91,7 @@ async def run_check(lane: LaneConfig, *, max_tokens: int = 24) -> CheckReport:
             text = (first_choice(obj) or {}).get("text")
             if not isinstance(text, str):
                 err = "response has no choices[0].text string"
-        checks.append(CheckResult("completion", err is None and bool(text), True,
+        checks.append(check("completion", err is None and bool(text), True,
                                   err or f"{len(text or '')} chars in {secs:.2f} s"))
         # 2/3. streaming completion and chat; 4. usage
         usage_seen = []
@@ -118,19 +100,19 @@ async def run_check(lane: LaneConfig, *, max_tokens: int = 24) -> CheckReport:
             rec = await client.stream(endpoint, body, purpose="check")
             m = request_metrics(rec)
             if rec.error:
-                checks.append(CheckResult(name, False, True, rec.error.get("message", "failed")))
+                checks.append(check(name, False, True, rec.error.get("message", "failed")))
             elif m.chunks == 0:
-                checks.append(CheckResult(name, False, True, "stream carried no token"))
+                checks.append(check(name, False, True, "stream carried no token"))
             else:
                 rate = (f", {m.decode_tok_s:.1f} tok/s" if m.decode_tok_s
                         else ", no decode rate (its chunks arrived in a burst: not the lane's speed)"
                         if BURST in m.flags else "")
                 est = " (est.)" if m.tokens_estimated or m.reasoning_estimated else ""
-                checks.append(CheckResult(name, True, True, f"{m.output_tokens} tokens{est}, "
+                checks.append(check(name, True, True, f"{m.output_tokens} tokens{est}, "
                                           f"TTFT {m.ttft_s * 1000:.0f} ms{rate}", m.ttft_s, m.decode_tok_s))
             usage_seen.append(rec.completion_tokens is not None)
         # reported, not required: a lane without usage still serves; lanemon then counts chunks (estimated)
-        checks.append(CheckResult("usage", all(usage_seen), False,
+        checks.append(check("usage", all(usage_seen), False,
                                   "usage block in both streams" if all(usage_seen)
                                   else "no usage block with stream_options.include_usage (token counts will be estimated)"))
         # 5. tools (reported, not required)
@@ -138,7 +120,7 @@ async def run_check(lane: LaneConfig, *, max_tokens: int = 24) -> CheckReport:
                                  extra={"temperature": 0, "tools": [TOOL], "tool_choice": "required"})
         rec = await client.stream("chat", body, purpose="check")
         if rec.error:
-            checks.append(CheckResult("tools", False, False, rec.error.get("message", "failed")))
+            checks.append(check("tools", False, False, rec.error.get("message", "failed")))
         else:
             checks.append(tool_check(merge_tool_deltas(
                 d for ev in events if ev.req == rec.req for d in (ev.data.get("tool_calls") or []))))
@@ -149,8 +131,8 @@ async def run_check(lane: LaneConfig, *, max_tokens: int = 24) -> CheckReport:
         status, obj, secs, err = await client.post_json("completions", body)
         logprobs = (first_choice(obj) or {}).get("logprobs")
         ok = err is None and isinstance(logprobs, (dict, list)) and bool(logprobs)
-        checks.append(CheckResult("logprobs", ok, False,
+        checks.append(check("logprobs", ok, False,
                                   "token logprobs returned" if ok else (err or "accepted, but no logprobs in the answer")))
-        return CheckReport(lane.name, url, client.model, checks)
+        return report(lane.name, url, client.model, checks)
     finally:
         await client.aclose()

@@ -35,9 +35,12 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import msgspec
+
 from lanemon.measure import metrics
 from lanemon import events as schema
 from lanemon.events import Event
+from lanemon.results.kl import KlConfig, KlLane, KlResult
 from lanemon.workloads.harness import Harness
 
 FLOOR = 1e-10
@@ -98,10 +101,27 @@ def lane_divergence(ref: Mapping[int, tuple[str, dict[str, float]]],
     return out
 
 
-def kl_results(events: Iterable[Event]) -> dict[str, Any]:
-    """The ``lanemon kl`` JSON from recorded events (the per-lane outcome marks)."""
-    config: dict[str, Any] = {}
-    lanes: dict[str, dict[str, Any]] = {}
+def kl_config(raw: Any) -> KlConfig:
+    """The start mark's ``config`` (from a recording: untrusted) as :class:`KlConfig`: keys it does not name left
+    out; empty when it is not an object of the right types."""
+    if not isinstance(raw, dict):
+        return KlConfig()
+    try:
+        return msgspec.convert({k: v for k, v in raw.items() if k in KlConfig.__struct_fields__}, KlConfig,
+                               strict=False)
+    except msgspec.ValidationError:
+        return KlConfig()
+
+
+def _text(value: Any) -> str | None:
+    """A recorded ``status`` or ``message`` (untrusted): a string, else None."""
+    return value if isinstance(value, str) else None
+
+
+def kl_results(events: Iterable[Event]) -> KlResult:
+    """The ``lanemon kl`` result (what ``--json`` prints) from recorded events (the per-lane outcome marks)."""
+    config = KlConfig()
+    outcomes: dict[str, tuple[str | None, str | None]] = {}
     per_lane_values: dict[str, list[float]] = {}
     interrupted = False
     for ev in events:
@@ -109,28 +129,21 @@ def kl_results(events: Iterable[Event]) -> dict[str, Any]:
             continue
         d = ev.data
         if d.get("phase") == "start":
-            config = dict(d.get("config") or {})
+            config = kl_config(d.get("config"))
         elif d.get("phase") == "end":
             interrupted = bool(d.get("interrupted"))
         elif d.get("phase") == "lane" and ev.lane:
-            lanes[ev.lane] = {"status": d.get("status"), "message": d.get("message")}
+            outcomes[ev.lane] = (_text(d.get("status")), _text(d.get("message")))
         elif d.get("phase") == "prompt" and ev.lane:
             per_lane_values.setdefault(ev.lane, []).extend(d.get("kl") or [])
-    out_lanes = {}
-    for name, info in lanes.items():
-        values = per_lane_values.get(name, [])
-        ok = info["status"] == "ok"
-        s = metrics.summarize(values)
-        out_lanes[name] = {
-            "status": info["status"],
-            "message": info["message"],
-            "kl": s.mean if ok and s.n else None,
-            "kl_p50": s.p50 if ok and s.n else None,
-            "kl_p99": s.p99 if ok and s.n else None,
-            "positions": s.n,
-        }
-    return {"bench": "kl", "reference": config.get("reference"), "estimator": "topk_tail",
-            "k": config.get("k"), "lanes": out_lanes, "interrupted": interrupted, "config": config}
+    lanes = {}
+    for name, (status, message) in outcomes.items():
+        s = metrics.summarize(per_lane_values.get(name, []))
+        ok = status == "ok" and s.n
+        lanes[name] = KlLane(status=status, message=message, kl=s.mean if ok else None,
+                             kl_p50=s.p50 if ok else None, kl_p99=s.p99 if ok else None, positions=s.n)
+    return KlResult(bench="kl", reference=config.reference, estimator="topk_tail", k=config.k, lanes=lanes,
+                    interrupted=interrupted, config=config)
 
 
 async def run_kl(harness: Harness, prompts: Sequence[str], *, reference: str, tokens: int = 32, k: int = 5,

@@ -18,10 +18,10 @@ Recording conventions (what :func:`race_results` reads back):
   when the race was cancelled (Ctrl-C, quit): stopped races are left out of
   the results.
 
-:func:`race_results` computes the ``--json`` document from events alone
-(through :class:`lanemon.folds.race.RaceState`, the same fold the race
-screen draws from), so a report made from a recording says what ``--json``
-said when the run finished.  docs/JSON.md ("race") documents every key.
+:func:`race_results` computes the typed result (:class:`lanemon.results.race.RaceResult`, what
+``--json`` prints) from events alone (through :class:`lanemon.folds.race.RaceState`, the same fold the
+race screen draws from), so a report made from a recording says what ``--json`` said when the run
+finished.  docs/JSON.md ("race") documents every key.
 """
 
 from __future__ import annotations
@@ -32,12 +32,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+import msgspec
+
 from lanemon.measure import metrics
 from lanemon.client.http import LaneClient
 from lanemon.folds.race import BENCH, RaceState, RaceView
 from lanemon.events import Event
 from lanemon.measure.metrics import round_or_none
 from lanemon.measure.records import BURST, EMPTY, OUTCOMES, TRUNCATED, RequestRecord, reiterable
+from lanemon.results.common import Energy, to_json_obj
+from lanemon.results.race import (ENERGY_FIELDS, NO_ENERGY, Race, RaceError, RaceGoodput, RaceLane, RaceLeader,
+                                  RaceMargin, RaceResult, RaceSummary, RaceWinners)
 
 DEFAULT_MAX_TOKENS = 256
 """Reply budget when neither the prompt nor ``--max-tokens`` gives one."""
@@ -220,7 +225,7 @@ async def run_race(
     }
     meta = {"bench": BENCH, "race": index, "prompt_id": prompt.id}
     label = f"race {index}"
-    extra_mark: dict[str, Any] = {"slo": dict(slo)} if slo else {}
+    extra_mark: dict[str, dict[str, float]] = {"slo": dict(slo)} if slo else {}
     await _edge(target)  # /metrics and GPU telemetry read before the race: its counters and energy (docs/GPU.md)
     target.mark(label, bench=BENCH, phase="start", race=index, prompt=prompt.text, prompt_id=prompt.id,
                 category=prompt.category, endpoint=endpoint, max_tokens=budget, lanes=names, **extra_mark)
@@ -238,10 +243,8 @@ async def run_race(
         done = [r for r in records if r.ok]
         if done:
             winner = min(done, key=lambda r: r.end_ns).lane  # type: ignore[arg-type, return-value]
-        end: dict[str, Any] = {"winner": winner}
-        if stopped:
-            end["stopped"] = True
-        target.mark(label, bench=BENCH, phase="end", race=index, **end)
+        stop: dict[str, bool] = {"stopped": True} if stopped else {}
+        target.mark(label, bench=BENCH, phase="end", race=index, winner=winner, **stop)
     await _edge(target)
     return dict(zip(names, records))
 
@@ -260,110 +263,109 @@ NOT_COMPLETE = {
 }
 
 
-def lane_result(view: RaceView, name: str) -> dict[str, Any]:
-    """One lane's figures in one race (the keys of ``races[].lanes[NAME]``).
+def _lane_error(entry: Any) -> RaceError | None:
+    """Why ``entry`` (a :class:`~lanemon.folds.race.RaceLane`) has no figures, or None for a complete request."""
+    outcome = entry.outcome
+    if entry.rec is None:
+        return RaceError(cls="missing", message="no request was recorded for this lane")
+    if not entry.finished:
+        return RaceError(cls="unfinished", message="the request had not finished")
+    error = entry.error
+    if outcome in NOT_COMPLETE:
+        why = (error or {}).get("message") or NOT_COMPLETE[outcome]
+        return RaceError(cls=outcome, message=str(why))
+    if error is not None:
+        return RaceError(cls=str(error.get("cls", "error")), message=str(error.get("message", "")))
+    return None
+
+
+def lane_result(view: RaceView, name: str) -> RaceLane:
+    """One lane's figures in one race (``races[].lanes[NAME]``), energy not yet known (:data:`NO_ENERGY`).
 
     Figures only for a complete request (``outcome``); a truncated or empty reply has ``error``
     ``{"cls": "truncated"|"empty", ...}`` so every reader leaves it out, and never ranks.  ``flags``:
     ``burst`` (no decode rate: the chunks were read in one go), ``client_bound``."""
     entry = view.lanes[name]
     m = entry.metrics() if entry.finished else None
-    error = None
-    outcome = entry.outcome
-    if entry.rec is None:
-        error = {"cls": "missing", "message": "no request was recorded for this lane"}
-    elif not entry.finished:
-        error = {"cls": "unfinished", "message": "the request had not finished"}
-    elif outcome in NOT_COMPLETE:
-        why = (entry.error or {}).get("message") or NOT_COMPLETE[outcome]
-        error = {"cls": outcome, "message": why}
-    elif entry.error is not None:
-        error = {"cls": entry.error.get("cls", "error"), "message": entry.error.get("message", "")}
-    ok = error is None and m is not None and m.ok
-    out = {
-        "outcome": outcome,
-        "flags": sorted(m.flags) if m else [],
-        "ttft_s": round_or_none(m.ttft_s) if ok and m else None,
-        "ttfo_s": round_or_none(m.ttfo_s) if ok and m else None,
-        "decode_tok_s": round_or_none(m.decode_tok_s, 2) if ok and m else None,
-        "output_tokens": m.output_tokens if ok and m else None,
-        "generated_tokens": m.generated_tokens if ok and m else None,
-        "reasoning_tokens": m.reasoning_tokens if ok and m else None,
-        "reasoning_estimated": m.reasoning_estimated if ok and m else None,
-        "tokens_estimated": m.tokens_estimated if ok and m else None,
-        "tokens_per_chunk": round_or_none(m.tokens_per_chunk, 3) if ok and m and m.tokens_per_chunk else None,
-        "chunk_counts_estimated": m.chunk_counts_estimated if ok and m else None,
-        "total_s": round_or_none(m.e2e_s) if ok and m else None,
-        "finish_rank": entry.rank,
-        "error": error,
-        "text": entry.text,
-        "reasoning_text": entry.reasoning_text,
-    }
-    if view.slo:
-        out["meets_slo"] = bool(ok and m is not None and metrics.meets_slo(m, view.slo))
-    return out
+    error = _lane_error(entry)
+    ok = m if error is None and m is not None and m.ok else None  # the figures of a complete request
+    return RaceLane(
+        **NO_ENERGY,
+        outcome=entry.outcome,
+        flags=sorted(m.flags) if m else [],
+        ttft_s=round_or_none(ok.ttft_s) if ok is not None else None,
+        ttfo_s=round_or_none(ok.ttfo_s) if ok is not None else None,
+        decode_tok_s=round_or_none(ok.decode_tok_s, 2) if ok is not None else None,
+        output_tokens=ok.output_tokens if ok is not None else None,
+        generated_tokens=ok.generated_tokens if ok is not None else None,
+        reasoning_tokens=ok.reasoning_tokens if ok is not None else None,
+        reasoning_estimated=ok.reasoning_estimated if ok is not None else None,
+        tokens_estimated=ok.tokens_estimated if ok is not None else None,
+        tokens_per_chunk=round_or_none(ok.tokens_per_chunk, 3) if ok is not None and ok.tokens_per_chunk else None,
+        chunk_counts_estimated=ok.chunk_counts_estimated if ok is not None else None,
+        total_s=round_or_none(ok.e2e_s) if ok is not None else None,
+        finish_rank=entry.rank,
+        error=error,
+        text=entry.text,
+        reasoning_text=entry.reasoning_text,
+        meets_slo=bool(ok is not None and metrics.meets_slo(ok, view.slo)) if view.slo else None,
+    )
 
 
-def race_json(view: RaceView) -> dict[str, Any]:
+def race_json(view: RaceView) -> Race:
     """One race as its ``races[]`` entry (works on a race still running: figures so far)."""
     lanes = {name: lane_result(view, name) for name in view.lanes}
     ranking = view.ranking
-    winner = ranking[0] if ranking else None
-    margin: dict[str, Any] = {"runner_up": None, "total_s_delta": None, "total_s_ratio": None,
-                              "ttft_s_ratio": None}
+    runner_up = total_delta = total_ratio = ttft_ratio = None
     if len(ranking) >= 2:
         w, r = lanes[ranking[0]], lanes[ranking[1]]
-        margin["runner_up"] = ranking[1]
-        if w["total_s"] and r["total_s"] is not None:
-            margin["total_s_delta"] = round_or_none(r["total_s"] - w["total_s"])
-            margin["total_s_ratio"] = round_or_none(r["total_s"] / w["total_s"])
-        if w["ttft_s"] and r["ttft_s"] is not None:
-            margin["ttft_s_ratio"] = round_or_none(r["ttft_s"] / w["ttft_s"])
-    out = {
-        "race": view.index,
-        "prompt": view.prompt,
-        "prompt_id": view.prompt_id,
-        "category": view.category,
-        "endpoint": view.endpoint,
-        "max_tokens": view.max_tokens,
-        "lanes": lanes,
-        "winner": winner,
-        "margin": margin,
-        "winners": winners(lanes, ranking),
-    }
-    out["verdict"] = verdict(out)
-    return out
+        runner_up = ranking[1]
+        if w.total_s and r.total_s is not None:
+            total_delta = round_or_none(r.total_s - w.total_s)
+            total_ratio = round_or_none(r.total_s / w.total_s)
+        if w.ttft_s and r.ttft_s is not None:
+            ttft_ratio = round_or_none(r.ttft_s / w.ttft_s)
+    race = Race(race=view.index, prompt=view.prompt, prompt_id=view.prompt_id, category=view.category,
+                endpoint=view.endpoint, max_tokens=view.max_tokens, lanes=lanes,
+                winner=ranking[0] if ranking else None,
+                margin=RaceMargin(runner_up=runner_up, total_s_delta=total_delta, total_s_ratio=total_ratio,
+                                  ttft_s_ratio=ttft_ratio),
+                winners=winners(lanes, ranking), verdict="")
+    race.verdict = verdict(race)
+    return race
 
 
-def _leader(lanes: dict[str, Any], key: str, higher_better: bool) -> dict[str, Any]:
-    """The best and second-best complete lane on ``key``, and their ratio (>= 1: how many times better)."""
-    rows = sorted(((r[key], name) for name, r in lanes.items() if r.get("error") is None and r.get(key)),
+FIGURES = ("ttft_s", "decode_tok_s")
+"""The figures :func:`_leader` ranks lanes on."""
+
+
+def _leader(lanes: dict[str, RaceLane], key: str, higher_better: bool) -> RaceLeader:
+    """The best and second-best complete lane on ``key`` (one of :data:`FIGURES`), and their ratio (>= 1: how many
+    times better)."""
+    rows = sorted(((getattr(r, key), name) for name, r in lanes.items() if r.error is None and getattr(r, key)),
                   reverse=higher_better)
-    out: dict[str, Any] = {"lane": None, "runner_up": None, "ratio": None}
-    if rows:
-        out["lane"] = rows[0][1]
-    if len(rows) >= 2:
-        best, second = rows[0][0], rows[1][0]
-        out["runner_up"] = rows[1][1]
-        out["ratio"] = round_or_none(best / second if higher_better else second / best, 3)
-    return out
+    if len(rows) < 2:
+        return RaceLeader(lane=rows[0][1] if rows else None, runner_up=None, ratio=None)
+    best, second = rows[0][0], rows[1][0]
+    return RaceLeader(lane=rows[0][1], runner_up=rows[1][1],
+                      ratio=round_or_none(best / second if higher_better else second / best, 3))
 
 
-def winners(lanes: dict[str, Any], ranking: list[str]) -> dict[str, Any]:
+def winners(lanes: dict[str, RaceLane], ranking: list[str]) -> RaceWinners:
     """Who won what, named separately: ``end_to_end`` (finished first), ``ttft`` (first token sooner) and
     ``decode`` (faster per token, complete non-burst requests only), each ``{"lane", "runner_up",
     "ratio"}``; ``tokens``: every complete lane's generated tokens (output + reasoning)."""
-    e2e: dict[str, Any] = {"lane": ranking[0] if ranking else None, "runner_up": None, "ratio": None}
+    e2e = RaceLeader(lane=ranking[0] if ranking else None, runner_up=None, ratio=None)
     if len(ranking) >= 2:
-        w, r = lanes[ranking[0]].get("total_s"), lanes[ranking[1]].get("total_s")
-        e2e["runner_up"] = ranking[1]
-        e2e["ratio"] = round_or_none(r / w, 3) if w and r is not None else None
-    return {
-        "end_to_end": e2e,
-        "ttft": _leader(lanes, "ttft_s", higher_better=False),
-        "decode": _leader(lanes, "decode_tok_s", higher_better=True),
-        "tokens": {name: r["generated_tokens"] for name, r in lanes.items() if r.get("generated_tokens") is not None},
-    }
+        w, r = lanes[ranking[0]].total_s, lanes[ranking[1]].total_s
+        e2e.runner_up = ranking[1]
+        e2e.ratio = round_or_none(r / w, 3) if w and r is not None else None
+    return RaceWinners(
+        end_to_end=e2e,
+        ttft=_leader(lanes, "ttft_s", higher_better=False),
+        decode=_leader(lanes, "decode_tok_s", higher_better=True),
+        tokens={name: r.generated_tokens for name, r in lanes.items() if r.generated_tokens is not None},
+    )
 
 
 def fold(events: Iterable[Event]) -> RaceState:
@@ -383,67 +385,103 @@ def finished_races(state: RaceState) -> list[RaceView]:
     return out
 
 
-def race_results(events: Iterable[Event]) -> dict[str, Any]:
-    """The ``lanemon race --json`` document, computed from events alone.
+def race_results(events: Iterable[Event]) -> RaceResult:
+    """The ``lanemon race --json`` document (:class:`~lanemon.results.race.RaceResult`), from events alone.
 
     Top-level ``lanes`` holds, per lane, the median over the finished races
     of each figure (errors are left out, never averaged in) -- for a single
     race that is exactly that race's figures -- plus ``wins`` and
     ``races_ok``.  ``lanes_stat`` says which: ``"last race"`` or
-    ``"median of N races"``.
+    ``"median of N races"``.  Energy, cost and engine counters need the events (a bare
+    :class:`~lanemon.folds.race.RaceState` gives none).
     """
     if not isinstance(events, RaceState):
         events = reiterable(events)
     state = events if isinstance(events, RaceState) else fold(events)
-    races = [race_json(view) for view in finished_races(state)]
+    views = finished_races(state)
+    races = [race_json(view) for view in views]
     names: list[str] = []
     for race in races:
-        for name in race["lanes"]:
+        for name in race.lanes:
             if name not in names:
                 names.append(name)
-    lanes: dict[str, Any] = {}
-    for name in names:
-        rows = [r["lanes"][name] for r in races if name in r["lanes"] and r["lanes"][name]["error"] is None]
-
-        def med(key: str, digits: int = 4, rows=rows) -> float | None:
-            value = metrics.median([row[key] for row in rows if row[key] is not None])
-            return round_or_none(value, digits)
-
-        lanes[name] = {
-            "ttft_s": med("ttft_s"),
-            "ttfo_s": med("ttfo_s"),
-            "decode_tok_s": med("decode_tok_s", 2),
-            "output_tokens": med("output_tokens", 1),
-            "reasoning_tokens": med("reasoning_tokens", 1),
-            "tokens_per_chunk": med("tokens_per_chunk", 3),
-            "total_s": med("total_s"),
-            "wins": sum(1 for r in races if r["winner"] == name),
-            "races_ok": len(rows),
-            "outcomes": {o: sum(1 for r in races if name in r["lanes"] and r["lanes"][name]["outcome"] == o)
-                         for o in OUTCOMES},
-            "bursts": sum(1 for r in races if BURST in (r["lanes"].get(name) or {}).get("flags", ())),
-        }
-        views = [v for v in finished_races(state) if name in v.lanes and v.slo]
-        if views:
-            lanes[name]["goodput"] = race_goodput([v.lanes[name] for v in views], views[-1].slo or {})
-    out: dict[str, Any] = {
-        "bench": BENCH,
-        "races": races,
-        "lanes": lanes,
-        "lanes_stat": "last race" if len(races) == 1 else f"median of {len(races)} races",
-    }
-    slos = [v.slo for v in finished_races(state) if v.slo]
-    if slos:
-        out["slo"] = slos[-1]
-    if not isinstance(events, RaceState):  # energy and cost per race and lane (docs/GPU.md)
-        from lanemon.measure.counters import attach_race_counters
-        from lanemon.measure.energy import attach_race_energy
-
-        attach_race_counters(attach_race_energy(out, events), events)
-    return out
+    lanes = {name: lane_summary(name, races, views) for name in names}
+    slos = [v.slo for v in views if v.slo]
+    result = RaceResult(bench=BENCH, races=races, lanes=lanes,
+                        lanes_stat="last race" if len(races) == 1 else f"median of {len(races)} races",
+                        slo=slos[-1] if slos else None)
+    if not isinstance(events, RaceState):
+        race_energy(result, events)
+    return result
 
 
-def race_goodput(entries: Sequence[Any], slo: dict[str, float]) -> dict[str, Any]:
+def lane_summary(name: str, races: list[Race], views: list[RaceView]) -> RaceSummary:
+    """Lane ``name`` over ``races``: the median of each figure over the races it did not error in."""
+    rows = [r.lanes[name] for r in races if name in r.lanes and r.lanes[name].error is None]
+
+    def med(key: str, digits: int = 4) -> float | None:
+        return round_or_none(metrics.median([v for row in rows if (v := getattr(row, key)) is not None]), digits)
+
+    slo_views = [v for v in views if name in v.lanes and v.slo]
+    return RaceSummary(
+        **NO_ENERGY,
+        ttft_s=med("ttft_s"),
+        ttfo_s=med("ttfo_s"),
+        decode_tok_s=med("decode_tok_s", 2),
+        output_tokens=med("output_tokens", 1),
+        reasoning_tokens=med("reasoning_tokens", 1),
+        tokens_per_chunk=med("tokens_per_chunk", 3),
+        total_s=med("total_s"),
+        wins=sum(1 for r in races if r.winner == name),
+        races_ok=len(rows),
+        outcomes={o: sum(1 for r in races if name in r.lanes and r.lanes[name].outcome == o) for o in OUTCOMES},
+        bursts=sum(1 for r in races if name in r.lanes and BURST in r.lanes[name].flags),
+        goodput=race_goodput([v.lanes[name] for v in slo_views], slo_views[-1].slo or {}) if slo_views else None,
+    )
+
+
+def race_energy(result: RaceResult, events: list[Event]) -> None:
+    """Energy and cost (docs/GPU.md) of every lane in every race, over the race's start to end marks (the lane's
+    GPUs are held for the race), and per lane over its races (:func:`~lanemon.measure.energy.run_energy`); a race
+    without both marks has no window (the reason says so).  ``engine_counters`` of every race lane whose
+    ``/metrics`` were scraped (null when no scrape pair brackets the race).  In place."""
+    from lanemon.measure.counters import Scrapes, scrapes, window_counters
+    from lanemon.measure.energy import energy_of, lane_costs, lane_readings, race_windows, run_energy
+    from lanemon.measure.energy_sampling import Reading, Sampled
+
+    windows = race_windows(events)
+    costs = lane_costs(events)
+    readings: dict[str, tuple[list[Reading], Sampled]] = {}
+    scraped: dict[str, Scrapes] = {}
+    runs: dict[str, tuple[list[tuple[int, int]], int]] = {}
+    for race in result.races:
+        w = windows.get(race.race)
+        for name, entry in race.lanes.items():
+            tokens = (entry.generated_tokens or 0) if entry.error is None else 0  # reasoning included
+            rs, sampled = lane_readings(readings, events, name)
+            block = energy_of(events, name, [w] if w else [], tokens, costs.get(name), rs, "race", sampled)
+            race.lanes[name] = entry = msgspec.structs.replace(entry, **_energy(block))
+            if w is None:
+                continue
+            ws, n = runs.get(name, ([], 0))
+            runs[name] = (ws + [w], n + tokens)
+            scr = scraped[name] if name in scraped else scraped.setdefault(name, scrapes(events, name))
+            if scr:
+                c = window_counters(scr, *w)  # typed (results/counters.py); the race lane holds its JSON
+                entry.engine_counters = to_json_obj(c) if c is not None else None
+    for name, summary in result.lanes.items():
+        ws, n = runs.get(name, ([], 0))
+        block = run_energy(events, name, ws, n, costs.get(name), *lane_readings(readings, events, name))
+        result.lanes[name] = msgspec.structs.replace(summary, **_energy(block))
+
+
+def _energy(block: Energy) -> dict[str, Any]:
+    """The :class:`~lanemon.results.race.RaceEnergy` fields of an energy block (None where it leaves one out)."""
+    got = to_json_obj(block)
+    return {k: got.get(k) for k in ENERGY_FIELDS}
+
+
+def race_goodput(entries: Sequence[Any], slo: dict[str, float]) -> RaceGoodput:
     """One lane's goodput over its races: ``share`` = races whose request met every target / races
     (errors count as misses); ``rate_rps`` = those requests / the lane's summed request time
     (request sent -> end, races run one after another)."""
@@ -458,13 +496,13 @@ def race_goodput(entries: Sequence[Any], slo: dict[str, float]) -> dict[str, Any
         if rec.ok and metrics.meets_slo(metrics.request_metrics(rec), slo):
             good += 1
     total = len(entries)
-    return {"rate_rps": round_or_none(good / busy) if busy else None, "share": round_or_none(good / total) if total else None,
-            "good": good, "total": total}
+    return RaceGoodput(rate_rps=round_or_none(good / busy) if busy else None,
+                       share=round_or_none(good / total) if total else None, good=good, total=total)
 
 
 # ---------------------------------------------------------------- words
-def _failed(name: str, r: dict[str, Any]) -> str:
-    cls = r["error"]["cls"]
+def _failed(name: str, r: RaceLane) -> str:
+    cls = r.error.cls if r.error is not None else "error"
     if cls == TRUNCATED:
         return f"{name} was truncated (no finish_reason)"
     if cls == EMPTY:
@@ -472,32 +510,32 @@ def _failed(name: str, r: dict[str, Any]) -> str:
     return f"{name} failed ({cls})"
 
 
-def verdict(race: dict[str, Any]) -> str:
-    """What happened in one ``races[]`` entry, the end-to-end, per-token and first-token winners named
+def verdict(race: Race) -> str:
+    """What happened in one race, the end-to-end, per-token and first-token winners named
     apart, with token counts: ``B finished first by 0.51 s (1.31x sooner), writing 40 % fewer tokens
     (105 vs 174); per token A was 1.19x faster (88.0 vs 74.2 tok/s); first token: A, 1.10x sooner``."""
-    winner = race.get("winner")
-    lanes = race.get("lanes") or {}
-    failed = [name for name, r in lanes.items() if r.get("error")]
+    winner = race.winner
+    lanes = race.lanes
+    failed = [name for name, r in lanes.items() if r.error]
     tail = ""
     if failed:
         tail = "; " + ", ".join(_failed(n, lanes[n]) for n in failed)
-    bursts = [n for n, r in lanes.items() if not r.get("error") and BURST in (r.get("flags") or ())]
+    bursts = [n for n, r in lanes.items() if not r.error and BURST in r.flags]
     if bursts:
         tail += "; " + ", ".join(bursts) + " arrived in one burst (no per-token rate)"
     if winner is None:
         return "no lane completed" + tail
-    margin = race.get("margin") or {}
-    runner = margin.get("runner_up")
+    margin = race.margin
+    runner = margin.runner_up
     if runner is None:
         return (f"{winner} finished alone" if len(lanes) > 1 else f"{winner} finished") + tail
-    delta, ratio = margin.get("total_s_delta"), margin.get("total_s_ratio")
+    delta, ratio = margin.total_s_delta, margin.total_s_ratio
     if delta is None or ratio is None:
         return f"{winner} finished first" + tail
     if abs(delta) < TIE_S:  # "won by 0 ms" (or "-0 ms") is a tie, not a win
-        w_total = lanes[winner].get("total_s")
-        together = [n for n, r in lanes.items() if w_total is not None and r.get("error") is None
-                    and r.get("total_s") is not None and abs(r["total_s"] - w_total) < TIE_S]
+        w_total = lanes[winner].total_s
+        together = [n for n, r in lanes.items() if w_total is not None and r.error is None
+                    and r.total_s is not None and abs(r.total_s - w_total) < TIE_S]
         if len(together) < 2:
             together = [winner, runner]
         text = f"{_names(together)} finished together (end to end within 1 ms; {winner}'s end was read first)"
@@ -507,24 +545,23 @@ def verdict(race: dict[str, Any]) -> str:
     else:
         text = f"{winner} finished first by {_duration(delta)} ({ratio:.2f}x sooner end to end)"
     text += _tokens_clause(lanes[winner], lanes[runner])
-    won = race.get("winners") or winners(lanes, race.get("ranking") or [winner, runner])
-    dec = won.get("decode") or {}
-    if dec.get("lane") and dec.get("ratio"):
-        fast, slow = lanes[dec["lane"]]["decode_tok_s"], lanes[dec["runner_up"]]["decode_tok_s"]
+    dec = race.winners.decode
+    if dec.lane and dec.ratio and dec.runner_up:
+        fast, slow = lanes[dec.lane].decode_tok_s or 0.0, lanes[dec.runner_up].decode_tok_s or 0.0
         rates = f"{fast:.1f} vs {slow:.1f} tok/s"
-        if dec["ratio"] < TIE_RATIO:  # "1.00x faster" is a tie
+        if dec.ratio < TIE_RATIO:  # "1.00x faster" is a tie
             text += f"; per token {_names(_tied(lanes, 'decode_tok_s', fast))} tie ({fast:.1f} tok/s)"
-        elif dec["lane"] == winner:
-            text += f"; also faster per token ({dec['ratio']:.2f}x: {rates})"
+        elif dec.lane == winner:
+            text += f"; also faster per token ({dec.ratio:.2f}x: {rates})"
         else:
-            text += f"; per token {dec['lane']} was {dec['ratio']:.2f}x faster ({rates})"
-    first = won.get("ttft") or {}
-    if first.get("lane") and first.get("ratio"):
-        if first["ratio"] < TIE_RATIO:
-            best = lanes[first["lane"]]["ttft_s"]
+            text += f"; per token {dec.lane} was {dec.ratio:.2f}x faster ({rates})"
+    first = race.winners.ttft
+    if first.lane and first.ratio:
+        if first.ratio < TIE_RATIO:
+            best = lanes[first.lane].ttft_s or 0.0
             text += f"; first token: {_names(_tied(lanes, 'ttft_s', best))} together ({best * 1000:.0f} ms)"
         else:
-            text += f"; first token: {first['lane']}, {first['ratio']:.2f}x sooner"
+            text += f"; first token: {first.lane}, {first.ratio:.2f}x sooner"
     return text + tail
 
 
@@ -532,10 +569,11 @@ TIE_RATIO = 1.005
 """A per-token or first-token lead under this ratio prints as "1.00x": it is a tie, and says so."""
 
 
-def _tied(lanes: dict[str, Any], key: str, best: float) -> list[str]:
-    """The complete lanes within :data:`TIE_RATIO` of ``best`` on ``key``, in lane order."""
-    return [name for name, r in lanes.items() if r.get("error") is None and r.get(key)
-            and max(r[key], best) / min(r[key], best) < TIE_RATIO]
+def _tied(lanes: dict[str, RaceLane], key: str, best: float) -> list[str]:
+    """The complete lanes within :data:`TIE_RATIO` of ``best`` on ``key`` (one of :data:`FIGURES`), in lane
+    order."""
+    return [name for name, r in lanes.items() if r.error is None and (v := getattr(r, key))
+            and max(v, best) / min(v, best) < TIE_RATIO]
 
 
 def _names(names: list[str]) -> str:
@@ -551,12 +589,12 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.2f} s" if seconds >= 0.1 else f"{seconds * 1000:.0f} ms"
 
 
-def _tokens_clause(w: dict[str, Any], r: dict[str, Any]) -> str:
+def _tokens_clause(w: RaceLane, r: RaceLane) -> str:
     """``, writing 40 % fewer tokens (105 vs 174)`` when the winner wrote at least 5 % fewer or more."""
-    a, b = w.get("generated_tokens"), r.get("generated_tokens")
+    a, b = w.generated_tokens, r.generated_tokens
     if not a or not b:
         return ""
-    est = " est." if w.get("tokens_estimated") or r.get("tokens_estimated") else ""
+    est = " est." if w.tokens_estimated or r.tokens_estimated else ""
     change = (a - b) / b
     if a == b:
         return f", writing as many tokens ({a} each{est})"

@@ -120,12 +120,11 @@ def quality_csv_rows(analysis: Analysis) -> list[Row]:
                          "words": pr.a_words, "vs_words": pr.b_words, "error": pr.error})
         for k, v in ag.histogram.items():
             rows.append({"bench": "agree", "lane": a, "vs_lane": b, "cell_kind": "bucket", "cell": k, "count": v})
-    kl = analysis.kl or {}
-    for n, c in (kl.get("lanes") or {}).items():
-        c = c or {}
-        rows.append({"bench": "kl", "lane": n, "vs_lane": kl.get("reference"), "cell_kind": "lane", "cell": n,
-                     "status": c.get("status"), "kl": c.get("kl"), "kl_p50": c.get("kl_p50"), "kl_p99": c.get("kl_p99"),
-                     "positions": c.get("positions"), "reason": c.get("message")})
+    kl = analysis.kl
+    for n, c in kl.lanes.items() if kl is not None else ():
+        rows.append({"bench": "kl", "lane": n, "vs_lane": kl.reference, "cell_kind": "lane", "cell": n,
+                     "status": c.status, "kl": c.kl, "kl_p50": c.kl_p50, "kl_p99": c.kl_p99,
+                     "positions": c.positions, "reason": c.message})
     g = analysis.gauntlet
     for n, x in (g.lanes if g is not None else {}).items():
         walls, turns = x.wall_s, x.turns

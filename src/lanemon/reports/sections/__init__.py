@@ -42,10 +42,10 @@ def sections(analysis: Analysis | dict[str, Any]) -> list[Section]:
         lanes = present_lanes(analysis, bench)
         return build(for_section(analysis.bench(bench)), lanes) if lanes else None
 
-    race = analysis.race
+    race = analysis.race  # typed results (lanemon.results): None when the recording has none
     q = analysis.qeval
     ag = analysis.agree
-    kl = analysis.kl or {}
+    kl = analysis.kl
     g = analysis.gauntlet
     found = [  # report order; None = no section
         by_lane("decode", decode_sections),
@@ -56,10 +56,10 @@ def sections(analysis: Analysis | dict[str, Any]) -> list[Section]:
         by_lane("sweep", sweep_section),
         by_lane("load", load_section),
         by_lane("load", load_efficiency_section),
-        race_section(for_section(race), order) if race is not None and race.races else None,
+        race_section(race, order) if race is not None and race.races else None,
         qeval_section(q, order) if qeval_runs(q) else None,
-        agree_section(for_section(ag)) if ag is not None and (ag.total or ag.prompts) else None,
-        kl_section(kl, order) if kl.get("lanes") else None,
+        agree_section(ag) if ag is not None and (ag.total or ag.prompts) else None,
+        kl_section(kl, order) if kl is not None and kl.lanes else None,
         gauntlet_sections(g, order) if gauntlet_lanes(g, order) else None,
     ]
     out: list[Section] = []

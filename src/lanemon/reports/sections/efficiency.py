@@ -11,6 +11,9 @@ from lanemon.reports.data import decode_levels, level_value
 from lanemon.reports.format import num
 from lanemon.reports.sections.section import Section
 from lanemon.reports.tables import plus_minus, power_uncertainty
+from lanemon.results.common import as_result
+from lanemon.results.load import LoadResult
+from lanemon.workloads.bench.load import reps_of
 
 
 def _f(v: Any, digits: int, unit: str = "") -> str:
@@ -64,7 +67,7 @@ def efficiency_section(decode: dict[str, Any], lanes: list[str]) -> Section | No
         for n in lanes:
             c = per[n].get(lvl) or {}
             row += [plus_minus(c.get("tokens_per_joule"), c.get("tokens_per_joule_uncertainty"), 2),
-                    plus_minus(c.get("gpu_power_w_mean"), power_uncertainty(c), 1),
+                    plus_minus(c.get("gpu_power_w_mean"), power_uncertainty(c.get("energy_uncertainty_j"), c.get("energy_window_s")), 1),
                     _f(c.get("usd_per_1m_output_tokens"), 2)]
         rows.append(row)
     findings = []
@@ -153,27 +156,26 @@ COUNTER_HEADERS = ["Requests", "Prefix hit", "Preemptions", "Spec accept", "Rank
                    "Restarts"]
 
 
-def load_efficiency_section(load: dict[str, Any], lanes: list[str]) -> Section | None:
+def load_efficiency_section(load: LoadResult | dict[str, Any], lanes: list[str]) -> Section | None:
     """``bench load``: tokens per joule, mean GPU power, energy and USD per 1M output tokens of every rep (over its
     measured window), and what the engine did in each rep (its counters between the rep's edges); None when
-    no rep has any of them."""
-    reps = [(n, i, r) for n in lanes for i, r in enumerate(((load.get("lanes") or {}).get(n) or {}).get("reps") or [])
-            if isinstance(r, dict)]
+    no rep has any of them.  ``load``: the typed result, or its JSON (an analysis holds that: reports/analyse.py)."""
+    load = as_result(load, LoadResult)
+    reps = [(n, i, r) for n, rs in reps_of(load, lanes).items() for i, r in enumerate(rs)]
     multi = any(i for _, i, _ in reps)
-    has = lambda r: any(num(r.get(k)) is not None for k in ("energy_j", "usd_per_1m_output_tokens"))
-    if not any(has(r) or isinstance(r.get("engine_counters"), dict) for _, _, r in reps):
+    has = lambda r: num(r.energy_j) is not None or num(r.usd_per_1m_output_tokens) is not None  # noqa: E731
+    if not any(has(r) or isinstance(r.engine_counters, dict) for _, _, r in reps):
         return None
-    where = lambda i: str(i + 1)
-    rows = [[n, where(i), _f(r.get("offered_rate_rps") or r.get("scheduled_rate_rps"), 2),
-             _f(r.get("output_tok_s"), 0),
-             plus_minus(r.get("tokens_per_joule"), r.get("tokens_per_joule_uncertainty"), 2),
-             plus_minus(r.get("gpu_power_w_mean"), power_uncertainty(r), 1),
-             plus_minus(r.get("energy_j"), r.get("energy_uncertainty_j"), 1), _f(r.get("usd_per_1m_output_tokens"), 2),
-             r.get("energy_source") or (r.get("energy_reason") or "—")] for n, i, r in reps if has(r)]
-    counters = counter_rows([(n, where(i), r.get("engine_counters")) for n, i, r in reps])
+    where = lambda i: str(i + 1)  # noqa: E731
+    rows = [[n, where(i), _f(r.offered_rate_rps or r.scheduled_rate_rps, 2), _f(r.output_tok_s, 0),
+             plus_minus(r.tokens_per_joule, r.tokens_per_joule_uncertainty, 2),
+             plus_minus(r.gpu_power_w_mean, power_uncertainty(r.energy_uncertainty_j, r.energy_window_s), 1),
+             plus_minus(r.energy_j, r.energy_uncertainty_j, 1), _f(r.usd_per_1m_output_tokens, 2),
+             str(r.energy_source or r.energy_reason or "—")] for n, i, r in reps if has(r)]
+    counters = counter_rows([(n, where(i), r.engine_counters) for n, i, r in reps])
     more = [("What the engine did in each rep (its /metrics counters between the rep's edges)",
              ["Lane", "Rep"] + COUNTER_HEADERS, counters)] if counters else []
-    cost_missing = sorted({n for n, _, r in reps if has(r) and r.get("usd_per_1m_output_tokens") is None})
+    cost_missing = sorted({n for n, _, r in reps if has(r) and num(r.usd_per_1m_output_tokens) is None})
     notes = ["Energy over each rep's measured window (warm-up and cool-down excluded): the GPUs' energy counter "
              "between its edges, else their power integrated; tok/J = output tokens served in the window / that "
              "energy; $/1M tok = cost_per_hour × the window / those tokens × 10⁶. The engine's counters span the "
@@ -181,12 +183,13 @@ def load_efficiency_section(load: dict[str, Any], lanes: list[str]) -> Section |
     if cost_missing:
         notes.append(f"No $/1M tok for {', '.join(cost_missing)}: no cost_per_hour (lanes.toml or --cost "
                      "NAME=USD_PER_HOUR).")
-    cfg = load.get("config") or {}
-    if cfg.get("time_scale") not in (None, 1, 1.0):
-        notes.append(f"This run used --time-scale {cfg['time_scale']}: joules are simulated.")
+    scale = load.config.time_scale
+    scaled = scale not in (None, 1, 1.0) and bool(scale)
+    if scaled:
+        notes.append(f"This run used --time-scale {scale}: joules are simulated.")
     best = []
     for n in lanes:
-        mine = [(num(r.get("tokens_per_joule")), i) for m, i, r in reps if m == n]
+        mine = [(num(r.tokens_per_joule), i) for m, i, r in reps if m == n]
         mine = [x for x in mine if x[0] is not None]
         if mine:
             tpj, i = max(mine)
@@ -194,8 +197,8 @@ def load_efficiency_section(load: dict[str, Any], lanes: list[str]) -> Section |
     headers = ["Lane", "Rep", "Offered req/s", "Out tok/s", "tok/J", "GPU W", "Energy J", "$/1M tok", "Energy from"]
     caption = "Per rep; — where a lane has no GPU telemetry or no cost_per_hour."
     if not rows:  # one line, not a table of headers only
-        why = sorted({r.get("energy_reason") for _, _, r in reps if r.get("energy_reason")})
-        headers, notes = [], notes[-1:] if cfg.get("time_scale") not in (None, 1, 1.0) else []
+        why = sorted({str(r.energy_reason) for _, _, r in reps if r.energy_reason})
+        headers, notes = [], notes[-1:] if scaled else []
         caption = (f"No energy or cost figure for any rep ({'; '.join(why) or 'no GPU telemetry'}; no cost_per_hour): "
                    "give a lane --telemetry NAME=URL and --cost NAME=USD_PER_HOUR (docs/GPU.md).")
     return Section("efficiency-load", "Efficiency under open-loop load: tokens per joule and cost", caption,

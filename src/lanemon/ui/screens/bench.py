@@ -27,6 +27,10 @@ from lanemon.results.decode import DecodeResult
 from lanemon.results.needles import NeedleCell, NeedleResult
 from lanemon.results.prefill import PrefillCell, PrefillResult
 
+CATEGORY_TITLE = ("per-stream decode at C1 by category", "per-stream decode at C1", "per-stream at C1",
+                  "at C1")
+"""The category bars' title, fullest first (the chart's border takes the first that fits whole)."""
+
 TABLE_WIDTH = 46
 """The results panel's inner width before the first layout (#bench-left is 50 wide)."""
 
@@ -150,7 +154,7 @@ class BenchScreen(LanemonScreen):
     BenchScreen #bench-right { width: 1fr; }
     BenchScreen #chart-side { margin-top: 0; }
     BenchScreen BenchLog { margin: 0 1; }
-    BenchScreen #verdict { height: auto; max-height: 8; padding: 0 1; border: round $primary 40%;
+    BenchScreen #verdict { height: auto; max-height: 10; padding: 0 1; border: round $primary 40%;
                            border-title-color: $text-muted; background: $surface; }
     """
 
@@ -243,7 +247,9 @@ class BenchScreen(LanemonScreen):
             return
         if self.kind == "prefill":
             model = prefill_table(results if isinstance(results, PrefillResult) else {}, names)
-            hidden = model.fit(width, pad=2).hidden
+            fitted = model.fit(width, pad=2)
+            hidden = fitted.hidden
+            table.set_units(fitted.units_note())
             table.set_legend(escape(" · ".join(x for x in (model.legend, f"+{len(hidden)} in report" if hidden
                                                            else "") if x)))
         else:
@@ -257,7 +263,9 @@ class BenchScreen(LanemonScreen):
                 if k not in lengths:
                     lengths.append(k)
         lengths.sort(key=_key)
-        title = "prefill tok/s by prompt length" if self.kind == "prefill" else "needles: prefill tok/s by context"
+        title = (("prefill tok/s by prompt length", "prefill tok/s by length", "prefill by length", "prefill tok/s")
+                 if self.kind == "prefill" else
+                 ("needles: prefill tok/s by context", "needles: prefill tok/s", "prefill tok/s", "prefill"))
         if not lengths:
             main.show_empty(title)
             return
@@ -287,7 +295,9 @@ class BenchScreen(LanemonScreen):
         verdict.update(text)
         verdict.display = bool(text)
         shown: DecodeResult | dict[str, Any] = results if results is not None else {}
-        hidden = decode_table(shown, names).fit(width, pad=2).hidden
+        fitted = decode_table(shown, names).fit(width, pad=2)
+        hidden = fitted.hidden
+        table.set_units(fitted.units_note())
         table.set_legend(escape(" · ".join(x for x in (decode_legend(shown),
                                                        f"+{len(hidden)} in report" if hidden else "") if x)))
         by_lane = results.lanes if results is not None else {}
@@ -303,7 +313,7 @@ class BenchScreen(LanemonScreen):
         if cross is not None and len(cross.between) == 2:
             vline = ((cross.between[0] + cross.between[1]) / 2,
                      f"{cross.leader_after} overtakes {cross.leader_before}")
-        title = "aggregate decode vs concurrency"
+        title = ("aggregate decode vs concurrency", "aggregate decode tok/s", "aggregate decode", "decode")
         if any(steady.values()) or any(span.values()) or any(flagged.values()):
             main.show_lines(title, "concurrent streams", "tok/s", steady, ghost=span, flagged=flagged, vline=vline)
         else:
@@ -313,7 +323,7 @@ class BenchScreen(LanemonScreen):
             for c in by_lane[n].categories:
                 if c not in cats:
                     cats.append(c)
-        what = "per-stream decode at C1 by category"
+        what = CATEGORY_TITLE
         if cats:
             bars = {n: [_num(by_lane[n].categories[c].per_stream_tok_s) if c in by_lane[n].categories else None
                         for c in cats] for n in names}  # None: not run yet

@@ -558,10 +558,12 @@ class DashboardScreen(LanemonScreen):
         # column's worth of time went by or its data changed (widgets/repaint.py)
         self.query_one("#chart-ttft", TimeChart).show(series=clean["ttft"], marks=marks, value_fmt=seconds_axis,
                                                       title="TTFT", **common)
+        # each title with its shorter forms: the chart takes the fullest beside which every lane is named
         self.query_one("#chart-decode", TimeChart).show(series=clean["decode"], marks=marks, value_fmt=rate_axis,
-                                                        title="decode per stream", **common)
+                                                        title=("decode per stream", "decode/stream", "decode"),
+                                                        **common)
         self.query_one("#chart-tput", TimeChart).show(series=tput, marks=marks, value_fmt=rate_axis, connect=True,
-                                                      title=f"throughput ({avg} s avg)", **common)
+                                                      title=(f"throughput ({avg} s avg)", "throughput"), **common)
 
     def _draw_gauges(self, app: Any, lanes: list[str], common: dict) -> None:
         """The server's queue and KV cache, GPU power (each lane's scrapes), and where they go."""
@@ -572,18 +574,19 @@ class DashboardScreen(LanemonScreen):
         gauge = dict(marks={}, connect=True, connect_ns=SCRAPE_GAP_NS, **common)
         if queue:
             self.query_one("#chart-server", TimeChart).show(
-                series=queue, value_fmt=count_axis, title="server queue", lane_of=lane_of,
+                series=queue, value_fmt=count_axis, title=("server queue", "queue"), lane_of=lane_of,
                 dashed={k for k in queue if k.endswith(WAITING)}, kinds=(("━", "running"), ("┄", "waiting")),
                 **gauge)
         if kv:
             self.query_one("#chart-kv", TimeChart).show(series=kv, value_fmt=percent_axis, y_max=1.0, y_divisions=4,
-                                                        title="server: KV cache used", **gauge)
+                                                        title=("server: KV cache used", "KV cache used", "KV cache"),
+                                                        **gauge)
         # GPU power (docs/GPU.md): each lane's GPUs summed, on the same time axis as its tok/s
         power = {n: series.lane(n).gpu.points("power_w") for n in lanes}
         power = {n: pts for n, pts in power.items() if pts}
         if power:
             self.query_one("#chart-gpu", TimeChart).show(series=power, value_fmt=watts_axis,
-                                                         title="GPU power (W)", **gauge)
+                                                         title=("GPU power (W)", "power (W)"), **gauge)
         self._place_charts(("chart-server",) * bool(queue) + ("chart-kv",) * bool(kv) + ("chart-gpu",) * bool(power))
 
     def _two_rows(self) -> bool:

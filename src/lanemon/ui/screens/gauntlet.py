@@ -43,8 +43,8 @@ class GauntletScreen(LanemonScreen):
     DEFAULT_CSS = """
     GauntletScreen #g-lanes { height: 1fr; padding: 0 1; grid-gutter: 0 1; grid-rows: 1fr; }
     GauntletScreen #g-lanes GauntletLanePanel { margin: 0; min-width: 0; }
-    GauntletScreen #g-summary { height: 1; padding: 0 1; background: $panel; text-wrap: nowrap;
-                                text-overflow: ellipsis; width: 1fr; }
+    /* the verdict whole, on a second line where one does not hold it (80x24 read `both 3/3 cor…`) */
+    GauntletScreen #g-summary { height: auto; max-height: 3; padding: 0 1; background: $panel; width: 1fr; }
     """
 
     def __init__(self, lanes: list[str]) -> None:

@@ -64,8 +64,11 @@ class RaceScreen(LanemonScreen):
         Binding("escape", "back", "Back"),
         Binding("slash,i", "focus_prompt", "Type a prompt", key_display="/"),
         Binding("enter", "submit_prompt", "Race", key_display="⏎"),
-        Binding("pageup", "browse(-1)", "Prev race", key_display="PgUp", priority=True),
-        Binding("pagedown", "browse(1)", "Next race", key_display="PgDn", priority=True),
+        # one group, `PgUp PgDn races`: the two keys' own words cut the replay footer's `←→ ±10s` to `←` at 80x24
+        Binding("pageup", "browse(-1)", "Prev race", key_display="PgUp", priority=True,
+                group=Binding.Group("races")),
+        Binding("pagedown", "browse(1)", "Next race", key_display="PgDn", priority=True,
+                group=Binding.Group("races")),
     ]
 
     def __init__(self, lanes: Sequence[str], *, racing: bool, next_prompt: PromptCycle | None = None,
@@ -99,16 +102,32 @@ class RaceScreen(LanemonScreen):
 
     def on_resize(self) -> None:
         self._arrange()
+        if self.racing:  # the placeholder's fullest form that fits the box whole
+            self.call_after_refresh(self._fit_placeholder)
+
+    def _fit_placeholder(self) -> None:
+        box = self.query_one("#race-input", Input)
+        text = self._placeholder(box.content_region.width or None)
+        if box.placeholder != text:
+            box.placeholder = text
 
     def _arrange(self) -> None:
         """Up to four lanes side by side; more wrap onto rows (``lane_card.card_columns``), never sideways."""
         columns = card_columns(len(self._lanes), (self.size.width or 100) - 2, RACE_CARD_WIDTH)
         self.query_one("#race-lanes", Grid).styles.grid_size_columns = columns
 
-    def _placeholder(self) -> str:
+    def _placeholder(self, width: int | None = None) -> str:
+        """What the box is for, in the fullest form that fits ``width`` cells whole (80x24 cut it to `Enter
+        alone races`, without the prompt it races)."""
         nxt = self.next_prompt.peek() if self.next_prompt else None
-        tail = f" · Enter alone races the next shipped prompt ({nxt.id or 'built-in'})" if nxt else ""
-        return "/ to type a prompt, Enter to race it on every lane" + tail
+        name = (nxt.id or "built-in") if nxt else ""
+        forms = ["/ to type a prompt, Enter to race it on every lane"
+                 + (f" · Enter alone races the next shipped prompt ({name})" if nxt else "")]
+        if nxt:
+            forms += [f"/ types a prompt · Enter alone races the next shipped prompt ({name})",
+                      f"/ types a prompt · Enter alone races {name}"]
+        forms.append("/ types a prompt")
+        return next((f for f in forms if width is None or len(f) <= width), forms[-1])
 
     def column(self, lane: str) -> RaceColumn:
         return self.query_one(f"#{column_id(lane)}", RaceColumn)
@@ -147,7 +166,7 @@ class RaceScreen(LanemonScreen):
             return
         if self.start([prompt]):
             box.value = ""
-            box.placeholder = self._placeholder()
+            box.placeholder = self._placeholder(box.content_region.width or None)
         if box.has_focus:  # the keys go back to the screen: `q` quits, the footer shows it (`/` types again)
             self.set_focus(None)
 

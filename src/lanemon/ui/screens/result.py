@@ -159,7 +159,9 @@ class ResultScreen(LanemonScreen):
             if getattr(s, "model", None) is not None:  # the table's own model, fitted: columns dropped by rank
                 fitted = s.model.fit(max(40, self.size.width - 4), pad=2)
                 headers, rows = fitted.labels(), fitted.text_rows()
-                notes += [fitted.hidden_note()] if fitted.hidden else []
+                # the units the short labels leave out right under the table (`served/s in req/s`), the rest after
+                notes = [x for x in [fitted.units_note()] if x] + notes + ([fitted.hidden_note()] if fitted.hidden
+                                                                          else [])
             for title, headers, rows in [(s.title, headers, rows)] + list(s.more or []):
                 if not rows:
                     continue

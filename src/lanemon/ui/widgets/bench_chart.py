@@ -9,6 +9,7 @@ every group shares one scale that starts at zero.
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 from rich.text import Text
@@ -136,13 +137,17 @@ def fit_bars(labels: list[str], series: dict[str, list[float]], colours: dict[st
             used = label_w + 1 + name_w + 1 + len(bar) + len(tail)
             line.append(tail)
             if note:
+                if stacked:  # the unit is the key's, as on the bars (80x24 put `tok/s` on a line of its own)
+                    note = [x.removesuffix(f" {unit}") for x in note]
                 text = "  ◀ " + "; ".join(note)
                 room = width - used
                 if len(text) <= room:
                     line.append(text, style="bold yellow")
-                else:  # no room beside the bar for the whole note ('cache hit 12,…' was cut): its own line
-                    group.append(Text(" " * (label_w + name_w + 2) + text.strip()[: width - label_w - name_w - 2],
-                                      style="bold yellow"))
+                else:  # no room beside the bar for the whole note ('cache hit 12,…' was cut): lines of its own,
+                    # broken between words (80x24's 21-cell panel cut `cache hit 160,607` to `160,60`)
+                    indent = label_w + name_w + 2
+                    for part in textwrap.wrap(text.strip(), max(8, width - indent), break_long_words=False):
+                        group.append(Text(" " * indent + part, style="bold yellow"))
         groups.append(group)
     if height is not None and 1 + sum(len(g) for g in groups) > height and not notes and names and not stacked:
         # side by side: 'summarization A ██████▏ 148  B █████▍ 134' (the 8 categories at 100x30)
@@ -197,6 +202,7 @@ class BenchChart(Vertical):
         background: $surface;
     }
     BenchChart > PlotextPlot { height: 1fr; }
+    BenchChart > #key { height: auto; padding: 0 1; display: none; }
     BenchChart > #bars { height: 1fr; padding: 0 1; overflow-y: auto; }
     """
 
@@ -223,8 +229,14 @@ class BenchChart(Vertical):
         self._bars: tuple[list[str], dict[str, list[float]], str] | None = None
         self.hidden_groups = 0
         """Bars: groups left out for want of height (said in the border: ``↓ 3 more``)."""
+        self.titles: list[tuple[str, str]] = []
+        """The title's (markup, plain) forms, fullest first: the border takes the first that fits whole."""
+        self.legend: list[tuple[str, str]] = []
+        """Lines: the legend's items as (markup, plain), each kept whole; where the border cannot hold them all
+        they go to the key line over the plot (wrapped between items, never inside one)."""
 
     def compose(self) -> ComposeResult:
+        yield Static("", id="key")
         yield PlotextPlot(id="plot")
         yield Static("", id="bars")
 
@@ -238,8 +250,52 @@ class BenchChart(Vertical):
         self._show("empty")
 
     def on_resize(self) -> None:
+        self._fit_labels()
         if self.kind == "bars":
             self._draw_bars()
+
+    def _set_title(self, title: str | tuple[str, ...] | list[str], suffix: tuple[str, str] | None = None) -> None:
+        """``title``: one text or its forms, fullest first (``("aggregate decode vs concurrency", "aggregate
+        decode", ...)``); ``suffix`` (markup, plain) follows the fullest forms where it fits too."""
+        forms = [title] if isinstance(title, str) else list(title)
+        # each form with the suffix, then without it: the title's words before the axis name (100x30 read
+        # `prefill tok/s  (prompt tokens)` where `needles: prefill tok/s by context` fitted whole)
+        self.titles = [t for f in forms for t in ([(escape(f) + suffix[0], f + suffix[1])] if suffix else [])
+                       + [(escape(f), f)]]
+        self._fit_labels()
+
+    def _fit_labels(self) -> None:
+        """The border's title and legend, each whole: the fullest title form that fits the border (80x24's
+        25-column chart read ``aggregate decode v…``); the legend's items in the bottom border as far as they
+        fit whole, the rest on key lines over the plot (it read ``━A ━B steady •• sp…``)."""
+        room = (self.size.width or 80) - 6  # the border's corners and a blank either side of the label
+        if self.titles:
+            title = next((m for m, p in self.titles if len(p) <= room), self.titles[-1][0])
+            if self.border_title != title:
+                self.border_title = title
+        if self.kind != "lines":
+            return
+        key = self.query_one("#key", Static)
+        # the border holds the leading items that fit it whole (the lanes); the rest go to the key line, so the
+        # plot keeps its rows (80x24 gave a 25-column chart's key two lines and the plot one)
+        n = 0
+        while n < len(self.legend) and len(" ".join(p for _, p in self.legend[: n + 1])) <= room:
+            n += 1
+        subtitle = " ".join(m for m, _ in self.legend[:n])
+        rest = self.legend[n:]
+        fits = not rest
+        if self.border_subtitle != subtitle:
+            self.border_subtitle = subtitle
+        lines: list[list[tuple[str, str]]] = []
+        inner = max(1, (self.size.width or 80) - 4)  # the border and the key's padding
+        for item in rest:
+            if lines and len(" ".join(p for _, p in lines[-1] + [item])) <= inner:
+                lines[-1].append(item)
+            else:
+                lines.append([item])
+        key.update("\n".join(" ".join(m for m, _ in line) for line in lines))
+        if key.display != (not fits):
+            key.display = not fits
 
     def _replot(self) -> None:
         if self._last is not None:
@@ -248,6 +304,8 @@ class BenchChart(Vertical):
 
     def _show(self, which: str) -> None:
         self.query_one(PlotextPlot).display = which == "lines"
+        if which != "lines":
+            self.query_one("#key", Static).display = False
         self.query_one("#bars", Static).display = which != "lines"
 
     def lane_colours(self, names: list[str]) -> dict[str, str]:
@@ -273,7 +331,7 @@ class BenchChart(Vertical):
         (a figure shown beside the headline one, e.g. the decode ladder's span beside its steady state)."""
         return faded(self.app if self.is_attached else None, colour, amount)
 
-    def show_lines(self, title: str, xlabel: str, ylabel: str, series: dict[str, list[tuple[float, float]]],
+    def show_lines(self, title: str | tuple[str, ...], xlabel: str, ylabel: str, series: dict[str, list[tuple[float, float]]],
                    *, ghost: dict[str, list[tuple[float, float]]] | None = None,
                    flagged: dict[str, list[tuple[float, float]]] | None = None,
                    vline: tuple[float, str] | None = None, ghost_label: str = "span",
@@ -283,7 +341,9 @@ class BenchChart(Vertical):
         ``ghost``: a second figure per lane drawn as points (``•``, not joined) in a faded shade of the same colour
         (named ``ghost_label`` in the legend); ``flagged``: points that are not the lane's speed (lanemon
         was starved), drawn as ``?`` and never joined to the line; ``vline``: (x, label) of a crossover.
-        The legend is the bottom border (outside the plot), each lane in its colour."""
+        The legend is the bottom border (outside the plot), each lane in its colour; where the border cannot
+        hold it whole, a key line over the plot (:meth:`_fit_labels`).  ``title``: one text or its forms,
+        fullest first."""
         ghost = {k: list(v) for k, v in (ghost or {}).items() if v}
         flagged = {k: list(v) for k, v in (flagged or {}).items() if v}
         self.kind, self.series, self.marks = "lines", {k: list(v) for k, v in series.items()}, []
@@ -292,7 +352,6 @@ class BenchChart(Vertical):
         self._last = (self.show_lines, (title, xlabel, ylabel, series),
                       {"ghost": ghost, "flagged": flagged, "vline": vline, "ghost_label": ghost_label,
                        "series_label": series_label})
-        self.border_title = title
         self._show("lines")
         plt = self.plt
         plt.clear_figure()
@@ -322,18 +381,24 @@ class BenchChart(Vertical):
         if xs:
             plt.xticks(xs, [f"C{x:g}" for x in xs])
         plt.ylim(0, None)
-        legend = " ".join(f"[{colours[n]}]{'○' if n in self.faded_series else '━'}[/]{escape(n)}"
-                          for n in names) + (f" {series_label}" if series_label else "")
+        # the legend's items, each whole: the lanes with what their line is, the span's points, the marks
+        legend = [(f"[{colours[n]}]{'○' if n in self.faded_series else '━'}[/]{escape(n)}",
+                   f"{'○' if n in self.faded_series else '━'}{n}") for n in names]
+        if legend and series_label:  # what the lines are, with the last lane: `━A ━B steady`
+            legend[-1] = (legend[-1][0] + f" {series_label}", legend[-1][1] + f" {series_label}")
         if ghost:
-            legend += " " + "".join(f"[{self.faded(colours[n])}]•[/]" for n in names if n in ghost) + f" {ghost_label}"
+            dots = [n for n in names if n in ghost]
+            legend.append(("".join(f"[{self.faded(colours[n])}]•[/]" for n in dots) + f" {ghost_label}",
+                           "•" * len(dots) + f" {ghost_label}"))
         if flagged:
-            legend += " ? starved"
+            legend.append(("? starved", "? starved"))
         if vline is not None:
-            legend += " │ crossover"
-        self.border_subtitle = legend
+            legend.append(("│ crossover", "│ crossover"))
+        self.legend = legend
+        self._set_title(title)
         self.query_one(PlotextPlot).refresh()
 
-    def show_bars(self, title: str, xlabel: str, ylabel: str, labels: list[str],
+    def show_bars(self, title: str | tuple[str, ...], xlabel: str, ylabel: str, labels: list[str],
                   series: dict[str, list[float]], marks: list[tuple[str, Any, float]] | None = None,
                   flagged: set[tuple[str, str]] | None = None) -> None:
         """Grouped bars: one group per label (``xlabel`` names them), one bar per series, values in
@@ -345,7 +410,8 @@ class BenchChart(Vertical):
         self.series = {k: list(zip(labels, v)) for k, v in series.items()}
         self.marks = list(marks or [])
         # the groups' name once: 'by category' already says it (the repeat was cut to '(…' at 100 columns)
-        self.border_title = title if xlabel in title else f"{title}  [dim]({xlabel})[/]"
+        full = title if isinstance(title, str) else title[0]
+        self._set_title(title, None if xlabel in full else (f"  [dim]({escape(xlabel)})[/]", f"  ({xlabel})"))
         self._bars = (list(labels), {k: list(v) for k, v in series.items()}, ylabel)
         self._show("bars")
         self._draw_bars()
@@ -366,14 +432,15 @@ class BenchChart(Vertical):
         if self.border_subtitle != more:
             self.border_subtitle = more
 
-    def show_empty(self, title: str, message: str = "waiting for the first cell…") -> None:
+    def show_empty(self, title: str | tuple[str, ...], message: str = "waiting for the first cell…") -> None:
         self.kind, self.series, self.marks = "empty", {}, []
         self.hidden_groups = 0
         self.ghost, self.flagged, self.vline = {}, {}, None
         self._last = (self.show_empty, (title, message))
         self.border_subtitle = ""
-        self.border_title = title
         self._bars = None
+        self.legend = []
+        self._set_title(title)
         if self.is_mounted:
             self._show("empty")
             self.query_one("#bars", Static).update(Text(message, style="dim"))

@@ -18,9 +18,26 @@ class BenchTable(DataTable):
     """
 
     def on_mount(self) -> None:
-        self.border_title = "results"
+        self._fit_title()
         self.cursor_type = "none"
         self.zebra_stripes = True
+
+    units = ""
+    """The units the columns' short labels leave out (``steady, span, stream in tok/s``): said in the border's
+    title, whole (the labels ``steady span stream`` had no unit at any size)."""
+
+    def set_units(self, text: str) -> None:
+        self.units = text
+        self._fit_title()
+
+    def _fit_title(self) -> None:
+        """``results · steady, span, stream in tok/s``; the units alone where that does not fit, then
+        ``results``: a form that fits whole (the border's corners and a blank either side take 6)."""
+        room = (self.size.width or 80) - 6
+        forms = [f"results · {self.units}", self.units] if self.units else []
+        title = next((f for f in forms if len(f) <= room), "results")
+        if self.border_title != title:
+            self.border_title = title
 
     legend = ""
     """What the marks mean (the border's subtitle, after ``↓ N more`` where rows are below the fold)."""
@@ -40,6 +57,7 @@ class BenchTable(DataTable):
             self.border_subtitle = text
 
     def on_resize(self) -> None:
+        self._fit_title()
         self._say_more()
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:

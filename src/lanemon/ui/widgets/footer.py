@@ -13,9 +13,12 @@ from textual.widgets import Footer as _TextualFooter
 from textual.widgets._footer import FooterKey, FooterLabel, KeyGroup
 
 DROP_FIRST = ("open('history')", "open('errors')", "open('timeline')", "open('race')", "open('gauntlet')", "open('bench')", "toggle_host",
-              "open('alerts')", "window", "chart", "open('dashboard')", "faster slower")
+              "open('alerts')", "window", "chart", "open('dashboard')", "faster slower",
+              "seek_marker(-1) seek_marker(1)", "browse(-1) browse(1)")
 """Actions whose keys the footer leaves out first when they do not all fit, in this order (their keys still
-work and are in the command palette); every other key (quit, back, pause, seeking, zoom) stays."""
+work and are in the command palette); the markers' ``[]`` and the race screen's PgUp/PgDn last (80x24's race
+replay cut ``[] mark``, the live race ``p Pause``); every other key (quit, back, pause, ←→ seeking, zoom,
+typing a prompt) stays."""
 PALETTE_W = 13
 """The ``▏^p palette`` key at the right end."""
 

@@ -11,6 +11,16 @@ from lanemon.ui import format as fmt
 from lanemon.ui.format import markup_escape as escape
 
 
+class _Fitted(Label):
+    """A header label whose text is fitted to its width: fitted again whenever its width changes (the race line
+    was fitted before the first layout, when it had no width, and never again)."""
+
+    def on_resize(self) -> None:
+        header = next((a for a in self.ancestors if isinstance(a, RaceHeader)), None)
+        if header is not None:
+            header.call_after_refresh(header._fit)
+
+
 class RaceHeader(Vertical):
     """Race number, prompt id/category, endpoint and budget, state, and the prompt itself."""
 
@@ -27,12 +37,29 @@ class RaceHeader(Vertical):
     RaceHeader #race-prompt-text { color: $text-muted; width: 1fr; }
     """
 
+    _bits: list[tuple[int, str, str]] = []
+    _prompt = ""
+
+    def _fit(self) -> None:
+        """The race's line with whole items only (the start time goes first, then the category, the endpoint,
+        the budget: 80x24 read `· max 256 tok · at…`), and the prompt cut after a whole word."""
+        if not self._bits:  # no race yet: the hint stays
+            return
+        info = self.query_one("#race-info", Label)
+        info.update(fmt.fit(self._bits, info.content_region.width or 200, sep=" "))
+        text = self.query_one("#race-prompt-text", Label)
+        room = (text.content_region.width or 200) - len("prompt ")
+        prompt = self._prompt
+        if len(prompt) > room:  # a preview: whole words and the ellipsis
+            prompt = prompt[: max(0, room - 1)].rsplit(" ", 1)[0] + "…"
+        text.update(f"[b]prompt[/] {escape(prompt)}" if self._prompt else "")
+
     def compose(self) -> ComposeResult:
         with Horizontal(classes="row"):
             yield Label("RACE", id="race-chip")
-            yield Label("", id="race-info")
+            yield _Fitted("", id="race-info")
             yield Label("", id="race-state")
-        yield Label("", id="race-prompt-text")
+        yield _Fitted("", id="race-prompt-text")
 
     def update_from(self, view: RaceView | None, *, count: int, now_ns: int, hint: str = "") -> None:
         q = self.query_one
@@ -41,22 +68,27 @@ class RaceHeader(Vertical):
             q("#race-chip", Label).update("RACE")
             q("#race-info", Label).update(f"[dim]{escape(hint) or 'no race yet'}[/]")
             q("#race-prompt-text", Label).update("")
+            self._bits, self._prompt = [], ""
             state.update("")
             for c in ("-running", "-done", "-stopped"):
                 state.set_class(False, c)
             return
         q("#race-chip", Label).update(f"RACE {view.index}" + (f" of {count}" if count > 1 else ""))
-        bits = []
+        bits = []  # (priority, markup, plain): what goes first where the line is short (`· at…` was cut)
         if view.prompt_id:
-            bits.append(f"[b]{escape(view.prompt_id)}[/]")
+            bits.append((0, f"[b]{escape(view.prompt_id)}[/]", view.prompt_id))
         if view.category:
-            bits.append(f"({escape(view.category)})")
+            bits.append((3, f"({escape(view.category)})", f"({view.category})"))
         if view.endpoint:
-            bits.append(f"[dim]·[/] {escape(view.endpoint)}")
+            bits.append((2, f"[dim]·[/] {escape(view.endpoint)}", f"· {view.endpoint}"))
         if view.max_tokens:
-            bits.append(f"[dim]· max[/] {view.max_tokens} tok")
-        bits.append(f"[dim]· at[/] {fmt.event_time(view.start_t or 0)}")
-        q("#race-info", Label).update(" ".join(bits))
+            bits.append((1, f"[dim]· max[/] {view.max_tokens} tok", f"· max {view.max_tokens} tok"))
+        at = fmt.event_time(view.start_t or 0)
+        bits.append((4, f"[dim]· at[/] {at}", f"· at {at}"))
+        self._bits = bits
+        prompt = " ".join(view.prompt.split())
+        self._prompt = prompt
+        self._fit()
         if view.stopped:
             label, cls = "■ stopped", "-stopped"
         elif view.complete:
@@ -67,5 +99,4 @@ class RaceHeader(Vertical):
         state.update(label)
         for c in ("-running", "-done", "-stopped"):
             state.set_class(c == cls, c)
-        prompt = " ".join(view.prompt.split())
-        q("#race-prompt-text", Label).update(f"[b]prompt[/] {escape(prompt)}" if prompt else "")
+

@@ -102,7 +102,9 @@ class PathLabel(Label):
 
     def _pick(self) -> str:
         room = self.size.width - 2  # its padding
-        fits = [f for f in self.forms if room < 0 or self.size.width == 0 or len(f) <= room]
+        # width 0: not laid out yet (the fullest form); 1 or 2 cells: no room, nothing (the demo replay at 80x24
+        # showed `…` there, a 1-cell label holding the whole path)
+        fits = [f for f in self.forms if self.size.width == 0 or len(f) <= room]
         self.picked = fits[0] if fits else ""
         return self.picked
 

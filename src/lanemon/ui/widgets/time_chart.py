@@ -124,6 +124,10 @@ class TimeChart(CachedLines, Widget):
     def __init__(self, title: str = "", *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.title = title
+        self.titles: tuple[str, ...] = (title,)
+        """The title's forms, fullest first: the chart draws the fullest one beside which every lane's name fits
+        (80x24 read ``decode per stream +A B``: the lanes only as names, not in their colours)."""
+        self._lanes_cut = False
         self.series: dict[str, list[tuple[int, float]]] = {}
         self.marks: dict[str, list[tuple[int, str]]] = {}
         self.colours: dict[str, str] = {}
@@ -153,7 +157,8 @@ class TimeChart(CachedLines, Widget):
 
     def show(self, *, series: dict[str, list[tuple[int, float]]], marks: dict[str, list[tuple[int, str]]],
              t0: int, t1: int, colours: dict[str, str], value_fmt: Callable[[float], str],
-             x_fmt: Callable[[int], str], title: str | None = None, note: str = "", connect: bool = False,
+             x_fmt: Callable[[int], str], title: str | tuple[str, ...] | None = None, note: str = "",
+             connect: bool = False,
              wall: WallAxis | None = None, y_max: float | None = None, y_divisions: int = 2,
              shared_colour: str = "", connect_ns: int | None = None, lane_of: dict[str, str] | None = None,
              dashed: Collection[str] = (), kinds: Sequence[tuple[str, str]] = (),
@@ -188,7 +193,8 @@ class TimeChart(CachedLines, Widget):
         self.colours = dict(colours)
         self.t0, self.t1 = t0, max(t1, t0 + 1)
         if title is not None:
-            self.title = title
+            self.titles = (title,) if isinstance(title, str) else tuple(title)
+            self.title = self.titles[0]
         self.note, self.connect, self.connect_ns = note, connect, connect_ns
         self.value_fmt, self.x_fmt, self.wall = value_fmt, x_fmt, wall
         self.y_divisions, self.shared_colour = max(1, y_divisions), shared_colour
@@ -199,7 +205,7 @@ class TimeChart(CachedLines, Widget):
             axis: tuple = (self.t0 // column, self.t1 // column)
         else:
             axis = (self.t0, self.t1)
-        self.repaint_if((self.series, self.marks, self.colours, axis, self.title, note, connect,
+        self.repaint_if((self.series, self.marks, self.colours, axis, self.titles, note, connect,
                          connect_ns, value_fmt, x_fmt, wall, self.y_max, self.y_divisions, shared_colour,
                          self.lane_of, self.dashed, self.kinds))
 
@@ -374,6 +380,7 @@ class TimeChart(CachedLines, Widget):
         shown = len(items)
         while sum(x.cell_len for x in items[:shown]) > within:
             shown -= 1
+        self._lanes_cut = shown < len(items)
         if shown < len(items):  # lanes left out: say which (``+G H``) or how many (``+2``), a lane less if need be
             for k in range(shown, -1, -1):
                 left = lanes[k:]
@@ -427,8 +434,13 @@ class TimeChart(CachedLines, Widget):
         for c, lanes in enumerate(strip_lanes):
             if len(lanes) > 1:
                 strip[c] = (strip[c][0], shared_style)
-        head = Text(self.title, style="bold")
-        head.append_text(self._legend(width - head.cell_len))  # the legend first, each item whole
+        titles = self.titles if self.titles[0] == self.title else (self.title,)  # .title set alone: that one
+        for title in titles:  # the fullest title beside which every lane is named in its colour
+            head = Text(title, style="bold")
+            legend = self._legend(width - head.cell_len)  # the legend first, each item whole
+            if not self._lanes_cut:
+                break
+        head.append_text(legend)
         pad = width - head.cell_len - len(self.note) - 1
         if self.note and pad >= 1:  # the note only whole: the legend comes first
             head.append(" " * pad + self.note, style="dim")

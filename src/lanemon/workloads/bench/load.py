@@ -36,18 +36,21 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple, TypedDict
+
+import msgspec
 
 from lanemon.events import Event
 from lanemon.measure import slo as slo_mod
-from lanemon.measure.metrics import NS, generated_tokens, median, request_metrics, summarize
+from lanemon.measure.metrics import NS, RequestMetrics, generated_tokens, median, request_metrics, summarize
 from lanemon.measure.stats import chunk_weights
 from lanemon.measure.records import RequestRecord, assemble, reiterable
 from lanemon.workloads.bench.run import each_lane, edge, first_error, outcome_figures, read_marks, rnd, run_state
-from lanemon.results.common import to_json_obj
 from lanemon.workloads.bench.prefill import CALIBRATION_TOKENS, calibrate, calibrate_cell, lane_context
+from lanemon.results.common import BenchConfig, LoadConfig, as_result
+from lanemon.results.load import LatencyPercentiles, LoadLane, LoadRep, LoadResult, LoadSlo, LostWorker, Schedule, SendLag
 from lanemon.workloads.prompts import chars_for_tokens, filler_text
 from lanemon.workloads.bench.schedule import (  # noqa: F401 (the schedule's names, imported from here before)
     ARRIVALS, MAX_TRACE_BYTES, MAX_TRACE_LINES, MAX_TRACE_T, Arrival, LengthDist, LoadSpecError, phase_of, read_trace,
@@ -273,9 +276,9 @@ async def run(h, opts) -> None:
 # ---------------------------------------------------------------------------
 
 
-def _pcts(values: Iterable[float | None]) -> dict[str, float | None]:
+def _pcts(values: Iterable[float | None]) -> LatencyPercentiles:
     s = summarize(values)
-    return {"p50": rnd(s.p50, 6), "p90": rnd(s.p90, 6), "p99": rnd(s.p99, 6), "n": s.n, "max": rnd(s.max, 6)}
+    return LatencyPercentiles(p50=rnd(s.p50, 6), p90=rnd(s.p90, 6), p99=rnd(s.p99, 6), n=s.n, max=rnd(s.max, 6))
 
 
 NO_COMPLETION = "no request completed in the measured window"
@@ -303,7 +306,23 @@ def schedule_origin_ns(records: Sequence[RequestRecord]) -> int | None:
     return out
 
 
-def served_figures(records: Sequence[RequestRecord], start_ns: int, end_ns: int) -> dict[str, Any]:
+class Served(NamedTuple):
+    """What a lane served in a window (:func:`served_figures`): requests completed inside it and their rate
+    (``completed_rate_reason`` where there is none), the tokens that arrived inside it and their rates."""
+
+    completed: int
+    completed_rate_rps: float | None
+    completed_rate_reason: str | None
+    tokens: float
+    reasoning_tokens: float
+    window_s: float
+    output_tok_s: float | None
+    reasoning_tok_s: float | None
+    visible_tok_s: float | None
+    tokens_estimated: bool
+
+
+def served_figures(records: Sequence[RequestRecord], start_ns: int, end_ns: int) -> Served:
     """What the lane *served* in the window [start_ns, end_ns] (pure): requests that completed inside it and the
     generated tokens whose chunks arrived inside it (per-chunk counts where the server gave them, else each
     request's usage spread over its chunks; text-less chunks included), whenever those requests were sent.
@@ -351,102 +370,125 @@ def served_figures(records: Sequence[RequestRecord], start_ns: int, end_ns: int)
         reason = NO_COMPLETION
     tok_span = (end_ns - first_token) / NS if first_token is not None and end_ns > first_token else window_s
     per = (lambda x: x / tok_span) if tok_span > 0 else (lambda x: None)
-    return {"completed": done, "completed_rate_rps": rate, "completed_rate_reason": reason, "tokens": tokens,
-            "reasoning_tokens": reasoning,
-            "window_s": window_s, "output_tok_s": per(tokens), "reasoning_tok_s": per(reasoning),
-            "visible_tok_s": per(tokens - reasoning), "tokens_estimated": estimated}
+    return Served(completed=done, completed_rate_rps=rate, completed_rate_reason=reason, tokens=tokens,
+                  reasoning_tokens=reasoning, window_s=window_s, output_tok_s=per(tokens),
+                  reasoning_tok_s=per(reasoning), visible_tok_s=per(tokens - reasoning), tokens_estimated=estimated)
 
 
-def lane_behind(measured: Sequence[RequestRecord], completed: int, end_ns: int) -> dict[str, Any]:
+class Queue(NamedTuple):
+    """Whether a lane fell behind in a window (:func:`lane_behind`)."""
+
+    behind: bool | None
+    backlog: int | None
+    ttft_early_s: float | None
+    ttft_late_s: float | None
+
+
+def lane_behind(measured: Sequence[RequestRecord], completed: int, end_ns: int) -> Queue:
     """Did the lane fall behind (pure)?  ``behind``: completions inside the window under
     :data:`LANE_BEHIND_SHARE` of its arrivals *and* a growing queue (:data:`QUEUE_GROWTH`); None when the
     window had no arrivals.  ``backlog``: the window's requests still unfinished at its end; ``ttft_early_s`` /
     ``ttft_late_s``: median TTFT of the first and last quarter of its completed requests (None under 8)."""
     arrivals = len(measured)
-    out: dict[str, Any] = {"behind": None, "backlog": 0, "ttft_early_s": None, "ttft_late_s": None}
     if not arrivals:
-        return out
-    out["backlog"] = sum(1 for r in measured if r.sent_ns is not None and r.sent_ns <= end_ns
-                         and (r.end_ns is None or r.end_ns > end_ns))
+        return Queue(None, 0, None, None)
+    backlog = sum(1 for r in measured if r.sent_ns is not None and r.sent_ns <= end_ns
+                  and (r.end_ns is None or r.end_ns > end_ns))
     ok = sorted((r for r in measured if r.ok and r.token_ns and r.sent_ns is not None), key=lambda r: r.sent_ns)
     q = len(ok) // 4
+    early = late = None
     if q >= 2:
-        out["ttft_early_s"] = median([(r.token_ns[0] - r.sent_ns) / NS for r in ok[:q]])
-        out["ttft_late_s"] = median([(r.token_ns[0] - r.sent_ns) / NS for r in ok[-q:]])
-        grew = out["ttft_late_s"] > QUEUE_GROWTH * max(out["ttft_early_s"], 1e-6)
+        early = median([(r.token_ns[0] - r.sent_ns) / NS for r in ok[:q]])
+        late = median([(r.token_ns[0] - r.sent_ns) / NS for r in ok[-q:]])
+        grew = late > QUEUE_GROWTH * max(early, 1e-6)
     else:
-        grew = out["backlog"] > arrivals / 4
-    out["behind"] = completed < LANE_BEHIND_SHARE * arrivals and grew
-    return out
+        grew = backlog > arrivals / 4
+    return Queue(completed < LANE_BEHIND_SHARE * arrivals and grew, backlog, early, late)
 
 
-def lengths_asked_and_measured(ok: Sequence[RequestRecord], ms: Sequence[Any]) -> dict[str, Any]:
+class Lengths(NamedTuple):
+    """Median input and output lengths per request: asked (``meta``) and counted by the lane (usage)."""
+
+    input_tokens_asked_p50: float | None
+    input_tokens_p50: float | None
+    output_tokens_asked_p50: float | None
+    output_tokens_p50: float | None
+
+
+def lengths_asked_and_measured(ok: Sequence[RequestRecord], ms: Sequence[RequestMetrics]) -> Lengths:
     """Median input and output lengths asked (``meta``) beside the ones the lane counted (usage), per request."""
     asked_in = [r.meta.get("input_tokens_requested") for r in ok]
     asked_out = [r.meta.get("max_tokens") for r in ok]
 
-    def med(xs: list[Any]) -> float | None:
-        vals = [x for x in xs if isinstance(x, (int, float)) and not isinstance(x, bool)]
+    def med(xs: list[object]) -> float | None:
+        vals = [float(x) for x in xs if isinstance(x, (int, float)) and not isinstance(x, bool)]
         return rnd(median(vals), 1) if vals else None
 
-    return {"input_tokens_asked_p50": med(asked_in), "input_tokens_p50": med([r.prompt_tokens for r in ok]),
-            "output_tokens_asked_p50": med(asked_out),
-            "output_tokens_p50": med([m.generated_tokens for m in ms if not m.tokens_estimated])}
+    return Lengths(med(asked_in), med([r.prompt_tokens for r in ok]), med(asked_out),
+                   med([m.generated_tokens for m in ms if not m.tokens_estimated]))
 
 
-def length_lines(result: dict[str, Any]) -> list[str]:
+def _each_rep(reps_by_lane: Mapping[str, Sequence[LoadRep]]) -> Iterator[tuple[str, LoadRep]]:
+    """(``A`` or ``A rep 2`` when the lane ran several, the rep) for every rep."""
+    for lane, reps in reps_by_lane.items():
+        for i, r in enumerate(reps):
+            yield lane + (f" rep {i + 1}" if len(reps) > 1 else ""), r
+
+
+def length_lines(reps_by_lane: Mapping[str, Sequence[LoadRep]]) -> list[str]:
     """Asked vs measured lengths (the lane's own tokens), and requests refused beyond the context."""
     out = []
-    for lane, d in (result.get("lanes") or {}).items():
-        reps = d.get("reps") or []
-        for i, r in enumerate(reps):
-            who = lane + (f" rep {i + 1}" if len(reps) > 1 else "")
-            parts = []
-            for what, key in (("input", "input_tokens"), ("output", "output_tokens")):
-                asked, got = r.get(key + "_asked_p50"), r.get(key + "_p50")
-                if asked is not None and got is not None:
-                    parts.append(f"{what} asked {asked:,.0f}, the lane counted {got:,.0f}")
-            if parts:
-                out.append(f"{who}: lengths (p50 per request, the lane's usage): " + "; ".join(parts))
-            if r.get("refused_error"):
-                out.append(f"{who}: {r['refused_error']}")
+    for who, r in _each_rep(reps_by_lane):
+        parts = []
+        for what, asked, got in (("input", r.input_tokens_asked_p50, r.input_tokens_p50),
+                                 ("output", r.output_tokens_asked_p50, r.output_tokens_p50)):
+            if asked is not None and got is not None:
+                parts.append(f"{what} asked {asked:,.0f}, the lane counted {got:,.0f}")
+        if parts:
+            out.append(f"{who}: lengths (p50 per request, the lane's usage): " + "; ".join(parts))
+        if r.refused_error:
+            out.append(f"{who}: {r.refused_error}")
     return out
 
 
-def load_headlines(result: dict[str, Any]) -> list[str]:
+def load_headlines(reps_by_lane: Mapping[str, Sequence[LoadRep]]) -> list[str]:
     """One plain sentence per rep whose lane fell behind (the headline of an overloaded run), for the CLI,
-    the TUI and the report alike."""
+    the TUI and the report alike (``reps_by_lane``: :func:`reps_of`)."""
     out = []
-    for lane, d in (result.get("lanes") or {}).items():
-        reps = d.get("reps") or []
-        for i, r in enumerate(reps):
-            if not r.get("lane_behind"):
-                continue
-            who = lane + (f" rep {i + 1}" if len(reps) > 1 else "")
-            offered = r.get("offered_rate_rps") or r.get("scheduled_rate_rps")
-            served = (f"it served {_fmt(r.get('completed_rate_rps'))} req/s and" if r.get("completed_rate_rps")
-                      is not None else f"{r.get('completed_rate_reason') or NO_COMPLETION}; it served")
-            line = (f"{who}: the lane fell behind: {served} "
-                    f"{_fmt(r.get('output_tok_s'), 0)} tok/s in the measured window of {_fmt(offered)} req/s offered; "
-                    f"{r.get('backlog_at_end')} of {r.get('measured')} requests were still queued or running at its end")
-            e, late = r.get("ttft_early_s"), r.get("ttft_late_s")
-            if e is not None and late is not None:
-                line += f" (TTFT p50 grew from {e:.2f} s to {late:.2f} s)"
-            out.append(line + ".")
+    for who, r in _each_rep(reps_by_lane):
+        if not r.lane_behind:
+            continue
+        offered = r.offered_rate_rps or r.scheduled_rate_rps
+        served = (f"it served {_fmt(r.completed_rate_rps)} req/s and" if r.completed_rate_rps is not None
+                  else f"{r.completed_rate_reason or NO_COMPLETION}; it served")
+        line = (f"{who}: the lane fell behind: {served} "
+                f"{_fmt(r.output_tok_s, 0)} tok/s in the measured window of {_fmt(offered)} req/s offered; "
+                f"{r.backlog_at_end} of {r.measured} requests were still queued or running at its end")
+        e, late = r.ttft_early_s, r.ttft_late_s
+        if e is not None and late is not None:
+            line += f" (TTFT p50 grew from {e:.2f} s to {late:.2f} s)"
+        out.append(line + ".")
     return out
 
 
-def _fmt(x: Any, digits: int = 1) -> str:
+def reps_of(result: LoadResult, lanes: Sequence[str] | None = None) -> dict[str, list[LoadRep]]:
+    """Each lane's reps (``lanes``: those, in that order; default every lane of the result)."""
+    return {n: result.lanes[n].reps for n in (result.lanes if lanes is None else lanes) if n in result.lanes}
+
+
+def _fmt(x: float | int | None, digits: int = 1) -> str:
     return "?" if not isinstance(x, (int, float)) else f"{x:,.{digits}f}"
 
 
-def cell_result(records: Sequence[RequestRecord], span_s: float | None, config: dict[str, Any],
-                slo: dict[str, float] | None = None) -> dict[str, Any]:
+def cell_result(records: Sequence[RequestRecord], span_s: float | None, config: LoadConfig,
+                slo: dict[str, float] | None = None, *, cell: str = "", end: Mapping[str, object] | None = None
+                ) -> LoadRep:
     """One lane's (one rep's) figures over the measured phase (warm-up and cool-down excluded); with an
     SLO, ``slo``: goodput over the measured requests' first send -> last end and each target's attainment
-    (:mod:`lanemon.measure.slo`)."""
-    warmup = float(config.get("warmup") or 0.0)
-    cooldown = float(config.get("cooldown") or 0.0)
+    (:mod:`lanemon.measure.slo`).  ``cell``: the rep's id; ``end``: its end mark (what was refused, not sent,
+    lost: :func:`end_mark_figures`)."""
+    warmup = float(config.warmup or 0.0)
+    cooldown = float(config.cooldown or 0.0)
     measured = [r for r in records if r.meta.get("phase", "measure") == "measure"]
     window = None
     if span_s:
@@ -454,58 +496,82 @@ def cell_result(records: Sequence[RequestRecord], span_s: float | None, config: 
     ok = [r for r in measured if r.ok]
     ms = [request_metrics(r) for r in ok]
     origin = schedule_origin_ns(records) if span_s else None
-    served: dict[str, Any] = {}
-    queue: dict[str, Any] = {}
+    served: Served | None = None
+    queue = Queue(None, None, None, None)  # no window: nothing known
+    w_start = w_end = 0
     if origin is not None and window:
         w_start = origin + int(warmup * NS)
         w_end = origin + int((span_s - cooldown) * NS)
         served = served_figures(records, w_start, w_end)
-        queue = lane_behind(measured, served["completed"], w_end)
+        queue = lane_behind(measured, served.completed, w_end)
     lags = [float(r.meta.get("send_lag_s") or 0.0) for r in records]
     lag = summarize(lags)
     sends = sorted(r.sent_ns for r in measured if r.sent_ns is not None)
-    client_behind = bool(lag.p99 is not None and lag.p99 > CLIENT_BEHIND_S)
-    by_turn: dict[str, Any] = {}
+    by_turn: dict[str, list[float | None]] = {}
     for r, m in zip(ok, ms):
         turn = r.meta.get("turn")
         if turn is not None:
             by_turn.setdefault(str(turn), []).append(m.ttft_s)
-    return {
-        "requests": len(records),
-        "measured": len(measured),
-        "ok": len(ok),
-        "errors": len(measured) - len(ok),
-        **outcome_figures(measured)._asdict(),
-        "offered_rate_rps": rnd(config.get("rate")) if config.get("arrival") != "trace" else None,
-        "scheduled_rate_rps": rnd(len(measured) / window) if window else None,
-        "sent_rate_rps": rnd((len(sends) - 1) / ((sends[-1] - sends[0]) / NS))
+    outcomes = outcome_figures(measured)
+    return LoadRep(
+        cell=cell,
+        requests=len(records),
+        measured=len(measured),
+        ok=len(ok),
+        errors=len(measured) - len(ok),
+        truncated=outcomes.truncated, empty=outcomes.empty, bursts=outcomes.bursts,
+        offered_rate_rps=rnd(config.rate or None) if config.arrival != "trace" else None,
+        scheduled_rate_rps=rnd(len(measured) / window) if window else None,
+        sent_rate_rps=rnd((len(sends) - 1) / ((sends[-1] - sends[0]) / NS))
         if len(sends) > 1 and sends[-1] > sends[0] else None,
-        "completed_rate_rps": rnd(served.get("completed_rate_rps")),
-        "completed_rate_reason": served.get("completed_rate_reason"),
-        "completed_in_window": served.get("completed"),
-        "served_tokens": rnd(served.get("tokens"), 1),
-        "measured_window_ns": [w_start, w_end] if served else None,
-        "output_tok_s": rnd(served.get("output_tok_s")),
-        "visible_tok_s": rnd(served.get("visible_tok_s")),
-        "reasoning_tok_s": rnd(served.get("reasoning_tok_s")),
-        "lane_behind": queue.get("behind"),
-        "backlog_at_end": queue.get("backlog"),
-        "ttft_early_s": rnd(queue.get("ttft_early_s"), 6),
-        "ttft_late_s": rnd(queue.get("ttft_late_s"), 6),
-        "ttft_s": _pcts(m.ttft_s for m in ms),
-        "tpot_s": _pcts(m.tpot_s for m in ms),
-        "e2e_s": _pcts(m.e2e_s for m in ms),
-        "send_lag_s": {"p50": rnd(lag.p50, 6), "p99": rnd(lag.p99, 6), "max": rnd(max(lags), 6) if lags else None,
-                       "n": len(lags)},
-        "client_behind": client_behind,
-        **({"ttft_p50_s_by_turn": {k: rnd(summarize(v).p50, 6) for k, v in sorted(by_turn.items(), key=lambda kv: int(kv[0]))}}
-           if by_turn else {}),
-        **lengths_asked_and_measured(ok, ms),
-        "tokens_estimated": any(m.tokens_estimated for m in ms) or bool(served.get("tokens_estimated")),
-        "error": first_error(measured),
-        **({"slo": slo_mod.evaluate([request_metrics(r) for r in measured], slo, _served_span(measured)).to_json()}
-           if slo else {}),
-    }
+        completed_rate_rps=rnd(served.completed_rate_rps) if served else None,
+        completed_rate_reason=served.completed_rate_reason if served else None,
+        completed_in_window=served.completed if served else None,
+        served_tokens=rnd(served.tokens, 1) if served else None,
+        measured_window_ns=[w_start, w_end] if served else None,
+        output_tok_s=rnd(served.output_tok_s) if served else None,
+        visible_tok_s=rnd(served.visible_tok_s) if served else None,
+        reasoning_tok_s=rnd(served.reasoning_tok_s) if served else None,
+        lane_behind=queue.behind,
+        backlog_at_end=queue.backlog,
+        ttft_early_s=rnd(queue.ttft_early_s, 6),
+        ttft_late_s=rnd(queue.ttft_late_s, 6),
+        ttft_s=_pcts(m.ttft_s for m in ms),
+        tpot_s=_pcts(m.tpot_s for m in ms),
+        e2e_s=_pcts(m.e2e_s for m in ms),
+        send_lag_s=SendLag(p50=rnd(lag.p50, 6), p99=rnd(lag.p99, 6), max=rnd(max(lags), 6) if lags else None,
+                           n=len(lags)),
+        client_behind=bool(lag.p99 is not None and lag.p99 > CLIENT_BEHIND_S),
+        ttft_p50_s_by_turn={k: rnd(summarize(v).p50, 6) for k, v in sorted(by_turn.items(), key=lambda kv: int(kv[0]))}
+        if by_turn else None,
+        **lengths_asked_and_measured(ok, ms)._asdict(),
+        tokens_estimated=any(m.tokens_estimated for m in ms) or bool(served and served.tokens_estimated),
+        error=first_error(measured),
+        slo=msgspec.convert(slo_mod.evaluate([request_metrics(r) for r in measured], slo,
+                                             _served_span(measured)).to_json(), LoadSlo) if slo else None,
+        **end_mark_figures(end or {}),
+    )
+
+
+class EndMark(TypedDict):
+    """What a rep's end mark says beyond its requests (:func:`end_mark_figures`)."""
+
+    refused: int
+    refused_error: str | None
+    not_sent: int
+    workers_lost: list[LostWorker]
+
+
+def end_mark_figures(end: Mapping[str, object]) -> EndMark:
+    """A rep's end mark, read as untrusted (a recording's): requests refused beyond the lane's context and why,
+    requests not sent and the load hosts lost mid-rep (their known keys, clipped)."""
+    refused, not_sent, lost = end.get("refused"), end.get("not_sent"), end.get("workers_lost")
+    return EndMark(
+        refused=refused if type(refused) is int else 0,
+        refused_error=str(end["refused_error"])[:300] if end.get("refused_error") else None,
+        not_sent=not_sent if type(not_sent) is int else 0,
+        workers_lost=[LostWorker(**{k: str(w.get(k))[:200] for k in ("node", "host", "address", "why") if w.get(k)})
+                      for w in (lost if isinstance(lost, list) else []) if isinstance(w, dict)][:64])
 
 
 def _served_span(records: Sequence[RequestRecord]) -> float | None:
@@ -517,8 +583,8 @@ def _served_span(records: Sequence[RequestRecord]) -> float | None:
     return (max(ends) - min(starts)) / NS if starts and ends and max(ends) > min(starts) else None
 
 
-def load_results(events: Iterable[Event], *, in_progress: bool = False) -> dict[str, Any]:
-    """The ``bench load`` JSON (docs/JSON.md) from a run's events."""
+def load_results(events: Iterable[Event], *, in_progress: bool = False) -> LoadResult:
+    """The ``bench load`` result (``--json``: docs/JSON.md) from a run's events."""
     events = reiterable(events)
     marks = read_marks(events, BENCH)
     by_cell: dict[str, list[RequestRecord]] = defaultdict(list)
@@ -526,35 +592,26 @@ def load_results(events: Iterable[Event], *, in_progress: bool = False) -> dict[
         cell = rec.meta.get("cell", "")
         if rec.meta.get("bench") == BENCH and marks.finished(cell):
             by_cell[cell].append(rec)
-    lanes: dict[str, dict[str, Any]] = {}
+    config = as_result(marks.config, BenchConfig)  # the start mark's, read back (a recording's: untrusted)
+    load = config.load or LoadConfig()
+    slo = config.slo or None
+    reps: dict[str, list[LoadRep]] = {}
     for cell, start in marks.cells.items():
         if start.get("end") is None or start.get("part") == "calibrate":
             continue
-        lane = start.get("lane") or ""
-        res = cell_result(by_cell.get(cell, []), start.get("span_s"), marks.config.get("load") or {},
-                          marks.config.get("slo") or None)
-        end = start["end"]
-        res["cell"] = cell  # the rep's marks: its energy and engine counters (measure/views.py)
-        res["refused"] = end.get("refused") if isinstance(end.get("refused"), int) else 0
-        res["refused_error"] = str(end["refused_error"])[:300] if end.get("refused_error") else None
-        res["not_sent"] = end.get("not_sent") if isinstance(end.get("not_sent"), int) else 0
-        res["workers_lost"] = [{k: str(w.get(k))[:200] for k in ("node", "host", "address", "why") if w.get(k)}
-                               for w in end.get("workers_lost") or [] if isinstance(w, dict)][:64]
-        lanes.setdefault(lane, {"reps": []})["reps"].append(res)
-    for lane, d in lanes.items():
-        reps = d["reps"]
-        d.update({k: reps[0][k] for k in ("offered_rate_rps",)})
-        d["client_behind"] = any(r["client_behind"] for r in reps)
-        d["lane_behind"] = any(r.get("lane_behind") for r in reps)
-        if marks.config.get("slo"):
-            d["slo_held"] = all(r["slo"]["held"] for r in reps)
-    cfg = marks.config
-    out: dict[str, Any] = {"bench": BENCH, "lanes": lanes,
-                           "schedule": {"seed": cfg.get("seed"), "seed_drawn": bool(cfg.get("seed_drawn")),
-                                        "same_for_every_lane": same_for_every_lane(cfg)}}
-    out.update(to_json_obj(run_state(marks, in_progress)))  # typed since issue 37 (tdecode)
-    out["config"] = marks.config
-    return out
+        span = start.get("span_s")
+        reps.setdefault(start.get("lane") or "", []).append(
+            cell_result(by_cell.get(cell, []), float(span) if isinstance(span, (int, float)) else None, load, slo,
+                        cell=cell, end=start["end"]))  # cell: the rep's marks, its energy and counters (measure/views.py)
+    lanes = {lane: LoadLane(reps=rs, offered_rate_rps=rs[0].offered_rate_rps,
+                            client_behind=any(r.client_behind for r in rs),
+                            lane_behind=any(bool(r.lane_behind) for r in rs),
+                            slo_held=all(r.slo is not None and r.slo.held for r in rs) if slo else None)
+             for lane, rs in reps.items()}
+    return LoadResult(bench=BENCH, lanes=lanes,
+                      schedule=Schedule(seed=marks.config.get("seed"), seed_drawn=bool(marks.config.get("seed_drawn")),
+                                        same_for_every_lane=same_for_every_lane(marks.config)),
+                      **msgspec.structs.asdict(run_state(marks, in_progress)), config=config)
 
 
 results = load_results

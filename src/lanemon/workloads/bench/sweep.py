@@ -34,7 +34,9 @@ from lanemon.measure.records import reiterable
 from lanemon.events import Event
 from lanemon.measure.metrics import aggregate_tok_s, median, request_metrics
 from lanemon.measure import slo as slo_mod
-from lanemon.results.common import to_json_obj
+from lanemon.results.common import BenchConfig, as_result
+from lanemon.results.decode import DecodeResult
+from lanemon.results.sweep import SweepLane, SweepResult
 from lanemon.workloads.bench import decode
 from lanemon.workloads.bench.run import each_lane, rnd
 
@@ -110,51 +112,51 @@ async def run(h, opts) -> None:
     await each_lane(h, opts, one_lane)
 
 
-def sweep_results(events: Iterable[Event], *, in_progress: bool = False) -> dict[str, Any]:
-    """The ``bench sweep`` JSON: the decode figures of every level run, plus each lane's knee."""
+def sweep_results(events: Iterable[Event], *, in_progress: bool = False) -> SweepResult:
+    """The ``bench sweep`` result (``--json``): the decode figures of every level run, plus each lane's knee."""
     events = reiterable(events)
-    cfg: dict[str, Any] = {}
-    stops: dict[str, dict[str, Any]] = {}
+    raw: dict[str, object] = {}
+    stops: dict[str, object] = {}
     for ev in events:
         if ev.kind != "mark" or ev.data.get("bench") != BENCH:
             continue
         if ev.data.get("label") == "bench" and ev.data.get("phase") == "start":
-            cfg = dict(ev.data.get("config") or {})
+            raw = dict(ev.data.get("config") or {})
         elif ev.data.get("label") == "sweep" and ev.lane:
-            stops[ev.lane] = dict(ev.data)
-    knee_gain = float(cfg.get("knee_gain") or KNEE_GAIN)
-    slo = cfg.get("slo") or None
-    # the levels' goodput judged on it; its JSON until this reads the typed result (issue 37)
-    dec = to_json_obj(decode.decode_results(events, in_progress=in_progress, slo=slo))
-    lanes: dict[str, Any] = {}
-    for lane, d in dec["lanes"].items():
-        levels = sorted(int(k) for k in d["levels"])
-        aggs = [d["levels"][str(c)]["aggregate_tok_s"] for c in levels]
+            stops[ev.lane] = ev.data.get("reason")
+    config = as_result(raw, BenchConfig)  # the start mark's, read back (a recording's: untrusted)
+    knee_gain = float(config.knee_gain or KNEE_GAIN)
+    slo = config.slo or None
+    # the levels' goodput judged on it (as_result: decode_results may still return its JSON)
+    dec = as_result(decode.decode_results(events, in_progress=in_progress, slo=slo), DecodeResult)
+    lanes: dict[str, SweepLane] = {}
+    for lane, d in dec.lanes.items():
+        levels = sorted(int(k) for k in d.levels)
+        cells = [d.levels[str(c)] for c in levels]
+        aggs = [c.aggregate_tok_s for c in cells]
         gains = [None] + [rnd(gain_per_doubling(levels[i - 1], aggs[i - 1], levels[i], aggs[i]), 4)
                           if aggs[i - 1] and aggs[i] is not None else None for i in range(1, len(levels))]
-        stop = stops.get(lane, {})
-        reason = stop.get("reason")
+        reason = stops.get(lane)
+        reason = reason if isinstance(reason, str) else None
         knee = levels[-2] if reason == "knee" and len(levels) >= 2 else None
         slo_ok = (levels[-2] if len(levels) >= 2 else None) if reason == "slo" else (levels[-1] if levels else None)
-        best = max((a for a in aggs if a is not None), default=None)
-        unreliable = [c for c in levels if d["levels"][str(c)].get("unreliable")]
+        unreliable = [c for c, cell in zip(levels, cells) if cell.unreliable]
         rests_on = [levels[-2], levels[-1]] if knee else None
-        lanes[lane] = {
-            "levels": d["levels"],
-            "gain_per_doubling": dict(zip((str(c) for c in levels), gains)),
-            "stopped": reason or ("running" if in_progress else "cut"),
-            "knee": knee,
-            "slo_holds_to": slo_ok if slo else None,
-            **({"slo_held": {str(c): bool((d["levels"][str(c)].get("goodput") or {}).get("held"))
-                             for c in levels}} if slo else {}),
-            "max_aggregate_tok_s": best,
-            "rests_on": rests_on,
-            "unreliable_levels": unreliable,
-            "knee_reliable": bool(knee) and not any(c in unreliable for c in rests_on or ()),
-        }
-    return {"bench": BENCH, "lanes": lanes, "crossover": dec["crossover"], "knee_gain": knee_gain, "slo": slo,
-            "interrupted": dec.get("interrupted"), "cut": dec.get("cut"),
-            **({"not_run": dec["not_run"]} if "not_run" in dec else {}), "config": cfg}
+        lanes[lane] = SweepLane(
+            levels=dict(d.levels),
+            gain_per_doubling=dict(zip((str(c) for c in levels), gains)),
+            stopped=reason or ("running" if in_progress else "cut"),
+            knee=knee,
+            slo_holds_to=slo_ok if slo else None,
+            slo_held={str(c): bool(cell.goodput and cell.goodput.held) for c, cell in zip(levels, cells)}
+            if slo else None,
+            max_aggregate_tok_s=max((a for a in aggs if a is not None), default=None),
+            rests_on=rests_on,
+            unreliable_levels=unreliable,
+            knee_reliable=bool(knee) and not any(c in unreliable for c in rests_on or ()),
+        )
+    return SweepResult(bench=BENCH, lanes=lanes, crossover=dec.crossover, knee_gain=knee_gain, slo=slo,
+                       interrupted=dec.interrupted, cut=dec.cut, not_run=dec.not_run, config=config)
 
 
 results = sweep_results
