@@ -165,6 +165,8 @@ class LoadWatch:
         self.bound_windows = 0
         self._schedstat: str | None = None
         self._runq_last: int | None = None
+        self._open: tuple[int, list[float]] | None = None
+        """The window in progress (its start, its lag samples): published by :meth:`stop`."""
 
     def _cpu(self) -> dict[str, float]:
         if self._psutil is None:
@@ -210,9 +212,10 @@ class LoadWatch:
         self.emit(Event(self.clock.now(), schema.CLIENT_LOAD, None, None, data))
 
     async def run(self) -> None:
-        """Watch until cancelled."""
+        """Watch until cancelled (:meth:`stop` publishes the window in progress)."""
         t0 = self.clock.now()
         lags: list[float] = []
+        self._open = (t0, lags)
         window_ns = int(self.window * 1e9)
         self._schedstat = _schedstat_path()
         self._runq_last = _runq_ns(self._schedstat)
@@ -245,6 +248,7 @@ class LoadWatch:
                 # a starved sample is published at once
                 self._publish(t0, lags, self._runq(), due - before)
                 t0, lags = now, []
+                self._open = (t0, lags)
 
     async def _idle_sleep(self, until: float) -> float:
         """Sleep until ``until`` (``time.perf_counter``) unless :meth:`wake` cuts it short; the time the
@@ -275,11 +279,20 @@ class LoadWatch:
         return self._task
 
     async def stop(self) -> None:
+        """Stop watching, and publish the window in progress: its samples so far and the run-queue wait up to now.
+        Without it the last requests of a run (those ending after the last whole window) could never be judged
+        by a reader that waits for the watcher to report past a request's end (folds/dashboard.py), and a
+        recording's exporter would leave them out."""
         task, self._task = self._task, None
         if task is not None and not task.done():
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        if task is not None and self._open is not None:
+            t0, lags = self._open
+            self._open = None
+            if self.clock.now() > t0:
+                self._publish(t0, lags, self._runq())
 
 
 __all__ = ["COLLECT_EVERY_S", "COLLECT_MAX_WAIT_S", "IDLE_INTERVAL_S", "INTERVAL_S", "LoadWatch", "RUNQ_SLICE_MS", "WINDOW_S", "runq_starved", "steal_pct"]
