@@ -11,6 +11,10 @@ import pytest
 from lanemon.cli.main import main
 from lanemon.reports.compare import NOISE_BANDS, Metric, compare, compare_lanes, correct, judge, render
 from lanemon.reports.analyse import analyze
+from lanemon.reports.compare import compare as compare_sessions
+from lanemon.results.analysis import as_analysis
+from lanemon.results.common import as_result, to_json_obj
+from lanemon.results.compare import CompareRow
 from lanemon.results.qeval import QevalResult, QevalTask
 from test_compare_fixtures import session_events, slow_copy, write_recording
 
@@ -96,27 +100,27 @@ def test_the_slowed_lane_with_two_reps_is_beyond_the_band_but_never_significant(
     from lanemon.reports.compare import change_text
 
     judged = any(r["beyond_band"] and not r["unreliable"] for r in out["rows"])
-    words = {change_text(r) for r in out["rows"]}
+    words = {change_text(as_result(r, CompareRow)) for r in out["rows"]}
     assert ("worse, beyond band (untested)" if judged else "worse, not judged (client-bound)") in words
     assert "worse, significant" not in text and "worse, significant" not in words
 
 
 def test_lanes_mode_reproduces_the_a_vs_b_ratios_of_analyze(real, capsys):
-    decode = analyze(real["decode"])["decode"]["lanes"]
+    decode = analyze(real["decode"]).decode.lanes
     out = _json(capsys, str(real["decode"]), "--lanes", "A,B")
     assert out["old"]["lane"] == "A" and out["new"]["lane"] == "B"
     rows = {r["cell"]: r for r in out["rows"] if r["metric"] == "aggregate_tok_s"}
     assert set(rows) == {"C1", "C2"}
     for lvl in ("1", "2"):
-        a, b = decode["A"]["levels"][lvl]["aggregate_tok_s"], decode["B"]["levels"][lvl]["aggregate_tok_s"]
+        a, b = decode["A"].levels[lvl].aggregate_tok_s, decode["B"].levels[lvl].aggregate_tok_s
         r = rows[f"C{lvl}"]
         assert (r["old"], r["new"]) == (a, b) and r["ratio"] == pytest.approx(b / a, abs=1e-4)
         assert r["better"] == ("new" if b > a else "old")
-    prefill = analyze(real["prefill"])["prefill"]
+    prefill = analyze(real["prefill"]).prefill
     out = _json(capsys, str(real["prefill"]), "--lanes", "A,B")
     by_len = {r["cell"]: r["ratio"] for r in out["rows"] if r["metric"] == "prefill_tok_s"}
-    assert by_len.keys() == prefill["ratios"]["by_length"].keys()
-    for k, v in prefill["ratios"]["by_length"].items():
+    assert by_len.keys() == prefill.ratios.by_length.keys()
+    for k, v in prefill.ratios.by_length.items():
         assert by_len[k] == pytest.approx(v, abs=2e-3)
 
 
@@ -135,9 +139,9 @@ def test_only_in_one_recording_is_listed(real, capsys):
 # ------------------------------------------------------------------ fixed recordings, pure parts
 def test_partial_overlap_and_task_rows(fixed):
     old, new = analyze(fixed[0]), analyze(fixed[1])
-    del new["decode"]["lanes"]["B"]["levels"]["2"]
-    del old["prefill"]["lanes"]["A"]["lengths"]["8000"]
-    out = compare(old, new)
+    del new.decode.lanes["B"].levels["2"]
+    del old.prefill.lanes["A"].lengths["8000"]
+    out = to_json_obj(compare(old, new))
     assert {"bench": "decode", "lane": "B", "cell_kind": "level", "cell": "C2"} in out["only_old"]
     assert out["only_new"] == [{"bench": "prefill", "lane": "A", "cell_kind": "length", "cell": "8000"}]
     assert not any(r["lane"] == "B" and r["cell"] == "C2" and r["bench"] == "decode" for r in out["rows"])
@@ -149,42 +153,46 @@ def test_judge_rules():
     assert NOISE_BANDS == {"throughput": 0.05, "latency": 0.10, "divergence": 0.10}
     # no reps: never significant, only inside or beyond the default band
     j = judge(tps, 100, 104)
-    assert (j["significant"], j["beyond_band"], j["p"], j["band"]) == (False, False, None, 0.05)
+    assert (j.significant, j.beyond_band, j.p, j.band) == (False, False, None, 0.05)
     j = judge(tps, 100, 106)
-    assert j["significant"] is False and j["beyond_band"] is True and "not tested: 0 vs 0 reps" in j["basis"]
-    assert judge(ttft, 1.0, 1.08)["beyond_band"] is False and judge(ttft, 1.0, 0.85)["beyond_band"] is True
-    assert judge(ttft, 1.0, 0.85)["better"] == "new"
+    assert j.significant is False and j.beyond_band is True and "not tested: 0 vs 0 reps" in j.basis
+    assert judge(ttft, 1.0, 1.08).beyond_band is False and judge(ttft, 1.0, 0.85).beyond_band is True
+    assert judge(ttft, 1.0, 0.85).better == "new"
     # 2 reps a side: still untested, however far apart
-    assert judge(tps, 100, 200, [99, 101], [199, 201])["p"] is None
+    assert judge(tps, 100, 200, [99, 101], [199, 201]).p is None
     # 3 reps a side: tested; separated reps give the exact p 2 / C(6, 3) = 0.1, not enough alone
     j = judge(tps, 100, 103, [99, 100, 101], [102, 103, 104])
-    assert j["p"] == pytest.approx(0.1) and j["significant"] is False and j["test"] == "permutation"
+    assert j.p == pytest.approx(0.1) and j.significant is False and j.test == "permutation"
     # 5 reps a side, separated: p = 2 / 252
     j = judge(tps, 100, 110, [99, 100, 100, 101, 102], [109, 110, 110, 111, 112])
-    assert j["p"] == pytest.approx(2 / 252) and j["significant"] is True
+    assert j.p == pytest.approx(2 / 252) and j.significant is True
     # overlapping reps are noise even for a large median change
-    assert not judge(tps, 100, 120, [80, 100, 130, 90, 120], [110, 120, 125, 85, 95])["significant"]
+    assert not judge(tps, 100, 120, [80, 100, 130, 90, 120], [110, 120, 125, 85, 95]).significant
     # one side's spread widens the band
-    assert judge(tps, 100, 110, [85, 100, 115], [110])["band"] == pytest.approx(0.3)
+    assert judge(tps, 100, 110, [85, 100, 115], [110]).band == pytest.approx(0.3)
     # a client-bound cell is not judged
     j = judge(tps, 100, 150, [99, 100, 100, 101, 102], [149, 150, 150, 151, 152], unreliable=True)
-    assert j["significant"] is False and "starved" in j["basis"]
+    assert j.significant is False and "starved" in j.basis
     # counts are exact; missing values are never significant
     count = Metric("errors", "errors", "lower", "count", "")
-    assert judge(count, 0, 1)["significant"] is True and judge(count, 0, 1)["basis"] == "exact count"
-    assert judge(tps, None, 5)["significant"] is False and judge(tps, None, 5)["better"] == "new"
+    assert judge(count, 0, 1).significant is True and judge(count, 0, 1).basis == "exact count"
+    assert judge(tps, None, 5).significant is False and judge(tps, None, 5).better == "new"
 
 
 def test_correction_across_the_rows_of_one_comparison():
-    rows = [{"better": "old", "p": 0.04, "basis": "x"}, {"better": "old", "p": 0.004, "basis": "x"},
-            {"better": None, "p": None, "basis": "x", "significant": False}] + \
-           [{"better": "new", "p": 0.5, "basis": "x"} for _ in range(8)]
+    from lanemon.results.compare import CompareRow
+
+    def row(better, p):
+        return CompareRow(bench="decode", lane="A", cell_kind="level", cell="C1", metric="x", label="x", unit="",
+                          direction="higher", better=better, p=p, basis="x")
+
+    rows = [row("old", 0.04), row("old", 0.004), row(None, None)] + [row("new", 0.5) for _ in range(8)]
     correct(rows)
     # 0.04 alone would pass; among 10 tested rows it does not (BH: 0.04 * 10 / 2 = 0.2)
-    assert rows[0]["significant"] is False and rows[0]["p_adjusted"] == pytest.approx(0.2)
-    assert rows[1]["significant"] is True and rows[1]["p_adjusted"] == pytest.approx(0.04)
-    assert rows[2]["p_adjusted"] is None and rows[2]["significant"] is False
-    assert "Benjamini-Hochberg" in rows[1]["basis"]
+    assert rows[0].significant is False and rows[0].p_adjusted == pytest.approx(0.2)
+    assert rows[1].significant is True and rows[1].p_adjusted == pytest.approx(0.04)
+    assert rows[2].p_adjusted is None and rows[2].significant is False
+    assert "Benjamini-Hochberg" in rows[1].basis
 
 
 def _synthetic(path, seed, reps, slow_a=1.0, noise=0.02):
@@ -235,7 +243,7 @@ def test_no_change_is_rarely_flagged_at_five_reps(tmp_path):
     for seed in range(12):
         old = analyze(_synthetic(tmp_path / f"o{seed}.jsonl", 100 + seed, 5, noise=0.03))
         new = analyze(_synthetic(tmp_path / f"n{seed}.jsonl", 200 + seed, 5, noise=0.03))
-        flagged += any(r["significant"] for r in compare(old, new)["rows"])
+        flagged += any(r.significant for r in compare(old, new).rows)
     assert flagged <= 2
 
 
@@ -249,7 +257,10 @@ def test_qeval_score_uses_the_paired_test():
                            tasks={f"t{i}": task(f"t{i}") for i in range(20)})
 
     def analysis(r):
-        return {"environment": {}, "qeval": {"bench": "qeval", "lanes": {"A": r}, "compare": None}}
+        return as_analysis({"environment": {}, "qeval": {"bench": "qeval", "lanes": {"A": r}, "compare": None}})
+
+    def compare(old, new):
+        return to_json_obj(compare_sessions(old, new))
 
     out = compare(analysis(run([])), analysis(run(["t1"])))
     score = next(r for r in out["rows"] if r["metric"] == "passed")

@@ -5,6 +5,9 @@ one figure more there (issue 40 item 2: a three-lane decode said `3 cells only i
 from __future__ import annotations
 
 from lanemon.reports.compare import compare, compare_lanes
+from lanemon.results.analysis import as_analysis
+from lanemon.results.common import to_json_obj
+from typed_cells import full_result
 
 
 def _level(tok_s, tpj=None):
@@ -15,15 +18,15 @@ def _level(tok_s, tpj=None):
 
 
 def _analysis():
-    return {"decode": {"lanes": {
+    return {"decode": full_result({"bench": "decode", "config": {}, "lanes": {
         "A": {"levels": {"1": _level(50, 3.1), "2": _level(90, 3.4), "4": _level(150, 3.6), "8": _level(200, 3.7)}},
         "B": {"levels": {"1": _level(48, 3.0), "2": _level(88, 3.3), "4": _level(140, 3.5)}},
         "C": {"levels": {"1": _level(40), "2": _level(70), "4": _level(120)}},
-    }}}
+    }})}
 
 
 def test_lanes_mode_lists_only_the_cells_the_other_lane_lacks():
-    r = compare_lanes(_analysis(), "A", "C")
+    r = to_json_obj(compare_lanes(as_analysis(_analysis()), "A", "C"))
     compared = {(row["cell_kind"], row["cell"]) for row in r["rows"]}
     assert compared == {("level", "C1"), ("level", "C2"), ("level", "C4")}
     assert r["only_old"] == [{"bench": "decode", "lane": "A", "cell_kind": "level", "cell": "C8"}]
@@ -35,5 +38,5 @@ def test_sessions_mode_likewise():
     old = _analysis()
     new = _analysis()
     del new["decode"]["lanes"]["A"]["levels"]["1"]["tokens_per_joule"]  # the new run had no telemetry at C1
-    r = compare(old, new, lanes=["A"])
+    r = to_json_obj(compare(as_analysis(old), as_analysis(new), lanes=["A"]))
     assert r["only_old"] == [] and r["only_new"] == []

@@ -20,7 +20,7 @@ def result(tmp_path):
     new = slow_copy(old, tmp_path / "new.jsonl", lane="A", factor=1.3)
     res = compare(analyze(old), analyze(new))
     # fixed labels: tmp paths differ per run
-    res["old"]["recording"], res["new"]["recording"] = "old.jsonl", "new.jsonl"
+    res.old.recording, res.new.recording = "old.jsonl", "new.jsonl"
     return res
 
 
@@ -56,9 +56,9 @@ async def test_compare_screen_shows_curves_races_and_highlighted_rows(result):
         races = screen.query_one("#cmp-races", DataTable)
         assert races.display and races.row_count == 4  # 2 races x 2 lanes
         rows = screen.query_one("#cmp-rows", DataTable)
-        assert rows.row_count == len(result["rows"])
+        assert rows.row_count == len(result.rows)
         styles = [str(rows.get_row_at(i)[-1].style) for i in range(rows.row_count)]
-        sig = [r for r in result["rows"] if r["significant"]]
+        sig = [r for r in result.rows if r.significant]
         assert sig and styles.count("bold red") == len(sig) and "bold green" not in styles
         head = _plain(screen.query_one("#cmp-head", Static))
         assert "significantly worse" in head and "new worse" in head
@@ -109,7 +109,7 @@ async def test_at_100x30_the_headline_ratio_change_and_keys_are_on_screen(sample
         assert "↑↓" in str(rows.border_subtitle)
         await pilot.press("f")
         await pilot.pause()
-        moved = [r for r in sample["rows"] if r["significant"] or (r.get("beyond_band") and not r.get("unreliable"))]
+        moved = [r for r in sample.rows if r.significant or (r.beyond_band and not r.unreliable)]
         assert rows.row_count == len(moved) == 12
         await pilot.press("c")
         await pilot.pause()

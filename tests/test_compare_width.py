@@ -19,7 +19,7 @@ def result(tmp_path):
     old = write_recording(tmp_path / "old.jsonl", session_events())
     new = slow_copy(old, tmp_path / "new.jsonl", lane="A", factor=1.3)
     out = compare(analyze(old), analyze(new))
-    assert len({r["bench"] for r in out["rows"]}) > 1  # decode and prefill
+    assert len({r.bench for r in out.rows}) > 1  # decode and prefill
     return out
 
 
@@ -35,10 +35,10 @@ def test_compare_table_fits_the_terminal_with_every_figure_whole(result, width):
         assert "change" in labels  # the verdict words stay at 100 columns
     body = [line for line in lines if line.startswith("│")]
     new_at = labels.index("new")
-    news = [value_text(r["new"], r["unit"], r["metric"]) for r in result["rows"]]
+    news = [value_text(r.new, r.unit, r.metric) for r in result.rows]
     cells = [[c.strip() for c in line.strip("│").split("│")] for line in body]
     shown = [row[new_at] for row in cells if row[new_at]]
-    assert len(shown) == len(result["rows"])  # one line with a figure per row: none wrapped onto a second line
+    assert len(shown) == len(result.rows)  # one line with a figure per row: none wrapped onto a second line
     for figure, cell in zip(news, shown):
         assert cell == figure or cell.startswith(figure + " ("), (figure, cell)  # whole, its range whole or gone
     assert all(re.fullmatch(r"[\d.]+×|—", row[labels.index("ratio")]) for row in cells if row[new_at])

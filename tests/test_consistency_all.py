@@ -542,14 +542,9 @@ def test_every_surface_shows_the_workloads_own_figure(surfaces, name, surface):
 
 VARIANT_CHECKS = {"history": lambda s: check_history(s, every_ttft=True), "export": check_client_bound,
                   "metrics": check_metrics_latency}
-_HISTORY_TTFT = ("history leaves client-bound requests out of its latencies (measure/summary.py, basis "
-                 "'requests'): on the starved recording its ttft_p50 is null where the {what} shows TTFT "
-                 "(issue 37 item 2: history should store the workload's own result)")
-VARIANT_XFAIL = {  # (workload, variant, surface): the disagreement it shows today
-    ("prefill", "starved", "history"): _HISTORY_TTFT.format(what="PrefillCell.ttft_s (--json, report)"),
-    ("needles", "starved", "history"): _HISTORY_TTFT.format(what="NeedleCell.ttft_s (--json, report)"),
-    ("race", "starved", "history"): _HISTORY_TTFT.format(what="race's RaceLane.ttft_s (--json, report), whose "
-                                                              "flags do not say client_bound either,"),
+VARIANT_XFAIL: dict[tuple[str, str, str], str] = {  # (workload, variant, surface): a disagreement it shows today
+    # none: history stores each workload's own result since issue 37 item 2 (a race's TTFT is its RaceLane.ttft_s
+    # on the starved recording too, as --json and the report show it)
 }
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from lanemon import events as schema
 from lanemon.events import Event
-from lanemon.measure.energy import energy_of, readings
+from lanemon.measure.energy import energy_json, energy_of, readings
 from lanemon.measure.energy_sampling import learn
 from lanemon.reports.sections.efficiency import best_levels
 
@@ -80,7 +80,7 @@ def judged(cells, evs, spans):
     rs = readings(evs, "A")
     out = {}
     for (lvl, _, _, tokens), (a, b, _) in zip(cells, spans):
-        entry = energy_of(evs, "A", [(int(a * NS), int(b * NS))], tokens, None, rs, "cell")
+        entry = energy_json(energy_of(evs, "A", [(int(a * NS), int(b * NS))], tokens, None, rs, "cell"))  # a cell's JSON
         out[lvl] = (entry, energy_at(spans, b) - energy_at(spans, a))
     return out
 
@@ -128,9 +128,9 @@ def test_a_30s_exporter_withholds_every_short_cell_with_the_advice_never_0_j():
     a, b = spans[0][0], spans[-1][1]
     run = energy_of(evs, "A", [(int(a * NS), int(b * NS))], 10000, None, what="run")
     truth = energy_at(spans, b) - energy_at(spans, a)
-    assert run["energy_j"] == pytest.approx(truth, rel=0.10), run
-    assert abs(run["energy_j"] - truth) <= run["energy_uncertainty_j"], (run, truth)
-    assert run["energy_update_s"] == pytest.approx(30.0, abs=1.1)
+    assert run.energy_j == pytest.approx(truth, rel=0.10), run
+    assert abs(run.energy_j - truth) <= run.energy_uncertainty_j, (run, truth)
+    assert run.energy_update_s == pytest.approx(30.0, abs=1.1)
 
 
 @pytest.mark.parametrize("counter", ["ok", None])
@@ -184,8 +184,8 @@ def test_a_recorded_counter_from_0_to_1e18_mj_across_a_race_is_dropped_with_a_wo
     evs = [Event(int(t * NS), schema.GPU, "A", None, {"ok": True, "power_w": p, "energy_mj": e, "gpu_count": 1})
            for t, p, e in ((0.0, 11.0, 0.0), (0.5, 30.0, 0.0), (0.9, 30.5, 1e18), (1.5, 11.0, 1e18))]
     e = energy_of(evs, "A", [(int(0.45 * NS), int(0.95 * NS))], 40, None, what="race")
-    assert e["energy_dropped"] == 1 and "5000 W per GPU dropped" in e["energy_note"]
-    assert e["energy_j"] is None or e["energy_j"] < 100, e
+    assert e.energy_dropped == 1 and "5000 W per GPU dropped" in e.energy_note
+    assert e.energy_j is None or e.energy_j < 100, e
 
 
 def test_a_level_is_most_efficient_only_beyond_the_uncertainty():

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 import httpx
 import pytest
+from typed_cells import full_result
 
 from lanemon import events as schema
 from lanemon.client.prom import parse
@@ -253,7 +254,7 @@ def test_counter_energy_is_interpolated_at_the_window_edges():
     # the figure given is the one with the smaller uncertainty, the truth (100 J: 10 W for 0.5 s, 50 W for 2 s)
     # within it
     w = window_energy(rs, int(1.5 * NS), int(4 * NS))
-    assert abs(w["energy_j"] - 105.0) <= w["energy_uncertainty_j"] and w["gpu_power_w_mean"] == w["energy_j"] / 2.5
+    assert abs(w.energy_j - 105.0) <= w.energy_uncertainty_j and w.gpu_power_w_mean == w.energy_j / 2.5
 
 
 def test_a_counter_reset_is_bridged_by_power_and_no_counter_falls_back_to_power_and_says_so():
@@ -264,25 +265,25 @@ def test_a_counter_reset_is_bridged_by_power_and_no_counter_falls_back_to_power_
     assert est.source == "counter+power" and "reset" in est.notes[0]
     assert est.joules == pytest.approx(30 + 40) and est.uncertainty == pytest.approx(10)
     w = window_energy(rs, int(0.5 * NS), int(2.5 * NS))  # the better of that and the power alone, never a negative
-    assert w["energy_j"] == pytest.approx(0.5 * 20 + 30 + 0.5 * 40) and w["energy_uncertainty_j"] == pytest.approx(10)
+    assert w.energy_j == pytest.approx(0.5 * 20 + 30 + 0.5 * 40) and w.energy_uncertainty_j == pytest.approx(10)
     evs = [gpu_ev(t / 2, 30 + t / 100, None) for t in range(6)]
-    assert window_energy(readings(evs, "A"), NS // 2, 2 * NS)["energy_source"] == "power"
+    assert window_energy(readings(evs, "A"), NS // 2, 2 * NS).energy_source == "power"
     w = window_energy([], 0, NS)
-    assert w["energy_j"] is None and "no GPU telemetry" in w["energy_reason"]
+    assert w.energy_j is None and "no GPU telemetry" in w.energy_reason
 
 
 def test_efficiency_figures_and_their_reasons():
     e = efficiency(200.0, 1000, 10.0, 3.5)
-    assert e["tokens_per_joule"] == 5.0
+    assert e.tokens_per_joule == 5.0
     # 3.5 USD/h for 10 s = 0.009722 USD for 1000 tokens -> 9.7222 USD per 1M
-    assert e["usd_per_1m_output_tokens"] == pytest.approx(3.5 * 10 / 3600 / 1000 * 1e6, abs=1e-4)
+    assert e.usd_per_1m_output_tokens == pytest.approx(3.5 * 10 / 3600 / 1000 * 1e6, abs=1e-4)
     e = efficiency(None, 1000, 10.0, None, "no GPU telemetry for this lane")
-    assert e["tokens_per_joule"] is None and e["tokens_per_joule_reason"] == "no GPU telemetry for this lane"
-    assert e["usd_per_1m_output_tokens"] is None and "cost_per_hour" in e["cost_reason"]
-    assert efficiency(100.0, 0, 5.0, 3.5)["tokens_per_joule"] is None
+    assert e.tokens_per_joule is None and e.tokens_per_joule_reason == "no GPU telemetry for this lane"
+    assert e.usd_per_1m_output_tokens is None and "cost_per_hour" in e.cost_reason
+    assert efficiency(100.0, 0, 5.0, 3.5).tokens_per_joule is None
     b = energy_of([gpu_ev(t, 10, t * 10_000) for t in range(11)], "A", [(NS, 2 * NS), (3 * NS, 5 * NS)], 60, 7.2)
-    assert b["energy_j"] == pytest.approx(30.0) and b["energy_window_s"] == 3.0 and b["tokens_per_joule"] == 2.0
-    assert b["usd_per_1m_output_tokens"] == pytest.approx(7.2 * 3 / 3600 / 60 * 1e6, abs=1e-3)
+    assert b.energy_j == pytest.approx(30.0) and b.energy_window_s == 3.0 and b.tokens_per_joule == 2.0
+    assert b.usd_per_1m_output_tokens == pytest.approx(7.2 * 3 / 3600 / 60 * 1e6, abs=1e-3)
 
 
 def test_untrusted_readings_from_a_recording_are_ignored():
@@ -409,10 +410,14 @@ def test_report_efficiency_says_where_the_most_efficient_level_differs_from_the_
 def test_compare_rows_for_tokens_per_joule_and_cost():
     from lanemon.reports.compare import compare
 
-    old = {"decode": _decode_with_energy()}
-    new = {"decode": _decode_with_energy()}
+    old = {"decode": full_result(_decode_with_energy())}
+    new = {"decode": full_result(_decode_with_energy())}
     new["decode"]["lanes"]["A"]["levels"]["2"]["tokens_per_joule"] = 6.0
-    rows = [r for r in compare(old, new)["rows"] if r["metric"] in ("tokens_per_joule", "usd_per_1m_output_tokens")]
+    from lanemon.results.analysis import as_analysis
+    from lanemon.results.common import to_json_obj
+
+    got = to_json_obj(compare(as_analysis(old), as_analysis(new)))
+    rows = [r for r in got["rows"] if r["metric"] in ("tokens_per_joule", "usd_per_1m_output_tokens")]
     tpj = next(r for r in rows if r["metric"] == "tokens_per_joule" and r["cell"] == "C2" and r["lane"] == "A")
     assert tpj["old"] == 4.5 and tpj["new"] == 6.0 and tpj["better"] == "new" and tpj["beyond_band"]
     assert not any(r["lane"] == "B" and r["metric"] == "tokens_per_joule" for r in rows)  # unknown: no row

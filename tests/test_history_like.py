@@ -35,16 +35,16 @@ def test_the_usage_probe_and_calibration_are_no_workload_rows(decode_rows):
 def test_decode_rows_carry_the_benchs_own_figures(decode_rows):
     from lanemon.reports.analyse import analyze
 
-    decode = analyze(SAMPLES / "decode.jsonl", benches=["decode"])["decode"]
+    decode = analyze(SAMPLES / "decode.jsonl", benches=["decode"]).decode
     seen = 0
     for r in decode_rows:
-        cell = decode["lanes"][r.lane]["levels"][r.level]
-        assert r.tok_s == pytest.approx(cell["aggregate_tok_s"], abs=0.01)
-        assert r.steady_tok_s == pytest.approx(cell.get("steady_tok_s"), abs=0.01) if cell.get("steady_tok_s") \
+        cell = decode.lanes[r.lane].levels[r.level]
+        assert r.tok_s == pytest.approx(cell.aggregate_tok_s, abs=0.01)
+        assert r.steady_tok_s == pytest.approx(cell.steady_tok_s, abs=0.01) if cell.steady_tok_s \
             else r.steady_tok_s is None
-        assert r.ttft_p50 == pytest.approx(cell["ttft_p50_s"], abs=1e-6)
-        assert r.decode_tok_s_p50 == pytest.approx(cell["per_stream_tok_s_p50"], abs=0.01)
-        assert r.requests == cell["requests"]  # the level's requests, not the C1 category phase's too
+        assert r.ttft_p50 == pytest.approx(cell.ttft_p50_s, abs=1e-6)
+        assert r.decode_tok_s_p50 == pytest.approx(cell.per_stream_tok_s_p50, abs=0.01)
+        assert r.requests == cell.requests  # the level's requests, not the C1 category phase's too
         assert r.basis == "decode results"
         seen += 1
     assert seen == 12

@@ -60,13 +60,13 @@ def test_not_run_names_lanes_cells_and_the_cut_one(tmp_path):
 
 def test_without_a_plan_it_still_names_the_lane_that_never_ran(tmp_path):
     a = analyze(_cut_recording(tmp_path, plan=False))
-    assert a["warnings"][0] == "decode run interrupted after 1 finished cell: lane B never ran; cut mid-cell: A/C2/r0"
+    assert a.warnings[0] == "decode run interrupted after 1 finished cell: lane B never ran; cut mid-cell: A/C2/r0"
 
 
 def test_report_leads_with_it_in_every_format(tmp_path, capsys):
     rec = _cut_recording(tmp_path)
     a = analyze(rec)
-    assert a["decode"]["interrupted"] and a["warnings"][0] == WORDS
+    assert a.decode.interrupted and a.warnings[0] == WORDS
     for fmt in ("md", "html"):
         assert main(["report", str(rec), "--format", fmt]) == 0
         out = capsys.readouterr().out
@@ -80,8 +80,8 @@ def test_report_leads_with_it_in_every_format(tmp_path, capsys):
 def test_compare_and_export_say_so(tmp_path, capsys):
     rec = _cut_recording(tmp_path)
     r = compare(analyze(rec), analyze(SAMPLE))
-    assert r["interrupted"] == ["old: " + WORDS] and not any("interrupted" in w for w in r["warnings"])
-    assert r["lead"][0] == "INTERRUPTED old: " + WORDS
+    assert r.interrupted == ["old: " + WORDS] and not any("interrupted" in w for w in r.warnings)
+    assert r.lead[0] == "INTERRUPTED old: " + WORDS
     assert main(["compare", str(rec), SAMPLE]) == 0
     assert capsys.readouterr().out.lstrip().startswith("SIMULATED")  # then the headline
     events = read_events(rec)
@@ -97,6 +97,6 @@ def test_compare_and_export_say_so(tmp_path, capsys):
 
 def test_a_whole_run_says_nothing():
     a = analyze(SAMPLE)
-    assert not a["decode"]["interrupted"] and "not_run" not in a["decode"]
-    assert not any("interrupted" in w for w in a["warnings"])
+    assert not a.decode.interrupted and a.decode.not_run is None
+    assert not any("interrupted" in w for w in a.warnings)
     assert interruptions(read_events(SAMPLE)) == []

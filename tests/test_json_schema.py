@@ -52,7 +52,7 @@ def test_the_suites_outputs_decode_into_their_structs(tmp_path):
     validate("bench-load", json.loads(load.stdout))
     from lanemon.reports.analyse import analyze
 
-    validate("bench-decode", analyze(SAMPLES / "decode.jsonl", benches=["decode"])["decode"])
+    validate("bench-decode", to_json_obj(analyze(SAMPLES / "decode.jsonl", benches=["decode"]).decode))
     recs = tmp_path / "recs"
     recs.mkdir()
     for name in ("decode", "races", "prefill"):
@@ -74,7 +74,7 @@ def test_a_key_the_contract_does_not_name_fails():
 def analyze_sample():
     from lanemon.reports.analyse import analyze
 
-    return analyze(SAMPLES / "decode.jsonl", benches=["decode"])["decode"]
+    return to_json_obj(analyze(SAMPLES / "decode.jsonl", benches=["decode"]).decode)
 
 
 def test_sweep_and_race_outputs_decode_into_their_structs():
@@ -87,7 +87,7 @@ def test_sweep_and_race_outputs_decode_into_their_structs():
     validate("race", json.loads(race.stdout))
     from lanemon.reports.analyse import analyze
 
-    validate("race", to_json_obj(analyze(SAMPLES / "races.jsonl", benches=["race"])["race"]))
+    validate("race", to_json_obj(analyze(SAMPLES / "races.jsonl", benches=["race"]).race))
 
 
 def test_prefill_needles_agree_and_check_outputs_decode_into_their_structs():
@@ -102,13 +102,13 @@ def test_prefill_needles_agree_and_check_outputs_decode_into_their_structs():
     from lanemon.reports.analyse import analyze
     from lanemon.sim.server import SimThread
 
-    validate("bench-prefill", analyze(SAMPLES / "prefill.jsonl", benches=["prefill"])["prefill"])
-    validate("bench-needles", analyze(SAMPLES / "needles.jsonl", benches=["needles"])["needles"])
+    validate("bench-prefill", to_json_obj(analyze(SAMPLES / "prefill.jsonl", benches=["prefill"]).prefill))
+    validate("bench-needles", to_json_obj(analyze(SAMPLES / "needles.jsonl", benches=["needles"]).needles))
     agree = _run("agree", "--demo", "--time-scale", "0.02", "--prompts", "4", "--tokens", "16", "--json",
                  "--no-record")
     assert agree.returncode == 0, agree.stderr
     validate("agree", json.loads(agree.stdout))
-    validate("agree", to_json_obj(analyze(SAMPLES / "agree.jsonl", benches=["agree"])["agree"]))
+    validate("agree", to_json_obj(analyze(SAMPLES / "agree.jsonl", benches=["agree"]).agree))
     with SimThread("sglang-native", time_scale=0.05) as sim:
         check = _run("check", sim.base_url, "--json")
     assert check.returncode == 0, check.stderr
@@ -137,7 +137,7 @@ def test_kl_outputs_decode_into_their_struct(tmp_path):
     assert ok.returncode == 0, ok.stderr
     r = validate("kl", json.loads(ok.stdout))
     assert r.lanes["A"].status == "ok" and r.lanes["A"].kl is not None and r.lanes["B"].message == "reference"
-    validate("kl", to_json_obj(analyze(SAMPLES / "kl.jsonl", benches=["kl"])["kl"]))
+    validate("kl", to_json_obj(analyze(SAMPLES / "kl.jsonl", benches=["kl"]).kl))
     bad = json.loads(ok.stdout)
     bad["lanes"]["A"]["kl_mean"] = 0.1
     with pytest.raises(msgspec.ValidationError, match="kl_mean"):
@@ -177,9 +177,9 @@ def test_gauntlet_and_qeval_outputs_decode_into_their_structs(tmp_path):
     from lanemon.reports.analyse import analyze
     from lanemon.results.common import to_json_obj
 
-    validate("gauntlet", to_json_obj(analyze(SAMPLES / "gauntlet.jsonl", benches=["gauntlet"])["gauntlet"]))
-    q = analyze(SAMPLES / "qeval-A.jsonl", benches=["qeval"])["qeval"]
-    validate("qeval", to_json_obj(q["lanes"]["A"]))
+    validate("gauntlet", to_json_obj(analyze(SAMPLES / "gauntlet.jsonl", benches=["gauntlet"]).gauntlet))
+    q = analyze(SAMPLES / "qeval-A.jsonl", benches=["qeval"]).qeval
+    validate("qeval", to_json_obj(q.lanes["A"]))
     for name in ("qeval-A", "qeval-B"):
         validate("qeval", json.loads((SAMPLES / f"{name}.json").read_text()))
     bad = json.loads(gauntlet.stdout)

@@ -16,6 +16,7 @@ from lanemon import events as schema
 from lanemon.client.prom import map_engine, parse
 from lanemon.events import Event
 from lanemon.measure.counters import Accumulator, accumulate, counters_text, window_counters
+from lanemon.results.common import to_json_obj
 from lanemon.measure.views import attach_engine_views
 from lanemon.reports.tables import load_table
 from lanemon.results.common import LoadConfig, as_result, to_json_obj
@@ -75,7 +76,7 @@ def test_the_scrapes_inside_a_rep_add_up_and_a_restart_is_named_not_negative():
     scr = [(0, before), (2 * NS, restarted), (4 * NS, after)]
     c = window_counters(scr, NS, 5 * NS)
     assert c is None  # nothing at or after the end
-    c = window_counters(scr, 0, 4 * NS)
+    c = to_json_obj(window_counters(scr, 0, 4 * NS))  # as a rep's JSON carries it
     assert c["restarts"] == 1 and c["restart_t"] == 2 * NS and c["excluded_s"] == 2.0
     # what the engine counted before the restart is gone: the rep's counters are withheld, the restart named
     assert "generation_tokens" not in c and "requests" not in c and "restarted" in c["withheld"]
@@ -85,7 +86,7 @@ def test_the_scrapes_inside_a_rep_add_up_and_a_restart_is_named_not_negative():
     assert after["generation_tokens_total"] - before["generation_tokens_total"] == 800
     # the session (the report's line, the live row) adds up the intervals around the restart
     s = accumulate(scr)
-    assert s["generation_tokens"] == after["generation_tokens_total"] - 300 and s["restarts"] == 1
+    assert s.generation_tokens == after["generation_tokens_total"] - 300 and s.restarts == 1
 
 
 def test_the_live_accumulator_is_the_sum_of_its_steps():
@@ -94,14 +95,14 @@ def test_the_live_accumulator_is_the_sum_of_its_steps():
     for t, gen in ((0, 100), (1, 150), (2, 150), (3, 40), (4, 90)):  # restart between 2 and 3
         acc.add(t * NS, {"engine": "vllm", "generation_tokens_total": float(gen)})
     r = acc.result()
-    assert r["generation_tokens"] == 50 + 0 + 50 and r["restarts"] == 1 and r["between_s"] == 4.0  # 2 -> 3 not used
-    assert r["excluded_s"] == 1.0 and r["restart_reason"] == "generation_tokens_total fell"
-    assert accumulate([(0, {"generation_tokens_total": 5.0}), (NS, {"generation_tokens_total": 9.0})])["restarts"] == 0
+    assert r.generation_tokens == 50 + 0 + 50 and r.restarts == 1 and r.between_s == 4.0  # 2 -> 3 not used
+    assert r.excluded_s == 1.0 and r.restart_reason == "generation_tokens_total fell"
+    assert accumulate([(0, {"generation_tokens_total": 5.0}), (NS, {"generation_tokens_total": 9.0})]).restarts == 0
     # a scrape that lacks a counter does not count it again from zero on the next one
     acc = Accumulator()
     for d in ({"generation_tokens_total": 100.0}, {}, {"generation_tokens_total": 110.0}):
         acc.add(0, d)
-    assert acc.result()["generation_tokens"] == 10
+    assert acc.result().generation_tokens == 10
 
 
 def test_no_completion_in_the_window_is_said_not_zero_req_s_beside_tokens():
@@ -188,7 +189,7 @@ def test_the_dashboard_shows_the_engines_counters_since_the_session_began_and_na
     assert st.lanes["A"].server.session_counters() is None  # one scrape: nothing since it yet
     st.apply(scrape(2, after))
     c = st.lanes["A"].server.session_counters()
-    assert c["requests"] == 8 and c["generation_tokens"] == 800 and c["restarts"] == 0  # not the 2,700 total
+    assert c.requests == 8 and c.generation_tokens == 800 and c.restarts == 0  # not the 2,700 total
     text = session_markup(c)
     assert "8 req" in text and "prefix hit 38%" in text and "1 preempt" in text and "spec 61%" in text
     assert "restarted" not in text
@@ -198,8 +199,8 @@ def test_the_dashboard_shows_the_engines_counters_since_the_session_began_and_na
     st.apply(scrape(3, fresh))
     c = st.lanes["A"].server.session_counters()
     # the interval of the restart is not used (what was counted before the restart in it is gone): nothing added
-    assert c["restarts"] == 1 and c["requests"] == 8 and c["generation_tokens"] == 800 and c["excluded_s"] == 1.0
-    assert all(v >= 0 for k, v in c.items() if isinstance(v, (int, float)) and not isinstance(v, bool))
+    assert c.restarts == 1 and c.requests == 8 and c.generation_tokens == 800 and c.excluded_s == 1.0
+    assert all(v >= 0 for k, v in to_json_obj(c).items() if isinstance(v, (int, float)) and not isinstance(v, bool))
     assert "engine restarted" in session_markup(c)
 
 

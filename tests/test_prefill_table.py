@@ -13,6 +13,7 @@ from rich.console import Console
 
 from lanemon.cli.bench import render
 from lanemon.reports.analyse import analyze
+from lanemon.results.common import to_json_obj
 from lanemon.reports.sections.prefill import prefill_section
 from lanemon.reports.prefill_table import prefill_table
 from lanemon.ui.app import make_app
@@ -90,7 +91,7 @@ def test_fit_drops_whole_columns_and_keeps_the_cache_hit(width):
 @pytest.mark.parametrize("width", [80, 100, 160])
 def test_the_cli_prints_the_model_fitted_to_its_width(width):
     buf = io.StringIO()
-    render(analyze(SAMPLE)["prefill"], Console(file=buf, width=width, force_terminal=False))
+    render(to_json_obj(analyze(SAMPLE).prefill), Console(file=buf, width=width, force_terminal=False))
     out = buf.getvalue()
     assert all(len(line) <= width for line in out.splitlines())
     table = [line for line in out.splitlines() if line.startswith("│")]
@@ -100,7 +101,7 @@ def test_the_cli_prints_the_model_fitted_to_its_width(width):
 
 
 def test_the_report_shows_the_same_model_whole():
-    pre = analyze(SAMPLE)["prefill"]
+    pre = to_json_obj(analyze(SAMPLE).prefill)
     sec = prefill_section(pre, ["A", "B"])
     model = prefill_table(pre, ["A", "B"])
     assert sec.headers == model.labels() and sec.rows == model.text_rows() and sec.model is not None
@@ -117,7 +118,7 @@ async def test_the_prefill_replay_draws_the_model_with_no_cell_cut(size):
         table = app.screen.query_one(BenchTable)
         labels = [str(c.label) for c in table.columns.values()]
         rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
-        model = prefill_table(analyze(SAMPLE)["prefill"], ["A", "B"])
+        model = prefill_table(to_json_obj(analyze(SAMPLE).prefill), ["A", "B"])
         fitted = model.fit(table.size.width + 1, pad=2)
         assert labels == fitted.labels() and rows == fitted.text_rows()
         assert table.virtual_size.width <= table.scrollable_content_region.width  # drawn whole, nothing cut

@@ -158,7 +158,7 @@ def test_server_metrics_histograms_and_client_view_agree(vllm_server):
     assert after["engine"] == "vllm" and after["kv_capacity_tokens"] == 64 * after["block_size"]
     timings = server_timings(before, after)
     # the detection probe (recorded, labelled) + 3 ladder requests, all counted by the server
-    assert timings["requests"] == r["lanes"]["V"]["levels"]["1"]["requests"] + 1
+    assert timings.requests == r["lanes"]["V"]["levels"]["1"]["requests"] + 1
     server = r["lanes"]["V"]["server"]
     assert server["engine"] == "vllm" and server["requests"] >= 3
     # the same requests on both sides, give or take one at the edges of the scrape interval
@@ -187,7 +187,7 @@ async def test_live_dashboard_shows_vllm_metrics(vllm_url):
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             lane = st.lane("V")
-            if lane.requests_ok >= 3 and len(lane.server.gen_tok_s) >= 2 and lane.server.timings:
+            if lane.requests_ok >= 3 and len(lane.server.gen_tok_s) >= 2 and lane.server.timings.ttft_s is not None:
                 break
             await pilot.pause(0.2)
         else:
@@ -202,7 +202,7 @@ async def test_live_dashboard_shows_vllm_metrics(vllm_url):
         title = str(gauges.query_one("#srv-title", Label).render())
         assert "vLLM /metrics" in title
         # the engine's own TTFT from its histogram, beside lanemon's probes
-        assert lane.server.timings["ttft_s"] > 0 and "TTFT" in title
+        assert lane.server.timings.ttft_s > 0 and "TTFT" in title
 
 
 def test_kv_gauge_moves_under_load(vllm_server):

@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from lanemon.results.common import to_json_obj
+
 from lanemon.client.prom import map_engine, parse
 from lanemon.measure.counters import run_counters
 
@@ -23,7 +25,7 @@ def test_cell_counters_match_metrics_taken_by_hand(vllm_server, vllm_url):
     assert out.returncode == 0, out.stderr[-3000:]
     after = map_engine(parse(vllm_server.metrics()))
     cell = json.loads(out.stdout)["lanes"]["V"]["levels"]["2"]
-    got, by_hand = cell["engine_counters"], run_counters(before, after)
+    got, by_hand = cell["engine_counters"], to_json_obj(run_counters(before, after))
     assert got is not None and got["engine"] == "vllm"
     # by hand, the run also holds lanemon's one continuous-usage check before the first cell (1 request)
     extra = by_hand["requests"] - got["requests"]

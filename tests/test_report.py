@@ -13,6 +13,7 @@ import pytest
 from lanemon.reports.verdict import verdict
 from lanemon.reports.render import FORMATS, render, render_csv, render_html, render_json, render_markdown
 from lanemon.reports.render.csv import CSV_COLUMNS
+from typed_cells import full_result
 from lanemon.results.common import to_json_obj
 from test_race_fixtures import typed_race, typed_result
 
@@ -21,6 +22,7 @@ from test_race_fixtures import typed_race, typed_result
 def dlevel(agg, ttft=None, ps=None, errors=0, reps=None, unstable=False):
     reps = reps or [agg]
     return {"aggregate_tok_s": agg, "ttft_p50_s": ttft, "ttft_p90_s": ttft and ttft * 1.3, "ttft_p99_s": ttft and ttft * 1.6,
+            "ttft_n": 8, "ttft_max_s": ttft and ttft * 1.7,
             "per_stream_tok_s_p50": ps or agg, "errors": errors, "requests": 8, "output_tokens": 2048,
             "tokens_estimated": False, "reps": reps, "min": min(reps), "max": max(reps), "median": sorted(reps)[len(reps)//2],
             "unstable": unstable}
@@ -59,7 +61,8 @@ def writeup():
            "lanemon": "0.1.0", "reported_by": "0.1.0", "schema": "1.0", "created": "2026-10-18T09:00:00+00:00",
            "command": "bench decode --demo", "host": {"platform": "Linux-6.1-x86_64", "python": "3.11.9", "cpus": 8, "memory_bytes": 32*2**30},
            "duration_s": 812.4, "events": 123456}
-    return {"environment": env, "decode": dec, "prefill": pre, "needles": nee, "race": race, "warnings": []}
+    return {"environment": env, "decode": full_result(dec), "prefill": full_result(pre), "needles": full_result(nee),
+            "race": race, "warnings": []}
 
 
 def swap_lanes(analysis):
@@ -123,7 +126,7 @@ def test_markdown_has_every_table_and_omits_empty_sections():
                   "## Per-category decode at C1", "## Prefill: prompt tokens / TTFT, cold",
                   "## Needles: long-context retrieval", "## Races", "## Environment"):
         assert title in md
-    assert "| C6 | A | 223 | 420 ms | 546 ms | 37.2 | 0 | 8 | B (1.18×) |\n|  | B ▲ | 263 |" in md
+    assert "| C6 | A | 223 | 420 ms | max 714 ms (n=8) | 37.2 | 0 | 8 | B (1.18×) |\n|  | B ▲ | 263 |" in md
     # the cache hit in its own column, the prefill cell stays cold (reports/prefill_table.prefill_table)
     assert "| 2,950 | A | 2,420 | 1.22 s | — | 1.51× |" in md and "|  | B | 3,654 | 807 ms | 12,542 |  |" in md
     assert "Tell a story \\| about a keeper" in md  # pipes escaped
@@ -151,8 +154,16 @@ def test_html_is_one_self_contained_file_with_svg_charts():
 
 
 def test_json_and_csv():
+    import msgspec
+
+    from lanemon.results.analysis import Analysis, as_analysis
+
     a = writeup()
-    assert json.loads(render_json(a)) == json.loads(json.dumps(a, default=to_json_obj))  # a typed result: its JSON
+    text = render_json(a)  # the typed analysis as JSON: it reads back strictly as the same analysis
+    assert msgspec.json.decode(text, type=Analysis, strict=True) == as_analysis(a)
+    got = json.loads(text)
+    assert got["decode"]["lanes"]["B"]["levels"]["6"]["aggregate_tok_s"] == 263
+    assert got["environment"]["lanes"][0] == a["environment"]["lanes"][0] and got["warnings"] == []
     rows = list(csv.DictReader(io.StringIO(render_csv(a))))
     assert tuple(rows[0]) == CSV_COLUMNS
     c6 = [r for r in rows if r["bench"] == "decode" and r["cell_kind"] == "level" and r["cell"] == "6"]

@@ -17,7 +17,9 @@ from lanemon.reports.charts import svg_chart
 from lanemon.reports.data import crossover, level_leads
 from lanemon.reports.render import render_csv, render_markdown
 from lanemon.reports.sections.decode import decode_sections
+from lanemon.results.common import to_json_obj
 from lanemon.workloads.bench.decode import level_leads as ladder_level_leads
+from typed_cells import full_result
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_sessions" / "decode.jsonl"
 
@@ -129,7 +131,7 @@ def test_crossover_of_a_dict_without_one_uses_the_noise_band():
 
 def test_csv_level_rows_lead_with_the_judged_figure_and_keep_the_span():
     dec = decode({"1": cell(120, 100, steady_reps=[118, 122])}, {"1": cell(None, 90)})
-    rows = list(csv.DictReader(io.StringIO(render_csv({"environment": {}, "decode": dec}))))
+    rows = list(csv.DictReader(io.StringIO(render_csv({"environment": {}, "decode": full_result(dec)}))))
     a = next(r for r in rows if r["lane"] == "A" and r["cell_kind"] == "level")
     b = next(r for r in rows if r["lane"] == "B" and r["cell_kind"] == "level")
     assert (a["tok_s"], a["tok_s_basis"], a["span_tok_s"], a["min_tok_s"], a["max_tok_s"], a["reps"]) == \
@@ -140,23 +142,23 @@ def test_csv_level_rows_lead_with_the_judged_figure_and_keep_the_span():
 def test_the_sample_session_table_agrees_with_the_ladder_and_the_verdict():
     analysis = analyze(SAMPLE)
     md = render_markdown(analysis)
-    d = analysis["decode"]
-    judged = {x["level"]: x["leader"] for x in d["crossover"]["levels"]}
+    d = analysis.decode
+    judged = {x.level: x.leader for x in d.crossover.levels}
     rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| C(\d+) \|.*\| ([^|]+) \|$", md, re.M)}
     assert set(int(k) for k in rows) == set(judged)
     for lvl, leader in judged.items():
         text = rows[str(lvl)]
         assert text.startswith("tie") if leader == "tie" else text.startswith(f"{leader} (")
     # the crossover the caption states is where the Leader column changes
-    x = d["crossover"]
-    assert rows[str(x["between"][0])].startswith(x["leader_before"])
-    assert rows[str(x["between"][1])].startswith(x["leader_after"])
+    x = d.crossover
+    assert rows[str(x.between[0])].startswith(x.leader_before)
+    assert rows[str(x.between[1])].startswith(x.leader_after)
     # steady leads, span beside it, the Leader last
     assert "| C | lane | steady tok/s | span tok/s | TTFT p50 | TTFT p90 | per-stream tok/s | err | requests | Leader |" in md
     # copying the analysis and starving one cell changes only that level's judgement
     a2 = copy.deepcopy(analysis)
-    a2["decode"]["lanes"]["B"]["levels"]["6"]["unreliable"] = True
-    del a2["decode"]["crossover"]
+    a2.decode.lanes["B"].levels["6"].unreliable = True
+    a2.decode.crossover = None
     assert "| not judged (starved) |" in render_markdown(a2)
 
 
@@ -168,7 +170,7 @@ def test_the_report_draws_the_decode_table_the_cli_prints_one_model():
     from lanemon.cli.bench import render
     from lanemon.reports.tables import decode_table
 
-    d = analyze(SAMPLE)["decode"]
+    d = to_json_obj(analyze(SAMPLE).decode)  # the form the decode table reads (reports/sections.for_section)
     s = decode_sections(d, ["A", "B"])[0]
     model = decode_table(d, ["A", "B"])
     assert s.model is not None and (s.headers, s.rows) == (model.labels(), model.text_rows())

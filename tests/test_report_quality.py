@@ -17,6 +17,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import msgspec
+
+from lanemon.results.agree import AgreeResult
+from lanemon.results.common import as_result
+
 import pytest
 
 from lanemon.reports.sections import sections
@@ -103,32 +108,32 @@ def assert_self_contained(page: str) -> None:
 def test_analyze_recording_equals_the_commands_json(runs, kind):
     path, printed = runs[kind]
     a = analyze(path)
-    assert a["warnings"] == []
-    got = a[kind]
+    assert a.warnings == []
+    got = a.bench(kind)
     if kind == "qeval":  # per lane: each lane's entry is that `qeval run LANE --json`
-        assert list(got["lanes"]) == ["A"] and got["compare"] is None
-        got = got["lanes"]["A"]
+        assert list(got.lanes) == ["A"] and got.compare is None
+        got = got.lanes["A"]
+    if kind == "agree":  # typed; --json leaves out the two continuations (they stay in the analysis for the report)
+        assert all(r.a_text is not None and r.b_text is not None for r in got.prompts)
+        got = msgspec.structs.replace(got, prompts=[msgspec.structs.replace(r, a_text=None, b_text=None)
+                                                    for r in got.prompts])
+        printed = as_result(printed, AgreeResult)
     if kind in ("qeval", "gauntlet"):  # a typed result: what --json prints is its JSON
         got = to_json_obj(got)
-    if kind == "agree":  # --json leaves out the two continuations (they stay in the analysis for the report)
-        from lanemon.workloads.agree import public
-
-        assert all(r.a_text is not None and r.b_text is not None for r in got.prompts)
-        got = public(got)
-    if isinstance(got, Result):  # a typed result: what its --json prints
+    if isinstance(got, Result) and not isinstance(printed, Result):  # a typed result: what its --json prints
         got = to_json_obj(got)
     assert got == printed
-    assert list(a) == ["environment", kind, "warnings"]
+    assert a.benches() == [kind]
 
 
 def test_two_lane_qeval_is_paired_with_the_qeval_compare_function(runs):
     from lanemon.workloads.qeval import compare_runs
 
     path, results = runs["qeval2"]
-    q = analyze(path)["qeval"]
-    assert q["lanes"] == results
-    assert q["compare"] == compare_runs(results["A"], results["B"], "A", "B")
-    assert (q["compare"].kept, q["compare"].broke, q["compare"].fixed) == (3, 0, 0)
+    q = analyze(path).qeval
+    assert q.lanes == results
+    assert q.compare == compare_runs(results["A"], results["B"], "A", "B")
+    assert (q.compare.kept, q.compare.broke, q.compare.fixed) == (3, 0, 0)
 
     md = lanemon("report", str(path)).stdout
     line = f"A 3/7, B 3/7, the same four misses ({MISSES})"
@@ -338,7 +343,9 @@ def test_kl_sentences_and_sections_without_data_are_omitted():
         gone = {"qeval": "Quality gate", "agree": "Greedy agreement", "kl": "KL", "gauntlet": "Agent"}[key]
         assert gone not in text
     empty = {"environment": _env(), "agree": agree_results([]), "kl": kl_results([]),
-             "gauntlet": {"lanes": {"A": {"reps": 0}}}, "qeval": {"lanes": {}}, "warnings": []}
+             "gauntlet": msgspec.structs.replace(a["gauntlet"], lanes={  # a lane that finished no rep
+                 "A": msgspec.structs.replace(a["gauntlet"].lanes["A"], reps=0)}),
+             "qeval": {"bench": "qeval", "lanes": {}, "compare": None}, "warnings": []}
     assert sections(empty) == [] and verdict(empty) == []
 
 

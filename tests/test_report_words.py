@@ -14,9 +14,9 @@ SAMPLES = "sample_sessions/"
 def test_a_report_of_several_recordings_describes_all_of_them_in_its_header():
     files = [SAMPLES + f for f in ("agree.jsonl", "kl.jsonl", "today.jsonl", "yesterday.jsonl")]
     a = analyze_many(files)
-    env = a["environment"]
-    assert env["command"].startswith("4 recordings: agree")  # not `command: agree` (the first one's)
-    assert "kl" in env["command"]
+    env = a.environment
+    assert env.command.startswith("4 recordings: agree")  # not `command: agree` (the first one's)
+    assert "kl" in env.command
     rows = dict(environment_rows(env))
     assert rows["duration"].endswith("in 4 recordings")  # the sum, said to be one
     assert all(f in rows["recordings"] for f in files)
@@ -24,7 +24,7 @@ def test_a_report_of_several_recordings_describes_all_of_them_in_its_header():
     assert "command: agree ·" not in html and "command: 4 recordings" in html
     # a bench in two recordings: the one named first on the command line is used, said so
     assert any(w == f"decode appears in several recordings; the report uses the one named first on the command "
-                    f"line ({SAMPLES}today.jsonl), not {SAMPLES}yesterday.jsonl" for w in a["warnings"]), a["warnings"]
+                    f"line ({SAMPLES}today.jsonl), not {SAMPLES}yesterday.jsonl" for w in a.warnings), a.warnings
 
 
 def test_the_gauntlet_time_scale_note_only_when_it_scales():

@@ -21,6 +21,8 @@ from lanemon.events import Event
 from lanemon.folds.dashboard import ServerMetricsState
 from lanemon.measure.counters import counters_text, scrapes, session_counters, sum_counters, window_counters
 from lanemon.measure.server import server_view
+from lanemon.results.common import to_json_obj
+from lanemon.results.server import ServerTimings
 
 NS = 1_000_000_000
 
@@ -46,24 +48,25 @@ def sm(t_s: float, data: dict) -> Event:
 def test_the_counters_the_server_view_and_the_live_row_see_the_same_restart(before, after, why):
     events = [sm(1, before), sm(5, after)]
     # the run-scoped counters of a cell between those scrapes: the restart named, the counters not the cell's
-    c = window_counters(scrapes(events, "A"), int(1.5 * NS), int(4.5 * NS))
+    block = window_counters(scrapes(events, "A"), int(1.5 * NS), int(4.5 * NS))
+    c = to_json_obj(block)  # as a cell's JSON carries it
     assert c["restarts"] == 1 and c["restart_reason"] == why and c["excluded_s"] == 4.0
     assert "requests" not in c and "generation_tokens" not in c  # not 3 requests and 127 tokens
     assert "restarted" in c["withheld"] and why in c["withheld"]
-    assert counters_text(c) == c["withheld"]
+    assert counters_text(block) == block.withheld
     # the server view: the same restart
     v = server_view(events, "A")
-    assert v["restarts"] == 1 and v["reset_at"][0]["reason"] == why
+    assert v.restarts == 1 and v.reset_at[0].reason == why
     # the live session row: the same restart, the interval not counted
     live = ServerMetricsState()
     for ev in events:
         live.apply(ev.t, ev.data)
     s = live.session_counters()
-    assert s["restarts"] == 1 and s["restart_reason"] == why and s.get("requests") in (None, 0)
+    assert s.restarts == 1 and s.restart_reason == why and to_json_obj(s).get("requests") in (None, 0)
     assert "engine restarted" in counters_text(s) and "not counted" in counters_text(s)
-    assert live.timings == {}  # the engine's means over a restart are not shown either
+    assert live.timings == ServerTimings()  # the engine's means over a restart are not shown either
     # the report's session line: the same
-    assert session_counters(events)["A"]["restarts"] == 1
+    assert session_counters(events)["A"].restarts == 1
 
 
 def test_a_session_adds_up_the_intervals_around_a_restart_and_a_rep_with_one_withholds_the_cell():
@@ -72,12 +75,12 @@ def test_a_session_adds_up_the_intervals_around_a_restart_and_a_rep_with_one_wit
            sm(4, {**BEFORE, "requests_success_total": 9.0, "process_start_s": 160.0}),  # restarted: not counted
            sm(6, {**BEFORE, "requests_success_total": 12.0, "process_start_s": 160.0})]  # +3
     s = session_counters(evs)["A"]
-    assert s["requests"] == 5 and s["restarts"] == 1 and s["excluded_s"] == 2.0 and s["between_s"] == 6.0
+    assert s.requests == 5 and s.restarts == 1 and s.excluded_s == 2.0 and s.between_s == 6.0
     assert "(the 2 s around it not counted)" in counters_text(s)
     scr = scrapes(evs, "A")
     clean, restarted = window_counters(scr, 0, 2 * NS), window_counters(scr, 2 * NS, 4 * NS)
-    assert clean["requests"] == 2 and restarted.get("requests") is None
-    cell = sum_counters([clean, restarted])  # a cell of two reps, one with a restart
+    assert clean.requests == 2 and to_json_obj(restarted).get("requests") is None
+    cell = to_json_obj(sum_counters([clean, restarted]))  # a cell of two reps, one with a restart, as its JSON
     assert cell["withheld"] and cell["restarts"] == 1 and "requests" not in cell
     from lanemon.reports.sections.efficiency import counter_rows  # the report's counters table says so
     row = counter_rows([("A", "C4", cell)])[0]
@@ -91,7 +94,7 @@ def test_process_start_time_is_mapped_and_a_steady_one_is_no_restart():
     assert m["process_start_s"] == pytest.approx(1_765_000_000.25)
     evs = [sm(0, {**BEFORE, "process_start_s": 100.0}), sm(2, {**BEFORE, "requests_success_total": 7.0,
                                                                "process_start_s": 100.0})]
-    assert window_counters(scrapes(evs, "A"), 0, 2 * NS)["restarts"] == 0
+    assert window_counters(scrapes(evs, "A"), 0, 2 * NS).restarts == 0
 
 
 def test_the_simulated_engine_exports_its_start_time_and_a_restart_changes_it():

@@ -15,6 +15,7 @@ from lanemon import events as schema
 from lanemon.client.prom import map_engine, parse
 from lanemon.events import Event
 from lanemon.measure.counters import increase, run_counters, sum_counters, window_counters, scrapes
+from lanemon.results.common import to_json_obj
 
 FIXTURES = Path(__file__).parent / "fixtures"
 NS = 1_000_000_000
@@ -27,7 +28,7 @@ def mapped(name: str) -> dict:
 def test_two_ranks_sum_and_split():
     before, after = mapped("vllm_dp2_before.prom"), mapped("vllm_dp2_after.prom")
     assert before["generation_tokens_total"] == 1900 and set(before["by_engine"]) == {"0", "1"}
-    c = run_counters(before, after)
+    c = to_json_obj(run_counters(before, after))  # the block as a cell's JSON carries it
     assert c["generation_tokens"] == 800 and c["prompt_tokens"] == 1600
     assert c["prefix_queries"] == 1600 and c["prefix_hits"] == 600 and c["prefix_hit_rate"] == 0.375
     assert c["preemptions"] == 1 and c["requests"] == 8 and c["requests_by_finish"] == {"stop": 6, "length": 2}
@@ -46,7 +47,7 @@ def test_a_reading_that_ignored_the_engine_label_would_be_wrong():
     text_a = (FIXTURES / "vllm_dp2_after.prom").read_text()
     last = lambda t: [v for labels, v in parse(t)["vllm:generation_tokens_total"]][-1]
     assert last(text_a) - last(text_b) == 200 != run_counters(map_engine(parse(text_b)),
-                                                                map_engine(parse(text_a)))["generation_tokens"]
+                                                                map_engine(parse(text_a))).generation_tokens
 
 
 def test_a_counter_reset_counts_the_new_value():
@@ -65,10 +66,10 @@ def test_the_window_takes_the_scrapes_either_side_and_reps_add_up():
            sm(3, generation_tokens_total=95), Event(int(2.5 * NS), schema.SERVER_METRICS, "A", None, {"ok": False})]
     scr = scrapes(evs, "A")
     w = window_counters(scr, int(1.0 * NS), int(2.0 * NS))
-    assert w["generation_tokens"] == 40 and w["between_s"] == 1.0
+    assert w.generation_tokens == 40 and w.between_s == 1.0
     assert window_counters(scr, int(1.5 * NS), int(3.5 * NS)) is None  # nothing after the end
     both = sum_counters([w, window_counters(scr, int(2 * NS), int(3 * NS))])
-    assert both["generation_tokens"] == 45
+    assert both.generation_tokens == 45
 
 
 def test_bench_cells_carry_the_simulators_counters():
@@ -97,7 +98,7 @@ def test_session_counters_cover_the_whole_recording_and_the_report_says_them():
            Event(31 * NS, schema.SERVER_METRICS, "A", None, {"ok": True, **after}),
            Event(2 * NS, schema.SERVER_METRICS, "B", None, {"ok": True, **after})]
     s = session_counters(evs)
-    assert set(s) == {"A"} and s["A"]["generation_tokens"] == 800 and s["A"]["between_s"] == 30.0
+    assert set(s) == {"A"} and s["A"].generation_tokens == 800 and s["A"].between_s == 30.0
     assert session_text(s["A"]) == ("over 30 s: 8 requests; 800 generated tokens; prefix cache hit 38%; "
                                     "1 preemptions; spec decode accepted 61% of draft tokens; "
                                     "2 ranks, max/mean 1.50; LoRA sql-lora, chat-lora")

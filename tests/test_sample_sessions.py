@@ -14,6 +14,7 @@ from lanemon.recording.reader import Recording
 from lanemon.reports.render import render
 from lanemon.events import SCHEMA_VERSION_STR
 from lanemon.reports.analyse import analyze
+from lanemon.results.common import to_json_obj
 from lanemon.sessions.sources import ReplaySession
 from lanemon.folds.dashboard import SessionState
 
@@ -44,7 +45,7 @@ def test_sample_replays_and_reports(path):
     assert replay.finished and state.events == len(events)
 
     analysis = analyze(path)
-    assert analysis["warnings"] == []
+    assert analysis.warnings == []
     for fmt in ("md", "html", "json", "csv"):
         assert render(analysis, fmt)
 
@@ -54,7 +55,7 @@ def _analysis(name):
 
 
 def test_decode_sample_shows_the_crossover():
-    d = _analysis("decode")["decode"]
+    d = to_json_obj(_analysis("decode").decode)  # the crossover as --json prints it
     assert d["crossover"] and d["crossover"]["leader_before"] == "A" and d["crossover"]["leader_after"] == "B"
 
 
@@ -66,7 +67,7 @@ def test_quality_samples_match_the_writeup():
                           str(SAMPLES / "qeval-B.json"), "--json"], capture_output=True, text=True, timeout=60)
     r = json.loads(out.stdout)
     assert (r["kept"], r["broke"], r["fixed"], r["p_value"]) == (71, 0, 0, 1.0)
-    a = _analysis("agree")["agree"]
+    a = _analysis("agree").agree
     assert (a.exact, a.median_first_divergence_word, a.agree_ge_10_words, a.diverge_at_0) == (0, 2, 9, 18)
 
 

@@ -48,10 +48,10 @@ def test_server_timings_are_deltas_and_survive_a_reset():
     before = map_engine(parse(vllm_text(10, 0.5, 2.0, 900, 100)))
     after = map_engine(parse(vllm_text(14, 0.9, 3.0, 1300, 300)))
     t = server_timings(before, after)
-    assert t["requests"] == 4 and t["ttft_s"] == pytest.approx(0.1) and t["e2e_s"] == pytest.approx(0.25)
-    assert t["prompt_tokens_computed"] == 400 and t["prompt_tokens_hit"] == 200 and t["itl_s"] is None
+    assert t.requests == 4 and t.ttft_s == pytest.approx(0.1) and t.e2e_s == pytest.approx(0.25)
+    assert t.prompt_tokens_computed == 400 and t.prompt_tokens_hit == 200 and t.itl_s is None
     reset = server_timings(after, map_engine(parse(vllm_text(2, 0.2, 0.6, 100, 0))))  # the server restarted
-    assert reset["requests"] == 2 and reset["ttft_s"] == pytest.approx(0.1)
+    assert reset.requests == 2 and reset.ttft_s == pytest.approx(0.1)
 
 
 def _request(lane, req, t0, ttft, end, usage=(5, 3)):
@@ -75,10 +75,10 @@ def test_server_view_pairs_the_same_interval():
     events.append(scrape(200 * ms, vllm_text(12, 0.56, 2.1, 910, 100)))
     events += _request("V", "V-3", 300 * ms, 50 * ms, 400 * ms)  # after the last scrape: not counted
     v = server_view(events, "V")
-    assert v["requests"] == 2 and v["client_requests"] == 2
-    assert v["ttft_s"] == pytest.approx(0.03) and v["client_ttft_s"] == pytest.approx(0.04)
-    assert v["gap_ttft_s"] == pytest.approx(0.01) and v["e2e_s"] == pytest.approx(0.05)
-    assert v["client_e2e_s"] == pytest.approx(0.04) and v["client_prompt_tokens"] == 10
+    assert v.requests == 2 and v.client_requests == 2
+    assert v.ttft_s == pytest.approx(0.03) and v.client_ttft_s == pytest.approx(0.04)
+    assert v.gap_ttft_s == pytest.approx(0.01) and v.e2e_s == pytest.approx(0.05)
+    assert v.client_e2e_s == pytest.approx(0.04) and v.client_prompt_tokens == 10
     assert server_view(events, "W") is None  # no scrape of that lane
 
 
@@ -96,12 +96,12 @@ def test_server_view_puts_each_scrape_where_it_was_read_not_where_its_parse_ende
     events += _request("V", "V-3", 950 * ms, 50 * ms, 1_200 * ms)  # after the last read: not counted there
     events.append(scrape(1_400 * ms, vllm_text(12, 0.56, 2.1, 910, 100), 0.5))
     v = server_view(events, "V")
-    assert v["requests"] == 2 and v["client_requests"] == 2
+    assert v.requests == 2 and v.client_requests == 2
     # a hostile or old recording's parse_s is ignored, never trusted
     for bad in (-5, "x", float("nan"), 1e9, True):
         events[0] = Event(500 * ms, schema.SERVER_METRICS, "V", None,
                           {"ok": True, "parse_s": bad, **map_engine(parse(vllm_text(10, 0.5, 2.0, 900, 100)))})
-        assert server_view(events, "V")["client_requests"] == 1  # V-1 ended before the event: left out
+        assert server_view(events, "V").client_requests == 1  # V-1 ended before the event: left out
 
 
 # -- issue 28 row 4/5: a shared engine, a restarting engine ------------------------------------------------------
@@ -122,10 +122,10 @@ def test_a_restart_between_intermediate_scrapes_is_left_out_on_both_sides():
     events.append(_scrape_at(300 * ms, 3, 0.06, 0.12))
     v = server_view(events, "V")
     # the first-vs-last comparison would read 3 - 10 (a fall: "3 requests") against 4 client requests
-    assert v["restarts"] == 1 and v["reset_at"][0]["t_s"] == pytest.approx(0.2)
-    assert v["requests"] == 3 and v["client_requests"] == 3  # V-1, V-3, V-4 on both sides; V-2 on neither
-    assert v["gap_reason"] is None and v["gap_e2e_s"] is not None
-    assert v["e2e_s"] == pytest.approx((0.05 + 0.04 + 0.04) / 3, abs=1e-6)
+    assert v.restarts == 1 and v.reset_at[0].t_s == pytest.approx(0.2)
+    assert v.requests == 3 and v.client_requests == 3  # V-1, V-3, V-4 on both sides; V-2 on neither
+    assert v.gap_reason is None and v.gap_e2e_s is not None
+    assert v.e2e_s == pytest.approx((0.05 + 0.04 + 0.04) / 3, abs=1e-6)
 
 
 def test_requests_another_client_sent_withhold_the_gaps_with_the_reason():
@@ -134,10 +134,10 @@ def test_requests_another_client_sent_withhold_the_gaps_with_the_reason():
     events += _request("V", "V-1", 10 * ms, 30 * ms, 60 * ms)
     events.append(_scrape_at(100 * ms, 19, 0.5 + 9 * 0.01, 2.0 + 9 * 0.02))  # 8 of the 9 were not lanemon's
     v = server_view(events, "V")
-    assert v["requests"] == 9 and v["client_requests"] == 1 and v["foreign_requests"] == 8
-    assert v["gap_ttft_s"] is None and v["gap_e2e_s"] is None
-    assert "another client" in v["gap_reason"] and "9 vs 1" in v["gap_reason"]
-    assert v["ttft_s"] is not None  # the engine's own figure stays, said to be a mixed set
+    assert v.requests == 9 and v.client_requests == 1 and v.foreign_requests == 8
+    assert v.gap_ttft_s is None and v.gap_e2e_s is None
+    assert "another client" in v.gap_reason and "9 vs 1" in v.gap_reason
+    assert v.ttft_s is not None  # the engine's own figure stays, said to be a mixed set
 
 
 def test_one_request_at_an_edge_is_not_another_client():
@@ -146,7 +146,7 @@ def test_one_request_at_an_edge_is_not_another_client():
     events += _request("V", "V-1", 10 * ms, 30 * ms, 60 * ms)
     events.append(_scrape_at(100 * ms, 12, 0.56, 2.1))
     v = server_view(events, "V")
-    assert v["foreign_requests"] == 0 and v["gap_reason"] is None and v["gap_ttft_s"] is not None
+    assert v.foreign_requests == 0 and v.gap_reason is None and v.gap_ttft_s is not None
 
 
 def test_a_negative_gap_is_withheld_as_not_the_same_requests():
@@ -155,16 +155,28 @@ def test_a_negative_gap_is_withheld_as_not_the_same_requests():
     events += _request("V", "V-1", 10 * ms, 30 * ms, 60 * ms)
     events.append(_scrape_at(100 * ms, 11, 0.5 + 0.2, 2.0 + 0.3))  # the engine says 200 ms TTFT, the client 30
     v = server_view(events, "V")
-    assert v["foreign_requests"] == 0 and v["gap_ttft_s"] is None and "cannot be negative" in v["gap_reason"]
+    assert v.foreign_requests == 0 and v.gap_ttft_s is None and "cannot be negative" in v.gap_reason
 
 
 def test_report_says_withheld_and_why():
     from lanemon.reports.sections.server import server_section
 
-    block = {"engine": "vllm", "requests": 107, "client_requests": 9, "restarts": 1, "excluded_s": 2.0,
-             "ttft_s": 0.1, "client_ttft_s": 0.05, "gap_ttft_s": None, "e2e_s": 1.0, "client_e2e_s": 2.0,
-             "gap_e2e_s": None, "gap_reason": "the engine counted 98 more requests than lanemon saw finish"}
-    sec = server_section({"decode": {"lanes": {"V": {"server": block}}}}, ["V"])
+    from lanemon.results.analysis import as_analysis
+    from lanemon.results.common import to_json_obj
+    from lanemon.results.server import ServerReset, ServerView
+    from typed_cells import full_result
+
+    nothing = dict.fromkeys(("interval_s", "queue_s", "prefill_s", "decode_s", "itl_s", "tpot_s", "inference_s",
+                             "client_tpot_s", "prompt_tokens", "generation_tokens", "prompt_tokens_computed",
+                             "prompt_tokens_hit", "preemptions", "client_prompt_tokens", "client_generation_tokens"))
+    block = ServerView(engine="vllm", requests=107, client_requests=9, scrapes=4, restarts=1, excluded_s=2.0,
+                       reset_at=[ServerReset(t_s=1.0, reason="a counter fell")], foreign_requests=98,
+                       ttft_s=0.1, client_ttft_s=0.05, gap_ttft_s=None, e2e_s=1.0, client_e2e_s=2.0,
+                       gap_e2e_s=None, gap_reason="the engine counted 98 more requests than lanemon saw finish",
+                       **nothing)
+    sec = server_section(as_analysis({"decode": full_result({"bench": "decode", "config": {},
+                                                             "lanes": {"V": {"server": to_json_obj(block)}}})}),
+                         ["V"])
     row = sec.rows[0]
     assert row[3].startswith("107 / 9 (1 restart)") and row[9] == "withheld" and row[12] == "withheld"
     assert any("98 more requests" in n for n in sec.notes) and any("restarted" in n for n in sec.notes)

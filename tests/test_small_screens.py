@@ -6,6 +6,7 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from typed_cells import decode_cell
 
 
 def _sweep_result():

@@ -35,7 +35,7 @@ def _compare_result(tmp_path):
     old = write_recording(tmp_path / "old.jsonl", session_events())
     new = slow_copy(old, tmp_path / "new.jsonl", lane="A", factor=1.3)
     res = compare(analyze(old), analyze(new))
-    res["old"]["recording"], res["new"]["recording"] = "old.jsonl", "new.jsonl"
+    res.old.recording, res.new.recording = "old.jsonl", "new.jsonl"
     return res
 
 

@@ -12,7 +12,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from lanemon.cli.common import UsageError, add_output_args, err, output_format, write_output
+
+if TYPE_CHECKING:
+    from lanemon.results.compare import Comparison
 
 SUFFIX_FORMATS = {".md": "md", ".markdown": "md", ".html": "html", ".htm": "html", ".json": "json",
                   ".txt": "table"}
@@ -46,7 +51,7 @@ def _names(text: str | None) -> list[str]:
     return [n.strip() for n in (text or "").split(",") if n.strip()]
 
 
-def build(args: argparse.Namespace) -> dict:
+def build(args: argparse.Namespace) -> Comparison:
     """The compare dict for the parsed arguments (UsageError on bad input)."""
     from lanemon.reports.compare import compare, compare_lanes, recording_lanes
     from lanemon.recording.reader import RecordingError
@@ -84,7 +89,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise UsageError("--tui shows the comparison on screen; drop --format/-o (or drop --tui)")
     fmt = None if args.tui else pick_format(args.format, args.output)
     result = build(args)
-    for warning in result.get("warnings") or []:
+    for warning in result.warnings:
         err(f"warning: {warning}")
     if args.tui:
         try:

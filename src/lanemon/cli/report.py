@@ -45,7 +45,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     except RecordingError as exc:
         raise UsageError(str(exc)) from None
     text = render(analysis, fmt)
-    for warning in analysis.get("warnings") or []:
+    for warning in analysis.warnings:
         err(f"warning: {warning}")
     if args.output is None:
         sys.stdout.write(text)

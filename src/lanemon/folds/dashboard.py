@@ -22,6 +22,8 @@ from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.measure.load import CLIENT_BOUND, ClientLoad, flag as flag_record
 from lanemon.measure.server import server_timings
+from lanemon.results.counters import EngineCounters
+from lanemon.results.server import ServerTimings
 from lanemon.measure.records import BURST, EMPTY, ERROR, TRUNCATED, Assembler, RequestRecord
 from lanemon.folds.series import KEEP_NS, NS, Outcomes
 
@@ -57,19 +59,19 @@ class ServerMetricsState:
     a monitor's probes the engine idles, and its rate is shown as the last busy one with its age, not 0."""
     prompt_tok_s: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
     hit_rate: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
-    timings: dict = field(default_factory=dict)
+    timings: ServerTimings = field(default_factory=ServerTimings)
     """The engine's own latency means (``ttft_s``, ``queue_s``, ``prefill_s``, ``decode_s``, ``e2e_s``, ...) over
     the latest scrape interval in which requests ended and the engine did not restart (measure/server.py; empty
-    without histograms)."""
+    without histograms: every figure None)."""
     server_ttft_s: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
     session: Accumulator = field(default_factory=Accumulator)
     """What the engine's counters did since this session's first scrape (measure/counters.py: the increases of
     every scrape added up; the interval of a restart left out and the restart named, measure/restarts.py's rule,
     never a negative delta); :meth:`session_counters`."""
     _session_at: int = field(default=-1, compare=False)
-    _session_out: dict | None = field(default=None, compare=False)
+    _session_out: EngineCounters | None = field(default=None, compare=False)
 
-    def session_counters(self) -> dict | None:
+    def session_counters(self) -> EngineCounters | None:
         """The run-scoped figures since the session's first scrape (None before two), computed once per scrape."""
         if self._session_at != self.session.scrapes:
             self._session_at, self._session_out = self.session.scrapes, self.session.result()
@@ -87,9 +89,9 @@ class ServerMetricsState:
         prev = self.last
         if prev and "ttft_count" in d and "ttft_count" in prev and not restart_reason(prev, d):
             timings = server_timings(prev, d)
-            if timings.get("ttft_count"):
+            if timings.ttft_count and timings.ttft_s is not None:
                 self.timings = timings
-                self.server_ttft_s.append(float(timings["ttft_s"]))
+                self.server_ttft_s.append(float(timings.ttft_s))
         self.last, self.last_t = dict(d), t
         for key in ("running", "waiting", "kv_usage", "gen_tok_s", "prompt_tok_s"):
             if d.get(key) is not None:

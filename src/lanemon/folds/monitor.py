@@ -355,8 +355,8 @@ class MonitorState:
                      if t0 <= s.t <= now and s.outcome == "ok" and CLIENT_BOUND not in self.series.flags_of(s))
         e = energy.energy_of([], lane, [(t0, now)], tokens, self.cost_per_hour.get(lane),
                              rs=list(self.gpu.get(lane, ())), what="monitor window")
-        return {"energy_j": e["energy_j"], "gpu_power_w_mean": e["gpu_power_w_mean"],
-                "tokens_per_joule": e["tokens_per_joule"], "usd_per_1m_output_tokens": e["usd_per_1m_output_tokens"],
+        return {"energy_j": e.energy_j, "gpu_power_w_mean": e.gpu_power_w_mean,
+                "tokens_per_joule": e.tokens_per_joule, "usd_per_1m_output_tokens": e.usd_per_1m_output_tokens,
                 "output_tokens": float(tokens)}
 
     # -- reading -------------------------------------------------------------------------------------
@@ -388,7 +388,7 @@ class MonitorState:
                 "waiting": _num(last.get("waiting")),
                 "running": _num(last.get("running")),
                 "preemptions": self._preempted(name, t0),
-                "server_ttft": _num(lane.server.timings.get("ttft_s")),
+                "server_ttft": _num(lane.server.timings.ttft_s),
                 "oversaturated": saturation(self.series, name, t0, now),
             }
         return out

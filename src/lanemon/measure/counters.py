@@ -34,10 +34,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from msgspec import UNSET
+
 from lanemon import events as schema
 from lanemon.measure.records import reiterable
 from lanemon.measure.restarts import CUMULATIVE, START_KEY, restart_reason
 from lanemon.events import Event
+from lanemon.results.common import as_result, to_json_obj
+from lanemon.results.counters import EngineCounters, RankCounters
 
 NS = 1_000_000_000
 
@@ -53,6 +57,8 @@ COUNTERS = {
     "prompt_tokens": "prompt_tokens_total",
     "generation_tokens": "generation_tokens_total",
 }
+Scrape = dict[str, Any]
+"""One mapped ``/metrics`` scrape as a recording holds it (client/prom.map_engine): untrusted JSON."""
 RANK_FIGURES = ("generation_tokens", "prompt_tokens", "prefix_hits", "prefix_queries", "preemptions", "requests",
                 "spec_draft_tokens", "spec_accepted_tokens")
 
@@ -81,53 +87,60 @@ def _int(x: float | None) -> int | float | None:
     return int(round(x)) if abs(x - round(x)) < 1e-9 else round(x, 6)
 
 
-def run_counters(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+def _set(x: Any) -> Any:
+    """A figure that may be unset (a key the engine does not export): None for reading."""
+    return None if x is UNSET else x
+
+
+def run_counters(before: Scrape, after: Scrape) -> EngineCounters:
     """The run-scoped figures between two mapped scrapes (module docstring)."""
-    out: dict[str, Any] = {"engine": after.get("engine")}
+    figures: dict[str, int | float | None] = {}
     for figure, key in COUNTERS.items():
         if key in after:
-            out[figure] = _int(increase(before.get(key), after.get(key)))
-    q, h = out.get("prefix_queries"), out.get("prefix_hits")
+            figures[figure] = _int(increase(before.get(key), after.get(key)))
+    engine = after.get("engine")
+    out = EngineCounters(engine=engine[:64] if isinstance(engine, str) else None, **figures)  # type: ignore[arg-type]
+    q, h = figures.get("prefix_queries"), figures.get("prefix_hits")
     if q and h is not None:
-        out["prefix_hit_rate"] = round(max(0.0, min(1.0, h / q)), 4)
-    drafts, dt, acc = out.get("spec_drafts"), out.get("spec_draft_tokens"), out.get("spec_accepted_tokens")
+        out.prefix_hit_rate = round(max(0.0, min(1.0, h / q)), 4)
+    drafts, dt, acc = figures.get("spec_drafts"), figures.get("spec_draft_tokens"), figures.get("spec_accepted_tokens")
     if dt and acc is not None:
-        out["spec_acceptance_rate"] = round(max(0.0, min(1.0, acc / dt)), 4)
+        out.spec_acceptance_rate = round(max(0.0, min(1.0, acc / dt)), 4)
     if drafts and acc is not None:
-        out["spec_mean_accepted"] = round(acc / drafts, 3)
+        out.spec_mean_accepted = round(acc / drafts, 3)
     if _num(after.get("spec_accept_length")) is not None:  # SGLang: a gauge, the mean at the end
-        out["spec_accept_length"] = round(float(after["spec_accept_length"]), 3)
+        out.spec_accept_length = round(float(after["spec_accept_length"]), 3)
     fb, fa = before.get("requests_by_finish"), after.get("requests_by_finish")
     if isinstance(fa, dict):
         fb = fb if isinstance(fb, dict) else {}
         by = {str(k)[:32]: _int(increase(fb.get(k), v)) for k, v in list(fa.items())[:16]}
-        out["requests_by_finish"] = {k: v for k, v in by.items() if v}
+        out.requests_by_finish = {k: v for k, v in by.items() if v}
     ranks = _ranks(before.get("by_engine"), after.get("by_engine"))
     if ranks:
-        out["ranks"] = ranks
-        gen = [r.get("generation_tokens") or 0 for r in ranks.values()]
+        out.ranks = ranks
+        gen = [_set(r.generation_tokens) or 0 for r in ranks.values()]
         mean = sum(gen) / len(gen)
-        out["rank_imbalance"] = round(max(gen) / mean, 3) if mean > 0 else None
+        out.rank_imbalance = round(max(gen) / mean, 3) if mean > 0 else None
     if isinstance(after.get("lora_running"), list):
-        out["lora_adapters"] = [str(n)[:64] for n in after["lora_running"][:16]]
+        out.lora_adapters = [str(n)[:64] for n in after["lora_running"][:16]]
     return out
 
 
-def _ranks(before: Any, after: Any) -> dict[str, dict[str, Any]]:
+def _ranks(before: Any, after: Any) -> dict[str, RankCounters]:
     if not isinstance(after, dict):
         return {}
     before = before if isinstance(before, dict) else {}
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, RankCounters] = {}
     for rank, vals in list(after.items())[:64]:
         if not isinstance(vals, dict):
             continue
         prev = before.get(rank) if isinstance(before.get(rank), dict) else {}
-        d = {}
+        d: dict[str, int | float | None] = {}
         for figure in RANK_FIGURES:
             key = COUNTERS[figure]
             if key in vals:
                 d[figure] = _int(increase(prev.get(key), vals.get(key)))
-        out[str(rank)[:16]] = d
+        out[str(rank)[:16]] = RankCounters(**d)  # type: ignore[arg-type]
     return dict(sorted(out.items(), key=lambda kv: (len(kv[0]), kv[0])))
 
 
@@ -156,7 +169,7 @@ class Scrapes:
 
     __slots__ = ("_t", "_k", "_v", "_keys", "_key_ids")
 
-    def __init__(self, pairs: Iterable[tuple[int, dict[str, Any]]] = ()) -> None:
+    def __init__(self, pairs: Iterable[tuple[int, Scrape]] = ()) -> None:
         self._t = array("q")
         self._k = array("I")
         self._v: list[bytes] = []
@@ -165,7 +178,7 @@ class Scrapes:
         for t, data in pairs:
             self.append(t, data)
 
-    def append(self, t: int, data: dict[str, Any]) -> None:
+    def append(self, t: int, data: Scrape) -> None:
         keys = tuple(data)
         kid = self._key_ids.get(keys)
         if kid is None:
@@ -175,7 +188,7 @@ class Scrapes:
         self._k.append(kid)
         self._v.append(pickle.dumps(tuple(data.values()), protocol=5))
 
-    def _pair(self, i: int) -> tuple[int, dict[str, Any]]:
+    def _pair(self, i: int) -> tuple[int, Scrape]:
         return self._t[i], dict(zip(self._keys[self._k[i]], pickle.loads(self._v[i])))
 
     def __len__(self) -> int:
@@ -184,7 +197,7 @@ class Scrapes:
     def __bool__(self) -> bool:
         return len(self._t) > 0
 
-    def __iter__(self) -> Iterator[tuple[int, dict[str, Any]]]:
+    def __iter__(self) -> Iterator[tuple[int, Scrape]]:
         for i in range(len(self._t)):
             yield self._pair(i)
 
@@ -231,16 +244,18 @@ class Accumulator:
     restart_t: int | None = None
     restart_why: str | None = None
     excluded_ns: int = 0
-    _seen: dict[str, Any] = field(default_factory=dict)
+    _seen: Scrape = field(default_factory=dict)
     """The last value of every key the restart rule reads (a key missing from one scrape keeps its last)."""
-    _last: dict[str, Any] = field(default_factory=dict)
+    _last: dict[str, float] = field(default_factory=dict)
     _finish_last: dict[str, float] = field(default_factory=dict)
     _rank_last: dict[str, dict[str, float]] = field(default_factory=dict)
-    _total: dict[str, Any] = field(default_factory=dict)
+    _total: Scrape = field(default_factory=dict)
+    """The counters' increases added up, and the state at the end (engine, LoRA, SGLang's accept length): a
+    mapped scrape's form, read by :func:`run_counters`."""
     _finish: dict[str, float] = field(default_factory=dict)
     _ranks: dict[str, dict[str, float]] = field(default_factory=dict)
 
-    def add(self, t: int, data: dict[str, Any]) -> None:
+    def add(self, t: int, data: Scrape) -> None:
         first = self.scrapes == 0
         self.scrapes += 1
         if first:
@@ -284,7 +299,7 @@ class Accumulator:
                 self._total[key] = data[key]
         self.last_t = t
 
-    def result(self) -> dict[str, Any] | None:
+    def result(self) -> EngineCounters | None:
         """:func:`run_counters`'s figures since the baseline (the intervals of a restart left out),
         ``between_s``, ``restarts`` and, after one, ``restart_t``, ``restart_reason`` and ``excluded_s`` (None
         before two scrapes)."""
@@ -296,16 +311,16 @@ class Accumulator:
         if len(self._rank_last) >= 2:
             after["by_engine"] = {r: self._ranks.get(r, {}) for r in self._rank_last}
         out = run_counters({}, after)
-        out["between_s"] = round((self.last_t - self.first_t) / NS, 3)
-        out["restarts"] = self.restarts
+        out.between_s = round((self.last_t - self.first_t) / NS, 3)
+        out.restarts = self.restarts
         if self.restart_t is not None:
-            out["restart_t"] = self.restart_t
-            out["restart_reason"] = self.restart_why
-            out["excluded_s"] = round(self.excluded_ns / NS, 3)
+            out.restart_t = self.restart_t
+            out.restart_reason = self.restart_why
+            out.excluded_s = round(self.excluded_ns / NS, 3)
         return out
 
 
-def accumulate(scr: Iterable[tuple[int, dict[str, Any]]]) -> dict[str, Any] | None:
+def accumulate(scr: Iterable[tuple[int, Scrape]]) -> EngineCounters | None:
     """:class:`Accumulator` over (instant, mapped scrape) pairs in time order."""
     acc = Accumulator()
     for t, data in scr:
@@ -313,19 +328,19 @@ def accumulate(scr: Iterable[tuple[int, dict[str, Any]]]) -> dict[str, Any] | No
     return acc.result()
 
 
-def withheld(c: dict[str, Any]) -> dict[str, Any]:
+def withheld(c: EngineCounters) -> EngineCounters:
     """A run's block when the engine restarted during it: no figures (the counters of the interval of the restart
     are lost, so what is left is not the run's), the restart named, ``withheld`` saying why."""
-    n = c.get("restarts") or 0
-    out = {k: c[k] for k in ("engine", "between_s", "restarts", "restart_t", "restart_reason", "excluded_s")
-           if k in c}
-    why = f" ({c['restart_reason']})" if c.get("restart_reason") else ""
-    out["withheld"] = (f"the engine restarted {'during this run' if n == 1 else f'{n} times during this run'}{why}: "
-                       "what it counted before the restart is gone, so its counters are not this run's")
-    return out
+    n = _set(c.restarts) or 0
+    why = f" ({c.restart_reason})" if _set(c.restart_reason) else ""
+    return EngineCounters(
+        engine=c.engine, between_s=c.between_s, restarts=c.restarts, restart_t=c.restart_t,
+        restart_reason=c.restart_reason, excluded_s=c.excluded_s,
+        withheld=(f"the engine restarted {'during this run' if n == 1 else f'{n} times during this run'}{why}: "
+                  "what it counted before the restart is gone, so its counters are not this run's"))
 
 
-def window_counters(scr: "Scrapes | list[tuple[int, dict[str, Any]]]", t0: int, t1: int) -> dict[str, Any] | None:
+def window_counters(scr: "Scrapes | list[tuple[int, Scrape]]", t0: int, t1: int) -> EngineCounters | None:
     """The run-scoped figures from the last scrape at or before *t0* to the first at or after *t1*, every scrape
     between them added up (:class:`Accumulator`); None when the run is not bracketed by two scrapes; only the
     restart named (:func:`withheld`) when the engine restarted in between."""
@@ -339,51 +354,50 @@ def window_counters(scr: "Scrapes | list[tuple[int, dict[str, Any]]]", t0: int, 
     if lo is None or hi is None:
         return None
     c = accumulate(scr[lo:hi + 1])
-    return withheld(c) if c is not None and c.get("restarts") else c
+    return withheld(c) if c is not None and _set(c.restarts) else c
 
 
-def sum_counters(blocks: list[dict[str, Any]]) -> dict[str, Any] | None:
+def sum_counters(blocks: list[EngineCounters | None]) -> EngineCounters | None:
     """Several windows' figures (a cell's reps) added up, the rates recomputed."""
-    blocks = [b for b in blocks if b]
-    if not blocks:
+    given = [b for b in blocks if b is not None]
+    if not given:
         return None
-    if len(blocks) == 1:
-        return blocks[0]
-    if any(b.get("withheld") for b in blocks):  # a restart in one rep: the cell's counters are not known
-        last = max((b for b in blocks if b.get("restart_t") is not None), key=lambda b: b["restart_t"])
-        return withheld({"engine": blocks[0].get("engine"), "between_s": round(sum(b.get("between_s") or 0
-                                                                                    for b in blocks), 3),
-                         "restarts": sum(b.get("restarts") or 0 for b in blocks), "restart_t": last["restart_t"],
-                         "restart_reason": last.get("restart_reason"),
-                         "excluded_s": round(sum(b.get("excluded_s") or 0 for b in blocks), 3)})
-    before: dict[str, Any] = {}
-    after: dict[str, Any] = {"engine": blocks[0].get("engine")}
+    if len(given) == 1:
+        return given[0]
+    if any(_set(b.withheld) for b in given):  # a restart in one rep: the cell's counters are not known
+        last = max((b for b in given if _set(b.restart_t) is not None), key=lambda b: b.restart_t)
+        return withheld(EngineCounters(
+            engine=given[0].engine, between_s=round(sum(_set(b.between_s) or 0 for b in given), 3),
+            restarts=sum(_set(b.restarts) or 0 for b in given), restart_t=last.restart_t,
+            restart_reason=_set(last.restart_reason), excluded_s=round(sum(_set(b.excluded_s) or 0 for b in given), 3)))
+    after: Scrape = {"engine": _set(given[0].engine)}
     for figure, key in COUNTERS.items():
-        vals = [b[figure] for b in blocks if b.get(figure) is not None]
+        vals = [getattr(b, figure) for b in given if _set(getattr(b, figure)) is not None]
         if vals:
             after[key] = sum(vals)
     finish: dict[str, float] = {}
-    for b in blocks:
-        for k, v in (b.get("requests_by_finish") or {}).items():
-            finish[k] = finish.get(k, 0) + v
+    for b in given:
+        for k, v in (_set(b.requests_by_finish) or {}).items():
+            finish[k] = finish.get(k, 0) + (v or 0)
     if finish:
         after["requests_by_finish"] = finish
     ranks: dict[str, dict[str, float]] = {}
-    for b in blocks:
-        for rank, d in (b.get("ranks") or {}).items():
+    for b in given:
+        for rank, d in (_set(b.ranks) or {}).items():
             r = ranks.setdefault(rank, {})
-            for figure, v in d.items():
+            for figure in RANK_FIGURES:
+                v = _set(getattr(d, figure))
                 if v is not None:
                     r[COUNTERS[figure]] = r.get(COUNTERS[figure], 0) + v
     if ranks:
         after["by_engine"] = ranks
-    if blocks[-1].get("lora_adapters") is not None:
-        after["lora_running"] = blocks[-1]["lora_adapters"]
-    if blocks[-1].get("spec_accept_length") is not None:
-        after["spec_accept_length"] = blocks[-1]["spec_accept_length"]
-    out = run_counters(before, after)
-    out["between_s"] = round(sum(b.get("between_s") or 0 for b in blocks), 3)
-    out["restarts"] = sum(b.get("restarts") or 0 for b in blocks)
+    if _set(given[-1].lora_adapters) is not None:
+        after["lora_running"] = given[-1].lora_adapters
+    if _set(given[-1].spec_accept_length) is not None:
+        after["spec_accept_length"] = given[-1].spec_accept_length
+    out = run_counters({}, after)
+    out.between_s = round(sum(_set(b.between_s) or 0 for b in given), 3)
+    out.restarts = sum(_set(b.restarts) or 0 for b in given)
     return out
 
 
@@ -397,35 +411,35 @@ def attach_counters(lanes: dict[str, Any], events: list[Event]) -> None:
     cells = cell_windows(events)
     by_lane: dict[str, list] = {}
 
-    def counters(lane: str, cids: list[str]) -> tuple[bool, dict[str, Any] | None]:
+    def counters(lane: str, cids: list[str]) -> tuple[bool, EngineCounters | None]:
         scr = by_lane[lane] if lane in by_lane else by_lane.setdefault(lane, scrapes(events, lane))
         if not scr:
             return False, None
         blocks = [window_counters(scr, cells[c]["t0"], cells[c]["t1"]) for c in cids]
-        return True, (sum_counters([b for b in blocks if b]) if all(blocks) else None)
+        return True, (sum_counters(blocks) if all(b is not None for b in blocks) else None)
 
     for (lane, where, key), cids in cell_groups(cells).items():
         entry = (lanes.get(lane) or {}).get(where, {}).get(key) if isinstance(lanes.get(lane), dict) else None
         if isinstance(entry, dict):
             scraped, c = counters(lane, cids)
             if scraped:
-                entry["engine_counters"] = c
+                entry["engine_counters"] = to_json_obj(c) if c is not None else None
     for lane, d in lanes.items():  # bench load: each rep between its edges
         for rep in (d.get("reps") or []) if isinstance(d, dict) else []:
             cid = rep.get("cell") if isinstance(rep, dict) else None
             if isinstance(cid, str) and cid in cells:
                 scraped, c = counters(lane, [cid])
                 if scraped:
-                    rep["engine_counters"] = c
+                    rep["engine_counters"] = to_json_obj(c) if c is not None else None
 
 
-def session_counters(events: Iterable[Event]) -> dict[str, dict[str, Any]]:
+def session_counters(events: Iterable[Event]) -> dict[str, EngineCounters]:
     """Per lane, the run-scoped figures from the first to the last successful scrape of the session (the whole
     recording: a live session's, or a bench's including what ran between cells), every scrape added up
     (:class:`Accumulator`: the intervals of a restart left out and named, never a negative delta); lanes with
     fewer than two scrapes are left out."""
     events = reiterable(events)
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, EngineCounters] = {}
     lanes = sorted({ev.lane for ev in events if ev.kind == schema.SERVER_METRICS and ev.lane})
     for lane in lanes:
         c = accumulate(scrapes(events, lane))
@@ -434,31 +448,35 @@ def session_counters(events: Iterable[Event]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def counters_text(c: dict[str, Any], short: bool = False) -> str:
-    """What an engine did over a run, in words (the report's session line; ``short``: the dashboard's)."""
-    if c.get("withheld"):
-        return "engine restarted: counters withheld" if short else str(c["withheld"])
-    bits = [] if short else [f"over {c.get('between_s') or 0:.0f} s: {c.get('requests', '?')} requests"]
-    if short and c.get("requests") is not None:
-        bits.append(f"{c['requests']} req")
-    if c.get("generation_tokens") is not None and not short:
-        bits.append(f"{c['generation_tokens']:,} generated tokens")
-    if c.get("prefix_hit_rate") is not None:
-        bits.append(f"{'prefix hit' if short else 'prefix cache hit'} {c['prefix_hit_rate'] * 100:.0f}%")
-    if c.get("preemptions") is not None:
-        bits.append(f"{c['preemptions']} {'preempt' if short else 'preemptions'}")
-    if c.get("spec_acceptance_rate") is not None:
-        bits.append(f"spec {c['spec_acceptance_rate'] * 100:.0f}%" if short
-                    else f"spec decode accepted {c['spec_acceptance_rate'] * 100:.0f}% of draft tokens")
-    elif c.get("spec_accept_length") is not None:
-        bits.append(f"spec accept length {c['spec_accept_length']:.2f}")
-    if c.get("rank_imbalance") is not None:
-        bits.append(f"{len(c.get('ranks') or {})} ranks, max/mean {c['rank_imbalance']:.2f}")
-    if c.get("lora_adapters") and not short:
-        bits.append("LoRA " + ", ".join(c["lora_adapters"]))
-    if c.get("restarts"):
-        n = c["restarts"]
-        left = f"the {c['excluded_s']:.3g} s around {'it' if n == 1 else 'them'}" if _num(c.get("excluded_s")) \
+def counters_text(c: EngineCounters | Scrape, short: bool = False) -> str:
+    """What an engine did over a run, in words (the report's session line; ``short``: the dashboard's); ``c`` a
+    block, or its JSON form as a result not yet typed carries it."""
+    if not isinstance(c, EngineCounters):
+        c = as_result(c, EngineCounters)
+    withheld_, requests = _set(c.withheld), _set(c.requests)
+    if withheld_:
+        return "engine restarted: counters withheld" if short else str(withheld_)
+    bits = [] if short else [f"over {_set(c.between_s) or 0:.0f} s: {'?' if c.requests is UNSET else requests} requests"]
+    if short and requests is not None:
+        bits.append(f"{requests} req")
+    if _set(c.generation_tokens) is not None and not short:
+        bits.append(f"{c.generation_tokens:,} generated tokens")
+    if _set(c.prefix_hit_rate) is not None:
+        bits.append(f"{'prefix hit' if short else 'prefix cache hit'} {c.prefix_hit_rate * 100:.0f}%")
+    if _set(c.preemptions) is not None:
+        bits.append(f"{c.preemptions} {'preempt' if short else 'preemptions'}")
+    if _set(c.spec_acceptance_rate) is not None:
+        bits.append(f"spec {c.spec_acceptance_rate * 100:.0f}%" if short
+                    else f"spec decode accepted {c.spec_acceptance_rate * 100:.0f}% of draft tokens")
+    elif _set(c.spec_accept_length) is not None:
+        bits.append(f"spec accept length {c.spec_accept_length:.2f}")
+    if _set(c.rank_imbalance) is not None:
+        bits.append(f"{len(_set(c.ranks) or {})} ranks, max/mean {c.rank_imbalance:.2f}")
+    if _set(c.lora_adapters) and not short:
+        bits.append("LoRA " + ", ".join(c.lora_adapters))
+    n = _set(c.restarts)
+    if n:
+        left = f"the {c.excluded_s:.3g} s around {'it' if n == 1 else 'them'}" if _num(_set(c.excluded_s)) \
             is not None else "the intervals around it"
         bits.append(f"engine restarted{f' {n}×' if n > 1 else ''}" + ("" if short else f" ({left} not counted)"))
     return ("; " if not short else " · ").join(bits)

@@ -34,13 +34,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
+
+import msgspec
 
 from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.measure.energy_sampling import MAX_W_PER_GPU, Reading, Sampled, sample, window
 from lanemon.measure.metrics import generated_tokens as _generated
 from lanemon.measure.records import RequestRecord
+from lanemon.results.common import Energy
 
 NS = 1_000_000_000
 MAX_UNCERTAINTY = 0.10
@@ -83,30 +86,39 @@ def readings(events: Iterable[Event], lane: str) -> list[Reading]:
     return out
 
 
+class WindowEnergy(NamedTuple):
+    """One window's energy (:func:`window_energy`), not yet judged against :data:`MAX_UNCERTAINTY`."""
+
+    energy_j: float | None = None
+    energy_uncertainty_j: float | None = None
+    gpu_power_w_mean: float | None = None
+    energy_source: str | None = None
+    energy_note: str | None = None
+    energy_update_s: float | None = None
+    energy_dropped: int = 0
+    energy_reason: str | None = None
+    """Why ``energy_j`` is None (None when it is known)."""
+
+
 def window_energy(rs: list[Reading], t0: int, t1: int, sampled: Sampled | None = None, load_edges: bool = True
-                  ) -> dict[str, Any]:
-    """``energy_j``, ``energy_uncertainty_j``, ``gpu_power_w_mean``, ``energy_source``, ``energy_note``,
-    ``energy_update_s``, ``energy_dropped`` and ``energy_reason`` (why None) over [t0, t1], not yet judged
-    against :data:`MAX_UNCERTAINTY` (:func:`energy_of` does)."""
-    out: dict[str, Any] = {"energy_j": None, "energy_uncertainty_j": None, "gpu_power_w_mean": None,
-                           "energy_source": None, "energy_note": None, "energy_update_s": None, "energy_dropped": 0,
-                           "energy_reason": None}
+                  ) -> WindowEnergy:
+    """The energy over [t0, t1] (``energy_reason``: why None), not yet judged against :data:`MAX_UNCERTAINTY`
+    (:func:`energy_of` does)."""
     if not rs:
         failure = getattr(rs, "failure", None)
         reason = ("no GPU telemetry for this lane" if failure is None else failure
                   if failure.startswith("GPU telemetry") else f"GPU telemetry failed: {failure}")
-        return {**out, "energy_reason": reason}
+        return WindowEnergy(energy_reason=reason)
     if t1 <= t0:
-        return {**out, "energy_reason": "empty window"}
+        return WindowEnergy(energy_reason="empty window")
     est, why, interval, dropped = window(sample(rs) if sampled is None else sampled, t0, t1, load_edges)
-    out["energy_update_s"] = round(interval, 3) if interval is not None else None
-    out["energy_dropped"] = dropped
+    update_s = round(interval, 3) if interval is not None else None
     if est is None:
-        return {**out, "energy_reason": why}
+        return WindowEnergy(energy_update_s=update_s, energy_dropped=dropped, energy_reason=why)
     seconds = (t1 - t0) / NS
-    return {**out, "energy_j": round(est.joules, 3), "energy_uncertainty_j": round(est.uncertainty, 3),
-            "gpu_power_w_mean": round(est.joules / seconds, 3), "energy_source": est.source,
-            "energy_note": "; ".join(est.notes) or None}
+    return WindowEnergy(energy_j=round(est.joules, 3), energy_uncertainty_j=round(est.uncertainty, 3),
+                        gpu_power_w_mean=round(est.joules / seconds, 3), energy_source=est.source,
+                        energy_note="; ".join(est.notes) or None, energy_update_s=update_s, energy_dropped=dropped)
 
 
 def energy_tokens(rec: RequestRecord) -> int:
@@ -115,33 +127,42 @@ def energy_tokens(rec: RequestRecord) -> int:
     return _generated(rec)[0]
 
 
+class Efficiency(NamedTuple):
+    """Tokens per joule and USD per 1M output tokens of a window (:func:`efficiency`); each None with its reason
+    where unknown."""
+
+    tokens_per_joule: float | None = None
+    tokens_per_joule_uncertainty: float | None = None
+    tokens_per_joule_reason: str | None = None
+    usd_per_1m_output_tokens: float | None = None
+    cost_reason: str | None = None
+
+
 def efficiency(energy_j: float | None, generated_tokens: int | None, seconds: float | None,
                cost_per_hour: float | None, energy_reason: str | None = None,
-               energy_uncertainty_j: float | None = None) -> dict[str, Any]:
+               energy_uncertainty_j: float | None = None) -> Efficiency:
     """``tokens_per_joule`` (± ``tokens_per_joule_uncertainty``) and ``usd_per_1m_output_tokens`` (None with
     ``*_reason`` where unknown) of *generated_tokens* -- reasoning included (:func:`energy_tokens`) -- over
     *energy_j* and *seconds*: the one definition every surface reads."""
-    out: dict[str, Any] = {"tokens_per_joule": None, "tokens_per_joule_uncertainty": None,
-                           "tokens_per_joule_reason": None, "usd_per_1m_output_tokens": None, "cost_reason": None}
     if not generated_tokens:
-        out["tokens_per_joule_reason"] = out["cost_reason"] = "no generated tokens"
-        return out
+        return Efficiency(tokens_per_joule_reason="no generated tokens", cost_reason="no generated tokens")
+    tpj = tpj_u = tpj_reason = usd = cost_reason = None
     if energy_j is None:
-        out["tokens_per_joule_reason"] = energy_reason or "energy unknown"
+        tpj_reason = energy_reason or "energy unknown"
     elif energy_j <= 0:
-        out["tokens_per_joule_reason"] = "no energy measured over the window"
+        tpj_reason = "no energy measured over the window"
     else:
-        out["tokens_per_joule"] = round(generated_tokens / energy_j, 4)
+        tpj = round(generated_tokens / energy_j, 4)
         u = energy_uncertainty_j or 0.0
-        out["tokens_per_joule_uncertainty"] = (
-            round(generated_tokens / (energy_j - u) - generated_tokens / energy_j, 4) if u < energy_j else None)
+        tpj_u = round(generated_tokens / (energy_j - u) - generated_tokens / energy_j, 4) if u < energy_j else None
     if cost_per_hour is None:
-        out["cost_reason"] = "no cost_per_hour for this lane (lanes.toml or --cost NAME=USD_PER_HOUR)"
+        cost_reason = "no cost_per_hour for this lane (lanes.toml or --cost NAME=USD_PER_HOUR)"
     elif not seconds or seconds <= 0:
-        out["cost_reason"] = "empty window"
+        cost_reason = "empty window"
     else:
-        out["usd_per_1m_output_tokens"] = round(cost_per_hour * seconds / 3600.0 / generated_tokens * 1e6, 4)
-    return out
+        usd = round(cost_per_hour * seconds / 3600.0 / generated_tokens * 1e6, 4)
+    return Efficiency(tokens_per_joule=tpj, tokens_per_joule_uncertainty=tpj_u, tokens_per_joule_reason=tpj_reason,
+                      usd_per_1m_output_tokens=usd, cost_reason=cost_reason)
 
 
 def lane_costs(events: Iterable[Event]) -> dict[str, float]:
@@ -157,7 +178,7 @@ def lane_costs(events: Iterable[Event]) -> dict[str, float]:
 
 def energy_of(events: list[Event], lane: str, windows: list[tuple[int, int]], generated_tokens: int | None,
               cost_per_hour: float | None, rs: list[Reading] | None = None, what: str = "window",
-              sampled: Sampled | None = None, load_edges: bool = True) -> dict[str, Any]:
+              sampled: Sampled | None = None, load_edges: bool = True) -> Energy:
     """The energy and cost block of one result entry made of one or more windows (a cell's reps; *what* names
     them in a reason): energy, its uncertainty and seconds summed over the windows, withheld with the reason and
     the advice where any window has no figure or the sum's uncertainty is over :data:`MAX_UNCERTAINTY` of it;
@@ -175,15 +196,15 @@ def energy_of(events: list[Event], lane: str, windows: list[tuple[int, int]], ge
     for t0, t1 in windows:
         w = window_energy(rs, t0, t1, sampled, load_edges)
         seconds += max(0, t1 - t0) / NS
-        interval = w["energy_update_s"] if w["energy_update_s"] is not None else interval
-        dropped += w["energy_dropped"]
-        if w["energy_j"] is None:
-            reason = reason or w["energy_reason"]
+        interval = w.energy_update_s if w.energy_update_s is not None else interval
+        dropped += w.energy_dropped
+        if w.energy_j is None:
+            reason = reason or w.energy_reason
             continue
-        joules += w["energy_j"]
-        unc += w["energy_uncertainty_j"]
-        sources.add(w["energy_source"])
-        notes += [w["energy_note"]] if w["energy_note"] and w["energy_note"] not in notes else []
+        joules += w.energy_j
+        unc += w.energy_uncertainty_j or 0.0
+        sources.add(w.energy_source)
+        notes += [w.energy_note] if w.energy_note and w.energy_note not in notes else []
     if reason is None and not windows:
         reason = "no window"
     if reason is None and joules > 0 and unc > MAX_UNCERTAINTY * joules:
@@ -197,21 +218,22 @@ def energy_of(events: list[Event], lane: str, windows: list[tuple[int, int]], ge
     if dropped:
         notes.append(f"{dropped} counter interval(s) rising faster than {MAX_W_PER_GPU:.0f} W per GPU dropped")
     energy = None if reason is not None else joules
-    out: dict[str, Any] = {
-        "gpu_power_w_mean": round(energy / seconds, 3) if energy is not None and seconds > 0 else None,
-        "energy_j": round(energy, 3) if energy is not None else None,
-        "energy_uncertainty_j": round(unc, 3) if energy is not None else None,
-        "energy_source": (sources.pop() if len(sources) == 1 else "mixed") if energy is not None and sources
-        else None,
-        "energy_reason": reason,
-        "energy_note": "; ".join(notes) or None,
-        "energy_update_s": interval,
-        "energy_dropped": dropped,
-        "energy_window_s": round(seconds, 3),
-    }
-    out.update(efficiency(energy, generated_tokens, seconds, cost_per_hour, out["energy_reason"],
-                          out["energy_uncertainty_j"]))
-    return out
+    uncertainty = round(unc, 3) if energy is not None else None
+    eff = efficiency(energy, generated_tokens, seconds, cost_per_hour, reason, uncertainty)
+    return Energy(
+        gpu_power_w_mean=round(energy / seconds, 3) if energy is not None and seconds > 0 else None,
+        energy_j=round(energy, 3) if energy is not None else None, energy_uncertainty_j=uncertainty,
+        energy_source=(sources.pop() if len(sources) == 1 else "mixed") if energy is not None and sources else None,
+        energy_reason=reason, energy_note="; ".join(notes) or None, energy_update_s=interval,
+        energy_dropped=dropped, energy_window_s=round(seconds, 3), tokens_per_joule=eff.tokens_per_joule,
+        tokens_per_joule_uncertainty=eff.tokens_per_joule_uncertainty,
+        tokens_per_joule_reason=eff.tokens_per_joule_reason, usd_per_1m_output_tokens=eff.usd_per_1m_output_tokens,
+        cost_reason=eff.cost_reason)
+
+
+def energy_json(e: Energy) -> dict[str, float | int | str | None]:
+    """The energy block as a result's JSON carries it: every key of :data:`ENERGY_KEYS`, ``null`` included."""
+    return {key: getattr(e, key) for key in ENERGY_KEYS}
 
 
 #: a cell mark's key -> the result dict holding its entries (bench decode: levels and categories; prefill and
@@ -278,8 +300,8 @@ def attach_energy(lanes: dict[str, Any], events: list[Event]) -> None:
             continue
         rs, sampled = lane_readings(by_lane, events, lane)
         windows = [(cells[c]["t0"], cells[c]["t1"]) for c in cids]
-        entry.update(energy_of(events, lane, windows, sum(tokens.get(c, 0) for c in cids), costs.get(lane), rs,
-                               "cell", sampled))
+        entry.update(energy_json(energy_of(events, lane, windows, sum(tokens.get(c, 0) for c in cids),
+                                           costs.get(lane), rs, "cell", sampled)))
     for lane, d in lanes.items():  # bench load: each rep over its measured window and the tokens served in it
         for rep in (d.get("reps") or []) if isinstance(d, dict) else []:
             window = rep.get("measured_window_ns") if isinstance(rep, dict) else None
@@ -288,8 +310,8 @@ def attach_energy(lanes: dict[str, Any], events: list[Event]) -> None:
             served = rep.get("served_tokens")
             served = round(served) if isinstance(served, (int, float)) and served > 0 else None
             rs, sampled = lane_readings(by_lane, events, lane)
-            rep.update(energy_of(events, lane, [(window[0], window[1])], served, costs.get(lane), rs, "rep", sampled,
-                                 load_edges=False))
+            rep.update(energy_json(energy_of(events, lane, [(window[0], window[1])], served, costs.get(lane), rs,
+                                             "rep", sampled, load_edges=False)))
 
 
 def race_windows(events: Iterable[Event]) -> dict[Any, tuple[int, int]]:
@@ -311,19 +333,18 @@ def race_windows(events: Iterable[Event]) -> dict[Any, tuple[int, int]]:
 
 def run_energy(events: list[Event], lane: str, windows: list[tuple[int, int]], generated_tokens: int,
                cost_per_hour: float | None, rs: list[Reading] | None = None, sampled: Sampled | None = None
-               ) -> dict[str, Any]:
+               ) -> Energy:
     """A run of several windows (a lane's races): their energy summed (:func:`energy_of`), or -- where that is
     withheld (windows too short for the exporter's updates) -- over the run's span from its first window's start to
     its last one's end, the time between them included and said so: the counter's updates bracket the whole run
     even where they bracket no single race."""
     block = energy_of(events, lane, windows, generated_tokens, cost_per_hour, rs, "run", sampled)
-    if block["energy_j"] is not None or len(windows) < 2:
+    if block.energy_j is not None or len(windows) < 2:
         return block
     span = (min(a for a, _ in windows), max(b for _, b in windows))
     over = energy_of(events, lane, [span], generated_tokens, cost_per_hour, rs, "run", sampled)
-    if over["energy_j"] is None:
+    if over.energy_j is None:
         return block
     said = (f"over the run's span ({(span[1] - span[0]) / NS:.0f} s, the time between its windows included): no "
             "single window was long enough for the exporter's updates")
-    over["energy_note"] = "; ".join(x for x in (said, over["energy_note"]) if x)
-    return over
+    return msgspec.structs.replace(over, energy_note="; ".join(x for x in (said, over.energy_note) if x))

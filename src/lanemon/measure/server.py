@@ -30,6 +30,8 @@ from lanemon.events import Event
 from lanemon.measure.metrics import request_metrics
 from lanemon.measure.records import iter_records, reiterable
 from lanemon.measure.restarts import restart_reason
+from lanemon.results.common import to_json_obj
+from lanemon.results.server import ServerReset, ServerTimings, ServerView
 
 #: How each /metrics dialect (``client/prom.map_engine``) is written for a person.
 DIALECT_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
@@ -54,6 +56,13 @@ def engine_label(dialect: str | None, simulates: str | None) -> str | None:
     return f"{simulates} (simulated; {DIALECT_NAMES.get(dialect, dialect)} /metrics names)"
 
 SERVER_KEYS = ("ttft_s", "queue_s", "prefill_s", "decode_s", "itl_s", "tpot_s", "e2e_s", "inference_s")
+HISTOGRAMS = ("ttft", "itl", "tpot", "e2e", "queue", "prefill", "decode", "inference")
+"""The engine's latency histograms a mapped scrape may carry (``<key>_sum`` / ``<key>_count``)."""
+TOKENS = ("prompt_tokens", "generation_tokens", "prompt_tokens_computed", "prompt_tokens_hit", "preemptions")
+"""The engine's counters a mapped scrape may carry (``<key>_total``)."""
+
+Scrape = dict[str, Any]
+"""One mapped ``/metrics`` scrape as a recording holds it (client/prom.map_engine): untrusted JSON."""
 
 
 def _mean(xs: list[float]) -> float | None:
@@ -64,31 +73,33 @@ def _r(x: float | None, digits: int = 6) -> float | None:
     return None if x is None else round(float(x), digits)
 
 
-def server_timings(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+def _increase(before: Scrape, after: Scrape, key: str) -> float | None:
+    """How far ``key`` rose between two scrapes (a counter that went down was reset, so its new value is the
+    increase); None when the later scrape lacks it."""
+    if key not in after:
+        return None
+    a, b = float(after[key]), float(before.get(key, 0.0))
+    return a - b if a >= b else a
+
+
+def server_timings(before: Scrape, after: Scrape) -> ServerTimings:
     """The server's own view between two mapped scrapes: mean seconds per histogram (``ttft_s``,
     ``itl_s``, ``tpot_s``, ``e2e_s``, ``queue_s``, ``prefill_s``, ``decode_s``, ``inference_s``) over the
     requests that ended in between (deltas of ``_sum`` / ``_count``; a counter that went down was reset,
     so its new value is the increase), ``requests`` (the E2E count, else TTFT), and the token counter
     increases (``prompt_tokens``, ``generation_tokens``, ``prompt_tokens_computed``, ``prompt_tokens_hit``,
     ``preemptions``).  A histogram that did not move is None."""
-
-    def inc(key: str) -> float | None:
-        if key not in after:
-            return None
-        a, b = float(after[key]), float(before.get(key, 0.0))
-        return a - b if a >= b else a
-
-    out: dict[str, Any] = {}
-    for key in ("ttft", "itl", "tpot", "e2e", "queue", "prefill", "decode", "inference"):
-        n, total = inc(key + "_count"), inc(key + "_sum")
-        out[key + "_s"] = total / n if n and total is not None else None
-        if key in ("ttft", "e2e") and n is not None:
-            out[key + "_count"] = int(n)
-    out["requests"] = out.get("e2e_count", out.get("ttft_count"))
-    for key in ("prompt_tokens", "generation_tokens", "prompt_tokens_computed", "prompt_tokens_hit", "preemptions"):
-        v = inc(key + "_total")
-        out[key] = int(v) if v is not None else None
-    return out
+    means: dict[str, float | None] = {}
+    for key in HISTOGRAMS:
+        n, total = _increase(before, after, key + "_count"), _increase(before, after, key + "_sum")
+        means[key + "_s"] = total / n if n and total is not None else None
+    ttft_n, e2e_n = _increase(before, after, "ttft_count"), _increase(before, after, "e2e_count")
+    ttft_count = int(ttft_n) if ttft_n is not None else None
+    e2e_count = int(e2e_n) if e2e_n is not None else None
+    tokens = {key: _increase(before, after, key + "_total") for key in TOKENS}
+    return ServerTimings(**means, ttft_count=ttft_count, e2e_count=e2e_count,
+                         requests=e2e_count if e2e_count is not None else ttft_count,
+                         **{k: int(v) if v is not None else None for k, v in tokens.items()})
 
 
 def _num(x: Any) -> float:
@@ -117,42 +128,32 @@ class _TimingSums:
     """Per-interval :func:`server_timings` added up one interval at a time: means weighted by their counts,
     counters summed (nothing held per interval)."""
 
-    KEYS = ("ttft", "itl", "tpot", "e2e", "queue", "prefill", "decode", "inference")
-    TOKENS = ("prompt_tokens", "generation_tokens", "prompt_tokens_computed", "prompt_tokens_hit", "preemptions")
-
     def __init__(self) -> None:
         self.parts = 0
-        self.n = dict.fromkeys(self.KEYS, 0.0)
-        self.weighted = dict.fromkeys(self.KEYS, 0.0)
-        self.sums: dict[str, Any] = {}  # "requests" and the token counters seen in at least one interval
+        self.n = dict.fromkeys(HISTOGRAMS, 0.0)
+        self.weighted = dict.fromkeys(HISTOGRAMS, 0.0)
+        self.sums: dict[str, int] = {}  # "requests" and the token counters seen in at least one interval
 
-    def add(self, p: dict[str, Any]) -> None:
+    def add(self, before: Scrape, after: Scrape) -> None:
+        """Add the interval between two successive scrapes (the engine did not restart in it)."""
+        t = server_timings(before, after)
         self.parts += 1
-        for key in self.KEYS:
-            c = p.get(key + "_n")
-            if c:
+        for key in HISTOGRAMS:
+            a, b = after.get(key + "_count"), before.get(key + "_count", 0.0)
+            c = float(a) - float(b) if isinstance(a, (int, float)) and isinstance(b, (int, float)) else None
+            mean = getattr(t, key + "_s")
+            if c and mean is not None:
                 self.n[key] += c
-                self.weighted[key] += p[key + "_s"] * c
-        for key in ("requests",) + self.TOKENS:
-            v = p.get(key)
+                self.weighted[key] += mean * c
+        for key in ("requests",) + TOKENS:
+            v = getattr(t, key)
             if v is not None:
                 self.sums[key] = self.sums.get(key, 0) + v
 
-    def total(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key in self.KEYS:
-            out[key + "_s"] = self.weighted[key] / self.n[key] if self.n[key] else None
-        for key in ("requests",) + self.TOKENS:
-            out[key] = int(self.sums[key]) if key in self.sums else None
-        return out
-
-
-def _interval(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-    t = server_timings(before, after)
-    for key in ("ttft", "itl", "tpot", "e2e", "queue", "prefill", "decode", "inference"):
-        a, b = after.get(key + "_count"), before.get(key + "_count", 0.0)
-        t[key + "_n"] = float(a) - float(b) if isinstance(a, (int, float)) and isinstance(b, (int, float)) else None
-    return t
+    def total(self) -> ServerTimings:
+        means = {key + "_s": self.weighted[key] / self.n[key] if self.n[key] else None for key in HISTOGRAMS}
+        return ServerTimings(**means, **{key: int(self.sums[key]) if key in self.sums else None
+                                         for key in ("requests",) + TOKENS})
 
 
 NEGATIVE_GAP_S = 0.005
@@ -164,7 +165,7 @@ EDGE_SLACK = 1
 that ends while a scrape is in flight): a difference beyond this is not an edge effect."""
 
 
-def server_view(events: Iterable[Event], lane: str) -> dict[str, Any] | None:
+def server_view(events: Iterable[Event], lane: str) -> ServerView | None:
     """The server-vs-client block of one lane (None without two histogram scrapes of it).
 
     Every pair of successive scrapes is one interval.  An interval in which the engine restarted
@@ -185,7 +186,7 @@ def server_view(events: Iterable[Event], lane: str) -> dict[str, Any] | None:
     # one pass over the scrapes, each pair of successive ones an interval, holding only the one before
     # (a recording of hours holds tens of thousands of scrapes of ~40 figures each)
     spans: list[tuple[int, int]] = []
-    resets: list[dict[str, Any]] = []
+    resets: list[ServerReset] = []
     excluded_ns = 0
     sums = _TimingSums()
     n_scrapes = 0
@@ -205,15 +206,15 @@ def server_view(events: Iterable[Event], lane: str) -> dict[str, Any] | None:
             continue
         why = restart_reason(a.data, b.data)
         if why:
-            resets.append({"t_s": _r(b.t / 1e9, 3), "reason": why})
+            resets.append(ServerReset(t_s=_r(b.t / 1e9, 3), reason=why))
             excluded_ns += b.t - a.t
             continue
-        sums.add(_interval(a.data, b.data))
+        sums.add(a.data, b.data)
         spans.append((read_at(a, True), read_at(b, False)))
     if n_scrapes < 2:
         return None
     timings = sums.total()
-    if not timings.get("requests") and not resets:
+    if not timings.requests and not resets:
         return None
     starts = [a for a, _ in spans]  # in scrape order, so sorted
 
@@ -226,21 +227,9 @@ def server_view(events: Iterable[Event], lane: str) -> dict[str, Any] | None:
     ms = recs
     client_ttft = _mean([m.ttft_s for m in ms if m.ttft_s is not None])
     client_e2e = _mean([m.e2e_s for m in ms if m.e2e_s is not None])
-    server_n = timings.get("requests") or 0
-    out: dict[str, Any] = {"engine": engine_label(first.data.get("engine"), simulates), "interval_s": _r((last.t - first.t) / 1e9, 3),
-                           "requests": timings.get("requests"), "client_requests": len(recs),
-                           "scrapes": n_scrapes, "restarts": len(resets)}
-    if resets:
-        out["reset_at"] = resets[:8]
-        out["excluded_s"] = _r(excluded_ns / 1e9, 3)
-    for key in SERVER_KEYS:
-        out[key] = _r(timings.get(key))
-    out["client_ttft_s"] = _r(client_ttft)
-    out["client_e2e_s"] = _r(client_e2e)
-    out["client_tpot_s"] = _r(_mean([m.tpot_s for m in ms if m.tpot_s is not None]))
+    server_n = timings.requests or 0
     slack = EDGE_SLACK * (1 + len(resets))
     foreign = server_n - len(recs)
-    out["foreign_requests"] = foreign if foreign > slack else 0
     reason = None
     if foreign > slack:
         reason = (f"the engine counted {foreign} more requests than lanemon saw finish ({server_n} vs {len(recs)}): "
@@ -250,24 +239,31 @@ def server_view(events: Iterable[Event], lane: str) -> dict[str, Any] | None:
                   "its counters do not cover lanemon's requests")
     elif not sums.parts:
         reason = "the engine restarted in every interval between scrapes: nothing to compare"
-    out["gap_reason"] = reason
+    gaps: dict[str, float | None] = {}
+    said = reason  # what gap_reason says: the counts' reason, else a negative gap's (each gap judged on its own)
     for what, c, key in (("TTFT", client_ttft, "ttft"), ("E2E", client_e2e, "e2e")):
-        sv = out[key + "_s"]
-        out["gap_" + key + "_s"] = None
+        sv = _r(getattr(timings, key + "_s"))
+        gaps[key] = None
         if reason is not None or c is None or sv is None:
             continue
         if c < sv * (1 - NEGATIVE_GAP_SHARE) - NEGATIVE_GAP_S:  # the client cannot see a request before the engine
-            out["gap_reason"] = (f"lanemon's mean {what} ({c * 1000:.1f} ms) is below the engine's ({sv * 1000:.1f} "
-                                 "ms): not the same requests, a gap cannot be negative")
+            said = (f"lanemon's mean {what} ({c * 1000:.1f} ms) is below the engine's ({sv * 1000:.1f} "
+                    "ms): not the same requests, a gap cannot be negative")
             continue
-        out["gap_" + key + "_s"] = _r(c - sv)
-    for key in ("prompt_tokens", "generation_tokens", "prompt_tokens_computed", "prompt_tokens_hit", "preemptions"):
-        out[key] = timings.get(key)
+        gaps[key] = _r(c - sv)
     prompt = [r.prompt_tokens for r in recs]
-    out["client_prompt_tokens"] = sum(prompt) if prompt and all(p is not None for p in prompt) else None
     gen = [m.generated_tokens for m in ms]
-    out["client_generation_tokens"] = sum(gen) if gen and not any(m.tokens_estimated for m in ms) else None
-    return out
+    return ServerView(
+        engine=engine_label(first.data.get("engine"), simulates), interval_s=_r((last.t - first.t) / 1e9, 3),
+        requests=timings.requests, client_requests=len(recs), scrapes=n_scrapes, restarts=len(resets),
+        reset_at=resets[:8] if resets else None, excluded_s=_r(excluded_ns / 1e9, 3) if resets else None,
+        **{key: _r(getattr(timings, key)) for key in SERVER_KEYS},
+        client_ttft_s=_r(client_ttft), client_e2e_s=_r(client_e2e),
+        client_tpot_s=_r(_mean([m.tpot_s for m in ms if m.tpot_s is not None])),
+        foreign_requests=foreign if foreign > slack else 0, gap_reason=said, gap_ttft_s=gaps["ttft"],
+        gap_e2e_s=gaps["e2e"], **{key: getattr(timings, key) for key in TOKENS},
+        client_prompt_tokens=sum(prompt) if prompt and all(p is not None for p in prompt) else None,  # type: ignore[arg-type]
+        client_generation_tokens=sum(gen) if gen and not any(m.tokens_estimated for m in ms) else None)
 
 
 def attach_server_views(lanes: dict[str, Any], events: list[Event]) -> None:
@@ -277,4 +273,4 @@ def attach_server_views(lanes: dict[str, Any], events: list[Event]) -> None:
         if isinstance(lane, dict):
             view = server_view(events, name)
             if view is not None:
-                lane["server"] = view
+                lane["server"] = to_json_obj(view)

@@ -31,9 +31,10 @@ from lanemon.measure.metrics import NS, percentile, request_metrics, tail_ok
 from lanemon.measure.records import BURST, COMPLETE, OUTCOMES, Assembler, RequestRecord
 from lanemon.measure.server import engine_label, sim_name
 
-SUMMARY_VERSION = 2
+SUMMARY_VERSION = 3
 """2: rows say what makes them comparable (api, url, prompt set, max tokens, time scale); bench rows carry the
-bench's own figures (``basis``); the usage probe and calibration are no rows."""
+bench's own figures (``basis``); the usage probe and calibration are no rows.  3: prefill, needles and race rows
+carry their bench's own figures too (``prefill_tok_s``)."""
 
 NOT_WORKLOADS = ("detect", "calibrate")
 """Requests that are lanemon's own (the 1-token usage probe, a bench's length calibration): no history row."""
@@ -95,9 +96,12 @@ class LaneSummary(msgspec.Struct, frozen=True, forbid_unknown_fields=False):
     """Share of the requests meeting every SLO target (errors are misses; None without an SLO)."""
     steady_tok_s: float | None = None
     """decode: the level's steady-state aggregate (the bench's ``steady_tok_s``)."""
+    prefill_tok_s: float | None = None
+    """prefill, needles: the length's prefill rate (the bench's ``prefill_tok_s``)."""
     basis: str = "requests"
-    """Where the figures come from: ``decode results`` / ``load results`` (the bench's own results for the cell:
-    what it printed), else ``requests`` (this module's fold over the row's requests)."""
+    """Where the figures come from: ``decode results``, ``prefill results``, ``needles results``, ``race results``
+    or ``load results`` (the workload's own typed result for the cell: what it printed; monitor/history.py), else
+    ``requests`` (this module's fold over the row's requests: live sessions, the gauntlet, ...)."""
     api: str = ""
     """``completions`` or ``chat`` (``mixed`` when the row's requests used both)."""
     url: str | None = None

@@ -4,8 +4,10 @@
 and a ``summaries`` table: one row per (session, lane, workload, level) -- the queryable columns plus the
 whole :class:`~lanemon.measure.summary.LaneSummary` as JSON (docs/MONITOR.md, "History").  A session adds
 its rows when its recording is saved (:func:`add_recording`); :func:`rebuild` recreates the file from the
-recordings, so a corrupt or deleted catalogue loses nothing.  Both read the recording back through the
-same fold (measure/summary.py), so the rows are the same whichever way they were made.
+recordings, so a corrupt or deleted catalogue loses nothing.  Both read the recording back the same way, so the
+rows are the same whichever way they were made: a bench row (:data:`BENCH_ROWS`) holds that workload's own typed
+result for its cell (reports/analyse.py, what the bench printed); other rows (a live session's probes, the
+gauntlet, ...) the fold of measure/summary.py.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +25,19 @@ from lanemon.config import data_dir
 from lanemon.measure.metrics import tail_ok
 from lanemon.measure.summary import LaneSummary, SummaryFold
 from lanemon.recording.reader import Recording, RecordingError
+from lanemon.results.analysis import Analysis
+from lanemon.results.common import LoadConfig
+from lanemon.results.decode import DecodeCell
+from lanemon.results.load import LatencyPercentiles, LoadLane, LoadRep
+from lanemon.results.needles import NeedleCell
+from lanemon.results.prefill import PrefillCell
+from lanemon.results.race import RaceResult
 
-SCHEMA_VERSION = 2
-"""2: rows carry the bench's own figures and what makes them comparable (measure/summary.py SUMMARY_VERSION)."""
-BENCH_ROWS = ("decode", "load")
-"""Workloads whose rows take their figures from the bench's own results (what the bench printed)."""
+SCHEMA_VERSION = 3
+"""2: rows carry the bench's own figures and what makes them comparable (measure/summary.py SUMMARY_VERSION);
+3: prefill, needles and race rows too (``prefill_tok_s``)."""
+BENCH_ROWS = ("decode", "prefill", "needles", "race", "load")
+"""Workloads whose rows take their figures from the bench's own typed result (what the bench printed)."""
 FILE_NAME = "catalogue.sqlite3"
 AUTO_ADD_MAX_BYTES = 256 << 20
 """A saved recording larger than this (256 MiB) is not summarised when its command ends (reading it back takes
@@ -132,7 +142,7 @@ def summarize_recording(path: Path) -> list[LaneSummary]:
     return own_figures(rows, analyze(path, benches=benches))  # a second streaming pass, bench recordings only
 
 
-def _median(values: list[Any]) -> Any:
+def _median(values: Iterable[float | int | None]) -> float | int | None:
     xs = sorted(v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool))
     if not xs:
         return None
@@ -140,52 +150,115 @@ def _median(values: list[Any]) -> Any:
     return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
 
 
-def _get(d: Any, *path: str) -> Any:
-    for k in path:
-        d = d.get(k) if isinstance(d, dict) else None
-    return d
+def _known(x: Any) -> Any:
+    """A typed cell's optional figure: None where the cell leaves it out (``UNSET``)."""
+    return None if x is msgspec.UNSET else x
 
 
-def own_figures(rows: list[LaneSummary], analysis: dict[str, Any]) -> list[LaneSummary]:
-    """Each decode and load row with the bench's own figures for its cell (``analysis``: reports/analyse.py
-    over the same recording), so history says what the bench said; a row the results do not hold (an
-    interrupted cell) keeps the fold's figures (``basis`` ``requests``)."""
+def _decode_row(r: LaneSummary, cell: DecodeCell) -> LaneSummary:
+    """A decode level's row: the bench's own cell."""
+    n = cell.ttft_n or 0
+    good = cell.goodput
+    return msgspec.structs.replace(
+        r, basis="decode results", requests=int(cell.requests or 0), error=int(cell.errors or 0),
+        client_bound=int(cell.client_bound or 0), complete=int(cell.requests or 0) - int(cell.errors or 0),
+        latency_n=n, tok_s=cell.aggregate_tok_s, steady_tok_s=cell.steady_tok_s,
+        ttft_p50=cell.ttft_p50_s, ttft_p90=cell.ttft_p90_s if tail_ok(90, n) else None,
+        ttft_p99=cell.ttft_p99_s if tail_ok(99, n) else None, ttft_max=cell.ttft_max_s,
+        tpot_p50=_known(cell.tpot_p50_s), tpot_p90=None, tpot_p99=None, tpot_max=None,
+        e2e_p50=None, e2e_p90=None, e2e_p99=None, e2e_max=None,
+        decode_tok_s_p50=cell.per_stream_tok_s_p50, goodput_rps=good.rate_rps if good else None,
+        slo_attainment=good.share if good else None)
+
+
+def _prefill_row(r: LaneSummary, cell: PrefillCell | NeedleCell, basis: str) -> LaneSummary:
+    """A prefill (or needles) length's row: the bench's own cell -- its TTFT and prefill rate, no decode figures
+    (the bench prints none: its requests ask for a token or a short answer)."""
+    if isinstance(cell, PrefillCell):
+        requests, errors, good = int(cell.requests or 0), int(cell.errors or 0), cell.goodput
+    else:  # a needle length: one request per run
+        runs = _known(cell.runs)
+        requests = len(runs) if runs else 1
+        errors = sum(1 for x in runs if x.error) if runs else int(cell.error is not None)
+        good = None
+    bound = int(cell.client_bound or 0)
+    return msgspec.structs.replace(
+        r, basis=basis, requests=requests, error=errors, complete=requests - errors, client_bound=bound,
+        latency_n=max(0, requests - errors - bound), ttft_p50=_known(cell.ttft_s), ttft_p90=None, ttft_p99=None,
+        ttft_max=None, tpot_p50=None, tpot_p90=None, tpot_p99=None, tpot_max=None, e2e_p50=None, e2e_p90=None,
+        e2e_p99=None, e2e_max=None, decode_tok_s_p50=None, tok_s=None, steady_tok_s=None,
+        prefill_tok_s=_known(cell.prefill_tok_s), goodput_rps=good.rate_rps if good else None,
+        slo_attainment=good.share if good else None)
+
+
+def _race_row(r: LaneSummary, race: RaceResult) -> LaneSummary:
+    """A lane's race row: the race's own summary of the lane (medians over the races it finished)."""
+    lane = race.lanes[r.lane]
+    ran = [x.lanes[r.lane] for x in race.races if r.lane in x.lanes]
+    errors = sum(1 for x in ran if x.error is not None)
+    good = lane.goodput
+    return msgspec.structs.replace(
+        r, basis="race results", requests=len(ran), error=errors, complete=int(lane.races_ok or 0),
+        latency_n=int(lane.races_ok or 0), ttft_p50=lane.ttft_s, ttft_p90=None, ttft_p99=None, ttft_max=None,
+        tpot_p50=None, tpot_p90=None, tpot_p99=None, tpot_max=None, e2e_p50=lane.total_s, e2e_p90=None,
+        e2e_p99=None, e2e_max=None, decode_tok_s_p50=lane.decode_tok_s, tok_s=None, steady_tok_s=None,
+        goodput_rps=good.rate_rps if good else None, slo_attainment=good.share if good else None)
+
+
+def _load_row(r: LaneSummary, lane: LoadLane, config: LoadConfig | None) -> LaneSummary:
+    """A load lane's row: the median over its reps of each rep's measured window (the warm-up left out)."""
+    reps = lane.reps
+    cfg = config or LoadConfig()
+    rate = cfg.rate
+    level = f"{rate:g} req/s" if isinstance(rate, (int, float)) and cfg.arrival != "trace" else str(cfg.arrival or "")
+
+    def med(get: Callable[[LoadRep], float | int | None]) -> Any:
+        return _median(get(x) for x in reps)
+
+    def pct(get: Callable[[LoadRep], LatencyPercentiles | None], q: str) -> Any:
+        return med(lambda x: getattr(get(x), q) if get(x) is not None else None)
+
+    return msgspec.structs.replace(
+        r, basis="load results", level=level[:64], requests=int(med(lambda x: x.measured) or 0),
+        complete=int(med(lambda x: x.ok) or 0), error=int(med(lambda x: x.errors) or 0),
+        tok_s=med(lambda x: x.output_tok_s), steady_tok_s=None,
+        ttft_p50=pct(lambda x: x.ttft_s, "p50"), ttft_p90=pct(lambda x: x.ttft_s, "p90"),
+        ttft_p99=pct(lambda x: x.ttft_s, "p99"), tpot_p50=pct(lambda x: x.tpot_s, "p50"),
+        tpot_p90=pct(lambda x: x.tpot_s, "p90"), tpot_p99=pct(lambda x: x.tpot_s, "p99"),
+        e2e_p50=pct(lambda x: x.e2e_s, "p50"), e2e_p90=pct(lambda x: x.e2e_s, "p90"),
+        e2e_p99=pct(lambda x: x.e2e_s, "p99"),
+        goodput_rps=med(lambda x: x.slo.goodput_rps if x.slo else None),
+        slo_attainment=med(lambda x: x.slo.share if x.slo else None),
+        duration_s=med(lambda x: x.slo.duration_s if x.slo else None) or r.duration_s)
+
+
+def own_figures(rows: list[LaneSummary], analysis: Analysis) -> list[LaneSummary]:
+    """Each bench row (:data:`BENCH_ROWS`) with the bench's own figures for its cell (``analysis``:
+    reports/analyse.py over the same recording: each workload's typed result), so history says what the bench
+    said; a row the results do not hold (an interrupted cell) keeps the fold's figures (``basis`` ``requests``)."""
     out = []
     for r in rows:
-        if r.workload == "decode":
-            cell = _get(analysis, "decode", "lanes", r.lane, "levels", r.level)
-            if isinstance(cell, dict):
-                good = cell.get("goodput") if isinstance(cell.get("goodput"), dict) else {}
-                n = cell.get("ttft_n") if isinstance(cell.get("ttft_n"), int) else 0
-                r = msgspec.structs.replace(
-                    r, basis="decode results", requests=int(cell.get("requests") or 0),
-                    error=int(cell.get("errors") or 0), client_bound=int(cell.get("client_bound") or 0),
-                    complete=int(cell.get("requests") or 0) - int(cell.get("errors") or 0), latency_n=n,
-                    tok_s=cell.get("aggregate_tok_s"), steady_tok_s=cell.get("steady_tok_s"),
-                    ttft_p50=cell.get("ttft_p50_s"), ttft_p90=cell.get("ttft_p90_s") if tail_ok(90, n) else None,
-                    ttft_p99=cell.get("ttft_p99_s") if tail_ok(99, n) else None, ttft_max=cell.get("ttft_max_s"),
-                    tpot_p50=cell.get("tpot_p50_s"), tpot_p90=None, tpot_p99=None, tpot_max=None,
-                    e2e_p50=None, e2e_p90=None, e2e_p99=None, e2e_max=None,
-                    decode_tok_s_p50=cell.get("per_stream_tok_s_p50"), goodput_rps=good.get("rate_rps"),
-                    slo_attainment=good.get("share"))
-        elif r.workload == "load":
-            lane = _get(analysis, "load", "lanes", r.lane)
-            reps = [x for x in (lane or {}).get("reps") or [] if isinstance(x, dict)] if isinstance(lane, dict) else []
-            if reps:
-                cfg = _get(analysis, "load", "config", "load") or {}
-                rate = cfg.get("rate")
-                level = f"{rate:g} req/s" if isinstance(rate, (int, float)) and cfg.get("arrival") != "trace" \
-                    else str(cfg.get("arrival") or "")
-                med = lambda *path: _median([_get(x, *path) for x in reps])  # noqa: E731 (the reps' median)
-                r = msgspec.structs.replace(
-                    r, basis="load results", level=level[:64], requests=int(med("measured") or 0),
-                    complete=int(med("ok") or 0), error=int(med("errors") or 0),
-                    tok_s=med("output_tok_s"), steady_tok_s=None,
-                    ttft_p50=med("ttft_s", "p50"), ttft_p90=med("ttft_s", "p90"), ttft_p99=med("ttft_s", "p99"),
-                    tpot_p50=med("tpot_s", "p50"), tpot_p90=med("tpot_s", "p90"), tpot_p99=med("tpot_s", "p99"),
-                    e2e_p50=med("e2e_s", "p50"), e2e_p90=med("e2e_s", "p90"), e2e_p99=med("e2e_s", "p99"),
-                    goodput_rps=med("slo", "goodput_rps"), slo_attainment=med("slo", "share"),
-                    duration_s=med("slo", "duration_s") or r.duration_s)
+        if r.workload == "decode" and analysis.decode is not None:
+            d = analysis.decode.lanes.get(r.lane)
+            cell = d.levels.get(r.level) if d is not None else None
+            if cell is not None:
+                r = _decode_row(r, cell)
+        elif r.workload == "prefill" and analysis.prefill is not None:
+            p = analysis.prefill.lanes.get(r.lane)
+            pc = p.lengths.get(r.level) if p is not None else None
+            if pc is not None and not pc.skipped:
+                r = _prefill_row(r, pc, "prefill results")
+        elif r.workload == "needles" and analysis.needles is not None:
+            nl = analysis.needles.lanes.get(r.lane)
+            nc = nl.lengths.get(r.level) if nl is not None else None
+            if nc is not None:
+                r = _prefill_row(r, nc, "needles results")
+        elif r.workload == "race" and analysis.race is not None and r.lane in analysis.race.lanes:
+            r = _race_row(r, analysis.race)
+        elif r.workload == "load" and analysis.load is not None:
+            lane = analysis.load.lanes.get(r.lane)
+            if lane is not None and lane.reps:
+                r = _load_row(r, lane, analysis.load.config.load)
         out.append(r)
     return out
 

@@ -1,16 +1,13 @@
-"""Everything a recording measured, as one JSON-able dict (pure, no Textual).
+"""Everything a recording measured, as one typed :class:`~lanemon.results.analysis.Analysis` (pure, no Textual).
 
 :func:`analyze` takes a :class:`~lanemon.recording.reader.Recording`, a path, a
-``(header, events)`` pair or a plain list of events and returns::
+``(header, events)`` pair or a plain list of events and returns an ``Analysis``: its ``environment`` (from the
+header and lane/probe events), one field per bench the recording holds (``decode``, ``prefill``, ``needles``,
+``sweep``, ``load``, ``race``, ``qeval``, ``agree``, ``kl``, ``gauntlet``; None for the others) and its
+``warnings``; ``report --format json`` prints it (:func:`~lanemon.results.common.to_json_obj`).
 
-    {"environment": {...},            # from the header (and lane/probe events)
-     "decode": {...}, "prefill": {...}, "needles": {...}, "race": {...},
-     "qeval": {...}, "agree": {...}, "kl": {...}, "gauntlet": {...},
-     "warnings": [...]}
-
-Only the benches the recording holds appear.  Each bench entry is exactly what
-that bench's own results function returns for the same events (a typed result of
-:mod:`lanemon.results` for race, agree and kl; a dict for the others until they are typed)
+Each bench field is exactly what that bench's own results function returns for the same events, as its typed
+result
 (:func:`lanemon.workloads.bench.decode.decode_results`,
 :func:`lanemon.workloads.bench.prefill.prefill_results`,
 :func:`lanemon.workloads.bench.needles.needle_results`,
@@ -23,7 +20,7 @@ recording says what ``--json`` said when the run finished.  qeval is per lane
 qeval_results(events, lane=LANE)}, "compare": compare_runs(first, second) or
 None}``, each lane's dict exactly what that run's ``--json`` printed, and the
 paired comparison the one ``qeval compare`` prints.  Reports
-(:mod:`lanemon.reports.report`) render this dict.
+(:mod:`lanemon.reports.render`) render the analysis.
 """
 
 from __future__ import annotations
@@ -39,10 +36,11 @@ from lanemon.measure.views import attach_engine_views
 from lanemon import __version__
 from lanemon import events as schema
 from lanemon.recording.reader import Recording
-from lanemon.results.common import Result, to_json_obj
 from lanemon.events import Event
+from lanemon.results.analysis import BENCH_FIELDS, TYPED, Analysis, Environment, LaneInfo, QevalLanes
+from lanemon.results.common import Result, as_result, to_json_obj
 
-BENCHES = ("decode", "prefill", "needles", "sweep", "load", "race", "qeval", "agree", "kl", "gauntlet")
+BENCHES = BENCH_FIELDS
 """Bench names in report order."""
 
 RESULT_FUNCTIONS: dict[str, tuple[str, str]] = {
@@ -77,12 +75,17 @@ def benches_in(events: Iterable[Event]) -> list[str]:
 def interrupted_text(bench: str, result: Any) -> str | None:
     """What an interrupted run did not run, in words (None for a whole run).  Per-lane benches (qeval)
     say it per lane."""
-    from lanemon.results.common import Result
     from lanemon.workloads.bench.run import interruption_text
 
-    if isinstance(result, Result):  # a typed result without a plan (agree, kl): whether it was cut, no more
-        return f"{bench} run interrupted: the results cover only what finished" if getattr(
-            result, "interrupted", False) else None
+    if isinstance(result, QevalLanes):
+        cut = [name for name, r in result.lanes.items() if getattr(r, "interrupted", False)]
+        return f"{bench} run interrupted on {', '.join(cut)}: the results cover only what finished" if cut else None
+    if isinstance(result, Result):
+        if not getattr(result, "interrupted", False):
+            return None
+        if bench in ("decode", "prefill", "needles", "load", "sweep"):  # a bench with a plan: what it did not run
+            return interruption_text(bench, to_json_obj(result))  # run.py reads the JSON form
+        return f"{bench} run interrupted: the results cover only what finished"  # no plan (race, agree, kl, ...)
     if not isinstance(result, dict):
         return None
     if bench in PER_LANE:
@@ -128,26 +131,26 @@ def _pair(bench: str, lanes: dict[str, Any]) -> Any:
 
 
 def environment(header: dict[str, Any] | None, events: Sequence[Event] = (), *, count: int | None = None,
-                last_t: int | None = None) -> dict[str, Any]:
+                last_t: int | None = None) -> Environment:
     """Lanes, versions, date, command and host of a session (from its header and lane events).  *count* /
     *last_t*: the full stream's event count and last ``t`` when *events* is a compact list
     (:func:`lanemon.measure.records.compact_events`)."""
     header = header or {}
-    lanes: dict[str, dict[str, Any]] = {}
+    lanes: dict[str, LaneInfo] = {}
     for lane in header.get("lanes") or []:
         if isinstance(lane, dict) and lane.get("name"):
-            lanes[lane["name"]] = {"name": lane["name"], "url": lane.get("url"), "model": lane.get("model")}
+            lanes[lane["name"]] = LaneInfo(name=lane["name"], url=lane.get("url"), model=lane.get("model"))
     for ev in events:
         if ev.lane is None:
             continue
         if ev.kind == schema.LANE:
-            info = lanes.setdefault(ev.lane, {"name": ev.lane, "url": None, "model": None})
-            info["url"] = info.get("url") or ev.data.get("url")
-            info["model"] = info.get("model") or ev.data.get("model")
+            info = lanes.setdefault(ev.lane, LaneInfo(name=ev.lane))
+            info.url = info.url or ev.data.get("url")
+            info.model = info.model or ev.data.get("model")
         elif ev.kind in (schema.PROBE, schema.REQUEST):
-            info = lanes.setdefault(ev.lane, {"name": ev.lane, "url": None, "model": None})
-            if not info.get("model") and ev.data.get("model"):
-                info["model"] = ev.data["model"]
+            info = lanes.setdefault(ev.lane, LaneInfo(name=ev.lane))
+            if not info.model and ev.data.get("model"):
+                info.model = ev.data["model"]
     duration = None
     if last_t is None and events:
         last_t = max(ev.t for ev in events)
@@ -158,19 +161,13 @@ def environment(header: dict[str, Any] | None, events: Sequence[Event] = (), *, 
     simulated = simulated_lanes(header, events)
     for name in simulated:
         if name in lanes:
-            lanes[name]["simulated"] = True
-    return {
-        "simulated": simulated,
-        "lanes": list(lanes.values()),
-        "lanemon": header.get("lanemon"),
-        "reported_by": __version__,
-        "schema": header.get("version"),
-        "created": header.get("created"),
-        "command": header.get("command"),
-        "host": dict(header.get("host") or {}),
-        "duration_s": duration,
-        "events": len(events) if count is None else count,
-    }
+            lanes[name].simulated = True
+    host = header.get("host")
+    return Environment(
+        simulated=simulated, lanes=list(lanes.values()), lanemon=header.get("lanemon"), reported_by=__version__,
+        schema=header.get("version"), created=header.get("created"), command=header.get("command"),
+        host=dict(host) if isinstance(host, dict) else {}, duration_s=duration,
+        events=len(events) if count is None else count)
 
 
 def _load(source: Any) -> tuple[dict[str, Any] | None, list[Event], list[str], str | None, dict[str, Any]]:
@@ -189,7 +186,7 @@ def _load(source: Any) -> tuple[dict[str, Any] | None, list[Event], list[str], s
     return None, list(source), [], None, {}
 
 
-def analyze(source: Any, *, benches: Sequence[str] | None = None) -> dict[str, Any]:
+def analyze(source: Any, *, benches: Sequence[str] | None = None) -> Analysis:
     """Results of every bench in ``source`` plus the session's environment.
 
     ``source`` is a Recording, a path (``RecordingError`` if it is not a
@@ -197,48 +194,48 @@ def analyze(source: Any, *, benches: Sequence[str] | None = None) -> dict[str, A
     ``benches`` restricts the analysis (default: whatever the events hold).
     """
     header, events, warnings, path, stream = _load(source)
-    out: dict[str, Any] = {"environment": environment(header, events, **stream)}
+    env = environment(header, events, **stream)
     for name, counters in session_counters(events).items():  # what each engine did over the session
-        for lane in out["environment"]["lanes"]:
-            if lane.get("name") == name:
-                lane["session_counters"] = counters
+        for lane in env.lanes:
+            if lane.name == name:
+                lane.session_counters = counters
     if path is not None:
-        out["environment"]["recording"] = path
+        env.recording = path
+    out: dict[str, Any] = {}
     for bench in benches or benches_in(events):
         fn = results_function(bench)
         if fn is None:
             warnings.append(f"the recording holds {bench} data but this lanemon cannot analyse it")
             continue
         try:
-            out[bench] = per_lane_results(bench, fn, events) if bench in PER_LANE else fn(events)
+            result = per_lane_results(bench, fn, events) if bench in PER_LANE else fn(events)
             if bench in ("decode", "prefill", "needles", "load", "sweep"):  # the engine's own view beside ours
-                attach_engine_views(out[bench], events)  # server view, energy and cost, engine counters
-            if bench in ("decode", "prefill", "needles", "load", "sweep") and isinstance(out[bench], Result):
-                out[bench] = to_json_obj(out[bench])  # typed (issue 37); their report sections read the JSON for now
+                result = attach_engine_views(result, events)  # server view, energy and cost, engine counters
+            out[bench] = as_result(result, TYPED[bench]) if bench in TYPED else result
             cut_short = interrupted_text(bench, out[bench])
             if cut_short:  # first, so no reader takes a cut run for a whole one
                 warnings.insert(0, cut_short)
         except Exception as exc:  # one broken bench must not hide the others
             warnings.append(f"{bench}: results could not be computed ({type(exc).__name__}: {exc})")
-    out["warnings"] = warnings
-    return out
+    return Analysis(environment=env, warnings=warnings, **out)
 
 
-def _many_environment(envs: list[dict[str, Any]]) -> dict[str, Any]:
+def _many_environment(envs: list[Environment]) -> Environment:
     """The environment of a report of several recordings (:func:`analyze_many`)."""
-    env = dict(envs[0])
-    env["recordings"] = [e.get("recording") for e in envs]
-    commands = list(dict.fromkeys(str(e.get("command")) for e in envs if e.get("command")))
-    env["command"] = f"{len(envs)} recordings" + (f": {', '.join(commands)}" if commands else "")
-    created = sorted(str(e["created"]) for e in envs if e.get("created"))
-    env["created"] = (created[0] if created[0] == created[-1] else f"{created[0]} to {created[-1]}") if created else None
-    durations = [e["duration_s"] for e in envs if isinstance(e.get("duration_s"), (int, float))]
-    env["duration_s"] = round(sum(durations), 3) if durations else None
-    env["events"] = sum(int(e.get("events") or 0) for e in envs)
-    return env
+    import msgspec
+
+    commands = list(dict.fromkeys(str(e.command) for e in envs if e.command))
+    created = sorted(str(e.created) for e in envs if e.created)
+    durations = [e.duration_s for e in envs if isinstance(e.duration_s, (int, float))]
+    return msgspec.structs.replace(
+        envs[0], recordings=[e.recording or None for e in envs],
+        command=f"{len(envs)} recordings" + (f": {', '.join(commands)}" if commands else ""),
+        created=(created[0] if created[0] == created[-1] else f"{created[0]} to {created[-1]}") if created else None,
+        duration_s=round(sum(durations), 3) if durations else None,
+        events=sum(int(e.events or 0) for e in envs))
 
 
-def analyze_many(sources: Sequence[Any]) -> dict[str, Any]:
+def analyze_many(sources: Sequence[Any]) -> Analysis:
     """One analysis from several recordings (e.g. a decode, a prefill and a qeval run of the same lanes).
 
     Recordings are analysed one by one -- never merged event by event, since
@@ -255,19 +252,18 @@ def analyze_many(sources: Sequence[Any]) -> dict[str, Any]:
     analyses = [analyze(src) for src in sources]
     if len(analyses) == 1:
         return analyses[0]
-    out: dict[str, Any] = {"environment": _many_environment([a["environment"] for a in analyses])}
+    out: dict[str, Any] = {}
     first_of: dict[str, str] = {}
     warnings: list[str] = []
     for a in analyses:
-        where = a["environment"].get("recording") or "a recording"
-        warnings.extend(f"{where}: {w}" for w in a.get("warnings") or [])
-        for key, value in a.items():
-            if key in ("environment", "warnings"):
-                continue
-            if key in out and key in PER_LANE and not set(value["lanes"]) & set(out[key]["lanes"]):
+        where = a.environment.recording or "a recording"
+        warnings.extend(f"{where}: {w}" for w in a.warnings)
+        for key in a.benches():
+            value = a.bench(key)
+            if key in out and key in PER_LANE and not set(value.lanes) & set(out[key].lanes):
                 # one lane per recording (e.g. `qeval run A` and `qeval run B`): join them and pair them
-                lanes = {**out[key]["lanes"], **value["lanes"]}
-                out[key] = {"bench": key, "lanes": lanes, "compare": _pair(key, lanes)}
+                lanes = {**out[key].lanes, **value.lanes}
+                out[key] = QevalLanes(bench="qeval", lanes=lanes, compare=_pair(key, lanes))
                 continue
             if key in out:
                 warnings.append(f"{key} appears in several recordings; the report uses the one named first on the "
@@ -275,5 +271,4 @@ def analyze_many(sources: Sequence[Any]) -> dict[str, Any]:
                 continue
             out[key] = value
             first_of[key] = where
-    out["warnings"] = warnings
-    return out
+    return Analysis(environment=_many_environment([a.environment for a in analyses]), warnings=warnings, **out)

@@ -1,7 +1,7 @@
 """Compare two sessions (or two lanes of one session), cell by cell (pure, no Textual).
 
-:func:`compare` takes two :func:`lanemon.reports.analyse.analyze` dicts -- an OLD and a
-NEW session -- and aligns what they have in common: the same bench, lane and
+:func:`compare` takes two :func:`lanemon.reports.analyse.analyze` analyses -- an OLD and a
+NEW session -- and returns a :class:`~lanemon.results.compare.Comparison`: it aligns what they have in common: the same bench, lane and
 cell (decode level or prompt category, prefill/needles length, race prompt,
 qeval task, gauntlet chain, ...) and metric.  Every aligned metric becomes one
 row with both values, the ratio NEW / OLD, which side is better (each metric
@@ -38,16 +38,19 @@ describe the output.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from msgspec.structs import replace
+
 from lanemon.measure import stats as st
 from lanemon.reports.data import qeval_runs
-from lanemon.results.gauntlet import GauntletResult
 from lanemon.results.qeval import QevalResult
 from lanemon.reports.format import int_key
 from lanemon.reports.format import num as _num
+from lanemon.results.analysis import Analysis
+from lanemon.results.compare import CompareRow, CompareSummary, Comparison, Judgement, OnlyIn, Side, SideLane
 
 NOISE_BANDS = dict(st.DEFAULT_BANDS)
 """Default relative noise band by metric kind (:data:`lanemon.measure.stats.DEFAULT_BANDS`)."""
@@ -113,61 +116,56 @@ def _reps(values: Any) -> list[float]:
     return [v for v in (_num(x) for x in (values or [])) if v is not None]
 
 
-def _sorted(d: dict[str, Any]) -> list[str]:
+def _sorted(d: Iterable[str]) -> list[str]:
     return sorted(d, key=lambda k: (int_key(k), str(k)))
 
 
 # ----------------------------------------------------------------- cells of one analysis
-def cells(analysis: dict[str, Any]) -> list[Cell]:
-    """Every comparable figure of one ``analyze()`` dict, in report order."""
+def cells(analysis: Analysis) -> list[Cell]:
+    """Every comparable figure of one analysis (:func:`lanemon.reports.analyse.analyze`), in report order."""
     out: list[Cell] = []
 
     def add(bench, lane, kind, cell, metric, value, reps=(), extra=None, unreliable=False):
         out.append(Cell(bench, str(lane), kind, str(cell), metric, _num(value), _reps(reps), extra,
                         bool(unreliable)))
 
-    decode = analysis.get("decode") or {}
-    for lane, d in (decode.get("lanes") or {}).items():
-        levels = (d or {}).get("levels") or {}
+    decode = analysis.decode
+    for lane, d in (decode.lanes if decode is not None else {}).items():
+        levels = d.levels
         for lvl in _sorted(levels):
-            c = levels[lvl] or {}
-            bad = c.get("unreliable")
-            if "steady_tok_s" in c:
-                add("decode", lane, "level", f"C{lvl}", "steady_tok_s", c.get("steady_tok_s"), c.get("steady_reps"),
+            c = levels[lvl]
+            bad = c.unreliable
+            if c.steady_tok_s is not None or c.steady_reps is not None:  # measured (recordings since it was)
+                add("decode", lane, "level", f"C{lvl}", "steady_tok_s", c.steady_tok_s, c.steady_reps,
                     unreliable=bad)
-            add("decode", lane, "level", f"C{lvl}", "aggregate_tok_s", c.get("aggregate_tok_s"), c.get("reps"),
-                unreliable=bad)
-            add("decode", lane, "level", f"C{lvl}", "ttft_p50_s", c.get("ttft_p50_s"), c.get("ttft_p50_reps"),
-                unreliable=bad)
-            add("decode", lane, "level", f"C{lvl}", "per_stream_tok_s_p50", c.get("per_stream_tok_s_p50"),
-                unreliable=bad)
-            for metric in ("tokens_per_joule", "usd_per_1m_output_tokens"):  # only where the run measured them
-                if c.get(metric) is not None:
-                    add("decode", lane, "level", f"C{lvl}", metric, c.get(metric), unreliable=bad)
-            add("decode", lane, "level", f"C{lvl}", "errors", c.get("errors") or 0)
-        cats = (d or {}).get("categories") or {}
-        for cat, c in cats.items():
-            c = c or {}
-            add("decode", lane, "category", cat, "per_stream_tok_s", c.get("per_stream_tok_s"), c.get("reps"),
-                unreliable=c.get("unreliable"))
-            add("decode", lane, "category", cat, "ttft_p50_s", c.get("ttft_p50_s"), unreliable=c.get("unreliable"))
-    for bench in ("prefill", "needles"):
-        b = analysis.get(bench) or {}
-        for lane, d in (b.get("lanes") or {}).items():
-            lengths = (d or {}).get("lengths") or {}
-            for length in _sorted(lengths):
-                c = lengths[length] or {}
-                bad = c.get("unreliable")
-                add(bench, lane, "length", length, "prefill_tok_s", c.get("prefill_tok_s"), c.get("reps"),
-                    unreliable=bad)
-                add(bench, lane, "length", length, "ttft_s", c.get("ttft_s"), unreliable=bad)
-                if bench == "prefill":
-                    add(bench, lane, "length", length, "errors", c.get("errors") or 0)
-                else:
-                    add(bench, lane, "length", length, "found_count", c.get("found_count"))
-    race = analysis.get("race")
+            add("decode", lane, "level", f"C{lvl}", "aggregate_tok_s", c.aggregate_tok_s, c.reps, unreliable=bad)
+            add("decode", lane, "level", f"C{lvl}", "ttft_p50_s", c.ttft_p50_s, c.ttft_p50_reps, unreliable=bad)
+            add("decode", lane, "level", f"C{lvl}", "per_stream_tok_s_p50", c.per_stream_tok_s_p50, unreliable=bad)
+            for metric, value in (("tokens_per_joule", c.tokens_per_joule),  # only where the run measured them
+                                  ("usd_per_1m_output_tokens", c.usd_per_1m_output_tokens)):
+                if value is not None:
+                    add("decode", lane, "level", f"C{lvl}", metric, value, unreliable=bad)
+            add("decode", lane, "level", f"C{lvl}", "errors", c.errors or 0)
+        for cat, c in d.categories.items():
+            add("decode", lane, "category", cat, "per_stream_tok_s", c.per_stream_tok_s, c.reps,
+                unreliable=c.unreliable)
+            add("decode", lane, "category", cat, "ttft_p50_s", c.ttft_p50_s, unreliable=c.unreliable)
+    prefill = analysis.prefill
+    for lane, p in (prefill.lanes if prefill is not None else {}).items():
+        for length in _sorted(p.lengths):
+            pc = p.lengths[length]
+            add("prefill", lane, "length", length, "prefill_tok_s", pc.prefill_tok_s, pc.reps, unreliable=pc.unreliable)
+            add("prefill", lane, "length", length, "ttft_s", pc.ttft_s, unreliable=pc.unreliable)
+            add("prefill", lane, "length", length, "errors", pc.errors or 0)
+    needles = analysis.needles
+    for lane, nl in (needles.lanes if needles is not None else {}).items():
+        for length in _sorted(nl.lengths):
+            nc = nl.lengths[length]
+            add("needles", lane, "length", length, "prefill_tok_s", nc.prefill_tok_s, nc.reps, unreliable=nc.unreliable)
+            add("needles", lane, "length", length, "ttft_s", nc.ttft_s, unreliable=nc.unreliable)
+            add("needles", lane, "length", length, "found_count", nc.found_count)
     seen: dict[str, int] = {}
-    for r in race.races if race is not None else []:
+    for r in analysis.race.races if analysis.race is not None else []:
         pid = str(r.prompt_id or f"race {r.race}")
         seen[pid] = seen.get(pid, 0) + 1
         cell = pid if seen[pid] == 1 else f"{pid}#{seen[pid]}"
@@ -175,27 +173,24 @@ def cells(analysis: dict[str, Any]) -> list[Cell]:
             if x.error:
                 add("race", lane, "race", cell, "total_s", None)
                 continue
-            add("race", lane, "race", cell, "ttft_s", x.ttft_s)
-            add("race", lane, "race", cell, "decode_tok_s", x.decode_tok_s)
-            add("race", lane, "race", cell, "total_s", x.total_s)
-    q = analysis.get("qeval") or {}
-    for lane, run in qeval_runs(q).items():
+            for metric, value in (("ttft_s", x.ttft_s), ("decode_tok_s", x.decode_tok_s), ("total_s", x.total_s)):
+                add("race", lane, "race", cell, metric, value)
+    for lane, run in qeval_runs(analysis.qeval).items():
         add("qeval", lane, "score", "score", "passed", run.passed, extra=run)
         for tid, t in run.tasks.items():
             add("qeval", lane, "task", tid, "task_passed", 1 if t.passed else 0)
-    ag = analysis.get("agree")
+    ag = analysis.agree
     if ag is not None and ag.total and len(ag.lanes) == 2:
         pair = "~".join(ag.lanes)
-        add("agree", pair, "prompts", f"{ag.total} prompts", "exact", ag.exact)
-        add("agree", pair, "prompts", f"{ag.total} prompts", "agree_ge_10_words", ag.agree_ge_10_words)
-        add("agree", pair, "prompts", f"{ag.total} prompts", "median_first_divergence_word",
-            ag.median_first_divergence_word)
-    kl = analysis.get("kl")
+        for metric, value in (("exact", ag.exact), ("agree_ge_10_words", ag.agree_ge_10_words),
+                              ("median_first_divergence_word", ag.median_first_divergence_word)):
+            add("agree", pair, "prompts", f"{ag.total} prompts", metric, value)
+    kl = analysis.kl
     for lane, x in kl.lanes.items() if kl is not None else ():
         if x.status == "ok" and x.kl is not None:
             add("kl", lane, "reference", f"vs {kl.reference}", "kl", x.kl)
-    g = analysis.get("gauntlet")
-    for lane, x in (g.lanes if isinstance(g, GauntletResult) else {}).items():
+    g = analysis.gauntlet
+    for lane, x in (g.lanes if g is not None else {}).items():
         if not x.reps:
             continue
         chain = f"{'?' if g.config.hops is None else g.config.hops}-hop chain"
@@ -206,99 +201,87 @@ def cells(analysis: dict[str, Any]) -> list[Cell]:
 
 # ----------------------------------------------------------------- judging one pair
 def judge(metric: Metric, old: float | None, new: float | None, old_reps: Sequence[float] = (),
-          new_reps: Sequence[float] = (), *, unreliable: bool = False) -> dict[str, Any]:
-    """One metric's OLD vs NEW: ``{"ratio", "better", "significant", "basis", "band", "beyond_band", "p",
-    "test"}``.
+          new_reps: Sequence[float] = (), *, unreliable: bool = False) -> Judgement:
+    """One metric's OLD vs NEW: ratio, better side, significance, band, test and its basis.
 
     ``p`` is the uncorrected p-value of the permutation test on the reps (None when not tested); a tested
     row's ``significant`` is provisional (p < 0.05) until :func:`correct` sees the whole comparison.
     """
-    base: dict[str, Any] = {"band": None, "beyond_band": None, "p": None, "test": None}
     if old is None or new is None:
         side = None if old is None and new is None else ("old" if new is None else "new")
-        return {"ratio": None, "better": side if metric.kind != "task" else None, "significant": False,
-                "basis": "missing on one side" if side else "missing", **base}
+        return Judgement(better=side if metric.kind != "task" else None,
+                         basis="missing on one side" if side else "missing")
     ratio = round(new / old, 4) if old else None
     better = None
     if new != old:
         better = "new" if (new > old) == (metric.better == "higher") else "old"
     if metric.kind == "count":
-        return {"ratio": ratio, "better": better, "significant": better is not None, "basis": "exact count",
-                **base}
+        return Judgement(ratio=ratio, better=better, significant=better is not None, basis="exact count")
     if metric.kind == "task":
-        return {"ratio": ratio, "better": better, "significant": False, "basis": "one task (see the score row)",
-                **base}
+        return Judgement(ratio=ratio, better=better, basis="one task (see the score row)")
     band = st.noise_band(metric.kind, old_reps, new_reps)
     gap = st.rel_gap(old, new)
     beyond = bool(better) and (gap is None or abs(gap) > band["band"] + 1e-9)
     band_txt = f"noise band {band['band']:.0%}" + (" (from the reps)" if band["from_reps"] else "")
-    out = {"ratio": ratio, "better": better, "significant": False, "band": band["band"], "beyond_band": beyond,
-           "p": None, "test": None}
+    out = Judgement(ratio=ratio, better=better, band=band["band"], beyond_band=beyond)
     if unreliable:
-        return {**out, "basis": "not judged: lanemon was starved while the cell ran (client-bound)"}
+        return replace(out, basis="not judged: lanemon was starved while the cell ran (client-bound)")
     test = st.rep_test(old_reps, new_reps)
     if not test["testable"]:
         where = "beyond" if beyond else "within"
-        return {**out, "basis": f"{where} {band_txt}; not tested: {test['n_old']} vs {test['n_new']} reps "
-                                f"(a test needs {st.MIN_REPS} a side)"}
+        return replace(out, basis=f"{where} {band_txt}; not tested: {test['n_old']} vs {test['n_new']} reps "
+                                  f"(a test needs {st.MIN_REPS} a side)")
     p = test["p"]
-    return {**out, "p": p, "test": "permutation", "significant": bool(better) and p < st.ALPHA,
-            "basis": f"permutation test on {test['n_old']} vs {test['n_new']} reps: p = {p:.3f}; {band_txt}"}
+    return replace(out, p=p, test="permutation", significant=bool(better) and p < st.ALPHA,
+                   basis=f"permutation test on {test['n_old']} vs {test['n_new']} reps: p = {p:.3f}; {band_txt}")
 
 
-def correct(rows: list[dict[str, Any]]) -> None:
+def correct(rows: list[CompareRow]) -> None:
     """Benjamini-Hochberg across the tested rows of one comparison: ``p_adjusted`` and the final
-    ``significant`` of every row with a p-value."""
-    adjusted = st.benjamini_hochberg([r.get("p") for r in rows])
+    ``significant`` of every row with a p-value (in place)."""
+    adjusted = st.benjamini_hochberg([r.p for r in rows])
     tested = sum(1 for p in adjusted if p is not None)
     for r, adj in zip(rows, adjusted):
-        r["p_adjusted"] = None if adj is None else round(adj, 6)
+        r.p_adjusted = None if adj is None else round(adj, 6)
         if adj is None:
             continue
-        r["significant"] = bool(r["better"]) and adj < st.ALPHA
-        r["basis"] += f"; adjusted p = {adj:.3f} over {tested} tested rows (Benjamini-Hochberg)"
+        r.significant = bool(r.better) and adj < st.ALPHA
+        r.basis += f"; adjusted p = {adj:.3f} over {tested} tested rows (Benjamini-Hochberg)"
 
 
-def _qeval_judge(old: Cell, new: Cell) -> dict[str, Any]:
+def _qeval_judge(old: Cell, new: Cell) -> Judgement:
     base = judge(M["passed"], old.value, new.value)
     try:
         from lanemon.workloads.qeval import compare_runs
     except ImportError:  # pragma: no cover - qeval is part of lanemon
-        return {**base, "significant": False, "basis": "paired test unavailable"}
+        return replace(base, significant=False, basis="paired test unavailable")
     if not (isinstance(old.extra, QevalResult) and isinstance(new.extra, QevalResult)):
-        return {**base, "significant": False, "basis": "McNemar: no paired tasks"}
+        return replace(base, significant=False, basis="McNemar: no paired tasks")
     paired = compare_runs(old.extra, new.extra, "old", "new")
     broke, fixed = paired.broke, paired.fixed
     if not paired.a.total:
-        return {**base, "significant": False, "basis": "McNemar: no paired tasks"}
+        return replace(base, significant=False, basis="McNemar: no paired tasks")
     if broke + fixed == 0:
-        return {**base, "significant": False, "basis": "McNemar: no discordant pairs (no task changed)"}
+        return replace(base, significant=False, basis="McNemar: no discordant pairs (no task changed)")
     p = paired.p_value
-    return {**base, "p": p, "test": "mcnemar", "significant": bool(base["better"]) and p < st.ALPHA,
-            "basis": f"McNemar p = {p:.3f} (broke {broke}, fixed {fixed})"}
+    return replace(base, p=p, test="mcnemar", significant=bool(base.better) and p < st.ALPHA,
+                   basis=f"McNemar p = {p:.3f} (broke {broke}, fixed {fixed})")
 
 
 # ----------------------------------------------------------------- environment
-def side_env(analysis: dict[str, Any], lane: str | None = None) -> dict[str, Any]:
-    env = analysis.get("environment") or {}
-    simulated = [x.get("name") for x in env.get("lanes") or [] if x.get("simulated")]
-    out = {
-        "simulated": sorted(set(simulated) | set(env.get("simulated") or [])),
-        "recording": env.get("recording"),
-        "created": env.get("created"),
-        "command": env.get("command"),
-        "lanemon": env.get("lanemon"),
-        "duration_s": env.get("duration_s"),
-        "lanes": [{"name": x.get("name"), "model": x.get("model"), "url": x.get("url")}
-                  for x in env.get("lanes") or []],
-    }
+def side_env(analysis: Analysis, lane: str | None = None) -> Side:
+    env = analysis.environment
+    simulated = [x.name for x in env.lanes if x.simulated and x.name]
+    out = Side(simulated=sorted(set(simulated) | set(env.simulated)), recording=env.recording or None,
+               created=env.created, command=env.command, lanemon=env.lanemon, duration_s=env.duration_s,
+               lanes=[SideLane(name=x.name, model=x.model, url=x.url) for x in env.lanes])
     if lane is not None:
-        out["lane"] = lane
+        out.lane = lane
     return out
 
 
 # ----------------------------------------------------------------- compare
-def _row(old: Cell | None, new: Cell | None, lane: str) -> dict[str, Any]:
+def _row(old: Cell | None, new: Cell | None, lane: str) -> CompareRow:
     ref = old or new
     assert ref is not None
     metric = M[ref.metric]
@@ -308,16 +291,16 @@ def _row(old: Cell | None, new: Cell | None, lane: str) -> dict[str, Any]:
         j = judge(metric, old.value if old else None, new.value if new else None,
                   old.reps if old else (), new.reps if new else (),
                   unreliable=bool((old and old.unreliable) or (new and new.unreliable)))
-    return {
-        "bench": ref.bench, "lane": lane, "cell_kind": ref.cell_kind, "cell": ref.cell, "metric": ref.metric,
-        "label": metric.label, "unit": metric.unit, "direction": metric.better,
-        "old": old.value if old else None, "new": new.value if new else None,
-        "old_range": [min(old.reps), max(old.reps)] if old and len(old.reps) >= 2 else None,
-        "new_range": [min(new.reps), max(new.reps)] if new and len(new.reps) >= 2 else None,
-        "old_reps": len(old.reps) if old else 0, "new_reps": len(new.reps) if new else 0,
-        "unreliable": bool((old and old.unreliable) or (new and new.unreliable)),
-        **j,
-    }
+    return CompareRow(
+        bench=ref.bench, lane=lane, cell_kind=ref.cell_kind, cell=ref.cell, metric=ref.metric,
+        label=metric.label, unit=metric.unit, direction=metric.better,  # type: ignore[arg-type]
+        old=old.value if old else None, new=new.value if new else None,
+        old_range=[min(old.reps), max(old.reps)] if old and len(old.reps) >= 2 else None,
+        new_range=[min(new.reps), max(new.reps)] if new and len(new.reps) >= 2 else None,
+        old_reps=len(old.reps) if old else 0, new_reps=len(new.reps) if new else 0,
+        unreliable=bool((old and old.unreliable) or (new and new.unreliable)),
+        ratio=j.ratio, better=j.better, significant=j.significant, basis=j.basis, band=j.band,
+        beyond_band=j.beyond_band, p=j.p, test=j.test)
 
 
 def _whole(c: Cell) -> tuple:
@@ -326,46 +309,43 @@ def _whole(c: Cell) -> tuple:
 
 
 def _only(cs: list[Cell], others: list[Cell], lane_of=lambda c: c.lane,
-          same=lambda c: (c.bench, c.lane, c.cell_kind, c.cell)) -> list[dict[str, Any]]:
+          same=lambda c: (c.bench, c.lane, c.cell_kind, c.cell)) -> list[OnlyIn]:
     """The cells of ``cs`` of which ``others`` has no figure at all (``same`` says which cell is which): a cell
     where one side measured a figure more (tokens per joule with GPU telemetry) is compared, not "only in"."""
     there = {same(c) for c in others}
-    out: list[dict[str, Any]] = []
+    out: list[OnlyIn] = []
     seen = set()
     for c in cs:
         if same(c) not in there:
             k = (c.bench, lane_of(c), c.cell_kind, c.cell)
             if k not in seen:
                 seen.add(k)
-                out.append({"bench": c.bench, "lane": lane_of(c), "cell_kind": c.cell_kind, "cell": c.cell})
+                out.append(OnlyIn(bench=c.bench, lane=lane_of(c), cell_kind=c.cell_kind, cell=c.cell))
     return out
 
 
-def _summary(rows: list[dict[str, Any]], only_old: list, only_new: list) -> dict[str, Any]:
-    return {
-        "significant_better": sum(1 for r in rows if r["significant"] and r["better"] == "new"),
-        "significant_worse": sum(1 for r in rows if r["significant"] and r["better"] == "old"),
-        "noise": sum(1 for r in rows if not r["significant"]),
-        "tested": sum(1 for r in rows if r.get("p") is not None),
-        "untested_beyond_band": sum(1 for r in rows if r.get("p") is None and r.get("beyond_band")),
-        "unreliable": sum(1 for r in rows if r.get("unreliable")),
-        "rows": len(rows),
-        "only_old": len(only_old),
-        "only_new": len(only_new),
-    }
+def _summary(rows: list[CompareRow], only_old: list, only_new: list) -> CompareSummary:
+    return CompareSummary(
+        significant_better=sum(1 for r in rows if r.significant and r.better == "new"),
+        significant_worse=sum(1 for r in rows if r.significant and r.better == "old"),
+        noise=sum(1 for r in rows if not r.significant),
+        tested=sum(1 for r in rows if r.p is not None),
+        untested_beyond_band=sum(1 for r in rows if r.p is None and r.beyond_band),
+        unreliable=sum(1 for r in rows if r.unreliable),
+        rows=len(rows), only_old=len(only_old), only_new=len(only_new))
 
 
-def _keep_task_row(row: dict[str, Any]) -> bool:
+def _keep_task_row(row: CompareRow) -> bool:
     # qeval tasks: only those that changed (the score row carries the paired test)
-    return row["metric"] != "task_passed" or row["old"] != row["new"]
+    return row.metric != "task_passed" or row.old != row.new
 
 
 def _lane_ok(lane: str, wanted: set[str] | None) -> bool:
     return wanted is None or all(part in wanted for part in lane.split("~"))
 
 
-def compare(old: dict[str, Any], new: dict[str, Any], *, lanes: Sequence[str] | None = None) -> dict[str, Any]:
-    """OLD vs NEW session: the documented compare dict (docs/JSON.md, "compare")."""
+def compare(old: Analysis, new: Analysis, *, lanes: Sequence[str] | None = None) -> Comparison:
+    """OLD vs NEW session (docs/JSON.md, "compare")."""
     wanted = set(lanes) if lanes else None
     co = [c for c in cells(old) if _lane_ok(c.lane, wanted)]
     cn = [c for c in cells(new) if _lane_ok(c.lane, wanted)]
@@ -376,14 +356,15 @@ def compare(old: dict[str, Any], new: dict[str, Any], *, lanes: Sequence[str] | 
     only_old = _only(co, cn)
     only_new = _only(cn, co)
     so, sn = side_env(old), side_env(new)
-    return _with_lead({"mode": "sessions", "simulated": sorted(set(so["simulated"]) | set(sn["simulated"])), "old": so,
-            "new": sn, "rows": rows,
-            "only_old": only_old, "only_new": only_new, "summary": _summary(rows, only_old, only_new),
-            "noise_bands": dict(NOISE_BANDS), "alpha": st.ALPHA, "min_reps": st.MIN_REPS,
-            "correction": "benjamini-hochberg", **_warned(old, "old: ", new, "new: ")})
+    warnings, interrupted = _warned(old, "old: ", new, "new: ")
+    return _with_lead(Comparison(
+        mode="sessions", simulated=sorted(set(so.simulated) | set(sn.simulated)), old=so, new=sn, rows=rows,
+        only_old=only_old, only_new=only_new, summary=_summary(rows, only_old, only_new),
+        noise_bands=dict(NOISE_BANDS), alpha=st.ALPHA, min_reps=st.MIN_REPS, warnings=warnings,
+        interrupted=interrupted))
 
 
-def compare_lanes(analysis: dict[str, Any], a: str, b: str) -> dict[str, Any]:
+def compare_lanes(analysis: Analysis, a: str, b: str) -> Comparison:
     """Lane ``a`` (as OLD) vs lane ``b`` (as NEW) within one session; every ratio is b / a."""
     all_cells = cells(analysis)
     pair = f"{a} vs {b}"
@@ -399,42 +380,42 @@ def compare_lanes(analysis: dict[str, Any], a: str, b: str) -> dict[str, Any]:
     correct(rows)
     only_old = _only(ca, cb, same=_whole)
     only_new = _only(cb, ca, same=_whole)
-    env = side_env(analysis)
-    return _with_lead({"mode": "lanes", "simulated": [n for n in env["simulated"] if n in (a, b)], "old": {**env, "lane": a},
-            "new": {**env, "lane": b}, "rows": rows,
-            "only_old": only_old, "only_new": only_new, "summary": _summary(rows, only_old, only_new),
-            "noise_bands": dict(NOISE_BANDS), "alpha": st.ALPHA, "min_reps": st.MIN_REPS,
-            "correction": "benjamini-hochberg", **_warned(analysis, "")})
+    warnings, interrupted = _warned(analysis, "")
+    return _with_lead(Comparison(
+        mode="lanes", simulated=[n for n in side_env(analysis).simulated if n in (a, b)],
+        old=side_env(analysis, a), new=side_env(analysis, b), rows=rows, only_old=only_old, only_new=only_new,
+        summary=_summary(rows, only_old, only_new), noise_bands=dict(NOISE_BANDS), alpha=st.ALPHA,
+        min_reps=st.MIN_REPS, warnings=warnings, interrupted=interrupted))
 
 
-def _with_lead(result: dict[str, Any]) -> dict[str, Any]:
+def _with_lead(result: Comparison) -> Comparison:
     """``lead``: the headline every compare starts with (compare_text.lead)."""
-    result["lead"] = lead(result)
+    result.lead = lead(result)
     return result
 
 
-def _warned(*pairs: Any) -> dict[str, Any]:
-    """``warnings`` (each side's, named when two) and ``interrupted`` (what an interrupted side did not run,
-    said once, not again among the warnings) of ``(analysis, prefix, ...)``."""
+def _warned(*pairs: Any) -> tuple[list[str], list[str]]:
+    """(``warnings``: each side's, named when two; ``interrupted``: what an interrupted side did not run, said
+    once, not again among the warnings) of ``(analysis, prefix, ...)``."""
     warnings: list[str] = []
     interrupted: list[str] = []
     for analysis, prefix in zip(pairs[::2], pairs[1::2]):
         cut = _interrupted(analysis, "")
         interrupted += [prefix + t for t in cut]
-        warnings += [prefix + w for w in analysis.get("warnings") or [] if w not in cut]
-    return {"warnings": warnings, "interrupted": interrupted}
+        warnings += [prefix + w for w in analysis.warnings if w not in cut]
+    return warnings, interrupted
 
 
-def _interrupted(analysis: dict[str, Any], prefix: str) -> list[str]:
+def _interrupted(analysis: Analysis, prefix: str) -> list[str]:
     """What each interrupted bench of a session did not run, in words (reports/analyse.interrupted_text)."""
-    from lanemon.reports.analyse import BENCHES, interrupted_text
+    from lanemon.reports.analyse import interrupted_text
 
-    return [prefix + t for t in (interrupted_text(b, analysis.get(b)) for b in BENCHES if b in analysis) if t]
+    return [prefix + t for t in (interrupted_text(b, analysis.bench(b)) for b in analysis.benches()) if t]
 
 
-def recording_lanes(analysis: dict[str, Any]) -> list[str]:
+def recording_lanes(analysis: Analysis) -> list[str]:
     """Lane names with results in a session (environment lanes first)."""
-    names = [x.get("name") for x in (analysis.get("environment") or {}).get("lanes") or []]
+    names = [x.name for x in analysis.environment.lanes]
     for c in cells(analysis):
         for part in c.lane.split("~"):
             if part not in names:

@@ -1,9 +1,11 @@
-"""Reading an analysis dict (:func:`lanemon.reports.analyse.analyze`): lane order and each bench's cells.
+"""Reading an :class:`~lanemon.results.analysis.Analysis` (:func:`lanemon.reports.analyse.analyze`): lane order
+and each bench's cells.
 
 Pure accessors shared by the verdict, the sections and the CSV: which lanes a bench holds (in
 header order), a lane's decode levels and prefill lengths, the decode crossover, race wins,
 qeval runs and misses, the agreement pair, KL and gauntlet lanes, and the gauntlet's per-turn
-TTFT/decode split.
+TTFT/decode split.  They read the typed results by attribute; the decode and prefill accessors also take a
+result's JSON form (a dict: what the sections not yet reading typed results pass) and then answer in it.
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ import msgspec
 from lanemon.measure.stats import median
 from lanemon.reports.format import num
 from lanemon.results.agree import AgreeResult
+from lanemon.results.analysis import Analysis, QevalLanes
 from lanemon.results.common import to_json_obj
-from lanemon.results.decode import LaneLevels, LevelView
+from lanemon.results.decode import DecodeCell, DecodeLane, DecodeResult, LaneLevels, LevelView
+from lanemon.results.prefill import PrefillResult
 from lanemon.results.gauntlet import GauntletLane, GauntletResult
 from lanemon.results.kl import KlResult
 from lanemon.results.qeval import QevalResult
@@ -25,83 +29,103 @@ from lanemon.workloads.bench.decode import crossover as ladder_crossover
 from lanemon.workloads.bench.decode import judge_levels
 from lanemon.workloads.bench.decode import level_figure as ladder_level_figure
 
+Cell = DecodeCell | dict[str, Any]
+"""A decode level: typed, or its JSON form (the sections not yet reading typed results)."""
 
 def bench_lanes(result: Any) -> Any:
-    """A bench result's ``lanes``: a typed result's attribute (``lanemon.results``) or a dict's key; {} for none."""
+    """A bench result's ``lanes``: a typed result's attribute (``lanemon.results``), a kl dict's key; {} for none."""
     lanes = result.get("lanes") if isinstance(result, dict) else getattr(result, "lanes", None)
     return lanes or {}
 
 
-def lane_names(analysis: dict[str, Any]) -> list[str]:
+def lane_names(analysis: Analysis) -> list[str]:
     """Lanes in header order, then any that appear only in results."""
-    names: list[str] = [lane["name"] for lane in analysis.get("environment", {}).get("lanes", []) if lane.get("name")]
+    names: list[str] = [lane.name for lane in analysis.environment.lanes if lane.name]
     for bench in ("decode", "prefill", "needles", "race", "agree", "kl", "gauntlet"):
-        for name in bench_lanes(analysis.get(bench)):
+        for name in bench_lanes(analysis.bench(bench)):
             if isinstance(name, str) and name not in names:
                 names.append(name)
-    for name in qeval_runs(analysis.get("qeval")):
+    for name in qeval_runs(analysis.qeval):
         if name not in names:
             names.append(name)
     return names
 
 
-def present_lanes(analysis: dict[str, Any], bench: str) -> list[str]:
-    lanes = bench_lanes(analysis.get(bench))
+def present_lanes(analysis: Analysis, bench: str) -> list[str]:
+    lanes = bench_lanes(analysis.bench(bench))
     return [n for n in lane_names(analysis) if n in lanes]
 
 
-def decode_levels(decode: dict[str, Any], lane: str) -> dict[int, dict[str, Any]]:
-    levels = ((decode.get("lanes") or {}).get(lane) or {}).get("levels") or {}
+def decode_levels(decode: DecodeResult | dict[str, Any], lane: str) -> dict[int, Any]:
+    """A lane's levels by concurrency, in order: typed cells (:class:`DecodeCell`) from a typed result, the
+    JSON form's cells from a dict."""
+    if isinstance(decode, DecodeResult):
+        d = decode.lanes.get(lane)
+        levels: dict[str, Any] = d.levels if d is not None else {}
+    else:
+        levels = ((decode.get("lanes") or {}).get(lane) or {}).get("levels") or {}
     out = {}
     for k, v in levels.items():
         try:
-            out[int(float(k))] = v or {}
+            key = int(float(k))
         except (TypeError, ValueError):
             continue
+        out[key] = v if v is not None else {}  # a typed lane's cells are never None
     return dict(sorted(out.items()))
 
 
-def agg(cell: dict[str, Any]) -> float | None:
+def agg(cell: Cell) -> float | None:
     """A level's first send -> last end aggregate (the span)."""
-    return num(cell.get("aggregate_tok_s"))
+    return num(cell.aggregate_tok_s if isinstance(cell, DecodeCell) else cell.get("aggregate_tok_s"))
 
 
-def steady(cell: dict[str, Any]) -> float | None:
+def steady(cell: Cell) -> float | None:
     """A level's steady-state aggregate (tokens while all C streams ran / that window); None in recordings
     made before lanemon measured it."""
-    return num(cell.get("steady_tok_s"))
+    return num(cell.steady_tok_s if isinstance(cell, DecodeCell) else cell.get("steady_tok_s"))
 
 
-def _view(cell: Any) -> LevelView:
-    """A level's JSON as the ladder's judgement reads it (typed since issue 37; an unreadable cell: no figure)."""
+def _view(cell: Any) -> DecodeCell | LevelView:
+    """A level as the ladder's judgement reads it: a typed cell as it is; a JSON one through :class:`LevelView`
+    (an unreadable cell: no figure)."""
+    if isinstance(cell, (DecodeCell, LevelView)):
+        return cell
     try:
         return msgspec.convert(cell or {}, LevelView, strict=False)
     except msgspec.ValidationError:
         return LevelView()
 
 
-def level_figure(cell: dict[str, Any]) -> tuple[float | None, list[Any], str]:
-    """:func:`lanemon.workloads.bench.decode.level_figure` of a level's JSON."""
+def level_figure(cell: Cell) -> tuple[float | None, list[Any], str]:
+    """:func:`lanemon.workloads.bench.decode.level_figure` of a level (typed, or its JSON)."""
     return ladder_level_figure(_view(cell))
 
 
-def level_value(cell: dict[str, Any]) -> float | None:
+def level_value(cell: Cell | None) -> float | None:
     """The figure a level is judged and drawn on: steady where the results have it, else the span
     (:func:`lanemon.workloads.bench.decode.level_figure`)."""
     return num(level_figure(cell or {})[0])
 
 
-def has_steady(decode: dict[str, Any], lanes: list[str]) -> bool:
+def level_basis(cell: Cell) -> tuple[float | None, list[Any], str]:
+    """(figure, its reps, ``"steady"`` | ``"span"``) a level is judged on
+    (:func:`lanemon.workloads.bench.decode.level_figure`)."""
+    return level_figure(cell)
+
+
+def has_steady(decode: DecodeResult | dict[str, Any], lanes: list[str]) -> bool:
     """True when any level of these lanes carries a steady-state figure (recordings since it was measured)."""
     return any(steady(c) is not None for n in lanes for c in decode_levels(decode, n).values())
 
 
-def _ladder(decode: dict[str, Any], lanes: list[str]) -> dict[str, LaneLevels]:
-    """The lanes' levels as the ladder's judgement reads them."""
+def _ladder(decode: DecodeResult | dict[str, Any], lanes: list[str]) -> dict[str, DecodeLane | LaneLevels]:
+    """The lanes' levels as the ladder's judgement reads them (a typed result's own lanes)."""
+    if isinstance(decode, DecodeResult):
+        return {n: decode.lanes[n] for n in lanes if n in decode.lanes}
     return {n: LaneLevels(levels={str(k): _view(c) for k, c in decode_levels(decode, n).items()}) for n in lanes}
 
 
-def level_leads(decode: dict[str, Any], lanes: list[str]) -> dict[int, dict[str, Any]]:
+def level_leads(decode: DecodeResult | dict[str, Any], lanes: list[str]) -> dict[int, dict[str, Any]]:
     """Per level: the judgement the ladder, the crossover, the CLI table and the bench screen make
     (:func:`lanemon.workloads.bench.decode.level_leads`: steady figure, else span; the shared noise band;
     ``leader`` a lane, ``"tie"`` inside the band, None when a cell ran while lanemon was starved).
@@ -111,18 +135,22 @@ def level_leads(decode: dict[str, Any], lanes: list[str]) -> dict[int, dict[str,
     return {lvl: to_json_obj(x) for lvl, x in judge_levels(_ladder(decode, lanes), lanes).items()}
 
 
-def crossover(decode: dict[str, Any], lanes: list[str]) -> dict[str, Any] | None:
+def crossover(decode: DecodeResult | dict[str, Any], lanes: list[str]) -> dict[str, Any] | None:
+    """Where leadership changes between levels: the results' own ``crossover`` (None when it never changes);
+    a hand-made JSON form without the key gets the ladder's own rule (steady figure, else span, noise band)."""
+    if isinstance(decode, DecodeResult):
+        c = decode.crossover
+        return to_json_obj(c) if c is not None and c.between else None
     if "crossover" in decode:
         c = decode.get("crossover")
         return c if isinstance(c, dict) and c.get("between") else None
-    # older/hand-made dicts without the key: the ladder's own rule (steady figure, else span, noise band)
     if len(lanes) < 2:
         return None
     x = ladder_crossover(_ladder(decode, lanes), lanes)
     return to_json_obj(x) if x is not None else None
 
 
-def first_level(decode: dict[str, Any], lane: str) -> tuple[int, dict[str, Any]] | None:
+def first_level(decode: DecodeResult | dict[str, Any], lane: str) -> tuple[int, Any] | None:
     levels = decode_levels(decode, lane)
     if not levels:
         return None
@@ -130,7 +158,11 @@ def first_level(decode: dict[str, Any], lane: str) -> tuple[int, dict[str, Any]]
     return lvl, levels[lvl]
 
 
-def prefill_cells(prefill: dict[str, Any], lane: str) -> dict[str, dict[str, Any]]:
+def prefill_cells(prefill: PrefillResult | dict[str, Any], lane: str) -> dict[str, Any]:
+    """A lane's prompt lengths: typed cells (:class:`PrefillCell`) from a typed result, JSON cells from a dict."""
+    if isinstance(prefill, PrefillResult):
+        d = prefill.lanes.get(lane)
+        return dict(d.lengths) if d is not None else {}
     return ((prefill.get("lanes") or {}).get(lane) or {}).get("lengths") or {}
 
 
@@ -142,8 +174,10 @@ def race_wins(race: RaceResult) -> dict[str, int]:
 
 
 def qeval_runs(q: Any) -> dict[str, QevalResult]:
-    """Lane -> ``qeval run`` result, from ``analysis["qeval"]`` (per-lane: ``{"bench", "lanes", "compare"}``) or
-    one bare run."""
+    """Lane -> ``qeval run`` result, from the analysis's ``qeval`` (:class:`QevalLanes`, or its per-lane dict
+    ``{"bench", "lanes", "compare"}``) or one bare run."""
+    if isinstance(q, QevalLanes):
+        return dict(q.lanes)
     if isinstance(q, QevalResult):
         return {str(q.lane or "?"): q}
     if not isinstance(q, dict):

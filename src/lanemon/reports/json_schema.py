@@ -20,7 +20,9 @@ import msgspec
 from lanemon.measure.summary import LaneSummary
 from lanemon.recording.schema import DATA_SCHEMAS, EventRow, Header
 from lanemon.results.agree import AgreeResult
+from lanemon.results.analysis import Analysis
 from lanemon.results.check import CheckResult
+from lanemon.results.compare import Comparison
 from lanemon.results.decode import DecodeResult
 from lanemon.results.gauntlet import GauntletResult
 from lanemon.results.kl import KlResult
@@ -49,6 +51,8 @@ OUTPUTS: dict[str, tuple[Any, str]] = {
     "qeval": (QevalResult, "lanemon qeval run --json (and qeval rescore --json of one lane)"),
     "qeval-compare": (QevalCompare, "lanemon qeval compare --json"),
     "history": (list[LaneSummary], "lanemon history --json"),
+    "report": (Analysis, "lanemon report --format json"),
+    "compare": (Comparison, "lanemon compare --format json"),
     "recording": (EventRow, "a recording (--record): a header line, then one event per line"),
 }
 

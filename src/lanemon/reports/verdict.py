@@ -22,6 +22,9 @@ from lanemon.reports.data import (agree_pair, agg, crossover, decode_levels, fir
 from lanemon.reports.format import int_key, int_text, kl_num, length_label, number_word, num, ratio_text, secs, \
     clip, sorted_keys, tok
 from lanemon.results.agree import AgreeResult
+from lanemon.results.analysis import Analysis, as_analysis
+from lanemon.results.common import as_result
+from lanemon.results.decode import DecodeCell, DecodeResult
 from lanemon.results.gauntlet import GauntletResult
 from lanemon.results.kl import KlResult
 from lanemon.results.qeval import QevalCompare
@@ -30,15 +33,18 @@ TIE = 1 + st.DEFAULT_BANDS["throughput"]
 """Leads smaller than this ratio are reported as ties (the shared noise band's default for throughput)."""
 
 
-def _dec(cell: dict[str, Any]) -> float | None:
+def _dec(cell: DecodeCell | None) -> float | None:
     """A decode level's aggregate: the steady-state figure where the results have one."""
-    v = num(cell.get("steady_tok_s"))
+    if cell is None:
+        return None
+    v = num(cell.steady_tok_s)
     return v if v is not None else agg(cell)
 
 
-def _band(cell_a: dict[str, Any], cell_b: dict[str, Any]) -> dict[str, Any]:
-    key = "steady_reps" if cell_a.get("steady_tok_s") is not None else "reps"
-    return st.noise_band("throughput", cell_a.get(key) or [], cell_b.get(key) or [])
+def _band(cell_a: DecodeCell, cell_b: DecodeCell) -> dict[str, Any]:
+    if cell_a.steady_tok_s is not None:
+        return st.noise_band("throughput", cell_a.steady_reps or [], cell_b.steady_reps or [])
+    return st.noise_band("throughput", cell_a.reps or [], cell_b.reps or [])
 
 
 def _band_text(band: dict[str, Any]) -> str:
@@ -50,16 +56,16 @@ def _two(ranked: list[tuple[str, float]]) -> tuple[str, float, str, float]:
     return a, va, b, vb
 
 
-def _prefill_lead(analysis: dict[str, Any]) -> dict[str, Any] | None:
+def _prefill_lead(analysis: Analysis) -> dict[str, Any] | None:
     """Which lane prefills faster (cold), by how much, over which lengths."""
-    prefill = analysis.get("prefill") or {}
+    prefill = analysis.prefill
     lanes = present_lanes(analysis, "prefill")
-    if len(lanes) < 2:
+    if prefill is None or len(lanes) < 2:
         return None
     lengths = set.intersection(*(set(prefill_cells(prefill, n)) for n in lanes))
     wins: dict[str, list[tuple[float, float, str]]] = {n: [] for n in lanes}
     for length in sorted_keys({k: None for k in lengths}):
-        vals = [(n, num(prefill_cells(prefill, n)[length].get("prefill_tok_s"))) for n in lanes]
+        vals = [(n, num(prefill_cells(prefill, n)[length].prefill_tok_s)) for n in lanes]
         vals = [(n, v) for n, v in vals if v]
         if len(vals) < 2:
             continue
@@ -74,22 +80,24 @@ def _prefill_lead(analysis: dict[str, Any]) -> dict[str, Any] | None:
             "won": len(wins[leader]), "of": total, "cells": wins[leader]}
 
 
-def verdict(analysis: dict[str, Any]) -> list[str]:
-    """Sentences in the write-up's style, each backed by the numbers in ``analysis``.  An interrupted run
-    leads with what did not run, so no sentence after it reads as a whole run's."""
-    from lanemon.reports.analyse import BENCHES, interrupted_text
+def verdict(analysis: Analysis | dict[str, Any]) -> list[str]:
+    """Sentences in the write-up's style, each backed by the numbers in ``analysis`` (an :class:`Analysis` or
+    its JSON form).  An interrupted run leads with what did not run, so no sentence after it reads as a whole
+    run's."""
+    from lanemon.reports.analyse import interrupted_text
 
-    out: list[str] = [t for t in (interrupted_text(b, analysis.get(b)) for b in BENCHES if b in analysis) if t]
+    analysis = as_analysis(analysis)
+    out: list[str] = [t for t in (interrupted_text(b, analysis.bench(b)) for b in analysis.benches()) if t]
     out = [t[0].upper() + t[1:] + "." for t in out]
-    decode = analysis.get("decode") or {}
-    d_lanes = present_lanes(analysis, "decode")
+    decode = analysis.decode
+    d_lanes = present_lanes(analysis, "decode") if decode is not None else []
     pre = _prefill_lead(analysis)
     pre_used = False
 
-    if len(d_lanes) >= 2:
+    if decode is not None and len(d_lanes) >= 2:
         c1 = {n: first_level(decode, n) for n in d_lanes}
         lvl1 = min(c[0] for c in c1.values() if c)
-        ranked = sorted(((n, _dec(decode_levels(decode, n).get(lvl1, {}))) for n in d_lanes),
+        ranked = sorted(((n, _dec(decode_levels(decode, n).get(lvl1))) for n in d_lanes),
                         key=lambda t: -(t[1] or 0))
         ranked = [(n, v) for n, v in ranked if v]
         cross = crossover(decode, d_lanes)
@@ -98,7 +106,7 @@ def verdict(analysis: dict[str, Any]) -> list[str]:
             r = va / vb
             who = "One user" if lvl1 == 1 else f"{number_word(lvl1)} concurrent users"
             short = pre is not None and pre["leader"] != a
-            band = _band(decode_levels(decode, a).get(lvl1, {}), decode_levels(decode, b).get(lvl1, {}))
+            band = _band(decode_levels(decode, a)[lvl1], decode_levels(decode, b)[lvl1])
             if r - 1 <= band["band"] + 1e-9:
                 s = f"{who}: {a} and {b} tie on decode at C{lvl1} ({tok(va)} vs {tok(vb)} tok/s, {_band_text(band)})"
             else:
@@ -123,7 +131,7 @@ def verdict(analysis: dict[str, Any]) -> list[str]:
                     lead = gap["gap"] if after == (cross.get("compared") or [None, after])[1] else -gap["gap"]
                     bits.append(f"C{hi_c}: {after} {lead * 100:+.1f} % against a noise band of "
                                 f"{gap['band'] * 100:.0f} %")
-                if top is not None and _dec(lvls_after.get(top, {})) and _dec(lvls_before.get(top, {})):
+                if top is not None and _dec(lvls_after.get(top)) and _dec(lvls_before.get(top)):
                     band = _band(lvls_after[top], lvls_before[top])
                     bits.append(f"C{top}: {tok(_dec(lvls_after[top]))} vs {tok(_dec(lvls_before[top]))} tok/s, "
                                 f"{_band_text(band)}")
@@ -143,10 +151,10 @@ def verdict(analysis: dict[str, Any]) -> list[str]:
                                    f"{tok(vb_t)} tok/s, {ratio_text(va_t / vb_t)}, {_band_text(band)}).")
                     elif abs(vb_t / va_t - 1) <= band["band"] + 1e-9:
                         out.append(f"At C{top} the lanes tie ({tok(va_t)} vs {tok(vb_t)} tok/s, {_band_text(band)}).")
-    elif len(d_lanes) == 1:
+    elif decode is not None and len(d_lanes) == 1:
         n = d_lanes[0]
         levels = decode_levels(decode, n)
-        vals = [(k, _dec(c)) for k, c in levels.items() if _dec(c) and not c.get("unreliable")]
+        vals = [(k, _dec(c)) for k, c in levels.items() if _dec(c) and not c.unreliable]
         if vals:
             best = max(vals, key=lambda t: t[1])
             out.append(f"Decode on {n}: {tok(vals[0][1])} tok/s at C{vals[0][0]}, peaking at {tok(best[1])} tok/s "
@@ -160,9 +168,10 @@ def verdict(analysis: dict[str, Any]) -> list[str]:
             where = "" if pre["won"] == pre["of"] else f" at {pre['won']} of {pre['of']} lengths"
             best = max(pre["cells"], key=lambda c: c[1])
             length = best[2]
-            prefill = analysis["prefill"]
-            v_lead = num(prefill_cells(prefill, lead)[length].get("prefill_tok_s"))
-            v_oth = num(prefill_cells(prefill, others[0])[length].get("prefill_tok_s"))
+            prefill = analysis.prefill
+            assert prefill is not None  # pre is None without it
+            v_lead = num(prefill_cells(prefill, lead)[length].prefill_tok_s)
+            v_oth = num(prefill_cells(prefill, others[0])[length].prefill_tok_s)
             out.append(f"Long prompts → {lead}: prefill {ratio_text(pre['lo'], pre['hi'])} faster{where} "
                        f"({tok(v_lead)} vs {tok(v_oth)} tok/s at {length_label(length)}).")
     hits = _cache_hits(analysis)
@@ -178,9 +187,10 @@ def verdict(analysis: dict[str, Any]) -> list[str]:
     return out
 
 
-def _ttft_clause(decode: dict[str, Any], a: str, b: str, lvl: int) -> str:
-    ta = num(decode_levels(decode, a).get(lvl, {}).get("ttft_p50_s"))
-    tb = num(decode_levels(decode, b).get(lvl, {}).get("ttft_p50_s"))
+def _ttft_clause(decode: DecodeResult, a: str, b: str, lvl: int) -> str:
+    ca, cb = decode_levels(decode, a).get(lvl), decode_levels(decode, b).get(lvl)
+    ta = num(ca.ttft_p50_s) if ca is not None else None
+    tb = num(cb.ttft_p50_s) if cb is not None else None
     if ta is None or tb is None:
         return ""
     if max(ta, tb) / max(min(ta, tb), 1e-9) < TIE:
@@ -190,51 +200,50 @@ def _ttft_clause(decode: dict[str, Any], a: str, b: str, lvl: int) -> str:
     return f", though {b} answers first (TTFT {secs(tb)} vs {secs(ta)})"
 
 
-def _category_clause(decode: dict[str, Any], a: str, b: str, lvl: int) -> str:
-    ca = ((decode.get("lanes") or {}).get(a) or {}).get("categories") or {}
-    cb = ((decode.get("lanes") or {}).get(b) or {}).get("categories") or {}
-    common = [c for c in ca if c in cb and num(ca[c].get("per_stream_tok_s")) and num(cb[c].get("per_stream_tok_s"))]
+def _category_clause(decode: DecodeResult, a: str, b: str, lvl: int) -> str:
+    la, lb = decode.lanes.get(a), decode.lanes.get(b)
+    ca = {k: num(c.per_stream_tok_s) for k, c in (la.categories if la is not None else {}).items()}
+    cb = {k: num(c.per_stream_tok_s) for k, c in (lb.categories if lb is not None else {}).items()}
+    common = [c for c in ca if c in cb and ca[c] and cb[c]]
     if len(common) < 2:
         return ""
-    diffs = sorted(((num(ca[c]["per_stream_tok_s"]) / num(cb[c]["per_stream_tok_s"]), c) for c in common),
-                   reverse=True)
+    diffs = sorted(((ca[c] / cb[c], c) for c in common), reverse=True)  # type: ignore[operator]
     faster = [c for r, c in diffs if r >= 1.0]
     if len(faster) == len(common):
-        top = ", ".join(f"{c} {tok(ca[c]['per_stream_tok_s'])} vs {tok(cb[c]['per_stream_tok_s'])}"
-                        for _, c in diffs[:2])
+        top = ", ".join(f"{c} {tok(ca[c])} vs {tok(cb[c])}" for _, c in diffs[:2])
         return f"; faster in every prompt category ({top})"
     if not faster:
-        top = ", ".join(f"{c} {tok(cb[c]['per_stream_tok_s'])} vs {tok(ca[c]['per_stream_tok_s'])}"
-                        for _, c in diffs[::-1][:2])
+        top = ", ".join(f"{c} {tok(cb[c])} vs {tok(ca[c])}" for _, c in diffs[::-1][:2])
         return f"; but {b} is faster per stream in every prompt category ({top})"
     return f"; faster in {len(faster)} of {len(common)} prompt categories"
 
 
-def _cache_hits(analysis: dict[str, Any]) -> list[tuple[str, str, float]]:
-    prefill = analysis.get("prefill") or {}
-    out = []
+def _cache_hits(analysis: Analysis) -> list[tuple[str, str, float]]:
+    prefill = analysis.prefill
+    out: list[tuple[str, str, float]] = []
+    if prefill is None:
+        return out
     for n in present_lanes(analysis, "prefill"):
         cells = prefill_cells(prefill, n)
         for length in sorted_keys(cells):
-            v = num(cells[length].get("cache_hit_tok_s"))
+            v = num(cells[length].cache_hit_tok_s)
             if v:
                 out.append((n, length, v))
     return out
 
 
-def _needles_sentence(analysis: dict[str, Any]) -> str | None:
-    needles = analysis.get("needles") or {}
+def _needles_sentence(analysis: Analysis) -> str | None:
+    needles = analysis.needles
     lanes = present_lanes(analysis, "needles")
-    if not lanes:
+    if needles is None or not lanes:
         return None
     missed, lengths, total = [], set(), 0
     for n in lanes:
-        cells = ((needles["lanes"].get(n) or {}).get("lengths")) or {}
-        for length, c in cells.items():
+        for length, c in needles.lanes[n].lengths.items():
             lengths.add(length)
             total += 1
-            if not c.get("found"):
-                missed.append(f"{n} at {length_label(length)}" + (" (error)" if c.get("error") else ""))
+            if not c.found:
+                missed.append(f"{n} at {length_label(length)}" + (" (error)" if c.error else ""))
     if not total:
         return None
     ls = sorted_keys({k: None for k in lengths})
@@ -245,10 +254,10 @@ def _needles_sentence(analysis: dict[str, Any]) -> str | None:
     return f"Needles: missed by {', '.join(missed)}; {total - len(missed)} of {total} found."
 
 
-def _race_sentence(analysis: dict[str, Any]) -> str | None:
-    race = analysis.get("race")
+def _race_sentence(analysis: Analysis) -> str | None:
+    race = analysis.race
     races = race.races if race is not None else []
-    if not races:
+    if race is None or not races:
         return None
     wins = race_wins(race)
     n = len(races)
@@ -262,11 +271,11 @@ def _race_sentence(analysis: dict[str, Any]) -> str | None:
     return f"Races → {lead}: won {k} of {n}" + (f" ({rest})" if rest else "") + "."
 
 
-def _error_sentence(analysis: dict[str, Any]) -> str | None:
-    decode = analysis.get("decode") or {}
+def _error_sentence(analysis: Analysis) -> str | None:
+    decode = analysis.decode
     parts = []
-    for n in present_lanes(analysis, "decode"):
-        errs = sum(int(num(c.get("errors")) or 0) for c in decode_levels(decode, n).values())
+    for n in present_lanes(analysis, "decode") if decode is not None else []:
+        errs = sum(int(num(c.errors) or 0) for c in decode_levels(decode, n).values())
         if errs:
             parts.append(f"{n} {errs}")
     if not parts:
@@ -301,12 +310,12 @@ def qeval_sentence(q: Any) -> str | None:
     return score + "; misses: " + "; ".join(f"{n} {', '.join(m) if m else 'none'}" for n, m in misses.items())
 
 
-def _qeval_verdict(analysis: dict[str, Any]) -> str | None:
-    q = analysis.get("qeval")
+def _qeval_verdict(analysis: Analysis) -> str | None:
+    q = analysis.qeval
     s = qeval_sentence(q)
     if s is None:
         return None
-    c = q.get("compare") if isinstance(q, dict) else None
+    c = q.compare if q is not None else None
     if not isinstance(c, QevalCompare):
         return f"Quality gate (qeval): {s}."
     broke, fixed, p = c.broke, c.fixed, c.p_value
@@ -329,8 +338,8 @@ def agree_sentence(ag: AgreeResult) -> str | None:
             f"ten or more words, {ag.diverge_at_0}/{total} diverge at word 0)")
 
 
-def _agree_verdict(analysis: dict[str, Any]) -> str | None:
-    ag = analysis.get("agree")
+def _agree_verdict(analysis: Analysis) -> str | None:
+    ag = analysis.agree
     s = agree_sentence(ag) if ag is not None else None
     if ag is None or s is None:
         return None
@@ -357,8 +366,9 @@ def kl_lane_text(kl: KlResult, n: str) -> str:
     return f"{n} {st or 'unknown'}: {clip(msg or '', 90)}"
 
 
-def kl_verdict(analysis: dict[str, Any]) -> str | None:
-    kl = analysis.get("kl")
+def kl_verdict(analysis: Analysis | dict[str, Any]) -> str | None:
+    analysis = as_analysis(analysis)
+    kl = analysis.kl
     lanes = kl_lanes(kl, lane_names(analysis)) if kl is not None else []
     if kl is None or not lanes:
         return None
@@ -418,8 +428,8 @@ def gauntlet_why(g: GauntletResult, lanes: list[str]) -> tuple[str, str]:
     return sentence, clause
 
 
-def _gauntlet_verdict(analysis: dict[str, Any]) -> str | None:
-    g = analysis.get("gauntlet")
+def _gauntlet_verdict(analysis: Analysis) -> str | None:
+    g = analysis.gauntlet
     lanes = gauntlet_lanes(g, lane_names(analysis))
     if not isinstance(g, GauntletResult) or not lanes:
         return None

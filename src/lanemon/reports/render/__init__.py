@@ -2,13 +2,14 @@
 
 :func:`render` picks one by name (:data:`FORMATS`).  Every renderer works from the same
 intermediate: :func:`lanemon.reports.sections.sections` and :func:`lanemon.reports.verdict.verdict`
-(JSON is the analysis dict itself, CSV one row per cell).
+(JSON is the analysis itself, CSV one row per cell).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from lanemon.results.analysis import Analysis
 from lanemon.reports.render.csv import render_csv
 from lanemon.reports.render.html import render_html
 from lanemon.reports.render.json import render_json
@@ -17,7 +18,7 @@ from lanemon.reports.render.markdown import render_markdown
 FORMATS = ("md", "html", "json", "csv")
 
 
-def render(analysis: dict[str, Any], fmt: str) -> str:
+def render(analysis: Analysis | dict[str, Any], fmt: str) -> str:
     """The report in ``fmt`` (one of :data:`FORMATS`)."""
     if fmt == "md":
         return render_markdown(analysis)

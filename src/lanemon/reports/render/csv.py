@@ -9,10 +9,13 @@ from typing import Any
 
 from msgspec import UNSET
 
-from lanemon.reports.data import agree_pair, decode_levels, level_figure, prefill_cells, present_lanes, qeval_runs
+from lanemon.reports.data import agree_pair, decode_levels, level_basis, prefill_cells, present_lanes, qeval_runs
 from lanemon.reports.format import err_text, sorted_keys
-from lanemon.results.gauntlet import GauntletResult
-from lanemon.results.qeval import QevalCompare
+from lanemon.results.analysis import Analysis, as_analysis
+
+CsvValue = str | int | float | bool | None
+Row = dict[str, CsvValue]
+"""One CSV row: column -> value (:data:`CSV_COLUMNS`)."""
 
 
 CSV_COLUMNS = (
@@ -27,67 +30,64 @@ CSV_COLUMNS = (
 """Columns of the CSV report (see docs/REPORTS.md)."""
 
 
-def csv_rows(analysis: dict[str, Any]) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    decode = analysis.get("decode") or {}
-    for n in present_lanes(analysis, "decode"):
+def csv_rows(analysis: Analysis) -> list[Row]:
+    rows: list[Row] = []
+    decode = analysis.decode
+    for n in present_lanes(analysis, "decode") if decode is not None else []:
         for lvl, c in decode_levels(decode, n).items():
             # tok_s is the figure the level is judged on (steady where recorded, else the span; tok_s_basis
             # says which), its reps' min/max beside it; the span always in span_tok_s
-            value, reps, basis = level_figure(c)
+            value, reps, basis = level_basis(c)
             vals = [v for v in reps if isinstance(v, (int, float))]
             steady = basis == "steady"
             rows.append({"bench": "decode", "lane": n, "cell_kind": "level", "cell": lvl,
-                         "tok_s": value, "ttft_s": c.get("ttft_p50_s"),
-                         "ttft_p90_s": c.get("ttft_p90_s"), "ttft_p99_s": c.get("ttft_p99_s"),
-                         "per_stream_tok_s": c.get("per_stream_tok_s_p50"),
-                         "min_tok_s": min(vals) if steady and vals else c.get("min"),
-                         "max_tok_s": max(vals) if steady and vals else c.get("max"), "reps": len(reps),
-                         "unstable": c.get("steady_unstable") if steady else c.get("unstable"),
-                         "output_tokens": c.get("output_tokens"), "tokens_estimated": c.get("tokens_estimated"),
-                         "requests": c.get("requests"), "errors": c.get("errors"),
+                         "tok_s": value, "ttft_s": c.ttft_p50_s,
+                         "ttft_p90_s": c.ttft_p90_s, "ttft_p99_s": c.ttft_p99_s,
+                         "per_stream_tok_s": c.per_stream_tok_s_p50,
+                         "min_tok_s": min(vals) if steady and vals else c.min,
+                         "max_tok_s": max(vals) if steady and vals else c.max, "reps": len(reps),
+                         "unstable": c.steady_unstable if steady else c.unstable,
+                         "output_tokens": c.output_tokens, "tokens_estimated": c.tokens_estimated,
+                         "requests": c.requests, "errors": c.errors,
                          "tok_s_basis": basis if value is not None else None,
-                         "span_tok_s": c.get("aggregate_tok_s"), "unreliable": c.get("unreliable")})
-        cats = ((decode.get("lanes") or {}).get(n) or {}).get("categories") or {}
-        for cat, c in cats.items():
+                         "span_tok_s": c.aggregate_tok_s, "unreliable": c.unreliable})
+        for cat, c in decode.lanes[n].categories.items():
             rows.append({"bench": "decode", "lane": n, "cell_kind": "category", "cell": cat,
-                         "tok_s": c.get("per_stream_tok_s"), "per_stream_tok_s": c.get("per_stream_tok_s"),
-                         "requests": c.get("requests"), "errors": c.get("errors")})
-    prefill = analysis.get("prefill") or {}
-    for n in present_lanes(analysis, "prefill"):
+                         "tok_s": c.per_stream_tok_s, "per_stream_tok_s": c.per_stream_tok_s,
+                         "requests": c.requests, "errors": c.errors})
+    prefill = analysis.prefill
+    for n in present_lanes(analysis, "prefill") if prefill is not None else []:
         cells = prefill_cells(prefill, n)
         for length in sorted_keys(cells):
-            c = cells[length]
+            p = cells[length]
             rows.append({"bench": "prefill", "lane": n, "cell_kind": "length", "cell": length,
-                         "tok_s": c.get("prefill_tok_s"), "ttft_s": c.get("ttft_s"), "min_tok_s": c.get("min"),
-                         "max_tok_s": c.get("max"), "reps": len(c.get("reps") or []), "unstable": c.get("unstable"),
-                         "prompt_tokens": c.get("prompt_tokens"), "cache_hit_tok_s": c.get("cache_hit_tok_s"),
-                         "error": err_text(c["error"], 200) if c.get("error") else None})
-    needles = analysis.get("needles") or {}
-    for n in present_lanes(analysis, "needles"):
-        cells = ((needles["lanes"].get(n) or {}).get("lengths")) or {}
-        for length in sorted_keys(cells):
-            c = cells[length]
+                         "tok_s": p.prefill_tok_s, "ttft_s": p.ttft_s, "min_tok_s": p.min,
+                         "max_tok_s": p.max, "reps": len(p.reps or []), "unstable": p.unstable,
+                         "prompt_tokens": p.prompt_tokens, "cache_hit_tok_s": p.cache_hit_tok_s,
+                         "error": err_text(p.error, 200) if p.error else None})
+    needles = analysis.needles
+    for n in present_lanes(analysis, "needles") if needles is not None else []:
+        lengths = needles.lanes[n].lengths
+        for length in sorted_keys(lengths):
+            x = lengths[length]
             rows.append({"bench": "needles", "lane": n, "cell_kind": "length", "cell": length,
-                         "tok_s": c.get("prefill_tok_s"), "ttft_s": c.get("ttft_s"), "found": c.get("found"),
-                         "error": err_text(c["error"], 200) if c.get("error") else None})
-    race = analysis.get("race")
-    for r in race.races if race is not None else []:
-        for n, c in r.lanes.items():
+                         "tok_s": x.prefill_tok_s, "ttft_s": x.ttft_s, "found": x.found,
+                         "error": err_text(x.error, 200) if x.error else None})
+    for r in analysis.race.races if analysis.race is not None else []:
+        for n, rc in r.lanes.items():
             rows.append({"bench": "race", "lane": n, "cell_kind": "race", "cell": r.race,
-                         "tok_s": c.decode_tok_s, "ttft_s": c.ttft_s,
-                         "output_tokens": c.output_tokens, "tokens_estimated": c.tokens_estimated,
-                         "winner": r.winner == n, "error": err_text(c.error, 200) if c.error else None})
+                         "tok_s": rc.decode_tok_s, "ttft_s": rc.ttft_s,
+                         "output_tokens": rc.output_tokens, "tokens_estimated": rc.tokens_estimated,
+                         "winner": r.winner == n, "error": err_text(rc.error, 200) if rc.error else None})
     rows += quality_csv_rows(analysis)
     return rows
 
 
-def quality_csv_rows(analysis: dict[str, Any]) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    q = analysis.get("qeval")
+def quality_csv_rows(analysis: Analysis) -> list[Row]:
+    rows: list[Row] = []
+    q = analysis.qeval
     runs = qeval_runs(q)
-    compare = q.get("compare") if isinstance(q, dict) else None
-    compare = compare if isinstance(compare, QevalCompare) else None
+    compare = q.compare if q is not None else None
     paired: dict[str, str] = {}
     pair: tuple[str, str] | None = None
     groups: tuple[tuple[str, list[str], int], ...] = ()
@@ -111,22 +111,22 @@ def quality_csv_rows(analysis: dict[str, Any]) -> list[dict[str, Any]]:
         for key, _, count in groups:
             rows.append({"bench": "qeval", "lane": pair[0], "vs_lane": pair[1], "cell_kind": "paired", "cell": key,
                          "count": count, "p_value": compare.p_value})
-    ag = analysis.get("agree")
+    ag = analysis.agree
     if ag is not None and (ag.total or ag.prompts):
         a, b = agree_pair(ag)
-        for r in ag.prompts:
-            rows.append({"bench": "agree", "lane": a, "vs_lane": b, "cell_kind": "prompt", "cell": r.id,
-                         "first_divergence_word": r.first_divergence_word, "exact": r.exact,
-                         "words": r.a_words, "vs_words": r.b_words, "error": r.error})
+        for pr in ag.prompts:
+            rows.append({"bench": "agree", "lane": a, "vs_lane": b, "cell_kind": "prompt", "cell": pr.id,
+                         "first_divergence_word": pr.first_divergence_word, "exact": pr.exact,
+                         "words": pr.a_words, "vs_words": pr.b_words, "error": pr.error})
         for k, v in ag.histogram.items():
             rows.append({"bench": "agree", "lane": a, "vs_lane": b, "cell_kind": "bucket", "cell": k, "count": v})
-    kl = analysis.get("kl")
+    kl = analysis.kl
     for n, c in kl.lanes.items() if kl is not None else ():
         rows.append({"bench": "kl", "lane": n, "vs_lane": kl.reference, "cell_kind": "lane", "cell": n,
                      "status": c.status, "kl": c.kl, "kl_p50": c.kl_p50, "kl_p99": c.kl_p99,
                      "positions": c.positions, "reason": c.message})
-    g = analysis.get("gauntlet")
-    for n, x in (g.lanes if isinstance(g, GauntletResult) else {}).items():
+    g = analysis.gauntlet
+    for n, x in (g.lanes if g is not None else {}).items():
         walls, turns = x.wall_s, x.turns
         for i in range(len(walls)):
             def at(values: list[Any], i: int = i) -> Any:
@@ -145,6 +145,11 @@ def quality_csv_rows(analysis: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def _interrupted(result: Any) -> bool:
+    """An interrupted run: a typed result's ``interrupted``, a per-lane one's (qeval: a dict) ``interrupted`` key."""
+    return bool(result.get("interrupted")) if isinstance(result, dict) else bool(getattr(result, "interrupted", False))
+
+
 def csv_value(v: Any) -> Any:
     if v is None:
         return ""
@@ -155,11 +160,12 @@ def csv_value(v: Any) -> Any:
     return v
 
 
-def render_csv(analysis: dict[str, Any]) -> str:
+def render_csv(analysis: Analysis | dict[str, Any]) -> str:
+    analysis = as_analysis(analysis)
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(CSV_COLUMNS), extrasaction="ignore", lineterminator="\n")
     w.writeheader()
-    cut = {b for b, r in analysis.items() if isinstance(r, dict) and r.get("interrupted")}
+    cut = {b for b in analysis.benches() if _interrupted(analysis.bench(b))}
     for row in csv_rows(analysis):
         w.writerow({k: csv_value(v) for k, v in {**row, "run_interrupted": row.get("bench") in cut}.items()})
     return buf.getvalue()

@@ -22,6 +22,7 @@ from lanemon.reports.sections import sections
 from lanemon.reports.sections.environment import environment_rows, title as report_title
 from lanemon.reports.simulated import banner
 from lanemon.reports.verdict import verdict
+from lanemon.results.analysis import Analysis, as_analysis
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
@@ -74,12 +75,13 @@ def html_page(title: str, body: list[str], css: str = CSS) -> str:
     return ENV.get_template("page.html.j2").render(title=title, css=Markup(css), body=Markup("\n".join(body)))
 
 
-def render_html(analysis: dict[str, Any]) -> str:
-    env = analysis.get("environment", {})
+def render_html(analysis: Analysis | dict[str, Any]) -> str:
+    analysis = as_analysis(analysis)
+    env = analysis.environment
     lanes = lane_names(analysis)
-    meta = [x for x in (env.get("created") and f"Recorded {env.get('created')}",
-                        env.get("command") and f"command: {env.get('command')}",
-                        f"lanemon {env.get('lanemon') or '?'}") if x]
+    meta = [x for x in (env.created and f"Recorded {env.created}",
+                        env.command and f"command: {env.command}",
+                        f"lanemon {env.lanemon or '?'}") if x]
     shown, fig = [], 0
     for s in sections(analysis):
         svg = svg_chart(s.chart, lanes) if s.chart is not None else ""
@@ -89,7 +91,7 @@ def render_html(analysis: dict[str, Any]) -> str:
                       "svg": Markup(svg), "figure": fig, "chart_title": s.chart.title if svg else "",
                       "headers": s.headers, "rows": s.rows, "notes": s.notes, "more": s.more})
     return ENV.get_template("report.html.j2").render(
-        title=report_title(analysis), css=Markup(CSS), meta=" · ".join(meta), warnings=[w for w in [banner((analysis.get("environment") or {}).get("simulated") or [])] if w]
-        + list(analysis.get("warnings") or []),
+        title=report_title(analysis), css=Markup(CSS), meta=" · ".join(meta), warnings=[w for w in [banner(env.simulated)] if w]
+        + list(analysis.warnings),
         verdict=verdict(analysis), sections=shown, environment=environment_rows(env),
-        reported_by=env.get("reported_by") or "")
+        reported_by=env.reported_by or "")

@@ -1,20 +1,15 @@
-"""The JSON report: the analysis dict itself (docs/JSON.md), indented."""
+"""The JSON report: the analysis itself (docs/JSON.md), indented."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import msgspec
 import orjson
 
-
-def _builtins(obj: Any) -> Any:
-    """A typed result inside the analysis (``lanemon.results``) as the JSON its ``--json`` prints."""
-    if isinstance(obj, msgspec.Struct):
-        return msgspec.to_builtins(obj)
-    raise TypeError(f"{type(obj).__name__} is not JSON")
+from lanemon.results.analysis import Analysis, as_analysis
+from lanemon.results.common import to_json_obj
 
 
-def render_json(analysis: dict[str, Any]) -> str:
-    return orjson.dumps(analysis, default=_builtins,
-                        option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n"
+def render_json(analysis: Analysis | dict[str, Any]) -> str:
+    obj = to_json_obj(as_analysis(analysis))
+    return orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n"

@@ -9,6 +9,7 @@ from lanemon.reports.sections import sections
 from lanemon.reports.sections.environment import environment_rows, title
 from lanemon.reports.simulated import banner
 from lanemon.reports.verdict import verdict
+from lanemon.results.analysis import Analysis, as_analysis
 
 
 def md_cell(s: str) -> str:
@@ -25,16 +26,17 @@ def md_table(headers: list[str], rows: list[list[str]]) -> list[str]:
     return out
 
 
-def render_markdown(analysis: dict[str, Any]) -> str:
-    env = analysis.get("environment", {})
+def render_markdown(analysis: Analysis | dict[str, Any]) -> str:
+    analysis = as_analysis(analysis)
+    env = analysis.environment
     lines = [f"# {title(analysis)}", ""]
-    sim = banner(env.get("simulated") or [])
+    sim = banner(env.simulated)
     if sim:  # made from lanemon's simulator: said before anything else
         lines += [f"> **{sim}**", ""]
-    meta = [x for x in (env.get("created"), env.get("command") and f"`{env.get('command')}`") if x]
+    meta = [x for x in (env.created, env.command and f"`{env.command}`") if x]
     if meta:
         lines += [" · ".join(meta), ""]
-    for w in analysis.get("warnings") or []:
+    for w in analysis.warnings:
         lines += [f"> **Warning:** {w}", ""]
     v = verdict(analysis)
     secs_ = sections(analysis)

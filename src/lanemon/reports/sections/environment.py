@@ -2,34 +2,35 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from lanemon.reports.data import lane_names
+from lanemon.results.analysis import Analysis, Environment
+from lanemon.results.counters import EngineCounters
 
 
-def session_text(c: dict[str, Any]) -> str:
+def session_text(c: EngineCounters) -> str:
     """What an engine did over the session, from its /metrics counters (measure/counters.counters_text)."""
     from lanemon.measure.counters import counters_text
 
     return counters_text(c)
 
 
-def environment_rows(env: dict[str, Any]) -> list[list[str]]:
+def environment_rows(env: Environment) -> list[list[str]]:
     rows = []
-    for lane in env.get("lanes") or []:
-        rows.append([f"lane {lane.get('name')}", f"{lane.get('url') or '—'} · model {lane.get('model') or '—'}"])
-        c = lane.get("session_counters")
-        if isinstance(c, dict):
-            rows.append([f"lane {lane.get('name')} engine", session_text(c)])
-    rows.append(["lanemon", f"{env.get('lanemon') or '?'} (recording schema {env.get('schema') or '?'}); "
-                            f"report by {env.get('reported_by')}"])
-    rows.append(["recorded", str(env.get("created") or "—")])
-    many = len(env.get("recordings") or []) > 1
-    if env.get("duration_s") is not None:
-        rows.append(["duration", f"{env['duration_s']:.1f} s, {env.get('events', 0):,} events"
-                     + (f" in {len(env['recordings'])} recordings" if many else "")])
-    rows.append(["command", str(env.get("command") or "—")])
-    host = env.get("host") or {}
+    for lane in env.lanes:
+        rows.append([f"lane {lane.name}", f"{lane.url or '—'} · model {lane.model or '—'}"])
+        c = lane.session_counters
+        if isinstance(c, EngineCounters):
+            rows.append([f"lane {lane.name} engine", session_text(c)])
+    rows.append(["lanemon", f"{env.lanemon or '?'} (recording schema {env.schema or '?'}); "
+                            f"report by {env.reported_by}"])
+    rows.append(["recorded", str(env.created or "—")])
+    recordings = env.recordings or []
+    many = len(recordings) > 1
+    if env.duration_s is not None:
+        rows.append(["duration", f"{env.duration_s:.1f} s, {env.events:,} events"
+                     + (f" in {len(recordings)} recordings" if many else "")])
+    rows.append(["command", str(env.command or "—")])
+    host = env.host  # the header's, untrusted: shown as it is
     if host:
         mem = host.get("memory_bytes")
         bits = [str(host.get("platform", "?")), f"Python {host.get('python', '?')}", f"{host.get('cpus', '?')} CPUs"]
@@ -37,16 +38,17 @@ def environment_rows(env: dict[str, Any]) -> list[list[str]]:
             bits.append(f"{mem / 2**30:.0f} GiB")
         rows.append(["host", ", ".join(bits)])
     if many:
-        rows.append(["recordings", ", ".join(str(r) for r in env["recordings"])])
-    elif env.get("recording"):
-        rows.append(["recording", str(env["recording"])])
+        rows.append(["recordings", ", ".join(str(r) for r in recordings)])
+    elif env.recording:
+        rows.append(["recording", str(env.recording)])
     return rows
 
 
-def title(analysis: dict[str, Any]) -> str:
-    lanes = analysis.get("environment", {}).get("lanes") or [{"name": n} for n in lane_names(analysis)]
-    names = [f"{lane['name']} ({lane['model']})" if lane.get("model") else str(lane["name"]) for lane in lanes]
+def title(analysis: Analysis) -> str:
+    named = [(lane.name, lane.model) for lane in analysis.environment.lanes] or \
+        [(n, None) for n in lane_names(analysis)]
+    names = [f"{name} ({model})" if model else str(name) for name, model in named]
     benches = [b for b in ("decode", "prefill", "needles", "race", "qeval", "agree", "kl", "gauntlet")
-               if analysis.get(b)]
+               if analysis.bench(b)]
     head = " vs ".join(names) if names else "lanemon session"
     return f"{head}: {', '.join(benches)}" if benches else head

@@ -17,7 +17,7 @@ QEVAL_KINDS = ("code", "json", "math", "format")
 def qeval_section(q: Any, order: list[str]) -> Section:
     runs = qeval_runs(q)
     lanes = [n for n in order if n in runs] + [n for n in runs if n not in order]
-    compare = q.get("compare") if isinstance(q, dict) else None
+    compare = getattr(q, "compare", None)  # the analysis's QevalLanes (reports/analyse.py); None for a bare run
     compare = compare if isinstance(compare, QevalCompare) else None
     kinds = [k for k in QEVAL_KINDS if any(t.kind == k for r in runs.values() for t in r.tasks.values())]
     kinds += sorted({t.kind for r in runs.values() for t in r.tasks.values()} - set(kinds))

@@ -2,42 +2,45 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from lanemon.reports.format import clip, secs
 from lanemon.reports.sections.section import Section
+from lanemon.results.analysis import Analysis
+from lanemon.results.common import as_result
+from lanemon.results.server import ServerView
 
 BENCHES = ("decode", "prefill", "needles", "load", "sweep")
 
 
-def server_section(analysis: dict[str, Any], lanes: list[str]) -> Section | None:
+def server_section(analysis: Analysis, lanes: list[str]) -> Section | None:
     """One row per bench and lane whose results carry a ``server`` block; None when none does."""
     rows = []
     reasons: list[str] = []
     for bench in BENCHES:
-        result = analysis.get(bench) or {}
-        by_lane = result.get("lanes") if isinstance(result, dict) else None
-        if not isinstance(by_lane, dict):
+        result = analysis.bench(bench)
+        if result is None:
             continue
+        by_lane = result.lanes
         for name in [n for n in lanes if n in by_lane] + [n for n in by_lane if n not in lanes]:
-            s = (by_lane.get(name) or {}).get("server") if isinstance(by_lane.get(name), dict) else None
-            if not isinstance(s, dict):
+            if by_lane[name].server is None:
                 continue
-            def gap(key: str, s: dict = s) -> str:
-                return "withheld" if s.get(key) is None and s.get("gap_reason") else secs(s.get(key))
+            s = as_result(by_lane[name].server, ServerView)  # the lane's block (a dict in a result not yet typed)
 
-            rows.append([bench, name, str(s.get("engine") or "?"),
-                         f"{s.get('requests')} / {s.get('client_requests')}"
-                         + (f" ({s['restarts']} restart{'s' if s['restarts'] != 1 else ''})" if s.get("restarts") else ""),
-                         secs(s.get("queue_s")), secs(s.get("prefill_s")), secs(s.get("decode_s")),
-                         secs(s.get("ttft_s")), secs(s.get("client_ttft_s")), gap("gap_ttft_s"),
-                         secs(s.get("e2e_s")), secs(s.get("client_e2e_s")), gap("gap_e2e_s")])
-            if s.get("gap_reason"):
-                reasons.append(f"{bench} {name}: gaps withheld: {clip(str(s['gap_reason']), 240)}")
-            if s.get("restarts"):
-                reasons.append(f"{bench} {name}: the engine restarted {s['restarts']} time(s) "
-                               f"({(s.get('reset_at') or [{}])[-1].get('reason') or 'a counter fell'}); "
-                               f"the {secs(s.get('excluded_s'))} between the scrapes around each restart are compared "
+            def gap(value: float | None, s: ServerView = s) -> str:
+                return "withheld" if value is None and s.gap_reason else secs(value)
+
+            rows.append([bench, name, str(s.engine or "?"),
+                         f"{s.requests} / {s.client_requests}"
+                         + (f" ({s.restarts} restart{'s' if s.restarts != 1 else ''})" if s.restarts else ""),
+                         secs(s.queue_s), secs(s.prefill_s), secs(s.decode_s),
+                         secs(s.ttft_s), secs(s.client_ttft_s), gap(s.gap_ttft_s),
+                         secs(s.e2e_s), secs(s.client_e2e_s), gap(s.gap_e2e_s)])
+            if s.gap_reason:
+                reasons.append(f"{bench} {name}: gaps withheld: {clip(s.gap_reason, 240)}")
+            if s.restarts:
+                last = s.reset_at[-1].reason if s.reset_at else None
+                reasons.append(f"{bench} {name}: the engine restarted {s.restarts} time(s) "
+                               f"({last or 'a counter fell'}); "
+                               f"the {secs(s.excluded_s)} between the scrapes around each restart are compared "
                                "on neither side")
     if not rows:
         return None

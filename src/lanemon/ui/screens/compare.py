@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -13,6 +12,7 @@ from textual.widgets import DataTable, Static
 from lanemon.ui.widgets.footer import Footer
 from lanemon.reports import compare as cmp
 from lanemon.reports.format import length_label
+from lanemon.results.compare import CompareRow, Comparison
 from lanemon.ui.format import markup_escape as escape
 from lanemon.ui.screens.base import LanemonScreen
 from lanemon.ui.widgets.bench_chart import BenchChart
@@ -25,13 +25,13 @@ def _x(cell: str) -> float:
         return float("inf")
 
 
-def race_rows(result: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+def race_rows(result: Comparison) -> tuple[list[str], list[list[str]]]:
     """One row per (race prompt, lane): TTFT, decode tok/s and total, OLD → NEW."""
     a, b = cmp.side_names(result)
-    by: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
-    for r in result["rows"]:
-        if r["bench"] == "race":
-            by.setdefault((r["cell"], r["lane"]), {})[r["metric"]] = r
+    by: dict[tuple[str, str], dict[str, CompareRow]] = {}
+    for r in result.rows:
+        if r.bench == "race":
+            by.setdefault((r.cell, r.lane), {})[r.metric] = r
     cols = ["race", "lane", f"TTFT {a} → {b}", f"decode {a} → {b}", f"total {a} → {b}", "total change"]
     rows = []
     for (cell, lane), ms in by.items():
@@ -39,14 +39,14 @@ def race_rows(result: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
             x = ms.get(metric)
             if x is None:
                 return "—"
-            return f"{cmp.value_text(x['old'], x['unit'])} → {cmp.value_text(x['new'], x['unit'])}"
+            return f"{cmp.value_text(x.old, x.unit)} → {cmp.value_text(x.new, x.unit)}"
         total = ms.get("total_s")
         rows.append([cell, lane, pair("ttft_s"), pair("decode_tok_s"), pair("total_s"),
                      cmp.change_text(total, (a, b)) if total else "—"])
     return cols, rows
 
 
-def tui_columns(result: dict[str, Any]) -> tuple[list[str], list[int]]:
+def tui_columns(result: Comparison) -> tuple[list[str], list[int]]:
     """The rows table's columns on screen: the verdict (ratio, change) right after what the row is (cell,
     lane, metric), the values after and the bench last (the cell says its kind: ``C4``, ``2,000 tok``), so at
     100 columns the ratio and the change are on screen; and the index of each in
@@ -62,29 +62,29 @@ SHORT_LABELS = {"aggregate tok/s (steady state)": "aggregate tok/s (steady)",
 """Metric labels on a narrow screen (the steady / span words of the bench screen's legend)."""
 
 
-def compact_cells(row: dict[str, Any], cells: list[str], names: tuple[str, str]) -> list[str]:
+def compact_cells(row: CompareRow, cells: list[str], names: tuple[str, str]) -> list[str]:
     """A row's cells for a narrow screen: short metric words, values without their rep range, the change in
     fewer words -- so the ratio, the change and both values fit at 100 columns, none cut."""
     out = list(cells)
     i = len(cells) - 5  # ... metric, old, new, ratio, change
     out[i] = SHORT_LABELS.get(out[i], out[i])
-    out[i + 1] = cmp.value_text(row["old"], row["unit"], row["metric"])
-    out[i + 2] = cmp.value_text(row["new"], row["unit"], row["metric"])
+    out[i + 1] = cmp.value_text(row.old, row.unit, row.metric)
+    out[i + 2] = cmp.value_text(row.new, row.unit, row.metric)
     out[i + 4] = out[i + 4].replace("beyond band (untested)", "beyond band, untested").replace(
         "not judged (client-bound)", "not judged")
     return out
 
 
-def beyond(row: dict[str, Any]) -> bool:
+def beyond(row: CompareRow) -> bool:
     """A row that moved: significant, or beyond the runs' own spread (and judged)."""
-    return bool(row["significant"] or (row.get("beyond_band") and not row.get("unreliable")))
+    return bool(row.significant or (row.beyond_band and not row.unreliable))
 
 
-def _styled(row: dict[str, Any], cells: list[str]) -> list[Text]:
+def _styled(row: CompareRow, cells: list[str]) -> list[Text]:
     style = ""
-    if row["significant"]:
-        style = "bold green" if row["better"] == "new" else "bold red"
-    elif row["better"] is not None:
+    if row.significant:
+        style = "bold green" if row.better == "new" else "bold red"
+    elif row.better is not None:
         style = "dim"
     return [Text(c, style=style, justify="left") for c in cells]
 
@@ -113,7 +113,7 @@ class CompareScreen(LanemonScreen):
                                background: $surface; }
     """
 
-    def __init__(self, result: dict[str, Any]) -> None:
+    def __init__(self, result: Comparison) -> None:
         super().__init__()
         self.result = result
         self.only_changes = False
@@ -152,7 +152,7 @@ class CompareScreen(LanemonScreen):
         self.show(self.result)
 
     @staticmethod
-    def _colour_by_lane(chart: BenchChart, result: dict[str, Any], series: dict[str, Any]) -> None:
+    def _colour_by_lane(chart: BenchChart, result: Comparison, series: dict[str, list[float | None]]) -> None:
         """Every series in its lane's colour (the same as on every other screen and in the reports): a lane's
         OLD and NEW in one colour, OLD faded (○ on the lines, ▒ bars); the legend names each."""
         sides = cmp.series_sides(result, series)
@@ -160,18 +160,18 @@ class CompareScreen(LanemonScreen):
         chart.lane_of = {k: lane for k, (lane, _) in sides.items()}
         chart.faded_series = {k for k, (_, side) in sides.items() if side == "old"}
 
-    def show(self, result: dict[str, Any]) -> None:
+    def show(self, result: Comparison) -> None:
         self.result = result
         a, b = cmp.side_names(result)
         lines = []
-        for t in result.get("lead") or cmp.lead(result):  # the headline: what changed most, beyond the spread?
+        for t in result.lead or cmp.lead(result):  # the headline: what changed most, beyond the spread?
             lines.append(("[$warning]" if t.startswith("INTERRUPTED") else "[b]") + escape(t) + "[/]")
         lines.append(escape(cmp.summary_line(result)))
         lines += [f"[b]{escape(a)}[/]: {escape(cmp.side_title(result, 'old'))}",
                   f"[b]{escape(b)}[/]: {escape(cmp.side_title(result, 'new'))}"]
         for h in cmp.headline(result, 3):
             lines.append(("[$error]▼ " if h.endswith("worse") else "[$success]▲ ") + escape(h) + "[/]")
-        for label, items in ((a, result["only_old"]), (b, result["only_new"])):
+        for label, items in ((a, result.only_old), (b, result.only_new)):
             if items:
                 lines.append(f"[dim]only in {escape(label)}: {escape(', '.join(cmp._only_text(items))[:300])}[/]")
         self.query_one("#cmp-head", Static).update("\n".join(lines))
@@ -218,13 +218,13 @@ class CompareScreen(LanemonScreen):
         table = self.query_one("#cmp-rows", DataTable)
         table.clear(columns=True)
         heads, order = tui_columns(result)
-        benches = list(dict.fromkeys(r["bench"] for r in result["rows"]))
+        benches = list(dict.fromkeys(r.bench for r in result.rows))
         if len(benches) == 1:  # one bench: said in the title, not in a column the screen would cut
             heads, order = heads[:-1], order[:-1]
-        pairs = [(row, cells) for row, cells in zip(result["rows"], cmp.table_rows(result))
+        pairs = [(row, cells) for row, cells in zip(result.rows, cmp.table_rows(result))
                  if not self.only_changes or beyond(row)]
-        what = (f"{len(pairs)} of {len(result['rows'])} figures moved beyond the runs' spread (f: all)"
-                if self.only_changes else f"every figure ({len(result['rows'])}; f: only changes)")
+        what = (f"{len(pairs)} of {len(result.rows)} figures moved beyond the runs' spread (f: all)"
+                if self.only_changes else f"every figure ({len(result.rows)}; f: only changes)")
         table.border_title = (f"{benches[0]}: " if len(benches) == 1 else "") + f"{what} · green: {b} better, red: {b} worse"
         table.border_subtitle = "↑↓ rows · ←→ more columns"  # the focused table's own keys (not in the footer)
         table.add_columns(*heads)

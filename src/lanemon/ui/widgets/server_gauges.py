@@ -6,12 +6,15 @@ has no ``/metrics``: a lane without them costs no screen space.
 
 from __future__ import annotations
 
+import msgspec
+from msgspec import UNSET
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Label, Sparkline
 
 from lanemon.folds.dashboard import ServerMetricsState
 from lanemon.measure.server import DIALECT_NAMES
+from lanemon.results.counters import EngineCounters
 from lanemon.ui import format as fmt
 from lanemon.ui.format import fit
 from lanemon.ui.format import markup_escape as escape
@@ -125,11 +128,11 @@ class ServerGauges(Vertical):
             err = " ".join(st.error.split())
             parts.append((1, f"[$warning]{escape(err)}[/]", err))
         tm = st.timings  # the engine's own TTFT (its histograms, last interval with finished requests)
-        if tm.get("ttft_s") is not None:
-            ttft = fmt.seconds(tm["ttft_s"])
+        if tm.ttft_s is not None:
+            ttft = fmt.seconds(tm.ttft_s)
             parts.append((2, f"TTFT [$text][b]{ttft}[/b][/]", f"TTFT {ttft}"))
-            if tm.get("queue_s") is not None and tm.get("prefill_s") is not None:
-                split = f"(queue {fmt.seconds(tm['queue_s'])}, prefill {fmt.seconds(tm['prefill_s'])})"
+            if tm.queue_s is not None and tm.prefill_s is not None:
+                split = f"(queue {fmt.seconds(tm.queue_s)}, prefill {fmt.seconds(tm.prefill_s)})"
                 parts.append((4, f"[dim]{split}[/]", split))
         if hit is not None:
             parts.append((3, f"prefix hit [$text][b]{pct(hit)}[/b][/]", f"prefix hit {pct(hit)}"))
@@ -179,21 +182,21 @@ class ServerGauges(Vertical):
         set_text(q("#srv-session", Label), session_markup(st.session_counters(), width))
 
 
-def session_markup(c: dict | None, width: int | None = None) -> str:
+def session_markup(c: EngineCounters | None, width: int | None = None) -> str:
     """The engine's counters since the session began (measure/counters.counters_text, short): ``session 12 req ·
     prefix hit 41% · 0 preempt · spec 62%``; a restart in the warning colour; nothing before two scrapes."""
     from lanemon.measure.counters import counters_text
 
-    if not c:
+    if c is None:
         return "[dim]session —[/]"
-    text = counters_text({k: v for k, v in c.items() if k != "restarts"}, short=True)
+    text = counters_text(msgspec.structs.replace(c, restarts=UNSET), short=True)  # the restart said below
     items = text.split(" · ")
     while width and len(items) > 1 and len("session ") + len(" · ".join(items)) > width:
         items.pop()  # the last counters go whole where the row is narrow (`prefix hit…` at 30 columns)
     text = " · ".join(items)
     out = f"[dim]session[/] {escape(text)}" if text else "[dim]session —[/]"
-    if c.get("restarts"):
-        n = c["restarts"]
+    n = c.restarts if isinstance(c.restarts, int) else 0
+    if n:
         out += f"  [$warning b]engine restarted{f' {n}×' if n > 1 else ''}[/]"
     return out
 
