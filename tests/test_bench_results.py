@@ -242,3 +242,9 @@ def test_client_bound_figures_mark_cells_run_while_lanemon_starved():
     long = client_bound_figures([rec("a", 0, 10_000_000_000), rec("b", 1_600_000_000, 1_900_000_000)], load)
     assert long._asdict() == {"client_bound": 2, "starved_s": 0.08, "starved_share": 0.008, "unreliable": False}
     assert client_bound_figures([rec("b", 1_600_000_000, 1_900_000_000)], None).unreliable is False
+    # a starved window longer than the cell itself (a 1.2 s stall over a 0.3 s cell): held up for the whole
+    # cell at most, a share of 1, never more (it read 1.54 on a demo prefill cell)
+    stall = client_load([Event(3_000_000_000, "client_load", None, None,
+                               {"t0": 1_000_000_000, "lag_ms": 1200.0, "bound": True, "window_s": 2.0})])
+    whole = client_bound_figures([rec("c", 1_600_000_000, 1_900_000_000)], stall)
+    assert whole.client_bound == 1 and whole.starved_s == 0.3 and whole.starved_share == 1.0 and whole.unreliable

@@ -162,12 +162,18 @@ class ClientLoad:
         return max((ms for t0, t, ms in self.stalls if t0 <= end and t >= start), default=0.0) / 1000.0
 
     def starved_s(self, start: int | None, end: int | None) -> float:
-        """How long lanemon was held up in the starved windows touching [start, end], summed, in seconds
-        (each window's longest lag or its run-queue wait, whichever is more, counted whole)."""
+        """How long lanemon was held up in the starved windows touching [start, end], summed, in seconds: each
+        window's longest lag or its run-queue wait, whichever is more, but never more than the part of the window
+        inside [start, end] (a stall cannot hold up more of the span than the span holds: the sum is at most
+        ``end - start``, so a share of it is at most 1)."""
         if start is None or end is None:
             return 0.0
-        return sum(min(ms, (t - t0) / 1e6 if t > t0 else ms) for t0, t, ms in self.bound_stalls
-                   if t0 <= end and t >= start) / 1000.0
+        total_ms = 0.0
+        for t0, t, ms in self.bound_stalls:
+            if t0 <= end and t >= start:
+                inside_ms = (min(t, end) - max(t0, start)) / 1e6
+                total_ms += min(ms, inside_ms) if t > t0 else min(ms, (end - start) / 1e6)
+        return total_ms / 1000.0
 
     def covers(self, t: int | None) -> bool:
         """True when the watcher has reported past ``t`` (so a request ending at ``t`` can be judged)."""
