@@ -215,6 +215,10 @@ class LoadWatch:
         """Watch until cancelled (:meth:`stop` publishes the window in progress)."""
         t0 = self.clock.now()
         lags: list[float] = []
+        # an empty window at once: a reader knows from the first moment that this stream is watched, so a request
+        # that ends before the first whole window waits to be judged (folds/dashboard.py) instead of passing for
+        # one that ran unwatched (a race at --time-scale 0.02 is over in less than a window)
+        self._publish(t0, lags, None)
         self._open = (t0, lags)
         window_ns = int(self.window * 1e9)
         self._schedstat = _schedstat_path()
