@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import typed_cells
+
 from lanemon.results.common import as_result
 from lanemon.results.load import LoadRep, LoadResult
 from lanemon.results.sweep import SweepResult
@@ -29,17 +31,8 @@ TARGET: dict[str, Any] = {"limit_s": None, "stat": None, "value_s": None, "met":
                           "attainment": None, "held": None}
 """One judged ``--slo`` target's keys, neutral."""
 
-DECODE_CELL: dict[str, Any] = {
-    "ttft_p50_s": None, "requests": 0, "errors": 0, "truncated": 0, "empty": 0, "bursts": 0,
-    "tokens_estimated": False, "ttfo_s": None, "reasoning_tokens": None, "reasoning_estimated": False,
-    "reasoning_split_estimated": 0, "tokens_per_chunk": None, "itl_p50_s": None, "itl_per_token_p50_s": None,
-    "chunk_counts_estimated": None, "reps": [], "min": None, "median": None, "max": None, "unstable": False,
-    "error": None, "client_bound": 0, "starved_s": None, "starved_share": None, "unreliable": False,
-    "steady_tok_s": None, "steady_reps": [], "steady_window_s": None, "steady_unstable": False,
-    "aggregate_tok_s": None, "ttft_p50_reps": [], "ttft_p90_s": None, "ttft_p99_s": None, "ttft_n": 0,
-    "ttft_max_s": None, "per_stream_tok_s_p50": None, "output_tokens": 0,
-}
-"""A sweep level's (a decode cell's) every always-printed key, neutral."""
+DECODE_CELL = typed_cells.DECODE_CELL
+"""A sweep level is a decode cell: tests/typed_cells.py holds its every always-printed key, neutral."""
 
 
 def _targets(targets: dict[str, Any]) -> dict[str, Any]:
