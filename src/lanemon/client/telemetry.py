@@ -28,13 +28,12 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
-import msgspec
 
 from lanemon import events as schema
 from lanemon.client.prom import PromParseError, Samples, parse
 from lanemon.events import Clock, Event
 from lanemon.measure.bounds import GPU, MAX_GPUS, number
-from lanemon.results.readings import GpuReading, Telemetry, event_data
+from lanemon.results.readings import GpuReading, Telemetry, event_data, read
 
 NVML = "nvml"
 BODY_LIMIT = 2 << 20
@@ -267,7 +266,7 @@ class TelemetryScraper:
             event = Event(now, schema.GPU, self.lane, None, self.redactor.scrub(event_data(data), 200,
                                                                                 items=MAX_GPUS + 16))
             self.emit(event)
-            return msgspec.convert(event.data, Telemetry)  # as the event holds it: server text redacted
+            return read(event.data, Telemetry) or data  # as the event holds it: server text redacted
 
     async def _read_dcgm(self) -> Telemetry:
         from lanemon.client.http import get_bounded

@@ -149,8 +149,10 @@ class Availability:
     def apply(self, ev: Event) -> LaneChange | None:
         if ev.kind != schema.PROBE or ev.lane is None:
             return None
-        lane, probe = ev.lane, read(ev.data, ProbeResult)  # decoded at the edge: one that does not fit is a failure
-        ok = probe is not None and probe.ok
+        lane, probe = ev.lane, read(ev.data, ProbeResult)  # decoded at the edge
+        if probe is None:  # a recording's probe that does not fit its type says nothing about the lane: skipped
+            return None
+        ok = probe.ok
         self.seen.add(lane)
         since = self.down_since.get(lane)
         if ok:
@@ -164,8 +166,8 @@ class Availability:
         self.down_since[lane] = ev.t
         self.ever_down.add(lane)
         self.downs[lane] = self.downs.get(lane, 0) + 1
-        cls = probe.cls if probe is not None else None
-        message = (probe.message or probe.status or "") if probe is not None else ""
+        cls = probe.cls
+        message = probe.message or probe.status or ""
         return LaneChange(lane, DOWN, ev.t, cls=inert(cls, 32) if cls else None,
                           message=inert(str(message), REASON_MAX))
 
