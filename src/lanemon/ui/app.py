@@ -20,7 +20,7 @@ import contextlib
 from datetime import datetime
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from textual.app import App
 from textual.binding import Binding
@@ -47,6 +47,11 @@ from lanemon.ui.screens.dashboard import DashboardScreen
 from lanemon.ui.seeking import MARKER_GAP_NS, ReplaySeeking  # noqa: F401  (MARKER_GAP_NS: its old home)
 from lanemon.ui.support import NoSource, marker_text, workload_of
 from lanemon.ui.themes import ThemeError, load_themes, resolve_theme
+
+if TYPE_CHECKING:
+    from textual.theme import Theme
+
+    from lanemon.results.compare import Comparison
 
 __all__ = ["LanemonApp", "SCREENS_BY_NAME", "Source", "ThemeError", "make_app"]
 
@@ -140,9 +145,9 @@ class LanemonApp(ReplaySeeking, App):
         Binding("e", "open('errors')", "Errors"),
     ]
 
-    def __init__(self, source: Source | None, *, theme: str, themes: dict[str, Any],
+    def __init__(self, source: Source | None, *, theme: str, themes: dict[str, Theme],
                  theme_warnings: list[str] | None = None, refresh_hz: float = 10.0, race: Any = None,
-                 compare: dict[str, Any] | None = None, screen: str | None = None) -> None:
+                 compare: Comparison | None = None, screen: str | None = None) -> None:
         super().__init__()
         self.source: Any = source if source is not None else NoSource()
         self.refresh_hz = refresh_hz
@@ -659,7 +664,7 @@ class LanemonApp(ReplaySeeking, App):
 
 
 def make_app(source: Source | None = None, *, theme: str | None = None, refresh_hz: float = 10.0,
-             race: Any = None, compare: dict[str, Any] | None = None, screen: str | None = None) -> LanemonApp:
+             race: Any = None, compare: Comparison | None = None, screen: str | None = None) -> LanemonApp:
     """Build the app (the CLI and every test use this).
 
     ``source`` feeds every screen (None with ``compare``: a static comparison).  ``screen``
