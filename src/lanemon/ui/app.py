@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from textual.theme import Theme
 
     from lanemon.results.compare import Comparison
+    from lanemon.sessions.sources import MonitorOptions
 
 __all__ = ["LanemonApp", "SCREENS_BY_NAME", "Source", "ThemeError", "make_app"]
 
@@ -338,7 +339,7 @@ class LanemonApp(ReplaySeeking, App):
         if not isinstance(self.source, NoSource):
             self.run_worker(self._run_source(), exclusive=True, group="source", exit_on_error=False)
         options = getattr(self.source, "monitor_options", None)
-        if options and (options.get("rules") or options.get("listen") or options.get("slo")):
+        if options is not None and options.wanted:
             self.run_worker(self._run_monitor(options), group="monitor", exit_on_error=False)
         if self.race_plan is not None:
             self.push_screen(self._make_screen("race"))
@@ -408,13 +409,13 @@ class LanemonApp(ReplaySeeking, App):
             return await make()
         return await asyncio.wrap_future(runner.submit(make))
 
-    async def _run_monitor(self, options: dict[str, Any]) -> None:
+    async def _run_monitor(self, options: MonitorOptions) -> None:
         """Alert rules and the exporter beside the dashboard (lanemon.monitor); stopped with the app."""
         from lanemon.monitor.headless import ListenError, Monitor
 
         async def build() -> Monitor:
-            return Monitor(self.source, options.get("rules") or [], window_s=options.get("window_s", 60.0),
-                           slo=options.get("slo") or None, listen=options.get("listen"))
+            return Monitor(self.source, options.rules, window_s=options.window_s, slo=options.slo or None,
+                           listen=options.listen)
 
         self.monitor = await self.in_source(build)  # on the measuring loop when the source has one
         self.refresh_bindings()
