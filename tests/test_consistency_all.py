@@ -1,15 +1,24 @@
-"""One figure, one definition, every surface (issue 37, "Done when"): every bench workload, plus race and agree.
+"""One figure, one definition, every surface (issue 37, "Done when"): every workload, every sample session.
 
-One fresh simulator recording per workload (``--demo --time-scale 0.02 --json --record``, shared by the module's
-fixture). For each, the same figure is read from every surface that shows it, and they must be equal:
+One fresh simulator recording per workload (``--demo --time-scale 0.02 --json --record``: decode, sweep, prefill,
+needles, load, race, agree, kl, gauntlet, qeval; one more decode with ``--headless``), and every sample session
+(sample_sessions/*.jsonl), shared by the module's fixture.  For each, the same figure is read from every surface
+that shows it, and they must be equal:
 
-* ``--json``: what the run printed (the workload's typed result, lanemon/results/);
+* ``--json``: what the run printed (the workload's typed result, lanemon/results/; a sample session: the report's
+  section, the same function over its events);
 * ``report --format json``: the report's section, the same workload's ``results(events)`` re-run on the recording;
+* the headless tables: what the command prints for its result off a terminal (tests/consistency_text.py renders
+  the result with the printer the command calls; the ``--headless`` run's own stdout is checked as printed), and
+* ``report --format md``: the markdown report's tables -- both parsed by the column label the metric catalogue
+  gives (measure/catalogue.py), each figure of a row placed in the result (a level, a length, a rep, a race)
+  equal to the result's key for that label to the precision shown; a label the catalogue does not give, or a
+  figure the result has no key for, fails unless :data:`KNOWN` names it (what bypasses the catalogue today);
 * ``history --json``: the history row (``history --rebuild`` over this module's recordings);
-* ``export --requests -o *.csv``: one CSV row per request, aggregated here by the catalogue's rule
-  (measure/catalogue.py);
+* ``export --requests -o *.csv``: one CSV row per request, aggregated here by the catalogue's rule;
 * the exporter's ``/metrics`` text (monitor/exporter.py ``make_registry`` over the recording's events folded by
-  folds/monitor.MonitorState, as ``lanemon live`` folds them): only the figures it exports.
+  folds/monitor.MonitorState, as ``lanemon live`` folds them): only the figures it exports (fresh runs and the
+  live sample session, demo.jsonl).
 
 The figures, with the struct they come from (lanemon/results/):
 
@@ -24,14 +33,21 @@ sweep      sweep.SweepLane.levels: DecodeCell     as decode
 prefill    prefill.PrefillCell (lanes.L.lengths)  prefill_tok_s, ttft_s -> ttft_p50, prompt_tokens, requests,
                                                   client_bound; export: the cold rows, prompt tokens / TTFT
 needles    needles.NeedleCell (lanes.L.lengths)   as prefill; export: the needle row
-load       load.LoadRep (lanes.L.reps[k])         requests (warm-up included), measured, ok,
-                                                  errors, ttft_s.p50 -> ttft_p50, tpot_s.p50 -> tpot_p50,
+load       load.LoadRep (lanes.L.reps[k])         requests (warm-up included), measured, ok, errors,
+                                                  ttft_s.p50 -> ttft_p50, tpot_s.p50 -> tpot_p50,
                                                   output_tok_s -> tok_s, slo.goodput_rps -> goodput_rps,
                                                   slo.share -> slo_attainment; export: the rep's rows, its
                                                   measured rows, their TTFT median
 race       race.RaceLane (races[k].lanes.L)       ttft_s, total_s -> export e2e_s, output_tokens; history:
-                                                  requests, ttft_p50 = the races' median ttft_s
+                                                  requests, ttft_p50 = the lane summary's ttft_s
 agree      agree.AgreeResult                      total, exact, errors; export and history: requests per lane
+kl         kl.KlResult                            export: every kl row is a lane of the result; history:
+                                                  requests = export's rows
+gauntlet   gauntlet.GauntletTurn (lanes.L.turns)  export: one row per turn, ttft_s, e2e_s - ttft_s = decode_s,
+                                                  prompt_tokens, output_tokens = completion_tokens; history:
+                                                  requests = the reps' turns
+qeval      qeval.QevalTask (tasks.ID)             export: one row per task, e2e_s = seconds, prompt and
+                                                  completion tokens; history: requests = total + skipped
 any        the monitor fold (no results struct)   /metrics lanemon_requests_total{lane,outcome} = export rows
                                                   by outcome (lanemon's own cancellations not counted);
                                                   lanemon_ttft_seconds count and sum, lanemon_output_tokens_total
@@ -45,8 +61,11 @@ a run on this machine is starved depends on its load. So the fresh runs compare 
 request was client-bound, and copies of the decode, prefill, needles and race recordings with every
 ``client_load`` window set starved (every request client-bound) or calm (none) check them every time.
 
-The disagreements found when this was written are ``xfail(strict=True)`` naming them (XFAIL, VARIANT_XFAIL):
-they fail today, and the day a reader is fixed the xfail turns into a failure that says to remove it.
+The disagreements found when this was written are ``xfail(strict=True)`` naming them (XFAIL, VARIANT_XFAIL,
+SAMPLE_XFAIL) or, for the text surfaces, :data:`KNOWN` patterns: they fail today, and the day a reader is fixed
+the xfail turns into a failure (and a KNOWN pattern nothing matches fails test_every_known_bypass_still_shows)
+that says to remove it.  The file takes about 40 s on a quiet machine; the runs are short and time-scaled, three
+at a time, while the sample sessions are reported in-process beside them.
 """
 
 from __future__ import annotations
@@ -117,7 +136,7 @@ class Surfaces:
         self.rows: list[dict] = []
         self.history: list[dict] = []
         self.metrics: list[tuple[str, dict, float]] = []
-        self.md = self.headless = ""
+        self.md = self.headless = self.printed = ""
 
     @property
     def section(self) -> dict:
@@ -128,11 +147,17 @@ class Surfaces:
         return [lane["name"] for lane in self.report["environment"]["lanes"]]
 
 
+HEADLESS_RUN = "headless-decode"
+"""One run with ``--headless`` instead of ``--json`` (decode, the widest tables): its stdout is checked as it is
+printed, against its own recording's result, and read as the rendered tables of that result are read."""
+
+
 def _run(name: str, base: Path, env: dict[str, str]) -> tuple[str, Path, subprocess.CompletedProcess, float]:
     rec = base / f"{name}.jsonl"
     t = time.monotonic()
-    p = subprocess.run([sys.executable, "-m", "lanemon", *RUNS[name], "--demo", "--time-scale", SCALE, "--json",
-                        "--record", str(rec)], capture_output=True, text=True, timeout=300, env=env)
+    args = [*RUNS["decode"], "--headless"] if name == HEADLESS_RUN else [*RUNS[name], "--json"]
+    p = subprocess.run([sys.executable, "-m", "lanemon", *args, "--demo", "--time-scale", SCALE, "--record",
+                        str(rec)], capture_output=True, text=True, timeout=300, env=env)
     return name, rec, p, time.monotonic() - t
 
 
@@ -193,7 +218,7 @@ def _surfaces(s: Surfaces, base: Path, *, metrics: bool, render: bool = True) ->
         s.metrics = _metrics(s.rec)
     if render and s.name in TEXT_WORKLOADS:
         events = read_events(s.rec)[1] if s.name == "sweep" else None  # a sweep's energy table reads its cells
-        s.headless = text.headless(s.name, s.json, events=events, time_scale=float(SCALE) if s.key == s.name
+        s.headless = text.headless(s.name, s.json, events=events, time_scale=float(SCALE) if s.key in (s.name, HEADLESS_RUN)
                                    else None)
     return s
 
@@ -215,12 +240,16 @@ def everything(tmp_path_factory) -> dict[str, Surfaces]:
     t = time.monotonic()
     with ThreadPoolExecutor(1) as samples_pool, ThreadPoolExecutor(3) as pool:  # two cores: three short runs
         samples = samples_pool.submit(_samples, base)  # in-process reports while the runs wait on their lanes
-        done = list(pool.map(lambda n: _run(n, base, env), RUNS))
+        done = list(pool.map(lambda n: _run(n, base, env), [*RUNS, HEADLESS_RUN]))
         print("runs:", ", ".join(f"{n} {took:.1f} s" for n, _, _, took in done))
         out: dict[str, Surfaces] = {s.key: s for s in samples.result()}
     print(f"runs and sample reports: {time.monotonic() - t:.1f} s")
     for name, rec, p, _ in done:
         assert p.returncode in EXIT_OK.get(name, (0,)), (name, p.returncode, p.stderr[-3000:])
+        if name == HEADLESS_RUN:
+            out[name] = _surfaces(Surfaces("decode", rec, {}, key=name), base, metrics=False)
+            out[name].printed = p.stdout
+            continue
         out[name] = _surfaces(Surfaces(name, rec, json.loads(p.stdout)), base, metrics=True)
     _history(list(out.values()), base / "recs", env)
     print(f"everything: {time.monotonic() - t:.1f} s")
@@ -230,6 +259,17 @@ def everything(tmp_path_factory) -> dict[str, Surfaces]:
 @pytest.fixture(scope="module")
 def surfaces(everything) -> dict[str, Surfaces]:
     return {k: s for k, s in everything.items() if k in RUNS}
+
+
+def test_the_headless_command_prints_its_results_tables(everything):
+    """``bench decode --headless`` as run: its stdout's tables are its recording's result's (the report's
+    section) as this module renders them (the printer the command calls), and every figure in them is the
+    result's."""
+    s = everything[HEADLESS_RUN]
+    printed, rendered = text.rich_tables(s.printed), text.rich_tables(s.headless)
+    assert printed and [(t.head, t.rows) for t in printed] == [(t.head, t.rows) for t in rendered]
+    s.headless = s.printed
+    check_text(s, "headless")
 
 
 def _history(surfaces: list[Surfaces], recs: Path, env: dict[str, str]) -> None:
