@@ -83,6 +83,8 @@ def test_decode_crossover_detected_between_the_right_levels():
     assert lv["1"].aggregate_tok_s == 200.0  # 2 x 100 tokens in 1 s
     assert lv["1"].requests == 2 and lv["1"].errors == 0 and lv["1"].output_tokens == 200
     assert abs(lv["1"].ttft_p50_s - 0.1) < 1e-9
+    # the catalogue's TPOT, computed once here (sweep's table shows it): decode span / (tokens - the first's)
+    assert lv["1"].tpot_p50_s == round(0.9 / 99, 4) and lv["4"].tpot_p50_s == round(0.9 / 189, 4)
     x = res.crossover
     assert (x.leader_before, x.leader_after, x.between) == ("A", "B", [3, 4])
     assert crossover_sentence(res) == ("B overtakes A between C3 and C4 [C3 B -5.6 % vs A (band 5.0 % default); "

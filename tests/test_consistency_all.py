@@ -679,9 +679,6 @@ KNOWN: dict[str, str] = {  # pattern -> what it is; "(sometimes)": only when the
                                                                     "names; the figure is in the title",
     r"Per-category decode at C\d+ :: A/B": "the per-category ratio has no catalogue entry",
     r"(steady|span) min–max": "(sometimes) with reps: the reps' spread has no catalogue entry",
-    r"TPOT p50: the result's cell has no key": "sweep's table shows TPOT p50 = 1 / per_stream_tok_s_p50 where "
-                                              "the cell has no tpot_p50_s (reports/tables.sweep_table): a figure "
-                                              "of the surface's own, in no result",
     # prefill, needles
     r"cache hit tok/s: 'no' is no figure": "prefill's 'cache hit tok/s' column says 'no' (a verdict) where its "
                                            "figure belongs (--no-cache-check)",

@@ -60,7 +60,7 @@ def test_fit_drops_the_highest_rank_first_and_never_rank_0():
 def test_sweep_table_rows_per_level_and_lane_with_goodput_and_held():
     level = {"aggregate_tok_s": 200.0, "steady_tok_s": 210.0, "ttft_p90_s": 0.3, "per_stream_tok_s_p50": 50.0,
              "errors": 0, "goodput": {"rate_rps": 2.5, "share": 0.9, "held": True, "targets": {}}}
-    broke = dict(level, goodput={"rate_rps": 1.0, "share": 0.4, "held": False,
+    broke = dict(level, tpot_p50_s=0.0213, goodput={"rate_rps": 1.0, "share": 0.4, "held": False,
                                  "targets": {"ttft": {"held": False}}})
     res = sweep_result({"A": {"levels": {"1": level, "2": broke}, "gain_per_doubling": {"1": None, "2": 0.05},
                               "stopped": "slo", "slo_holds_to": 1, "max_aggregate_tok_s": 200.0,
@@ -69,7 +69,8 @@ def test_sweep_table_rows_per_level_and_lane_with_goodput_and_held():
     assert [r[0].text for r in t.rows] == ["C1", "C2"]
     s = t.labels().index("SLO")
     assert [r[s].text for r in t.rows] == ["held", "broke TTFT"]
-    assert [r[t.labels().index("TPOT p50")].text for r in t.rows] == ["20 ms", "20 ms"]  # 1 / per-stream
+    # the cell's own tpot_p50_s, never 1 / per-stream tok/s of the table's own (a result made before it: —)
+    assert [r[t.labels().index("TPOT p50")].text for r in t.rows] == ["—", "21 ms"]
     assert t.notes[0].startswith("A: SLO held up to C1")
 
 

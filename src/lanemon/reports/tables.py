@@ -379,17 +379,13 @@ def sweep_table(result: SweepResult, lanes: Sequence[str] | None = None) -> Resu
             gain = d.gain_per_doubling.get(str(c))
             flag = " ?" if cell.unreliable else ""
             starved = starved or bool(flag)
-            tpot = num(cell.tpot_p50_s)
-            if tpot is None:
-                ps = num(cell.per_stream_tok_s_p50)
-                tpot = 1 / ps if ps else None
             row = [Cell(f"C{c}" if first else ""), Cell(n, STRONG),
                    Cell(rate(cell.aggregate_tok_s) + flag, WARN if flag else None),
                    Cell("—" if gain is None else f"{gain * 100:+.0f} %", WARN if gain is not None and gain < knee_gain
                         else None),
                    Cell(rate(cell.steady_tok_s)),
                    Cell(pct(num(cell.ttft_p90_s), 90, cell.ttft_n, num(cell.ttft_max_s), secs)),
-                   Cell(secs(tpot)),
+                   Cell(secs(num(cell.tpot_p50_s))),
                    Cell(str(cell.errors or 0), BAD if cell.errors else None)]
             if slo:
                 row += [Cell(rate(cell.goodput.rate_rps if cell.goodput else None)), slo_cell(cell.goodput)]

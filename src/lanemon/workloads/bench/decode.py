@@ -195,11 +195,13 @@ def _level_result(reps: dict[int, list[RequestRecord]], slo: dict[str, float] | 
     ok = [r for r in all_recs if r.ok]
     ttfts: list[float | None] = []  # the three figures read here, not each request's metrics (gap lists)
     rates: list[float | None] = []
+    tpots: list[float | None] = []
     estimated = False
     for r in ok:
         m = request_metrics(r)
         ttfts.append(m.ttft_s)
         rates.append(m.decode_tok_s)
+        tpots.append(m.tpot_s)
         estimated = estimated or m.tokens_estimated
     ttft = summarize(ttfts)
     stats = spread(per_rep)
@@ -217,6 +219,7 @@ def _level_result(reps: dict[int, list[RequestRecord]], slo: dict[str, float] | 
         ttft_n=ttft.n,
         ttft_max_s=rnd(ttft.max),
         per_stream_tok_s_p50=rnd(summarize(rates).p50),
+        tpot_p50_s=rnd(summarize(tpots).p50),
         errors=len(all_recs) - len(ok),
         **outcome_figures(all_recs)._asdict(),
         requests=len(all_recs),
