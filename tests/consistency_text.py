@@ -117,7 +117,7 @@ LABELS = _labels()
 
 KEYS = {"C", "lane", "Lane", "length", "Concurrency", "Category", "category", "Leader", "rank", "rep", "end",
         "kind", "status", "detail", "words", "", "Item", "Value", "Bench", "Engine", "found", "depth",
-        "ok", "task", "id", "reason"}
+        "ok", "task", "id", "reason", "error kinds"}
 """Columns that name a row (its lane, level, length, rep, task...) or say a verdict in words: no figure."""
 
 
@@ -133,6 +133,9 @@ def resolve(col: str, lanes: list[str]) -> tuple[str | None, list[tuple[str, str
     lane, _, rest = col.partition(" ")
     if lane in lanes and rest in LABELS:
         return lane, LABELS[rest]
+    pair = lane.split("/")  # two lanes' ratio: 'B/A ratio' (its figure is on the row of the lane it divides)
+    if len(pair) == 2 and all(x in lanes for x in pair) and rest in LABELS:
+        return None, LABELS[rest]
     return None
 
 
@@ -278,6 +281,10 @@ def locate(name: str):
         cells = result["lanes"].get(lane, {}).get("lengths", {}) if lane else {}
         for key, cell in cells.items():
             if text.replace(",", "") == key or text == f"{round(int(key) / 1000)}K":
+                ratios = result.get("ratios") or {}
+                if len(ratios.get("compared") or []) == 2:  # prefill_ratio (ratios.by_length) on the second's row
+                    mine = (ratios.get("by_length") or {}).get(key) if lane == ratios["compared"][1] else None
+                    cell = {**cell, "ratios": {"by_length": mine}}
                 return cell
         return None
 

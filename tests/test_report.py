@@ -128,7 +128,7 @@ def test_markdown_has_every_table_and_omits_empty_sections():
         assert title in md
     assert "| C6 | A | 223 | 420 ms | max 714 ms (n=8) | 37.2 | 0 | 8 | B (1.18×) |\n|  | B ▲ | 263 |" in md
     # the cache hit in its own column, the prefill cell stays cold (reports/prefill_table.prefill_table)
-    assert "| 2,950 | A | 2,420 | 1.22 s | — | 1.51× |" in md and "|  | B | 3,654 | 807 ms | 12,542 |  |" in md
+    assert "| 2,950 | A | 2,420 | 1.22 s | — |  |" in md and "|  | B | 3,654 | 807 ms | 12,542 | 1.51× |" in md
     assert "Tell a story \\| about a keeper" in md  # pipes escaped
     assert re.search(r"A  [▁▂▃▄▅▆▇█]{6}  C1→C6", md)  # sparkline
     a = writeup()

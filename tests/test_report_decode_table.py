@@ -196,8 +196,8 @@ def test_the_report_keeps_the_reps_range_and_the_kinds_of_errors():
     t = table(dec)
     assert t["C1/A"]["steady min–max"] == "96.0–104" and t["C1/A"]["span min–max"] == "95.0–101"
     assert t["C1/B"]["steady min–max"] == "—"
-    assert t["C1/A"]["err"] == "3" and t["C1/A"]["errors"] == "3 err (1 truncated, 1 empty), 2 burst"
-    assert t["C1/B"]["errors"] == "—"
+    assert t["C1/A"]["err"] == "3" and t["C1/A"]["error kinds"] == "3 err (1 truncated, 1 empty), 2 burst"
+    assert t["C1/B"]["error kinds"] == "—"
     # the TTFT table says the same words
     ttft = decode_sections(dec, ["A", "B"])[1]
     assert ttft.rows[0][-1] == "3 err (1 truncated, 1 empty), 2 burst"

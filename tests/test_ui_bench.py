@@ -395,7 +395,7 @@ async def test_prefill_bars_mark_cache_hits():
         rows = [dict(zip(labels, (str(c) for c in table.get_row_at(i)))) for i in range(4)]
         assert labels[:5] == ["length", "lane", "tok/s", "TTFT", "hit tok/s"]  # the model (reports/tables.py)
         assert [(r["length"], r["lane"], r["hit tok/s"]) for r in rows] == [
-            ("2,000", "A", "no"), ("", "B", f"{hit:,.0f}"), ("12K", "A", "—"), ("", "B", "—")]  # 12K: no repeat
+            ("2,000", "A", "—"), ("", "B", f"{hit:,.0f}"), ("12K", "A", "—"), ("", "B", "—")]  # no hit: not measured
 
 
 async def test_prefill_and_category_cells_run_while_lanemon_was_starved_are_marked():

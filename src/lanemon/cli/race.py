@@ -149,7 +149,9 @@ def print_result(result: RaceResult, console=None) -> None:
                               f"({g.share * 100:.0f}%{rate})")
     if len(races) > 1:
         table = Table(title=f"{len(races)} races · {result.lanes_stat}", title_justify="left")
-        for col in ("lane", "wins", "TTFT", "decode", "output", "total"):
+        from lanemon.measure.catalogue import label
+
+        for col in ("lane", "wins", *(label(n) for n in ("ttft", "per_stream_tok_s", "output_tokens", "e2e"))):
             table.add_column(col, justify="left" if col == "lane" else "right")
         for name, lane in result.lanes.items():
             tokens = "—" if lane.output_tokens is None else f"{lane.output_tokens:g} tok"

@@ -20,6 +20,9 @@ from dataclasses import dataclass
 UNITS = ("s", "tok/s", "req/s", "tok", "tok/chunk", "requests", "ratio", "x", "W", "J", "tok/J", "USD/1M tok", "bool",
          "count", "USD/h")
 
+NOT_MEASURED = "—"
+"""How every surface shows a figure that was not measured (None in the result): never a word in its place."""
+
 
 @dataclass(frozen=True)
 class Metric:
@@ -134,7 +137,7 @@ CATALOGUE: tuple[Metric, ...] = (
            ("cache_hit_tok_s",), "cache hit tok/s", short="hit tok/s"),
     Metric("prefill_ratio", "prefill ratio", "x",
            "bench prefill with two lanes: the second lane's cold prefill tok/s / the first's, per length (shown "
-           "as B/A, x)", ("ratios.by_length",), ""),
+           "as B/A ratio, beside the second lane's row, x)", ("ratios.by_length",), "ratio"),
     Metric("repeat_tok_s", "repeat tok/s", "tok/s",
            "bench prefill: the repeated prompt's prompt tokens / TTFT, hit or not", ("repeat_tok_s",),
            "repeat tok/s"),

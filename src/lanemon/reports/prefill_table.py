@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from lanemon.measure.catalogue import NOT_MEASURED
 from lanemon.reports.format import err_text, length_label, num
 from lanemon.results.prefill import PrefillResult
 from lanemon.reports.tables import (BAD, GOOD, STRONG, WARN, Cell, Column, ResultTable, fig, goodput_cells, rate,
@@ -78,16 +79,15 @@ def prefill_table(result: PrefillResult | dict[str, Any], lanes: Sequence[str] |
                 failed.append(f"{n} {label}: {err_text(c.get('error'), 120)}")
             row = [Cell(label if first else ""), Cell(n, STRONG), figure, Cell(secs(c.get("ttft_s")))]
             if show_hit:
-                hit, again = num(c.get("cache_hit_tok_s")), num(c.get("repeat_tok_s"))
-                row.append(Cell(rate(hit), GOOD) if hit is not None else Cell("no") if again is not None
-                           else Cell("—"))
+                hit = num(c.get("cache_hit_tok_s"))
+                row.append(Cell(rate(hit), GOOD) if hit is not None else Cell(NOT_MEASURED))
             if compared:
                 if str(length) in (ratios.get("by_length") or {}):
                     r = num(ratios["by_length"][str(length)])
                 else:  # a result without the bench's ratios (made before them): the same ratio of the two
                     a, b = (num((per[x].get(length) or {}).get("prefill_tok_s")) for x in compared)
                     r = b / a if a and b else None
-                row.append(Cell((f"{r:.2f}×" if r else "—") if first else ""))
+                row.append(Cell((f"{r:.2f}×" if r else "—") if n == compared[1] else ""))  # B/A beside B
             if show_goodput:
                 row += goodput_cells(c.get("goodput"))
             errs = int(num(c.get("errors")) or 0)
@@ -107,7 +107,7 @@ def prefill_table(result: PrefillResult | dict[str, Any], lanes: Sequence[str] |
         how = sorted({_HIT_SOURCE.get(str(c.get("cache_hit_source")), str(c.get("cache_hit_source")))
                       for c in cells if c.get("cache_hit_tok_s") is not None and c.get("cache_hit_source")})
         notes.append("cache hit: the same prompt sent again was answered from the lane's prefix cache at that rate "
-                     "(never counted as prefill); no: the repeat was not a hit"
+                     "(never counted as prefill); —: no hit (the repeat was no faster, or not sent)"
                      + (f"; told by {' and '.join(how)}" if how else ""))
     if any(c.get("tokens_estimated") for c in cells):
         notes.append("est.: prompt tokens estimated from the lane's calibration (its stream sent no usage)")

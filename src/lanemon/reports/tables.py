@@ -41,7 +41,7 @@ class Column:
 
 
 #: columns that say which row it is (or why), not a figure: the only ones without a catalogue entry
-KEY_COLUMNS = ("C", "lane", "rep", "length", "Leader", "errors")
+KEY_COLUMNS = ("C", "lane", "rep", "length", "Leader", "error kinds")
 
 
 def fig(name: str, drop: int, stat: str | None = None, *, align: str = "right", short: str | None = None,
@@ -486,7 +486,7 @@ def decode_table(result: DecodeResult | dict[str, Any], lanes: Sequence[str] | N
     if show_leader:
         cols += [Column("Leader", 9, "left", detail=True)]
     if show_kinds:
-        cols += [Column("errors", 10, "left", detail=True)]
+        cols += [Column("error kinds", 10, "left", detail=True)]  # words: what the err count was
     leads = level_leads(result, names) if show_leader else {}
     levels = sorted({lvl for n in names for lvl in per[n]})
     rows: list[list[Cell]] = []

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lanemon.measure.catalogue import label
 from lanemon.reports.format import ordinal, seconds, tok_s
 
 if TYPE_CHECKING:
@@ -26,9 +27,8 @@ def race_table(race: Race, title: str | None = None):
     thinking = any(r.reasoning_tokens for r in race.lanes.values())
     if thinking:
         table.add_column("TTFO", justify="right")
-    table.add_column("decode", justify="right")
-    table.add_column("output", justify="right")
-    table.add_column("total", justify="right")
+    for name in ("per_stream_tok_s", "output_tokens", "e2e"):  # the catalogue's labels
+        table.add_column(label(name), justify="right")
     for name, r in race.lanes.items():
         rank = ordinal(r.finish_rank) if r.finish_rank else ("error" if r.error else "—")
         ttfo = [seconds(r.ttfo_s)] if thinking else []

@@ -13,6 +13,7 @@ from typing import Any
 from lanemon.measure import stats as st
 from lanemon.reports.charts import Chart
 from lanemon.reports.data import crossover, decode_levels, first_level, has_steady, level_value
+from lanemon.measure.catalogue import label
 from lanemon.measure.metrics import tail_ok
 from lanemon.reports.format import num, pct, secs, sparkline, tok
 from lanemon.reports.sections.section import Section
@@ -76,7 +77,7 @@ def decode_sections(decode: dict[str, Any], lanes: list[str]) -> list[Section]:
     # TTFT and per-stream detail at C1
     c1 = {n: first_level(decode, n) for n in lanes}
     lvl1 = min((c[0] for c in c1.values() if c), default=1)
-    headers = ["Lane", "TTFT p50", "TTFT p90", "TTFT p99", "per-stream p50 tok/s", "requests", "errors"]
+    headers = ["Lane", "TTFT p50", "TTFT p90", "TTFT p99", label("per_stream_tok_s"), label("requests"), label("errors")]
     rows = []
     series: dict[str, list[float | None]] = {}
     short: dict[int, list[str]] = {}

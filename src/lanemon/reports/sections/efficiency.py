@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lanemon.measure.catalogue import label
 from lanemon.reports.charts import Chart
 from lanemon.reports.data import decode_levels, level_value
 from lanemon.reports.format import num
@@ -152,8 +153,8 @@ def counter_rows(items: list[tuple[str, str, Any]]) -> list[list[str]]:
     return rows
 
 
-COUNTER_HEADERS = ["Requests", "Prefix hit", "Preemptions", "Spec accept", "Ranks (generated tokens)", "LoRA",
-                   "Restarts"]
+COUNTER_HEADERS = ["Requests", *(label(n) for n in ("prefix_hit_rate", "preemptions", "spec_acceptance_rate")),
+                   "Ranks (generated tokens)", "LoRA", "Restarts"]
 
 
 def load_efficiency_section(load: LoadResult | dict[str, Any], lanes: list[str]) -> Section | None:
