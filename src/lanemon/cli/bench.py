@@ -342,23 +342,14 @@ def _spread_cell(c: DecodeCategoryCell, value: float | None) -> str:
     return text
 
 
-def render(result: DecodeResult | PrefillResult | NeedleResult | LoadResult | SweepResult | dict[str, Any], console,
+def render(result: DecodeResult | PrefillResult | NeedleResult | LoadResult | SweepResult, console,
            time_scale: float | None = None, events=None) -> None:
-    """The result table(s) of one bench (typed; its --json read back is read as its Struct), with the crossover
-    sentence and flags: every table the report of the same run has (a sweep's energy and cost by level: from
-    ``events``, the decode cells the sweep ran)."""
-    from lanemon.results.common import Result, as_result, to_json_obj
-    from lanemon.results.decode import DecodeResult
-    from lanemon.results.load import LoadResult
-    from lanemon.results.needles import NeedleResult
-    from lanemon.results.prefill import PrefillResult
-    from lanemon.results.sweep import SweepResult
+    """The result table(s) of one bench (typed: a --json read back is read as its Struct first, ``as_result``),
+    with the crossover sentence and flags: every table the report of the same run has (a sweep's energy and cost
+    by level: from ``events``, the decode cells the sweep ran)."""
+    from lanemon.results.common import to_json_obj
 
-    kind = result.bench if isinstance(result, Result) else result.get("bench")
-    typed = {"decode": DecodeResult, "prefill": PrefillResult, "needles": NeedleResult, "load": LoadResult,
-             "sweep": SweepResult}.get(str(kind))
-    if typed is not None:  # a result read back as JSON (a --json file) is read as its Struct
-        result = as_result(result, typed)
+    kind = result.bench
     if kind == "decode":
         _render_decode(result, console)
     elif kind == "prefill":

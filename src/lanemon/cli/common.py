@@ -15,10 +15,10 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from lanemon.config import MAX_SECONDS, Config, ConfigError, LaneConfig, check_number, load_config, merge_lanes
+
 if TYPE_CHECKING:
     from lanemon.recording.writer import Recorder
-
-from lanemon.config import MAX_SECONDS, Config, ConfigError, LaneConfig, check_number, load_config, merge_lanes
 
 T = TypeVar("T")
 

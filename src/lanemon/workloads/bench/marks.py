@@ -4,7 +4,7 @@ A bench writes (workloads/bench/run.py ``BenchRun.run`` and each bench's ``run``
 with the run's ``config`` (:class:`~lanemon.results.common.BenchConfig`) and its ``plan`` (``lane``, ``cell``,
 ``weight`` of every :class:`PlannedCell`); ``label="cell"`` start/end marks around every cell; a ``label="bench"``
 end mark.  :func:`read_marks` reads them back from events (a recording's: untrusted) into :class:`BenchMarks`: a
-value of the wrong type is left out rather than failing the results.  The events themselves stay JSON on disk.
+value of the wrong type is left out rather than failing the results (``results.common.lenient``).  The events themselves stay JSON on disk.
 
 Never imports Textual.
 """
@@ -78,12 +78,6 @@ class CellMarks(NamedTuple):
     end_event: Event | None = None
 
 
-def bench_config(raw: dict[str, Any]) -> BenchConfig:
-    """The start mark's ``config`` (bytes from a recording: untrusted) as the typed config its results echo; a key
-    this lanemon does not know, or a value of the wrong type, is left out rather than failing the results."""
-    return lenient(raw, BenchConfig)
-
-
 @dataclass
 class BenchMarks:
     """What the ``mark`` events of one bench say."""
@@ -132,8 +126,8 @@ def read_marks(events: Iterable[Event], bench: str) -> BenchMarks:
         if label == "bench":
             if phase == "start":
                 started = True
-                raw = d.get("config")
-                config = bench_config(raw if isinstance(raw, dict) else {})
+                raw = d.get("config")  # the typed config its results echo: a key this lanemon does not know, or a
+                config = lenient(raw if isinstance(raw, dict) else {}, BenchConfig)  # wrong value, left out
                 plan = []
                 for p in d.get("plan") or []:
                     try:

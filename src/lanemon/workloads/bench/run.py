@@ -56,8 +56,7 @@ from lanemon.recording.writer import Recorder
 from lanemon.events import Event
 from lanemon.results.common import (BenchConfig, CellGoodput, NotRun, PromptSetInfo, Result, RunState,
                                     SloTarget)
-from lanemon.workloads.bench.marks import (BenchMarks, PlannedCell, bench_config, cell_keys,  # noqa: F401
-                                           read_marks)
+from lanemon.workloads.bench.marks import BenchMarks, PlannedCell, cell_keys, read_marks  # noqa: F401
 from lanemon.workloads.collector import CollectorHold
 from lanemon.workloads.prompts import PromptSet, load_prompt_set
 
