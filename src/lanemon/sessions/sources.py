@@ -158,7 +158,7 @@ class LiveSession:
                     result = await client.probe_models()
                 finally:
                     self._probing -= 1
-                if (result.get("ok") and self.probe.enabled and not self.paused and not self._racing
+                if (result.ok and self.probe.enabled and not self.paused and not self._racing
                         and not self._stop.is_set()):
                     prompt = next(prompts)
                     if self.probe.endpoint == "chat":
