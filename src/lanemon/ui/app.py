@@ -52,7 +52,6 @@ if TYPE_CHECKING:
     from textual.theme import Theme
 
     from lanemon.config import PublicLane
-
     from lanemon.results.compare import Comparison
     from lanemon.sessions.sources import MonitorOptions
 
@@ -175,10 +174,9 @@ class LanemonApp(ReplaySeeking, App):
         """Every request as a bar over time, for the timeline screen (``t``)."""
         header = getattr(getattr(self.source, "recording", None), "header", None)
         header = header if isinstance(header, dict) else {}
-        marked = {lane.get("name") for lane in header.get("lanes") or []
-                  if isinstance(lane, dict) and lane.get("simulated")}  # a header lane may say so (reports/simulated)
-        self.simulated = SimulatedWatch({**header,
-                                         "lanes": [{"name": d.name, "simulated": d.name in marked} for d in lanes],
+        marked = {x.get("name") for x in header.get("lanes") or [] if isinstance(x, dict) and x.get("simulated")}
+        named = [{"name": d.name, "simulated": d.name in marked} for d in lanes]  # a header lane may say it is
+        self.simulated = SimulatedWatch({**header, "lanes": named,
                                          **({"demo": True} if getattr(self.source, "mode", None) == "demo" else {})})
         """Which lanes are lanemon's simulator (reports/simulated.py): the header chips say so."""
         self.gauntlet = GauntletState([d.name for d in lanes])
