@@ -288,8 +288,6 @@ def test_poisson_over_a_minute_delivers_the_asked_rate_and_replays(minute_run):
     # the seeded schedule itself is a Poisson draw: its own rate is near the asked one (1,190 for 1,200)
     assert len(arrivals) / duration == pytest.approx(rate, rel=0.02)
     assert lane["requests"] == lane["measured"] == lane["ok"] == len(arrivals)
-    assert lane["sent_rate_rps"] == pytest.approx(rate, rel=0.05)
-    assert lane["sent_rate_rps"] == pytest.approx(lane["scheduled_rate_rps"], rel=0.05)
     # every scheduled request is in the recording, once, with its schedule; and sent when it was due
     from lanemon.measure.records import assemble
     from lanemon.recording.reader import read_events
@@ -300,7 +298,17 @@ def test_poisson_over_a_minute_delivers_the_asked_rate_and_replays(minute_run):
     assert sorted(r.meta["i"] for r in recs) == list(range(len(arrivals)))
     assert all(r.meta["scheduled_s"] == pytest.approx(arrivals[r.meta["i"]].offset_s, abs=1e-6) for r in recs)
     d = delivery([r.sent_ns / 1e9 for r in recs], [r.meta["scheduled_s"] for r in recs], 15.0)
-    assert kept(d, rate), d
+    from lanemon.measure.load import client_load
+
+    starved = client_load(events).starved_s(*lane["measured_window_ns"]) / duration
+    if starved < 0.02:  # lanemon had the CPU it needed (its recording says so): the rate is its to keep
+        assert lane["sent_rate_rps"] == pytest.approx(rate, rel=0.05), (lane, starved)
+        assert lane["sent_rate_rps"] == pytest.approx(lane["scheduled_rate_rps"], rel=0.05), (lane, starved)
+        assert kept(d, rate), (d, starved)
+    else:
+        # starved beside CPU hogs (seen: 15 req/s sent for 20 asked beside four): it may fall behind, and then
+        # it must say so -- never a missed schedule reported as kept
+        assert kept(d, rate) or lane["client_behind"] is True, (d, lane["send_lag_s"], starved)
     # the recording reports what the run reported (the engine's views attached as the run's results() does)
     from lanemon.measure.views import attach_engine_views
 
