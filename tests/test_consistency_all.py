@@ -680,8 +680,6 @@ KNOWN: dict[str, str] = {  # pattern -> what it is; "(sometimes)": only when the
     r"greedy agreement A vs B :: prompts|Greedy agreement :: |Per prompt :: ": "agree's figures (prompts per "
                                                                               "bucket, share, first differing "
                                                                               "word) have no catalogue entry",
-    r"teacher-forced KL.* :: |Logprob divergence :: ": "kl's figures (mean KL, p50, p99, positions) have no "
-                                                      "catalogue entry",
     r"lane [AB] :: |Agent gauntlet :: ": "gauntlet's figures (calls, bad, turns, wall s, ΣTTFT s, Σdecode s, prompt "
                                         "tok, wall per rep...) have no catalogue entry",
     r"qeval [AB] :: |Quality gate :: |Tasks missed on any lane :: ": "qeval's figures (passed, total, median s, "

@@ -194,7 +194,10 @@ def _print_kl(r: KlResult, width: int | None = None) -> None:
 
     console = output_console(width)
     table = Table(title=f"teacher-forced KL(reference {r.reference} || lane), top-{r.k} with tail bucket")
-    for col in ("lane", "status", "mean KL (nats/token)", "p50", "p99", "positions", "detail"):
+    from lanemon.measure.catalogue import label
+
+    for col in ("lane", "status", label("kl"), label("kl_position", "p50"), label("kl_position", "p99"),
+                label("kl_positions"), "detail"):  # the catalogue's labels
         table.add_column(col)
     for name, v in r.lanes.items():
         def f(x):

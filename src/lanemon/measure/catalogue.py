@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 #: the units a figure may have (docs/METRICS.md, "The catalogue")
 UNITS = ("s", "tok/s", "req/s", "tok", "tok/chunk", "requests", "ratio", "x", "W", "J", "tok/J", "USD/1M tok", "bool",
-         "count", "USD/h")
+         "count", "USD/h", "nats/token")
 
 NOT_MEASURED = "—"
 """How every surface shows a figure that was not measured (None in the result): never a word in its place."""
@@ -297,6 +297,17 @@ CATALOGUE: tuple[Metric, ...] = (
            prometheus="lanemon_engine_requests_running", prometheus_type="gauge",
            prometheus_help="Requests running in the engine at its latest /metrics scrape",
            vllm="vllm:num_requests_running", differs="the engine's own gauge, as scraped"),
+    # ------------------------------------------------------------ kl (workloads/kl.py)
+    Metric("kl", "KL divergence (mean)", "nats/token",
+           "lanemon kl: teacher-forced KL(reference || lane) per token from top-k prompt logprobs with a tail "
+           "bucket (a lower bound of the full-vocabulary KL), mean over every aligned position (both lanes scored "
+           "the same token); the reference lane has none", ("kl",), "KL mean (nats/token)", short="KL mean"),
+    Metric("kl_position", "per-position KL", "nats/token",
+           "lanemon kl: the same per-token KL, its percentiles over the aligned positions (a p99 rests on 100)",
+           ("kl_p50", "kl_p99"), "KL"),
+    Metric("kl_positions", "aligned positions", "count",
+           "lanemon kl: teacher positions both lanes scored with the same token, the KL figures' samples (0 for "
+           "the reference)", ("positions",), "positions"),
 )
 
 BY_NAME: dict[str, Metric] = {m.name: m for m in CATALOGUE}

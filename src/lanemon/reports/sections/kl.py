@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from lanemon.measure.catalogue import label
 from lanemon.reports.data import kl_lanes
 from lanemon.reports.format import clip, kl_num, pct
 from lanemon.reports.sections.section import Section
@@ -12,7 +13,8 @@ from lanemon.results.kl import KlResult
 def kl_section(kl: KlResult, order: list[str]) -> Section:
     lanes = kl_lanes(kl, order)
     ref = kl.reference
-    headers = ["Lane", "role", "status", "KL mean (nats/token)", "p50", "p99", "positions", "message"]
+    headers = ["Lane", "role", "status", label("kl"), label("kl_position", "p50"), label("kl_position", "p99"),
+               label("kl_positions"), "message"]
     rows = []
     for n in lanes:
         c = kl.lanes[n]
