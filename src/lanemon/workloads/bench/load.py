@@ -205,7 +205,7 @@ async def run_cell(h, lane: str, rep: int, opts, tpc: float | None = None) -> li
                       "bench", meta) for off, meta, args in planned]
         errors = await pool.run_job(lane, items)
         h.mark("cell", lane=lane, bench=BENCH, phase="end", cell=cell, requests=len(items), errors=errors, **beyond,
-               **pool.job_report, **keys)  # job_report: workers_lost (the hosts), not_sent
+               **msgspec.to_builtins(pool.job_report), **keys)  # workers_lost (the hosts), not_sent
         await edge(h)
         return []
     loop = asyncio.get_running_loop()

@@ -598,7 +598,7 @@ class BenchRun(FixedPace):
                                         stall_timeout=self.stall_timeout)
                 await h.pool.start()
                 self.options.workers = h.pool.n
-                self.options.worker_hosts = getattr(h.pool, "hosts", None) or None
+                self.options.worker_hosts = msgspec.to_builtins(getattr(h.pool, "hosts", None)) or None
             if self.recorder is not None:  # a held header names the workers: node, host, address, clock offset
                 self.recorder.release_header({"workers": self.options.worker_hosts} if self.options.worker_hosts
                                              else None)
