@@ -108,3 +108,22 @@ async def test_kl_and_qeval_tables_fit_80x24_whole_words(name):
     if name == "kl":
         assert "KL mean, p50, p99 in nats/token" in notes  # the short label's unit, said under the table
         assert "hidden at this width: role" in notes
+
+
+def test_the_sections_bound_their_free_text_between_words():
+    """Even at 240 columns the missed-task reason read `… returned No…` (the section cut it at 70 characters,
+    inside a word): the reason is whole up to 100 characters, and a longer one ends on a whole word."""
+    from lanemon.reports.analyse import analyze
+    from lanemon.reports.data import qeval_runs
+    from lanemon.reports.sections import sections
+
+    a = analyze(SAMPLES / "qeval-B.jsonl")
+    runs = qeval_runs(a.qeval)
+    cells = {}
+    for s in sections(a):
+        for _, headers, rows in s.more:
+            cells.update({row[0]: row[2] for row in rows})
+    assert cells["code_interval_intersect"].endswith("returned None, expected (3, 3)"), cells
+    for tid, cell in cells.items():
+        full = " ".join(str(runs["B"].tasks[tid].reason or "failed").split())
+        assert cell == full or (cell.endswith("…") and full[len(cell) - 1] in " ([{,;:"), (cell, full)

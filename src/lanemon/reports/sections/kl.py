@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from lanemon.reports.data import kl_lanes
-from lanemon.reports.format import clip, kl_num, pct
+from lanemon.reports.format import kl_num, pct
 from lanemon.reports.sections.section import Section
-from lanemon.reports.tables import Cell, Column, ResultTable
+from lanemon.reports.tables import Cell, Column, ResultTable, clip_words
 from lanemon.reports.verdict import kl_verdict
 from lanemon.results.kl import KlResult
 
@@ -25,7 +25,7 @@ def kl_section(kl: KlResult, order: list[str]) -> Section:
         rows.append([Cell(x) for x in (
             n, "reference" if n == ref else "compared", str(c.status or "—").replace("_", " "), kl_num(c.kl),
             kl_num(c.kl_p50), pct(c.kl_p99, 99, c.positions, None, kl_num), f"{c.positions:,}",
-            clip(c.message or "", 90))])
+            clip_words(" ".join(str(c.message or "").split()), 90))])
     model = ResultTable("kl", f"Logprob divergence (KL vs {ref})", columns, rows)
     summary = (kl_verdict({"kl": kl, "environment": {"lanes": [{"name": n} for n in lanes]}}) or "").replace(
         "Logprob divergence: ", "", 1)

@@ -6,9 +6,9 @@ from typing import Any
 
 from lanemon.measure.stats import median
 from lanemon.reports.data import qeval_misses, qeval_rate, qeval_runs
-from lanemon.reports.format import clip, num, secs, tok
+from lanemon.reports.format import num, secs, tok
 from lanemon.reports.sections.section import Section
-from lanemon.reports.tables import Cell, Column, ResultTable
+from lanemon.reports.tables import Cell, Column, ResultTable, clip_words
 from lanemon.reports.verdict import TIE, paired_text, qeval_sentence
 from lanemon.results.qeval import QevalCompare
 
@@ -64,7 +64,7 @@ def qeval_section(q: Any, order: list[str]) -> Section:
             row = [tid, str(kind or "")]
             for n in lanes:
                 t = runs[n].tasks.get(tid)
-                row.append("—" if t is None else "passed" if t.passed else clip(t.reason or "failed", 70))
+                row.append("—" if t is None else "passed" if t.passed else clip_words(" ".join(str(t.reason or "failed").split()), 100))
             if compare:
                 row.append(paired_of.get(tid, "—"))
             rr.append([Cell(x) for x in row])
