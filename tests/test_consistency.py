@@ -31,12 +31,16 @@ def _bench(tmp_path, *args):
 
 
 def _headless(result) -> str:
-    """What ``--headless`` prints for ``result`` off a terminal (cli/bench.py render on its output console)."""
+    """What ``--headless`` prints for ``result`` (its --json, read back as its Struct) off a terminal (cli/bench.py
+    render on its output console)."""
     from lanemon.cli.bench import render
     from lanemon.cli.common import PIPE_WIDTH
+    from lanemon.results.common import as_result
+    from lanemon.results.decode import DecodeResult
+    from lanemon.results.load import LoadResult
 
     console = Console(width=PIPE_WIDTH, record=True, color_system=None)
-    render(result, console)
+    render(as_result(result, {"decode": DecodeResult, "load": LoadResult}[result["bench"]]), console)
     return console.export_text()
 
 
