@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from lanemon.measure.catalogue import label
+from dataclasses import replace
+
 from lanemon.reports.data import kl_lanes
-from lanemon.reports.format import clip, kl_num, pct
+from lanemon.reports.format import kl_num, pct
 from lanemon.reports.sections.section import Section
+from lanemon.reports.tables import Cell, Column, ResultTable, clip_words, fig
 from lanemon.reports.verdict import kl_verdict
 from lanemon.results.kl import KlResult
 
@@ -13,14 +15,22 @@ from lanemon.results.kl import KlResult
 def kl_section(kl: KlResult, order: list[str]) -> Section:
     lanes = kl_lanes(kl, order)
     ref = kl.reference
-    headers = ["Lane", "role", "status", label("kl"), label("kl_position", "p50"), label("kl_position", "p99"),
-               label("kl_positions"), "message"]
+    unit = "nats/token"
+    # a screen fits the table to its width (ResultTable.fit): the message is cut between words, then the
+    # role (the title names the reference), the positions and the percentiles go, named under the table
+    # the figures' labels are the catalogue's (kl, kl_position, kl_positions); a short one names its unit below
+    columns = [Column("Lane", 0, "left"), Column("role", 4, "left"), Column("status", 0, "left"),
+               *(replace(c, unit=unit) for c in (fig("kl", 0), fig("kl_position", 2, "p50"),
+                                                 fig("kl_position", 1, "p99"))),
+               fig("kl_positions", 3), Column("message", 0, "left", clip=True)]
     rows = []
     for n in lanes:
         c = kl.lanes[n]
-        rows.append([n, "reference" if n == ref else "compared", str(c.status or "—").replace("_", " "),
-                     kl_num(c.kl), kl_num(c.kl_p50), pct(c.kl_p99, 99, c.positions, None, kl_num),
-                     f"{c.positions:,}", clip(c.message or "", 90)])
+        rows.append([Cell(x) for x in (
+            n, "reference" if n == ref else "compared", str(c.status or "—").replace("_", " "), kl_num(c.kl),
+            kl_num(c.kl_p50), pct(c.kl_p99, 99, c.positions, None, kl_num), f"{c.positions:,}",
+            clip_words(" ".join(str(c.message or "").split()), 90))])
+    model = ResultTable("kl", f"Logprob divergence (KL vs {ref})", columns, rows)
     summary = (kl_verdict({"kl": kl, "environment": {"lanes": [{"name": n} for n in lanes]}}) or "").replace(
         "Logprob divergence: ", "", 1)
     cfg = kl.config
@@ -30,4 +40,4 @@ def kl_section(kl: KlResult, order: list[str]) -> Section:
                f"both lanes scored the same token.")
     if cfg.prompts:
         caption += f" {cfg.prompts} prompts × {cfg.tokens if cfg.tokens is not None else '?'} tokens."
-    return Section("kl", f"Logprob divergence (KL vs {ref})", caption, headers, rows, summary=summary)
+    return Section("kl", model.title, caption, model.labels(), model.text_rows(), summary=summary, model=model)
