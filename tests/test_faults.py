@@ -215,7 +215,7 @@ def test_a_models_list_change_is_followed_and_logged():
             try:
                 for _ in range(4):
                     probe = await client.probe_models()
-                    if probe["ok"]:
+                    if probe.ok:
                         recs.append(await client.stream("chat", client.build_body("chat", prompt="hi", max_tokens=4)))
             finally:
                 await client.aclose()

@@ -13,11 +13,13 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import httpx
+import msgspec
 import pytest
 from typed_cells import full_result
 
 from lanemon import events as schema
 from lanemon.client.prom import parse
+from lanemon.results.readings import Telemetry, event_data
 from lanemon.client.telemetry import NvmlReader, TelemetryScraper, map_dcgm, summarise
 from lanemon.config import ConfigError, Config, LaneConfig, apply_lane_extras, parse_config
 from lanemon.events import Clock, Event
@@ -55,10 +57,10 @@ def test_sim_power_rises_with_batch_toward_the_cap_and_energy_is_its_exact_integ
     g.set_batch(0)
     want_j = 2.0 * dev.idle_w + 1.0 * dev.busy_w + 0.5 * power_w(dev, 8)
     truth = g.truth()
-    assert truth["energy_j"] == pytest.approx(want_j, rel=1e-9)
+    assert truth.energy_j == pytest.approx(want_j, rel=1e-9)
     # the breakpoints give the same energy for any sub-window
-    assert energy_between(truth["history"], 102.0, 103.5) == pytest.approx(dev.busy_w + 0.5 * power_w(dev, 8))
-    assert energy_between(truth["history"], 100.5, 101.0) == pytest.approx(0.5 * dev.idle_w)
+    assert energy_between(truth.history, 102.0, 103.5) == pytest.approx(dev.busy_w + 0.5 * power_w(dev, 8))
+    assert energy_between(truth.history, 100.5, 101.0) == pytest.approx(0.5 * dev.idle_w)
 
 
 def test_sim_exposition_is_dcgm_exporter_text_and_unified_memory_reports_no_framebuffer():
@@ -71,11 +73,11 @@ def test_sim_exposition_is_dcgm_exporter_text_and_unified_memory_reports_no_fram
     assert 'modelName="NVIDIA GB10"' in text and 'Hostname="spark-1"' in text
     assert "DCGM_FI_DEV_FB_USED{" in text and "9223372036854775794" in text  # DCGM_INT64_NOT_SUPPORTED
     [gpu] = map_dcgm(parse(text))
-    assert gpu["unified"] is True and "fb_used_mib" not in gpu and "fb_free_mib" not in gpu
-    assert gpu["energy_mj"] == pytest.approx(4.0 * power_w(Device(), 3) * 1000, abs=1)
-    assert gpu["power_w"] == pytest.approx(power_w(Device(), 3), abs=1e-3)
-    assert gpu["util_pct"] == 100 and gpu["sm_clock_mhz"] == Device().sm_boost_mhz and gpu["throttle"] == []
-    assert "temp_c" in gpu and gpu["temp_c"] > Device().ambient_c
+    assert gpu.unified is True and gpu.fb_used_mib is None and gpu.fb_free_mib is None
+    assert gpu.energy_mj == pytest.approx(4.0 * power_w(Device(), 3) * 1000, abs=1)
+    assert gpu.power_w == pytest.approx(power_w(Device(), 3), abs=1e-3)
+    assert gpu.util_pct == 100 and gpu.sm_clock_mhz == Device().sm_boost_mhz and gpu.throttle == []
+    assert gpu.temp_c is not None and gpu.temp_c > Device().ambient_c
 
 
 # --------------------------------------------------------------------------- dcgm-exporter readings
@@ -83,15 +85,15 @@ def test_sim_exposition_is_dcgm_exporter_text_and_unified_memory_reports_no_fram
 
 def test_two_gpus_are_labelled_and_summed_and_sentinels_are_dropped():
     gpus = map_dcgm(parse((FIXTURES / "dcgm_h100x2.prom").read_text()))
-    assert [g["gpu"] for g in gpus] == ["0", "1"]
+    assert [g.gpu for g in gpus] == ["0", "1"]
     g0, g1 = gpus
-    assert g0["model"] == "NVIDIA H100 80GB HBM3" and g0["host"] == "node-a" and g0["uuid"].startswith("GPU-604a")
-    assert g0["fb_used_mib"] == 76953 and g0["unified"] is False
-    assert "temp_c" in g0 and "temp_c" in g1
-    assert g1["xid"] == 79 and g1["throttle"] == ["sw-power-cap", "sw-thermal"]  # 36 = 0x4 | 0x20
+    assert g0.model == "NVIDIA H100 80GB HBM3" and g0.host == "node-a" and g0.uuid.startswith("GPU-604a")
+    assert g0.fb_used_mib == 76953 and g0.unified is False
+    assert g0.temp_c is not None and g1.temp_c is not None
+    assert g1.xid == 79 and g1.throttle == ["sw-power-cap", "sw-thermal"]  # 36 = 0x4 | 0x20
     s = summarise(gpus)
-    assert s["gpu_count"] == 2 and s["power_w"] == pytest.approx(1010.75)
-    assert s["energy_mj"] == 81234567890 + 79876543210
+    assert s.gpu_count == 2 and s.power_w == pytest.approx(1010.75)
+    assert s.energy_mj == 81234567890 + 79876543210
 
 
 @pytest.mark.parametrize("line,key", [
@@ -105,13 +107,13 @@ def test_two_gpus_are_labelled_and_summed_and_sentinels_are_dropped():
 ])
 def test_impossible_values_are_not_shown(line, key):
     [gpu] = map_dcgm(parse(line + "\n"))
-    assert key not in gpu
+    assert getattr(gpu, key) is None
 
 
 def test_hostile_labels_are_inert_and_cut_and_gpus_bounded():
     evil = "\\x1b]52;c;AAAA\\x07" + "x" * 500
     gpus = map_dcgm(parse(f'DCGM_FI_DEV_POWER_USAGE{{gpu="0",modelName="{evil}"}} 10\n'))
-    assert "\x1b" not in gpus[0]["model"] and "\x07" not in gpus[0]["model"] and len(gpus[0]["model"]) <= 64
+    assert "\x1b" not in gpus[0].model and "\x07" not in gpus[0].model and len(gpus[0].model) <= 64
     many = "".join(f'DCGM_FI_DEV_POWER_USAGE{{gpu="{i}"}} 10\n' for i in range(500))
     assert len(map_dcgm(parse(many))) == 64
     assert map_dcgm(parse("vllm:num_requests_running 3\n")) == []
@@ -136,12 +138,32 @@ def _scrape(url_or_nvml, *, transport=None, nvml=None):
 def test_scraper_reads_an_exposition_and_gives_up_on_a_404_or_a_foreign_body():
     body = (FIXTURES / "dcgm_h100x2.prom").read_bytes()
     s, data = _scrape("http://gpu:9400/metrics", transport=httpx.MockTransport(lambda r: httpx.Response(200, content=body)))
-    assert data["ok"] and data["source"] == "dcgm" and data["gpu_count"] == 2 and s.available
+    assert data.ok and data.source == "dcgm" and data.gpu_count == 2 and s.available
     s, data = _scrape("http://gpu:9400/metrics", transport=httpx.MockTransport(lambda r: httpx.Response(404)))
-    assert not data["ok"] and not s.available
+    assert not data.ok and not s.available
     s, data = _scrape("http://gpu:9400/metrics",
                       transport=httpx.MockTransport(lambda r: httpx.Response(200, text="vllm:num_requests_running 1\n")))
-    assert not data["ok"] and not s.available and "DCGM" in data["message"]
+    assert not data.ok and not s.available and "DCGM" in data.message
+
+
+def test_a_reading_is_typed_and_its_event_is_the_json_recordings_held():
+    """The scraper returns a Telemetry of GpuReadings; the event holds the same reading as JSON, its keys in the
+    order recordings always had them (a GPU's values in the DCGM table's order, unreported ones left out)."""
+    body = (FIXTURES / "dcgm_h100x2.prom").read_bytes()
+    events: list[Event] = []
+
+    async def go():
+        async with httpx.AsyncClient(transport=httpx.MockTransport(lambda r: httpx.Response(200, content=body))) as http:
+            return await TelemetryScraper("A", "http://gpu:9400/metrics", http, clock=Clock(), emit=events.append).scrape()
+
+    reading = asyncio.run(go())
+    [ev] = events
+    assert list(ev.data) == ["ok", "gpu_count", "power_w", "energy_mj", "gpus", "source", "latency_s", "parse_s"]
+    assert [list(g) for g in ev.data["gpus"]] == [["gpu", "uuid", "model", "host", "util_pct", "power_w", "energy_mj",
+                                                   "sm_clock_mhz", "temp_c", "fb_used_mib", "fb_free_mib", "reasons",
+                                                   "xid", "unified", "throttle"]] * 2
+    assert msgspec.convert(ev.data, Telemetry) == reading and event_data(reading) == ev.data
+    assert reading.gpus[1].throttle == ["sw-power-cap", "sw-thermal"] and reading.gpus[0].dropped == 0
 
 
 # --------------------------------------------------------------------------- NVML, with a fake pynvml
@@ -210,12 +232,12 @@ def test_nvml_reads_every_gpu_and_a_gb10_says_unified():
          "sm": 345, "mem": 2619, "temp": 33, "reasons": 1, "used": 1 << 30, "free": 79 << 30},
     ])
     s, data = _scrape("nvml", nvml=nv)
-    assert data["ok"] and data["source"] == "nvml" and data["gpu_count"] == 2
-    a, b = data["gpus"]
-    assert a["model"] == "NVIDIA GB10" and a["power_w"] == pytest.approx(41.25) and a["energy_mj"] == 123456
-    assert a["unified"] is True and "fb_used_mib" not in a and a["throttle"] == ["sw-power-cap"]
-    assert b["unified"] is False and b["fb_used_mib"] == 1024 and b["fb_free_mib"] == 79 * 1024
-    assert data["power_w"] == pytest.approx(111.25) and data["energy_mj"] == 123456 + 999
+    assert data.ok and data.source == "nvml" and data.gpu_count == 2
+    a, b = data.gpus
+    assert a.model == "NVIDIA GB10" and a.power_w == pytest.approx(41.25) and a.energy_mj == 123456
+    assert a.unified is True and a.fb_used_mib is None and a.throttle == ["sw-power-cap"]
+    assert b.unified is False and b.fb_used_mib == 1024 and b.fb_free_mib == 79 * 1024
+    assert data.power_w == pytest.approx(111.25) and data.energy_mj == 123456 + 999
 
 
 def test_nvml_missing_or_failing_is_one_quiet_reading():
@@ -224,7 +246,7 @@ def test_nvml_missing_or_failing_is_one_quiet_reading():
             raise self.NVMLError("Driver Not Loaded")
 
     s, data = _scrape("nvml", nvml=Broken([]))
-    assert not data["ok"] and not s.available and "Driver Not Loaded" in data["message"]
+    assert not data.ok and not s.available and "Driver Not Loaded" in data.message
     with pytest.raises(Exception) as info:
         NvmlReader(Broken([]))
     assert "NVML did not start" in str(info.value)
@@ -481,7 +503,8 @@ def test_dashboard_fold_gpu_line_and_power_series():
         series.apply(ev)
     assert gpu_text(st.lane("A").gpu) == "87% · 41 W · 52 °C · unified · sw-power-cap"
     assert series.lane("A").gpu[-1] == (NS, {"power_w": 41.3, "util_pct": 87.0})
-    h100 = {"ok": True, "power_w": 1010.75, "gpus": map_dcgm(parse((FIXTURES / "dcgm_h100x2.prom").read_text()))}
+    h100 = {"ok": True, "power_w": 1010.75,
+            "gpus": [event_data(g) for g in map_dcgm(parse((FIXTURES / "dcgm_h100x2.prom").read_text()))]}
     st.apply(Event(2 * NS, schema.GPU, "A", None, h100))
     assert gpu_text(st.lane("A").gpu) == "98% · 1011 W · 61 °C · 150/158 GiB · ×2 · sw-power-cap,sw-thermal · XID 79"
     st.apply(Event(3 * NS, schema.GPU, "B", None, {"ok": False, "available": False, "message": "HTTP 404"}))
@@ -517,12 +540,12 @@ def test_host_samples_carry_this_machines_gpus_through_nvml():
     nv = FakeNvml([{"name": "NVIDIA GB10", "uuid": "GPU-aa", "util": 40, "power_mw": 25000, "energy_mj": 5,
                     "sm": 2405, "mem": 4266, "temp": 45, "reasons": 0}])
     sample = HostSampler(nvml=nv).sample()
-    assert sample["gpus"][0]["model"] == "NVIDIA GB10" and sample["gpus"][0]["unified"] is True
+    assert sample.gpus[0].model == "NVIDIA GB10" and sample.gpus[0].unified is True
     host = HostState()
-    host.apply(NS, sample)
+    host.apply(NS, event_data(sample))
     assert gpu_text(host.gpu) == "40% · 25 W · 45 °C · unified"
     plain = HostSampler(nvml=type("NoDriver", (FakeNvml,), {"nvmlInit": lambda self: 1 / 0})([])).sample()
-    assert "gpus" not in plain  # no driver: no GPU figures, nothing raised
+    assert plain.gpus is None and "gpus" not in event_data(plain)  # no driver: no GPU figures, nothing raised
 
 
 def test_efficiency_finding_when_every_level_was_starved():

@@ -104,7 +104,9 @@ def test_load_rows_are_the_measured_window_not_the_warmup(tmp_path):
     rep = json.loads(out.stdout)["lanes"]["A"]["reps"][0]
     (row,) = summarize_recording(rec)
     assert row.workload == "load" and row.basis == "load results"
-    assert row.requests == rep["measured"] < 30  # the warm-up's requests are not in it
+    assert row.measured == rep["measured"] < 30  # the measured window: the warm-up's requests are not in it
+    assert row.requests == rep["requests"] > rep["measured"]  # the rep's own requests: the warm-up's too
+    assert row.complete == rep["ok"] and row.error == rep["errors"]  # over the measured window, as the rep's
     assert row.ttft_p50 == pytest.approx(rep["ttft_s"]["p50"], abs=1e-6)
     assert row.tok_s == pytest.approx(rep["output_tok_s"], abs=0.01)
     assert row.goodput_rps == pytest.approx(rep["slo"]["goodput_rps"], abs=1e-6)

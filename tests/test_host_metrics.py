@@ -75,10 +75,10 @@ def test_host_sampler_reads_this_machine():
     sampler = HostSampler()
     time.sleep(0.05)
     d = sampler.sample()
-    assert 0.0 <= d["cpu_pct"] <= 100.0 and d["cpus"] >= 1
-    assert 0 < d["mem_used"] <= d["mem_total"] and 0 < d["mem_pct"] <= 100
-    assert d["net_rx_Bps"] >= 0 and d["net_tx_Bps"] >= 0
-    assert d["proc_rss"] > 1_000_000
+    assert 0.0 <= d.cpu_pct <= 100.0 and d.cpus >= 1
+    assert 0 < d.mem_used <= d.mem_total and 0 < d.mem_pct <= 100
+    assert d.net_rx_Bps >= 0 and d.net_tx_Bps >= 0
+    assert d.proc_rss > 1_000_000
 
 
 def test_state_folds_host_and_server_metrics():

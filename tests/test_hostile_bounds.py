@@ -46,7 +46,7 @@ def test_an_endless_models_body_is_refused_at_its_cap():
     with HostileServer(lambda req: [head(200), b'{"data":[', endless(b'{"id":"m"},' * 6000)]) as srv:
         data, _ = asyncio.run(with_client(LaneConfig("H", srv.url), lambda c: c.probe_models()))
         sent = srv.sent["/v1/models"]
-    assert data["ok"] is False and data["cls"] == schema.ERR_MALFORMED and "larger than" in data["message"]
+    assert data.ok is False and data.cls == schema.ERR_MALFORMED and "larger than" in data.message
     assert sent < 32 * MiB  # lanemon stopped reading (the server would have sent 200 MiB)
 
 
@@ -71,7 +71,7 @@ def test_an_endless_metrics_body_is_refused_at_its_cap():
                 return await asyncio.wait_for(scraper.scrape(), GUARD_S)
         data = asyncio.run(scrape())
         sent = srv.sent["/metrics"]
-    assert data["ok"] is False and "larger than" in data["message"]
+    assert data.ok is False and "larger than" in data.message
     assert sent < 32 * MiB
 
 
@@ -79,7 +79,7 @@ def test_a_models_body_dripping_for_ever_ends_at_the_deadline():
     with HostileServer(lambda req: [head(200), drip(b'{"data":[', 0.05)]) as srv:
         t0 = time.monotonic()
         data, _ = asyncio.run(with_client(LaneConfig("H", srv.url, deadline=1.0), lambda c: c.probe_models()))
-    assert data["ok"] is False and data["cls"] == schema.ERR_TIMEOUT
+    assert data.ok is False and data.cls == schema.ERR_TIMEOUT
     assert time.monotonic() - t0 < 10
 
 

@@ -103,10 +103,10 @@ def test_a_gzip_models_body_is_read_and_a_bomb_refused():
     bomb = b'{"object":"list","data":[' + b" " * (24 << 20) + b"]}"  # 24 MiB of blanks in 24 KB
     with HostileServer(lambda req: gzip_body(good)) as srv:
         data, _ = asyncio.run(with_client(LaneConfig("H", srv.url), lambda c: c.probe_models()))
-    assert data["ok"] and data["model"] == "m"
+    assert data.ok and data.model == "m"
     with HostileServer(lambda req: gzip_body(bomb)) as srv:
         data, _ = asyncio.run(with_client(LaneConfig("H", srv.url), lambda c: c.probe_models()))
-    assert data["ok"] is False and data["cls"] == schema.ERR_MALFORMED and "compression bomb" in data["message"]
+    assert data.ok is False and data.cls == schema.ERR_MALFORMED and "compression bomb" in data.message
 
 
 def test_a_gzip_bomb_on_metrics_is_refused():
@@ -121,7 +121,7 @@ def test_a_gzip_bomb_on_metrics_is_refused():
         data = asyncio.run(scrape())
         asked = srv.requests[-1].headers.get("accept-encoding")
     assert asked == "identity"
-    assert data["ok"] is False and ("compression bomb" in data["message"] or "decodes to more" in data["message"])
+    assert data.ok is False and ("compression bomb" in data.message or "decodes to more" in data.message)
 
 
 # ------------------------------------------------------------------------------ item 6: name what happened
@@ -150,8 +150,8 @@ def test_a_redirected_models_probe_and_metrics_scrape_are_named():
                 return await MetricsScraper("H", srv.url, http, clock=Clock(), emit=lambda e: None).scrape()
         metrics = asyncio.run(scrape())
     for d in (data, metrics):
-        assert d["ok"] is False and d["cls"] == schema.ERR_HTTP
-        assert "lane answered 302 -> http://evil.example/models: lanemon does not follow redirects" in d["message"]
+        assert d.ok is False and d.cls == schema.ERR_HTTP
+        assert "lane answered 302 -> http://evil.example/models: lanemon does not follow redirects" in d.message
 
 
 def test_20000_response_headers_are_named_as_such():
@@ -226,7 +226,7 @@ def test_gpu_telemetry_asks_for_no_compression_and_refuses_a_bomb():
         data = asyncio.run(scrape())
         asked = srv.requests[-1].headers.get("accept-encoding")
     assert asked == "identity"
-    assert data["ok"] is False and ("compression bomb" in data["message"] or "decodes to more" in data["message"])
+    assert data.ok is False and ("compression bomb" in data.message or "decodes to more" in data.message)
 
 
 def test_a_drip_of_empty_flush_blocks_ends_at_the_stall_window():

@@ -107,8 +107,8 @@ def test_live_drops_impossible_values_counts_them_and_the_panel_says_so():
     from lanemon.folds.dashboard import SessionState, gpu_text
 
     data, events, _ = scrape(lambda req: ht.text(ht.impossible()))
-    assert data["ok"] and data["dropped"] == 3, data  # +Inf %, -1000 W, 500 °C
-    assert data["power_w"] == 30.5 and all("dropped" not in g for g in data["gpus"])
+    assert data.ok and data.dropped == 3, data  # +Inf %, -1000 W, 500 °C
+    assert data.power_w == 30.5 and all(g.dropped == 0 for g in data.gpus)
     st = SessionState()
     st.apply(Event(0, schema.LANE, "A", None, {"name": "A", "url": "http://x/v1", "telemetry": "http://g/metrics"}))
     st.apply(events[0])
@@ -257,7 +257,7 @@ def test_a_200000_gpu_endpoint_costs_one_bounded_reading():
     body = ht.many_gpus()
     assert 7 << 20 < len(body) <= 8 << 20
     data, events, took = scrape(lambda req: ht.text(body))
-    assert not data["ok"] and "larger than" in data["message"] and took < 3, (data, took)
+    assert not data.ok and "larger than" in data.message and took < 3, (data, took)
     from lanemon.folds.dashboard import GpuState, gpu_text
 
     gpu = GpuState()
@@ -285,7 +285,7 @@ def test_many_gpus_under_the_body_cap_are_read_in_milliseconds_and_kept_to_64():
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert data["ok"] and data["gpu_count"] == 64 and data["power_w"] == 640.0, data.get("message")
+    assert data.ok and data.gpu_count == 64 and data.power_w == 640.0, data.message
     assert peak < 24 << 20 and took < 5, (peak, took)  # under tracemalloc, on 2 shared cores
 
 
@@ -297,7 +297,7 @@ def test_a_1_mb_label_is_not_read():
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert data["ok"] and data["gpu_count"] == 1 and data["dropped"] == 1, data
+    assert data.ok and data.gpu_count == 1 and data.dropped == 1, data
     assert peak < 12 << 20, peak
 
 
@@ -320,9 +320,9 @@ def test_a_dripping_endpoint_never_holds_up_the_race(tmp_path, demo_race):
                                             (ht.bomb, "gzip body")])
 def test_a_telemetry_error_is_the_telemetry_endpoints_not_the_lanes(handler, words):
     data, _, _ = scrape(handler)
-    assert not data["ok"] and words in data["message"], data
-    assert data["message"].startswith("GPU telemetry") and not re.search(r"\blane\b", data["message"]), data
-    assert "the telemetry endpoint" in data["message"] or "GPU telemetry answered" in data["message"]
+    assert not data.ok and words in data.message, data
+    assert data.message.startswith("GPU telemetry") and not re.search(r"\blane\b", data.message), data
+    assert "the telemetry endpoint" in data.message or "GPU telemetry answered" in data.message
 
 
 def test_a_race_names_the_telemetry_failure(tmp_path):
@@ -343,13 +343,13 @@ def test_a_race_names_the_telemetry_failure(tmp_path):
 def test_metrics_with_infinities_and_overflowing_sums_keep_the_rest_and_count_them():
     """A lane's /metrics saying ``+Inf`` requests running failed the whole scrape (``int(inf)``: OverflowError),
     and two ranks of 1e308 waiting summed to inf."""
-    from lanemon.client.prom import MetricsScraper
+    from lanemon.client.prom import MetricsScraper, scrape_data
 
     body = ("vllm:num_requests_running +Inf\nvllm:num_requests_waiting{engine=\"0\"} 1e308\n"
             "vllm:num_requests_waiting{engine=\"1\"} 1e308\nvllm:generation_tokens_total 1e300\n"
             "vllm:prompt_tokens_total 120\nvllm:kv_cache_usage_perc 0.5\n")
     s = MetricsScraper("A", "http://x/v1", None, clock=Clock(), emit=lambda e: None)  # type: ignore[arg-type]
-    data = s._read(body, 0, 0.01)
+    data = scrape_data(s._read(body, 0, 0.01))  # as the event holds it
     assert data["ok"] and data["prompt_tokens_total"] == 120 and data["kv_usage"] == 0.5, data
     assert "running" not in data and "waiting" not in data and "generation_tokens_total" not in data
     assert data["dropped"] == 3

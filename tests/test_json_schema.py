@@ -12,7 +12,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from lanemon.reports.json_schema import OUTPUTS, SCHEMA_VERSION, validate
+from lanemon.reports.json_schema import OUTPUTS, SCHEMA_VERSION, VERSIONS, validate, version
 from lanemon.results.common import to_json_obj
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_sessions"
@@ -34,8 +34,11 @@ def test_schema_list_and_each_schema_with_its_version():
         got = _run("schema", name)
         assert got.returncode == 0, got.stderr
         doc = json.loads(got.stdout)
-        assert doc["version"] == SCHEMA_VERSION and doc["$id"].endswith(f":{SCHEMA_VERSION}")
+        assert doc["version"] == version(name) and doc["$id"].endswith(f":{version(name)}")
+        listed = next(ln for ln in out.stdout.splitlines() if ln.split()[0] == name)
+        assert f"(schema version {version(name)})" in listed
         assert "$defs" in doc or "properties" in doc or "items" in doc
+    assert VERSIONS["history"] == "2" and version("bench-decode") == SCHEMA_VERSION  # history's requests moved on
     bad = _run("schema", "bench-nothing")
     assert bad.returncode == 2 and "bench-nothing" in bad.stderr and len(bad.stderr.splitlines()) == 1
 

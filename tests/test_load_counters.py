@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from msgspec import to_builtins
 
 from lanemon import events as schema
 from lanemon.client.prom import map_engine, parse
@@ -29,7 +30,8 @@ NS = 1_000_000_000
 
 
 def mapped(name: str) -> dict:
-    return map_engine(parse((FIXTURES / name).read_text()))
+    """A fixture's scrape as a recording holds it."""
+    return to_builtins(map_engine(parse((FIXTURES / name).read_text())))
 
 
 def mark(t_s: float, **data) -> Event:

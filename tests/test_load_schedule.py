@@ -16,9 +16,9 @@ def test_a_load_bench_without_a_seed_draws_one_and_records_it():
     opts = BenchOptions(load=LoadOptions(arrival="poisson", rate=4, requests=20))
     assert isinstance(opts.seed, int)
     cfg = opts.config("load", ["A", "B"])
-    assert cfg["seed"] == opts.seed and cfg["seed_drawn"] is True
+    assert cfg.seed == opts.seed and cfg.seed_drawn is True
     given = BenchOptions(load=LoadOptions(arrival="poisson", rate=4, requests=20), seed=7)
-    assert given.seed == 7 and given.config("load", ["A"])["seed_drawn"] is False
+    assert given.seed == 7 and given.config("load", ["A"]).seed_drawn is False
     # decode keeps fresh randomness (nonces): nothing drawn for it
     assert BenchOptions().seed is None
 

@@ -59,6 +59,19 @@ def test_availability_reports_each_change_once_with_its_reason_and_how_long():
     assert Availability().apply(_probe(0, False)).state == "down"
 
 
+def test_a_probe_is_read_as_its_type_and_one_that_does_not_fit_changes_nothing():
+    """Availability decodes each probe into results.readings.ProbeResult: a failed one without a message is named by
+    its status; a recording's probe whose fields are not what lanemon writes (an "ok" one listing numbers as
+    models) says nothing about the lane, so a lane that is down stays down."""
+    av = Availability()
+    down = av.apply(Event(S, schema.PROBE, "D", None, {"ok": False, "cls": "http", "status": 503}))
+    assert (down.state, down.cls, down.message) == ("down", "http", "503")
+    assert av.apply(Event(2 * S, schema.PROBE, "D", None, {"ok": True, "models": [1, 2]})) is None
+    assert av.apply(Event(3 * S, schema.PROBE, "D", None, {"ok": "yes"})) is None
+    assert "D" in av.down_since
+    assert av.apply(Event(4 * S, schema.PROBE, "D", None, {"ok": True, "models": ["m"]})).state == "up"
+
+
 def test_a_down_line_is_stripped_of_terminal_escapes_and_the_event_fits_the_schema():
     av = Availability()
     ch = av.apply(_probe(S, False, message="refused \x1b]0;PWNED\x07\x1b[31mred\x1b[0m" + "x" * 5000))

@@ -77,7 +77,7 @@ def test_a_connection_closed_while_idle_is_retried_once_and_said():
         events = []
         client = LaneClient(LaneConfig("L", url), clock=Clock(), emit=events.append)
         try:
-            assert (await client.probe_models())["ok"]
+            assert (await client.probe_models()).ok
             body = client.build_body("completions", prompt="x", max_tokens=1)
             body["stream"] = False
             body.pop("stream_options", None)
@@ -95,8 +95,8 @@ def test_a_connection_closed_while_idle_is_retried_once_and_said():
     events, rec, (status, obj, err), probe, scrape = asyncio.run(go())
     assert rec.ok and rec.text == "hi" and rec.completion_tokens == 1
     assert err is None and status == 200 and obj["choices"][0]["text"] == "hi"
-    assert probe["ok"] and probe["model"] == "m", probe
-    assert scrape["ok"], scrape
+    assert probe.ok and probe.model == "m", probe
+    assert scrape.ok, scrape
     assert server.dropped == 4  # every call met a connection the server had closed: every one was retried
     notes = [ev for ev in events if ev.kind == schema.NOTE and ev.data.get("retry")]
     assert len(notes) == 4 and notes[0].req is None and notes[1].req == rec.req

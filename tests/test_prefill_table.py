@@ -98,7 +98,7 @@ def test_fit_drops_whole_columns_and_keeps_the_cache_hit(width):
 @pytest.mark.parametrize("width", [80, 100, 160])
 def test_the_cli_prints_the_model_fitted_to_its_width(width):
     buf = io.StringIO()
-    render(to_json_obj(analyze(SAMPLE).prefill), Console(file=buf, width=width, force_terminal=False))
+    render(analyze(SAMPLE).prefill, Console(file=buf, width=width, force_terminal=False))
     out = buf.getvalue()
     assert all(len(line) <= width for line in out.splitlines())
     table = [line for line in out.splitlines() if line.startswith("│")]

@@ -12,7 +12,8 @@ import pytest
 
 from lanemon.config import LaneConfig, ProbeConfig
 from lanemon.client import prom
-from lanemon.client.prom import MetricsScraper, PromParseError, RateTracker, map_engine, metrics_url, parse
+from lanemon.client.prom import MetricsScraper, PromParseError, RateTracker, map_engine, metrics_url, parse, scrape_data
+from lanemon.results.readings import EngineMetrics, Rates, engine_metrics, read
 from lanemon import events as schema
 from lanemon.events import Clock
 from lanemon.sessions.sources import LiveSession
@@ -161,49 +162,49 @@ def test_parser_rejects_malformed(text):
 
 def test_vllm_mapping_sums_engines_and_takes_fullest_kv():
     m = map_engine(parse(VLLM_TEXT))
-    assert m["engine"] == "vllm"
-    assert m["running"] == 5 and m["waiting"] == 1
-    assert m["kv_usage"] == pytest.approx(0.4215)
-    assert m["prompt_tokens_total"] == 12000.0
-    assert m["generation_tokens_total"] == 34567.0
-    assert m["prefix_hits_total"] == 2500.0 and m["prefix_queries_total"] == 10000.0
+    assert m.engine == "vllm"
+    assert m.running == 5 and m.waiting == 1
+    assert m.kv_usage == pytest.approx(0.4215)
+    assert m.prompt_tokens_total == 12000.0
+    assert m.generation_tokens_total == 34567.0
+    assert m.prefix_hits_total == 2500.0 and m.prefix_queries_total == 10000.0
     # first scrape: cumulative hit ratio; no rates yet
-    assert RateTracker().update(1_000_000_000, m) == {"prefix_hit_rate": 0.25}
+    assert RateTracker().update(1_000_000_000, m) == Rates(prefix_hit_rate=0.25)
 
 
 def test_sglang_mapping():
     m = map_engine(parse(SGLANG_TEXT))
-    assert m["engine"] == "sglang"
-    assert m["running"] == 12 and m["waiting"] == 3
-    assert m["kv_usage"] == pytest.approx(0.61)
-    assert m["prompt_tokens_total"] == pytest.approx(9_128_902)
-    assert m["generation_tokens_total"] == pytest.approx(7_557_572)
-    assert m["gen_throughput"] == pytest.approx(355.2)
-    assert RateTracker().update(1, m)["prefix_hit_rate"] == pytest.approx(0.007507552643049313)
+    assert m.engine == "sglang"
+    assert m.running == 12 and m.waiting == 3
+    assert m.kv_usage == pytest.approx(0.61)
+    assert m.prompt_tokens_total == pytest.approx(9_128_902)
+    assert m.generation_tokens_total == pytest.approx(7_557_572)
+    assert m.gen_throughput == pytest.approx(355.2)
+    assert RateTracker().update(1, m).prefix_hit_rate == pytest.approx(0.007507552643049313)
 
 
 def test_old_vllm_names():
     m = map_engine(parse(VLLM_V0_TEXT))
-    assert (m["engine"], m["running"], m["waiting"], m["kv_usage"]) == ("vllm", 1, 4, 0.93)
-    assert RateTracker().update(1, m)["prefix_hit_rate"] == 0.25
+    assert (m.engine, m.running, m.waiting, m.kv_usage) == ("vllm", 1, 4, 0.93)
+    assert RateTracker().update(1, m).prefix_hit_rate == 0.25
 
 
 def test_unknown_exposition_maps_to_nothing():
-    assert map_engine(parse("process_cpu_seconds_total 12.5\nhttp_requests_total{code=\"200\"} 4\n")) == {}
+    assert map_engine(parse("process_cpu_seconds_total 12.5\nhttp_requests_total{code=\"200\"} 4\n")) is None
 
 
 def test_rates_from_counters_and_reset():
     r = RateTracker()
-    assert r.update(0, {"prompt_tokens_total": 100.0, "generation_tokens_total": 50.0}) == {}
-    out = r.update(2_000_000_000, {"prompt_tokens_total": 900.0, "generation_tokens_total": 450.0,
-                                   "prefix_hits_total": 10.0, "prefix_queries_total": 20.0})
-    assert out["prompt_tok_s"] == pytest.approx(400.0) and out["gen_tok_s"] == pytest.approx(200.0)
-    assert "prefix_hit_rate" not in out or out["prefix_hit_rate"] == 0.5  # first time the cache counters appear
-    out = r.update(3_000_000_000, {"prompt_tokens_total": 1000.0, "generation_tokens_total": 30.0,
-                                   "prefix_hits_total": 40.0, "prefix_queries_total": 60.0})
-    assert out["prompt_tok_s"] == pytest.approx(100.0)
-    assert out["gen_tok_s"] == pytest.approx(30.0)  # reset: the increase is the new value (Prometheus rate())
-    assert out["prefix_hit_rate"] == pytest.approx(30 / 40)
+    assert r.update(0, EngineMetrics(engine="vllm", prompt_tokens_total=100.0, generation_tokens_total=50.0)) == Rates()
+    out = r.update(2_000_000_000, EngineMetrics(engine="vllm", prompt_tokens_total=900.0, generation_tokens_total=450.0,
+                                                 prefix_hits_total=10.0, prefix_queries_total=20.0))
+    assert out.prompt_tok_s == pytest.approx(400.0) and out.gen_tok_s == pytest.approx(200.0)
+    assert out.prefix_hit_rate in (None, 0.5)  # first time the cache counters appear
+    out = r.update(3_000_000_000, EngineMetrics(engine="vllm", prompt_tokens_total=1000.0, generation_tokens_total=30.0,
+                                                 prefix_hits_total=40.0, prefix_queries_total=60.0))
+    assert out.prompt_tok_s == pytest.approx(100.0)
+    assert out.gen_tok_s == pytest.approx(30.0)  # reset: the increase is the new value (Prometheus rate())
+    assert out.prefix_hit_rate == pytest.approx(30 / 40)
 
 
 @pytest.mark.parametrize("url,expected", [
@@ -229,7 +230,7 @@ async def test_scraper_404_is_final_and_quiet():
     scraper, events = _scraper(lambda req: httpx.Response(404, text="no route"))
     data = await scraper.scrape()
     assert scraper.available is False
-    assert data["available"] is False and data["status"] == 404
+    assert data.available is False and data.status == 404
     assert [e.kind for e in events] == [schema.SERVER_METRICS]
     st = SessionState()
     st.apply(events[0])
@@ -238,10 +239,10 @@ async def test_scraper_404_is_final_and_quiet():
 
 async def test_scraper_non_prometheus_body_is_final_and_5xx_is_retried():
     scraper, _ = _scraper(lambda req: httpx.Response(200, text="<html>dashboard</html>"))
-    assert (await scraper.scrape())["cls"] == schema.ERR_MALFORMED and scraper.available is False
+    assert (await scraper.scrape()).cls == schema.ERR_MALFORMED and scraper.available is False
     scraper, _ = _scraper(lambda req: httpx.Response(503, text="busy"))
     data = await scraper.scrape()
-    assert data["ok"] is False and data["status"] == 503 and scraper.available is True
+    assert data.ok is False and data.status == 503 and scraper.available is True
 
 
 async def test_scraper_maps_and_rates():
@@ -257,9 +258,10 @@ async def test_scraper_maps_and_rates():
     await asyncio.sleep(0.05)
     second = await scraper.scrape()
     assert seen == ["http://lane.test/metrics"] * 2
-    assert first["ok"] and first["engine"] == "vllm" and "gen_tok_s" not in first
-    assert second["gen_tok_s"] > 0 and second["prompt_tok_s"] == 0.0
-    assert [e.data for e in events] == [first, second]
+    assert first.ok and first.metrics.engine == "vllm" and first.rates.gen_tok_s is None
+    assert second.rates.gen_tok_s > 0 and second.rates.prompt_tok_s == 0.0
+    assert [e.data for e in events] == [scrape_data(first), scrape_data(second)]
+    assert "gen_tok_s" not in events[0].data and events[1].data["gen_tok_s"] == second.rates.gen_tok_s
 
 
 async def test_live_session_stops_scraping_a_lane_without_metrics(monkeypatch):
@@ -319,20 +321,60 @@ async def test_sim_metrics_match_scheduler_truth(profile, engine):
                 await asyncio.sleep(0.02)
             assert mid is not None, "never saw all requests in the scheduler"
             truth, m = mid
-            assert m["engine"] == engine
-            assert (m["running"], m["waiting"]) == (16, 4) == (truth["running"], truth["waiting"])
-            assert m["prompt_tokens_total"] == truth["prompt"]  # counted at admission
-            assert 0 < m["kv_usage"] < 0.01
+            assert m.engine == engine
+            assert (m.running, m.waiting) == (16, 4) == (truth["running"], truth["waiting"])
+            assert m.prompt_tokens_total == truth["prompt"]  # counted at admission
+            assert 0 < m.kv_usage < 0.01
             await asyncio.gather(*tasks)
             trace = (await http.get(f"{root}/sim/trace")).json()["requests"]
             end = map_engine(parse((await http.get(f"{root}/metrics")).text))
     truth = _truth(trace)
     assert all(r["status"] == "ok" for r in trace)
-    assert (end["running"], end["waiting"], end["kv_usage"]) == (0, 0, 0.0)
-    assert end["prompt_tokens_total"] == truth["prompt"] == n * trace[0]["prompt_tokens"]
-    assert end["generation_tokens_total"] == truth["completion"] == n * 40
+    assert (end.running, end.waiting, end.kv_usage) == (0, 0, 0.0)
+    assert end.prompt_tokens_total == truth["prompt"] == n * trace[0]["prompt_tokens"]
+    assert end.generation_tokens_total == truth["completion"] == n * 40
     if engine == "sglang":  # B has a prefix cache: 19 repeats of one prompt hit it
-        assert end["prefix_hits_total"] == truth["cached"] > 0
-        assert end["prefix_hit_rate_gauge"] == pytest.approx(truth["cached"] / truth["prompt"])
+        assert end.prefix_hits_total == truth["cached"] > 0
+        assert end.prefix_hit_rate_gauge == pytest.approx(truth["cached"] / truth["prompt"])
     else:  # A has none, and says nothing about one
-        assert "prefix_hits_total" not in end and truth["cached"] == 0
+        assert end.prefix_hits_total is None and truth["cached"] == 0
+
+
+SGLANG_FULL = """# TYPE sglang:num_running_reqs gauge
+sglang:num_running_reqs 2.0
+sglang:num_queue_reqs 0.0
+sglang:token_usage 0.25
+# TYPE sglang:prompt_tokens_total counter
+sglang:prompt_tokens_total 400.0
+# TYPE sglang:generation_tokens_total counter
+sglang:generation_tokens_total 90.0
+# TYPE sglang:cached_tokens_total counter
+sglang:cached_tokens_total 100.0
+sglang:cache_hit_rate 0.25
+sglang:gen_throughput 55.5
+# TYPE sglang:num_requests_total counter
+sglang:num_requests_total 3.0
+# TYPE sglang:num_retracted_reqs_total counter
+sglang:num_retracted_reqs_total 1.0
+sglang:max_total_num_tokens 65536.0
+# TYPE sglang:time_to_first_token_seconds histogram
+sglang:time_to_first_token_seconds_bucket{le="+Inf"} 3.0
+sglang:time_to_first_token_seconds_sum 0.3
+sglang:time_to_first_token_seconds_count 3.0
+"""
+
+
+def test_a_scrape_event_holds_the_figures_in_the_recordings_order_and_decodes_back():
+    """A scrape is typed (ServerScrape, EngineMetrics, Rates) but its event is the JSON recordings always held:
+    SGLang's figures in its table's order, the prefix queries it does not export (taken from the prompt tokens)
+    after them, then the histograms and the rates.  A reader decoding the event at the edge gets the scrape back."""
+    s = MetricsScraper("S", "http://x/v1", None, clock=Clock(), emit=lambda e: None)  # type: ignore[arg-type]
+    scrape = s._read(SGLANG_FULL, 1_000_000_000, 0.01)
+    data = scrape_data(scrape)
+    assert list(data) == ["ok", "latency_s", "engine", "running", "waiting", "kv_usage", "prompt_tokens_total",
+                          "generation_tokens_total", "prefix_hits_total", "prefix_hit_rate_gauge", "gen_throughput",
+                          "requests_success_total", "preemptions_total", "kv_capacity_tokens", "prefix_queries_total",
+                          "ttft_sum", "ttft_count", "prefix_hit_rate"]
+    assert data["running"] == 2 and type(data["running"]) is int and data["prefix_queries_total"] == 400.0
+    assert engine_metrics(data) == scrape.metrics and read(data, Rates) == scrape.rates
+    assert engine_metrics({**data, "ok": False}) is None and engine_metrics({**data, "running": "2"}) is None

@@ -16,12 +16,13 @@ import sys
 import textwrap
 import time
 
+import msgspec
 import psutil
 import pytest
 
 from lanemon.workloads.qeval import load_bank, score
 from lanemon.workloads.qeval.bank import Case, Task
-from lanemon.workloads.qeval.sandbox import (SandboxLimits, SandboxUnavailable, run_function, sandbox_problem)
+from lanemon.workloads.qeval.sandbox import (SandboxCall, SandboxLimits, SandboxUnavailable, run_function, sandbox_problem)
 from lanemon.workloads.qeval.scorers import score_code
 
 FAST = SandboxLimits(timeout_s=3.0)
@@ -48,7 +49,7 @@ def solution(body: str, tail: str = "def f(x):\n    return x + 1\n") -> str:
 
 def seen(run) -> str:
     """Everything the sandbox sent back, as one string."""
-    return json.dumps(run.results) + run.stdout + run.stderr
+    return msgspec.json.encode(run.results).decode() + run.stdout + run.stderr
 
 
 # ----------------------------------------------------------------------------- plain scoring
@@ -124,7 +125,7 @@ def test_bash_started_by_fork_exec_and_subprocess_stays_inside(tmp_path, monkeyp
         out.append("subprocess: " + repr(e))
     LOOT = out
     """
-    run = run_function(textwrap.dedent(body) + "def f():\n    return LOOT\n", "f", [{"args": ""}], FAST)
+    run = run_function(textwrap.dedent(body) + "def f():\n    return LOOT\n", "f", [SandboxCall("")], FAST)
     assert run.status == "ran", run
     loot = seen(run)
     assert "ran-bash" in loot  # bash did start -- inside the sandbox
@@ -144,10 +145,10 @@ def test_parent_environment_is_invisible(monkeypatch):
         except OSError as e:
             LOOT.append(f"{pid}: {e}")
     """
-    run = run_function(textwrap.dedent(body) + "def f():\n    return LOOT\n", "f", [{"args": ""}], FAST)
+    run = run_function(textwrap.dedent(body) + "def f():\n    return LOOT\n", "f", [SandboxCall("")], FAST)
     assert run.status == "ran", run
     assert planted not in seen(run) and "LANEMON_TEST_KEY" not in seen(run)
-    assert len(run.results[0]["value"]["list"]) >= 4  # the reads were made
+    assert len(run.results[0].value["list"]) >= 4  # the reads were made
 
 
 def test_no_connection_reaches_a_loopback_listener():
@@ -171,7 +172,7 @@ def test_no_connection_reaches_a_loopback_listener():
         LOOT.append(repr(e))
     """
     try:
-        run = run_function(textwrap.dedent(body) + "def f():\n    return LOOT\n", "f", [{"args": ""}], FAST)
+        run = run_function(textwrap.dedent(body) + "def f():\n    return LOOT\n", "f", [SandboxCall("")], FAST)
         assert run.status == "ran", run
         with pytest.raises(socket.timeout):
             server.accept()
@@ -222,9 +223,9 @@ def test_writes_outside_the_work_dir_fail_in_the_kernel(tmp_path):
         if isinstance(v, list):
             v.clear()  # a "violations" list, if any interpreter-level guard kept one
     """
-    run = run_function(textwrap.dedent(body) + "def f():\n    return LOOT\n", "f", [{"args": ""}], FAST)
+    run = run_function(textwrap.dedent(body) + "def f():\n    return LOOT\n", "f", [SandboxCall("")], FAST)
     assert run.status == "ran", run
-    loot = dict(item.split(": ", 1) for item in run.results[0]["value"]["list"])
+    loot = dict(item.split(": ", 1) for item in run.results[0].value["list"])
     assert list(outside.iterdir()) == []
     assert not os.path.exists("/usr/lanemon-escaped.txt") and not os.path.exists("/chdir-root.txt")
     assert loot["work"] == "ok"  # the work directory is writable: the attempts really ran
@@ -236,7 +237,8 @@ def test_writes_outside_the_work_dir_fail_in_the_kernel(tmp_path):
 
 KILLER = """
 import json, os, sys
-from lanemon.workloads.qeval.sandbox import SandboxLimits, run_function
+import msgspec
+from lanemon.workloads.qeval.sandbox import SandboxCall, SandboxLimits, run_function
 me = os.getpid()
 code = f'''
 import os, signal
@@ -251,9 +253,9 @@ for pid in ({me}, os.getppid()):
 def f():
     return LOOT
 '''
-run = run_function(code, "f", [{"args": ""}], SandboxLimits(timeout_s=3.0))
-again = run_function("def f():\\n    return 7\\n", "f", [{"args": ""}], SandboxLimits(timeout_s=3.0))
-print(json.dumps({"first": run.status, "loot": run.results, "again": again.results}))
+run = run_function(code, "f", [SandboxCall("")], SandboxLimits(timeout_s=3.0))
+again = run_function("def f():\\n    return 7\\n", "f", [SandboxCall("")], SandboxLimits(timeout_s=3.0))
+print(json.dumps({"first": run.status, "loot": msgspec.to_builtins(run.results), "again": msgspec.to_builtins(again.results)}))
 """
 
 
@@ -314,7 +316,7 @@ def test_grandchild_in_new_session_holding_the_pipe_is_killed(main_waits):
     tail = "def f():\n    while True:\n        pass\n" if main_waits else "def f():\n    return 1\n"
     before = _children()
     t0 = time.monotonic()
-    run = run_function(textwrap.dedent(body) + tail, "f", [{"args": ""}], SHORT)
+    run = run_function(textwrap.dedent(body) + tail, "f", [SandboxCall("")], SHORT)
     elapsed = time.monotonic() - t0
     assert elapsed < SHORT.timeout_s + 1.5
     assert run.status == ("timeout" if main_waits else "ran"), run
@@ -434,7 +436,7 @@ def test_without_bwrap_code_tasks_are_skipped_with_a_clear_message(tmp_path):
     # the loudly named opt-in runs the same bootstrap as a plain child process
     unsafe = SandboxLimits(timeout_s=3.0, bwrap=missing.bwrap, unsafe_no_sandbox=True)
     assert score_code(ADD, solution(""), unsafe) == (True, "passed")
-    run = run_function("def f():\n    return 1\n", "f", [{"args": ""}], unsafe)
+    run = run_function("def f():\n    return 1\n", "f", [SandboxCall("")], unsafe)
     assert run.status == "ran" and run.sandboxed is False
 
 
@@ -459,9 +461,9 @@ def test_a_fork_loop_is_bounded_and_cleaned_up():
             "        except OSError:\n            break\n        n += 1\n    return n\n")
     before = _children()
     t0 = time.monotonic()
-    run = run_function(code, "f", [{"args": ""}], FAST)
+    run = run_function(code, "f", [SandboxCall("")], FAST)
     assert run.status == "ran" and time.monotonic() - t0 < FAST.timeout_s + 1.5
-    forks = run.results[0]["value"]
+    forks = run.results[0].value
     if os.geteuid() != 0 or pidlimit.available():  # RLIMIT_NPROC (not root) or the run's pids cgroup
         assert forks < FAST.max_processes
     assert _new_children(before) == []
@@ -496,3 +498,24 @@ def test_a_fake_builtin_exception_does_not_count_as_the_real_one():
     assert not passed and reason == "tests failed (1 of 1): f(0) raised Exception: fake, expected ValueError"
     real = "def f(x):\n    raise ValueError('real')\n"
     assert score_code(t, real) == (True, "passed")
+
+
+def test_the_sandbox_output_is_decoded_into_call_results_and_anything_else_is_malformed():
+    """The bootstrap's JSON (written by a process the solution controls) becomes CallResult Structs or
+    ``malformed``; no shape the scorer cannot read gets through."""
+    from lanemon.workloads.qeval.sandbox import CallResult, SandboxRun, _parse
+
+    def parsed(out: bytes) -> SandboxRun:
+        run = SandboxRun("")
+        _parse(run, out, SandboxLimits())
+        return run
+
+    run = parsed(b'{"results": [{"value": 7}, {"value": null}, {"raised": ["ValueError"], "message": "bad"}]}')
+    assert run.status == "ran" and run.results == [CallResult(value=7), CallResult(value=None),
+                                                   CallResult(raised=["ValueError"], message="bad")]
+    for bad in (b'{"results": [{"raised": 5}]}', b'{"results": [1]}', b'{"results": {}}',
+                b'{"results": [{"message": 3}]}', b'[1]'):
+        assert parsed(bad).status == "malformed", bad
+    run = parsed(b'{"error": "error", "detail": {"raised": ["ZeroDivisionError"], "message": "division by zero"}}')
+    assert (run.status, run.reason) == ("error", "solution raised ZeroDivisionError: division by zero")
+    assert parsed(b'{"error": "error", "detail": {"raised": "x"}}').status == "malformed"

@@ -184,7 +184,7 @@ def test_the_report_draws_the_decode_table_the_cli_prints_one_model():
     assert s.model is not None and (s.headers, s.rows) == (model.labels(), model.text_rows())
     # the CLI, wide enough for every column, prints exactly these cells
     console = Console(width=400, record=True, color_system=None)
-    render(d, console)
+    render(analyze(SAMPLE).decode, console)
     lines = console.export_text().splitlines()
     table = [ln for ln in lines[:next(i for i, ln in enumerate(lines) if ln.startswith("└"))]
              if ln.startswith(("┃", "│"))]

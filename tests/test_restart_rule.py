@@ -91,7 +91,7 @@ def test_process_start_time_is_mapped_and_a_steady_one_is_no_restart():
     text = ("# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds 1.76500000025e+09\n"
             "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{engine=\"0\"} 1.0\n")
     m = map_engine(parse(text))
-    assert m["process_start_s"] == pytest.approx(1_765_000_000.25)
+    assert m.process_start_s == pytest.approx(1_765_000_000.25)
     evs = [sm(0, {**BEFORE, "process_start_s": 100.0}), sm(2, {**BEFORE, "requests_success_total": 7.0,
                                                                "process_start_s": 100.0})]
     assert window_counters(scrapes(evs, "A"), 0, 2 * NS).restarts == 0
@@ -101,7 +101,7 @@ def test_the_simulated_engine_exports_its_start_time_and_a_restart_changes_it():
     from lanemon.sim.server import SimThread
 
     def start(url: str) -> float:
-        return map_engine(parse(httpx.get(url, timeout=10).text))["process_start_s"]
+        return map_engine(parse(httpx.get(url, timeout=10).text)).process_start_s
 
     with SimThread("tensorfold-exl3", time_scale=0.02, faults=["restart#2"]) as sim:
         metrics = sim.root_url + "/metrics"

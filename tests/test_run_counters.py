@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from msgspec import to_builtins
 
 from lanemon import events as schema
 from lanemon.client.prom import map_engine, parse
@@ -22,7 +23,8 @@ NS = 1_000_000_000
 
 
 def mapped(name: str) -> dict:
-    return map_engine(parse((FIXTURES / name).read_text()))
+    """A fixture's scrape as a recording holds it."""
+    return to_builtins(map_engine(parse((FIXTURES / name).read_text())))
 
 
 def test_two_ranks_sum_and_split():
@@ -46,8 +48,8 @@ def test_a_reading_that_ignored_the_engine_label_would_be_wrong():
     text_b = (FIXTURES / "vllm_dp2_before.prom").read_text()
     text_a = (FIXTURES / "vllm_dp2_after.prom").read_text()
     last = lambda t: [v for labels, v in parse(t)["vllm:generation_tokens_total"]][-1]
-    assert last(text_a) - last(text_b) == 200 != run_counters(map_engine(parse(text_b)),
-                                                                map_engine(parse(text_a))).generation_tokens
+    assert last(text_a) - last(text_b) == 200 != run_counters(to_builtins(map_engine(parse(text_b))),
+                                                                to_builtins(map_engine(parse(text_a)))).generation_tokens
 
 
 def test_a_counter_reset_counts_the_new_value():

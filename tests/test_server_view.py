@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from msgspec import to_builtins
 
 from lanemon import events as schema
 from lanemon.client.prom import map_engine, parse
@@ -38,10 +39,10 @@ def vllm_text(n: int, ttft: float, e2e: float, computed: int, hit: int) -> str:
 
 def test_vllm_names_mapped():
     m = map_engine(parse(vllm_text(10, 0.5, 2.0, 900, 100)))
-    assert m["engine"] == "vllm" and m["ttft_count"] == 10 and m["ttft_sum"] == 0.5
-    assert m["prompt_tokens_computed_total"] == 900 and m["prompt_tokens_hit_total"] == 100
-    assert m["requests_by_finish"] == {"length": 9.0, "stop": 1.0} and m["requests_success_total"] == 10
-    assert (m["block_size"], m["kv_blocks"], m["kv_capacity_tokens"]) == (128, 64, 8192)  # the override wins
+    assert m.engine == "vllm" and m.ttft_count == 10 and m.ttft_sum == 0.5
+    assert m.prompt_tokens_computed_total == 900 and m.prompt_tokens_hit_total == 100
+    assert m.requests_by_finish == {"length": 9.0, "stop": 1.0} and m.requests_success_total == 10
+    assert (m.block_size, m.kv_blocks, m.kv_capacity_tokens) == (128, 64, 8192)  # the override wins
 
 
 def test_server_timings_are_deltas_and_survive_a_reset():
@@ -67,7 +68,7 @@ def _request(lane, req, t0, ttft, end, usage=(5, 3)):
 def test_server_view_pairs_the_same_interval():
     ms = 1_000_000
     scrape = lambda t, text: Event(t, schema.SERVER_METRICS, "V", None,  # noqa: E731
-                                   {"ok": True, **map_engine(parse(text))})
+                                   {"ok": True, **to_builtins(map_engine(parse(text)))})
     events = [scrape(0, vllm_text(10, 0.5, 2.0, 900, 100))]
     events += _request("V", "V-1", 10 * ms, 30 * ms, 60 * ms)
     events += _request("V", "V-2", 70 * ms, 50 * ms, 100 * ms)
@@ -88,7 +89,7 @@ def test_server_view_puts_each_scrape_where_it_was_read_not_where_its_parse_ende
     a real vLLM run beside four CPU hogs compared 4 server requests with 1 client request."""
     ms = 1_000_000
     scrape = lambda t, text, parse_s: Event(t, schema.SERVER_METRICS, "V", None,  # noqa: E731
-                                            {"ok": True, "parse_s": parse_s, **map_engine(parse(text))})
+                                            {"ok": True, "parse_s": parse_s, **to_builtins(map_engine(parse(text)))})
     # first scrape read at 0 but emitted at 500 ms; the last read at 900 ms, emitted at 1,400 ms
     events = [scrape(500 * ms, vllm_text(10, 0.5, 2.0, 900, 100), 0.5)]
     events += _request("V", "V-1", 10 * ms, 30 * ms, 300 * ms)  # ended between the first read and its event
@@ -100,14 +101,14 @@ def test_server_view_puts_each_scrape_where_it_was_read_not_where_its_parse_ende
     # a hostile or old recording's parse_s is ignored, never trusted
     for bad in (-5, "x", float("nan"), 1e9, True):
         events[0] = Event(500 * ms, schema.SERVER_METRICS, "V", None,
-                          {"ok": True, "parse_s": bad, **map_engine(parse(vllm_text(10, 0.5, 2.0, 900, 100)))})
+                          {"ok": True, "parse_s": bad, **to_builtins(map_engine(parse(vllm_text(10, 0.5, 2.0, 900, 100))))})
         assert server_view(events, "V").client_requests == 1  # V-1 ended before the event: left out
 
 
 # -- issue 28 row 4/5: a shared engine, a restarting engine ------------------------------------------------------
 def _scrape_at(t, n, ttft_sum, e2e_sum):
     return Event(t, schema.SERVER_METRICS, "V", None,
-                 {"ok": True, **map_engine(parse(vllm_text(n, ttft_sum, e2e_sum, 900 + n, 0)))})
+                 {"ok": True, **to_builtins(map_engine(parse(vllm_text(n, ttft_sum, e2e_sum, 900 + n, 0))))})
 
 
 def test_a_restart_between_intermediate_scrapes_is_left_out_on_both_sides():

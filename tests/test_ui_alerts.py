@@ -8,6 +8,7 @@ from textual.widgets import Label, Static
 
 from lanemon import events as schema
 from lanemon.events import Event
+from lanemon.sessions.sources import MonitorOptions
 from lanemon.ui.app import make_app
 from lanemon.ui.sample import ScriptedSource, sample_events
 from lanemon.ui.screens.alerts import AlertsScreen
@@ -65,7 +66,7 @@ async def test_the_window_table_shows_slo_attainment_and_goodput_and_charts_mark
     from lanemon.ui.widgets.time_chart import TimeChart
 
     source = ScriptedSource(sample_events(), mode="live", hold=True)
-    source.monitor_options = {"slo": {"ttft": 0.2}, "rules": [], "listen": None, "window_s": 60.0}
+    source.monitor_options = MonitorOptions(slo={"ttft": 0.2})
     app = make_app(source)
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot.pause(0.2)

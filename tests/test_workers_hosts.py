@@ -7,6 +7,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import msgspec
+
 from lanemon.workers.clocks import clock_offset, host_label, silent_workers, version_mismatch
 
 
@@ -27,8 +29,10 @@ def test_clock_offset_takes_the_round_trip_with_the_smallest_delay():
 
 
 def test_a_different_lanemon_version_on_a_load_host_is_refused_by_name():
-    hosts = [{"host": "load-a", "node": "aa" * 20, "version": "0.1.0"},
-             {"host": "load-b", "node": "bb" * 20, "version": "0.0.9"}]
+    from lanemon.workers.messages import WorkerHost
+
+    hosts = [WorkerHost(0, "0.1.0", "load-a", 11, "10.0.0.1", "aa" * 20),
+             WorkerHost(1, "0.0.9", "load-b", 12, "10.0.0.2", "bb" * 20)]
     assert version_mismatch(hosts[:1], "0.1.0") is None
     msg = version_mismatch(hosts, "0.1.0")
     assert msg is not None and "load-b" in msg and "0.0.9" in msg and "0.1.0" in msg and "load-a" not in msg
@@ -44,14 +48,16 @@ def test_a_busy_worker_silent_for_five_seconds_is_lost_an_idle_one_is_not():
 
 
 def test_workers_go_on_the_load_hosts_not_the_head_nor_this_process_node():
-    from lanemon.workers.ray_pool import _skews, load_hosts
+    from lanemon.workers.ray_pool import _skews, load_hosts, ray_nodes
 
     head = {"NodeID": "h", "Alive": True, "Resources": {"node:__internal_head__": 1.0}}
     a, b = {"NodeID": "a", "Alive": True, "Resources": {"CPU": 16}}, {"NodeID": "b", "Alive": True, "Resources": {}}
     dead = {"NodeID": "c", "Alive": False, "Resources": {"CPU": 16}}
-    assert [n["NodeID"] for n in load_hosts([b, head, dead, a], "h", joined=True)] == ["a", "b"]
-    assert [n["NodeID"] for n in load_hosts([head, a], "a", joined=True)] == ["a"]  # only this node: it is used
-    assert [n["NodeID"] for n in load_hosts([head, a, b], "h", joined=False)] == ["h"]  # a local runtime
+    assert [n.node_id for n in load_hosts(ray_nodes([b, head, dead, a]), "h", joined=True)] == ["a", "b"]
+    assert [n.node_id for n in load_hosts(ray_nodes([head, a]), "a", joined=True)] == ["a"]  # only this node
+    assert [n.node_id for n in load_hosts(ray_nodes([head, a, b]), "h", joined=False)] == ["h"]  # a local runtime
+    # ray.nodes() is read into RayNode: a node without an id is left out, not a KeyError
+    assert [n.node_id for n in ray_nodes([{"Alive": True}, a, "x"])] == ["a"] and ray_nodes(None) == []
     assert _skews("1:2500,x:3,0:-7") == {1: 2500, 0: -7}
 
 
@@ -59,6 +65,8 @@ def test_a_lost_worker_ends_what_it_sent_as_errors_and_what_it_had_not_sent_as_n
     from lanemon.bus import EventBus
     from lanemon.events import Clock
     from lanemon.measure.records import assemble
+    from lanemon.events import Event
+    from lanemon.workers.messages import Batch, JobReport
     from lanemon.workers.pool import Item, MergingPool
 
     bus, seen = EventBus(), []
@@ -66,18 +74,19 @@ def test_a_lost_worker_ends_what_it_sent_as_errors_and_what_it_had_not_sent_as_n
     pool = MergingPool(2, [], Clock(), bus)
     items = [Item(i * 0.1, f"A-{i}", "completions", {}, "bench", {"i": i}) for i in range(6)]
     shares = pool._shares("A", items)
-    assert [[d["req_id"] for d in s] for s in shares] == [["A-0", "A-2", "A-4"], ["A-1", "A-3", "A-5"]]
-    assert all(d["meta"]["worker"] == w for w, s in enumerate(shares) for d in s)
+    assert [[d.req_id for d in s] for s in shares] == [["A-0", "A-2", "A-4"], ["A-1", "A-3", "A-5"]]
+    assert all(d.meta == {"i": int(d.req_id[2:]), "worker": w} for w, s in enumerate(shares) for d in s)
+    assert all("worker" not in it.meta for it in items)  # the workload's items are not changed
     pool._busy = {0: 1, 1: 1}
     now = pool.clock.now()
-    pool._receive(1, {"hb": now, "ev": [
-        {"t": now, "kind": "request", "lane": "A", "req": "A-1", "data": {"meta": {"i": 1}}},
-        {"t": now + 1, "kind": "request", "lane": "A", "req": "A-3", "data": {"meta": {"i": 3}}},
-        {"t": now + 2, "kind": "done", "lane": "A", "req": "A-1", "data": {"finish_reason": "stop"}}]})
+    pool._receive(1, Batch(now, [
+        Event(now, "request", "A", "A-1", {"meta": {"i": 1}}),
+        Event(now + 1, "request", "A", "A-3", {"meta": {"i": 3}}),
+        Event(now + 2, "done", "A", "A-1", {"finish_reason": "stop"})]))
     errors = pool._lost(1, "load host x (n1) lost")
-    assert errors == 1 and pool.job_report == {"not_sent": 1}  # A-3 in flight, A-5 never sent
-    pool._receive(1, {"hb": now + 5, "ev": [{"t": now + 3, "kind": "done", "lane": "A", "req": "A-3",
-                                             "data": {}}]})  # late news from a lost host: not taken
+    assert errors == 1 and pool.job_report == JobReport(not_sent=1)  # A-3 in flight, A-5 never sent
+    assert msgspec.to_builtins(pool.job_report) == {"not_sent": 1}  # what the end mark carries
+    pool._receive(1, Batch(now + 5, [Event(now + 3, "done", "A", "A-3")]))  # late news from a lost host: not taken
     pool._close_merge()
     recs = {r.req: r for r in assemble(seen)}
     assert set(recs) == {"A-1", "A-3"} and recs["A-1"].error is None
@@ -127,3 +136,23 @@ def test_the_kuberay_manifest_parses_and_names_what_lanemon_needs():
     assert container["image"] == head_image  # the same lanemon version everywhere
     assert container["resources"]["limits"]["cpu"] == "16"
     assert "--ray-address auto" in path.read_text(encoding="utf-8")
+
+
+def test_the_pipe_messages_round_trip_through_msgspec_as_their_tagged_structs():
+    """What a worker sends the main process (and back) decodes to the same Structs: events, items, job ids."""
+    from lanemon.events import Event
+    from lanemon.workers.messages import (Batch, Bye, Done, Item, Job, Ready, Stop, encode, from_worker,
+                                          job_items, to_worker)
+
+    evs = [Event(5, "request", "A", "A-1", {"meta": {"worker": 0}, "max_tokens": 32}),
+           Event(9, "note", None, None, {"level": "info", "message": "x", "ratio": 0.1})]
+    for msg in (Batch(10, evs), Ready(1), Done(12, evs[:1], job=3, errors=1, failure="ValueError: x"), Bye(20)):
+        back = from_worker(encode(msg))
+        assert type(back) is type(msg) and back == msg
+    items = [Item(0.25, "A-1", "completions", {"prompt": "hi", "max_tokens": 8}, "bench", {"i": 1})]
+    job = to_worker(encode(Job(7, "A", 123, items)))
+    assert isinstance(job, Job) and job.items == items and job.start_ns == 123
+    assert isinstance(to_worker(encode(Stop())), Stop)
+    assert job_items(encode(items)) == items
+    # a Batch is not a Done: the main side's "job over" test cannot fire on a heartbeat
+    assert not isinstance(from_worker(encode(Batch(1))), Done)

@@ -83,20 +83,6 @@ class Event(msgspec.Struct, gc=False):
             obj["data"] = self.data
         return obj
 
-    @classmethod
-    def from_json_obj(cls, obj: dict[str, Any]) -> "Event":
-        t = obj["t"]
-        kind = obj["kind"]
-        if not isinstance(t, int) or not isinstance(kind, str):
-            raise ValueError("event needs an integer 't' and a string 'kind'")
-        data = obj.get("data") or {}
-        if not isinstance(data, dict):
-            raise ValueError("event 'data' must be an object")
-        lane, req = obj.get("lane"), obj.get("req")
-        if not (lane is None or isinstance(lane, str)) or not (req is None or isinstance(req, str)):
-            raise ValueError("event 'lane' and 'req' must be strings")
-        return cls(t=t, kind=kind, lane=lane, req=req, data=data)
-
 
 class Clock:
     """Session clock: integer nanoseconds since the session started (monotonic)."""

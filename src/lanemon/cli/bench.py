@@ -108,47 +108,47 @@ def build_options(args: argparse.Namespace):
     from lanemon.workloads.prompts import PromptSetError, load_prompt_set
 
     kind = args.bench_kind
-    kw: dict[str, Any] = {
-        "reps": _positive(args.reps, "--reps"),
-        "parallel_lanes": args.parallel_lanes,
-        "chat": args.chat or args.thinking is not None,  # thinking is a chat-template switch
-        "time_scale": args.time_scale if getattr(args, "demo", False) else None,
-        "thinking": thinking_arg(args),
-        "slo": slo_arg(args),
-    }
+    reps = _positive(args.reps, "--reps")
+    chat = args.chat or args.thinking is not None  # thinking is a chat-template switch
+    time_scale = args.time_scale if getattr(args, "demo", False) else None
+    thinking, slo = thinking_arg(args), slo_arg(args)
     try:
         if kind == "decode":
-            kw["levels"] = _ints(args.levels, "--levels")
-            kw["max_tokens"] = _positive(args.max_tokens, "--max-tokens")
-            kw["per_category"] = not args.no_categories
-            kw["temperature"] = _temperature(args.temperature)
-            kw["prompt_set"] = load_prompt_set(args.prompts)
+            levels = _ints(args.levels, "--levels")
+            max_tokens = _positive(args.max_tokens, "--max-tokens")
+            temperature = _temperature(args.temperature)
+            prompt_set = load_prompt_set(args.prompts)
             cats = [c.strip() for c in str(args.categories).split(",") if c.strip()]
             if not cats:
                 raise UsageError("--categories: expected 'all' or a list like coding,prose")
-            kw["categories"] = None if cats == ["all"] else cats
-        elif kind == "sweep":
-            kw.update(bench_load.sweep_options(args))
-            kw["max_tokens"] = _positive(args.max_tokens, "--max-tokens")
-        elif kind == "load":
-            kw["load"] = bench_load.load_options(args)
-            kw["prompt_set"] = load_prompt_set(args.prompts)
-            kw["chat"] = kw["chat"] or args.turns > 1
-            kw["workers"] = bench_load.workers_arg(args)
-            kw["workers_backend"] = "ray" if args.ray_address else args.workers_backend  # a cluster is Ray's
-            kw["ray_address"] = args.ray_address
-            kw["workers_per_node"] = bench_load.workers_per_node_arg(args)
-            kw["ray_log"] = args.ray_log
-            kw["seed"] = args.seed
-            kw["max_tokens"] = _positive(args.max_tokens, "--max-tokens")
-            kw["temperature"] = _temperature(args.temperature)
-        else:
-            kw["lengths"] = _ints(args.lengths, "--lengths")
-            kw["seed"] = args.seed
-            kw["max_context"] = _positive(args.max_context, "--max-context")
-            if kind == "prefill":
-                kw["cache_check"] = not args.no_cache_check
-        return BenchOptions(**kw)
+            return BenchOptions(reps=reps, parallel_lanes=args.parallel_lanes, chat=chat, time_scale=time_scale,
+                                thinking=thinking, slo=slo, levels=levels, max_tokens=max_tokens,
+                                per_category=not args.no_categories, temperature=temperature, prompt_set=prompt_set,
+                                categories=None if cats == ["all"] else cats)
+        if kind == "sweep":
+            sweep = bench_load.sweep_options(args)
+            return BenchOptions(reps=reps, parallel_lanes=args.parallel_lanes, chat=chat, time_scale=time_scale,
+                                thinking=thinking, slo=slo, max_level=sweep.max_level, knee_gain=sweep.knee_gain,
+                                per_category=False, categories=sweep.categories,
+                                max_tokens=_positive(args.max_tokens, "--max-tokens"))
+        if kind == "load":
+            load = bench_load.load_options(args)
+            prompt_set = load_prompt_set(args.prompts)
+            workers = bench_load.workers_arg(args)
+            workers_per_node = bench_load.workers_per_node_arg(args)
+            max_tokens = _positive(args.max_tokens, "--max-tokens")
+            temperature = _temperature(args.temperature)
+            return BenchOptions(reps=reps, parallel_lanes=args.parallel_lanes, chat=chat or args.turns > 1,
+                                time_scale=time_scale, thinking=thinking, slo=slo, load=load, prompt_set=prompt_set,
+                                workers=workers,
+                                workers_backend="ray" if args.ray_address else args.workers_backend,  # a cluster is Ray's
+                                ray_address=args.ray_address, workers_per_node=workers_per_node, ray_log=args.ray_log,
+                                seed=args.seed, max_tokens=max_tokens, temperature=temperature)
+        lengths = _ints(args.lengths, "--lengths")
+        max_context = _positive(args.max_context, "--max-context")
+        return BenchOptions(reps=reps, parallel_lanes=args.parallel_lanes, chat=chat, time_scale=time_scale,
+                            thinking=thinking, slo=slo, lengths=lengths, seed=args.seed, max_context=max_context,
+                            cache_check=not args.no_cache_check if kind == "prefill" else True)
     except PromptSetError as exc:
         msg = str(exc)
         raise UsageError(f"--categories: {msg}" if msg.startswith("unknown categor") else msg) from None
@@ -195,8 +195,8 @@ class _Progress:
 
         self.run = run
         self.console = Console(stderr=True)
-        self.total = sum(float(c.get("weight", 1.0)) for c in run.plan) or 1.0
-        self.weights = {c["cell"]: float(c.get("weight", 1.0)) for c in run.plan}
+        self.total = sum(c.weight for c in run.plan) or 1.0
+        self.weights = {c.cell: c.weight for c in run.plan}
         self.done_weight = 0.0
         self.t0 = time.monotonic()
         self.bar = None
@@ -342,23 +342,13 @@ def _spread_cell(c: DecodeCategoryCell, value: float | None) -> str:
     return text
 
 
-def render(result: DecodeResult | PrefillResult | NeedleResult | LoadResult | SweepResult | dict[str, Any], console,
+def render(result: DecodeResult | PrefillResult | NeedleResult | LoadResult | SweepResult, console,
            time_scale: float | None = None, events=None) -> None:
-    """The result table(s) of one bench (typed; its --json read back is read as its Struct), with the crossover
-    sentence and flags: every table the report of the same run has (a sweep's energy and cost by level: from
-    ``events``, the decode cells the sweep ran)."""
-    from lanemon.results.common import Result, as_result
-    from lanemon.results.decode import DecodeResult
-    from lanemon.results.load import LoadResult
-    from lanemon.results.needles import NeedleResult
-    from lanemon.results.prefill import PrefillResult
-    from lanemon.results.sweep import SweepResult
+    """The result table(s) of one bench (typed: a --json read back is read as its Struct first, ``as_result``),
+    with the crossover sentence and flags: every table the report of the same run has (a sweep's energy and cost
+    by level: from ``events``, the decode cells the sweep ran)."""
 
-    kind = result.bench if isinstance(result, Result) else result.get("bench")
-    typed = {"decode": DecodeResult, "prefill": PrefillResult, "needles": NeedleResult, "load": LoadResult,
-             "sweep": SweepResult}.get(str(kind))
-    if typed is not None:  # a result read back as JSON (a --json file) is read as its Struct
-        result = as_result(result, typed)
+    kind = result.bench
     if kind == "decode":
         _render_decode(result, console)
     elif kind == "prefill":

@@ -8,7 +8,7 @@ one line, exit 2) and renders its result table.
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, NamedTuple
 
 from lanemon.cli.common import UsageError, number_arg, parse_number, positive_int, seconds_arg
 from lanemon.config import MAX_SECONDS, MAX_TOKENS
@@ -39,13 +39,20 @@ def add_sweep_arguments(q: argparse.ArgumentParser) -> None:
                         "level is not marked unreliable because lanemon was starved by its own lanes)")
 
 
-def sweep_options(args: argparse.Namespace) -> dict[str, Any]:
+class SweepArgs(NamedTuple):
+    """``bench sweep``'s own options, checked (a sweep runs no per-category phase)."""
+
+    max_level: int
+    knee_gain: float
+    categories: list[str] | None  # None: every category
+
+
+def sweep_options(args: argparse.Namespace) -> SweepArgs:
     max_level = parse_number(args.max_level, "--max-level", lo=1, hi=MAX_LEVEL, integer=True)
     if not 0 < args.knee_gain < 1:
         raise UsageError("--knee-gain must be between 0 and 1 (e.g. 0.1 for 10 %)")
     cats = [c.strip() for c in str(args.categories).split(",") if c.strip()]
-    return {"max_level": max_level, "knee_gain": args.knee_gain, "per_category": False,
-            "categories": None if cats in ([], ["all"]) else cats}
+    return SweepArgs(max_level, args.knee_gain, None if cats in ([], ["all"]) else cats)
 
 
 def render_sweep(result: SweepResult, console, rate=None) -> None:

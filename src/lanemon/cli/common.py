@@ -13,9 +13,12 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lanemon.config import MAX_SECONDS, Config, ConfigError, LaneConfig, check_number, load_config, merge_lanes
+
+if TYPE_CHECKING:
+    from lanemon.recording.writer import Recorder
 
 T = TypeVar("T")
 
@@ -487,6 +490,15 @@ class HeadlessRun:
         self.down = down
 
 
+@dataclasses.dataclass
+class _Opened:
+    """What :func:`run_headless`'s run opened: its recorder (None: not recording, or not yet), or why a lane was
+    down (nothing was run)."""
+
+    recorder: Recorder | None = None
+    down: str | None = None
+
+
 def run_headless(args: argparse.Namespace, command: str, lanes: list[LaneConfig],
                  body: Callable[[Any], Awaitable[None]], *, extra: dict[str, Any] | None = None,
                  harness_kw: dict[str, Any] | None = None, connect_kw: dict[str, Any] | None = None,
@@ -503,17 +515,17 @@ def run_headless(args: argparse.Namespace, command: str, lanes: list[LaneConfig]
     harness = Harness(lanes, **(harness_kw or {}))
     if setup is not None:
         setup(harness)
-    state: dict[str, Any] = {"recorder": None, "down": None}
+    state = _Opened()
 
     async def main() -> None:
         try:
             await harness.connect(**(connect_kw or {}))
         except LaneDown as exc:
-            state["down"] = str(exc)
+            state.down = str(exc)
             return
         recorder = open_recorder(args, command, harness.public_lanes(), extra=extra, clock=harness.clock)
         if recorder is not None:
-            state["recorder"] = recorder
+            state.recorder = recorder
             for ev in harness.events:
                 recorder(ev)
             harness.bus.subscribe(recorder)
@@ -522,8 +534,8 @@ def run_headless(args: argparse.Namespace, command: str, lanes: list[LaneConfig]
     try:
         _, interrupted = run_interruptible(main, harness.aclose)
     finally:
-        recording_saved(state["recorder"])
-    return HeadlessRun(harness, interrupted, state["down"])
+        recording_saved(state.recorder)
+    return HeadlessRun(harness, interrupted, state.down)
 
 
 def add_output_args(p: argparse.ArgumentParser, formats: tuple[str, ...], default: str, output_help: str) -> None:

@@ -126,7 +126,7 @@ HOST_INTERVAL = 2.0  # s between host (psutil) samples
 
 def cmd_live(args: argparse.Namespace, demo_lanes: list[LaneConfig] | None = None) -> int:
     from lanemon.events import Clock
-    from lanemon.sessions.sources import DEMO_PROMPTS, LiveSession
+    from lanemon.sessions.sources import DEMO_PROMPTS, LiveSession, MonitorOptions
 
     if demo_lanes is None:
         config = _load(args)
@@ -155,7 +155,7 @@ def cmd_live(args: argparse.Namespace, demo_lanes: list[LaneConfig] | None = Non
         session.close()
         recording_saved(recorder)
         return code
-    session.monitor_options = {"rules": rules, "slo": slo, "listen": listen, "window_s": getattr(args, "window", 60.0)}
+    session.monitor_options = MonitorOptions(rules, slo, listen, getattr(args, "window", 60.0))
     try:
         code = launch.run_app(session, args.theme or config.theme, args)
     except UsageError:  # refused before it ran (a --share host not allowed, a port in use, a bad theme)

@@ -24,11 +24,11 @@ def register(sub) -> None:
 def cmd_schema(args: argparse.Namespace) -> int:
     import msgspec
 
-    from lanemon.reports.json_schema import OUTPUTS, SCHEMA_VERSION, schema
+    from lanemon.reports.json_schema import OUTPUTS, schema, version
 
     if args.list:
         for name, (_, command) in OUTPUTS.items():
-            print(f"{name:<16} {command} (schema version {SCHEMA_VERSION})")
+            print(f"{name:<16} {command} (schema version {version(name)})")
         return 0
     if not args.name:
         raise UsageError("lanemon schema NAME, or --list for the names")

@@ -29,6 +29,8 @@ from typing import Any
 
 import psutil
 
+from lanemon.results.readings import HostSample
+
 
 class HostSampler:
     """Take samples of this machine; rates are over the time since the previous sample."""
@@ -61,34 +63,33 @@ class HostSampler:
         self._last_net = now
         return prev
 
-    def sample(self) -> dict[str, Any]:
+    def sample(self) -> HostSample:
         """One sample (blocking, a few hundred microseconds: call it off the event loop)."""
-        data: dict[str, Any] = {"cpu_pct": float(psutil.cpu_percent(interval=None)),
-                                "cpus": psutil.cpu_count() or 1}
+        data = HostSample(cpu_pct=float(psutil.cpu_percent(interval=None)), cpus=psutil.cpu_count() or 1)
         try:
-            data["load1"] = float(os.getloadavg()[0])
+            data.load1 = float(os.getloadavg()[0])
         except (AttributeError, OSError):
             pass
         vm = psutil.virtual_memory()
-        data["mem_total"] = int(vm.total)
-        data["mem_used"] = int(vm.total - vm.available)
-        data["mem_pct"] = float(vm.percent)
+        data.mem_total = int(vm.total)
+        data.mem_used = int(vm.total - vm.available)
+        data.mem_pct = float(vm.percent)
         prev = self._net_now()
         now = self._last_net
         if prev is not None and now is not None and now[0] > prev[0]:
             dt = now[0] - prev[0]
             # counters can wrap or reset (interface gone): never a negative rate
-            data["net_rx_Bps"] = max(0, now[1] - prev[1]) / dt
-            data["net_tx_Bps"] = max(0, now[2] - prev[2]) / dt
+            data.net_rx_Bps = max(0, now[1] - prev[1]) / dt
+            data.net_tx_Bps = max(0, now[2] - prev[2]) / dt
         try:
             with self._proc.oneshot():
-                data["proc_cpu_pct"] = float(self._proc.cpu_percent(interval=None))
-                data["proc_rss"] = int(self._proc.memory_info().rss)
+                data.proc_cpu_pct = float(self._proc.cpu_percent(interval=None))
+                data.proc_rss = int(self._proc.memory_info().rss)
         except psutil.Error:
             pass
         if self._gpus is not None:
             try:
-                data["gpus"] = self._gpus.read()
+                data.gpus = self._gpus.read()
             except Exception:  # a driver that went away: no GPU figures from now on
                 self._gpus = None
         return data

@@ -41,6 +41,7 @@ from lanemon.client.guard import guard_transport
 from lanemon.client.sse import N_CHOICES_MESSAGE
 from lanemon.client.sse import MAX_SSE_LINE, SSELineTooLong, Stalled, _size, read_sse, sse_lines  # noqa: F401
 from lanemon.untrusted import ID_LIMIT, MESSAGE_LIMIT, Redactor, inert
+from lanemon.results.readings import ProbeResult, event_data
 
 Emit = Callable[[Event], None]
 
@@ -251,68 +252,63 @@ class LaneClient:
         results = await asyncio.gather(*(one() for _ in range(max(0, connections))))
         return sum(results)
 
-    async def probe_models(self) -> dict[str, Any]:
-        """GET /models; emits and returns one ``probe`` event's data."""
+    async def probe_models(self) -> ProbeResult:
+        """GET /models; emits one ``probe`` event and returns what it holds."""
         url = endpoint_url(self.lane.url, "/models")
         start = self.clock.now()
-        data: dict[str, Any]
+        data: ProbeResult
         try:
             resp, content = await get_bounded(self.http, "GET", url, limit=MODELS_BODY_LIMIT,
                                               deadline=min(PROBE_DEADLINE, self.deadline), timeout=httpx.Timeout(10.0),
                                               on_retry=self._retrying)
             latency = (self.clock.now() - start) / 1e9
             if resp.status_code >= 400:
-                data = {
-                    "ok": False,
-                    "cls": schema.ERR_HTTP,
-                    "status": resp.status_code,
-                    "latency_s": latency,
-                    "message": self.redactor.text(
-                        f"HTTP {resp.status_code}: {error_message_from_body(content, resp.status_code)}"),
-                }
+                data = ProbeResult(ok=False, cls=schema.ERR_HTTP, status=resp.status_code, latency_s=latency,
+                                   message=self.redactor.text(
+                                       f"HTTP {resp.status_code}: {error_message_from_body(content, resp.status_code)}"))
             else:
                 data = self._models_result(content, latency)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             cls, msg = describe_exception(exc, url)
-            data = {"ok": False, "cls": cls, "message": self.redactor.text(msg)}
-        self.emit(Event(self.clock.now(), schema.PROBE, self.lane.name, None, data))
+            data = ProbeResult(ok=False, cls=cls, message=self.redactor.text(msg))
+        self.emit(Event(self.clock.now(), schema.PROBE, self.lane.name, None, event_data(data)))
         return data
 
-    def _models_result(self, body: bytes, latency: float) -> dict[str, Any]:
+    def _models_result(self, body: bytes, latency: float) -> ProbeResult:
         try:
             obj = orjson.loads(body)
             ids = [m["id"] for m in obj["data"] if isinstance(m, dict) and isinstance(m.get("id"), str) and m["id"]]
         except (orjson.JSONDecodeError, KeyError, TypeError):
-            return {"ok": False, "cls": schema.ERR_MALFORMED, "latency_s": latency,
-                    "message": "/models did not return an OpenAI model list"}
+            return ProbeResult(ok=False, cls=schema.ERR_MALFORMED, latency_s=latency,
+                               message="/models did not return an OpenAI model list")
         if not ids:
-            return {"ok": False, "cls": schema.ERR_MALFORMED, "latency_s": latency, "message": "/models lists no model"}
+            return ProbeResult(ok=False, cls=schema.ERR_MALFORMED, latency_s=latency, message="/models lists no model")
         shown = [self.redactor.ident(i) for i in ids[:20]]  # the ids as recorded and shown
         if self.lane.model and self.lane.model not in ids:
-            return {"ok": False, "cls": "model", "latency_s": latency, "models": shown,
-                    "message": self.redactor.text(f"model {self.lane.model!r} is not served here "
-                                                  f"(serving: {', '.join(shown[:5])})")}
+            return ProbeResult(ok=False, cls="model", latency_s=latency, models=shown,
+                               message=self.redactor.text(f"model {self.lane.model!r} is not served here "
+                                                          f"(serving: {', '.join(shown[:5])})"))
         old, old_wire = self.model, self.wire_model
         self.wire_model = self.lane.model or (old_wire if old_wire in ids else ids[0])  # stay on a model still served
         self.model = self.lane.model or self.redactor.ident(self.wire_model)
-        out: dict[str, Any] = {"ok": True, "latency_s": latency, "models": shown, "model": self.model}
+        out = ProbeResult(ok=True, latency_s=latency, models=shown, model=self.model)
         ctx = next((m.get("max_model_len") for m in obj["data"] if isinstance(m, dict) and m.get("id") == self.wire_model),
                    None)  # vLLM (and SGLang) say how long a sequence the model may be
         self.max_model_len = ctx if isinstance(ctx, int) and not isinstance(ctx, bool) and 0 < ctx < 1 << 31 else None
         if self.max_model_len:
-            out["max_model_len"] = self.max_model_len
+            out.max_model_len = self.max_model_len
         owner = next((m.get("owned_by") for m in obj["data"] if isinstance(m, dict) and m.get("id") == self.wire_model),
                      None)
         if owner == "lanemon-sim":  # lanemon's own simulator: reports made from it say so (reports/simulated.py)
-            out["simulated"] = True
+            out.simulated = True
             simulates = next((m.get("simulates") for m in obj["data"]
                               if isinstance(m, dict) and m.get("id") == self.wire_model), None)
             if sim_name(simulates):  # the engine it simulates (tensorfold-exl3): screens and history name it
-                out["simulates"] = simulates
+                out.simulates = simulates
         if old_wire and old_wire != self.wire_model:  # the lane swapped its model under us (unpinned lane)
-            out["model_changed_from"] = old
+            out.model_changed_from = old
         return out
 
     async def post_json(self, endpoint: str, body: dict[str, Any]) -> tuple[int | None, Any, float, str | None]:

@@ -48,6 +48,7 @@ from typing import Any
 from lanemon import events as schema
 from lanemon.events import Clock, Event
 from lanemon.measure.load import LAG_BOUND_MS
+from lanemon.results.readings import LoopWindow, event_data
 
 INTERVAL_S = 0.02
 IDLE_INTERVAL_S = 0.1
@@ -201,15 +202,13 @@ class LoadWatch:
             # the samples before this one were fine: the starved stretch is this sleep and its lag
             slept = self.interval if interval is None else interval
             t0 = max(t0, self.clock.now() - int((slept * 1000.0 + lag) * 1e6))
-        data: dict[str, Any] = {"t0": t0, "lag_ms": round(lag, 3),
-                                "lag_mean_ms": round(sum(lags) / len(lags), 3) if lags else 0.0,
-                                "samples": len(lags), "bound": bound, "threshold_ms": self.threshold_ms,
-                                **({"runq_ms": round(runq_ms, 3), "runq_slices": slices}
-                                   if runq_ms is not None else {}),
-                                **self._cpu()}
+        data = LoopWindow(t0=t0, lag_ms=round(lag, 3), lag_mean_ms=round(sum(lags) / len(lags), 3) if lags else 0.0,
+                          samples=len(lags), bound=bound, threshold_ms=self.threshold_ms,
+                          runq_ms=None if runq_ms is None else round(runq_ms, 3),
+                          runq_slices=None if runq_ms is None else slices, **self._cpu())
         self.windows += 1
         self.bound_windows += bound
-        self.emit(Event(self.clock.now(), schema.CLIENT_LOAD, None, None, data))
+        self.emit(Event(self.clock.now(), schema.CLIENT_LOAD, None, None, event_data(data)))
 
     async def run(self) -> None:
         """Watch until cancelled (:meth:`stop` publishes the window in progress)."""

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 
 from lanemon import events as schema
 from lanemon.events import Clock, Event
+from lanemon.results.readings import event_data
 
 METRICS_INTERVAL = 2.0
 HOST_INTERVAL = 2.0
@@ -213,5 +214,5 @@ class Monitors:
             if self._stop.is_set():
                 return
             if not self.paused():
-                data = await asyncio.to_thread(sampler.sample)
-                self.emit(Event(self.clock.now(), schema.HOST, None, None, data))
+                sample = await asyncio.to_thread(sampler.sample)
+                self.emit(Event(self.clock.now(), schema.HOST, None, None, event_data(sample)))

@@ -35,11 +35,13 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
+import msgspec
 from prometheus_client.parser import text_string_to_metric_families
 
 from lanemon import events as schema
 from lanemon.events import Clock, Event
 from lanemon.measure.bounds import clean_numbers
+from lanemon.results.readings import EngineMetrics, Rates, ServerScrape, event_data
 
 Samples = dict[str, list[tuple[dict[str, str], float]]]
 
@@ -295,26 +297,25 @@ def _by_engine(samples: Samples, engine: str) -> dict[str, dict[str, float]]:
     return out if len(out) >= 2 else {}
 
 
-def _lora(samples: Samples) -> dict[str, Any]:
-    """vLLM's ``vllm:lora_requests_info``: the adapters named in its newest series (its value is a
+def _lora(samples: Samples, out: EngineMetrics) -> None:
+    """vLLM's ``vllm:lora_requests_info`` into *out*: the adapters named in its newest series (its value is a
     timestamp): ``lora_running``, ``lora_waiting`` (names, inert, at most 16), ``lora_max``."""
     from lanemon.untrusted import inert
 
     rows = [(v, labels) for labels, v in samples.get("vllm:lora_requests_info", []) if not math.isnan(v)]
     if not rows:
-        return {}
+        return
     _, labels = max(rows, key=lambda r: r[0])
 
     def names(text: Any) -> list[str]:
         return [inert(n.strip(), 64) for n in str(text or "").split(",") if n.strip()][:16]
 
-    out: dict[str, Any] = {"lora_running": names(labels.get("running_lora_adapters")),
-                           "lora_waiting": names(labels.get("waiting_lora_adapters"))}
+    out.lora_running = names(labels.get("running_lora_adapters"))
+    out.lora_waiting = names(labels.get("waiting_lora_adapters"))
     try:
-        out["lora_max"] = int(labels.get("max_lora", ""))
+        out.lora_max = int(labels.get("max_lora", ""))
     except ValueError:
         pass
-    return out
 
 
 #: Latency histograms (seconds): our key -> candidate family names per engine.  Their ``_sum`` and
@@ -337,20 +338,19 @@ BY_LABEL: dict[str, dict[str, tuple[str, str, str]]] = {
 FINISH_COUNTERS = {"vllm": ("vllm:request_success_total", "finished_reason")}
 
 
-def _labelled(samples: Samples, engine: str) -> dict[str, Any]:
-    """Histogram sums/counts, by-label counters, finish reasons and KV capacity of one scrape."""
-    out: dict[str, Any] = {}
+def _labelled(samples: Samples, engine: str, out: EngineMetrics) -> None:
+    """Histogram sums/counts, by-label counters, finish reasons and KV capacity of one scrape, into *out*."""
     for key, names in HISTOGRAMS.get(engine, {}).items():
         for name in names:
             s, c = samples.get(name + "_sum"), samples.get(name + "_count")
             if s and c:
-                out[key + "_sum"] = sum(v for _, v in s if not math.isnan(v))
-                out[key + "_count"] = sum(v for _, v in c if not math.isnan(v))
+                setattr(out, key + "_sum", sum(v for _, v in s if not math.isnan(v)))
+                setattr(out, key + "_count", sum(v for _, v in c if not math.isnan(v)))
                 break
     for key, (name, label, value) in BY_LABEL.get(engine, {}).items():
         vals = [v for labels, v in samples.get(name, []) if labels.get(label) == value and not math.isnan(v)]
         if vals:
-            out[key] = sum(vals)
+            setattr(out, key, sum(vals))
     if engine in FINISH_COUNTERS:
         name, label = FINISH_COUNTERS[engine]
         by: dict[str, float] = {}
@@ -358,19 +358,18 @@ def _labelled(samples: Samples, engine: str) -> dict[str, Any]:
             if not math.isnan(v):
                 by[str(labels.get(label, "?"))[:32]] = by.get(str(labels.get(label, "?"))[:32], 0.0) + v
         if by:
-            out["requests_by_finish"] = dict(list(by.items())[:16])
+            out.requests_by_finish = dict(list(by.items())[:16])
     for labels, _ in samples.get("vllm:cache_config_info", [])[:1] if engine == "vllm" else []:
         try:
             block = int(labels["block_size"])
-            out["block_size"] = block
+            out.block_size = block
             blocks = labels.get("num_gpu_blocks_override")
             blocks = int(blocks) if blocks not in (None, "None", "") else int(labels.get("num_gpu_blocks", ""))
-            out["kv_blocks"] = blocks
-            out["kv_capacity_tokens"] = block * blocks
+            out.kv_blocks = blocks
+            out.kv_capacity_tokens = block * blocks
         except (KeyError, ValueError):
             pass
-        out["prefix_caching"] = labels.get("enable_prefix_caching") == "True"
-    return out
+        out.prefix_caching = labels.get("enable_prefix_caching") == "True"
 
 
 def detect_engine(samples: Samples) -> str | None:
@@ -390,39 +389,54 @@ def _combine(values: list[float], how: str) -> float | None:
     return max(vals) if how == "max" else sum(vals)
 
 
-def map_engine(samples: Samples, engine: str | None = None) -> dict[str, Any]:
-    """The serving figures in lanemon's vocabulary (missing ones are left out).
+def map_engine(samples: Samples, engine: str | None = None) -> EngineMetrics | None:
+    """The serving figures in lanemon's vocabulary (:class:`~lanemon.results.readings.EngineMetrics`; a figure the
+    engine does not export is None), or None when the body speaks neither engine's names.
 
-    Keys: ``engine``, ``running``, ``waiting``, ``kv_usage`` (0..1),
-    ``prompt_tokens_total``, ``generation_tokens_total``, ``prefix_hits_total``,
-    ``prefix_queries_total``, ``prefix_hit_rate_gauge``, ``gen_throughput``, ``process_start_s`` (the
-    engine process's ``process_start_time_seconds``, where exported).
     When the prefix-cache *queries* are not exported (SGLang), the prompt
     tokens count as queries: SGLang's cached tokens are a subset of them.
     """
     engine = engine or detect_engine(samples)
     if engine is None:
-        return {}
-    out: dict[str, Any] = {"engine": engine}
+        return None
+    out = EngineMetrics(engine=engine)
     for key, (names, how) in ENGINES[engine].items():
         for name in names:
             if name in samples:
                 v = _combine([val for _, val in samples[name]], how)
                 if v is not None:
-                    out[key] = int(v) if key in ("running", "waiting") and math.isfinite(v) else v
+                    setattr(out, key, int(v) if key in ("running", "waiting") and math.isfinite(v) else v)
                 break
-    if "prefix_hits_total" in out and "prefix_queries_total" not in out and "prompt_tokens_total" in out:
-        out["prefix_queries_total"] = out["prompt_tokens_total"]
-    out.update(_labelled(samples, engine))
+    if out.prefix_hits_total is not None and out.prefix_queries_total is None and out.prompt_tokens_total is not None:
+        out.prefix_queries_total = out.prompt_tokens_total
+    _labelled(samples, engine, out)
     ranks = _by_engine(samples, engine)
     if ranks:
-        out["by_engine"] = ranks
+        out.by_engine = ranks
     if engine == "vllm":
-        out.update(_lora(samples))
+        _lora(samples, out)
     starts = [v for _, v in samples.get("process_start_time_seconds", [])[:64] if math.isfinite(v) and v > 0]
     if starts:  # prometheus_client's process collector: a changed value is a restart (measure/restarts.py)
-        out["process_start_s"] = max(starts)  # the newest process: one restarted alone still moves it
+        out.process_start_s = max(starts)  # the newest process: one restarted alone still moves it
     return out
+
+
+def _order(engine: str) -> tuple[str, ...]:
+    """The order a recording holds an engine's figures in: its table's, then what is derived or labelled."""
+    keys = ["engine", *ENGINES[engine], "prefix_queries_total"]
+    keys += [key + part for key in HISTOGRAMS.get(engine, {}) for part in ("_sum", "_count")]
+    keys += [*BY_LABEL.get(engine, {}), "requests_by_finish", "block_size", "kv_blocks", "kv_capacity_tokens",
+             "prefix_caching", "by_engine", "lora_running", "lora_waiting", "lora_max", "process_start_s"]
+    return tuple(dict.fromkeys(keys))
+
+
+KEY_ORDER = {engine: _order(engine) for engine in ENGINES}
+"""engine -> the order of its figures in a ``server_metrics`` event (:func:`scrape_data`)."""
+
+
+def scrape_data(scrape: ServerScrape) -> dict[str, Any]:
+    """A scrape as its ``server_metrics`` event holds it (the engine's figures in :data:`KEY_ORDER`)."""
+    return event_data(scrape, KEY_ORDER.get(scrape.metrics.engine, ()) if scrape.metrics is not None else ())
 
 
 @dataclass
@@ -439,34 +453,37 @@ class RateTracker:
     COUNTERS = ("prompt_tokens_total", "generation_tokens_total", "prefix_hits_total", "prefix_queries_total",
                 "prompt_tokens_computed_total")
 
-    def update(self, t_ns: int, mapped: dict[str, Any]) -> dict[str, float]:
-        """Derived figures for this scrape: ``prompt_tok_s``, ``gen_tok_s``, ``prefix_hit_rate``."""
-        out: dict[str, float] = {}
+    def update(self, t_ns: int, mapped: EngineMetrics) -> Rates:
+        """Derived figures for this scrape: ``prompt_tok_s``, ``gen_tok_s``, ``prompt_compute_tok_s``,
+        ``prefix_hit_rate``."""
+        out = Rates()
         inc: dict[str, float] = {}
         dt = (t_ns - self.last_t) / 1e9 if self.last_t is not None else 0.0
+        now: dict[str, float] = {}
         for key in self.COUNTERS:
-            if key not in mapped:
+            value = getattr(mapped, key)
+            if value is None:
                 continue
-            now = float(mapped[key])
+            now[key] = float(value)
             if key in self.last and dt > 0:
                 prev = self.last[key]
-                inc[key] = now - prev if now >= prev else now
+                inc[key] = now[key] - prev if now[key] >= prev else now[key]
         if dt > 0:
             if "prompt_tokens_total" in inc:
-                out["prompt_tok_s"] = inc["prompt_tokens_total"] / dt
+                out.prompt_tok_s = inc["prompt_tokens_total"] / dt
             if "generation_tokens_total" in inc:
-                out["gen_tok_s"] = inc["generation_tokens_total"] / dt
+                out.gen_tok_s = inc["generation_tokens_total"] / dt
             if "prompt_tokens_computed_total" in inc:  # prefill actually computed (cache hits apart)
-                out["prompt_compute_tok_s"] = inc["prompt_tokens_computed_total"] / dt
+                out.prompt_compute_tok_s = inc["prompt_tokens_computed_total"] / dt
         hits, queries = inc.get("prefix_hits_total"), inc.get("prefix_queries_total")
         if hits is not None and queries:
-            out["prefix_hit_rate"] = max(0.0, min(1.0, hits / queries))
-        elif "prefix_hit_rate_gauge" in mapped:
-            out["prefix_hit_rate"] = float(mapped["prefix_hit_rate_gauge"])
-        elif self.last_t is None and mapped.get("prefix_queries_total"):
-            out["prefix_hit_rate"] = mapped.get("prefix_hits_total", 0.0) / mapped["prefix_queries_total"]
+            out.prefix_hit_rate = max(0.0, min(1.0, hits / queries))
+        elif mapped.prefix_hit_rate_gauge is not None:
+            out.prefix_hit_rate = float(mapped.prefix_hit_rate_gauge)
+        elif self.last_t is None and mapped.prefix_queries_total:
+            out.prefix_hit_rate = (mapped.prefix_hits_total or 0.0) / mapped.prefix_queries_total
         self.last_t = t_ns
-        self.last = {k: float(mapped[k]) for k in self.COUNTERS if k in mapped}
+        self.last = now
         return out
 
 
@@ -528,16 +545,16 @@ class MetricsScraper:
         self.rates = RateTracker()
         self._lock: asyncio.Lock | None = None
 
-    async def scrape(self) -> dict[str, Any]:
+    async def scrape(self) -> ServerScrape:
         """One scrape and its event; scrapes of one lane never overlap (an edge scrape waits for the loop's)."""
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
             return await self._scrape()
 
-    async def _scrape(self) -> dict[str, Any]:
+    async def _scrape(self) -> ServerScrape:
         start = self.clock.now()
-        data: dict[str, Any]
+        scrape: ServerScrape
         from lanemon.client.http import drop_idle_connections, get_bounded, retry_note
 
         async def retrying(exc: BaseException) -> None:  # a keep-alive connection the server closed while idle
@@ -554,45 +571,48 @@ class MetricsScraper:
             latency = (t - start) / 1e9
             if resp.status_code in (404, 410):
                 self.available = False
-                data = {"ok": False, "available": False, "status": resp.status_code, "cls": schema.ERR_HTTP,
-                        "message": f"no /metrics (HTTP {resp.status_code})"}
+                scrape = ServerScrape(ok=False, available=False, status=resp.status_code, cls=schema.ERR_HTTP,
+                                      message=f"no /metrics (HTTP {resp.status_code})")
             elif resp.status_code >= 400:
-                data = {"ok": False, "status": resp.status_code, "cls": schema.ERR_HTTP,
-                        "message": f"/metrics: HTTP {resp.status_code}"}
+                scrape = ServerScrape(ok=False, status=resp.status_code, cls=schema.ERR_HTTP,
+                                      message=f"/metrics: HTTP {resp.status_code}")
             else:
                 # parsing is pure CPU (0.8 ms for the simulator's 27 KB on the fast path, 5.5 ms on the
                 # reference's): off the event loop, so it never holds up the stamps of the streams in flight
-                data = await asyncio.to_thread(self._read, body.decode("utf-8", "replace"), t, latency)
+                scrape = await asyncio.to_thread(self._read, body.decode("utf-8", "replace"), t, latency)
                 # the counters are as of the read, not of this event: how long the parse took (on a busy
                 # machine the thread may wait), so the server view can put the snapshot where it was taken
-                data["parse_s"] = round(max(0, self.clock.now() - t) / 1e9, 6)
+                scrape.parse_s = round(max(0, self.clock.now() - t) / 1e9, 6)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # transport errors, a body over the cap, the deadline
             from lanemon.client.errors import describe_exception
 
             cls, message = describe_exception(exc, self.url)
-            data = {"ok": False, "cls": cls, "message": message}
-        data = self.redactor.scrub(data, 300, items=512)
-        self.emit(Event(self.clock.now(), schema.SERVER_METRICS, self.lane, None, data))
-        return data
+            scrape = ServerScrape(ok=False, cls=cls, message=message)
+        if scrape.message is not None:  # server text: inert and redacted
+            scrape.message = self.redactor.text(scrape.message, 300, newlines=True)
+        if scrape.metrics is not None:  # its label values too (finish reasons, ranks, adapter names)
+            scrape.metrics = msgspec.convert(self.redactor.scrub(msgspec.to_builtins(scrape.metrics), 300, items=512),
+                                             EngineMetrics)
+        self.emit(Event(self.clock.now(), schema.SERVER_METRICS, self.lane, None, scrape_data(scrape)))
+        return scrape
 
-    def _read(self, text: str, t: int, latency: float) -> dict[str, Any]:
+    def _read(self, text: str, t: int, latency: float) -> ServerScrape:
         try:
             samples = parse(text)
         except PromParseError as exc:
             self.available = False
-            return {"ok": False, "available": False, "cls": schema.ERR_MALFORMED, "message": str(exc)[:300]}
+            return ServerScrape(ok=False, available=False, cls=schema.ERR_MALFORMED, message=str(exc)[:300])
         samples, dropped = finite_samples(samples)
         mapped = map_engine(samples, self.engine)
-        if not mapped:
+        if mapped is None:
             self.available = False
-            return {"ok": False, "available": False, "cls": schema.ERR_MALFORMED,
-                    "message": "/metrics has no vLLM or SGLang metric"}
-        self.engine = mapped["engine"]
-        mapped, more = clean_numbers(mapped)  # sums past float's range, 2**53 and beyond (measure/bounds.py)
-        data: dict[str, Any] = {"ok": True, "latency_s": latency, **mapped}
-        data.update(self.rates.update(t, mapped))
-        if dropped + more:  # left out and counted, never summed or shown
-            data["dropped"] = dropped + more
-        return data
+            return ServerScrape(ok=False, available=False, cls=schema.ERR_MALFORMED,
+                                message="/metrics has no vLLM or SGLang metric")
+        self.engine = mapped.engine
+        # sums past float's range, 2**53 and beyond (measure/bounds.py): left out and counted, never summed or shown
+        figures, more = clean_numbers(msgspec.to_builtins(mapped))
+        mapped = msgspec.convert(figures, EngineMetrics)
+        return ServerScrape(ok=True, latency_s=latency, metrics=mapped, rates=self.rates.update(t, mapped),
+                            dropped=dropped + more)

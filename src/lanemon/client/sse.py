@@ -20,6 +20,7 @@ from lanemon.events import Event
 from lanemon.client.encoding import body_chunks
 from lanemon.measure.records import NO_DONE_NOTE, RequestRecord
 from lanemon.untrusted import Redactor
+from lanemon.results.readings import StreamEnd, Usage, event_data
 
 MAX_SSE_LINE = 16 * 1024 * 1024  # one SSE line longer than this is a malformed stream (never buffered whole)
 
@@ -98,7 +99,7 @@ async def read_sse(resp: httpx.Response, emit, hot: tuple, t0: int, *, redactor:
     TOKEN = schema.TOKEN
     finish_reason = None
     finish_t: int | None = None
-    usage: dict[str, Any] | None = None
+    usage: Usage | None = None
     last_completion = 0
     last_reasoning: int | None = 0  # the running reasoning_tokens of the last usage block, None when it lacked it
     nr: int | None = None  # the rise of reasoning_tokens in this chunk, when its usage and the last one said
@@ -224,13 +225,13 @@ async def read_sse(resp: httpx.Response, emit, hot: tuple, t0: int, *, redactor:
                 u = obj.get("usage")
                 if u and type(u) is dict:
                     usage = _usage_fields(u)
-                    ct = usage.get("completion_tokens")
-                    if isinstance(ct, int):
+                    ct = usage.completion_tokens
+                    if ct is not None:
                         n = ct - last_completion
                         last_completion = ct
-                    rt = usage.get("reasoning_tokens")
-                    nr = rt - last_reasoning if isinstance(rt, int) and last_reasoning is not None else None
-                    last_reasoning = rt if isinstance(rt, int) else None
+                    rt = usage.reasoning_tokens
+                    nr = rt - last_reasoning if rt is not None and last_reasoning is not None else None
+                    last_reasoning = rt
                 if not choices or type(choices) is not list:
                     continue
                 choice = choices[0]
@@ -395,33 +396,30 @@ N_CHOICES_MESSAGE = ("the stream carries several choices (n > 1): lanemon measur
                      "and does not merge them; send n=1")
 
 
-def _done(emit, usage: dict[str, Any] | None, finish_reason: str | None, finish_t: int | None, chunks: int,
+def _done(emit, usage: Usage | None, finish_reason: str | None, finish_t: int | None, chunks: int,
           note: str | None = None) -> RequestRecord:
     if usage is not None:
-        emit(schema.USAGE, usage)
-    d: dict[str, Any] = {"finish_reason": finish_reason, "chunks": chunks}
-    if finish_t is not None:
-        d["finish_t"] = finish_t
-    if note:
-        d["note"] = note
-    return emit(schema.DONE, d)
+        emit(schema.USAGE, event_data(usage))
+    end = StreamEnd(finish_reason=finish_reason, chunks=chunks, finish_t=finish_t, note=note or None)
+    return emit(schema.DONE, event_data(end))
 
 
 def _count(value: Any) -> bool:
     return type(value) is int  # not bool, not float, not a string of digits
 
 
-def _usage_fields(u: dict[str, Any]) -> dict[str, Any]:
-    """The usage block's counts; a count that is not an integer (a bool, a float, a string, ...) is
-    dropped and named under ``malformed`` (negative and absurd counts are judged in measure/records.py)."""
-    out: dict[str, Any] = {}
+def _usage_fields(u: dict[str, Any]) -> Usage:
+    """The usage block's counts (*u*: the chunk's ``usage`` object, untrusted JSON); a count that is not an integer
+    (a bool, a float, a string, ...) is dropped and named under ``malformed`` (negative and absurd counts are
+    judged in measure/records.py)."""
+    out = Usage()
     bad: list[str] = []
 
     def take(src: dict[str, Any], key: str, name: str, path: str) -> None:
         if key not in src or src[key] is None:
             return
         if _count(src[key]):
-            out[name] = src[key]
+            setattr(out, name, src[key])
         else:
             bad.append(f"usage.{path} is {_text(orjson.dumps(src[key], default=str)[:40])}, not an integer")
 
@@ -434,7 +432,7 @@ def _usage_fields(u: dict[str, Any]) -> dict[str, Any]:
     if isinstance(ctd, dict):
         take(ctd, "reasoning_tokens", "reasoning_tokens", "completion_tokens_details.reasoning_tokens")
     if bad:
-        out["malformed"] = bad[0]
+        out.malformed = bad[0]
     return out
 
 

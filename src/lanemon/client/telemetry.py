@@ -33,6 +33,7 @@ from lanemon import events as schema
 from lanemon.client.prom import PromParseError, Samples, parse
 from lanemon.events import Clock, Event
 from lanemon.measure.bounds import GPU, MAX_GPUS, number
+from lanemon.results.readings import GpuReading, Telemetry, event_data, read
 
 NVML = "nvml"
 BODY_LIMIT = 2 << 20
@@ -137,11 +138,19 @@ def _label(labels: dict[str, str], *names: str) -> str | None:
     return None
 
 
-def map_dcgm(samples: Samples) -> list[dict[str, Any]]:
-    """One dict per GPU (keyed by its ``gpu``/``UUID`` labels) from a dcgm-exporter exposition; [] when none
+def _finish(g: GpuReading) -> GpuReading:
+    """*g* once every value is in: ``unified`` (no framebuffer figure) and the ``throttle`` names of its reasons."""
+    g.unified = g.fb_used_mib is None and g.fb_free_mib is None
+    if g.reasons is not None:
+        g.throttle = throttle_names(g.reasons)
+    return g
+
+
+def map_dcgm(samples: Samples) -> list[GpuReading]:
+    """One reading per GPU (keyed by its ``gpu``/``UUID`` labels) from a dcgm-exporter exposition; [] when none
     of its names is present.  Unified-memory devices (no framebuffer figure reported) get ``unified: True``.
     A GPU whose values were not physically possible carries ``dropped`` (how many)."""
-    gpus: dict[tuple[str, str], dict[str, Any]] = {}
+    gpus: dict[tuple[str, str], GpuReading] = {}
     for key, (names, lo, hi) in DCGM.items():
         for name in names:
             if name not in samples:
@@ -152,43 +161,35 @@ def map_dcgm(samples: Samples) -> list[dict[str, Any]]:
                 if g is None:
                     if len(gpus) >= MAX_GPUS:
                         continue
-                    g = gpus[ident] = {"gpu": _label(labels, "gpu") or str(len(gpus)),
-                                       "uuid": _label(labels, "UUID", "uuid"),
-                                       "model": _label(labels, "modelName", "model_name"),
-                                       "host": _label(labels, "Hostname", "hostname")}
-                    g["_seen"] = set()
-                g["_seen"].add(key)
+                    g = gpus[ident] = GpuReading(gpu=_label(labels, "gpu") or str(len(gpus)),
+                                                 uuid=_label(labels, "UUID", "uuid"),
+                                                 model=_label(labels, "modelName", "model_name"),
+                                                 host=_label(labels, "Hostname", "hostname"))
                 v = _value(raw, lo, hi)
                 if v is None:
-                    g["dropped"] = g.get("dropped", 0) + 1
+                    g.dropped += 1
                 elif v is not _UNREPORTED:
-                    g[key] = int(v) if key in ("reasons", "xid") else v
+                    setattr(g, key, int(v) if key in ("reasons", "xid") else v)
             break
-    out = []
-    for g in gpus.values():
-        seen = g.pop("_seen")
-        if not seen:
-            continue
-        g["unified"] = "fb_used_mib" not in g and "fb_free_mib" not in g
-        if "reasons" in g:
-            g["throttle"] = throttle_names(g["reasons"])
-        out.append({k: v for k, v in g.items() if v is not None})
-    out.sort(key=lambda g: (len(str(g.get("gpu"))), str(g.get("gpu"))))
+    out = [_finish(g) for g in gpus.values()]  # a GPU is only made for a sample of it: every one was seen
+    out.sort(key=lambda g: (len(g.gpu), g.gpu))
     return out
 
 
-def summarise(gpus: list[dict[str, Any]]) -> dict[str, Any]:
-    """Host-level sums of a reading: ``power_w`` (every GPU that reported one), ``energy_mj`` (only when every
-    GPU has a counter: a partial sum would not be this host's energy), ``gpus`` count."""
-    out: dict[str, Any] = {"gpu_count": len(gpus)}
-    power = [g["power_w"] for g in gpus if "power_w" in g]
+def summarise(gpus: list[GpuReading]) -> Telemetry:
+    """A successful reading of *gpus* with the host-level sums: ``power_w`` (every GPU that reported one),
+    ``energy_mj`` (only when every GPU has a counter: a partial sum would not be this host's energy), the
+    ``gpu_count``, and ``dropped`` (values not physically possible, moved from the GPUs to the reading)."""
+    out = Telemetry(ok=True, gpu_count=len(gpus), gpus=gpus)
+    power = [g.power_w for g in gpus if g.power_w is not None]
     if power:
-        out["power_w"] = sum(power)
-    if gpus and all("energy_mj" in g for g in gpus):
-        out["energy_mj"] = sum(g["energy_mj"] for g in gpus)
-    dropped = sum(g.pop("dropped", 0) for g in gpus)
-    if dropped:  # said with the reading, so a replay counts the same (measure/bounds.gpu_reading)
-        out["dropped"] = dropped
+        out.power_w = sum(power)
+    if gpus and all(g.energy_mj is not None for g in gpus):
+        out.energy_mj = sum(g.energy_mj for g in gpus)  # type: ignore[misc]
+    # said with the reading, so a replay counts the same (measure/bounds.gpu_reading)
+    out.dropped = sum(g.dropped for g in gpus)
+    for g in gpus:
+        g.dropped = 0
     return out
 
 
@@ -232,7 +233,7 @@ class TelemetryScraper:
         self._lock = asyncio.Lock()
         self._t_resp = 0
 
-    async def scrape(self) -> dict[str, Any]:
+    async def scrape(self) -> Telemetry:
         """One reading (a second caller waits for the reading in flight to end first: polls never overlap)."""
         async with self._lock:
             start = self._t_resp = self.clock.now()
@@ -253,20 +254,21 @@ class TelemetryScraper:
                 from lanemon.client.errors import describe_exception
 
                 cls, message = describe_exception(exc, self.url)
-                data = {"ok": False, "cls": cls, "message": telemetry_message(message)}
-            data["source"] = self.source
+                data = Telemetry(ok=False, cls=cls, message=telemetry_message(message))
+            data.source = self.source
             now = self.clock.now()
-            if data.get("ok"):
+            if data.ok:
                 # the reading was taken somewhere in the request's flight (latency_s); parse_s: from the answer
                 # to this event, so the energy arithmetic can put the reading where it was taken
-                data["latency_s"] = round(max(0, self._t_resp - start) / 1e9, 6)
-                data["parse_s"] = round(max(0, now - self._t_resp) / 1e9, 6)
-            self.healthy = bool(data.get("ok"))
-            data = self.redactor.scrub(data, 200, items=MAX_GPUS + 16)
-            self.emit(Event(now, schema.GPU, self.lane, None, data))
-            return data
+                data.latency_s = round(max(0, self._t_resp - start) / 1e9, 6)
+                data.parse_s = round(max(0, now - self._t_resp) / 1e9, 6)
+            self.healthy = data.ok
+            event = Event(now, schema.GPU, self.lane, None, self.redactor.scrub(event_data(data), 200,
+                                                                                items=MAX_GPUS + 16))
+            self.emit(event)
+            return read(event.data, Telemetry) or data  # as the event holds it: server text redacted
 
-    async def _read_dcgm(self) -> dict[str, Any]:
+    async def _read_dcgm(self) -> Telemetry:
         from lanemon.client.http import get_bounded
 
         assert self.http is not None
@@ -276,38 +278,37 @@ class TelemetryScraper:
         self._t_resp = self.clock.now()
         if resp.status_code in (404, 410):
             self.available = False
-            return {"ok": False, "available": False, "cls": schema.ERR_HTTP, "status": resp.status_code,
-                    "message": f"no GPU telemetry at this URL (HTTP {resp.status_code})"}
+            return Telemetry(ok=False, available=False, cls=schema.ERR_HTTP, status=resp.status_code,
+                             message=f"no GPU telemetry at this URL (HTTP {resp.status_code})")
         if resp.status_code >= 400:
-            return {"ok": False, "cls": schema.ERR_HTTP, "status": resp.status_code,
-                    "message": f"GPU telemetry: HTTP {resp.status_code}"}
+            return Telemetry(ok=False, cls=schema.ERR_HTTP, status=resp.status_code,
+                             message=f"GPU telemetry: HTTP {resp.status_code}")
         return await asyncio.to_thread(self._parse, body.decode("utf-8", "replace"))
 
-    def _parse(self, text: str) -> dict[str, Any]:
+    def _parse(self, text: str) -> Telemetry:
         text, skipped = select(text)
         try:
             gpus = map_dcgm(parse(text))
         except PromParseError as exc:
-            return {"ok": False, "cls": schema.ERR_MALFORMED, "message": telemetry_message(str(exc))[:200]}
+            return Telemetry(ok=False, cls=schema.ERR_MALFORMED, message=telemetry_message(str(exc))[:200])
         if not gpus:
             self.available = False
-            return {"ok": False, "available": False, "cls": schema.ERR_MALFORMED,
-                    "message": "no DCGM_FI_DEV_* metric in this exposition (is it dcgm-exporter?)"}
-        data = {"ok": True, **summarise(gpus), "gpus": gpus}
-        if skipped:  # series over the line or GPU limits: not read, counted
-            data["dropped"] = data.get("dropped", 0) + skipped
+            return Telemetry(ok=False, available=False, cls=schema.ERR_MALFORMED,
+                             message="no DCGM_FI_DEV_* metric in this exposition (is it dcgm-exporter?)")
+        data = summarise(gpus)
+        data.dropped += skipped  # series over the line or GPU limits: not read, counted
         return data
 
-    async def _read_nvml(self) -> dict[str, Any]:
+    async def _read_nvml(self) -> Telemetry:
         if self._nvml_reader is None:
             try:
                 self._nvml_reader = await asyncio.to_thread(NvmlReader, self._nvml)
             except NvmlUnavailable as exc:
                 self.available = False
-                return {"ok": False, "available": False, "cls": schema.ERR_OTHER, "message": str(exc)[:200]}
+                return Telemetry(ok=False, available=False, cls=schema.ERR_OTHER, message=str(exc)[:200])
         gpus = await asyncio.to_thread(self._nvml_reader.read)
         self._t_resp = self.clock.now()
-        return {"ok": True, **summarise(gpus), "gpus": gpus}
+        return summarise(gpus)
 
 
 class NvmlUnavailable(RuntimeError):
@@ -341,29 +342,29 @@ class NvmlReader:
         except Exception:
             return None
 
-    def read(self) -> list[dict[str, Any]]:
+    def read(self) -> list[GpuReading]:
         from lanemon.untrusted import inert
 
         nv = self.nv
         out = []
         for i, h in enumerate(self.handles):
-            g: dict[str, Any] = {"gpu": str(i)}
+            g = GpuReading(gpu=str(i))
             name = self._try("nvmlDeviceGetName", h)
             uuid = self._try("nvmlDeviceGetUUID", h)
             for key, val in (("model", name), ("uuid", uuid)):
                 if isinstance(val, bytes):
                     val = val.decode("utf-8", "replace")
                 if isinstance(val, str) and val:
-                    g[key] = inert(val, 64)
+                    setattr(g, key, inert(val, 64))
 
-            def put(key: str, raw: Any, scale: float = 1.0) -> None:
+            def put(key: str, raw: Any, scale: float = 1.0, g: GpuReading = g) -> None:
                 x = number(raw)
                 if x is not None:
                     v = _value(x * scale, *GPU[key])
                     if v is None:
-                        g["dropped"] = g.get("dropped", 0) + 1
+                        g.dropped += 1
                     elif v is not _UNREPORTED:
-                        g[key] = int(v) if key in ("reasons", "xid") else v
+                        setattr(g, key, int(v) if key in ("reasons", "xid") else v)
 
             util = self._try("nvmlDeviceGetUtilizationRates", h)
             put("util_pct", getattr(util, "gpu", None))
@@ -380,8 +381,5 @@ class NvmlReader:
             if mem is not None:
                 put("fb_used_mib", getattr(mem, "used", None), 1 / (1 << 20))
                 put("fb_free_mib", getattr(mem, "free", None), 1 / (1 << 20))
-            g["unified"] = "fb_used_mib" not in g and "fb_free_mib" not in g
-            if "reasons" in g:
-                g["throttle"] = throttle_names(g["reasons"])
-            out.append(g)
+            out.append(_finish(g))
         return out

@@ -19,11 +19,13 @@ from collections import Counter
 from typing import Any
 
 import msgspec
+from msgspec import UNSET
 
 from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.results.decode import DecodeLane, DecodeResult
 from lanemon.results.needles import NeedleLane, NeedleResult
+from lanemon.results.common import BenchConfig, lenient
 from lanemon.results.prefill import PrefillLane, PrefillResult
 
 __all__ = ["BenchResults", "BenchTracker", "cell_label", "length_label", "planned_cells"]
@@ -80,25 +82,23 @@ def cell_label(kind: str, cell: dict[str, Any], lane: str | None = None) -> str:
     return text if lane is None else f"{lane} {text}"
 
 
-def planned_cells(kind: str, config: dict[str, Any]) -> int | None:
+def planned_cells(kind: str, config: BenchConfig) -> int | None:
     """Cells per lane the bench-start ``config`` plans (None when the config does not say).
 
-    decode: every level × reps, plus every category × reps when ``per_category``;
+    decode: every level × reps, plus every category × reps when ``per_category`` (unsaid: true);
     prefill / needles: one calibration cell plus every length × reps.
     """
-    reps = config.get("reps")
+    reps = config.reps
     if not isinstance(reps, int) or reps < 1:
         return None
     if kind == "decode":
-        levels = config.get("levels")
-        if not isinstance(levels, list):
+        if not isinstance(config.levels, list):
             return None
-        cats = config.get("categories") if config.get("per_category", True) else []
-        return len(levels) * reps + len(cats if isinstance(cats, list) else []) * reps
-    lengths = config.get("lengths")
-    if not isinstance(lengths, list):
+        cats = config.categories if config.per_category is UNSET or config.per_category else []
+        return len(config.levels) * reps + len(cats if isinstance(cats, list) else []) * reps
+    if not isinstance(config.lengths, list):
         return None
-    return 1 + len(lengths) * reps
+    return 1 + len(config.lengths) * reps
 
 
 class BenchTracker:
@@ -117,7 +117,7 @@ class BenchTracker:
         self.started = False
         self.bench_ended = False
         self.interrupted = False
-        self.config: dict[str, Any] = {}
+        self.config = BenchConfig()
         self.lanes: list[str] = []
         """Lanes in the order the bench names them (config), then as first seen."""
         self.plan_weights: dict[str, float] = {}
@@ -150,12 +150,14 @@ class BenchTracker:
                     self.started = True
                     if "config" in d:
                         self.t_start = ev.t
-                        self.config = dict(d.get("config") or {})
+                        raw = d.get("config")
+                        self.config = lenient(raw if isinstance(raw, dict) else {}, BenchConfig)
                         self.plan_weights = {str(p["cell"]): _weight(p.get("weight")) for p in d.get("plan") or []
                                              if isinstance(p, dict) and p.get("cell") is not None}
-                        for name in self.config.get("lanes") or []:
-                            if isinstance(name, str) and name not in self.lanes:
-                                self.lanes.insert(len([n for n in self.lanes if n in self.config["lanes"]]), name)
+                        named = self.config.lanes or []
+                        for name in named:
+                            if name not in self.lanes:
+                                self.lanes.insert(len([n for n in self.lanes if n in named]), name)
             elif phase in END_PHASES:
                 if is_cell:
                     if lane:
@@ -355,25 +357,24 @@ class BenchResults:
 
     # A replay's backward seek snapshots and restores the folds.  Events never change, so the
     # lists are copied but the events in them are shared (a deep copy would copy every token).
-    def snapshot(self) -> dict[str, Any]:
-        return _copy_state(self.__dict__)
+    def snapshot(self) -> BenchResults:
+        return self._copy()
 
-    def restore(self, state: dict[str, Any]) -> None:
+    def restore(self, state: BenchResults) -> None:
         self.__dict__.clear()
-        self.__dict__.update(_copy_state(state))  # copied again: one snapshot can be restored twice
+        self.__dict__.update(state._copy().__dict__)  # copied again: one snapshot can be restored twice
 
-
-def _copy_state(state: dict[str, Any]) -> dict[str, Any]:
-    out = dict(state)
-    out["_head"] = list(state["_head"])
-    out["_events"] = {g: list(evs) for g, evs in state["_events"].items()}
-    for name in ("_cell_group", "_req_cell"):
-        out[name] = dict(state[name])
-    out["_ended"], out["_dirty"] = set(state["_ended"]), set(state["_dirty"])
-    out["_ended_at"] = list(state["_ended_at"])
-    out["_lanes"] = {lane: _copy_lane(body) for lane, body in state["_lanes"].items()}
-    out["_cached"], out["_cached_at"] = None, (-1, None)
-    return out
+    def _copy(self) -> BenchResults:
+        """A copy of the fold that shares no container with it (the events and cells in them are shared)."""
+        out = BenchResults(self.kind)
+        out.version, out.computed = self.version, self.computed
+        out._head = list(self._head)
+        out._events = {g: list(evs) for g, evs in self._events.items()}
+        out._cell_group, out._req_cell = dict(self._cell_group), dict(self._req_cell)
+        out._ended, out._dirty = set(self._ended), set(self._dirty)
+        out._ended_at = list(self._ended_at)
+        out._lanes = {lane: _copy_lane(body) for lane, body in self._lanes.items()}
+        return out  # its cache empty: recomputed on the next results()
 
 
 def _copy_lane(body: BenchLane) -> BenchLane:

@@ -23,6 +23,7 @@ from lanemon.events import Event
 from lanemon.measure.load import CLIENT_BOUND, ClientLoad, flag as flag_record
 from lanemon.measure.server import server_timings
 from lanemon.results.counters import EngineCounters
+from lanemon.results.readings import engine_metrics
 from lanemon.results.server import ServerTimings
 from lanemon.measure.records import BURST, EMPTY, ERROR, TRUNCATED, Assembler, RequestRecord
 from lanemon.folds.series import KEEP_NS, NS, Outcomes
@@ -88,7 +89,8 @@ class ServerMetricsState:
         self.session.add(t, d)
         prev = self.last
         if prev and "ttft_count" in d and "ttft_count" in prev and not restart_reason(prev, d):
-            timings = server_timings(prev, d)
+            before, after = engine_metrics(prev), engine_metrics(d)
+            timings = server_timings(before, after) if before is not None and after is not None else ServerTimings()
             if timings.ttft_count and timings.ttft_s is not None:
                 self.timings = timings
                 self.server_ttft_s.append(float(timings.ttft_s))

@@ -33,6 +33,7 @@ from lanemon.measure.load import CLIENT_BOUND
 from lanemon.measure import slo as slo_rules
 from lanemon.measure.metrics import meets_slo
 from lanemon.measure.records import BURST, RequestRecord
+from lanemon.results.readings import ProbeResult, engine_metrics, read
 from lanemon.untrusted import inert
 
 NS = 1_000_000_000
@@ -148,7 +149,10 @@ class Availability:
     def apply(self, ev: Event) -> LaneChange | None:
         if ev.kind != schema.PROBE or ev.lane is None:
             return None
-        lane, ok = ev.lane, bool(ev.data.get("ok"))
+        lane, probe = ev.lane, read(ev.data, ProbeResult)  # decoded at the edge
+        if probe is None:  # a recording's probe that does not fit its type says nothing about the lane: skipped
+            return None
+        ok = probe.ok
         self.seen.add(lane)
         since = self.down_since.get(lane)
         if ok:
@@ -162,8 +166,8 @@ class Availability:
         self.down_since[lane] = ev.t
         self.ever_down.add(lane)
         self.downs[lane] = self.downs.get(lane, 0) + 1
-        cls = ev.data.get("cls")
-        message = ev.data.get("message") or ev.data.get("status") or ""
+        cls = probe.cls
+        message = probe.message or probe.status or ""
         return LaneChange(lane, DOWN, ev.t, cls=inert(cls, 32) if cls else None,
                           message=inert(str(message), REASON_MAX))
 
@@ -315,9 +319,10 @@ class MonitorState:
                 dq.append(r)
                 while len(dq) > 2 and dq[1].t < ev.t - int((self.window_s + GPU_MARGIN_S) * NS):
                     dq.popleft()
-        if ev.kind == schema.SERVER_METRICS and ev.lane is not None and ev.data.get("ok"):
-            v = ev.data.get("preemptions_total")
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0:
+        if ev.kind == schema.SERVER_METRICS and ev.lane is not None:
+            m = engine_metrics(ev.data)
+            v = m.preemptions_total if m is not None else None
+            if v is not None and v >= 0:
                 dq = self.preemptions.setdefault(ev.lane, deque())
                 dq.append((ev.t, float(v)))
                 while len(dq) > 2 and dq[1][0] < ev.t - int(self.window_s * NS):

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from lanemon import events as schema
+from lanemon.results.readings import EngineMetrics, engine_metrics
 from lanemon.events import Event
 from lanemon.measure.metrics import request_metrics
 from lanemon.measure.records import iter_records, reiterable
@@ -61,8 +62,6 @@ HISTOGRAMS = ("ttft", "itl", "tpot", "e2e", "queue", "prefill", "decode", "infer
 TOKENS = ("prompt_tokens", "generation_tokens", "prompt_tokens_computed", "prompt_tokens_hit", "preemptions")
 """The engine's counters a mapped scrape may carry (``<key>_total``)."""
 
-Scrape = dict[str, Any]
-"""One mapped ``/metrics`` scrape as a recording holds it (client/prom.map_engine): untrusted JSON."""
 
 
 def _mean(xs: list[float]) -> float | None:
@@ -73,16 +72,17 @@ def _r(x: float | None, digits: int = 6) -> float | None:
     return None if x is None else round(float(x), digits)
 
 
-def _increase(before: Scrape, after: Scrape, key: str) -> float | None:
+def _increase(before: EngineMetrics, after: EngineMetrics, key: str) -> float | None:
     """How far ``key`` rose between two scrapes (a counter that went down was reset, so its new value is the
     increase); None when the later scrape lacks it."""
-    if key not in after:
+    a = getattr(after, key)
+    if a is None:
         return None
-    a, b = float(after[key]), float(before.get(key, 0.0))
+    a, b = float(a), float(getattr(before, key) or 0.0)
     return a - b if a >= b else a
 
 
-def server_timings(before: Scrape, after: Scrape) -> ServerTimings:
+def server_timings(before: EngineMetrics, after: EngineMetrics) -> ServerTimings:
     """The server's own view between two mapped scrapes: mean seconds per histogram (``ttft_s``,
     ``itl_s``, ``tpot_s``, ``e2e_s``, ``queue_s``, ``prefill_s``, ``decode_s``, ``inference_s``) over the
     requests that ended in between (deltas of ``_sum`` / ``_count``; a counter that went down was reset,
@@ -134,13 +134,13 @@ class _TimingSums:
         self.weighted = dict.fromkeys(HISTOGRAMS, 0.0)
         self.sums: dict[str, int] = {}  # "requests" and the token counters seen in at least one interval
 
-    def add(self, before: Scrape, after: Scrape) -> None:
+    def add(self, before: EngineMetrics, after: EngineMetrics) -> None:
         """Add the interval between two successive scrapes (the engine did not restart in it)."""
         t = server_timings(before, after)
         self.parts += 1
         for key in HISTOGRAMS:
-            a, b = after.get(key + "_count"), before.get(key + "_count", 0.0)
-            c = float(a) - float(b) if isinstance(a, (int, float)) and isinstance(b, (int, float)) else None
+            a, b = getattr(after, key + "_count"), getattr(before, key + "_count")
+            c = a - (b or 0.0) if a is not None else None
             mean = getattr(t, key + "_s")
             if c and mean is not None:
                 self.n[key] += c
@@ -191,25 +191,29 @@ def server_view(events: Iterable[Event], lane: str) -> ServerView | None:
     sums = _TimingSums()
     n_scrapes = 0
     first = last = None
+    first_m = last_m = None
     simulates = None
     for b in events:
         if b.kind == schema.PROBE and b.lane == lane and sim_name(b.data.get("simulates")):
             simulates = b.data["simulates"]
             continue
-        if not (b.kind == schema.SERVER_METRICS and b.lane == lane and b.data.get("ok")
-                and ("ttft_count" in b.data or "e2e_count" in b.data)):
+        if not (b.kind == schema.SERVER_METRICS and b.lane == lane):
+            continue
+        m = engine_metrics(b.data)  # decoded at the edge: a recording's figures are untrusted
+        if m is None or (m.ttft_count is None and m.e2e_count is None):
             continue
         n_scrapes += 1
         a, last = last, b
-        if a is None:
-            first = b
+        am, last_m = last_m, m
+        if a is None or am is None:
+            first, first_m = b, m
             continue
         why = restart_reason(a.data, b.data)
         if why:
             resets.append(ServerReset(t_s=_r(b.t / 1e9, 3), reason=why))
             excluded_ns += b.t - a.t
             continue
-        sums.add(a.data, b.data)
+        sums.add(am, m)
         spans.append((read_at(a, True), read_at(b, False)))
     if n_scrapes < 2:
         return None
@@ -254,7 +258,7 @@ def server_view(events: Iterable[Event], lane: str) -> ServerView | None:
     prompt = [r.prompt_tokens for r in recs]
     gen = [m.generated_tokens for m in ms]
     return ServerView(
-        engine=engine_label(first.data.get("engine"), simulates), interval_s=_r((last.t - first.t) / 1e9, 3),
+        engine=engine_label(first_m.engine if first_m is not None else None, simulates), interval_s=_r((last.t - first.t) / 1e9, 3),
         requests=timings.requests, client_requests=len(recs), scrapes=n_scrapes, restarts=len(resets),
         reset_at=resets[:8] if resets else None, excluded_s=_r(excluded_ns / 1e9, 3) if resets else None,
         **{key: _r(getattr(timings, key)) for key in SERVER_KEYS},

@@ -31,10 +31,11 @@ from lanemon.measure.metrics import NS, percentile, request_metrics, tail_ok
 from lanemon.measure.records import BURST, COMPLETE, OUTCOMES, Assembler, RequestRecord
 from lanemon.measure.server import engine_label, sim_name
 
-SUMMARY_VERSION = 3
+SUMMARY_VERSION = 4
 """2: rows say what makes them comparable (api, url, prompt set, max tokens, time scale); bench rows carry the
 bench's own figures (``basis``); the usage probe and calibration are no rows.  3: prefill, needles and race rows
-carry their bench's own figures too (``prefill_tok_s``)."""
+carry their bench's own figures too (``prefill_tok_s``).  4: a load row's ``requests`` is the rep's own
+``requests`` (warm-up included, as ``bench load --json`` says it); the measured window's count is ``measured``."""
 
 NOT_WORKLOADS = ("detect", "calibrate")
 """Requests that are lanemon's own (the 1-token usage probe, a bench's length calibration): no history row."""
@@ -62,6 +63,11 @@ class LaneSummary(msgspec.Struct, frozen=True, forbid_unknown_fields=False):
     simulated: bool = False
     """The lane was lanemon's simulator (demo, ``--demo``, or a lane whose /models said so)."""
     requests: int = 0
+    """Requests sent in the row's cell or rep, every outcome (the catalogue's ``requests``; a load row: the rep's
+    own ``requests``, warm-up included)."""
+    measured: int | None = None
+    """bench load: requests sent inside the measured window (the rep's ``measured``; ``complete``, ``error`` and
+    the figures are over these); None for every other row."""
     complete: int = 0
     error: int = 0
     truncated: int = 0

@@ -33,9 +33,10 @@ from lanemon.results.needles import NeedleCell
 from lanemon.results.prefill import PrefillCell
 from lanemon.results.race import RaceResult
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """2: rows carry the bench's own figures and what makes them comparable (measure/summary.py SUMMARY_VERSION);
-3: prefill, needles and race rows too (``prefill_tok_s``)."""
+3: prefill, needles and race rows too (``prefill_tok_s``); 4: a load row's ``requests`` column is the rep's own
+``requests`` (warm-up included), its measured window's count the row's ``measured``."""
 BENCH_ROWS = ("decode", "prefill", "needles", "race", "load")
 """Workloads whose rows take their figures from the bench's own typed result (what the bench printed)."""
 FILE_NAME = "catalogue.sqlite3"
@@ -206,7 +207,9 @@ def _race_row(r: LaneSummary, race: RaceResult) -> LaneSummary:
 
 
 def _load_row(r: LaneSummary, lane: LoadLane, config: LoadConfig | None) -> LaneSummary:
-    """A load lane's row: the median over its reps of each rep's measured window (the warm-up left out)."""
+    """A load lane's row: the median over its reps of each rep's own figures.  ``requests`` is the rep's
+    ``requests`` (every request it sent, warm-up included) and ``measured`` its measured window's; the outcomes and
+    figures are over the measured window (the warm-up left out), as the rep's are."""
     reps = lane.reps
     cfg = config or LoadConfig()
     rate = cfg.rate
@@ -219,7 +222,8 @@ def _load_row(r: LaneSummary, lane: LoadLane, config: LoadConfig | None) -> Lane
         return med(lambda x: getattr(get(x), q) if get(x) is not None else None)
 
     return msgspec.structs.replace(
-        r, basis="load results", level=level[:64], requests=int(med(lambda x: x.measured) or 0),
+        r, basis="load results", level=level[:64], requests=int(med(lambda x: x.requests) or 0),
+        measured=int(med(lambda x: x.measured) or 0),
         complete=int(med(lambda x: x.ok) or 0), error=int(med(lambda x: x.errors) or 0),
         tok_s=med(lambda x: x.output_tok_s), steady_tok_s=None,
         ttft_p50=pct(lambda x: x.ttft_s, "p50"), ttft_p90=pct(lambda x: x.ttft_s, "p90"),

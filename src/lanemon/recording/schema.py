@@ -29,7 +29,7 @@ from lanemon import events as ev_schema
 from lanemon.events import Event
 from lanemon.untrusted import ID_LIMIT, inert, inert_event_data, needs_inert
 
-__all__ = ["EventRow", "Header", "DATA_SCHEMAS", "MAX_HEADER_BYTES", "MAX_LINE_BYTES", "BadRow", "decode_event",
+__all__ = ["EventRow", "Header", "HostInfo", "QevalInfo", "DATA_SCHEMAS", "MAX_HEADER_BYTES", "MAX_LINE_BYTES", "BadRow", "decode_event",
            "check_header", "bounded_lines", "Overlong"]
 
 MAX_HEADER_BYTES = 1 << 20
@@ -182,31 +182,6 @@ class ServerMetricsData(_Data):
     gen_throughput: Num | None = None
 
 
-class HostData(_Data):
-    cpu_pct: Num | None = None
-    cpus: int | None = None
-    load1: Num | None = None
-    mem_total: Num | None = None
-    mem_used: Num | None = None
-    mem_pct: Num | None = None
-    net_rx_Bps: Num | None = None
-    net_tx_Bps: Num | None = None
-    proc_cpu_pct: Num | None = None
-    proc_rss: Num | None = None
-    gpus: list[dict[str, Any]] | None = None
-
-
-class ClientLoadData(_Data):
-    lag_ms: Num | None = None
-    lag_mean_ms: Num | None = None
-    window_s: Num | None = None
-    samples: int | None = None
-    cpu_pct: Num | None = None
-    proc_cpu_pct: Num | None = None
-    steal_pct: Num | None = None
-    bound: bool | None = None
-
-
 class GpuOne(msgspec.Struct, forbid_unknown_fields=False):
     gpu: Key = None
     uuid: str | None = None
@@ -224,6 +199,31 @@ class GpuOne(msgspec.Struct, forbid_unknown_fields=False):
     reasons: int | None = None
     throttle: list[str] | None = None
     xid: Num | None = None
+
+
+class HostData(_Data):
+    cpu_pct: Num | None = None
+    cpus: int | None = None
+    load1: Num | None = None
+    mem_total: Num | None = None
+    mem_used: Num | None = None
+    mem_pct: Num | None = None
+    net_rx_Bps: Num | None = None
+    net_tx_Bps: Num | None = None
+    proc_cpu_pct: Num | None = None
+    proc_rss: Num | None = None
+    gpus: list[GpuOne] | None = None
+
+
+class ClientLoadData(_Data):
+    lag_ms: Num | None = None
+    lag_mean_ms: Num | None = None
+    window_s: Num | None = None
+    samples: int | None = None
+    cpu_pct: Num | None = None
+    proc_cpu_pct: Num | None = None
+    steal_pct: Num | None = None
+    bound: bool | None = None
 
 
 class GpuData(_Data):
@@ -356,6 +356,22 @@ class WorkerHost(msgspec.Struct, forbid_unknown_fields=False):
     """Session time of that measurement."""
 
 
+class HostInfo(msgspec.Struct, forbid_unknown_fields=False, omit_defaults=True):
+    """The header's ``host``: the machine lanemon ran on (recording/writer.py ``host_info``)."""
+
+    platform: str | None = None
+    python: str | None = None
+    cpus: int | None = None
+    memory_bytes: int | None = None
+
+
+class QevalInfo(msgspec.Struct, forbid_unknown_fields=False):
+    """The header's ``qeval`` (``lanemon qeval``): the lane evaluated and how many tasks."""
+
+    lane: str | None = None
+    tasks: int | None = None
+
+
 class Header(msgspec.Struct, forbid_unknown_fields=False):
     schema: str
     version: str
@@ -363,9 +379,9 @@ class Header(msgspec.Struct, forbid_unknown_fields=False):
     created: str | None = None
     command: str | None = None
     lanes: list[LaneInfo] = []
-    host: dict[str, Any] = {}
+    host: HostInfo = msgspec.field(default_factory=HostInfo)
     bench: str | None = None
-    qeval: dict[str, Any] | None = None
+    qeval: QevalInfo | None = None
     wall_t0_s: float | None = None
     """wall-clock time (epoch s) of the session clock's t = 0 (optional, schema 1.0 readers ignore it)."""
     workers: list[WorkerHost] | None = None

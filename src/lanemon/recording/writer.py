@@ -30,28 +30,26 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import orjson
 
 from lanemon import __version__
 from lanemon.config import data_dir
 from lanemon.events import NOTE, SCHEMA_NAME, SCHEMA_VERSION_STR, Event
-from lanemon.recording.schema import MAX_LINE_BYTES
+from lanemon.recording.schema import MAX_LINE_BYTES, HostInfo
 
 
 MAX_HELD_BYTES = 16 << 20
 """A held header is released as it is once the events held behind it pass this many bytes."""
 
 
-def host_info() -> dict[str, Any]:
-    info: dict[str, Any] = {
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "cpus": os.cpu_count(),
-    }
+def host_info() -> HostInfo:
+    """The header's ``host``: this machine's platform, Python, CPUs and memory (what is known)."""
+    info = HostInfo(platform=platform.platform(), python=platform.python_version(), cpus=os.cpu_count())
     try:
         import psutil
 
-        info["memory_bytes"] = psutil.virtual_memory().total
+        info.memory_bytes = psutil.virtual_memory().total
     except Exception:  # psutil is a dependency, but the header must never fail
         pass
     return info
@@ -74,7 +72,7 @@ def make_header(command: str, lanes: list[dict[str, Any]], extra: dict[str, Any]
         "created": created_stamp(wall_ns),
         "command": command,
         "lanes": [{"name": lane["name"], "url": lane.get("url"), "model": lane.get("model")} for lane in lanes],
-        "host": host_info(),
+        "host": msgspec.to_builtins(host_info()),
     }
     t0 = wall_t0_s(clock, wall_ns, perf_ns)
     if t0 is not None:

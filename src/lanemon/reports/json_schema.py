@@ -3,7 +3,7 @@ and the JSON Schema each one has (``lanemon schema NAME``; ``lanemon schema --li
 
 Every Struct forbids unknown fields: an output that gains a key the contract does not name fails
 ``tests/test_json_schema.py``, which decodes every ``--json`` output the suite makes into its Struct (strict).
-A key whose *meaning* changes bumps :data:`SCHEMA_VERSION` (and docs/JSON.md says how).  Blocks whose keys are
+A key whose *meaning* changes bumps that output's version (:data:`VERSIONS`; docs/JSON.md says how).  Blocks whose keys are
 the engine's own (``server``, ``engine_counters``) or a run's bookkeeping (``cut``, ``not_run``) are objects
 described in docs/JSON.md, not listed key by key here.
 
@@ -34,7 +34,13 @@ from lanemon.results.race import RaceResult
 from lanemon.results.sweep import SweepResult
 
 SCHEMA_VERSION = "1"
-"""Bumped when a key's meaning changes (a key added with a new meaning is a new key: the version stays)."""
+"""The version of every output :data:`VERSIONS` does not name (a key added with a new meaning is a new key: the
+version stays)."""
+
+VERSIONS: dict[str, str] = {
+    "history": "2",  # 2: a load row's ``requests`` is the rep's own (warm-up included); ``measured`` added
+}
+"""Outputs whose version moved on: bumped, for that output alone, when one of its keys' meaning changes."""
 
 #: every published output: name -> (its type, what prints it)
 OUTPUTS: dict[str, tuple[Any, str]] = {
@@ -57,6 +63,12 @@ OUTPUTS: dict[str, tuple[Any, str]] = {
 }
 
 
+def version(name: str) -> str:
+    """Output ``name``'s schema version (KeyError for one not published)."""
+    OUTPUTS[name]
+    return VERSIONS.get(name, SCHEMA_VERSION)
+
+
 def schema(name: str) -> dict[str, Any]:
     """The JSON Schema of output ``name`` (KeyError for one not published), with its version."""
     typ, command = OUTPUTS[name]
@@ -69,8 +81,8 @@ def schema(name: str) -> dict[str, Any]:
                               "schema of its kind (unknown keys are read past: a newer writer may add some)"}
     else:
         out = msgspec.json.schema(typ)
-    return {"$id": f"lanemon:{name}:{SCHEMA_VERSION}", "title": f"{command} (lanemon {name} schema)",
-            "version": SCHEMA_VERSION, **out}
+    return {"$id": f"lanemon:{name}:{version(name)}", "title": f"{command} (lanemon {name} schema)",
+            "version": version(name), **out}
 
 
 def validate(name: str, obj: Any) -> Any:

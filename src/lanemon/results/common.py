@@ -12,6 +12,7 @@ from msgspec import UNSET, UnsetType
 
 Num = float | int | None
 R = TypeVar("R", bound="Result")
+S = TypeVar("S", bound=msgspec.Struct)
 Obj = dict[str, Any] | None
 Opt = UnsetType
 """``X | Opt = UNSET``: a key a result carries only sometimes but then may carry as ``null`` (absent: left out of
@@ -201,6 +202,23 @@ def as_result(obj: Any, cls: type[R]) -> R:
     if isinstance(obj, cls):
         return obj
     return msgspec.convert(obj, cls, strict=False)
+
+
+def lenient(raw: dict[str, Any], cls: type[S]) -> S:
+    """``raw`` (JSON from a recording: untrusted) as ``cls``, every field of which has a default: a key ``cls`` does
+    not know, or a value of the wrong type, is left out rather than failing."""
+    try:
+        return msgspec.convert(raw, cls, strict=False)
+    except msgspec.ValidationError:
+        good: dict[str, Any] = {}  # JSON from a recording, filtered key by key
+        for key, value in raw.items():
+            if key in cls.__struct_fields__:
+                try:
+                    msgspec.convert({**good, key: value}, cls, strict=False)
+                except msgspec.ValidationError:
+                    continue
+                good[key] = value
+        return msgspec.convert(good, cls, strict=False)
 
 
 def to_json_obj(result: Result) -> dict[str, Any]:

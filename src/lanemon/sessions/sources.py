@@ -29,8 +29,9 @@ import itertools
 import math
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lanemon.bus import EventBus
 from lanemon.config import LaneConfig, ProbeConfig
@@ -39,6 +40,9 @@ from lanemon import events as schema
 from lanemon.recording.writer import Recorder
 from lanemon.recording.reader import Recording
 from lanemon.events import Clock, Event
+
+if TYPE_CHECKING:
+    from lanemon.measure.alerts import Rule
 
 DEMO_PROMPTS = (
     "Write a Python function that merges two sorted lists.",
@@ -52,11 +56,29 @@ DEMO_PROMPTS = (
 )
 
 
+@dataclass(frozen=True)
+class MonitorOptions:
+    """What runs beside a live dashboard (lanemon.monitor): the alert rules, the SLO targets, the exporter's
+    address and the monitor's window."""
+
+    rules: Sequence[Rule] = ()
+    slo: dict[str, float] | None = None
+    listen: tuple[str, int] | None = None
+    window_s: float = 60.0
+
+    @property
+    def wanted(self) -> bool:
+        """Anything to run: a rule, an exporter or SLO targets."""
+        return bool(self.rules or self.listen or self.slo)
+
+
 class LiveSession:
     """Probe loops over real lanes; every event goes to the bus (and the recorder)."""
 
     real_time = True
     """Its events happen now (the dashboard's charts settle a column at a time, ui/screens/dashboard.py)."""
+    monitor_options: MonitorOptions | None = None
+    """Set by ``lanemon live`` before the app starts: what the app runs beside the dashboard."""
 
     def __init__(
         self,
@@ -142,7 +164,7 @@ class LiveSession:
                     result = await client.probe_models()
                 finally:
                     self._probing -= 1
-                if (result.get("ok") and self.probe.enabled and not self.paused and not self._racing
+                if (result.ok and self.probe.enabled and not self.paused and not self._racing
                         and not self._stop.is_set()):
                     prompt = next(prompts)
                     if self.probe.endpoint == "chat":

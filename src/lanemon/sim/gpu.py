@@ -27,7 +27,7 @@ import math
 import socket
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable, NamedTuple
 
 #: dcgm-exporter's default counters (etc/default-counters.csv) this device reports, plus the clock-event
 #: reasons (``DCGM_FI_DEV_CLOCKS_EVENT_REASONS``, a bitmask; older releases: ``..._CLOCK_THROTTLE_REASONS``).
@@ -141,7 +141,7 @@ class GpuModel:
             self.batch = max(0, int(batch))
             self.history.append((self.t_last, self.energy_mj, self.power_w))
 
-    def read(self) -> dict[str, Any]:
+    def read(self) -> "GpuSample":
         """One reading, as the exporter would publish it now (utilisation over the time since the last read)."""
         self.advance()
         t0, b0 = self._util_at
@@ -160,17 +160,46 @@ class GpuModel:
             sm = int(dev.sm_boost_mhz * 0.9)
         else:
             sm = dev.sm_boost_mhz
-        return {"power_w": p, "energy_mj": self.energy_mj, "util_pct": max(0.0, min(100.0, util)),
-                "sm_clock_mhz": sm, "mem_clock_mhz": dev.mem_clock_mhz, "temp_c": self.temp_c,
-                "reasons": reasons, "xid": 0, "batch": self.batch}
+        return GpuSample(power_w=p, energy_mj=self.energy_mj, util_pct=max(0.0, min(100.0, util)), sm_clock_mhz=sm,
+                         mem_clock_mhz=dev.mem_clock_mhz, temp_c=self.temp_c, reasons=reasons, xid=0, batch=self.batch)
 
-    def truth(self) -> dict[str, Any]:
+    def truth(self) -> "GpuTruth":
         """``/sim/gpu``: the exact counter and the energy curve's breakpoints (perf_counter seconds)."""
         self.advance()
-        return {"model": self.device.model, "unified_memory": self.device.unified_memory,
-                "t_mono": self.t_last, "energy_j": self.energy_mj / 1000.0, "power_w": self.power_w,
-                "batch": self.batch,
-                "history": [[t, e / 1000.0, p] for t, e, p in self.history]}
+        return GpuTruth(model=self.device.model, unified_memory=self.device.unified_memory, t_mono=self.t_last,
+                        energy_j=self.energy_mj / 1000.0, power_w=self.power_w, batch=self.batch,
+                        history=[[t, e / 1000.0, p] for t, e, p in self.history])
+
+
+class GpuSample(NamedTuple):
+    """One reading of the simulated GPU, as its exporter publishes it (:meth:`GpuModel.read`)."""
+
+    power_w: float
+    energy_mj: float
+    """The energy counter since the model started, millijoules."""
+    util_pct: float
+    sm_clock_mhz: int
+    mem_clock_mhz: int
+    temp_c: float
+    reasons: int
+    """The clock-event bitmask (idle, software power cap)."""
+    xid: int
+    batch: int
+
+
+@dataclass
+class GpuTruth:
+    """``/sim/gpu`` (JSON: orjson writes the fields in this order): the exact energy counter and its breakpoints."""
+
+    model: str
+    unified_memory: bool
+    t_mono: float
+    """perf_counter seconds of this answer."""
+    energy_j: float
+    power_w: float
+    batch: int
+    history: list[list[float]]
+    """``[t_mono, energy_j, power_w]`` at every batch change (:func:`energy_between`)."""
 
 
 def energy_between(history: list[list[float]], t0: float, t1: float) -> float:
@@ -197,14 +226,14 @@ def exposition(model: GpuModel, hostname: str | None = None) -> bytes:
               f'modelName="{model.device.model}",Hostname="{_label(host)}"')
     unified = model.device.unified_memory
     values = {
-        "DCGM_FI_DEV_SM_CLOCK": r["sm_clock_mhz"], "DCGM_FI_DEV_MEM_CLOCK": r["mem_clock_mhz"],
-        "DCGM_FI_DEV_MEMORY_TEMP": NOT_SUPPORTED, "DCGM_FI_DEV_GPU_TEMP": round(r["temp_c"]),
-        "DCGM_FI_DEV_POWER_USAGE": round(r["power_w"], 3),
-        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": int(r["energy_mj"]),
-        "DCGM_FI_DEV_GPU_UTIL": round(r["util_pct"]), "DCGM_FI_DEV_MEM_COPY_UTIL": round(r["util_pct"] * 0.6),
-        "DCGM_FI_DEV_XID_ERRORS": r["xid"],
+        "DCGM_FI_DEV_SM_CLOCK": r.sm_clock_mhz, "DCGM_FI_DEV_MEM_CLOCK": r.mem_clock_mhz,
+        "DCGM_FI_DEV_MEMORY_TEMP": NOT_SUPPORTED, "DCGM_FI_DEV_GPU_TEMP": round(r.temp_c),
+        "DCGM_FI_DEV_POWER_USAGE": round(r.power_w, 3),
+        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": int(r.energy_mj),
+        "DCGM_FI_DEV_GPU_UTIL": round(r.util_pct), "DCGM_FI_DEV_MEM_COPY_UTIL": round(r.util_pct * 0.6),
+        "DCGM_FI_DEV_XID_ERRORS": r.xid,
         "DCGM_FI_DEV_FB_FREE": NOT_SUPPORTED if unified else 0, "DCGM_FI_DEV_FB_USED": NOT_SUPPORTED if unified else 0,
-        "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": r["reasons"],
+        "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": r.reasons,
     }
     lines = []
     for name, kind, doc in FIELDS:

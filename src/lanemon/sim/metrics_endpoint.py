@@ -47,7 +47,7 @@ from __future__ import annotations
 import bisect
 import math
 import time
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 from prometheus_client.core import (CollectorRegistry, CounterMetricFamily, GaugeMetricFamily,
                                     HistogramMetricFamily)
@@ -89,7 +89,7 @@ def _buckets_1_2_5(max_value: int) -> tuple[float, ...]:
         exp += 1
 
 
-#: (naming, key) -> (family name, help, quantity).  Quantity names are the keys of :func:`request_times`.
+#: (naming, key) -> (family name, help, quantity).  Quantity names are the fields of :class:`RequestTimes`.
 HISTOGRAMS: dict[str, list[tuple[str, str, str, tuple[float, ...] | None]]] = {
     "vllm": [
         ("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", "ttft", _VLLM_TTFT),
@@ -143,29 +143,39 @@ class Histogram:
         return out
 
 
-def request_times(rec: dict) -> dict[str, Any]:
-    """The server-side durations of one finished trace record (seconds; None where it does not apply).
+class RequestTimes(NamedTuple):
+    """The server-side durations of one finished request (seconds; None where it does not apply) and its token
+    counts: the quantities the histograms of :data:`HISTOGRAMS` observe (read by name)."""
 
-    ``itl`` is a list of ``(gap, tokens in the chunk that ended it)``.
-    """
+    e2e: float | None
+    queue: float | None
+    ttft: float | None
+    prefill: float | None
+    decode: float | None
+    inference: float | None
+    tpot: float | None
+    itl: list[tuple[float, int]]
+    """``(gap, tokens in the chunk that ended it)`` per chunk after the first."""
+    prompt_tokens: int | None
+    generation_tokens: int
+
+
+def request_times(rec: dict) -> RequestTimes:
+    """The server-side durations of one finished trace record."""
     ttft, queued = rec.get("ttft_s"), rec.get("queued_s")
     times = list(rec.get("token_times_s") or ())
-    out: dict[str, Any] = {"e2e": rec.get("e2e_s"), "queue": queued, "ttft": ttft, "prefill": None,
-                           "decode": None, "inference": None, "tpot": None, "itl": [],
-                           "prompt_tokens": rec.get("prompt_tokens"),
-                           "generation_tokens": rec.get("completion_tokens") or 0}
-    if ttft is not None and queued is not None:
-        out["prefill"] = max(0.0, ttft - queued)
-        out["decode"] = max(0.0, times[-1] - times[0]) if times else 0.0
-        out["inference"] = out["prefill"] + out["decode"]
-        n = out["generation_tokens"]
-        if n > 1:
-            out["tpot"] = out["decode"] / (n - 1)
-        chunks = list(rec.get("chunk_tokens") or ())
-        if len(chunks) != len(times):
-            chunks = [1] * len(times)
-        out["itl"] = [(b - a, max(1, k)) for a, b, k in zip(times, times[1:], chunks[1:])]
-    return out
+    n = rec.get("completion_tokens") or 0
+    if ttft is None or queued is None:
+        return RequestTimes(rec.get("e2e_s"), queued, ttft, None, None, None, None, [], rec.get("prompt_tokens"), n)
+    prefill = max(0.0, ttft - queued)
+    decode = max(0.0, times[-1] - times[0]) if times else 0.0
+    chunks = list(rec.get("chunk_tokens") or ())
+    if len(chunks) != len(times):
+        chunks = [1] * len(times)
+    return RequestTimes(e2e=rec.get("e2e_s"), queue=queued, ttft=ttft, prefill=prefill, decode=decode,
+                        inference=prefill + decode, tpot=decode / (n - 1) if n > 1 else None,
+                        itl=[(b - a, max(1, k)) for a, b, k in zip(times, times[1:], chunks[1:])],
+                        prompt_tokens=rec.get("prompt_tokens"), generation_tokens=n)
 
 
 def finished_reason(rec: dict) -> str:
@@ -204,13 +214,13 @@ class LaneMetrics:
         for name, _doc, quantity, _b in HISTOGRAMS[self.naming]:
             h = self.hists[name]
             if quantity == "itl":
-                for gap, k in q["itl"]:
+                for gap, k in q.itl:
                     if self.naming == "sglang":  # SGLang: the gap spread over the chunk's tokens
                         h.observe(gap / k, k, gap)
                     else:
                         h.observe(gap)
-            elif q[quantity] is not None:
-                h.observe(q[quantity])
+            elif getattr(q, quantity) is not None:
+                h.observe(getattr(q, quantity))
 
 
 def restart(state: Any) -> None:

@@ -20,7 +20,7 @@ import contextlib
 from datetime import datetime
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from textual.app import App
 from textual.binding import Binding
@@ -47,6 +47,12 @@ from lanemon.ui.screens.dashboard import DashboardScreen
 from lanemon.ui.seeking import MARKER_GAP_NS, ReplaySeeking  # noqa: F401  (MARKER_GAP_NS: its old home)
 from lanemon.ui.support import NoSource, marker_text, workload_of
 from lanemon.ui.themes import ThemeError, load_themes, resolve_theme
+
+if TYPE_CHECKING:
+    from textual.theme import Theme
+
+    from lanemon.results.compare import Comparison
+    from lanemon.sessions.sources import MonitorOptions
 
 __all__ = ["LanemonApp", "SCREENS_BY_NAME", "Source", "ThemeError", "make_app"]
 
@@ -140,9 +146,9 @@ class LanemonApp(ReplaySeeking, App):
         Binding("e", "open('errors')", "Errors"),
     ]
 
-    def __init__(self, source: Source | None, *, theme: str, themes: dict[str, Any],
+    def __init__(self, source: Source | None, *, theme: str, themes: dict[str, Theme],
                  theme_warnings: list[str] | None = None, refresh_hz: float = 10.0, race: Any = None,
-                 compare: dict[str, Any] | None = None, screen: str | None = None) -> None:
+                 compare: Comparison | None = None, screen: str | None = None) -> None:
         super().__init__()
         self.source: Any = source if source is not None else NoSource()
         self.refresh_hz = refresh_hz
@@ -333,7 +339,7 @@ class LanemonApp(ReplaySeeking, App):
         if not isinstance(self.source, NoSource):
             self.run_worker(self._run_source(), exclusive=True, group="source", exit_on_error=False)
         options = getattr(self.source, "monitor_options", None)
-        if options and (options.get("rules") or options.get("listen") or options.get("slo")):
+        if options is not None and options.wanted:
             self.run_worker(self._run_monitor(options), group="monitor", exit_on_error=False)
         if self.race_plan is not None:
             self.push_screen(self._make_screen("race"))
@@ -403,13 +409,13 @@ class LanemonApp(ReplaySeeking, App):
             return await make()
         return await asyncio.wrap_future(runner.submit(make))
 
-    async def _run_monitor(self, options: dict[str, Any]) -> None:
+    async def _run_monitor(self, options: MonitorOptions) -> None:
         """Alert rules and the exporter beside the dashboard (lanemon.monitor); stopped with the app."""
         from lanemon.monitor.headless import ListenError, Monitor
 
         async def build() -> Monitor:
-            return Monitor(self.source, options.get("rules") or [], window_s=options.get("window_s", 60.0),
-                           slo=options.get("slo") or None, listen=options.get("listen"))
+            return Monitor(self.source, options.rules, window_s=options.window_s, slo=options.slo or None,
+                           listen=options.listen)
 
         self.monitor = await self.in_source(build)  # on the measuring loop when the source has one
         self.refresh_bindings()
@@ -659,7 +665,7 @@ class LanemonApp(ReplaySeeking, App):
 
 
 def make_app(source: Source | None = None, *, theme: str | None = None, refresh_hz: float = 10.0,
-             race: Any = None, compare: dict[str, Any] | None = None, screen: str | None = None) -> LanemonApp:
+             race: Any = None, compare: Comparison | None = None, screen: str | None = None) -> LanemonApp:
     """Build the app (the CLI and every test use this).
 
     ``source`` feeds every screen (None with ``compare``: a static comparison).  ``screen``

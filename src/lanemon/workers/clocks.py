@@ -15,7 +15,10 @@ the offset), so the merge and the recording stay on the main clock
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lanemon.workers.messages import WorkerHost
 
 ROUNDS = 8
 """Round trips per exchange."""
@@ -40,13 +43,12 @@ def clock_offset(samples: Iterable[tuple[int, int, int]]) -> tuple[int, int]:
     return w - (s + r) // 2, (r - s + 1) // 2
 
 
-def version_mismatch(hosts: Sequence[Mapping[str, Any]], mine: str) -> str | None:
+def version_mismatch(hosts: Sequence[WorkerHost], mine: str) -> str | None:
     """One line naming every worker host that runs another lanemon version than ``mine``, or None."""
-    bad = [h for h in hosts if str(h.get("version")) != mine]
+    bad = [h for h in hosts if h.version != mine]
     if not bad:
         return None
-    named = ", ".join(f"{h.get('host') or '?'} ({str(h.get('node') or '?')[:12]}) runs lanemon {h.get('version')}"
-                      for h in bad)
+    named = ", ".join(f"{h.host or '?'} ({(h.node or '?')[:12]}) runs lanemon {h.version}" for h in bad)
     return f"load host version mismatch: {named}; this is lanemon {mine}: install the same version on every load host"
 
 
@@ -58,6 +60,8 @@ def silent_workers(last_heard: Mapping[int, float], busy: Iterable[int], now: fl
     return [w for _, w in sorted(late)]
 
 
-def host_label(host: Mapping[str, Any]) -> str:
+def host_label(host: WorkerHost | None) -> str:
     """``vm (7d6383363879)``: a worker host's name and the start of its Ray node id."""
-    return f"{host.get('host') or host.get('address') or '?'} ({str(host.get('node') or '?')[:12]})"
+    if host is None:
+        return "? (?)"
+    return f"{host.host or host.address or '?'} ({(host.node or '?')[:12]})"

@@ -23,16 +23,23 @@ import asyncio
 import multiprocessing
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
-import orjson
+import msgspec
 
 from lanemon.bus import EventBus
 from lanemon import events as schema
 from lanemon.events import Clock, Event
 from lanemon.workers import default_workers  # noqa: F401 (re-exported)
 from lanemon.workers.merge import Merger
+from lanemon.workers.messages import (Batch, Bye, Done, Item, Job, JobReport, Ready, Stop, encode, from_worker,
+                                      to_worker)
+
+if TYPE_CHECKING:
+    from lanemon.config import LaneConfig
+
+__all__ = ["Item", "MergingPool", "WorkerCore", "WorkerPool", "WorkersUnavailable", "opening_burst"]
 
 MAIN = "main"
 """The merge source of this process's own events."""
@@ -42,18 +49,6 @@ FLUSH_S = 0.02
 
 class WorkersUnavailable(RuntimeError):
     """The worker processes (or actors) could not be started; the message says why."""
-
-
-@dataclass
-class Item:
-    """One request a worker sends: when (s after the job's start), and exactly what."""
-
-    offset_s: float
-    req_id: str
-    endpoint: str
-    body: dict[str, Any]
-    purpose: str = ""
-    meta: dict[str, Any] = field(default_factory=dict)
 
 
 OPENING_BURST_S = 0.05
@@ -77,25 +72,23 @@ def opening_burst(offsets: Sequence[float], window_s: float = OPENING_BURST_S) -
 class WorkerCore:
     """What a worker does with a job, whatever carries the messages (a pipe, or a Ray actor)."""
 
-    def __init__(self, index: int, lanes: Sequence[dict[str, Any]], t0_ns: int,
+    def __init__(self, index: int, lanes: Sequence[LaneConfig], t0_ns: int,
                  stall_timeout: float | None = None, clock: Clock | None = None) -> None:
         from lanemon.client.http import LaneClient
-        from lanemon.config import LaneConfig
 
         self.index = index
         self.clock = Clock(t0_ns) if clock is None else clock
         self.buffer: list[Event] = []
         self.clients = {
-            d["name"]: LaneClient(LaneConfig(**d), clock=self.clock, emit=self.buffer.append,
-                                  stall_timeout=stall_timeout)
-            for d in lanes
+            lane.name: LaneClient(lane, clock=self.clock, emit=self.buffer.append, stall_timeout=stall_timeout)
+            for lane in lanes
         }
 
-    def take(self) -> tuple[int, list[dict[str, Any]]]:
-        """(heartbeat time, every event buffered so far as JSON objects); nothing stamped earlier can follow."""
+    def take(self) -> tuple[int, list[Event]]:
+        """(heartbeat time, every event buffered so far); nothing stamped earlier can follow."""
         now = self.clock.now()
         batch, self.buffer[:] = list(self.buffer), []
-        return now, [ev.to_json_obj() for ev in batch]
+        return now, batch
 
     async def run_job(self, lane: str, start_ns: int, items: Sequence[Item]) -> int:
         """Send every item at ``start_ns`` (session clock) + its offset; returns how many did not complete."""
@@ -122,7 +115,7 @@ class WorkerCore:
             await c.aclose()
 
 
-def _child_main(conn, index: int, lanes: list[dict[str, Any]], t0_ns: int, stall_timeout: float | None) -> None:
+def _child_main(conn, index: int, lanes: list[LaneConfig], t0_ns: int, stall_timeout: float | None) -> None:
     asyncio.run(_child(conn, index, lanes, t0_ns, stall_timeout))
 
 
@@ -133,31 +126,31 @@ async def _child(conn, index: int, lanes, t0_ns: int, stall_timeout) -> None:
     loop.add_reader(conn.fileno(), lambda: inbox.put_nowait(conn.recv_bytes()))
     stop = asyncio.Event()
 
-    def send(msg: dict[str, Any]) -> None:
-        conn.send_bytes(orjson.dumps(msg))
+    def send(msg: Batch) -> None:
+        conn.send_bytes(encode(msg))
 
     async def flusher() -> None:
         while not stop.is_set():
             await asyncio.sleep(FLUSH_S)
             now, evs = core.take()
-            send({"hb": now, "ev": evs})
+            send(Batch(now, evs))
 
-    async def job(msg: dict[str, Any]) -> None:
+    async def job(msg: Job) -> None:
         try:
-            errors = await core.run_job(msg["lane"], msg["start_ns"], [Item(**i) for i in msg["items"]])
+            errors = await core.run_job(msg.lane, msg.start_ns, msg.items)
             failure = None
         except Exception as exc:  # a bug or a bad job: reported, never a silent gap
-            errors, failure = len(msg["items"]), f"{type(exc).__name__}: {exc}"
+            errors, failure = len(msg.items), f"{type(exc).__name__}: {exc}"
         now, evs = core.take()
-        send({"hb": now, "ev": evs, "done": msg["job"], "errors": errors, "failure": failure})
+        send(Done(now, evs, job=msg.job, errors=errors, failure=failure))
 
-    send({"hb": core.clock.now(), "ev": [], "ready": True})
+    send(Ready(core.clock.now()))
     flush_task = loop.create_task(flusher())
     jobs: set[asyncio.Task] = set()
     try:
         while True:
-            msg = orjson.loads(await inbox.get())
-            if msg.get("stop"):
+            msg = to_worker(await inbox.get())
+            if isinstance(msg, Stop):
                 break
             t = loop.create_task(job(msg))
             jobs.add(t)
@@ -169,7 +162,7 @@ async def _child(conn, index: int, lanes, t0_ns: int, stall_timeout) -> None:
         await flush_task
         await core.aclose()
         now, evs = core.take()
-        send({"hb": now, "ev": evs, "bye": True})
+        send(Bye(now, evs))
         loop.remove_reader(conn.fileno())
         conn.close()
 
@@ -182,14 +175,15 @@ async def _child(conn, index: int, lanes, t0_ns: int, stall_timeout) -> None:
 class MergingPool:
     """The main side every backend shares: the bus gate, the merge and the settling at a job's end."""
 
-    def __init__(self, n: int, lanes: Sequence[Any], clock: Clock, bus: EventBus, *,
+    def __init__(self, n: int, lanes: Sequence[LaneConfig], clock: Clock, bus: EventBus, *,
                  stall_timeout: float | None = None) -> None:
         if n < 1:
             raise ValueError("--workers must be at least 1")
         self.n = n
         self.clock = clock
         self.bus = bus
-        self.lanes = [_lane_dict(lane) for lane in lanes]
+        self.lanes = [replace(lane, telemetry=None, cost_per_hour=None) for lane in lanes]
+        """What a worker needs to send a lane's requests (its GPUs and their price are the main process's)."""
         self.stall_timeout = stall_timeout
         self._merger = Merger([*range(n), MAIN])
         self.events_received = 0
@@ -202,7 +196,7 @@ class MergingPool:
         """Open requests whose ``request`` event arrived: sent (in flight), not just handed out."""
         self._dead: set[int] = set()
         """Workers lost or exited: no job goes to them, nothing more from them is taken."""
-        self.job_report: dict[str, Any] = {}
+        self.job_report = JobReport()
         """What the last job lost: ``workers_lost`` (the hosts) and ``not_sent`` (requests never sent)."""
 
     def _publish_main(self, ev: Event) -> None:
@@ -211,23 +205,21 @@ class MergingPool:
         self._merger.push(MAIN, ev.t, ev)
         self._release()
 
-    def _receive(self, i: int, msg: dict[str, Any]) -> None:
+    def _receive(self, i: int, msg: Batch) -> None:
         """One batch from worker ``i``: its events and its heartbeat (nothing from a worker already lost:
         its requests were ended when it was)."""
         if i in self._dead:
             return
-        evs = msg.get("ev") or ()
-        for obj in evs:
-            self._merger.push(i, obj["t"], obj)
-            kind = obj.get("kind")
-            if kind == schema.REQUEST:
-                self._sent.add(obj.get("req"))
-            elif kind in (schema.DONE, schema.ERROR):
-                self._open.pop(obj.get("req"), None)
-                self._sent.discard(obj.get("req"))
-        self.events_received += len(evs)
-        self._merger.heartbeat(i, msg.get("hb", -1))
-        if msg.get("bye"):
+        for ev in msg.ev:
+            self._merger.push(i, ev.t, ev)
+            if ev.kind == schema.REQUEST:
+                self._sent.add(ev.req)
+            elif ev.kind in (schema.DONE, schema.ERROR):
+                self._open.pop(ev.req, None)
+                self._sent.discard(ev.req)
+        self.events_received += len(msg.ev)
+        self._merger.heartbeat(i, msg.hb)
+        if isinstance(msg, Bye):
             self._merger.finish(i)
         self._release()
 
@@ -239,8 +231,8 @@ class MergingPool:
         for w in range(self.n):
             if not self._busy.get(w):
                 self._merger.heartbeat(w, now)
-        for item in self._merger.ready():
-            self.bus.deliver(item if isinstance(item, Event) else Event.from_json_obj(item))
+        for ev in self._merger.ready():
+            self.bus.deliver(ev)
 
     async def _settle(self, t: int, timeout: float = 2.0) -> None:
         """Wait until every live worker has been heard from past ``t``, so every event before ``t`` is out."""
@@ -249,24 +241,23 @@ class MergingPool:
             await asyncio.sleep(FLUSH_S / 2)
         self._release()
 
-    def _shares(self, lane: str, items: Sequence[Item]) -> list[list[dict[str, Any]]]:
+    def _shares(self, lane: str, items: Sequence[Item]) -> list[list[Item]]:
         """Round-robin over the live workers (a lost one gets nothing)."""
-        self.job_report = {}
-        shares: list[list[dict[str, Any]]] = [[] for _ in range(self.n)]
+        self.job_report = JobReport()
+        shares: list[list[Item]] = [[] for _ in range(self.n)]
         live = [w for w in range(self.n) if w not in self._dead]
         if not live:
             raise WorkersUnavailable("every worker was lost: nothing left to send the requests")
         for k, it in enumerate(items):
             w = live[k % len(live)]
-            d = asdict(it)
-            d["meta"] = {**d["meta"], "worker": w}  # recorded with the request: which worker (host) sent it
-            shares[w].append(d)
+            # recorded with the request: which worker (host) sent it
+            shares[w].append(msgspec.structs.replace(it, meta={**it.meta, "worker": w}))
             self._open[it.req_id] = (w, lane)
         return shares
 
     def _lost(self, worker: int, why: str) -> int:
         """Worker ``worker`` is gone: an error event (``why`` its message) for every request it sent with no
-        end yet (never a silent gap); what it had not sent yet is counted in ``job_report['not_sent']``, never
+        end yet (never a silent gap); what it had not sent yet is counted in ``job_report.not_sent``, never
         as served.  Returns how many requests ended as errors."""
         self._merger.finish(worker)
         self._dead.add(worker)
@@ -280,21 +271,20 @@ class MergingPool:
                 self._publish_main(Event(self.clock.now(), schema.ERROR, lane, req,
                                          {"cls": schema.ERR_OTHER, "message": why}))
         not_sent = len(held) - errors
-        if not_sent:
-            self.job_report["not_sent"] = self.job_report.get("not_sent", 0) + not_sent
+        self.job_report.not_sent += not_sent
         self._release()
         return errors
 
     def _close_merge(self) -> None:
         self.bus.gate = None
-        for item in self._merger.drain():
-            self.bus.deliver(item if isinstance(item, Event) else Event.from_json_obj(item))
+        for ev in self._merger.drain():
+            self.bus.deliver(ev)
 
 
 class WorkerPool(MergingPool):
     """N worker processes for one run; :meth:`run_job` splits a job's items across them."""
 
-    def __init__(self, n: int, lanes: Sequence[Any], clock: Clock, bus: EventBus, *,
+    def __init__(self, n: int, lanes: Sequence[LaneConfig], clock: Clock, bus: EventBus, *,
                  stall_timeout: float | None = None) -> None:
         super().__init__(n, lanes, clock, bus, stall_timeout=stall_timeout)
         self._procs: list[Any] = []
@@ -333,17 +323,17 @@ class WorkerPool(MergingPool):
                 if not fut.done() and getattr(fut, "worker", None) == i:
                     fut.set_result((lost, f"worker {i} exited with {lost} requests unfinished"))
             return
-        msg = orjson.loads(raw)
-        if msg.get("ready"):
+        msg = from_worker(raw)
+        if isinstance(msg, Ready):
             self._ready.add(i)
-        if msg.get("bye"):
+        if isinstance(msg, Bye):
             asyncio.get_running_loop().remove_reader(conn.fileno())
         self._receive(i, msg)
-        if "done" in msg:
-            fut = self._waiting.pop(msg["done"], None)
+        if isinstance(msg, Done):
+            fut = self._waiting.pop(msg.job, None)
             self._busy[i] = max(0, self._busy.get(i, 0) - 1)
             if fut is not None and not fut.done():
-                fut.set_result((msg.get("errors", 0), msg.get("failure")))
+                fut.set_result((msg.errors, msg.failure))
 
     async def run_job(self, lane: str, items: Sequence[Item], *, lead_s: float = 0.2) -> int:
         """Send ``items`` (offsets from a start ``lead_s`` from now) spread round-robin over the workers;
@@ -360,7 +350,7 @@ class WorkerPool(MergingPool):
             fut.worker = w  # type: ignore[attr-defined]
             self._waiting[job] = fut
             futs.append(fut)
-            self._conns[w].send_bytes(orjson.dumps({"job": job, "lane": lane, "start_ns": start_ns, "items": share}))
+            self._conns[w].send_bytes(encode(Job(job, lane, start_ns, share)))
         errors = 0
         for fut in futs:
             n_err, failure = await fut
@@ -373,7 +363,7 @@ class WorkerPool(MergingPool):
     async def aclose(self) -> None:
         for conn in self._conns:
             try:
-                conn.send_bytes(orjson.dumps({"stop": True}))
+                conn.send_bytes(encode(Stop()))
             except (OSError, ValueError):
                 pass
         deadline = time.monotonic() + 10
@@ -391,9 +381,3 @@ class WorkerPool(MergingPool):
             except (OSError, ValueError):
                 pass
             conn.close()
-
-
-def _lane_dict(lane: Any) -> dict[str, Any]:
-    d = asdict(lane) if not isinstance(lane, dict) else dict(lane)
-    return {k: d[k] for k in ("name", "url", "model", "api_key_env", "headers", "defaults", "timeout",
-                                     "deadline") if k in d}

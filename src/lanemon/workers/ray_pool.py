@@ -27,14 +27,21 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from lanemon import events as schema
 from lanemon.bus import EventBus
 from lanemon.events import Clock, Event
 from lanemon.workers.clocks import (HEARTBEAT_LOST_S, RESYNC_S, ROUNDS, clock_offset, host_label, silent_workers,
                                     version_mismatch)
-from lanemon.workers.pool import FLUSH_S, Item, MergingPool, WorkerCore, WorkersUnavailable
+from lanemon.workers.messages import (Batch, Done, Item, LostHost, WorkerHost, WorkerInfo, encode,
+                                      from_worker, job_items, worker_info)
+from lanemon.workers.pool import FLUSH_S, MergingPool, WorkerCore, WorkersUnavailable
+
+if TYPE_CHECKING:
+    from lanemon.config import LaneConfig
 
 PLACE_TIMEOUT_S = 60.0
 """Every worker must be placed on its load host (and answer) within this long, or the run does not start."""
@@ -83,7 +90,7 @@ def _skew_this_process(skew_ns: int) -> None:
 class _RayWorker:
     """One Ray actor: a worker core, its clock's readings and a streaming ``run_job``."""
 
-    def __init__(self, index: int, lanes: list[dict[str, Any]], t0_ns: int, stall_timeout: float | None,
+    def __init__(self, index: int, lanes: list[LaneConfig], t0_ns: int, stall_timeout: float | None,
                  skew_ns: int = 0, version: str | None = None) -> None:
         if skew_ns:
             _skew_this_process(skew_ns)
@@ -91,15 +98,17 @@ class _RayWorker:
         self.clock = _HostClock(t0_ns)
         self.core = WorkerCore(index, lanes, t0_ns, stall_timeout, clock=self.clock)
 
-    async def info(self) -> dict[str, Any]:
+    async def info(self) -> bytes:
+        """This worker's :class:`WorkerInfo`, msgspec-encoded."""
         import socket
 
         import ray
 
         from lanemon import __version__
 
-        return {"version": self.version or __version__, "host": socket.gethostname()[:100], "pid": os.getpid(),
-                "address": ray.util.get_node_ip_address(), "node": ray.get_runtime_context().get_node_id()}
+        return encode(WorkerInfo(version=self.version or __version__, host=socket.gethostname()[:100],
+                                 pid=os.getpid(), address=str(ray.util.get_node_ip_address()),
+                                 node=str(ray.get_runtime_context().get_node_id())))
 
     async def raw_ns(self) -> int:
         return time.perf_counter_ns()
@@ -110,18 +119,21 @@ class _RayWorker:
         if first:
             self.clock.last = -(1 << 62)
 
-    async def run_job(self, lane: str, start_ns: int, items: list[dict[str, Any]]):
-        task = asyncio.ensure_future(self.core.run_job(lane, start_ns, [Item(**i) for i in items]))
+    async def run_job(self, lane: str, start_ns: int, items: bytes):
+        """Send the items (a msgspec-encoded ``list[Item]``); yields msgspec-encoded :class:`Batch` es, the
+        last a :class:`Done`."""
+        share = job_items(items)
+        task = asyncio.ensure_future(self.core.run_job(lane, start_ns, share))
         while not task.done():
             await asyncio.wait([task], timeout=FLUSH_S)
             now, evs = self.core.take()
-            yield {"hb": now, "ev": evs}
+            yield encode(Batch(now, evs))
         try:
             errors, failure = task.result(), None
         except Exception as exc:
-            errors, failure = len(items), f"{type(exc).__name__}: {exc}"
+            errors, failure = len(share), f"{type(exc).__name__}: {exc}"
         now, evs = self.core.take()
-        yield {"hb": now, "ev": evs, "done": True, "errors": errors, "failure": failure}
+        yield encode(Done(now, evs, errors=errors, failure=failure))
 
 
 def default_log_path() -> str:
@@ -129,17 +141,36 @@ def default_log_path() -> str:
     return os.path.join(tempfile.gettempdir(), f"lanemon-ray-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.log")
 
 
-def load_hosts(nodes: Sequence[dict[str, Any]], me: str | None, joined: bool) -> list[dict[str, Any]]:
+class RayNode(msgspec.Struct):
+    """What lanemon reads of one of ``ray.nodes()``."""
+
+    node_id: str = msgspec.field(name="NodeID")
+    alive: bool = msgspec.field(default=False, name="Alive")
+    resources: dict[str, float] = msgspec.field(default_factory=dict, name="Resources")
+    node_manager_hostname: str | None = msgspec.field(default=None, name="NodeManagerHostname")
+
+
+def ray_nodes(nodes: object) -> list[RayNode]:
+    """``ray.nodes()`` read into :class:`RayNode` s (a node that does not fit is left out)."""
+    out = []
+    for n in nodes if isinstance(nodes, list) else []:
+        try:
+            out.append(msgspec.convert(n, RayNode, strict=False))
+        except msgspec.ValidationError:
+            pass
+    return out
+
+
+def load_hosts(nodes: Sequence[RayNode], me: str | None, joined: bool) -> list[RayNode]:
     """The nodes workers go on (pure): the alive nodes other than the head and this process's own, when
     ``joined`` a cluster that has such nodes; else this process's node (a local runtime, or a one-node
     cluster)."""
-    alive = [n for n in nodes if n.get("Alive")]
+    alive = [n for n in nodes if n.alive]
     if joined:
-        hosts = [n for n in alive if n.get("NodeID") != me
-                 and "node:__internal_head__" not in (n.get("Resources") or {})]
+        hosts = [n for n in alive if n.node_id != me and "node:__internal_head__" not in n.resources]
         if hosts:
-            return sorted(hosts, key=lambda n: str(n.get("NodeID")))
-    own = [n for n in alive if n.get("NodeID") == me]
+            return sorted(hosts, key=lambda n: n.node_id)
+    own = [n for n in alive if n.node_id == me]
     return own or alive[:1]
 
 
@@ -197,7 +228,7 @@ class RayPool(MergingPool):
     ``address`` (or ``"auto"``): ``per_node`` workers on each load host (default one), or ``n`` spread
     round-robin over them when ``per_node`` is None."""
 
-    def __init__(self, n: int, lanes: Sequence[Any], clock: Clock, bus: EventBus, *,
+    def __init__(self, n: int, lanes: Sequence[LaneConfig], clock: Clock, bus: EventBus, *,
                  stall_timeout: float | None = None, address: str | None = None, per_node: int | None = None,
                  log_path: str | None = None, place_timeout: float = PLACE_TIMEOUT_S,
                  heartbeat_lost_s: float = HEARTBEAT_LOST_S) -> None:
@@ -207,9 +238,9 @@ class RayPool(MergingPool):
         self.log_path = log_path or default_log_path()
         self.place_timeout = place_timeout
         self.heartbeat_lost_s = heartbeat_lost_s
-        self.hosts: list[dict[str, Any]] = []
+        self.hosts: list[WorkerHost] = []
         """Each worker's host: node id, host name, address, lanemon version, clock offset and uncertainty."""
-        self.workers_lost: list[dict[str, Any]] = []
+        self.workers_lost: list[LostHost] = []
         self.joined_s: float | None = None
         self._actors: list[Any] = []
         self._ray: Any = None
@@ -240,7 +271,7 @@ class RayPool(MergingPool):
                                      f"(Ray's messages: {self.log_path})") from None
             self._started_ray = True
         me = ray.get_runtime_context().get_node_id()
-        hosts = load_hosts(ray.nodes(), me, self.address is not None)
+        hosts = load_hosts(ray_nodes(ray.nodes()), me, self.address is not None)
         if not hosts:
             raise RayUnavailable("the Ray cluster has no alive node to place workers on")
         n = len(hosts) * self.per_node if self.per_node else self.n
@@ -250,7 +281,7 @@ class RayPool(MergingPool):
         versions = _versions(os.environ.get(VERSION_ENV))
         actor = ray.remote(num_cpus=0, max_restarts=0)(_RayWorker)
         self._actors = [
-            actor.options(scheduling_strategy=NodeAffinitySchedulingStrategy(hosts[k % len(hosts)]["NodeID"],
+            actor.options(scheduling_strategy=NodeAffinitySchedulingStrategy(hosts[k % len(hosts)].node_id,
                                                                              soft=False))
             .remote(k, self.lanes, self.clock.t0, self.stall_timeout, skews.get(k, 0), versions.get(k))
             for k in range(n)]
@@ -258,18 +289,19 @@ class RayPool(MergingPool):
         done, late = await asyncio.wait(pending, timeout=self.place_timeout)
         for fut in late:
             fut.cancel()
-        infos: dict[int, dict[str, Any]] = {}
+        infos: dict[int, WorkerInfo] = {}
         for fut in done:
             if fut.exception() is None:
-                infos[pending[fut]] = fut.result()
+                with contextlib.suppress(msgspec.DecodeError):
+                    infos[pending[fut]] = worker_info(fut.result())
         if len(infos) < n:
             missing = sorted(set(range(n)) - set(infos))
-            where = ", ".join(sorted({str(hosts[k % len(hosts)].get("NodeManagerHostname") or "?") + " ("
-                                      + str(hosts[k % len(hosts)]["NodeID"])[:12] + ")" for k in missing}))
+            where = ", ".join(sorted({(hosts[k % len(hosts)].node_manager_hostname or "?") + " ("
+                                      + hosts[k % len(hosts)].node_id[:12] + ")" for k in missing}))
             raise RayUnavailable(f"{len(infos)} of {n} workers placed and ready within {self.place_timeout:.0f} s; "
                                  f"not on {where}: is the same lanemon installed on that load host? "
                                  f"(Ray's messages: {self.log_path})")
-        self.hosts = [{"worker": k, **infos[k]} for k in range(n)]
+        self.hosts = [WorkerHost(k, **msgspec.structs.asdict(infos[k])) for k in range(n)]
         from lanemon import __version__
 
         bad = version_mismatch(self.hosts, __version__)
@@ -278,7 +310,7 @@ class RayPool(MergingPool):
         await asyncio.gather(*(self._synchronise(k, first=True) for k in range(n)))
         self._resync = asyncio.ensure_future(self._resync_loop())
         self.joined_s = time.monotonic() - t_start
-        nodes = {h["node"] for h in self.hosts}
+        nodes = {h.node for h in self.hosts}
         self._note(f"Ray cluster joined in {self.joined_s:.1f} s: {n} worker{'s' if n != 1 else ''} on "
                    f"{len(nodes)} load host{'s' if len(nodes) != 1 else ''} "
                    f"({', '.join(sorted({host_label(h) for h in self.hosts}))}); Ray's messages: {self.log_path}",
@@ -311,7 +343,8 @@ class RayPool(MergingPool):
             samples.append((s, t_w, time.perf_counter_ns()))
         offset, unc = clock_offset(samples)
         await self._actors[w].set_t0.remote(self.clock.t0 + offset, first)
-        self.hosts[w].update(offset_ns=offset, offset_uncertainty_ns=unc, synced_at_ns=self.clock.now())
+        host = self.hosts[w]
+        host.offset_ns, host.offset_uncertainty_ns, host.synced_at_ns = offset, unc, self.clock.now()
 
     async def _resync_loop(self) -> None:
         while True:
@@ -334,11 +367,11 @@ class RayPool(MergingPool):
         errors, failure = 0, None
         try:
             async for ref in gen:
-                msg = await ref
+                msg = from_worker(await ref)
                 self._heard[w] = time.monotonic()
                 self._receive(w, msg)
-                if msg.get("done"):
-                    errors, failure = msg.get("errors", 0), msg.get("failure")
+                if isinstance(msg, Done):
+                    errors, failure = msg.errors, msg.failure
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the actor died (its node with it): its unfinished requests become errors
@@ -351,13 +384,12 @@ class RayPool(MergingPool):
         """Worker ``w``'s host is lost: the requests it sent end as errors, the rest are not sent; said once."""
         if w in self._dead:
             return 0
-        host = self.hosts[w] if w < len(self.hosts) else {}
+        host = self.hosts[w] if w < len(self.hosts) else None
         label = host_label(host)
         errors = self._lost(w, f"load host {label} lost")
-        lost = {"worker": w, "node": host.get("node"), "host": host.get("host"), "address": host.get("address"),
-                "why": why, "in_flight_errors": errors}
+        lost = LostHost(w, host and host.node, host and host.host, host and host.address, why, errors)
         self.workers_lost.append(lost)
-        self.job_report.setdefault("workers_lost", []).append(lost)
+        self.job_report.workers_lost.append(lost)
         self._note(f"load host {label} lost: {why}; {errors} request{'s' if errors != 1 else ''} in flight "
                    f"ended as errors", "error")
         return errors
@@ -370,7 +402,7 @@ class RayPool(MergingPool):
                 continue
             self._busy[w] = self._busy.get(w, 0) + 1
             self._heard[w] = time.monotonic()
-            gen = self._actors[w].run_job.options(num_returns="streaming").remote(lane, start_ns, share)
+            gen = self._actors[w].run_job.options(num_returns="streaming").remote(lane, start_ns, encode(share))
             tasks[w] = asyncio.ensure_future(self._consume(w, gen))
         errors = 0
         pending = set(tasks.values())

@@ -74,12 +74,12 @@ async def run_check(lane: LaneConfig, *, max_tokens: int = 24) -> CheckResult:
     checks: list[CheckItem] = []
     try:
         probe = await client.probe_models()
-        if not probe.get("ok"):
-            checks.append(check("models", False, True, probe.get("message", "no answer")))
+        if not probe.ok:
+            checks.append(check("models", False, True, probe.message if probe.message is not None else "no answer"))
             return report(lane.name, url, client.model, checks)
         checks.append(check("models", True, True,
-                                  f"{len(probe['models'])} model(s), using {probe['model']} "
-                                  f"({probe['latency_s'] * 1000:.0f} ms)"))
+                                  f"{len(probe.models or ())} model(s), using {probe.model} "
+                                  f"({(probe.latency_s or 0.0) * 1000:.0f} ms)"))
         # 1. non-streaming completion
         body = client.build_body("completions", prompt=CHECK_PROMPT, max_tokens=max_tokens,
                                  extra={"temperature": 0})

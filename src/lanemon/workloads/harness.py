@@ -22,6 +22,7 @@ from lanemon import events as schema
 from lanemon.recording.writer import Recorder
 from lanemon.events import Clock, Event
 from lanemon.measure.records import RequestRecord
+from lanemon.results.readings import ProbeResult
 
 
 class LaneDown(RuntimeError):
@@ -91,7 +92,7 @@ class Harness:
             out.append(info)
         return out
 
-    async def connect(self, require_all: bool = True, detect_usage: bool = False) -> dict[str, dict[str, Any]]:
+    async def connect(self, require_all: bool = True, detect_usage: bool = False) -> dict[str, ProbeResult]:
         """Probe every lane's /models (in parallel); raise :class:`LaneDown` if one is down.
 
         With ``detect_usage`` each lane that is up is then asked once whether it accepts
@@ -105,9 +106,10 @@ class Harness:
             self.monitors.start()
         results = await asyncio.gather(*(c.probe_models() for c in self.clients.values()))
         by_lane = dict(zip(self.clients, results))
-        down = {name: r for name, r in by_lane.items() if not r.get("ok")}
+        down = {name: r for name, r in by_lane.items() if not r.ok}
         if down and require_all:
-            raise LaneDown("; ".join(f"lane {name}: {r.get('message', 'down')}" for name, r in down.items()))
+            raise LaneDown("; ".join(f"lane {name}: {r.message if r.message is not None else 'down'}"
+                                     for name, r in down.items()))
         if detect_usage:
             await self.detect_usage([name for name in by_lane if name not in down])
         return by_lane

@@ -42,7 +42,8 @@ from lanemon.measure.metrics import round_or_none
 from lanemon.measure.records import BURST, EMPTY, OUTCOMES, TRUNCATED, RequestRecord, reiterable
 from lanemon.results.common import Energy, to_json_obj
 from lanemon.results.race import (ENERGY_FIELDS, NO_ENERGY, Race, RaceError, RaceGoodput, RaceLane, RaceLeader,
-                                  RaceMargin, RaceResult, RaceSummary, RaceWinners)
+                                  RaceEnergy, RaceMargin, RaceResult, RaceSummary,
+                                  RaceWinners)
 
 DEFAULT_MAX_TOKENS = 256
 """Reply budget when neither the prompt nor ``--max-tokens`` gives one."""
@@ -460,7 +461,7 @@ def race_energy(result: RaceResult, events: list[Event]) -> None:
             tokens = (entry.generated_tokens or 0) if entry.error is None else 0  # reasoning included
             rs, sampled = lane_readings(readings, events, name)
             block = energy_of(events, name, [w] if w else [], tokens, costs.get(name), rs, "race", sampled)
-            race.lanes[name] = entry = msgspec.structs.replace(entry, **_energy(block))
+            race.lanes[name] = entry = msgspec.structs.replace(entry, **msgspec.structs.asdict(_energy(block)))
             if w is None:
                 continue
             ws, n = runs.get(name, ([], 0))
@@ -472,13 +473,12 @@ def race_energy(result: RaceResult, events: list[Event]) -> None:
     for name, summary in result.lanes.items():
         ws, n = runs.get(name, ([], 0))
         block = run_energy(events, name, ws, n, costs.get(name), *lane_readings(readings, events, name))
-        result.lanes[name] = msgspec.structs.replace(summary, **_energy(block))
+        result.lanes[name] = msgspec.structs.replace(summary, **msgspec.structs.asdict(_energy(block)))
 
 
-def _energy(block: Energy) -> dict[str, Any]:
-    """The :class:`~lanemon.results.race.RaceEnergy` fields of an energy block (None where it leaves one out)."""
-    got = to_json_obj(block)
-    return {k: got.get(k) for k in ENERGY_FIELDS}
+def _energy(block: Energy) -> RaceEnergy:
+    """The :class:`~lanemon.results.race.RaceEnergy` of an energy block (None where it leaves a field out)."""
+    return RaceEnergy(**{k: None if (v := getattr(block, k)) is msgspec.UNSET else v for k in ENERGY_FIELDS})
 
 
 def race_goodput(entries: Sequence[Any], slo: dict[str, float]) -> RaceGoodput:

@@ -478,7 +478,7 @@ class DashboardScreen(LanemonScreen):
         t0 = max(0, t1 - self.window_s * NS)  # a session shorter than the window: its whole length
         final = bool(app.source.finished)
         window = window_text(self.window_s)
-        slo = (getattr(app.source, "monitor_options", None) or {}).get("slo") or {}
+        slo = getattr(getattr(app.source, "monitor_options", None), "slo", None) or {}
         # settle: live, new points wait for their column to be complete (one repaint per column-period), and
         # the window's numbers move at most once a second of session time (a Rich table is the dearest
         # widget to render: ~10 ms)

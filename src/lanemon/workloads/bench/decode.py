@@ -40,7 +40,8 @@ from lanemon.measure.records import EventStore, RequestRecord, assemble, iter_re
 from lanemon.results.common import ClientLoadInfo
 from lanemon.results.decode import (Crossover, DecodeCategoryCell, DecodeCell, DecodeLane, DecodeResult, LaneLevels,
                                     LeaderChange, LevelLead, LevelView)
-from lanemon.workloads.bench.run import (BenchOptions, bench_config, client_bound_figures, each_lane, edge, first_error,
+from lanemon.workloads.bench.marks import BenchMarks, PlannedCell
+from lanemon.workloads.bench.run import (BenchOptions, RequestArgs, client_bound_figures, request_args, each_lane, edge, first_error,
                                          goodput_of, outcome_figures, read_marks, rnd, run_state, spread,
                                          token_figures)
 from lanemon.workloads.prompts import Prompt
@@ -67,36 +68,29 @@ def category_cell(lane: str, category: str, rep: int) -> str:
     return f"{lane}/cat:{category}/r{rep}"
 
 
-def plan(lanes: Sequence[str], opts: BenchOptions) -> list[dict[str, Any]]:
+def plan(lanes: Sequence[str], opts: BenchOptions) -> list[PlannedCell]:
     """Every cell the run will do, in order (lane-major), with a rough cost ``weight``."""
     pset = opts.selected()
     ncat = len(pset.categories)
     groups = pset.by_category()
-    out: list[dict[str, Any]] = []
+    out: list[PlannedCell] = []
     for lane in lanes:
         for level in opts.levels:
             n = requests_for_level(level, ncat)
             for rep in range(opts.reps):
-                out.append({"lane": lane, "cell": level_cell(lane, level, rep), "part": "level", "level": level,
-                            "rep": rep, "requests": n, "weight": n / level * (1 + 0.12 * (level - 1))})
+                out.append(PlannedCell(lane=lane, cell=level_cell(lane, level, rep), part="level", level=level,
+                                       rep=rep, requests=n, weight=n / level * (1 + 0.12 * (level - 1))))
         if opts.per_category:
             for rep in range(opts.reps):
                 for cat, prompts in groups.items():
-                    out.append({"lane": lane, "cell": category_cell(lane, cat, rep), "part": "category",
-                                "category": cat, "level": 1, "rep": rep, "requests": len(prompts),
-                                "weight": float(len(prompts))})
+                    out.append(PlannedCell(lane=lane, cell=category_cell(lane, cat, rep), part="category",
+                                           category=cat, level=1, rep=rep, requests=len(prompts),
+                                           weight=float(len(prompts))))
     return out
 
 
-def _request_args(p: Prompt, opts: BenchOptions) -> dict[str, Any]:
-    max_tokens = min(p.max_tokens, opts.max_tokens) if opts.max_tokens else p.max_tokens
-    args: dict[str, Any] = {"max_tokens": max_tokens, "extra": {"temperature": opts.temperature},
-                            "purpose": "bench"}
-    if opts.chat:
-        args["messages"] = [{"role": "user", "content": p.text}]
-    else:
-        args["prompt"] = p.text
-    return args
+def _request_args(p: Prompt, opts: BenchOptions) -> RequestArgs:
+    return request_args(p.text, opts, min(p.max_tokens, opts.max_tokens) if opts.max_tokens else p.max_tokens)
 
 
 async def run_level(h, lane: str, level: int, rep: int, order: list[Prompt], ncat: int,
@@ -117,7 +111,7 @@ async def run_level(h, lane: str, level: int, rep: int, order: list[Prompt], nca
         for i in counter:
             p = order[(start + i) % len(order)]
             meta = {"bench": BENCH, "cell": cell, **keys, "category": p.category, "prompt_id": p.id}
-            records.append(await h.request(lane, opts.endpoint, meta=meta, **_request_args(p, opts)))
+            records.append(await h.request(lane, opts.endpoint, meta=meta, **_request_args(p, opts)._asdict()))
 
     async with asyncio.TaskGroup() as tg:
         for _ in range(level):
@@ -137,7 +131,7 @@ async def run_category(h, lane: str, category: str, prompts: list[Prompt], rep: 
     errors = 0
     for p in prompts:
         meta = {"bench": BENCH, "cell": cell, **keys, "prompt_id": p.id}
-        rec = await h.request(lane, opts.endpoint, meta=meta, **_request_args(p, opts))
+        rec = await h.request(lane, opts.endpoint, meta=meta, **_request_args(p, opts)._asdict())
         errors += not rec.ok
     h.mark("cell", lane=lane, bench=BENCH, phase="end", cell=cell, requests=len(prompts), errors=errors, **keys)
     await edge(h)
@@ -393,7 +387,7 @@ def crossover_sentence(result: DecodeResult) -> str:
     return f"no crossover: {leader} leads {where}{span}{tail}" + extra
 
 
-def _cells(records: Iterable[RequestRecord], marks: Any, *, keep: bool = True) -> tuple[dict, dict]:
+def _cells(records: Iterable[RequestRecord], marks: BenchMarks, *, keep: bool = True) -> tuple[dict, dict]:
     """The finished cells' requests: ``({lane: {level: {rep: [records]}}}, {lane: {category: {rep: [records]}}})``,
     lanes in order of their first such request.  ``keep=False``: the same walk, keeping only which lanes have
     which cells (the lists stay empty)."""
@@ -439,7 +433,7 @@ def decode_results(events: Iterable[Event], *, in_progress: bool = False,
         if lane not in order:
             order.append(lane)
     lanes: dict[str, DecodeLane] = {}
-    config = bench_config(marks.config)
+    config = marks.config
     cfg_cats = config.categories or []
     for lane in order:
         if lane not in levels_by and lane not in cats_by:

@@ -41,15 +41,18 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypedDict
 
 import msgspec
+from msgspec import UNSET
 
 from lanemon.events import Event
 from lanemon.measure import slo as slo_mod
 from lanemon.measure.metrics import NS, RequestMetrics, generated_tokens, median, request_metrics, summarize
 from lanemon.measure.stats import chunk_weights
 from lanemon.measure.records import RequestRecord, assemble, reiterable
-from lanemon.workloads.bench.run import each_lane, edge, first_error, outcome_figures, read_marks, rnd, run_state
+from lanemon.workloads.bench.marks import PlannedCell
+from lanemon.workloads.bench.run import (RequestArgs, each_lane, edge, first_error, outcome_figures, read_marks,
+                                         request_args, rnd, run_state)
 from lanemon.workloads.bench.prefill import CALIBRATION_TOKENS, calibrate, calibrate_cell, lane_context
-from lanemon.results.common import BenchConfig, LoadConfig, as_result
+from lanemon.results.common import LoadConfig
 from lanemon.results.load import LatencyPercentiles, LoadLane, LoadRep, LoadResult, LostWorker, Schedule, SendLag
 from lanemon.workloads.prompts import chars_for_tokens, filler_text
 from lanemon.workloads.bench.schedule import (  # noqa: F401 (the schedule's names, imported from here before)
@@ -100,13 +103,15 @@ class LoadOptions:
         return schedule(self.arrival, rate=self.rate, requests=self.requests, duration=self.duration,
                         seed=seed, trace=self.trace)
 
-    def config(self) -> dict[str, Any]:
-        return {"arrival": self.arrival, "rate": self.rate, "requests": self.requests, "duration": self.duration,
-                "warmup": self.warmup, "cooldown": self.cooldown,
-                "input_len": self.input_len.public() if self.input_len else None,
-                "output_len": self.output_len.public() if self.output_len else None,
-                "shared_prefix": self.shared_prefix, "ignore_eos": self.ignore_eos, "trace": self.trace_path,
-                "turns": self.turns}
+    def config(self) -> LoadConfig:
+        """The schedule options as the bench-start mark's ``config.load`` records them (every key, ``null`` when
+        unset)."""
+        return LoadConfig(arrival=self.arrival, rate=self.rate, requests=self.requests, duration=self.duration,
+                          warmup=self.warmup, cooldown=self.cooldown,
+                          input_len=self.input_len.public() if self.input_len else None,
+                          output_len=self.output_len.public() if self.output_len else None,
+                          shared_prefix=self.shared_prefix, ignore_eos=self.ignore_eos, trace=self.trace_path,
+                          turns=self.turns)
 
 
 def cell_id(lane: str, rep: int) -> str:
@@ -118,15 +123,15 @@ def asks_lengths(load: "LoadOptions") -> bool:
     return bool(load.input_len or load.shared_prefix or any(a.input_tokens for a in (load.trace or ())))
 
 
-def plan(lanes: Sequence[str], opts) -> list[dict[str, Any]]:
+def plan(lanes: Sequence[str], opts) -> list[PlannedCell]:
     load: LoadOptions = opts.load or LoadOptions()
     n = len(load.schedule(opts.seed))
-    out: list[dict[str, Any]] = []
+    out: list[PlannedCell] = []
     for lane in lanes:
         if asks_lengths(load):
-            out.append({"lane": lane, "cell": calibrate_cell(lane), "part": "calibrate", "rep": 0, "weight": 2.0})
-        out += [{"lane": lane, "cell": cell_id(lane, rep), "part": "load", "rep": rep, "requests": n,
-                 "weight": float(n)} for rep in range(opts.reps)]
+            out.append(PlannedCell(lane=lane, cell=calibrate_cell(lane), part="calibrate", rep=0, weight=2.0))
+        out += [PlannedCell(lane=lane, cell=cell_id(lane, rep), part="load", rep=rep, requests=n, weight=float(n))
+                for rep in range(opts.reps)]
     return out
 
 
@@ -174,17 +179,10 @@ async def run_cell(h, lane: str, rep: int, opts, tpc: float | None = None) -> li
         if ctx and need > ctx:  # the lane would answer HTTP 400: refused here, before sending, with the limit
             refused.append(need)
             continue
-        extra: dict[str, Any] = {"temperature": opts.temperature}
-        if load.ignore_eos:
-            extra["ignore_eos"] = True
         meta = {"bench": BENCH, "cell": cell, **keys, "i": i, "scheduled_s": round(a.offset_s, 6),
                 "send_lag_s": 0.0, "phase": phase_of(a.offset_s, span, load.warmup, load.cooldown),
                 "input_tokens_requested": in_tokens, "max_tokens": max_tokens}
-        args: dict[str, Any] = {"max_tokens": max_tokens, "extra": extra}
-        if opts.chat:
-            args["messages"] = [{"role": "user", "content": text}]
-        else:
-            args["prompt"] = text
+        args = request_args(text, opts, max_tokens, ignore_eos=bool(load.ignore_eos))
         planned.append((a.offset_s, meta, args))
     beyond = {"refused": len(refused), "refused_error": (
         f"{len(refused)} request{'s' if len(refused) != 1 else ''} of up to {max(refused):,} tokens (input + "
@@ -201,11 +199,13 @@ async def run_cell(h, lane: str, rep: int, opts, tpc: float | None = None) -> li
         from lanemon.workers.pool import Item
 
         client = h.clients[lane]
-        items = [Item(off, client.new_request_id(), opts.endpoint, client.build_body(opts.endpoint, **args),
+        items = [Item(off, client.new_request_id(), opts.endpoint, client.build_body(opts.endpoint, prompt=args.prompt,
+                                                                         messages=args.messages,
+                                                                         max_tokens=args.max_tokens, extra=args.extra),
                       "bench", meta) for off, meta, args in planned]
         errors = await pool.run_job(lane, items)
         h.mark("cell", lane=lane, bench=BENCH, phase="end", cell=cell, requests=len(items), errors=errors, **beyond,
-               **pool.job_report, **keys)  # job_report: workers_lost (the hosts), not_sent
+               **msgspec.to_builtins(pool.job_report), **keys)  # workers_lost (the hosts), not_sent
         await edge(h)
         return []
     loop = asyncio.get_running_loop()
@@ -224,7 +224,7 @@ async def run_cell(h, lane: str, rep: int, opts, tpc: float | None = None) -> li
         if load.turns > 1:
             tasks.append(asyncio.ensure_future(_conversation(h, lane, opts, load.turns, meta, args)))
         else:
-            tasks.append(asyncio.ensure_future(h.request(lane, opts.endpoint, purpose="bench", meta=meta, **args)))
+            tasks.append(asyncio.ensure_future(h.request(lane, opts.endpoint, meta=meta, **args._asdict())))
     done = list(await asyncio.gather(*tasks)) if tasks else []
     records = [r for d in done for r in (d if isinstance(d, list) else [d])]
     errors = sum(1 for r in records if not r.ok)
@@ -238,15 +238,15 @@ FOLLOW_UPS = ("Go on.", "Say more about the last point.", "Summarise that in two
               "Give an example.", "What is the main caveat?")
 
 
-async def _conversation(h, lane: str, opts, turns: int, meta: dict[str, Any], args: dict[str, Any]) -> list:
+async def _conversation(h, lane: str, opts, turns: int, meta: dict[str, Any], args: RequestArgs) -> list:
     """One multi-turn arrival: ``turns`` chat requests in a row, each carrying the whole history (the earlier
     answers and a follow-up), so later turns share a growing prefix.  Turn 1 is the arrival itself; a turn
     that does not complete ends the conversation."""
-    messages = list(args.get("messages") or [{"role": "user", "content": args.get("prompt", "")}])
+    messages = list(args.messages or [{"role": "user", "content": args.prompt or ""}])
     out = []
     for k in range(turns):
         rec = await h.request(lane, "chat", purpose="bench", meta={**meta, "turn": k + 1},
-                              max_tokens=args["max_tokens"], extra=args["extra"], messages=list(messages))
+                              max_tokens=args.max_tokens, extra=args.extra, messages=list(messages))
         out.append(rec)
         if not rec.ok:
             break
@@ -592,25 +592,25 @@ def load_results(events: Iterable[Event], *, in_progress: bool = False) -> LoadR
         cell = rec.meta.get("cell", "")
         if rec.meta.get("bench") == BENCH and marks.finished(cell):
             by_cell[cell].append(rec)
-    config = as_result(marks.config, BenchConfig)  # the start mark's, read back (a recording's: untrusted)
+    config = marks.config  # the start mark's, read back (a recording's: untrusted)
     load = config.load or LoadConfig()
     slo = config.slo or None
     reps: dict[str, list[LoadRep]] = {}
-    for cell, start in marks.cells.items():
-        if start.get("end") is None or start.get("part") == "calibrate":
+    for cell, c in marks.cells.items():
+        if c.end_event is None or c.start.part == "calibrate":
             continue
-        span = start.get("span_s")
-        reps.setdefault(start.get("lane") or "", []).append(
-            cell_result(by_cell.get(cell, []), float(span) if isinstance(span, (int, float)) else None, load, slo,
-                        cell=cell, end=start["end"]))  # cell: the rep's marks, its energy and counters (measure/views.py)
+        reps.setdefault(c.start.lane or "", []).append(
+            cell_result(by_cell.get(cell, []), c.start.span_s, load, slo,
+                        cell=cell, end=c.end_event.data))  # cell: the rep's marks, its energy and counters (measure/views.py)
     lanes = {lane: LoadLane(reps=rs, offered_rate_rps=rs[0].offered_rate_rps,
                             client_behind=any(r.client_behind for r in rs),
                             lane_behind=any(bool(r.lane_behind) for r in rs),
                             slo_held=all(r.slo is not None and r.slo.held for r in rs) if slo else None)
              for lane, rs in reps.items()}
     return LoadResult(bench=BENCH, lanes=lanes,
-                      schedule=Schedule(seed=marks.config.get("seed"), seed_drawn=bool(marks.config.get("seed_drawn")),
-                                        same_for_every_lane=same_for_every_lane(marks.config)),
+                      schedule=Schedule(seed=None if config.seed is UNSET else config.seed,
+                                        seed_drawn=bool(config.seed_drawn),
+                                        same_for_every_lane=same_for_every_lane(config)),
                       **msgspec.structs.asdict(run_state(marks, in_progress)), config=config)
 
 

@@ -17,14 +17,15 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from lanemon.measure.metrics import request_metrics
 from lanemon.events import Event
 from lanemon.measure.records import RequestRecord, assemble, reiterable
 from lanemon.workloads.bench import prefill
 from lanemon.results.needles import NeedleCell, NeedleLane, NeedleResult, NeedleRun
-from lanemon.workloads.bench.run import BenchOptions, bench_config, client_bound_figures, edge, read_marks, rnd, run_state, spread
+from lanemon.workloads.bench.marks import PlannedCell
+from lanemon.workloads.bench.run import (BenchOptions, client_bound_figures, edge, read_marks, request_args, rnd,
+                                         run_state, spread)
 from lanemon.workloads.prompts import chars_for_tokens, needle_prompt, new_key
 
 BENCH = "needles"
@@ -33,7 +34,7 @@ ANSWER_MAX_TOKENS = 32
 DEPTH_RANGE = (0.1, 0.9)
 
 
-def plan(lanes: Sequence[str], opts: BenchOptions) -> list[dict[str, Any]]:
+def plan(lanes: Sequence[str], opts: BenchOptions) -> list[PlannedCell]:
     return prefill.plan(lanes, opts, kind=BENCH)
 
 
@@ -63,7 +64,7 @@ async def run(h, opts: BenchOptions) -> None:
                 meta = {"bench": BENCH, "cell": cell, **keys, "run": "needle", "key": key, "depth": depth,
                         "chars": len(text)}
                 rec = await h.request(lane, opts.endpoint, meta=meta,
-                                      **prefill._args(text, opts, ANSWER_MAX_TOKENS))
+                                      **request_args(text, opts, ANSWER_MAX_TOKENS)._asdict())
                 tpc = prefill.tokens_per_char(rec, len(text)) or tpc
                 h.mark("cell", lane=lane, bench=BENCH, phase="end", cell=cell, errors=0 if rec.ok else 1,
                        found=found_in(key, rec.text) if rec.ok else None, **keys)
@@ -142,17 +143,17 @@ def needle_results(events: Iterable[Event], *, in_progress: bool = False) -> Nee
     lanes = {lane: NeedleLane(lengths={str(n): _length_result(by[lane][n], load) for n in sorted(by[lane])})
              for lane in order if lane in by}
     for c in marks.cells.values():  # calibration failures and lengths beyond the context: said, not dropped
-        end = c.get("end") or {}
-        if end.get("error") and (end.get("skipped") or c.get("part") == "calibrate"):
-            lane = lanes.setdefault(c["lane"], NeedleLane(lengths={}))
+        start, end = c.start, c.end
+        if end is not None and end.error and (end.skipped or start.part == "calibrate"):
+            lane = lanes.setdefault(start.lane or "", NeedleLane(lengths={}))
             if lane.error is None:
-                lane.error = str(end["error"])
-            if end.get("skipped") and c.get("length") is not None:
-                lane.lengths.setdefault(str(c["length"]), NeedleCell(found=None, skipped=True, error=str(end["error"]),
-                                                                     runs_count=0, found_count=0))
+                lane.error = end.error
+            if end.skipped and start.length is not None:
+                lane.lengths.setdefault(str(start.length), NeedleCell(found=None, skipped=True, error=end.error,
+                                                                      runs_count=0, found_count=0))
     state = run_state(marks, in_progress)
     return NeedleResult(bench=BENCH, lanes=lanes, interrupted=state.interrupted, cut=state.cut, running=state.running,
-                        not_run=state.not_run, config=bench_config(marks.config))
+                        not_run=state.not_run, config=marks.config)
 
 
 results = needle_results

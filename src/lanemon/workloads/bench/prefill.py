@@ -29,7 +29,6 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 import msgspec
 
@@ -37,8 +36,9 @@ from lanemon.measure.metrics import median, request_metrics
 from lanemon.events import Event
 from lanemon.measure.records import RequestRecord, assemble, reiterable
 from lanemon.results.prefill import PrefillCell, PrefillLane, PrefillRatios, PrefillResult
-from lanemon.workloads.bench.run import (BenchOptions, bench_config, client_bound_figures, edge, first_error, goodput_of,
-                                         outcome_figures, read_marks, rnd, run_state, spread)
+from lanemon.workloads.bench.marks import CellEnd, PlannedCell
+from lanemon.workloads.bench.run import (BenchOptions, client_bound_figures, edge, first_error, goodput_of,
+                                         outcome_figures, read_marks, request_args, rnd, run_state, spread)
 from lanemon.workloads.prompts import DEFAULT_TOKENS_PER_CHAR, chars_for_tokens, prefill_prompt
 
 BENCH = "prefill"
@@ -79,32 +79,22 @@ def calibrate_cell(lane: str) -> str:
     return f"{lane}/calibrate"
 
 
-def plan(lanes: Sequence[str], opts: BenchOptions, kind: str = BENCH) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+def plan(lanes: Sequence[str], opts: BenchOptions, kind: str = BENCH) -> list[PlannedCell]:
+    out: list[PlannedCell] = []
     lengths = opts.lengths_for(kind)
     for lane in lanes:
-        out.append({"lane": lane, "cell": calibrate_cell(lane), "part": "calibrate", "rep": 0,
-                    "weight": CALIBRATION_TOKENS / 1000})
+        out.append(PlannedCell(lane=lane, cell=calibrate_cell(lane), part="calibrate", rep=0,
+                               weight=CALIBRATION_TOKENS / 1000))
         for length in lengths:
             for rep in range(opts.reps):
                 repeat = kind == BENCH and rep == 0 and opts.cache_check
-                out.append({"lane": lane, "cell": cell_id(lane, length, rep), "part": "length", "length": length,
-                            "rep": rep, "weight": length / 1000 * (2 if repeat else 1)})
+                out.append(PlannedCell(lane=lane, cell=cell_id(lane, length, rep), part="length", length=length,
+                                       rep=rep, weight=length / 1000 * (2 if repeat else 1)))
     return out
 
 
 def rng_for(opts: BenchOptions) -> random.Random:
     return random.Random(opts.seed) if opts.seed is not None else random.Random()
-
-
-def _args(text: str, opts: BenchOptions, max_tokens: int) -> dict[str, Any]:
-    args: dict[str, Any] = {"max_tokens": max_tokens, "extra": {"temperature": opts.temperature},
-                            "purpose": "bench"}
-    if opts.chat:
-        args["messages"] = [{"role": "user", "content": text}]
-    else:
-        args["prompt"] = text
-    return args
 
 
 def tokens_per_char(rec: RequestRecord, chars: int) -> float | None:
@@ -119,9 +109,9 @@ async def _answer_usage(h, lane: str, opts: BenchOptions, text: str, cell: str, 
     The request is recorded as a ``calibrate`` mark (sent characters, status, prompt tokens, seconds):
     no request goes unrecorded."""
     client = h.clients[lane]
-    args = _args(text, opts, 1)
-    body = client.build_body(opts.endpoint, prompt=args.get("prompt"), messages=args.get("messages"),
-                             max_tokens=1, extra=args["extra"], include_usage=False)
+    args = request_args(text, opts, 1)
+    body = client.build_body(opts.endpoint, prompt=args.prompt, messages=args.messages,
+                             max_tokens=1, extra=args.extra, include_usage=False)
     body["stream"] = False
     status, obj, secs, err = await client.post_json(opts.endpoint, body)
     usage = obj.get("usage") if isinstance(obj, dict) else None
@@ -151,7 +141,7 @@ async def calibrate(h, lane: str, opts: BenchOptions, rng: random.Random, bench:
         text = prefill_prompt(chars_for_tokens(target, DEFAULT_TOKENS_PER_CHAR), rng)
         rec = await h.request(lane, opts.endpoint, meta={"bench": bench, "cell": cell, "part": "calibrate",
                                                          "run": "calibrate", "rep": 0, "chars": len(text),
-                                                         "attempt": attempt}, **_args(text, opts, 1))
+                                                         "attempt": attempt}, **request_args(text, opts, 1)._asdict())
         tpc = tokens_per_char(rec, len(text))
         if tpc is not None:
             prompt_tokens, counted = rec.prompt_tokens, "usage"
@@ -201,12 +191,12 @@ async def run(h, opts: BenchOptions) -> None:
                     continue
                 text = prefill_prompt(chars_for_tokens(length, tpc), lane_rng)
                 meta = {"bench": BENCH, "cell": cell, **keys, "chars": len(text)}
-                cold = await h.request(lane, opts.endpoint, meta={**meta, "run": "cold"}, **_args(text, opts, 1))
+                cold = await h.request(lane, opts.endpoint, meta={**meta, "run": "cold"}, **request_args(text, opts, 1)._asdict())
                 errors = 0 if cold.ok else 1
                 tpc = tokens_per_char(cold, len(text)) or tpc
                 if cold.ok and rep == 0 and opts.cache_check:
                     again = await h.request(lane, opts.endpoint, meta={**meta, "run": "repeat"},
-                                            **_args(text, opts, 1))
+                                            **request_args(text, opts, 1)._asdict())
                     errors += 0 if again.ok else 1
                 h.mark("cell", lane=lane, bench=BENCH, phase="end", cell=cell, errors=errors, **keys)
                 await edge(h)
@@ -306,20 +296,18 @@ def prefill_results(events: Iterable[Event], *, in_progress: bool = False, bench
     for lane in by:
         if lane not in order:
             order.append(lane)
-    ends = {c["lane"]: c["end"] for c in marks.cells.values()
-            if c.get("part") == "calibrate" and c.get("end") is not None}
-    skipped: dict[str, dict[int, str]] = defaultdict(dict)
+    ends = {c.start.lane: c.end for c in marks.cells.values() if c.start.part == "calibrate" and c.end is not None}
+    skipped: dict[str | None, dict[int, str]] = defaultdict(dict)
     for c in marks.cells.values():
-        end = c.get("end") or {}
-        if end.get("skipped") and c.get("length") is not None:
-            skipped[c["lane"]][int(c["length"])] = str(end.get("error") or "skipped")
-    config = bench_config(marks.config)
+        if c.end is not None and c.end.skipped and c.start.length is not None:
+            skipped[c.start.lane][c.start.length] = c.end.error or "skipped"
+    config = marks.config
     lanes: dict[str, PrefillLane] = {}
     for lane in order:
         if lane not in by and lane not in calib and lane not in ends:
             continue
-        end = ends.get(lane) or {}
-        tpc = end.get("tokens_per_char") or calib.get(lane)
+        end = ends.get(lane) or CellEnd()
+        tpc = end.tokens_per_char or calib.get(lane)
         lengths = by.get(lane, {})
         cells = {n: _length_result(lengths[n], n, config.slo or None, tpc, load) for n in lengths}
         for n, why in skipped.get(lane, {}).items():
@@ -328,11 +316,11 @@ def prefill_results(events: Iterable[Event], *, in_progress: bool = False, bench
         lanes[lane] = PrefillLane(
             lengths={str(n): cells[n] for n in sorted(cells)},
             tokens_per_char=tpc,
-            tokens_counted_from=end.get("counted_from"),
-            calibration_prompt_tokens=end.get("calibration_prompt_tokens"),
-            max_context=end.get("max_context"),
-            max_context_source=end.get("max_context_source"),
-            error=end.get("error") or next(iter(skipped.get(lane, {}).values()), None),
+            tokens_counted_from=end.counted_from,
+            calibration_prompt_tokens=end.calibration_prompt_tokens,
+            max_context=end.max_context,
+            max_context_source=end.max_context_source,
+            error=end.error or next(iter(skipped.get(lane, {}).values()), None),
         )
     state = run_state(marks, in_progress)
     return PrefillResult(bench=bench, lanes=lanes,

@@ -11,9 +11,9 @@ Source protocol (duck-typed, like :mod:`lanemon.sessions.sources`)::
     recording_path: Path | None
     paused = False; speed = None    (a bench cannot pause; see toggle_pause)
     finished: bool; interrupted: bool
-    plan: list[dict]                planned cells: lane, cell, part, level|length|category, rep, weight
+    plan: list[PlannedCell]         planned cells: lane, cell, part, level|length|category, rep, weight
     cells_done: int                 cells finished so far
-    current: dict | None            the cell that started last (for a progress line)
+    current: Event | None           the start mark of the cell that started last (for a progress line)
     events: list[Event]             everything published so far
     async run()                     the whole bench; LaneDown if a lane is down at start
     stop()                          cancel cleanly (finished cells are kept)
@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import msgspec
+from msgspec.structs import replace
 
 from lanemon.bus import EventBus, FixedPace
 from lanemon.config import LaneConfig
@@ -53,7 +54,8 @@ from lanemon.measure.records import BURST, COMPLETE, EMPTY, TRUNCATED
 from lanemon import events as schema
 from lanemon.recording.writer import Recorder
 from lanemon.events import Event
-from lanemon.results.common import BenchConfig, CellGoodput, NotRun, Result, RunState
+from lanemon.results.common import BenchConfig, CellGoodput, NotRun, PromptSetInfo, Result, RunState
+from lanemon.workloads.bench.marks import BenchMarks, PlannedCell, cell_keys, read_marks  # noqa: F401
 from lanemon.workloads.collector import CollectorHold
 from lanemon.workloads.prompts import PromptSet, load_prompt_set
 
@@ -138,54 +140,68 @@ class BenchOptions:
             return list(self.lengths)
         return list(DEFAULT_NEEDLE_LENGTHS if kind == "needles" else DEFAULT_PREFILL_LENGTHS)
 
-    def config(self, kind: str, lanes: Sequence[str]) -> dict[str, Any]:
-        """The ``config`` dict written in the bench-start mark (and echoed in results)."""
+    def config(self, kind: str, lanes: Sequence[str]) -> BenchConfig:
+        """The ``config`` written in the bench-start mark (``to_json_obj``; echoed in results): the keys of this
+        ``kind``, in the order the mark has always written them."""
         pset = self.selected()
-        cfg: dict[str, Any] = {
-            "lanes": list(lanes),
-            "reps": self.reps,
-            "parallel_lanes": self.parallel_lanes,
-            "endpoint": self.endpoint,
-            "temperature": self.temperature,
-        }
+        info = PromptSetInfo(name=pset.name, version=pset.version, source=pset.source, prompts=len(pset.prompts))
+        cfg = BenchConfig(lanes=list(lanes), reps=self.reps, parallel_lanes=self.parallel_lanes,
+                          endpoint=self.endpoint, temperature=self.temperature)
         if kind == "decode":
-            cfg.update(levels=list(self.levels), categories=pset.categories,
-                       prompt_set={"name": pset.name, "version": pset.version, "source": pset.source,
-                                   "prompts": len(pset.prompts)},
-                       max_tokens_cap=self.max_tokens, per_category=self.per_category)
+            cfg = replace(cfg, levels=list(self.levels), categories=pset.categories, prompt_set=info,
+                          max_tokens_cap=self.max_tokens, per_category=self.per_category)
         elif kind == "sweep":
-            cfg.update(categories=pset.categories, max_level=self.max_level, knee_gain=self.knee_gain,
-                       prompt_set={"name": pset.name, "version": pset.version, "source": pset.source,
-                                   "prompts": len(pset.prompts)}, max_tokens_cap=self.max_tokens)
+            cfg = replace(cfg, categories=pset.categories, max_level=self.max_level, knee_gain=self.knee_gain,
+                          prompt_set=info, max_tokens_cap=self.max_tokens)
         elif kind == "load":
-            cfg.update(prompt_set={"name": pset.name, "version": pset.version, "source": pset.source,
-                                   "prompts": len(pset.prompts)},
-                       max_tokens_cap=self.max_tokens, load=self.load.config() if self.load else None,
-                       workers=self.workers, workers_backend=self.workers_backend)
+            cfg = replace(cfg, prompt_set=info, max_tokens_cap=self.max_tokens,
+                          load=self.load.config() if self.load else None, workers=self.workers,
+                          workers_backend=self.workers_backend)
             if self.worker_hosts:
-                cfg["worker_hosts"] = self.worker_hosts
+                cfg = replace(cfg, worker_hosts=self.worker_hosts)
         else:
-            cfg["lengths"] = self.lengths_for(kind)
+            cfg = replace(cfg, lengths=self.lengths_for(kind))
             if kind == "prefill":
-                cfg["cache_check"] = self.cache_check
+                cfg = replace(cfg, cache_check=self.cache_check)
             if self.max_context is not None:
-                cfg["max_context"] = self.max_context
+                cfg = replace(cfg, max_context=self.max_context)
         if self.seed is not None:
-            cfg["seed"] = self.seed
+            cfg = replace(cfg, seed=self.seed)
         if kind == "load":
-            cfg["seed_drawn"] = self.seed_drawn
+            cfg = replace(cfg, seed_drawn=self.seed_drawn)
         if self.time_scale is not None:
-            cfg["time_scale"] = self.time_scale
+            cfg = replace(cfg, time_scale=self.time_scale)
         if self.thinking is not None:
-            cfg["thinking"] = self.thinking
+            cfg = replace(cfg, thinking=self.thinking)
         if self.slo:
-            cfg["slo"] = dict(self.slo)
+            cfg = replace(cfg, slo=dict(self.slo))
         return cfg
 
 
 # ---------------------------------------------------------------------------
 # Shared pure helpers for the results functions
 # ---------------------------------------------------------------------------
+
+
+class RequestArgs(NamedTuple):
+    """What a speed bench sends for one prompt (:meth:`~lanemon.workloads.harness.Harness.request`'s arguments,
+    ``**args._asdict()``): the text as a completion ``prompt`` or as one user chat message."""
+
+    max_tokens: int
+    extra: dict[str, float | bool]  # {"temperature": T}, bench load: "ignore_eos": true
+    purpose: str = "bench"
+    prompt: str | None = None
+    messages: list[dict[str, str]] | None = None
+
+
+def request_args(text: str, opts: BenchOptions, max_tokens: int, *, ignore_eos: bool = False) -> RequestArgs:
+    """``text`` as one request of the bench (``opts.chat``: a chat message, else a completion prompt)."""
+    extra: dict[str, float | bool] = {"temperature": opts.temperature}
+    if ignore_eos:
+        extra["ignore_eos"] = True
+    if opts.chat:
+        return RequestArgs(max_tokens, extra, messages=[{"role": "user", "content": text}])
+    return RequestArgs(max_tokens, extra, prompt=text)
 
 
 class RepSpread(NamedTuple):
@@ -327,83 +343,6 @@ def goodput_of(reps: Sequence[Sequence[Any]], slo: dict[str, float] | None) -> C
                        targets=j.targets)
 
 
-def bench_config(raw: dict[str, Any]) -> BenchConfig:
-    """The start mark's ``config`` (bytes from a recording: untrusted) as the typed config its results echo; a key
-    this lanemon does not know, or a value of the wrong type, is left out rather than failing the results."""
-    try:
-        return msgspec.convert(raw, BenchConfig, strict=False)
-    except msgspec.ValidationError:
-        good: dict[str, Any] = {}
-        for key, value in raw.items():
-            if key in BenchConfig.__struct_fields__:
-                try:
-                    msgspec.convert({**good, key: value}, BenchConfig, strict=False)
-                except msgspec.ValidationError:
-                    continue
-                good[key] = value
-        return msgspec.convert(good, BenchConfig, strict=False)
-
-
-@dataclass
-class BenchMarks:
-    """What the ``mark`` events of one bench say."""
-
-    config: dict[str, Any]
-    started: bool
-    ended: bool
-    interrupted: bool
-    cells: dict[str, dict[str, Any]]  # cell id -> start data (+ "end": end data or None)
-    lanes: list[str]
-    plan: list[dict[str, Any]] = field(default_factory=list)  # [{"lane", "cell"}] in run order (start mark)
-
-    def finished(self, cell: str) -> bool:
-        c = self.cells.get(cell)
-        return bool(c and c.get("end") is not None)
-
-    def open_cells(self) -> list[dict[str, Any]]:
-        """Cells that started but never ended, as dicts of their keys."""
-        return [cell_keys(c) for c in self.cells.values() if c.get("end") is None]
-
-
-_CELL_META = {"label", "phase", "end", "bench", "errors", "requests", "ok"}
-
-
-def cell_keys(data: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in data.items() if k not in _CELL_META}
-
-
-def read_marks(events: Iterable[Event], bench: str) -> BenchMarks:
-    config: dict[str, Any] = {}
-    started = ended = False
-    interrupted = False
-    plan: list[dict[str, Any]] = []
-    cells: dict[str, dict[str, Any]] = {}
-    lanes: list[str] = []
-    for ev in events:
-        if ev.kind == schema.LANE and ev.lane and ev.lane not in lanes:
-            lanes.append(ev.lane)
-        if ev.kind != schema.MARK or ev.data.get("bench") != bench:
-            continue
-        d = ev.data
-        label, phase = d.get("label"), d.get("phase")
-        if label == "bench":
-            if phase == "start":
-                started = True
-                config = dict(d.get("config") or {})
-                plan = [p for p in d.get("plan") or [] if isinstance(p, dict) and isinstance(p.get("cell"), str)]
-            elif phase == "end":
-                ended = True
-                interrupted = bool(d.get("interrupted"))
-        elif label == "cell" and isinstance(d.get("cell"), str):
-            if phase == "start":
-                cells[d["cell"]] = {**d, "lane": ev.lane, "end": None}
-            elif phase == "end" and d["cell"] in cells:
-                cells[d["cell"]]["end"] = {**d, "lane": ev.lane}
-    if config.get("lanes"):
-        lanes = [name for name in config["lanes"]]
-    return BenchMarks(config, started, ended, interrupted, cells, lanes, plan)
-
-
 def run_state(marks: BenchMarks, in_progress: bool) -> RunState:
     """The ``interrupted`` / ``cut`` / ``running`` part of a bench result; an interrupted run also gets
     ``not_run`` (:func:`not_run`).  ``to_json_obj(...)``: the same as a dict (``bench load`` adds it to its
@@ -419,13 +358,13 @@ def not_run(marks: BenchMarks) -> NotRun:
     """What an interrupted run did not run (pure): ``planned`` cells (None for a recording without a plan in its
     start mark), ``finished`` cells, ``cut`` ids (started, never ended), ``cells`` never started (ids), ``ranges``
     those as 1-based ``[first, last]`` runs of the plan's order, ``lanes`` of the run that finished no cell."""
-    finished = [c for c, d in marks.cells.items() if d.get("end") is not None]
-    cut = [c for c, d in marks.cells.items() if d.get("end") is None]
-    lanes_done = {marks.cells[c].get("lane") for c in finished}
-    never = [p["cell"] for p in marks.plan if p["cell"] not in marks.cells]
+    finished = [c for c, d in marks.cells.items() if d.end is not None]
+    cut = [c for c, d in marks.cells.items() if d.end is None]
+    lanes_done = {marks.cells[c].start.lane for c in finished}
+    never = [p.cell for p in marks.plan if p.cell not in marks.cells]
     ranges: list[list[int]] = []
     for i, p in enumerate(marks.plan, 1):
-        if p["cell"] in marks.cells:
+        if p.cell in marks.cells:
             continue
         if ranges and ranges[-1][1] == i - 1:
             ranges[-1][1] = i
@@ -531,13 +470,13 @@ class BenchRun(FixedPace):
         self.finished = False
         self.interrupted = False
         self.cells_done = 0
-        self.current: dict[str, Any] | None = None
+        self.current: Event | None = None  # the start mark of the cell that started last
         self.events: list[Event] = []
         self.error: str | None = None
         self.stall_timeout = stall_timeout
         self._module = importlib.import_module(_MODULES[kind])
-        self.plan: list[dict[str, Any]] = self._module.plan(self.names, self.options)
-        self._open: dict[str, dict[str, Any]] = {}
+        self.plan: list[PlannedCell] = self._module.plan(self.names, self.options)
+        self._open: dict[str, Event] = {}  # cell id -> its start mark, while it runs
         self._task: asyncio.Task | None = None
         self._stop_requested = False
         self.collector = CollectorHold()
@@ -559,8 +498,7 @@ class BenchRun(FixedPace):
             return
         cell = ev.data.get("cell")
         if ev.data.get("phase") == "start":
-            self._open[cell] = dict(ev.data, lane=ev.lane)
-            self.current = self._open[cell]
+            self._open[cell] = self.current = ev
         elif ev.data.get("phase") == "end":
             self._open.pop(cell, None)
             self.cells_done += 1
@@ -598,13 +536,13 @@ class BenchRun(FixedPace):
                                         stall_timeout=self.stall_timeout)
                 await h.pool.start()
                 self.options.workers = h.pool.n
-                self.options.worker_hosts = getattr(h.pool, "hosts", None) or None
+                self.options.worker_hosts = msgspec.to_builtins(getattr(h.pool, "hosts", None)) or None
             if self.recorder is not None:  # a held header names the workers: node, host, address, clock offset
                 self.recorder.release_header({"workers": self.options.worker_hosts} if self.options.worker_hosts
                                              else None)
-            h.mark("bench", bench=self.kind, phase="start", config=self.options.config(self.kind, self.names),
-                   plan=[{"lane": c.get("lane"), "cell": c.get("cell"), "weight": c.get("weight", 1.0)}
-                         for c in self.plan])
+            h.mark("bench", bench=self.kind, phase="start",
+                   config=msgspec.to_builtins(self.options.config(self.kind, self.names)),
+                   plan=[{"lane": c.lane, "cell": c.cell, "weight": c.weight} for c in self.plan])
             started = True
             await self._module.run(h, self.options)
         except asyncio.CancelledError:
@@ -634,9 +572,8 @@ class BenchRun(FixedPace):
             self._stop_requested = True
             self._task.cancel()
 
-    def results(self) -> Result | dict[str, Any]:
-        """The bench's typed result computed from the events so far (``to_json_obj``: its JSON, docs/JSON.md; a
-        workload not typed yet gives its JSON dict)."""
+    def results(self) -> Result:
+        """The bench's typed result computed from the events so far (``to_json_obj``: its JSON, docs/JSON.md)."""
         from lanemon.measure.views import attach_engine_views
 
         return attach_engine_views(self._module.results(self.events, in_progress=not self.finished), self.events)

@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
+from msgspec import UNSET
 
 from lanemon.config import MAX_SECONDS, MAX_TOKENS
+from lanemon.results.common import BenchConfig, LoadConfig
 
 ARRIVALS = ("constant", "poisson", "trace")
 
@@ -204,10 +206,10 @@ def draw_seed() -> int:
     return random.SystemRandom().randrange(1, 2**31)
 
 
-def same_for_every_lane(config: dict) -> bool:
+def same_for_every_lane(config: BenchConfig) -> bool:
     """Whether the run's lanes were offered one schedule: a seed was set (given or drawn), or nothing in the
     schedule was random (constant or traced arrivals, lengths from the prompts or the trace)."""
-    load = config.get("load") or {}
-    if config.get("seed") is not None:
+    if config.seed is not None and config.seed is not UNSET:
         return True
-    return load.get("arrival") in ("constant", "trace") and not load.get("input_len") and not load.get("output_len")
+    load = config.load or LoadConfig()
+    return load.arrival in ("constant", "trace") and not load.input_len and not load.output_len

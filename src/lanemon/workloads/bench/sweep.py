@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from lanemon.measure.records import reiterable
 from lanemon.events import Event
@@ -38,6 +37,7 @@ from lanemon.results.common import BenchConfig, as_result
 from lanemon.results.decode import DecodeResult
 from lanemon.results.sweep import SweepLane, SweepResult
 from lanemon.workloads.bench import decode
+from lanemon.workloads.bench.marks import PlannedCell
 from lanemon.workloads.bench.run import each_lane, rnd
 
 BENCH = "sweep"
@@ -80,11 +80,12 @@ def stop_reason(levels: Sequence[int], aggs: Sequence[float | None], breach: str
     return None
 
 
-def plan(lanes: Sequence[str], opts) -> list[dict[str, Any]]:
+def plan(lanes: Sequence[str], opts) -> list[PlannedCell]:
     """The most the sweep can run (it stops earlier at the knee)."""
     ncat = len(opts.selected().categories)
-    return [{"lane": lane, "cell": decode.level_cell(lane, c, rep), "part": "level", "level": c, "rep": rep,
-             "requests": decode.requests_for_level(c, ncat), "weight": float(decode.requests_for_level(c, ncat))}
+    return [PlannedCell(lane=lane, cell=decode.level_cell(lane, c, rep), part="level", level=c, rep=rep,
+                        requests=decode.requests_for_level(c, ncat),
+                        weight=float(decode.requests_for_level(c, ncat)))
             for lane in lanes for c in levels_up_to(opts.max_level) for rep in range(opts.reps)]
 
 

@@ -35,6 +35,8 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
+
 from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.workloads.gauntlet.config import (BENCH, READ_FILE_TOOL, STATUS, GauntletConfig, build_system_prompt,
@@ -68,6 +70,23 @@ def parse_path_argument(arguments: str) -> tuple[str | None, str | None]:
 # The run
 # ---------------------------------------------------------------------------
 
+
+
+
+class RepEnd(msgspec.Struct, omit_defaults=True):
+    """What a rep's ``rep_end`` mark says (these keys, in this order; ``error`` only when there was one)."""
+
+    rep: int
+    correct: bool
+    tool_calls: int
+    malformed_calls: int
+    wall_s: float
+    turns: int
+    stopped: str
+    """``answer``, ``budget`` (out of turns) or ``error``."""
+    answer: str
+    """The final answer, cut to 500 characters."""
+    error: str | None = None
 
 
 class GauntletRun:
@@ -205,11 +224,9 @@ class GauntletRun:
         wall = (clock.now() - t0) / 1e9
         self.transcripts[(lane, rep)] = messages + ([{"role": "assistant", "content": answer}] if answer else [])
         correct = stopped == "answer" and chain.secret in answer
-        end: dict[str, Any] = dict(rep=rep, correct=correct, tool_calls=tool_calls, malformed_calls=malformed,
-                                   wall_s=round(wall, 6), turns=turns, stopped=stopped, answer=answer[:500])
-        if error:
-            end["error"] = error
-        self._mark("rep_end", lane, **end)
+        end = RepEnd(rep=rep, correct=correct, tool_calls=tool_calls, malformed_calls=malformed,
+                     wall_s=round(wall, 6), turns=turns, stopped=stopped, answer=answer[:500], error=error or None)
+        self._mark("rep_end", lane, **msgspec.to_builtins(end))
         verdict = "correct" if correct else f"FAILED ({stopped})"
         self._say(f"{lane} rep {rep + 1}/{cfg.reps}: {verdict}, {tool_calls} tool calls, {wall:.2f} s")
 

@@ -54,6 +54,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+from msgspec import UNSET, UnsetType
+
 from .pidlimit import PidsCgroup
 
 __all__ = ["SandboxLimits", "SandboxRun", "SandboxUnavailable", "run_function", "sandbox_problem",
@@ -90,6 +93,37 @@ class SandboxLimits:
     """Run code without a sandbox when none works (``--unsafe-run-code-without-sandbox``).  NOT a jail."""
 
 
+class SandboxCall(msgspec.Struct):
+    """One call the bootstrap makes: the argument literals (``"(1, 5), (3, 8)"``), and whether to send the
+    arguments back after the call (a case that checks they were not changed)."""
+
+    args: str
+    report_args: bool = False
+
+
+class CallResult(msgspec.Struct):
+    """The bootstrap's answer for one call, decoded from the sandbox's output (untrusted: the solution controls
+    the process that wrote it): the encoded value returned (``scorers.decode`` reads it), or the exception
+    raised (the built-in classes it is an instance of, and its message); ``args`` after the call when asked."""
+
+    value: Any | UnsetType = UNSET
+    """The bootstrap's ``enc`` tree of the returned value: JSON of any shape, read by ``scorers.decode``."""
+    raised: list[str] | UnsetType = UNSET
+    message: str | UnsetType = UNSET
+    args: Any | UnsetType = UNSET
+    """The arguments after the call, as an ``enc`` tree (with ``report_args``)."""
+
+
+class _Output(msgspec.Struct):
+    results: list[CallResult]
+
+
+class BwrapInfo(msgspec.Struct):
+    """What bwrap's ``--info-fd`` says (``{"child-pid": N, ...}``): the sandbox's pid 1, if known."""
+
+    child_pid: int | None = msgspec.field(default=None, name="child-pid")
+
+
 @dataclass
 class SandboxRun:
     """What one sandboxed run of a solution gave back (never the verdict: see scorers.score_code)."""
@@ -99,7 +133,7 @@ class SandboxRun:
     at import), ``missing`` (no such function), ``exit``, ``timeout``, ``output`` (too large), ``crashed``,
     ``malformed`` (output that is not the bootstrap's JSON)."""
     reason: str = ""
-    results: list[dict[str, Any]] = field(default_factory=list)
+    results: list[CallResult] = field(default_factory=list)
     seconds: float = 0.0
     returncode: int | None = None
     stdout: str = ""
@@ -274,9 +308,9 @@ def _probe(bwrap: str | None, limits: SandboxLimits) -> str | None:
     except (OSError, subprocess.SubprocessError) as exc:
         return f"no sandbox: cannot run {bwrap}: {exc}"
     _SIZE_OPTION[bwrap] = b"--size" in helptext
-    run = _run(bwrap, "def f(x):\n    return [x, (x,)]\n", "f", [{"args": "1"}],
+    run = _run(bwrap, "def f(x):\n    return [x, (x,)]\n", "f", [SandboxCall("1")],
                SandboxLimits(timeout_s=10.0, bwrap=bwrap))
-    if run.status == "ran" and run.results == [{"value": {"list": [1, {"tuple": [1]}]}}]:
+    if run.status == "ran" and run.results == [CallResult(value={"list": [1, {"tuple": [1]}]})]:
         return None
     detail = (run.stderr.strip().splitlines() or [run.reason or run.status])[-1][:200]
     return f"no sandbox: bubblewrap does not work here ({detail})"
@@ -285,11 +319,11 @@ def _probe(bwrap: str | None, limits: SandboxLimits) -> str | None:
 # ----------------------------------------------------------------------------- running
 
 
-def run_function(solution: str, function: str, calls: list[dict[str, Any]],
+def run_function(solution: str, function: str, calls: list[SandboxCall],
                  limits: SandboxLimits | None = None) -> SandboxRun:
     """Run ``solution`` in the sandbox and call ``function`` on each call's ``args`` (a Python literal list).
 
-    ``calls``: ``[{"args": "(1, 5), (3, 8)", "report_args": False}, ...]``.  Raises
+    ``calls``: ``[SandboxCall("(1, 5), (3, 8)"), ...]``.  Raises
     :class:`SandboxUnavailable` when no sandbox works (unless ``limits.unsafe_no_sandbox``); never raises for
     bad code.
     """
@@ -304,7 +338,7 @@ def run_function(solution: str, function: str, calls: list[dict[str, Any]],
     raise SandboxUnavailable(problem)
 
 
-def _run(bwrap: str | None, solution: str, function: str, calls: list[dict[str, Any]],
+def _run(bwrap: str | None, solution: str, function: str, calls: list[SandboxCall],
          limits: SandboxLimits) -> SandboxRun:
     task = {"solution": solution, "function": function, "calls": calls, "limits": _limit_values(limits)}
     start = time.monotonic()
@@ -313,7 +347,7 @@ def _run(bwrap: str | None, solution: str, function: str, calls: list[dict[str, 
     cgroup = PidsCgroup(limits.max_processes)
     fds: dict[str, int] = {}
     with tempfile.TemporaryFile() as payload:
-        payload.write(json.dumps(task).encode())
+        payload.write(msgspec.json.encode(task))
         payload.flush()
         payload.seek(0)
         if bwrap is not None:
@@ -343,8 +377,8 @@ def _run(bwrap: str | None, solution: str, function: str, calls: list[dict[str, 
     try:
         info = _read_info(fds.get("info_r", -1), min(deadline, time.monotonic() + 5.0))
         if "block_w" in fds:
-            child = info.get("child-pid")
-            if type(child) is int and child > 1:
+            child = info.child_pid
+            if child is not None and child > 1:
                 cgroup.add(child)
             try:
                 os.write(fds["block_w"], b"go")
@@ -360,7 +394,7 @@ def _run(bwrap: str | None, solution: str, function: str, calls: list[dict[str, 
             _kill(proc, info)
             rc = _reap(proc, time.monotonic() + 2.0)
         if bwrap is None:
-            _kill(proc, {})  # no sandbox: at least whatever the child left in its process group
+            _kill(proc, BwrapInfo())  # no sandbox: at least whatever the child left in its process group
     finally:
         for f in (proc.stdout, proc.stderr):
             try:
@@ -393,10 +427,10 @@ def _close(fds: dict[str, int], *names: str) -> None:
                 pass
 
 
-def _read_info(fd: int, deadline: float) -> dict[str, Any]:
+def _read_info(fd: int, deadline: float) -> BwrapInfo:
     """bwrap's ``--info-fd`` JSON (``{"child-pid": N, ...}``): read until it parses, EOF or the deadline."""
     if fd < 0:
-        return {}
+        return BwrapInfo()
     buf = bytearray()
     with selectors.DefaultSelector() as sel:
         sel.register(fd, selectors.EVENT_READ)
@@ -414,11 +448,15 @@ def _read_info(fd: int, deadline: float) -> dict[str, Any]:
                 break
             buf += chunk
             try:
-                parsed = json.loads(bytes(buf).decode())
-            except (ValueError, UnicodeDecodeError):
+                return _info_decoder.decode(bytes(buf))
+            except msgspec.ValidationError:  # JSON, but not bwrap's object
+                return BwrapInfo()
+            except msgspec.DecodeError:  # not all of it yet
                 continue
-            return parsed if isinstance(parsed, dict) else {}
-    return {}
+    return BwrapInfo()
+
+
+_info_decoder = msgspec.json.Decoder(BwrapInfo)
 
 
 def _collect(proc: subprocess.Popen, deadline: float, cap: int) -> tuple[bytes, bytes, str]:
@@ -455,15 +493,15 @@ def _collect(proc: subprocess.Popen, deadline: float, cap: int) -> tuple[bytes, 
     return bytes(bufs["out"]), bytes(bufs["err"]), ended
 
 
-def _kill(proc: subprocess.Popen, info: dict[str, Any]) -> None:
+def _kill(proc: subprocess.Popen, info: BwrapInfo) -> None:
     """Kill the sandbox and return once nothing of it is left running.
 
     Its pid 1 first: the kernel then kills every process of the pid namespace before pid 1 is gone, and bwrap
     (which waits for it) exits; then bwrap's process group, in case bwrap itself did not exit.  Without a pid
     1 (no bwrap: ``--unsafe-run-code-without-sandbox``), the child's process group only.
     """
-    child = info.get("child-pid")
-    if type(child) is int and child > 1:
+    child = info.child_pid
+    if child is not None and child > 1:
         try:
             os.kill(child, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -511,26 +549,33 @@ def _parse(run: SandboxRun, out: bytes, limits: SandboxLimits) -> None:
             run.status, run.reason = "exit", f"the solution called exit({str(detail)[:100]})"
         elif kind == "missing":
             run.status, run.reason = "missing", "the solution does not define the function"
-        elif kind == "error" and isinstance(detail, dict):
-            run.status, run.reason = "error", f"solution raised {raised_text(detail, limits)}"
+        elif kind == "error" and isinstance(raised := _call_result(detail), CallResult):
+            run.status, run.reason = "error", f"solution raised {raised_text(raised, limits)}"
         else:
             run.status, run.reason = "malformed", "the sandbox's output is not the expected JSON"
         return
-    results = obj.get("results")
-    if not isinstance(results, list) or not all(isinstance(r, dict) for r in results):
+    try:
+        results = msgspec.convert(obj, _Output).results
+    except msgspec.ValidationError:
         run.status, run.reason = "malformed", "the sandbox's output is not the expected JSON"
         return
     run.status, run.results = "ran", results
 
 
-def raised_text(entry: dict[str, Any], limits: SandboxLimits | None = None) -> str:
-    """``"ValueError: bad size"`` from a call result ``{"raised": [names], "message": ...}``."""
-    names = entry.get("raised")
-    name = names[0] if isinstance(names, list) and names and isinstance(names[0], str) else "an exception"
+def _call_result(obj: object) -> CallResult | None:
+    try:
+        return msgspec.convert(obj, CallResult)
+    except msgspec.ValidationError:
+        return None
+
+
+def raised_text(entry: CallResult, limits: SandboxLimits | None = None) -> str:
+    """``"ValueError: bad size"`` from a call result that raised (``raised``: the class names, ``message``)."""
+    names = entry.raised
+    name = names[0] if names else "an exception"
     if name == "MemoryError":
         return f"MemoryError (memory limit {_fmt_bytes((limits or SandboxLimits()).address_space)})"
-    msg = entry.get("message")
-    msg = msg.replace("\n", " ")[:200] if isinstance(msg, str) else ""
+    msg = entry.message.replace("\n", " ")[:200] if entry.message else ""
     return f"{name[:80]}: {msg}" if msg else name[:80]
 
 

@@ -28,8 +28,10 @@ import re
 from fractions import Fraction
 from typing import Any
 
+from msgspec import UNSET
+
 from .bank import Case, Task
-from .sandbox import SandboxLimits, SandboxUnavailable, raised_text, run_function
+from .sandbox import CallResult, SandboxCall, SandboxLimits, SandboxUnavailable, raised_text, run_function
 from .values import Undecodable, decode, difference, same, show
 
 __all__ = ["score", "score_math", "score_json", "score_format", "score_code", "check_case", "extract_number",
@@ -278,21 +280,21 @@ def extract_code(text: str, function: str) -> str | None:
     return None
 
 
-def check_case(case: Case, function: str, result: Any, limits: SandboxLimits | None = None) -> str | None:
+def check_case(case: Case, function: str, result: CallResult | None,
+               limits: SandboxLimits | None = None) -> str | None:
     """None when the sandbox's ``result`` for ``case`` is right, else what was wrong (one line)."""
     call = case.call(function)
-    if not isinstance(result, dict):
+    if result is None:
         return f"{call}: no result"
-    if "raised" in result:
-        names = result.get("raised")
-        if case.raises is not None and isinstance(names, list) and case.raises in names:
+    if result.raised is not UNSET:
+        if case.raises is not None and case.raises in result.raised:
             return _check_args(case, call, result)
         want = f"expected {case.raises}" if case.raises else f"expected {_expected(case)}"
         return f"{call} raised {raised_text(result, limits)}, {want}"
-    if "value" not in result:
+    if result.value is UNSET:
         return f"{call}: no result"
     try:
-        got = decode(result["value"])
+        got = decode(result.value)
     except (Undecodable, RecursionError) as exc:
         return f"{call} returned an unreadable value ({exc})"
     if case.raises is not None:
@@ -311,14 +313,14 @@ def _expected(case: Case) -> str:
     return f"length {case.length}" if case.length is not None else show(case.expect)
 
 
-def _check_args(case: Case, call: str, result: dict[str, Any]) -> str | None:
+def _check_args(case: Case, call: str, result: CallResult) -> str | None:
     if not case.unchanged:
         return None
     import ast
 
     before = ast.literal_eval(f"({case.args},)") if case.args.strip() else ()
     try:
-        after = decode(result.get("args"))
+        after = decode(None if result.args is UNSET else result.args)
     except (Undecodable, RecursionError):
         return f"{call}: arguments unreadable after the call"
     if not same(after, before):
@@ -333,7 +335,7 @@ def score_code(task: Task, text: str, limits: SandboxLimits | None = None) -> tu
     code = extract_code(text, task.function)
     if code is None:
         return False, f"no code block defining {task.function}() found"
-    calls = [{"args": c.args, "report_args": c.unchanged} for c in task.cases]
+    calls = [SandboxCall(c.args, c.unchanged) for c in task.cases]
     run = run_function(code, task.function, calls, limits)
     if run.status == "missing":
         return False, f"the solution does not define {task.function}()"
