@@ -315,7 +315,15 @@ def headless(name: str, result: dict, events=None, time_scale: float | None = No
     with contextlib.redirect_stdout(buf):
         console = output_console(None, terminal=False)
         if name in ("decode", "sweep", "prefill", "needles", "load"):
-            bench.render(result, console, time_scale=time_scale, events=events)
+            from lanemon.results.decode import DecodeResult
+            from lanemon.results.load import LoadResult
+            from lanemon.results.needles import NeedleResult
+            from lanemon.results.prefill import PrefillResult
+            from lanemon.results.sweep import SweepResult
+
+            cls = {"decode": DecodeResult, "sweep": SweepResult, "prefill": PrefillResult, "needles": NeedleResult,
+                   "load": LoadResult}[name]
+            bench.render(as_result(result, cls), console, time_scale=time_scale, events=events)
         elif name == "race":
             race.print_result(as_result(result, RaceResult), console)
         elif name == "gauntlet":

@@ -9,6 +9,7 @@ overhead at 20x speed on two shared cores), +-10 % on per-stream rates,
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 from conftest import sim_pair
@@ -42,14 +43,29 @@ def run_bench(lanes, **kw):
     return run
 
 
+def settled_traces(sims, run, timeout: float = 30.0) -> list[list[dict]]:
+    """Each simulator's trace (GET /sim/trace) once it holds every request lanemon saw finish with its end: the
+    simulator stamps a request's end after its last write, so on a busy machine the client can have read
+    ``[DONE]`` -- and the whole run be over -- before the trace says the request ended."""
+    want = {r.server_request_id for r in assemble(run.events) if r.server_request_id and r.finished}
+    deadline = time.monotonic() + timeout
+    while True:
+        traces = [sim.trace() for sim in sims]
+        ended = {tr["id"] for trace in traces for tr in trace if tr["e2e_s"] is not None}
+        if want <= ended:
+            return traces
+        assert time.monotonic() < deadline, f"the simulators never ended {sorted(want - ended)[:5]}"
+        time.sleep(0.05)
+
+
 def truth_levels(run, sims) -> dict[str, dict[str, dict]]:
     """The same ladder's figures from the simulators' own traces (GET /sim/trace): every request's
     arrival and token write times as the server saw them, through the same steady-state function."""
     recs = {r.server_request_id: r for r in assemble(run.events) if r.meta.get("part") == "level" and r.ok}
     out: dict[str, dict[str, dict]] = {}
-    for lane, sim in zip(("A", "B"), sims):
+    for lane, trace in zip(("A", "B"), settled_traces(sims, run)):
         by_level: dict[str, list[dict]] = {}
-        for tr in sim.trace():
+        for tr in trace:
             rec = recs.get(tr["id"])
             if rec is None or tr["e2e_s"] is None:
                 continue
@@ -114,8 +130,8 @@ def test_ladder_recovers_the_simulators_own_trace_and_its_crossover(fast_sims, t
             assert {k: mine["lanes"][lane]["levels"][level].get(k) for k in cell} == cell, (lane, level)
 
 
-def _trace_by_id(sims) -> dict[str, dict]:
-    return {tr["id"]: tr for sim in sims for tr in sim.trace()}
+def _trace_by_id(sims, run) -> dict[str, dict]:
+    return {tr["id"]: tr for trace in settled_traces(sims, run) for tr in trace}
 
 
 def stall_s(events, rec) -> float:
@@ -132,7 +148,7 @@ def test_per_category_c1_rates(fast_sims):
     run = run_bench(lanes_of(fast_sims), levels=[1], categories=["coding", "prose", "reasoning"],
                     parallel_lanes=True)
     res = run.results()
-    trace = _trace_by_id(fast_sims)
+    trace = _trace_by_id(fast_sims, run)
     checked = 0
     for rec in assemble(run.events):
         tr = trace.get(rec.server_request_id)
@@ -165,7 +181,7 @@ def test_c1_ttft_matches_the_trace_and_the_model_is_the_write_up():
     with sim_pair(scale) as sims:
         run = run_bench(lanes_of(sims), levels=[1], categories=["translation"], reps=5, max_tokens=4,
                         per_category=False, parallel_lanes=True)
-        trace = _trace_by_id(sims)
+        trace = _trace_by_id(sims, run)
     res = run.results()
     for lane, d in res.lanes.items():
         cell = d.levels["1"]

@@ -45,3 +45,35 @@ def test_run_check_returns_the_typed_result_and_check_json_prints_it(fast_sims):
     typed = validate("check", printed)
     assert _words(typed) == _words(result) and (typed.lane, typed.url, typed.model, typed.passed) == \
         (result.lane, result.url, result.model, result.passed)
+
+
+def _stream(token_s: list[float], counts: list[int], *, finish: str | None = "stop"):
+    """A streamed reply's record: chunks at ``token_s`` seconds carrying ``counts`` tokens each (usage sent)."""
+    from lanemon.measure.records import RequestRecord
+
+    r = RequestRecord(lane="A", req="r1")
+    r.sent_ns = 0
+    r.token_ns = [int(t * 1e9) for t in token_s]
+    r.chunk_tokens = list(counts)
+    r.completion_tokens = sum(counts)
+    r.first_content_ns = r.token_ns[0]
+    r.end_ns = r.token_ns[-1] + 1000
+    r.finish_reason = finish
+    return r
+
+
+def test_a_stream_without_a_decode_rate_says_why():
+    """A passed stream check with no tok/s says why (it printed nothing when the reason was not a burst)."""
+    from lanemon.measure.metrics import request_metrics
+    from lanemon.workloads.check import no_rate_reason
+
+    timed = request_metrics(_stream([0.1, 0.2, 0.3], [1, 1, 1]))
+    assert timed.decode_tok_s and timed.decode_tok_s > 0  # the ordinary case has a rate: nothing to explain
+    cases = {  # record -> the words its reason must hold
+        "first chunk": _stream([0.1], [24]),  # every token in one chunk
+        "burst": _stream([0.1 + i * 1e-6 for i in range(24)], [1] * 24),  # read in one go
+        "not complete": _stream([0.1, 0.2, 0.3], [1, 1, 1], finish=None),  # no finish_reason: truncated
+    }
+    for words, rec in cases.items():
+        m = request_metrics(rec)
+        assert m.decode_tok_s is None and words in no_rate_reason(m), (words, m)

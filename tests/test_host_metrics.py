@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import msgspec
 import pytest
 from textual.widgets import Label, Sparkline
 
@@ -96,7 +97,7 @@ def test_state_folds_host_and_server_metrics():
 
 def test_recorded_metrics_replay_to_the_same_state(tmp_path):
     events = all_events()
-    with Recorder(tmp_path / "s.jsonl", make_header("demo", SAMPLE_LANES)) as rec:
+    with Recorder(tmp_path / "s.jsonl", make_header("demo", msgspec.to_builtins(SAMPLE_LANES))) as rec:
         for ev in events:
             rec(ev)
     direct, replayed = SessionState(), SessionState()

@@ -256,7 +256,7 @@ async def test_replay_skips_and_counts_bad_rows_and_folds_the_rest(tmp_path):
 
     lines = write(path, good_events(), mutate=mutate)
     session = ReplaySession(path, speed=math.inf)
-    state = SessionState([(d["name"], d.get("url", ""), d.get("model")) for d in session.lanes])
+    state = SessionState([(d.name, d.url, d.model) for d in session.lanes])
     session.bus.subscribe(state.apply)
     folded = []
     session.bus.subscribe(lambda ev: folded.append(ev) if ev.kind != schema.NOTE else None)

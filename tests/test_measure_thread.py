@@ -7,6 +7,7 @@ import asyncio
 import threading
 import time
 
+from lanemon.config import PublicLane
 from lanemon import events as schema
 from lanemon.bus import EventBus
 from lanemon.events import Event
@@ -23,7 +24,7 @@ class TickingSource:
 
     def __init__(self) -> None:
         self.bus = EventBus()
-        self.lanes = [{"name": "A", "url": "http://127.0.0.1:1/v1", "model": "m"}]
+        self.lanes = [PublicLane("A", "http://127.0.0.1:1/v1", "m")]
         self.paused = False
         self.finished = False
         self.ticks = 0

@@ -238,3 +238,17 @@ def test_sim_responder_rule():
     assert finish == "length" and BANK["code_fizzbuzz"].reference.startswith(text)
     with pytest.raises(ValueError, match="unknown qeval task"):
         QevalResponder("math_m99")
+
+
+def test_format_constraints_are_checked_into_their_struct_when_the_bank_loads():
+    from lanemon.workloads.qeval.bank import BankError, Constraint, parse_task
+
+    base = {"id": "f", "kind": "format", "prompt": "p", "reference": "r", "wrong": "w"}
+    task = parse_task({**base, "constraints": [{"type": "words", "exact": 3}, {"type": "contains", "text": "x",
+                                                                                "ignore_case": True}]})
+    assert task.constraints == (Constraint("words", exact=3), Constraint("contains", text="x", ignore_case=True))
+    assert score_format(task, "a b X") == (True, "passed")
+    for bad in ({"type": "words", "exact": "3"}, {"type": "regex"}, {"type": "max_chars"}, {"type": "rhyme"}, "x",
+                {"type": "contains", "text": 5}):
+        with pytest.raises(BankError, match="bad constraint"):
+            parse_task({**base, "constraints": [bad]})

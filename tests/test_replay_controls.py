@@ -10,6 +10,7 @@ import time
 from collections import deque
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from lanemon.folds.race import RaceState
@@ -62,7 +63,7 @@ class Folds:
     """What the app keeps: a SessionState and a RaceState, with the app's snapshot/restore."""
 
     def __init__(self, session: ReplaySession) -> None:
-        self.state = SessionState([(d["name"], d.get("url", ""), d.get("model")) for d in session.lanes])
+        self.state = SessionState([(d.name, d.url, d.model) for d in session.lanes])
         self.races = RaceState()
         session.bus.subscribe(self.state.apply)
         session.bus.subscribe(self.races.apply)
@@ -82,7 +83,7 @@ class Folds:
 
 def fresh_fold(path: Path, lanes, target: int):
     """Fold every event before the first one later than ``target`` (what playing to it gives)."""
-    state = SessionState([(d["name"], d.get("url", ""), d.get("model")) for d in lanes])
+    state = SessionState([(d.name, d.url, d.model) for d in lanes])
     races = RaceState()
     for ev in Recording(path).events():
         if ev.t > target:
@@ -113,7 +114,7 @@ def test_index_holds_offsets_markers_and_times(big):
 def test_index_line_by_line_path_agrees_and_warns_like_the_reader(tmp_path):
     """A file with a broken middle line and a cut last line: same events and warnings as Recording."""
     path = tmp_path / "odd.jsonl"
-    with Recorder(path, make_header("test", SAMPLE_LANES)) as rec:
+    with Recorder(path, make_header("test", msgspec.to_builtins(SAMPLE_LANES))) as rec:
         for ev in sample_events():
             rec(ev)
     lines = path.read_bytes().split(b"\n")
@@ -212,7 +213,7 @@ def small(tmp_path) -> Path:
     for t, label in ((5 * S, "cell 1"), (12 * S, "race 1"), (20 * S, "cell 2")):
         events.append(Event(t, schema.MARK, None, None, {"label": label}))
     events.sort(key=lambda e: e.t)
-    with Recorder(path, make_header("demo", SAMPLE_LANES)) as rec:
+    with Recorder(path, make_header("demo", msgspec.to_builtins(SAMPLE_LANES))) as rec:
         for ev in events:
             rec(ev)
     return path

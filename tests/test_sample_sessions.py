@@ -39,7 +39,7 @@ def test_sample_replays_and_reports(path):
 
     # replay at full speed through the same source the dashboard uses
     replay = ReplaySession(path, speed=float("inf"))
-    state = SessionState([(lane["name"], lane.get("url", ""), lane.get("model")) for lane in replay.lanes])
+    state = SessionState([(lane.name, lane.url, lane.model) for lane in replay.lanes])
     replay.bus.subscribe(state.apply)
     asyncio.run(replay.run())
     assert replay.finished and state.events == len(events)

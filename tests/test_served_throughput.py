@@ -104,54 +104,93 @@ def test_without_arrivals_nothing_is_judged():
 
 
 # -- live: an overloaded simulated lane against its own trace ------------------------------------------------------
+def trace_window(events, trace: dict, window_ns) -> tuple[float, float]:
+    """lanemon's measured window (session ns, its JSON's ``measured_window_ns``) on the simulator's clock.  Both
+    stamp with perf_counter on this machine: a request's send as lanemon stamped it and its arrival in the trace
+    are the same instant within a loopback hop (the median over the requests).  The trace's first arrival is not
+    the window's start: on a busy machine the first send can come late after the schedule's origin."""
+    from lanemon.measure.records import assemble
+
+    offsets = sorted(trace[r.server_request_id]["t_arrival_mono"] - r.sent_ns / NS
+                     for r in assemble(events) if r.server_request_id in trace and r.sent_ns is not None)
+    offset = offsets[len(offsets) // 2]
+    return window_ns[0] / NS + offset, window_ns[1] / NS + offset
+
+
+def starved_share(events, window_ns) -> float:
+    """The share of lanemon's measured window it was starved in, from its recording's ``client_load`` windows
+    (measure/load.py; what a decode cell's ``starved_share`` is)."""
+    from lanemon.measure.load import client_load
+
+    return client_load(events).starved_s(*window_ns) / ((window_ns[1] - window_ns[0]) / NS)
+
+
 @pytest.mark.slow
-def test_overloaded_lane_served_throughput_matches_the_simulators_trace():
+def test_overloaded_lane_served_throughput_matches_the_simulators_trace(tmp_path):
+    from lanemon.recording.reader import read_events
     from lanemon.sim.server import SimThread
 
     rate, duration, out_len, scale = 30, 3.0, 200, 0.1
+    rec = tmp_path / "load.jsonl"
     with SimThread("tensorfold-exl3", time_scale=scale) as sim:
         cmd = [sys.executable, "-m", "lanemon", "bench", "load", "--lane", f"A={sim.base_url}", "--arrival",
                "constant", "--rate", str(rate), "--duration", str(duration), "--output-len", f"fixed:{out_len}",
-               "--ignore-eos", "--json", "--no-record"]
+               "--ignore-eos", "--json", "--record", str(rec)]
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         trace = httpx.get(sim.root_url + "/sim/trace", timeout=10).json()["requests"]
     assert out.returncode == 0, out.stderr[-2000:]
     r = json.loads(out.stdout)["lanes"]["A"]["reps"][0]
     bench = [t for t in trace if (t["prompt_tokens"] or 0) > 8 and t["status"] == "ok"]  # not the 1-token probe
     assert len(bench) == r["ok"] == int(rate * duration)
-    # the trace's truth over the same window (its own clock; the first arrival is schedule offset 0)
-    t0 = min(t["t_arrival_mono"] for t in bench)
-    end = t0 + duration
-    ends = sorted(t["t_arrival_mono"] + t["e2e_s"] for t in bench if t["t_arrival_mono"] + t["e2e_s"] <= end)
-    arrived = [t["t_arrival_mono"] + x for t in bench for x in t["token_times_s"] if t["t_arrival_mono"] + x <= end]
-    # the trace's rates over the same spans: from the first completion / the first token to the window's end
-    assert r["completed_rate_rps"] == pytest.approx((len(ends) - 1) / (end - ends[0]), rel=0.15, abs=1.0)
-    assert r["output_tok_s"] == pytest.approx(len(arrived) / (end - min(arrived)), rel=0.10)
+    # the trace's truth over the same window: lanemon's measured window on the simulator's clock
+    _, events, _ = read_events(rec)
+    start, end = trace_window(events, {t["id"]: t for t in trace}, r["measured_window_ns"])
+    assert end - start == pytest.approx(duration, abs=1e-3)
+    ends = sorted(t["t_arrival_mono"] + t["e2e_s"] for t in bench if start <= t["t_arrival_mono"] + t["e2e_s"] <= end)
+    arrived = [t["t_arrival_mono"] + x for t in bench for x in t["token_times_s"]
+               if start <= t["t_arrival_mono"] + x <= end]
+    # a chunk is read after it was written: lanemon never counts more tokens in its window than the lane had
+    # written by the window's end (1 % for the clocks' hop)
+    written = sum(1 for t in bench for x in t["token_times_s"] if t["t_arrival_mono"] + x <= end)
+    assert r["served_tokens"] <= written * 1.01, (r["served_tokens"], written)
+    if starved_share(events, r["measured_window_ns"]) < 0.02:
+        # lanemon kept up (its recording says so): what it read is what the lane served.  The trace's rates over
+        # the same spans: from the first completion / the first token to the window's end
+        assert r["completed_rate_rps"] == pytest.approx((len(ends) - 1) / (end - ends[0]), rel=0.15, abs=1.0)
+        assert r["output_tok_s"] == pytest.approx(len(arrived) / (end - min(arrived)), rel=0.10)
+    # else lanemon was starved (beside CPU hogs: seen 94 % of the window): it read the chunks late, so its figures
+    # are its own limit (docs/JSON.md: "unreliable" from 2 %, not judged) -- and still never the offered rate:
     # the old figure (everything scheduled / window) would be the offered rate: the lane did not serve that
     assert r["completed_rate_rps"] < 0.8 * rate and r["output_tok_s"] < 0.8 * rate * out_len
     assert r["lane_behind"] is True
 
 
 @pytest.mark.slow
-def test_thinking_lane_reasoning_tokens_are_output_tokens_in_bench_load():
+def test_thinking_lane_reasoning_tokens_are_output_tokens_in_bench_load(tmp_path):
     """`bench load --chat --thinking on` printed 128 tok/s where the lane generated 256 (half of it reasoning)."""
+    from lanemon.recording.reader import read_events
     from lanemon.sim.server import SimThread
 
     rate, duration = 4, 3.0
+    rec = tmp_path / "load.jsonl"
     with SimThread("tensorfold-exl3", time_scale=0.1, thinking=True, reasoning_tokens=32) as sim:
         cmd = [sys.executable, "-m", "lanemon", "bench", "load", "--lane", f"A={sim.base_url}", "--chat", "--thinking",
                "on", "--arrival", "constant", "--rate", str(rate), "--duration", str(duration), "--output-len",
-               "fixed:64", "--json", "--no-record"]
+               "fixed:64", "--json", "--record", str(rec)]
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         trace = httpx.get(sim.root_url + "/sim/trace", timeout=10).json()["requests"]
     assert out.returncode == 0, out.stderr[-2000:]
     r = json.loads(out.stdout)["lanes"]["A"]["reps"][0]
     bench = [t for t in trace if t["status"] == "ok" and t["completion_tokens"] > 1]
     assert len(bench) == r["ok"] == int(rate * duration) and all(t["reasoning_tokens"] > 0 for t in bench)
-    t0 = min(t["t_arrival_mono"] for t in bench)
-    arrived = [t["t_arrival_mono"] + x for t in bench for x in t["token_times_s"] if t["t_arrival_mono"] + x <= t0 + duration]
-    # every generated token, reasoning too, from the first token to the window's end
-    assert r["output_tok_s"] == pytest.approx(len(arrived) / (t0 + duration - min(arrived)), rel=0.10)
+    _, events, _ = read_events(rec)
+    start, end = trace_window(events, {t["id"]: t for t in trace}, r["measured_window_ns"])
+    arrived = [t["t_arrival_mono"] + x for t in bench for x in t["token_times_s"] if start <= t["t_arrival_mono"] + x <= end]
+    written = sum(1 for t in bench for x in t["token_times_s"] if t["t_arrival_mono"] + x <= end)
+    assert r["served_tokens"] <= written * 1.01, (r["served_tokens"], written)  # read after written
+    if starved_share(events, r["measured_window_ns"]) < 0.02:  # else lanemon read late: its limit, not judged
+        # every generated token, reasoning too, from the first token to the window's end
+        assert r["output_tok_s"] == pytest.approx(len(arrived) / (end - min(arrived)), rel=0.10)
     assert r["reasoning_tok_s"] > 0.2 * r["output_tok_s"] and r["visible_tok_s"] > 0
     assert r["visible_tok_s"] + r["reasoning_tok_s"] == pytest.approx(r["output_tok_s"], rel=1e-3)
 

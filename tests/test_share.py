@@ -12,6 +12,7 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
+from lanemon.config import PublicLane
 from lanemon.bus import EventBus
 from lanemon.cli.main import main
 from lanemon.cli.common import demo_lanes
@@ -49,7 +50,7 @@ class FakeSource:
 
     def __init__(self, lanes=None):
         self.bus = EventBus()
-        self.lanes = lanes or [{"name": "A", "url": "http://127.0.0.1:1/v1", "model": "m"}]
+        self.lanes = lanes or [PublicLane("A", "http://127.0.0.1:1/v1", "m")]
 
 
 @pytest.fixture
@@ -93,7 +94,7 @@ async def test_viewer_shows_the_same_lane_values_as_the_app_within_a_second(demo
             await until(lambda: viewer.synced and lane_values(vstate) == lane_values(state), timeout=3.0)
             assert time.monotonic() - settled < 3.0
             assert viewer.remote_mode == "demo" and viewer.synced and not viewer.finished
-            assert [d["name"] for d in viewer.lanes] == ["A", "B"]
+            assert [d.name for d in viewer.lanes] == ["A", "B"]
             for lane in ("A", "B"):
                 up, model, ttft, tps, ok, _ = lane_values(vstate)[lane]
                 assert up is True and model == "deepseek-v4.1-flash" and ok >= 3
@@ -116,8 +117,8 @@ async def test_viewer_joining_mid_session_gets_the_snapshot_and_converges(demo):
         viewer, vstate = viewer_with_state(pub)
         await viewer.connect()
         assert viewer.snapshot_events > 50 and viewer.dropped_events == 0
-        assert [d["name"] for d in viewer.lanes] == ["A", "B"]
-        assert all(d["model"] == "deepseek-v4.1-flash" for d in viewer.lanes)
+        assert [d.name for d in viewer.lanes] == ["A", "B"]
+        assert all(d.model == "deepseek-v4.1-flash" for d in viewer.lanes)
         vtask = asyncio.create_task(viewer.run())
         await until(lambda: viewer.synced, timeout=5)
         await asyncio.sleep(0.3)  # joined while requests stream: live events follow the snapshot seamlessly
@@ -368,7 +369,7 @@ async def test_planted_api_key_never_travels(demo, monkeypatch):
     assert '"type":"header"' in blob and '"kind":"token"' in blob
 
     # second guard: a server that echoes the key in an error message is redacted before it travels
-    src = FakeSource([{"name": "A", "url": "http://u:pw-planted-secret@127.0.0.1:1/v1?key=abc", "model": "m"}])
+    src = FakeSource([PublicLane("A", "http://u:pw-planted-secret@127.0.0.1:1/v1?key=abc", "m")])
     src.lane_configs = [LaneConfig("A", "http://u:pw-planted-secret@127.0.0.1:1/v1",
                                    api_key_env="LANEMON_TEST_PLANTED_KEY",
                                    headers={"X-Planted": header})]

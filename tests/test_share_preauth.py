@@ -12,6 +12,7 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
+from lanemon.config import PublicLane
 from lanemon.bus import EventBus
 from lanemon.share import protocol as P
 from lanemon.share.client import RemoteSource
@@ -24,7 +25,7 @@ class FakeSource:
 
     def __init__(self):
         self.bus = EventBus()
-        self.lanes = [{"name": "A", "url": "http://127.0.0.1:1/v1", "model": "m"}]
+        self.lanes = [PublicLane("A", "http://127.0.0.1:1/v1", "m")]
 
 
 async def silent_crowd(url: str, n: int, stop: asyncio.Event, opened: list[int]) -> None:
@@ -173,7 +174,7 @@ async def test_a_hostile_publisher_is_as_untrusted_as_a_recording():
         await viewer.connect()
         await asyncio.wait_for(viewer.run(), 10)
     texts = [viewer.remote_mode, viewer.remote_version, viewer.error or ""]
-    texts += [v for lane in viewer.lanes for v in lane.values() if isinstance(v, str)]
+    texts += [v for lane in viewer.lanes for v in (lane.name, lane.url, lane.model) if isinstance(v, str)]
     texts += [e.data.get("message", "") for e in got if e.kind == "note"]
     assert all("\x1b" not in t and "\x07" not in t for t in texts), texts
     assert len(viewer.lanes) == 64 and viewer.remote_mode == "live"

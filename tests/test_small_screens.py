@@ -3,6 +3,7 @@ shorter one would fit (the sweep's result table, the status bar's starvation not
 
 from __future__ import annotations
 
+from lanemon.config import PublicLane
 import textwrap
 
 import pytest
@@ -30,7 +31,7 @@ async def test_the_sweep_table_is_fitted_to_the_screen_and_names_what_it_hid(siz
     from lanemon.ui.app import make_app
     from lanemon.ui.sample import ScriptedSource
 
-    source = ScriptedSource([], mode="bench", hold=True, lanes=[{"name": "A"}, {"name": "B"}])
+    source = ScriptedSource([], mode="bench", hold=True, lanes=[PublicLane("A"), PublicLane("B")])
     source.kind = "sweep"
     source.results = _sweep_result
     app = make_app(source)

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from textual.widgets import Static
 
+from lanemon.config import PublicLane
 from lanemon.bus import EventBus
 from lanemon import events as schema
 from lanemon.events import Event
@@ -56,8 +57,8 @@ class ScriptedBench:
         self.mode = "bench"
         self.kind = kind
         self.bus = EventBus()
-        self.lanes = [{"name": "A", "url": "http://127.0.0.1:8001/v1", "model": "tensorfold-exl3"},
-                      {"name": "B", "url": "http://127.0.0.1:8888/v1", "model": "sglang-native"}]
+        self.lanes = [PublicLane("A", "http://127.0.0.1:8001/v1", "tensorfold-exl3"),
+                      PublicLane("B", "http://127.0.0.1:8888/v1", "sglang-native")]
         self.recording_path = SNAP_PATH
         self.paused = False
         self.speed = None

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from lanemon.config import PublicLane
+
 import math
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import msgspec
 import pytest
 from textual.widgets import Label, Static
 
@@ -86,7 +89,7 @@ async def test_dashboard_shows_lanes_metrics_and_errors():
         assert ttft_chart.colours["A"] != ttft_chart.colours["B"]
         a, b = panels
         assert plain(a.query_one("#badge", Label)) == "UP 11 ms"
-        assert plain(a.query_one("#url", Label)) == SAMPLE_LANES[0]["url"]
+        assert plain(a.query_one("#url", Label)) == SAMPLE_LANES[0].url
         assert "1 in flight" in plain(a.query_one("#requests", Label))
         assert "12 ok" in plain(a.query_one("#requests", Label))
         # errors, newest first, with class and message ("[DONE]" survives markup)
@@ -215,7 +218,7 @@ async def test_replay_x_axis_is_the_time_of_the_recording_not_now(tmp_path):
     from lanemon.recording.writer import Recorder, make_header
     from lanemon.sessions.sources import ReplaySession
 
-    with Recorder(tmp_path / "s.jsonl", make_header("demo", SAMPLE_LANES,
+    with Recorder(tmp_path / "s.jsonl", make_header("demo", msgspec.to_builtins(SAMPLE_LANES),
                                                     {"created": SNAP_START.isoformat()})) as rec:
         for ev in sample_events():
             rec(ev)
@@ -244,7 +247,7 @@ async def test_replay_of_a_header_from_year_9999_keeps_session_time(tmp_path):
     from lanemon.recording.writer import Recorder, make_header
     from lanemon.sessions.sources import ReplaySession
 
-    with Recorder(tmp_path / "s.jsonl", make_header("demo", SAMPLE_LANES,
+    with Recorder(tmp_path / "s.jsonl", make_header("demo", msgspec.to_builtins(SAMPLE_LANES),
                                                     {"created": "9999-12-31T23:59:59+00:00"})) as rec:
         for ev in sample_events():
             rec(ev)
@@ -400,8 +403,8 @@ def test_snapshot_dashboard_zoomed_lane(snap_compare, size):
 
 def test_snapshot_dashboard_four_lanes_large(snap_compare):
     lanes = SAMPLE_LANES + [
-        {"name": "C", "url": "http://10.0.0.7:8000/v1", "model": "qwen3-32b"},
-        {"name": "D", "url": "http://10.0.0.8:8000/v1", "model": None},
+        PublicLane("C", "http://10.0.0.7:8000/v1", "qwen3-32b"),
+        PublicLane("D", "http://10.0.0.8:8000/v1", None),
     ]
     app = _snap_app(lanes=lanes, mode="live")
     assert snap_compare(app, terminal_size=(160, 45), run_before=_settle_for_snapshot)

@@ -6,6 +6,7 @@ import math
 
 from pathlib import Path
 
+import msgspec
 import pytest
 from textual.widgets import Label, Static
 
@@ -29,7 +30,7 @@ def plain(widget) -> str:
 
 @pytest.fixture
 def recording(tmp_path):
-    with Recorder(tmp_path / "session.jsonl", make_header("demo", SAMPLE_LANES)) as rec:
+    with Recorder(tmp_path / "session.jsonl", make_header("demo", msgspec.to_builtins(SAMPLE_LANES))) as rec:
         for ev in sample_events():
             rec(ev)
     return rec.path
@@ -37,7 +38,7 @@ def recording(tmp_path):
 
 async def test_replay_at_max_speed_matches_direct_fold(recording):
     events = sample_events()
-    direct = SessionState([(d["name"], d["url"], d["model"]) for d in SAMPLE_LANES])
+    direct = SessionState([(d.name, d.url, d.model) for d in SAMPLE_LANES])
     for ev in events:
         direct.apply(ev)
 

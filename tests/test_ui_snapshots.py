@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from lanemon.config import PublicLane
 from lanemon.ui.app import make_app
 from lanemon.ui.sample import SAMPLE_LANES, ScriptedSource
 from test_gauntlet_ui import LANES as G_LANES, fixed_events
@@ -18,8 +19,8 @@ from test_ui_bench import ScriptedBench, steady_bench
 
 SNAP_PATH = Path("recordings/20260503-101500-demo.jsonl")  # fixed: snapshots must not depend on $HOME
 SIZES = [(100, 30), (160, 45)]
-FOUR = SAMPLE_LANES + [{"name": "C", "url": "http://10.0.0.7:8000/v1", "model": "qwen3-32b"},
-                       {"name": "D", "url": "http://10.0.0.8:8000/v1", "model": None}]
+FOUR = SAMPLE_LANES + [PublicLane("C", "http://10.0.0.7:8000/v1", "qwen3-32b"),
+                       PublicLane("D", "http://10.0.0.8:8000/v1", None)]
 
 
 @pytest.fixture(autouse=True)

@@ -34,6 +34,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import msgspec
+
 APP_NAME = "lanemon"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
 
@@ -75,6 +77,16 @@ class ConfigError(ValueError):
     """A configuration problem, with a message fit for one line on stderr."""
 
 
+class PublicLane(msgspec.Struct):
+    """What every source of events shows of a lane (``Source.lanes``: the screens, a share's viewers): its name,
+    its URL without credentials or query, and the model it serves (None: not known yet).  ``url`` is None where a
+    recording's header said null."""
+
+    name: str
+    url: str | None = ""
+    model: str | None = None
+
+
 @dataclass(frozen=True)
 class LaneConfig:
     name: str
@@ -97,6 +109,10 @@ class LaneConfig:
         if not self.api_key_env:
             return None
         return os.environ.get(self.api_key_env) or None
+
+    def shown(self, model: str | None = None) -> PublicLane:
+        """This lane as sources show it; ``model``: the one its client detected (else the configured one)."""
+        return PublicLane(self.name, public_url(self.url), model or self.model)
 
     def public(self) -> dict[str, Any]:
         """What may be written to recordings and shown to viewers: no keys, no headers,

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from lanemon.config import unreadable
+from lanemon.config import PublicLane, unreadable
 from lanemon.events import SCHEMA_NAME, SCHEMA_VERSION, Event, parse_version
 from lanemon.recording.schema import (MAX_HEADER_BYTES, MAX_LINE_BYTES, BadRow, Overlong, bounded_lines,
                                       check_header, decode_event)
@@ -89,8 +89,10 @@ class Recording:
         return header
 
     @property
-    def lanes(self) -> list[dict[str, Any]]:
-        return [dict(lane) for lane in self.header.get("lanes", []) if isinstance(lane, dict) and lane.get("name")]
+    def lanes(self) -> list[PublicLane]:
+        """The header's lanes (checked against its schema and made inert when it was read)."""
+        return [PublicLane(lane["name"], lane.get("url", ""), lane.get("model"))
+                for lane in self.header.get("lanes", []) if isinstance(lane, dict) and lane.get("name")]
 
     def events(self) -> Iterator[Event]:
         """Yield every readable event in file order."""

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from lanemon.bus import EventBus, FixedPace
-from lanemon.config import LaneConfig
+from lanemon.config import LaneConfig, PublicLane
 from lanemon.events import Clock, Event
 from lanemon.results.gauntlet import GauntletResult
 from lanemon.workloads.gauntlet.config import GauntletConfig
@@ -41,8 +41,8 @@ class GauntletSource(FixedPace):
             recorder.on_error = lambda message: self.harness.note(message, "error")
 
     @property
-    def lanes(self) -> list[dict[str, Any]]:
-        return self.harness.public_lanes()
+    def lanes(self) -> list[PublicLane]:
+        return [lane.shown(self.harness.clients[lane.name].model) for lane in self.lane_configs]
 
     @property
     def events(self) -> list[Event]:

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lanemon.bus import EventBus
-from lanemon.config import LaneConfig, ProbeConfig
+from lanemon.config import LaneConfig, ProbeConfig, PublicLane
 from lanemon.client.http import LaneClient
 from lanemon import events as schema
 from lanemon.recording.writer import Recorder
@@ -43,6 +43,7 @@ from lanemon.events import Clock, Event
 
 if TYPE_CHECKING:
     from lanemon.measure.alerts import Rule
+    from lanemon.measure.records import RequestRecord
 
 DEMO_PROMPTS = (
     "Write a Python function that merges two sorted lists.",
@@ -122,15 +123,8 @@ class LiveSession:
             recorder.on_error = self._recording_failed
 
     @property
-    def lanes(self) -> list[dict[str, Any]]:
-        out = []
-        for lane in self.lane_configs:
-            info = lane.public()
-            client = self.clients.get(lane.name)
-            if client is not None and client.model:
-                info["model"] = client.model
-            out.append(info)
-        return out
+    def lanes(self) -> list[PublicLane]:
+        return [lane.shown(getattr(self.clients.get(lane.name), "model", None)) for lane in self.lane_configs]
 
     def _recording_failed(self, message: str) -> None:
         self.bus.publish(Event(self.clock.now(), schema.NOTE, None, None, {"level": "error", "message": message}))
@@ -227,7 +221,7 @@ class LiveSession:
         self.bus.publish(Event(self.clock.now(), schema.MARK, lane, None, {"label": label, **data}))
 
     async def race(self, prompt: Any, *, endpoint: str = "completions", max_tokens: int | None = None,
-                   probe_wait: float = 5.0) -> dict[str, Any]:
+                   probe_wait: float = 5.0) -> dict[str, RequestRecord]:
         """Race ``prompt`` (text or a RacePrompt) on every lane through this session's clients.
 
         The race is published on the bus (so it is recorded with the session).
@@ -335,7 +329,7 @@ class ReplaySession:
         self._open_at(self.index.checkpoints[0].offset)
 
     @property
-    def lanes(self) -> list[dict[str, Any]]:
+    def lanes(self) -> list[PublicLane]:
         return self.recording.lanes
 
     @property

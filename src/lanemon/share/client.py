@@ -20,6 +20,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from lanemon.bus import EventBus
+from lanemon.config import PublicLane
 from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.share import protocol as P
@@ -46,7 +47,7 @@ class RemoteSource:
         self.bus = bus or EventBus()
         self.open_timeout = open_timeout
         self.max_held_events = max_held_events
-        self.lanes: list[dict[str, Any]] = []
+        self.lanes: list[PublicLane] = []
         self.recording_path = None
         self.paused = False
         self.speed: float | None = None
@@ -108,8 +109,8 @@ class RemoteSource:
     def _apply_header(self, header: dict[str, Any]) -> None:
         lanes = header.get("lanes") if isinstance(header.get("lanes"), list) else []
         # the header is the publisher's text: inert and bounded, as a recording's (at most 64 lanes)
-        self.lanes = [{"name": inert(d.get("name", ""), ID_LIMIT), "url": inert(d.get("url") or "", 2048),
-                       "model": inert(d["model"], ID_LIMIT) if isinstance(d.get("model"), str) else None}
+        self.lanes = [PublicLane(inert(d.get("name", ""), ID_LIMIT), inert(d.get("url") or "", 2048),
+                                 inert(d["model"], ID_LIMIT) if isinstance(d.get("model"), str) else None)
                       for d in lanes[:64] if isinstance(d, dict) and d.get("name")]
         self.remote_mode = inert(header.get("mode", ""), 32)
         self.remote_version = inert(header.get("lanemon", ""), 32)

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from lanemon.config import PublicLane
+
 PROTOCOL = 1
 DEFAULT_PORT = 8765
 DEFAULT_HOST = "127.0.0.1"
@@ -92,9 +94,9 @@ def public_url(url: Any) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
-def public_lane(info: dict[str, Any]) -> dict[str, Any]:
-    """Only the public fields of a lane (name, url, model), whatever else ``info`` holds."""
-    return {"name": str(info.get("name", "")), "url": public_url(info.get("url")), "model": info.get("model")}
+def public_lane(lane: PublicLane) -> PublicLane:
+    """A source's lane as viewers get it: its URL cut to scheme, host, port and path."""
+    return PublicLane(str(lane.name), public_url(lane.url), lane.model)
 
 
 # ---------------------------------------------------------------- addresses

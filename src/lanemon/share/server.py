@@ -46,6 +46,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+import msgspec
 import orjson
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
@@ -360,7 +361,8 @@ class Publisher:
         return out
 
     def header(self, snapshot_events: int) -> bytes:
-        lanes = self._redactor.deep([P.public_lane(lane) for lane in getattr(self.source, "lanes", [])])
+        lanes = self._redactor.deep(msgspec.to_builtins([P.public_lane(lane)
+                                                          for lane in getattr(self.source, "lanes", [])]))
         return self._scrub(orjson.dumps({
             "type": "header", "protocol": P.PROTOCOL, "lanemon": __version__,
             "mode": str(getattr(self.source, "mode", "live")), "lanes": lanes,

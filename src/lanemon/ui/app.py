@@ -51,6 +51,7 @@ from lanemon.ui.themes import ThemeError, load_themes, resolve_theme
 if TYPE_CHECKING:
     from textual.theme import Theme
 
+    from lanemon.config import PublicLane
     from lanemon.results.compare import Comparison
     from lanemon.sessions.sources import MonitorOptions
 
@@ -72,7 +73,7 @@ class Source(Protocol):
 
     mode: str
     bus: EventBus
-    lanes: list[dict[str, Any]]
+    lanes: list[PublicLane]
     recording_path: Path | None
     paused: bool
     speed: float | None
@@ -159,26 +160,29 @@ class LanemonApp(ReplaySeeking, App):
         for t in themes.values():
             self.register_theme(t)
         self.theme = theme
-        lanes = [d for d in self.source.lanes if isinstance(d, dict) and d.get("name")]
-        first: dict[str, dict] = {}
-        for d in lanes:
-            first.setdefault(d["name"], d)
+        first: dict[str, PublicLane] = {}
+        for d in self.source.lanes:
+            if d.name:
+                first.setdefault(d.name, d)
         lanes = list(first.values())[:MAX_LANES]  # a header may name thousands (see _admit)
-        self.state = SessionState([(d["name"], d.get("url", ""), d.get("model")) for d in lanes])
-        self.series = SeriesState([d["name"] for d in lanes])
+        self.state = SessionState([(d.name, d.url, d.model) for d in lanes])
+        self.series = SeriesState([d.name for d in lanes])
         """Every finished request as a timed sample, throughput and server metrics: the dashboard's charts."""
         self.race_state = RaceState()
         """Every race in the event stream (live or replayed), for the race screen."""
         self.timeline = RequestTimeline()
         """Every request as a bar over time, for the timeline screen (``t``)."""
         header = getattr(getattr(self.source, "recording", None), "header", None)
-        self.simulated = SimulatedWatch({**(header if isinstance(header, dict) else {}), "lanes": lanes,
+        header = header if isinstance(header, dict) else {}
+        marked = {x.get("name") for x in header.get("lanes") or [] if isinstance(x, dict) and x.get("simulated")}
+        named = [{"name": d.name, "simulated": d.name in marked} for d in lanes]  # a header lane may say it is
+        self.simulated = SimulatedWatch({**header, "lanes": named,
                                          **({"demo": True} if getattr(self.source, "mode", None) == "demo" else {})})
         """Which lanes are lanemon's simulator (reports/simulated.py): the header chips say so."""
-        self.gauntlet = GauntletState([d["name"] for d in lanes])
+        self.gauntlet = GauntletState([d.name for d in lanes])
         """The gauntlet's hops per lane (``g``), when the stream has a gauntlet."""
         for d in lanes:
-            self.gauntlet.lane(d["name"]).model = d.get("model")
+            self.gauntlet.lane(d.name).model = d.model
         start, kind = workload_of(self.source)
         self.result_kind: str | None = None
         """agree / kl / qeval: a headless workload's replay opens its result screen."""
@@ -214,7 +218,7 @@ class LanemonApp(ReplaySeeking, App):
         """Every ``alert`` event seen (time, lane, data): the alerts screen (``!``)."""
         self.alerts_firing: dict[tuple[str, str], int] = {}
         """(lane, alert) -> when it fired, for the alerts firing now (at most ``MAX_FIRING``; the rest counted)."""
-        self.lanes_admitted: set[str | None] = {None, *(d["name"] for d in lanes)}
+        self.lanes_admitted: set[str | None] = {None, *(d.name for d in lanes)}
         """The lanes whose events are folded (at most :data:`MAX_LANES`, in the order they came)."""
         self.lanes_refused: set[str | None] = set()
         """Lanes past the cap (the first :data:`MAX_LANES` of them: a sample for the count)."""

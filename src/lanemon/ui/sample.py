@@ -9,17 +9,20 @@ shaped like the write-up's two lanes (A: TTFT ~0.17 s, ~148 tok/s; B: TTFT
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+
+import msgspec
 
 from lanemon.bus import EventBus
+from lanemon.config import PublicLane
 from lanemon import events as schema
 from lanemon.events import Event
 
 MS = 1_000_000
-SAMPLE_LANES: list[dict[str, Any]] = [
-    {"name": "A", "url": "http://127.0.0.1:8001/v1", "model": "deepseek-v4.1-flash-exl3"},
-    {"name": "B", "url": "http://127.0.0.1:8888/v1", "model": "deepseek-v4.1-flash"},
+SAMPLE_LANES: list[PublicLane] = [
+    PublicLane("A", "http://127.0.0.1:8001/v1", "deepseek-v4.1-flash-exl3"),
+    PublicLane("B", "http://127.0.0.1:8888/v1", "deepseek-v4.1-flash"),
 ]
 
 # (ttft ms, decode tok/s) per request; a deterministic wobble around each lane's profile
@@ -94,13 +97,15 @@ class ScriptedSource:
     settle a column at a time and the status bar ticks once a second, as for ``LiveSession``).
     """
 
-    def __init__(self, events: list[Event] | None = None, *, lanes: list[dict[str, Any]] | None = None,
+    def __init__(self, events: list[Event] | None = None, *,
+                 lanes: Sequence[PublicLane | dict[str, str | None]] | None = None,
                  mode: str = "demo", recording_path: Path | None = None, speed: float | None = None,
                  hold: bool = False, real_time: bool = False) -> None:
         self.mode = mode
         self.real_time = real_time
         self.bus = EventBus()
-        self.lanes = list(SAMPLE_LANES if lanes is None else lanes)
+        self.lanes = [lane if isinstance(lane, PublicLane) else msgspec.convert(lane, PublicLane)
+                      for lane in (SAMPLE_LANES if lanes is None else lanes)]  # a test's lanes may be written as dicts
         self.recording_path = recording_path
         self.paused = False
         self.speed = speed

@@ -7,6 +7,7 @@ import copy
 from typing import Any
 
 from lanemon.bus import EventBus, FixedPace
+from lanemon.config import PublicLane
 from lanemon.events import Event
 from lanemon.folds.bench import BENCH_KINDS, cell_label
 
@@ -17,7 +18,7 @@ class NoSource(FixedPace):
     """The source of a static screen (compare): nothing runs, nothing arrives."""
 
     mode = "static"
-    lanes: list[dict[str, Any]] = []
+    lanes: list[PublicLane] = []
     recording_path = None
     finished = True
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from lanemon.config import LaneConfig, public_url
 from lanemon.client.http import LaneClient
-from lanemon.measure.metrics import request_metrics
+from lanemon.measure.metrics import RequestMetrics, request_metrics
 from lanemon.measure.records import BURST
 from lanemon.results.check import CheckItem, CheckResult
 from lanemon.events import Clock, Event
@@ -46,6 +46,16 @@ def check(name: str, passed: bool, required: bool, detail: str, ttft_s: float | 
           tok_s: float | None = None) -> CheckItem:
     """One check's result."""
     return CheckItem(name=name, passed=passed, required=required, detail=detail, ttft_s=ttft_s, tok_s=tok_s)
+
+
+def no_rate_reason(m: RequestMetrics) -> str:
+    """Why a streamed reply that carried tokens has no decode rate (``request_metrics`` withholds it): its chunks
+    came in a burst, it did not complete, or every token came in its first chunk (nothing to time after it)."""
+    if BURST in m.flags:
+        return "no decode rate (its chunks arrived in a burst: not the lane's speed)"
+    if not m.ok:
+        return f"no decode rate (the stream ended {m.outcome or 'unfinished'}, not complete)"
+    return "no decode rate (every token came in its first chunk: no token after it to time)"
 
 
 def report(lane: str, url: str, model: str | None, checks: list[CheckItem]) -> CheckResult:
@@ -104,9 +114,7 @@ async def run_check(lane: LaneConfig, *, max_tokens: int = 24) -> CheckResult:
             elif m.chunks == 0:
                 checks.append(check(name, False, True, "stream carried no token"))
             else:
-                rate = (f", {m.decode_tok_s:.1f} tok/s" if m.decode_tok_s
-                        else ", no decode rate (its chunks arrived in a burst: not the lane's speed)"
-                        if BURST in m.flags else "")
+                rate = f", {m.decode_tok_s:.1f} tok/s" if m.decode_tok_s else f", {no_rate_reason(m)}"
                 est = " (est.)" if m.tokens_estimated or m.reasoning_estimated else ""
                 checks.append(check(name, True, True, f"{m.output_tokens} tokens{est}, "
                                           f"TTFT {m.ttft_s * 1000:.0f} ms{rate}", m.ttft_s, m.decode_tok_s))

@@ -110,7 +110,7 @@ class ResultScreen(LanemonScreen):
             live = self._live()
             if live is not None:  # the run's own results (BenchRun.results: the bench's JSON, engine views on)
                 results = getattr(live, "results", None)
-                analysis = ({"environment": {"lanes": [{"name": d.get("name")} for d in live.lanes]},
+                analysis = ({"environment": {"lanes": [{"name": d.name} for d in live.lanes]},
                              self.kind: to_json_obj(results())} if callable(results) else analyze(list(live.events)))
                 sections = result_sections(self.kind, analysis)
                 self.app.call_from_thread(self.show, sections)

@@ -7,7 +7,7 @@ Source protocol (duck-typed, like :mod:`lanemon.sessions.sources`)::
 
     mode = "bench"; kind: str       "decode" | "prefill" | "needles"
     bus: EventBus                   every event of the run, live
-    lanes: list[dict]               public lane info: name, url, model
+    lanes: list[PublicLane]         public lane info: name, url, model
     recording_path: Path | None
     paused = False; speed = None    (a bench cannot pause; see toggle_pause)
     finished: bool; interrupted: bool
@@ -45,7 +45,7 @@ import msgspec
 from msgspec.structs import replace
 
 from lanemon.bus import EventBus, FixedPace
-from lanemon.config import LaneConfig
+from lanemon.config import LaneConfig, PublicLane
 from lanemon.measure.load import STARVED_SHARE
 from lanemon.measure import slo as slo_mod
 from lanemon.measure.metrics import NS, median, request_metrics
@@ -464,7 +464,7 @@ class BenchRun(FixedPace):
         self.lane_configs = list(lanes)
         self.options = options or BenchOptions()
         self.bus = EventBus()
-        self.lanes: list[dict[str, Any]] = [lane.public() for lane in self.lane_configs]
+        self.lanes: list[PublicLane] = [lane.shown() for lane in self.lane_configs]
         self.recorder = recorder
         self.recording_path: Path | None = recorder.path if recorder is not None else None
         self.finished = False
@@ -520,8 +520,7 @@ class BenchRun(FixedPace):
         self.collector.__enter__()  # no full garbage collection while cells are timed (workloads/collector.py)
         try:
             await h.connect(detect_usage=True)
-            for info in self.lanes:
-                info["model"] = h.clients[info["name"]].model or info.get("model")
+            self.lanes = [lane.shown(h.clients[lane.name].model) for lane in self.lane_configs]
             if self.options.uses_workers:
                 if self.options.workers_backend == "ray":
                     from lanemon.workers.ray_pool import RayPool

@@ -18,6 +18,8 @@ from fractions import Fraction
 from importlib import resources
 from typing import Any
 
+import msgspec
+
 KINDS = ("code", "json", "math", "format")
 JSON_TYPES = ("string", "integer", "number", "boolean", "array", "object", "null")
 FORMAT_TYPES = ("regex", "not_regex", "lines", "each_line", "words", "paragraphs", "starts_with", "ends_with",
@@ -63,7 +65,7 @@ class Task:
     exact_keys: bool = False  # json
     answer: Fraction | None = None  # math
     answer_text: str | None = None  # math, as written in the file
-    constraints: tuple[dict[str, Any], ...] = ()  # format
+    constraints: tuple[Constraint, ...] = ()  # format
 
 
 def _req(raw: dict, key: str, tid: str, kind: type = str) -> Any:
@@ -115,13 +117,41 @@ def parse_task(raw: dict) -> Task:
         cons = raw.get("constraints")
         if not isinstance(cons, list) or not cons:
             raise BankError(f"task {tid}: format tasks need a non-empty 'constraints' list")
-        for c in cons:
-            if not isinstance(c, dict) or c.get("type") not in FORMAT_TYPES:
-                raise BankError(f"task {tid}: bad constraint {c!r}")
-        kw["constraints"] = tuple(dict(c) for c in cons)
+        kw["constraints"] = tuple(_constraint(c, tid) for c in cons)
         if wrong is None:
             raise BankError(f"task {tid}: format tasks need an explicit 'wrong' reply")
     return Task(id=tid, kind=kind, prompt=prompt, reference=reference, wrong=wrong, **kw)
+
+
+class Constraint(msgspec.Struct, frozen=True):
+    """One rule a format reply must meet (``[[tasks.constraints]]``): its ``type`` (:data:`FORMAT_TYPES`) and what
+    that type reads: ``regex`` (regex, not_regex, each_line), ``text`` (starts_with, ends_with, contains,
+    not_contains), ``value`` (max_chars), ``exact``/``min``/``max`` (lines, words, paragraphs)."""
+
+    type: str
+    regex: str | None = None
+    text: str | None = None
+    value: int | None = None
+    exact: int | None = None
+    min: int | None = None
+    max: int | None = None
+    ignore_case: bool = False
+
+
+_NEEDS = {"regex": "regex", "not_regex": "regex", "each_line": "regex", "starts_with": "text", "ends_with": "text",
+          "contains": "text", "not_contains": "text", "max_chars": "value"}
+
+
+def _constraint(raw: Any, tid: str) -> Constraint:
+    """A bank's constraint checked into its Struct: a known type, fields of the right types, the field its type
+    reads present; BankError naming it otherwise."""
+    try:
+        c = msgspec.convert(raw, Constraint)
+    except msgspec.ValidationError:
+        raise BankError(f"task {tid}: bad constraint {raw!r}") from None
+    if c.type not in FORMAT_TYPES or (c.type in _NEEDS and getattr(c, _NEEDS[c.type]) is None):
+        raise BankError(f"task {tid}: bad constraint {raw!r}")
+    return c
 
 
 def _literal(text: Any, tid: str, what: str) -> Any:

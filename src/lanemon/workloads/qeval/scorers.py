@@ -30,7 +30,7 @@ from typing import Any
 
 from msgspec import UNSET
 
-from .bank import Case, Task
+from .bank import Case, Constraint, Task
 from .sandbox import CallResult, SandboxCall, SandboxLimits, SandboxUnavailable, raised_text, run_function
 from .values import Undecodable, decode, difference, same, show
 
@@ -208,48 +208,48 @@ def score_json(task: Task, text: str) -> tuple[bool, str]:
 # ----------------------------------------------------------------------------- format
 
 
-def _count_check(n: int, c: dict, what: str) -> str | None:
-    if "exact" in c and n != c["exact"]:
-        return f"{n} {what}, expected exactly {c['exact']}"
-    if "min" in c and n < c["min"]:
-        return f"{n} {what}, expected at least {c['min']}"
-    if "max" in c and n > c["max"]:
-        return f"{n} {what}, expected at most {c['max']}"
+def _count_check(n: int, c: Constraint, what: str) -> str | None:
+    if c.exact is not None and n != c.exact:
+        return f"{n} {what}, expected exactly {c.exact}"
+    if c.min is not None and n < c.min:
+        return f"{n} {what}, expected at least {c.min}"
+    if c.max is not None and n > c.max:
+        return f"{n} {what}, expected at most {c.max}"
     return None
 
 
-def _check(c: dict, text: str) -> str | None:
-    typ = c["type"]
-    flags = re.IGNORECASE if c.get("ignore_case") else 0
+def _check(c: Constraint, text: str) -> str | None:
+    typ = c.type
+    flags = re.IGNORECASE if c.ignore_case else 0
     lines = text.split("\n")
     if typ == "regex":
-        if not re.fullmatch(c["regex"], text, flags):
-            return f"does not match the required pattern /{c['regex']}/"
+        if not re.fullmatch(c.regex, text, flags):
+            return f"does not match the required pattern /{c.regex}/"
     elif typ == "not_regex":
-        if re.search(c["regex"], text, flags):
-            return f"contains the forbidden pattern /{c['regex']}/"
+        if re.search(c.regex, text, flags):
+            return f"contains the forbidden pattern /{c.regex}/"
     elif typ == "lines":
         return _count_check(len(lines), c, "lines")
     elif typ == "each_line":
         for i, line in enumerate(lines, 1):
-            if not re.fullmatch(c["regex"], line, flags):
-                return f"line {i} does not match /{c['regex']}/: {line[:60]!r}"
+            if not re.fullmatch(c.regex, line, flags):
+                return f"line {i} does not match /{c.regex}/: {line[:60]!r}"
     elif typ == "words":
         return _count_check(len(text.split()), c, "words")
     elif typ == "paragraphs":
         paras = [p for p in re.split(r"\n\s*\n", text) if p.strip()]
         return _count_check(len(paras), c, "paragraphs")
     elif typ in ("starts_with", "ends_with", "contains", "not_contains"):
-        hay, needle = (text.lower(), c["text"].lower()) if flags else (text, c["text"])
+        hay, needle = (text.lower(), c.text.lower()) if flags else (text, c.text)
         ok = {"starts_with": hay.startswith, "ends_with": hay.endswith,
               "contains": lambda s: s in hay, "not_contains": lambda s: s not in hay}[typ](needle)
         if not ok:
             verb = {"starts_with": "does not start with", "ends_with": "does not end with",
                     "contains": "does not contain", "not_contains": "contains"}[typ]
-            return f"{verb} {c['text']!r}"
+            return f"{verb} {c.text!r}"
     elif typ == "max_chars":
-        if len(text) > c["value"]:
-            return f"{len(text)} characters, expected at most {c['value']}"
+        if len(text) > c.value:
+            return f"{len(text)} characters, expected at most {c.value}"
     return None
 
 
