@@ -158,27 +158,42 @@ async def test_redraws_coalesce_token_bursts():
         await pilot.press("q")
 
 
+async def wait_for(pilot, condition, what: str, timeout: float = 90.0) -> None:
+    """Yield to the app until ``condition()`` holds (a deadline, not a number of pauses: under CPU load a
+    pause takes as long as it takes)."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not condition():
+        assert loop.time() < end, f"waited {timeout:.0f} s for {what}"
+        await pilot.pause(0.02)
+
+
 async def test_q_stops_a_real_gauntlet_cleanly(tmp_path):
+    """q mid-run cancels the gauntlet: interrupted (not finished), the recording has its start mark and a
+    ``cancelled`` error.  Ten reps so the run cannot end before q however slow the machine (it was three: under
+    two CPU hogs the run ended first, or sat between reps with no ▶ hop when the screen was read)."""
     from lanemon.recording.writer import Recorder, make_header
     from lanemon.recording.reader import Recording
 
     path = tmp_path / "g.jsonl"
     with demo_lanes(0.05) as lanes:
         recorder = Recorder(path, make_header("gauntlet", [lane.public() for lane in lanes]))
-        source = GauntletSource(lanes, GauntletConfig(reps=3, seed=9, time_scale=0.05), mode="demo",
+        source = GauntletSource(lanes, GauntletConfig(reps=10, seed=9, time_scale=0.05), mode="demo",
                                 recorder=recorder)
         app = make_app(source, screen="gauntlet")
+        hops = lambda: plain(app.screen.query_one("#glane-A #hops", Static))  # noqa: E731
         async with app.run_test(size=(150, 40)) as pilot:
-            for _ in range(100):
-                await pilot.pause(0.1)
-                if any(lv.hops_done >= 3 for lv in app.gauntlet.lanes.values()):
-                    break
-            assert any(lv.hops_done >= 3 for lv in app.gauntlet.lanes.values())
-            hops = plain(app.screen.query_one("#glane-A #hops", Static))
-            assert "▶" in hops and "/20 hops" in hops
+            await wait_for(pilot, lambda: app.gauntlet.lanes.get("A") is not None
+                           and app.gauntlet.lanes["A"].hops_done >= 3 and "▶" in hops(),
+                           "lane A three hops into a rep, its card showing the hop under way")
+            assert "/20 hops" in hops()
+            assert not source.finished
             await pilot.press("q")
-            await pilot.pause(0.2)
-        await asyncio.sleep(0.1)
+        cancelled = lambda: any(ev.kind == schema.ERROR and ev.data.get("cls") == "cancelled"  # noqa: E731
+                                for ev in list(source.events))
+        end = asyncio.get_running_loop().time() + 30  # the app has gone: wait on the loop for the worker's end
+        while not (source.interrupted and cancelled()) and asyncio.get_running_loop().time() < end:
+            await asyncio.sleep(0.02)
         recorder.close()
     assert source.interrupted and not source.finished
     events = list(Recording(path).events())

@@ -38,6 +38,8 @@ class Column:
     short: str | None = None  # a narrower label, used before any column is dropped
     detail: bool = False   # says more about a mark another column already shows (the report's width): see fit()
     metric: str | None = None  # the catalogue's figure (measure/catalogue.py) a figure column shows
+    clip: bool = False     # free text (a reason, a message): cut between words, with "…", before columns go
+    unit: str | None = None  # the unit of a figure outside the catalogue (KL's nats/token), for units_note()
 
 
 #: columns that say which row it is (or why), not a figure: the only ones without a catalogue entry
@@ -106,21 +108,42 @@ class ResultTable:
             return t
         full = [c.label for c in t.columns]
         t = replace(t, columns=[replace(c, label=c.short or c.label) for c in t.columns])
-        while t.width(pad) > width:
+        while t._least_width(pad) > width:
             cands = [(c.drop, j) for j, c in enumerate(t.columns) if c.drop > 0]
             if not cands:
                 break
             _, j = max(cands)
             t = replace(t._without(j), hidden=t.hidden + [full[j]])
             full = full[:j] + full[j + 1:]
-        return t
+        return t._clipped(width, pad)
+
+    def _least_width(self, pad: int) -> int:
+        """The width with every free-text column (``clip``) cut to :data:`CLIP_MIN` (or its label's width)."""
+        return sum(min(w, max(CLIP_MIN, _cells(c.label))) if c.clip else w
+                   for c, w in zip(self.columns, self.col_widths())) + pad * len(self.columns) + 1
+
+    def _clipped(self, width: int, pad: int) -> "ResultTable":
+        """The free-text columns cut between words to the room the others leave (shared out evenly)."""
+        clip = [j for j, c in enumerate(self.columns) if c.clip]
+        over = self.width(pad) - width
+        if not clip or over <= 0:
+            return self
+        widths = self.col_widths()
+        room = sum(widths[j] for j in clip) - over
+        caps: dict[int, int] = {}
+        for k, j in enumerate(sorted(clip, key=lambda j: widths[j])):  # the narrow ones first: they may need less
+            share = room // (len(clip) - k)
+            caps[j] = max(min(widths[j], share), CLIP_MIN, _cells(self.columns[j].label))
+            room -= caps[j]
+        rows = [[replace(c, text=clip_words(c.text, caps[j])) if j in caps else c for j, c in enumerate(row)]
+                for row in self.rows]
+        return replace(self, rows=rows)
 
     def _without(self, j: int) -> "ResultTable":
         return replace(self, columns=self.columns[:j] + self.columns[j + 1:], rows=[r[:j] + r[j + 1:] for r in self.rows])
 
     def hidden_note(self) -> str:
-        return (f"hidden at this width: {', '.join(self.hidden)} (a wider terminal, the report or --json shows them)"
-                if self.hidden else "")
+        return hidden_text(self.hidden)
 
     def units_note(self) -> str:
         """The units the shown labels leave out (a short label: ``steady``, not ``steady tok/s``): ``steady, span,
@@ -128,6 +151,9 @@ class ResultTable:
         it; a time's cells and a count's carry their own)."""
         by_unit: dict[str, list[str]] = {}
         for c in self.columns:
+            if c.unit and c.unit not in c.label:  # a figure outside the catalogue names its own unit
+                by_unit.setdefault(c.unit, []).append(c.label)
+                continue
             m = metric(c.metric) if c.metric else None
             if m and m.unit not in ("s", "requests") and m.unit in m.label.split() and m.unit not in c.label.split():
                 by_unit.setdefault(m.unit, []).append(c.label)
@@ -137,6 +163,29 @@ class ResultTable:
 def _cells(text: str) -> int:
     """Terminal cells of plain text (every character of ours is one cell wide)."""
     return len(text)
+
+
+def hidden_text(labels: Sequence[str]) -> str:
+    """What a fitted table hid (:attr:`ResultTable.hidden`, of one table or several), as a note."""
+    return (f"hidden at this width: {', '.join(labels)} (a wider terminal, the report or --json shows them)"
+            if labels else "")
+
+
+CLIP_MIN = 16
+"""The narrowest a free-text column is cut to before a droppable column goes instead."""
+
+
+def clip_words(text: str, width: int) -> str:
+    """``text`` in ``width`` cells: whole if it fits, else cut after the last whole word that leaves room for
+    ``…`` (a word ends at a space or before an opening bracket or a comma; a single word longer than the room is
+    cut inside: nothing shorter would say more)."""
+    if _cells(text) <= width:
+        return text
+    head = text[:max(1, width - 1)]
+    cut = head
+    if text[len(head)] not in " ([{,;" and " " in head:  # the cut fell inside a word: end at the word before it
+        cut = head[:head.rindex(" ")]
+    return cut.rstrip().rstrip(",;:·([{").rstrip() + "…"
 
 
 # ------------------------------------------------------------------ number words

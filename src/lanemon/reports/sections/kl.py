@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from lanemon.reports.data import kl_lanes
-from lanemon.reports.format import clip, kl_num, pct
+from lanemon.reports.format import kl_num, pct
 from lanemon.reports.sections.section import Section
+from lanemon.reports.tables import Cell, Column, ResultTable, clip_words
 from lanemon.reports.verdict import kl_verdict
 from lanemon.results.kl import KlResult
 
@@ -12,13 +13,20 @@ from lanemon.results.kl import KlResult
 def kl_section(kl: KlResult, order: list[str]) -> Section:
     lanes = kl_lanes(kl, order)
     ref = kl.reference
-    headers = ["Lane", "role", "status", "KL mean (nats/token)", "p50", "p99", "positions", "message"]
+    unit = "nats/token"
+    # a screen fits the table to its width (ResultTable.fit): the message is cut between words, then the
+    # role (the title names the reference), the positions and the percentiles go, named under the table
+    columns = [Column("Lane", 0, "left"), Column("role", 4, "left"), Column("status", 0, "left"),
+               Column(f"KL mean ({unit})", 0, short="KL mean", unit=unit), Column("p50", 2, unit=unit),
+               Column("p99", 1, unit=unit), Column("positions", 3), Column("message", 0, "left", clip=True)]
     rows = []
     for n in lanes:
         c = kl.lanes[n]
-        rows.append([n, "reference" if n == ref else "compared", str(c.status or "—").replace("_", " "),
-                     kl_num(c.kl), kl_num(c.kl_p50), pct(c.kl_p99, 99, c.positions, None, kl_num),
-                     f"{c.positions:,}", clip(c.message or "", 90)])
+        rows.append([Cell(x) for x in (
+            n, "reference" if n == ref else "compared", str(c.status or "—").replace("_", " "), kl_num(c.kl),
+            kl_num(c.kl_p50), pct(c.kl_p99, 99, c.positions, None, kl_num), f"{c.positions:,}",
+            clip_words(" ".join(str(c.message or "").split()), 90))])
+    model = ResultTable("kl", f"Logprob divergence (KL vs {ref})", columns, rows)
     summary = (kl_verdict({"kl": kl, "environment": {"lanes": [{"name": n} for n in lanes]}}) or "").replace(
         "Logprob divergence: ", "", 1)
     cfg = kl.config
@@ -28,4 +36,4 @@ def kl_section(kl: KlResult, order: list[str]) -> Section:
                f"both lanes scored the same token.")
     if cfg.prompts:
         caption += f" {cfg.prompts} prompts × {cfg.tokens if cfg.tokens is not None else '?'} tokens."
-    return Section("kl", f"Logprob divergence (KL vs {ref})", caption, headers, rows, summary=summary)
+    return Section("kl", model.title, caption, model.labels(), model.text_rows(), summary=summary, model=model)

@@ -22,6 +22,8 @@ class Section:
     """the section's one-sentence finding (printed above the table)."""
     more: list[tuple[str, list[str], list[list[str]]]] = field(default_factory=list)
     """further (title, headers, rows) tables, after the main one."""
+    more_models: list[Any] = field(default_factory=list)
+    """the :class:`~lanemon.reports.tables.ResultTable` of each ``more`` table, in its order, where it has one."""
     model: Any = None
     """the main table's :class:`~lanemon.reports.tables.ResultTable` where it has one (``headers`` and ``rows``
     are its text): a screen fits it to its width (columns dropped by rank, and named) instead of cutting it."""

@@ -34,6 +34,23 @@ CATEGORY_TITLE = ("per-stream decode at C1 by category", "per-stream decode at C
 TABLE_WIDTH = 46
 """The results panel's inner width before the first layout (#bench-left is 50 wide)."""
 
+PANEL_MIN = 50
+"""The results panel's width at the least (the charts take the rest)."""
+
+PANEL_SHARE = 0.45
+"""The share of the screen's width the results panel may take where its table needs more than
+:data:`PANEL_MIN` (at 240 columns the decode table had 50 and said ``+2 in report``; at 100 it keeps 50)."""
+
+
+def panel_width(need: int, rows: int, table_height: int, screen_width: int) -> int:
+    """The results panel's width for a table model that needs ``need`` characters (:meth:`ResultTable.width`
+    with ``pad=2``) for ``rows`` rows: the table's border (2) less the 1 ``width`` counts for a Rich box's edge,
+    and the vertical scrollbar's 2 where the rows do not all fit under the header; never narrower than
+    :data:`PANEL_MIN` nor wider than :data:`PANEL_SHARE` of the screen (pure)."""
+    scrollbar = 2 if table_height and rows > table_height - 1 else 0
+    cap = max(PANEL_MIN, int(screen_width * PANEL_SHARE))
+    return max(PANEL_MIN, min(need + 1 + scrollbar, cap))
+
 
 def _num(x: Any) -> float | None:
     return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
@@ -150,7 +167,7 @@ class BenchScreen(LanemonScreen):
 
     DEFAULT_CSS = """
     BenchScreen #bench-body { height: 1fr; padding: 0 1; }
-    BenchScreen #bench-left { width: 50; min-width: 34; margin-right: 1; }
+    BenchScreen #bench-left { width: 50; min-width: 34; margin-right: 1; }  /* then panel_width() */
     BenchScreen #bench-right { width: 1fr; }
     BenchScreen #chart-side { margin-top: 0; }
     BenchScreen BenchLog { margin: 0 1; }
@@ -231,13 +248,41 @@ class BenchScreen(LanemonScreen):
         if log.border_subtitle != escape(whole):
             log.border_subtitle = escape(whole)
 
+    def on_resize(self) -> None:
+        """The results panel takes a share of the width (:func:`panel_width`): fit it again."""
+        if getattr(self, "_results_of", None) is not None:
+            self.call_after_refresh(self.refresh_results, self._results_of)
+
+    def _fit_panel(self, results: BenchResult | None, names: list[str], table: BenchTable) -> int | None:
+        """Widen the results panel to what the decode or prefill table needs (within its share of the
+        screen); the width to fit the table to, or None (needles: the panel as laid out)."""
+        if self.kind == "decode":
+            model = decode_table(results if isinstance(results, DecodeResult) else {}, names)
+        elif self.kind == "prefill":
+            model = prefill_table(results if isinstance(results, PrefillResult) else {}, names)
+        else:
+            return None
+        if not self.size.width:
+            return None
+        rows, height = len(model.rows), table.size.height
+        width = panel_width(model.width(pad=2), rows, height, self.size.width)
+        scrollbar = 2 if height and rows > height - 1 else 0
+        # no wider than the table fitted to it (the detail columns a short width drops leave no blank)
+        width = panel_width(model.fit(width - 1 - scrollbar, pad=2).width(pad=2), rows, height, self.size.width)
+        left = self.query_one("#bench-left", Vertical)
+        if left.styles.width is None or left.styles.width.value != width:
+            left.styles.width = width
+        return width - 1 - scrollbar  # as table_width() reads it once laid out at this width
+
     # -- only when a cell ended ---------------------------------------------------------
     def refresh_results(self, results: BenchResult | None) -> None:
         """Redraw the table and charts from the bench fold's typed result (None: nothing yet)."""
+        self._results_of = results
         by_lane = results.lanes if results is not None else {}
         names = [n for n in self.lanes if n in by_lane] + [n for n in by_lane if n not in self.lanes]
         table = self.query_one(BenchTable)
-        width = table_width(table, len(result_rows(self.kind, results, self.lanes)[1]))
+        width = self._fit_panel(results, names, table) or table_width(
+            table, len(result_rows(self.kind, results, self.lanes)[1]))
         cols, rows = result_rows(self.kind, results, self.lanes, width)
         table.show(cols, rows)
         main = self.query_one("#chart-main", BenchChart)

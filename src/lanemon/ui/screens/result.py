@@ -149,20 +149,24 @@ class ResultScreen(LanemonScreen):
             await body.mount(Static("running: no rep has finished yet (d shows the dashboard)" if running else
                                     "this recording holds no finished result", classes="result-caption"))
             return
+        from lanemon.reports.tables import hidden_text
+
         widgets: list[Any] = []
         for s in sections:
             if s.summary:
                 widgets.append(Static(escape(s.summary), classes="result-summary"))
             if s.caption:
                 widgets.append(Static(escape(s.caption), classes="result-caption"))
-            headers, rows, notes = s.headers, s.rows, list(s.notes)
-            if getattr(s, "model", None) is not None:  # the table's own model, fitted: columns dropped by rank
-                fitted = s.model.fit(max(40, self.size.width - 4), pad=2)
-                headers, rows = fitted.labels(), fitted.text_rows()
-                # the units the short labels leave out right under the table (`served/s in req/s`), the rest after
-                notes = [x for x in [fitted.units_note()] if x] + notes + ([fitted.hidden_note()] if fitted.hidden
-                                                                          else [])
-            for title, headers, rows in [(s.title, headers, rows)] + list(s.more or []):
+            notes, units, hidden = list(s.notes), [], []
+            models = [getattr(s, "model", None)] + list(getattr(s, "more_models", None) or [])
+            tables = [(s.title, s.headers, s.rows)] + list(s.more or [])
+            for j, (title, headers, rows) in enumerate(tables):
+                model = models[j] if j < len(models) else None
+                if model is not None:  # the table's own model, fitted: words cut whole, columns dropped by rank
+                    fitted = model.fit(max(40, self.size.width - 4), pad=2)
+                    headers, rows = fitted.labels(), fitted.text_rows()
+                    units += [x for x in [fitted.units_note()] if x and x not in units]
+                    hidden += [x for x in fitted.hidden if x not in hidden]
                 if not rows:
                     continue
                 table = DataTable(cursor_type="none", zebra_stripes=True, show_cursor=False)
@@ -171,14 +175,17 @@ class ResultScreen(LanemonScreen):
                 for row in rows:
                     table.add_row(*[str(c) for c in row])
                 widgets.append(table)
+            # the units the short labels leave out right under the tables (`served/s in req/s`), the rest after
+            notes = units + notes + ([hidden_text(hidden)] if hidden else [])
             if notes:
                 widgets.append(Static(escape("\n".join(notes)), classes="result-notes"))
         await body.mount(*widgets)
 
     def on_resize(self) -> None:
-        """The load table is fitted to the width: fit it again (from the sections already computed)."""
+        """The tables with a model are fitted to the width: fit them again (from the sections already computed)."""
         width = self.size.width
-        if self.sections and any(getattr(s, "model", None) is not None for s in self.sections) \
+        if self.sections and any(getattr(s, "model", None) is not None or getattr(s, "more_models", None)
+                                 for s in self.sections) \
                 and width != getattr(self, "_shown_width", width):
             self.call_after_refresh(self.show, self.sections)
 

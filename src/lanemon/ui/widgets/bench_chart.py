@@ -9,6 +9,7 @@ every group shares one scale that starts at zero.
 
 from __future__ import annotations
 
+import re
 import textwrap
 from typing import Any
 
@@ -143,11 +144,14 @@ def fit_bars(labels: list[str], series: dict[str, list[float]], colours: dict[st
                 room = width - used
                 if len(text) <= room:
                     line.append(text, style="bold yellow")
-                else:  # no room beside the bar for the whole note ('cache hit 12,…' was cut): lines of its own,
-                    # broken between words (80x24's 21-cell panel cut `cache hit 160,607` to `160,60`)
-                    indent = label_w + name_w + 2
-                    for part in textwrap.wrap(text.strip(), max(8, width - indent), break_long_words=False):
-                        group.append(Text(" " * indent + part, style="bold yellow"))
+                else:  # no room beside the bar for the whole note ('cache hit 12,…' was cut): a line of its own,
+                    # indented less where that keeps it whole (80x24's 21-cell panel split a six-digit
+                    # `cache hit` / `160,607`); else broken between words, never between a number and its unit
+                    text = text.strip()
+                    indent = max(0, min(label_w + name_w + 2, width - len(text)))
+                    glued = re.sub(r"(\d) (?=[^\W\d]|/)", "\\1\xa0", text)  # `160,607 tok/s` stays one
+                    for part in textwrap.wrap(glued, max(8, width - indent), break_long_words=False):
+                        group.append(Text(" " * indent + part.replace("\xa0", " "), style="bold yellow"))
         groups.append(group)
     if height is not None and 1 + sum(len(g) for g in groups) > height and not notes and names and not stacked:
         # side by side: 'summarization A ██████▏ 148  B █████▍ 134' (the 8 categories at 100x30)

@@ -65,12 +65,12 @@ class BenchTable(DataTable):
         self._say_more()
 
     def show(self, columns: list[str], rows: list[list[str]]) -> None:
-        """Replace the table's content."""
-        if [str(c.label) for c in self.columns.values()] != columns:
-            self.clear(columns=True)
-            self.add_columns(*columns)
-        else:
-            self.clear()
+        """Replace the table's content: the columns too, every time, each given the width of its widest text
+        (measured on the fly, a column could keep the width of a cell an earlier draw held -- a replay's early
+        `max 172 ms (n=8)` -- and push `err` off the panel the table was fitted to, under load)."""
+        self.clear(columns=True)
+        for j, label in enumerate(columns):  # each column as wide as its widest text, not as it measured once
+            self.add_column(label, width=max([len(label)] + [len(str(row[j])) for row in rows if j < len(row)]))
         for row in rows:
             self.add_row(*row)
         self._say_more()

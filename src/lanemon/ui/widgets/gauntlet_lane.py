@@ -189,7 +189,18 @@ class GauntletLanePanel(LaneCard):
         tight = head.replace(" TTFT  ", " TTFT ")  # one blank fewer, for the turns shown (`9–21↑↓`) at 100x30
         forms = [h + "".join(notes) for h in (head, tight)] + (
             [h + notes[0] for h in (head, tight)] if len(notes) > 1 else []) + [head]
-        self.query_one("#turns-head", Label).update(fit_forms(forms, width))
+        head_label = self.query_one("#turns-head", Label)
+        text = fit_forms(forms, width)
+        below = ""
+        if hidden and "hidden:" not in text:  # no room beside the header (80x24's 34-cell card): a line of its
+            # own, in the blank line over the header, never the columns left out without a word
+            below = fit_forms([f"[dim]hidden: {', '.join(hidden)} tokens[/]", f"[dim]hidden: {', '.join(hidden)}[/]",
+                               f"[dim]{len(hidden)} hidden[/]"], width)
+        head_label.update(f"{below}\n{text}" if below else text)
+        lines = 2 if below else 1
+        if head_label.styles.height is None or head_label.styles.height.value != lines:
+            head_label.styles.height = lines
+            now.styles.margin = (0, 0, 2 - lines, 0)
         turns_widget.update("\n".join(rows))
         reps_widget = self.query_one("#reps", Static)
         reps_widget.update(self._reps_text(view, reps, reps_widget.content_region.width or None))

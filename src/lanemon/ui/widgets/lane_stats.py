@@ -2,7 +2,8 @@
 
 The lane column's header is the window (``last 1m``): the table counts that window, the lane cards the
 whole session.  Columns: request rate, outcomes (ok / err / cut / not counted), and p50 · p90 · p99 of TTFT, TPOT
-and end-to-end over the clean samples only (a p99 over fewer than 100 of them is the largest, shown ``max``).  With two or more lanes one more row per extra lane
+and end-to-end over the clean samples only (a p99 over fewer than 100 of them is the largest, shown ``max``;
+under 10 the p50 and the largest with their count, ``171·max 190 ms n=8``; one sample ``171 ms n=1``).  With two or more lanes one more row per extra lane
 gives its p50s over the first lane's, saying which way is better (``B/A p50 1.29× slower``: B takes 29 %
 longer; ``0.94× faster``; within half a percent ``same``).
 """
@@ -23,18 +24,26 @@ def _ms(x: float | None, digits: int = 0) -> str:
 
 def triple(vals: tuple[float | None, float | None, float | None], *, tpot: bool = False,
            n: int | None = None) -> str:
-    """``172·190·199 ms`` (or seconds when the median is over 10 s); ``—`` for nothing.  Over fewer than
-    100 samples (``n``) the third figure is the largest sample, said so: ``172·190·max 199 ms`` (a p90 under
-    10 samples likewise)."""
+    """``172·190·199 ms`` (or seconds when the median is over 10 s); ``—`` for nothing.  A percentile its
+    samples (``n``) cannot carry is not shown as one (``tail_ok``): under 100 the third figure is the largest
+    sample, said so (``172·190·max 199 ms``); under 10 the p50 and the largest with the count
+    (``172·max 199 ms n=8``); one sample is that value and ``n=1`` -- never three copies of one number."""
     if vals[0] is None:
         return "—"
-    marks = ["", "" if n is None or tail_ok(90, n) else "max ", "" if n is None or tail_ok(99, n) else "max "]
-    if marks[1]:
-        marks[2] = ""  # "max" once: the p90 already is the largest sample
-    if not tpot and vals[0] >= 10:
-        return "·".join(m + ("—" if v is None else f"{v:.1f}") for m, v in zip(marks, vals)) + " s"
+    seconds = not tpot and vals[0] >= 10
     digits = 1 if tpot else 0
-    return "·".join(m + _ms(v, digits) for m, v in zip(marks, vals)) + " ms"
+
+    def one(v: float | None) -> str:
+        return "—" if v is None else f"{v:.1f}" if seconds else _ms(v, digits)
+
+    unit = " s" if seconds else " ms"
+    if n is None or tail_ok(90, n):
+        marks = ["", "", "" if n is None or tail_ok(99, n) else "max "]
+        return "·".join(m + one(v) for m, v in zip(marks, vals)) + unit
+    if n <= 1:
+        return f"{one(vals[0])}{unit} n={n}"
+    top = vals[2] if vals[2] is not None else vals[1]  # under 10 samples p90 and p99 are the largest sample
+    return f"{one(vals[0])}·max {one(top)}{unit} n={n}"
 
 
 def ratio(b: float | None, a: float | None) -> str:
