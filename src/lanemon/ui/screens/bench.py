@@ -257,9 +257,9 @@ class BenchScreen(LanemonScreen):
         """Widen the results panel to what the decode or prefill table needs (within its share of the
         screen); the width to fit the table to, or None (needles: the panel as laid out)."""
         if self.kind == "decode":
-            model = decode_table(results if isinstance(results, DecodeResult) else {}, names)
+            model = decode_table(results if isinstance(results, DecodeResult) else None, names)
         elif self.kind == "prefill":
-            model = prefill_table(results if isinstance(results, PrefillResult) else {}, names)
+            model = prefill_table(results if isinstance(results, PrefillResult) else None, names)
         else:
             return None
         if not self.size.width:
