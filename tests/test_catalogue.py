@@ -11,6 +11,10 @@ import pytest
 from load_sweep_results import load_result, rep_json, sweep_result
 from lanemon.measure.catalogue import BY_NAME, CATALOGUE, RULE_ROWS, UNITS, catalogue_markdown, label
 from lanemon.reports import prefill_table, tables
+from lanemon.results.common import as_result
+from lanemon.results.decode import DecodeResult
+from lanemon.results.prefill import PrefillResult
+from typed_cells import full_result
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "METRICS.md"
 
@@ -94,10 +98,11 @@ def _rich_results():
             "reasoning_tokens": 40, "ttfo_s": 0.3, "tokens_per_chunk": 2.0, "itl_p50_s": 0.04,
             "reps": [200.0, 190.0], "steady_reps": [210.0, 205.0], "energy_j": 100.0, "tokens_per_joule": 3.0,
             "gpu_power_w_mean": 250.0, "usd_per_1m_output_tokens": 1.2,
-            "goodput": {"rate_rps": 1.0, "share": 0.5, "held": True, "targets": {}}}
+            "goodput": {"rate_rps": 1.0, "share": 0.5, "good": 4, "total": 8, "held": True, "targets": {}}}
     slo = {"ttft": 0.5, "tpot": 0.03}
-    decode = {"lanes": {"A": {"levels": {"1": cell, "2": cell}}, "B": {"levels": {"1": cell, "2": cell}}},
-              "config": {"slo": slo}}
+    decode = as_result(full_result({"bench": "decode", "config": {"slo": slo},
+                                    "lanes": {"A": {"levels": {"1": dict(cell), "2": dict(cell)}},
+                                              "B": {"levels": {"1": dict(cell), "2": dict(cell)}}}}), DecodeResult)
     sweep = sweep_result({"A": {"levels": {"1": cell, "2": cell}, "gain_per_doubling": {"2": 0.05}},
                           "B": {"levels": {"1": cell}}}, slo=slo)
     rep = rep_json(measured=40, ok=39, errors=1, scheduled_rate_rps=4.0, sent_rate_rps=4.0, completed_rate_rps=3.9,
@@ -110,22 +115,21 @@ def _rich_results():
     load = load_result({"A": [rep, rep], "B": [rep]}, {"load": {"arrival": "poisson", "rate": 4}, "slo": slo})
     pcell = {"prefill_tok_s": 5000.0, "ttft_s": 0.4, "cache_hit_tok_s": 50000.0, "repeat_tok_s": 50000.0,
              "errors": 0, "prompt_tokens": 2000, "requests": 3, "reps": [5000.0, 5100.0],
-             "goodput": {"rate_rps": 1.0, "share": 1.0, "held": True}}
-    prefill = {"lanes": {"A": {"lengths": {"2000": pcell}}, "B": {"lengths": {"2000": pcell}}},
-               "config": {"slo": slo}}
+             "goodput": {"rate_rps": 1.0, "share": 1.0, "good": 3, "total": 3, "held": True, "targets": {}}}
+    prefill = as_result(full_result({"bench": "prefill", "config": {"slo": slo},
+                                     "lanes": {"A": {"lengths": {"2000": dict(pcell)}},
+                                               "B": {"lengths": {"2000": dict(pcell)}}}}), PrefillResult)
     return [tables.decode_table(decode), tables.sweep_table(sweep), tables.load_table(load),
             prefill_table.prefill_table(prefill)]
 
 
 def _sample_tables():
     from lanemon.reports.analyse import analyze
-    from lanemon.reports.sections import for_section
-
     root = Path(__file__).resolve().parents[1] / "sample_sessions"
     out = []
     for name, build in (("decode", tables.decode_table), ("prefill", prefill_table.prefill_table)):
         a = analyze(root / f"{name}.jsonl")
-        out.append(build(for_section(a.bench(name))))  # what the report's section hands its table
+        out.append(build(a.bench(name)))  # the typed result the report's section hands its table
     return out
 
 

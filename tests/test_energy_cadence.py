@@ -13,6 +13,7 @@ from lanemon.events import Event
 from lanemon.measure.energy import energy_json, energy_of, readings
 from lanemon.measure.energy_sampling import learn
 from lanemon.reports.sections.efficiency import best_levels
+from typed_cells import typed_decode, typed_levels
 
 NS = 1_000_000_000
 IDLE = 11.0
@@ -97,7 +98,7 @@ def check(cells, evs, spans):
         assert e["energy_j"] == pytest.approx(truth, rel=0.10), (lvl, e, truth)
         assert abs(e["energy_j"] - truth) <= e["energy_uncertainty_j"] + 1e-6, (lvl, e, truth)
     per = {lvl: e for lvl, (e, _) in res.items()}
-    best, _ = best_levels(per)
+    best, _ = best_levels(typed_levels(per))
     if best is not None:  # the level called most efficient is the most efficient in truth
         true_tpj = {lvl: tokens / res[lvl][1] for lvl, _, _, tokens in cells if per[lvl]["tokens_per_joule"]}
         assert max(true_tpj, key=true_tpj.get) == best, (best, true_tpj, per)
@@ -109,7 +110,7 @@ def test_a_fresh_counter_read_at_every_edge_is_exact_and_says_so():
     per = check(CELLS, evs, spans)
     for lvl, e in per.items():
         assert e["energy_source"] == "counter" and e["energy_uncertainty_j"] < 0.01 * e["energy_j"], e
-    assert best_levels(per)[0] == 8
+    assert best_levels(typed_levels(per))[0] == 8
 
 
 def test_a_30s_exporter_withholds_every_short_cell_with_the_advice_never_0_j():
@@ -119,7 +120,7 @@ def test_a_30s_exporter_withholds_every_short_cell_with_the_advice_never_0_j():
     for e in per.values():
         assert e["energy_j"] is None and e["gpu_power_w_mean"] is None, e
         assert "updates every 30 s" in e["energy_reason"] and "-c 1000" in e["energy_reason"], e["energy_reason"]
-    assert best_levels(per)[0] is None
+    assert best_levels(typed_levels(per))[0] is None
     # a whole run still has its energy from the counter's updates that bracket it: a ladder of 12-37 s cells,
     # three times (~5 min); its cells too are judged (each known to 10 % or withheld)
     cells = LONG * 3
@@ -156,7 +157,7 @@ def test_power_only_integrates_the_readings_inside_the_cell_not_the_idle_ones_at
             assert e["energy_source"] in ("power", None), e
     per = check(LONG, *exporter_events(LONG, every=None, counter=None))
     assert all(e["energy_j"] is not None for e in per.values()), per
-    assert best_levels(per)[0] == 8
+    assert best_levels(typed_levels(per))[0] == 8
 
 
 @pytest.mark.parametrize("counter,words", [("reset", "fell (a reset)"), ("wrap", "wrapped")])
@@ -191,9 +192,9 @@ def test_a_recorded_counter_from_0_to_1e18_mj_across_a_race_is_dropped_with_a_wo
 def test_a_level_is_most_efficient_only_beyond_the_uncertainty():
     per = {1: {"tokens_per_joule": 5.0, "tokens_per_joule_uncertainty": 0.4},
            2: {"tokens_per_joule": 5.3, "tokens_per_joule_uncertainty": 0.4}}
-    assert best_levels(per)[0] is None
+    assert best_levels(typed_levels(per))[0] is None
     per[2]["tokens_per_joule"] = 6.0
-    assert best_levels(per)[0] == 2
+    assert best_levels(typed_levels(per))[0] == 2
 
 
 def test_the_load_efficiency_section_says_one_line_when_no_lane_has_telemetry_not_a_bare_header():
@@ -221,7 +222,7 @@ def test_a_1s_exporter_has_its_clock_fitted_and_long_cells_within_their_uncertai
     assert abs((fit.phase / NS - 0.37 + 0.5) % 1.0 - 0.5) <= fit.width / NS + 1e-6  # the true phase is inside
     per = check(LONG, evs, spans)
     assert all(e["energy_j"] is not None for e in per.values()), per
-    assert best_levels(per)[0] == 8
+    assert best_levels(typed_levels(per))[0] == 8
     per = check(CELLS, *exporter_events(CELLS, every=1.0, phase=0.37))  # 1.5-4.6 s cells: withheld, with advice
     assert all(e["energy_j"] is None and "longer cells" in e["energy_reason"] for e in per.values()), per
 
@@ -268,14 +269,14 @@ def test_the_efficiency_table_shows_plus_minus_the_withheld_reasons_and_ranks_on
     withheld = {"energy_j": None, "energy_update_s": 30.0, "aggregate_tok_s": 60.0,
                 "energy_reason": "the exporter updates every 30 s; this cell lasted 4.0 s: ..."}
     decode = {"lanes": {"A": {"levels": {"1": cell(5.0, 0.4, 30.0), "2": cell(5.3, 0.4, 35.0), "4": withheld}}}}
-    sec = efficiency_section(decode, ["A"])
+    sec = efficiency_section(typed_decode(decode), ["A"])
     assert sec.rows[0][1:3] == ["5.00 ±0.40", "30.0 ±2.0"] and sec.rows[2][1] == "—"
     assert any("energy withheld: the exporter updates every 30 s" in n for n in sec.notes)
     assert "no level is called the most efficient: C4 has no energy figure" in sec.summary
     del decode["lanes"]["A"]["levels"]["4"]
-    assert "no level is clearly the most efficient: C2" in efficiency_section(decode, ["A"]).summary
+    assert "no level is clearly the most efficient: C2" in efficiency_section(typed_decode(decode), ["A"]).summary
     # a lane with telemetry whose every cell was withheld still gets the section, saying why (not "no telemetry")
-    sec = efficiency_section({"lanes": {"A": {"levels": {"1": withheld}}}}, ["A"])
+    sec = efficiency_section(typed_decode({"lanes": {"A": {"levels": {"1": withheld}}}}), ["A"])
     assert sec is not None and "updates every 30 s" in sec.summary
 
 
@@ -287,6 +288,6 @@ def test_no_level_is_called_most_efficient_while_another_has_its_figure_withheld
     per = {1: {"tokens_per_joule": 6.3, "tokens_per_joule_uncertainty": 0.2, "energy_j": 76.0},
            4: {"tokens_per_joule": None, "energy_j": None, "energy_update_s": 0.4,
                "energy_reason": "this cell lasted 5.2 s: its energy is only known to ±9 J of 78 J (over 10%)"}}
-    assert best_levels(per)[0] is None
-    sec = efficiency_section({"lanes": {"A": {"levels": {str(k): v for k, v in per.items()}}}}, ["A"])
+    assert best_levels(typed_levels(per))[0] is None
+    sec = efficiency_section(typed_decode({"lanes": {"A": {"levels": {str(k): v for k, v in per.items()}}}}), ["A"])
     assert "no level is called the most efficient: C4 has no energy figure" in sec.summary

@@ -18,6 +18,7 @@ from exporter_proxy import ExporterProxy
 from lanemon.measure.energy import cell_windows
 from lanemon.measure.records import assemble
 from lanemon.reports.sections.efficiency import best_levels
+from typed_cells import typed_levels
 from lanemon.sim.gpu import energy_between
 
 NS = 1_000_000_000
@@ -85,11 +86,11 @@ def test_bench_decode_energy_behind_a_real_exporters_cadence_and_faults(mode, ru
     offsets = sorted(trace[r.server_request_id]["t_arrival_mono"] - r.sent_ns / NS
                      for r in assemble(events) if r.server_request_id in trace and r.sent_ns is not None)
     offset = offsets[len(offsets) // 2]
-    cells = {str(c["level"]): c for c in cell_windows(events).values()}
+    cells = {str(c.level): c for c in cell_windows(events).values()}
     true_tpj = {}
     for level, cell in levels.items():
         c = cells[level]
-        true_j = energy_between(truth["history"], c["t0"] / NS + offset, c["t1"] / NS + offset)
+        true_j = energy_between(truth["history"], c.t0 / NS + offset, c.t1 / NS + offset)
         true_tpj[int(level)] = cell["output_tokens"] / true_j
         if cell["energy_j"] is None:
             assert cell["energy_reason"] and cell["tokens_per_joule"] is None, (mode, level, cell)
@@ -98,11 +99,11 @@ def test_bench_decode_energy_behind_a_real_exporters_cadence_and_faults(mode, ru
         assert cell["energy_j"] > 0 and cell["energy_j"] == pytest.approx(true_j, rel=0.10), (mode, level, cell, true_j)
         assert abs(cell["energy_j"] - true_j) <= cell["energy_uncertainty_j"] + 0.5, (mode, level, cell, true_j)
         if expect == "counter+power" and triggered_at is not None \
-                and c["t0"] / NS + offset < triggered_at < c["t1"] / NS + offset:
+                and c.t0 / NS + offset < triggered_at < c.t1 / NS + offset:
             assert cell["energy_source"] == "counter+power" and cell["energy_note"], cell
     if expect == "withheld":
         assert all("update" in cell["energy_reason"] and "-c 1000" in cell["energy_reason"] for cell in levels.values()), levels
-    best, _ = best_levels({int(k): v for k, v in levels.items()})
+    best, _ = best_levels(typed_levels({int(k): v for k, v in levels.items()}))
     # the claim is about the levels lanemon judged: a starved (unreliable, client-bound) cell is not judged
     # (best_levels), so the truth is read over the judged levels too.  Under heavy load a cell marked client-bound
     # left the judgement while its truth stayed in this comparison, so the one level judged was held against the

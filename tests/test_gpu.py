@@ -416,17 +416,26 @@ def _decode_with_energy():
                                "energy_reason": "no GPU telemetry for this lane", "usd_per_1m_output_tokens": 2.0}}}}}
 
 
+def _typed(d):
+    """A hand-made decode result as the typed result the report's efficiency section reads."""
+    from lanemon.results.common import as_result
+    from lanemon.results.decode import DecodeResult
+
+    return as_result(full_result(d), DecodeResult)
+
+
 def test_report_efficiency_says_where_the_most_efficient_level_differs_from_the_fastest():
     from lanemon.reports.sections.efficiency import efficiency_section
 
-    sec = efficiency_section(_decode_with_energy(), ["A", "B"])
+    sec = efficiency_section(_typed(_decode_with_energy()), ["A", "B"])
     # the fastest level quotes its speed (issue 40 item 5: it quoted tok/J as the speed)
     assert "A: most efficient at C2 (4.50 tok/J), fastest at C4 (250.0 tok/s, 4.00 tok/J)." in sec.summary
     assert "B: no energy figure (no GPU telemetry for this lane)." in sec.summary
     assert sec.rows[1][:4] == ["C2", "4.50", "40.0", "5.00"] and sec.rows[0][4:] == ["—", "—", "2.00"]
     title, headers, rows = sec.more[0]
     assert rows[0][3:] == ["25%", "1", "61%", "0: 600, 1: 200 (max/mean 1.50)", "sql-lora", "—"]  # no restart
-    assert efficiency_section({"lanes": {"A": {"levels": {"1": {"aggregate_tok_s": 5}}}}}, ["A"]) is None
+    plain = {"bench": "decode", "lanes": {"A": {"levels": {"1": {"aggregate_tok_s": 5}}}}}
+    assert efficiency_section(_typed(plain), ["A"]) is None
 
 
 def test_compare_rows_for_tokens_per_joule_and_cost():
@@ -509,7 +518,7 @@ def test_efficiency_finding_names_the_levels_it_did_not_judge():
 
     d = _decode_with_energy()
     d["lanes"]["A"]["levels"]["2"]["unreliable"] = True
-    sec = efficiency_section(d, ["A"])
+    sec = efficiency_section(_typed(d), ["A"])
     assert sec.summary == ("A: C4 is both the fastest and the most efficient level (4.00 tok/J) "
                            "(C2 not judged: lanemon was starved).")
 
@@ -545,7 +554,7 @@ def test_efficiency_finding_when_every_level_was_starved():
     d = _decode_with_energy()
     for c in d["lanes"]["A"]["levels"].values():
         c["unreliable"] = True
-    assert efficiency_section(d, ["A"]).summary == "A: no level judged (lanemon was starved in every one)."
+    assert efficiency_section(_typed(d), ["A"]).summary == "A: no level judged (lanemon was starved in every one)."
 
 
 def test_bench_load_reps_carry_energy_over_their_measured_window_against_the_simulators_counter(tmp_path):

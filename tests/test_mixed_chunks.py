@@ -16,8 +16,11 @@ from lanemon.config import LaneConfig
 from lanemon.events import Clock, Event
 from lanemon.measure import metrics
 from lanemon.reports.tables import decode_table
+from lanemon.results.common import as_result
+from lanemon.results.decode import DecodeResult
 from lanemon.workloads.bench.run import token_figures
 from scripted_server import DONE, ScriptedServer, sse, sse_head
+from typed_cells import full_result
 
 CHAT = "/v1/chat/completions"
 REASONING, ANSWER = 40, 37
@@ -119,7 +122,7 @@ def test_the_decode_table_marks_only_the_estimated_count_and_says_which():
             "per_stream_tok_s_p50": 480.0, "requests": 2, "errors": 0,
             "tokens_estimated": any(x.tokens_estimated for x in m), **token_figures(recs)._asdict()}
     assert cell["reasoning_tokens"] == 2 * REASONING and cell["reasoning_split_estimated"] == 2
-    t = decode_table({"lanes": {"A": {"levels": {"1": cell}}}})
+    t = decode_table(as_result(full_result({"bench": "decode", "lanes": {"A": {"levels": {"1": cell}}}}), DecodeResult))
     row = [c.text for c in t.rows[0]]
     labels = t.labels()
     rate = row[labels.index("per-stream tok/s")] if "per-stream tok/s" in labels else None

@@ -10,6 +10,7 @@ from lanemon.folds.series import _pcts
 from lanemon.measure.metrics import TAIL_MIN_SAMPLES, percentile, summarize, tail_ok
 from lanemon.reports.format import pct, secs
 from lanemon.reports.sections.decode import decode_sections
+from typed_cells import typed_decode
 from lanemon.ui.widgets.lane_stats import triple
 
 EIGHT = [0.10, 0.11, 0.12, 0.12, 0.13, 0.14, 0.30, 0.40]
@@ -46,7 +47,7 @@ def test_report_decode_ttft_table_and_chart_use_the_max_under_100_samples():
              "per_stream_tok_s_p50": 50.0, "requests": 8, "errors": 0, "aggregate_tok_s": 40.0,
              "reps": [40.0], "min": 40.0, "median": 40.0, "max": 40.0}
     decode = {"bench": "decode", "lanes": {"L": {"levels": {"1": level}, "categories": {}}}}
-    sections = {s.key: s for s in decode_sections(decode, ["L"])}
+    sections = {s.key: s for s in decode_sections(typed_decode(decode), ["L"])}
     ttft = sections["ttft"]
     row = ttft.rows[0]
     assert row[3] == f"max {secs(0.40)} (n=8)" and row[2] == f"max {secs(0.40)} (n=8)"

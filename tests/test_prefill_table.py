@@ -13,12 +13,14 @@ from rich.console import Console
 
 from lanemon.cli.bench import render
 from lanemon.reports.analyse import analyze
-from lanemon.results.common import to_json_obj
+from lanemon.results.common import as_result, to_json_obj
+from lanemon.results.prefill import PrefillResult
 from lanemon.reports.sections.prefill import prefill_section
 from lanemon.reports.prefill_table import prefill_table
 from lanemon.ui.app import make_app
 from lanemon.ui.widgets.bench_table import BenchTable
 from test_replay_snapshots import played_out
+from typed_cells import full_result
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_sessions" / "prefill.jsonl"
 
@@ -37,7 +39,12 @@ def cell(tps, ttft, *, hit=None, repeat=None, reps=None, **kw):
             "requests": 2, "errors": 0, "error": None, "unreliable": False, **kw}
 
 
-def result():
+def result() -> PrefillResult:
+    """A hand-made prefill result, typed (the keys it leaves out neutral: typed_cells)."""
+    return as_result(full_result(_result()), PrefillResult)
+
+
+def _result():
     return {"bench": "prefill", "interrupted": False, "config": {},
             "ratios": {"compared": ["A", "B"], "by_length": {"2000": 1.343, "64000": None}},
             "lanes": {"A": {"lengths": {"2000": cell(2591, 0.777, repeat=2593, reps=[2500, 2591, 2700]),
@@ -101,7 +108,7 @@ def test_the_cli_prints_the_model_fitted_to_its_width(width):
 
 
 def test_the_report_shows_the_same_model_whole():
-    pre = to_json_obj(analyze(SAMPLE).prefill)
+    pre = analyze(SAMPLE).prefill
     sec = prefill_section(pre, ["A", "B"])
     model = prefill_table(pre, ["A", "B"])
     assert sec.headers == model.labels() and sec.rows == model.text_rows() and sec.model is not None
@@ -118,7 +125,7 @@ async def test_the_prefill_replay_draws_the_model_with_no_cell_cut(size):
         table = app.screen.query_one(BenchTable)
         labels = [str(c.label) for c in table.columns.values()]
         rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
-        model = prefill_table(to_json_obj(analyze(SAMPLE).prefill), ["A", "B"])
+        model = prefill_table(analyze(SAMPLE).prefill, ["A", "B"])
         fitted = model.fit(table.size.width + 1, pad=2)
         assert labels == fitted.labels() and rows == fitted.text_rows()
         assert table.virtual_size.width <= table.scrollable_content_region.width  # drawn whole, nothing cut

@@ -9,15 +9,14 @@ import io
 import re
 from pathlib import Path
 
-import msgspec
-
 from lanemon.reports.analyse import analyze
-from lanemon.results.decode import LaneLevels
+from lanemon.results.decode import DecodeResult
 from lanemon.reports.charts import svg_chart
 from lanemon.reports.data import crossover, level_leads
 from lanemon.reports.render import render_csv, render_markdown
 from lanemon.reports.sections.decode import decode_sections
-from lanemon.results.common import to_json_obj
+from lanemon.results.common import as_result
+from lanemon.workloads.bench.decode import crossover as ladder_crossover
 from lanemon.workloads.bench.decode import level_leads as ladder_level_leads
 from typed_cells import full_result
 
@@ -40,10 +39,18 @@ def decode(a: dict, b: dict) -> dict:
             "config": {}}
 
 
+def typed(dec: dict) -> DecodeResult:
+    """The hand-made result as the bench's typed result: every key it leaves out neutral (typed_cells), its
+    crossover the ladder's own (as the bench fold sets it: folds/bench.py)."""
+    result = as_result(full_result(copy.deepcopy(dec)), DecodeResult)
+    result.crossover = ladder_crossover(result.lanes, list(result.lanes))
+    return result
+
+
 def table(dec: dict) -> dict:
     """The report's throughput table by ``C1`` (the level's Leader) and ``C1/A`` (a lane's row as a dict of
     header -> text, the lane cell with its mark under ``lane``)."""
-    s = decode_sections(dec, ["A", "B"])[0]
+    s = decode_sections(typed(dec), ["A", "B"])[0]
     out: dict = {"_headers": s.headers, "_caption": [s.caption], "_notes": s.notes}
     level = None
     for row in s.rows:
@@ -71,7 +78,7 @@ def test_leader_is_judged_on_the_steady_figure_with_the_noise_band_not_the_span(
     assert t["C2"] == "B (1.12×)"
     assert "steady:" in t["_caption"][0] and "span:" in t["_caption"][0] and "noise band (5 %" in t["_caption"][0]
     # the chart draws the steady figures
-    chart = decode_sections(dec, ["A", "B"])[0].chart
+    chart = decode_sections(typed(dec), ["A", "B"])[0].chart
     assert chart.series == {"A": [100, 100], "B": [103, 112]} and "steady" in chart.y_title
 
 
@@ -95,16 +102,15 @@ def test_a_starved_cell_is_marked_not_judged_and_left_out_of_the_chart():
     assert t["C2/B"]["steady tok/s"] == "300?" and t["C2/B"]["span tok/s"] == "300?"  # both figures are flagged
     assert t["C2/B"]["lane"] == "B" and t["C2/A"]["lane"] == "A"  # no mark: nobody leads a level not judged
     assert any(n.startswith("? lanemon itself was starved") for n in t["_notes"])
-    s = decode_sections(dec, ["A", "B"])[0]
+    s = decode_sections(typed(dec), ["A", "B"])[0]
     assert s.chart.series["B"] == [80, None, 200]
     # the line breaks at the starved point instead of bridging it: B draws no polyline (two one-point runs)
     svg = svg_chart(s.chart, ["A", "B"])
     assert len(re.findall(r'<polyline class="line s0"', svg)) == 1
     assert len(re.findall(r'<polyline class="line s1"', svg)) == 0
     # and the judgement is the ladder's own
-    assert level_leads(dec, ["A", "B"])[2]["leader"] is None
-    lanes = {n: msgspec.convert(d, LaneLevels, strict=False) for n, d in dec["lanes"].items()}  # the JSON's levels
-    assert [x.leader for x in ladder_level_leads(lanes, "A", "B")] == ["A", None, "B"]
+    assert level_leads(typed(dec), ["A", "B"])[2].leader is None
+    assert [x.leader for x in ladder_level_leads(typed(dec).lanes, "A", "B")] == ["A", None, "B"]
 
 
 def test_old_recordings_without_steady_figures_report_the_span_labelled_and_judged_with_the_band():
@@ -114,19 +120,21 @@ def test_old_recordings_without_steady_figures_report_the_span_labelled_and_judg
     assert t["C1"] == "tie"  # 4 % is inside the 5 % band (the old 3 % TIE called it a lead)
     assert t["C2"] == "B (1.10×)" and t["C2/B"]["span tok/s"] == "110" and t["C2/B"]["lane"] == "B ▲"
     assert "predates the steady-state figure" in t["_caption"][0]
-    s = decode_sections(dec, ["A", "B"])[0]
+    s = decode_sections(typed(dec), ["A", "B"])[0]
     assert s.chart.series == {"A": [100, 100], "B": [104, 110]} and "span" in s.chart.title
     assert all(line.endswith("(span)") for line in s.spark)
 
 
-def test_crossover_of_a_dict_without_one_uses_the_noise_band():
+def test_the_crossover_is_the_ladders_judged_with_the_noise_band():
     # leadership flips by 2 % at C2: inside the band, no crossover; by 20 % at C3: a crossover from C1 to C3
     dec = decode({"1": cell(110, 110), "2": cell(100, 100), "3": cell(100, 100)},
                  {"1": cell(100, 100), "2": cell(102, 102), "3": cell(100, 100)})
-    assert crossover(dec, ["A", "B"]) is None
+    assert crossover(typed(dec), ["A", "B"]) is None
     dec["lanes"]["B"]["levels"]["3"] = cell(120, 120)
-    x = crossover(dec, ["A", "B"])
-    assert x["leader_before"] == "A" and x["leader_after"] == "B" and x["between"] == [1, 3]
+    x = crossover(typed(dec), ["A", "B"])
+    assert x is not None and (x.leader_before, x.leader_after, x.between) == ("A", "B", [1, 3])
+    t = table(dec)  # the caption says it
+    assert "A leads up to C1, B from C3." in t["_caption"][0]
 
 
 def test_csv_level_rows_lead_with_the_judged_figure_and_keep_the_span():
@@ -170,7 +178,7 @@ def test_the_report_draws_the_decode_table_the_cli_prints_one_model():
     from lanemon.cli.bench import render
     from lanemon.reports.tables import decode_table
 
-    d = to_json_obj(analyze(SAMPLE).decode)  # the form the decode table reads (reports/sections.for_section)
+    d = analyze(SAMPLE).decode  # the typed result the report's section and the CLI both read
     s = decode_sections(d, ["A", "B"])[0]
     model = decode_table(d, ["A", "B"])
     assert s.model is not None and (s.headers, s.rows) == (model.labels(), model.text_rows())
@@ -199,5 +207,5 @@ def test_the_report_keeps_the_reps_range_and_the_kinds_of_errors():
     assert t["C1/A"]["err"] == "3" and t["C1/A"]["errors"] == "3 err (1 truncated, 1 empty), 2 burst"
     assert t["C1/B"]["errors"] == "—"
     # the TTFT table says the same words
-    ttft = decode_sections(dec, ["A", "B"])[1]
+    ttft = decode_sections(typed(dec), ["A", "B"])[1]
     assert ttft.rows[0][-1] == "3 err (1 truncated, 1 empty), 2 burst"

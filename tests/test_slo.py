@@ -5,6 +5,7 @@ from types import SimpleNamespace
 import pytest
 
 from lanemon.measure import slo
+from lanemon.results.common import SloTarget
 
 
 def m(ttft=0.1, tpot=0.01, e2e=1.0, ok=True, tokens=100):
@@ -44,10 +45,10 @@ def test_nothing_completed_nothing_held_and_no_rate_without_duration():
     r = slo.evaluate([m(ok=False), m(ok=False)], {"e2e": 10}, None)
     assert not r.held and r.goodput_rps is None and r.good == 0
     assert r.breach() == "p90 E2E: no completed request"
-    j = r.to_json()
-    assert j["targets"]["e2e"] == {"limit_s": 10.0, "stat": "p90", "value_s": None, "met": 0, "total": 2,
-                                   "attainment": 0.0, "held": False}
-    assert slo.evaluate([], {"ttft": 1}, 5.0).to_json()["share"] is None
+    j = r.to_result()
+    assert j.targets["e2e"] == SloTarget(limit_s=10.0, stat="p90", value_s=None, met=0, total=2, attainment=0.0,
+                                         held=False)
+    assert slo.evaluate([], {"ttft": 1}, 5.0).to_result().share is None
 
 
 def test_one_token_replies_cannot_miss_tpot():

@@ -365,7 +365,13 @@ def test_units_note_names_the_units_short_labels_drop():
 
     level = {"steady_tok_s": 1076.0, "aggregate_tok_s": 1063.0, "ttft_p50_s": 0.038, "ttft_p90_s": 0.05,
              "per_stream_tok_s_p50": 500.0, "errors": 0, "requests": 4}
-    result = {"lanes": {"A": {"levels": {"1": level, "2": level}}, "B": {"levels": {"1": level, "2": level}}}}
+    from lanemon.results.common import as_result
+    from lanemon.results.decode import DecodeResult
+    from typed_cells import full_result
+
+    result = as_result(full_result({"bench": "decode", "lanes": {"A": {"levels": {"1": dict(level), "2": dict(level)}},
+                                                                 "B": {"levels": {"1": dict(level), "2": dict(level)}}}}),
+                       DecodeResult)
     t = decode_table(result, ["A", "B"])
     assert t.units_note() == ""  # full labels: `steady tok/s`
     narrow = t.fit(46, pad=2)

@@ -57,11 +57,11 @@ def test_mann_whitney_u_and_exact_p():
 
 def test_rep_test_refuses_fewer_than_three_reps_a_side():
     t = stats.rep_test([100, 101], [200, 201])
-    assert t["testable"] is False and t["p"] is None and (t["n_old"], t["n_new"]) == (2, 2)
+    assert t.testable is False and t.p is None and (t.n_old, t.n_new) == (2, 2)
     t = stats.rep_test([100, 101, None, float("nan")], [200, 201, 202])
-    assert t["testable"] is False and t["n_old"] == 2
+    assert t.testable is False and t.n_old == 2
     t = stats.rep_test([100, 101, 102], [200, 201, 202])
-    assert t["testable"] and t["p"] == pytest.approx(0.1)
+    assert t.testable and t.p == pytest.approx(0.1)
 
 
 # ------------------------------------------------------------------ corrections
@@ -89,14 +89,14 @@ def test_false_positive_rate_with_five_reps_and_correction():
         for _row in range(24):
             x = [rng.gauss(100, 3) for _ in range(5)]
             y = [rng.gauss(100, 3) for _ in range(5)]
-            ps.append(stats.rep_test(x, y)["p"])
+            ps.append(stats.rep_test(x, y).p)
         flagged += any(p < stats.ALPHA for p in stats.benjamini_hochberg(ps))
     assert flagged / trials <= 0.08
 
 
 def test_a_real_ten_percent_change_on_every_row_is_found_with_five_reps():
     rng = random.Random(8)
-    ps = [stats.rep_test([rng.gauss(100, 1.5) for _ in range(5)], [rng.gauss(90, 1.5) for _ in range(5)])["p"]
+    ps = [stats.rep_test([rng.gauss(100, 1.5) for _ in range(5)], [rng.gauss(90, 1.5) for _ in range(5)]).p
           for _ in range(24)]
     adj = stats.benjamini_hochberg(ps)
     assert sum(p < stats.ALPHA for p in adj) >= 22
@@ -104,11 +104,11 @@ def test_a_real_ten_percent_change_on_every_row_is_found_with_five_reps():
 
 # ------------------------------------------------------------------ noise band and leads
 def test_noise_band_default_and_widened_by_reps():
-    assert stats.noise_band("throughput") == {"band": 0.05, "default": 0.05, "from_reps": False}
-    assert stats.noise_band("latency")["band"] == 0.10
+    assert stats.noise_band("throughput") == stats.NoiseBand(band=0.05, default=0.05, from_reps=False)
+    assert stats.noise_band("latency").band == 0.10
     b = stats.noise_band("throughput", [100, 110, 105], [200])
-    assert b["band"] == pytest.approx(10 / 105, abs=1e-4) and b["from_reps"] is True
-    assert stats.noise_band("throughput", [100, 101])["band"] == 0.05  # narrower reps keep the floor
+    assert b.band == pytest.approx(10 / 105, abs=1e-4) and b.from_reps is True
+    assert stats.noise_band("throughput", [100, 101]).band == 0.05  # narrower reps keep the floor
 
 
 def test_lead_uses_the_band_and_direction():

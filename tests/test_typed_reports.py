@@ -85,3 +85,28 @@ def test_race_rows_are_the_races_own_summary(rows):
         assert r.basis == "race results"
         assert (r.ttft_p50, r.e2e_p50, r.decode_tok_s_p50) == (lane.ttft_s, lane.total_s, lane.decode_tok_s)
         assert r.requests == len(race.races) and r.complete == lane.races_ok
+
+
+def test_every_bench_section_reads_its_benchs_typed_result_not_its_json(monkeypatch):
+    """Issue 37: the report's decode, efficiency, prefill, needles, sweep and load sections are handed the analysis's
+    own typed result (the same object), never its JSON form (reports/sections once converted them with
+    ``for_section``)."""
+    import lanemon.reports.sections as sections_mod
+
+    seen: dict[str, object] = {}
+
+    def spy(name, real):
+        def build(result, lanes):
+            seen[name] = result
+            return real(result, lanes)
+        return build
+
+    for name in ("decode_sections", "efficiency_section", "prefill_section", "needles_section"):
+        monkeypatch.setattr(sections_mod, name, spy(name, getattr(sections_mod, name)))
+    a = analyze_many([SAMPLES / "decode.jsonl", SAMPLES / "prefill.jsonl", SAMPLES / "needles.jsonl"])
+    keys = [s.key for s in sections_mod.sections(a)]
+    assert {"decode", "ttft", "categories", "prefill", "needles"} <= set(keys)
+    assert seen["decode_sections"] is a.decode and isinstance(a.decode, DecodeResult)
+    assert seen["efficiency_section"] is a.decode
+    assert seen["prefill_section"] is a.prefill and isinstance(a.prefill, PrefillResult)
+    assert seen["needles_section"] is a.needles

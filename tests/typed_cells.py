@@ -109,3 +109,22 @@ def full_result(result: dict[str, Any]) -> dict[str, Any]:
             for c in lane["lengths"].values():
                 _fill(c, NEEDLE_CELL)
     return result
+
+
+def typed_decode(result: dict[str, Any]) -> Any:
+    """A hand-made decode result (its JSON form, ``bench`` may be left out) as the typed
+    :class:`~lanemon.results.decode.DecodeResult` the report's sections and tables read (the keys it leaves out
+    neutral: :func:`full_result`)."""
+    from lanemon.results.common import as_result
+    from lanemon.results.decode import DecodeResult
+
+    return as_result(full_result({"bench": "decode", **copy.deepcopy(result)}), DecodeResult)
+
+
+def typed_levels(per: dict[Any, dict[str, Any]]) -> dict[Any, Any]:
+    """Hand-made decode levels (``{level: keys}``, e.g. a cell's energy block) as typed
+    :class:`~lanemon.results.decode.DecodeCell`\\ s, the keys left out neutral."""
+    from lanemon.results.common import as_result
+    from lanemon.results.decode import DecodeCell
+
+    return {k: as_result(decode_cell(**v), DecodeCell) for k, v in per.items()}

@@ -347,7 +347,6 @@ def render(result: DecodeResult | PrefillResult | NeedleResult | LoadResult | Sw
     """The result table(s) of one bench (typed: a --json read back is read as its Struct first, ``as_result``),
     with the crossover sentence and flags: every table the report of the same run has (a sweep's energy and cost
     by level: from ``events``, the decode cells the sweep ran)."""
-    from lanemon.results.common import to_json_obj
 
     kind = result.bench
     if kind == "decode":
@@ -364,8 +363,7 @@ def render(result: DecodeResult | PrefillResult | NeedleResult | LoadResult | Sw
             from lanemon.measure.views import attach_engine_views
             from lanemon.workloads.bench.decode import decode_results
 
-            _render_efficiency(to_json_obj(attach_engine_views(decode_results(events), events)), list(result.lanes),
-                               console)
+            _render_efficiency(attach_engine_views(decode_results(events), events), list(result.lanes), console)
     if time_scale and time_scale != 1.0:
         console.print(f"[dim]simulated lanes at --time-scale {time_scale}: rates are as measured "
                       f"(multiply by {time_scale} for the lanes' real-time rates, times divide)[/]")
@@ -381,7 +379,6 @@ def _render_decode(result: DecodeResult, console) -> None:
     from rich.table import Table
 
     from lanemon.reports.tables import decode_table, print_table
-    from lanemon.results.common import to_json_obj
     from lanemon.workloads.bench.decode import crossover_sentence
 
     lanes = result.lanes
@@ -410,10 +407,10 @@ def _render_decode(result: DecodeResult, console) -> None:
                 row.append(f"{vals2[0] / vals2[1]:.2f}×" if vals2[0] and vals2[1] else "–")
             ct.add_row(*row)
         console.print(ct)
-    _render_efficiency(to_json_obj(result), names, console)  # reports/sections/efficiency.py reads the JSON
+    _render_efficiency(result, names, console)
 
 
-def _render_efficiency(result: dict[str, Any], names: list[str], console) -> None:
+def _render_efficiency(result: DecodeResult, names: list[str], console) -> None:
     """Tokens per joule, GPU power and USD per 1M output tokens by level: the report's efficiency section
     (reports/sections/efficiency.py), shown when a lane has GPU telemetry or a cost (docs/GPU.md)."""
     from rich.markup import escape as rich_escape

@@ -415,7 +415,7 @@ def attach_counters(lanes: dict[str, Any], events: list[Event]) -> None:
         scr = by_lane[lane] if lane in by_lane else by_lane.setdefault(lane, scrapes(events, lane))
         if not scr:
             return False, None
-        blocks = [window_counters(scr, cells[c]["t0"], cells[c]["t1"]) for c in cids]
+        blocks = [window_counters(scr, cells[c].t0, cells[c].t1) for c in cids]
         return True, (sum_counters(blocks) if all(b is not None for b in blocks) else None)
 
     for (lane, where, key), cids in cell_groups(cells).items():

@@ -236,9 +236,6 @@ def energy_json(e: Energy) -> dict[str, float | int | str | None]:
     return {key: getattr(e, key) for key in ENERGY_KEYS}
 
 
-#: a cell mark's key -> the result dict holding its entries (bench decode: levels and categories; prefill and
-#: needles: lengths; load: levels)
-PARTS = (("level", "levels"), ("category", "categories"), ("length", "lengths"))
 ENERGY_KEYS = ("gpu_power_w_mean", "energy_j", "energy_uncertainty_j", "energy_source", "energy_reason",
                "energy_note", "energy_update_s", "energy_dropped", "energy_window_s", "tokens_per_joule",
                "tokens_per_joule_uncertainty", "tokens_per_joule_reason", "usd_per_1m_output_tokens", "cost_reason")
@@ -253,28 +250,48 @@ def lane_readings(cache: dict[str, tuple[list[Reading], Sampled]], events: Itera
     return cache[lane]
 
 
-def cell_windows(events: Iterable[Event]) -> dict[str, dict[str, Any]]:
-    """Finished bench cells: ``{cell id: {"lane", "t0", "t1", keys of the start mark}}``."""
-    cells: dict[str, dict[str, Any]] = {}
+class CellWindow(NamedTuple):
+    """A finished bench cell (:func:`cell_windows`): its lane, its start and end marks' times and what its start
+    mark says it measured (the mark's values as recorded: untrusted, compared and shown as text)."""
+
+    lane: str | None
+    t0: int
+    """The start mark's time (ns)."""
+    t1: int
+    """The end mark's time (ns)."""
+    level: Any = None
+    category: Any = None
+    length: Any = None
+    part: Any = None
+    """``level`` (a decode ladder's level), or the phase a level mark belongs to (a sweep's, ...)."""
+
+
+def cell_windows(events: Iterable[Event]) -> dict[str, CellWindow]:
+    """Finished bench cells by cell id (a start mark and its end mark)."""
+    starts: dict[str, CellWindow] = {}
+    cells: dict[str, CellWindow] = {}
     for ev in events:
         if ev.kind != schema.MARK or ev.data.get("label") != "cell" or not isinstance(ev.data.get("cell"), str):
             continue
         cid = ev.data["cell"]
         if ev.data.get("phase") == "start":
-            cells[cid] = {**ev.data, "lane": ev.lane, "t0": ev.t, "t1": None}
-        elif ev.data.get("phase") == "end" and cid in cells:
-            cells[cid]["t1"] = ev.t
-    return {k: v for k, v in cells.items() if v["t1"] is not None}
+            d = ev.data
+            starts[cid] = CellWindow(ev.lane, ev.t, ev.t, d.get("level"), d.get("category"), d.get("length"),
+                                     d.get("part"))
+            cells.pop(cid, None)  # a cell id started again: its new start waits for its own end
+        elif ev.data.get("phase") == "end" and cid in starts:
+            cells[cid] = starts[cid]._replace(t1=ev.t)
+    return {cid: cells[cid] for cid in starts if cid in cells}
 
 
-def cell_groups(cells: dict[str, dict[str, Any]]) -> dict[tuple[str, str, str], list[str]]:
+def cell_groups(cells: dict[str, CellWindow]) -> dict[tuple[str, str, str], list[str]]:
     """The result entries the cells belong to: ``{(lane, "levels" | "categories" | "lengths", key): [cell ids,
     one per rep]}``."""
     groups: dict[tuple[str, str, str], list[str]] = {}
     for cid, c in cells.items():
-        for key, where in PARTS:
-            if c.get(key) is not None and (key != "level" or c.get("part") in (None, "level")):
-                groups.setdefault((str(c["lane"]), where, str(c[key])), []).append(cid)
+        for value, where in ((c.level, "levels"), (c.category, "categories"), (c.length, "lengths")):
+            if value is not None and (where != "levels" or c.part in (None, "level")):
+                groups.setdefault((str(c.lane), where, str(value)), []).append(cid)
                 break
     return groups
 
@@ -299,7 +316,7 @@ def attach_energy(lanes: dict[str, Any], events: list[Event]) -> None:
         if not isinstance(entry, dict):
             continue
         rs, sampled = lane_readings(by_lane, events, lane)
-        windows = [(cells[c]["t0"], cells[c]["t1"]) for c in cids]
+        windows = [(cells[c].t0, cells[c].t1) for c in cids]
         entry.update(energy_json(energy_of(events, lane, windows, sum(tokens.get(c, 0) for c in cids),
                                            costs.get(lane), rs, "cell", sampled)))
     for lane, d in lanes.items():  # bench load: each rep over its measured window and the tokens served in it

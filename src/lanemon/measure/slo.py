@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from lanemon.measure.metrics import SLO_KEYS, meets_slo, percentile, round_or_none
+from lanemon.results.common import SloTarget
+from lanemon.results.load import LoadSlo
 
 #: the percentile of completed requests that must be within a target for it to hold
 HOLD_PERCENTILE: dict[str, int] = {"ttft": 90, "tpot": 50, "e2e": 90}
@@ -70,10 +72,10 @@ class TargetResult:
             return f"{stat_name(self.key)} {self.value_s * 1000:.1f} ms > {self.limit_s * 1000:g} ms"
         return f"{stat_name(self.key)} {self.value_s:.3f} s > {self.limit_s:g} s"
 
-    def to_json(self) -> dict[str, Any]:
-        return {"limit_s": self.limit_s, "stat": f"p{self.percentile}", "value_s": round_or_none(self.value_s, 6),
-                "met": self.met, "total": self.total, "attainment": round_or_none(self.attainment),
-                "held": self.held}
+    def to_result(self) -> SloTarget:
+        """The target as the results carry it (``--json``: every key, always; figures rounded)."""
+        return SloTarget(limit_s=self.limit_s, stat=f"p{self.percentile}", value_s=round_or_none(self.value_s, 6),
+                         met=self.met, total=self.total, attainment=round_or_none(self.attainment), held=self.held)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,12 +103,12 @@ class SloResult:
         """The first broken target in words (order ttft, tpot, e2e), or None when every one held."""
         return next((b for b in (t.breach() for t in self.targets) if b), None)
 
-    def to_json(self) -> dict[str, Any]:
-        """``{"goodput_rps", "good", "total", "share", "duration_s", "held", "targets": {key: ...}}``
-        (docs/JSON.md, "SLO")."""
-        return {"goodput_rps": round_or_none(self.goodput_rps), "good": self.good, "total": self.total,
-                "share": round_or_none(self.share), "duration_s": round_or_none(self.duration_s),
-                "held": self.held, "targets": {t.key: t.to_json() for t in self.targets}}
+    def to_result(self) -> LoadSlo:
+        """The judgement as the results carry it (docs/JSON.md, "SLO"): goodput, good, total, share, duration,
+        held and each target (figures rounded)."""
+        return LoadSlo(goodput_rps=round_or_none(self.goodput_rps), good=self.good, total=self.total,
+                       share=round_or_none(self.share), duration_s=round_or_none(self.duration_s), held=self.held,
+                       targets={t.key: t.to_result() for t in self.targets})
 
 
 def evaluate(metrics: Sequence[Any], slo: Mapping[str, float], duration_s: float | None) -> SloResult:

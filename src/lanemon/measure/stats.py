@@ -28,6 +28,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+from typing import NamedTuple
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -83,17 +84,26 @@ def rel_spread(values: Iterable[Any]) -> float:
 
 
 # --------------------------------------------------------------------------- the noise band
-def noise_band(kind: str, *samples: Iterable[Any]) -> dict[str, Any]:
-    """The relative noise band for comparing figures of this ``kind``.
+class NoiseBand(NamedTuple):
+    """The relative noise band two figures are compared against (:func:`noise_band`)."""
 
-    ``{"band": x, "default": d, "from_reps": bool}``: the kind's default
+    band: float
+    """The band: the default widened to the reps' largest relative spread (rounded to 4 places)."""
+    default: float
+    """The kind's default (:data:`DEFAULT_BANDS`)."""
+    from_reps: bool
+    """True when the reps widened it past the default."""
+
+
+def noise_band(kind: str, *samples: Iterable[Any]) -> NoiseBand:
+    """The relative noise band for comparing figures of this ``kind``: the kind's default
     (:data:`DEFAULT_BANDS`; 5 % for an unknown kind) widened to the largest
     relative spread of the given rep lists.
     """
     default = DEFAULT_BANDS.get(kind, DEFAULT_BANDS["throughput"])
     spread = max((rel_spread(s) for s in samples), default=0.0)
     band = max(default, spread)
-    return {"band": round(band, 4), "default": default, "from_reps": spread > default}
+    return NoiseBand(band=round(band, 4), default=default, from_reps=spread > default)
 
 
 def rel_gap(old: float | None, new: float | None) -> float | None:
@@ -167,15 +177,29 @@ def mann_whitney_u(x: Sequence[float], y: Sequence[float]) -> tuple[float, float
     return u, float(p if p is not None else 1.0)
 
 
-def rep_test(old: Sequence[Any], new: Sequence[Any], *, min_reps: int = MIN_REPS) -> dict[str, Any]:
-    """``{"test", "p", "n_old", "n_new", "testable"}`` for two sets of reps.
+class RepTest(NamedTuple):
+    """A permutation test of two sets of reps (:func:`rep_test`)."""
 
-    Not testable (p None) with fewer than ``min_reps`` finite values on either side.
+    test: str
+    """Always ``"permutation"``."""
+    p: float | None
+    """Its p-value; None when not testable."""
+    n_old: int
+    """Finite values on the old side."""
+    n_new: int
+    """Finite values on the new side."""
+    testable: bool
+    """False with fewer than ``min_reps`` finite values on either side."""
+
+
+def rep_test(old: Sequence[Any], new: Sequence[Any], *, min_reps: int = MIN_REPS) -> RepTest:
+    """The permutation test of two sets of reps: not testable (p None) with fewer than ``min_reps`` finite
+    values on either side.
     """
     xs, ys = finite(old), finite(new)
     ok = len(xs) >= min_reps and len(ys) >= min_reps
-    return {"test": "permutation", "p": permutation_test(xs, ys) if ok else None, "n_old": len(xs),
-            "n_new": len(ys), "testable": ok}
+    return RepTest(test="permutation", p=permutation_test(xs, ys) if ok else None, n_old=len(xs), n_new=len(ys),
+                   testable=ok)
 
 
 def benjamini_hochberg(pvalues: Sequence[float | None]) -> list[float | None]:
@@ -239,10 +263,10 @@ def lead_text(name_a: str, a: float | None, a_reps: Sequence[Any], name_b: str, 
     gap = rel_gap(a, b)
     if gap is None:
         return f"{name_a} vs {name_b}: no figure on both"
-    who = lead(a, b, band["band"], higher_is_better)
+    who = lead(a, b, band.band, higher_is_better)
     rng = gap_range(a_reps, b_reps)
-    src = "from the reps" if band["from_reps"] else ("default" if rng else "default; no reps")
-    unc = f"noise band {pct(band['band'])}, {src}"
+    src = "from the reps" if band.from_reps else ("default" if rng else "default; no reps")
+    unc = f"noise band {pct(band.band)}, {src}"
     if rng:
         unc = f"{name_b}/{name_a} over the reps {rng[0] * 100:+.1f} % to {rng[1] * 100:+.1f} %; " + unc
     if who == "tie":

@@ -221,19 +221,19 @@ def judge(metric: Metric, old: float | None, new: float | None, old_reps: Sequen
         return Judgement(ratio=ratio, better=better, basis="one task (see the score row)")
     band = st.noise_band(metric.kind, old_reps, new_reps)
     gap = st.rel_gap(old, new)
-    beyond = bool(better) and (gap is None or abs(gap) > band["band"] + 1e-9)
-    band_txt = f"noise band {band['band']:.0%}" + (" (from the reps)" if band["from_reps"] else "")
-    out = Judgement(ratio=ratio, better=better, band=band["band"], beyond_band=beyond)
+    beyond = bool(better) and (gap is None or abs(gap) > band.band + 1e-9)
+    band_txt = f"noise band {band.band:.0%}" + (" (from the reps)" if band.from_reps else "")
+    out = Judgement(ratio=ratio, better=better, band=band.band, beyond_band=beyond)
     if unreliable:
         return replace(out, basis="not judged: lanemon was starved while the cell ran (client-bound)")
     test = st.rep_test(old_reps, new_reps)
-    if not test["testable"]:
+    if not test.testable or test.p is None:
         where = "beyond" if beyond else "within"
-        return replace(out, basis=f"{where} {band_txt}; not tested: {test['n_old']} vs {test['n_new']} reps "
+        return replace(out, basis=f"{where} {band_txt}; not tested: {test.n_old} vs {test.n_new} reps "
                                   f"(a test needs {st.MIN_REPS} a side)")
-    p = test["p"]
+    p = test.p
     return replace(out, p=p, test="permutation", significant=bool(better) and p < st.ALPHA,
-                   basis=f"permutation test on {test['n_old']} vs {test['n_new']} reps: p = {p:.3f}; {band_txt}")
+                   basis=f"permutation test on {test.n_old} vs {test.n_new} reps: p = {p:.3f}; {band_txt}")
 
 
 def correct(rows: list[CompareRow]) -> None:

@@ -4,33 +4,26 @@ and each bench's cells.
 Pure accessors shared by the verdict, the sections and the CSV: which lanes a bench holds (in
 header order), a lane's decode levels and prefill lengths, the decode crossover, race wins,
 qeval runs and misses, the agreement pair, KL and gauntlet lanes, and the gauntlet's per-turn
-TTFT/decode split.  They read the typed results by attribute; the decode and prefill accessors also take a
-result's JSON form (a dict: what the sections not yet reading typed results pass) and then answer in it.
+TTFT/decode split.  They read the typed results (``lanemon.results``) by attribute.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-import msgspec
+from typing import Any, NamedTuple
 
 from lanemon.measure.stats import median
 from lanemon.reports.format import num
 from lanemon.results.agree import AgreeResult
 from lanemon.results.analysis import Analysis, QevalLanes
-from lanemon.results.common import to_json_obj
-from lanemon.results.decode import DecodeCell, DecodeLane, DecodeResult, LaneLevels, LevelView
-from lanemon.results.prefill import PrefillResult
+from lanemon.results.decode import Crossover, DecodeCell, DecodeResult, LevelLead
+from lanemon.results.prefill import PrefillCell, PrefillResult
 from lanemon.results.gauntlet import GauntletLane, GauntletResult
 from lanemon.results.kl import KlResult
 from lanemon.results.qeval import QevalResult
 from lanemon.results.race import RaceResult
-from lanemon.workloads.bench.decode import crossover as ladder_crossover
 from lanemon.workloads.bench.decode import judge_levels
 from lanemon.workloads.bench.decode import level_figure as ladder_level_figure
 
-Cell = DecodeCell | dict[str, Any]
-"""A decode level: typed, or its JSON form (the sections not yet reading typed results)."""
 
 def bench_lanes(result: Any) -> Any:
     """A bench result's ``lanes``: a typed result's attribute (``lanemon.results``), a kl dict's key; {} for none."""
@@ -56,101 +49,69 @@ def present_lanes(analysis: Analysis, bench: str) -> list[str]:
     return [n for n in lane_names(analysis) if n in lanes]
 
 
-def decode_levels(decode: DecodeResult | dict[str, Any], lane: str) -> dict[int, Any]:
-    """A lane's levels by concurrency, in order: typed cells (:class:`DecodeCell`) from a typed result, the
-    JSON form's cells from a dict."""
-    if isinstance(decode, DecodeResult):
-        d = decode.lanes.get(lane)
-        levels: dict[str, Any] = d.levels if d is not None else {}
-    else:
-        levels = ((decode.get("lanes") or {}).get(lane) or {}).get("levels") or {}
-    out = {}
-    for k, v in levels.items():
+def decode_levels(decode: DecodeResult | None, lane: str) -> dict[int, DecodeCell]:
+    """A lane's levels (:class:`DecodeCell`) by concurrency, in order ({} for a lane or a result there is not)."""
+    d = decode.lanes.get(lane) if decode is not None else None
+    out: dict[int, DecodeCell] = {}
+    for k, v in (d.levels if d is not None else {}).items():
         try:
             key = int(float(k))
         except (TypeError, ValueError):
             continue
-        out[key] = v if v is not None else {}  # a typed lane's cells are never None
+        out[key] = v
     return dict(sorted(out.items()))
 
 
-def agg(cell: Cell) -> float | None:
+def agg(cell: DecodeCell) -> float | None:
     """A level's first send -> last end aggregate (the span)."""
-    return num(cell.aggregate_tok_s if isinstance(cell, DecodeCell) else cell.get("aggregate_tok_s"))
+    return num(cell.aggregate_tok_s)
 
 
-def steady(cell: Cell) -> float | None:
+def steady(cell: DecodeCell) -> float | None:
     """A level's steady-state aggregate (tokens while all C streams ran / that window); None in recordings
     made before lanemon measured it."""
-    return num(cell.steady_tok_s if isinstance(cell, DecodeCell) else cell.get("steady_tok_s"))
+    return num(cell.steady_tok_s)
 
 
-def _view(cell: Any) -> DecodeCell | LevelView:
-    """A level as the ladder's judgement reads it: a typed cell as it is; a JSON one through :class:`LevelView`
-    (an unreadable cell: no figure)."""
-    if isinstance(cell, (DecodeCell, LevelView)):
-        return cell
-    try:
-        return msgspec.convert(cell or {}, LevelView, strict=False)
-    except msgspec.ValidationError:
-        return LevelView()
+def level_figure(cell: DecodeCell) -> tuple[float | None, list[Any], str]:
+    """:func:`lanemon.workloads.bench.decode.level_figure` of a level."""
+    return ladder_level_figure(cell)
 
 
-def level_figure(cell: Cell) -> tuple[float | None, list[Any], str]:
-    """:func:`lanemon.workloads.bench.decode.level_figure` of a level (typed, or its JSON)."""
-    return ladder_level_figure(_view(cell))
-
-
-def level_value(cell: Cell | None) -> float | None:
+def level_value(cell: DecodeCell | None) -> float | None:
     """The figure a level is judged and drawn on: steady where the results have it, else the span
-    (:func:`lanemon.workloads.bench.decode.level_figure`)."""
-    return num(level_figure(cell or {})[0])
+    (:func:`lanemon.workloads.bench.decode.level_figure`); None for no level."""
+    return num(level_figure(cell)[0]) if cell is not None else None
 
 
-def level_basis(cell: Cell) -> tuple[float | None, list[Any], str]:
+def level_basis(cell: DecodeCell) -> tuple[float | None, list[Any], str]:
     """(figure, its reps, ``"steady"`` | ``"span"``) a level is judged on
     (:func:`lanemon.workloads.bench.decode.level_figure`)."""
     return level_figure(cell)
 
 
-def has_steady(decode: DecodeResult | dict[str, Any], lanes: list[str]) -> bool:
+def has_steady(decode: DecodeResult, lanes: list[str]) -> bool:
     """True when any level of these lanes carries a steady-state figure (recordings since it was measured)."""
     return any(steady(c) is not None for n in lanes for c in decode_levels(decode, n).values())
 
 
-def _ladder(decode: DecodeResult | dict[str, Any], lanes: list[str]) -> dict[str, DecodeLane | LaneLevels]:
-    """The lanes' levels as the ladder's judgement reads them (a typed result's own lanes)."""
-    if isinstance(decode, DecodeResult):
-        return {n: decode.lanes[n] for n in lanes if n in decode.lanes}
-    return {n: LaneLevels(levels={str(k): _view(c) for k, c in decode_levels(decode, n).items()}) for n in lanes}
-
-
-def level_leads(decode: DecodeResult | dict[str, Any], lanes: list[str]) -> dict[int, dict[str, Any]]:
+def level_leads(decode: DecodeResult, lanes: list[str]) -> dict[int, LevelLead]:
     """Per level: the judgement the ladder, the crossover, the CLI table and the bench screen make
     (:func:`lanemon.workloads.bench.decode.level_leads`: steady figure, else span; the shared noise band;
     ``leader`` a lane, ``"tie"`` inside the band, None when a cell ran while lanemon was starved).
 
     With more than two lanes the level's two best figures are judged.  Each entry also has ``ratio``
     (best / runner-up) and ``pair`` (the two lanes judged)."""
-    return {lvl: to_json_obj(x) for lvl, x in judge_levels(_ladder(decode, lanes), lanes).items()}
+    return judge_levels({n: decode.lanes[n] for n in lanes if n in decode.lanes}, lanes)
 
 
-def crossover(decode: DecodeResult | dict[str, Any], lanes: list[str]) -> dict[str, Any] | None:
-    """Where leadership changes between levels: the results' own ``crossover`` (None when it never changes);
-    a hand-made JSON form without the key gets the ladder's own rule (steady figure, else span, noise band)."""
-    if isinstance(decode, DecodeResult):
-        c = decode.crossover
-        return to_json_obj(c) if c is not None and c.between else None
-    if "crossover" in decode:
-        c = decode.get("crossover")
-        return c if isinstance(c, dict) and c.get("between") else None
-    if len(lanes) < 2:
-        return None
-    x = ladder_crossover(_ladder(decode, lanes), lanes)
-    return to_json_obj(x) if x is not None else None
+def crossover(decode: DecodeResult, lanes: list[str]) -> Crossover | None:
+    """Where leadership changes between levels: the results' own ``crossover`` (None when it never changes)."""
+    c = decode.crossover
+    return c if c is not None and c.between else None
 
 
-def first_level(decode: DecodeResult | dict[str, Any], lane: str) -> tuple[int, Any] | None:
+def first_level(decode: DecodeResult, lane: str) -> tuple[int, DecodeCell] | None:
     levels = decode_levels(decode, lane)
     if not levels:
         return None
@@ -158,12 +119,10 @@ def first_level(decode: DecodeResult | dict[str, Any], lane: str) -> tuple[int, 
     return lvl, levels[lvl]
 
 
-def prefill_cells(prefill: PrefillResult | dict[str, Any], lane: str) -> dict[str, Any]:
-    """A lane's prompt lengths: typed cells (:class:`PrefillCell`) from a typed result, JSON cells from a dict."""
-    if isinstance(prefill, PrefillResult):
-        d = prefill.lanes.get(lane)
-        return dict(d.lengths) if d is not None else {}
-    return ((prefill.get("lanes") or {}).get(lane) or {}).get("lengths") or {}
+def prefill_cells(prefill: PrefillResult | None, lane: str) -> dict[str, PrefillCell]:
+    """A lane's prompt lengths (:class:`PrefillCell`) by their key ({} for a lane or a result there is not)."""
+    d = prefill.lanes.get(lane) if prefill is not None else None
+    return dict(d.lengths) if d is not None else {}
 
 
 def race_wins(race: RaceResult) -> dict[str, int]:
@@ -211,7 +170,31 @@ def gauntlet_lanes(g: GauntletResult | None, order: list[str]) -> list[str]:
     return [n for n in order if n in lanes] + [n for n in lanes if n not in order]
 
 
-def turn_split(d: GauntletLane) -> dict[str, Any]:
+class TurnTimes(NamedTuple):
+    """One gauntlet turn of a lane, the median over its reps (None where no rep has the figure)."""
+
+    ttft: float | None
+    decode: float | None
+    prompt: float | None
+    """Prompt tokens."""
+    out: float | None
+    """Completion tokens."""
+    tool: bool
+    """True when the turn made a tool call in any rep."""
+
+
+class TurnSplit(NamedTuple):
+    """A lane's gauntlet time split (:func:`turn_split`)."""
+
+    ttft: float | None
+    """Median over reps of the per-rep sum of TTFT seconds."""
+    decode: float | None
+    """Median over reps of the per-rep sum of decode seconds."""
+    turns: dict[int, TurnTimes]
+    """Per turn, in order."""
+
+
+def turn_split(d: GauntletLane) -> TurnSplit:
     """A lane's TTFT / decode seconds: median over reps of the per-rep sums, and per turn (median over reps)."""
     ttft_sums, dec_sums = [], []
     per_turn: dict[int, dict[str, list[float]]] = {}
@@ -225,6 +208,6 @@ def turn_split(d: GauntletLane) -> dict[str, Any]:
                 if num(value) is not None:
                     cell[key].append(num(value))
             cell["tool"].append(bool(t.calls))
-    turns = {k: {"ttft": median(v["ttft"]), "decode": median(v["decode"]), "prompt": median(v["prompt"]),
-                 "out": median(v["out"]), "tool": any(v["tool"])} for k, v in sorted(per_turn.items())}
-    return {"ttft": median(ttft_sums), "decode": median(dec_sums), "turns": turns}
+    turns = {k: TurnTimes(ttft=median(v["ttft"]), decode=median(v["decode"]), prompt=median(v["prompt"]),
+                          out=median(v["out"]), tool=any(v["tool"])) for k, v in sorted(per_turn.items())}
+    return TurnSplit(ttft=median(ttft_sums), decode=median(dec_sums), turns=turns)

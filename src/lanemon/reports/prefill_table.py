@@ -8,16 +8,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from lanemon.reports.format import err_text, length_label, num
-from lanemon.results.prefill import PrefillResult
+from lanemon.results.prefill import PrefillCell, PrefillResult
 from lanemon.reports.tables import (BAD, GOOD, STRONG, WARN, Cell, Column, ResultTable, fig, goodput_cells, rate,
                                     rep_range, secs, slo_targets_text)
-from lanemon.reports.tables import _json
 
 #: how a prefix-cache hit was told apart (workloads/bench/prefill.py)
 _HIT_SOURCE = {"cached_tokens": "the server's cached_tokens", "timing": "timing: the repeat > 2× the cold median"}
 
 
-def prefill_table(result: PrefillResult | dict[str, Any], lanes: Sequence[str] | None = None) -> ResultTable:
+def prefill_table(result: PrefillResult | None, lanes: Sequence[str] | None = None) -> ResultTable:
     """The prefill ladder (``bench prefill`` prints it, the bench screen and the report draw it): one row per
     prompt length and lane (length-major).  ``prefill tok/s`` is the cold figure (prompt tokens / TTFT, unique
     prompts; the median over reps) with ``?`` where lanemon itself was starved and ``†`` unstable reps; the
@@ -27,21 +26,20 @@ def prefill_table(result: PrefillResult | dict[str, Any], lanes: Sequence[str] |
 
     Ranks (:meth:`ResultTable.fit`): length, lane and the cold figure are never dropped; TTFT and the cache hit
     go last (a cell is never cut: the bench screen's 46 columns show them whole); the detail columns (the
-    reps' range, the repeat's own rate) go first, unnamed."""
-    result = _json(result)
-    by_lane = result.get("lanes") or {}
+    reps' range, the repeat's own rate) go first, unnamed.  ``result`` None (nothing yet): no rows."""
+    by_lane = result.lanes if result is not None else {}
     names = [n for n in (lanes or []) if n in by_lane] + [n for n in by_lane if n not in (lanes or [])]
-    per = {n: (by_lane[n] or {}).get("lengths") or {} for n in names}
-    cells = [c or {} for n in names for c in per[n].values()]
-    ratios = result.get("ratios") or {}
-    compared = [x for x in ratios.get("compared") or [] if x in by_lane]
-    compared = compared if len(compared) == 2 else [n for n in names if per[n]][:2] if not ratios else []
+    per: dict[str, dict[str, PrefillCell]] = {n: by_lane[n].lengths for n in names}
+    cells = [c for n in names for c in per[n].values()]
+    ratios = result.ratios if result is not None else None
+    compared = [x for x in ratios.compared if x in by_lane] if ratios is not None else []
+    compared = compared if len(compared) == 2 else [n for n in names if per[n]][:2] if ratios is None else []
     compared = compared if len(compared) == 2 else []
-    show_hit = any(c.get("cache_hit_tok_s") is not None or c.get("repeat_tok_s") is not None for c in cells)
-    show_goodput = any("goodput" in c for c in cells)
-    show_range = any(len(c.get("reps") or []) > 1 for c in cells)
-    show_repeat = any(num(c.get("repeat_tok_s")) is not None for c in cells)
-    slo = (result.get("config") or {}).get("slo") or None
+    show_hit = any(c.cache_hit_tok_s is not None or c.repeat_tok_s is not None for c in cells)
+    show_goodput = any(c.goodput is not None for c in cells)
+    show_range = any(len(c.reps or []) > 1 for c in cells)
+    show_repeat = any(num(c.repeat_tok_s) is not None for c in cells)
+    slo = (result.config.slo if result is not None else None) or None
     cols = [Column("length", 0), Column("lane", 0, "left"), fig("prefill_tok_s", 0), fig("ttft", 1)]
     if show_hit:
         cols += [fig("cache_hit_tok_s", 1)]
@@ -66,57 +64,58 @@ def prefill_table(result: PrefillResult | dict[str, Any], lanes: Sequence[str] |
             if c is None:
                 continue
             label = length_label(length)
-            flag = ("?" if c.get("unreliable") else "") + ("†" if c.get("unstable") else "")
-            v = num(c.get("prefill_tok_s"))
-            if v is None and c.get("skipped"):
+            flag = ("?" if c.unreliable else "") + ("†" if c.unstable else "")
+            v = num(c.prefill_tok_s)
+            if v is None and c.skipped:
                 figure = Cell("not sent", WARN)
-            elif v is None and c.get("error"):
+            elif v is None and c.error:
                 figure = Cell("error", BAD)
             else:
                 figure = Cell(rate(v) + flag, WARN if "?" in flag else None)
-            if c.get("error"):
-                failed.append(f"{n} {label}: {err_text(c.get('error'), 120)}")
-            row = [Cell(label if first else ""), Cell(n, STRONG), figure, Cell(secs(c.get("ttft_s")))]
+            if c.error:
+                failed.append(f"{n} {label}: {err_text(c.error, 120)}")
+            row = [Cell(label if first else ""), Cell(n, STRONG), figure, Cell(secs(c.ttft_s))]
             if show_hit:
-                hit, again = num(c.get("cache_hit_tok_s")), num(c.get("repeat_tok_s"))
+                hit, again = num(c.cache_hit_tok_s), num(c.repeat_tok_s)
                 row.append(Cell(rate(hit), GOOD) if hit is not None else Cell("no") if again is not None
                            else Cell("—"))
             if compared:
-                if str(length) in (ratios.get("by_length") or {}):
-                    r = num(ratios["by_length"][str(length)])
+                if ratios is not None and str(length) in ratios.by_length:
+                    r = num(ratios.by_length[str(length)])
                 else:  # a result without the bench's ratios (made before them): the same ratio of the two
-                    a, b = (num((per[x].get(length) or {}).get("prefill_tok_s")) for x in compared)
+                    a, b = (num(x.prefill_tok_s) if x is not None else None
+                            for x in (per[lane].get(length) for lane in compared))
                     r = b / a if a and b else None
                 row.append(Cell((f"{r:.2f}×" if r else "—") if first else ""))
             if show_goodput:
-                row += goodput_cells(c.get("goodput"))
-            errs = int(num(c.get("errors")) or 0)
-            pt = num(c.get("prompt_tokens"))
-            row += [Cell(str(errs) if "errors" in c else "—", BAD if errs else None),
-                    Cell("—" if pt is None else f"{pt:,.0f}" + (" est." if c.get("tokens_estimated") else "")),
-                    Cell(str(c["requests"]) if isinstance(c.get("requests"), int) else "—")]
+                row += goodput_cells(c.goodput)
+            errs = int(num(c.errors) or 0)
+            pt = num(c.prompt_tokens)
+            row += [Cell(str(errs), BAD if errs else None),
+                    Cell("—" if pt is None else f"{pt:,.0f}" + (" est." if c.tokens_estimated else "")),
+                    Cell(str(c.requests))]
             if show_range:
-                row.append(Cell(rep_range(c.get("reps"))))
+                row.append(Cell(rep_range(c.reps)))
             if show_repeat:
-                row.append(Cell(rate(c.get("repeat_tok_s"))))
+                row.append(Cell(rate(c.repeat_tok_s)))
             rows.append(row)
             first = False
         if rows:
             ends.add(len(rows) - 1)
     if show_hit:
-        how = sorted({_HIT_SOURCE.get(str(c.get("cache_hit_source")), str(c.get("cache_hit_source")))
-                      for c in cells if c.get("cache_hit_tok_s") is not None and c.get("cache_hit_source")})
+        how = sorted({_HIT_SOURCE.get(str(c.cache_hit_source), str(c.cache_hit_source))
+                      for c in cells if c.cache_hit_tok_s is not None and c.cache_hit_source})
         notes.append("cache hit: the same prompt sent again was answered from the lane's prefix cache at that rate "
                      "(never counted as prefill); no: the repeat was not a hit"
                      + (f"; told by {' and '.join(how)}" if how else ""))
-    if any(c.get("tokens_estimated") for c in cells):
+    if any(c.tokens_estimated for c in cells):
         notes.append("est.: prompt tokens estimated from the lane's calibration (its stream sent no usage)")
     if show_goodput:
         notes.append(f"goodput: share of cold requests meeting every target and their rate; {slo_targets_text(slo)}")
     if failed:
         notes += failed[:8] + ([f"… and {len(failed) - 8} more cells with an error"] if len(failed) > 8 else [])
-    legend = " · ".join((["? starved"] if any(c.get("unreliable") for c in cells) else [])
-                        + (["† unstable"] if any(c.get("unstable") for c in cells) else []))
+    legend = " · ".join((["? starved"] if any(c.unreliable for c in cells) else [])
+                        + (["† unstable"] if any(c.unstable for c in cells) else []))
     return ResultTable("prefill", "cold prefill · prompt tokens / TTFT, 1-token reply, unique prompts", cols, rows,
                        notes, legend, ends)
 

@@ -21,8 +21,8 @@ from typing import Any
 
 from lanemon.measure.catalogue import metric
 from lanemon.reports.format import num, pct
-from lanemon.results.common import CellGoodput, Energy, LoadConfig, Result, Slo, as_result, to_json_obj
-from lanemon.results.decode import DecodeResult, LeaderChange
+from lanemon.results.common import CellGoodput, Energy, LoadConfig, Slo
+from lanemon.results.decode import DecodeFigures, DecodeResult, LeaderChange, LevelLead
 from lanemon.results.load import LatencyPercentiles, LoadResult, LoadSlo, SendLag
 from lanemon.results.sweep import SweepResult
 
@@ -221,10 +221,8 @@ def slo_targets_text(slo: dict[str, float] | None) -> str:
     return ", ".join(f"{_SLO_LABEL.get(k, k.upper())} ≤ {v:g} s" for k, v in (slo or {}).items()) or "no SLO"
 
 
-def slo_cell(j: LoadSlo | CellGoodput | Slo | dict[str, Any] | None) -> Cell:
+def slo_cell(j: LoadSlo | CellGoodput | Slo | None) -> Cell:
     """``held`` / ``broke TTFT`` (the targets whose percentile was over the limit)."""
-    if isinstance(j, dict):  # a cell's goodput not yet typed (issue 37: decode, prefill)
-        j = as_result(j, Slo) if "held" in j else None
     if j is None or j.held is None:
         return Cell("—")
     if j.held:
@@ -233,11 +231,10 @@ def slo_cell(j: LoadSlo | CellGoodput | Slo | dict[str, Any] | None) -> Cell:
     return Cell("broke " + "+".join(broke) if broke else "broke", BAD)
 
 
-def goodput_cells(g: dict[str, Any] | None) -> list[Cell]:
+def goodput_cells(g: CellGoodput | None) -> list[Cell]:
     """A cell's goodput (``92% 3.1/s``: the share of its requests within the SLO and their rate) and
     whether the SLO held."""
-    g = g if isinstance(g, dict) else {}
-    share_, rate_ = num(g.get("share")), num(g.get("rate_rps"))
+    share_, rate_ = (num(g.share), num(g.rate_rps)) if g is not None else (None, None)
     return [Cell(f"{share_ * 100:.0f}% {rate_:.1f}/s" if share_ is not None and rate_ is not None else "—"),
             slo_cell(g)]
 
@@ -487,37 +484,31 @@ def sweep_finding(result: SweepResult, lane: str) -> str:
 
 
 # ------------------------------------------------------------------ decode
-def _json(result: Any) -> dict[str, Any]:
-    """A typed result (lanemon.results) as its JSON: the tables read a report's analysis, which holds the JSON."""
-    return to_json_obj(result) if isinstance(result, Result) else result
-
-
-def decode_table(result: DecodeResult | dict[str, Any], lanes: Sequence[str] | None = None) -> ResultTable:
+def decode_table(result: DecodeResult | None, lanes: Sequence[str] | None = None) -> ResultTable:
     """The decode ladder (the CLI, the TUI bench screen and the report draw this one model): one row per level
     and lane (level-major).  ``steady`` (tokens while all C streams ran / that window) leads, ``span`` (first
     send → last end) beside it (results made before the steady figure: the span alone, judged); ``?`` marks a
     cell run while lanemon itself was starved (not judged), ``†`` unstable reps, ``▲`` the level's leader by the
-    steady figure beyond the noise band, ``=`` a tie inside it.
+    steady figure beyond the noise band, ``=`` a tie inside it.  ``result`` None (nothing yet): no rows.
 
     Detail columns (:meth:`ResultTable.fit` drops them first, where the width is short; the report, which has no
     width limit, keeps them): the reps' range (min–max) where a cell ran more than one rep, the Leader with its
     ratio (:func:`leader_text`) with two lanes or more, what the errors were (truncated, empty, bursts)."""
     from lanemon.reports.data import decode_levels, level_leads
 
-    result = _json(result)
-    by_lane = result.get("lanes") or {}
+    by_lane = result.lanes if result is not None else {}
     names = [n for n in (lanes or []) if n in by_lane] + [n for n in by_lane if n not in (lanes or [])]
     per = {n: decode_levels(result, n) for n in names}
     cells = [c for n in names for c in per[n].values()]
-    with_steady = any(num(c.get("steady_tok_s")) is not None for c in cells)
-    show_ttfo = any(c.get("reasoning_tokens") for c in cells)
-    show_chunks = any((num(c.get("tokens_per_chunk")) or 1) > 1.05 for c in cells)
-    slo = (result.get("config") or {}).get("slo") or None
-    show_goodput = any("goodput" in c for c in cells)
-    steady_range = with_steady and any(len(c.get("steady_reps") or []) > 1 for c in cells)
-    span_range = any(len(c.get("reps") or []) > 1 for c in cells)
+    with_steady = any(num(c.steady_tok_s) is not None for c in cells)
+    show_ttfo = any(c.reasoning_tokens for c in cells)
+    show_chunks = any((num(c.tokens_per_chunk) or 1) > 1.05 for c in cells)
+    slo = (result.config.slo if result is not None else None) or None
+    show_goodput = any(c.goodput is not None for c in cells)
+    steady_range = with_steady and any(len(c.steady_reps or []) > 1 for c in cells)
+    span_range = any(len(c.reps or []) > 1 for c in cells)
     show_leader = sum(1 for n in names if per[n]) >= 2
-    show_kinds = any(num(c.get(k)) for c in cells for k in ("truncated", "empty", "bursts"))
+    show_kinds = any(num(c.truncated) or num(c.empty) or num(c.bursts) for c in cells)
     cols = [Column("C", 0), Column("lane", 0, "left")]
     if with_steady:
         cols += [fig("steady_tok_s", 0), fig("aggregate_tok_s", 3)]
@@ -540,44 +531,45 @@ def decode_table(result: DecodeResult | dict[str, Any], lanes: Sequence[str] | N
         cols += [Column("Leader", 9, "left", detail=True)]
     if show_kinds:
         cols += [Column("errors", 10, "left", detail=True)]
-    leads = level_leads(result, names) if show_leader else {}
+    leads = level_leads(result, names) if show_leader and result is not None else {}
     levels = sorted({lvl for n in names for lvl in per[n]})
     rows: list[list[Cell]] = []
     ends: set[int] = set()
     for lvl in levels:
         first = True
-        lead = leads.get(lvl) or {}
-        leader = lead.get("leader")
+        lead = leads.get(lvl)
+        leader = lead.leader if lead is not None else None
         for n in names:
             c = per[n].get(lvl)
             if c is None:
                 continue
-            flag = "?" if c.get("unreliable") else ""
-            mark = " ▲" if leader == n else (" =" if leader == "tie" and n in (lead.get("pair") or []) else "")
+            flag = "?" if c.unreliable else ""
+            tie = leader == "tie" and lead is not None and n in (lead.pair or [])
+            mark = " ▲" if leader == n else (" =" if tie else "")
             row = [Cell(f"C{lvl}" if first else ""), Cell(n + mark, STRONG if leader == n else None)]
             if with_steady:
-                row.append(Cell(rate(c.get("steady_tok_s")) + flag + ("†" if c.get("steady_unstable") else ""),
+                row.append(Cell(rate(c.steady_tok_s) + flag + ("†" if c.steady_unstable else ""),
                                 WARN if flag else None))
-            row += [Cell(rate(c.get("aggregate_tok_s")) + flag + ("†" if c.get("unstable") else ""),
+            row += [Cell(rate(c.aggregate_tok_s) + flag + ("†" if c.unstable else ""),
                          None if with_steady or not flag else WARN),
-                    Cell(secs(c.get("ttft_p50_s"))),
-                    Cell(pct(c.get("ttft_p90_s"), 90, c.get("ttft_n"), c.get("ttft_max_s"), secs))]
+                    Cell(secs(c.ttft_p50_s)),
+                    Cell(pct(c.ttft_p90_s, 90, c.ttft_n, c.ttft_max_s, secs))]
             if show_ttfo:
-                row += [Cell(secs(c.get("ttfo_s"))),
-                        Cell(f"{c.get('reasoning_tokens') or 0}" + (" est." if c.get("reasoning_estimated") else ""))]
-            row.append(Cell(rate(c.get("per_stream_tok_s_p50")) + (" est." if c.get("tokens_estimated") else "")))
+                row += [Cell(secs(c.ttfo_s)),
+                        Cell(f"{c.reasoning_tokens or 0}" + (" est." if c.reasoning_estimated else ""))]
+            row.append(Cell(rate(c.per_stream_tok_s_p50) + (" est." if c.tokens_estimated else "")))
             if show_chunks:
-                tpc = num(c.get("tokens_per_chunk"))
-                itl = num(c.get("itl_p50_s"))
+                tpc = num(c.tokens_per_chunk)
+                itl = num(c.itl_p50_s)
                 row += [Cell(f"{tpc:.2f}" if tpc else "—"), Cell("—" if itl is None else f"{itl * 1000:.1f} ms")]
             if show_goodput:
-                row += goodput_cells(c.get("goodput"))
-            errs = int(num(c.get("errors")) or 0)
-            row += [Cell(str(errs), BAD if errs else None), Cell(str(c.get("requests") or 0))]
+                row += goodput_cells(c.goodput)
+            errs = int(num(c.errors) or 0)
+            row += [Cell(str(errs), BAD if errs else None), Cell(str(c.requests or 0))]
             if steady_range:
-                row.append(Cell(rep_range(c.get("steady_reps"))))
+                row.append(Cell(rep_range(c.steady_reps)))
             if span_range:
-                row.append(Cell(rep_range(c.get("reps"))))
+                row.append(Cell(rep_range(c.reps)))
             if show_leader:
                 row.append(Cell(leader_text(lead) if first else ""))
             if show_kinds:
@@ -587,9 +579,9 @@ def decode_table(result: DecodeResult | dict[str, Any], lanes: Sequence[str] | N
         if rows:
             ends.add(len(rows) - 1)
     notes = []
-    if any(c.get("tokens_estimated") for c in cells):
+    if any(c.tokens_estimated for c in cells):
         notes.append("est.: token counts estimated from chunks (the lane sent no usage block)")
-    if show_ttfo and any(c.get("reasoning_estimated") for c in cells):
+    if show_ttfo and any(c.reasoning_estimated for c in cells):
         notes.append(reasoning_note(cells))
     if show_goodput:
         notes.append("goodput: share of requests meeting every target and their rate (per second of the reps' "
@@ -599,11 +591,11 @@ def decode_table(result: DecodeResult | dict[str, Any], lanes: Sequence[str] | N
     return ResultTable("decode", f"decode ladder · {basis}", cols, rows, notes, decode_legend(result), ends)
 
 
-def reasoning_note(cells: Sequence[dict[str, Any]]) -> str:
+def reasoning_note(cells: Sequence[DecodeFigures]) -> str:
     """What the ``est.`` beside a reasoning count means: chunks carrying both reasoning and answer split by their
     text (the usage block said the chunk's tokens, not how many reasoned), or reasoning counted as chunks."""
-    split = sum(int(num(c.get("reasoning_split_estimated")) or 0) for c in cells if c.get("reasoning_estimated"))
-    chunked = any(c.get("reasoning_estimated") and not c.get("reasoning_split_estimated") for c in cells)
+    split = sum(int(num(c.reasoning_split_estimated) or 0) for c in cells if c.reasoning_estimated)
+    chunked = any(c.reasoning_estimated and not c.reasoning_split_estimated for c in cells)
     out = []
     if split:
         out.append(f"{split} chunk{'s' if split != 1 else ''} carrying the end of the reasoning and the start of the "
@@ -614,47 +606,47 @@ def reasoning_note(cells: Sequence[dict[str, Any]]) -> str:
     return "est. (reasoning tok): " + "; ".join(out)
 
 
-def rep_range(reps: Any) -> str:
+def rep_range(reps: Sequence[float | int | None] | None) -> str:
     """``118–122`` over a cell's reps; ``—`` with one rep."""
     vals = [v for v in (num(r) for r in reps or []) if v is not None]
     return f"{rate(min(vals))}–{rate(max(vals))}" if len(vals) > 1 else "—"
 
 
-def leader_text(x: dict[str, Any] | None) -> str:
+def leader_text(x: LevelLead | None) -> str:
     """A level's Leader from :func:`lanemon.reports.data.level_leads`: ``B (1.18×)`` beyond the noise band,
     ``tie`` inside it, ``not judged (starved)`` when lanemon was starved while a cell ran; the band is added when
     the reps widened it past its default."""
-    if not x:
+    if x is None:
         return "—"
-    if x.get("unreliable"):
+    if x.unreliable:
         return "not judged (starved)"
-    band = f"band {x['band'] * 100:.1f} % from the reps" if x.get("band_from_reps") else ""
-    if x.get("leader") == "tie":
+    band = f"band {x.band * 100:.1f} % from the reps" if x.band_from_reps else ""
+    if x.leader == "tie":
         return "tie" + (f" ({band})" if band else "")
-    if x.get("leader") and x.get("ratio"):
-        return f"{x['leader']} ({x['ratio']:.2f}×{', ' + band if band else ''})"
+    if x.leader and x.ratio:
+        return f"{x.leader} ({x.ratio:.2f}×{', ' + band if band else ''})"
     return "—"
 
 
-def error_kinds(c: dict[str, Any]) -> str:
+def error_kinds(c: DecodeFigures) -> str:
     """``3 err (1 truncated, 1 empty)``: a cell's requests that gave no figure, the outcomes apart (counted in
     its errors); bursts (complete, no per-stream rate) are said too.  ``—`` when there are none."""
-    errs, bursts = int(num(c.get("errors")) or 0), int(num(c.get("bursts")) or 0)
+    errs, bursts = int(num(c.errors) or 0), int(num(c.bursts) or 0)
     if not errs and not bursts:
         return "—"
-    parts = [f"{int(num(c.get(k)))} {k}" for k in ("truncated", "empty") if num(c.get(k))]
+    parts = [f"{int(num(n) or 0)} {k}" for k, n in (("truncated", c.truncated), ("empty", c.empty)) if num(n)]
     text = f"{errs} err" + (f" ({', '.join(parts)})" if parts else "")
     return text + (f", {bursts} burst" if bursts else "")
 
 
-def decode_legend(result: DecodeResult | dict[str, Any]) -> str:
+def decode_legend(result: DecodeResult | None) -> str:
     """What the decode table's marks mean, short (only the marks it can show; ▲ / = with two lanes)."""
-    by_lane = _json(result).get("lanes") or {}
-    cells = [c or {} for n in by_lane for c in ((by_lane[n] or {}).get("levels") or {}).values()]
-    parts = ["▲ leads", "= tie"] if sum(1 for n in by_lane if (by_lane[n] or {}).get("levels")) >= 2 else []
-    if any(c.get("unreliable") for c in cells):
+    by_lane = result.lanes if result is not None else {}
+    cells = [c for d in by_lane.values() for c in d.levels.values()]
+    parts = ["▲ leads", "= tie"] if sum(1 for d in by_lane.values() if d.levels) >= 2 else []
+    if any(c.unreliable for c in cells):
         parts.append("? starved")
-    if any(c.get("unstable") or c.get("steady_unstable") for c in cells):
+    if any(c.unstable or c.steady_unstable for c in cells):
         parts.append("† unstable")
     return " · ".join(parts)
 

@@ -12,7 +12,7 @@ sentence helpers here (:func:`qeval_sentence`, :func:`agree_sentence`, :func:`kl
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from lanemon.measure import stats as st
 from lanemon.measure.stats import median
@@ -41,14 +41,14 @@ def _dec(cell: DecodeCell | None) -> float | None:
     return v if v is not None else agg(cell)
 
 
-def _band(cell_a: DecodeCell, cell_b: DecodeCell) -> dict[str, Any]:
+def _band(cell_a: DecodeCell, cell_b: DecodeCell) -> st.NoiseBand:
     if cell_a.steady_tok_s is not None:
         return st.noise_band("throughput", cell_a.steady_reps or [], cell_b.steady_reps or [])
     return st.noise_band("throughput", cell_a.reps or [], cell_b.reps or [])
 
 
-def _band_text(band: dict[str, Any]) -> str:
-    return f"noise band {band['band'] * 100:.0f} %" + (" from the reps" if band["from_reps"] else "")
+def _band_text(band: st.NoiseBand) -> str:
+    return f"noise band {band.band * 100:.0f} %" + (" from the reps" if band.from_reps else "")
 
 
 def _two(ranked: list[tuple[str, float]]) -> tuple[str, float, str, float]:
@@ -56,7 +56,24 @@ def _two(ranked: list[tuple[str, float]]) -> tuple[str, float, str, float]:
     return a, va, b, vb
 
 
-def _prefill_lead(analysis: Analysis) -> dict[str, Any] | None:
+class PrefillLead(NamedTuple):
+    """Which lane prefills faster (cold), by how much, over which lengths (:func:`_prefill_lead`)."""
+
+    leader: str
+    others: list[str]
+    lo: float
+    """The leader's smallest ratio over the runner-up at a length it won."""
+    hi: float
+    """Its largest."""
+    won: int
+    """Lengths the leader won."""
+    of: int
+    """Lengths with a figure on two lanes or more."""
+    cells: list[tuple[float, float, str]]
+    """(ratio, length, length's key) of each length the leader won."""
+
+
+def _prefill_lead(analysis: Analysis) -> PrefillLead | None:
     """Which lane prefills faster (cold), by how much, over which lengths."""
     prefill = analysis.prefill
     lanes = present_lanes(analysis, "prefill")
@@ -76,8 +93,8 @@ def _prefill_lead(analysis: Analysis) -> dict[str, Any] | None:
         return None
     leader = max(wins, key=lambda n: len(wins[n]))
     ratios = [r for r, _, _ in wins[leader]]
-    return {"leader": leader, "others": [n for n in lanes if n != leader], "lo": min(ratios), "hi": max(ratios),
-            "won": len(wins[leader]), "of": total, "cells": wins[leader]}
+    return PrefillLead(leader=leader, others=[n for n in lanes if n != leader], lo=min(ratios), hi=max(ratios),
+                       won=len(wins[leader]), of=total, cells=wins[leader])
 
 
 def verdict(analysis: Analysis | dict[str, Any]) -> list[str]:
@@ -105,9 +122,9 @@ def verdict(analysis: Analysis | dict[str, Any]) -> list[str]:
             a, va, b, vb = _two(ranked)
             r = va / vb
             who = "One user" if lvl1 == 1 else f"{number_word(lvl1)} concurrent users"
-            short = pre is not None and pre["leader"] != a
+            short = pre is not None and pre.leader != a
             band = _band(decode_levels(decode, a)[lvl1], decode_levels(decode, b)[lvl1])
-            if r - 1 <= band["band"] + 1e-9:
+            if r - 1 <= band.band + 1e-9:
                 s = f"{who}: {a} and {b} tie on decode at C{lvl1} ({tok(va)} vs {tok(vb)} tok/s, {_band_text(band)})"
             else:
                 s = (f"{who}{', short prompts' if short else ''} → {a}: ~{ratio_text(r)} faster decode at "
@@ -117,20 +134,20 @@ def verdict(analysis: Analysis | dict[str, Any]) -> list[str]:
             out.append(s + ".")
             top = max(set.intersection(*(set(k for k, c in decode_levels(decode, n).items() if _dec(c))
                                          for n in (a, b))), default=None)
-            if cross and cross.get("leader_after") in d_lanes:
-                after, before = cross["leader_after"], cross.get("leader_before", a)
-                lo_c, hi_c = cross["between"][0], cross["between"][-1]
-                longp = pre is not None and pre["leader"] == after
+            if cross is not None and cross.leader_after in d_lanes:
+                after, before = cross.leader_after, cross.leader_before
+                lo_c, hi_c = cross.between[0], cross.between[-1]
+                longp = pre is not None and pre.leader == after
                 s = f"{number_word(int(hi_c))} or more users{' or long prompts' if longp else ''} → {after}: overtakes " \
                     f"between C{lo_c} and C{hi_c}"
                 lvls_after = decode_levels(decode, after)
                 lvls_before = decode_levels(decode, before)
                 bits = []
-                gap = next((g for g in cross.get("levels") or [] if g.get("level") == int(hi_c)), None)
-                if gap and gap.get("gap") is not None:  # the results' own judgement at the first level after
-                    lead = gap["gap"] if after == (cross.get("compared") or [None, after])[1] else -gap["gap"]
+                gap = next((g for g in cross.levels if g.level == int(hi_c)), None)
+                if gap is not None and gap.gap is not None:  # the results' own judgement at the first level after
+                    lead = gap.gap if after == (cross.compared or [None, after])[1] else -gap.gap
                     bits.append(f"C{hi_c}: {after} {lead * 100:+.1f} % against a noise band of "
-                                f"{gap['band'] * 100:.0f} %")
+                                f"{gap.band * 100:.0f} %")
                 if top is not None and _dec(lvls_after.get(top)) and _dec(lvls_before.get(top)):
                     band = _band(lvls_after[top], lvls_before[top])
                     bits.append(f"C{top}: {tok(_dec(lvls_after[top]))} vs {tok(_dec(lvls_before[top]))} tok/s, "
@@ -138,7 +155,7 @@ def verdict(analysis: Analysis | dict[str, Any]) -> list[str]:
                 if bits:
                     s += " (" + "; ".join(bits) + ")"
                 if longp:
-                    s += f"; prefill {ratio_text(pre['lo'], pre['hi'])} faster"
+                    s += f"; prefill {ratio_text(pre.lo, pre.hi)} faster"
                     pre_used = True
                 out.append(s + ".")
             elif top is not None and top != lvl1:
@@ -146,10 +163,10 @@ def verdict(analysis: Analysis | dict[str, Any]) -> list[str]:
                 va_t, vb_t = _dec(ca_t), _dec(cb_t)
                 band = _band(ca_t, cb_t)
                 if va_t and vb_t:
-                    if va_t / vb_t - 1 > band["band"] + 1e-9:
+                    if va_t / vb_t - 1 > band.band + 1e-9:
                         out.append(f"No crossover up to C{top}: {a} still leads there ({tok(va_t)} vs "
                                    f"{tok(vb_t)} tok/s, {ratio_text(va_t / vb_t)}, {_band_text(band)}).")
-                    elif abs(vb_t / va_t - 1) <= band["band"] + 1e-9:
+                    elif abs(vb_t / va_t - 1) <= band.band + 1e-9:
                         out.append(f"At C{top} the lanes tie ({tok(va_t)} vs {tok(vb_t)} tok/s, {_band_text(band)}).")
     elif decode is not None and len(d_lanes) == 1:
         n = d_lanes[0]
@@ -161,18 +178,18 @@ def verdict(analysis: Analysis | dict[str, Any]) -> list[str]:
                        f"at C{best[0]}.")
 
     if pre is not None and not pre_used:
-        lead, others = pre["leader"], pre["others"]
-        if pre["hi"] < TIE:
+        lead, others = pre.leader, pre.others
+        if pre.hi < TIE:
             out.append(f"Prefill: {lead} and {', '.join(others)} tie.")
         else:
-            where = "" if pre["won"] == pre["of"] else f" at {pre['won']} of {pre['of']} lengths"
-            best = max(pre["cells"], key=lambda c: c[1])
+            where = "" if pre.won == pre.of else f" at {pre.won} of {pre.of} lengths"
+            best = max(pre.cells, key=lambda c: c[1])
             length = best[2]
             prefill = analysis.prefill
             assert prefill is not None  # pre is None without it
             v_lead = num(prefill_cells(prefill, lead)[length].prefill_tok_s)
             v_oth = num(prefill_cells(prefill, others[0])[length].prefill_tok_s)
-            out.append(f"Long prompts → {lead}: prefill {ratio_text(pre['lo'], pre['hi'])} faster{where} "
+            out.append(f"Long prompts → {lead}: prefill {ratio_text(pre.lo, pre.hi)} faster{where} "
                        f"({tok(v_lead)} vs {tok(v_oth)} tok/s at {length_label(length)}).")
     hits = _cache_hits(analysis)
     if hits:
@@ -385,13 +402,13 @@ def gauntlet_why(g: GauntletResult, lanes: list[str]) -> tuple[str, str]:
     split = {n: turn_split(g.lanes[n]) for n in lanes}
     share = []
     for n in lanes:
-        p, d = split[n]["ttft"], split[n]["decode"]
+        p, d = split[n].ttft, split[n].decode
         if p is not None and d is not None and p + d > 0:
             share.append(f"{p / (p + d):.0%} of {n}'s")
     first = lanes[0]
-    tt = split[first]["turns"]
-    prompts = [v["prompt"] for v in tt.values() if v["prompt"]]
-    outs = [v["out"] for k, v in tt.items() if v["out"] and v["tool"]]
+    tt = split[first].turns
+    prompts = [v.prompt for v in tt.values() if v.prompt]
+    outs = [v.out for v in tt.values() if v.out and v.tool]
     head = "Every turn re-sends the system prompt and the growing transcript"
     if prompts:
         head += f" ({tok(prompts[0])} → {tok(prompts[-1])} prompt tokens on {first})"
@@ -404,8 +421,8 @@ def gauntlet_why(g: GauntletResult, lanes: list[str]) -> tuple[str, str]:
         ranked = sorted((n for n in lanes if walls[n] is not None), key=lambda n: walls[n])
         if len(ranked) >= 2 and walls[ranked[1]] / max(walls[ranked[0]], 1e-9) >= TIE:
             fast, slow = ranked[0], ranked[1]
-            pf, ps = split[fast]["ttft"], split[slow]["ttft"]
-            df, ds = split[fast]["decode"], split[slow]["decode"]
+            pf, ps = split[fast].ttft, split[slow].ttft
+            df, ds = split[fast].decode, split[slow].decode
             if None not in (pf, ps, df, ds) and min(pf, ps, df, ds) > 0:
                 p_lead, p_lag = ps / pf >= TIE, pf / ps >= TIE  # a lead under TIE is no lead
                 d_lead, d_lag = ds / df >= TIE, df / ds >= TIE

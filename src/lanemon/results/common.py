@@ -37,7 +37,7 @@ class Percentiles(Result):
 
 
 class SloTarget(Result):
-    """One ``--slo`` target judged (:meth:`lanemon.measure.slo.TargetResult.to_json`: every key, always)."""
+    """One ``--slo`` target judged (:meth:`lanemon.measure.slo.TargetResult.to_result`: every key, always)."""
 
     limit_s: Num
     stat: str | None

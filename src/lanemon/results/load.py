@@ -32,7 +32,7 @@ class SendLag(Result, kw_only=True):
 
 
 class LoadSlo(Result, kw_only=True):
-    """A rep judged against ``--slo`` (:meth:`lanemon.measure.slo.SloResult.to_json`: every key, always)."""
+    """A rep judged against ``--slo`` (:meth:`lanemon.measure.slo.SloResult.to_result`: every key, always)."""
 
     goodput_rps: Num
     good: int

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from lanemon.results.analysis import Analysis, as_analysis
-from lanemon.results.common import Result, to_json_obj
 from lanemon.reports.data import gauntlet_lanes, lane_names, present_lanes, qeval_runs
 from lanemon.reports.sections.agree import agree_section
 from lanemon.reports.sections.decode import decode_sections
@@ -26,21 +25,16 @@ from lanemon.reports.sections.section import Section
 from lanemon.reports.sections.server import server_section
 
 
-def for_section(result: Any) -> Any:
-    """What a bench's section builder reads: the JSON form of its typed result (the sections of each workload read
-    that form until they read the typed result; its owner drops this when they do)."""
-    return to_json_obj(result) if isinstance(result, Result) else result
-
-
 def sections(analysis: Analysis | dict[str, Any]) -> list[Section]:
     """The report's sections of ``analysis`` (an :class:`Analysis`, or its JSON form: :func:`as_analysis`)."""
     analysis = as_analysis(analysis)
     order = lane_names(analysis)
 
     def by_lane(bench: str, build: Callable[[Any, list[str]], Any]) -> Any:
-        """*bench*'s section(s) over the lanes with results for it; None when no lane has any."""
+        """*bench*'s section(s) from its typed result (``lanemon.results``) over the lanes with results for it;
+        None when no lane has any."""
         lanes = present_lanes(analysis, bench)
-        return build(for_section(analysis.bench(bench)), lanes) if lanes else None
+        return build(analysis.bench(bench), lanes) if lanes else None
 
     race = analysis.race  # typed results (lanemon.results): None when the recording has none
     q = analysis.qeval

@@ -8,8 +8,6 @@ beside it; its Leader is the ladder's own per-level judgement with the shared no
 
 from __future__ import annotations
 
-from typing import Any
-
 from lanemon.measure import stats as st
 from lanemon.reports.charts import Chart
 from lanemon.reports.data import crossover, decode_levels, first_level, has_steady, level_value
@@ -17,9 +15,10 @@ from lanemon.measure.metrics import tail_ok
 from lanemon.reports.format import num, pct, secs, sparkline, tok
 from lanemon.reports.sections.section import Section
 from lanemon.reports.tables import decode_table, error_kinds, leader_text  # noqa: F401 (leader_text: was here)
+from lanemon.results.decode import DecodeCell, DecodeResult
 
 
-def decode_sections(decode: dict[str, Any], lanes: list[str]) -> list[Section]:
+def decode_sections(decode: DecodeResult, lanes: list[str]) -> list[Section]:
     out = []
     per = {n: decode_levels(decode, n) for n in lanes}
     levels = sorted(set().union(*(set(p) for p in per.values())))
@@ -30,8 +29,8 @@ def decode_sections(decode: dict[str, Any], lanes: list[str]) -> list[Section]:
     model = decode_table(decode, lanes)
     headers, rows = model.labels(), model.text_rows()
     cells = [c for n in lanes for c in per[n].values()]
-    any_unstable = any(c.get("unstable") or (with_steady and c.get("steady_unstable")) for c in cells)
-    any_starved = any(c.get("unreliable") for c in cells)
+    any_unstable = any(c.unstable or (with_steady and c.steady_unstable) for c in cells)
+    any_starved = any(c.unreliable for c in cells)
     if with_steady:
         caption = ("Aggregate decode throughput by concurrency. steady: output tokens written while all C streams "
                    "were in flight / that window (the figure each level is judged and drawn on); span: total "
@@ -44,8 +43,8 @@ def decode_sections(decode: dict[str, Any], lanes: list[str]) -> list[Section]:
                     f"({st.DEFAULT_BANDS['throughput'] * 100:.0f} %, or the reps' own spread where wider), "
                     f"a tie inside it; ▲ marks the leader's row, = the two lanes of a tie.")
     if cross:
-        caption += (f" {cross.get('leader_before')} leads up to C{cross['between'][0]}, "
-                    f"{cross.get('leader_after')} from C{cross['between'][-1]}.")
+        caption += (f" {cross.leader_before} leads up to C{cross.between[0]}, "
+                    f"{cross.leader_after} from C{cross.between[-1]}.")
     notes = list(model.notes)
     if any_unstable:
         notes.append("† unstable: the reps of this cell differ by more than the bench's stability threshold.")
@@ -53,8 +52,8 @@ def decode_sections(decode: dict[str, Any], lanes: list[str]) -> list[Section]:
         notes.append("? lanemon itself was starved while this cell ran (held up for 2 % of the cell or more): its "
                      "figure is not lane speed, the level is not judged and the chart leaves the point out.")
 
-    def drawn(c: dict[str, Any] | None) -> float | None:
-        return None if not c or c.get("unreliable") else level_value(c)
+    def drawn(c: DecodeCell | None) -> float | None:
+        return None if c is None or c.unreliable else level_value(c)
 
     top = max((v for p in per.values() for c in p.values() if (v := drawn(c))), default=0)
     spark = [f"{n}  {sparkline([drawn(per[n].get(lvl)) for lvl in levels], top)}  "
@@ -62,7 +61,7 @@ def decode_sections(decode: dict[str, Any], lanes: list[str]) -> list[Section]:
     band = None
     if cross:
         try:
-            band = (levels.index(int(cross["between"][0])), levels.index(int(cross["between"][-1])))
+            band = (levels.index(int(cross.between[0])), levels.index(int(cross.between[-1])))
         except ValueError:
             band = None
     what = "steady-state" if with_steady else "span"
@@ -81,15 +80,18 @@ def decode_sections(decode: dict[str, Any], lanes: list[str]) -> list[Section]:
     series: dict[str, list[float | None]] = {}
     short: dict[int, list[str]] = {}
     for n in lanes:
-        c = per[n].get(lvl1) or {}
-        k = c.get("ttft_n")
-        rows.append([n, secs(c.get("ttft_p50_s")), pct(c.get("ttft_p90_s"), 90, k, c.get("ttft_max_s")),
-                     pct(c.get("ttft_p99_s"), 99, k, c.get("ttft_max_s")),
-                     tok(c.get("per_stream_tok_s_p50")) + (" ~" if c.get("tokens_estimated") else ""),
-                     str(c.get("requests", "—")), error_kinds(c) if num(c.get("errors")) else str(c.get("errors", "—"))])
-        series[n] = [num(c.get("ttft_p50_s")), num(c.get("ttft_p90_s")), num(c.get("ttft_p99_s"))]
-        k = c.get("ttft_n")
-        top = num(c.get("ttft_max_s"))
+        c = per[n].get(lvl1)
+        if c is None:  # this lane did not run the level
+            rows.append([n, secs(None), pct(None, 90, None, None), pct(None, 99, None, None), tok(None), "—", "—"])
+            series[n] = [None, None, None]
+            continue
+        k = c.ttft_n
+        rows.append([n, secs(c.ttft_p50_s), pct(c.ttft_p90_s, 90, k, c.ttft_max_s),
+                     pct(c.ttft_p99_s, 99, k, c.ttft_max_s),
+                     tok(c.per_stream_tok_s_p50) + (" ~" if c.tokens_estimated else ""),
+                     str(c.requests), error_kinds(c) if num(c.errors) else str(c.errors)])
+        series[n] = [num(c.ttft_p50_s), num(c.ttft_p90_s), num(c.ttft_p99_s)]
+        top = num(c.ttft_max_s)
         if isinstance(k, int) and top is not None:  # too few samples for a tail percentile: the bar is the largest
             for i, q in ((1, 90), (2, 99)):
                 if not tail_ok(q, k):
@@ -105,7 +107,7 @@ def decode_sections(decode: dict[str, Any], lanes: list[str]) -> list[Section]:
                        headers, rows, chart))
 
     # per-category at C1
-    cats_by_lane = {n: ((decode.get("lanes") or {}).get(n) or {}).get("categories") or {} for n in lanes}
+    cats_by_lane = {n: decode.lanes[n].categories if n in decode.lanes else {} for n in lanes}
     cats: list[str] = []
     for n in lanes:
         for c in cats_by_lane[n]:
@@ -115,15 +117,17 @@ def decode_sections(decode: dict[str, Any], lanes: list[str]) -> list[Section]:
         headers = ["Category"] + [f"{n} tok/s" for n in lanes] + ([f"{lanes[0]}/{lanes[1]}"] if len(lanes) == 2 else [])
         rows = []
         for cat in cats:
-            vals = [num((cats_by_lane[n].get(cat) or {}).get("per_stream_tok_s")) for n in lanes]
-            row = [cat] + [tok(v) + (f" [{e} err]" if (e := (cats_by_lane[n].get(cat) or {}).get("errors")) else "")
-                           for n, v in zip(lanes, vals)]
+            got = [cats_by_lane[n].get(cat) for n in lanes]
+            vals = [num(x.per_stream_tok_s) if x is not None else None for x in got]
+            row = [cat] + [tok(v) + (f" [{x.errors} err]" if x is not None and x.errors else "")
+                           for x, v in zip(got, vals)]
             if len(lanes) == 2:
                 row.append(f"{vals[0] / vals[1]:.2f}×" if vals[0] and vals[1] else "—")
             rows.append(row)
         chart = Chart("bars", f"Per-stream decode at C{lvl1} by prompt category", "prompt category",
                       "per-stream decode (tok/s)", cats,
-                      {n: [num((cats_by_lane[n].get(c) or {}).get("per_stream_tok_s")) for c in cats] for n in lanes})
+                      {n: [num(x.per_stream_tok_s) if (x := cats_by_lane[n].get(c)) is not None else None
+                           for c in cats] for n in lanes})
         out.append(Section("categories", f"Per-category decode at C{lvl1}",
                            "Per-stream decode tok/s ((output tokens − 1) / (E2E − TTFT)), median per category.",
                            headers, rows, chart))

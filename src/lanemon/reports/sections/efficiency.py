@@ -11,7 +11,8 @@ from lanemon.reports.data import decode_levels, level_value
 from lanemon.reports.format import num
 from lanemon.reports.sections.section import Section
 from lanemon.reports.tables import plus_minus, power_uncertainty
-from lanemon.results.common import as_result
+from lanemon.results.common import UNSET
+from lanemon.results.decode import DecodeCell, DecodeResult
 from lanemon.results.load import LoadResult
 from lanemon.workloads.bench.load import reps_of
 
@@ -21,12 +22,12 @@ def _f(v: Any, digits: int, unit: str = "") -> str:
     return "—" if x is None else f"{x:.{digits}f}{unit}"
 
 
-def best_levels(per: dict[int, dict[str, Any]]) -> tuple[int | None, int | None]:
+def best_levels(per: dict[int, DecodeCell]) -> tuple[int | None, int | None]:
     """(the most efficient level by tokens per joule, the fastest level by the ladder's figure), each None
     when no level has it; starved (unreliable) cells are not judged, and a level is the most efficient only when
     its tokens per joule less its uncertainty exceed every other level's plus theirs (else None: :func:`close`)."""
-    eff = [(num(c.get("tokens_per_joule")), lvl) for lvl, c in per.items() if not c.get("unreliable")]
-    fast = [(level_value(c), lvl) for lvl, c in per.items() if not c.get("unreliable")]
+    eff = [(num(c.tokens_per_joule), lvl) for lvl, c in per.items() if not c.unreliable]
+    fast = [(level_value(c), lvl) for lvl, c in per.items() if not c.unreliable]
     eff = [x for x in eff if x[0] is not None]
     fast = [x for x in fast if x[0] is not None]
     best = max(eff)[1] if eff else None
@@ -35,29 +36,29 @@ def best_levels(per: dict[int, dict[str, Any]]) -> tuple[int | None, int | None]
     return best, (max(fast)[1] if fast else None)
 
 
-def _band(c: dict[str, Any]) -> tuple[float, float]:
-    x, u = num(c.get("tokens_per_joule")) or 0.0, num(c.get("tokens_per_joule_uncertainty")) or 0.0
+def _band(c: DecodeCell) -> tuple[float, float]:
+    x, u = num(c.tokens_per_joule) or 0.0, num(c.tokens_per_joule_uncertainty) or 0.0
     return x - u, x + u
 
 
-def unknown(per: dict[int, dict[str, Any]]) -> list[int]:
+def unknown(per: dict[int, DecodeCell]) -> list[int]:
     """The judged (not starved) levels without a tokens-per-joule figure (withheld: the exporter's interval against
     the cell): none is called the most efficient while one of them might be."""
-    return [lvl for lvl, c in sorted(per.items()) if not c.get("unreliable") and num(c.get("tokens_per_joule")) is None]
+    return [lvl for lvl, c in sorted(per.items()) if not c.unreliable and num(c.tokens_per_joule) is None]
 
 
-def close(per: dict[int, dict[str, Any]], best: int) -> list[int]:
+def close(per: dict[int, DecodeCell], best: int) -> list[int]:
     """The judged levels whose tokens per joule is within the uncertainty of *best*'s."""
     lo = _band(per[best])[0]
-    return [lvl for lvl, c in sorted(per.items()) if lvl != best and not c.get("unreliable")
-            and num(c.get("tokens_per_joule")) is not None and _band(c)[1] >= lo]
+    return [lvl for lvl, c in sorted(per.items()) if lvl != best and not c.unreliable
+            and num(c.tokens_per_joule) is not None and _band(c)[1] >= lo]
 
 
-def efficiency_section(decode: dict[str, Any], lanes: list[str]) -> Section | None:
+def efficiency_section(decode: DecodeResult, lanes: list[str]) -> Section | None:
     """Tokens per joule, mean GPU power and USD per 1M output tokens by level; None when no cell has any."""
     per = {n: decode_levels(decode, n) for n in lanes}
-    if not any(num(c.get("energy_j")) is not None or num(c.get("usd_per_1m_output_tokens")) is not None
-               or c.get("energy_update_s") is not None for p in per.values() for c in p.values()):
+    if not any(num(c.energy_j) is not None or num(c.usd_per_1m_output_tokens) is not None
+               or num(c.energy_update_s) is not None for p in per.values() for c in p.values()):
         return None  # (energy_update_s: the lane has telemetry, its figures withheld -- said in the notes)
     levels = sorted(set().union(*(set(p) for p in per.values())))
     headers = ["Concurrency"] + [h for n in lanes for h in (f"{n} tok/J", f"{n} GPU W", f"{n} $/1M tok")]
@@ -65,49 +66,52 @@ def efficiency_section(decode: dict[str, Any], lanes: list[str]) -> Section | No
     for lvl in levels:
         row = [f"C{lvl}"]
         for n in lanes:
-            c = per[n].get(lvl) or {}
-            row += [plus_minus(c.get("tokens_per_joule"), c.get("tokens_per_joule_uncertainty"), 2),
-                    plus_minus(c.get("gpu_power_w_mean"), power_uncertainty(c.get("energy_uncertainty_j"), c.get("energy_window_s")), 1),
-                    _f(c.get("usd_per_1m_output_tokens"), 2)]
+            c = per[n].get(lvl)
+            if c is None:  # this lane did not run the level
+                row += [plus_minus(None, None, 2), plus_minus(None, power_uncertainty(None, None), 1), _f(None, 2)]
+                continue
+            row += [plus_minus(c.tokens_per_joule, c.tokens_per_joule_uncertainty, 2),
+                    plus_minus(c.gpu_power_w_mean, power_uncertainty(c.energy_uncertainty_j, c.energy_window_s), 1),
+                    _f(c.usd_per_1m_output_tokens, 2)]
         rows.append(row)
     findings = []
     withheld_notes: dict[str, None] = {}
     for n in lanes:
         best, fast = best_levels(per[n])
-        starved = [f"C{lvl}" for lvl, c in sorted(per[n].items()) if c.get("unreliable")]
+        starved = [f"C{lvl}" for lvl, c in sorted(per[n].items()) if c.unreliable]
         skip = f" ({', '.join(starved)} not judged: lanemon was starved)" if starved else ""
-        judged = [lvl for lvl, c in per[n].items() if not c.get("unreliable") and num(c.get("tokens_per_joule"))
-                  is not None]
+        judged = [lvl for lvl, c in per[n].items() if not c.unreliable and num(c.tokens_per_joule) is not None]
         missing = unknown(per[n])
         if best is None and judged and missing:
             findings.append(f"{n}: no level is called the most efficient: "
                             f"{', '.join(f'C{lvl}' for lvl in missing)} "
                             f"{'has' if len(missing) == 1 else 'have'} no energy figure (withheld; see the notes){skip}.")
         elif best is None and judged and len(judged) > 1:
-            top = max(judged, key=lambda lvl: num(per[n][lvl].get("tokens_per_joule")) or 0.0)
+            top = max(judged, key=lambda lvl: num(per[n][lvl].tokens_per_joule) or 0.0)
             near = ", ".join(f"C{lvl}" for lvl in close(per[n], top))
             c = per[n][top]
             findings.append(f"{n}: no level is clearly the most efficient: C{top} "
-                            f"({plus_minus(c.get('tokens_per_joule'), c.get('tokens_per_joule_uncertainty'), 2)} "
+                            f"({plus_minus(c.tokens_per_joule, c.tokens_per_joule_uncertainty, 2)} "
                             f"tok/J) and {near} are within their uncertainty{skip}.")
-        elif best is None and any(num(c.get("tokens_per_joule")) is not None for c in per[n].values()) and not judged:
+        elif best is None and any(num(c.tokens_per_joule) is not None for c in per[n].values()) and not judged:
             findings.append(f"{n}: no level judged (lanemon was starved in every one).")
         elif best is None and not judged:
-            reason = next((c.get("energy_reason") for c in per[n].values() if c.get("energy_reason")), None)
+            reason = next((c.energy_reason for c in per[n].values() if c.energy_reason), None)
             findings.append(f"{n}: no energy figure ({reason or 'no GPU telemetry'}).")
         elif best == fast:
             findings.append(f"{n}: C{best} is both the fastest and the most efficient level "
-                            f"({_f(per[n][best].get('tokens_per_joule'), 2)} tok/J){skip}.")
+                            f"({_f(per[n][best].tokens_per_joule, 2)} tok/J){skip}.")
         else:
-            findings.append(f"{n}: most efficient at C{best} ({_f(per[n][best].get('tokens_per_joule'), 2)} tok/J), "
+            findings.append(f"{n}: most efficient at C{best} ({_f(per[n][best].tokens_per_joule, 2)} tok/J), "
                             f"fastest at C{fast} ({_f(level_value(per[n][fast]), 1)} tok/s, "
-                            f"{_f(per[n][fast].get('tokens_per_joule'), 2)} tok/J){skip}.")
-        withheld = {c.get("energy_reason") for c in per[n].values() if c.get("energy_j") is None
-                    and c.get("energy_update_s") is not None and c.get("energy_reason")}
+                            f"{_f(per[n][fast].tokens_per_joule, 2)} tok/J){skip}.")
+        withheld = {c.energy_reason for c in per[n].values() if num(c.energy_j) is None
+                    and num(c.energy_update_s) is not None and c.energy_reason}
         withheld_notes.update((f"{n}: energy withheld: {why}", None) for why in sorted(withheld))
     chart = Chart("line", "Output tokens per joule vs concurrency", "concurrent streams (C)", "output tokens per joule",
                   [f"C{lvl}" for lvl in levels],
-                  {n: [num((per[n].get(lvl) or {}).get("tokens_per_joule")) for lvl in levels] for n in lanes},
+                  {n: [num(c.tokens_per_joule) if (c := per[n].get(lvl)) is not None else None for lvl in levels]
+                   for n in lanes},
                   gaps=True)
     notes = ["Energy is the GPUs' energy counter between each cell's start and end (else their power integrated "
              "over the cell); tok/J = output tokens of the completed requests / that energy; $/1M tok = the lane's "
@@ -116,12 +120,12 @@ def efficiency_section(decode: dict[str, Any], lanes: list[str]) -> Section | No
              "10 % is withheld, and a level is the most efficient only beyond it (docs/GPU.md). Simulated lanes at "
              "--time-scale X use X of the real time at the same power: their tok/J is 1/X of the real-time figure."]
     notes += list(withheld_notes)
-    cfg = decode.get("config") or {}
-    if cfg.get("time_scale") not in (None, 1, 1.0):
-        notes.append(f"This run used --time-scale {cfg['time_scale']}: joules are simulated.")
+    scale = decode.config.time_scale
+    if scale is not UNSET and scale not in (None, 1, 1.0):
+        notes.append(f"This run used --time-scale {scale}: joules are simulated.")
     more = []
-    counters = counter_rows([(n, f"C{lvl}", (per[n].get(lvl) or {}).get("engine_counters")) for n in lanes
-                             for lvl in levels])
+    counters = counter_rows([(n, f"C{lvl}", c.engine_counters) for n in lanes for lvl in levels
+                             if (c := per[n].get(lvl)) is not None])
     if counters:
         more.append(("What the engine did in each cell (its /metrics counters between the cell's edges)",
                      ["Lane", "Concurrency"] + COUNTER_HEADERS, counters))
@@ -156,11 +160,10 @@ COUNTER_HEADERS = ["Requests", "Prefix hit", "Preemptions", "Spec accept", "Rank
                    "Restarts"]
 
 
-def load_efficiency_section(load: LoadResult | dict[str, Any], lanes: list[str]) -> Section | None:
+def load_efficiency_section(load: LoadResult, lanes: list[str]) -> Section | None:
     """``bench load``: tokens per joule, mean GPU power, energy and USD per 1M output tokens of every rep (over its
     measured window), and what the engine did in each rep (its counters between the rep's edges); None when
-    no rep has any of them.  ``load``: the typed result, or its JSON (an analysis holds that: reports/analyse.py)."""
-    load = as_result(load, LoadResult)
+    no rep has any of them."""
     reps = [(n, i, r) for n, rs in reps_of(load, lanes).items() for i, r in enumerate(rs)]
     multi = any(i for _, i, _ in reps)
     has = lambda r: num(r.energy_j) is not None or num(r.usd_per_1m_output_tokens) is not None  # noqa: E731

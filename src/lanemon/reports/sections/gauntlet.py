@@ -47,25 +47,28 @@ def gauntlet_sections(g: GauntletResult, order: list[str]) -> list[Section]:
     out = [Section("gauntlet", "Agent gauntlet", caption, headers, rows, chart, summary=summary, notes=notes)]
 
     split = {n: turn_split(d[n]) for n in lanes}
-    turn_ids = sorted(set().union(*(set(split[n]["turns"]) for n in lanes)))
+    turn_ids = sorted(set().union(*(set(split[n].turns) for n in lanes)))
     if turn_ids:
         headers = ["Turn"] + [h for n in lanes for h in (f"{n} prompt tok", f"{n} TTFT", f"{n} decode")]
         rows = []
         for t in turn_ids:
             row = [str(t)]
             for n in lanes:
-                c = split[n]["turns"].get(t) or {}
-                row += [tok(c.get("prompt")), secs(c.get("ttft")), secs(c.get("decode"))]
+                c = split[n].turns.get(t)
+                row += [tok(c.prompt), secs(c.ttft), secs(c.decode)] if c is not None else [tok(None), secs(None),
+                                                                                              secs(None)]
             rows.append(row)
         total = ["all turns"]
         for n in lanes:
-            total += ["", secs(split[n]["ttft"]), secs(split[n]["decode"])]
+            total += ["", secs(split[n].ttft), secs(split[n].decode)]
         rows.append(total)
         x = [str(t) for t in turn_ids]
         chart = Chart("bars", "Per-turn request time: TTFT (prefill of the transcript) + decode", "turn",
                       "seconds per request (s)", x,
-                      {n: [(split[n]["turns"].get(t) or {}).get("ttft") for t in turn_ids] for n in lanes},
-                      stack={n: [(split[n]["turns"].get(t) or {}).get("decode") for t in turn_ids] for n in lanes},
+                      {n: [c.ttft if (c := split[n].turns.get(t)) is not None else None for t in turn_ids]
+                       for n in lanes},
+                      stack={n: [c.decode if (c := split[n].turns.get(t)) is not None else None for t in turn_ids]
+                             for n in lanes},
                       stack_label=("TTFT (solid)", "decode (light)"))
         why, _ = gauntlet_why(g, lanes)
         reps = {len(d[n].turns) for n in lanes}

@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from lanemon.reports.format import err_text, num, tok
 from lanemon.reports.sections.section import Section
 from lanemon.reports.tables import crossover_text, load_table, sweep_finding, sweep_table
-from lanemon.results.common import LoadConfig, as_result
+from lanemon.results.common import LoadConfig
 from lanemon.results.load import LoadResult
 from lanemon.results.sweep import SweepResult
 from lanemon.workloads.bench.load import length_lines, load_headlines, reps_of
 
 
-def load_section(load: LoadResult | dict[str, Any], lanes: list[str]) -> Section:
-    """The load table is :func:`lanemon.reports.tables.load_table`, the model ``bench load`` prints.  ``load``:
-    the typed result, or its JSON (an analysis holds that: reports/analyse.py)."""
-    load = as_result(load, LoadResult)
+def load_section(load: LoadResult, lanes: list[str]) -> Section:
+    """The load table is :func:`lanemon.reports.tables.load_table`, the model ``bench load`` prints."""
     cfg = load.config.load or LoadConfig()
     what = f"{cfg.arrival or '?'} arrivals" + (f" at {cfg.rate:g} req/s" if cfg.rate else "")
     model = load_table(load, lanes)
@@ -64,12 +60,11 @@ def schedule_note(load: LoadResult, lanes: list[str]) -> str:
             "arrival times and lengths differ, so compare their scheduled req/s")
 
 
-def sweep_section(sweep: SweepResult | dict[str, Any], lanes: list[str]) -> Section:
+def sweep_section(sweep: SweepResult, lanes: list[str]) -> Section:
     """The sweep table is :func:`lanemon.reports.tables.sweep_table`, the model ``bench sweep`` prints: one row
     per level and lane, the knee's figure (span tok/s) and its gain per doubling, with goodput and whether the
     SLO held at each level (``--slo``); ``model`` lets the TUI fit it to its width (columns dropped whole, by
-    rank, and named), as the load table.  ``sweep``: the typed result, or its JSON (an analysis holds that)."""
-    sweep = as_result(sweep, SweepResult)
+    rank, and named), as the load table."""
     model = sweep_table(sweep, lanes)
     gain = num(sweep.knee_gain) or 0.1
     findings = [sweep_finding(sweep, n) for n in lanes if n in sweep.lanes]

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from lanemon.reports.format import clip, err_text, int_key, num, secs, sorted_keys, tok
 from lanemon.reports.sections.section import Section
-from lanemon.results.common import as_result
 from lanemon.results.needles import NeedleResult
 
 
-def needles_section(needles: NeedleResult | dict[str, Any], lanes: list[str]) -> Section:
-    """``needles``: the bench's typed result (a report's analysis holds its JSON: read back as the Struct)."""
-    result = as_result(needles, NeedleResult)
+def needles_section(result: NeedleResult, lanes: list[str]) -> Section:
+    """``result``: the bench's typed result."""
     cells = {n: result.lanes[n].lengths if n in result.lanes else {} for n in lanes}
     lengths = sorted_keys({k: None for n in lanes for k in cells[n]})
     headers = ["Context tokens"] + [f"{n}" for n in lanes]

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from lanemon.reports.charts import Chart
 from lanemon.reports.data import prefill_cells
 from lanemon.reports.format import kilo, length_label, num, sorted_keys
 from lanemon.reports.sections.section import Section
 from lanemon.reports.prefill_table import prefill_table
+from lanemon.results.prefill import PrefillResult
 
 
-def prefill_section(prefill: dict[str, Any], lanes: list[str]) -> Section:
+def prefill_section(prefill: PrefillResult, lanes: list[str]) -> Section:
     # the table is the model `bench prefill` prints and the bench screen draws (reports/tables.py), whole:
     # the report has no width limit, so its detail columns (the reps' range, the repeat's rate) stay
     model = prefill_table(prefill, lanes)
@@ -24,16 +23,16 @@ def prefill_section(prefill: dict[str, Any], lanes: list[str]) -> Section:
     for i, length in enumerate(lengths):
         for n in lanes:
             c = cells[n].get(length)
-            if not c:
+            if c is None:
                 series[n].append(None)
                 continue
-            series[n].append(num(c.get("prefill_tok_s")))
-            mn, mx = num(c.get("min")), num(c.get("max"))
-            if len(c.get("reps") or []) > 1 and mn is not None and mx is not None and mx > mn:
+            series[n].append(num(c.prefill_tok_s))
+            mn, mx = num(c.min), num(c.max)
+            if len(c.reps or []) > 1 and mn is not None and mx is not None and mx > mn:
                 ranges[(n, i)] = (mn, mx)
-            any_unstable = any_unstable or bool(c.get("unstable"))
-            any_starved = any_starved or bool(c.get("unreliable"))
-            hit = num(c.get("cache_hit_tok_s"))
+            any_unstable = any_unstable or bool(c.unstable)
+            any_starved = any_starved or bool(c.unreliable)
+            hit = num(c.cache_hit_tok_s)
             if hit:
                 chart_notes[(n, i)] = kilo(hit)
     notes = list(model.notes)

@@ -100,10 +100,10 @@ def result_rows(kind: str, results: BenchResult | None, lanes: list[str],
     names = [n for n in lanes if n in by_lane] + [n for n in by_lane if n not in lanes]
     rows: list[list[str]] = []
     if kind == "decode":  # one model with `bench decode` (reports/tables.py), fitted to the panel
-        model = decode_table(results if isinstance(results, DecodeResult) else {}, names).fit(width, pad=2)
+        model = decode_table(results if isinstance(results, DecodeResult) else None, names).fit(width, pad=2)
         return model.labels(), model.text_rows()
     if kind == "prefill":  # one model with `bench prefill` and the report (reports/tables.py), fitted
-        model = prefill_table(results if isinstance(results, PrefillResult) else {}, names).fit(width, pad=2)
+        model = prefill_table(results if isinstance(results, PrefillResult) else None, names).fit(width, pad=2)
         return model.labels(), model.text_rows()
     cols = ["lane", "tokens", "found", "TTFT", "prefill tok/s"]
     if not isinstance(results, NeedleResult):
@@ -257,9 +257,9 @@ class BenchScreen(LanemonScreen):
         """Widen the results panel to what the decode or prefill table needs (within its share of the
         screen); the width to fit the table to, or None (needles: the panel as laid out)."""
         if self.kind == "decode":
-            model = decode_table(results if isinstance(results, DecodeResult) else {}, names)
+            model = decode_table(results if isinstance(results, DecodeResult) else None, names)
         elif self.kind == "prefill":
-            model = prefill_table(results if isinstance(results, PrefillResult) else {}, names)
+            model = prefill_table(results if isinstance(results, PrefillResult) else None, names)
         else:
             return None
         if not self.size.width:
@@ -291,7 +291,7 @@ class BenchScreen(LanemonScreen):
             self._refresh_decode(results if isinstance(results, DecodeResult) else None, names, width, main, side)
             return
         if self.kind == "prefill":
-            model = prefill_table(results if isinstance(results, PrefillResult) else {}, names)
+            model = prefill_table(results if isinstance(results, PrefillResult) else None, names)
             fitted = model.fit(width, pad=2)
             hidden = fitted.hidden
             table.set_units(fitted.units_note())
@@ -339,11 +339,10 @@ class BenchScreen(LanemonScreen):
         text = decode_verdict(results, names) if results is not None else ""
         verdict.update(text)
         verdict.display = bool(text)
-        shown: DecodeResult | dict[str, Any] = results if results is not None else {}
-        fitted = decode_table(shown, names).fit(width, pad=2)
+        fitted = decode_table(results, names).fit(width, pad=2)
         hidden = fitted.hidden
         table.set_units(fitted.units_note())
-        table.set_legend(escape(" · ".join(x for x in (decode_legend(shown),
+        table.set_legend(escape(" · ".join(x for x in (decode_legend(results),
                                                        f"+{len(hidden)} in report" if hidden else "") if x)))
         by_lane = results.lanes if results is not None else {}
         steady, span, flagged = {}, {}, {}

@@ -282,9 +282,9 @@ def level_leads(lanes: Mapping[str, DecodeLane | LaneLevels], a: str, b: str) ->
                 continue
         band = st.noise_band("throughput", ra, rb)
         unreliable = bool(ca.unreliable or cb.unreliable)
-        who = None if unreliable else st.lead(va, vb, band["band"])
-        out.append(LevelLead(level=level, a=va, b=vb, gap=rnd(st.rel_gap(va, vb)), band=band["band"],
-                             band_from_reps=band["from_reps"], basis=basis_a, unreliable=unreliable,
+        who = None if unreliable else st.lead(va, vb, band.band)
+        out.append(LevelLead(level=level, a=va, b=vb, gap=rnd(st.rel_gap(va, vb)), band=band.band,
+                             band_from_reps=band.from_reps, basis=basis_a, unreliable=unreliable,
                              leader={"a": a, "b": b}.get(who, who) if who else None))
     return out
 

@@ -53,7 +53,7 @@ from lanemon.workloads.bench.run import (RequestArgs, each_lane, edge, first_err
                                          request_args, rnd, run_state)
 from lanemon.workloads.bench.prefill import CALIBRATION_TOKENS, calibrate, calibrate_cell, lane_context
 from lanemon.results.common import LoadConfig
-from lanemon.results.load import LatencyPercentiles, LoadLane, LoadRep, LoadResult, LoadSlo, LostWorker, Schedule, SendLag
+from lanemon.results.load import LatencyPercentiles, LoadLane, LoadRep, LoadResult, LostWorker, Schedule, SendLag
 from lanemon.workloads.prompts import chars_for_tokens, filler_text
 from lanemon.workloads.bench.schedule import (  # noqa: F401 (the schedule's names, imported from here before)
     ARRIVALS, MAX_TRACE_BYTES, MAX_TRACE_LINES, MAX_TRACE_T, Arrival, LengthDist, LoadSpecError, phase_of, read_trace,
@@ -547,8 +547,8 @@ def cell_result(records: Sequence[RequestRecord], span_s: float | None, config: 
         **lengths_asked_and_measured(ok, ms)._asdict(),
         tokens_estimated=any(m.tokens_estimated for m in ms) or bool(served and served.tokens_estimated),
         error=first_error(measured),
-        slo=msgspec.convert(slo_mod.evaluate([request_metrics(r) for r in measured], slo,
-                                             _served_span(measured)).to_json(), LoadSlo) if slo else None,
+        slo=slo_mod.evaluate([request_metrics(r) for r in measured], slo, _served_span(measured)).to_result()
+        if slo else None,
         **end_mark_figures(end or {}),
     )
 

@@ -54,8 +54,7 @@ from lanemon.measure.records import BURST, COMPLETE, EMPTY, TRUNCATED
 from lanemon import events as schema
 from lanemon.recording.writer import Recorder
 from lanemon.events import Event
-from lanemon.results.common import (BenchConfig, CellGoodput, NotRun, PromptSetInfo, Result, RunState,
-                                    SloTarget)
+from lanemon.results.common import BenchConfig, CellGoodput, NotRun, PromptSetInfo, Result, RunState
 from lanemon.workloads.bench.marks import BenchMarks, PlannedCell, cell_keys, read_marks  # noqa: F401
 from lanemon.workloads.collector import CollectorHold
 from lanemon.workloads.prompts import PromptSet, load_prompt_set
@@ -339,9 +338,9 @@ def goodput_of(reps: Sequence[Sequence[Any]], slo: dict[str, float] | None) -> C
         if starts and ends and max(ends) > min(starts):
             wall += (max(ends) - min(starts)) / NS
     res = slo_mod.evaluate(ms, slo, wall)
-    j = res.to_json()
-    return CellGoodput(rate_rps=j["goodput_rps"], share=j["share"], good=res.good, total=res.total, held=res.held,
-                       targets={t.key: SloTarget(**t.to_json()) for t in res.targets})
+    j = res.to_result()
+    return CellGoodput(rate_rps=j.goodput_rps, share=j.share, good=res.good, total=res.total, held=res.held,
+                       targets=j.targets)
 
 
 def run_state(marks: BenchMarks, in_progress: bool) -> RunState:
