@@ -94,20 +94,52 @@ def check_cold_ladder(res, truth, lengths, scale) -> None:
         assert ca.errors == cb.errors == 0 and ca.cache_hit_tok_s is None
 
 
+def _cold_and_hit(trace: list[dict], n: int) -> tuple[dict, dict]:
+    """B's own record of the cold prefill of an *n*-token prompt and of its repeat served from the prefix cache."""
+    done = [r for r in trace if r.get("status") == "ok" and r.get("ttft_s")
+            and r.get("prompt_tokens", 0) == pytest.approx(n, rel=0.03)]
+    cold = [r for r in done if r.get("cached_tokens", 0) < r["prompt_tokens"] * 0.5]
+    hit = [r for r in done if r.get("cached_tokens", 0) >= r["prompt_tokens"] * 0.97 - 1]
+    assert cold and hit, (n, done)
+    return cold[0], hit[-1]
+
+
+OVERHEAD_S = 0.02
+"""What an unstarved client adds to a TTFT on loopback (a few ms): above it lanemon was starved, its figures
+are then held to the cold ladder's bound (100 ms + 10 %) and its cache-hit ratio is not judged."""
+
+
 def test_repeat_on_b_is_a_prefix_cache_hit_never_prefill():
+    """The model's figures are judged on the simulator's own trace (a busy machine cannot move them); lanemon's
+    against that trace: the repeat labelled a cache hit, never a faster figure than the server's, and its
+    cache-hit figure over 2x its cold prefill whenever lanemon added no more than an unstarved client's overhead
+    (B's cache hit at 2,950 tokens is 47 ms at 5x: under heavy load lanemon's own ratio fell under 2)."""
     scale = 0.2  # B's cold 2,950-token TTFT is 0.16 s at 5x: a few ms of overhead stay within the tolerance
     with sim_pair(scale) as sims:
         res = run_bench("prefill", sims, lengths=[2950, 32000], parallel_lanes=True, seed=3)
+        trace_b = sims[1].trace()
     a, b = res.lanes["A"].lengths, res.lanes["B"].lengths
     for n in ("2950", "32000"):
         assert a[n].cache_hit_tok_s is None and a[n].repeat_tok_s is not None  # TensorFold: no prefix cache
         assert b[n].cache_hit_tok_s is not None and b[n].repeat_cached_tokens >= int(n) * 0.97 - 1
-        assert b[n].cache_hit_tok_s > 2 * b[n].prefill_tok_s
-    # B's cold first run at 2,950 tokens is its prefill figure (3,654), never the cached repeat
-    assert b["2950"].prefill_tok_s * scale == pytest.approx(3654, rel=0.12)
-    # the cache-hit rate (12,542 tok/s); at 32K the TTFT is long enough for the client's
-    # few ms of overhead not to matter
-    assert b["32000"].cache_hit_tok_s * scale == pytest.approx(12542, rel=0.10)
+        cold, hit = _cold_and_hit(trace_b, int(n))
+        true_cold, true_hit = cold["prompt_tokens"] / cold["ttft_s"], hit["prompt_tokens"] / hit["ttft_s"]
+        assert true_hit > 2 * true_cold, (n, cold, hit)  # the model: a cached prompt is no prefill
+        slack = []
+        for measured, true in ((b[n].prefill_tok_s, true_cold), (b[n].cache_hit_tok_s, true_hit)):
+            # lanemon's TTFT holds the server's: never a faster figure, and within the cold ladder's bound
+            assert measured <= true * 1.001, (n, measured, true)
+            ttft, ttft_true = b[n].prompt_tokens / measured, b[n].prompt_tokens / true
+            assert ttft <= ttft_true * 1.1 + 0.1, (n, measured, true)
+            slack.append(ttft - ttft_true)
+        if max(slack) <= OVERHEAD_S:
+            assert b[n].cache_hit_tok_s > 2 * b[n].prefill_tok_s, (n, b[n], slack)
+    # B's cold first run at 2,950 tokens prefills at 3,654 tok/s and a cached 32K prompt at 12,542 tok/s, on the
+    # server's clock; lanemon's cold figure is never the cached repeat's (it is no faster than the cold request's)
+    cold, _ = _cold_and_hit(trace_b, 2950)
+    assert cold["prompt_tokens"] / cold["ttft_s"] * scale == pytest.approx(3654, rel=0.12)
+    _, hit = _cold_and_hit(trace_b, 32000)
+    assert hit["prompt_tokens"] / hit["ttft_s"] * scale == pytest.approx(12542, rel=0.10)
 
 
 def test_reps_keep_every_value(fast_sims):

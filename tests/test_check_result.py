@@ -8,6 +8,9 @@ import json
 import subprocess
 import sys
 
+import msgspec
+import pytest
+
 from lanemon.config import LaneConfig
 from lanemon.reports.json_schema import validate
 from lanemon.results.check import CheckItem, CheckResult
@@ -43,6 +46,10 @@ def test_run_check_returns_the_typed_result_and_check_json_prints_it(fast_sims):
     printed = json.loads(out.stdout)
     assert list(printed) == list(obj) and [list(c) for c in printed["checks"]] == [list(c) for c in obj["checks"]]
     typed = validate("check", printed)
+    bad = json.loads(out.stdout)  # a value the contract does not name is refused (a check's verdict is one of its words)
+    bad["checks"][0]["verdict"] = "fine"
+    with pytest.raises(msgspec.ValidationError, match="verdict"):
+        validate("check", bad)
     assert _words(typed) == _words(result) and (typed.lane, typed.url, typed.model, typed.passed) == \
         (result.lane, result.url, result.model, result.passed)
 

@@ -104,7 +104,12 @@ def test_bench_decode_energy_behind_a_real_exporters_cadence_and_faults(mode, ru
     if expect == "withheld":
         assert all("update" in cell["energy_reason"] and "-c 1000" in cell["energy_reason"] for cell in levels.values()), levels
     best, _ = best_levels(typed_levels({int(k): v for k, v in levels.items()}))
+    # the claim is about the levels lanemon judged: a starved (unreliable, client-bound) cell is not judged
+    # (best_levels), so the truth is read over the judged levels too.  Under heavy load a cell marked client-bound
+    # left the judgement while its truth stayed in this comparison, so the one level judged was held against the
+    # starved level's truth.  With every cell judged (a quiet machine) this is the whole comparison, as before.
+    judged = {lvl: tpj for lvl, tpj in true_tpj.items() if not levels[str(lvl)].get("unreliable")}
     if best is not None:
-        assert max(true_tpj, key=true_tpj.get) == best, (mode, best, true_tpj, levels)
+        assert best in judged and max(judged, key=judged.get) == best, (mode, best, true_tpj, levels)
     if expect == "counter+power":
         assert triggered_at is not None  # the counter did fall during the run

@@ -1,5 +1,13 @@
 """A published schema (issue 37 item 3): ``lanemon schema --list`` / ``lanemon schema NAME`` print the JSON Schema
-of each ``--json`` output with a version, and the outputs the suite makes decode strictly into their Structs."""
+of each ``--json`` output with a version, and the outputs the suite makes decode strictly into their Structs.
+
+Where another test already runs a command with ``--json`` and decodes what it printed strictly into its Struct,
+this file does not run it again (each run costs a lanemon process and its simulators): bench decode / prefill /
+needles in tests/test_typed_bench_results.py (``--slo``, ``--cost``), bench load / sweep in
+tests/test_typed_load_results.py (``--slo``, ``--cost``), agree and kl (refused) in tests/test_agree_kl.py, check
+in tests/test_check_result.py, gauntlet in tests/test_gauntlet.py, qeval in tests/test_qeval_cli.py (when the
+sandbox is there: here too, without it).  What is run here is what no other test prints: race with an SLO and a
+cost, kl with logprobs on, qeval without the sandbox, a recording line by line, history."""
 
 from __future__ import annotations
 
@@ -23,7 +31,11 @@ def _run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([*LANEMON, *args], capture_output=True, text=True, timeout=180)
 
 
-def test_schema_list_and_each_schema_with_its_version():
+def test_schema_list_and_each_schema_with_its_version(capsys):
+    """The list and a bad name through the installed entry point; each schema in-process (the same ``main`` the
+    entry point calls: a process per schema was most of this test's time)."""
+    from lanemon.cli.main import main
+
     out = _run("schema", "--list")
     assert out.returncode == 0, out.stderr
     names = [ln.split()[0] for ln in out.stdout.splitlines() if ln.strip()]
@@ -31,9 +43,10 @@ def test_schema_list_and_each_schema_with_its_version():
                                         "race", "check", "agree", "kl", "gauntlet", "qeval", "qeval-compare",
                                         "history", "recording"} <= set(names)
     for name in names:
-        got = _run("schema", name)
-        assert got.returncode == 0, got.stderr
-        doc = json.loads(got.stdout)
+        capsys.readouterr()
+        assert main(["schema", name]) == 0
+        got = capsys.readouterr()
+        doc = json.loads(got.out)
         assert doc["version"] == version(name) and doc["$id"].endswith(f":{version(name)}")
         listed = next(ln for ln in out.stdout.splitlines() if ln.split()[0] == name)
         assert f"(schema version {version(name)})" in listed
@@ -44,15 +57,7 @@ def test_schema_list_and_each_schema_with_its_version():
 
 
 def test_the_suites_outputs_decode_into_their_structs(tmp_path):
-    decode = _run("bench", "decode", "--demo", "--time-scale", "0.02", "--lanes", "A,B", "--levels", "1,2",
-                  "--max-tokens", "16", "--slo", "ttft=1", "--cost", "A=3", "--json", "--no-record")
-    assert decode.returncode == 0, decode.stderr
-    validate("bench-decode", json.loads(decode.stdout))
-    load = _run("bench", "load", "--demo", "--time-scale", "0.02", "--lanes", "A,B", "--rate", "8", "--duration",
-                "2", "--output-len", "fixed:8", "--slo", "ttft=1", "--cost", "A=3", "--workers", "1", "--json",
-                "--no-record")
-    assert load.returncode == 0, load.stderr
-    validate("bench-load", json.loads(load.stdout))
+    """bench decode / load --json of a fresh run: tests/test_typed_bench_results.py, test_typed_load_results.py."""
     from lanemon.reports.analyse import analyze
 
     validate("bench-decode", to_json_obj(analyze(SAMPLES / "decode.jsonl", benches=["decode"]).decode))
@@ -81,10 +86,8 @@ def analyze_sample():
 
 
 def test_sweep_and_race_outputs_decode_into_their_structs():
-    sweep = _run("bench", "sweep", "--demo", "--time-scale", "0.02", "--lanes", "A,B", "--max-level", "2",
-                 "--max-tokens", "16", "--slo", "ttft=1", "--cost", "A=3", "--json", "--no-record")
-    assert sweep.returncode == 0, sweep.stderr
-    validate("bench-sweep", json.loads(sweep.stdout))
+    """bench sweep --json of a fresh run: tests/test_typed_load_results.py; race's (without --slo / --cost):
+    tests/test_race.py."""
     race = _run("race", "--demo", "--time-scale", "0.02", "--slo", "ttft=1", "--cost", "A=3", "--json", "--no-record")
     assert race.returncode == 0, race.stderr
     validate("race", json.loads(race.stdout))
@@ -94,45 +97,21 @@ def test_sweep_and_race_outputs_decode_into_their_structs():
 
 
 def test_prefill_needles_agree_and_check_outputs_decode_into_their_structs():
-    prefill = _run("bench", "prefill", "--demo", "--time-scale", "0.02", "--lanes", "A,B", "--lengths", "256,1024",
-                   "--slo", "ttft=1", "--cost", "A=3", "--json", "--no-record")
-    assert prefill.returncode == 0, prefill.stderr
-    validate("bench-prefill", json.loads(prefill.stdout))
-    needles = _run("bench", "needles", "--demo", "--time-scale", "0.02", "--lanes", "A", "--lengths", "512,1024",
-                   "--json", "--no-record")
-    assert needles.returncode == 0, needles.stderr
-    validate("bench-needles", json.loads(needles.stdout))
+    """Their --json of a fresh run: prefill and needles in tests/test_typed_bench_results.py, agree in
+    tests/test_agree_kl.py, check in tests/test_check_result.py (which also holds the check rejected here)."""
     from lanemon.reports.analyse import analyze
-    from lanemon.sim.server import SimThread
 
     validate("bench-prefill", to_json_obj(analyze(SAMPLES / "prefill.jsonl", benches=["prefill"]).prefill))
     validate("bench-needles", to_json_obj(analyze(SAMPLES / "needles.jsonl", benches=["needles"]).needles))
-    agree = _run("agree", "--demo", "--time-scale", "0.02", "--prompts", "4", "--tokens", "16", "--json",
-                 "--no-record")
-    assert agree.returncode == 0, agree.stderr
-    validate("agree", json.loads(agree.stdout))
     validate("agree", to_json_obj(analyze(SAMPLES / "agree.jsonl", benches=["agree"]).agree))
-    with SimThread("sglang-native", time_scale=0.05) as sim:
-        check = _run("check", sim.base_url, "--json")
-    assert check.returncode == 0, check.stderr
-    validate("check", json.loads(check.stdout))
-    bad = json.loads(check.stdout)
-    bad["checks"][0]["verdict"] = "fine"
-    with pytest.raises(msgspec.ValidationError, match="verdict"):
-        validate("check", bad)
 
 
 def test_kl_outputs_decode_into_their_struct(tmp_path):
-    """``lanemon kl --json`` of both outcomes: lanes that refuse prompt logprobs (the demo's), and lanes that expose
-    them (the simulator with ``logprobs="full"``); and the kl of a sample session's recording."""
+    """``lanemon kl --json`` of lanes that expose prompt logprobs (the simulator with ``logprobs="full"``; lanes
+    that refuse them, the demo's: tests/test_agree_kl.py), and the kl of a sample session's recording."""
     from lanemon.reports.analyse import analyze
     from lanemon.sim.server import SimThread
 
-    refused = _run("kl", "--demo", "--reference", "A", "--time-scale", "0.02", "--prompts", "2", "--tokens", "8",
-                   "--json", "--no-record")
-    assert refused.returncode == 3, refused.stderr
-    r = validate("kl", json.loads(refused.stdout))
-    assert {lane.status for lane in r.lanes.values()} == {"not_exposed"}
     with SimThread("tensorfold-exl3", time_scale=0.02, logprobs="full") as a, \
             SimThread("sglang-native", time_scale=0.02, logprobs="full") as b:
         ok = _run("kl", "--lane", f"A={a.base_url}", "--lane", f"B={b.base_url}", "--reference", "B", "--prompts",
@@ -166,10 +145,7 @@ def test_every_line_of_a_recording_fits_the_recording_schema(tmp_path):
 
 
 def test_gauntlet_and_qeval_outputs_decode_into_their_structs(tmp_path):
-    gauntlet = _run("gauntlet", "--demo", "--time-scale", "0.02", "--hops", "2", "--reps", "1", "--json",
-                    "--no-record")
-    assert gauntlet.returncode == 0, gauntlet.stderr
-    assert set(validate("gauntlet", json.loads(gauntlet.stdout)).lanes) == {"A", "B"}
+    """gauntlet --json of a fresh run: tests/test_gauntlet.py."""
     qeval = _run("qeval", "run", "A", "--demo", "--time-scale", "0.02", "--tasks", "math", "--json",
                  "-o", str(tmp_path / "A.json"), "--no-record")
     assert qeval.returncode == 0, qeval.stderr
@@ -180,12 +156,13 @@ def test_gauntlet_and_qeval_outputs_decode_into_their_structs(tmp_path):
     from lanemon.reports.analyse import analyze
     from lanemon.results.common import to_json_obj
 
-    validate("gauntlet", to_json_obj(analyze(SAMPLES / "gauntlet.jsonl", benches=["gauntlet"]).gauntlet))
+    gauntlet = to_json_obj(analyze(SAMPLES / "gauntlet.jsonl", benches=["gauntlet"]).gauntlet)
+    assert set(validate("gauntlet", gauntlet).lanes) == {"A", "B"}
     q = analyze(SAMPLES / "qeval-A.jsonl", benches=["qeval"]).qeval
     validate("qeval", to_json_obj(q.lanes["A"]))
     for name in ("qeval-A", "qeval-B"):
         validate("qeval", json.loads((SAMPLES / f"{name}.json").read_text()))
-    bad = json.loads(gauntlet.stdout)
+    bad = json.loads(json.dumps(gauntlet))
     bad["lanes"]["A"]["turns"][0][0]["tool"]["oops"] = 1
     with pytest.raises(msgspec.ValidationError, match="oops"):
         validate("gauntlet", bad)

@@ -28,7 +28,7 @@ CASES = {
     "decode": (["--levels", "1,2", "--categories", "coding,prose", "--max-tokens", "16", "--slo", "ttft=1",
                 "--cost", "A=3"], decode_results, DecodeResult),
     "prefill": (["--lengths", "256,1024,9000", "--max-context", "4096", "--reps", "2", "--seed", "3", "--slo",
-                 "ttft=1"], prefill_results, PrefillResult),
+                 "ttft=1", "--cost", "A=3"], prefill_results, PrefillResult),
     "needles": (["--lengths", "512,9000", "--max-context", "4096", "--seed", "3"], needle_results, NeedleResult),
 }
 
