@@ -155,7 +155,8 @@ def test_server_metrics_histograms_and_client_view_agree(vllm_server):
     r = run_json("bench", "decode", "--lane", f"V={vllm_server.url}", "--levels", "1", "--categories", "coding",
                  "--max-tokens", "24", "--reps", "3", "--no-categories", "--json", "--no-record")
     after = map_engine(parse(vllm_server.metrics()))
-    assert after["engine"] == "vllm" and after["kv_capacity_tokens"] == 64 * after["block_size"]
+    assert after is not None and before is not None
+    assert after.engine == "vllm" and after.kv_capacity_tokens == 64 * after.block_size
     timings = server_timings(before, after)
     # the detection probe (recorded, labelled) + 3 ladder requests, all counted by the server
     assert timings.requests == r["lanes"]["V"]["levels"]["1"]["requests"] + 1
@@ -215,7 +216,8 @@ def test_kv_gauge_moves_under_load(vllm_server):
         t = threading.Thread(target=lambda: answers.append(client.post(vllm_server.url + "/completions", json=body)))
         t.start()
         while t.is_alive():
-            seen.append(map_engine(parse(vllm_server.metrics())).get("kv_usage") or 0.0)
+            mapped = map_engine(parse(vllm_server.metrics()))
+            seen.append((mapped.kv_usage if mapped is not None else None) or 0.0)
             time.sleep(0.02)
         t.join()
     assert answers and answers[0].status_code == 200, answers and answers[0].text[:300]

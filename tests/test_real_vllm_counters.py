@@ -13,6 +13,7 @@ from lanemon.results.common import to_json_obj
 
 from lanemon.client.prom import map_engine, parse
 from lanemon.measure.counters import run_counters
+from lanemon.results.readings import event_data
 
 pytestmark = [pytest.mark.realserver, pytest.mark.timeout(600)]
 
@@ -24,8 +25,9 @@ def test_cell_counters_match_metrics_taken_by_hand(vllm_server, vllm_url):
                           "--json", "--no-record"], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     after = map_engine(parse(vllm_server.metrics()))
+    assert before is not None and after is not None
     cell = json.loads(out.stdout)["lanes"]["V"]["levels"]["2"]
-    got, by_hand = cell["engine_counters"], to_json_obj(run_counters(before, after))
+    got, by_hand = cell["engine_counters"], to_json_obj(run_counters(event_data(before), event_data(after)))  # the scrapes as their events hold them
     assert got is not None and got["engine"] == "vllm"
     # by hand, the run also holds lanemon's one continuous-usage check before the first cell (1 request)
     extra = by_hand["requests"] - got["requests"]
