@@ -7,7 +7,7 @@ import asyncio
 import threading
 import time
 
-from lanemon.config import PublicLane
+from lanemon.public_lane import PublicLane
 from lanemon import events as schema
 from lanemon.bus import EventBus
 from lanemon.events import Event

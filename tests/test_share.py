@@ -12,7 +12,7 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from lanemon.config import PublicLane
+from lanemon.public_lane import PublicLane
 from lanemon.bus import EventBus
 from lanemon.cli.main import main
 from lanemon.cli.common import demo_lanes

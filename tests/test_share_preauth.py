@@ -12,7 +12,7 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
-from lanemon.config import PublicLane
+from lanemon.public_lane import PublicLane
 from lanemon.bus import EventBus
 from lanemon.share import protocol as P
 from lanemon.share.client import RemoteSource

@@ -3,7 +3,7 @@ shorter one would fit (the sweep's result table, the status bar's starvation not
 
 from __future__ import annotations
 
-from lanemon.config import PublicLane
+from lanemon.public_lane import PublicLane
 import textwrap
 
 import pytest

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from textual.widgets import Static
 
-from lanemon.config import PublicLane
+from lanemon.public_lane import PublicLane
 from lanemon.bus import EventBus
 from lanemon import events as schema
 from lanemon.events import Event

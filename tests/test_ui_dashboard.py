@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lanemon.config import PublicLane
+from lanemon.public_lane import PublicLane
 
 import math
 from datetime import datetime, timedelta, timezone

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lanemon.config import PublicLane
+from lanemon.public_lane import PublicLane
 from lanemon.ui.app import make_app
 from lanemon.ui.sample import SAMPLE_LANES, ScriptedSource
 from test_gauntlet_ui import LANES as G_LANES, fixed_events

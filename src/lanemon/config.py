@@ -32,9 +32,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-import msgspec
 
 APP_NAME = "lanemon"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
@@ -73,18 +73,12 @@ RESERVED_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "co
 """Headers lanemon's HTTP client sets itself (framing, connection, encodings): a config may not override them."""
 
 
+if TYPE_CHECKING:
+    from lanemon.public_lane import PublicLane
+
+
 class ConfigError(ValueError):
     """A configuration problem, with a message fit for one line on stderr."""
-
-
-class PublicLane(msgspec.Struct):
-    """What every source of events shows of a lane (``Source.lanes``: the screens, a share's viewers): its name,
-    its URL without credentials or query, and the model it serves (None: not known yet).  ``url`` is None where a
-    recording's header said null."""
-
-    name: str
-    url: str | None = ""
-    model: str | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +106,8 @@ class LaneConfig:
 
     def shown(self, model: str | None = None) -> PublicLane:
         """This lane as sources show it; ``model``: the one its client detected (else the configured one)."""
+        from lanemon.public_lane import PublicLane
+
         return PublicLane(self.name, public_url(self.url), model or self.model)
 
     def public(self) -> dict[str, Any]:

@@ -17,7 +17,8 @@ from typing import Any
 
 import orjson
 
-from lanemon.config import PublicLane, unreadable
+from lanemon.config import unreadable
+from lanemon.public_lane import PublicLane
 from lanemon.events import SCHEMA_NAME, SCHEMA_VERSION, Event, parse_version
 from lanemon.recording.schema import (MAX_HEADER_BYTES, MAX_LINE_BYTES, BadRow, Overlong, bounded_lines,
                                       check_header, decode_event)

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from lanemon.bus import EventBus, FixedPace
-from lanemon.config import LaneConfig, PublicLane
+from lanemon.config import LaneConfig
+from lanemon.public_lane import PublicLane
 from lanemon.events import Clock, Event
 from lanemon.results.gauntlet import GauntletResult
 from lanemon.workloads.gauntlet.config import GauntletConfig

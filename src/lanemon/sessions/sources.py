@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lanemon.bus import EventBus
-from lanemon.config import LaneConfig, ProbeConfig, PublicLane
+from lanemon.config import LaneConfig, ProbeConfig
+from lanemon.public_lane import PublicLane
 from lanemon.client.http import LaneClient
 from lanemon import events as schema
 from lanemon.recording.writer import Recorder

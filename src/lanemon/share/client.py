@@ -20,7 +20,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from lanemon.bus import EventBus
-from lanemon.config import PublicLane
+from lanemon.public_lane import PublicLane
 from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.share import protocol as P

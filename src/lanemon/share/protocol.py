@@ -23,10 +23,12 @@ from __future__ import annotations
 import ipaddress
 import socket
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from lanemon.config import PublicLane
+if TYPE_CHECKING:
+    from lanemon.public_lane import PublicLane
+
 
 PROTOCOL = 1
 DEFAULT_PORT = 8765
@@ -96,6 +98,8 @@ def public_url(url: Any) -> str:
 
 def public_lane(lane: PublicLane) -> PublicLane:
     """A source's lane as viewers get it: its URL cut to scheme, host, port and path."""
+    from lanemon.public_lane import PublicLane  # here: `lanemon --help` reads this module (no msgspec then)
+
     return PublicLane(str(lane.name), public_url(lane.url), lane.model)
 
 

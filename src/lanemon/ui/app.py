@@ -51,7 +51,7 @@ from lanemon.ui.themes import ThemeError, load_themes, resolve_theme
 if TYPE_CHECKING:
     from textual.theme import Theme
 
-    from lanemon.config import PublicLane
+    from lanemon.public_lane import PublicLane
     from lanemon.results.compare import Comparison
     from lanemon.sessions.sources import MonitorOptions
 

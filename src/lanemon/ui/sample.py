@@ -15,7 +15,7 @@ from pathlib import Path
 import msgspec
 
 from lanemon.bus import EventBus
-from lanemon.config import PublicLane
+from lanemon.public_lane import PublicLane
 from lanemon import events as schema
 from lanemon.events import Event
 

@@ -7,7 +7,7 @@ import copy
 from typing import Any
 
 from lanemon.bus import EventBus, FixedPace
-from lanemon.config import PublicLane
+from lanemon.public_lane import PublicLane
 from lanemon.events import Event
 from lanemon.folds.bench import BENCH_KINDS, cell_label
 

@@ -45,7 +45,8 @@ import msgspec
 from msgspec.structs import replace
 
 from lanemon.bus import EventBus, FixedPace
-from lanemon.config import LaneConfig, PublicLane
+from lanemon.config import LaneConfig
+from lanemon.public_lane import PublicLane
 from lanemon.measure.load import STARVED_SHARE
 from lanemon.measure import slo as slo_mod
 from lanemon.measure.metrics import NS, median, request_metrics
