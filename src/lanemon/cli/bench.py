@@ -224,7 +224,9 @@ class _Progress:
         from lanemon.folds.bench import cell_label
 
         if ev.kind == "note" and ev.data.get("about") == "load_hosts":  # Ray joined, a load host lost: one line
-            self.console.print(f"lanemon: {inert(str(ev.data.get('message')))}", markup=False, highlight=False)
+            # one line whatever its length (soft_wrap): a path in it stays whole for a log reader and a copy
+            self.console.print(f"lanemon: {inert(str(ev.data.get('message')))}", markup=False, highlight=False,
+                               soft_wrap=True)
             return
         if ev.kind != "mark" or ev.data.get("label") != "cell":
             return
