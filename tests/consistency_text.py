@@ -117,7 +117,7 @@ LABELS = _labels()
 
 KEYS = {"C", "lane", "Lane", "length", "Concurrency", "Category", "category", "Leader", "rank", "rep", "end",
         "kind", "status", "detail", "words", "", "Item", "Value", "Bench", "Engine", "found", "depth",
-        "ok", "task", "id", "reason", "error kinds", "role", "message"}
+        "ok", "task", "id", "reason", "error kinds", "role", "message", "energy source"}
 """Columns that name a row (its lane, level, length, rep, task...) or say a verdict in words: no figure."""
 
 

@@ -198,7 +198,8 @@ def load_efficiency_section(load: LoadResult, lanes: list[str]) -> Section | Non
         if mine:
             tpj, i = max(mine)
             best.append(f"{n}: {tpj:.2f} tok/J" + (f" (rep {i + 1})" if multi else ""))
-    headers = ["Lane", "Rep", "Offered req/s", "Out tok/s", "tok/J", "GPU W", "Energy J", "$/1M tok", "Energy from"]
+    headers = ["Lane", "rep", label("offered_rps"), label("served_tok_s"), label("tokens_per_joule"),
+               label("gpu_power"), label("energy"), label("usd_per_1m"), "energy source"]  # catalogue labels
     caption = "Per rep; — where a lane has no GPU telemetry or no cost_per_hour."
     if not rows:  # one line, not a table of headers only
         why = sorted({str(r.energy_reason) for _, _, r in reps if r.energy_reason})
