@@ -117,7 +117,8 @@ LABELS = _labels()
 
 KEYS = {"C", "lane", "Lane", "length", "Concurrency", "Category", "category", "Leader", "rank", "rep", "end",
         "kind", "status", "detail", "words", "", "Item", "Value", "Bench", "Engine", "found", "depth",
-        "ok", "task", "id", "reason", "error kinds", "role", "message", "energy source"}
+        "ok", "task", "id", "reason", "error kinds", "role", "message", "energy source", "race", "prompt",
+        "winner", "verdict"}
 """Columns that name a row (its lane, level, length, rep, task...) or say a verdict in words: no figure."""
 
 
@@ -189,6 +190,9 @@ def value_of(cell: dict, figures: list[tuple[str, str | None]], is_max: bool):
     for name, stat in figures:
         if name in ENGINE and isinstance(cell.get("engine_counters"), dict):
             return f"engine_counters.{name}", cell["engine_counters"].get(name)
+        counters = [k for k in BY_NAME[name].json_keys if k.startswith("engine_counters.")]
+        if counters and isinstance(cell.get("engine_counters"), dict):  # carried only where the engine exports it
+            return counters[0], cell["engine_counters"].get(counters[0].split(".", 1)[1])
         if stat and stat.startswith("target:"):  # targets.KEY.attainment, under the cell's slo block
             for key in BY_NAME[name].json_keys:
                 path = ["slo", *key.replace("KEY", stat[7:]).split(".")]
@@ -265,6 +269,12 @@ def locate(name: str):
     """The row placer of workload ``name``: (table, row, lane prefix, result) -> the result's cell, or None."""
 
     def levels(t, row, prefix, result):
+        cat = row.get("Category") or row.get("category")
+        if cat:  # a prompt category at C1: a lane's column, or the first two lanes' ratio (no lane)
+            if prefix is None:
+                by = (result.get("category_ratios") or {}).get("by_category") or {}
+                return {"category_ratios": {"by_category": by[cat]}} if cat in by else None
+            return result["lanes"].get(prefix, {}).get("categories", {}).get(cat)
         c = _level(row.get("C") or row.get("Concurrency") or "")
         if c is None:
             m = re.search(r"\bat C(\d+)\b", t.title)
@@ -294,14 +304,23 @@ def locate(name: str):
         return reps[0] if len(reps) == 1 else None
 
     def races(t, row, prefix, result):
-        m = re.match(r"race (\d+)\b", t.title)
         lane = _lane(row, prefix)
-        if m is None or lane is None or int(m.group(1)) > len(result["races"]):
+        if lane is not None and re.match(r"\d+ races\b", t.title):  # the summary: a lane over every race
+            return result["lanes"].get(lane)
+        m = re.fullmatch(r"\d+", row.get("race", "")) or re.match(r"race (\d+)\b", t.title)
+        number = int(m.group(1) if m.re.groups else m.group(0)) if m else None
+        if number is None or lane is None or number > len(result["races"]):
             return None
-        return result["races"][int(m.group(1)) - 1]["lanes"].get(lane)
+        return result["races"][number - 1]["lanes"].get(lane)
 
-    return {"decode": levels, "sweep": levels, "prefill": lengths, "needles": lengths, "load": reps,
-            "race": races}.get(name, lambda *a: None)
+    def server(t, row, prefix, result):  # the engine's view: a bench's row of a lane, its ``server`` block in it
+        lane = _lane(row, prefix)
+        return result["lanes"].get(lane) if lane and row.get("Bench") == name else None
+
+    placer = {"decode": levels, "sweep": levels, "prefill": lengths, "needles": lengths, "load": reps,
+              "race": races}.get(name, lambda *a: None)
+    return lambda t, row, prefix, result: (server if t.title.startswith("Where the time goes") else placer)(
+        t, row, prefix, result)
 
 
 # ------------------------------------------------------------------------------------------------ rendering

@@ -658,24 +658,9 @@ LOCATED = ("decode", "sweep", "prefill", "needles", "load", "race")
 """Workloads whose tables place their rows in the result (a level, a length, a rep, a race): their headless
 tables must compare figures (a parser that found none would prove nothing)."""
 
-_ENGINE_WORDS = "the engine's own figures (measure/server.py, measure/counters.py)"
 KNOWN: dict[str, str] = {  # pattern -> what it is; "(sometimes)": only when the run shows it (bursts, reps)
-    # the report's engine sections
-    r"Where the time goes :: ": f"{_ENGINE_WORDS} beside lanemon's: Queue, Prefill, Decode, Server TTFT/E2E, "
-                                "lanemon TTFT/E2E, the gaps: no catalogue entry gives these labels",
-    r"What the engine did in each (cell|rep) :: (Requests|Ranks|LoRA|Restarts|Rep)\b": f"{_ENGINE_WORDS}: "
-        "Requests, Ranks, LoRA, Restarts, Rep have no entry",
     # decode, sweep
-    r"per-stream decode tok/s at C\d+, by category :: (A|B|A/B)$": "the per-category table's columns are lane "
-                                                                    "names; the figure is in the title",
-    r"Per-category decode at C\d+ :: A/B": "the per-category ratio has no catalogue entry",
     r"(steady|span) min–max": "(sometimes) with reps: the reps' spread has no catalogue entry",
-    # prefill, needles
-    r"Needles :: (A|B|Context tokens)$": "the report's needles table: one column per lane, found/depth/TTFT in "
-                                        "words",
-    # race
-    r"\d+ races :: wins$": "the race summary's wins column has no catalogue entry",
-    r"Races :: ": "the report's race table packs 'TTFT / tok/s / total / tokens' in one column per lane",
     # agree, kl, gauntlet, qeval: their figures are in no catalogue entry
     r"greedy agreement A vs B :: prompts|Greedy agreement :: |Per prompt :: ": "agree's figures (prompts per "
                                                                               "bucket, share, first differing "

@@ -51,6 +51,9 @@ _COMPLETE = "complete requests only (truncated, empty, errored requests counted 
 _GEN = "generated tokens, reasoning included"
 """The tokens tok/J and $/1M count (measure/energy.energy_tokens), the "output tokens" of their labels."""
 _OUT = "generated tokens (output + reasoning; the server's usage, else chunk counts marked estimated)"
+_VIEW = (" over the intervals between successive /metrics scrapes (one at every cell edge) in which lanemon saw "
+         "requests finish, restarts left out (measure/server.py)")
+_ENGINE_MEAN = "vLLM's histogram, read as its mean (delta sum / delta count) over the compared intervals"
 
 CATALOGUE: tuple[Metric, ...] = (
     # ------------------------------------------------------------ one request's latencies
@@ -138,6 +141,9 @@ CATALOGUE: tuple[Metric, ...] = (
     Metric("prefill_ratio", "prefill ratio", "x",
            "bench prefill with two lanes: the second lane's cold prefill tok/s / the first's, per length (shown "
            "as B/A ratio, beside the second lane's row, x)", ("ratios.by_length",), "ratio"),
+    Metric("category_ratio", "per-category decode ratio", "x",
+           "bench decode with two lanes: the first lane's per-stream decode tok/s / the second's, per prompt "
+           "category at C1 (shown as A/B per-stream ratio)", ("category_ratios.by_category",), "per-stream ratio"),
     Metric("repeat_tok_s", "repeat tok/s", "tok/s",
            "bench prefill: the repeated prompt's prompt tokens / TTFT, hit or not", ("repeat_tok_s",),
            "repeat tok/s"),
@@ -297,6 +303,56 @@ CATALOGUE: tuple[Metric, ...] = (
            prometheus="lanemon_engine_requests_running", prometheus_type="gauge",
            prometheus_help="Requests running in the engine at its latest /metrics scrape",
            vllm="vllm:num_requests_running", differs="the engine's own gauge, as scraped"),
+    # ------------------------------------------------------------ the engine's view beside lanemon's (measure/server.py,
+    # measure/counters.py): a lane's ``server`` block of a bench, a cell's or rep's ``engine_counters``
+    Metric("engine_requests", "engine requests", "requests",
+           "requests the engine itself counted finishing (its /metrics success counter): over the intervals the "
+           "server view compares (server.requests), between a cell's or rep's edges (engine_counters.requests); "
+           "another client's requests count too", ("server.requests", "engine_counters.requests"),
+           "engine requests", short="eng. reqs", vllm="vllm:request_success_total",
+           differs="the engine's own counter's increase, as scraped"),
+    Metric("view_requests", "lanemon requests (server view)", "requests",
+           "requests lanemon saw finish in the intervals the server view compares (the same intervals as "
+           "engine requests, restarts left out)", ("server.client_requests",), "lanemon requests",
+           short="our reqs"),
+    Metric("engine_restarts", "engine restarts", "count",
+           "times the engine restarted during the run: one of its counters or histogram sums fell, or its "
+           "process start time changed (measure/restarts.py); the intervals around each are compared on neither "
+           "side", ("server.restarts", "engine_counters.restarts"), "restarts"),
+    Metric("rank_imbalance", "rank imbalance", "x",
+           "max / mean of the data-parallel ranks' generated tokens between the cell's or rep's edges (1.0 is "
+           "even); each rank's tokens are in the JSON (engine_counters.ranks)", ("engine_counters.rank_imbalance",),
+           "rank max/mean"),
+    Metric("server_queue", "engine queue time", "s",
+           f"mean per request of the engine's queue-time histogram{_VIEW}", ("server.queue_s",), "engine queue",
+           vllm="vllm:request_queue_time_seconds", differs=_ENGINE_MEAN),
+    Metric("server_prefill", "engine prefill time", "s",
+           f"mean per request of the engine's prefill-time histogram{_VIEW}", ("server.prefill_s",),
+           "engine prefill", vllm="vllm:request_prefill_time_seconds", differs=_ENGINE_MEAN),
+    Metric("server_decode", "engine decode time", "s",
+           f"mean per request of the engine's decode-time histogram{_VIEW}", ("server.decode_s",),
+           "engine decode", vllm="vllm:request_decode_time_seconds", differs=_ENGINE_MEAN),
+    Metric("server_ttft", "server TTFT", "s", f"mean per request of the engine's TTFT histogram{_VIEW}",
+           ("server.ttft_s",), "server TTFT", vllm="vllm:time_to_first_token_seconds", differs=_ENGINE_MEAN),
+    Metric("view_ttft", "lanemon TTFT (server view)", "s",
+           "mean TTFT of the requests lanemon saw finish in the intervals the server view compares (a mean, "
+           "beside the engine's mean; not the cell's median TTFT)", ("server.client_ttft_s",), "lanemon TTFT"),
+    Metric("gap_ttft", "TTFT gap", "s",
+           "lanemon TTFT - server TTFT over the same intervals: HTTP, the API server and the network; withheld "
+           "(null, server.gap_reason says why) when the two did not count the same requests or the gap would be "
+           "negative", ("server.gap_ttft_s",), "TTFT gap"),
+    Metric("server_e2e", "server E2E", "s", f"mean per request of the engine's E2E histogram{_VIEW}",
+           ("server.e2e_s",), "server E2E", vllm="vllm:e2e_request_latency_seconds", differs=_ENGINE_MEAN),
+    Metric("view_e2e", "lanemon E2E (server view)", "s",
+           "mean E2E of the requests lanemon saw finish in the intervals the server view compares",
+           ("server.client_e2e_s",), "lanemon E2E"),
+    Metric("gap_e2e", "E2E gap", "s",
+           "lanemon E2E - server E2E over the same intervals (HTTP, detokenising, the network); withheld as the "
+           "TTFT gap is", ("server.gap_e2e_s",), "E2E gap"),
+    # ------------------------------------------------------------ races (workloads/race.py)
+    Metric("race_wins", "races won", "count",
+           "lanemon race: races the lane finished first (its request completed before every other lane's; a "
+           "truncated, empty or errored reply never wins), out of the finished races", ("wins",), "wins"),
     # ------------------------------------------------------------ kl (workloads/kl.py)
     Metric("kl", "KL divergence (mean)", "nats/token",
            "lanemon kl: teacher-forced KL(reference || lane) per token from top-k prompt logprobs with a tail "
