@@ -837,3 +837,38 @@ def test_every_known_bypass_still_shows(everything):
     stale = [f"{p!r}: {why}" for p, why in KNOWN.items() if not why.startswith("(sometimes)")
              and not any(re.search(p, f) for f in found)]
     assert not stale, "KNOWN patterns nothing shows any more (remove them):\n" + "\n".join(stale)
+
+
+def test_the_text_checks_can_fail_on_the_tables_that_take_the_catalogues_labels(everything):
+    """A figure of the engine sections, the per-category ratio, the needles and race tables and the race
+    summary's wins, changed in the result: the text check of the surface that shows it says so, by its label
+    (each of these tables was a :data:`KNOWN` bypass until its columns took the catalogue's labels)."""
+    import copy
+
+    surfaces = everything
+
+    def bump(name, path, by, surface, label):
+        s = copy.copy(surfaces[name])
+        s.json = copy.deepcopy(s.json)
+        *parents, key = path
+        cell = s.json
+        for p in parents:
+            cell = cell[p]
+        assert isinstance(cell[key], (int, float)), (name, path, cell[key])  # a figure to change
+        cell[key] += by
+        with pytest.raises(AssertionError, match=re.escape(label)):
+            check_text(s, surface)
+
+    lane = next(iter(surfaces["decode"].json["lanes"]))
+    bump("decode", ["lanes", lane, "server", "ttft_s"], 1.0, "md", "/ server TTFT: shows")
+    bump("decode", ["lanes", lane, "levels", "1", "engine_counters", "requests"], 100, "md",
+         "/ engine requests: shows")
+    cat = next(k for k, v in surfaces["decode"].json["category_ratios"]["by_category"].items() if v)
+    for surface in ("md", "headless"):
+        bump("decode", ["category_ratios", "by_category", cat], 1.0, surface, "per-stream ratio: shows")
+        bump("decode", ["lanes", lane, "categories", cat, "per_stream_tok_s"], 1000.0, surface,
+             f"{lane} per-stream tok/s: shows")
+    length = next(iter(surfaces["needles"].json["lanes"][lane]["lengths"]))
+    bump("needles", ["lanes", lane, "lengths", length, "ttft_s"], 1.0, "md", "/ TTFT: shows")
+    bump("race", ["races", 0, "lanes", lane, "ttft_s"], 1.0, "md", "/ TTFT: shows")
+    bump("sample-races", ["lanes", lane, "wins"], 1, "headless", "/ wins: shows")  # the summary: two races or more

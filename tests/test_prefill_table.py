@@ -150,3 +150,19 @@ def test_a_cache_hit_note_on_the_bars_is_whole_beside_its_bar_or_under_it(width)
     assert all(len(line) <= width for line in lines) and "…" not in text
     assert sum("◀ cache hit 8,900" in line for line in lines) == 1
     assert sum("◀ cache hit 12,491" in line for line in lines) == 1
+
+
+def test_a_result_made_before_ratios_shows_the_ratio_the_bench_would_have_carried():
+    """``ratios`` missing (a result from before it was carried): the table reads the ratio through the one
+    function that makes ``ratios`` (results/prefill.prefill_ratios), not a division of its own."""
+    from lanemon.results.prefill import prefill_ratios, ratios_of
+
+    old = result()
+    old.ratios = None
+    made = prefill_ratios(old.lanes, "A", "B")
+    assert made.by_length == {"2000": round(3480 / 2591, 3), "64000": None} and ratios_of(old) == made
+    r = rows_by(prefill_table(old, ["A", "B"]))
+    assert r["2,000/B"]["B/A ratio"] == f"{made.by_length['2000']:.2f}×" == "1.34×" and r["64K/B"]["B/A ratio"] == "—"
+    one = result()
+    one.ratios, one.lanes = None, {"A": one.lanes["A"]}
+    assert ratios_of(one) is None and "B/A ratio" not in prefill_table(one, ["A"]).labels()
