@@ -54,7 +54,14 @@ def check_shape(result: dict | RaceResult, lanes=("A", "B"), races: int = 1) -> 
         assert set(race) == RACE_KEYS
         assert list(race["lanes"]) == list(lanes)
         for lane in race["lanes"].values():
-            assert set(lane) - {"engine_counters"} == LANE_KEYS  # engine_counters: where the lane has /metrics
+            assert set(lane) - {"engine_counters", "behind_s", "behind_ratio"} == LANE_KEYS  # engine_counters: where
+            # the lane has /metrics; behind_s / behind_ratio: a lane that finished after the winner
+            first = race["lanes"].get(race["winner"]) if race["winner"] else None
+            if first is not None and first["total_s"] and lane is not first and lane["total_s"] is not None:
+                assert lane["behind_s"] == pytest.approx(lane["total_s"] - first["total_s"], abs=2e-4)
+                assert lane["behind_ratio"] == pytest.approx(lane["total_s"] / first["total_s"], abs=2e-4)
+            else:
+                assert "behind_s" not in lane and "behind_ratio" not in lane
         assert set(race["margin"]) == {"runner_up", "total_s_delta", "total_s_ratio", "ttft_s_ratio"}
     assert list(result["lanes"]) == list(lanes)
     for lane in result["lanes"].values():

@@ -353,6 +353,13 @@ CATALOGUE: tuple[Metric, ...] = (
     Metric("race_wins", "races won", "count",
            "lanemon race: races the lane finished first (its request completed before every other lane's; a "
            "truncated, empty or errored reply never wins), out of the finished races", ("wins",), "wins"),
+    Metric("race_behind", "E2E behind the winner", "s",
+           "lanemon race: the lane's E2E minus the winner's (the lane whose request completed first) in the same "
+           "race; none for the winner. Negative when the winner was sent sooner and took longer",
+           ("behind_s",), "E2E vs winner"),
+    Metric("race_behind_ratio", "E2E over the winner's", "x",
+           "lanemon race: the lane's E2E / the winner's in the same race; none for the winner",
+           ("behind_ratio",), "E2E × winner"),
     # ------------------------------------------------------------ kl (workloads/kl.py)
     Metric("kl", "KL divergence (mean)", "nats/token",
            "lanemon kl: teacher-forced KL(reference || lane) per token from top-k prompt logprobs with a tail "

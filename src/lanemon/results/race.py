@@ -70,6 +70,11 @@ class RaceLane(RaceEnergy):
     reasoning_text: str
     meets_slo: bool | None = None
     """With ``--slo`` only."""
+    behind_s: Num = None
+    """E2E minus the winner's (the lane that finished first) in this race; left out for the winner, a lane without
+    an E2E and a race without a winner (workloads/race.race_json)."""
+    behind_ratio: Num = None
+    """E2E over the winner's (>= 1 unless the winner was sent sooner); left out as ``behind_s`` is."""
     engine_counters: Obj | UnsetType = UNSET
     """The engine's own counters over the race (docs/GPU.md): absent when the lane has no ``/metrics``, null when
     no scrape pair brackets the race."""

@@ -326,6 +326,11 @@ def race_json(view: RaceView) -> Race:
             total_ratio = round_or_none(r.total_s / w.total_s)
         if w.ttft_s and r.ttft_s is not None:
             ttft_ratio = round_or_none(r.ttft_s / w.ttft_s)
+    first = lanes[ranking[0]] if ranking else None
+    for name, lane in lanes.items():  # each lane against the winner, once (the race screen's column reads it)
+        if first is not None and name != ranking[0] and first.total_s and lane.total_s is not None:
+            lane.behind_s = round_or_none(lane.total_s - first.total_s)
+            lane.behind_ratio = round_or_none(lane.total_s / first.total_s)
     race = Race(race=view.index, prompt=view.prompt, prompt_id=view.prompt_id, category=view.category,
                 endpoint=view.endpoint, max_tokens=view.max_tokens, lanes=lanes,
                 winner=ranking[0] if ranking else None,
