@@ -659,8 +659,6 @@ LOCATED = ("decode", "sweep", "prefill", "needles", "load", "race")
 tables must compare figures (a parser that found none would prove nothing)."""
 
 KNOWN: dict[str, str] = {  # pattern -> what it is; "(sometimes)": only when the run shows it (bursts, reps)
-    # decode, sweep
-    r"(steady|span) min–max": "(sometimes) with reps: the reps' spread has no catalogue entry",
     # agree, kl, gauntlet, qeval: their figures are in no catalogue entry
     r"greedy agreement A vs B :: prompts|Greedy agreement :: |Per prompt :: ": "agree's figures (prompts per "
                                                                               "bucket, share, first differing "

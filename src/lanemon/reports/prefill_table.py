@@ -11,7 +11,7 @@ from lanemon.measure.catalogue import NOT_MEASURED
 from lanemon.reports.format import err_text, length_label, num
 from lanemon.results.prefill import PrefillCell, PrefillResult, ratios_of
 from lanemon.reports.tables import (BAD, GOOD, STRONG, WARN, Cell, Column, ResultTable, fig, goodput_cells, rate,
-                                    rep_range, secs, slo_targets_text)
+                                    secs, slo_targets_text)
 
 #: how a prefix-cache hit was told apart (workloads/bench/prefill.py)
 _HIT_SOURCE = {"cached_tokens": "the server's cached_tokens", "timing": "timing: the repeat > 2× the cold median"}
@@ -49,7 +49,7 @@ def prefill_table(result: PrefillResult | None, lanes: Sequence[str] | None = No
         cols += [fig("goodput", 2), fig("slo_held", 2)]
     cols += [fig("errors", 2), fig("prompt_tokens", 4), fig("requests", 5)]
     if show_range:
-        cols += [fig("prefill_tok_s", 7, "min–max", detail=True, use_short=True)]
+        cols += [fig("prefill_min", 7, detail=True), fig("prefill_max", 7, detail=True)]  # the reps' range
     if show_repeat:
         cols += [fig("repeat_tok_s", 6, detail=True)]
     lengths = sorted({k for n in names for k in per[n]}, key=_length_key)
@@ -89,7 +89,7 @@ def prefill_table(result: PrefillResult | None, lanes: Sequence[str] | None = No
                     Cell("—" if pt is None else f"{pt:,.0f}" + (" est." if c.tokens_estimated else "")),
                     Cell(str(c.requests))]
             if show_range:
-                row.append(Cell(rep_range(c.reps)))
+                row += [Cell(rate(c.min)), Cell(rate(c.max))]
             if show_repeat:
                 row.append(Cell(rate(c.repeat_tok_s)))
             rows.append(row)

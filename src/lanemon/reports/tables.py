@@ -519,10 +519,10 @@ def decode_table(result: DecodeResult | None, lanes: Sequence[str] | None = None
     if show_goodput:
         cols += [fig("goodput", 1), fig("slo_held", 1)]
     cols += [fig("errors", 1), fig("requests", 8)]
-    if steady_range:
-        cols += [fig("steady_tok_s", 11, "min–max", detail=True, use_short=True)]
+    if steady_range:  # the reps' range: one figure per column (the result's steady_min / steady_max)
+        cols += [fig("steady_min", 11, detail=True), fig("steady_max", 11, detail=True)]
     if span_range:
-        cols += [fig("aggregate_tok_s", 12, "min–max", detail=True, use_short=True)]
+        cols += [fig("span_min", 12, detail=True), fig("span_max", 12, detail=True)]
     if show_leader:
         cols += [Column("Leader", 9, "left", detail=True)]
     if show_kinds:
@@ -563,9 +563,9 @@ def decode_table(result: DecodeResult | None, lanes: Sequence[str] | None = None
             errs = int(num(c.errors) or 0)
             row += [Cell(str(errs), BAD if errs else None), Cell(str(c.requests or 0))]
             if steady_range:
-                row.append(Cell(rep_range(c.steady_reps)))
+                row += [Cell(rate(c.steady_min)), Cell(rate(c.steady_max))]
             if span_range:
-                row.append(Cell(rep_range(c.reps)))
+                row += [Cell(rate(c.min)), Cell(rate(c.max))]
             if show_leader:
                 row.append(Cell(leader_text(lead) if first else ""))
             if show_kinds:

@@ -53,6 +53,10 @@ class DecodeCell(DecodeFigures, kw_only=True):
 
     steady_tok_s: Num
     steady_reps: list[Num]
+    steady_min: Num = None
+    """The lowest and highest of ``steady_reps`` (workloads/bench/run.spread, as ``min`` / ``max`` are the span's);
+    left out of results made before they were carried."""
+    steady_max: Num = None
     steady_window_s: Num
     steady_unstable: bool
     aggregate_tok_s: Num

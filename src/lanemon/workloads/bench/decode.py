@@ -203,6 +203,8 @@ def _level_result(reps: dict[int, list[RequestRecord]], slo: dict[str, float] | 
     return DecodeCell(
         steady_tok_s=steady.median,
         steady_reps=steady.reps,
+        steady_min=steady.min,
+        steady_max=steady.max,
         steady_window_s=rnd(median(windows)),
         steady_unstable=steady.unstable,
         aggregate_tok_s=stats.median,
