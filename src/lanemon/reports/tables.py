@@ -488,7 +488,8 @@ def decode_table(result: DecodeResult | None, lanes: Sequence[str] | None = None
     steady figure beyond the noise band, ``=`` a tie inside it.  ``result`` None (nothing yet): no rows.
 
     Detail columns (:meth:`ResultTable.fit` drops them first, where the width is short; the report, which has no
-    width limit, keeps them): the reps' range (min–max) where a cell ran more than one rep, the Leader with its
+    width limit, keeps them): the reps' range of the leading figure (``steady min`` / ``steady max``; the span's
+    where there is no steady figure; both in ``--json``) where a cell ran more than one rep, the Leader with its
     ratio (:func:`leader_text`) with two lanes or more, what the errors were (truncated, empty, bursts)."""
     from lanemon.reports.data import decode_levels, level_leads
 
@@ -502,7 +503,7 @@ def decode_table(result: DecodeResult | None, lanes: Sequence[str] | None = None
     slo = (result.config.slo if result is not None else None) or None
     show_goodput = any(c.goodput is not None for c in cells)
     steady_range = with_steady and any(len(c.steady_reps or []) > 1 for c in cells)
-    span_range = any(len(c.reps or []) > 1 for c in cells)
+    span_range = not steady_range and any(len(c.reps or []) > 1 for c in cells)  # the leading figure's range
     show_leader = sum(1 for n in names if per[n]) >= 2
     show_kinds = any(num(c.truncated) or num(c.empty) or num(c.bursts) for c in cells)
     cols = [Column("C", 0), Column("lane", 0, "left")]

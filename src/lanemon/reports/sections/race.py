@@ -39,7 +39,7 @@ def race_section(race: RaceResult, order: list[str]) -> Section:
                                   f"error: {err_text(c.error, 30)}"])
                 continue
             cells = {"ttft": secs(c.ttft_s),
-                     "per_stream_tok_s": tok(c.decode_tok_s) + (" (burst)" if "burst" in c.flags else ""),
+                     "per_stream_tok_s": tok(c.decode_tok_s),
                      "output_tokens": _tokens(c.output_tokens, c.tokens_estimated),
                      "reasoning_tokens": _tokens(c.reasoning_tokens, c.reasoning_estimated),
                      "e2e": secs(c.total_s)}
@@ -53,6 +53,8 @@ def race_section(race: RaceResult, order: list[str]) -> Section:
     more = [("Each lane in each race", ["race", "lane", *(label(f) for f in figures), "rank"], lane_rows)]
     notes = ["~ after a token count: estimated from chunk counts (the server sent no usage)."] if any(
         c.tokens_estimated or c.reasoning_estimated for r in races for c in r.lanes.values()) else []
+    notes += [f"race {r.race} {n}: a burst (its chunks were read in one go: no per-stream tok/s)"
+              for r in races for n, c in r.lanes.items() if "burst" in c.flags]
     return Section("race", "Races", caption, headers, rows, notes=notes, more=more)
 
 
