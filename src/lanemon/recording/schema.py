@@ -5,7 +5,11 @@ event line is decoded by msgspec straight into :class:`EventRow` (the envelope:
 ``t`` a non-negative integer, ``kind`` a string, ``lane`` and ``req`` strings or
 absent, ``data`` an object), and the fields a reader relies on in ``data`` are
 checked against the kind's schema (:data:`DATA_SCHEMAS`): a usage count is an
-integer, a token's text a string, and so on.  Fields a schema does not name are
+integer, a token's text a string, and so on.  Where an event carries a typed
+reading (results/readings.py: a probe, a scrape, a GPU reading, a host sample, a
+loop window, a usage block, a stream's end; results/marks.py: a mark), the kind's
+schema is made from that one model by :func:`checker`, so a field added to the
+reading is checked in recordings too.  Fields a schema does not name are
 kept as they are (newer minor versions add fields); kinds it does not know keep
 only the envelope check.  The header is checked by :func:`check_header`.
 
@@ -19,14 +23,19 @@ a header that fails is one clear :class:`~lanemon.recording.reader.RecordingErro
 
 from __future__ import annotations
 
+import operator
 import re
+import types
 from collections.abc import Iterator
-from typing import IO, Annotated, Any
+from functools import reduce
+from typing import IO, Annotated, Any, Union, get_args, get_origin
 
 import msgspec
 
 from lanemon import events as ev_schema
 from lanemon.events import Event
+from lanemon.results.marks import MARK_MODELS, Key
+from lanemon.results.readings import HostSample, LoopWindow, ProbeResult, ServerScrape, StreamEnd, Telemetry, Usage
 from lanemon.untrusted import ID_LIMIT, inert, inert_event_data, needs_inert
 
 __all__ = ["EventRow", "Header", "HostInfo", "QevalInfo", "DATA_SCHEMAS", "MAX_HEADER_BYTES", "MAX_LINE_BYTES", "BadRow", "decode_event",
@@ -40,8 +49,6 @@ READ_CHUNK = 1 << 20
 
 Count = int  # no range check: the reader checks types, not plausibility (the folds flag implausible values)
 Num = float  # msgspec accepts an int where a float is expected (not a bool)
-Key = str | int | float | bool | None
-"""An identifier-like field (cell, part, run, ...): any hashable scalar, never a list or an object."""
 
 
 class EventRow(msgspec.Struct):
@@ -56,16 +63,6 @@ class EventRow(msgspec.Struct):
 
 class _Data(msgspec.Struct, forbid_unknown_fields=False):
     pass
-
-
-class ProbeData(_Data):
-    ok: bool | None = None
-    latency_s: Num | None = None
-    models: list[Any] | None = None
-    model: str | None = None
-    cls: str | None = None
-    message: str | None = None
-    status: Key = None
 
 
 class LaneData(_Data):
@@ -115,126 +112,14 @@ class TokenData(_Data):
     blank: bool | None = None  # tokens without text (usage rose, or logprobs named them): counted, no text
 
 
-class UsageData(_Data):
-    prompt_tokens: Count | None = None
-    completion_tokens: Count | None = None
-    total_tokens: Count | None = None
-    cached_tokens: Count | None = None
-    reasoning_tokens: Count | None = None
-
-
-class DoneData(_Data):
-    finish_reason: str | None = None
-    status: Key = None
-    chunks: Count | None = None
-
-
 class ErrorData(_Data):
     cls: str | None = None
     message: str | None = None
     status: Key = None
 
 
-class MarkData(_Data):
-    label: str | None = None
-    bench: Key = None
-    phase: Key = None
-    cell: Key = None
-    part: Key = None
-    rep: Key = None
-    errors: Num | None = None
-    tokens_per_char: Num | None = None
-    length: Key = None
-    interrupted: bool | None = None
-    race: Key = None
-    requests: Num | None = None
-    level: Key = None
-    tasks: Num | None = None
-    total: Num | None = None
-    hops: Num | None = None
-    turn: Num | None = None
-    turns: Num | None = None
-    calls: Num | None = None
-    tool_calls: Num | None = None
-    malformed_calls: Num | None = None
-    wall_s: Num | None = None
-
-
 class NoteData(_Data):
     level: str | None = None
-    message: str | None = None
-
-
-class ServerMetricsData(_Data):
-    ok: bool | None = None
-    engine: str | None = None
-    latency_s: Num | None = None
-    running: Num | None = None
-    waiting: Num | None = None
-    kv_usage: Num | None = None
-    prompt_tokens_total: Num | None = None
-    generation_tokens_total: Num | None = None
-    prefix_hits_total: Num | None = None
-    prefix_queries_total: Num | None = None
-    prefix_hit_rate: Num | None = None
-    prompt_tok_s: Num | None = None
-    gen_tok_s: Num | None = None
-    gen_throughput: Num | None = None
-
-
-class GpuOne(msgspec.Struct, forbid_unknown_fields=False):
-    gpu: Key = None
-    uuid: str | None = None
-    model: str | None = None
-    host: str | None = None
-    util_pct: Num | None = None
-    power_w: Num | None = None
-    energy_mj: Num | None = None
-    sm_clock_mhz: Num | None = None
-    mem_clock_mhz: Num | None = None
-    temp_c: Num | None = None
-    fb_used_mib: Num | None = None
-    fb_free_mib: Num | None = None
-    unified: bool | None = None
-    reasons: int | None = None
-    throttle: list[str] | None = None
-    xid: Num | None = None
-
-
-class HostData(_Data):
-    cpu_pct: Num | None = None
-    cpus: int | None = None
-    load1: Num | None = None
-    mem_total: Num | None = None
-    mem_used: Num | None = None
-    mem_pct: Num | None = None
-    net_rx_Bps: Num | None = None
-    net_tx_Bps: Num | None = None
-    proc_cpu_pct: Num | None = None
-    proc_rss: Num | None = None
-    gpus: list[GpuOne] | None = None
-
-
-class ClientLoadData(_Data):
-    lag_ms: Num | None = None
-    lag_mean_ms: Num | None = None
-    window_s: Num | None = None
-    samples: int | None = None
-    cpu_pct: Num | None = None
-    proc_cpu_pct: Num | None = None
-    steal_pct: Num | None = None
-    bound: bool | None = None
-
-
-class GpuData(_Data):
-    ok: bool | None = None
-    source: str | None = None
-    latency_s: Num | None = None
-    power_w: Num | None = None
-    energy_mj: Num | None = None
-    gpu_count: int | None = None
-    gpus: list[GpuOne] | None = None
-    cls: str | None = None
     message: str | None = None
 
 
@@ -259,22 +144,72 @@ class LaneStateData(_Data):
     down_s: Num | None = None
 
 
-#: kind -> the schema of its ``data`` (fields not named are kept unchecked).
-DATA_SCHEMAS: dict[str, type[_Data]] = {
-    ev_schema.PROBE: ProbeData,
+def _loose(tp: Any) -> Any:
+    """``tp`` as a recording may hold it: a nested Struct as its :func:`checker`, inside unions, lists and dicts."""
+    if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
+        return checker(tp)
+    origin, args = get_origin(tp), get_args(tp)
+    if origin in (Union, types.UnionType):
+        return reduce(operator.or_, map(_loose, args))
+    if origin is list:
+        return list[_loose(args[0])]  # type: ignore[misc]
+    if origin is dict:
+        return dict[args[0], _loose(args[1])]  # type: ignore[misc]
+    return tp
+
+
+def _fields(model: type[msgspec.Struct]) -> Iterator[msgspec.structs.FieldInfo]:
+    """The fields of ``model`` as its event's data holds them: a nested reading it splices (``SPLICED``, a
+    scrape's figures beside ``ok``) gives its own fields in its place."""
+    spliced = getattr(model, "SPLICED", ())
+    for f in msgspec.structs.fields(model):
+        if f.name in spliced:
+            yield from _fields(next(a for a in get_args(f.type) if isinstance(a, type) and
+                                    issubclass(a, msgspec.Struct)))
+        else:
+            yield f
+
+
+_CHECKERS: dict[tuple[type[msgspec.Struct], ...], type[msgspec.Struct]] = {}
+
+
+def checker(*models: type[msgspec.Struct], name: str | None = None) -> type[msgspec.Struct]:
+    """The recording checker made from the typed model(s) of an event's data: every field the models name, with
+    the model's type, optional (a recording from an older lanemon may lack it), unknown keys kept (a newer one may
+    add some); the first model naming a key decides its type.  A field added to the model is checked in
+    recordings with no second edit."""
+    got = _CHECKERS.get(models)
+    if got is not None:
+        return got
+    fields: dict[str, tuple[str, Any, None]] = {}
+    for model in models:
+        for f in _fields(model):
+            fields.setdefault(f.encode_name, (f.encode_name, _loose(f.type) | None, None))
+    name = name or f"{models[0].__name__}Data"
+    cls = msgspec.defstruct(name, list(fields.values()), forbid_unknown_fields=False, module=__name__)
+    cls.__doc__ = (f"A recorded {name.removesuffix('Data')}'s data, checked as it is read: the fields of "
+                   + ", ".join(m.__name__ for m in models) + ", each optional; unknown keys kept.")
+    _CHECKERS[models] = cls
+    return cls
+
+
+#: kind -> the schema of its ``data`` (fields not named are kept unchecked): the reading's own model where the
+#: event carries one (results/readings.py, results/marks.py), made lenient by :func:`checker`
+DATA_SCHEMAS: dict[str, type[msgspec.Struct]] = {
+    ev_schema.PROBE: checker(ProbeResult),
     ev_schema.LANE: LaneData,
     ev_schema.REQUEST: RequestData,
     ev_schema.FIRST_BYTE: FirstByteData,
     ev_schema.TOKEN: TokenData,
-    ev_schema.USAGE: UsageData,
-    ev_schema.DONE: DoneData,
+    ev_schema.USAGE: checker(Usage),
+    ev_schema.DONE: checker(StreamEnd),
     ev_schema.ERROR: ErrorData,
-    ev_schema.MARK: MarkData,
+    ev_schema.MARK: checker(*MARK_MODELS, name="MarkData"),
     ev_schema.NOTE: NoteData,
-    ev_schema.SERVER_METRICS: ServerMetricsData,
-    ev_schema.HOST: HostData,
-    ev_schema.CLIENT_LOAD: ClientLoadData,
-    ev_schema.GPU: GpuData,
+    ev_schema.SERVER_METRICS: checker(ServerScrape),
+    ev_schema.HOST: checker(HostSample),
+    ev_schema.CLIENT_LOAD: checker(LoopWindow),
+    ev_schema.GPU: checker(Telemetry),
     ev_schema.ALERT: AlertData,
     ev_schema.LANE_STATE: LaneStateData,
 }
