@@ -27,7 +27,7 @@ import operator
 import re
 import types
 from collections.abc import Iterator
-from functools import reduce
+from functools import cache, reduce
 from typing import IO, Annotated, Any, Union, get_args, get_origin
 
 import msgspec
@@ -38,7 +38,8 @@ from lanemon.results.marks import MARK_MODELS, Key
 from lanemon.results.readings import HostSample, LoopWindow, ProbeResult, ServerScrape, StreamEnd, Telemetry, Usage
 from lanemon.untrusted import ID_LIMIT, inert, inert_event_data, needs_inert
 
-__all__ = ["EventRow", "Header", "HostInfo", "QevalInfo", "DATA_SCHEMAS", "MAX_HEADER_BYTES", "MAX_LINE_BYTES", "BadRow", "decode_event",
+__all__ = ["EventRow", "Header", "HostInfo", "QevalInfo", "DATA_SCHEMAS", "data_schemas", "checker", "MAX_HEADER_BYTES",
+           "MAX_LINE_BYTES", "BadRow", "decode_event",
            "check_header", "bounded_lines", "Overlong"]
 
 MAX_HEADER_BYTES = 1 << 20
@@ -193,26 +194,42 @@ def checker(*models: type[msgspec.Struct], name: str | None = None) -> type[msgs
     return cls
 
 
-#: kind -> the schema of its ``data`` (fields not named are kept unchecked): the reading's own model where the
-#: event carries one (results/readings.py, results/marks.py), made lenient by :func:`checker`
-DATA_SCHEMAS: dict[str, type[msgspec.Struct]] = {
-    ev_schema.PROBE: checker(ProbeResult),
-    ev_schema.LANE: LaneData,
-    ev_schema.REQUEST: RequestData,
-    ev_schema.FIRST_BYTE: FirstByteData,
-    ev_schema.TOKEN: TokenData,
-    ev_schema.USAGE: checker(Usage),
-    ev_schema.DONE: checker(StreamEnd),
-    ev_schema.ERROR: ErrorData,
-    ev_schema.MARK: checker(*MARK_MODELS, name="MarkData"),
-    ev_schema.NOTE: NoteData,
-    ev_schema.SERVER_METRICS: checker(ServerScrape),
-    ev_schema.HOST: checker(HostSample),
-    ev_schema.CLIENT_LOAD: checker(LoopWindow),
-    ev_schema.GPU: checker(Telemetry),
-    ev_schema.ALERT: AlertData,
-    ev_schema.LANE_STATE: LaneStateData,
+_KINDS: dict[str, tuple[type[msgspec.Struct], ...]] = {
+    ev_schema.PROBE: (ProbeResult,),
+    ev_schema.LANE: (LaneData,),
+    ev_schema.REQUEST: (RequestData,),
+    ev_schema.FIRST_BYTE: (FirstByteData,),
+    ev_schema.TOKEN: (TokenData,),
+    ev_schema.USAGE: (Usage,),
+    ev_schema.DONE: (StreamEnd,),
+    ev_schema.ERROR: (ErrorData,),
+    ev_schema.MARK: MARK_MODELS,
+    ev_schema.NOTE: (NoteData,),
+    ev_schema.SERVER_METRICS: (ServerScrape,),
+    ev_schema.HOST: (HostSample,),
+    ev_schema.CLIENT_LOAD: (LoopWindow,),
+    ev_schema.GPU: (Telemetry,),
+    ev_schema.ALERT: (AlertData,),
+    ev_schema.LANE_STATE: (LaneStateData,),
 }
+"""kind -> the model(s) of its ``data``: the reading's own where the event carries one (results/readings.py,
+results/marks.py), else this module's lenient Struct (a kind no reader decodes into a model of its own)."""
+
+
+@cache
+def data_schemas() -> dict[str, type[msgspec.Struct]]:
+    """kind -> the schema of its ``data`` (fields not named are kept unchecked): :data:`_KINDS`' models made
+    lenient by :func:`checker`.  Built on first use (some 20 ms: a command that never reads a recording does not
+    pay it); ``DATA_SCHEMAS`` is the same dict."""
+    return {kind: models[0] if issubclass(models[0], _Data) else
+            checker(*models, name="MarkData" if kind == ev_schema.MARK else None) for kind, models in _KINDS.items()}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "DATA_SCHEMAS":
+        return data_schemas()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: 309 digits in a row: the shortest integer a float cannot hold (> 1.8e308) has that many, so a line without
 #: such a run (nearly every line) needs no walk of its data
@@ -248,7 +265,7 @@ def decode_event(raw: bytes) -> Event:
         where = beyond_float(row.data)
         if where is not None:
             raise BadRow(inert(f"a number past float's range at `$.data{where}`", 200))
-    schema = DATA_SCHEMAS.get(row.kind)
+    schema = data_schemas().get(row.kind)
     if schema is not None and row.data:
         try:
             _convert(row.data, schema)
