@@ -12,7 +12,8 @@ from lanemon.reports.data import decode_levels, level_value
 from lanemon.reports.format import num
 from lanemon.reports.sections.section import Section
 from lanemon.reports.tables import plus_minus, power_uncertainty
-from lanemon.results.common import UNSET
+from lanemon.results.common import UNSET, UnsetType
+from lanemon.results.counters import EngineCounters
 from lanemon.results.decode import DecodeCell, DecodeResult
 from lanemon.results.load import LoadResult
 from lanemon.workloads.bench.load import reps_of
@@ -137,15 +138,15 @@ def efficiency_section(decode: DecodeResult, lanes: list[str]) -> Section | None
                    notes=notes, summary=" ".join(findings), more=more)
 
 
-def counter_rows(items: list[tuple[str, str, Any]]) -> list[list[str]]:
+def counter_rows(items: list[tuple[str, str, EngineCounters | None | UnsetType]]) -> list[list[str]]:
     """One row per (lane, where, engine_counters) that has counters, one figure per column (:data:`COUNTERS`, the
     catalogue's): engine requests, prefix hit, preemptions, spec acceptance, rank max/mean, restarts.  What is
     no single figure (each rank's tokens, the LoRA adapters, a withheld run) is in :func:`counter_notes`."""
     rows = []
     for n, where, c in items:
-        if not isinstance(c, dict):
+        if not isinstance(c, EngineCounters):
             continue
-        rows.append([n, where, *(_counter(c.get(key), key) for key in COUNTERS)])
+        rows.append([n, where, *(_counter(_set(getattr(c, key)), key) for key in COUNTERS)])
     return rows
 
 
@@ -157,28 +158,33 @@ def _counter(v: Any, key: str) -> str:
     return f"{v:.2f}" if key == "rank_imbalance" else f"{v:g}"
 
 
-def counter_notes(items: list[tuple[str, str, Any]]) -> list[str]:
+def counter_notes(items: list[tuple[str, str, EngineCounters | None | UnsetType]]) -> list[str]:
     """What the counters table cannot show as one figure per column: each rank's generated tokens, the LoRA
     adapters running at the end, and why a run's counters are withheld (the engine restarted during it)."""
     notes = []
     for n, where, c in items:
-        if not isinstance(c, dict):
+        if not isinstance(c, EngineCounters):
             continue
-        if c.get("withheld"):
-            notes.append(f"{n} {where}: counters withheld ({c['withheld']}): not this run's")
-        ranks = c.get("ranks") or {}
+        if _set(c.withheld):
+            notes.append(f"{n} {where}: counters withheld ({c.withheld}): not this run's")
+        ranks = _set(c.ranks) or {}
         if ranks:
             notes.append(f"{n} {where}: generated tokens by rank: "
-                         + ", ".join(f"{r}: {d.get('generation_tokens')}" for r, d in list(ranks.items())[:8]))
-        if c.get("lora_adapters"):
-            notes.append(f"{n} {where}: LoRA adapters: {', '.join(c['lora_adapters'])}")
+                         + ", ".join(f"{r}: {_set(d.generation_tokens)}" for r, d in list(ranks.items())[:8]))
+        if _set(c.lora_adapters):
+            notes.append(f"{n} {where}: LoRA adapters: {', '.join(c.lora_adapters)}")
     return notes
+
+
+def _set(x: Any) -> Any:
+    """A counter the engine may not export (unset): None for reading."""
+    return None if x is UNSET else x
 
 
 COUNTERS = {"requests": "engine_requests", "prefix_hit_rate": "prefix_hit_rate", "preemptions": "preemptions",
             "spec_acceptance_rate": "spec_acceptance_rate", "rank_imbalance": "rank_imbalance",
             "restarts": "engine_restarts"}
-"""The counters table's columns: a key of ``engine_counters`` (EngineCounters) -> its catalogue entry."""
+"""The counters table's columns: a field of EngineCounters (``engine_counters``) -> its catalogue entry."""
 COUNTER_HEADERS = [label(m) for m in COUNTERS.values()]
 
 
@@ -189,7 +195,7 @@ def load_efficiency_section(load: LoadResult, lanes: list[str]) -> Section | Non
     reps = [(n, i, r) for n, rs in reps_of(load, lanes).items() for i, r in enumerate(rs)]
     multi = any(i for _, i, _ in reps)
     has = lambda r: num(r.energy_j) is not None or num(r.usd_per_1m_output_tokens) is not None  # noqa: E731
-    if not any(has(r) or isinstance(r.engine_counters, dict) for _, _, r in reps):
+    if not any(has(r) or isinstance(r.engine_counters, EngineCounters) for _, _, r in reps):
         return None
     where = lambda i: str(i + 1)  # noqa: E731
     rows = [[n, where(i), _f(r.offered_rate_rps or r.scheduled_rate_rps, 2), _f(r.output_tok_s, 0),
