@@ -311,3 +311,20 @@ def test_a_lanes_rep_figures_are_the_results_own():
     assert (by_turn[2].ttft_s, by_turn[2].prompt_tokens, by_turn[2].tool) == (None, 300.0, False)
     empty = rep_figures([])
     assert empty["median_ttft_sum_s"] is None and empty["ttft_share"] is None and empty["by_turn"] == []
+
+
+
+def test_the_lanes_reps_seen_are_one_definition_for_the_result_and_the_screen():
+    """workloads/gauntlet/results.py reps_seen: the result's lane and the gauntlet screen's fold (lanes_seen) both
+    count reps and correct ones and take the median wall over the walls as wall_s holds them (4 places)."""
+    from lanemon.folds.gauntlet import GauntletState, RepEnd
+    from lanemon.ui.screens.gauntlet import lanes_seen
+    from lanemon.workloads.gauntlet.results import reps_seen
+
+    seen = reps_seen([30.123456, 29.0, 31.0], [True, False, True], [20, 20, 21])
+    assert (seen.reps, seen.correct, seen.median_wall_s, seen.tool_calls) == (3, 2, 30.1235, [20, 20, 21])
+    assert reps_seen([], [], []).median_wall_s is None
+    state = GauntletState(["A", "B"])
+    state.lane("A").results += [RepEnd.of({"correct": True, "wall_s": 30.123456, "tool_calls": 20}),
+                                RepEnd.of({"correct": False, "wall_s": 29.0, "tool_calls": 20})]
+    assert lanes_seen(state) == {"A": reps_seen([30.123456, 29.0], [True, False], [20, 20])}  # B: no rep yet

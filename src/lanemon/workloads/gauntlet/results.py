@@ -75,16 +75,18 @@ def gauntlet_results(events: Iterable[Event]) -> GauntletResult:
     for name in lane_order:
         ends = rep_ends.get(name, {})
         reps = sorted(ends)
-        walls = [round(float(ends[r].get("wall_s", 0.0)), 4) for r in reps]
+        walls = [float(ends[r].get("wall_s", 0.0)) for r in reps]
+        seen = reps_seen(walls, [bool(ends[r].get("correct")) for r in reps],
+                         [int(ends[r].get("tool_calls", 0)) for r in reps])
         rep_turns = [[row for _, row in sorted(turns.get((name, r), {}).items())] for r in reps]
         lanes[name] = GauntletLane(
             model=models.get(name),
-            correct=sum(1 for r in reps if ends[r].get("correct")),
-            reps=len(reps),
+            correct=seen.correct,
+            reps=seen.reps,
             correct_per_rep=[bool(ends[r].get("correct")) for r in reps],
-            tool_calls=[int(ends[r].get("tool_calls", 0)) for r in reps],
-            wall_s=walls,
-            median_wall_s=round_or_none(metrics.median(walls)) if walls else None,
+            tool_calls=seen.tool_calls,
+            wall_s=[round(w, 4) for w in walls],
+            median_wall_s=seen.median_wall_s,
             malformed_calls=[int(ends[r].get("malformed_calls", 0)) for r in reps],
             stopped=[ends[r].get("stopped") for r in reps],
             turns=rep_turns,
@@ -150,6 +152,15 @@ class RepsSeen(msgspec.Struct, frozen=True):
     median_wall_s: float | None
     correct: int
     tool_calls: list[int]
+
+
+def reps_seen(walls: Sequence[float], correct: Sequence[bool], tool_calls: Sequence[int]) -> RepsSeen:
+    """A lane's finished reps (each rep's wall seconds, verdict, tool calls): how many, how many correct, and the
+    median wall (catalogue ``gauntlet_median_wall``, over the walls rounded to 4 places as ``wall_s`` holds them).
+    The result's lane and the gauntlet screen's fold both take their figures from here."""
+    rounded = [round(float(w), 4) for w in walls]
+    return RepsSeen(reps=len(rounded), median_wall_s=round_or_none(metrics.median(rounded)),
+                    correct=sum(1 for c in correct if c), tool_calls=list(tool_calls))
 
 
 def summary_sentence(lanes: Mapping[str, GauntletLane | RepsSeen], hops: int = DEFAULT_HOPS) -> str:
