@@ -4,8 +4,9 @@ Part of the typed results (``lanemon.results``): see the package docstring."""
 
 from __future__ import annotations
 
-from lanemon.results.common import Num, Opt, Result
 from msgspec import UNSET
+
+from lanemon.results.common import Num, Opt, Result
 
 
 class QevalTask(Result):
