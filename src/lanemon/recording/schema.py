@@ -7,7 +7,8 @@ absent, ``data`` an object), and the fields a reader relies on in ``data`` are
 checked against the kind's schema (:data:`DATA_SCHEMAS`): a usage count is an
 integer, a token's text a string, and so on.  Where an event carries a typed
 reading (results/readings.py: a probe, a scrape, a GPU reading, a host sample, a
-loop window, a usage block, a stream's end; results/marks.py: a mark), the kind's
+loop window, a usage block, a stream's end; results/marks.py: a mark; results/monitor_events.py: an alert,
+a lane going down or up), the kind's
 schema is made from that one model by :func:`checker`, so a field added to the
 reading is checked in recordings too.  Fields a schema does not name are
 kept as they are (newer minor versions add fields); kinds it does not know keep
@@ -35,6 +36,7 @@ import msgspec
 from lanemon import events as ev_schema
 from lanemon.events import Event
 from lanemon.results.marks import MARK_MODELS, Key
+from lanemon.results.monitor_events import AlertEvent, LaneDown, LaneUp
 from lanemon.results.readings import HostSample, LoopWindow, ProbeResult, ServerScrape, StreamEnd, Telemetry, Usage
 from lanemon.untrusted import ID_LIMIT, inert, inert_event_data, needs_inert
 
@@ -124,27 +126,6 @@ class NoteData(_Data):
     message: str | None = None
 
 
-class AlertData(_Data):
-    state: str | None = None
-    alert: str | None = None
-    rule: str | None = None
-    for_s: Num | None = None
-    severity: str | None = None
-    lane: str | None = None
-    values: dict[str, Num | None] | None = None
-    since_s: Num | None = None
-    t_s: Num | None = None
-
-
-class LaneStateData(_Data):
-    state: str | None = None
-    t_s: Num | None = None
-    cls: str | None = None
-    message: str | None = None
-    since_s: Num | None = None
-    down_s: Num | None = None
-
-
 def _loose(tp: Any) -> Any:
     """``tp`` as a recording may hold it: a nested Struct as its :func:`checker`, inside unions, lists and dicts."""
     if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
@@ -160,8 +141,11 @@ def _loose(tp: Any) -> Any:
 
 
 def _fields(model: type[msgspec.Struct]) -> Iterator[msgspec.structs.FieldInfo]:
-    """The fields of ``model`` as its event's data holds them: a nested reading it splices (``SPLICED``, a
-    scrape's figures beside ``ok``) gives its own fields in its place."""
+    """The fields of ``model`` as its event's data holds them: a tagged model's tag field first (a string), and a
+    nested reading it splices (``SPLICED``, a scrape's figures beside ``ok``) gives its own fields in its place."""
+    tag = model.__struct_config__.tag_field  # a tagged model's tag (``state`` of a lane_state): a string
+    if tag is not None:
+        yield msgspec.structs.FieldInfo(tag, tag, str, msgspec.NODEFAULT, msgspec.NODEFAULT)
     spliced = getattr(model, "SPLICED", ())
     for f in msgspec.structs.fields(model):
         if f.name in spliced:
@@ -209,8 +193,8 @@ _KINDS: dict[str, tuple[type[msgspec.Struct], ...]] = {
     ev_schema.HOST: (HostSample,),
     ev_schema.CLIENT_LOAD: (LoopWindow,),
     ev_schema.GPU: (Telemetry,),
-    ev_schema.ALERT: (AlertData,),
-    ev_schema.LANE_STATE: (LaneStateData,),
+    ev_schema.ALERT: (AlertEvent,),
+    ev_schema.LANE_STATE: (LaneDown, LaneUp),
 }
 """kind -> the model(s) of its ``data``: the reading's own where the event carries one (results/readings.py,
 results/marks.py), else this module's lenient Struct (a kind no reader decodes into a model of its own)."""
@@ -221,8 +205,12 @@ def data_schemas() -> dict[str, type[msgspec.Struct]]:
     """kind -> the schema of its ``data`` (fields not named are kept unchecked): :data:`_KINDS`' models made
     lenient by :func:`checker`.  Built on first use (some 20 ms: a command that never reads a recording does not
     pay it); ``DATA_SCHEMAS`` is the same dict."""
-    return {kind: models[0] if issubclass(models[0], _Data) else
-            checker(*models, name="MarkData" if kind == ev_schema.MARK else None) for kind, models in _KINDS.items()}
+    return {kind: models[0] if issubclass(models[0], _Data) else checker(*models, name=_NAMES.get(kind))
+            for kind, models in _KINDS.items()}
+
+
+_NAMES = {ev_schema.MARK: "MarkData", ev_schema.ALERT: "AlertData", ev_schema.LANE_STATE: "LaneStateData"}
+"""The checker's name where the first model's would mislead (a lane_state's is not only a LaneDown's)."""
 
 
 def __getattr__(name: str) -> Any:

@@ -39,6 +39,10 @@ version stays)."""
 
 VERSIONS: dict[str, str] = {
     "history": "2",  # 2: a load row's ``requests`` is the rep's own (warm-up included); ``measured`` added
+    "agree": "2",  # 2: ``histogram_share`` (each bucket's share of the prompts compared)
+    "gauntlet": "2",  # 2: each lane's per-rep figures (turn_count ... last_prompt_tokens), medians, by_turn
+    "qeval": "2",  # 2: ``median_s``, ``median_tok_s`` and ``kinds`` (the run's figures per task kind)
+    "report": "2",  # 2: its agree, gauntlet and qeval sections carry their outputs' version-2 keys
 }
 """Outputs whose version moved on: bumped, for that output alone, when one of its keys' meaning changes."""
 
