@@ -4,7 +4,7 @@ and the JSON Schema each one has (``lanemon schema NAME``; ``lanemon schema --li
 Every Struct forbids unknown fields: an output that gains a key the contract does not name fails
 ``tests/test_json_schema.py``, which decodes every ``--json`` output the suite makes into its Struct (strict).
 A key whose *meaning* changes bumps that output's version (:data:`VERSIONS`; docs/JSON.md says how).  Blocks whose keys are
-the engine's own (``server``, ``engine_counters``) or a run's bookkeeping (``cut``, ``not_run``) are objects
+the engine's own (``server``) or a run's bookkeeping (``cut``, ``not_run``) are objects
 described in docs/JSON.md, not listed key by key here.
 
 Units follow the metric catalogue (measure/catalogue.py): keys ending ``_s`` are seconds, ``_tok_s`` tokens per
