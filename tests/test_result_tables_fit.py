@@ -71,6 +71,12 @@ async def _result_tables(name: str, size: tuple[int, int]):
             await pilot.pause(0.05)
             if app.screen_name() == "result" and app.screen.sections is not None and app.screen.query(DataTable):
                 break
+        # a body tall enough for its scrollbar fits its tables again beside it, a frame or two after they showed
+        # (ResultScreen._fit_beside_scrollbar): the settled screen is what is judged, within 10 s
+        for _ in range(200):
+            await pilot.pause(0.05)
+            if all(t.virtual_size.width <= t.scrollable_content_region.width for t in app.screen.query(DataTable)):
+                break
         await pilot.pause()
         tables = list(app.screen.query(DataTable))
         seen = [(t, [str(c.label) for c in t.columns.values()],
