@@ -83,7 +83,7 @@ def test_a_session_adds_up_the_intervals_around_a_restart_and_a_rep_with_one_wit
     cell = to_json_obj(sum_counters([clean, restarted]))  # a cell of two reps, one with a restart, as its JSON
     assert cell["withheld"] and cell["restarts"] == 1 and "requests" not in cell
     from lanemon.reports.sections.efficiency import counter_rows  # the report's counters table says so
-    row = counter_rows([("A", "C4", cell)])[0]
+    row = counter_rows([("A", "C4", sum_counters([clean, restarted]))])[0]  # the typed block a cell holds
     assert row[2] == "—" and row[-1] == "1 (counters withheld: not this run's)"
 
 

@@ -308,6 +308,98 @@ CATALOGUE: tuple[Metric, ...] = (
     Metric("kl_positions", "aligned positions", "count",
            "lanemon kl: teacher positions both lanes scored with the same token, the KL figures' samples (0 for "
            "the reference)", ("positions",), "positions"),
+    # ------------------------------------------------------------ agree (workloads/agree.py, docs/AGREE.md)
+    Metric("agree_compared", "prompts compared", "count",
+           "lanemon agree: prompts both lanes answered (a prompt that errored on either lane is left out, counted "
+           "in errors); the denominator of every agree share", ("total",), "compared"),
+    Metric("agree_exact", "exact matches", "count",
+           "lanemon agree: compared prompts whose two greedy continuations agree on every whitespace-separated "
+           "word", ("exact",), "exact"),
+    Metric("agree_median_first", "median first differing word", "count",
+           "lanemon agree: the median over the compared prompts of first_divergence_word (0-based; an exact "
+           "match counts its number of words)", ("median_first_divergence_word",), "median first differing word",
+           short="median word"),
+    Metric("agree_ge_10", "agree for ten words or more", "count",
+           "lanemon agree: compared prompts whose continuations agree on the first ten words (exact matches "
+           "included)", ("agree_ge_10_words",), "agree ≥10 words"),
+    Metric("agree_at_0", "diverge at word 0", "count",
+           "lanemon agree: compared prompts whose continuations differ from the first word", ("diverge_at_0",),
+           "differ at word 0"),
+    Metric("agree_bucket", "prompts per bucket", "count",
+           "lanemon agree: compared prompts whose first differing word falls in the bucket (0, 1, 2, 3-4, 5-9, "
+           "10-19, 20+, exact)", ("histogram",), "prompts"),
+    Metric("agree_bucket_share", "share per bucket", "ratio",
+           "lanemon agree: a bucket's prompts / the prompts compared", ("histogram_share",), "share"),
+    Metric("agree_first", "first differing word", "count",
+           "lanemon agree: one prompt's first whitespace-separated word (0-based) where the two continuations "
+           "differ (an exact match: its number of words, they agree on all); null for a prompt that errored", ("first_divergence_word",), "first differing word"),
+    Metric("agree_words", "continuation words", "count",
+           "lanemon agree: one prompt's continuation on a lane, in whitespace-separated words",
+           ("a_words", "b_words"), "words"),
+    # ------------------------------------------------------------ gauntlet (workloads/gauntlet/results.py)
+    Metric("gauntlet_correct", "correct reps", "count",
+           "lanemon gauntlet: finished reps whose final answer holds the secret", ("correct",), "correct"),
+    Metric("gauntlet_reps", "reps", "count",
+           "lanemon gauntlet: reps that finished (correct or not: answer, budget or error)", ("reps",), "reps"),
+    Metric("gauntlet_median_wall", "median wall time", "s",
+           "lanemon gauntlet: the median over a lane's finished reps of the rep's wall time", ("median_wall_s",),
+           "median wall"),
+    Metric("gauntlet_wall", "wall time", "s",
+           "lanemon gauntlet: one rep, rep start -> final answer, budget spent or error (measured seconds)",
+           ("wall_s",), "wall"),
+    Metric("gauntlet_tool_calls", "tool calls", "count",
+           "lanemon gauntlet: one rep's tool calls, refused and malformed included", ("tool_calls",), "tool calls",
+           short="calls"),
+    Metric("gauntlet_malformed", "malformed calls", "count",
+           "lanemon gauntlet: one rep's tool calls whose arguments were not {\"path\": \"<string>\"} JSON",
+           ("malformed_calls",), "malformed calls", short="bad"),
+    Metric("gauntlet_turns", "turns", "count", "lanemon gauntlet: one rep's requests (turns)", ("turn_count",),
+           "turns"),
+    Metric("gauntlet_ttft_sum", "ΣTTFT", "s",
+           "lanemon gauntlet: one rep's TTFT summed over its turns (a turn without a TTFT adds nothing): the "
+           "prefill of the growing transcript, turn after turn", ("ttft_sum_s", "median_ttft_sum_s"), "ΣTTFT"),
+    Metric("gauntlet_decode_sum", "Σdecode", "s",
+           "lanemon gauntlet: one rep's decode seconds (TTFT -> end of stream) summed over its turns",
+           ("decode_sum_s", "median_decode_sum_s"), "Σdecode"),
+    Metric("gauntlet_ttft_share", "TTFT share of request time", "ratio",
+           "lanemon gauntlet: a lane's median ΣTTFT / (median ΣTTFT + median Σdecode) over its reps: how much of "
+           "the agent's request time is prefill of the transcript", ("ttft_share",), "TTFT share"),
+    Metric("gauntlet_decode", "decode", "s",
+           "lanemon gauntlet: one turn's request after its first token: end of stream minus TTFT (E2E - TTFT; "
+           "unlike decode span it runs to [DONE]); a turn's figure in the report is the median over reps",
+           ("decode_s",), "decode"),
+    Metric("gauntlet_first_prompt", "first prompt tokens", "tok",
+           "lanemon gauntlet: one rep's prompt tokens at its first turn that has usage (the system prompt and the "
+           "task)", ("first_prompt_tokens",), "first prompt tok"),
+    Metric("gauntlet_last_prompt", "last prompt tokens", "tok",
+           "lanemon gauntlet: one rep's prompt tokens at its last turn that has usage (the whole transcript)",
+           ("last_prompt_tokens",), "last prompt tok"),
+    # ------------------------------------------------------------ qeval (workloads/qeval/run.py, docs/QEVAL.md)
+    Metric("qeval_passed", "tasks passed", "count",
+           "lanemon qeval: scored tasks whose reply passed its check (of a kind, or of the run)", ("passed",),
+           "passed"),
+    Metric("qeval_tasks", "tasks scored", "count",
+           "lanemon qeval: tasks scored (skipped tasks are in neither passed nor this)", ("total",), "tasks"),
+    Metric("qeval_median_s", "median seconds per task", "s",
+           "lanemon qeval: the median over the scored tasks (of a kind, or of the run) of request sent -> end of "
+           "stream, scoring time left out", ("median_s",), "median s/task", short="med s/task"),
+    Metric("qeval_tok_s", "median reply rate (E2E)", "tok/s",
+           "lanemon qeval: the median over the scored tasks with usage and a time of completion tokens / "
+           "(request sent -> end of stream): single-stream, TTFT included", ("median_tok_s",),
+           "median tok/s (E2E)", short="med tok/s E2E"),
+    Metric("qeval_kept", "kept", "count", "qeval compare: tasks both runs hold that pass on both", ("kept",), "kept"),
+    Metric("qeval_broke", "broke", "count", "qeval compare: tasks that pass on the first run and fail on the second",
+           ("broke",), "broke"),
+    Metric("qeval_fixed", "fixed", "count", "qeval compare: tasks that fail on the first run and pass on the second",
+           ("fixed",), "fixed"),
+    Metric("qeval_both_failed", "both failed", "count", "qeval compare: tasks that fail on both runs",
+           ("both_failed",), "both failed"),
+    Metric("qeval_p", "McNemar p", "ratio",
+           "qeval compare: the exact two-sided McNemar test on broke vs fixed, min(1, 2 P(X <= min(broke, fixed))) "
+           "with X ~ Bin(broke + fixed, 1/2); 1.0 with no discordant pair", ("p_value",), "p (exact McNemar)",
+           short="p McNemar"),
+    Metric("qeval_left_out", "left out", "count", "qeval compare: task ids only one of the two runs holds",
+           ("left_out",), "left out"),
 )
 
 BY_NAME: dict[str, Metric] = {m.name: m for m in CATALOGUE}

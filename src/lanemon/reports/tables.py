@@ -21,7 +21,8 @@ from typing import Any
 
 from lanemon.measure.catalogue import metric
 from lanemon.reports.format import num, pct
-from lanemon.results.common import CellGoodput, Energy, LoadConfig, Slo
+from lanemon.results.common import UNSET, CellGoodput, Energy, LoadConfig, Slo
+from lanemon.results.counters import EngineCounters
 from lanemon.results.decode import DecodeFigures, DecodeResult, LeaderChange, LevelLead
 from lanemon.results.load import LatencyPercentiles, LoadResult, LoadSlo, SendLag
 from lanemon.results.sweep import SweepResult
@@ -361,15 +362,14 @@ ENGINE_COLUMNS = ("prefix_hit_rate", "preemptions", "spec_acceptance_rate")
 
 def engine_columns(blocks: Sequence[Any]) -> list[str]:
     """The engine-counter columns some block has a figure for (measure/counters.py)."""
-    blocks = [b for b in blocks if isinstance(b, dict)]
-    return [c for c in ENGINE_COLUMNS if any(b.get(c) is not None for b in blocks)]
+    blocks = [b for b in blocks if isinstance(b, EngineCounters)]
+    return [c for c in ENGINE_COLUMNS if any(getattr(b, c) not in (None, UNSET) for b in blocks)]
 
 
-def engine_cells(c: Any, columns: Sequence[str]) -> list[Cell]:
-    c = c if isinstance(c, dict) else {}
+def engine_cells(c: EngineCounters | Any, columns: Sequence[str]) -> list[Cell]:
     out = []
     for key in columns:
-        v = num(c.get(key))
+        v = num(getattr(c, key)) if isinstance(c, EngineCounters) else None
         if v is None:
             out.append(Cell("—"))
         elif key == "preemptions":
@@ -391,7 +391,7 @@ def engine_notes(who: str, r: Energy, energy: bool, cost: bool) -> list[str]:
     if why:
         out.append(f"{who}: {'; '.join(dict.fromkeys(str(w) for w in why))}")
     c = r.engine_counters
-    if isinstance(c, dict) and (c.get("ranks") or c.get("restarts") or c.get("lora_adapters")):
+    if isinstance(c, EngineCounters) and (c.ranks or c.restarts or c.lora_adapters):
         from lanemon.measure.counters import counters_text
 
         out.append(f"{who}: the engine: {counters_text(c)}")

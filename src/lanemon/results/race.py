@@ -9,7 +9,8 @@ from typing import Literal
 
 from msgspec import UNSET, UnsetType
 
-from lanemon.results.common import Num, Obj, Result
+from lanemon.results.common import Num, Result
+from lanemon.results.counters import EngineCounters
 
 
 class RaceEnergy(Result):
@@ -70,7 +71,7 @@ class RaceLane(RaceEnergy):
     reasoning_text: str
     meets_slo: bool | None = None
     """With ``--slo`` only."""
-    engine_counters: Obj | UnsetType = UNSET
+    engine_counters: EngineCounters | None | UnsetType = UNSET
     """The engine's own counters over the race (docs/GPU.md): absent when the lane has no ``/metrics``, null when
     no scrape pair brackets the race."""
 

@@ -40,7 +40,7 @@ from lanemon.folds.race import BENCH, RaceState, RaceView
 from lanemon.events import Event
 from lanemon.measure.metrics import round_or_none
 from lanemon.measure.records import BURST, EMPTY, OUTCOMES, TRUNCATED, RequestRecord, reiterable
-from lanemon.results.common import Energy, to_json_obj
+from lanemon.results.common import Energy
 from lanemon.results.race import (ENERGY_FIELDS, NO_ENERGY, Race, RaceError, RaceGoodput, RaceLane, RaceLeader,
                                   RaceEnergy, RaceMargin, RaceResult, RaceSummary,
                                   RaceWinners)
@@ -468,8 +468,7 @@ def race_energy(result: RaceResult, events: list[Event]) -> None:
             runs[name] = (ws + [w], n + tokens)
             scr = scraped[name] if name in scraped else scraped.setdefault(name, scrapes(events, name))
             if scr:
-                c = window_counters(scr, *w)  # typed (results/counters.py); the race lane holds its JSON
-                entry.engine_counters = to_json_obj(c) if c is not None else None
+                entry.engine_counters = window_counters(scr, *w)  # typed (results/counters.py)
     for name, summary in result.lanes.items():
         ws, n = runs.get(name, ([], 0))
         block = run_energy(events, name, ws, n, costs.get(name), *lane_readings(readings, events, name))

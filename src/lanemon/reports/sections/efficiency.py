@@ -12,7 +12,8 @@ from lanemon.reports.data import decode_levels, level_value
 from lanemon.reports.format import num
 from lanemon.reports.sections.section import Section
 from lanemon.reports.tables import plus_minus, power_uncertainty
-from lanemon.results.common import UNSET
+from lanemon.results.common import UNSET, UnsetType
+from lanemon.results.counters import EngineCounters
 from lanemon.results.decode import DecodeCell, DecodeResult
 from lanemon.results.load import LoadResult
 from lanemon.workloads.bench.load import reps_of
@@ -135,26 +136,32 @@ def efficiency_section(decode: DecodeResult, lanes: list[str]) -> Section | None
                    notes=notes, summary=" ".join(findings), more=more)
 
 
-def counter_rows(items: list[tuple[str, str, Any]]) -> list[list[str]]:
+def counter_rows(items: list[tuple[str, str, EngineCounters | None | UnsetType]]) -> list[list[str]]:
     """One row per (lane, where, engine_counters) that has counters: requests, prefix hit, preemptions, spec
     acceptance, ranks (generated tokens, max/mean), LoRA adapters, restarts."""
     rows = []
     for n, where, c in items:
-        if not isinstance(c, dict):
+        if not isinstance(c, EngineCounters):
             continue
-        ranks = c.get("ranks") or {}
-        rank_text = ", ".join(f"{r}: {d.get('generation_tokens')}" for r, d in list(ranks.items())[:8])
-        if ranks and c.get("rank_imbalance") is not None:
-            rank_text += f" (max/mean {c['rank_imbalance']:.2f})"
-        spec = c.get("spec_acceptance_rate")
-        rows.append([n, where, str(c.get("requests") if c.get("requests") is not None else "—"),
-                     "—" if c.get("prefix_hit_rate") is None else f"{c['prefix_hit_rate'] * 100:.0f}%",
-                     str(c.get("preemptions") if c.get("preemptions") is not None else "—"),
+        ranks = _set(c.ranks) or {}
+        rank_text = ", ".join(f"{r}: {_set(d.generation_tokens)}" for r, d in list(ranks.items())[:8])
+        if ranks and _set(c.rank_imbalance) is not None:
+            rank_text += f" (max/mean {c.rank_imbalance:.2f})"
+        requests, hit, preempt = _set(c.requests), _set(c.prefix_hit_rate), _set(c.preemptions)
+        spec = _set(c.spec_acceptance_rate)
+        rows.append([n, where, str(requests if requests is not None else "—"),
+                     "—" if hit is None else f"{hit * 100:.0f}%",
+                     str(preempt if preempt is not None else "—"),
                      "—" if spec is None else f"{spec * 100:.0f}%",
-                     rank_text or "—", ", ".join(c.get("lora_adapters") or []) or "—",
-                     (f"{c['restarts']}" + (" (counters withheld: not this run's)" if c.get("withheld") else ""))
-                     if c.get("restarts") else "—"])
+                     rank_text or "—", ", ".join(_set(c.lora_adapters) or []) or "—",
+                     (f"{c.restarts}" + (" (counters withheld: not this run's)" if c.withheld else ""))
+                     if c.restarts else "—"])
     return rows
+
+
+def _set(x: Any) -> Any:
+    """A counter the engine may not export (unset): None for reading."""
+    return None if x is UNSET else x
 
 
 COUNTER_HEADERS = ["Requests", *(label(n) for n in ("prefix_hit_rate", "preemptions", "spec_acceptance_rate")),
@@ -168,7 +175,7 @@ def load_efficiency_section(load: LoadResult, lanes: list[str]) -> Section | Non
     reps = [(n, i, r) for n, rs in reps_of(load, lanes).items() for i, r in enumerate(rs)]
     multi = any(i for _, i, _ in reps)
     has = lambda r: num(r.energy_j) is not None or num(r.usd_per_1m_output_tokens) is not None  # noqa: E731
-    if not any(has(r) or isinstance(r.engine_counters, dict) for _, _, r in reps):
+    if not any(has(r) or isinstance(r.engine_counters, EngineCounters) for _, _, r in reps):
         return None
     where = lambda i: str(i + 1)  # noqa: E731
     rows = [[n, where(i), _f(r.offered_rate_rps or r.scheduled_rate_rps, 2), _f(r.output_tok_s, 0),
