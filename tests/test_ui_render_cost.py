@@ -345,3 +345,119 @@ async def test_a_streams_tokens_alone_do_not_redraw_the_dashboard():
         await pilot.pause()
         assert app.redraw()  # ... and is drawn then
         assert "stream-1" not in app.state.lanes["A"].active
+
+
+# -- what is redrawn is what changed: each chart at its own axis steps, a card only for its own lane (the brief of
+#    h-cpu: "a test that fails if a chart or card is redrawn when nothing it shows changed", counted, not timed) --
+
+async def test_each_chart_repaints_only_when_its_axis_stepped_and_a_quiet_lanes_card_not_at_all():
+    """Live at 160x45 with GPU telemetry: over 20 s of session time in which only lane A is probed, scraped and
+    read (lane B sends nothing), every chart repaints at most once per column its axis moved (what came in
+    meanwhile waits for the column: ``settle``), and no widget of lane B's card is rendered -- nothing it shows
+    changed.  Before a chart is told its column moved, a repaint per frame with new data would count 10 a
+    second; a card repainting its labels whatever changed would count dozens for lane B."""
+    events = sample_events()
+    t = events[-1].t
+    events += [Event(t + 1, schema.LANE, lane, None, {"url": f"http://127.0.0.1:1/{lane}", "telemetry": "sim"})
+               for lane in ("A", "B")]
+    source = ScriptedSource(events, hold=True, mode="live", real_time=True)
+    app = make_app(source, refresh_hz=0.01)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await _published(source, pilot)
+        t0 = max(app.state.last_t, app.series.last_t)
+        await _play(app, pilot, source, _demo_events(t0, 5))  # both lanes' GPU rows and charts, the layout settles
+        t0 = max(app.state.last_t, app.series.last_t)  # B's last events drawn (live: at the next second)
+        await _play(app, pilot, source, [e for e in _demo_events(t0, 3) if e.lane != "B"])
+        await pilot.pause(0.2)
+        screen = app.screen
+        charts = {c.id: c for c in screen.query(TimeChart) if c.display}
+        assert {"chart-ttft", "chart-decode", "chart-tput"} <= set(charts)
+        t0 = max(app.state.last_t, app.series.last_t)
+        quiet = [e for e in _demo_events(t0, SPAN_S) if e.lane != "B"]
+        before = {cid: c.repaints for cid, c in charts.items()}
+        card_b = screen.query_one("#lane-B")
+        rendered: collections.Counter = collections.Counter()
+        render = Widget._render_content
+
+        def counting(widget):
+            if card_b in widget.ancestors_with_self:
+                rendered[widget.id or type(widget).__name__] += 1
+            return render(widget)
+
+        Widget._render_content = counting
+        try:
+            await _play(app, pilot, source, quiet)
+            await pilot.pause(0.2)
+        finally:
+            Widget._render_content = render
+        t1 = max(app.state.last_t, app.series.last_t)
+        assert app.series.lane("A").samples[-1].t > t0 and app.state.lanes["A"].gpu.configured  # A moved ...
+        for cid, chart in charts.items():
+            column = chart.column_ns(60 * NS)
+            steps = t1 // column - t0 // column
+            assert 0 < chart.repaints - before[cid] <= steps + 1, (cid, chart.repaints - before[cid], steps)
+        assert not rendered, dict(rendered)  # ... B's card: nothing of it drawn again
+
+
+def test_a_chart_row_cut_into_segments_as_rich_would():
+    """``line_strip`` cuts a line built by appends (a chart row) at its spans itself, and reuses the styles with
+    their offsets; the segments (text, colour, offset meta) are those of Rich's own ``Text.render`` path --
+    for gaps, unknown style names, a line with no spans, an empty line, and a line with a style of its own or
+    overlapping spans (Rich's path)."""
+    from rich.console import Console
+    from rich.segment import Segment
+    from rich.style import Style
+    from rich.text import Text
+
+    console, base = Console(), Style.parse("#e0e0e0 on #1e1e1e")
+
+    def rich_path(line: Text, y: int) -> list[Segment]:  # what line_strip did before: every segment via Rich
+        out, x = [], 0
+        for seg in line.render(console):
+            style = base + seg.style if seg.style is not None else base
+            out.append(Segment(seg.text, style + Style.from_meta({"offset": (x, y)})))
+            x += len(seg.text)
+        return out
+
+    row = Text()
+    row.append("  125 ms", style="dim")
+    row.append("┤", style="dim")
+    row.append("   ")
+    row.append("⣿⡇", style="#ff8800")
+    row.append("⠁", style="bold #ffffff")
+    row.append("  ", style="no-such-style-name")
+    row.append("⢸", style=Style(color="blue"))
+    row.append("    ")
+    own = Text("abc", style="red")
+    own.append("d", style="bold")
+    overlap = Text("overlapping")
+    overlap.stylize("red", 0, 6)
+    overlap.stylize("bold", 3, 9)
+    for y, line in enumerate([row, Text("plain"), Text(""), own, overlap, row]):
+        got = list(repaint.line_strip(line, y, console, base))
+        assert got == rich_path(line, y), (y, got)
+        assert [s.style.meta["offset"] for s in got] == [s.style.meta["offset"] for s in rich_path(line, y)]
+
+
+@pytest.mark.parametrize("speed", [1.0, 4.0, float("inf")])
+async def test_a_replay_at_up_to_4x_draws_a_frame_a_second_of_session_time(counts, speed):
+    """A replay playing at 1x (or up to 4x) is drawn as the live session it recorded: what arrives within a second
+    of session time in one frame, the charts a column at a time (``DashboardScreen._settles``).  It drew every
+    change in a frame of its own (19-21 % of a core for ``sample_sessions/demo.jsonl`` at 160x45, more than the
+    live demo).  As fast as it goes ('max'), every change is drawn at once, as before."""
+    source = ScriptedSource(sample_events(), hold=True, mode="replay", speed=speed)
+    app = make_app(source, refresh_hz=0.01)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await _published(source, pilot)
+        source.finished = False  # still playing: the test publishes the rest of the recording as time goes by
+        app.redraw(force=True)
+        await pilot.pause(0.2)
+        t0 = max(app.state.last_t, app.series.last_t)
+        counts.clear()
+        await _play(app, pilot, source, _idle_events(t0, SPAN_S))
+        per_s = {k: v / SPAN_S for k, v in counts.items()}
+        if speed <= 4:
+            assert 0 < per_s.get("composite", 0) <= COMPOSITES_PER_S, per_s
+            assert counts["chart lines"] <= SPAN_S * CHART_LINES_PER_S, per_s
+        else:
+            assert per_s.get("composite", 0) > 1.5 * COMPOSITES_PER_S, per_s  # (2.45 a second)

@@ -145,14 +145,86 @@ class Versioned:
 def line_strip(line: Text, y: int, console: Any, base: RichStyle) -> Strip:
     """One content line as a :class:`Strip` (no wrapping: as wide as it was built), each segment over
     ``base`` (the widget's own colour and background) and carrying its offset in the widget, as Textual's
-    own rendering of the text would (text selection reads it)."""
+    own rendering of the text would (text selection reads it).
+
+    A line built by appending styled pieces (its spans in order, none overlapping, no style of its own: every
+    chart row) is cut at its spans directly, each span's style resolved once per line; any other line goes
+    through Rich's own ``Text.render`` -- the same segments either way (tests/test_ui_render_cost.py), at a
+    third of the cost for a chart row (a chart's repaint cut ~25 rows a second into strips in the demo)."""
+    spans = line.spans
+    if line.style or not _in_order(spans, len(line.plain)):
+        pieces: Any = ((seg.text, seg.style) for seg in line.render(console))
+    else:
+        pieces = _cut(line.plain, spans, console)
     segments = []
     x = 0
-    for seg in line.render(console):
-        style = base + seg.style if seg.style is not None else base
-        segments.append(Segment(seg.text, style + RichStyle.from_meta({"offset": (x, y)})))
-        x += len(seg.text)
+    resolved: dict[Any, RichStyle] = {}
+    for text, seg_style in pieces:
+        if seg_style is None:
+            style = base
+        else:
+            style = resolved.get(seg_style)
+            if style is None:
+                style = resolved[seg_style] = base + seg_style
+        segments.append(Segment(text, _at(style, x, y)))
+        x += len(text)
     return Strip(segments, line.cell_len)
+
+
+_OFFSET_STYLES: dict[tuple[RichStyle, int, int], RichStyle] = {}
+OFFSET_STYLES_KEPT = 8192
+"""Styles-with-offset kept for reuse (a chart's cells repeat their colours at the same places from one repaint
+to the next); the cache starts again when full, so it stays within a few MB."""
+
+
+def _at(style: RichStyle, x: int, y: int) -> RichStyle:
+    """``style`` with the ``offset`` meta of a segment at (x, y), as ``style + Style.from_meta(...)``."""
+    key = (style, x, y)
+    got = _OFFSET_STYLES.get(key)
+    if got is None:
+        got = style + RichStyle.from_meta({"offset": (x, y)})
+        if got.link:  # a link's style is copied per use (Rich): not shared
+            return got
+        if len(_OFFSET_STYLES) >= OFFSET_STYLES_KEPT:
+            _OFFSET_STYLES.clear()
+        _OFFSET_STYLES[key] = got
+    return got
+
+
+_NULL = RichStyle.null()
+
+
+def _in_order(spans: list[Any], length: int) -> bool:
+    """The spans follow one another without overlapping (as ``Text.append`` makes them)."""
+    end = 0
+    for span in spans:
+        if span.start < end or span.end < span.start:
+            return False
+        end = span.end
+    return end <= length
+
+
+def _cut(text: str, spans: list[Any], console: Any) -> list[tuple[str, RichStyle | None]]:
+    """``Text.render`` of a text with no style of its own whose spans do not overlap: the gaps in the null
+    style, each span in its own style (``console.get_style``, the null style for a name it does not know)."""
+    out: list[tuple[str, RichStyle | None]] = []
+    if not spans:
+        return [(text, None)]  # as Rich: one segment, the line's own (no) style
+    styles: dict[Any, RichStyle] = {}
+    at = 0
+    for span in spans:
+        start, end = span.start, span.end
+        if start > at:
+            out.append((text[at:start], _NULL))
+        if end > start:
+            style = styles.get(span.style)
+            if style is None:
+                style = styles[span.style] = console.get_style(span.style, default=_NULL)
+            out.append((text[start:end], style))
+        at = end
+    if len(text) > at:
+        out.append((text[at:], _NULL))
+    return out
 
 
 def text_strips(text: Text, console: Any, base: RichStyle) -> list[Strip]:
@@ -177,6 +249,12 @@ class CachedLines(Versioned):
     lines_repainted = 0
     """Content lines turned into strips since mount (tests read it: the compositor redoes as many)."""
 
+    def content_lines(self) -> list[Text]:
+        """The widget's content, a ``Text`` per line: its ``render()`` cut at its newlines (a widget that builds
+        its lines one by one returns them as they are, saving the cut)."""
+        widget: Any = self
+        return widget.render().split("\n", allow_blank=True)
+
     def _geometry(self) -> tuple[Any, Any]:
         widget: Any = self
         return widget.content_size, widget.visual_style
@@ -193,7 +271,7 @@ class CachedLines(Versioned):
             self._strips = self._lines = None  # whole widget: rendered when Textual asks for its lines
             widget.refresh()
             return True
-        lines = widget.render().split("\n", allow_blank=True)
+        lines = self.content_lines()
         old_lines, old_strips = self._lines, self._strips
         strips: list[Strip] = []
         changed: list[int] = []
@@ -217,8 +295,7 @@ class CachedLines(Versioned):
         size, style = self._geometry()
         key = (self.repaints, size, style)
         if self._strips is None or self._strips_for != key:
-            text = widget.render()
-            self._lines = text.split("\n", allow_blank=True)
+            self._lines = self.content_lines()
             console, base = widget.app.console, style.rich_style
             self._strips = [line_strip(line, i, console, base) for i, line in enumerate(self._lines)]
             self._strips_for = key

@@ -64,19 +64,21 @@ def nice_max(value: float) -> float:
 
 
 def _append_runs(out: Text, cells: Sequence[tuple[str, str]]) -> None:
-    """Append (text, style) pieces to ``out``, one append (one span) per run of pieces of the same style:
-    the same text as an append per piece, with a span per run instead of per cell (a chart row is 100+
-    cells; a repaint splits and renders its spans)."""
+    """Append (text, style) pieces to ``out``, one span per run of pieces of the same style: the same text as
+    an append per piece, with a span per run instead of per cell (a chart row is 100+ cells; a repaint splits
+    and renders its spans), appended at once (``Text.append_tokens``)."""
+    runs: list[tuple[str, str | None]] = []
     run: list[str] = []
     run_style = ""
     for text, style in cells:
         if style != run_style and run:
-            out.append("".join(run), style=run_style or None)
+            runs.append(("".join(run), run_style or None))
             run = []
         run_style = style
         run.append(text)
     if run:
-        out.append("".join(run), style=run_style or None)
+        runs.append(("".join(run), run_style or None))
+    out.append_tokens(run for run in runs if run[0])  # (as append: an empty piece adds no span)
 
 
 @dataclass(frozen=True)
@@ -216,41 +218,49 @@ class TimeChart(CachedLines, Widget):
     def cells(self, rows: int, cols: int) -> dict[tuple[int, int], tuple[int, dict[str, int]]]:
         """The plot on a ``rows`` x ``cols`` grid of cells: (row from the top, column) -> (braille dot
         bits, {lane: dots of that lane in the cell}); empty cells left out."""
-        out: dict[tuple[int, int], tuple[int, dict[str, int]]] = {}
+        grid: dict[tuple[int, int], list] = {}  # (bits, owners) while it fills: a list, updated in place
+        get = grid.get
         span = self.t1 - self.t0
         xdots, ydots = 2 * cols, 4 * rows
-
-        def put(name: str, x: int, y: int) -> None:
-            cx, cy = x // 2, rows - 1 - y // 4
-            if 0 <= cx < cols and 0 <= cy < rows:
-                bits, owners = out.get((cy, cx), (0, {}))
-                owners[name] = owners.get(name, 0) + 1
-                out[(cy, cx)] = (bits | _DOTS[3 - y % 4][x % 2], owners)
-
-        def plot(name: str, x: int, y: int, broken: bool) -> None:
-            if not broken or (x // 2) % 2 == 0:
-                put(name, x, y)
+        connect, connect_ns, t_0, y_max = self.connect, self.connect_ns, self.t0, self.y_max
+        bits_at = [[_DOTS[3 - y % 4][x] for x in (0, 1)] for y in range(4)]  # [y % 4][x % 2]
 
         for name, pts in self.series.items():
+            dots: list[tuple[int, int]] = []  # every dot of the series, in order (a cell counts each one)
+            add = dots.append
             prev: tuple[int, int] | None = None
             prev_t = 0
-            broken = name in self.dashed and self.connect  # a broken line: every other cell column left out
+            broken = name in self.dashed and connect  # a broken line: every other cell column left out
             for t, v in sorted(pts):
-                x = min(xdots - 1, int((t - self.t0) / span * (xdots - 1) + 0.5))
-                y = min(ydots - 1, max(0, int(v / self.y_max * (ydots - 1) + 0.5)))
+                x = min(xdots - 1, int((t - t_0) / span * (xdots - 1) + 0.5))
+                y = min(ydots - 1, max(0, int(v / y_max * (ydots - 1) + 0.5)))
                 if prev is None:
                     near = False
                 else:
-                    near = x - prev[0] <= 4 if self.connect_ns is None else t - prev_t <= self.connect_ns
-                if self.connect and near:
-                    steps = max(abs(x - prev[0]), abs(y - prev[1]), 1)
+                    near = x - prev[0] <= 4 if connect_ns is None else t - prev_t <= connect_ns
+                if connect and near:
+                    px, py = prev
+                    steps = max(abs(x - px), abs(y - py), 1)
                     for k in range(1, steps):
-                        plot(name, prev[0] + (x - prev[0]) * k // steps, prev[1] + (y - prev[1]) * k // steps, broken)
-                plot(name, x, y, broken)
-                if not self.connect:
-                    put(name, x, min(ydots - 1, y + 1))  # a point two dots tall reads at a glance
+                        dx = px + (x - px) * k // steps
+                        if not broken or (dx // 2) % 2 == 0:
+                            add((dx, py + (y - py) * k // steps))
+                if not broken or (x // 2) % 2 == 0:
+                    add((x, y))
+                if not connect:
+                    add((x, min(ydots - 1, y + 1)))  # a point two dots tall reads at a glance
                 prev, prev_t = (x, y), t
-        return out
+            for x, y in dots:
+                cx, cy = x // 2, rows - 1 - y // 4
+                if 0 <= cx < cols and 0 <= cy < rows:
+                    cell = get((cy, cx))
+                    if cell is None:
+                        grid[(cy, cx)] = [bits_at[y % 4][x % 2], {name: 1}]
+                    else:
+                        cell[0] |= bits_at[y % 4][x % 2]
+                        owners = cell[1]
+                        owners[name] = owners.get(name, 0) + 1
+        return {rc: (cell[0], cell[1]) for rc, cell in grid.items()}
 
     def _shared_style(self) -> str:
         if self.shared_colour:
@@ -408,6 +418,12 @@ class TimeChart(CachedLines, Widget):
         return out
 
     def render(self) -> Text:
+        return Text("\n").join(self.content_lines())
+
+    def content_lines(self) -> list[Text]:
+        """The chart a ``Text`` per line (title, plot rows, mark strip, time labels): :meth:`render` cut at its
+        newlines, built as lines (a repaint compares and cuts them into strips one by one,
+        widgets/repaint.CachedLines; cutting the whole text at its newlines cost a fifth of a chart's repaint)."""
         width = max(10, self.content_region.width or self.size.width)
         height = max(3, self.content_region.height or self.size.height)
         rows = max(1, height - 3)  # title, mark strip, time labels
@@ -419,8 +435,8 @@ class TimeChart(CachedLines, Widget):
         label_w = max(len(t) for t in ticks.values()) + 1
         plot_w = max(2, width - label_w)
         grid = self.cells(rows, plot_w)
-        self.shared = {rc: lanes for rc, (_, owners) in grid.items()
-                       if len(lanes := frozenset(self.lane(n) for n in owners)) > 1}
+        self.shared = {rc: lanes for rc, (_, owners) in grid.items()  # (one series: one lane, not shared)
+                       if len(owners) > 1 and len(lanes := frozenset(self.lane(n) for n in owners)) > 1}
         span = self.t1 - self.t0
         strip: list[tuple[str, str]] = [("─", "dim")] * plot_w
         strip_lanes: list[set[str]] = [set() for _ in range(plot_w)]
@@ -445,13 +461,15 @@ class TimeChart(CachedLines, Widget):
         if self.note and pad >= 1:  # the note only whole: the legend comes first
             head.append(" " * pad + self.note, style="dim")
         head.truncate(width, overflow="ellipsis")
-        out = Text()
-        out.append_text(head)
+        first = Text()
+        first.append_text(head)
+        lines = [first]
         by_row: dict[int, list[int]] = {}  # each row's dotted columns, left to right (cells() keeps them in the plot)
         for r, c in sorted(grid):
             by_row.setdefault(r, []).append(c)
         for r in range(rows):
-            out.append("\n")
+            out = Text()
+            lines.append(out)
             out.append(f"{ticks.get(r, ''):>{label_w - 1}}", style="dim")
             out.append("┤" if r in ticks else "│", style="dim")
             row: list[tuple[str, str]] = []  # (glyph, style) of the cells that hold dots, blanks between
@@ -475,19 +493,21 @@ class TimeChart(CachedLines, Widget):
                 c = at + len(text) // 2
                 if strip[c][0] == "─":
                     strip[c] = ("┬", "dim")
-        out.append("\n" + " " * (label_w - 1) + "└", style="dim")
+        out = Text()
+        out.append(" " * (label_w - 1) + "└", style="dim")
         _append_runs(out, strip)
+        lines.append(out)
         axis = [" "] * plot_w
         for at, text in self.x_labels:
             for i, ch in enumerate(text):
                 if 0 <= at + i < plot_w:
                     axis[at + i] = ch
-        out.append("\n" + " " * label_w + "".join(axis), style="dim")
+        out = Text()
+        out.append(" " * label_w + "".join(axis), style="dim")
+        lines.append(out)
         if not any(self.series.values()) and not any(self.marks.values()):
-            lines = out.split("\n")
             msg = next((m for m in ("no samples in this window", "no samples", "none") if len(m) <= plot_w), "")
             row = 1 + rows // 2
             if row < len(lines):  # the y axis (its label and ┤) stays; the note is centred in the plot
                 lines[row] = lines[row][:label_w] + Text(f"{msg:^{plot_w}}", style="dim")
-            out = Text("\n").join(lines)
-        return out
+        return lines
