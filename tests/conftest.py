@@ -51,8 +51,10 @@ def fast_sims():
 
 @pytest.fixture(autouse=True)
 def _isolated_dirs(tmp_path_factory, monkeypatch):
-    """Never write recordings or read config from the real user's XDG dirs."""
+    """Never write recordings or read config from the real user's XDG dirs, nor share a cache between tests
+    (`lanemon web` writes its page templates there: two xdist workers could rewrite the same files at once)."""
     base = tmp_path_factory.mktemp("xdg")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(base / "config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(base / "data"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(base / "cache"))
     os.environ.pop("LANEMON_THEME", None)
