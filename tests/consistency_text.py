@@ -117,8 +117,10 @@ LABELS = _labels()
 
 KEYS = {"C", "lane", "Lane", "length", "Concurrency", "Category", "category", "Leader", "rank", "rep", "end",
         "kind", "status", "detail", "words", "", "Item", "Value", "Bench", "Engine", "found", "depth",
-        "ok", "task", "id", "reason", "error kinds", "role", "message", "energy source"}
-"""Columns that name a row (its lane, level, length, rep, task...) or say a verdict in words: no figure."""
+        "ok", "task", "id", "reason", "error kinds", "role", "message", "energy source", "race", "prompt",
+        "winner", "First difference at", "Prompt", "where they part", "Turn", "Task", "verdict"}
+"""Columns that name a row (its lane, level, length, rep, task, race...) or say a verdict in words: no figure
+(``A verdict``: one lane's verdict in words)."""
 
 
 def resolve(col: str, lanes: list[str]) -> tuple[str | None, list[tuple[str, str | None]]] | None:
@@ -144,7 +146,8 @@ def check_labels(tables: list[Table], lanes: list[str]) -> set[str]:
     bad = set()
     for t in tables:
         for col in t.head:
-            if col not in KEYS and resolve(col, lanes) is None:
+            lane, _, rest = col.partition(" ")
+            if col not in KEYS and resolve(col, lanes) is None and not (lane in lanes and rest in KEYS):
                 bad.add(f"{_short(t.title)} :: {col}")
     return bad
 
@@ -189,6 +192,9 @@ def value_of(cell: dict, figures: list[tuple[str, str | None]], is_max: bool):
     for name, stat in figures:
         if name in ENGINE and isinstance(cell.get("engine_counters"), dict):
             return f"engine_counters.{name}", cell["engine_counters"].get(name)
+        counters = [k for k in BY_NAME[name].json_keys if k.startswith("engine_counters.")]
+        if counters and isinstance(cell.get("engine_counters"), dict):  # carried only where the engine exports it
+            return counters[0], cell["engine_counters"].get(counters[0].split(".", 1)[1])
         if stat and stat.startswith("target:"):  # targets.KEY.attainment, under the cell's slo block
             for key in BY_NAME[name].json_keys:
                 path = ["slo", *key.replace("KEY", stat[7:]).split(".")]
@@ -265,6 +271,12 @@ def locate(name: str):
     """The row placer of workload ``name``: (table, row, lane prefix, result) -> the result's cell, or None."""
 
     def levels(t, row, prefix, result):
+        cat = row.get("Category") or row.get("category")
+        if cat:  # a prompt category at C1: a lane's column, or the first two lanes' ratio (no lane)
+            if prefix is None:
+                by = (result.get("category_ratios") or {}).get("by_category") or {}
+                return {"category_ratios": {"by_category": by[cat]}} if cat in by else None
+            return result["lanes"].get(prefix, {}).get("categories", {}).get(cat)
         c = _level(row.get("C") or row.get("Concurrency") or "")
         if c is None:
             m = re.search(r"\bat C(\d+)\b", t.title)
@@ -294,14 +306,58 @@ def locate(name: str):
         return reps[0] if len(reps) == 1 else None
 
     def races(t, row, prefix, result):
-        m = re.match(r"race (\d+)\b", t.title)
         lane = _lane(row, prefix)
-        if m is None or lane is None or int(m.group(1)) > len(result["races"]):
+        if lane is not None and re.match(r"\d+ races\b", t.title):  # the summary: a lane over every race
+            return result["lanes"].get(lane)
+        m = re.fullmatch(r"\d+", row.get("race", "")) or re.match(r"race (\d+)\b", t.title)
+        number = int(m.group(1) if m.re.groups else m.group(0)) if m else None
+        if number is None or lane is None or number > len(result["races"]):
             return None
-        return result["races"][int(m.group(1)) - 1]["lanes"].get(lane)
+        return result["races"][number - 1]["lanes"].get(lane)
 
-    return {"decode": levels, "sweep": levels, "prefill": lengths, "needles": lengths, "load": reps,
-            "race": races}.get(name, lambda *a: None)
+    def agree(t, row, prefix, result):
+        if "Prompt" in row:  # one prompt: its first differing word, each lane's words
+            p = next((p for p in result["prompts"] if str(p["id"]) == row["Prompt"]), None)
+            lanes = result["lanes"]
+            if p is None or prefix not in (None, *lanes[:2]):
+                return None
+            return p if prefix is None else {k: p.get(k) for k in ("a_words", "b_words")[
+                lanes.index(prefix):lanes.index(prefix) + 1]}
+        bucket = row.get("words") or row.get("First difference at") or ""
+        bucket = "exact" if bucket == "exact match" else bucket.removeprefix("word ").replace("–", "-")
+        if bucket not in result["histogram"]:
+            return None
+        return {"histogram": result["histogram"][bucket], "histogram_share": result["histogram_share"][bucket]}
+
+    def gauntlet(t, row, prefix, result):
+        m = re.match(r"lane (\S+)", t.title)  # the headless table of one lane
+        lane = m.group(1) if m else _lane(row, prefix)
+        d = result["lanes"].get(lane) if lane else None
+        if d is None:
+            return None
+        if "Turn" in row:  # one turn, the median over reps
+            return next((c for c in d["by_turn"] if str(c["turn"]) == row["Turn"]), None)
+        if "rep" in row:  # one rep: the lane's per-rep lists at its index
+            r = int(row["rep"]) - 1
+            keys = ("tool_calls", "malformed_calls", "turn_count", "wall_s", "ttft_sum_s", "decode_sum_s",
+                    "first_prompt_tokens", "last_prompt_tokens")
+            return {k: d[k][r] for k in keys} if 0 <= r < d["reps"] else None
+        return d
+
+    def qeval(t, row, prefix, result):
+        lane = _lane(row, prefix) or (t.title.split()[1] if t.title.startswith("qeval ") else None)
+        if lane != result["lane"] or "passed" not in row:
+            return None
+        return result if row.get("kind") == "all" else result["kinds"].get(row.get("kind"))
+
+    def server(t, row, prefix, result):  # the engine's view: a bench's row of a lane, its ``server`` block in it
+        lane = _lane(row, prefix)
+        return result["lanes"].get(lane) if lane and row.get("Bench") == name else None
+
+    placer = {"decode": levels, "sweep": levels, "prefill": lengths, "needles": lengths, "load": reps,
+              "race": races, "agree": agree, "gauntlet": gauntlet, "qeval": qeval}.get(name, lambda *a: None)
+    return lambda t, row, prefix, result: (server if t.title.startswith("Where the time goes") else placer)(
+        t, row, prefix, result)
 
 
 # ------------------------------------------------------------------------------------------------ rendering

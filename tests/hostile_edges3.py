@@ -9,8 +9,9 @@ envelope (lane, request id) and in the header (the date, the command, lane names
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
+import msgspec
 import orjson
 
 from lanemon import events as schema
@@ -33,9 +34,9 @@ def _with_escapes(kind: str, data: dict[str, Any]) -> dict[str, Any]:
     """``data`` with every string field the kind's schema names (and one it does not) carrying :data:`ESC`."""
     out = dict(data)
     schema_type = DATA_SCHEMAS.get(kind)
-    for name, typ in (schema_type.__annotations__ if schema_type else {}).items():
-        if "str" in str(typ) and name not in out:
-            out[name] = name + ESC
+    for f in msgspec.structs.fields(schema_type) if schema_type else ():
+        if str in (f.type, *get_args(f.type)) and f.name not in out:  # a field a string may fill
+            out[f.name] = f.name + ESC
     for name, value in list(out.items()):
         if isinstance(value, str) and ESC not in value:
             out[name] = value + ESC

@@ -46,6 +46,12 @@ def test_summary_counts():
     assert s.agree_ge_10_words == 2  # the 12 and the exact one
     assert s.median_first_divergence_word == 2
     assert s.histogram["0"] == 2 and s.histogram["10-19"] == 1 and s.histogram["exact"] == 1
+    assert s.histogram_share == {"0": 0.4, "1": 0.0, "2": 0.2, "3-4": 0.0, "5-9": 0.0, "10-19": 0.2, "20+": 0.0,
+                                 "exact": 0.2}  # each bucket's prompts / the 5 compared
+    assert list(s.histogram_share) == list(s.histogram)
+    assert set(summarize_agreement([]).histogram_share.values()) == {None}  # none compared: no share
+    third = summarize_agreement([(0, False), (1, False), (1, False)])
+    assert third.histogram_share["0"] == 0.3333 and third.histogram_share["1"] == 0.6667  # 4 places
 
 
 def test_kl_estimator_hand_checked():

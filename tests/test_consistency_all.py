@@ -40,14 +40,20 @@ load       load.LoadRep (lanes.L.reps[k])         requests (warm-up included), m
                                                   measured rows, their TTFT median
 race       race.RaceLane (races[k].lanes.L)       ttft_s, total_s -> export e2e_s, output_tokens; history:
                                                   requests, ttft_p50 = the lane summary's ttft_s
-agree      agree.AgreeResult                      total, exact, errors; export and history: requests per lane
+agree      agree.AgreeResult                      total, exact, errors; export and history: requests per lane;
+                                                  tables: histogram / histogram_share by bucket, a prompt's
+                                                  first_divergence_word, a_words, b_words
 kl         kl.KlResult                            export: every kl row is a lane of the result; history:
                                                   requests = export's rows
 gauntlet   gauntlet.GauntletTurn (lanes.L.turns)  export: one row per turn, ttft_s, e2e_s - ttft_s = decode_s,
                                                   prompt_tokens, output_tokens = completion_tokens; history:
-                                                  requests = the reps' turns
+                                                  requests = the reps' turns; tables: the lane (correct, reps,
+                                                  median_wall_s), a rep (its index in the lane's per-rep
+                                                  lists), a turn (by_turn)
 qeval      qeval.QevalTask (tasks.ID)             export: one row per task, e2e_s = seconds, prompt and
-                                                  completion tokens; history: requests = total + skipped
+                                                  completion tokens; history: requests = total + skipped;
+                                                  tables: the run and kinds.KIND (passed, total, median_s,
+                                                  median_tok_s)
 any        the monitor fold (no results struct)   /metrics lanemon_requests_total{lane,outcome} = export rows
                                                   by outcome (lanemon's own cancellations not counted);
                                                   lanemon_ttft_seconds count and sum, lanemon_output_tokens_total
@@ -654,36 +660,16 @@ def check_client_bound(s: Surfaces) -> None:
 
 TEXT_WORKLOADS = ("decode", "sweep", "prefill", "needles", "load", "race", "agree", "kl", "gauntlet", "qeval")
 
-LOCATED = ("decode", "sweep", "prefill", "needles", "load", "race")
-"""Workloads whose tables place their rows in the result (a level, a length, a rep, a race): their headless
-tables must compare figures (a parser that found none would prove nothing)."""
+LOCATED = ("decode", "sweep", "prefill", "needles", "load", "race", "agree", "gauntlet", "qeval")
+"""Workloads whose tables place their rows in the result (a level, a length, a rep, a race, agree's bucket or
+prompt, gauntlet's lane, rep or turn, qeval's kind): their headless tables must compare figures (a parser that
+found none would prove nothing)."""
 
-_ENGINE_WORDS = "the engine's own figures (measure/server.py, measure/counters.py)"
+MD_LOCATED = ("agree", "gauntlet", "qeval")
+"""Workloads whose markdown report's tables must compare figures too."""
+
 KNOWN: dict[str, str] = {  # pattern -> what it is; "(sometimes)": only when the run shows it (bursts, reps)
-    # the report's engine sections
-    r"Where the time goes :: ": f"{_ENGINE_WORDS} beside lanemon's: Queue, Prefill, Decode, Server TTFT/E2E, "
-                                "lanemon TTFT/E2E, the gaps: no catalogue entry gives these labels",
-    r"What the engine did in each (cell|rep) :: (Requests|Ranks|LoRA|Restarts|Rep)\b": f"{_ENGINE_WORDS}: "
-        "Requests, Ranks, LoRA, Restarts, Rep have no entry",
-    # decode, sweep
-    r"per-stream decode tok/s at C\d+, by category :: (A|B|A/B)$": "the per-category table's columns are lane "
-                                                                    "names; the figure is in the title",
-    r"Per-category decode at C\d+ :: A/B": "the per-category ratio has no catalogue entry",
-    r"(steady|span) min–max": "(sometimes) with reps: the reps' spread has no catalogue entry",
-    # prefill, needles
-    r"Needles :: (A|B|Context tokens)$": "the report's needles table: one column per lane, found/depth/TTFT in "
-                                        "words",
-    # race
-    r"\d+ races :: wins$": "the race summary's wins column has no catalogue entry",
-    r"Races :: ": "the report's race table packs 'TTFT / tok/s / total / tokens' in one column per lane",
-    # agree, kl, gauntlet, qeval: their figures are in no catalogue entry
-    r"greedy agreement A vs B :: prompts|Greedy agreement :: |Per prompt :: ": "agree's figures (prompts per "
-                                                                              "bucket, share, first differing "
-                                                                              "word) have no catalogue entry",
-    r"lane [AB] :: |Agent gauntlet :: ": "gauntlet's figures (calls, bad, turns, wall s, ΣTTFT s, Σdecode s, prompt "
-                                        "tok, wall per rep...) have no catalogue entry",
-    r"qeval [AB] :: |Quality gate :: |Tasks missed on any lane :: ": "qeval's figures (passed, total, median s, "
-                                                                    "median tok/s (E2E)) have no catalogue entry",
+    # none: every text surface's tables take the catalogue's labels (issue 37)
 }
 """What a text surface shows today that bypasses the catalogue (a label it does not give, a figure the result
 has no key for), for the lead to route: anything a check finds that no pattern explains fails it; a pattern that
@@ -704,7 +690,7 @@ def check_text(s: Surfaces, surface: str) -> None:
     the precision shown; what :data:`KNOWN` explains is left to it."""
     found, n = text_findings(s, surface)
     bad = Mismatches(f"{s.key} {surface}: {f}" for f in found if not any(re.search(p, f) for p in KNOWN))
-    if surface == "headless" and s.name in LOCATED:
+    if s.name in LOCATED and (surface == "headless" or s.name in MD_LOCATED):
         bad.check(n > 0, f"{s.key} {surface}: no figure placed in the result")
     bad.done()
 
@@ -816,6 +802,38 @@ def test_the_checks_can_fail(surfaces):
         check_text(d, "headless")
 
 
+def _first_lane(result: dict) -> str:
+    return next(iter(result["lanes"]))
+
+
+CHANGES = {  # workload: (a figure of the result moved, the label both tables show it under)
+    "agree": (lambda r: r["histogram_share"].update({"0": r["histogram_share"]["0"] + 0.1}), "share"),
+    "gauntlet": (lambda r: r["lanes"][_first_lane(r)]["wall_s"].__setitem__(
+        0, r["lanes"][_first_lane(r)]["wall_s"][0] + 1.0), "wall"),
+    "qeval": (lambda r: r.__setitem__("median_s", r["median_s"] + 1.0), "median s/task"),
+}
+
+
+@pytest.mark.parametrize("name", list(CHANGES))
+def test_the_text_checks_catch_a_figure_of_agree_gauntlet_qeval(surfaces, name):
+    """agree's, gauntlet's and qeval's tables (headless and the report) are held to their result: a figure moved
+    in the result is caught on both, under its catalogue label; a label the catalogue does not give is caught."""
+    import copy
+
+    s = copy.deepcopy(surfaces[name])
+    check_text(s, "headless")
+    check_text(s, "md")
+    change, shown_as = CHANGES[name]
+    change(s.json)  # the tables were printed from the result before: now they disagree with it
+    for surface in ("headless", "md"):
+        with pytest.raises(AssertionError, match=f"/ {re.escape(shown_as)}: shows"):
+            check_text(s, surface)
+    s = copy.deepcopy(surfaces[name])
+    s.headless = s.headless.replace(f" {shown_as} ", f" {shown_as}!", 1)
+    with pytest.raises(AssertionError, match=f"label not in the catalogue: .* :: {re.escape(shown_as)}!"):
+        check_text(s, "headless")
+
+
 SAMPLE_CHECKS = {"history": check_history, "export": check_export,
                  "headless": lambda s: check_text(s, "headless"), "md": lambda s: check_text(s, "md")}
 SAMPLE_XFAIL: dict[tuple[str, str], str] = {  # none: decode's TTFT p50 is over the cell's complete requests,
@@ -852,3 +870,38 @@ def test_every_known_bypass_still_shows(everything):
     stale = [f"{p!r}: {why}" for p, why in KNOWN.items() if not why.startswith("(sometimes)")
              and not any(re.search(p, f) for f in found)]
     assert not stale, "KNOWN patterns nothing shows any more (remove them):\n" + "\n".join(stale)
+
+
+def test_the_text_checks_can_fail_on_the_tables_that_take_the_catalogues_labels(everything):
+    """A figure of the engine sections, the per-category ratio, the needles and race tables and the race
+    summary's wins, changed in the result: the text check of the surface that shows it says so, by its label
+    (each of these tables was a :data:`KNOWN` bypass until its columns took the catalogue's labels)."""
+    import copy
+
+    surfaces = everything
+
+    def bump(name, path, by, surface, label):
+        s = copy.copy(surfaces[name])
+        s.json = copy.deepcopy(s.json)
+        *parents, key = path
+        cell = s.json
+        for p in parents:
+            cell = cell[p]
+        assert isinstance(cell[key], (int, float)), (name, path, cell[key])  # a figure to change
+        cell[key] += by
+        with pytest.raises(AssertionError, match=re.escape(label)):
+            check_text(s, surface)
+
+    lane = next(iter(surfaces["decode"].json["lanes"]))
+    bump("decode", ["lanes", lane, "server", "ttft_s"], 1.0, "md", "/ server TTFT: shows")
+    bump("decode", ["lanes", lane, "levels", "1", "engine_counters", "requests"], 100, "md",
+         "/ engine requests: shows")
+    cat = next(k for k, v in surfaces["decode"].json["category_ratios"]["by_category"].items() if v)
+    for surface in ("md", "headless"):
+        bump("decode", ["category_ratios", "by_category", cat], 1.0, surface, "per-stream ratio: shows")
+        bump("decode", ["lanes", lane, "categories", cat, "per_stream_tok_s"], 1000.0, surface,
+             f"{lane} per-stream tok/s: shows")
+    length = next(iter(surfaces["needles"].json["lanes"][lane]["lengths"]))
+    bump("needles", ["lanes", lane, "lengths", length, "ttft_s"], 1.0, "md", "/ TTFT: shows")
+    bump("race", ["races", 0, "lanes", lane, "ttft_s"], 1.0, "md", "/ TTFT: shows")
+    bump("sample-races", ["lanes", lane, "wins"], 1, "headless", "/ wins: shows")  # the summary: two races or more

@@ -282,3 +282,49 @@ def test_cli_json_is_one_object_and_bad_input_exits_2(tmp_path, capsys):
     assert cli_main(["gauntlet", "--json", "--lane", "A=http://127.0.0.1:9/v1", "--lanes", "Z"]) == 2
     err = capsys.readouterr().err
     assert "--lanes: unknown lane(s) Z" in err
+
+
+def test_a_lanes_rep_figures_are_the_results_own():
+    """workloads/gauntlet/results.py rep_figures: per rep its turns, ΣTTFT and Σdecode (a turn without one adds
+    nothing), the first and last prompt tokens that are known; the medians over reps of the sums and the TTFT
+    share of them; per turn the median over the reps that reached it."""
+    from lanemon.results.gauntlet import GauntletTurn
+    from lanemon.workloads.gauntlet.results import rep_figures
+
+    def turn(i, ttft, dec, prompt, out=10, calls=1):
+        return GauntletTurn(turn=i, prompt_tokens=prompt, cached_tokens=None, ttft_s=ttft, decode_s=dec,
+                            completion_tokens=out, tool=None, calls=calls)
+
+    reps = [[turn(0, 0.5, 0.25, None), turn(1, 1.0, 0.25, 200), turn(2, None, None, 300, calls=0)],
+            [turn(0, 1.5, 0.75, 100), turn(1, 2.0, 0.25, 250, out=30)],
+            [turn(0, 0.5, 0.5, 100)]]
+    got = rep_figures(reps)
+    assert got["turn_count"] == [3, 2, 1]
+    assert got["ttft_sum_s"] == [1.5, 3.5, 0.5] and got["decode_sum_s"] == [0.5, 1.0, 0.5]
+    assert got["first_prompt_tokens"] == [200, 100, 100] and got["last_prompt_tokens"] == [300, 250, 100]
+    assert (got["median_ttft_sum_s"], got["median_decode_sum_s"]) == (1.5, 0.5)
+    assert got["ttft_share"] == 0.75
+    by_turn = {c.turn: c for c in got["by_turn"]}
+    assert sorted(by_turn) == [0, 1, 2]
+    assert (by_turn[0].ttft_s, by_turn[0].decode_s, by_turn[0].prompt_tokens) == (0.5, 0.5, 100.0)
+    assert (by_turn[1].ttft_s, by_turn[1].completion_tokens, by_turn[1].tool) == (1.5, 20.0, True)
+    assert (by_turn[2].ttft_s, by_turn[2].prompt_tokens, by_turn[2].tool) == (None, 300.0, False)
+    empty = rep_figures([])
+    assert empty["median_ttft_sum_s"] is None and empty["ttft_share"] is None and empty["by_turn"] == []
+
+
+
+def test_the_lanes_reps_seen_are_one_definition_for_the_result_and_the_screen():
+    """workloads/gauntlet/results.py reps_seen: the result's lane and the gauntlet screen's fold (lanes_seen) both
+    count reps and correct ones and take the median wall over the walls as wall_s holds them (4 places)."""
+    from lanemon.folds.gauntlet import GauntletState, RepEnd
+    from lanemon.ui.screens.gauntlet import lanes_seen
+    from lanemon.workloads.gauntlet.results import reps_seen
+
+    seen = reps_seen([30.123456, 29.0, 31.0], [True, False, True], [20, 20, 21])
+    assert (seen.reps, seen.correct, seen.median_wall_s, seen.tool_calls) == (3, 2, 30.1235, [20, 20, 21])
+    assert reps_seen([], [], []).median_wall_s is None
+    state = GauntletState(["A", "B"])
+    state.lane("A").results += [RepEnd.of({"correct": True, "wall_s": 30.123456, "tool_calls": 20}),
+                                RepEnd.of({"correct": False, "wall_s": 29.0, "tool_calls": 20})]
+    assert lanes_seen(state) == {"A": reps_seen([30.123456, 29.0], [True, False], [20, 20])}  # B: no rep yet

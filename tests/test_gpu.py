@@ -433,7 +433,10 @@ def test_report_efficiency_says_where_the_most_efficient_level_differs_from_the_
     assert "B: no energy figure (no GPU telemetry for this lane)." in sec.summary
     assert sec.rows[1][:4] == ["C2", "4.50", "40.0", "5.00"] and sec.rows[0][4:] == ["—", "—", "2.00"]
     title, headers, rows = sec.more[0]
-    assert rows[0][3:] == ["25%", "1", "61%", "0: 600, 1: 200 (max/mean 1.50)", "sql-lora", "—"]  # no restart
+    assert rows[0][3:] == ["25%", "1", "61%", "1.50", "—"]  # one figure per column; no restart
+    assert headers[2:] == ["engine requests", "prefix hit", "preempt", "spec accept", "rank max/mean", "restarts"]
+    assert "A C1: generated tokens by rank: 0: 600, 1: 200" in sec.notes  # what is no one figure: in the notes
+    assert "A C1: LoRA adapters: sql-lora" in sec.notes
     plain = {"bench": "decode", "lanes": {"A": {"levels": {"1": {"aggregate_tok_s": 5}}}}}
     assert efficiency_section(_typed(plain), ["A"]) is None
 

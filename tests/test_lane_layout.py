@@ -6,6 +6,7 @@ The 8-lane snapshots were looked at (rendered to PNG) before they were accepted.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,14 @@ async def settle(pilot) -> None:
     await pilot.pause(0.2)
     app.redraw(force=True)
     await pilot.pause()
+
+
+async def until(pilot, ok, timeout: float = 10.0) -> None:
+    """Event-loop turns until ``ok()`` holds (or ``timeout`` s): the state a test asserts next, not a fixed
+    sleep (they were 0.2-0.3 s each, about 20 of them in this file)."""
+    deadline = time.monotonic() + timeout
+    while not ok() and time.monotonic() < deadline:
+        await pilot.pause(0.02)
 
 
 @pytest.fixture(autouse=True)
@@ -115,7 +124,8 @@ async def test_eight_lanes_at_100x30_are_one_line_each_and_leave_the_charts_room
         for i, p in enumerate(panels):
             assert p.query_one("#name", Label).styles.background.hex == lane_colour(app, i)
         await pilot.press("z")  # zoomed at 100x30: the lane's one-line row, the charts take the screen
-        await pilot.pause(0.2)
+        chart = app.screen.query_one("#chart-ttft")
+        await until(pilot, lambda: not any(p.display for p in panels[1:]) and chart.outer_size.height >= 10)
         assert panels[0].display and not any(p.display for p in panels[1:])
         assert panels[0].compact and panels[0].outer_size.height == 1
         assert app.screen.query_one("#chart-ttft").outer_size.height >= 10
@@ -133,29 +143,30 @@ async def test_a_click_on_a_one_line_row_or_a_card_zooms_that_lane_and_esc_or_z_
         screen = app.screen
         assert screen.panel("C").compact
         await pilot.click("#lane-C", offset=(30, 0))  # a one-line row, on its figures
-        await pilot.pause(0.2)
+        await until(pilot, lambda: shown(app) == ["C"])
         assert screen.zoomed == "C" and shown(app) == ["C"]
         app.redraw(force=True)
-        await pilot.pause(0.2)
         ttft = screen.query_one("#chart-ttft", TimeChart)
+        await until(pilot, lambda: set(ttft.series) == {"C"} and ttft.outer_size.height >= 10)
         assert set(ttft.series) == {"C"} and ttft.outer_size.height >= 10
         # A's /metrics: zoomed on A, the server charts are shown too, in a second row, even at 100x30
         await pilot.press("1")
         app.redraw(force=True)
-        await pilot.pause(0.2)
-        assert screen.zoomed == "A" and shown(app) == ["A"]
         queue, kv = screen.query_one("#chart-server", TimeChart), screen.query_one("#chart-kv", TimeChart)
+        await until(pilot, lambda: shown(app) == ["A"] and queue.display and kv.display
+                    and queue.region.y >= ttft.region.bottom and queue.outer_size.height >= 8)
+        assert screen.zoomed == "A" and shown(app) == ["A"]
         assert queue.display and kv.display and screen.query_one("#chart-tput", TimeChart).display
         assert queue.region.y >= ttft.region.bottom and queue.outer_size.height >= 8
         assert screen.check_action("back", ()) is True  # esc is offered while zoomed, on the first screen too
         await pilot.press("escape")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: len(shown(app)) == 8)
         assert screen.zoomed is None and len(shown(app)) == 8 and app.screen is screen
         await pilot.press("z")  # z zooms the lane zoomed last, z again returns
-        await pilot.pause(0.2)
+        await until(pilot, lambda: screen.zoomed == "A")
         assert screen.zoomed == "A"
         await pilot.press("z")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: screen.zoomed is None)
         assert screen.zoomed is None and screen.check_action("back", ()) is False
 
     app = app_with(2)
@@ -163,10 +174,10 @@ async def test_a_click_on_a_one_line_row_or_a_card_zooms_that_lane_and_esc_or_z_
         await settle(pilot)
         screen = app.screen
         await pilot.click("#lane-B", offset=(10, 3))  # a full card
-        await pilot.pause(0.2)
+        await until(pilot, lambda: shown(app) == ["B"])
         assert screen.zoomed == "B" and shown(app) == ["B"] and not screen.panel("B").compact
         await pilot.click("#lane-B", offset=(10, 3))  # the zoomed card again: every lane
-        await pilot.pause(0.2)
+        await until(pilot, lambda: shown(app) == ["A", "B"])
         assert screen.zoomed is None and shown(app) == ["A", "B"]
 
 
@@ -178,16 +189,17 @@ async def test_a_lane_first_seen_while_zoomed_stays_hidden_until_the_zoom_ends()
         await settle(pilot)
         screen = app.screen
         await pilot.press("z")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: screen.zoomed == "A")
         state = SessionState()
         for ev in lanes_and_events(3)[1]:
             state.apply(ev)
         screen.refresh_from(state, app.source)
-        await pilot.pause(0.3)
+        await until(pilot, lambda: [p.lane for p in screen.query(LanePanel)] == ["A", "B", "C"]
+                    and [p.lane for p in screen.query(LanePanel) if p.display] == ["A"])
         assert [p.lane for p in screen.query(LanePanel)] == ["A", "B", "C"]
         assert [p.lane for p in screen.query(LanePanel) if p.display] == ["A"]
         await pilot.press("escape")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: all(p.display for p in screen.query(LanePanel)))
         assert all(p.display for p in screen.query(LanePanel))
 
 
@@ -214,10 +226,10 @@ async def test_shrinking_the_terminal_switches_cards_to_rows_and_back():
         await settle(pilot)
         assert not any(p.compact for p in app.screen.query(LanePanel))
         await pilot.resize_terminal(100, 30)
-        await pilot.pause(0.3)
+        await until(pilot, lambda: all(p.compact for p in app.screen.query(LanePanel)))
         assert all(p.compact for p in app.screen.query(LanePanel))
         await pilot.resize_terminal(240, 70)
-        await pilot.pause(0.3)
+        await until(pilot, lambda: not any(p.compact for p in app.screen.query(LanePanel)))
         assert not any(p.compact for p in app.screen.query(LanePanel))
 
 
@@ -253,5 +265,5 @@ async def test_name_chips_follow_a_theme_change():
         assert b.styles.background.hex == lane_colour(app, 1)
         before = b.styles.background.hex
         app.theme = "lanemon-light"
-        await pilot.pause(0.3)
+        await until(pilot, lambda: b.styles.background.hex != before)
         assert b.styles.background.hex == lane_colour(app, 1) != before

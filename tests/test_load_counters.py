@@ -22,6 +22,7 @@ from lanemon.measure.views import attach_engine_views
 from lanemon.reports.tables import load_table
 from lanemon.results.common import LoadConfig, as_result, to_json_obj
 from lanemon.results.load import LoadResult
+from lanemon.results.counters import EngineCounters
 from lanemon.workloads.bench.load import cell_result, load_headlines, load_results
 from load_sweep_results import load_result
 
@@ -59,11 +60,12 @@ def load_events(between: list[Event]) -> list[Event]:
 def test_a_load_rep_carries_the_engines_counters_summed_over_ranks_with_the_imbalance():
     events = load_events([])
     result = attach_engine_views(load_results(events), events)
-    c = result.lanes["A"].reps[0].engine_counters
-    assert c["generation_tokens"] == 800 and c["requests"] == 8 and c["preemptions"] == 1
-    assert c["ranks"]["0"]["generation_tokens"] == 600 and c["ranks"]["1"]["generation_tokens"] == 200
-    assert c["rank_imbalance"] == 1.5 and c["prefix_hit_rate"] == 0.375 and c["restarts"] == 0
-    assert c["spec_acceptance_rate"] == round(550 / 900, 4)
+    c = result.lanes["A"].reps[0].engine_counters  # typed (results/counters.py), not a bare object
+    assert isinstance(c, EngineCounters)
+    assert c.generation_tokens == 800 and c.requests == 8 and c.preemptions == 1
+    assert c.ranks["0"].generation_tokens == 600 and c.ranks["1"].generation_tokens == 200
+    assert c.rank_imbalance == 1.5 and c.prefix_hit_rate == 0.375 and c.restarts == 0
+    assert c.spec_acceptance_rate == round(550 / 900, 4)
     t = load_table(result)
     assert t.labels()[-3:] == ["prefix hit", "preempt", "spec accept"]
     assert [c.text for c in t.rows[0][-3:]] == ["38 %", "1", "61 %"]

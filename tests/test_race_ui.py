@@ -93,9 +93,12 @@ async def test_replay_r_shows_the_last_recorded_race_without_sending_anything():
         console.print(results.query_one("#table", Static).content)
         rows = [" ".join(line.split()) for line in console.export_text().splitlines()]
         a, b = expected.lanes["A"], expected.lanes["B"]
-        assert rows[0] == "lane rank TTFT decode output total"
-        assert rows[1] == f"A 1st 180 ms {a.decode_tok_s:.1f} tok/s {a.output_tokens} tok 369 ms"
+        # the catalogue's labels (as the headless race table), the delta column named: against the winner
+        assert rows[0] == "lane rank TTFT per-stream tok/s output tok E2E E2E vs winner E2E × winner"
+        assert rows[1] == f"A 1st 180 ms {a.decode_tok_s:.1f} tok/s {a.output_tokens} tok 369 ms — —"
         assert rows[2] == f"B 2nd 220 ms {b.decode_tok_s:.1f} tok/s {b.output_tokens} tok est. 460 ms +91 ms ×1.25"
+        assert (b.behind_s, b.behind_ratio, a.behind_s) == (round(b.total_s - a.total_s, 4),
+                                                           round(b.total_s / a.total_s, 4), None)  # the race's own
         # browse back to race 1 and forward again
         await pilot.press("pageup")
         await pilot.pause()

@@ -30,11 +30,16 @@ async def played_out(pilot) -> None:
         await pilot.pause(0.05)
         if app.source.finished:
             break
-    await pilot.pause(0.3)
-    for worker in list(app.workers):  # the result screen's reading thread
+    # a result screen's reading thread starts when the screen mounts (long before the replay's end): wait for
+    # it, then for its sections to be mounted (show() runs on the loop and ends _analysing) -- states, where
+    # fixed pauses of 0.3 s and 0.2 s were (0.5 s per test: 24 here, 6 more in tests/test_small_screens.py)
+    for worker in list(app.workers):
         if worker.group == "result":
             await worker.wait()
-    await pilot.pause(0.2)
+    for _ in range(500):
+        if not getattr(app.screen, "_analysing", False):
+            break
+        await pilot.pause(0.02)
     app.redraw(force=True)
     await pilot.pause(0.2)
     app.redraw(force=True)

@@ -30,7 +30,8 @@ def cell(steady, span, steady_reps=None, reps=None, unreliable=False):
          "ttft_p50_s": 0.2, "ttft_p90_s": 0.2, "ttft_p99_s": 0.2, "per_stream_tok_s_p50": 50.0, "errors": 0,
          "requests": 8, "output_tokens": 1000, "tokens_estimated": False, "unreliable": unreliable}
     if steady is not None:
-        c.update(steady_tok_s=steady, steady_reps=steady_reps, steady_unstable=False)
+        c.update(steady_tok_s=steady, steady_reps=steady_reps, steady_unstable=False, steady_min=min(steady_reps),
+                 steady_max=max(steady_reps))  # as the bench's spread() gives them
     return c
 
 
@@ -89,7 +90,7 @@ def test_a_band_widened_by_the_reps_turns_a_lead_into_a_tie_and_says_the_band():
     t = table(dec)
     assert t["C1"] == "tie (band 12.0 % from the reps)"
     # the reps' range, shown whole in the report (a detail column: the CLI drops it where the width is short)
-    assert (t["C1/A"]["steady min–max"], t["C1/B"]["steady min–max"]) == ("99.0–101", "104–117")
+    assert [t[k][h] for k in ("C1/A", "C1/B") for h in ("steady min", "steady max")] == ["99.0", "101", "104", "117"]
     dec["lanes"]["B"]["levels"]["1"] = cell(130, 130, steady_reps=[124, 130, 139.6])
     assert table(dec)["C1"] == "B (1.30×, band 12.0 % from the reps)"
 
@@ -202,8 +203,11 @@ def test_the_report_keeps_the_reps_range_and_the_kinds_of_errors():
     a.update(errors=3, truncated=1, empty=1, bursts=2)
     dec = decode({"1": a}, {"1": cell(90, 90)})
     t = table(dec)
-    assert t["C1/A"]["steady min–max"] == "96.0–104" and t["C1/A"]["span min–max"] == "95.0–101"
-    assert t["C1/B"]["steady min–max"] == "—"
+    # one figure per column, the result's own (steady_min / steady_max); the span's range where there is no steady
+    assert [t["C1/A"][h] for h in ("steady min", "steady max")] == ["96.0", "104"] and "span min" not in t["C1/A"]
+    span_only = decode({"1": cell(None, 98, reps=[95, 101])}, {"1": cell(None, 90)})
+    assert [table(span_only)["C1/A"][h] for h in ("span min", "span max")] == ["95.0", "101"]
+    assert [t["C1/B"][h] for h in ("steady min", "steady max")] == ["90.0", "90.0"]  # one rep: itself
     assert t["C1/A"]["err"] == "3" and t["C1/A"]["error kinds"] == "3 err (1 truncated, 1 empty), 2 burst"
     assert t["C1/B"]["error kinds"] == "—"
     # the TTFT table says the same words

@@ -231,16 +231,20 @@ def _env():
 
 def writeup_gauntlet():
     """The write-up's gauntlet: B 22.4 s vs A 30.4 s, 3/3 with 20 calls; B prefills faster, A decodes faster."""
+    from lanemon.results.gauntlet import GauntletTurn
     from lanemon.workloads.gauntlet import summary_sentence
+    from lanemon.workloads.gauntlet.results import rep_figures
 
     def lane(wall, ttft0, decode):
         turns = [{"turn": t, "prompt_tokens": 2023 + 85 * t, "cached_tokens": 0, "ttft_s": ttft0 * (1 + t / 20),
                   "decode_s": decode, "completion_tokens": 50 if t < 20 else 24,
                   "tool": {"name": "read_file", "path": "x", "ok": True} if t < 20 else None, "calls": int(t < 20)}
                  for t in range(21)]
+        typed = msgspec.convert(turns, list[GauntletTurn])  # the rep figures are the workload's own
         return {"model": None, "correct": 3, "reps": 3, "correct_per_rep": [True] * 3, "tool_calls": [20] * 3,
                 "wall_s": [wall - 0.1, wall, wall + 0.1], "median_wall_s": wall, "malformed_calls": [0] * 3,
-                "stopped": ["answer"] * 3, "turns": [turns] * 3}
+                "stopped": ["answer"] * 3, "turns": [turns] * 3,
+                **msgspec.to_builtins(rep_figures([typed] * 3))}
 
     g = as_result({"bench": "gauntlet", "lanes": {"A": lane(30.4, 0.7, 0.30), "B": lane(22.4, 0.4, 0.36)},
                    "config": {"hops": 20, "reps": 3, "system_prompt_tokens": 1950, "time_scale": None},
@@ -253,11 +257,14 @@ def writeup_quality():
     tasks = {"code_interval_intersect": "code", "json_escape": "json", "json_count": "json", "math_m9": "math",
              "math_m1": "math", "format_haiku": "format"}
 
+    from lanemon.workloads.qeval.run import task_figures
+
     def run(lane, fails):
         t = {tid: {"passed": tid not in fails, "reason": "passed" if tid not in fails else "expected 24, got 22",
                    "kind": k, "prompt_tokens": 40, "completion_tokens": 60, "seconds": 0.5} for tid, k in tasks.items()}
-        return as_result({"lane": lane, "model": None, "passed": sum(v["passed"] for v in t.values()), "total": len(t),
-                          "tasks": t}, QevalResult)
+        r = as_result({"lane": lane, "model": None, "passed": sum(v["passed"] for v in t.values()), "total": len(t),
+                       "tasks": t}, QevalResult)
+        return msgspec.structs.replace(r, **task_figures(r.tasks.values()))  # the run's figures, as qeval's own
 
     from lanemon.workloads.qeval import compare_runs
 
@@ -265,7 +272,8 @@ def writeup_quality():
     a, b = run("A", four), run("B", four)
     hist = {"0": 18, "1": 1, "2": 3, "3-4": 1, "5-9": 8, "10-19": 3, "20+": 6, "exact": 0}
     agree = {"bench": "agree", "lanes": ["A", "B"], "total": 40, "exact": 0, "median_first_divergence_word": 2.0,
-             "agree_ge_10_words": 9, "diverge_at_0": 18, "histogram": hist, "errors": 0, "prompts": [],
+             "agree_ge_10_words": 9, "diverge_at_0": 18, "histogram": hist,
+             "histogram_share": {k: v / 40 for k, v in hist.items()}, "errors": 0, "prompts": [],
              "interrupted": False, "config": {"lanes": ["A", "B"], "prompts": 40, "tokens": 128}}
     kl = {"bench": "kl", "reference": "B", "estimator": "topk_tail", "k": 5, "interrupted": False, "config": {},
           "lanes": {"A": {"status": "ok", "message": None, "kl": 0.0123, "kl_p50": 0.004, "kl_p99": 0.21, "positions": 96},
@@ -291,7 +299,9 @@ def test_gauntlet_verdict_swaps_with_the_figures_and_ties_are_ties():
     a = writeup_quality()
     g = a["gauntlet"]
     g.lanes["A"], g.lanes["B"] = g.lanes["B"], g.lanes["A"]
+    from lanemon.results.gauntlet import GauntletTurn
     from lanemon.workloads.gauntlet import summary_sentence
+    from lanemon.workloads.gauntlet.results import rep_figures
 
     g.summary = summary_sentence(g.lanes, 20)
     v = verdict(a)[-1]

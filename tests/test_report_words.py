@@ -7,6 +7,7 @@ from lanemon.reports.render.html import render_html
 from lanemon.reports.sections.environment import environment_rows
 from lanemon.reports.sections.gauntlet import gauntlet_sections
 from lanemon.results.gauntlet import GauntletConfigInfo, GauntletLane, GauntletResult
+from lanemon.workloads.gauntlet.results import rep_figures
 
 SAMPLES = "sample_sessions/"
 
@@ -30,7 +31,7 @@ def test_a_report_of_several_recordings_describes_all_of_them_in_its_header():
 def test_the_gauntlet_time_scale_note_only_when_it_scales():
     lane = GauntletLane(model=None, correct=3, reps=3, correct_per_rep=[True] * 3, tool_calls=[4, 4, 4],
                         median_wall_s=2.0, wall_s=[2.0, 2.1, 1.9], malformed_calls=[0, 0, 0], stopped=["answer"] * 3,
-                        turns=[[], [], []])
+                        turns=[[], [], []], **rep_figures([[], [], []]))
     g = GauntletResult(bench="gauntlet", lanes={"A": lane}, config=GauntletConfigInfo(time_scale=1.0, hops=3),
                        summary="x")
     [sec, *_] = gauntlet_sections(g, ["A"])

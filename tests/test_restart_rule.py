@@ -82,9 +82,11 @@ def test_a_session_adds_up_the_intervals_around_a_restart_and_a_rep_with_one_wit
     assert clean.requests == 2 and to_json_obj(restarted).get("requests") is None
     cell = to_json_obj(sum_counters([clean, restarted]))  # a cell of two reps, one with a restart, as its JSON
     assert cell["withheld"] and cell["restarts"] == 1 and "requests" not in cell
-    from lanemon.reports.sections.efficiency import counter_rows  # the report's counters table says so
-    row = counter_rows([("A", "C4", cell)])[0]
-    assert row[2] == "—" and row[-1] == "1 (counters withheld: not this run's)"
+    from lanemon.reports.sections.efficiency import counter_notes, counter_rows  # the report's counters table says so
+    typed = sum_counters([clean, restarted])  # the typed block a cell holds
+    row = counter_rows([("A", "C4", typed)])[0]
+    assert row[2] == "—" and row[-1] == "1"  # one figure per column: no requests, one restart
+    assert any("A C4: counters withheld" in n and "not this run's" in n for n in counter_notes([("A", "C4", typed)]))
 
 
 def test_process_start_time_is_mapped_and_a_steady_one_is_no_restart():

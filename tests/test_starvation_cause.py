@@ -12,7 +12,7 @@ from lanemon import events as schema
 from lanemon.client.loadwatch import LoadWatch, steal_pct
 from lanemon.events import Clock, Event
 from lanemon.measure.load import ClientLoad, starvation_cause, window_of
-from lanemon.recording.schema import ClientLoadData
+from lanemon.recording.schema import DATA_SCHEMAS
 from lanemon.ui.app import make_app
 from lanemon.ui.sample import ScriptedSource, sample_events
 from lanemon.ui.widgets.status_bar import StatusBar
@@ -82,7 +82,7 @@ def test_the_fold_keeps_the_latest_starved_window():
 
 def test_recordings_with_and_without_steal_decode():
     for data in ({"lag_ms": 1.0, "bound": False}, {"lag_ms": 1.0, "bound": False, "steal_pct": 3.5}):
-        decoded = msgspec.convert(data, ClientLoadData)
+        decoded = msgspec.convert(data, DATA_SCHEMAS[schema.CLIENT_LOAD])
         assert decoded.steal_pct == data.get("steal_pct")
 
 

@@ -105,10 +105,14 @@ async def test_replaying_each_sample_session_opens_the_screen_its_run_showed(nam
     from lanemon.sessions.sources import ReplaySession
 
     path = SAMPLES / f"{name}.jsonl"
-    source = ReplaySession(path, speed=float("inf"))
+    # played in real time: the screen is the one the run opened (the seeking test below plays each to its end
+    # at max speed and holds the screen there); at max speed this test folded all of decode.jsonl's 88,000
+    # events (today's and yesterday's 47,000) in the background while it waited 0.3 s and pressed two keys
+    source = ReplaySession(path, speed=1.0)
     app = make_app(source)
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause(0.3)
+        assert source.published > 0  # the replay is playing
         assert app.screen_name() == OPENS[name]
         if OPENS[name] != "dashboard":
             await pilot.press("escape")

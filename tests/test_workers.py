@@ -94,15 +94,18 @@ def test_a_worker_that_dies_leaves_error_events_not_a_gap(tmp_path):
     import asyncio
     import os
     import signal
+    import time
 
     from lanemon.bus import EventBus
     from lanemon.client.http import LaneClient
     from lanemon.config import LaneConfig
-    from lanemon.events import Clock
+    from lanemon.events import TOKEN, Clock
     from lanemon.measure.records import assemble
     from lanemon.workers.pool import Item, WorkerPool
 
-    sim = SimProcess("sglang-native", 1.0)  # real time: each request takes seconds, so the kill lands mid-run
+    # half speed: each 400-token request streams for about 4 s, and the kill waits until every one of them is
+    # streaming (was: real time, about 8 s a request, and a fixed 1 s sleep before the kill)
+    sim = SimProcess("sglang-native", 0.5)
     try:
         lane = LaneConfig("B", sim.url)
 
@@ -116,7 +119,11 @@ def test_a_worker_that_dies_leaves_error_events_not_a_gap(tmp_path):
                           client.build_body("completions", prompt="Write a long story.", max_tokens=400))
                      for i in range(6)]
             job = asyncio.ensure_future(pool.run_job("B", items))
-            await asyncio.sleep(1.0)
+            ids = {item.req_id for item in items}
+            deadline = time.monotonic() + 60
+            while {ev.req for ev in seen if ev.kind == TOKEN} != ids:  # mid-run: every request streaming
+                assert not job.done() and time.monotonic() < deadline, sorted(ev.req for ev in seen if ev.kind == TOKEN)
+                await asyncio.sleep(0.02)
             os.kill(pool._procs[1].pid, signal.SIGKILL)
             errors = await asyncio.wait_for(job, 60)
             await pool.aclose()
@@ -128,6 +135,7 @@ def test_a_worker_that_dies_leaves_error_events_not_a_gap(tmp_path):
         assert set(recs) == {f"B-x{i}" for i in range(6)}  # every request has a record
         dead = [r for r in recs.values() if r.error and "worker 1" in str(r.error.get("message"))]
         assert len(dead) == 3 and errors >= 3 and failures, (errors, failures)
+        assert all(r.token_ns for r in dead)  # killed mid-stream: each had tokens before its error
         assert all(r.ok for r in recs.values() if r not in dead)
     finally:
         sim.stop()

@@ -126,15 +126,19 @@ def _print_agree(r: AgreeResult, width: int | None = None) -> None:
 
     from lanemon.cli.common import output_console
 
+    from lanemon.measure.catalogue import label
+    from lanemon.reports.format import share
+
     console = output_console(width)
     a, b = (r.lanes + ["?", "?"])[:2]
     table = Table(title=f"greedy agreement {a} vs {b}: first differing word per prompt")
     table.add_column("words", justify="right")
-    table.add_column("prompts", justify="right")
+    table.add_column(label("agree_bucket"), justify="right")
+    table.add_column(label("agree_bucket_share"), justify="right")
     table.add_column("")
-    total = max(1, r.total)
-    for label, count in r.histogram.items():
-        table.add_row(label, str(count), "█" * round(30 * count / total))
+    for bucket, count in r.histogram.items():
+        part = r.histogram_share.get(bucket)
+        table.add_row(bucket, str(count), share(part), "█" * round(30 * (part or 0)))
     console.print(table)
     med = r.median_first_divergence_word
     console.print(

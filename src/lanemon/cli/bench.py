@@ -392,21 +392,24 @@ def _render_decode(result: DecodeResult, console) -> None:
         console.print(f"[bold]{sentence}[/]  (▲ leads the level beyond the noise band, = within it)")
     cats = list(dict.fromkeys(c for d in lanes.values() for c in d.categories))
     if cats:
-        ct = Table(title="per-stream decode tok/s at C1, by category")
+        from lanemon.measure.catalogue import label
+        from lanemon.results.decode import ratios_of
+
+        ratios = ratios_of(result)  # the result's own A/B per category (computed once: results/decode.py)
+        ct = Table(title="per-stream decode at C1, by category")
         ct.add_column("category")
         for n in names:
-            ct.add_column(n, justify="right")
-        if len(names) >= 2:
-            ct.add_column(f"{names[0]}/{names[1]}", justify="right")
+            ct.add_column(f"{n} {label('per_stream_tok_s')}", justify="right")
+        if ratios is not None:
+            ct.add_column(f"{'/'.join(ratios.compared)} {label('category_ratio')}", justify="right")
         for cat in cats:
             row = [cat]
-            vals2 = []
             for n in names:
                 c = lanes[n].categories.get(cat)
                 row.append(_spread_cell(c, c.per_stream_tok_s) if c else "–")
-                vals2.append(c.per_stream_tok_s if c else None)
-            if len(names) >= 2:
-                row.append(f"{vals2[0] / vals2[1]:.2f}×" if vals2[0] and vals2[1] else "–")
+            if ratios is not None:
+                r = ratios.by_category.get(cat)
+                row.append(f"{r:.2f}×" if r else "–")
             ct.add_row(*row)
         console.print(ct)
     _render_efficiency(result, names, console)

@@ -96,42 +96,33 @@ def _run_headless(args: argparse.Namespace, config) -> int:
     return EXIT_INTERRUPTED if interrupted else EXIT_OK
 
 
-def _s(value: float | None) -> str:
-    return "–" if value is None else f"{value:.3f}"
-
-
 def print_result(result: GauntletResult, console=None) -> None:
     """The headless report: one table per lane (rep rows) plus the summary sentence."""
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
+    from lanemon.reports.format import secs
+    from lanemon.reports.sections.gauntlet import REP_LABELS, rep_cells
+
     console = console or Console()
     scale = result.config.time_scale
     for name, lane in result.lanes.items():
         title = f"lane {name}" + (f" · {lane.model}" if lane.model else "")
         table = Table(title=escape(title), title_justify="left")
-        for col in ("rep", "ok", "calls", "bad", "turns", "wall s", "ΣTTFT s", "Σdecode s", "prompt tok", "end"):
+        for col in REP_LABELS:  # the report's rep table, one lane at a time: the catalogue's labels
             table.add_column(col, justify="right" if col not in ("ok", "end") else "left", no_wrap=True)
-        for r, turns in enumerate(lane.turns):
-            ttft = sum(t.ttft_s or 0 for t in turns)
-            decode = sum(t.decode_s or 0 for t in turns)
-            prompts = [t.prompt_tokens for t in turns if t.prompt_tokens is not None]
-            ptxt = f"{prompts[0]:,}→{prompts[-1]:,}" if prompts else "–"
-            flags = lane.correct_per_rep
-            correct = "[green]✓[/]" if r < len(flags) and flags[r] else "[red]✗[/]"
-            table.add_row(str(r + 1), correct, str(lane.tool_calls[r]), str(lane.malformed_calls[r]),
-                          str(len(turns)), f"{lane.wall_s[r]:.2f}", f"{ttft:.2f}", f"{decode:.2f}", ptxt,
-                          escape(str(lane.stopped[r])))
+        for r in range(lane.reps):
+            cells = [escape(c) for c in rep_cells(lane, r)]
+            cells[1] = f"[green]{cells[1]}[/]" if cells[1] == "✓" else f"[red]{cells[1]}[/]"
+            table.add_row(*cells)
         console.print(table)
-        console.print(f"  {lane.correct}/{lane.reps} correct · median wall {_s(lane.median_wall_s)} s"
-                      " · [dim]calls = tool calls, bad = malformed arguments, Σ over the rep's turns[/]")
+        console.print(f"  {lane.correct}/{lane.reps} correct · median wall {secs(lane.median_wall_s)}"
+                      " · [dim]Σ over the rep's turns; malformed = tool calls with bad arguments[/]")
     console.print(escape(result.summary))
-    if scale and scale != 1:
-        walls = ", ".join(f"{n} {lane.median_wall_s / scale:.1f} s" for n, lane in result.lanes.items()
-                          if lane.median_wall_s is not None)
-        console.print(f"[dim]simulated lanes at --time-scale {scale:g}: in lane seconds (÷ {scale:g}) the "
-                      f"median walls are {walls}[/]")
+    if scale and scale != 1:  # the report's note: the figures are as measured
+        console.print(f"[dim]times as measured on simulated lanes at --time-scale {scale:g}: divide by {scale:g} "
+                      "for the simulated lanes' own seconds[/]")
 
 
 def _run_tui(args: argparse.Namespace, config) -> int:

@@ -236,25 +236,23 @@ def _emit(args: argparse.Namespace, payload: QevalResult | dict[str, QevalResult
 
 
 def _print_run(result: QevalResult) -> None:
-    import statistics
-
+    """The run's table (per kind, then all the tasks) and its misses; every figure is the result's
+    (workloads/qeval/run.py ``task_figures``), labelled by the catalogue."""
     from rich.console import Console
     from rich.table import Table
 
-    from lanemon.workloads.qeval import KINDS
+    from lanemon.measure.catalogue import label
+    from lanemon.reports.format import secs, tok
 
     con = Console()
     tasks = result.tasks
     model = f" · {rich_escape(result.model)}" if result.model else ""
     table = Table(title=f"qeval {rich_escape(result.lane)}{model}")
-    for col in ("kind", "passed", "total", "median s"):
+    for col in ("kind", label("qeval_passed"), label("qeval_tasks"), label("qeval_median_s"), label("qeval_tok_s")):
         table.add_column(col, justify="left" if col == "kind" else "right")
-    for kind in KINDS:
-        rows = [e for e in tasks.values() if e.kind == kind]
-        if rows:
-            secs = [e.seconds for e in rows if e.seconds is not None]
-            table.add_row(kind, str(sum(e.passed for e in rows)), str(len(rows)),
-                          f"{statistics.median(secs):.2f}" if secs else "-")
+    kinds = result.kinds or {}
+    for kind, k in [*kinds.items(), ("all", result)]:
+        table.add_row(kind, str(k.passed), str(k.total), secs(k.median_s), tok(k.median_tok_s))
     con.print(table)
     misses = [(tid, e) for tid, e in tasks.items() if not e.passed]
     for tid, e in misses:
@@ -265,8 +263,7 @@ def _print_run(result: QevalResult) -> None:
         reasons = list(dict.fromkeys(skipped.values()))
         con.print(f"  [yellow]skipped {len(skipped)}[/] (not in the score): {rich_escape(reasons[0])}",
                   highlight=False, soft_wrap=True)
-    secs = [e.seconds for e in tasks.values() if e.seconds is not None]
-    med = f"; median {statistics.median(secs):.2f} s per task" if secs else ""
+    med = f"; median {secs(result.median_s)} per task" if result.median_s else ""
     skip = f", {len(skipped)} skipped" if skipped else ""
     con.print(f"{rich_escape(result.lane)} {result.passed}/{result.total}{skip}{med}", highlight=False)
 

@@ -151,11 +151,11 @@ def print_result(result: RaceResult, console=None) -> None:
         table = Table(title=f"{len(races)} races · {result.lanes_stat}", title_justify="left")
         from lanemon.measure.catalogue import label
 
-        for col in ("lane", "wins", *(label(n) for n in ("ttft", "per_stream_tok_s", "output_tokens", "e2e"))):
+        for col in ("lane", *(label(n) for n in ("race_wins", "ttft", "per_stream_tok_s", "output_tokens", "e2e"))):
             table.add_column(col, justify="left" if col == "lane" else "right")
-        for name, lane in result.lanes.items():
+        for name, lane in result.lanes.items():  # wins: the result's own count (of the races the title counts)
             tokens = "—" if lane.output_tokens is None else f"{lane.output_tokens:g} tok"
-            table.add_row(escape(name), f"{lane.wins}/{len(races)}", seconds(lane.ttft_s),
+            table.add_row(escape(name), str(lane.wins), seconds(lane.ttft_s),
                           tok_s(lane.decode_tok_s), tokens, seconds(lane.total_s))
         console.print(table)
 

@@ -23,7 +23,7 @@ from msgspec import UNSET
 
 from lanemon import events as schema
 from lanemon.events import Event
-from lanemon.results.decode import DecodeLane, DecodeResult
+from lanemon.results.decode import DecodeLane, DecodeResult, with_category_ratios
 from lanemon.results.needles import NeedleLane, NeedleResult
 from lanemon.results.common import BenchConfig, lenient
 from lanemon.results.prefill import PrefillLane, PrefillResult
@@ -330,6 +330,7 @@ class BenchResults:
                     body.categories = dict(sorted(body.categories.items(),
                                                   key=lambda kv: (rank.get(kv[0], len(rank)), str(kv[0]))))
             out.crossover = module.crossover(out.lanes, list(out.lanes))
+            with_category_ratios(out)
         elif isinstance(out, PrefillResult):
             names = list(out.lanes)
             if len(names) >= 2:

@@ -33,6 +33,7 @@ from lanemon.measure.load import CLIENT_BOUND
 from lanemon.measure import slo as slo_rules
 from lanemon.measure.metrics import meets_slo
 from lanemon.measure.records import BURST, RequestRecord
+from lanemon.results.monitor_events import DOWN, UP, LaneDown, LaneUp, event_data
 from lanemon.results.readings import ProbeResult, engine_metrics, read
 from lanemon.untrusted import inert
 
@@ -90,7 +91,6 @@ def saturation(series: SeriesState, lane: str, t0: int, t1: int) -> float | None
 
 REASON_MAX = 200
 """Characters of a probe's error kept in a down line / event (the message comes from the lane: untrusted)."""
-DOWN, UP = "down", "up"
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,14 +111,15 @@ class LaneChange:
     def down_s(self) -> float | None:
         return None if self.since_ns is None else round((self.t_ns - self.since_ns) / NS, 3)
 
-    def to_json(self) -> dict[str, object]:
-        """The ``lane_state`` event's data (docs/RECORDING.md)."""
-        out: dict[str, object] = {"state": self.state, "t_s": round(self.t_ns / NS, 3)}
+    def event(self) -> LaneDown | LaneUp:
+        """The ``lane_state`` event's data, typed (results/monitor_events.py; docs/RECORDING.md)."""
         if self.state == DOWN:
-            out.update(cls=self.cls, message=self.message)
-        else:
-            out.update(since_s=round((self.since_ns or 0) / NS, 3), down_s=self.down_s)
-        return out
+            return LaneDown(t_s=round(self.t_ns / NS, 3), cls=self.cls, message=self.message)
+        return LaneUp(t_s=round(self.t_ns / NS, 3), since_s=round((self.since_ns or 0) / NS, 3), down_s=self.down_s)
+
+    def to_json(self) -> dict[str, object]:
+        """:meth:`event` as the JSON object the ``lane_state`` event carries."""
+        return event_data(self.event())
 
     def line(self) -> str:
         """One line for stderr: ``lane D DOWN at +2.0s: connect: connection refused (...)`` /

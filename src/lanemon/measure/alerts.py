@@ -29,6 +29,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from lanemon.results.monitor_events import FIRING, RESOLVED, AlertEvent, event_data
+
 #: metric -> (what it is, unit) -- the names a rule may use (docs/MONITOR.md, "Alert rules").
 METRICS: dict[str, tuple[str, str]] = {
     "up": ("1 when the lane's latest health probe (GET /models) answered, else 0", ""),
@@ -226,7 +228,6 @@ def parse_rule(text: str, *, where: str = "alert", for_s: float | None = None, l
 
 
 # ------------------------------------------------------------------------------------------- evaluation
-FIRING, RESOLVED = "firing", "resolved"
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,12 +243,16 @@ class Transition:
     values: dict[str, float | None] = field(default_factory=dict)
     """The rule's figures at this evaluation."""
 
+    def event(self) -> AlertEvent:
+        """The ``alert`` event's data, typed (results/monitor_events.py; docs/MONITOR.md, "Alert events")."""
+        return AlertEvent(state=self.state, alert=self.rule.label(), rule=self.rule.text, for_s=self.rule.for_s,
+                          severity=self.rule.severity, lane=self.lane,
+                          values={k: (None if v is None else round(float(v), 6)) for k, v in self.values.items()},
+                          since_s=round(self.since_ns / 1e9, 3), t_s=round(self.t_ns / 1e9, 3))
+
     def to_json(self) -> dict[str, Any]:
-        """The event data / the command's stdin (docs/MONITOR.md, "Alert events")."""
-        return {"state": self.state, "alert": self.rule.label(), "rule": self.rule.text, "for_s": self.rule.for_s,
-                "severity": self.rule.severity, "lane": self.lane,
-                "values": {k: (None if v is None else round(float(v), 6)) for k, v in self.values.items()},
-                "since_s": round(self.since_ns / 1e9, 3), "t_s": round(self.t_ns / 1e9, 3)}
+        """The event data / the command's stdin: :meth:`event` as its JSON object."""
+        return event_data(self.event())
 
     def line(self) -> str:
         """One line for stderr: ``ALERT firing [warning] A: ttft_p50 > 0.05 for 2s (ttft_p50=0.21)``."""

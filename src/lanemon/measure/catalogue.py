@@ -51,6 +51,9 @@ _COMPLETE = "complete requests only (truncated, empty, errored requests counted 
 _GEN = "generated tokens, reasoning included"
 """The tokens tok/J and $/1M count (measure/energy.energy_tokens), the "output tokens" of their labels."""
 _OUT = "generated tokens (output + reasoning; the server's usage, else chunk counts marked estimated)"
+_VIEW = (" over the intervals between successive /metrics scrapes (one at every cell edge) in which lanemon saw "
+         "requests finish, restarts left out (measure/server.py)")
+_ENGINE_MEAN = "vLLM's histogram, read as its mean (delta sum / delta count) over the compared intervals"
 
 CATALOGUE: tuple[Metric, ...] = (
     # ------------------------------------------------------------ one request's latencies
@@ -126,18 +129,35 @@ CATALOGUE: tuple[Metric, ...] = (
            f"{_OUT} of the completed requests / wall time from first send to last end; the median over reps",
            ("aggregate_tok_s",), "span tok/s", short="span",
            doc_row="aggregate tok/s, first send → last end"),
+    Metric("steady_min", "steady tok/s, lowest rep", "tok/s",
+           "the lowest of a decode level's reps' steady tok/s (shown where a cell ran more than one rep)",
+           ("steady_min",), "steady min"),
+    Metric("steady_max", "steady tok/s, highest rep", "tok/s",
+           "the highest of a decode level's reps' steady tok/s", ("steady_max",), "steady max"),
+    Metric("span_min", "span tok/s, lowest rep", "tok/s",
+           "the lowest of a decode level's reps' span tok/s (first send -> last end)", ("min",), "span min"),
+    Metric("span_max", "span tok/s, highest rep", "tok/s",
+           "the highest of a decode level's reps' span tok/s", ("max",), "span max"),
     Metric("gain_per_doubling", "gain per doubling", "ratio",
            "bench sweep: relative gain of span tok/s from one level to the next, per doubling of concurrency",
            ("gain_per_doubling",), "gain/doubling", short="gain"),
     Metric("prefill_tok_s", "prefill tok/s", "tok/s",
            "prompt tokens (usage) / TTFT, on a cold unique prompt with a 1-token reply; the median over reps",
            ("prefill_tok_s",), "prefill tok/s", short="tok/s", doc_row="prefill tok/s"),
+    Metric("prefill_min", "prefill tok/s, lowest rep", "tok/s",
+           "the lowest of a prompt length's reps' prefill tok/s (shown where a length ran more than one rep)",
+           ("min",), "prefill min"),
+    Metric("prefill_max", "prefill tok/s, highest rep", "tok/s",
+           "the highest of a prompt length's reps' prefill tok/s", ("max",), "prefill max"),
     Metric("cache_hit_tok_s", "cache hit tok/s", "tok/s",
            "bench prefill: the same prompt sent again, answered from the prefix cache: prompt tokens / its TTFT",
            ("cache_hit_tok_s",), "cache hit tok/s", short="hit tok/s"),
     Metric("prefill_ratio", "prefill ratio", "x",
            "bench prefill with two lanes: the second lane's cold prefill tok/s / the first's, per length (shown "
            "as B/A ratio, beside the second lane's row, x)", ("ratios.by_length",), "ratio"),
+    Metric("category_ratio", "per-category decode ratio", "x",
+           "bench decode with two lanes: the first lane's per-stream decode tok/s / the second's, per prompt "
+           "category at C1 (shown as A/B per-stream ratio)", ("category_ratios.by_category",), "per-stream ratio"),
     Metric("repeat_tok_s", "repeat tok/s", "tok/s",
            "bench prefill: the repeated prompt's prompt tokens / TTFT, hit or not", ("repeat_tok_s",),
            "repeat tok/s"),
@@ -297,6 +317,63 @@ CATALOGUE: tuple[Metric, ...] = (
            prometheus="lanemon_engine_requests_running", prometheus_type="gauge",
            prometheus_help="Requests running in the engine at its latest /metrics scrape",
            vllm="vllm:num_requests_running", differs="the engine's own gauge, as scraped"),
+    # ------------------------------------------------------------ the engine's view beside lanemon's (measure/server.py,
+    # measure/counters.py): a lane's ``server`` block of a bench, a cell's or rep's ``engine_counters``
+    Metric("engine_requests", "engine requests", "requests",
+           "requests the engine itself counted finishing (its /metrics success counter): over the intervals the "
+           "server view compares (server.requests), between a cell's or rep's edges (engine_counters.requests); "
+           "another client's requests count too", ("server.requests", "engine_counters.requests"),
+           "engine requests", short="eng. reqs", vllm="vllm:request_success_total",
+           differs="the engine's own counter's increase, as scraped"),
+    Metric("view_requests", "lanemon requests (server view)", "requests",
+           "requests lanemon saw finish in the intervals the server view compares (the same intervals as "
+           "engine requests, restarts left out)", ("server.client_requests",), "lanemon requests",
+           short="our reqs"),
+    Metric("engine_restarts", "engine restarts", "count",
+           "times the engine restarted during the run: one of its counters or histogram sums fell, or its "
+           "process start time changed (measure/restarts.py); the intervals around each are compared on neither "
+           "side", ("server.restarts", "engine_counters.restarts"), "restarts"),
+    Metric("rank_imbalance", "rank imbalance", "x",
+           "max / mean of the data-parallel ranks' generated tokens between the cell's or rep's edges (1.0 is "
+           "even); each rank's tokens are in the JSON (engine_counters.ranks)", ("engine_counters.rank_imbalance",),
+           "rank max/mean"),
+    Metric("server_queue", "engine queue time", "s",
+           f"mean per request of the engine's queue-time histogram{_VIEW}", ("server.queue_s",), "engine queue",
+           vllm="vllm:request_queue_time_seconds", differs=_ENGINE_MEAN),
+    Metric("server_prefill", "engine prefill time", "s",
+           f"mean per request of the engine's prefill-time histogram{_VIEW}", ("server.prefill_s",),
+           "engine prefill", vllm="vllm:request_prefill_time_seconds", differs=_ENGINE_MEAN),
+    Metric("server_decode", "engine decode time", "s",
+           f"mean per request of the engine's decode-time histogram{_VIEW}", ("server.decode_s",),
+           "engine decode", vllm="vllm:request_decode_time_seconds", differs=_ENGINE_MEAN),
+    Metric("server_ttft", "server TTFT", "s", f"mean per request of the engine's TTFT histogram{_VIEW}",
+           ("server.ttft_s",), "server TTFT", vllm="vllm:time_to_first_token_seconds", differs=_ENGINE_MEAN),
+    Metric("view_ttft", "lanemon TTFT (server view)", "s",
+           "mean TTFT of the requests lanemon saw finish in the intervals the server view compares (a mean, "
+           "beside the engine's mean; not the cell's median TTFT)", ("server.client_ttft_s",), "lanemon TTFT"),
+    Metric("gap_ttft", "TTFT gap", "s",
+           "lanemon TTFT - server TTFT over the same intervals: HTTP, the API server and the network; withheld "
+           "(null, server.gap_reason says why) when the two did not count the same requests or the gap would be "
+           "negative", ("server.gap_ttft_s",), "TTFT gap"),
+    Metric("server_e2e", "server E2E", "s", f"mean per request of the engine's E2E histogram{_VIEW}",
+           ("server.e2e_s",), "server E2E", vllm="vllm:e2e_request_latency_seconds", differs=_ENGINE_MEAN),
+    Metric("view_e2e", "lanemon E2E (server view)", "s",
+           "mean E2E of the requests lanemon saw finish in the intervals the server view compares",
+           ("server.client_e2e_s",), "lanemon E2E"),
+    Metric("gap_e2e", "E2E gap", "s",
+           "lanemon E2E - server E2E over the same intervals (HTTP, detokenising, the network); withheld as the "
+           "TTFT gap is", ("server.gap_e2e_s",), "E2E gap"),
+    # ------------------------------------------------------------ races (workloads/race.py)
+    Metric("race_wins", "races won", "count",
+           "lanemon race: races the lane finished first (its request completed before every other lane's; a "
+           "truncated, empty or errored reply never wins), out of the finished races", ("wins",), "wins"),
+    Metric("race_behind", "E2E behind the winner", "s",
+           "lanemon race: the lane's E2E minus the winner's (the lane whose request completed first) in the same "
+           "race; none for the winner. Negative when the winner was sent sooner and took longer",
+           ("behind_s",), "E2E vs winner"),
+    Metric("race_behind_ratio", "E2E over the winner's", "x",
+           "lanemon race: the lane's E2E / the winner's in the same race; none for the winner",
+           ("behind_ratio",), "E2E × winner"),
     # ------------------------------------------------------------ kl (workloads/kl.py)
     Metric("kl", "KL divergence (mean)", "nats/token",
            "lanemon kl: teacher-forced KL(reference || lane) per token from top-k prompt logprobs with a tail "
@@ -308,6 +385,98 @@ CATALOGUE: tuple[Metric, ...] = (
     Metric("kl_positions", "aligned positions", "count",
            "lanemon kl: teacher positions both lanes scored with the same token, the KL figures' samples (0 for "
            "the reference)", ("positions",), "positions"),
+    # ------------------------------------------------------------ agree (workloads/agree.py, docs/AGREE.md)
+    Metric("agree_compared", "prompts compared", "count",
+           "lanemon agree: prompts both lanes answered (a prompt that errored on either lane is left out, counted "
+           "in errors); the denominator of every agree share", ("total",), "compared"),
+    Metric("agree_exact", "exact matches", "count",
+           "lanemon agree: compared prompts whose two greedy continuations agree on every whitespace-separated "
+           "word", ("exact",), "exact"),
+    Metric("agree_median_first", "median first differing word", "count",
+           "lanemon agree: the median over the compared prompts of first_divergence_word (0-based; an exact "
+           "match counts its number of words)", ("median_first_divergence_word",), "median first differing word",
+           short="median word"),
+    Metric("agree_ge_10", "agree for ten words or more", "count",
+           "lanemon agree: compared prompts whose continuations agree on the first ten words (exact matches "
+           "included)", ("agree_ge_10_words",), "agree ≥10 words"),
+    Metric("agree_at_0", "diverge at word 0", "count",
+           "lanemon agree: compared prompts whose continuations differ from the first word", ("diverge_at_0",),
+           "differ at word 0"),
+    Metric("agree_bucket", "prompts per bucket", "count",
+           "lanemon agree: compared prompts whose first differing word falls in the bucket (0, 1, 2, 3-4, 5-9, "
+           "10-19, 20+, exact)", ("histogram",), "prompts"),
+    Metric("agree_bucket_share", "share per bucket", "ratio",
+           "lanemon agree: a bucket's prompts / the prompts compared", ("histogram_share",), "share"),
+    Metric("agree_first", "first differing word", "count",
+           "lanemon agree: one prompt's first whitespace-separated word (0-based) where the two continuations "
+           "differ (an exact match: its number of words, they agree on all); null for a prompt that errored", ("first_divergence_word",), "first differing word"),
+    Metric("agree_words", "continuation words", "count",
+           "lanemon agree: one prompt's continuation on a lane, in whitespace-separated words",
+           ("a_words", "b_words"), "words"),
+    # ------------------------------------------------------------ gauntlet (workloads/gauntlet/results.py)
+    Metric("gauntlet_correct", "correct reps", "count",
+           "lanemon gauntlet: finished reps whose final answer holds the secret", ("correct",), "correct"),
+    Metric("gauntlet_reps", "reps", "count",
+           "lanemon gauntlet: reps that finished (correct or not: answer, budget or error)", ("reps",), "reps"),
+    Metric("gauntlet_median_wall", "median wall time", "s",
+           "lanemon gauntlet: the median over a lane's finished reps of the rep's wall time", ("median_wall_s",),
+           "median wall"),
+    Metric("gauntlet_wall", "wall time", "s",
+           "lanemon gauntlet: one rep, rep start -> final answer, budget spent or error (measured seconds)",
+           ("wall_s",), "wall"),
+    Metric("gauntlet_tool_calls", "tool calls", "count",
+           "lanemon gauntlet: one rep's tool calls, refused and malformed included", ("tool_calls",), "tool calls",
+           short="calls"),
+    Metric("gauntlet_malformed", "malformed calls", "count",
+           "lanemon gauntlet: one rep's tool calls whose arguments were not {\"path\": \"<string>\"} JSON",
+           ("malformed_calls",), "malformed calls", short="bad"),
+    Metric("gauntlet_turns", "turns", "count", "lanemon gauntlet: one rep's requests (turns)", ("turn_count",),
+           "turns"),
+    Metric("gauntlet_ttft_sum", "ΣTTFT", "s",
+           "lanemon gauntlet: one rep's TTFT summed over its turns (a turn without a TTFT adds nothing): the "
+           "prefill of the growing transcript, turn after turn", ("ttft_sum_s", "median_ttft_sum_s"), "ΣTTFT"),
+    Metric("gauntlet_decode_sum", "Σdecode", "s",
+           "lanemon gauntlet: one rep's decode seconds (TTFT -> end of stream) summed over its turns",
+           ("decode_sum_s", "median_decode_sum_s"), "Σdecode"),
+    Metric("gauntlet_ttft_share", "TTFT share of request time", "ratio",
+           "lanemon gauntlet: a lane's median ΣTTFT / (median ΣTTFT + median Σdecode) over its reps: how much of "
+           "the agent's request time is prefill of the transcript", ("ttft_share",), "TTFT share"),
+    Metric("gauntlet_decode", "decode", "s",
+           "lanemon gauntlet: one turn's request after its first token: end of stream minus TTFT (E2E - TTFT; "
+           "unlike decode span it runs to [DONE]); a turn's figure in the report is the median over reps",
+           ("decode_s",), "decode"),
+    Metric("gauntlet_first_prompt", "first prompt tokens", "tok",
+           "lanemon gauntlet: one rep's prompt tokens at its first turn that has usage (the system prompt and the "
+           "task)", ("first_prompt_tokens",), "first prompt tok"),
+    Metric("gauntlet_last_prompt", "last prompt tokens", "tok",
+           "lanemon gauntlet: one rep's prompt tokens at its last turn that has usage (the whole transcript)",
+           ("last_prompt_tokens",), "last prompt tok"),
+    # ------------------------------------------------------------ qeval (workloads/qeval/run.py, docs/QEVAL.md)
+    Metric("qeval_passed", "tasks passed", "count",
+           "lanemon qeval: scored tasks whose reply passed its check (of a kind, or of the run)", ("passed",),
+           "passed"),
+    Metric("qeval_tasks", "tasks scored", "count",
+           "lanemon qeval: tasks scored (skipped tasks are in neither passed nor this)", ("total",), "tasks"),
+    Metric("qeval_median_s", "median seconds per task", "s",
+           "lanemon qeval: the median over the scored tasks (of a kind, or of the run) of request sent -> end of "
+           "stream, scoring time left out", ("median_s",), "median s/task", short="med s/task"),
+    Metric("qeval_tok_s", "median reply rate (E2E)", "tok/s",
+           "lanemon qeval: the median over the scored tasks with usage and a time of completion tokens / "
+           "(request sent -> end of stream): single-stream, TTFT included", ("median_tok_s",),
+           "median tok/s (E2E)", short="med tok/s E2E"),
+    Metric("qeval_kept", "kept", "count", "qeval compare: tasks both runs hold that pass on both", ("kept",), "kept"),
+    Metric("qeval_broke", "broke", "count", "qeval compare: tasks that pass on the first run and fail on the second",
+           ("broke",), "broke"),
+    Metric("qeval_fixed", "fixed", "count", "qeval compare: tasks that fail on the first run and pass on the second",
+           ("fixed",), "fixed"),
+    Metric("qeval_both_failed", "both failed", "count", "qeval compare: tasks that fail on both runs",
+           ("both_failed",), "both failed"),
+    Metric("qeval_p", "McNemar p", "ratio",
+           "qeval compare: the exact two-sided McNemar test on broke vs fixed, min(1, 2 P(X <= min(broke, fixed))) "
+           "with X ~ Bin(broke + fixed, 1/2); 1.0 with no discordant pair", ("p_value",), "p (exact McNemar)",
+           short="p McNemar"),
+    Metric("qeval_left_out", "left out", "count", "qeval compare: task ids only one of the two runs holds",
+           ("left_out",), "left out"),
 )
 
 BY_NAME: dict[str, Metric] = {m.name: m for m in CATALOGUE}

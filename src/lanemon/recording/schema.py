@@ -5,7 +5,12 @@ event line is decoded by msgspec straight into :class:`EventRow` (the envelope:
 ``t`` a non-negative integer, ``kind`` a string, ``lane`` and ``req`` strings or
 absent, ``data`` an object), and the fields a reader relies on in ``data`` are
 checked against the kind's schema (:data:`DATA_SCHEMAS`): a usage count is an
-integer, a token's text a string, and so on.  Fields a schema does not name are
+integer, a token's text a string, and so on.  Where an event carries a typed
+reading (results/readings.py: a probe, a scrape, a GPU reading, a host sample, a
+loop window, a usage block, a stream's end; results/marks.py: a mark; results/monitor_events.py: an alert,
+a lane going down or up), the kind's
+schema is made from that one model by :func:`checker`, so a field added to the
+reading is checked in recordings too.  Fields a schema does not name are
 kept as they are (newer minor versions add fields); kinds it does not know keep
 only the envelope check.  The header is checked by :func:`check_header`.
 
@@ -19,17 +24,24 @@ a header that fails is one clear :class:`~lanemon.recording.reader.RecordingErro
 
 from __future__ import annotations
 
+import operator
 import re
+import types
 from collections.abc import Iterator
-from typing import IO, Annotated, Any
+from functools import cache, reduce
+from typing import IO, Annotated, Any, Union, get_args, get_origin
 
 import msgspec
 
 from lanemon import events as ev_schema
 from lanemon.events import Event
+from lanemon.results.marks import MARK_MODELS, Key
+from lanemon.results.monitor_events import AlertEvent, LaneDown, LaneUp
+from lanemon.results.readings import HostSample, LoopWindow, ProbeResult, ServerScrape, StreamEnd, Telemetry, Usage
 from lanemon.untrusted import ID_LIMIT, inert, inert_event_data, needs_inert
 
-__all__ = ["EventRow", "Header", "HostInfo", "QevalInfo", "DATA_SCHEMAS", "MAX_HEADER_BYTES", "MAX_LINE_BYTES", "BadRow", "decode_event",
+__all__ = ["EventRow", "Header", "HostInfo", "QevalInfo", "DATA_SCHEMAS", "data_schemas", "checker", "MAX_HEADER_BYTES",
+           "MAX_LINE_BYTES", "BadRow", "decode_event",
            "check_header", "bounded_lines", "Overlong"]
 
 MAX_HEADER_BYTES = 1 << 20
@@ -40,8 +52,6 @@ READ_CHUNK = 1 << 20
 
 Count = int  # no range check: the reader checks types, not plausibility (the folds flag implausible values)
 Num = float  # msgspec accepts an int where a float is expected (not a bool)
-Key = str | int | float | bool | None
-"""An identifier-like field (cell, part, run, ...): any hashable scalar, never a list or an object."""
 
 
 class EventRow(msgspec.Struct):
@@ -56,16 +66,6 @@ class EventRow(msgspec.Struct):
 
 class _Data(msgspec.Struct, forbid_unknown_fields=False):
     pass
-
-
-class ProbeData(_Data):
-    ok: bool | None = None
-    latency_s: Num | None = None
-    models: list[Any] | None = None
-    model: str | None = None
-    cls: str | None = None
-    message: str | None = None
-    status: Key = None
 
 
 class LaneData(_Data):
@@ -115,49 +115,10 @@ class TokenData(_Data):
     blank: bool | None = None  # tokens without text (usage rose, or logprobs named them): counted, no text
 
 
-class UsageData(_Data):
-    prompt_tokens: Count | None = None
-    completion_tokens: Count | None = None
-    total_tokens: Count | None = None
-    cached_tokens: Count | None = None
-    reasoning_tokens: Count | None = None
-
-
-class DoneData(_Data):
-    finish_reason: str | None = None
-    status: Key = None
-    chunks: Count | None = None
-
-
 class ErrorData(_Data):
     cls: str | None = None
     message: str | None = None
     status: Key = None
-
-
-class MarkData(_Data):
-    label: str | None = None
-    bench: Key = None
-    phase: Key = None
-    cell: Key = None
-    part: Key = None
-    rep: Key = None
-    errors: Num | None = None
-    tokens_per_char: Num | None = None
-    length: Key = None
-    interrupted: bool | None = None
-    race: Key = None
-    requests: Num | None = None
-    level: Key = None
-    tasks: Num | None = None
-    total: Num | None = None
-    hops: Num | None = None
-    turn: Num | None = None
-    turns: Num | None = None
-    calls: Num | None = None
-    tool_calls: Num | None = None
-    malformed_calls: Num | None = None
-    wall_s: Num | None = None
 
 
 class NoteData(_Data):
@@ -165,119 +126,98 @@ class NoteData(_Data):
     message: str | None = None
 
 
-class ServerMetricsData(_Data):
-    ok: bool | None = None
-    engine: str | None = None
-    latency_s: Num | None = None
-    running: Num | None = None
-    waiting: Num | None = None
-    kv_usage: Num | None = None
-    prompt_tokens_total: Num | None = None
-    generation_tokens_total: Num | None = None
-    prefix_hits_total: Num | None = None
-    prefix_queries_total: Num | None = None
-    prefix_hit_rate: Num | None = None
-    prompt_tok_s: Num | None = None
-    gen_tok_s: Num | None = None
-    gen_throughput: Num | None = None
+def _loose(tp: Any) -> Any:
+    """``tp`` as a recording may hold it: a nested Struct as its :func:`checker`, inside unions, lists and dicts."""
+    if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
+        return checker(tp)
+    origin, args = get_origin(tp), get_args(tp)
+    if origin in (Union, types.UnionType):
+        return reduce(operator.or_, map(_loose, args))
+    if origin is list:
+        return list[_loose(args[0])]  # type: ignore[misc]
+    if origin is dict:
+        return dict[args[0], _loose(args[1])]  # type: ignore[misc]
+    return tp
 
 
-class GpuOne(msgspec.Struct, forbid_unknown_fields=False):
-    gpu: Key = None
-    uuid: str | None = None
-    model: str | None = None
-    host: str | None = None
-    util_pct: Num | None = None
-    power_w: Num | None = None
-    energy_mj: Num | None = None
-    sm_clock_mhz: Num | None = None
-    mem_clock_mhz: Num | None = None
-    temp_c: Num | None = None
-    fb_used_mib: Num | None = None
-    fb_free_mib: Num | None = None
-    unified: bool | None = None
-    reasons: int | None = None
-    throttle: list[str] | None = None
-    xid: Num | None = None
+def _fields(model: type[msgspec.Struct]) -> Iterator[msgspec.structs.FieldInfo]:
+    """The fields of ``model`` as its event's data holds them: a tagged model's tag field first (a string), and a
+    nested reading it splices (``SPLICED``, a scrape's figures beside ``ok``) gives its own fields in its place."""
+    tag = model.__struct_config__.tag_field  # a tagged model's tag (``state`` of a lane_state): a string
+    if tag is not None:
+        yield msgspec.structs.FieldInfo(tag, tag, str, msgspec.NODEFAULT, msgspec.NODEFAULT)
+    spliced = getattr(model, "SPLICED", ())
+    for f in msgspec.structs.fields(model):
+        if f.name in spliced:
+            yield from _fields(next(a for a in get_args(f.type) if isinstance(a, type) and
+                                    issubclass(a, msgspec.Struct)))
+        else:
+            yield f
 
 
-class HostData(_Data):
-    cpu_pct: Num | None = None
-    cpus: int | None = None
-    load1: Num | None = None
-    mem_total: Num | None = None
-    mem_used: Num | None = None
-    mem_pct: Num | None = None
-    net_rx_Bps: Num | None = None
-    net_tx_Bps: Num | None = None
-    proc_cpu_pct: Num | None = None
-    proc_rss: Num | None = None
-    gpus: list[GpuOne] | None = None
+_CHECKERS: dict[tuple[type[msgspec.Struct], ...], type[msgspec.Struct]] = {}
 
 
-class ClientLoadData(_Data):
-    lag_ms: Num | None = None
-    lag_mean_ms: Num | None = None
-    window_s: Num | None = None
-    samples: int | None = None
-    cpu_pct: Num | None = None
-    proc_cpu_pct: Num | None = None
-    steal_pct: Num | None = None
-    bound: bool | None = None
+def checker(*models: type[msgspec.Struct], name: str | None = None) -> type[msgspec.Struct]:
+    """The recording checker made from the typed model(s) of an event's data: every field the models name, with
+    the model's type, optional (a recording from an older lanemon may lack it), unknown keys kept (a newer one may
+    add some); the first model naming a key decides its type.  A field added to the model is checked in
+    recordings with no second edit."""
+    got = _CHECKERS.get(models)
+    if got is not None:
+        return got
+    fields: dict[str, tuple[str, Any, None]] = {}
+    for model in models:
+        for f in _fields(model):
+            fields.setdefault(f.encode_name, (f.encode_name, _loose(f.type) | None, None))
+    name = name or f"{models[0].__name__}Data"
+    cls = msgspec.defstruct(name, list(fields.values()), forbid_unknown_fields=False, module=__name__)
+    cls.__doc__ = (f"A recorded {name.removesuffix('Data')}'s data, checked as it is read: the fields of "
+                   + ", ".join(m.__name__ for m in models) + ", each optional; unknown keys kept.")
+    _CHECKERS[models] = cls
+    return cls
 
 
-class GpuData(_Data):
-    ok: bool | None = None
-    source: str | None = None
-    latency_s: Num | None = None
-    power_w: Num | None = None
-    energy_mj: Num | None = None
-    gpu_count: int | None = None
-    gpus: list[GpuOne] | None = None
-    cls: str | None = None
-    message: str | None = None
-
-
-class AlertData(_Data):
-    state: str | None = None
-    alert: str | None = None
-    rule: str | None = None
-    for_s: Num | None = None
-    severity: str | None = None
-    lane: str | None = None
-    values: dict[str, Num | None] | None = None
-    since_s: Num | None = None
-    t_s: Num | None = None
-
-
-class LaneStateData(_Data):
-    state: str | None = None
-    t_s: Num | None = None
-    cls: str | None = None
-    message: str | None = None
-    since_s: Num | None = None
-    down_s: Num | None = None
-
-
-#: kind -> the schema of its ``data`` (fields not named are kept unchecked).
-DATA_SCHEMAS: dict[str, type[_Data]] = {
-    ev_schema.PROBE: ProbeData,
-    ev_schema.LANE: LaneData,
-    ev_schema.REQUEST: RequestData,
-    ev_schema.FIRST_BYTE: FirstByteData,
-    ev_schema.TOKEN: TokenData,
-    ev_schema.USAGE: UsageData,
-    ev_schema.DONE: DoneData,
-    ev_schema.ERROR: ErrorData,
-    ev_schema.MARK: MarkData,
-    ev_schema.NOTE: NoteData,
-    ev_schema.SERVER_METRICS: ServerMetricsData,
-    ev_schema.HOST: HostData,
-    ev_schema.CLIENT_LOAD: ClientLoadData,
-    ev_schema.GPU: GpuData,
-    ev_schema.ALERT: AlertData,
-    ev_schema.LANE_STATE: LaneStateData,
+_KINDS: dict[str, tuple[type[msgspec.Struct], ...]] = {
+    ev_schema.PROBE: (ProbeResult,),
+    ev_schema.LANE: (LaneData,),
+    ev_schema.REQUEST: (RequestData,),
+    ev_schema.FIRST_BYTE: (FirstByteData,),
+    ev_schema.TOKEN: (TokenData,),
+    ev_schema.USAGE: (Usage,),
+    ev_schema.DONE: (StreamEnd,),
+    ev_schema.ERROR: (ErrorData,),
+    ev_schema.MARK: MARK_MODELS,
+    ev_schema.NOTE: (NoteData,),
+    ev_schema.SERVER_METRICS: (ServerScrape,),
+    ev_schema.HOST: (HostSample,),
+    ev_schema.CLIENT_LOAD: (LoopWindow,),
+    ev_schema.GPU: (Telemetry,),
+    ev_schema.ALERT: (AlertEvent,),
+    ev_schema.LANE_STATE: (LaneDown, LaneUp),
 }
+"""kind -> the model(s) of its ``data``: the reading's own where the event carries one (results/readings.py,
+results/marks.py), else this module's lenient Struct (a kind no reader decodes into a model of its own)."""
+
+
+@cache
+def data_schemas() -> dict[str, type[msgspec.Struct]]:
+    """kind -> the schema of its ``data`` (fields not named are kept unchecked): :data:`_KINDS`' models made
+    lenient by :func:`checker`.  Built on first use (some 20 ms: a command that never reads a recording does not
+    pay it); ``DATA_SCHEMAS`` is the same dict."""
+    return {kind: models[0] if issubclass(models[0], _Data) else checker(*models, name=_NAMES.get(kind))
+            for kind, models in _KINDS.items()}
+
+
+_NAMES = {ev_schema.MARK: "MarkData", ev_schema.ALERT: "AlertData", ev_schema.LANE_STATE: "LaneStateData"}
+"""The checker's name where the first model's would mislead (a lane_state's is not only a LaneDown's)."""
+
+
+def __getattr__(name: str) -> Any:
+    if name == "DATA_SCHEMAS":
+        return data_schemas()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: 309 digits in a row: the shortest integer a float cannot hold (> 1.8e308) has that many, so a line without
 #: such a run (nearly every line) needs no walk of its data
@@ -313,7 +253,7 @@ def decode_event(raw: bytes) -> Event:
         where = beyond_float(row.data)
         if where is not None:
             raise BadRow(inert(f"a number past float's range at `$.data{where}`", 200))
-    schema = DATA_SCHEMAS.get(row.kind)
+    schema = data_schemas().get(row.kind)
     if schema is not None and row.data:
         try:
             _convert(row.data, schema)

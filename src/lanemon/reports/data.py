@@ -9,15 +9,14 @@ TTFT/decode split.  They read the typed results (``lanemon.results``) by attribu
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
-from lanemon.measure.stats import median
 from lanemon.reports.format import num
 from lanemon.results.agree import AgreeResult
 from lanemon.results.analysis import Analysis, QevalLanes
 from lanemon.results.decode import Crossover, DecodeCell, DecodeResult, LevelLead
 from lanemon.results.prefill import PrefillCell, PrefillResult
-from lanemon.results.gauntlet import GauntletLane, GauntletResult
+from lanemon.results.gauntlet import GauntletResult
 from lanemon.results.kl import KlResult
 from lanemon.results.qeval import QevalResult
 from lanemon.results.race import RaceResult
@@ -148,12 +147,6 @@ def qeval_misses(run: QevalResult) -> list[str]:
     return [tid for tid, t in run.tasks.items() if not t.passed]
 
 
-def qeval_rate(run: QevalResult) -> float | None:
-    """Median E2E reply rate (completion tokens / seconds) over the tasks."""
-    rates = [c / s for t in run.tasks.values() if (c := num(t.completion_tokens)) and (s := num(t.seconds))]
-    return median(rates)
-
-
 def agree_pair(ag: AgreeResult) -> tuple[str, str]:
     lanes = list(ag.lanes) + ["A", "B"]
     return str(lanes[0]), str(lanes[1])
@@ -168,46 +161,3 @@ def gauntlet_lanes(g: GauntletResult | None, order: list[str]) -> list[str]:
     """The lanes of the gauntlet result that finished a rep, in ``order`` then the rest."""
     lanes = [n for n, d in g.lanes.items() if d.reps] if isinstance(g, GauntletResult) else []
     return [n for n in order if n in lanes] + [n for n in lanes if n not in order]
-
-
-class TurnTimes(NamedTuple):
-    """One gauntlet turn of a lane, the median over its reps (None where no rep has the figure)."""
-
-    ttft: float | None
-    decode: float | None
-    prompt: float | None
-    """Prompt tokens."""
-    out: float | None
-    """Completion tokens."""
-    tool: bool
-    """True when the turn made a tool call in any rep."""
-
-
-class TurnSplit(NamedTuple):
-    """A lane's gauntlet time split (:func:`turn_split`)."""
-
-    ttft: float | None
-    """Median over reps of the per-rep sum of TTFT seconds."""
-    decode: float | None
-    """Median over reps of the per-rep sum of decode seconds."""
-    turns: dict[int, TurnTimes]
-    """Per turn, in order."""
-
-
-def turn_split(d: GauntletLane) -> TurnSplit:
-    """A lane's TTFT / decode seconds: median over reps of the per-rep sums, and per turn (median over reps)."""
-    ttft_sums, dec_sums = [], []
-    per_turn: dict[int, dict[str, list[float]]] = {}
-    for turns in d.turns:
-        ttft_sums.append(sum(num(t.ttft_s) or 0.0 for t in turns))
-        dec_sums.append(sum(num(t.decode_s) or 0.0 for t in turns))
-        for t in turns:
-            cell = per_turn.setdefault(t.turn, {"ttft": [], "decode": [], "prompt": [], "out": [], "tool": []})
-            for key, value in (("ttft", t.ttft_s), ("decode", t.decode_s), ("prompt", t.prompt_tokens),
-                               ("out", t.completion_tokens)):
-                if num(value) is not None:
-                    cell[key].append(num(value))
-            cell["tool"].append(bool(t.calls))
-    turns = {k: TurnTimes(ttft=median(v["ttft"]), decode=median(v["decode"]), prompt=median(v["prompt"]),
-                          out=median(v["out"]), tool=any(v["tool"])) for k, v in sorted(per_turn.items())}
-    return TurnSplit(ttft=median(ttft_sums), decode=median(dec_sums), turns=turns)

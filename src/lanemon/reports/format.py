@@ -81,6 +81,12 @@ def pct(value: Any, q: int, n: Any, top: Any = None, fmt=secs) -> str:
     return f"{fmt(value)} (n={count})"
 
 
+def share(v: Any) -> str:
+    """A ratio 0-1 as a whole percentage (``45%``); ``—`` when unknown."""
+    x = num(v)
+    return "—" if x is None else f"{x:.0%}"
+
+
 def ratio_text(lo: float, hi: float | None = None) -> str:
     a = f"{lo:.1f}"
     if hi is None or f"{hi:.1f}" == a:

@@ -4,7 +4,7 @@ and the JSON Schema each one has (``lanemon schema NAME``; ``lanemon schema --li
 Every Struct forbids unknown fields: an output that gains a key the contract does not name fails
 ``tests/test_json_schema.py``, which decodes every ``--json`` output the suite makes into its Struct (strict).
 A key whose *meaning* changes bumps that output's version (:data:`VERSIONS`; docs/JSON.md says how).  Blocks whose keys are
-the engine's own (``server``, ``engine_counters``) or a run's bookkeeping (``cut``, ``not_run``) are objects
+the engine's own (``server``) or a run's bookkeeping (``cut``, ``not_run``) are objects
 described in docs/JSON.md, not listed key by key here.
 
 Units follow the metric catalogue (measure/catalogue.py): keys ending ``_s`` are seconds, ``_tok_s`` tokens per
@@ -39,6 +39,10 @@ version stays)."""
 
 VERSIONS: dict[str, str] = {
     "history": "2",  # 2: a load row's ``requests`` is the rep's own (warm-up included); ``measured`` added
+    "agree": "2",  # 2: ``histogram_share`` (each bucket's share of the prompts compared)
+    "gauntlet": "2",  # 2: each lane's per-rep figures (turn_count ... last_prompt_tokens), medians, by_turn
+    "qeval": "2",  # 2: ``median_s``, ``median_tok_s`` and ``kinds`` (the run's figures per task kind)
+    "report": "2",  # 2: its agree, gauntlet and qeval sections carry their outputs' version-2 keys
 }
 """Outputs whose version moved on: bumped, for that output alone, when one of its keys' meaning changes."""
 

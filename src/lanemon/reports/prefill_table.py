@@ -9,9 +9,9 @@ from typing import Any
 
 from lanemon.measure.catalogue import NOT_MEASURED
 from lanemon.reports.format import err_text, length_label, num
-from lanemon.results.prefill import PrefillCell, PrefillResult
+from lanemon.results.prefill import PrefillCell, PrefillResult, ratios_of
 from lanemon.reports.tables import (BAD, GOOD, STRONG, WARN, Cell, Column, ResultTable, fig, goodput_cells, rate,
-                                    rep_range, secs, slo_targets_text)
+                                    secs, slo_targets_text)
 
 #: how a prefix-cache hit was told apart (workloads/bench/prefill.py)
 _HIT_SOURCE = {"cached_tokens": "the server's cached_tokens", "timing": "timing: the repeat > 2× the cold median"}
@@ -32,9 +32,8 @@ def prefill_table(result: PrefillResult | None, lanes: Sequence[str] | None = No
     names = [n for n in (lanes or []) if n in by_lane] + [n for n in by_lane if n not in (lanes or [])]
     per: dict[str, dict[str, PrefillCell]] = {n: by_lane[n].lengths for n in names}
     cells = [c for n in names for c in per[n].values()]
-    ratios = result.ratios if result is not None else None
+    ratios = ratios_of(result) if result is not None else None  # an older result's: the same one function
     compared = [x for x in ratios.compared if x in by_lane] if ratios is not None else []
-    compared = compared if len(compared) == 2 else [n for n in names if per[n]][:2] if ratios is None else []
     compared = compared if len(compared) == 2 else []
     show_hit = any(c.cache_hit_tok_s is not None or c.repeat_tok_s is not None for c in cells)
     show_goodput = any(c.goodput is not None for c in cells)
@@ -50,7 +49,7 @@ def prefill_table(result: PrefillResult | None, lanes: Sequence[str] | None = No
         cols += [fig("goodput", 2), fig("slo_held", 2)]
     cols += [fig("errors", 2), fig("prompt_tokens", 4), fig("requests", 5)]
     if show_range:
-        cols += [fig("prefill_tok_s", 7, "min–max", detail=True, use_short=True)]
+        cols += [fig("prefill_min", 7, detail=True), fig("prefill_max", 7, detail=True)]  # the reps' range
     if show_repeat:
         cols += [fig("repeat_tok_s", 6, detail=True)]
     lengths = sorted({k for n in names for k in per[n]}, key=_length_key)
@@ -79,13 +78,8 @@ def prefill_table(result: PrefillResult | None, lanes: Sequence[str] | None = No
             if show_hit:
                 hit = num(c.cache_hit_tok_s)
                 row.append(Cell(rate(hit), GOOD) if hit is not None else Cell(NOT_MEASURED))
-            if compared:
-                if ratios is not None and str(length) in ratios.by_length:
-                    r = num(ratios.by_length[str(length)])
-                else:  # a result without the bench's ratios (made before them): the same ratio of the two
-                    a, b = (num(x.prefill_tok_s) if x is not None else None
-                            for x in (per[lane].get(length) for lane in compared))
-                    r = b / a if a and b else None
+            if compared and ratios is not None:
+                r = num(ratios.by_length.get(str(length)))
                 row.append(Cell((f"{r:.2f}×" if r else "—") if n == compared[1] else ""))  # B/A beside B
             if show_goodput:
                 row += goodput_cells(c.goodput)
@@ -95,7 +89,7 @@ def prefill_table(result: PrefillResult | None, lanes: Sequence[str] | None = No
                     Cell("—" if pt is None else f"{pt:,.0f}" + (" est." if c.tokens_estimated else "")),
                     Cell(str(c.requests))]
             if show_range:
-                row.append(Cell(rep_range(c.reps)))
+                row += [Cell(rate(c.min)), Cell(rate(c.max))]
             if show_repeat:
                 row.append(Cell(rate(c.repeat_tok_s)))
             rows.append(row)

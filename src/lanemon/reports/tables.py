@@ -21,7 +21,8 @@ from typing import Any
 
 from lanemon.measure.catalogue import metric
 from lanemon.reports.format import num, pct
-from lanemon.results.common import CellGoodput, Energy, LoadConfig, Slo
+from lanemon.results.common import UNSET, CellGoodput, Energy, LoadConfig, Slo
+from lanemon.results.counters import EngineCounters
 from lanemon.results.decode import DecodeFigures, DecodeResult, LeaderChange, LevelLead
 from lanemon.results.load import LatencyPercentiles, LoadResult, LoadSlo, SendLag
 from lanemon.results.sweep import SweepResult
@@ -361,15 +362,14 @@ ENGINE_COLUMNS = ("prefix_hit_rate", "preemptions", "spec_acceptance_rate")
 
 def engine_columns(blocks: Sequence[Any]) -> list[str]:
     """The engine-counter columns some block has a figure for (measure/counters.py)."""
-    blocks = [b for b in blocks if isinstance(b, dict)]
-    return [c for c in ENGINE_COLUMNS if any(b.get(c) is not None for b in blocks)]
+    blocks = [b for b in blocks if isinstance(b, EngineCounters)]
+    return [c for c in ENGINE_COLUMNS if any(getattr(b, c) not in (None, UNSET) for b in blocks)]
 
 
-def engine_cells(c: Any, columns: Sequence[str]) -> list[Cell]:
-    c = c if isinstance(c, dict) else {}
+def engine_cells(c: EngineCounters | Any, columns: Sequence[str]) -> list[Cell]:
     out = []
     for key in columns:
-        v = num(c.get(key))
+        v = num(getattr(c, key)) if isinstance(c, EngineCounters) else None
         if v is None:
             out.append(Cell("—"))
         elif key == "preemptions":
@@ -391,7 +391,7 @@ def engine_notes(who: str, r: Energy, energy: bool, cost: bool) -> list[str]:
     if why:
         out.append(f"{who}: {'; '.join(dict.fromkeys(str(w) for w in why))}")
     c = r.engine_counters
-    if isinstance(c, dict) and (c.get("ranks") or c.get("restarts") or c.get("lora_adapters")):
+    if isinstance(c, EngineCounters) and (c.ranks or c.restarts or c.lora_adapters):
         from lanemon.measure.counters import counters_text
 
         out.append(f"{who}: the engine: {counters_text(c)}")
@@ -488,7 +488,8 @@ def decode_table(result: DecodeResult | None, lanes: Sequence[str] | None = None
     steady figure beyond the noise band, ``=`` a tie inside it.  ``result`` None (nothing yet): no rows.
 
     Detail columns (:meth:`ResultTable.fit` drops them first, where the width is short; the report, which has no
-    width limit, keeps them): the reps' range (min–max) where a cell ran more than one rep, the Leader with its
+    width limit, keeps them): the reps' range of the leading figure (``steady min`` / ``steady max``; the span's
+    where there is no steady figure; both in ``--json``) where a cell ran more than one rep, the Leader with its
     ratio (:func:`leader_text`) with two lanes or more, what the errors were (truncated, empty, bursts)."""
     from lanemon.reports.data import decode_levels, level_leads
 
@@ -502,7 +503,7 @@ def decode_table(result: DecodeResult | None, lanes: Sequence[str] | None = None
     slo = (result.config.slo if result is not None else None) or None
     show_goodput = any(c.goodput is not None for c in cells)
     steady_range = with_steady and any(len(c.steady_reps or []) > 1 for c in cells)
-    span_range = any(len(c.reps or []) > 1 for c in cells)
+    span_range = not steady_range and any(len(c.reps or []) > 1 for c in cells)  # the leading figure's range
     show_leader = sum(1 for n in names if per[n]) >= 2
     show_kinds = any(num(c.truncated) or num(c.empty) or num(c.bursts) for c in cells)
     cols = [Column("C", 0), Column("lane", 0, "left")]
@@ -519,10 +520,10 @@ def decode_table(result: DecodeResult | None, lanes: Sequence[str] | None = None
     if show_goodput:
         cols += [fig("goodput", 1), fig("slo_held", 1)]
     cols += [fig("errors", 1), fig("requests", 8)]
-    if steady_range:
-        cols += [fig("steady_tok_s", 11, "min–max", detail=True, use_short=True)]
+    if steady_range:  # the reps' range: one figure per column (the result's steady_min / steady_max)
+        cols += [fig("steady_min", 11, detail=True), fig("steady_max", 11, detail=True)]
     if span_range:
-        cols += [fig("aggregate_tok_s", 12, "min–max", detail=True, use_short=True)]
+        cols += [fig("span_min", 12, detail=True), fig("span_max", 12, detail=True)]
     if show_leader:
         cols += [Column("Leader", 9, "left", detail=True)]
     if show_kinds:
@@ -563,9 +564,9 @@ def decode_table(result: DecodeResult | None, lanes: Sequence[str] | None = None
             errs = int(num(c.errors) or 0)
             row += [Cell(str(errs), BAD if errs else None), Cell(str(c.requests or 0))]
             if steady_range:
-                row.append(Cell(rep_range(c.steady_reps)))
+                row += [Cell(rate(c.steady_min)), Cell(rate(c.steady_max))]
             if span_range:
-                row.append(Cell(rep_range(c.reps)))
+                row += [Cell(rate(c.min)), Cell(rate(c.max))]
             if show_leader:
                 row.append(Cell(leader_text(lead) if first else ""))
             if show_kinds:

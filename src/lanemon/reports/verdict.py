@@ -17,8 +17,7 @@ from typing import Any, NamedTuple
 from lanemon.measure import stats as st
 from lanemon.measure.stats import median
 from lanemon.reports.data import (agree_pair, agg, crossover, decode_levels, first_level, gauntlet_lanes, kl_lanes,
-                                  lane_names, prefill_cells, present_lanes, qeval_misses, qeval_runs, race_wins,
-                                  turn_split)
+                                  lane_names, prefill_cells, present_lanes, qeval_misses, qeval_runs, race_wins)
 from lanemon.reports.format import int_key, int_text, kl_num, length_label, number_word, num, ratio_text, secs, \
     clip, sorted_keys, tok
 from lanemon.results.agree import AgreeResult
@@ -399,16 +398,15 @@ def kl_verdict(analysis: Analysis | dict[str, Any]) -> str | None:
 
 def gauntlet_why(g: GauntletResult, lanes: list[str]) -> tuple[str, str]:
     """(sentence on where the time goes, verdict clause) from the per-turn TTFT/decode split."""
-    split = {n: turn_split(g.lanes[n]) for n in lanes}
+    d = g.lanes
     share = []
     for n in lanes:
-        p, d = split[n].ttft, split[n].decode
-        if p is not None and d is not None and p + d > 0:
-            share.append(f"{p / (p + d):.0%} of {n}'s")
+        if num(d[n].ttft_share) is not None:
+            share.append(f"{d[n].ttft_share:.0%} of {n}'s")
     first = lanes[0]
-    tt = split[first].turns
-    prompts = [v.prompt for v in tt.values() if v.prompt]
-    outs = [v.out for v in tt.values() if v.out and v.tool]
+    tt = d[first].by_turn
+    prompts = [v.prompt_tokens for v in tt if v.prompt_tokens]
+    outs = [v.completion_tokens for v in tt if v.completion_tokens and v.tool]
     head = "Every turn re-sends the system prompt and the growing transcript"
     if prompts:
         head += f" ({tok(prompts[0])} → {tok(prompts[-1])} prompt tokens on {first})"
@@ -421,8 +419,8 @@ def gauntlet_why(g: GauntletResult, lanes: list[str]) -> tuple[str, str]:
         ranked = sorted((n for n in lanes if walls[n] is not None), key=lambda n: walls[n])
         if len(ranked) >= 2 and walls[ranked[1]] / max(walls[ranked[0]], 1e-9) >= TIE:
             fast, slow = ranked[0], ranked[1]
-            pf, ps = split[fast].ttft, split[slow].ttft
-            df, ds = split[fast].decode, split[slow].decode
+            pf, ps = num(d[fast].median_ttft_sum_s), num(d[slow].median_ttft_sum_s)
+            df, ds = num(d[fast].median_decode_sum_s), num(d[slow].median_decode_sum_s)
             if None not in (pf, ps, df, ds) and min(pf, ps, df, ds) > 0:
                 p_lead, p_lag = ps / pf >= TIE, pf / ps >= TIE  # a lead under TIE is no lead
                 d_lead, d_lag = ds / df >= TIE, df / ds >= TIE

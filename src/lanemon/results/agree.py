@@ -36,7 +36,8 @@ class AgreeConfig(Result):
 
 class AgreeSummary(Result):
     """Over the prompts compared (docs/AGREE.md): exact matches, the median first differing word, prompts agreeing
-    for ten words or more, prompts differing from the first word, and the histogram of first differing words."""
+    for ten words or more, prompts differing from the first word, and the histogram of first differing words (each bucket's prompts and
+    share).  The figures are the catalogue's ``agree_*`` entries (measure/catalogue.py)."""
 
     total: int
     exact: int
@@ -44,6 +45,8 @@ class AgreeSummary(Result):
     agree_ge_10_words: int
     diverge_at_0: int
     histogram: dict[str, int]
+    histogram_share: dict[str, Num]
+    """Each bucket's prompts / the prompts compared (``total``), rounded to 4 places; None when none was compared."""
 
 
 class AgreeResult(AgreeSummary):

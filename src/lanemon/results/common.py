@@ -1,4 +1,4 @@
-"""Parts every typed result shares: the strict base, percentiles, SLO/goodput, a bench run's config and state,
+"""Parts every typed result shares: the strict base (results/base.py), percentiles, SLO/goodput, a bench run's config and state,
 energy and cost, a cell's spread over reps.
 
 Part of the typed results (``lanemon.results``): see the package docstring."""
@@ -10,6 +10,9 @@ from typing import Any, TypeVar
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from lanemon.results.base import Result
+from lanemon.results.counters import EngineCounters
+
 Num = float | int | None
 R = TypeVar("R", bound="Result")
 S = TypeVar("S", bound=msgspec.Struct)
@@ -18,14 +21,6 @@ Opt = UnsetType
 """``X | Opt = UNSET``: a key a result carries only sometimes but then may carry as ``null`` (absent: left out of
 ``--json``; ``None``: printed as ``null``).  ``UNSET`` is falsy; :func:`lanemon.reports.format.num` reads it as
 None."""
-
-
-class Result(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, kw_only=True):
-    """The base of every typed result: a key the contract does not name is an error when read strictly.
-
-    Encoded (``--json``: :func:`to_json_obj`), a field still at its default is left out.  A key ``--json`` always
-    carries, even as ``null``, is a field with no default (required: the schema says so, and a result built
-    without it fails at construction); a key carried only sometimes has a default.  Fields are keyword-only."""
 
 
 class Percentiles(Result):
@@ -145,7 +140,9 @@ class Energy(Result):
     energy_note: str | None | Opt = UNSET
     energy_update_s: Num | Opt = UNSET
     energy_dropped: int | None | Opt = UNSET
-    engine_counters: Obj | Opt = UNSET
+    engine_counters: EngineCounters | None | Opt = UNSET
+    """What the engine did between the cell's or rep's edges (results/counters.py): ``null`` when no scrape pair
+    brackets it."""
 
 
 class ClientLoadInfo(Result):

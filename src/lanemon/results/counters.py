@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from msgspec import UNSET, UnsetType
 
-from lanemon.results.common import Result
+from lanemon.results.base import Result
 
 Count = int | float | None | UnsetType
 """A counter's increase: whole where it is whole (``_int``), left out where the engine does not export it."""

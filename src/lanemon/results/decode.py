@@ -53,6 +53,10 @@ class DecodeCell(DecodeFigures, kw_only=True):
 
     steady_tok_s: Num
     steady_reps: list[Num]
+    steady_min: Num = None
+    """The lowest and highest of ``steady_reps`` (workloads/bench/run.spread, as ``min`` / ``max`` are the span's);
+    left out of results made before they were carried."""
+    steady_max: Num = None
     steady_window_s: Num
     steady_unstable: bool
     aggregate_tok_s: Num
@@ -129,6 +133,25 @@ class Crossover(LeaderChange, kw_only=True):
     levels: list[LevelLead]
 
 
+class CategoryRatios(Result, kw_only=True):
+    """The first lane's per-stream decode rate over the second's, per prompt category at C1 (``A/B``; None where
+    either has no figure): :func:`category_ratios`."""
+
+    compared: list[str]
+    by_category: dict[str, Num]
+
+
+def category_ratios(lanes: dict[str, DecodeLane], a: str, b: str) -> CategoryRatios:
+    """``a``'s per-stream decode tok/s over ``b``'s, per category of ``a`` (rounded to 3 places): the one
+    definition every surface shows as the per-category ``A/B ratio``."""
+    ca, cb = lanes[a].categories, lanes[b].categories
+    by: dict[str, float | None] = {}
+    for k, cell in ca.items():
+        va, vb = cell.per_stream_tok_s, (cb[k].per_stream_tok_s if k in cb else None)
+        by[k] = round(va / vb, 3) if va and vb else None
+    return CategoryRatios(compared=[a, b], by_category=by)
+
+
 class DecodeResult(RunState, kw_only=True):
     """``bench decode --json`` (docs/JSON.md, "bench decode")."""
 
@@ -137,7 +160,29 @@ class DecodeResult(RunState, kw_only=True):
     crossover: Crossover | None
     client_load: ClientLoadInfo
     config: BenchConfig
+    category_ratios: CategoryRatios | None = None
+    """With two lanes or more whose first two ran categories: :func:`category_ratios` of the first two."""
 
 
-__all__ = ["Crossover", "DecodeCategoryCell", "DecodeCell", "DecodeFigures", "DecodeLane", "DecodeResult",
-           "LaneLevels", "LeaderChange", "LevelLead", "LevelView", "UNSET"]
+def ratios_of(result: DecodeResult) -> CategoryRatios | None:
+    """The result's per-category ratios; for a result made before they were carried, the same
+    :func:`category_ratios` of its first two lanes (None with fewer than two lanes with categories)."""
+    if result.category_ratios is not None:
+        return result.category_ratios
+    names = [n for n, lane in result.lanes.items() if lane.categories][:2]
+    return category_ratios(result.lanes, names[0], names[1]) if len(names) == 2 and names == list(result.lanes)[:2] \
+        else None
+
+
+def with_category_ratios(result: DecodeResult) -> DecodeResult:
+    """``result`` with its :attr:`~DecodeResult.category_ratios` (of its first two lanes, when both have
+    categories), set in place."""
+    names = list(result.lanes)
+    if len(names) >= 2 and result.lanes[names[0]].categories and result.lanes[names[1]].categories:
+        result.category_ratios = category_ratios(result.lanes, names[0], names[1])
+    return result
+
+
+__all__ = ["CategoryRatios", "Crossover", "DecodeCategoryCell", "DecodeCell", "DecodeFigures", "DecodeLane", "DecodeResult",
+           "LaneLevels", "LeaderChange", "LevelLead", "LevelView", "UNSET", "category_ratios", "ratios_of",
+           "with_category_ratios"]

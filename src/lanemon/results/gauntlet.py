@@ -37,8 +37,22 @@ class GauntletTurn(Result):
     """The request's error message, only on a failed request."""
 
 
+class GauntletTurnMedian(Result):
+    """One turn of a lane over its reps (``by_turn[i]``): the median of each figure over the reps that reached the
+    turn (None where none has it); ``tool``: the turn made a tool call in some rep."""
+
+    turn: int
+    ttft_s: Num
+    decode_s: Num
+    prompt_tokens: Num
+    completion_tokens: Num
+    tool: bool
+
+
 class GauntletLane(Result):
-    """A lane's finished reps, one entry per rep in every list."""
+    """A lane's finished reps, one entry per rep in every per-rep list (``wall_s`` ... ``last_prompt_tokens``); the
+    figures are the catalogue's ``gauntlet_*`` entries (measure/catalogue.py), computed in
+    workloads/gauntlet/results.py."""
 
     model: str | None
     correct: int
@@ -50,6 +64,25 @@ class GauntletLane(Result):
     malformed_calls: list[int]
     stopped: list[str | None]
     turns: list[list[GauntletTurn]]
+    turn_count: list[int]
+    """Per rep: its requests (turns)."""
+    ttft_sum_s: list[float]
+    """Per rep: the sum of its turns' TTFT (a turn without one adds nothing)."""
+    decode_sum_s: list[float]
+    """Per rep: the sum of its turns' decode seconds (TTFT -> end of stream)."""
+    first_prompt_tokens: list[int | None]
+    """Per rep: the prompt tokens of its first turn that has them."""
+    last_prompt_tokens: list[int | None]
+    """Per rep: the prompt tokens of its last turn that has them (the transcript at the end)."""
+    median_ttft_sum_s: Num
+    """The median over reps of ``ttft_sum_s``."""
+    median_decode_sum_s: Num
+    """The median over reps of ``decode_sum_s``."""
+    ttft_share: Num
+    """``median_ttft_sum_s`` / (``median_ttft_sum_s`` + ``median_decode_sum_s``): the share of a rep's request
+    time spent before the first token (None when both are zero or unknown)."""
+    by_turn: list[GauntletTurnMedian]
+    """Per turn, in order: the median over reps."""
 
 
 class GauntletConfigInfo(Result):

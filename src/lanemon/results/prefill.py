@@ -52,6 +52,17 @@ class PrefillRatios(Result, kw_only=True):
     by_length: dict[str, Num]
 
 
+def prefill_ratios(lanes: dict[str, PrefillLane], a: str, b: str) -> PrefillRatios:
+    """The second lane's cold prefill over the first's (``b / a``, rounded to 3 places), per length of the first:
+    the one definition of ``ratios`` (the bench's result, the live fold, a result made before it was carried)."""
+    la, lb = lanes[a].lengths, lanes[b].lengths
+    by_length: dict[str, float | None] = {}
+    for k in la:
+        va, vb = la[k].prefill_tok_s, (lb[k].prefill_tok_s if k in lb else None)
+        by_length[k] = round(vb / va, 3) if va and vb else None
+    return PrefillRatios(compared=[a, b], by_length=by_length)
+
+
 class PrefillResult(RunState, kw_only=True):
     """``bench prefill --json`` (docs/JSON.md, "bench prefill")."""
 
@@ -59,3 +70,12 @@ class PrefillResult(RunState, kw_only=True):
     lanes: dict[str, PrefillLane]
     config: BenchConfig
     ratios: PrefillRatios | None = None
+
+
+def ratios_of(result: PrefillResult) -> PrefillRatios | None:
+    """The result's ``ratios``; for a result made before they were carried, :func:`prefill_ratios` of its first
+    two lanes with lengths (None with fewer)."""
+    if result.ratios is not None:
+        return result.ratios
+    names = [n for n, lane in result.lanes.items() if lane.lengths][:2]
+    return prefill_ratios(result.lanes, names[0], names[1]) if len(names) == 2 else None

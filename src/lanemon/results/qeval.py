@@ -4,7 +4,9 @@ Part of the typed results (``lanemon.results``): see the package docstring."""
 
 from __future__ import annotations
 
-from lanemon.results.common import Num, Result
+from msgspec import UNSET
+
+from lanemon.results.common import Num, Opt, Result
 
 
 class QevalTask(Result):
@@ -18,6 +20,15 @@ class QevalTask(Result):
     seconds: Num
 
 
+class QevalKind(Result):
+    """The scored tasks of one kind (``kinds.KIND``): the catalogue's ``qeval_*`` figures over them."""
+
+    passed: int
+    total: int
+    median_s: Num
+    median_tok_s: Num
+
+
 class QevalResult(Result):
     """``qeval run --json`` (and ``qeval rescore --json`` of one lane; docs/JSON.md, "qeval").  ``skipped`` (task id
     -> reason) only when some task was not scored: those are in neither ``passed`` nor ``total``."""
@@ -28,6 +39,13 @@ class QevalResult(Result):
     total: int
     tasks: dict[str, QevalTask]
     skipped: dict[str, str] = {}
+    median_s: Num | Opt = UNSET
+    """The median over the scored tasks of ``seconds`` (catalogue ``qeval_median_s``; null when none has one)."""
+    median_tok_s: Num | Opt = UNSET
+    """The median over the scored tasks of completion tokens / ``seconds`` (catalogue ``qeval_tok_s``)."""
+    kinds: dict[str, QevalKind] | Opt = UNSET
+    """Per task kind, in the bank's order of kinds (code, json, math, format, then any other): its figures.  The
+    three keys are absent only from a file an older lanemon wrote (``qeval compare`` reads those)."""
 
 
 class QevalSide(Result):

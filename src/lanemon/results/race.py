@@ -9,7 +9,8 @@ from typing import Literal
 
 from msgspec import UNSET, UnsetType
 
-from lanemon.results.common import Num, Obj, Result
+from lanemon.results.common import Num, Result
+from lanemon.results.counters import EngineCounters
 
 
 class RaceEnergy(Result):
@@ -70,7 +71,12 @@ class RaceLane(RaceEnergy):
     reasoning_text: str
     meets_slo: bool | None = None
     """With ``--slo`` only."""
-    engine_counters: Obj | UnsetType = UNSET
+    behind_s: Num = None
+    """E2E minus the winner's (the lane that finished first) in this race; left out for the winner, a lane without
+    an E2E and a race without a winner (workloads/race.race_json)."""
+    behind_ratio: Num = None
+    """E2E over the winner's (>= 1 unless the winner was sent sooner); left out as ``behind_s`` is."""
+    engine_counters: EngineCounters | None | UnsetType = UNSET
     """The engine's own counters over the race (docs/GPU.md): absent when the lane has no ``/metrics``, null when
     no scrape pair brackets the race."""
 

@@ -79,6 +79,7 @@ def summarize_agreement(divergences: Sequence[tuple[int, bool]]) -> AgreeSummary
         agree_ge_10_words=sum(1 for d, e in divergences if e or d >= 10),
         diverge_at_0=sum(1 for d, e in divergences if d == 0 and not e),
         histogram=hist,
+        histogram_share={k: round(v / len(divergences), 4) if divergences else None for k, v in hist.items()},
     )
 
 

@@ -40,7 +40,7 @@ from lanemon.folds.race import BENCH, RaceState, RaceView
 from lanemon.events import Event
 from lanemon.measure.metrics import round_or_none
 from lanemon.measure.records import BURST, EMPTY, OUTCOMES, TRUNCATED, RequestRecord, reiterable
-from lanemon.results.common import Energy, to_json_obj
+from lanemon.results.common import Energy
 from lanemon.results.race import (ENERGY_FIELDS, NO_ENERGY, Race, RaceError, RaceGoodput, RaceLane, RaceLeader,
                                   RaceEnergy, RaceMargin, RaceResult, RaceSummary,
                                   RaceWinners)
@@ -326,6 +326,11 @@ def race_json(view: RaceView) -> Race:
             total_ratio = round_or_none(r.total_s / w.total_s)
         if w.ttft_s and r.ttft_s is not None:
             ttft_ratio = round_or_none(r.ttft_s / w.ttft_s)
+    first = lanes[ranking[0]] if ranking else None
+    for name, lane in lanes.items():  # each lane against the winner, once (the race screen's column reads it)
+        if first is not None and name != ranking[0] and first.total_s and lane.total_s is not None:
+            lane.behind_s = round_or_none(lane.total_s - first.total_s)
+            lane.behind_ratio = round_or_none(lane.total_s / first.total_s)
     race = Race(race=view.index, prompt=view.prompt, prompt_id=view.prompt_id, category=view.category,
                 endpoint=view.endpoint, max_tokens=view.max_tokens, lanes=lanes,
                 winner=ranking[0] if ranking else None,
@@ -468,8 +473,7 @@ def race_energy(result: RaceResult, events: list[Event]) -> None:
             runs[name] = (ws + [w], n + tokens)
             scr = scraped[name] if name in scraped else scraped.setdefault(name, scrapes(events, name))
             if scr:
-                c = window_counters(scr, *w)  # typed (results/counters.py); the race lane holds its JSON
-                entry.engine_counters = to_json_obj(c) if c is not None else None
+                entry.engine_counters = window_counters(scr, *w)  # typed (results/counters.py)
     for name, summary in result.lanes.items():
         ws, n = runs.get(name, ([], 0))
         block = run_energy(events, name, ws, n, costs.get(name), *lane_readings(readings, events, name))

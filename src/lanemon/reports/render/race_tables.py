@@ -23,10 +23,10 @@ def race_table(race: Race, title: str | None = None):
     table = Table(title=title, title_justify="left")
     table.add_column("lane", style="bold")
     table.add_column("rank", justify="right")
-    table.add_column("TTFT", justify="right")
+    table.add_column(label("ttft"), justify="right")
     thinking = any(r.reasoning_tokens for r in race.lanes.values())
     if thinking:
-        table.add_column("TTFO", justify="right")
+        table.add_column(label("ttfo"), justify="right")
     for name in ("per_stream_tok_s", "output_tokens", "e2e"):  # the catalogue's labels
         table.add_column(label(name), justify="right")
     for name, r in race.lanes.items():

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from lanemon.measure.catalogue import label
 from lanemon.reports.charts import NEUTRAL, Chart
 from lanemon.reports.data import agree_pair
-from lanemon.reports.format import clip
+from lanemon.reports.format import clip, share
 from lanemon.reports.sections.section import Section
 from lanemon.reports.verdict import agree_sentence
 from lanemon.results.agree import AgreePrompt, AgreeResult
@@ -35,7 +36,7 @@ def agree_section(ag: AgreeResult) -> Section:
     total = ag.total
     labels = list(hist)
     rows = [[("exact match" if k == "exact" else f"word {k.replace('-', '–')}"), str(v),
-             f"{v / total:.0%}" if total else "—"] for k, v in hist.items()]
+             share(ag.histogram_share.get(k))] for k, v in hist.items()]
     what = f"{total} raw-text prompts" + (f" × {ag.config.tokens} tokens" if ag.config.tokens else "")
     summary = f"{a} vs {b}, greedy (temperature 0) on {what}: {agree_sentence(ag) or 'no prompt compared'}"
     if ag.errors:
@@ -50,12 +51,14 @@ def agree_section(ag: AgreeResult) -> Section:
     spark = [f"{k:>{width}} {'█' * round(v / top * 30) if top else ''}{' ' if v else ''}{v}" for k, v in hist.items()]
     more = []
     if ag.prompts:
-        h = ["Prompt", "first differing word", f"{a} words", f"{b} words", "where they part"]
+        h = ["Prompt", label("agree_first"), f"{a} {label('agree_words')}", f"{b} {label('agree_words')}",
+             "where they part"]
         more.append(("Per prompt", h, [[str(r.id), "—" if r.error else str(r.first_divergence_word),
                                         _words(r.a_words), _words(r.b_words), where_they_part(r, a, b)]
                                        for r in ag.prompts]))
     caption = ("Per prompt, the first whitespace-separated word where the two continuations differ; an exact match "
                "agrees on every word. A signature of quantization on open-ended text, not a quality verdict "
                "(that is the quality gate).")
-    return Section("agree", "Greedy agreement", caption, ["First difference at", "prompts", "share"], rows, chart,
+    return Section("agree", "Greedy agreement", caption,
+                   ["First difference at", label("agree_bucket"), label("agree_bucket_share")], rows, chart,
                    spark, summary=summary, more=more)

@@ -16,7 +16,7 @@ from lanemon.measure.metrics import tail_ok
 from lanemon.reports.format import num, pct, secs, sparkline, tok
 from lanemon.reports.sections.section import Section
 from lanemon.reports.tables import decode_table, error_kinds, leader_text  # noqa: F401 (leader_text: was here)
-from lanemon.results.decode import DecodeCell, DecodeResult
+from lanemon.results.decode import DecodeCell, DecodeResult, ratios_of
 
 
 def decode_sections(decode: DecodeResult, lanes: list[str]) -> list[Section]:
@@ -115,15 +115,18 @@ def decode_sections(decode: DecodeResult, lanes: list[str]) -> list[Section]:
             if c not in cats:
                 cats.append(c)
     if cats:
-        headers = ["Category"] + [f"{n} tok/s" for n in lanes] + ([f"{lanes[0]}/{lanes[1]}"] if len(lanes) == 2 else [])
+        ratios = ratios_of(decode)  # the result's own A/B per category (computed once: results/decode.py)
+        headers = (["Category"] + [f"{n} {label('per_stream_tok_s')}" for n in lanes]
+                   + ([f"{'/'.join(ratios.compared)} {label('category_ratio')}"] if ratios is not None else []))
         rows = []
         for cat in cats:
             got = [cats_by_lane[n].get(cat) for n in lanes]
             vals = [num(x.per_stream_tok_s) if x is not None else None for x in got]
             row = [cat] + [tok(v) + (f" [{x.errors} err]" if x is not None and x.errors else "")
                            for x, v in zip(got, vals)]
-            if len(lanes) == 2:
-                row.append(f"{vals[0] / vals[1]:.2f}×" if vals[0] and vals[1] else "—")
+            if ratios is not None:
+                r = num(ratios.by_category.get(cat))
+                row.append(f"{r:.2f}×" if r else "—")
             rows.append(row)
         chart = Chart("bars", f"Per-stream decode at C{lvl1} by prompt category", "prompt category",
                       "per-stream decode (tok/s)", cats,

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from lanemon.measure.catalogue import label
+from lanemon.measure.catalogue import NOT_MEASURED, label
 from lanemon.reports.charts import Chart
 from lanemon.reports.data import decode_levels, level_value
 from lanemon.reports.format import num
 from lanemon.reports.sections.section import Section
 from lanemon.reports.tables import plus_minus, power_uncertainty
-from lanemon.results.common import UNSET
+from lanemon.results.common import UNSET, UnsetType
+from lanemon.results.counters import EngineCounters
 from lanemon.results.decode import DecodeCell, DecodeResult
 from lanemon.results.load import LoadResult
 from lanemon.workloads.bench.load import reps_of
@@ -130,35 +131,61 @@ def efficiency_section(decode: DecodeResult, lanes: list[str]) -> Section | None
     if counters:
         more.append(("What the engine did in each cell (its /metrics counters between the cell's edges)",
                      ["Lane", "Concurrency"] + COUNTER_HEADERS, counters))
+        notes += counter_notes([(n, f"C{lvl}", c.engine_counters) for n in lanes for lvl in levels
+                                if (c := per[n].get(lvl)) is not None])
     return Section("efficiency", "Efficiency: tokens per joule and cost vs concurrency",
                    "Per cell; — where a lane has no GPU telemetry or no cost_per_hour.", headers, rows, chart,
                    notes=notes, summary=" ".join(findings), more=more)
 
 
-def counter_rows(items: list[tuple[str, str, Any]]) -> list[list[str]]:
-    """One row per (lane, where, engine_counters) that has counters: requests, prefix hit, preemptions, spec
-    acceptance, ranks (generated tokens, max/mean), LoRA adapters, restarts."""
+def counter_rows(items: list[tuple[str, str, EngineCounters | None | UnsetType]]) -> list[list[str]]:
+    """One row per (lane, where, engine_counters) that has counters, one figure per column (:data:`COUNTERS`, the
+    catalogue's): engine requests, prefix hit, preemptions, spec acceptance, rank max/mean, restarts.  What is
+    no single figure (each rank's tokens, the LoRA adapters, a withheld run) is in :func:`counter_notes`."""
     rows = []
     for n, where, c in items:
-        if not isinstance(c, dict):
+        if not isinstance(c, EngineCounters):
             continue
-        ranks = c.get("ranks") or {}
-        rank_text = ", ".join(f"{r}: {d.get('generation_tokens')}" for r, d in list(ranks.items())[:8])
-        if ranks and c.get("rank_imbalance") is not None:
-            rank_text += f" (max/mean {c['rank_imbalance']:.2f})"
-        spec = c.get("spec_acceptance_rate")
-        rows.append([n, where, str(c.get("requests") if c.get("requests") is not None else "—"),
-                     "—" if c.get("prefix_hit_rate") is None else f"{c['prefix_hit_rate'] * 100:.0f}%",
-                     str(c.get("preemptions") if c.get("preemptions") is not None else "—"),
-                     "—" if spec is None else f"{spec * 100:.0f}%",
-                     rank_text or "—", ", ".join(c.get("lora_adapters") or []) or "—",
-                     (f"{c['restarts']}" + (" (counters withheld: not this run's)" if c.get("withheld") else ""))
-                     if c.get("restarts") else "—"])
+        rows.append([n, where, *(_counter(_set(getattr(c, key)), key) for key in COUNTERS)])
     return rows
 
 
-COUNTER_HEADERS = ["Requests", *(label(n) for n in ("prefix_hit_rate", "preemptions", "spec_acceptance_rate")),
-                   "Ranks (generated tokens)", "LoRA", "Restarts"]
+def _counter(v: Any, key: str) -> str:
+    if num(v) is None:
+        return NOT_MEASURED
+    if key in ("prefix_hit_rate", "spec_acceptance_rate"):
+        return f"{v * 100:.0f}%"
+    return f"{v:.2f}" if key == "rank_imbalance" else f"{v:g}"
+
+
+def counter_notes(items: list[tuple[str, str, EngineCounters | None | UnsetType]]) -> list[str]:
+    """What the counters table cannot show as one figure per column: each rank's generated tokens, the LoRA
+    adapters running at the end, and why a run's counters are withheld (the engine restarted during it)."""
+    notes = []
+    for n, where, c in items:
+        if not isinstance(c, EngineCounters):
+            continue
+        if _set(c.withheld):
+            notes.append(f"{n} {where}: counters withheld ({c.withheld}): not this run's")
+        ranks = _set(c.ranks) or {}
+        if ranks:
+            notes.append(f"{n} {where}: generated tokens by rank: "
+                         + ", ".join(f"{r}: {_set(d.generation_tokens)}" for r, d in list(ranks.items())[:8]))
+        if _set(c.lora_adapters):
+            notes.append(f"{n} {where}: LoRA adapters: {', '.join(c.lora_adapters)}")
+    return notes
+
+
+def _set(x: Any) -> Any:
+    """A counter the engine may not export (unset): None for reading."""
+    return None if x is UNSET else x
+
+
+COUNTERS = {"requests": "engine_requests", "prefix_hit_rate": "prefix_hit_rate", "preemptions": "preemptions",
+            "spec_acceptance_rate": "spec_acceptance_rate", "rank_imbalance": "rank_imbalance",
+            "restarts": "engine_restarts"}
+"""The counters table's columns: a field of EngineCounters (``engine_counters``) -> its catalogue entry."""
+COUNTER_HEADERS = [label(m) for m in COUNTERS.values()]
 
 
 def load_efficiency_section(load: LoadResult, lanes: list[str]) -> Section | None:
@@ -168,7 +195,7 @@ def load_efficiency_section(load: LoadResult, lanes: list[str]) -> Section | Non
     reps = [(n, i, r) for n, rs in reps_of(load, lanes).items() for i, r in enumerate(rs)]
     multi = any(i for _, i, _ in reps)
     has = lambda r: num(r.energy_j) is not None or num(r.usd_per_1m_output_tokens) is not None  # noqa: E731
-    if not any(has(r) or isinstance(r.engine_counters, dict) for _, _, r in reps):
+    if not any(has(r) or isinstance(r.engine_counters, EngineCounters) for _, _, r in reps):
         return None
     where = lambda i: str(i + 1)  # noqa: E731
     rows = [[n, where(i), _f(r.offered_rate_rps or r.scheduled_rate_rps, 2), _f(r.output_tok_s, 0),
@@ -178,12 +205,13 @@ def load_efficiency_section(load: LoadResult, lanes: list[str]) -> Section | Non
              str(r.energy_source or r.energy_reason or "—")] for n, i, r in reps if has(r)]
     counters = counter_rows([(n, where(i), r.engine_counters) for n, i, r in reps])
     more = [("What the engine did in each rep (its /metrics counters between the rep's edges)",
-             ["Lane", "Rep"] + COUNTER_HEADERS, counters)] if counters else []
+             ["Lane", "rep"] + COUNTER_HEADERS, counters)] if counters else []
     cost_missing = sorted({n for n, _, r in reps if has(r) and num(r.usd_per_1m_output_tokens) is None})
     notes = ["Energy over each rep's measured window (warm-up and cool-down excluded): the GPUs' energy counter "
              "between its edges, else their power integrated; tok/J = output tokens served in the window / that "
              "energy; $/1M tok = cost_per_hour × the window / those tokens × 10⁶. The engine's counters span the "
              "whole rep (its edges are where /metrics is read)."]
+    notes += counter_notes([(n, where(i), r.engine_counters) for n, i, r in reps])
     if cost_missing:
         notes.append(f"No $/1M tok for {', '.join(cost_missing)}: no cost_per_hour (lanes.toml or --cost "
                      "NAME=USD_PER_HOUR).")

@@ -2,30 +2,37 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-
+from lanemon.measure.catalogue import label
 from lanemon.reports.charts import Chart
-from lanemon.reports.data import gauntlet_lanes, turn_split
+from lanemon.reports.data import gauntlet_lanes
 from lanemon.reports.format import num, secs, tok
 from lanemon.reports.sections.section import Section
 from lanemon.reports.verdict import gauntlet_why
-from lanemon.results.gauntlet import GauntletResult
+from lanemon.results.gauntlet import GauntletLane, GauntletResult
+
+REP_FIGURES = ("gauntlet_tool_calls", "gauntlet_malformed", "gauntlet_turns", "gauntlet_wall", "gauntlet_ttft_sum",
+               "gauntlet_decode_sum", "gauntlet_first_prompt", "gauntlet_last_prompt")
+"""The per-rep figures (measure/catalogue.py) of the rep tables, the report's and ``gauntlet --headless``'s."""
+
+REP_LABELS = ["rep", "ok", *(label(m) for m in REP_FIGURES), "end"]
+
+
+def rep_cells(x: GauntletLane, r: int) -> list[str]:
+    """Rep ``r`` of lane ``x`` under :data:`REP_LABELS`: the result's per-rep figures, as the report writes them."""
+    flags = x.correct_per_rep
+    return [str(r + 1), "✓" if r < len(flags) and flags[r] else "✗", str(x.tool_calls[r]), str(x.malformed_calls[r]),
+            str(x.turn_count[r]), secs(x.wall_s[r]), secs(x.ttft_sum_s[r]), secs(x.decode_sum_s[r]),
+            tok(x.first_prompt_tokens[r]), tok(x.last_prompt_tokens[r]), str(x.stopped[r])]
 
 
 def gauntlet_sections(g: GauntletResult, order: list[str]) -> list[Section]:
     lanes = gauntlet_lanes(g, order)
     d = g.lanes
     cfg = g.config
-    headers = ["Lane", "correct", "tool calls", "median wall", "wall per rep", "malformed calls", "stopped"]
-    rows = []
-    for n in lanes:
-        x = d[n]
-        calls = x.tool_calls
-        rows.append([n, f"{x.correct}/{x.reps}",
-                     (str(calls[0]) if calls and min(calls) == max(calls) else ", ".join(map(str, calls))) or "—",
-                     secs(x.median_wall_s), ", ".join(secs(w) for w in x.wall_s),
-                     str(sum(x.malformed_calls)),
-                     ", ".join(f"{k} ×{v}" if v > 1 else str(k) for k, v in _counts(x.stopped).items())])
+    headers = ["Lane", *(label(m) for m in ("gauntlet_correct", "gauntlet_reps", "gauntlet_median_wall"))]
+    rows = [[n, str(d[n].correct), str(d[n].reps), secs(d[n].median_wall_s)] for n in lanes]
+    per_rep = [[n if r == 0 else "", *rep_cells(d[n], r)] for n in lanes for r in range(d[n].reps)]
+    more = [("Agent gauntlet: each rep", ["Lane", *REP_LABELS], per_rep)]
     nreps = max(len(d[n].wall_s) for n in lanes)
     chart = Chart("bars", "Wall time per rep", "rep (a fresh agent session each)", "wall time (s)",
                   [f"rep {i + 1}" for i in range(nreps)],
@@ -44,44 +51,35 @@ def gauntlet_sections(g: GauntletResult, order: list[str]) -> list[Section]:
         notes.append(f"Times as measured on simulated lanes run at time scale {ts:g} (--demo): divide by {ts:g} "
                      f"for the simulated lanes' own seconds.")
     summary = g.summary + "."
-    out = [Section("gauntlet", "Agent gauntlet", caption, headers, rows, chart, summary=summary, notes=notes)]
+    out = [Section("gauntlet", "Agent gauntlet", caption, headers, rows, chart, summary=summary, notes=notes,
+                   more=more)]
 
-    split = {n: turn_split(d[n]) for n in lanes}
-    turn_ids = sorted(set().union(*(set(split[n].turns) for n in lanes)))
+    by_turn = {n: {c.turn: c for c in d[n].by_turn} for n in lanes}
+    turn_ids = sorted(set().union(*(set(by_turn[n]) for n in lanes)))
     if turn_ids:
-        headers = ["Turn"] + [h for n in lanes for h in (f"{n} prompt tok", f"{n} TTFT", f"{n} decode")]
+        headers = ["Turn"] + [f"{n} {label(m)}" for n in lanes for m in ("prompt_tokens", "ttft", "gauntlet_decode")]
         rows = []
         for t in turn_ids:
             row = [str(t)]
             for n in lanes:
-                c = split[n].turns.get(t)
-                row += [tok(c.prompt), secs(c.ttft), secs(c.decode)] if c is not None else [tok(None), secs(None),
-                                                                                              secs(None)]
+                c = by_turn[n].get(t)
+                row += [tok(c.prompt_tokens), secs(c.ttft_s), secs(c.decode_s)] if c is not None else [
+                    tok(None), secs(None), secs(None)]
             rows.append(row)
-        total = ["all turns"]
-        for n in lanes:
-            total += ["", secs(split[n].ttft), secs(split[n].decode)]
-        rows.append(total)
         x = [str(t) for t in turn_ids]
         chart = Chart("bars", "Per-turn request time: TTFT (prefill of the transcript) + decode", "turn",
                       "seconds per request (s)", x,
-                      {n: [c.ttft if (c := split[n].turns.get(t)) is not None else None for t in turn_ids]
+                      {n: [num(c.ttft_s) if (c := by_turn[n].get(t)) is not None else None for t in turn_ids]
                        for n in lanes},
-                      stack={n: [c.decode if (c := split[n].turns.get(t)) is not None else None for t in turn_ids]
+                      stack={n: [num(c.decode_s) if (c := by_turn[n].get(t)) is not None else None for t in turn_ids]
                              for n in lanes},
                       stack_label=("TTFT (solid)", "decode (light)"))
         why, _ = gauntlet_why(g, lanes)
         reps = {len(d[n].turns) for n in lanes}
-        over = "one rep" if reps == {1} else "median over reps, per turn; the totals are the median of the per-rep sums"
+        over = "one rep" if reps == {1} else "median over reps, per turn; each rep's sums are in the rep table"
         out.append(Section("gauntlet-turns", "Agent gauntlet: where each turn's time goes",
                            f"Per request: TTFT = sent → first token-carrying chunk (the prefill of the whole "
                            f"transcript), decode = the rest of the request ({over}).", headers, rows, chart,
                            summary=why, notes=list(notes)))
     return out
 
-
-def _counts(xs: list[Hashable]) -> dict[Hashable, int]:
-    out: dict[Hashable, int] = {}
-    for x in xs:
-        out[x] = out.get(x, 0) + 1
-    return out

@@ -45,7 +45,7 @@ def prefill_section(prefill: PrefillResult, lanes: list[str]) -> Section:
                   [length_label(k) for k in lengths], series, notes=chart_notes, ranges=ranges,
                   note_legend="cache hit tok/s (a repeat from the prefix cache, not prefill)")
     caption = ("Cold prefill: prompt tokens / TTFT, unique prompts, 1-token reply; the median over reps where there "
-               "are several (min–max: the reps' range). The same prompt is then sent once more: a prefix-cache hit "
+               "are several (prefill min and max: the reps' range). The same prompt is then sent once more: a prefix-cache hit "
                "is its rate under cache hit, never counted as prefill (repeat tok/s: that request's rate, hit or "
                "not).")
     pair = next((lb.split("/") for lb in model.labels() if lb.count("/") == 1

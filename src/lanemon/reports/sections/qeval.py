@@ -4,44 +4,34 @@ from __future__ import annotations
 
 from typing import Any
 
-from lanemon.measure.stats import median
-from lanemon.reports.data import qeval_misses, qeval_rate, qeval_runs
+from lanemon.reports.data import qeval_misses, qeval_runs
 from lanemon.reports.format import num, secs, tok
 from lanemon.reports.sections.section import Section
-from lanemon.reports.tables import Cell, Column, ResultTable, clip_words
+from lanemon.reports.tables import Cell, Column, ResultTable, clip_words, fig
 from lanemon.reports.verdict import TIE, paired_text, qeval_sentence
 from lanemon.results.qeval import QevalCompare
-
-QEVAL_KINDS = ("code", "json", "math", "format")
-
 
 def qeval_section(q: Any, order: list[str]) -> Section:
     runs = qeval_runs(q)
     lanes = [n for n in order if n in runs] + [n for n in runs if n not in order]
     compare = getattr(q, "compare", None)  # the analysis's QevalLanes (reports/analyse.py); None for a bare run
     compare = compare if isinstance(compare, QevalCompare) else None
-    kinds = [k for k in QEVAL_KINDS if any(t.kind == k for r in runs.values() for t in r.tasks.values())]
-    kinds += sorted({t.kind for r in runs.values() for t in r.tasks.values()} - set(kinds))
     # each table is a model a screen fits to its width (ResultTable.fit): short labels, a reason cut between
-    # words, then columns dropped by rank and named
-    columns = ([Column("Lane", 0, "left"), Column("passed", 0)] + [Column(k, 2) for k in kinds]
-               + [Column("median s/task", 3, short="med s/task"),
-                  Column("median tok/s (E2E)", 4, short="med tok/s E2E")])
+    # words, then columns dropped by rank and named.  One row per lane and task kind, then the lane's whole run
+    # ('all'): every figure is the run's own (workloads/qeval/run.py task_figures), labelled by the catalogue
+    columns = [Column("Lane", 0, "left"), Column("kind", 0, "left"), fig("qeval_passed", 0), fig("qeval_tasks", 0),
+               fig("qeval_median_s", 3), fig("qeval_tok_s", 4)]
     rows = []
     for n in lanes:
         r = runs[n]
-        tasks = r.tasks.values()
-        row = [n, f"{r.passed}/{r.total}"]
-        for k in kinds:
-            of = [t for t in tasks if t.kind == k]
-            row.append(f"{sum(1 for t in of if t.passed)}/{len(of)}" if of else "—")
-        row += [secs(median([x for t in tasks if (x := num(t.seconds)) is not None])), tok(qeval_rate(r))]
-        rows.append([Cell(x) for x in row])
+        for i, (kind, k) in enumerate([*(r.kinds or {}).items(), ("all", r)]):
+            rows.append([Cell(x) for x in (n if i == 0 else "", kind, str(k.passed), str(k.total), secs(k.median_s),
+                                           tok(k.median_tok_s))])
     model = ResultTable("qeval", "Quality gate (qeval)", columns, rows)
     summary = qeval_sentence(q) or ""
     if compare:
         summary += f"; paired {compare.a.name} → {compare.b.name}: {paired_text(compare)}"
-        rates = {n: qeval_rate(runs[n]) for n in lanes[:2]}
+        rates = {n: num(runs[n].median_tok_s) for n in lanes[:2]}
         if all(rates.values()):
             (fa, va), (fb, vb) = sorted(rates.items(), key=lambda t: -t[1])
             if va / vb >= TIE:
@@ -57,7 +47,7 @@ def qeval_section(q: Any, order: list[str]) -> Section:
                 for tid in ids:
                     paired_of[tid] = word
         cols = ([Column("Task", 0, "left"), Column("kind", 3, "left")]
-                + [Column(n, 0, "left", clip=True) for n in lanes] + ([Column("paired", 2, "left")] if compare else []))
+                + [Column(f"{n} verdict", 0, "left", clip=True) for n in lanes] + ([Column("paired", 2, "left")] if compare else []))
         rr = []
         for tid in failed:
             kind = next((r.tasks[tid].kind for r in runs.values() if tid in r.tasks), "")
@@ -71,9 +61,8 @@ def qeval_section(q: Any, order: list[str]) -> Section:
         more_models.append(ResultTable("qeval-missed", "Tasks missed on any lane", cols, rr))
     if compare:
         a, b = compare.a, compare.b
-        cols = [Column(f"Paired {a.name} → {b.name}", 0, "left"), Column("kept", 0), Column("broke", 0),
-                Column("fixed", 0), Column("both failed", 1), Column("p (exact McNemar)", 0, short="p McNemar"),
-                Column("left out", 2)]
+        cols = [Column(f"Paired {a.name} → {b.name}", 0, "left"), fig("qeval_kept", 0), fig("qeval_broke", 0),
+                fig("qeval_fixed", 0), fig("qeval_both_failed", 1), fig("qeval_p", 0), fig("qeval_left_out", 2)]
         more_models.append(ResultTable("qeval-paired", "Paired comparison (qeval compare)", cols, [[Cell(x) for x in (
             f"{a.passed}/{a.total} → {b.passed}/{b.total}", str(compare.kept), str(compare.broke),
             str(compare.fixed), str(compare.both_failed), f"{num(compare.p_value) or 0:.3f}", str(compare.left_out))]]))

@@ -1,44 +1,65 @@
-"""Races section: the same prompt to every lane at once, per-lane TTFT / tok/s / total, winner and margin."""
+"""Races section: the same prompt to every lane at once: each race's winner and margin, then each lane's TTFT,
+per-stream tok/s, output tokens and E2E in each race (one figure per column, the catalogue's labels)."""
 
 from __future__ import annotations
 
-from lanemon.reports.format import clip, err_text, secs, tok
+from lanemon.measure.catalogue import NOT_MEASURED, label
+from lanemon.reports.format import clip, err_text, ordinal, secs, tok
 from lanemon.reports.sections.section import Section
 from lanemon.results.race import RaceMargin, RaceResult
 from lanemon.workloads.race import TIE_S
 
 
+FIGURES = ("ttft", "per_stream_tok_s", "output_tokens", "e2e")
+"""A lane's figures in one race (RaceLane: ttft_s, decode_tok_s, output_tokens, total_s), by catalogue entry."""
+
+
 def race_section(race: RaceResult, order: list[str]) -> Section:
+    """One row per race (its prompt, winner and verdict), then each lane in each race: one figure per column
+    under the catalogue's label, from the race's RaceLane."""
     races = race.races
     lanes = [n for n in order if any(n in r.lanes for r in races)]
     for r in races:
         for n in r.lanes:
             if n not in lanes:
                 lanes.append(n)
-    headers = ["Race", "Prompt"] + [f"{n} TTFT / tok/s / total / tokens" for n in lanes] + ["Winner", "Verdict"]
-    rows = []
+    thinking = any(c.reasoning_tokens for r in races for c in r.lanes.values())
+    figures = FIGURES[:3] + (("reasoning_tokens",) if thinking else ()) + FIGURES[3:]
+    headers = ["race", "prompt", "winner", "verdict"]
+    rows = [[str(r.race), clip(r.prompt, 40), r.winner or NOT_MEASURED, r.verdict or margin_text(r.margin)]
+            for r in races]
+    lane_rows = []
     for r in races:
-        row = [str(r.race), clip(r.prompt, 40)]
         for n in lanes:
             c = r.lanes.get(n)
             if c is None:
-                row.append("—")
-            elif c.error:
-                row.append(f"error: {err_text(c.error, 30)}")
-            else:
-                burst = " (burst)" if "burst" in c.flags else ""
-                row.append(f"{secs(c.ttft_s)} / {tok(c.decode_tok_s)}{burst}"
-                           f"{' ~' if c.tokens_estimated else ''} / {secs(c.total_s)}"
-                           f" / {c.generated_tokens if c.generated_tokens is not None else '—'}")
-        row.append(r.winner or "—")
-        row.append(r.verdict or margin_text(r.margin))
-        rows.append(row)
-    wins = {n: summary.wins for n, summary in race.lanes.items() if summary.wins}
+                continue
+            if c.error:
+                lane_rows.append([str(r.race), n, *(NOT_MEASURED for _ in figures),
+                                  f"error: {err_text(c.error, 30)}"])
+                continue
+            cells = {"ttft": secs(c.ttft_s),
+                     "per_stream_tok_s": tok(c.decode_tok_s),
+                     "output_tokens": _tokens(c.output_tokens, c.tokens_estimated),
+                     "reasoning_tokens": _tokens(c.reasoning_tokens, c.reasoning_estimated),
+                     "e2e": secs(c.total_s)}
+            lane_rows.append([str(r.race), n, *(cells[f] for f in figures),
+                              ordinal(c.finish_rank) if c.finish_rank else NOT_MEASURED])
     caption = ("Same prompt sent to every lane at once; the winner is the first to complete (a truncated or "
                "empty reply never wins). The verdict names the end-to-end, per-token and first-token winners apart.")
+    wins = {n: summary.wins for n, summary in race.lanes.items() if summary.wins}
     if wins:
         caption += " Wins: " + ", ".join(f"{n} {wins.get(n, 0)}" for n in lanes) + f" of {len(races)}."
-    return Section("race", "Races", caption, headers, rows)
+    more = [("Each lane in each race", ["race", "lane", *(label(f) for f in figures), "rank"], lane_rows)]
+    notes = ["~ after a token count: estimated from chunk counts (the server sent no usage)."] if any(
+        c.tokens_estimated or c.reasoning_estimated for r in races for c in r.lanes.values()) else []
+    notes += [f"race {r.race} {n}: a burst (its chunks were read in one go: no per-stream tok/s)"
+              for r in races for n, c in r.lanes.items() if "burst" in c.flags]
+    return Section("race", "Races", caption, headers, rows, notes=notes, more=more)
+
+
+def _tokens(n: int | None, estimated: bool | None) -> str:
+    return NOT_MEASURED if n is None else f"{n} tok" + (" ~" if estimated else "")
 
 
 def margin_text(m: RaceMargin | None) -> str:

@@ -17,7 +17,7 @@ from lanemon.ui.widgets.lane_card import card_columns
 from lanemon.folds.gauntlet import GauntletState
 from lanemon.ui.screens.base import LanemonScreen
 from lanemon.workloads.gauntlet import summary_sentence
-from lanemon.workloads.gauntlet.results import RepsSeen
+from lanemon.workloads.gauntlet.results import RepsSeen, reps_seen
 
 
 GAUNTLET_CARD_WIDTH = 30
@@ -77,7 +77,7 @@ class GauntletScreen(LanemonScreen):
     def draw(self, app: Any) -> None:
         g = app.gauntlet
         if g.ended and self._summary is None:
-            self._summary = summary_sentence(reps_seen(g), g.hops)
+            self._summary = summary_sentence(lanes_seen(g), g.hops)
         self.refresh_from(g, app.source, app.now_ns(), self._summary)
 
     def action_scroll_turns(self, step: int) -> None:
@@ -120,17 +120,9 @@ class GauntletScreen(LanemonScreen):
             label.update("[dim]running… q stops (finished reps are kept)[/]" if running else "[dim]starting…[/]")
 
 
-def reps_seen(state: GauntletState) -> dict[str, RepsSeen]:
+def lanes_seen(state: GauntletState) -> dict[str, RepsSeen]:
     """Each lane's finished reps from the fold (what :func:`summary_sentence` reads), so the screen
-    says how the run went without asking the run."""
-    from lanemon.measure.metrics import median
-
-    lanes = {}
-    for name, lv in state.lanes.items():
-        walls = [r.wall_s for r in lv.results]
-        if not walls:
-            continue
-        lanes[name] = RepsSeen(reps=len(walls), median_wall_s=median(walls),
-                               correct=sum(1 for r in lv.results if r.correct),
-                               tool_calls=[r.tool_calls for r in lv.results])
-    return lanes
+    says how the run went without asking the run: the figures are the gauntlet results' own (``reps_seen``)."""
+    return {name: reps_seen([r.wall_s for r in lv.results], [r.correct for r in lv.results],
+                            [r.tool_calls for r in lv.results])
+            for name, lv in state.lanes.items() if lv.results}

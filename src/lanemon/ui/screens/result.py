@@ -64,6 +64,7 @@ class ResultScreen(LanemonScreen):
         self.kind = kind
         self.recording = recording
         self.sections: list[Any] | None = None
+        self._gutter = 0  # the body's vertical scrollbar, once the tables made it show: the tables fit beside it
         self.error: str | None = None
 
     def compose(self) -> ComposeResult:
@@ -163,7 +164,7 @@ class ResultScreen(LanemonScreen):
             for j, (title, headers, rows) in enumerate(tables):
                 model = models[j] if j < len(models) else None
                 if model is not None:  # the table's own model, fitted: words cut whole, columns dropped by rank
-                    fitted = model.fit(max(40, self.size.width - 4), pad=2)
+                    fitted = model.fit(max(40, self.size.width - 4 - self._gutter), pad=2)
                     headers, rows = fitted.labels(), fitted.text_rows()
                     units += [x for x in [fitted.units_note()] if x and x not in units]
                     hidden += [x for x in fitted.hidden if x not in hidden]
@@ -180,6 +181,17 @@ class ResultScreen(LanemonScreen):
             if notes:
                 widgets.append(Static(escape("\n".join(notes)), classes="result-notes"))
         await body.mount(*widgets)
+        self.call_after_refresh(self._fit_beside_scrollbar)
+
+    def _fit_beside_scrollbar(self) -> None:
+        """Tall results show the body's vertical scrollbar, which takes the width the tables were fitted to: fit
+        them again beside it.  Kept once taken (a table that ran off the edge had a scrollbar row of its own: fitted,
+        the body may no longer need its own, and fitting to the whole width again would bring both back)."""
+        body = self.query_one("#result-body", VerticalScroll)
+        gutter = body.scrollbar_size_vertical if body.show_vertical_scrollbar else 0
+        if gutter > self._gutter and self.sections:
+            self._gutter = gutter
+            self.call_after_refresh(self.show, self.sections)
 
     def on_resize(self) -> None:
         """The tables with a model are fitted to the width: fit them again (from the sections already computed)."""

@@ -216,7 +216,9 @@ class GauntletLanePanel(LaneCard):
                 parts.append(f"[$success]✓[/] {r.wall_s:.2f} s ({r.tool_calls} calls)")
             else:
                 parts.append(f"[$error]✗ {escape(r.stopped)}[/] {r.wall_s:.2f} s")
-        done = len(view.results)
-        correct = sum(1 for r in view.results if r.correct)
-        head = f"[b]{correct}/{done}[/] correct" + (f" of {reps}" if done < reps else "")
+        from lanemon.workloads.gauntlet.results import reps_seen  # the result's own count of correct reps
+
+        seen = reps_seen([r.wall_s for r in view.results], [r.correct for r in view.results],
+                         [r.tool_calls for r in view.results])
+        head = f"[b]{seen.correct}/{seen.reps}[/] correct" + (f" of {reps}" if seen.reps < reps else "")
         return pack([head, *parts], width)

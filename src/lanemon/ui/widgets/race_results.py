@@ -1,4 +1,5 @@
-"""The result table under a finished race: TTFT, decode tok/s, output tokens, total, rank, verdict."""
+"""The result table under a finished race: rank, TTFT, per-stream tok/s, output tokens, E2E and how far behind the
+winner (the catalogue's labels, the race's own figures), the verdict above it."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Label, Static
 
+from lanemon.measure.catalogue import label
 from lanemon.ui import format as fmt
 from lanemon.ui.format import markup_escape as escape
 from lanemon.ui.format import ordinal
@@ -52,23 +54,31 @@ class RaceResults(Vertical):
 
     @staticmethod
     def _table(race: Race) -> Table:
+        """One figure per column under the catalogue's label (the headless race table's), each the race's own
+        (RaceLane): the last two say how far behind the winner each other lane finished, end to end."""
         table = Table(box=None, pad_edge=False, padding=(0, 2, 0, 0), header_style="bold", expand=False)
-        for col, justify in (("lane", "left"), ("rank", "right"), ("TTFT", "right"), ("decode", "right"),
-                             ("output", "right"), ("total", "right"), ("", "left")):
+        errors = any(r.error for r in race.lanes.values())
+        behind = any(r.behind_s is not None for r in race.lanes.values())  # else two columns of dashes
+        figures = FIGURES if behind else FIGURES[:4]
+        for col, justify in (("lane", "left"), ("rank", "right"),
+                             *((label(n), "right") for n in figures), *((("error", "left"),) if errors else ())):
             table.add_column(col, justify=justify)  # type: ignore[arg-type]
-        winner = race.lanes.get(race.winner or "")
         for name, r in race.lanes.items():
             if r.error:
-                table.add_row(name, "error", fmt.seconds(r.ttft_s), "—", "—", "—",
+                table.add_row(name, "error", fmt.seconds(r.ttft_s), *("—" for _ in figures[1:]),
                               f"{r.error.cls}: {r.error.message}"[:60], style="red")
                 continue
             tokens = "—" if r.output_tokens is None else f"{r.output_tokens} tok"
             if r.tokens_estimated:
                 tokens += " est."
-            note = ""
-            if winner is not None and r is not winner and winner.total_s and r.total_s is not None:
-                note = f"+{fmt.seconds(r.total_s - winner.total_s)}  ×{r.total_s / winner.total_s:.2f}"
             rank = ordinal(r.finish_rank) if r.finish_rank else "—"
+            delta = "—" if r.behind_s is None else ("+" if r.behind_s >= 0 else "-") + fmt.seconds(abs(r.behind_s))
+            ratio = "—" if r.behind_ratio is None else f"×{r.behind_ratio:.2f}"
             table.add_row(name, rank, fmt.seconds(r.ttft_s), fmt.tok_s(r.decode_tok_s), tokens,
-                          fmt.seconds(r.total_s), note)
+                          fmt.seconds(r.total_s), *((delta, ratio) if behind else ()), *(("",) if errors else ()))
         return table
+
+
+FIGURES = ("ttft", "per_stream_tok_s", "output_tokens", "e2e", "race_behind", "race_behind_ratio")
+"""The table's figures (catalogue entries; RaceLane: ttft_s, decode_tok_s, output_tokens, total_s, behind_s,
+behind_ratio)."""

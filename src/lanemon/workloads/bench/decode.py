@@ -39,7 +39,7 @@ from lanemon.events import Event
 from lanemon.measure.records import EventStore, RequestRecord, assemble, iter_records, reiterable
 from lanemon.results.common import ClientLoadInfo
 from lanemon.results.decode import (Crossover, DecodeCategoryCell, DecodeCell, DecodeLane, DecodeResult, LaneLevels,
-                                    LeaderChange, LevelLead, LevelView)
+                                    LeaderChange, LevelLead, LevelView, with_category_ratios)
 from lanemon.workloads.bench.marks import BenchMarks, PlannedCell
 from lanemon.workloads.bench.run import (BenchOptions, RequestArgs, client_bound_figures, request_args, each_lane, edge, first_error,
                                          goodput_of, outcome_figures, read_marks, rnd, run_state, spread,
@@ -203,6 +203,8 @@ def _level_result(reps: dict[int, list[RequestRecord]], slo: dict[str, float] | 
     return DecodeCell(
         steady_tok_s=steady.median,
         steady_reps=steady.reps,
+        steady_min=steady.min,
+        steady_max=steady.max,
         steady_window_s=rnd(median(windows)),
         steady_unstable=steady.unstable,
         aggregate_tok_s=stats.median,
@@ -448,11 +450,11 @@ def decode_results(events: Iterable[Event], *, in_progress: bool = False,
         lanes[lane] = DecodeLane(levels={str(level): _level_result(lv[level], slo, level, load) for level in sorted(lv)},
                                  categories=cats)
     state = run_state(marks, in_progress)
-    return DecodeResult(bench=BENCH, lanes=lanes, crossover=crossover(lanes, list(lanes)),
+    return with_category_ratios(DecodeResult(bench=BENCH, lanes=lanes, crossover=crossover(lanes, list(lanes)),
                         interrupted=state.interrupted, cut=state.cut, running=state.running, not_run=state.not_run,
                         client_load=ClientLoadInfo(watched=load.watching, starved_windows=load.bound_windows,
                                                    max_lag_ms=rnd(load.max_lag_ms, 1) if load.watching else None),
-                        config=config)
+                        config=config))
 
 
 results = decode_results

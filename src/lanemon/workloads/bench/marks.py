@@ -5,6 +5,8 @@ with the run's ``config`` (:class:`~lanemon.results.common.BenchConfig`) and its
 ``weight`` of every :class:`PlannedCell`); ``label="cell"`` start/end marks around every cell; a ``label="bench"``
 end mark.  :func:`read_marks` reads them back from events (a recording's: untrusted) into :class:`BenchMarks`: a
 value of the wrong type is left out rather than failing the results (``results.common.lenient``).  The events themselves stay JSON on disk.
+The mark models themselves (:class:`CellStart`, :class:`CellEnd`, :class:`PlanMark`) are results/marks.py's: the
+recording checker is made from them too.
 
 Never imports Textual.
 """
@@ -20,6 +22,10 @@ import msgspec
 from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.results.common import BenchConfig, lenient
+from lanemon.results.marks import CellEnd, CellStart, PlanMark
+
+__all__ = ["PlannedCell", "PlanMark", "CellStart", "CellEnd", "CellMarks", "BenchMarks", "cell_keys", "read_marks"]
+
 
 class PlannedCell(msgspec.Struct, kw_only=True, frozen=True):
     """One cell a bench plans to run (each bench's ``plan``), in run order: its lane and id, the part of the bench,
@@ -34,39 +40,6 @@ class PlannedCell(msgspec.Struct, kw_only=True, frozen=True):
     length: int | None = None
     category: str | None = None
     requests: int | None = None
-
-
-class PlanMark(msgspec.Struct):
-    """A plan entry of a recorded start mark: only ``cell`` is read back (what an interrupted run never ran)."""
-
-    cell: str
-
-
-class CellStart(msgspec.Struct, kw_only=True):
-    """A cell's start mark, read back: its lane (the event's) and the keys the results group it by."""
-
-    cell: str = ""
-    lane: str | None = None
-    part: str | None = None
-    level: int | None = None
-    length: int | None = None
-    category: str | None = None
-    rep: int | None = None
-    span_s: float | None = None
-    requests: int | None = None
-
-
-class CellEnd(msgspec.Struct, kw_only=True):
-    """A cell's end mark, read back: why it failed or was skipped, and the calibration's findings (prefill,
-    needles)."""
-
-    error: str | None = None
-    skipped: bool = False
-    tokens_per_char: float | None = None
-    counted_from: str | None = None
-    calibration_prompt_tokens: int | None = None
-    max_context: int | None = None
-    max_context_source: str | None = None
 
 
 class CellMarks(NamedTuple):

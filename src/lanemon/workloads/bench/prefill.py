@@ -35,7 +35,7 @@ import msgspec
 from lanemon.measure.metrics import median, request_metrics
 from lanemon.events import Event
 from lanemon.measure.records import RequestRecord, assemble, reiterable
-from lanemon.results.prefill import PrefillCell, PrefillLane, PrefillRatios, PrefillResult
+from lanemon.results.prefill import PrefillCell, PrefillLane, PrefillResult, prefill_ratios
 from lanemon.workloads.bench.marks import CellEnd, PlannedCell
 from lanemon.workloads.bench.run import (BenchOptions, client_bound_figures, edge, first_error, goodput_of,
                                          outcome_figures, read_marks, request_args, rnd, run_state, spread)
@@ -330,14 +330,8 @@ def prefill_results(events: Iterable[Event], *, in_progress: bool = False, bench
                          config=config)
 
 
-def ratios(lanes: dict[str, PrefillLane], a: str, b: str) -> PrefillRatios:
-    """The second lane's cold prefill over the first's (``b / a``), per length of the first."""
-    la, lb = lanes[a].lengths, lanes[b].lengths
-    by_length: dict[str, float | None] = {}
-    for k in la:
-        va, vb = la[k].prefill_tok_s, (lb[k].prefill_tok_s if k in lb else None)
-        by_length[k] = rnd(vb / va, 3) if va and vb else None
-    return PrefillRatios(compared=[a, b], by_length=by_length)
+ratios = prefill_ratios
+"""The second lane's cold prefill over the first's, per length (results/prefill.py: one definition)."""
 
 
 results = prefill_results

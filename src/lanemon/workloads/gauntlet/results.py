@@ -12,7 +12,7 @@ from lanemon.measure import metrics
 from lanemon.measure.metrics import round_or_none
 from lanemon.measure.records import Assembler, RequestRecord, reiterable
 from lanemon.results.gauntlet import (GauntletConfigInfo, GauntletLane, GauntletResult, GauntletTool,
-                                      GauntletTurn, config_info)
+                                      GauntletTurn, GauntletTurnMedian, config_info)
 from lanemon.workloads.gauntlet.config import BENCH, DEFAULT_HOPS
 
 
@@ -75,21 +75,58 @@ def gauntlet_results(events: Iterable[Event]) -> GauntletResult:
     for name in lane_order:
         ends = rep_ends.get(name, {})
         reps = sorted(ends)
-        walls = [round(float(ends[r].get("wall_s", 0.0)), 4) for r in reps]
+        walls = [float(ends[r].get("wall_s", 0.0)) for r in reps]
+        seen = reps_seen(walls, [bool(ends[r].get("correct")) for r in reps],
+                         [int(ends[r].get("tool_calls", 0)) for r in reps])
+        rep_turns = [[row for _, row in sorted(turns.get((name, r), {}).items())] for r in reps]
         lanes[name] = GauntletLane(
             model=models.get(name),
-            correct=sum(1 for r in reps if ends[r].get("correct")),
-            reps=len(reps),
+            correct=seen.correct,
+            reps=seen.reps,
             correct_per_rep=[bool(ends[r].get("correct")) for r in reps],
-            tool_calls=[int(ends[r].get("tool_calls", 0)) for r in reps],
-            wall_s=walls,
-            median_wall_s=round_or_none(metrics.median(walls)) if walls else None,
+            tool_calls=seen.tool_calls,
+            wall_s=[round(w, 4) for w in walls],
+            median_wall_s=seen.median_wall_s,
             malformed_calls=[int(ends[r].get("malformed_calls", 0)) for r in reps],
             stopped=[ends[r].get("stopped") for r in reps],
-            turns=[[row for _, row in sorted(turns.get((name, r), {}).items())] for r in reps],
+            turns=rep_turns,
+            **rep_figures(rep_turns),
         )
     return GauntletResult(bench=BENCH, lanes=lanes, config=config,
                           summary=summary_sentence(lanes, config.hops or DEFAULT_HOPS))
+
+
+def rep_figures(reps: Sequence[Sequence[GauntletTurn]]) -> dict[str, object]:
+    """The figures of a lane's reps (``reps``: each rep's turns, in order) that every surface shows
+    (measure/catalogue.py, ``gauntlet_*``): per rep its turns, ΣTTFT, Σdecode, first and last prompt tokens; the
+    medians over reps of the two sums; per turn the median over the reps that reached it."""
+    ttft_sums = [round(sum(t.ttft_s or 0.0 for t in turns), 4) for turns in reps]
+    decode_sums = [round(sum(t.decode_s or 0.0 for t in turns), 4) for turns in reps]
+    prompts = [[t.prompt_tokens for t in turns if t.prompt_tokens is not None] for turns in reps]
+    per_turn: dict[int, list[GauntletTurn]] = {}
+    for turns in reps:
+        for t in turns:
+            per_turn.setdefault(t.turn, []).append(t)
+
+    def med(values: Iterable[float | int | None]) -> float | None:
+        return round_or_none(metrics.median([v for v in values if v is not None]))
+
+    p, d = med(ttft_sums), med(decode_sums)
+    return {
+        "turn_count": [len(turns) for turns in reps],
+        "ttft_sum_s": ttft_sums,
+        "decode_sum_s": decode_sums,
+        "first_prompt_tokens": [p[0] if p else None for p in prompts],
+        "last_prompt_tokens": [p[-1] if p else None for p in prompts],
+        "median_ttft_sum_s": p,
+        "median_decode_sum_s": d,
+        "ttft_share": round_or_none(p / (p + d)) if p is not None and d is not None and p + d > 0 else None,
+        "by_turn": [GauntletTurnMedian(turn=k, ttft_s=med(t.ttft_s for t in ts), decode_s=med(t.decode_s for t in ts),
+                                       prompt_tokens=med(t.prompt_tokens for t in ts),
+                                       completion_tokens=med(t.completion_tokens for t in ts),
+                                       tool=any(t.calls for t in ts))
+                    for k, ts in sorted(per_turn.items())],
+    }
 
 
 def _gauntlet_records(events: Sequence[Event]) -> list[RequestRecord]:
@@ -115,6 +152,15 @@ class RepsSeen(msgspec.Struct, frozen=True):
     median_wall_s: float | None
     correct: int
     tool_calls: list[int]
+
+
+def reps_seen(walls: Sequence[float], correct: Sequence[bool], tool_calls: Sequence[int]) -> RepsSeen:
+    """A lane's finished reps (each rep's wall seconds, verdict, tool calls): how many, how many correct, and the
+    median wall (catalogue ``gauntlet_median_wall``, over the walls rounded to 4 places as ``wall_s`` holds them).
+    The result's lane and the gauntlet screen's fold both take their figures from here."""
+    rounded = [round(float(w), 4) for w in walls]
+    return RepsSeen(reps=len(rounded), median_wall_s=round_or_none(metrics.median(rounded)),
+                    correct=sum(1 for c in correct if c), tool_calls=list(tool_calls))
 
 
 def summary_sentence(lanes: Mapping[str, GauntletLane | RepsSeen], hops: int = DEFAULT_HOPS) -> str:

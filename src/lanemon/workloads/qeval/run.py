@@ -24,21 +24,23 @@ verdict marks, which ``qeval rescore --write`` adds to a copy of the recording.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import msgspec
 
 from lanemon import events as schema
 from lanemon.events import Event
+from lanemon.measure.metrics import median, round_or_none
 from lanemon.measure.records import Assembler, RequestRecord
-from lanemon.results.qeval import QevalResult, QevalTask
+from lanemon.results.qeval import QevalKind, QevalResult, QevalTask
 
-from .bank import Task, load_bank
+from .bank import KINDS, Task, load_bank
 from .sandbox import UNSAFE_FLAG, SandboxLimits, SandboxUnavailable
 from .scorers import score
 
-__all__ = ["run_qeval", "qeval_results", "rescore", "score_record", "task_entry", "build_result", "BENCH",
+__all__ = ["run_qeval", "qeval_results", "rescore", "score_record", "task_entry", "build_result", "task_figures", "BENCH",
            "MAX_TOKENS", "SCORE_LABEL", "NOT_SCORED", "Verdict"]
 
 BENCH = "qeval"
@@ -97,6 +99,26 @@ def task_entry(task: Task, rec: RequestRecord, passed: bool, reason: str) -> Qev
                      completion_tokens=rec.completion_tokens, seconds=seconds)
 
 
+def _medians(tasks: Sequence[QevalTask]) -> dict[str, float | None]:
+    secs = [t.seconds for t in tasks if t.seconds is not None]
+    rates = [t.completion_tokens / t.seconds for t in tasks if t.completion_tokens and t.seconds]
+    return {"median_s": round_or_none(median(secs), 6), "median_tok_s": round_or_none(median(rates), 2)}
+
+
+def task_figures(tasks: Iterable[QevalTask]) -> dict[str, Any]:
+    """The figures every qeval surface shows (measure/catalogue.py, ``qeval_*``), over the scored ``tasks``: the
+    median seconds per task and median reply rate (completion tokens / seconds, E2E), and per kind (the bank's
+    kinds first, in their order) passed, total and the same two medians."""
+    tasks = list(tasks)
+    kinds = [k for k in KINDS if any(t.kind == k for t in tasks)]
+    kinds += [k for k in dict.fromkeys(t.kind for t in tasks) if k not in kinds]
+    by_kind = {}
+    for k in kinds:
+        of = [t for t in tasks if t.kind == k]
+        by_kind[k] = QevalKind(passed=sum(1 for t in of if t.passed), total=len(of), **_medians(of))
+    return {**_medians(tasks), "kinds": by_kind}
+
+
 def build_result(lane: str | None, model: str | None, entries: dict[str, QevalTask],
                  bank: dict[str, Task] | None = None, skipped: dict[str, str] | None = None) -> QevalResult:
     """The ``qeval run`` result: tasks in bank order (unknown ids last, in the given order).
@@ -108,7 +130,7 @@ def build_result(lane: str | None, model: str | None, entries: dict[str, QevalTa
     order = [tid for tid in bank if tid in entries] + [tid for tid in entries if tid not in bank]
     tasks = {tid: entries[tid] for tid in order}
     out = QevalResult(lane=lane, model=model, passed=sum(1 for e in tasks.values() if e.passed), total=len(tasks),
-                      tasks=tasks)
+                      tasks=tasks, **task_figures(tasks.values()))
     if skipped:
         out.skipped = {tid: skipped[tid] for tid in [t for t in bank if t in skipped] +
                        [t for t in skipped if t not in bank]}
