@@ -51,7 +51,7 @@ def test_schema_list_and_each_schema_with_its_version(capsys):
         listed = next(ln for ln in out.stdout.splitlines() if ln.split()[0] == name)
         assert f"(schema version {version(name)})" in listed
         assert "$defs" in doc or "properties" in doc or "items" in doc
-    assert VERSIONS["history"] == "2" and version("bench-decode") == SCHEMA_VERSION  # history's requests moved on
+    assert VERSIONS["history"] == "2" and version("bench-needles") == SCHEMA_VERSION  # history's requests moved on
     bad = _run("schema", "bench-nothing")
     assert bad.returncode == 2 and "bench-nothing" in bad.stderr and len(bad.stderr.splitlines()) == 1
 

@@ -3,7 +3,7 @@ and the JSON Schema each one has (``lanemon schema NAME``; ``lanemon schema --li
 
 Every Struct forbids unknown fields: an output that gains a key the contract does not name fails
 ``tests/test_json_schema.py``, which decodes every ``--json`` output the suite makes into its Struct (strict).
-A key whose *meaning* changes bumps that output's version (:data:`VERSIONS`; docs/JSON.md says how).  Blocks whose keys are
+A key whose *meaning* changes, or a key added, bumps that output's version (:data:`VERSIONS`; docs/JSON.md says how).  Blocks whose keys are
 the engine's own (``server``) or a run's bookkeeping (``cut``, ``not_run``) are objects
 described in docs/JSON.md, not listed key by key here.
 
@@ -34,15 +34,18 @@ from lanemon.results.race import RaceResult
 from lanemon.results.sweep import SweepResult
 
 SCHEMA_VERSION = "1"
-"""The version of every output :data:`VERSIONS` does not name (a key added with a new meaning is a new key: the
-version stays)."""
+"""The version of every output :data:`VERSIONS` does not name.  An output's version moves on when a key's meaning
+changes or when it gains keys: its schema forbids unknown keys, so a strict reader of the old one would refuse them."""
 
 VERSIONS: dict[str, str] = {
     "history": "2",  # 2: a load row's ``requests`` is the rep's own (warm-up included); ``measured`` added
     "agree": "2",  # 2: ``histogram_share`` (each bucket's share of the prompts compared)
     "gauntlet": "2",  # 2: each lane's per-rep figures (turn_count ... last_prompt_tokens), medians, by_turn
     "qeval": "2",  # 2: ``median_s``, ``median_tok_s`` and ``kinds`` (the run's figures per task kind)
-    "report": "2",  # 2: its agree, gauntlet and qeval sections carry their outputs' version-2 keys
+    "report": "2",  # 2: its agree, gauntlet, qeval and decode sections carry their outputs' version-2 keys
+    "bench-decode": "2",  # 2: a cell's ``steady_min``/``steady_max``, ``category_ratios`` (A/B per category)
+    "bench-sweep": "2",  # 2: each level is a decode cell: ``steady_min``/``steady_max``
+    "race": "2",  # 2: each lane's ``behind_s``/``behind_ratio`` (E2E behind the winner)
 }
 """Outputs whose version moved on: bumped, for that output alone, when one of its keys' meaning changes."""
 
