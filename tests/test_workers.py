@@ -142,6 +142,7 @@ def test_a_worker_that_dies_leaves_error_events_not_a_gap(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("ray")  # one Ray runtime at a time (conftest.py)
 def test_ray_backend_runs_the_same_job_through_local_ray_actors(tmp_path):
     """Two Ray actors in a local Ray runtime (the multi-host path, exercised on one machine)."""
     pytest.importorskip("ray", reason="Ray is not installed (pip install 'lanemon[ray]')")

@@ -21,7 +21,7 @@ from conftest import SimProcess
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'lanemon[ray]')")
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]  # one Ray runtime at a time (conftest.py)
 
 ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
 SKEW_NS = 2_500_000_000  # worker 1's clock 2.5 s ahead: ten arrivals' worth at 4 req/s
