@@ -73,9 +73,12 @@ async def _result_tables(name: str, size: tuple[int, int]):
                 break
         # a body tall enough for its scrollbar fits its tables again beside it, a frame or two after they showed
         # (ResultScreen._fit_beside_scrollbar): the settled screen is what is judged, within 10 s
+        body = app.screen.query_one("#result-body")
         for _ in range(200):
             await pilot.pause(0.05)
-            if all(t.virtual_size.width <= t.scrollable_content_region.width for t in app.screen.query(DataTable)):
+            gutter = body.scrollbar_size_vertical if body.show_vertical_scrollbar else 0
+            if gutter <= app.screen._gutter and all(t.virtual_size.width <= t.scrollable_content_region.width
+                                                    for t in app.screen.query(DataTable)):
                 break
         await pilot.pause()
         tables = list(app.screen.query(DataTable))

@@ -75,6 +75,9 @@ class ResultScreen(LanemonScreen):
         yield Footer()
 
     def on_mount(self) -> None:
+        # the body's scrollbar may show a layout after the tables mounted: fit them beside it when it does
+        self.watch(self.query_one("#result-body", VerticalScroll), "show_vertical_scrollbar",
+                   lambda _shown: self.call_after_refresh(self._fit_beside_scrollbar), init=False)
         self._analysing = False
         self._analysed_at: tuple | None = None
         if not self._live():
