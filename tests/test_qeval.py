@@ -267,11 +267,11 @@ def test_the_runs_figures_per_kind_and_over_all_tasks():
     tasks = [t("math", True, 1.0, 10), t("json", False, 2.0, 40), t("math", False, 3.0, 90), t("math", True, None, 5),
              t("odd", True, 4.0, None)]
     got = task_figures(tasks)
-    assert list(got["kinds"]) == ["json", "math", "odd"]  # bank order (code, json, math, format), then the rest
-    math = got["kinds"]["math"]
+    assert list(got.kinds) == ["json", "math", "odd"]  # bank order (code, json, math, format), then the rest
+    math = got.kinds["math"]
     assert (math.passed, math.total, math.median_s, math.median_tok_s) == (2, 3, 2.0, 20.0)  # 10/1 and 90/3
-    assert (got["kinds"]["odd"].median_s, got["kinds"]["odd"].median_tok_s) == (4.0, None)
-    assert got["median_s"] == 2.5 and got["median_tok_s"] == 20.0  # seconds 1, 2, 3, 4; rates 10, 20, 30
-    assert task_figures([]) == {"median_s": None, "median_tok_s": None, "kinds": {}}
+    assert (got.kinds["odd"].median_s, got.kinds["odd"].median_tok_s) == (4.0, None)
+    assert got.median_s == 2.5 and got.median_tok_s == 20.0  # seconds 1, 2, 3, 4; rates 10, 20, 30
+    assert task_figures([]) == (None, None, {})
     run = build_result("A", None, {f"t{i}": x for i, x in enumerate(tasks)}, bank={})
     assert (run.passed, run.total, run.median_s, run.kinds["math"].total) == (3, 5, 2.5, 3)

@@ -264,7 +264,7 @@ def writeup_quality():
                    "kind": k, "prompt_tokens": 40, "completion_tokens": 60, "seconds": 0.5} for tid, k in tasks.items()}
         r = as_result({"lane": lane, "model": None, "passed": sum(v["passed"] for v in t.values()), "total": len(t),
                        "tasks": t}, QevalResult)
-        return msgspec.structs.replace(r, **task_figures(r.tasks.values()))  # the run's figures, as qeval's own
+        return msgspec.structs.replace(r, **task_figures(r.tasks.values())._asdict())  # the run's figures, as qeval's own
 
     from lanemon.workloads.qeval import compare_runs
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -99,13 +99,22 @@ def task_entry(task: Task, rec: RequestRecord, passed: bool, reason: str) -> Qev
                      completion_tokens=rec.completion_tokens, seconds=seconds)
 
 
-def _medians(tasks: Sequence[QevalTask]) -> dict[str, float | None]:
+class TaskFigures(NamedTuple):
+    """The run's figures over its scored tasks (``QevalResult``'s fields of the same names)."""
+
+    median_s: float | None
+    median_tok_s: float | None
+    kinds: dict[str, QevalKind]
+
+
+def _medians(tasks: Sequence[QevalTask]) -> tuple[float | None, float | None]:
+    """The median seconds per task and the median completion tokens / seconds (E2E)."""
     secs = [t.seconds for t in tasks if t.seconds is not None]
     rates = [t.completion_tokens / t.seconds for t in tasks if t.completion_tokens and t.seconds]
-    return {"median_s": round_or_none(median(secs), 6), "median_tok_s": round_or_none(median(rates), 2)}
+    return round_or_none(median(secs), 6), round_or_none(median(rates), 2)
 
 
-def task_figures(tasks: Iterable[QevalTask]) -> dict[str, Any]:
+def task_figures(tasks: Iterable[QevalTask]) -> TaskFigures:
     """The figures every qeval surface shows (measure/catalogue.py, ``qeval_*``), over the scored ``tasks``: the
     median seconds per task and median reply rate (completion tokens / seconds, E2E), and per kind (the bank's
     kinds first, in their order) passed, total and the same two medians."""
@@ -115,8 +124,10 @@ def task_figures(tasks: Iterable[QevalTask]) -> dict[str, Any]:
     by_kind = {}
     for k in kinds:
         of = [t for t in tasks if t.kind == k]
-        by_kind[k] = QevalKind(passed=sum(1 for t in of if t.passed), total=len(of), **_medians(of))
-    return {**_medians(tasks), "kinds": by_kind}
+        med_s, med_tok_s = _medians(of)
+        by_kind[k] = QevalKind(passed=sum(1 for t in of if t.passed), total=len(of), median_s=med_s,
+                               median_tok_s=med_tok_s)
+    return TaskFigures(*_medians(tasks), kinds=by_kind)
 
 
 def build_result(lane: str | None, model: str | None, entries: dict[str, QevalTask],
@@ -130,7 +141,7 @@ def build_result(lane: str | None, model: str | None, entries: dict[str, QevalTa
     order = [tid for tid in bank if tid in entries] + [tid for tid in entries if tid not in bank]
     tasks = {tid: entries[tid] for tid in order}
     out = QevalResult(lane=lane, model=model, passed=sum(1 for e in tasks.values() if e.passed), total=len(tasks),
-                      tasks=tasks, **task_figures(tasks.values()))
+                      tasks=tasks, **task_figures(tasks.values())._asdict())
     if skipped:
         out.skipped = {tid: skipped[tid] for tid in [t for t in bank if t in skipped] +
                        [t for t in skipped if t not in bank]}
