@@ -164,7 +164,7 @@ _NUM = re.compile(r"^(max )?([-+]?[\d,]*\.?\d+)\s*(ms|s|%|×|x|tok/s|tok|req/s|W
 def shown(text: str) -> tuple[float, float, bool] | None:
     """(value in the result's unit, half its last shown digit, a max) of a table cell; None for a dash."""
     text = text.replace("?", " ").replace("†", " ").strip()
-    if text in ("—", "–", "-", ""):
+    if text in ("—", "–", "-", "") or text.split(" ", 1)[0] == "—":  # not measured, perhaps with a note ("— 5 burst")
         return None
     m = _NUM.match(text)
     if m is None:

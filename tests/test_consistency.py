@@ -192,9 +192,10 @@ def test_tokens_per_joule_counts_the_same_tokens_in_decode_load_and_race_on_a_th
                                    ("load", rep, rep["served_tokens"]),
                                    ("race", race, race["generated_tokens"])):
         # $/1M needs no energy (never withheld for a busy machine's sparse readings): the same token count
+        # (--json rounds the window to the millisecond: a race's window of ~0.2 s is 0.25 % off by that alone)
         seconds = entry["energy_window_s"]
         assert entry["usd_per_1m_output_tokens"] == pytest.approx(3.5 * seconds / 3600 / generated * 1e6,
-                                                                  rel=2e-3), name
+                                                                  rel=2e-3 + 5e-4 / seconds), name
         if entry["energy_j"] is not None:  # withheld when the readings were too sparse for its window
             assert entry["tokens_per_joule"] == pytest.approx(generated / entry["energy_j"], rel=2e-3), name
     assert "reasoning included" in BY_NAME["tokens_per_joule"].definition

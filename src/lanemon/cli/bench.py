@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from lanemon.cli import bench_load
 from lanemon.cli.common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, MAX_COUNT, UsageError, add_measure_args, add_workload_args, err, int_list, open_recorder, parse_number, recording_saved, run_interruptible, slo_arg, thinking_arg, workload_lanes)
+from lanemon.measure.catalogue import NOT_MEASURED
 from lanemon.untrusted import inert, json_visible
 
 if TYPE_CHECKING:  # the typed results are imported where used: --help imports no msgspec (tests/test_startup.py)
@@ -316,13 +317,13 @@ def _tokens(n: Any) -> str:
 
 def _rate(v: Any) -> str:
     if v is None:
-        return "–"
+        return NOT_MEASURED
     return f"{v:,.0f}" if v >= 100 else f"{v:,.1f}"
 
 
 def _secs(v: Any) -> str:
     if v is None:
-        return "–"
+        return NOT_MEASURED
     return f"{v * 1000:.0f} ms" if v < 1 else f"{v:.2f} s"
 
 
@@ -406,10 +407,10 @@ def _render_decode(result: DecodeResult, console) -> None:
             row = [cat]
             for n in names:
                 c = lanes[n].categories.get(cat)
-                row.append(_spread_cell(c, c.per_stream_tok_s) if c else "–")
+                row.append(_spread_cell(c, c.per_stream_tok_s) if c else NOT_MEASURED)
             if ratios is not None:
                 r = ratios.by_category.get(cat)
-                row.append(f"{r:.2f}×" if r else "–")
+                row.append(f"{r:.2f}×" if r else NOT_MEASURED)
             ct.add_row(*row)
         console.print(ct)
     _render_efficiency(result, names, console)
@@ -471,6 +472,6 @@ def _render_needles(result: NeedleResult, console) -> None:
             else:
                 found = f"[red]NOT FOUND[/] (key {c.key or None}, answer {str(c.answer or '')[:40]!r})"
             depth = num(c.depth)
-            t.add_row(_tokens(length) if i == 0 else "", n, found, f"{depth * 100:.0f}%" if depth is not None else "–",
+            t.add_row(_tokens(length) if i == 0 else "", n, found, f"{depth * 100:.0f}%" if depth is not None else NOT_MEASURED,
                       _secs(num(c.ttft_s)), _rate(num(c.prefill_tok_s)), end_section=i == len(rows) - 1)
     console.print(t)
