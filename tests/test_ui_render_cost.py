@@ -269,12 +269,17 @@ def lines(monkeypatch):
     return seen
 
 
-async def test_idle_demo_with_gpu_telemetry_renders_what_changed(lines):
+def _gpu_demo_source() -> ScriptedSource:
+    """The sample events, then both lanes announced with simulated GPU telemetry: a live source held open."""
     events = sample_events()
     t = events[-1].t
     events += [Event(t + 1, schema.LANE, lane, None, {"url": f"http://127.0.0.1:1/{lane}", "telemetry": "sim"})
                for lane in ("A", "B")]
-    source = ScriptedSource(events, hold=True, mode="live", real_time=True)
+    return ScriptedSource(events, hold=True, mode="live", real_time=True)
+
+
+async def test_idle_demo_with_gpu_telemetry_renders_what_changed(lines):
+    source = _gpu_demo_source()
     app = make_app(source, refresh_hz=0.01)
     async with app.run_test(size=(160, 45)) as pilot:
         await _published(source, pilot)
@@ -356,11 +361,7 @@ async def test_each_chart_repaints_only_when_its_axis_stepped_and_a_quiet_lanes_
     meanwhile waits for the column: ``settle``), and no widget of lane B's card is rendered -- nothing it shows
     changed.  Before a chart is told its column moved, a repaint per frame with new data would count 10 a
     second; a card repainting its labels whatever changed would count dozens for lane B."""
-    events = sample_events()
-    t = events[-1].t
-    events += [Event(t + 1, schema.LANE, lane, None, {"url": f"http://127.0.0.1:1/{lane}", "telemetry": "sim"})
-               for lane in ("A", "B")]
-    source = ScriptedSource(events, hold=True, mode="live", real_time=True)
+    source = _gpu_demo_source()
     app = make_app(source, refresh_hz=0.01)
     async with app.run_test(size=(160, 45)) as pilot:
         await _published(source, pilot)

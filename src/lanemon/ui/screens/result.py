@@ -139,6 +139,8 @@ class ResultScreen(LanemonScreen):
         self.sections = sections
         self._shown_width = self.size.width
         body = self.query_one("#result-body", VerticalScroll)
+        if not body.is_attached:  # a refit queued (resize, scrollbar) as the screen closed: nothing to show into
+            return
         await body.remove_children()
         live = self._live()
         running = live is not None and not getattr(live, "finished", False)
