@@ -226,7 +226,9 @@ class BenchScreen(LanemonScreen):
         folded = app.bench_results
         finished = app.source_state() != "running"
         if self._results_at != (folded.version, finished):
-            forced = self._results_at is None  # the first draw, or asked to draw the results again
+            # the first draw, asked to draw the results again, or the run ended (the empty category panel's
+            # words follow the run's state, not only the result)
+            forced = self._results_at is None or self._results_at[1] != finished
             self._results_at = (folded.version, finished)
             results = folded.results(in_progress=not finished)
             # the fold hands back the object it gave last when nothing in it changed (a cell started, a
