@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from lanemon.results.requests import RequestError
 from lanemon.results.common import LoadConfig, to_json_obj
 from lanemon.workloads.bench.load import (Arrival, LengthDist, LoadSpecError, cell_result, phase_of, read_trace,
                                           schedule)
@@ -138,7 +139,7 @@ def test_cell_result_counts_only_the_measured_window_and_flags_a_late_client():
         r.end_ns = r.sent_ns + 70_000_000
         r.finish_reason = "stop"
         if not ok:
-            r.error = {"cls": "http", "message": "HTTP 500"}
+            r.error = RequestError(cls="http", message="HTTP 500")
         return r
 
     cut = rec(4, "measure", 0.001)

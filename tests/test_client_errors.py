@@ -57,14 +57,14 @@ def test_misbehaviour_becomes_a_classified_error(script, cls, words):
     with ScriptedServer({CHAT: script}) as srv:
         rec, events = asyncio.run(run_one(srv.url))
     assert events[-1].kind == schema.ERROR
-    assert rec.error["cls"] == cls and words in rec.error["message"]
+    assert rec.error.cls == cls and words in rec.error.message
     assert sum(e.kind == schema.ERROR for e in events) == 1
 
 
 def test_stall_is_a_timeout():
     with ScriptedServer({CHAT: [sse_head(), chunk("a"), 2.0, chunk("b"), b"data: [DONE]\n\n"]}) as srv:
         rec, _ = asyncio.run(run_one(srv.url, stall_timeout=0.3))
-    assert rec.error["cls"] == schema.ERR_TIMEOUT
+    assert rec.error.cls == schema.ERR_TIMEOUT
     assert len(rec.token_ns) == 1  # the token before the stall is kept
 
 
@@ -73,7 +73,7 @@ def test_closed_port_is_connection_refused():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     rec, events = asyncio.run(run_one(f"http://127.0.0.1:{port}/v1"))
-    assert rec.error["cls"] == schema.ERR_CONNECT and "refused" in rec.error["message"]
+    assert rec.error.cls == schema.ERR_CONNECT and "refused" in rec.error.message
     assert kinds(events) == ["request", "error"]
 
 

@@ -114,13 +114,13 @@ HTTP_CASES = [
 @pytest.mark.parametrize("spec, status, words", HTTP_CASES)
 def test_http_errors_keep_status_and_the_servers_message(spec, status, words):
     (rec,), events, trace = run_one([spec])
-    assert rec.error["cls"] == schema.ERR_HTTP and rec.error["status"] == status
-    assert words in rec.error["message"] and rec.error["message"].startswith(f"HTTP {status}: ")
-    assert "<" not in rec.error["message"]  # an HTML page is reduced to its title
+    assert rec.error.cls == schema.ERR_HTTP and rec.error.status == status
+    assert words in rec.error.message and rec.error.message.startswith(f"HTTP {status}: ")
+    assert "<" not in rec.error.message  # an HTML page is reduced to its title
     assert [e.kind for e in events] == ["request", "first_byte", "error"]
     assert trace[-1]["faults"] == [spec] and trace[-1]["http_status"] == status
     if status == 429:
-        assert rec.error["retry_after"] == "1" and "Retry-After: 1" in rec.error["message"]
+        assert rec.error.retry_after == "1" and "Retry-After: 1" in rec.error.message
 
 
 @pytest.mark.parametrize(
@@ -139,8 +139,8 @@ def test_http_errors_keep_status_and_the_servers_message(spec, status, words):
 )
 def test_stream_faults_become_classified_errors(spec, endpoint, cls, words, tokens):
     (rec,), events, trace = run_one([spec], endpoint=endpoint)
-    assert rec.error is not None and rec.error["cls"] == cls, rec.error
-    assert words in rec.error["message"]
+    assert rec.error is not None and rec.error.cls == cls, rec.error
+    assert words in rec.error.message
     assert len(rec.token_ns) == tokens  # tokens before the fault are kept
     assert sum(e.kind == schema.ERROR for e in events) == 1 and events[-1].kind == schema.ERROR
     if spec == "refuse":  # closed before any response: retried once on a new connection, visibly, then the error
@@ -159,7 +159,7 @@ def test_finish_reason_without_done_is_complete_with_a_note():
 
 def test_stall_beyond_the_stall_timeout_is_a_timeout():
     (rec,), _, trace = run_one(["stall:1"], stall_timeout=0.3)
-    assert rec.error["cls"] == schema.ERR_TIMEOUT and "stall timeout" in rec.error["message"]
+    assert rec.error.cls == schema.ERR_TIMEOUT and "stall timeout" in rec.error.message
     assert len(rec.token_ns) == 1 and trace[-1]["faults"] == ["stall:1"]
 
 
@@ -200,7 +200,7 @@ def test_slow_headers_delay_first_byte_but_the_request_succeeds():
 
 def test_slow_headers_beyond_the_stall_timeout_time_out():
     (rec,), _, _ = run_one(["slowheaders:100"], stall_timeout=0.2)  # ~0.5 s a byte
-    assert rec.error["cls"] == schema.ERR_TIMEOUT
+    assert rec.error.cls == schema.ERR_TIMEOUT
 
 
 def test_a_models_list_change_is_followed_and_logged():
@@ -261,7 +261,7 @@ def test_a_100_mb_line_is_refused_with_bounded_memory():
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert rec.error["cls"] == schema.ERR_MALFORMED and "longer than 16 MiB" in rec.error["message"]
+    assert rec.error.cls == schema.ERR_MALFORMED and "longer than 16 MiB" in rec.error.message
     assert peak < 40 * 2**20, f"peak {peak / 2**20:.1f} MiB for a 100 MiB line"  # the cap, not the line
     assert time.monotonic() - t0 < 20
     assert trace[-1]["faults"] == ["huge:100"] and trace[-1]["status"] == "cancelled"

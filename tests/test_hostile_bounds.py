@@ -92,8 +92,8 @@ def test_keepalive_bytes_do_not_keep_a_request_alive(keepalive):
         t0 = time.monotonic()
         rec, events = asyncio.run(with_client(lane_of(srv, timeout=1.0), one_stream))
         took = time.monotonic() - t0
-    assert rec.error["cls"] == schema.ERR_STALLED, rec.error
-    assert "keep-alive" in rec.error["message"]
+    assert rec.error.cls == schema.ERR_STALLED, rec.error
+    assert "keep-alive" in rec.error.message
     assert took < 10
     assert [e.kind for e in events][-1] == schema.ERROR
 
@@ -107,7 +107,7 @@ def test_a_stream_that_never_ends_is_cut_at_the_request_deadline():
         t0 = time.monotonic()
         rec, _ = asyncio.run(with_client(lane_of(srv, timeout=30.0, deadline=1.5), one_stream))
         took = time.monotonic() - t0
-    assert rec.error["cls"] == schema.ERR_TIMEOUT and "deadline" in rec.error["message"]
+    assert rec.error.cls == schema.ERR_TIMEOUT and "deadline" in rec.error.message
     assert len(rec.token_ns) >= 5 and took < 10  # it was streaming: the deadline, not the stall rule, ended it
 
 

@@ -103,7 +103,7 @@ def test_done_without_finish_reason_is_truncated_like_an_interrupted_llama_cpp_p
 
 def test_a_stream_cut_after_tokens_is_truncated():
     rec, events = play([sse_head(), tok("a "), 0.02, tok("b "), None])
-    assert rec.outcome == TRUNCATED and rec.error["cls"] == schema.ERR_CUT
+    assert rec.outcome == TRUNCATED and rec.error.cls == schema.ERR_CUT
     assert assert_no_speed(rec, events).requests_truncated == 1
 
 
@@ -120,8 +120,8 @@ def test_finish_reason_and_usage_without_done_is_complete_with_a_note():
 # -- usage --------------------------------------------------------------------------------------------------
 def test_usage_with_no_token_chunk_is_malformed_and_never_wins():
     rec, events = play([sse_head(), finish("stop"), usage(11), DONE])
-    assert rec.outcome == ERROR and rec.error["cls"] == schema.ERR_MALFORMED
-    assert "11 completion tokens but no token chunk" in rec.error["message"]
+    assert rec.outcome == ERROR and rec.error.cls == schema.ERR_MALFORMED
+    assert "11 completion tokens but no token chunk" in rec.error.message
     assert assert_no_speed(rec, events).requests_err == 1
 
 
@@ -131,7 +131,7 @@ def test_usage_with_no_token_chunk_is_malformed_and_never_wins():
 ])
 def test_bad_usage_counts_are_malformed(value, words):
     rec, events = play([sse_head(), tok("a "), 0.02, tok("b ", finish="stop"), usage(value), DONE])
-    assert rec.outcome == ERROR and rec.error["cls"] == schema.ERR_MALFORMED and words in rec.error["message"]
+    assert rec.outcome == ERROR and rec.error.cls == schema.ERR_MALFORMED and words in rec.error.message
     assert_no_speed(rec, events)
 
 
@@ -189,16 +189,16 @@ def test_multi_line_data_field_is_joined_as_the_sse_spec_says():
 def test_several_choices_in_one_stream_are_refused_never_merged():
     two = [sse({"choices": [{"index": i, "delta": {"content": f"c{i}"}, "finish_reason": None}]}) for i in (0, 1)]
     rec, events = play([sse_head(), *two, finish("stop"), DONE])
-    assert rec.outcome == ERROR and "n > 1" in rec.error["message"] and rec.text == "c0"
+    assert rec.outcome == ERROR and "n > 1" in rec.error.message and rec.text == "c0"
     assert_no_speed(rec, events)
     both = sse({"choices": [{"index": i, "delta": {"content": "x"}, "finish_reason": None} for i in (0, 1)]})
     rec, events = play([sse_head(), both, finish("stop"), DONE])
-    assert rec.outcome == ERROR and "n > 1" in rec.error["message"] and not rec.token_ns
+    assert rec.outcome == ERROR and "n > 1" in rec.error.message and not rec.token_ns
 
 
 def test_n_above_one_is_refused_before_sending():
     rec, events = play([sse_head(), tok("a", finish="stop"), DONE], body_extra={"n": 2})
-    assert rec.outcome == ERROR and "n > 1" in rec.error["message"]
+    assert rec.outcome == ERROR and "n > 1" in rec.error.message
     assert [e.kind for e in events] == ["request", "error"]
 
 
@@ -299,4 +299,4 @@ def test_hidden_reasoning_counted_in_usage_is_not_absurd():
     rec, _ = play([sse_head(), *paced(5, 0.01), u, DONE])
     assert rec.outcome == COMPLETE and rec.reasoning_tokens == 3000
     rec, _ = play([sse_head(), *paced(5, 0.01), usage(3005), DONE])  # the same count with no reasoning said
-    assert rec.outcome == ERROR and "absurd" in rec.error["message"]
+    assert rec.outcome == ERROR and "absurd" in rec.error.message

@@ -148,7 +148,8 @@ def test_a_refusal_with_retry_after_is_the_error_model():
     assert err.data == event_data(R.RequestError(cls="http", status=429, message=err.data["message"],
                                                  retry_after="7"))
     assert "rate limited" in err.data["message"] and "(Retry-After: 7)" in err.data["message"]
-    assert rec.error == err.data
+    assert rec.error == R.read_error(err.data) == R.RequestError(cls="http", status=429, message=err.data["message"],
+                                                                  retry_after="7")
 
 
 @pytest.mark.parametrize("name", ["demo.jsonl", "gauntlet.jsonl", "races.jsonl"])
@@ -172,3 +173,13 @@ def test_every_recorded_event_of_these_kinds_is_its_model(name):
                 msgspec.convert(data, R.RequestTags)
                 seen.add(kind)
     assert {schema.LANE, schema.REQUEST, schema.FIRST_BYTE, schema.TOKEN} <= seen
+
+
+def test_a_record_keeps_its_error_typed_and_reads_odd_data_leniently():
+    """``RequestRecord.error`` is the typed :class:`RequestError` (read_error), never the event's dict; data the
+    model did not make (a field of another type, an unknown key) is stood in for, not raised on."""
+    assert R.read_error({"cls": "cut", "message": "x", "status": 502, "retry_after": "3", "extra": 1}) == \
+        R.RequestError(cls="cut", status=502, message="x", retry_after="3")
+    odd = R.read_error({"cls": 5, "status": True, "message": 12, "retry_after": 3})
+    assert odd == R.RequestError(cls=None, status=None, message="12", retry_after=None)
+    assert R.read_error("not a mapping") == R.RequestError(cls=None)

@@ -84,7 +84,7 @@ def _view(recs, events):
     evs = [(e.kind, {k: v for k, v in e.data.items() if k not in ("finish_t", "queued_ms")}) for e in events
            if e.kind not in ("request", "first_byte")]
     rs = [(r.outcome, r.text, len(r.token_ns), list(r.chunk_tokens), r.finish_reason, r.completion_tokens,
-           (r.error or {}).get("cls"), (r.error or {}).get("message"), sorted(r.notes)) for r in recs]
+           r.error and r.error.cls, r.error and r.error.message, sorted(r.notes)) for r in recs]
     return evs, rs
 
 

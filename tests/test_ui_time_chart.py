@@ -11,6 +11,7 @@ from textual.app import App, ComposeResult
 
 from lanemon.folds.series import SeriesState
 from lanemon.measure.records import RequestRecord
+from lanemon.results.requests import read_error
 from lanemon.ui.widgets.time_chart import TimeChart, nice_max
 
 S = 1_000_000_000
@@ -80,7 +81,7 @@ def _rec(lane: str, req: str, start: int, ttft_ms: float, *, error: dict | None 
         rec.finish_reason = finish
     else:
         rec.end_ns = start + 50 * MS
-        rec.error = error
+        rec.error = read_error(error)
     return rec
 
 

@@ -133,7 +133,7 @@ def test_a_worker_that_dies_leaves_error_events_not_a_gap(tmp_path):
         errors, seen, failures = asyncio.run(go())
         recs = {r.req: r for r in assemble(seen)}
         assert set(recs) == {f"B-x{i}" for i in range(6)}  # every request has a record
-        dead = [r for r in recs.values() if r.error and "worker 1" in str(r.error.get("message"))]
+        dead = [r for r in recs.values() if r.error and "worker 1" in str(r.error.message)]
         assert len(dead) == 3 and errors >= 3 and failures, (errors, failures)
         assert all(r.token_ns for r in dead)  # killed mid-stream: each had tokens before its error
         assert all(r.ok for r in recs.values() if r not in dead)

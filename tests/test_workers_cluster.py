@@ -240,7 +240,7 @@ def test_a_load_host_removed_mid_run_is_lost_named_and_its_requests_are_errors(c
         lost_worker = next(h["worker"] for h in config["worker_hosts"] if h["node"] == gone.node_id)
         theirs = [r for r in records if r.meta["worker"] == lost_worker]
         errored = [r for r in theirs if not r.ok]
-        assert errored and all("load host" in r.error["message"] and "lost" in r.error["message"] for r in errored)
+        assert errored and all("load host" in r.error.message and "lost" in r.error.message for r in errored)
         assert rep["errors"] >= len(errored)
         # what the lost host had not sent is not sent, never served; the rest of the run went on
         expected = len(schedule("constant", rate=4, duration=duration))

@@ -90,7 +90,7 @@ def test_a_lost_worker_ends_what_it_sent_as_errors_and_what_it_had_not_sent_as_n
     pool._close_merge()
     recs = {r.req: r for r in assemble(seen)}
     assert set(recs) == {"A-1", "A-3"} and recs["A-1"].error is None
-    assert not recs["A-3"].ok and recs["A-3"].error["message"] == "load host x (n1) lost"
+    assert not recs["A-3"].ok and recs["A-3"].error.message == "load host x (n1) lost"
     # the next job goes to the live worker only
     shares = pool._shares("A", items[:2])
     assert [len(s) for s in shares] == [2, 0]

@@ -389,7 +389,7 @@ class LaneClient:
                 body["prompt"] = "hi"
             probe = {"probe": "continuous_usage"}
             rec = await self.stream(endpoint, body, purpose="detect", meta=probe)
-            status = (rec.error or {}).get("status")
+            status = rec.error.status if rec.error is not None else None
             if status == 404 and endpoint == "completions":
                 continue  # a chat-only lane: ask there
             ok = rec.ok and bool(rec.chunk_tokens) and all(isinstance(n, int) for n in rec.chunk_tokens)

@@ -436,14 +436,14 @@ class SessionState:
         lane.active.pop(ev.req, None)
         lane.in_flight = max(0, lane.in_flight - 1)
         outcome = rec.outcome
-        if outcome == ERROR and rec.error.get("cls") == schema.ERR_CANCELLED:  # type: ignore[union-attr]
+        if outcome == ERROR and rec.error is not None and rec.error.cls == schema.ERR_CANCELLED:
             return rec  # lanemon stopped it (quit, Ctrl-C): not the lane's fault
         lane.count(outcome)  # type: ignore[arg-type]
         if outcome == ERROR:
-            lane.errors.append((ev.t, rec.error.get("cls", "error"), rec.error.get("message", "")))  # type: ignore[union-attr]
+            lane.errors.append((ev.t, rec.error.cls or "error", rec.error.message or ""))  # type: ignore[union-attr]
             return rec
         if outcome == TRUNCATED:
-            why = (rec.error or {}).get("message") or "the stream ended without a finish_reason"
+            why = (rec.error.message if rec.error is not None else None) or "the stream ended without a finish_reason"
             lane.errors.append((ev.t, TRUNCATED, f"{why} after {len(rec.token_ns)} token chunks"))
             return rec
         if outcome == EMPTY:

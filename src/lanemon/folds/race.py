@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
 
 from lanemon.measure import metrics
 from lanemon.measure.metrics import RequestMetrics
 from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.measure.records import Assembler, RequestRecord
+from lanemon.results.requests import RequestError
 
 BENCH = "race"
 
@@ -69,7 +69,7 @@ class RaceLane:
         return self.rec.reasoning_text if self.rec is not None else ""
 
     @property
-    def error(self) -> dict[str, Any] | None:
+    def error(self) -> RequestError | None:
         return self.rec.error if self.rec is not None else None
 
     def metrics(self, now_ns: int | None = None) -> RequestMetrics | None:

@@ -391,7 +391,7 @@ class SeriesState:
     def add(self, rec: RequestRecord, m: RequestMetrics | None = None) -> None:
         """File one finished request (lanemon's own cancellations are not the lane's: skipped); ``m``: its
         metrics when the caller computed them already (the dashboard's fold did)."""
-        if rec.error is not None and rec.error.get("cls") == schema.ERR_CANCELLED:
+        if rec.error is not None and rec.error.cls == schema.ERR_CANCELLED:
             return
         end = rec.end_ns if rec.end_ns is not None else self.last_t
         if not rec.ok:  # error, or truncated / empty (measure/records.py): marked, never plotted

@@ -196,7 +196,7 @@ def request_metrics(rec: RequestRecord) -> RequestMetrics:
         prompt_tokens=rec.prompt_tokens,
         cached_tokens=rec.cached_tokens,
         reasoning_tokens=reasoning,
-        error_cls=(rec.error or {}).get("cls") if rec.error else None,
+        error_cls=rec.error.cls if rec.error is not None else None,
         tokens_per_chunk=tpc,
         itl_per_token_s=per_token,
         generated_tokens=generated,

@@ -37,6 +37,7 @@ import orjson
 
 from lanemon import events as schema
 from lanemon.events import Event
+from lanemon.results.requests import RequestError, read_error
 from lanemon.measure.usage_checks import MAX_TOKENS_PER_CHUNK, usage_problem  # noqa: F401  (re-exported)
 
 
@@ -97,7 +98,8 @@ class RequestRecord:
     """Arrival of the chunk that carried the ``finish_reason`` (``done``'s ``finish_t``), when recorded."""
     server_request_id: str | None = None
     """The server's id for this request (``x-request-id`` / ``x-sim-request-id``), when it sent one."""
-    error: dict[str, Any] | None = None
+    error: RequestError | None = None
+    """Why the request failed (its ``error`` event, typed), or None."""
     flags: set[str] = field(default_factory=set)
     """Marks on the request's figures: ``"burst"`` (here) and ``"client_bound"`` (measure/load.py): its
     timestamps say when lanemon read the chunks, not when the lane wrote them."""
@@ -112,7 +114,7 @@ class RequestRecord:
         if self.end_ns is None:
             return None
         if self.error is not None:
-            if self.error.get("cls") == schema.ERR_CUT and self.token_ns:
+            if self.error.cls == schema.ERR_CUT and self.token_ns:
                 return TRUNCATED  # tokens came, then the connection was cut
             return ERROR
         if len(self.token_ns) <= self.blank_chunks:  # tokens perhaps, but not one with text
@@ -165,7 +167,7 @@ def finish(rec: RequestRecord) -> RequestRecord:
     if rec.error is None:
         problem = usage_problem(rec)
         if problem:
-            rec.error = {"cls": schema.ERR_MALFORMED, "message": problem}
+            rec.error = RequestError(cls=schema.ERR_MALFORMED, message=problem)
     if rec.error is None and rec.finish_reason and is_burst(rec.token_ns):
         rec.flags.add(BURST)
     return rec
@@ -276,7 +278,7 @@ class Assembler:
             return finish(self.open.pop(ev.req))
         elif kind == schema.ERROR:
             rec.end_ns = ev.t
-            rec.error = dict(d)
+            rec.error = read_error(d)
             return self.open.pop(ev.req)
         return None
 

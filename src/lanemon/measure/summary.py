@@ -221,7 +221,7 @@ class SummaryFold:
         rec = self._asm.apply(ev)
         if rec is None or rec.outcome is None:
             return
-        if rec.error is not None and rec.error.get("cls") == schema.ERR_CANCELLED:
+        if rec.error is not None and rec.error.cls == schema.ERR_CANCELLED:
             return
         workload, level = _workload(rec)
         if rec.purpose in NOT_WORKLOADS or (rec.meta or {}).get("part") == "calibrate" or level == "calibrate":

@@ -88,7 +88,7 @@ def iter_request_rows(events: Iterable[Event], simulated: Iterable[str] = ()) ->
             "notes": list(rec.notes),
             "status": "ok" if rec.ok else "error",
             "error_cls": m.error_cls,
-            "error_message": (rec.error or {}).get("message") if rec.error else None,
+            "error_message": rec.error.message if rec.error is not None else None,
             "finish_reason": rec.finish_reason,
             "itl_s": list(m.itl_s),
             "itl_per_token_s": list(m.itl_per_token_s),

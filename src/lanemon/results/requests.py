@@ -125,6 +125,21 @@ class RequestError(Reading):
     """The answer's ``Retry-After`` (429/503), at most 64 characters."""
 
 
+def read_error(data: Any) -> RequestError:
+    """An ``error`` event's data as the :class:`RequestError` a request's record keeps (``RequestRecord.error``).
+
+    Lenient, never raising: a recording's line has passed the checker and a live event was built from the model,
+    but the record must stand even for data neither made. A field of another type is None (a message is made
+    text); unknown keys are dropped (no reader looks at them)."""
+    get = data.get if isinstance(data, dict) else (lambda _key: None)
+    cls, status, message, retry = get("cls"), get("status"), get("message"), get("retry_after")
+    return RequestError(
+        cls=cls if isinstance(cls, str) else None,
+        status=status if isinstance(status, (int, str, float)) and not isinstance(status, bool) else None,
+        message=None if message is None else message if isinstance(message, str) else str(message),
+        retry_after=retry if isinstance(retry, str) else None)
+
+
 def error_data(cls: str, message: str, status: int | None = None) -> dict[str, Any]:
     """An ``error`` event's data: :func:`event_data` of a :class:`RequestError` (``status`` left out when None)."""
     return event_data(RequestError(cls=cls, status=status, message=message))

@@ -121,7 +121,7 @@ def agree_results(events: Iterable[Event]) -> AgreeResult:
             ra, rb = pair.get(a), pair.get(b)
             if ra is None or rb is None or not ra.ok or not rb.ok:
                 errors += 1
-                msg = next((r.error.get("message") for r in (ra, rb) if r is not None and r.error), "missing")
+                msg = next((r.error.message for r in (ra, rb) if r is not None and r.error), "missing")
                 rows.append(AgreePrompt(id=pid, error=str(msg or "failed")))
                 continue
             d, exact = first_divergence_word(ra.text, rb.text)

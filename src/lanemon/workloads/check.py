@@ -110,7 +110,7 @@ async def run_check(lane: LaneConfig, *, max_tokens: int = 24) -> CheckResult:
             rec = await client.stream(endpoint, body, purpose="check")
             m = request_metrics(rec)
             if rec.error:
-                checks.append(check(name, False, True, rec.error.get("message", "failed")))
+                checks.append(check(name, False, True, rec.error.message or "failed"))
             elif m.chunks == 0:
                 checks.append(check(name, False, True, "stream carried no token"))
             else:
@@ -128,7 +128,7 @@ async def run_check(lane: LaneConfig, *, max_tokens: int = 24) -> CheckResult:
                                  extra={"temperature": 0, "tools": [TOOL], "tool_choice": "required"})
         rec = await client.stream("chat", body, purpose="check")
         if rec.error:
-            checks.append(check("tools", False, False, rec.error.get("message", "failed")))
+            checks.append(check("tools", False, False, rec.error.message or "failed"))
         else:
             checks.append(tool_check(merge_tool_deltas(
                 d for ev in events if ev.req == rec.req for d in (ev.data.get("tool_calls") or []))))

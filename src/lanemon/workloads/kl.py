@@ -163,7 +163,7 @@ async def run_kl(harness: Harness, prompts: Sequence[str], *, reference: str, to
                                         extra={"temperature": 0}, purpose="kl",
                                         meta={"bench": "kl", "prompt_id": i, "run": "teacher"})
             if rec.error:
-                status.setdefault(reference, ("error", rec.error.get("message")))
+                status.setdefault(reference, ("error", rec.error.message))
                 continue
             text = prompt + rec.text
             # 2. teacher-forced logprobs on every lane still answering

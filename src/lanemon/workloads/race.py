@@ -273,10 +273,10 @@ def _lane_error(entry: Any) -> RaceError | None:
         return RaceError(cls="unfinished", message="the request had not finished")
     error = entry.error
     if outcome in NOT_COMPLETE:
-        why = (error or {}).get("message") or NOT_COMPLETE[outcome]
+        why = (error.message if error is not None else None) or NOT_COMPLETE[outcome]
         return RaceError(cls=outcome, message=str(why))
     if error is not None:
-        return RaceError(cls=str(error.get("cls", "error")), message=str(error.get("message", "")))
+        return RaceError(cls=error.cls or "error", message=error.message or "")
     return None
 
 

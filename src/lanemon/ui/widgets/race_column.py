@@ -84,9 +84,9 @@ class RaceColumn(LaneCard):
         m = entry.metrics(now_ns)
         elapsed = entry.elapsed_s(now_ns)
         if entry.error is not None:
-            cls = str(entry.error.get("cls", "error"))
+            cls = entry.error.cls or "error"
             self._rank("ERR", "-error")
-            msg = " ".join(str(entry.error.get("message", "")).split())
+            msg = " ".join((entry.error.message or "").split())
             q("#stats", Label).update(f"[$error b]{escape(cls)}[/] {escape(msg)}")
         elif entry.rank is not None:
             style = {1: "-r1", 2: "-r2"}.get(entry.rank, "-rn")

@@ -100,7 +100,7 @@ def _run_result(rec: RequestRecord) -> NeedleRun:
         prompt_tokens=rec.prompt_tokens,
         ttft_s=rnd(m.ttft_s) if ok else None,
         prefill_tok_s=rnd(m.prefill_tok_s) if ok else None,
-        error=None if ok else str((rec.error or {}).get("message") or (rec.error or {}).get("cls") or "error"),
+        error=None if ok else str((rec.error.message or rec.error.cls if rec.error is not None else None) or "error"),
     )
 
 

@@ -158,8 +158,8 @@ async def calibrate(h, lane: str, opts: BenchOptions, rng: random.Random, bench:
             else:
                 message = "calibration: the lane reported no usage (streaming or not); counts are estimates"
             break
-        message = "calibration failed: " + str((rec.error or {}).get("message") or "error")
-        if (rec.error or {}).get("status") != 400 or target <= MIN_CALIBRATION_TOKENS * 4:
+        message = "calibration failed: " + ((rec.error.message if rec.error is not None else None) or "error")
+        if (rec.error.status if rec.error is not None else None) != 400 or target <= MIN_CALIBRATION_TOKENS * 4:
             break
         target //= 4  # a 400 is most often "too long for this model": try once with a quarter
     failed = tpc is None and errors > 0

@@ -441,7 +441,7 @@ async def each_lane(h, opts: "BenchOptions", one_lane) -> None:
 def first_error(records) -> str | None:
     for r in records:
         if r.error:
-            return str(r.error.get("message") or r.error.get("cls") or "error")
+            return r.error.message or r.error.cls or "error"
     return None
 
 

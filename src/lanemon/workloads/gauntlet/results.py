@@ -67,7 +67,7 @@ def gauntlet_results(events: Iterable[Event]) -> GauntletResult:
             calls=len(calls),
         )
         if rec.error:
-            row.error = rec.error.get("message")
+            row.error = rec.error.message
         turns.setdefault((rec.lane, rep), {})[turn] = row
         if rec.lane not in lane_order:
             lane_order.append(rec.lane)

@@ -202,7 +202,7 @@ class GauntletRun:
             finally:
                 deltas = self._watch.pop(req, [])
             if not rec.ok:
-                stopped, error = "error", (rec.error or {}).get("message", "request failed")
+                stopped, error = "error", (rec.error.message if rec.error is not None else None) or "request failed"
                 break
             calls = merge_tool_deltas(deltas)
             if not calls:

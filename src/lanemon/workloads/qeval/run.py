@@ -73,7 +73,7 @@ class Verdict(msgspec.Struct, kw_only=True):
 def score_record(task: Task, rec: RequestRecord, limits: SandboxLimits | None) -> Verdict:
     """The verdict for one reply (scored now: code runs in the sandbox)."""
     if rec.error is not None:
-        return Verdict(passed=False, reason=f"request failed: {rec.error.get('message') or rec.error.get('cls') or 'error'}"[:MAX_REASON])
+        return Verdict(passed=False, reason=f"request failed: {rec.error.message or rec.error.cls or 'error'}"[:MAX_REASON])
     if getattr(rec, "outcome", None) == "truncated":  # not a clean completion: never scored as one
         return Verdict(passed=False, reason="request failed: the stream ended without a finish_reason (truncated)")
     try:
