@@ -92,6 +92,31 @@ def _events(rec):
     return read_events(rec)[1]
 
 
+def _starved_out(err: str, rec, removed: str | None = None) -> str | None:
+    """Why a run that lost a load host nobody removed is not judged: every such host went silent (no heartbeat for
+    the watch's limit) while the run's recording says lanemon's processes were starved for a second or more -- a
+    starved Ray runtime delivers no batches, and the watch then takes a live host for a lost one (seen beside four
+    CPU hogs: joined after 55 s, both workers of one host silent 5 s).  None: nothing to excuse, judge the run.
+    ``removed``: the node the test removed itself (its loss is the test's)."""
+    lost = [ln for ln in err.splitlines() if "load host" in ln and " lost: " in ln
+            and not (removed and f"({removed[:12]})" in ln)]
+    if not lost or not all("no heartbeat" in ln for ln in lost):
+        return None
+    starved = _starved(rec)
+    return f"the Ray runtime starved: {starved}, and a live load host went silent: {lost[0].strip()}" if starved else None
+
+
+def _starved(rec) -> str:
+    """'' unless the run's recording says lanemon's processes (main and workers) were starved for a second or more,
+    else how long."""
+    from lanemon.measure.load import client_load
+
+    events = _events(rec) if rec.exists() else []
+    starved = client_load(events).starved_s(events[0].t, events[-1].t) if events else 0.0
+    return (f"lanemon's recording shows {starved:.1f} s starved in {(events[-1].t - events[0].t) / 1e9:.1f} s"
+            if starved >= 1.0 else "")
+
+
 def _header_workers(rec) -> list[dict]:
     """The recording header's ``workers`` (its first line), through the reader's schema check."""
     from lanemon.recording.reader import Recording
@@ -114,6 +139,8 @@ def test_bench_load_across_two_load_hosts_splits_the_requests_on_schedule(cluste
     try:
         rec = tmp_path / "two.jsonl"
         rc, result, err = _finish(_start(c, sim.url, rec))
+        if rc != 0 and (why := _starved_out(err, rec)):
+            pytest.skip(why)
         assert rc == 0, err[-3000:]
         assert "Ray cluster joined in" in err and str(rec) + ".ray.log" in err
         _ray_free(err)
@@ -153,6 +180,8 @@ def test_a_skewed_worker_clock_is_found_and_corrected(cluster, tmp_path):
         rec = tmp_path / "skew.jsonl"
         rc, result, err = _finish(_start(c, sim.url, rec, "--workers-per-node", "2",
                                          env={"LANEMON_TEST_CLOCK_SKEW": f"1:{SKEW_NS}"}))
+        if rc != 0 and (why := _starved_out(err, rec)):
+            pytest.skip(why)
         assert rc == 0, err[-3000:]
         config, records = _records(rec)
         hosts = {h["worker"]: h for h in _header_workers(rec)}
@@ -257,11 +286,18 @@ def test_a_load_host_removed_mid_run_is_lost_named_and_its_requests_are_errors(c
         _ray_free(err)
         assert f"({gone.node_id[:12]})" in err and "lost" in err
         rep = result["lanes"]["A"]["reps"][0]
+        if [w["node"] for w in rep["workers_lost"]] != [gone.node_id] and (why := _starved_out(err, rec, gone.node_id)):
+            pytest.skip(why)
         assert [w["node"] for w in rep["workers_lost"]] == [gone.node_id], rep["workers_lost"]
         config, records = _records(rec)
         lost_worker = next(h["worker"] for h in config["worker_hosts"] if h["node"] == gone.node_id)
         theirs = [r for r in records if r.meta["worker"] == lost_worker]
         errored = [r for r in theirs if not r.ok]
+        if not errored and (starved := _starved(rec)):
+            # the lost host's sends reached the lane (the trace) but the main process never heard of one in flight:
+            # its batches came late through a starved Ray runtime, so there was nothing it knew to end as an error
+            pytest.skip(f"the Ray runtime starved: {starved}; the removed host's {len(theirs)} requests the main "
+                        f"process heard of had all ended ({sum(r.ok for r in theirs)} ok) when it was lost")
         assert errored and all("load host" in r.error["message"] and "lost" in r.error["message"] for r in errored)
         assert rep["errors"] >= len(errored)
         # what the lost host had not sent is not sent, never served; the rest of the run went on

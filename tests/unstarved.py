@@ -26,7 +26,7 @@ LATE_S = 0.1
 MARGIN_NS = int(LAG_BOUND_MS * 1e6)
 """Around a starved window: a sub-threshold lag at its edge is not a judged send's."""
 MIN_JUDGED_SHARE = 0.2
-MIN_JUDGED = 10
+MIN_JUDGED = 5
 """Enough to judge: this share of the sends and at least this many ..."""
 MIN_SPAN_SHARE = 0.5
 """... due over this share of the schedule's span (a rate error shows as a drift: it needs the span to grow)."""
