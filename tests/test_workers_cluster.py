@@ -103,7 +103,9 @@ def _starved_out(err: str, rec, removed: str | None = None) -> str | None:
     if not lost or not all("no heartbeat" in ln for ln in lost):
         return None
     starved = _starved(rec)
-    return f"the Ray runtime starved: {starved}, and a live load host went silent: {lost[0].strip()}" if starved else None
+    if not starved:
+        return None
+    return f"the Ray runtime starved: {starved}, and a live load host went silent: {lost[0].strip()}"
 
 
 def _starved(rec) -> str:
