@@ -192,23 +192,32 @@ def test_a_skewed_worker_clock_is_found_and_corrected(cluster, tmp_path):
             true = SKEW_NS if w == 1 else 0
             assert abs(hosts[w]["offset_ns"] - true) <= hosts[w]["offset_uncertainty_ns"] + 1000, hosts[w]
         assert {r.meta["worker"] for r in records} == {0, 1, 2, 3}
+        from lanemon.measure.load import client_load, is_client_bound
+
+        load = client_load(_events(rec))
         trace = {t["id"]: t for t in sim.trace()}
-        err_ttft = [request_metrics(r).ttft_s - trace[r.server_request_id]["ttft_s"] for r in records]
-        assert min(err_ttft) > -0.001 and statistics.median(err_ttft) < 0.05, err_ttft
+        err_ttft = {r.req: request_metrics(r).ttft_s - trace[r.server_request_id]["ttft_s"] for r in records}
+        assert min(err_ttft.values()) > -0.001, err_ttft  # never before the server sent it, starved or not
+        # the server's plus the wire, where lanemon read the stream in time (a client-bound request's first token
+        # was read when a starved loop got round to it: its TTFT is not judged, docs/METRICS.md)
+        timed = [err_ttft[r.req] for r in records if not is_client_bound(r, load)]
+        if len(timed) >= 4:
+            assert statistics.median(timed) < 0.05, timed
+        untimed = "" if len(timed) >= 4 else (f"TTFT not judged: {len(records) - len(timed)} of {len(records)} "
+                                              f"requests client-bound (lanemon's recording)")
         rep = result["lanes"]["A"]["reps"][0]
         assert rep["errors"] == 0
         # in the schedule's order and on time in the main clock (uncorrected, worker 1 would send 2.5 s early),
         # judged where the recording says no process of lanemon's was starved
-        from lanemon.measure.load import client_load
-
-        load = client_load(_events(rec))
         sends = judge_sends(records, load)
         judged = sorted(sends.judged, key=lambda r: r.sent_ns)
         assert [r.meta["i"] for r in judged] == sorted(r.meta["i"] for r in judged)  # the schedule's order
         origin = schedule_origin_ns(records)
         late = [(r.sent_ns - origin) / 1e9 - r.meta["scheduled_s"] for r in judged]
         assert not late or max(abs(x) for x in late) < 0.25, late
-        assert_on_schedule(_events(rec), rep, records)  # last: it may skip
+        why = "; ".join(x for x in (untimed, assert_on_schedule(_events(rec), rep, records, skip=False)) if x)
+        if why:  # last: all that could be judged was
+            pytest.skip(why)
     finally:
         sim.stop()
 
