@@ -80,3 +80,24 @@ def test_the_token_cache_is_bounded_and_cleans_like_the_search() -> None:
     assert r.token("a\x1b[2Jb") == "ab" and r.token_cache["a\x1b[2Jb"] == "ab"
     assert r.token("sk-secret-value-123456") != "sk-secret-value-123456"
     assert r.token_cache["sk-secret-value-123456"] == r.token("sk-secret-value-123456")
+
+
+def test_the_text_cache_is_bounded_and_cleans_as_the_uncached_path() -> None:
+    """Redactor.text remembers short strings' results (a GPU reading's and a /metrics scrape's labels repeat every
+    reading): a cached result is the one cleaning gives, per limit and newline mode, secrets redacted; long
+    strings are never kept; the cache is emptied when full."""
+    r, fresh = Redactor(["sk-secret-value-123456"]), lambda: Redactor(["sk-secret-value-123456"])
+    hostile = ["a\x1b[2Jb", "sk-secret-value-123456", "token=abcdefgh12345678", "x\ny", "ok", "\u202egpu0"]
+    for text in hostile:
+        for limit, newlines in ((None, False), (8, False), (200, True)):
+            first = r.text(text, limit, newlines=newlines)
+            assert first == fresh().text(text, limit, newlines=newlines)
+            cleaned = r.texts_cleaned
+            assert r.text(text, limit, newlines=newlines) == first and r.texts_cleaned == cleaned  # from the cache
+    assert "sk-secret-value-123456" not in r.text("sk-secret-value-123456")
+    long = "y" * (TOKEN_CACHE_CHARS + 1)
+    r.text(long)
+    assert not any(key[0] == long for key in r.text_cache)
+    for i in range(3 * TOKEN_CACHE_ITEMS):
+        r.text(f"label{i}")
+        assert len(r.text_cache) <= TOKEN_CACHE_ITEMS

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import math
 
+import msgspec
 import orjson
 import pytest
 from hostile_edges3 import (ESC, LANE, escape_events, escape_header, huge_alerts_recording, leaks,
@@ -27,7 +28,9 @@ def _isolated(tmp_path, monkeypatch):
 
 
 def chars(value) -> int:
-    """Characters of every string (and key) in a JSON-like value."""
+    """Characters of every string (and key) in a JSON-like value (a typed one's fields: the alert log's)."""
+    if isinstance(value, msgspec.Struct):
+        return chars(msgspec.to_builtins(value))
     if isinstance(value, str):
         return len(value)
     if isinstance(value, dict):
@@ -87,6 +90,7 @@ def test_an_alert_is_kept_as_the_screen_shows_it(tmp_path):
     app.call_after_refresh = lambda *a, **k: None
     app.fold_batch(list(Recording(path).events()))
     assert len(app.alert_log) == 6
+    assert all(d.alert.startswith(f"a{i}x") for i, (_, _, d) in enumerate(app.alert_log))  # a cut alert shows
     assert sum(chars(d) for _, _, d in app.alert_log) <= 6 * 400
 
 

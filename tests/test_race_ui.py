@@ -95,7 +95,7 @@ async def test_replay_r_shows_the_last_recorded_race_without_sending_anything():
         a, b = expected.lanes["A"], expected.lanes["B"]
         # the catalogue's labels (as the headless race table), the delta column named: against the winner
         assert rows[0] == "lane rank TTFT per-stream tok/s output tok E2E E2E vs winner E2E × winner"
-        assert rows[1] == f"A 1st 180 ms {a.decode_tok_s:.1f} tok/s {a.output_tokens} tok 369 ms — —"
+        assert rows[1] == f"A 1st 180 ms {a.decode_tok_s:.1f} tok/s {a.output_tokens} tok 369 ms winner —"
         assert rows[2] == f"B 2nd 220 ms {b.decode_tok_s:.1f} tok/s {b.output_tokens} tok est. 460 ms +91 ms ×1.25"
         assert (b.behind_s, b.behind_ratio, a.behind_s) == (round(b.total_s - a.total_s, 4),
                                                            round(b.total_s / a.total_s, 4), None)  # the race's own

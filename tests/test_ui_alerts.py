@@ -88,3 +88,25 @@ async def test_the_window_table_shows_slo_attainment_and_goodput_and_charts_mark
             assert sorted(t for t, f in marks if f == "slo") == [t for t in missed if t not in other]
             slo_marks += sum(1 for _, f in marks if f == "slo")
         assert slo_marks > 0  # lane B's TTFT (~0.22 s) misses 0.2 s
+
+
+def test_the_alert_log_holds_the_typed_alert_and_a_cut_one_still_shows():
+    """The dashboard reads an alert as results/monitor_events.AlertEvent (issue 37); a cut or odd recording's alert
+    (keys missing, a value of the wrong type) is shown with what it has, escapes stripped, never dropped."""
+    import math
+
+    from lanemon.results.monitor_events import AlertEvent, event_data
+    from lanemon.ui.screens.alerts import VALUES_SHOWN, brief_alert, render_alerts
+
+    whole = AlertEvent(state="firing", alert="slow", rule="ttft_p50 > 1", for_s=2.0, severity="critical", lane="A",
+                       values={"ttft_p50": 2.5, "e2e_p50": None}, since_s=1.0, t_s=3.0)
+    assert brief_alert(event_data(whole)) == whole
+    cut = brief_alert({"state": "firing", "alert": "slow\x1b[31m ttft", "for_s": "long",
+                       "values": {f"v{i}\x07": float(i) for i in range(20)}})
+    assert isinstance(cut, AlertEvent) and cut.alert == "slow ttft" and cut.state == "firing"
+    assert cut.severity == "warning" and cut.lane == "" and math.isnan(cut.for_s) and math.isnan(cut.t_s)
+    assert list(cut.values) == [f"v{i}" for i in range(VALUES_SHOWN)]
+    text = render_alerts([(1, "A", cut), (2, "A", brief_alert(event_data(whole)))], {("A", cut.alert): 1}).plain
+    assert "● A  slow ttft" in text and "lane A: slow ttft  (v0=0 v1=1" in text
+    assert "lane A: slow  (ttft_p50=2.5 s e2e_p50=-)" in text
+    assert brief_alert({}).state == "?"

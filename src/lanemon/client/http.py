@@ -42,6 +42,7 @@ from lanemon.client.sse import N_CHOICES_MESSAGE
 from lanemon.client.sse import MAX_SSE_LINE, SSELineTooLong, Stalled, _size, read_sse, sse_lines  # noqa: F401
 from lanemon.untrusted import ID_LIMIT, MESSAGE_LIMIT, Redactor, inert
 from lanemon.results.readings import ProbeResult, event_data
+from lanemon.results.requests import FirstByte, Note, RequestError, RequestSent, error_data
 
 Emit = Callable[[Event], None]
 
@@ -435,26 +436,14 @@ class LaneClient:
         model = body.get("model")
         if model is not None:  # the recorded id: the shown one for the wire id, else cleaned
             model = self.model if (model == self.wire_model and self.model) else self.redactor.ident(model)
-        sent: dict[str, Any] = {"endpoint": endpoint, "purpose": purpose, "model": model}
-        for key in ("max_tokens", "temperature", "seed", "reasoning_effort"):
-            if key in body:
-                sent[key] = body[key]
-        ctk = body.get("chat_template_kwargs")
-        if isinstance(ctk, dict) and "thinking" in ctk:
-            sent["thinking"] = ctk["thinking"]
-        if (body.get("stream_options") or {}).get("continuous_usage_stats"):
-            sent["continuous_usage"] = True
-        if isinstance(prompt_text, str):
-            sent["prompt_chars"] = len(prompt_text)
-            if len(prompt_text) <= PROMPT_RECORD_LIMIT:
-                sent["prompt"] = prompt_text
-        if meta:
+        sent = event_data(_request_sent(endpoint, purpose, model, body, prompt_text))
+        if meta:  # the workload's tags (results/requests.RequestTags) after the request's own keys
             sent.update(meta)
         payload = orjson.dumps(body)
         n_choices = body.get("n")
         if type(n_choices) is int and n_choices > 1:  # never merged into one stream's figures
             emit(schema.REQUEST, sent)
-            return emit(schema.ERROR, {"cls": schema.ERR_OTHER, "message": N_CHOICES_MESSAGE})  # type: ignore[return-value]
+            return emit(schema.ERROR, error_data(schema.ERR_OTHER, N_CHOICES_MESSAGE))  # type: ignore[return-value]
         # The request event is stamped when its connection is ready and its first byte is about to be written
         # (httpcore's trace), not when lanemon decided to send: with 64 requests started at once, the last of
         # them waits many ms for the pool, a connection and the loop, and that wait is lanemon's, not the lane's
@@ -484,7 +473,7 @@ class LaneClient:
             except asyncio.CancelledError:
                 request_event(None)
                 if not ended:
-                    emit(schema.ERROR, {"cls": schema.ERR_CANCELLED, "message": "cancelled"})
+                    emit(schema.ERROR, error_data(schema.ERR_CANCELLED, "cancelled"))
                 raise
             request_event(None)  # never written: the request event keeps the time it was initiated
             if attempt == 0 and not answered and idle_closed(exc, streaming=True):
@@ -496,7 +485,7 @@ class LaneClient:
             if not answered and isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
                 # accepted, then closed (or reset) before a single response byte: the lane refused the request
                 cls, msg = schema.ERR_CONNECT, f"the server closed the connection without a response ({self.public_url})"
-            return emit(schema.ERROR, {"cls": cls, "message": msg})  # type: ignore[return-value]
+            return emit(schema.ERROR, error_data(cls, msg))  # type: ignore[return-value]
         raise AssertionError("unreachable")
 
     async def _retrying(self, exc: BaseException, req: str | None = None, out: Emit | None = None) -> None:
@@ -517,27 +506,26 @@ class LaneClient:
                     "POST", url, content=payload, headers={"Content-Type": "application/json"},
                     extensions={"trace": trace} if trace is not None else None,
                 ) as resp:
-                    first = {"status": resp.status_code}
                     server_id = resp.headers.get("x-request-id") or resp.headers.get("x-sim-request-id")
-                    if server_id:
-                        first["server_request_id"] = self.redactor.ident(server_id[:4096])  # to match server logs
+                    first = FirstByte(status=resp.status_code,  # the server's id, to match server logs
+                                      server_request_id=self.redactor.ident(server_id[:4096]) if server_id else None)
                     # when the headers' bytes arrived (client/netstamp.py), as the tokens are stamped
                     arrived = getattr(resp.extensions.get("network_stream"), "read_ns", None)
-                    emit(schema.FIRST_BYTE, first, max(arrived - clock.t0, self.floor.t) if arrived else None)
+                    emit(schema.FIRST_BYTE, event_data(first),
+                         max(arrived - clock.t0, self.floor.t) if arrived else None)
                     answered = True
                     if 300 <= resp.status_code < 400:  # never followed: named, with where it points
-                        return emit(schema.ERROR, {"cls": schema.ERR_HTTP, "status": resp.status_code,
-                                                   "message": redirect_message(resp)})  # type: ignore[return-value]
+                        return emit(schema.ERROR, error_data(schema.ERR_HTTP, redirect_message(resp),
+                                                         resp.status_code))  # type: ignore[return-value]
                     if resp.status_code >= 400:
                         raw = await _read_bounded(resp, ERROR_BODY_LIMIT)
-                        msg = error_message_from_body(raw, resp.status_code)
-                        err = {"cls": schema.ERR_HTTP, "status": resp.status_code,
-                               "message": f"HTTP {resp.status_code}: {msg}"}
+                        msg = f"HTTP {resp.status_code}: {error_message_from_body(raw, resp.status_code)}"
                         retry = resp.headers.get("retry-after")
                         if retry:  # 429/503: when the server asks to be retried
-                            err["retry_after"] = retry[:64]
-                            err["message"] += f" (Retry-After: {retry[:64]})"
-                        return emit(schema.ERROR, err)  # type: ignore[return-value]
+                            msg += f" (Retry-After: {retry[:64]})"
+                        err = RequestError(cls=schema.ERR_HTTP, status=resp.status_code, message=msg,
+                                           retry_after=retry[:64] if retry else None)
+                        return emit(schema.ERROR, event_data(err))  # type: ignore[return-value]
                     rec = await read_sse(resp, emit, (lane, req, out, asm), clock.t0,
                                          redactor=self.redactor, stall=self.stall, floor=self.floor)
                     if rec.ok and NO_DONE_NOTE not in rec.notes:  # stopped at [DONE]: the body's end is next
@@ -611,10 +599,30 @@ def idle_closed(exc: BaseException, streaming: bool = False) -> bool:
 
 def retry_note(t: int, lane: str, exc: BaseException, req: str | None = None, what: str = "") -> Event:
     """The ``note`` event saying a call met a pooled connection the server had closed and was retried once."""
-    return Event(t, schema.NOTE, lane, req, {
-        "level": "warning", "retry": True,
-        "message": f"the server closed a pooled connection before answering{what} ({exc.__class__.__name__}); "
-                   "retried once on a new connection"})
+    return Event(t, schema.NOTE, lane, req, event_data(Note(
+        level="warning", retry=True,
+        message=f"the server closed a pooled connection before answering{what} ({exc.__class__.__name__}); "
+                "retried once on a new connection")))
+
+
+def _request_sent(endpoint: str, purpose: str, model: str | None, body: dict[str, Any],
+                  prompt_text: Any) -> RequestSent:
+    """What a ``request`` event says was asked of the lane (before the workload's tags): the body's sampling keys
+    when it set them, whether it asked for usage on every chunk, and the prompt (its text when short)."""
+    sent = RequestSent(endpoint=endpoint, purpose=purpose, model=model)
+    for key in ("max_tokens", "temperature", "seed", "reasoning_effort"):
+        if key in body:
+            setattr(sent, key, body[key])
+    ctk = body.get("chat_template_kwargs")
+    if isinstance(ctk, dict) and "thinking" in ctk:
+        sent.thinking = ctk["thinking"]
+    if (body.get("stream_options") or {}).get("continuous_usage_stats"):
+        sent.continuous_usage = True
+    if isinstance(prompt_text, str):
+        sent.prompt_chars = len(prompt_text)
+        if len(prompt_text) <= PROMPT_RECORD_LIMIT:
+            sent.prompt = prompt_text
+    return sent
 
 
 async def drop_idle_connections(http: httpx.AsyncClient) -> None:

@@ -21,6 +21,7 @@ from lanemon.client.encoding import body_chunks
 from lanemon.measure.records import NO_DONE_NOTE, RequestRecord
 from lanemon.untrusted import Redactor
 from lanemon.results.readings import StreamEnd, Usage, event_data
+from lanemon.results.requests import error_data
 
 MAX_SSE_LINE = 16 * 1024 * 1024  # one SSE line longer than this is a malformed stream (never buffered whole)
 
@@ -189,13 +190,13 @@ async def read_sse(resp: httpx.Response, emit, hot: tuple, t0: int, *, redactor:
                         try:  # invalid UTF-8 inside a token: decode with U+FFFD, as browsers and the SDKs do
                             obj = loads(_text(data))
                         except JSONDecodeError:
-                            return emit(schema.ERROR, {"cls": schema.ERR_MALFORMED,
-                                                       "message": f"invalid JSON in SSE data: {_text(data)[:80]!r}"})
+                            return emit(schema.ERROR, error_data(schema.ERR_MALFORMED,
+                                                                 f"invalid JSON in SSE data: {_text(data)[:80]!r}"))
                 elif line[:5] != b"data:":
                     if line[:1] == b":" or line.startswith((b"event:", b"id:", b"retry:")):
                         continue
-                    return emit(schema.ERROR, {"cls": schema.ERR_MALFORMED,
-                                               "message": f"not an SSE line: {_text(line)[:80]!r}"})
+                    return emit(schema.ERROR, error_data(schema.ERR_MALFORMED,
+                                                         f"not an SSE line: {_text(line)[:80]!r}"))
                 elif pending:  # the next line of a multi-line data field
                     pending.append(line[5:].strip())
                     continue
@@ -213,14 +214,13 @@ async def read_sse(resp: httpx.Response, emit, hot: tuple, t0: int, *, redactor:
                             continue
                 if type(obj) is not dict:
                     data = line[5:].strip() if data is None else data
-                    return emit(schema.ERROR, {"cls": schema.ERR_MALFORMED,
-                                               "message": f"SSE data is not a JSON object: {_text(data)[:80]!r}"})
+                    return emit(schema.ERROR, error_data(schema.ERR_MALFORMED,
+                                                         f"SSE data is not a JSON object: {_text(data)[:80]!r}"))
                 choices = obj.get("choices")
                 if not choices and "error" in obj:
                     err = obj["error"]
                     msg = err.get("message") if isinstance(err, dict) else str(err)
-                    return emit(schema.ERROR, {"cls": schema.ERR_HTTP, "status": resp.status_code,
-                                               "message": f"error in stream: {msg}"})
+                    return emit(schema.ERROR, error_data(schema.ERR_HTTP, f"error in stream: {msg}", resp.status_code))
                 n = None
                 u = obj.get("usage")
                 if u and type(u) is dict:
@@ -238,7 +238,7 @@ async def read_sse(resp: httpx.Response, emit, hot: tuple, t0: int, *, redactor:
                 if type(choice) is not dict:
                     continue
                 if len(choices) > 1 or choice.get("index", 0) not in (0, None):
-                    return emit(schema.ERROR, {"cls": schema.ERR_OTHER, "message": N_CHOICES_MESSAGE})
+                    return emit(schema.ERROR, error_data(schema.ERR_OTHER, N_CHOICES_MESSAGE))
                 fr = choice.get("finish_reason")
                 if fr:
                     if finish_t is None:
@@ -339,8 +339,7 @@ async def read_sse(resp: httpx.Response, emit, hot: tuple, t0: int, *, redactor:
     # body ended without [DONE]: done if the lane said why it finished, else cut
     if finish_reason is not None:
         return _done(emit, usage, finish_reason, finish_t, chunks, note=NO_DONE_NOTE)
-    return emit(schema.ERROR, {"cls": schema.ERR_CUT,
-                               "message": f"stream ended before [DONE] after {chunks} token chunks"})
+    return emit(schema.ERROR, error_data(schema.ERR_CUT, f"stream ended before [DONE] after {chunks} token chunks"))
 
 
 _SPECIAL = re.compile(rb'["\\\x00-\x1f]').search

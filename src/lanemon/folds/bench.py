@@ -14,6 +14,7 @@ Both are fed from the bus, live and replay alike; neither reads the run.
 
 from __future__ import annotations
 
+import copy
 import importlib
 from collections import Counter
 from typing import Any
@@ -23,6 +24,7 @@ from msgspec import UNSET
 
 from lanemon import events as schema
 from lanemon.events import Event
+from lanemon.measure.load import ClientLoad
 from lanemon.results.decode import DecodeLane, DecodeResult, with_category_ratios
 from lanemon.results.needles import NeedleLane, NeedleResult
 from lanemon.results.common import BenchConfig, lenient
@@ -225,11 +227,15 @@ def _group(lane: str | None, d: dict[str, Any]) -> tuple:
 class BenchResults:
     """The bench's typed result, kept up to date from the bus at a flat cost per cell end.
 
-    ``apply`` files each event (O(1)); lanemon's own ``client_load`` windows go with the marks (every
-    group is judged against them: a cell that ran while lanemon was starved is ``unreliable``), and a
-    starved window reported after a cell ended re-opens that cell's group.  :meth:`results` recomputes
-    only the groups a cell ended in (or a starved window touched) since the last call, by running the workload's pure results function on the
-    bench's marks plus that group's events, and merges them into the cached result.
+    ``apply`` files each event (O(1)); lanemon's own ``client_load`` windows are folded once, as they come, into
+    one :class:`~lanemon.measure.load.ClientLoad` that every call of the workload's function is handed (every
+    group is judged against them: a cell that ran while lanemon was starved is ``unreliable``; no call
+    re-reads every window so far), and a starved window reported after a cell ended re-opens that cell's
+    group.  :meth:`results` recomputes only the groups a cell ended in (or a starved window touched) since
+    the last call, by running the workload's pure results function on the bench's marks plus that group's
+    events, and merges them into the cached result.  It returns the very object it returned last when the
+    result is equal to it: a screen redraws its figures when that object changes, once per change, however
+    often it asks.
     """
 
     def __init__(self, kind: str) -> None:
@@ -241,6 +247,7 @@ class BenchResults:
         self.computed = 0
         """How many groups were recomputed in all (tests check this stays per cell, not per event)."""
         self._head: list[Event] = []  # lane events and this bench's marks: O(cells)
+        self._load = ClientLoad()  # lanemon's own client_load windows so far, folded once each
         self._events: dict[tuple, list[Event]] = {}
         self._cell_group: dict[str, tuple] = {}
         self._req_cell: dict[str, tuple[str, tuple]] = {}  # open request -> (cell id, group)
@@ -278,7 +285,7 @@ class BenchResults:
             self._head.append(ev)
             return
         if ev.kind == CLIENT_LOAD:  # lanemon's own loop lag: which cells ran while it was starved
-            self._head.append(ev)
+            self._load.apply(ev)
             self.version += 1
             d = ev.data or {}
             if d.get("bound"):  # published as soon as seen: it may fall in cells that already ended
@@ -305,22 +312,23 @@ class BenchResults:
 
     def results(self, *, in_progress: bool = True) -> BenchResult:
         """The bench's typed result for every cell ended so far (same figures as the workload's results
-        function)."""
+        function); the object returned last when nothing in it changed."""
         if self._cached is not None and not self._dirty and self._cached_at == (self.version, in_progress):
             return self._cached
         module = self._module()
         fn = getattr(module, _RESULTS[self.kind][1])
         head = self._head
         for group in sorted(self._dirty, key=str):
-            partial = fn(head + self._events.get(group, []), in_progress=in_progress)
+            partial = fn(head + self._events.get(group, []), in_progress=in_progress, load=self._load)
             self.computed += 1
             for lane, body in partial.lanes.items():
                 self._merge(lane, body)
         self._dirty.clear()
-        out = fn(head, in_progress=in_progress)  # run state and config: the marks alone
+        out = fn(head, in_progress=in_progress, load=self._load)  # run state and config: the marks alone
         order = [n for n in (out.config.lanes or []) if isinstance(n, str)]
         order += [lane for lane in self._lanes if lane not in order]
-        out.lanes = {lane: self._lanes[lane] for lane in order if lane in self._lanes}
+        # copies: a result handed out never changes when a later cell is merged into the fold's lanes
+        out.lanes = {lane: _copy_lane(self._lanes[lane]) for lane in order if lane in self._lanes}
         if isinstance(out, DecodeResult):
             # categories in the plan's order, as decode_results gives them: merged as their groups were
             # recomputed, their order followed the redraw timing (the bars panel changed from run to run)
@@ -335,6 +343,8 @@ class BenchResults:
             names = list(out.lanes)
             if len(names) >= 2:
                 out.ratios = module.ratios(out.lanes, names[0], names[1])
+        if out == self._cached:  # nothing changed (a cell started, a window that starved nothing): the same object
+            out = self._cached
         self._cached, self._cached_at = out, (self.version, in_progress)
         return out
 
@@ -370,6 +380,7 @@ class BenchResults:
         out = BenchResults(self.kind)
         out.version, out.computed = self.version, self.computed
         out._head = list(self._head)
+        out._load = copy.deepcopy(self._load)
         out._events = {g: list(evs) for g, evs in self._events.items()}
         out._cell_group, out._req_cell = dict(self._cell_group), dict(self._req_cell)
         out._ended, out._dirty = set(self._ended), set(self._dirty)

@@ -24,6 +24,7 @@ import orjson
 
 from lanemon import events as schema
 from lanemon.events import Clock, Event
+from lanemon.results.requests import note_data
 from lanemon.folds.monitor import MonitorState
 from lanemon.measure.alerts import AlertEngine, Rule, Transition
 
@@ -93,7 +94,7 @@ class Alerter:
         task.add_done_callback(self._commands.discard)
 
     def _note(self, message: str, level: str = "warning") -> None:
-        self.publish(Event(self.clock.now(), schema.NOTE, None, None, {"level": level, "message": message}))
+        self.publish(Event(self.clock.now(), schema.NOTE, None, None, note_data(message, level)))
 
     async def _run_command(self, tr: Transition) -> None:
         argv = list(tr.rule.command or ())

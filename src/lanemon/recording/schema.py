@@ -5,12 +5,12 @@ event line is decoded by msgspec straight into :class:`EventRow` (the envelope:
 ``t`` a non-negative integer, ``kind`` a string, ``lane`` and ``req`` strings or
 absent, ``data`` an object), and the fields a reader relies on in ``data`` are
 checked against the kind's schema (:data:`DATA_SCHEMAS`): a usage count is an
-integer, a token's text a string, and so on.  Where an event carries a typed
-reading (results/readings.py: a probe, a scrape, a GPU reading, a host sample, a
-loop window, a usage block, a stream's end; results/marks.py: a mark; results/monitor_events.py: an alert,
-a lane going down or up), the kind's
-schema is made from that one model by :func:`checker`, so a field added to the
-reading is checked in recordings too.  Fields a schema does not name are
+integer, a token's text a string, and so on.  Every kind's schema is made by
+:func:`checker` from the one typed model its writer builds (results/readings.py: a probe, a
+scrape, a GPU reading, a host sample, a loop window, a usage block, a stream's end;
+results/requests.py: a lane's identity, a request, its first byte, a token, an error, a note;
+results/marks.py: a mark; results/monitor_events.py: an alert, a lane going down or up), so a field added to
+the model is checked in recordings too.  Fields a schema does not name are
 kept as they are (newer minor versions add fields); kinds it does not know keep
 only the envelope check.  The header is checked by :func:`check_header`.
 
@@ -35,8 +35,10 @@ import msgspec
 
 from lanemon import events as ev_schema
 from lanemon.events import Event
-from lanemon.results.marks import MARK_MODELS, Key
+from lanemon.results.marks import MARK_MODELS
 from lanemon.results.monitor_events import AlertEvent, LaneDown, LaneUp
+from lanemon.results.requests import (FirstByte, LaneIdentity, Note, RequestError, RequestSent, RequestTags,
+                                      TokenChunk)
 from lanemon.results.readings import HostSample, LoopWindow, ProbeResult, ServerScrape, StreamEnd, Telemetry, Usage
 from lanemon.untrusted import ID_LIMIT, inert, inert_event_data, needs_inert
 
@@ -50,10 +52,6 @@ MAX_LINE_BYTES = 8 << 20
 """An event line's bound (8 MiB); a longer line is skipped without being read into memory."""
 READ_CHUNK = 1 << 20
 
-Count = int  # no range check: the reader checks types, not plausibility (the folds flag implausible values)
-Num = float  # msgspec accepts an int where a float is expected (not a bool)
-
-
 class EventRow(msgspec.Struct):
     """The envelope of one event line."""
 
@@ -64,75 +62,13 @@ class EventRow(msgspec.Struct):
     data: dict[str, Any] | None = None
 
 
-class _Data(msgspec.Struct, forbid_unknown_fields=False):
-    pass
-
-
-class LaneData(_Data):
-    name: str | None = None
-    url: str | None = None
-    model: str | None = None
-    continuous_usage: bool | None = None
-    telemetry: str | None = None
-    cost_per_hour: Num | None = None
-
-
-class RequestData(_Data):
-    endpoint: str | None = None
-    purpose: Key = None
-    model: str | None = None
-    max_tokens: int | None = None
-    temperature: Num | None = None
-    prompt_chars: Count | None = None
-    prompt: str | None = None
-    continuous_usage: bool | None = None
-    bench: Key = None
-    cell: Key = None
-    part: Key = None
-    run: Key = None
-    rep: Key = None
-    chars: int | None = None
-    length: Key = None
-    race: Key = None
-    prompt_id: Key = None
-    level: Key = None
-    category: Key = None
-    task: Key = None
-    kind: Key = None
-    turn: Key = None
-
-
-class FirstByteData(_Data):
-    status: Key = None
-    server_request_id: str | None = None
-
-
-class TokenData(_Data):
-    text: str | None = None
-    n: Count | None = None
-    reasoning: bool | None = None
-    tool_calls: list[Any] | None = None
-    blank: bool | None = None  # tokens without text (usage rose, or logprobs named them): counted, no text
-
-
-class ErrorData(_Data):
-    cls: str | None = None
-    message: str | None = None
-    status: Key = None
-
-
-class NoteData(_Data):
-    level: str | None = None
-    message: str | None = None
-
-
 def _loose(tp: Any) -> Any:
     """``tp`` as a recording may hold it: a nested Struct as its :func:`checker`, inside unions, lists and dicts."""
     if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
         return checker(tp)
     origin, args = get_origin(tp), get_args(tp)
-    if origin in (Union, types.UnionType):
-        return reduce(operator.or_, map(_loose, args))
+    if origin in (Union, types.UnionType):  # ``UNSET`` (a field the writer may leave out) is never read
+        return reduce(operator.or_, (_loose(a) for a in args if a is not msgspec.UnsetType))
     if origin is list:
         return list[_loose(args[0])]  # type: ignore[misc]
     if origin is dict:
@@ -180,15 +116,15 @@ def checker(*models: type[msgspec.Struct], name: str | None = None) -> type[msgs
 
 _KINDS: dict[str, tuple[type[msgspec.Struct], ...]] = {
     ev_schema.PROBE: (ProbeResult,),
-    ev_schema.LANE: (LaneData,),
-    ev_schema.REQUEST: (RequestData,),
-    ev_schema.FIRST_BYTE: (FirstByteData,),
-    ev_schema.TOKEN: (TokenData,),
+    ev_schema.LANE: (LaneIdentity,),
+    ev_schema.REQUEST: (RequestSent, RequestTags),
+    ev_schema.FIRST_BYTE: (FirstByte,),
+    ev_schema.TOKEN: (TokenChunk,),
     ev_schema.USAGE: (Usage,),
     ev_schema.DONE: (StreamEnd,),
-    ev_schema.ERROR: (ErrorData,),
+    ev_schema.ERROR: (RequestError,),
     ev_schema.MARK: MARK_MODELS,
-    ev_schema.NOTE: (NoteData,),
+    ev_schema.NOTE: (Note,),
     ev_schema.SERVER_METRICS: (ServerScrape,),
     ev_schema.HOST: (HostSample,),
     ev_schema.CLIENT_LOAD: (LoopWindow,),
@@ -196,8 +132,8 @@ _KINDS: dict[str, tuple[type[msgspec.Struct], ...]] = {
     ev_schema.ALERT: (AlertEvent,),
     ev_schema.LANE_STATE: (LaneDown, LaneUp),
 }
-"""kind -> the model(s) of its ``data``: the reading's own where the event carries one (results/readings.py,
-results/marks.py), else this module's lenient Struct (a kind no reader decodes into a model of its own)."""
+"""kind -> the one model (or models) of its ``data``: the typed reading, request event or mark its writer builds
+(results/readings.py, results/requests.py, results/marks.py, results/monitor_events.py)."""
 
 
 @cache
@@ -205,11 +141,12 @@ def data_schemas() -> dict[str, type[msgspec.Struct]]:
     """kind -> the schema of its ``data`` (fields not named are kept unchecked): :data:`_KINDS`' models made
     lenient by :func:`checker`.  Built on first use (some 20 ms: a command that never reads a recording does not
     pay it); ``DATA_SCHEMAS`` is the same dict."""
-    return {kind: models[0] if issubclass(models[0], _Data) else checker(*models, name=_NAMES.get(kind))
-            for kind, models in _KINDS.items()}
+    return {kind: checker(*models, name=_NAMES.get(kind)) for kind, models in _KINDS.items()}
 
 
-_NAMES = {ev_schema.MARK: "MarkData", ev_schema.ALERT: "AlertData", ev_schema.LANE_STATE: "LaneStateData"}
+_NAMES = {ev_schema.MARK: "MarkData", ev_schema.ALERT: "AlertData", ev_schema.LANE_STATE: "LaneStateData",
+          ev_schema.LANE: "LaneData", ev_schema.REQUEST: "RequestData", ev_schema.FIRST_BYTE: "FirstByteData",
+          ev_schema.TOKEN: "TokenData", ev_schema.ERROR: "ErrorData", ev_schema.NOTE: "NoteData"}
 """The checker's name where the first model's would mislead (a lane_state's is not only a LaneDown's)."""
 
 

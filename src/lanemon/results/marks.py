@@ -1,6 +1,6 @@
-"""What a ``mark`` event's data may hold, typed: the keys every bench's marks share (:class:`MarkKeys`), a bench
-cell's start (:class:`CellStart`) and end (:class:`CellEnd`), and a plan entry of a bench's start mark
-(:class:`PlanMark`).
+"""What a ``mark`` event's data may hold, typed: the keys every bench's marks share (:class:`MarkKeys`), the keys
+that name a bench cell (:class:`CellKeys`), its start (:class:`CellStart`) and end (:class:`CellEnd`), and a plan
+entry of a bench's start mark (:class:`PlanMark`).
 
 Marks are written free-form (``harness.mark(label, lane, **data)``); these Structs are the one model of what they
 carry.  workloads/bench/marks.py reads a bench's marks back with them; recording/schema.py makes the recording
@@ -46,8 +46,11 @@ class PlanMark(msgspec.Struct):
     cell: str
 
 
-class CellStart(msgspec.Struct, kw_only=True):
-    """A cell's start mark, read back: its lane (the event's) and the keys the results group it by."""
+class CellKeys(msgspec.Struct, kw_only=True):
+    """The keys that name a bench cell: its id, its lane, the part of the bench, its level, length or category, its
+    rep and how many requests it sends.  One definition for a cell a bench plans (workloads/bench/marks.PlannedCell,
+    every plan sets ``lane``, ``cell``, ``part`` and ``rep``) and a cell's start mark read back
+    (:class:`CellStart`)."""
 
     cell: str = ""
     lane: str | None = None
@@ -56,8 +59,14 @@ class CellStart(msgspec.Struct, kw_only=True):
     length: int | None = None
     category: str | None = None
     rep: int | None = None
-    span_s: float | None = None
     requests: int | None = None
+
+
+class CellStart(CellKeys, kw_only=True):
+    """A cell's start mark, read back: its lane (the event's) and the keys the results group it by."""
+
+    span_s: float | None = None
+    """The open-loop schedule's span, s (``bench load``)."""
 
 
 class CellEnd(msgspec.Struct, kw_only=True):

@@ -5,12 +5,14 @@ event's data and an alert command's stdin) and a lane that went down or came bac
 The producers (measure/alerts.py ``Transition.event``, folds/monitor.py ``LaneChange.event``) build these; the event
 carries :func:`event_data` of one, the JSON object recordings have always held (same keys, same values, same
 order; docs/RECORDING.md, docs/MONITOR.md).  recording/schema.py makes the recording checker of both kinds from
-these models, and the readers (the dashboard's alert log) decode them here.  Here, below the measures, the folds,
+these models, and the readers decode them here (the dashboard's alert log: :func:`read_alert_leniently`, a cut
+alert shown too).  Here, below the measures, the folds,
 the recording and the UI, so all of them read the same model.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import msgspec
@@ -87,3 +89,26 @@ def read_lane_state(data: dict[str, Any]) -> LaneDown | LaneUp | None:
         return msgspec.convert(data, LaneState)
     except msgspec.ValidationError:
         return None
+
+
+_STAND_IN = AlertEvent(state="?", alert="", rule="", for_s=math.nan, severity="warning", lane="", values={},
+                       since_s=math.nan, t_s=math.nan)
+"""What :func:`read_alert_leniently` puts for a field an alert's data lacks or holds of the wrong type: the shown
+ones a placeholder, the times NaN (not known: the dashboard shows the event's own time, never these)."""
+
+
+def read_alert_leniently(data: dict[str, Any]) -> AlertEvent:
+    """A recorded ``alert`` event's data as :class:`AlertEvent` whatever it holds, for a view that shows every alert:
+    :func:`read_alert`'s when it fits; else (a cut or odd recording: a key missing, a value of the wrong type) each
+    field that fits taken and the others at their stand-in (:data:`_STAND_IN`)."""
+    alert = read_alert(data)
+    if alert is not None:
+        return alert
+    alert = msgspec.structs.replace(_STAND_IN, values={})
+    for f in msgspec.structs.fields(AlertEvent):
+        if f.name in data:
+            try:
+                setattr(alert, f.name, msgspec.convert(data[f.name], f.type))
+            except msgspec.ValidationError:
+                pass
+    return alert

@@ -41,6 +41,7 @@ from lanemon import events as schema
 from lanemon.recording.writer import Recorder
 from lanemon.recording.reader import Recording
 from lanemon.events import Clock, Event
+from lanemon.results.requests import lane_data, note_data
 
 if TYPE_CHECKING:
     from lanemon.measure.alerts import Rule
@@ -128,15 +129,15 @@ class LiveSession:
         return [lane.shown(getattr(self.clients.get(lane.name), "model", None)) for lane in self.lane_configs]
 
     def _recording_failed(self, message: str) -> None:
-        self.bus.publish(Event(self.clock.now(), schema.NOTE, None, None, {"level": "error", "message": message}))
+        self.bus.publish(Event(self.clock.now(), schema.NOTE, None, None, note_data(message, "error")))
 
     def note(self, message: str, level: str = "info") -> None:
-        self.bus.publish(Event(self.clock.now(), schema.NOTE, None, None, {"level": level, "message": message}))
+        self.bus.publish(Event(self.clock.now(), schema.NOTE, None, None, note_data(message, level)))
 
     async def run(self) -> None:
         for lane in self.lane_configs:
             self.clients[lane.name] = LaneClient(lane, clock=self.clock, emit=self.bus.publish)
-            self.bus.publish(Event(self.clock.now(), schema.LANE, lane.name, None, lane.public()))
+            self.bus.publish(Event(self.clock.now(), schema.LANE, lane.name, None, lane_data(lane)))
         self._ready.set()
         try:
             loops = [self._probe_loop(c, i) for i, c in enumerate(self.clients.values())]
@@ -451,7 +452,7 @@ class ReplaySession:
         if not self._warned:
             self._warned = True
             for warning in self.recording.warnings:
-                self.bus.publish(Event(self.position_ns, schema.NOTE, None, None, {"level": "warning", "message": warning}))
+                self.bus.publish(Event(self.position_ns, schema.NOTE, None, None, note_data(warning, "warning")))
 
     # -- seeking ---------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from lanemon.bus import EventBus
 from lanemon.public_lane import PublicLane
 from lanemon import events as schema
 from lanemon.events import Event
+from lanemon.results.requests import note_data
 from lanemon.share import protocol as P
 from lanemon.recording.schema import BadRow, decode_event
 from lanemon.share.protocol import ShareError
@@ -191,7 +192,7 @@ class RemoteSource:
             self.bus.publish(ev)
 
     def _note(self, message: str, level: str) -> None:
-        self.bus.publish(Event(self._last_t, schema.NOTE, None, None, {"level": level, "message": f"share: {message}"}))
+        self.bus.publish(Event(self._last_t, schema.NOTE, None, None, note_data(f"share: {message}", level)))
 
     def _end(self, message: str, level: str) -> None:
         self.error = message

@@ -54,6 +54,7 @@ from websockets.exceptions import ConnectionClosed
 from lanemon import __version__
 from lanemon import events as schema
 from lanemon.events import Event
+from lanemon.results.requests import note_data
 from lanemon.share import protocol as P
 from lanemon.untrusted import Redactor
 
@@ -298,7 +299,7 @@ class Publisher:
             data = self.encode(ev)
         except (TypeError, orjson.JSONEncodeError) as exc:  # an event that is not JSON: a NOTE instead
             data = orjson.dumps(Event(ev.t, schema.NOTE, ev.lane, ev.req,
-                                      {"level": "warning", "message": f"share: event not sent ({exc})"}).to_json_obj())
+                                      note_data(f"share: event not sent ({exc})", "warning")).to_json_obj())
         with self._lock:
             self.stats["events"] += 1
             self._log.append(data)

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 
     from lanemon.public_lane import PublicLane
     from lanemon.results.compare import Comparison
+    from lanemon.results.monitor_events import AlertEvent
     from lanemon.sessions.sources import MonitorOptions
 
 __all__ = ["LanemonApp", "SCREENS_BY_NAME", "Source", "ThemeError", "make_app"]
@@ -214,7 +215,7 @@ class LanemonApp(ReplaySeeking, App):
         """The measuring source's own loop and thread; None for replays and viewers (they run on ours)."""
         self._unsubscribe: list[Callable[[], None]] = []
         self._pending_notes: list[tuple[str, str]] = []
-        self.alert_log: list[tuple[int, str, dict]] = []
+        self.alert_log: list[tuple[int, str, AlertEvent]] = []
         """Every ``alert`` event seen (time, lane, data): the alerts screen (``!``)."""
         self.alerts_firing: dict[tuple[str, str], int] = {}
         """(lane, alert) -> when it fired, for the alerts firing now (at most ``MAX_FIRING``; the rest counted)."""
@@ -226,7 +227,7 @@ class LanemonApp(ReplaySeeking, App):
         """Events of lanes past the cap: counted, never folded."""
         self.alerts_firing_more = 0
         """Alerts that fired while ``MAX_FIRING`` others were firing: counted, not listed."""
-        self._pending_alerts: list[tuple[str, dict]] = []
+        self._pending_alerts: list[tuple[str, AlertEvent]] = []
         self.monitor: Any = None
         """The live monitor (alert rules, exporter; lanemon.monitor.headless.Monitor) when the source asked for one."""
 
@@ -304,11 +305,11 @@ class LanemonApp(ReplaySeeking, App):
         from lanemon.ui.screens.alerts import MAX_FIRING, brief_alert
 
         d = brief_alert(ev.data)  # what the screens show, bounded: a hostile publisher's alert may be megabytes
-        key = (ev.lane or "?", d["alert"])
+        key = (ev.lane or "?", d.alert)
         self.alert_log.append((ev.t, key[0], d))
         del self.alert_log[:-ALERT_LOG_KEEP]
         firing = self.alerts_firing
-        if d.get("state") == "firing":
+        if d.state == "firing":
             if key in firing or len(firing) < MAX_FIRING:
                 firing[key] = ev.t
             else:  # more distinct alerts firing at once than are listed: counted
@@ -492,13 +493,12 @@ class LanemonApp(ReplaySeeking, App):
             return
         from lanemon.untrusted import inert
 
-        for lane, d in alerts:
-            firing = d.get("state") == "firing"
-            text = f"lane {inert(lane, 16)}: {inert(d.get('alert', ''), 120)}"
-            self.notify(text, title=f"alert {'FIRING' if firing else 'resolved'} [{inert(d.get('severity', ''), 10)}]"
-                        " · ! lists them", severity="error" if firing else "information",
+        for lane, d in alerts:  # brief_alert's: inert and bounded
+            firing = d.state == "firing"
+            self.notify(f"lane {inert(lane, 16)}: {d.alert}", title=f"alert {'FIRING' if firing else 'resolved'} "
+                        f"[{d.severity}] · ! lists them", severity="error" if firing else "information",
                         timeout=30 if firing else 8, markup=False)
-        if any(d.get("state") == "firing" for _, d in alerts):
+        if any(d.state == "firing" for _, d in alerts):
             self.bell()
 
     def source_state(self) -> str:

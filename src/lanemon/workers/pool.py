@@ -31,6 +31,7 @@ import msgspec
 from lanemon.bus import EventBus
 from lanemon import events as schema
 from lanemon.events import Clock, Event
+from lanemon.results.requests import error_data
 from lanemon.workers import default_workers  # noqa: F401 (re-exported)
 from lanemon.workers.merge import Merger
 from lanemon.workers.messages import (Batch, Bye, Done, Item, Job, JobReport, Ready, Stop, encode, from_worker,
@@ -296,8 +297,7 @@ class MergingPool:
             if req in self._sent:
                 self._sent.discard(req)
                 errors += 1
-                self._publish_main(Event(self.clock.now(), schema.ERROR, lane, req,
-                                         {"cls": schema.ERR_OTHER, "message": why}))
+                self._publish_main(Event(self.clock.now(), schema.ERROR, lane, req, error_data(schema.ERR_OTHER, why)))
         not_sent = len(held) - errors
         self.job_report.not_sent += not_sent
         self._release()

@@ -34,6 +34,7 @@ import msgspec
 from lanemon import events as schema
 from lanemon.bus import EventBus
 from lanemon.events import Clock, Event
+from lanemon.results.requests import note_data
 from lanemon.workers.clocks import (HEARTBEAT_LOST_S, RESYNC_S, ROUNDS, clock_offset, host_label, silent_workers,
                                     version_mismatch)
 from lanemon.workers.messages import (Batch, Done, Item, LostHost, WorkerHost, WorkerInfo, encode,
@@ -358,8 +359,7 @@ class RayPool(MergingPool):
                     pass
 
     def _note(self, message: str, level: str) -> None:
-        self._publish_main(Event(self.clock.now(), schema.NOTE, None, None,
-                                 {"level": level, "message": message, "about": NOTE_ABOUT}))
+        self._publish_main(Event(self.clock.now(), schema.NOTE, None, None, note_data(message, level, NOTE_ABOUT)))
 
     # -- jobs ------------------------------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from lanemon.client.http import LaneClient
 from lanemon import events as schema
 from lanemon.recording.writer import Recorder
 from lanemon.events import Clock, Event
+from lanemon.results.requests import lane_data, note_data
 from lanemon.measure.records import RequestRecord
 from lanemon.results.readings import ProbeResult
 
@@ -61,7 +62,7 @@ class Harness:
         for client in self.clients.values():
             client.thinking = thinking
         for lane in self.lanes:
-            self.bus.publish(Event(self.clock.now(), schema.LANE, lane.name, None, lane.public()))
+            self.bus.publish(Event(self.clock.now(), schema.LANE, lane.name, None, lane_data(lane)))
         self.pool = None
         """Worker processes sending requests for this harness (``--workers N``; lanemon.workers.pool)."""
         self.monitors = None
@@ -121,8 +122,8 @@ class Harness:
         for lane in self.lanes:
             if lane.name in names:
                 client = self.clients[lane.name]
-                info = {**lane.public(), "model": client.model or lane.model,
-                        "continuous_usage": client.continuous_usage}
+                info = lane_data(lane, model=client.model or lane.model,
+                                 continuous_usage=client.continuous_usage)
                 self.bus.publish(Event(self.clock.now(), schema.LANE, lane.name, None, info))
 
     def mark(self, label: str, lane: str | None = None, **data: Any) -> None:
@@ -137,7 +138,7 @@ class Harness:
             await self.monitors.edge_now()
 
     def note(self, message: str, level: str = "info") -> None:
-        self.bus.publish(Event(self.clock.now(), schema.NOTE, None, None, {"level": level, "message": message}))
+        self.bus.publish(Event(self.clock.now(), schema.NOTE, None, None, note_data(message, level)))
 
     async def request(
         self,

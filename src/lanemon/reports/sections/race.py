@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from lanemon.measure.catalogue import NOT_MEASURED, label
 from lanemon.reports.format import clip, err_text, ordinal, secs, tok
+from lanemon.reports.format import seconds as seconds_text
 from lanemon.reports.sections.section import Section
-from lanemon.results.race import RaceMargin, RaceResult
+from lanemon.results.race import Race, RaceMargin, RaceResult
 from lanemon.workloads.race import TIE_S
 
 
@@ -86,3 +87,25 @@ def margin_text(m: RaceMargin | None) -> str:
 def _duration(seconds: float) -> str:
     """``0.51 s`` / ``12 ms`` (a positive gap)."""
     return f"{seconds:.2f} s" if seconds >= 0.1 else f"{seconds * 1000:.0f} ms"
+
+
+TIE_WORD, WINNER_WORD = "tie", "winner"
+"""What :func:`behind_cells` shows for a lane within ``TIE_S`` of the winner, and on the winner's own row."""
+
+
+def behind_cells(race: Race, name: str) -> tuple[str, str]:
+    """Lane ``name``'s two cells under the catalogue's ``race_behind`` and ``race_behind_ratio`` labels, the one
+    wording every table of them uses (the race screen's result table): ``+0.15 s`` / ``×1.08`` behind the winner,
+    ``-12 ms`` where the winner was sent sooner and took longer, ``tie`` / ``×1.00`` within ``TIE_S`` of it (the
+    race verdict's threshold; never ``+0 µs``: which end was read first is chance, the verdict says ``finished
+    together``), ``winner`` / ``—`` on the winner's own row, ``—`` where there is no figure (no winner, no E2E, an
+    error).  --json keeps the numbers (``behind_s`` 0.0 for a tie, null for the winner)."""
+    lane = race.lanes[name]
+    if name == race.winner and lane.error is None:
+        return WINNER_WORD, NOT_MEASURED
+    s, x = lane.behind_s, lane.behind_ratio
+    if s is None:
+        delta = NOT_MEASURED
+    else:
+        delta = TIE_WORD if abs(s) < TIE_S else ("+" if s >= 0 else "-") + seconds_text(abs(s))
+    return delta, NOT_MEASURED if x is None else f"×{x:.2f}"

@@ -6,12 +6,14 @@ Opened with ``!`` from any screen.  Drawn from the app's alert log (``alert`` ev
 
 from __future__ import annotations
 
+import msgspec
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Label, Static
 
 from lanemon.measure.alerts import unit_suffix
+from lanemon.results.monitor_events import AlertEvent, read_alert_leniently
 from lanemon.ui import format as fmt
 from lanemon.ui.screens.base import LanemonScreen
 from lanemon.ui.widgets.footer import Footer
@@ -25,16 +27,18 @@ MAX_FIRING = 256
 VALUES_SHOWN = 8
 
 
-def brief_alert(d: dict) -> dict:
-    """An ``alert`` event's data as the screens show it, bounded whatever the event held: state, severity,
-    the alert's name (120 characters), lane and the first :data:`VALUES_SHOWN` values."""
-    values = d.get("values") if isinstance(d.get("values"), dict) else {}
-    return {"state": inert(d.get("state", "?"), 16), "severity": inert(d.get("severity", "warning"), 10),
-            "alert": inert(d.get("alert", ""), 120), "lane": inert(d.get("lane", ""), 16),
-            "values": {inert(k, 20): v for k, v in list(values.items())[:VALUES_SHOWN]}}
+def brief_alert(d: dict) -> AlertEvent:
+    """An ``alert`` event's data as the screens show it (results/monitor_events.AlertEvent, read leniently: a cut
+    or odd alert shows too), bounded whatever the event held: state, severity, the alert's name (120 characters),
+    its rule, lane and the first :data:`VALUES_SHOWN` values, escapes stripped."""
+    a = read_alert_leniently(d)
+    return msgspec.structs.replace(
+        a, state=inert(a.state, 16), severity=inert(a.severity, 10), alert=inert(a.alert, 120),
+        rule=inert(a.rule, 120), lane=inert(a.lane, 16),
+        values={inert(k, 20): v for k, v in list(a.values.items())[:VALUES_SHOWN]})
 
 
-def render_alerts(log: list[tuple[int, str, dict]], firing: dict[tuple[str, str], int], more: int = 0) -> Text:
+def render_alerts(log: list[tuple[int, str, AlertEvent]], firing: dict[tuple[str, str], int], more: int = 0) -> Text:
     """The alert log as one Rich Text (never parsed as markup): firing ones first, then every transition."""
     out = Text()
     if firing:
@@ -50,15 +54,13 @@ def render_alerts(log: list[tuple[int, str, dict]], firing: dict[tuple[str, str]
         return out
     out.append("every transition, newest first:\n", style="bold")
     for t, lane, d in reversed(log[-500:]):
-        state = str(d.get("state", "?"))
-        sev = str(d.get("severity", "warning"))
-        values = d.get("values") if isinstance(d.get("values"), dict) else {}
-        vals = " ".join(f"{inert(k, 20)}={v:.4g}{unit_suffix(str(k))}" if isinstance(v, (int, float)) else f"{inert(k, 20)}=-"
-                        for k, v in list(values.items())[:8])
+        state, sev = d.state, d.severity
+        vals = " ".join(f"{k}={v:.4g}{unit_suffix(k)}" if v is not None else f"{k}=-"
+                        for k, v in list(d.values.items())[:VALUES_SHOWN])
         out.append(f"  {fmt.event_time(t)}  ")
         out.append(f"{'FIRING ' if state == 'firing' else 'resolved'}", style="bold red" if state == "firing" else "green")
         out.append(f" [{inert(sev, 10)}]", style=SEVERITY_STYLE.get(sev, ""))
-        out.append(f"  lane {inert(lane, 16)}: {inert(d.get('alert', ''), 120)}  ({vals})\n")
+        out.append(f"  lane {inert(lane, 16)}: {d.alert}  ({vals})\n")
     return out
 
 

@@ -179,7 +179,10 @@ class BenchScreen(LanemonScreen):
         super().__init__()
         self.kind = kind
         self.lanes = list(lanes)
-        self._results_at: int | None = None
+        self._results_at: tuple | None = None
+        """(the fold's version, finished) the results were last asked at; None: draw them at the next redraw."""
+        self._results_of: BenchResult | None = None
+        """The result the table and charts show (the fold's own object: a new one is a change)."""
 
     def compose(self) -> ComposeResult:
         yield BenchStatus(id="bench-status")
@@ -223,8 +226,15 @@ class BenchScreen(LanemonScreen):
         folded = app.bench_results
         finished = app.source_state() != "running"
         if self._results_at != (folded.version, finished):
+            # the first draw, asked to draw the results again, or the run ended (the empty category panel's
+            # words follow the run's state, not only the result)
+            forced = self._results_at is None or self._results_at[1] != finished
             self._results_at = (folded.version, finished)
-            self.refresh_results(folded.results(in_progress=not finished))
+            results = folded.results(in_progress=not finished)
+            # the fold hands back the object it gave last when nothing in it changed (a cell started, a
+            # client_load window that starved nothing): the table and charts are drawn once per change
+            if forced or results is not self._results_of:
+                self.refresh_results(results)
 
     # -- cheap: every redraw tick ---------------------------------------------------
     def refresh_progress(self, *, state: str, current: str | None, done: int, total: int, elapsed_ns: int,
@@ -250,7 +260,7 @@ class BenchScreen(LanemonScreen):
 
     def on_resize(self) -> None:
         """The results panel takes a share of the width (:func:`panel_width`): fit it again."""
-        if getattr(self, "_results_of", None) is not None:
+        if self._results_of is not None:
             self.call_after_refresh(self.refresh_results, self._results_of)
 
     def _fit_panel(self, results: BenchResult | None, names: list[str], table: BenchTable) -> int | None:

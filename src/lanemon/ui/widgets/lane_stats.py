@@ -10,6 +10,10 @@ longer; ``0.94× faster``; within half a percent ``same``).
 
 from __future__ import annotations
 
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.measure import Measurement
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
@@ -67,6 +71,8 @@ class LaneStats(Static):
 
     _shown_key: tuple | None = None
     _lines = 0
+    renders = 0
+    """How many times the table was laid out (once per change of what it shows; tests count them)."""
 
     def update_from(self, stats: dict[str, WindowStats], colours: dict[str, str], window: str, *,
                     slo: dict[str, tuple[float | None, float | None]] | None = None) -> None:
@@ -112,17 +118,90 @@ class LaneStats(Static):
         if key == self._shown_key:  # the same figures: no repaint (widgets/repaint.py)
             return
         self._shown_key = key
-        table = Table(box=None, pad_edge=False, padding=(0, 1), expand=False, show_edge=False,
-                      header_style="dim", title=None)
-        for i in shown:
-            table.add_column(columns[i][0], justify=columns[i][1], no_wrap=True,  # type: ignore[arg-type]
-                             overflow="ellipsis")
-        for row in rows:
-            table.add_row(*(row[i] if i < len(row) else "" for i in shown))
+        cols = [columns[i] for i in shown]
+        cells = [[row[i] if i < len(row) else "" for i in shown] for row in rows]
+        # a table that fits is laid out here (StatsLines: ~20x cheaper than Rich's Table, the same segments);
+        # one wider than its room goes to Rich's Table, whose columns shrink with an ellipsis
+        table: StatsLines | Table | None = StatsLines.fitting(cols, cells, self.size.width)
+        if table is None:
+            table = rich_table(cols, cells)
+        self.renders += 1
         self.border_title = f"last {window}"
         lines = len(rows) + 1
         self.update(table, layout=lines != self._lines)  # the same rows keep the same height: no reflow
         self._lines = lines
+
+
+def rich_table(columns: list[tuple[str, str]], rows: list[list]) -> Table:
+    """The window table as a Rich ``Table`` (what :class:`StatsLines` draws when it fits, and what shrinks
+    its columns when it does not)."""
+    table = Table(box=None, pad_edge=False, padding=(0, 1), expand=False, show_edge=False,
+                  header_style="dim", title=None)
+    for name, justify in columns:
+        table.add_column(name, justify=justify, no_wrap=True, overflow="ellipsis")  # type: ignore[arg-type]
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def _cell(value: object) -> Text:
+    """A cell as text: a ``Text`` as it is, anything else plain (never read as markup: a lane called
+    ``[b]x`` is shown as written)."""
+    return value.copy() if isinstance(value, Text) else Text(str(value))
+
+
+class StatsLines:
+    """The window table laid out without Rich's ``Table``: each column as wide as its widest cell, one space
+    either side of it (none outside the first and last), the header dim, the cells justified as their column
+    says, their padding in the cell's own style -- the segments ``rich_table`` gives when the table fits its
+    width (tests/test_lane_stats_lines.py compares them), at a twentieth of the CPU: a Rich ``Table`` measures
+    and renders each cell through its ``Padding`` and ``render_lines`` (~6 ms per change of the dashboard's
+    table, the dearest widget left; docs/PERFORMANCE.md)."""
+
+    def __init__(self, lines: list[Text], width: int) -> None:
+        self.lines = lines
+        self.width = width
+
+    @classmethod
+    def fitting(cls, columns: list[tuple[str, str]], rows: list[list], width: int) -> StatsLines | None:
+        """The table laid out in ``width`` cells; None when it is wider (or the width is not known yet)."""
+        header = [Text(name) for name, _ in columns]
+        body = [[_cell(v) for v in row] for row in rows]
+        last = len(columns) - 1
+        widths = [max([cell_len(header[i].plain)] + [cell_len(r[i].plain) for r in body if i < len(r)])
+                  for i in range(len(columns))]
+        total = sum(widths) + 2 * last
+        if width <= 0 or total > width or any(len(r) != len(columns) for r in body):
+            return None
+        out: list[Text] = []
+        for k, cells in enumerate([header] + body):
+            line = Text(end="", no_wrap=True)
+            for i, (cell, (_, justify)) in enumerate(zip(cells, columns)):
+                if justify == "right":
+                    cell.rstrip()
+                    cell.pad_left(widths[i] - cell_len(cell.plain))
+                else:
+                    cell.pad_right(widths[i] - cell_len(cell.plain))
+                if k == 0:  # the header: everything dim, its padding too (Rich's header_style)
+                    cell = Text((" " if i else "") + cell.plain + (" " if i < last else ""), style="dim")
+                    line.append_text(cell)
+                    continue
+                if i:
+                    line.append(" ")
+                line.append_text(cell)
+                if i < last:
+                    line.append(" ")
+            out.append(line)
+        return cls(out, total)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        new_line = Segment.line()
+        for line in self.lines:
+            yield from line.render(console)
+            yield new_line
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(self.width, self.width)
 
 
 COLUMNS = (("lane", "left"), ("req/s", "right"), ("ok", "right"), ("err", "right"), ("trunc", "right"),

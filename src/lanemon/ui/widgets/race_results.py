@@ -13,6 +13,7 @@ from lanemon.ui import format as fmt
 from lanemon.ui.format import markup_escape as escape
 from lanemon.ui.format import ordinal
 from lanemon.results.race import Race
+from lanemon.reports.sections.race import behind_cells
 from lanemon.workloads.race import verdict
 
 
@@ -72,8 +73,7 @@ class RaceResults(Vertical):
             if r.tokens_estimated:
                 tokens += " est."
             rank = ordinal(r.finish_rank) if r.finish_rank else "—"
-            delta = "—" if r.behind_s is None else ("+" if r.behind_s >= 0 else "-") + fmt.seconds(abs(r.behind_s))
-            ratio = "—" if r.behind_ratio is None else f"×{r.behind_ratio:.2f}"
+            delta, ratio = behind_cells(race, name)  # a tie says tie, the winner's row says winner
             table.add_row(name, rank, fmt.seconds(r.ttft_s), fmt.tok_s(r.decode_tok_s), tokens,
                           fmt.seconds(r.total_s), *((delta, ratio) if behind else ()), *(("",) if errors else ()))
         return table

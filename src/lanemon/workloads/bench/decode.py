@@ -415,12 +415,14 @@ def _cells(records: Iterable[RequestRecord], marks: BenchMarks, *, keep: bool = 
 
 
 def decode_results(events: Iterable[Event], *, in_progress: bool = False,
-                   slo: dict[str, float] | None = None) -> DecodeResult:
+                   slo: dict[str, float] | None = None, load: ClientLoad | None = None) -> DecodeResult:
     """The ``bench decode`` result (docs/JSON.md; ``to_json_obj``: its JSON) from a run's events.  ``slo``: the targets when the run's
-    own start mark is another bench's (a sweep records decode cells under its ``sweep`` start mark)."""
+    own start mark is another bench's (a sweep records decode cells under its ``sweep`` start mark).  ``load``:
+    the run's ``client_load`` windows already folded (the bench screen's fold keeps one: its calls then read no
+    window again); None: folded from ``events``."""
     events = reiterable(events)
     marks = read_marks(events, BENCH)
-    load = client_load(events)
+    load = client_load(events) if load is None else load
     if isinstance(events, EventStore):  # a big recording: only one lane's requests held at a time
         levels_by, cats_by = _cells(iter_records(events, keep_text=False), marks, keep=False)
 

@@ -22,24 +22,17 @@ import msgspec
 from lanemon import events as schema
 from lanemon.events import Event
 from lanemon.results.common import BenchConfig, lenient
-from lanemon.results.marks import CellEnd, CellStart, PlanMark
+from lanemon.results.marks import CellEnd, CellKeys, CellStart, PlanMark
 
 __all__ = ["PlannedCell", "PlanMark", "CellStart", "CellEnd", "CellMarks", "BenchMarks", "cell_keys", "read_marks"]
 
 
-class PlannedCell(msgspec.Struct, kw_only=True, frozen=True):
-    """One cell a bench plans to run (each bench's ``plan``), in run order: its lane and id, the part of the bench,
-    its keys, and a rough cost ``weight`` (the headless progress weights its ETA by it)."""
+class PlannedCell(CellKeys, kw_only=True, frozen=True):
+    """One cell a bench plans to run (each bench's ``plan``), in run order: its keys (results/marks.CellKeys: every
+    plan sets its lane, id, part and rep) and a rough cost ``weight`` (the headless progress weights its ETA by
+    it)."""
 
-    lane: str
-    cell: str
-    part: str
-    rep: int
     weight: float
-    level: int | None = None
-    length: int | None = None
-    category: str | None = None
-    requests: int | None = None
 
 
 class CellMarks(NamedTuple):

@@ -15,6 +15,7 @@ its ``error`` and ``found: null`` -- never as "not found".
 from __future__ import annotations
 
 import random
+from typing import TYPE_CHECKING
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
@@ -27,6 +28,9 @@ from lanemon.workloads.bench.marks import PlannedCell
 from lanemon.workloads.bench.run import (BenchOptions, client_bound_figures, edge, read_marks, request_args, rnd,
                                          run_state, spread)
 from lanemon.workloads.prompts import chars_for_tokens, needle_prompt, new_key
+
+if TYPE_CHECKING:
+    from lanemon.measure.load import ClientLoad
 
 BENCH = "needles"
 #: Reply cap: the answer is the key and a few words.
@@ -123,13 +127,15 @@ def _length_result(recs: list[RequestRecord], load=None) -> NeedleCell:
     )
 
 
-def needle_results(events: Iterable[Event], *, in_progress: bool = False) -> NeedleResult:
-    """The ``bench needles`` result (docs/JSON.md; ``to_json_obj``: its JSON) from a run's events."""
+def needle_results(events: Iterable[Event], *, in_progress: bool = False,
+                   load: ClientLoad | None = None) -> NeedleResult:
+    """The ``bench needles`` result (docs/JSON.md; ``to_json_obj``: its JSON) from a run's events.  ``load``: the
+    run's ``client_load`` windows already folded (as :func:`~lanemon.workloads.bench.decode.decode_results`)."""
     from lanemon.measure.load import client_load
 
     events = reiterable(events)
     marks = read_marks(events, BENCH)
-    load = client_load(events)
+    load = client_load(events) if load is None else load
     by: dict[str, dict[int, list[RequestRecord]]] = defaultdict(lambda: defaultdict(list))
     for rec in assemble(events):
         meta = rec.meta

@@ -27,6 +27,7 @@ Calibration is refined after every cold run from its own usage.
 from __future__ import annotations
 
 import random
+from typing import TYPE_CHECKING
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
@@ -40,6 +41,9 @@ from lanemon.workloads.bench.marks import CellEnd, PlannedCell
 from lanemon.workloads.bench.run import (BenchOptions, client_bound_figures, edge, first_error, goodput_of,
                                          outcome_figures, read_marks, request_args, rnd, run_state, spread)
 from lanemon.workloads.prompts import DEFAULT_TOKENS_PER_CHAR, chars_for_tokens, prefill_prompt
+
+if TYPE_CHECKING:
+    from lanemon.measure.load import ClientLoad
 
 BENCH = "prefill"
 #: A repeat this many times faster than the cold median is a prefix-cache hit.
@@ -273,13 +277,15 @@ def _length_result(runs: dict[str, list[RequestRecord]], length: int,
     )
 
 
-def prefill_results(events: Iterable[Event], *, in_progress: bool = False, bench: str = BENCH) -> PrefillResult:
-    """The ``bench prefill`` result (docs/JSON.md; ``to_json_obj``: its JSON) from a run's events."""
+def prefill_results(events: Iterable[Event], *, in_progress: bool = False, bench: str = BENCH,
+                    load: ClientLoad | None = None) -> PrefillResult:
+    """The ``bench prefill`` result (docs/JSON.md; ``to_json_obj``: its JSON) from a run's events.  ``load``: the
+    run's ``client_load`` windows already folded (as :func:`~lanemon.workloads.bench.decode.decode_results`)."""
     from lanemon.measure.load import client_load
 
     events = reiterable(events)
     marks = read_marks(events, bench)
-    load = client_load(events)
+    load = client_load(events) if load is None else load
     by: dict[str, dict[int, dict[str, list[RequestRecord]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     calib: dict[str, float | None] = {}
     for rec in assemble(events):
