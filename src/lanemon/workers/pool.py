@@ -91,15 +91,12 @@ class WorkerCore:
         sends are timed by this loop, so whether it was starved is the recording's to say, as for the main
         process's (client/loadwatch.py; measure/load.py folds every process's windows alike)."""
 
-    def _emit_load(self, ev: Event) -> None:
-        self.buffer.append(Event(ev.t, ev.kind, ev.lane, ev.req, {**(ev.data or {}), "worker": self.index}))
-
     def _watch(self) -> None:
         from lanemon.client.loadwatch import LoadWatch
 
         self.jobs += 1
         if self.loadwatch is None:
-            self.loadwatch = LoadWatch(self.clock, self._emit_load)
+            self.loadwatch = LoadWatch(self.clock, self.buffer.append, worker=self.index)
             self.loadwatch.start()
 
     async def _unwatch(self) -> None:
