@@ -1,4 +1,4 @@
-"""Judge a recorded schedule's sends only where the recording says lanemon was not starved (pure; tests' helper).
+"""Judge a recorded schedule's sends only where the recording says lanemon was not starved (tests' helper).
 
 On a machine whose CPUs other processes hog, lanemon's loop (or a worker's) wakes late: a send due then goes out
 late, and the ones behind it in a burst.  Its recording says when (the ``client_load`` windows, measure/load.py:
@@ -6,8 +6,9 @@ every process that timed sends watches its own loop).  :func:`judge_sends` keeps
 when it was due to when it went out, lies in time the recording says was watched and not starved, and checks each
 of those: sent on time (within :data:`LATE_S` of its schedule, the schedule's origin taken from the most punctual
 send).  A scheduler off by 5 % in rate is 0.1 s off two seconds into a run, wherever the starved windows fall; a
-send out of order is late against its own schedule.  :meth:`Sends.verdict` says whether enough was judged:
-a test asserts the verdict, or skips with it when the machine starved lanemon throughout -- never a silent pass.
+send out of order is late against its own schedule.  It is pure.  :attr:`Sends.enough` says whether enough
+could be judged, :meth:`Sends.verdict` what was late; :func:`assert_on_schedule` asserts the verdict, or skips
+saying why (``-rs``) when the machine starved lanemon too long to judge -- never a silent pass.
 """
 
 from __future__ import annotations
