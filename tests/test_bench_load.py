@@ -13,6 +13,7 @@ from lanemon.results.requests import RequestError
 from lanemon.results.common import LoadConfig, to_json_obj
 from lanemon.workloads.bench.load import (Arrival, LengthDist, LoadSpecError, cell_result, phase_of, read_trace,
                                           schedule)
+from unstarved import assert_on_schedule
 
 
 MINUTE = {"rate": 20.0, "seed": 2, "duration": 60.0}
@@ -166,17 +167,15 @@ def test_open_loop_run_on_the_simulated_lanes_keeps_its_schedule_and_replays(tmp
     lane = result["lanes"]["A"]["reps"][0]
     expected = len(schedule("poisson", rate=12, duration=6, seed=5))
     assert lane["requests"] == expected and lane["ok"] == expected
-    # sends follow the schedule: the achieved send rate is the schedule's own within 5 %
-    assert lane["sent_rate_rps"] == pytest.approx(lane["scheduled_rate_rps"], rel=0.05)
     assert lane["ttft_s"]["p50"] is not None
     # the recording holds every request and reports the same figures
     lines = rec.read_text().splitlines()
     requests = [e for e in map(json.loads, lines[1:]) if e["kind"] == "request" and e["data"].get("bench") == "load"]
     assert len(requests) == expected
-    from lanemon.workloads.bench.load import load_results
-    from lanemon.recording.reader import read_events
-
+    from lanemon.measure.records import assemble
     from lanemon.measure.views import attach_engine_views
+    from lanemon.recording.reader import read_events
+    from lanemon.workloads.bench.load import load_results
 
     _, events, _ = read_events(rec)
     again = to_json_obj(attach_engine_views(load_results(events), events))  # as the run's results() does
@@ -186,6 +185,9 @@ def test_open_loop_run_on_the_simulated_lanes_keeps_its_schedule_and_replays(tmp
                         text=True, timeout=60)
     assert md.returncode == 0, md.stderr
     assert "## Open-loop load" in md.stdout and f"| A | {expected} | {expected} | 0 |" in md.stdout
+    # sends follow the schedule, judged where the recording says lanemon was not starved (last: it may skip)
+    assert_on_schedule(events, lane, [r for r in assemble(events) if r.meta.get("bench") == "load"])
+
 
 
 def delivery(sends_s: list[float], offsets_s: list[float], window_s: float) -> dict:
@@ -241,6 +243,67 @@ def test_delivery_check_fails_when_sends_lag():
     # a wrong schedule is caught too: 20/s asked, 22/s sent on time
     fast = [a.offset_s for a in schedule("poisson", rate=22, duration=60, seed=2)]
     assert not kept(delivery(fast, fast, 15), 20)
+
+
+def _sends(offsets, sent_s):
+    from lanemon.measure.records import RequestRecord
+
+    out = []
+    for i, (o, t) in enumerate(zip(offsets, sent_s)):
+        r = RequestRecord(lane="A", req=f"r{i}")
+        r.meta, r.sent_ns = {"i": i, "scheduled_s": o}, int((1.0 + t) * 1e9)  # the run starts 1 s into the session
+        out.append(r)
+    return out
+
+
+def _watched(span_s: float, starved: tuple[tuple[float, float], ...] = ()):
+    """A recording's loop watch over the run (0.5 s windows from the session's start), starved in ``starved``
+    (seconds into the run)."""
+    from lanemon import events as schema
+    from lanemon.events import Event
+    from lanemon.measure.load import client_load
+
+    evs, t = [], 0.0
+    while t < span_s + 1.5:
+        bound = any(1.0 + a < t + 0.5 and 1.0 + b > t for a, b in starved)
+        evs.append(Event(int((t + 0.5) * 1e9), schema.CLIENT_LOAD, None, None,
+                         {"t0": int(t * 1e9), "lag_ms": 300.0 if bound else 2.0, "bound": bound}))
+        t += 0.5
+    return client_load(evs)
+
+
+def test_send_judge_sees_a_wrong_rate_or_order_and_only_skips_starved_time():
+    """tests/unstarved.py, which the real runs' timing checks use: it judges the sends made where the recording
+    says lanemon was not starved, and fails a scheduler that is off in rate or order there."""
+    from unstarved import judge_sends
+
+    offs = [a.offset_s for a in schedule("poisson", rate=12, duration=6, seed=5)]
+    quiet = _watched(6)
+    ok = judge_sends(_sends(offs, [o + 0.004 for o in offs]), quiet)
+    assert ok.enough and ok.verdict() == "" and len(ok.judged) == len(offs) and ok.starved_s == 0
+    # a scheduler 5 % slow (11.4 req/s for 12), or 5 % fast: late against the schedule two seconds in
+    for k in (1.05, 0.95):
+        bad = judge_sends(_sends(offs, [o * k for o in offs]), quiet)
+        assert bad.enough and bad.verdict(), k
+    # two sends swapped (0.3 s apart): out of order is late against its own schedule
+    swapped = [o for o in offs]
+    j = next(i for i in range(len(offs) - 1) if offs[i + 1] - offs[i] > 0.15)
+    swapped[j] = offs[j + 1] + 0.15
+    assert judge_sends(_sends(offs, swapped), quiet).verdict()
+    # starved from 2 to 3 s (the recording says so): the sends due then go out at 3 s in a burst; not judged,
+    # the rest is, and kept the schedule
+    burst = [max(o, 3.0) if 2.0 <= o < 3.0 else o for o in offs]
+    starved = judge_sends(_sends(offs, burst), _watched(6, ((2.0, 3.0),)))
+    assert starved.enough and starved.verdict() == "" and 0 < len(starved.judged) < len(offs)
+    assert starved.starved_s == pytest.approx(1.0, abs=0.01)
+    # the same burst where the recording says nothing was starved: judged, and late
+    assert judge_sends(_sends(offs, burst), quiet).verdict()
+    # starved throughout, or never watched: not enough to judge (the caller skips and says why)
+    from lanemon.measure.load import ClientLoad
+
+    for load in (_watched(6, ((0.0, 7.0),)), ClientLoad()):
+        none = judge_sends(_sends(offs, burst), load)
+        assert not none.enough and not none.judged and "0 of 69 sends" in none.why_not_judged()
 
 
 def test_multi_turn_arrivals_carry_their_history(tmp_path):
@@ -304,7 +367,6 @@ def test_poisson_over_a_minute_delivers_the_asked_rate_and_replays(minute_run):
     starved = client_load(events).starved_s(*lane["measured_window_ns"]) / duration
     if starved < 0.02:  # lanemon had the CPU it needed (its recording says so): the rate is its to keep
         assert lane["sent_rate_rps"] == pytest.approx(rate, rel=0.05), (lane, starved)
-        assert lane["sent_rate_rps"] == pytest.approx(lane["scheduled_rate_rps"], rel=0.05), (lane, starved)
         assert kept(d, rate), (d, starved)
     else:
         # starved beside CPU hogs (seen: 15 req/s sent for 20 asked beside four): it may fall behind, and then
@@ -314,3 +376,4 @@ def test_poisson_over_a_minute_delivers_the_asked_rate_and_replays(minute_run):
     from lanemon.measure.views import attach_engine_views
 
     assert to_json_obj(attach_engine_views(load_results(events), events))["lanes"]["A"]["reps"][0] == lane
+    assert_on_schedule(events, lane, recs)  # each send made in unstarved time was on time (last: it may skip)

@@ -153,6 +153,10 @@ def test_the_status_bars_own_cpu_is_the_last_ten_seconds_not_one_window():
     # a starved window is published early (shorter): it counts for its length, not as a whole window
     host.apply_load({"t0": 40 * half, "proc_cpu_pct": 90.0}, 40 * half + 50 * MS)
     assert 8.0 < host.own_cpu_pct() < 8.0 + 90.0 * 0.05 / 10
+    # a `bench load --workers` worker's window (its own loop, measure/load.py): its CPU is not this process's
+    before = host.own_cpu_pct()
+    host.apply_load({"t0": 40 * half + 50 * MS, "proc_cpu_pct": 99.0, "worker": 0}, 41 * half)
+    assert host.own_cpu_pct() == before
     # a window without its start (an older recording): the latest figure, as before
     other = HostState()
     other.apply_load({"proc_cpu_pct": 6.0}, half)

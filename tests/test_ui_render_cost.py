@@ -103,11 +103,19 @@ def counts(monkeypatch):
 
 
 async def _published(source, pilot) -> None:
-    """Wait (a few event-loop turns) until the scripted source published its events."""
-    for _ in range(200):
+    """Wait (bounded) until the scripted source published its events and the app folded every one of them, so
+    a test that plays events after the app's latest time plays the same input whatever the machine's load.
+    (Waiting for the publishing alone, the app sometimes had folded none of them yet beside CPU hogs: the GPU
+    demo then played its settling span from session time 0, under the sample's, and counted 14.5 renders a
+    simulated second, not 10.9, for what was another input.)"""
+    app, last = pilot.app, max((ev.t for ev in source.events), default=0)
+    for _ in range(3000):
         if source.bus.published >= len(source.events):
-            break
+            app.drain()  # what the redraw tick folds first (the test drives the redraws)
+            if app.state.last_t >= last:
+                break
         await pilot.pause(0.01)
+    assert source.bus.published >= len(source.events) and app.state.last_t >= last, (app.state.last_t, last)
     await pilot.pause(0.2)
 
 
@@ -284,9 +292,12 @@ async def test_idle_demo_with_gpu_telemetry_renders_what_changed(lines):
     async with app.run_test(size=(160, 45)) as pilot:
         await _published(source, pilot)
         t0 = max(app.state.last_t, app.series.last_t)
-        await _play(app, pilot, source, _demo_events(t0, 5))  # the GPU row and chart appear, the layout settles
+        assert t0 == source.events[-1].t  # after the sample: the same input on every run
+        settle = _demo_events(t0, 5)
+        await _play(app, pilot, source, settle)  # the GPU row and chart appear, the layout settles
         await pilot.pause(0.2)
         t0 = max(app.state.last_t, app.series.last_t)
+        assert t0 == settle[-1].t, (t0, settle[-1].t)  # every event of the settling span folded
         lines.clear()
         await _play(app, pilot, source, _demo_events(t0, DEMO_SPAN_S))
         screen = app.screen

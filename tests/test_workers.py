@@ -72,6 +72,9 @@ def test_two_workers_record_every_event_and_match_one_process(tmp_path):
             records = [r for r in assemble(events) if r.meta.get("bench") == "load"]
             assert len(records) == expected and all(r.ok for r in records)
             assert len({r.req for r in records}) == expected  # request ids unique across workers
+            # every process that timed sends watched its own loop: whether it was starved is in the recording
+            watched = {ev.data.get("worker") for ev in events if ev.kind == "client_load"}
+            assert watched == ({None} if workers == 1 else {None, 0, 1}), watched
             # nothing lost, nothing hidden: every request the simulator served is in the recording
             trace = {t["id"]: t for t in sim.trace()}
             served = {r.server_request_id for r in records}

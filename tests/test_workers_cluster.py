@@ -18,6 +18,7 @@ import time
 import pytest
 
 from conftest import SimProcess
+from unstarved import assert_on_schedule, judge_sends
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'lanemon[ray]')")
 
@@ -85,6 +86,59 @@ def _records(rec):
     return start.data["config"], [r for r in assemble(events) if r.meta.get("bench") == "load"]
 
 
+def _events(rec):
+    from lanemon.recording.reader import read_events
+
+    return read_events(rec)[1]
+
+
+def _starved_out(err: str, rec, removed: str | None = None) -> str | None:
+    """Why a run that lost a load host nobody removed is not judged: every such host went silent (no heartbeat for
+    the watch's limit) while the run's recording says lanemon's processes were starved for a second or more -- a
+    starved Ray runtime delivers no batches, and the watch then takes a live host for a lost one (seen beside four
+    CPU hogs: joined after 55 s, both workers of one host silent 5 s).  None: nothing to excuse, judge the run.
+    ``removed``: the node the test removed itself (its loss is the test's)."""
+    lost = [ln for ln in err.splitlines() if "load host" in ln and " lost: " in ln
+            and not (removed and f"({removed[:12]})" in ln)]
+    if not lost or not all("no heartbeat" in ln for ln in lost):
+        return None
+    starved = _starved(rec)
+    if not starved:
+        return None
+    return f"the Ray runtime starved: {starved}, and a live load host went silent: {lost[0].strip()}"
+
+
+def _starved(rec) -> str:
+    """'' unless the run's recording (a path, or its events) says lanemon's processes (main and workers) were
+    starved for a second or more, else how long."""
+    from lanemon.measure.load import client_load
+
+    events = rec if isinstance(rec, list) else _events(rec) if rec.exists() else []
+    starved = client_load(events).starved_s(events[0].t, events[-1].t) if events else 0.0
+    return (f"lanemon's recording shows {starved:.1f} s starved in {(events[-1].t - events[0].t) / 1e9:.1f} s"
+            if starved >= 1.0 else "")
+
+
+def test_a_lost_host_is_excused_only_where_the_recording_says_lanemon_starved():
+    """The skips above are not a way out on a quiet machine: only a host lost to silence (no heartbeat), not the
+    one the test removed, in a run whose recording shows a second or more starved."""
+    from lanemon import events as schema
+    from lanemon.events import Event
+
+    def windows(bound: bool) -> list:
+        return [Event((k + 1) * 500_000_000, schema.CLIENT_LOAD, None, None,
+                      {"t0": k * 500_000_000, "lag_ms": 300.0 if bound else 2.0, "bound": bound}) for k in range(20)]
+
+    silent = "lanemon: load host vm (abcdef123456) lost: no heartbeat for 5 s; 0 requests in flight ended as errors\n"
+    died = "lanemon: load host vm (abcdef123456) lost: its worker died (ActorDiedError); 2 requests in flight ...\n"
+    why = _starved_out(silent, windows(True))
+    assert why and why.startswith("the Ray runtime starved: lanemon's recording shows 5.7 s starved in 9.5 s"), why
+    assert _starved_out(silent, windows(False)) is None  # a quiet machine: judged
+    assert _starved_out(died, windows(True)) is None  # a host that died is not a starved one
+    assert _starved_out(silent, windows(True), removed="abcdef1234567890") is None  # the test's own removal
+    assert _starved_out("lanemon: A load r0 done\n", windows(True)) is None  # nothing lost: nothing to excuse
+
+
 def _header_workers(rec) -> list[dict]:
     """The recording header's ``workers`` (its first line), through the reader's schema check."""
     from lanemon.recording.reader import Recording
@@ -107,13 +161,14 @@ def test_bench_load_across_two_load_hosts_splits_the_requests_on_schedule(cluste
     try:
         rec = tmp_path / "two.jsonl"
         rc, result, err = _finish(_start(c, sim.url, rec))
+        if rc != 0 and (why := _starved_out(err, rec)):
+            pytest.skip(why)
         assert rc == 0, err[-3000:]
         assert "Ray cluster joined in" in err and str(rec) + ".ray.log" in err
         _ray_free(err)
         expected = len(schedule("constant", rate=4, duration=4))
         rep = result["lanes"]["A"]["reps"][0]
         assert rep["requests"] == expected and rep["ok"] == expected and rep["errors"] == 0, rep
-        assert abs(rep["sent_rate_rps"] - 4) / 4 < 0.05, rep["sent_rate_rps"]  # on schedule
         assert rep["workers_lost"] == [] and rep["not_sent"] == 0
         config, records = _records(rec)
         hosts = _header_workers(rec)  # the header names every worker: node, host, address, clock offset
@@ -126,6 +181,10 @@ def test_bench_load_across_two_load_hosts_splits_the_requests_on_schedule(cluste
         split = [sum(1 for r in records if r.meta["worker"] == w) for w in (0, 1)]
         assert split == [expected - expected // 2, expected // 2], split  # round-robin over the two hosts
         assert len(records) == expected and all(r.ok for r in records)
+        assert {ev.data.get("worker") for ev in _events(rec) if ev.kind == "client_load"} >= {None, 0, 1}
+        assert rep["scheduled_rate_rps"] == pytest.approx(4, rel=0.05)
+        # on schedule, where the recording says no process of lanemon's was starved (last: it may skip)
+        assert_on_schedule(_events(rec), rep, records)
     finally:
         sim.stop()
 
@@ -143,6 +202,8 @@ def test_a_skewed_worker_clock_is_found_and_corrected(cluster, tmp_path):
         rec = tmp_path / "skew.jsonl"
         rc, result, err = _finish(_start(c, sim.url, rec, "--workers-per-node", "2",
                                          env={"LANEMON_TEST_CLOCK_SKEW": f"1:{SKEW_NS}"}))
+        if rc != 0 and (why := _starved_out(err, rec)):
+            pytest.skip(why)
         assert rc == 0, err[-3000:]
         config, records = _records(rec)
         hosts = {h["worker"]: h for h in _header_workers(rec)}
@@ -151,15 +212,32 @@ def test_a_skewed_worker_clock_is_found_and_corrected(cluster, tmp_path):
             true = SKEW_NS if w == 1 else 0
             assert abs(hosts[w]["offset_ns"] - true) <= hosts[w]["offset_uncertainty_ns"] + 1000, hosts[w]
         assert {r.meta["worker"] for r in records} == {0, 1, 2, 3}
-        origin = schedule_origin_ns(records)
-        by_send = sorted(records, key=lambda r: r.sent_ns)
-        assert [r.meta["i"] for r in by_send] == sorted(r.meta["i"] for r in records)  # the schedule's order
-        late = [(r.sent_ns - origin) / 1e9 - r.meta["scheduled_s"] for r in records]
-        assert max(abs(x) for x in late) < 0.25, late  # uncorrected, worker 1 would send 2.5 s early
+        from lanemon.measure.load import client_load, is_client_bound
+
+        load = client_load(_events(rec))
         trace = {t["id"]: t for t in sim.trace()}
-        err_ttft = [request_metrics(r).ttft_s - trace[r.server_request_id]["ttft_s"] for r in records]
-        assert min(err_ttft) > -0.001 and statistics.median(err_ttft) < 0.05, err_ttft
-        assert result["lanes"]["A"]["reps"][0]["errors"] == 0
+        err_ttft = {r.req: request_metrics(r).ttft_s - trace[r.server_request_id]["ttft_s"] for r in records}
+        assert min(err_ttft.values()) > -0.001, err_ttft  # never before the server sent it, starved or not
+        # the server's plus the wire, where lanemon read the stream in time (a client-bound request's first token
+        # was read when a starved loop got round to it: its TTFT is not judged, docs/METRICS.md)
+        timed = [err_ttft[r.req] for r in records if not is_client_bound(r, load)]
+        if len(timed) >= 4:
+            assert statistics.median(timed) < 0.05, timed
+        untimed = "" if len(timed) >= 4 else (f"TTFT not judged: {len(records) - len(timed)} of {len(records)} "
+                                              f"requests client-bound (lanemon's recording)")
+        rep = result["lanes"]["A"]["reps"][0]
+        assert rep["errors"] == 0
+        # in the schedule's order and on time in the main clock (uncorrected, worker 1 would send 2.5 s early),
+        # judged where the recording says no process of lanemon's was starved
+        sends = judge_sends(records, load)
+        judged = sorted(sends.judged, key=lambda r: r.sent_ns)
+        assert [r.meta["i"] for r in judged] == sorted(r.meta["i"] for r in judged)  # the schedule's order
+        origin = schedule_origin_ns(records)
+        late = [(r.sent_ns - origin) / 1e9 - r.meta["scheduled_s"] for r in judged]
+        assert not late or max(abs(x) for x in late) < 0.25, late
+        why = "; ".join(x for x in (untimed, assert_on_schedule(_events(rec), rep, records, skip=False)) if x)
+        if why:  # last: all that could be judged was
+            pytest.skip(why)
     finally:
         sim.stop()
 
@@ -194,8 +272,8 @@ def test_a_load_host_with_another_lanemon_version_is_refused_by_name(cluster, tm
 
 
 def test_a_load_host_removed_mid_run_is_lost_named_and_its_requests_are_errors(cluster, tmp_path):
-    """Last in the module: it removes a node.  The run ends within its duration + 10 s, names the lost node,
-    ends its in-flight requests as errors and counts only what arrived."""
+    """Last in the module: it removes a node.  The run ends within its duration + 10 s of its first send, names
+    the lost node, ends its in-flight requests as errors and counts only what arrived."""
     from lanemon.workloads.bench.load import schedule
 
     c, nodes = cluster
@@ -216,34 +294,44 @@ def test_a_load_host_removed_mid_run_is_lost_named_and_its_requests_are_errors(c
         reader = threading.Thread(target=read_err, daemon=True)
         reader.start()
         assert joined.wait(150), "".join(lines)[-3000:]
-        t_joined = time.monotonic()
-        deadline = t_joined + 30
-        while sum(1 for t in sim.trace()) < 1 and time.monotonic() < deadline:  # requests served: mid-run
-            time.sleep(0.05)
-        while time.monotonic() < t_joined + 1.5:  # a few arrivals in: some sent, some in flight, most not yet sent
-            time.sleep(0.05)
+        before = len(sim.trace())  # the lane's usage check, made before the cluster was joined
+        # mid-run: the first four arrivals in (each host's first two, due in the first 0.75 s: some in flight,
+        # replies take a second), most not yet sent.  Placing the workers after the join takes what the machine
+        # gives: the run's state is waited for (bounded), never a fixed time
+        deadline = time.monotonic() + 60
+        while len(arrived := sim.trace()[before:]) < 4 and time.monotonic() < deadline and p.poll() is None:
+            time.sleep(0.02)
+        assert len(arrived) >= 4, (len(arrived), "".join(lines)[-3000:])
+        expected = len(schedule("constant", rate=4, duration=duration))
+        assert len(arrived) < expected // 2, len(arrived)  # most not yet sent: the removal is mid-run
         gone = nodes[1]
         c.remove_node(gone)
         out = p.stdout.read()
         p.wait(timeout=120)
         reader.join(10)
-        took = time.monotonic() - t_joined
+        took = time.perf_counter() - min(t["t_arrival_mono"] for t in arrived)  # the same clock (sim/engine.py)
         err = "".join(lines)
-        assert took <= duration + 10, (took, err[-2000:])
+        assert took <= duration + 10, (took, err[-2000:])  # from the run's first send
         assert p.returncode == 1, err[-3000:]  # lost data is never exit 0
         result = json.loads(out)
         _ray_free(err)
         assert f"({gone.node_id[:12]})" in err and "lost" in err
         rep = result["lanes"]["A"]["reps"][0]
+        if [w["node"] for w in rep["workers_lost"]] != [gone.node_id] and (why := _starved_out(err, rec, gone.node_id)):
+            pytest.skip(why)
         assert [w["node"] for w in rep["workers_lost"]] == [gone.node_id], rep["workers_lost"]
         config, records = _records(rec)
         lost_worker = next(h["worker"] for h in config["worker_hosts"] if h["node"] == gone.node_id)
         theirs = [r for r in records if r.meta["worker"] == lost_worker]
         errored = [r for r in theirs if not r.ok]
+        if not errored and (starved := _starved(rec)):
+            # the lost host's sends reached the lane (the trace) but the main process never heard of one in flight:
+            # its batches came late through a starved Ray runtime, so there was nothing it knew to end as an error
+            pytest.skip(f"the Ray runtime starved: {starved}; the removed host's {len(theirs)} requests the main "
+                        f"process heard of had all ended ({sum(r.ok for r in theirs)} ok) when it was lost")
         assert errored and all("load host" in r.error.message and "lost" in r.error.message for r in errored)
         assert rep["errors"] >= len(errored)
         # what the lost host had not sent is not sent, never served; the rest of the run went on
-        expected = len(schedule("constant", rate=4, duration=duration))
         assert rep["not_sent"] > 0 and rep["requests"] + rep["not_sent"] == expected, rep
         others = [r for r in records if r.meta["worker"] != lost_worker]
         assert len(others) == expected - expected // 2 and all(r.ok for r in others)

@@ -129,8 +129,10 @@ class LoadWatch:
                  window: float = WINDOW_S, threshold_ms: float = LAG_BOUND_MS, host: bool = True,
                  idle: Callable[[], bool] | None = None, collect_every: float = COLLECT_EVERY_S,
                  collect_max_wait: float = COLLECT_MAX_WAIT_S, collect: Callable[[], Any] = gc.collect,
-                 idle_interval: float = IDLE_INTERVAL_S) -> None:
+                 idle_interval: float = IDLE_INTERVAL_S, worker: int | None = None) -> None:
         self.clock = clock
+        self.worker = worker
+        """The bench worker whose loop this is (its windows' ``worker``); None: the main process."""
         self.idle = idle
         self.idle_interval = idle_interval
         """The period while ``idle()`` (none without ``idle``; never shorter than ``interval``)."""
@@ -205,7 +207,7 @@ class LoadWatch:
         data = LoopWindow(t0=t0, lag_ms=round(lag, 3), lag_mean_ms=round(sum(lags) / len(lags), 3) if lags else 0.0,
                           samples=len(lags), bound=bound, threshold_ms=self.threshold_ms,
                           runq_ms=None if runq_ms is None else round(runq_ms, 3),
-                          runq_slices=None if runq_ms is None else slices, **self._cpu())
+                          runq_slices=None if runq_ms is None else slices, worker=self.worker, **self._cpu())
         self.windows += 1
         self.bound_windows += bound
         self.emit(Event(self.clock.now(), schema.CLIENT_LOAD, None, None, event_data(data)))

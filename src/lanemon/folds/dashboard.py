@@ -236,7 +236,8 @@ class HostState:
         self.client_load = dict(d)
         own, t0 = d.get("proc_cpu_pct"), d.get("t0")
         if (t is not None and isinstance(own, (int, float)) and not isinstance(own, bool) and math.isfinite(own)
-                and isinstance(t0, int) and not isinstance(t0, bool) and t0 < t):
+                and isinstance(t0, int) and not isinstance(t0, bool) and t0 < t
+                and d.get("worker") is None):  # a bench worker's window: its CPU is its process's, not this one's
             self.own_cpu.append((t0, t, float(own)))
             while self.own_cpu and self.own_cpu[0][1] <= t - OWN_CPU_S * 1_000_000_000:
                 self.own_cpu.popleft()

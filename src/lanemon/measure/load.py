@@ -165,7 +165,8 @@ class ClientLoad:
         """How long lanemon was held up in the starved windows touching [start, end], summed, in seconds: each
         window's longest lag or its run-queue wait, whichever is more, but never more than the part of the window
         inside [start, end] (a stall cannot hold up more of the span than the span holds: the sum is at most
-        ``end - start``, so a share of it is at most 1)."""
+        ``end - start``, so a share of it is at most 1 -- also where the windows of several processes overlap,
+        a bench's ``--workers`` and its main process)."""
         if start is None or end is None:
             return 0.0
         total_ms = 0.0
@@ -173,7 +174,7 @@ class ClientLoad:
             if t0 <= end and t >= start:
                 inside_ms = (min(t, end) - max(t0, start)) / 1e6
                 total_ms += min(ms, inside_ms) if t > t0 else min(ms, (end - start) / 1e6)
-        return total_ms / 1000.0
+        return min(total_ms / 1000.0, (end - start) / 1e9)
 
     def covers(self, t: int | None) -> bool:
         """True when the watcher has reported past ``t`` (so a request ending at ``t`` can be judged)."""

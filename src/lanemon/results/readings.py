@@ -214,6 +214,9 @@ class LoopWindow(Reading):
     cpu_pct: float | None = None
     proc_cpu_pct: float | None = None
     steal_pct: float | None = None
+    worker: int | None = None
+    """The worker process whose loop this is (``bench load --workers``: it timed the sends it made); absent: the
+    main process's."""
 
 
 class Usage(Reading):

@@ -38,6 +38,7 @@ from lanemon.workers.messages import (Batch, Bye, Done, Item, Job, JobReport, Re
                                       to_worker)
 
 if TYPE_CHECKING:
+    from lanemon.client.loadwatch import LoadWatch
     from lanemon.config import LaneConfig
 
 __all__ = ["Item", "MergingPool", "WorkerCore", "WorkerPool", "WorkersUnavailable", "opening_burst"]
@@ -84,6 +85,26 @@ class WorkerCore:
             lane.name: LaneClient(lane, clock=self.clock, emit=self.buffer.append, stall_timeout=stall_timeout)
             for lane in lanes
         }
+        self.jobs = 0
+        self.loadwatch: LoadWatch | None = None
+        """This worker's own loop lag as ``client_load`` events (``worker``: its index) while it has a job: the
+        sends are timed by this loop, so whether it was starved is the recording's to say, as for the main
+        process's (client/loadwatch.py; measure/load.py folds every process's windows alike)."""
+
+    def _watch(self) -> None:
+        from lanemon.client.loadwatch import LoadWatch
+
+        self.jobs += 1
+        if self.loadwatch is None:
+            self.loadwatch = LoadWatch(self.clock, self.buffer.append, worker=self.index)
+            self.loadwatch.start()
+
+    async def _unwatch(self) -> None:
+        """The last job is over: stop watching (the window in progress is published, before the job's Done)."""
+        self.jobs -= 1
+        if self.jobs == 0 and self.loadwatch is not None:
+            watch, self.loadwatch = self.loadwatch, None
+            await watch.stop()
 
     def take(self) -> tuple[int, list[Event]]:
         """(heartbeat time, every event buffered so far); nothing stamped earlier can follow."""
@@ -96,19 +117,23 @@ class WorkerCore:
         client = self.clients[lane]
         loop = asyncio.get_running_loop()
         tasks = []
-        burst = opening_burst([it.offset_s for it in items])
-        if burst > 1:  # this worker's share of the opening wave: connections opened before the start
-            await client.warm(burst)
-        for it in items:
-            delay = (start_ns - self.clock.now()) / 1e9 + it.offset_s
-            if delay > 0:
-                await asyncio.sleep(delay)
-            meta = dict(it.meta)
-            if "send_lag_s" in meta:
-                meta["send_lag_s"] = round((self.clock.now() - start_ns) / 1e9 - it.offset_s, 6)
-            tasks.append(loop.create_task(client.stream(it.endpoint, it.body, purpose=it.purpose,
-                                                        req_id=it.req_id, meta=meta)))
-        records = await asyncio.gather(*tasks) if tasks else []
+        self._watch()
+        try:
+            burst = opening_burst([it.offset_s for it in items])
+            if burst > 1:  # this worker's share of the opening wave: connections opened before the start
+                await client.warm(burst)
+            for it in items:
+                delay = (start_ns - self.clock.now()) / 1e9 + it.offset_s
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                meta = dict(it.meta)
+                if "send_lag_s" in meta:
+                    meta["send_lag_s"] = round((self.clock.now() - start_ns) / 1e9 - it.offset_s, 6)
+                tasks.append(loop.create_task(client.stream(it.endpoint, it.body, purpose=it.purpose,
+                                                            req_id=it.req_id, meta=meta)))
+            records = await asyncio.gather(*tasks) if tasks else []
+        finally:
+            await self._unwatch()
         return sum(1 for r in records if not r.ok)
 
     async def aclose(self) -> None:
