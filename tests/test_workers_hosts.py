@@ -4,10 +4,13 @@ cluster runs are tests/test_workers_cluster.py."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
+import time
 
 import msgspec
+import pytest
 
 from lanemon.workers.clocks import clock_offset, host_label, silent_workers, version_mismatch
 
@@ -156,3 +159,99 @@ def test_the_pipe_messages_round_trip_through_msgspec_as_their_tagged_structs():
     assert job_items(encode(items)) == items
     # a Batch is not a Done: the main side's "job over" test cannot fire on a heartbeat
     assert not isinstance(from_worker(encode(Batch(1))), Done)
+
+
+def test_silence_while_lanemon_itself_was_held_up_is_not_a_workers_silence():
+    from lanemon.workers.clocks import MAIN_STALL_S, WATCH_S, credit_own_stall
+
+    heard = {0: 100.0, 1: 103.0}
+    assert credit_own_stall(heard, WATCH_S + MAIN_STALL_S, WATCH_S) == 0.0 and heard == {0: 100.0, 1: 103.0}
+    # the watch asked for 0.25 s and woke 6 s later: the main process could not read anyone's heartbeat meanwhile
+    stall = credit_own_stall(heard, 6.0, WATCH_S)
+    assert stall == pytest.approx(6.0 - WATCH_S - MAIN_STALL_S)
+    assert heard == {0: pytest.approx(100.0 + stall), 1: pytest.approx(103.0 + stall)}
+    # so at now = 106: worker 0 has been silent 0.75 s of listened time, not 6 s
+    assert silent_workers(heard, busy=[0, 1], now=106.0) == []
+
+
+class _Ref:
+    def __init__(self, answer: bool) -> None:
+        self.answer = answer
+
+    def __await__(self):
+        if not self.answer:
+            yield from asyncio.sleep(3600).__await__()  # a host that is gone never answers
+        return 123
+
+
+class _Actor:
+    def __init__(self, answer: bool) -> None:
+        self.raw_ns = type("M", (), {"remote": lambda _self: _Ref(answer)})()
+
+
+def test_a_silent_worker_that_answers_a_ping_is_kept_one_that_does_not_is_lost(monkeypatch):
+    """A starved Ray runtime delayed one host's heartbeats past 5 s (beside four CPU hogs: a live host was taken for
+    lost): the silent worker is pinged first; only one that does not answer is lost."""
+    from lanemon.bus import EventBus
+    from lanemon.events import Clock
+    from lanemon.workers import ray_pool
+    from lanemon.workers.messages import WorkerHost
+
+    monkeypatch.setattr(ray_pool, "PING_S", 0.05)
+    bus, seen = EventBus(), []
+    bus.subscribe(seen.append)
+    pool = ray_pool.RayPool(2, [], Clock(), bus)
+    pool._actors = [_Actor(True), _Actor(False)]
+    pool.hosts = [WorkerHost(worker=w, version="x", host=f"vm{w + 1}", pid=1, address="10.0.0.1", node=f"n{w + 1}" * 8)
+                  for w in range(2)]
+    assert asyncio.run(pool._answers(0)) is True and asyncio.run(pool._answers(1)) is False
+
+    async def judge():
+        job = asyncio.ensure_future(asyncio.sleep(3600))
+        try:
+            pool._heard = {0: time.monotonic() - 6.0, 1: time.monotonic() - 6.0}
+            pool._busy = {0: 1, 1: 1}
+            kept = pool._after_ping(0, await pool._answers(0), job)
+            assert kept == 0 and not job.cancelled() and time.monotonic() - pool._heard[0] < 1.0
+            lost = pool._after_ping(1, await pool._answers(1), job)
+            await asyncio.sleep(0)
+            return lost, job.cancelled()
+        finally:
+            job.cancel()
+
+    lost, cancelled = asyncio.run(judge())
+    pool._close_merge()  # what the merge held (the main's notes wait for the workers' heartbeats) is released
+    assert lost == 0 and cancelled  # nothing was in flight on it; its job was ended
+    assert [w.worker for w in pool.workers_lost] == [1] and "no answer to a ping" in pool.workers_lost[0].why
+    notes = [e.data["message"] for e in seen if e.kind == "note"]
+    assert any("vm1" in n and "answered a ping: kept" in n for n in notes), notes
+    assert any("vm2" in n and "lost" in n for n in notes), notes
+
+
+def test_a_worker_that_answers_pings_but_never_sends_is_lost_after_kept_max(monkeypatch):
+    """Answering pings keeps a host only so long: a process that is there but whose job sends nothing would hold
+    the run for ever."""
+    from lanemon.bus import EventBus
+    from lanemon.events import Clock
+    from lanemon.workers import ray_pool
+    from lanemon.workers.clocks import KEPT_MAX
+
+    pool = ray_pool.RayPool(1, [], Clock(), EventBus())
+
+    async def judge():
+        job = asyncio.ensure_future(asyncio.sleep(3600))
+        try:
+            kept = []
+            for _ in range(KEPT_MAX + 1):
+                pool._heard = {0: time.monotonic() - 6.0}
+                pool._after_ping(0, True, job)
+                await asyncio.sleep(0)
+                kept.append(not job.done() and not pool.workers_lost)
+            return kept, job.cancelled()
+        finally:
+            job.cancel()
+
+    kept, cancelled = asyncio.run(judge())
+    pool._close_merge()
+    assert kept == [True] * KEPT_MAX + [False] and cancelled
+    assert len(pool.workers_lost) == 1 and f"after {KEPT_MAX} answered pings" in pool.workers_lost[0].why

@@ -25,7 +25,18 @@ ROUNDS = 8
 RESYNC_S = 60.0
 """The exchange is repeated this often to follow drift (1 ppm is 60 µs a minute)."""
 HEARTBEAT_LOST_S = 5.0
-"""A busy worker not heard from for this long is lost (its host is down or cut off)."""
+"""A busy worker not heard from for this long is asked whether it is still there (a ping, answered within
+``PING_S``); one that does not answer is lost (its host is down or cut off)."""
+PING_S = 2.5
+"""How long a silent worker has to answer the ping before its host is taken for lost."""
+KEPT_MAX = 3
+"""A worker that answers this many pings in a row without sending a batch between them is lost all the same
+(its process is there, its job is not: nothing it sends will come)."""
+WATCH_S = 0.25
+"""The heartbeat watch looks this often."""
+MAIN_STALL_S = 0.5
+"""A watch that woke this much later than it asked was held up itself (lanemon's own process starved): the
+silence it could not hear is not counted against the workers (:func:`credit_own_stall`)."""
 
 
 def clock_offset(samples: Iterable[tuple[int, int, int]]) -> tuple[int, int]:
@@ -58,6 +69,19 @@ def silent_workers(last_heard: Mapping[int, float], busy: Iterable[int], now: fl
     message), oldest silence first."""
     late = [(last_heard[w], w) for w in busy if w in last_heard and now - last_heard[w] >= limit_s]
     return [w for _, w in sorted(late)]
+
+
+def credit_own_stall(last_heard: dict[int, float], elapsed_s: float, asked_s: float = WATCH_S) -> float:
+    """The watch asked to wake after ``asked_s`` and woke ``elapsed_s`` later: beyond ``MAIN_STALL_S`` of grace,
+    the main process itself was held up and could not read the workers' heartbeats (they wait in its queue).  That
+    stall is added to every worker's last-heard time, so it never counts as a worker's silence; returns it (0.0
+    when the watch was on time)."""
+    stall = elapsed_s - asked_s - MAIN_STALL_S
+    if stall <= 0:
+        return 0.0
+    for w in last_heard:
+        last_heard[w] += stall
+    return stall
 
 
 def host_label(host: WorkerHost | None) -> str:

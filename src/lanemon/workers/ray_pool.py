@@ -8,8 +8,11 @@ lanemon version checked and its clock offset measured.  Each actor holds a
 :class:`~lanemon.workers.pool.WorkerCore` (its own HTTP clients and event loop)
 and streams its event batches back through a Ray streaming generator, one batch
 every 20 ms with a heartbeat.  A worker not heard from for
-:data:`~lanemon.workers.clocks.HEARTBEAT_LOST_S` (or whose actor died with its
-node) is lost: its in-flight requests end as errors (``load host <host> lost``),
+:data:`~lanemon.workers.clocks.HEARTBEAT_LOST_S` is pinged; one that does not
+answer within :data:`~lanemon.workers.clocks.PING_S` (or whose actor died with
+its node) is lost, one that answers was only slow (a starved Ray runtime: said
+in a note); silence while lanemon's own process was held up is not counted.  A
+lost worker's in-flight requests end as errors (``load host <host> lost``),
 what it had not sent yet is counted as not sent, and the run goes on with the
 others.  Ray's own messages go to a log file (``log_path``), never to stdout
 or the screen; what matters in them becomes lanemon's own note.  Ray is
@@ -35,8 +38,8 @@ from lanemon import events as schema
 from lanemon.bus import EventBus
 from lanemon.events import Clock, Event
 from lanemon.results.requests import note_data
-from lanemon.workers.clocks import (HEARTBEAT_LOST_S, RESYNC_S, ROUNDS, clock_offset, host_label, silent_workers,
-                                    version_mismatch)
+from lanemon.workers.clocks import (HEARTBEAT_LOST_S, KEPT_MAX, PING_S, RESYNC_S, ROUNDS, WATCH_S, clock_offset,
+                                    credit_own_stall, host_label, silent_workers, version_mismatch)
 from lanemon.workers.messages import (Batch, Done, Item, LostHost, WorkerHost, WorkerInfo, encode,
                                       from_worker, job_items, worker_info)
 from lanemon.workers.pool import FLUSH_S, MergingPool, WorkerCore, WorkersUnavailable
@@ -247,6 +250,8 @@ class RayPool(MergingPool):
         self._ray: Any = None
         self._started_ray = False
         self._heard: dict[int, float] = {}
+        self._kept: dict[int, int] = {}
+        """Pings a silent worker answered since its last batch."""
         self._resync: asyncio.Task | None = None
         self._log_handler: logging.Handler | None = None
 
@@ -369,6 +374,7 @@ class RayPool(MergingPool):
             async for ref in gen:
                 msg = from_worker(await ref)
                 self._heard[w] = time.monotonic()
+                self._kept.pop(w, None)
                 self._receive(w, msg)
                 if isinstance(msg, Done):
                     errors, failure = msg.errors, msg.failure
@@ -379,6 +385,34 @@ class RayPool(MergingPool):
         finally:
             self._busy[w] = max(0, self._busy.get(w, 0) - 1)
         return errors, failure
+
+    async def _answers(self, w: int) -> bool:
+        """Worker ``w``'s actor answers a ping within ``PING_S`` (its host is there, only slow to be heard)."""
+        try:
+            await asyncio.wait_for(_await(self._actors[w].raw_ns.remote()), PING_S)
+            return True
+        except Exception:  # no answer in time, or the actor is gone
+            return False
+
+    def _after_ping(self, w: int, answered: bool, task: asyncio.Task) -> int:
+        """A silent worker's ping came back: kept if it answered (a note says so), else its host is lost; the
+        errors that made."""
+        if task.done():
+            return 0
+        silent_s = time.monotonic() - self._heard.get(w, time.monotonic())
+        if answered and self._kept.get(w, 0) < KEPT_MAX:
+            self._kept[w] = self._kept.get(w, 0) + 1
+            self._heard[w] = time.monotonic()
+            label = host_label(self.hosts[w] if w < len(self.hosts) else None)
+            self._note(f"load host {label} was not heard from for {silent_s:.1f} s but answered a ping: kept (a "
+                       f"starved Ray runtime or network)", "warning")
+            return 0
+        if silent_s < self.heartbeat_lost_s:  # heard from while the ping was out
+            return 0
+        task.cancel()
+        if answered:  # its process answers, its job has sent nothing through KEPT_MAX pings
+            return self._host_lost(w, f"no heartbeat for {silent_s:.1f} s after {KEPT_MAX} answered pings")
+        return self._host_lost(w, f"no heartbeat for {silent_s:.1f} s and no answer to a ping in {PING_S:g} s")
 
     def _host_lost(self, w: int, why: str) -> int:
         """Worker ``w``'s host is lost: the requests it sent end as errors, the rest are not sent; said once."""
@@ -406,12 +440,25 @@ class RayPool(MergingPool):
             tasks[w] = asyncio.ensure_future(self._consume(w, gen))
         errors = 0
         pending = set(tasks.values())
-        while pending:  # the heartbeat watch: a worker silent for heartbeat_lost_s is lost, the rest go on
-            _, pending = await asyncio.wait(pending, timeout=0.25)
-            running = [w for w, t in tasks.items() if not t.done()]
-            for w in silent_workers(self._heard, running, time.monotonic(), self.heartbeat_lost_s):
-                tasks[w].cancel()
-                errors += self._host_lost(w, f"no heartbeat for {self.heartbeat_lost_s:g} s")
+        pings: dict[int, asyncio.Task] = {}
+        looked = time.monotonic()
+        try:
+            while pending:  # the heartbeat watch: a silent worker is pinged; one that does not answer is lost
+                _, pending = await asyncio.wait(pending, timeout=WATCH_S)
+                now = time.monotonic()
+                credit_own_stall(self._heard, now - looked, WATCH_S)
+                looked = now
+                running = [w for w, t in tasks.items() if not t.done()]
+                for w in silent_workers(self._heard, running, now, self.heartbeat_lost_s):
+                    if w not in pings:
+                        pings[w] = asyncio.ensure_future(self._answers(w))
+                for w, ping in list(pings.items()):
+                    if ping.done():
+                        del pings[w]
+                        errors += self._after_ping(w, ping.result(), tasks[w])
+        finally:
+            for ping in pings.values():
+                ping.cancel()
         for t in tasks.values():
             if t.cancelled():
                 continue
