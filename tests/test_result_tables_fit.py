@@ -135,3 +135,35 @@ def test_the_sections_bound_their_free_text_between_words():
     for tid, cell in cells.items():
         full = " ".join(str(runs["B"].tasks[tid].reason or "failed").split())
         assert cell == full or (cell.endswith("…") and full[len(cell) - 1] in " ([{,;:"), (cell, full)
+
+
+async def test_a_refit_that_lands_after_the_screen_closed_is_a_no_op():
+    """Beside four CPU hogs the replay of agree.jsonl raised NoMatches ('#result-body' on ResultScreen): the refit
+    queued after the tables mounted (``_fit_beside_scrollbar``) ran after Esc had closed the screen.  Every late
+    call (the refit, a re-show from a resize, an analysis error) finds no body and returns."""
+    from textual.widgets import DataTable
+
+    from lanemon.sessions.sources import ReplaySession
+    from lanemon.ui.app import make_app
+
+    app = make_app(ReplaySession(SAMPLES / "agree.jsonl", speed=float("inf")))
+    async with app.run_test(size=(100, 30)) as pilot:
+        for _ in range(600):
+            await pilot.pause(0.05)
+            if app.screen_name() == "result" and app.screen.sections is not None and app.screen.query(DataTable):
+                break
+        screen = app.screen
+        assert screen.sections, "the result screen never showed its tables"
+        await pilot.press("escape")
+        for _ in range(100):
+            await pilot.pause(0.02)
+            if app.screen_name() == "dashboard" and not screen.is_attached:
+                break
+        assert app.screen_name() == "dashboard" and not screen.is_attached
+        screen._gutter = 0
+        screen._fit_beside_scrollbar()  # the late refit
+        await screen.show(screen.sections)  # a late re-show (resize, scrollbar)
+        screen._show_error("late")  # a late analysis error
+        await pilot.pause()
+        assert app.screen_name() == "dashboard"
+        await pilot.press("q")

@@ -255,3 +255,26 @@ def test_a_worker_that_answers_pings_but_never_sends_is_lost_after_kept_max(monk
     pool._close_merge()
     assert kept == [True] * KEPT_MAX + [False] and cancelled
     assert len(pool.workers_lost) == 1 and f"after {KEPT_MAX} answered pings" in pool.workers_lost[0].why
+
+
+def test_a_lost_hosts_actor_is_killed_so_a_host_still_there_stops_sending():
+    from lanemon.bus import EventBus
+    from lanemon.events import Clock
+    from lanemon.workers import ray_pool
+
+    killed = []
+
+    class FakeRay:
+        @staticmethod
+        def kill(actor, no_restart=False):
+            killed.append((actor, no_restart))
+            if actor == "gone":
+                raise RuntimeError("its node is gone")  # Ray refusing is no reason not to go on
+
+    pool = ray_pool.RayPool(2, [], Clock(), EventBus())
+    pool._ray, pool._actors = FakeRay(), ["alive", "gone"]
+    pool._host_lost(0, "no heartbeat")
+    pool._host_lost(1, "its worker died")
+    pool._host_lost(0, "again")  # said once: not killed twice
+    pool._close_merge()
+    assert killed == [("alive", True), ("gone", True)] and [w.worker for w in pool.workers_lost] == [0, 1]

@@ -421,6 +421,11 @@ class RayPool(MergingPool):
         host = self.hosts[w] if w < len(self.hosts) else None
         label = host_label(host)
         errors = self._lost(w, f"load host {label} lost")
+        if self._ray is not None and w < len(self._actors):
+            try:  # a host taken for lost that is still there (cut off, starved) must not go on sending: what it
+                self._ray.kill(self._actors[w], no_restart=True)  # had not sent is counted as not sent
+            except Exception:  # gone with its node already
+                pass
         lost = LostHost(w, host and host.node, host and host.host, host and host.address, why, errors)
         self.workers_lost.append(lost)
         self.job_report.workers_lost.append(lost)

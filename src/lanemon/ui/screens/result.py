@@ -15,6 +15,7 @@ from typing import Any
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.css.query import NoMatches
 from textual.widgets import DataTable, Static
 
 from lanemon.ui.format import markup_escape as escape
@@ -129,6 +130,8 @@ class ResultScreen(LanemonScreen):
     def _show_error(self, message: str) -> None:
         self._analysing = False
         self.error = message
+        if self._body() is None:  # closed before the analysis failed: nothing to say it on
+            return
         self.query_one("#result-title", Static).update(
             f"[b]{TITLES.get(self.kind, self.kind)}[/]  [$error]cannot read the results: {escape(message)}[/]")
 
@@ -138,10 +141,12 @@ class ResultScreen(LanemonScreen):
         self._analysing = False
         self.sections = sections
         self._shown_width = self.size.width
-        body = self.query_one("#result-body", VerticalScroll)
-        if not body.is_attached:  # a refit queued (resize, scrollbar) as the screen closed: nothing to show into
+        body = self._body()
+        if body is None:  # a refit queued (resize, scrollbar) as the screen closed: nothing to show into
             return
         await body.remove_children()
+        if not body.is_attached:  # closed while the old tables went
+            return
         live = self._live()
         running = live is not None and not getattr(live, "finished", False)
         where = getattr(self.app, "source", None)
@@ -185,14 +190,27 @@ class ResultScreen(LanemonScreen):
             notes = units + notes + ([hidden_text(hidden)] if hidden else [])
             if notes:
                 widgets.append(Static(escape("\n".join(notes)), classes="result-notes"))
+        if not body.is_attached:
+            return
         await body.mount(*widgets)
         self.call_after_refresh(self._fit_beside_scrollbar)
+
+    def _body(self) -> VerticalScroll | None:
+        """The results' scroll body, or None once the screen has closed (a refit queued by a resize, the
+        scrollbar or a live rep's end can run after Esc: beside four CPU hogs a replay of agree.jsonl did)."""
+        try:
+            body = self.query_one("#result-body", VerticalScroll)
+        except NoMatches:
+            return None
+        return body if body.is_attached else None
 
     def _fit_beside_scrollbar(self) -> None:
         """Tall results show the body's vertical scrollbar, which takes the width the tables were fitted to: fit
         them again beside it.  Kept once taken (a table that ran off the edge had a scrollbar row of its own: fitted,
         the body may no longer need its own, and fitting to the whole width again would bring both back)."""
-        body = self.query_one("#result-body", VerticalScroll)
+        body = self._body()
+        if body is None:
+            return
         gutter = body.scrollbar_size_vertical if body.show_vertical_scrollbar else 0
         if gutter > self._gutter and self.sections:
             self._gutter = gutter
