@@ -386,6 +386,10 @@ class RayPool(MergingPool):
             self._busy[w] = max(0, self._busy.get(w, 0) - 1)
         return errors, failure
 
+    def _host(self, w: int) -> WorkerHost | None:
+        """Worker ``w``'s host, None before it was placed."""
+        return self.hosts[w] if w < len(self.hosts) else None
+
     async def _answers(self, w: int) -> bool:
         """Worker ``w``'s actor answers a ping within ``PING_S`` (its host is there, only slow to be heard)."""
         try:
@@ -403,7 +407,7 @@ class RayPool(MergingPool):
         if answered and self._kept.get(w, 0) < KEPT_MAX:
             self._kept[w] = self._kept.get(w, 0) + 1
             self._heard[w] = time.monotonic()
-            label = host_label(self.hosts[w] if w < len(self.hosts) else None)
+            label = host_label(self._host(w))
             self._note(f"load host {label} was not heard from for {silent_s:.1f} s but answered a ping: kept (a "
                        f"starved Ray runtime or network)", "warning")
             return 0
@@ -418,7 +422,7 @@ class RayPool(MergingPool):
         """Worker ``w``'s host is lost: the requests it sent end as errors, the rest are not sent; said once."""
         if w in self._dead:
             return 0
-        host = self.hosts[w] if w < len(self.hosts) else None
+        host = self._host(w)
         label = host_label(host)
         errors = self._lost(w, f"load host {label} lost")
         if self._ray is not None and w < len(self._actors):
