@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 
 from pathlib import Path
 
@@ -98,6 +99,14 @@ OPENS = {"decode": "bench", "prefill": "bench", "needles": "bench", "today": "be
          "qeval-A": "result", "qeval-B": "result"}
 
 
+async def _until(pilot, ok, timeout: float = 20.0) -> None:
+    """Event-loop turns until ``ok()`` holds, at most ``timeout`` s (the caller asserts it next): the screen
+    the replay opens and its first events, where a fixed 0.3 s pause was (12 tests here, 12 below)."""
+    deadline = time.monotonic() + timeout
+    while not ok() and time.monotonic() < deadline:
+        await pilot.pause(0.02)
+
+
 @pytest.mark.parametrize("name", sorted(OPENS))
 async def test_replaying_each_sample_session_opens_the_screen_its_run_showed(name):
     """A bench recording opens the bench screen, a gauntlet the gauntlet, races the race screen;
@@ -111,7 +120,7 @@ async def test_replaying_each_sample_session_opens_the_screen_its_run_showed(nam
     source = ReplaySession(path, speed=1.0)
     app = make_app(source)
     async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.pause(0.3)
+        await _until(pilot, lambda: source.published > 0 and app.screen_name() == OPENS[name])
         assert source.published > 0  # the replay is playing
         assert app.screen_name() == OPENS[name]
         if OPENS[name] != "dashboard":
@@ -134,7 +143,7 @@ async def test_seeking_each_sample_session_at_max_speed_holds_and_keeps_its_scre
     source = ReplaySession(path, speed=float("inf"))
     app = make_app(source)
     async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.pause(0.3)
+        await _until(pilot, lambda: source.published > 0 and app.screen_name() == OPENS[name])
         await pilot.press("home")  # very likely still playing: a seek at max speed must hold it
         await wait_seek(app, pilot)
         assert source.playhead_ns == 0 and source.paused and not source.finished
