@@ -207,16 +207,21 @@ def _metrics(rec: Path) -> list[tuple[str, dict, float]]:
 
 def _surfaces(s: Surfaces, base: Path, *, metrics: bool, render: bool = True) -> Surfaces:
     """``report --format json`` and ``md``, ``export --requests`` and (``metrics``) the exporter, of ``s.rec``;
-    the headless tables the command prints for its result (``s.json``)."""
+    the headless tables the command prints for its result (``s.json``).  Both report formats are rendered from
+    one analysis of the recording, as ``report`` renders the one it asked for (cli/report.py: ``analyze_many``
+    then ``render``); ``report`` itself is held to the same text by
+    test_the_report_command_prints_what_is_compared and runs in the variants."""
     from lanemon.cli.main import main
-    from lanemon.recording.reader import read_events
+    from lanemon.recording.reader import Recording, read_events
+    from lanemon.reports.analyse import analyze_many
+    from lanemon.reports.render import render
 
     out = base / s.key
-    assert main(["report", str(s.rec), "--format", "json", "-o", f"{out}.report.json"]) == 0
-    assert main(["report", str(s.rec), "--format", "md", "-o", f"{out}.md"]) == 0
+    analysis = analyze_many([Recording(s.rec)])
+    s.report = json.loads(render(analysis, "json"))
+    s.md = render(analysis, "md")
+    del analysis
     assert main(["export", "--requests", str(s.rec), "-o", f"{out}.csv"]) == 0
-    s.report = json.loads(Path(f"{out}.report.json").read_text())
-    s.md = Path(f"{out}.md").read_text()
     s.rows = _csv_rows(Path(f"{out}.csv"))
     if not s.json:  # a sample session: no run printed its result; the report's section is it
         s.json = s.section
@@ -276,6 +281,19 @@ def test_the_headless_command_prints_its_results_tables(everything):
     assert printed and [(t.head, t.rows) for t in printed] == [(t.head, t.rows) for t in rendered]
     s.headless = s.printed
     check_text(s, "headless")
+
+
+@pytest.mark.parametrize("key", ["decode", "qeval", "sample-races"])
+def test_the_report_command_prints_what_is_compared(everything, key, tmp_path):
+    """``report --format json`` and ``--format md`` write exactly the report this module compares (which it
+    renders both formats of from one analysis: :func:`_surfaces`)."""
+    from lanemon.cli.main import main
+
+    s = everything[key]
+    assert main(["report", str(s.rec), "--format", "json", "-o", str(tmp_path / "r.json")]) == 0
+    assert main(["report", str(s.rec), "--format", "md", "-o", str(tmp_path / "r.md")]) == 0
+    assert json.loads((tmp_path / "r.json").read_text()) == s.report
+    assert (tmp_path / "r.md").read_text() == s.md
 
 
 def _history(surfaces: list[Surfaces], recs: Path, env: dict[str, str]) -> None:
