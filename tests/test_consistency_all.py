@@ -347,16 +347,14 @@ def variants(surfaces, tmp_path_factory) -> dict[tuple[str, str], Surfaces]:
     out: dict[tuple[str, str], Surfaces] = {}
     for variant in ("starved", "calm"):
         base = tmp_path_factory.mktemp(variant)
-        mine = []
         for name in STARVABLE:
             rec = _copy(surfaces[name].rec, base, variant == "starved")
             assert main(["report", str(rec), "--format", "json", "-o", str(base / f"{name}.report.json")]) == 0
             assert main(["export", "--requests", str(rec), "-o", str(base / f"{name}.csv")]) == 0
             report = json.loads((base / f"{name}.report.json").read_text())
-            s = out[name, variant] = Surfaces(name, rec, section(report, name))
+            s = out[name, variant] = Surfaces(name, rec, section(report, name), key=f"{variant}-{name}")
             s.report, s.rows, s.metrics = report, _csv_rows(base / f"{name}.csv"), _metrics(rec)
-            mine.append(s)
-        _history(mine, base / "recs", env)
+    _history(list(out.values()), tmp_path_factory.mktemp("variants") / "recs", env)  # both variants: one rebuild
     return out
 
 
