@@ -248,19 +248,18 @@ def _open_starts(path: Path, n: int, kind: str) -> Path:
 
 
 @pytest.mark.parametrize("kind", ["first_byte", "request"])
-def test_requests_that_never_end_are_not_all_held(tmp_path, monkeypatch, kind):
+def test_requests_that_never_end_are_not_all_held(tmp_path, monkeypatch, kind, live_records):
     """A hostile file of request starts that never end (300 k of them: report 520 MB, export 637 MB before; 1.5 M
     would take ~3 GB): an Assembler holds at most MAX_OPEN open requests, the oldest given up first, and the
     report and export say how many (here MAX_OPEN is made small to count)."""
     import lanemon.measure.records as records
-    from lanemon.measure.records import RequestRecord
 
     monkeypatch.setattr(records, "MAX_OPEN", 500)
     for n in (5_000, 20_000):
         path = _open_starts(tmp_path / f"open{n}.jsonl", n, kind)
-        base = _alive(RequestRecord)
+        base = live_records()
         compact = compact_events(Recording(path).events())
-        assert _alive(RequestRecord) - base <= 500
+        assert live_records() - base <= 500
         assert compact.dropped == n - 500
         analysis = analyze(Recording(path))
         assert any("never finished while more than 500 were open" in w for w in analysis.warnings)
