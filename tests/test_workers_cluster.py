@@ -39,9 +39,12 @@ def cluster():
     os.environ.update(ENV)
     # the head without Ray's dashboard and autoscaler monitor (lanemon reads neither: two Python processes and about
     # 2 CPU-s less to start); its log monitor stays, so a Ray line that reached lanemon's stderr would show
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False, "no_monitor": True})
+    # every node started without Ray's own 30 s wait for it (starved beside four CPU hogs, a raylet can take longer
+    # to register): all three are waited for together, up to 120 s
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False, "no_monitor": True,
+                                                       "wait": False})
     try:
-        nodes = [c.add_node(num_cpus=1), c.add_node(num_cpus=1)]
+        nodes = [c.add_node(num_cpus=1, wait=False), c.add_node(num_cpus=1, wait=False)]
         c.wait_for_nodes(timeout=120)
         yield c, nodes
     finally:
