@@ -21,6 +21,7 @@ from typing import NamedTuple
 import pytest
 
 from conftest import SimProcess
+from ray_procs import worker_nice
 from unstarved import assert_on_schedule, judge_sends
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'lanemon[ray]')")
@@ -155,32 +156,6 @@ def _header_workers(rec) -> list[dict]:
     first = json.loads(rec.read_bytes().split(b"\n", 1)[0])
     assert first["workers"] == header["workers"]  # on line 1, not in a later event
     return header["workers"]
-
-
-def _worker_nice() -> dict[int, int]:
-    """The niceness of each live process Ray titled ``ray::_RayWorker`` (lanemon's actors) under this test process
-    (the module's cluster: its raylets are our children; not another test's Ray elsewhere on the machine)."""
-    parent: dict[int, int] = {}
-    for d in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{d}/stat", "rb") as f:
-                parent[int(d)] = int(f.read().rsplit(b")", 1)[1].split()[1])  # after the name: state, ppid
-        except (OSError, ValueError, IndexError):
-            pass
-    ours, grew = {os.getpid()}, True
-    while grew:
-        more = {pid for pid, pp in parent.items() if pp in ours} - ours
-        ours |= more
-        grew = bool(more)
-    out = {}
-    for pid in ours - {os.getpid()}:
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if f.read().startswith(b"ray::_RayWorker"):
-                    out[pid] = os.getpriority(os.PRIO_PROCESS, pid)
-        except OSError:  # gone meanwhile
-            pass
-    return out
 
 
 def _load_nodes(nodes) -> set[str]:
@@ -351,7 +326,7 @@ def test_a_load_host_removed_mid_run_is_lost_named_and_its_requests_are_errors(c
         reader.start()
         assert joined.wait(150), "".join(lines)[-3000:]
         # every worker placed runs at its raylet's priority (ray_pool.WORKER_ENV), not Ray's 15 nicer
-        nice = _worker_nice()
+        nice = worker_nice()
         assert len(nice) >= 2 and set(nice.values()) == {os.getpriority(os.PRIO_PROCESS, 0)}, nice
         before = len(sim.trace())  # the lane's usage check, made before the cluster was joined
         # mid-run: the first four arrivals in (each host's first two, due in the first 0.75 s: some in flight,
