@@ -149,9 +149,14 @@ def test_a_worker_that_dies_leaves_error_events_not_a_gap(tmp_path):
 def test_ray_backend_runs_the_same_job_through_local_ray_actors(tmp_path):
     """Two Ray actors in a local Ray runtime (the multi-host path, exercised on one machine)."""
     pytest.importorskip("ray", reason="Ray is not installed (pip install 'lanemon[ray]')")
+    import os
+    import threading
+    import time
+
     from lanemon.measure.records import assemble
     from lanemon.recording.reader import read_events
     from lanemon.workloads.bench.load import schedule
+    from ray_procs import worker_nice
 
     sim = SimProcess("sglang-native", 0.05)
     try:
@@ -159,11 +164,31 @@ def test_ray_backend_runs_the_same_job_through_local_ray_actors(tmp_path):
         cmd = [sys.executable, "-m", "lanemon", "bench", "load", "--lane", f"A={sim.url}", "--arrival", "constant",
                "--rate", "10", "--duration", "3", "--output-len", "fixed:16", "--workers", "2",
                "--workers-backend", "ray", "--json", "--record", str(rec)]
-        env = {**__import__("os").environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
-        assert out.returncode == 0, out.stderr[-3000:]
+        env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        lines: list[str] = []
+        joined = threading.Event()
+
+        def read_err() -> None:
+            for line in p.stderr:
+                lines.append(line)
+                if "Ray cluster joined in" in line:
+                    joined.set()
+
+        reader = threading.Thread(target=read_err, daemon=True)
+        reader.start()
+        deadline = time.monotonic() + 150  # bounded: a run that never joins fails on its exit code below
+        while not joined.wait(0.05) and reader.is_alive() and time.monotonic() < deadline:
+            pass
+        nice = worker_nice() if joined.is_set() else None
+        out = p.stdout.read()
+        p.wait(timeout=150)
+        reader.join(10)
+        assert p.returncode == 0, "".join(lines)[-3000:]
+        # its two actors ran at the priority of the runtime it started, not Ray's 15 nicer (ray_pool.WORKER_ENV)
+        assert nice and len(nice) == 2 and set(nice.values()) == {os.getpriority(os.PRIO_PROCESS, 0)}, nice
         expected = len(schedule("constant", rate=10, duration=3))
-        lane = json.loads(out.stdout)["lanes"]["A"]["reps"][0]
+        lane = json.loads(out)["lanes"]["A"]["reps"][0]
         assert lane["requests"] == expected and lane["ok"] == expected, lane
         _, events, _ = read_events(rec)
         assert [ev.t for ev in events] == sorted(ev.t for ev in events)
