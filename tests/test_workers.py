@@ -49,6 +49,7 @@ def _load(url: str, workers: int, rec, seed: int = 9):
 
 @pytest.mark.slow
 def test_two_workers_record_every_event_and_match_one_process(tmp_path):
+    from lanemon.measure.load import client_load, is_client_bound
     from lanemon.measure.metrics import request_metrics
     from lanemon.measure.records import assemble
     from lanemon.recording.reader import read_events
@@ -58,6 +59,7 @@ def test_two_workers_record_every_event_and_match_one_process(tmp_path):
     try:
         expected = len(schedule("poisson", rate=25, duration=4, seed=9))
         errors: dict[int, float] = {}
+        starved: dict[int, str] = {}
         for workers in (1, 2):
             sim.clear_trace()
             rec = tmp_path / f"w{workers}.jsonl"
@@ -81,11 +83,22 @@ def test_two_workers_record_every_event_and_match_one_process(tmp_path):
             assert served <= set(trace)
             assert sum(request_metrics(r).output_tokens for r in records) == sum(
                 trace[i]["completion_tokens"] for i in served)
-            errors[workers] = statistics.median(
-                request_metrics(r).ttft_s - trace[r.server_request_id]["ttft_s"] for r in records)
-        # the client never sees the first token before the server sent it, and handing the requests to worker
-        # processes adds no latency of its own (on a starved machine the workers' extra cores make it smaller)
-        assert min(errors.values()) > -0.001, errors
+            gaps = {r.req: request_metrics(r).ttft_s - trace[r.server_request_id]["ttft_s"] for r in records}
+            # the client never sees the first token before the server sent it, starved or not
+            assert min(gaps.values()) > -0.001, (workers, min(gaps.values()))
+            # a request that ran while the recording says lanemon (main or a worker) was starved is client-bound:
+            # its TTFT is lanemon's wake-up, not the lane's, and is not compared (tests/unstarved.py's rule)
+            load = client_load(events)
+            calm = [gaps[r.req] for r in records if not is_client_bound(r, load)]
+            if len(calm) < expected // 2:
+                starved[workers] = (f"{len(records) - len(calm)} of {len(records)} requests with {workers} "
+                                    f"worker(s) ran while lanemon was starved (its recording's client_load)")
+            else:
+                errors[workers] = statistics.median(calm)
+        # handing the requests to worker processes adds no latency of its own (on a starved machine the workers'
+        # extra cores make it smaller): judged on the requests that ran in unstarved time
+        if starved:
+            pytest.skip("TTFT error with and without workers not compared: " + "; ".join(starved.values()))
         assert errors[2] < errors[1] + 0.015, errors
     finally:
         sim.stop()
