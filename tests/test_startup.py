@@ -108,3 +108,19 @@ def test_the_dashboard_imports_no_report_renderer():
     modules = set(json.loads(out.stdout.splitlines()[-1]))
     assert "lanemon.reports.simulated" in modules  # the module the dashboard does read
     assert sorted(m for m in modules if m in ("jinja2", "lanemon.reports.render", "lanemon.reports.analyse")) == []
+
+
+REPORT_HEAVY = ("httpx", "httpcore", "h11", "jinja2", "lanemon.client", "lanemon.reports.render.html")
+"""What reading a recording into a text report never needs: an HTTP client (it sends nothing), the HTML renderer
+and its templates.  A report is a short CLI process the suite and scripts run by the hundred."""
+
+
+@pytest.mark.parametrize("fmt", ["json", "md", "csv"])
+def test_a_text_report_imports_no_http_client_and_no_html_renderer(fmt, tmp_path):
+    from pathlib import Path
+
+    sample = Path(__file__).resolve().parents[1] / "sample_sessions" / "races.jsonl"
+    out = tmp_path / f"report.{fmt}"
+    modules = modules_after(["report", str(sample), "--format", fmt, "-o", str(out)])
+    assert out.stat().st_size > 0  # the report was written: the module set is a whole run's
+    assert sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in REPORT_HEAVY)) == []

@@ -12,6 +12,10 @@ from msgspec import UNSET, UnsetType
 from lanemon.results.common import Num, Result
 from lanemon.results.counters import EngineCounters
 
+TIE_S = 0.0005
+"""End-to-end gaps below this (it rounds to 0 ms) are a tie: which end was read first is chance.  Read by the race
+itself (:mod:`lanemon.workloads.race`) and by every surface that words a race's margins."""
+
 
 class RaceEnergy(Result):
     """Energy and cost of a lane in one race, or over its races (docs/GPU.md): the keys of

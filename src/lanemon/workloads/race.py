@@ -30,20 +30,22 @@ import asyncio
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
 from lanemon.measure import metrics
-from lanemon.client.http import LaneClient
 from lanemon.folds.race import BENCH, RaceState, RaceView
 from lanemon.events import Event
 from lanemon.measure.metrics import round_or_none
 from lanemon.measure.records import BURST, EMPTY, OUTCOMES, TRUNCATED, RequestRecord, reiterable
 from lanemon.results.common import Energy
-from lanemon.results.race import (ENERGY_FIELDS, NO_ENERGY, Race, RaceError, RaceGoodput, RaceLane, RaceLeader,
-                                  RaceEnergy, RaceMargin, RaceResult, RaceSummary,
+from lanemon.results.race import (ENERGY_FIELDS, NO_ENERGY, TIE_S, Race, RaceError, RaceGoodput, RaceLane,
+                                  RaceLeader, RaceEnergy, RaceMargin, RaceResult, RaceSummary,
                                   RaceWinners)
+
+if TYPE_CHECKING:  # a race's analysis (reports, replay) reads this module and sends nothing: no HTTP client
+    from lanemon.client.http import LaneClient
 
 DEFAULT_MAX_TOKENS = 256
 """Reply budget when neither the prompt nor ``--max-tokens`` gives one."""
@@ -584,8 +586,6 @@ def _names(names: list[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-TIE_S = 0.0005
-"""End-to-end gaps below this (it rounds to 0 ms) are a tie: which end was read first is chance."""
 
 
 def _duration(seconds: float) -> str:

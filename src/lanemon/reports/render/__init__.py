@@ -3,32 +3,42 @@
 :func:`render` picks one by name (:data:`FORMATS`).  Every renderer works from the same
 intermediate: :func:`lanemon.reports.sections.sections` and :func:`lanemon.reports.verdict.verdict`
 (JSON is the analysis itself, CSV one row per cell).
+
+Each renderer is imported when its format is asked for: ``report --format json`` never loads jinja2 and the HTML
+sections (a report is often one short CLI process; tests/test_startup.py holds it).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from lanemon.results.analysis import Analysis
-from lanemon.reports.render.csv import render_csv
-from lanemon.reports.render.html import render_html
-from lanemon.reports.render.json import render_json
-from lanemon.reports.render.markdown import render_markdown
+if TYPE_CHECKING:
+    from lanemon.results.analysis import Analysis
 
 FORMATS = ("md", "html", "json", "csv")
+
+_RENDERERS = {"md": ("markdown", "render_markdown"), "html": ("html", "render_html"),
+              "json": ("json", "render_json"), "csv": ("csv", "render_csv")}
+
+
+def _renderer(fmt: str):
+    module, name = _RENDERERS[fmt]
+    return getattr(importlib.import_module(f"lanemon.reports.render.{module}"), name)
 
 
 def render(analysis: Analysis | dict[str, Any], fmt: str) -> str:
     """The report in ``fmt`` (one of :data:`FORMATS`)."""
-    if fmt == "md":
-        return render_markdown(analysis)
-    if fmt == "html":
-        return render_html(analysis)
-    if fmt == "json":
-        return render_json(analysis)
-    if fmt == "csv":
-        return render_csv(analysis)
-    raise ValueError(f"unknown report format {fmt!r} (choose: {', '.join(FORMATS)})")
+    if fmt not in _RENDERERS:
+        raise ValueError(f"unknown report format {fmt!r} (choose: {', '.join(FORMATS)})")
+    return _renderer(fmt)(analysis)
+
+
+def __getattr__(name: str):  # render_html & co., imported on first use
+    for fmt, (_, fn) in _RENDERERS.items():
+        if fn == name:
+            return _renderer(fmt)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["FORMATS", "render", "render_csv", "render_html", "render_json", "render_markdown"]

@@ -7,8 +7,7 @@ from lanemon.measure.catalogue import NOT_MEASURED, label
 from lanemon.reports.format import clip, err_text, ordinal, secs, tok
 from lanemon.reports.format import seconds as seconds_text
 from lanemon.reports.sections.section import Section
-from lanemon.results.race import Race, RaceMargin, RaceResult
-from lanemon.workloads.race import TIE_S
+from lanemon.results.race import TIE_S, Race, RaceMargin, RaceResult
 
 
 FIGURES = ("ttft", "per_stream_tok_s", "output_tokens", "e2e")
