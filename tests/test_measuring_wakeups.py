@@ -95,3 +95,103 @@ def test_a_failing_sample_ends_the_watch_with_its_error():
         return "no error"
 
     assert asyncio.run(main()) == "boom"
+
+
+def _sleep_passes(make_sleeper) -> list[int]:
+    """Loop passes of five 20 ms sleeps of a session's (or monitor's) ``_sleep``, each counted alone."""
+
+    async def main():
+        owner = make_sleeper()
+        counter = _PassCounter(asyncio.get_running_loop())
+        out = []
+        for _ in range(5):
+            p0 = counter.passes
+            await owner._sleep(0.02)
+            out.append(counter.passes - p0)
+        return out
+
+    return asyncio.run(main())
+
+
+def test_a_probe_loop_sleep_costs_two_loop_passes():
+    """Between probes a lane's loop sleeps until the interval ends or the session stops: a timer and the sleeper
+    (2 passes), not a task for ``stop.wait()`` cancelled at the timeout (5 passes with ``asyncio.wait_for``)."""
+    from lanemon.config import LaneConfig
+    from lanemon.sessions.sources import LiveSession
+
+    passes = _sleep_passes(lambda: LiveSession([LaneConfig("A", "http://127.0.0.1:9/v1")]))
+    assert max(passes) <= 3, passes
+
+
+def test_a_monitor_loop_sleep_costs_two_loop_passes():
+    from lanemon.client.monitors import Monitors
+
+    passes = _sleep_passes(lambda: Monitors([], Clock(), lambda ev: None))
+    assert max(passes) <= 3, passes
+
+
+def test_a_stop_ends_every_sleep_at_once():
+    from lanemon.client.stop_event import StopEvent
+
+    async def main():
+        stop = StopEvent()
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        sleeps = [asyncio.ensure_future(stop.sleep(30)) for _ in range(3)]
+        await asyncio.sleep(0.05)
+        assert not any(s.done() for s in sleeps)
+        stop.set()
+        await asyncio.wait_for(asyncio.gather(*sleeps), 5)
+        waited = loop.time() - t0
+        await stop.sleep(30)  # set already: returns at once
+        await stop.wait()
+        return waited, len(stop._sleeps)
+
+    waited, left = asyncio.run(main())
+    assert waited < 5 and left == 0
+
+
+def test_a_sleep_cancelled_leaves_nothing_behind():
+    from lanemon.client.stop_event import StopEvent
+
+    async def main():
+        stop = StopEvent()
+        task = asyncio.ensure_future(stop.sleep(30))
+        await asyncio.sleep(0.01)
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+        return len(stop._sleeps)
+
+    assert asyncio.run(main()) == 0
+
+
+def test_the_measuring_thread_is_named_in_the_os():
+    """bench/demo_cpu_ab.py reads each thread's CPU from /proc by its name: the measuring thread says its own
+    (Python's thread names are Python's only: every thread was "python" there)."""
+    import os
+    import threading
+
+    import pytest
+
+    from lanemon.sessions.runner import SourceThread
+
+    if not os.path.isdir("/proc/self/task"):
+        pytest.skip("no /proc")
+
+    class Source:
+        mode = "live"
+
+        def __init__(self) -> None:
+            self.comm = None
+
+        async def run(self) -> None:
+            with open(f"/proc/self/task/{threading.get_native_id()}/comm") as f:
+                self.comm = f.read().strip()
+
+    source = Source()
+    runner = SourceThread(source).start()
+    runner.done.result(10)
+    assert source.comm == "lanemon-measure"
