@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import os
+import tempfile
 
 import pytest
 
 from realserver_fixtures import vllm_server, vllm_url  # noqa: F401 (session fixtures: one vLLM per session)
 from simproc import SimProcess, sim_pair  # noqa: F401 (tests import them from here; bench scripts from simproc)
 
+
+# The test processes' children (`python -m lanemon ...`, the simulators: hundreds of processes a run) keep their
+# bytecode outside the tree.  With PYTHONDONTWRITEBYTECODE set (as where CI ran: its clones hold no .pyc) each
+# of them compiled every lanemon module it imported from source again: ~0.15 CPU-s a process.
+if os.environ.pop("PYTHONDONTWRITEBYTECODE", None):
+    os.environ.setdefault("PYTHONPYCACHEPREFIX", os.path.join(tempfile.gettempdir(), f"lanemon-pycache-{os.getuid()}"))
 
 # pytest-xdist (README's test command runs `-n 2 --dist loadgroup`): each worker is its own pytest session
 # with its own session and module fixtures.  Tests that share an expensive fixture are kept on one worker, so

@@ -161,3 +161,19 @@ def test_reps_keep_every_value(fast_sims):
             # lanemon's TTFT holds the server's: never a faster prefill than the server's own for that request
             # (within 2 %: lanemon counts the prompt from usage, the trace at arrival)
             assert measured <= server * 1.02, (lane, rep, c.reps, true)
+
+
+def test_a_lane_whose_usage_no_tokenizer_gives_keeps_the_estimate_and_bounded_prompts():
+    """A lane that says 5 prompt tokens whatever it is sent (tests/hostile_server.py) made the calibrated ratio
+    5/8,000 tokens per character: a 2,000-token cell was sent as 3.2 million characters."""
+    from hostile_server import HostileLane, HostileServer
+
+    lane = HostileLane("s", unauthorized_every=0, stream_error_every=0, escapes=False, echo_in_tokens=False)
+    with HostileServer(lane) as srv:
+        run = BenchRun("prefill", [LaneConfig("A", f"http://127.0.0.1:{srv.port}/v1")],
+                       BenchOptions(lengths=[2000], cache_check=False, max_context=8192))
+        asyncio.run(run.run())
+        sent = [len(r.body) for r in srv.requests if r.path.endswith("/completions")]
+    ends = [e.data for e in run.events if e.data.get("part") == "calibrate" and e.data.get("phase") == "end"]
+    assert ends and ends[0]["tokens_per_char"] is None and "not a possible ratio" in ends[0]["warning"], ends
+    assert sent and max(sent) < 40_000, sent  # 2,000 tokens at the typical 4 characters each, not megabytes

@@ -257,6 +257,46 @@ def test_turn_budget_stops_a_looping_agent():
     assert result.config.max_turns == 4
 
 
+def test_a_lane_whose_usage_no_tokenizer_gives_keeps_the_estimate_and_a_bounded_prompt():
+    """A lane that says 5 prompt tokens whatever it is sent (the hostile lanes of the security tests) made the
+    ratio 5/7,800 then 5/3,000,000 tokens per character: the first turn's system prompt was to be ~10^9
+    characters (the gauntlet step of test_hostile_fullrun spun until its timeout)."""
+    from hostile_server import HostileLane, HostileServer
+
+    from lanemon.config import LaneConfig
+    from lanemon.measure.bounds import TOKENS_PER_CHAR
+    from lanemon.workloads.prompts import usage_tokens_per_char
+
+    assert usage_tokens_per_char(2000, 8000) == 0.25
+    assert usage_tokens_per_char(5, 8000) is None and usage_tokens_per_char(40_000, 8000) is None
+    assert usage_tokens_per_char(True, 4) is None and usage_tokens_per_char(10**400, 8000) is None
+    assert usage_tokens_per_char(0, 8000) is None and usage_tokens_per_char(5, 0) is None
+    lane = HostileLane("s", unauthorized_every=0, stream_error_every=0, escapes=False)
+    with HostileServer(lane) as srv:
+        harness = Harness([LaneConfig("A", f"http://127.0.0.1:{srv.port}/v1")])
+        g = GauntletRun(harness, GauntletConfig(hops=2, reps=1, max_turns=2, seed=1))
+
+        async def go():
+            await harness.connect()
+            try:
+                await g.calibrate("A")
+                # checked before a turn is built: the old ratio made the first turn's prompt take for ever
+                assert g.tokens_per_char.get("A") is None, g.tokens_per_char  # the typical ratio stayed
+                return await g.run()
+            finally:
+                await harness.aclose()
+
+        result = asyncio.run(go())
+        sent = [len(r.body) for r in srv.requests if r.path.endswith("/chat/completions")]
+    cal = [e.data for e in harness.events if e.data.get("phase") == "calibrate"]
+    assert cal[0]["tokens_per_char"] == 0.25
+    assert "5 prompt tokens for" in cal[0]["counted_from"] and "not a possible ratio" in cal[0]["counted_from"]
+    # every request: the 1,950-token prompt at 4 characters per token plus the transcript, not megabytes
+    assert len(sent) == 2 + 2 and max(sent) < 20_000, sent  # calibrate() called twice: by hand, then by run()
+    assert TOKENS_PER_CHAR[0] <= 0.25 <= TOKENS_PER_CHAR[1]
+    assert result.lanes["A"].reps == 1 and result.lanes["A"].tool_calls == [2]
+
+
 # ---------------------------------------------------------------- CLI
 
 def test_cli_json_is_one_object_and_bad_input_exits_2(tmp_path, capsys):

@@ -6,19 +6,29 @@ connected viewer, then `check`, `race`, `bench decode`, `qeval run`, `gauntlet`,
 format) and `export` (both formats) as real CLI processes.  Every file under the run's directory
 (recordings, results, reports, exports, the XDG data/config/cache/state dirs) and every byte the
 viewer received is searched for every secret.
+
+Cost: 15-17 CPU-s in all, quiet or beside CPU hogs: the live part 3-4 CPU-s (most of it the app's start), each
+CLI process 0.4-1.6 CPU-s, most of it Python's start and imports.  Each process has a CPU budget from what it
+is asked to do (:func:`cpu_bound`); one past it is stopped with its Python stack (:class:`Steps`), so a step
+that spins says where, on a quiet machine or a loaded one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import resource
+import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
+import psutil
 import pytest
 from hostile_server import HostileLane, HostileServer
 from websockets.asyncio.client import connect
@@ -64,15 +74,86 @@ def env_for(run_dir: Path) -> dict[str, str]:
                                "XDG_STATE_HOME": str(run_dir / "xdg/state"), "COLUMNS": "200"})
 
 
+REQUEST_S = 2.0
+"""Each lane's ``timeout`` and ``deadline`` in lanes.toml: no request waits longer (the hostile lanes answer in
+milliseconds: the bench's 54 requests took 3 s wall under a load average of 20)."""
+CPU_S = 8.0
+CPU_PER_REQUEST_S = 0.05
+"""A step's CPU budget is CPU_S + CPU_PER_REQUEST_S per request it is asked for (:func:`cpu_bound`).  Measured
+(quiet, and beside four CPU hogs at a load average of ~20, the same): a report 0.9-1.3 CPU-s, an export 0.4-0.6,
+the bench (54 requests) 1.0-1.6, a check 0.6-0.9.  CPU, unlike wall time, does not grow with the machine's load:
+a step that spins (the gauntlet did, issue 40) is stopped after seconds of its own CPU, loaded or not."""
+
+
+def cpu_bound(requests: int) -> float:
+    """CPU seconds a CLI step asked for ``requests`` requests may use."""
+    return CPU_S + requests * CPU_PER_REQUEST_S
+
+
 def write_config(run_dir: Path, a: int, b: int, dead: int) -> Path:
     cfg = run_dir / "xdg/config/lanemon/lanes.toml"
     cfg.parent.mkdir(parents=True, exist_ok=True)
+    limits = f"timeout = {REQUEST_S}\ndeadline = {REQUEST_S}\n"
     cfg.write_text(
         f'[lanes.A]\nurl = "http://alice:{PASSWORD}@127.0.0.1:{a}/v1?api_key={QKEY}&token={QTOKEN}"\n'
-        f'api_key_env = "{KEY_ENV}"\nheaders = {{ "X-Api-Key" = "{HEADER}" }}\n'
-        f'[lanes.B]\nurl = "http://127.0.0.1:{b}/v1?token={QTOKEN}"\napi_key_env = "{KEY_ENV}"\n'
-        f'[lanes.C]\nurl = "http://alice:{PASSWORD}@127.0.0.1:{dead}/v1?api_key={QKEY}"\n')
+        f'api_key_env = "{KEY_ENV}"\nheaders = {{ "X-Api-Key" = "{HEADER}" }}\n{limits}'
+        f'[lanes.B]\nurl = "http://127.0.0.1:{b}/v1?token={QTOKEN}"\napi_key_env = "{KEY_ENV}"\n{limits}'
+        f'[lanes.C]\nurl = "http://alice:{PASSWORD}@127.0.0.1:{dead}/v1?api_key={QKEY}"\n{limits}')
     return cfg
+
+
+class Steps:
+    """Runs lanemon CLI steps as real processes and keeps what each cost.  A step past its CPU budget
+    (:func:`cpu_bound`), or still running when the test's own time is nearly out (``deadline``, a blocked
+    process: each request ends at its lane's deadline, so only a hang blocks), is stopped with every thread's
+    Python stack on its stderr (``-X faulthandler`` + SIGABRT), and the test fails saying where it was."""
+
+    def __init__(self, env: dict[str, str], cwd: Path, served: Callable[[], int], deadline: float) -> None:
+        self.env, self.cwd, self.served, self.deadline = env, cwd, served, deadline
+        self.outputs: list[bytes] = []
+        self.costs: list[tuple[str, float, float]] = []
+        """(the step, wall seconds, CPU seconds of its process)."""
+
+    def __call__(self, *args: str, requests: int = 0, ok=(0, 1)) -> None:
+        out_at = args.index("-o") + 1 if "-o" in args else None
+        name = " ".join(a for a in (args[0], args[1], args[out_at] if out_at else "") if a and a[0] != "-")
+        budget = cpu_bound(requests)
+        t0, served, before = time.monotonic(), self.served(), resource.getrusage(resource.RUSAGE_CHILDREN)
+        proc = subprocess.Popen([sys.executable, "-X", "faulthandler", "-m", "lanemon", *args], env=self.env,
+                                cwd=self.cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        ps, cpu = psutil.Process(proc.pid), 0.0
+        while True:
+            try:
+                out, err = proc.communicate(timeout=0.5)  # retried after a timeout: no output is lost
+                break
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(psutil.Error):
+                    times = ps.cpu_times()
+                    cpu = times.user + times.system
+                if cpu > budget or time.monotonic() > self.deadline:
+                    self._abort(proc, name, f"asked for {requests} requests, it used {cpu:.1f} CPU-s (its budget "
+                                            f"{budget:.1f}) in {time.monotonic() - t0:.0f} s")
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+        self.costs.append((name, time.monotonic() - t0, cpu))
+        self.outputs.extend((out, err))
+        assert b"Traceback" not in err, err.decode()[-2000:]
+        assert b"was never awaited" not in err, err.decode()[-2000:]  # a task cancelled before it ran (runner.py)
+        assert proc.returncode in ok, (args, proc.returncode, err.decode()[-2000:])
+        assert self.served() - served <= requests, (name, self.served() - served, "requests; its budget counts", requests)
+
+    def _abort(self, proc: subprocess.Popen, name: str, why: str) -> None:
+        proc.send_signal(signal.SIGABRT)  # faulthandler writes every thread's stack to stderr
+        try:
+            _, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate()
+        pytest.fail(f"lanemon {name} stopped: {why} (steps before: {self.report()}); its stderr ends:\n"
+                    f"{err.decode(errors='replace')[-4000:]}")
+
+    def report(self) -> str:
+        return ", ".join(f"{name} {wall:.1f} s ({cpu:.1f} CPU-s)" for name, wall, cpu in self.costs)
 
 
 async def live_and_shared(cfg: Path, run_dir: Path) -> bytes:
@@ -111,34 +192,50 @@ async def live_and_shared(cfg: Path, run_dir: Path) -> bytes:
     return b"".join(received)
 
 
-@pytest.mark.timeout(600)  # ~60 s on a quiet machine; much more beside four CPU hogs
+# the CLI steps and the requests each is asked for (an upper bound; a /models or /metrics read counts too)
+CHECK_REQUESTS = 10
+RACE_REQUESTS = 2 * 8
+BENCH_REQUESTS = 2 * 30  # per lane: 8-10 completions (C1, C3 on two categories), /models and /metrics at each edge
+QEVAL_REQUESTS = 2 * 3
+GAUNTLET_REQUESTS = 2 * (1 + 2 + 3)  # per lane: the probe, two calibrations, three turns
+LIVE_S = 60.0
+"""The live part's bound (it waits for what it checks; 3-4 CPU-s with the lanes' threads, most of it the app's
+start)."""
+TIMEOUT = 600
+"""The whole run: 45-60 s quiet (15-17 CPU-s), 277 s beside four CPU hogs with other work on the machine (load
+average ~20, each step's wall 10-25x its CPU).  The CLI steps stop 30 s before it, with a stack."""
+
+
+@pytest.mark.timeout(TIMEOUT)
 def test_a_full_run_leaves_no_secret_anywhere(run_dir, monkeypatch):
     monkeypatch.setenv(KEY_ENV, KEY)  # the in-process live session reads the key as lanemon would
     lane = lambda: HostileLane(KEY, unauthorized_every=3, stream_error_every=4, words=6)  # noqa: E731
     with HostileServer(lane()) as a, HostileServer(lane()) as b:
         cfg = write_config(run_dir, a.port, b.port, closed_port())
-        env = env_for(run_dir)
-        viewer_bytes = asyncio.run(live_and_shared(cfg, run_dir))
-        outputs: list[bytes] = [viewer_bytes]
+        t0, cpu0 = time.monotonic(), time.process_time()
+        lanemon = Steps(env_for(run_dir), run_dir, lambda: len(a.requests) + len(b.requests), t0 + TIMEOUT - 30)
+        lanemon.outputs.append(asyncio.run(asyncio.wait_for(live_and_shared(cfg, run_dir), LIVE_S)))
+        live = f"live {time.monotonic() - t0:.1f} s ({time.process_time() - cpu0:.1f} CPU-s with the lanes' threads)"
 
-        def lanemon(*args: str, ok=(0, 1)) -> None:
-            out = subprocess.run([sys.executable, "-m", "lanemon", *args], capture_output=True, timeout=120, env=env,
-                                 cwd=run_dir)
-            outputs.extend((out.stdout, out.stderr))
-            assert b"Traceback" not in out.stderr, out.stderr.decode()[-2000:]
-            assert out.returncode in ok, (args, out.returncode, out.stderr.decode()[-2000:])
+        def completions() -> dict[str, int]:
+            return {name: sum(1 for r in srv.requests if r.path.endswith("/completions"))
+                    for name, srv in (("A", a), ("B", b))}
 
         common = ("--config", str(cfg), "--lanes", "A,B")
-        lanemon("check", "A", "--config", str(cfg), "--json")
-        lanemon("check", "C", "--config", str(cfg), "--json")
+        lanemon("check", "A", "--config", str(cfg), "--json", requests=CHECK_REQUESTS)
+        lanemon("check", "C", "--config", str(cfg), "--json", requests=1)
         lanemon("race", *common, "--prompt", "hi", "--max-tokens", "6", "--chat", "--json",
-                "--record", "race.jsonl")
-        lanemon("bench", "decode", *common, "--levels", "1,2", "--no-categories", "--max-tokens", "6", "--json",
-                "--record", "bench.jsonl")
+                "--record", "race.jsonl", requests=RACE_REQUESTS)
+        # two categories at C1 and C3: 8 completions in a row per lane, so every lane answers at least one 401
+        # (every 3rd) and one stream error (every 4th, one of two multiples of 4 not a multiple of 12)
+        before = completions()
+        lanemon("bench", "decode", *common, "--levels", "1,3", "--categories", "coding,prose", "--no-categories",
+                "--max-tokens", "6", "--json", "--record", "bench.jsonl", requests=BENCH_REQUESTS)
+        assert all(v - before[k] >= 8 for k, v in completions().items()), (before, completions())
         lanemon("qeval", "run", "A", "--config", str(cfg), "--tasks", "json_escape,code_fizzbuzz", "--max-tokens",
-                "32", "--json", "-o", "qeval.json", "--record", "qeval.jsonl", ok=(0, 1, 2))
+                "32", "--json", "-o", "qeval.json", "--record", "qeval.jsonl", ok=(0, 1, 2), requests=QEVAL_REQUESTS)
         lanemon("gauntlet", *common, "--reps", "1", "--hops", "2", "--max-turns", "3", "--json",
-                "--record", "gauntlet.jsonl")
+                "--record", "gauntlet.jsonl", requests=GAUNTLET_REQUESTS)
         recordings = sorted(p.name for p in run_dir.glob("*.jsonl"))
         assert recordings == ["bench.jsonl", "gauntlet.jsonl", "live.jsonl", "qeval.jsonl", "race.jsonl"]
         for fmt in ("md", "html", "json", "csv"):
@@ -147,6 +244,7 @@ def test_a_full_run_leaves_no_secret_anywhere(run_dir, monkeypatch):
             lanemon("export", rec, "--requests", "-o", f"{rec}.csv")
         lanemon("export", "live.jsonl", "--requests", "-o", "live.export.jsonl")
         served = a.requests + b.requests
+    print(f"{live}; {lanemon.report()}")  # shown when the test fails: what each step cost
     # the lanes really were hostile, and really were asked with the secrets
     assert any(r.path.endswith("/metrics") for r in served)
     assert sum(1 for r in served if r.query.get("token") == [QTOKEN]) > 20
@@ -157,5 +255,5 @@ def test_a_full_run_leaves_no_secret_anywhere(run_dir, monkeypatch):
     leaks = {str(p.relative_to(run_dir)): found(p.read_bytes()) for p in written}
     leaks = {k: v for k, v in leaks.items() if v}
     assert leaks == {}
-    assert [found(o) for o in outputs if found(o)] == []
+    assert [found(o) for o in lanemon.outputs if found(o)] == []
     assert b"[redacted]" in (run_dir / "live.jsonl").read_bytes()  # the echoes happened and were replaced

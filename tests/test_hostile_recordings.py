@@ -162,24 +162,31 @@ def test_each_hostile_row_is_skipped_and_the_next_one_read(tmp_path, line):
 # -- bad headers: one clear error, exit 2 ---------------------------------------------------------
 
 
-@pytest.mark.parametrize("change, words", [
+BAD_HEADERS = [
     ({"lanes": "A,B"}, "$.lanes"),
     ({"lanes": 5}, "$.lanes"),
     ({"lanes": [{"name": {"x": 1}, "url": 3}]}, "$.lanes[0].name"),
     ({"host": "box"}, "$.host"),
     ({"version": 1.0}, "version"),
-])
+]
+COMMANDS = (("report",), ("export", "--requests"), ("replay",))
+
+
+@pytest.mark.parametrize("change, words", BAD_HEADERS)
 def test_a_bad_header_is_one_clear_error(tmp_path, change, words):
+    """Every bad header is one RecordingError naming the field (in process, for each); each command that reads
+    a recording turns it into one line and exit 2 (a process per header, the commands in turn: every command
+    meets a bad header, every header a command; the line is the error's own text, checked here for all)."""
     path = tmp_path / "hdr.jsonl"
     write(path, good_events(1), header={**make_header("demo", LANES), **change})
     with pytest.raises(RecordingError, match="bad recording header|schema version") as info:
         Recording(path)
     assert words in str(info.value) or "version" in words
-    for command in (("report", str(path)), ("export", str(path), "--requests"), ("replay", str(path))):
-        out = lanemon(*command, timeout=60)
-        no_traceback(out)
-        assert out.returncode == 2 and out.stderr.count("\n") == 1, (command, out.stderr)
-        assert str(path) in out.stderr
+    name, *flags = COMMANDS[[c for c, _ in BAD_HEADERS].index(change) % len(COMMANDS)]
+    out = lanemon(name, str(path), *flags, timeout=60)
+    no_traceback(out)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, (name, out.stderr)
+    assert str(path) in out.stderr and str(info.value).splitlines()[0][-40:] in out.stderr, (out.stderr, info.value)
 
 
 # -- bounded reads ----------------------------------------------------------------------------------

@@ -49,6 +49,7 @@ def _load(url: str, workers: int, rec, seed: int = 9):
 
 @pytest.mark.slow
 def test_two_workers_record_every_event_and_match_one_process(tmp_path):
+    from lanemon.measure.load import client_load, is_client_bound
     from lanemon.measure.metrics import request_metrics
     from lanemon.measure.records import assemble
     from lanemon.recording.reader import read_events
@@ -58,6 +59,7 @@ def test_two_workers_record_every_event_and_match_one_process(tmp_path):
     try:
         expected = len(schedule("poisson", rate=25, duration=4, seed=9))
         errors: dict[int, float] = {}
+        starved: dict[int, str] = {}
         for workers in (1, 2):
             sim.clear_trace()
             rec = tmp_path / f"w{workers}.jsonl"
@@ -81,11 +83,22 @@ def test_two_workers_record_every_event_and_match_one_process(tmp_path):
             assert served <= set(trace)
             assert sum(request_metrics(r).output_tokens for r in records) == sum(
                 trace[i]["completion_tokens"] for i in served)
-            errors[workers] = statistics.median(
-                request_metrics(r).ttft_s - trace[r.server_request_id]["ttft_s"] for r in records)
-        # the client never sees the first token before the server sent it, and handing the requests to worker
-        # processes adds no latency of its own (on a starved machine the workers' extra cores make it smaller)
-        assert min(errors.values()) > -0.001, errors
+            gaps = {r.req: request_metrics(r).ttft_s - trace[r.server_request_id]["ttft_s"] for r in records}
+            # the client never sees the first token before the server sent it, starved or not
+            assert min(gaps.values()) > -0.001, (workers, min(gaps.values()))
+            # a request that ran while the recording says lanemon (main or a worker) was starved is client-bound:
+            # its TTFT is lanemon's wake-up, not the lane's, and is not compared (tests/unstarved.py's rule)
+            load = client_load(events)
+            calm = [gaps[r.req] for r in records if not is_client_bound(r, load)]
+            if len(calm) < expected // 2:
+                starved[workers] = (f"{len(records) - len(calm)} of {len(records)} requests with {workers} "
+                                    f"worker(s) ran while lanemon was starved (its recording's client_load)")
+            else:
+                errors[workers] = statistics.median(calm)
+        # handing the requests to worker processes adds no latency of its own (on a starved machine the workers'
+        # extra cores make it smaller): judged on the requests that ran in unstarved time
+        if starved:
+            pytest.skip("TTFT error with and without workers not compared: " + "; ".join(starved.values()))
         assert errors[2] < errors[1] + 0.015, errors
     finally:
         sim.stop()
@@ -149,9 +162,14 @@ def test_a_worker_that_dies_leaves_error_events_not_a_gap(tmp_path):
 def test_ray_backend_runs_the_same_job_through_local_ray_actors(tmp_path):
     """Two Ray actors in a local Ray runtime (the multi-host path, exercised on one machine)."""
     pytest.importorskip("ray", reason="Ray is not installed (pip install 'lanemon[ray]')")
+    import os
+    import threading
+    import time
+
     from lanemon.measure.records import assemble
     from lanemon.recording.reader import read_events
     from lanemon.workloads.bench.load import schedule
+    from ray_procs import worker_nice
 
     sim = SimProcess("sglang-native", 0.05)
     try:
@@ -159,11 +177,31 @@ def test_ray_backend_runs_the_same_job_through_local_ray_actors(tmp_path):
         cmd = [sys.executable, "-m", "lanemon", "bench", "load", "--lane", f"A={sim.url}", "--arrival", "constant",
                "--rate", "10", "--duration", "3", "--output-len", "fixed:16", "--workers", "2",
                "--workers-backend", "ray", "--json", "--record", str(rec)]
-        env = {**__import__("os").environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
-        assert out.returncode == 0, out.stderr[-3000:]
+        env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        lines: list[str] = []
+        joined = threading.Event()
+
+        def read_err() -> None:
+            for line in p.stderr:
+                lines.append(line)
+                if "Ray cluster joined in" in line:
+                    joined.set()
+
+        reader = threading.Thread(target=read_err, daemon=True)
+        reader.start()
+        deadline = time.monotonic() + 150  # bounded: a run that never joins fails on its exit code below
+        while not joined.wait(0.05) and reader.is_alive() and time.monotonic() < deadline:
+            pass
+        nice = worker_nice() if joined.is_set() else None
+        out = p.stdout.read()
+        p.wait(timeout=150)
+        reader.join(10)
+        assert p.returncode == 0, "".join(lines)[-3000:]
+        # its two actors ran at the priority of the runtime it started, not Ray's 15 nicer (ray_pool.WORKER_ENV)
+        assert nice and len(nice) == 2 and set(nice.values()) == {os.getpriority(os.PRIO_PROCESS, 0)}, nice
         expected = len(schedule("constant", rate=10, duration=3))
-        lane = json.loads(out.stdout)["lanes"]["A"]["reps"][0]
+        lane = json.loads(out)["lanes"]["A"]["reps"][0]
         assert lane["requests"] == expected and lane["ok"] == expected, lane
         _, events, _ = read_events(rec)
         assert [ev.t for ev in events] == sorted(ev.t for ev in events)

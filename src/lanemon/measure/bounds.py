@@ -8,6 +8,7 @@ every fold that reads a recorded ``gpu`` event (replay, reports), so live and re
 * :data:`GPU` -- per GPU key, the lowest and highest physically possible value (docs/GPU.md's table).
 * :func:`gpu_reading` -- a ``gpu`` event's data with every impossible value dropped, and how many were.
 * :func:`clean_numbers` -- a mapped ``/metrics`` scrape without its non-finite or inexact numbers, and how many.
+* :data:`TOKENS_PER_CHAR` -- the possible range of a lane's tokens per character (prompt calibration).
 * :func:`beyond_float` -- where a decoded JSON value holds an integer float cannot hold (the recording
   reader refuses such a line: docs/RECORDING.md).
 
@@ -45,6 +46,10 @@ HOST: dict[str, tuple[float, float]] = {
     "parse_s": (0.0, 600.0),
 }
 """A reading's host-level figures (sums over its GPUs; the request's flight and the parse)."""
+TOKENS_PER_CHAR: tuple[float, float] = (1 / 32, 4.0)
+"""A lane's prompt tokens per character of our prose prompts, as its ``usage`` shows it: no tokenizer averages
+more than 32 characters of prose per token, and a byte-level one makes at most one token per UTF-8 byte (4 per
+character).  A ratio outside is not a measurement (a hostile or broken ``usage``): the caller keeps its estimate."""
 
 
 def number(x: Any) -> float | None:

@@ -57,6 +57,13 @@ installed would (the run must refuse it by name)."""
 LEAD_S = 0.5
 """A job's start is this far ahead of its hand-out: a Ray call reaches a busy host's actor in tens to hundreds of
 ms, a pipe in microseconds (the process backend's lead is 0.2 s)."""
+WORKER_ENV = {"RAY_worker_niceness": "0"}
+"""Each actor's process environment in a cluster lanemon joins (its ``runtime_env``): Ray starts its worker
+processes 15 nicer than their raylet, so anything else on a load host outruns the one process that times lanemon's
+sends (beside four CPU hogs an actor took 31 s to import lanemon and build its core); 0 leaves it at its raylet's
+priority, as Ray's own job supervisor does.  The local runtime lanemon starts itself says so in its system config
+instead: its actors then take the workers it started with it (a ``runtime_env`` costs each its own process, set up
+through Ray's ``setup_worker``: about 0.45 CPU-s more)."""
 NOTE_ABOUT = "load_hosts"
 """The ``about`` of the notes this pool publishes (the headless progress prints them on stderr)."""
 
@@ -269,8 +276,11 @@ class RayPool(MergingPool):
         if not ray.is_initialized():
             try:
                 with _quiet(self.log_path):
+                    # a local runtime (no address) is lanemon's own: a worker process for each of its n actors,
+                    # started with it at the raylet's priority (WORKER_ENV's reason)
+                    own = {} if self.address else {"num_cpus": max(1, self.n), "_system_config": {"worker_niceness": 0}}
                     ray.init(address=self.address, include_dashboard=False, log_to_driver=False,
-                             configure_logging=False)
+                             configure_logging=False, **own)
             except Exception as exc:
                 raise RayUnavailable(f"Ray did not start{' at ' + self.address if self.address else ''}: "
                                      f"{str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__} "
@@ -285,7 +295,9 @@ class RayPool(MergingPool):
         self.bus.gate = self._publish_main
         skews = _skews(os.environ.get(SKEW_ENV))
         versions = _versions(os.environ.get(VERSION_ENV))
-        actor = ray.remote(num_cpus=0, max_restarts=0)(_RayWorker)
+        own_runtime = self._started_ray and not self.address
+        env = {} if own_runtime else {"runtime_env": {"env_vars": dict(WORKER_ENV)}}
+        actor = ray.remote(num_cpus=0, max_restarts=0, **env)(_RayWorker)
         self._actors = [
             actor.options(scheduling_strategy=NodeAffinitySchedulingStrategy(hosts[k % len(hosts)].node_id,
                                                                              soft=False))

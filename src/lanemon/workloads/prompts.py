@@ -10,7 +10,8 @@
   with a random nonce first (so no prefix cache can serve it) and an
   instruction last.  Token lengths are calibrated against each lane's own
   ``usage.prompt_tokens`` by the caller (a lane's tokenizer is not ours):
-  :func:`chars_for_tokens` turns a target token count into characters.
+  :func:`usage_tokens_per_char` turns one answer's usage into a ratio (or None when
+  the usage is not possible), :func:`chars_for_tokens` a target token count into characters.
 
 Pure: no network, no Textual.
 """
@@ -28,6 +29,7 @@ from importlib import resources
 from pathlib import Path
 
 from lanemon.config import MAX_NESTING, ConfigError, check_nesting, unreadable
+from lanemon.measure.bounds import TOKENS_PER_CHAR, number
 
 MAX_PROMPT_SET_BYTES = 64 << 20
 """A prompt-set file larger than this (64 MiB: a hundred 300K-token prompts) is refused unread."""
@@ -258,6 +260,18 @@ NEEDLE_TAIL = "\n\nWhat is the pass key? Answer with the pass key only."
 
 #: Tokens per character assumed before a lane has been calibrated (~4 chars/token, typical BPE).
 DEFAULT_TOKENS_PER_CHAR = 0.25
+
+
+def usage_tokens_per_char(prompt_tokens: object, chars: int) -> float | None:
+    """Tokens per character a lane's ``usage.prompt_tokens`` shows for a prompt of ``chars`` characters, or None
+    when that is not a possible ratio (:data:`lanemon.measure.bounds.TOKENS_PER_CHAR`): a lane that says 5 tokens
+    for 8,000 characters would have the caller build a prompt of millions of characters for 2,000 tokens."""
+    pt = number(prompt_tokens)
+    if not pt or chars <= 0:
+        return None
+    ratio = pt / chars
+    lo, hi = TOKENS_PER_CHAR
+    return ratio if lo <= ratio <= hi else None
 
 
 def chars_for_tokens(tokens: int, tokens_per_char: float) -> int:

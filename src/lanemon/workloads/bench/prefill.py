@@ -40,7 +40,7 @@ from lanemon.results.prefill import PrefillCell, PrefillLane, PrefillResult, pre
 from lanemon.workloads.bench.marks import CellEnd, PlannedCell
 from lanemon.workloads.bench.run import (BenchOptions, client_bound_figures, edge, first_error, goodput_of,
                                          outcome_figures, read_marks, request_args, rnd, run_state, spread)
-from lanemon.workloads.prompts import DEFAULT_TOKENS_PER_CHAR, chars_for_tokens, prefill_prompt
+from lanemon.workloads.prompts import DEFAULT_TOKENS_PER_CHAR, chars_for_tokens, prefill_prompt, usage_tokens_per_char
 
 if TYPE_CHECKING:
     from lanemon.measure.load import ClientLoad
@@ -102,9 +102,9 @@ def rng_for(opts: BenchOptions) -> random.Random:
 
 
 def tokens_per_char(rec: RequestRecord, chars: int) -> float | None:
-    if rec.ok and rec.prompt_tokens and chars > 0:
-        return rec.prompt_tokens / chars
-    return None
+    """The lane's tokens per character from an answer's usage, or None (no usage, or one no tokenizer gives:
+    :func:`~lanemon.workloads.prompts.usage_tokens_per_char`)."""
+    return usage_tokens_per_char(rec.prompt_tokens, chars) if rec.ok else None
 
 
 async def _answer_usage(h, lane: str, opts: BenchOptions, text: str, cell: str, bench: str) -> int | None:
@@ -153,8 +153,12 @@ async def calibrate(h, lane: str, opts: BenchOptions, rng: random.Random, bench:
         errors += 0 if rec.ok else 1
         if rec.ok:  # answered, but the stream carried no usage: ask for a non-streaming answer's
             prompt_tokens = await _answer_usage(h, lane, opts, text, cell, bench)
-            if prompt_tokens:
-                tpc, counted = prompt_tokens / len(text), "non-streaming usage"
+            tpc = usage_tokens_per_char(prompt_tokens, len(text))
+            if tpc is not None:
+                counted = "non-streaming usage"
+            elif prompt_tokens:
+                message = (f"calibration: the lane said {prompt_tokens} prompt tokens for {len(text)} characters, "
+                           "not a possible ratio; counts are estimates")
             else:
                 message = "calibration: the lane reported no usage (streaming or not); counts are estimates"
             break

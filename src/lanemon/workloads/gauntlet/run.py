@@ -44,7 +44,7 @@ from lanemon.workloads.gauntlet.config import (BENCH, READ_FILE_TOOL, STATUS, Ga
 from lanemon.workloads.gauntlet.results import gauntlet_results
 from lanemon.workloads.gauntlet.sandbox import ToolResult, make_chain
 from lanemon.workloads.harness import Harness
-from lanemon.workloads.prompts import DEFAULT_TOKENS_PER_CHAR
+from lanemon.workloads.prompts import DEFAULT_TOKENS_PER_CHAR, usage_tokens_per_char
 from lanemon.workloads.toolcalls import ToolCall, merge_tool_deltas
 
 # ---------------------------------------------------------------------------
@@ -136,9 +136,11 @@ class GauntletRun:
     async def calibrate(self, lane: str) -> None:
         """Measure the lane's tokens per character of the instructions (one recorded 1-token request;
         a ``gauntlet`` mark with phase ``calibrate`` says what was found), so its system prompt is
-        ``system_prompt_tokens`` of *its* tokens.  Without usage the typical ratio stays (said so)."""
+        ``system_prompt_tokens`` of *its* tokens.  Without usage, or with a usage no tokenizer gives
+        (:func:`usage_tokens_per_char`), the last good ratio, else the typical one, stays (said so)."""
         client = self.harness.clients[lane]
         pt = None
+        counted_from = "estimate (the lane reported no usage)"
         for attempt in range(2):  # twice: the ratio of the prompt as first built, then of the prompt it gives
             tpc = self.tokens_per_char.get(lane, DEFAULT_TOKENS_PER_CHAR)
             text = build_system_prompt(self.config.system_prompt_tokens, tokens_per_char=tpc)
@@ -150,10 +152,16 @@ class GauntletRun:
             pt = rec.prompt_tokens if rec.ok else None
             if not pt:
                 break
-            self.tokens_per_char[lane] = pt / len(text)
+            ratio = usage_tokens_per_char(pt, len(text))
+            if ratio is None:
+                counted_from = (f"{'usage of the first request' if attempt else 'estimate'} (the lane said {pt} "
+                                f"prompt tokens for {len(text)} characters: not a possible ratio)")
+                break
+            self.tokens_per_char[lane] = ratio
+            counted_from = "usage"
         self._mark("calibrate", lane, chars=len(text), prompt_tokens=pt,
                    tokens_per_char=round(self.tokens_per_char.get(lane, DEFAULT_TOKENS_PER_CHAR), 6),
-                   counted_from="usage" if pt else "estimate (the lane reported no usage)")
+                   counted_from=counted_from)
 
     async def run(self) -> GauntletResult:
         cfg = self.config
