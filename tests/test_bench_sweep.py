@@ -1,5 +1,5 @@
 """`bench sweep`: the concurrency ladder that finds each lane's knee, pure rules and a real run against the
-simulated lanes (its own file: the real run burns both cores, and tests/test_bench_load.py runs its minute-long
+simulated lanes (its own file: the real run burns both cores, and tests/test_bench_load.py runs its 30 s
 open-loop run in the background beside lighter tests)."""
 
 from __future__ import annotations

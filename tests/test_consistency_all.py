@@ -207,16 +207,21 @@ def _metrics(rec: Path) -> list[tuple[str, dict, float]]:
 
 def _surfaces(s: Surfaces, base: Path, *, metrics: bool, render: bool = True) -> Surfaces:
     """``report --format json`` and ``md``, ``export --requests`` and (``metrics``) the exporter, of ``s.rec``;
-    the headless tables the command prints for its result (``s.json``)."""
+    the headless tables the command prints for its result (``s.json``).  Both report formats are rendered from
+    one analysis of the recording, as ``report`` renders the one it asked for (cli/report.py: ``analyze_many``
+    then ``render``); ``report`` itself is held to the same text by
+    test_the_report_command_prints_what_is_compared and runs in the variants."""
     from lanemon.cli.main import main
-    from lanemon.recording.reader import read_events
+    from lanemon.recording.reader import Recording, read_events
+    from lanemon.reports.analyse import analyze_many
+    from lanemon.reports.render import render
 
     out = base / s.key
-    assert main(["report", str(s.rec), "--format", "json", "-o", f"{out}.report.json"]) == 0
-    assert main(["report", str(s.rec), "--format", "md", "-o", f"{out}.md"]) == 0
+    analysis = analyze_many([Recording(s.rec)])
+    s.report = json.loads(render(analysis, "json"))
+    s.md = render(analysis, "md")
+    del analysis
     assert main(["export", "--requests", str(s.rec), "-o", f"{out}.csv"]) == 0
-    s.report = json.loads(Path(f"{out}.report.json").read_text())
-    s.md = Path(f"{out}.md").read_text()
     s.rows = _csv_rows(Path(f"{out}.csv"))
     if not s.json:  # a sample session: no run printed its result; the report's section is it
         s.json = s.section
@@ -278,6 +283,19 @@ def test_the_headless_command_prints_its_results_tables(everything):
     check_text(s, "headless")
 
 
+@pytest.mark.parametrize("key", ["decode", "qeval", "sample-races"])
+def test_the_report_command_prints_what_is_compared(everything, key, tmp_path):
+    """``report --format json`` and ``--format md`` write exactly the report this module compares (which it
+    renders both formats of from one analysis: :func:`_surfaces`)."""
+    from lanemon.cli.main import main
+
+    s = everything[key]
+    assert main(["report", str(s.rec), "--format", "json", "-o", str(tmp_path / "r.json")]) == 0
+    assert main(["report", str(s.rec), "--format", "md", "-o", str(tmp_path / "r.md")]) == 0
+    assert json.loads((tmp_path / "r.json").read_text()) == s.report
+    assert (tmp_path / "r.md").read_text() == s.md
+
+
 def _history(surfaces: list[Surfaces], recs: Path, env: dict[str, str]) -> None:
     """``history --rebuild --json`` over copies of the surfaces' recordings: each its rows."""
     recs.mkdir()
@@ -329,16 +347,14 @@ def variants(surfaces, tmp_path_factory) -> dict[tuple[str, str], Surfaces]:
     out: dict[tuple[str, str], Surfaces] = {}
     for variant in ("starved", "calm"):
         base = tmp_path_factory.mktemp(variant)
-        mine = []
         for name in STARVABLE:
             rec = _copy(surfaces[name].rec, base, variant == "starved")
             assert main(["report", str(rec), "--format", "json", "-o", str(base / f"{name}.report.json")]) == 0
             assert main(["export", "--requests", str(rec), "-o", str(base / f"{name}.csv")]) == 0
             report = json.loads((base / f"{name}.report.json").read_text())
-            s = out[name, variant] = Surfaces(name, rec, section(report, name))
+            s = out[name, variant] = Surfaces(name, rec, section(report, name), key=f"{variant}-{name}")
             s.report, s.rows, s.metrics = report, _csv_rows(base / f"{name}.csv"), _metrics(rec)
-            mine.append(s)
-        _history(mine, base / "recs", env)
+    _history(list(out.values()), tmp_path_factory.mktemp("variants") / "recs", env)  # both variants: one rebuild
     return out
 
 

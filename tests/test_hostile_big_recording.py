@@ -150,6 +150,33 @@ def many(tmp_path_factory):
     return [_many(tmp, n) for n in (20_000, 80_000)]
 
 
+@pytest.fixture(scope="module")
+def many_compact(many):
+    """Each of ``many`` read once into its compact store (re-iterable: each pass decodes fresh events), for the
+    tests that look at what reads the store, not at the read that builds it (that one builds its own)."""
+    return [compact_events(Recording(path).events()).events for path in many]
+
+
+@pytest.fixture
+def live_records(monkeypatch):
+    """How many RequestRecords are alive, counted as they are made and freed (RequestRecord's ``__init__`` and
+    ``__del__`` patched for the test; lanemon makes every record through its constructor, a packed one too):
+    cheap to read, so every request can be looked at, and never fewer than the collector would find (a record
+    left in a reference cycle counts until it is collected).  Records made before the patch are not counted."""
+    from lanemon.measure.records import RequestRecord
+
+    ids: set[int] = set()
+    init = RequestRecord.__init__
+
+    def counted_init(rec, *args, **kwargs):
+        ids.add(id(rec))
+        init(rec, *args, **kwargs)
+
+    monkeypatch.setattr(RequestRecord, "__init__", counted_init)
+    monkeypatch.setattr(RequestRecord, "__del__", lambda rec: ids.discard(id(rec)), raising=False)
+    return lambda: len(ids)
+
+
 def test_the_compact_store_holds_no_event_object_whatever_the_request_count(many):
     """The kept events live in compressed blocks: no Event object survives the read (the block being filled
     holds at most BLOCK tuples), for ~700 and ~2,800 requests alike."""
@@ -167,18 +194,15 @@ def test_the_compact_store_holds_no_event_object_whatever_the_request_count(many
         del compact, store
 
 
-def test_export_keeps_only_the_requests_in_flight(many):
+def test_export_keeps_only_the_requests_in_flight(many_compact, live_records):
     """``export`` of a compact recording: while rows stream, the records alive are those that finished before
-    their turn (about the concurrency), not every request (it sorted them all in memory: 2,800 records here)."""
-    from lanemon.measure.records import RequestRecord
-
+    their turn (about the concurrency), not every request (it sorted them all in memory: 2,800 records here);
+    counted at every row."""
     peaks = []
-    for path in many:
-        events = compact_events(Recording(path).events()).events
-        base, peak, rows = _alive(RequestRecord), 0, 0
+    for events in many_compact:
+        base, peak, rows = live_records(), 0, 0
         for rows, _ in enumerate(iter_request_rows(events), 1):
-            if rows % 97 == 0:
-                peak = max(peak, _alive(RequestRecord) - base)
+            peak = max(peak, live_records() - base)
         assert rows > 500
         peaks.append((rows, peak))
     (small_rows, small), (large_rows, large) = peaks
@@ -186,12 +210,11 @@ def test_export_keeps_only_the_requests_in_flight(many):
     assert large <= 64 and small <= 64, peaks
 
 
-def test_engine_views_hold_no_request_record(many, monkeypatch):
+def test_engine_views_hold_no_request_record(many_compact, monkeypatch, live_records):
     """The server view, energy and engine counters read each request once as it streams past (the server view
-    keeps five figures per request): at any request the views look at, no more than a handful of records are
+    keeps five figures per request): at every request the views look at, no more than a handful of records are
     alive, for N and 4N requests (they held every record of the lane as a list)."""
     import lanemon.measure.server as server
-    from lanemon.measure.records import RequestRecord
     from lanemon.measure.views import attach_engine_views
     from lanemon.workloads.bench.decode import decode_results
 
@@ -199,25 +222,20 @@ def test_engine_views_hold_no_request_record(many, monkeypatch):
     seen: list[int] = []
 
     def counting(rec):
-        if len(seen) % 53 == 0:
-            seen.append(_alive(RequestRecord))
-        else:
-            seen.append(-1)
+        seen.append(live_records())
         return real(rec)
 
     monkeypatch.setattr(server, "request_metrics", counting)
-    for path in many:
-        events = compact_events(Recording(path).events()).events
+    for events in many_compact:
         result = decode_results(events)
-        lanes = [lane for lane in result.lanes]
-        assert lanes
+        assert result.lanes
         seen.clear()
-        base = _alive(RequestRecord)
+        base = live_records()
         attach_engine_views(result, events)
         assert any(lane.server for lane in result.lanes.values())
-        counted = [n - base for n in seen if n >= 0]
-        assert len(seen) > 500 and counted and max(counted) <= 8, (len(seen), max(counted))
-        del result, events
+        counted = [n - base for n in seen]
+        assert len(seen) > 500 and max(counted) <= 8, (len(seen), max(counted))
+        del result
 
 
 def _open_starts(path: Path, n: int, kind: str) -> Path:
@@ -230,19 +248,18 @@ def _open_starts(path: Path, n: int, kind: str) -> Path:
 
 
 @pytest.mark.parametrize("kind", ["first_byte", "request"])
-def test_requests_that_never_end_are_not_all_held(tmp_path, monkeypatch, kind):
+def test_requests_that_never_end_are_not_all_held(tmp_path, monkeypatch, kind, live_records):
     """A hostile file of request starts that never end (300 k of them: report 520 MB, export 637 MB before; 1.5 M
     would take ~3 GB): an Assembler holds at most MAX_OPEN open requests, the oldest given up first, and the
     report and export say how many (here MAX_OPEN is made small to count)."""
     import lanemon.measure.records as records
-    from lanemon.measure.records import RequestRecord
 
     monkeypatch.setattr(records, "MAX_OPEN", 500)
     for n in (5_000, 20_000):
         path = _open_starts(tmp_path / f"open{n}.jsonl", n, kind)
-        base = _alive(RequestRecord)
+        base = live_records()
         compact = compact_events(Recording(path).events())
-        assert _alive(RequestRecord) - base <= 500
+        assert live_records() - base <= 500
         assert compact.dropped == n - 500
         analysis = analyze(Recording(path))
         assert any("never finished while more than 500 were open" in w for w in analysis.warnings)
@@ -296,7 +313,7 @@ def test_what_no_report_reads_is_counted_not_kept(tmp_path):
     assert analyze(Recording(path)).environment.events == 300
 
 
-def test_scrapes_are_held_compact_and_read_back_the_same(many):
+def test_scrapes_are_held_compact_and_read_back_the_same(many_compact):
     """A recording of many short requests holds a scrape every couple of seconds per lane (hundreds of thousands
     in 1.5 M events): the counters held each as a dict of ~25 floats (~1,800 bytes measured here; issue 39 row 12).
     Held compact (:class:`Scrapes`: ~350 bytes) they cost a fraction, for N and 4N events, and read back equal."""
@@ -304,8 +321,7 @@ def test_scrapes_are_held_compact_and_read_back_the_same(many):
     from lanemon.measure.counters import scrapes
 
     per_scrape = []
-    for path in many:
-        events = compact_events(Recording(path).events()).events
+    for events in many_compact:
         lanes = sorted({ev.lane for ev in events if ev.kind == SERVER_METRICS and ev.lane})
         assert lanes
         gc.collect()
@@ -325,7 +341,7 @@ def test_scrapes_are_held_compact_and_read_back_the_same(many):
             assert [t for t, _ in pairs] == sorted(t for t, _ in pairs)
             assert s[0] == pairs[0] and s[-1] == pairs[-1] and s[1:3] == pairs[1:3]
             assert all(isinstance(d, dict) and d for _, d in pairs)
-        del held, events
+        del held
     (n0, s0), (n1, s1) = per_scrape
     assert n1 > 3 * n0
     per_added = (s1 - s0) / (n1 - n0)

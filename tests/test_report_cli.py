@@ -34,7 +34,7 @@ def recordings(tmp_path_factory) -> dict[str, tuple[Path, dict]]:
     d = tmp_path_factory.mktemp("rec")
     specs = {"decode": bench.BenchOptions(levels=[1, 2], categories=["coding", "prose"], seed=1, max_tokens=32),
              "prefill": bench.BenchOptions(lengths=[2000, 8000], seed=1)}
-    with demo_lanes(0.05) as lanes:
+    with demo_lanes(0.02) as lanes:
         for kind, opts in specs.items():
             path = d / f"{kind}.jsonl"
             rec = Recorder(path, make_header(f"bench {kind} --demo", [lane.public() for lane in lanes]))
@@ -103,8 +103,8 @@ def test_errors_are_one_line_exit_2(tmp_path):
 def test_bench_cli_json_equals_report_json(tmp_path):
     """The brief's integration check through the CLI: `bench ... --record --json` vs `report --format json`."""
     rec = tmp_path / "cli.jsonl"
-    run = lanemon("bench", "decode", "--demo", "--time-scale", "0.05", "--levels", "1,2", "--categories",
-                  "coding,prose", "--max-tokens", "32", "--record", str(rec), "--json")
+    run = lanemon("bench", "decode", "--demo", "--time-scale", "0.02", "--levels", "1,2", "--categories",
+                  "coding,prose", "--max-tokens", "16", "--record", str(rec), "--json")
     if run.returncode != 0 and "invalid choice" in run.stderr:
         pytest.skip("`lanemon bench` is not available")
     assert run.returncode == 0, run.stderr
