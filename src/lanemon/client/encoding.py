@@ -56,24 +56,6 @@ def encodings(resp: httpx.Response) -> list[str]:
     return [v.strip().lower() for v in values if v.strip() and v.strip().lower() != IDENTITY]
 
 
-def raw_chunks(resp: httpx.Response) -> AsyncIterator[bytes]:
-    """The raw body of ``resp`` as the network gives it: read straight from h11 when the response comes through
-    httpx's own HTTP/1.1 layers (client/h11_body.py: the same bytes, errors and connection reuse, without seven
-    nested iterators per chunk), else ``aiter_raw``."""
-    from lanemon.client.h11_body import h11_body, layers
-
-    found = layers(resp)
-    return h11_body(resp, found) if found is not None else resp.aiter_raw()
-
-
-def body_reader(resp: httpx.Response, limit: int | None = None) -> AsyncIterator[bytes]:
-    """:func:`body_chunks`, without its own layer when there is nothing to decode (a streamed token is one
-    chunk: a layer less per token)."""
-    if not hasattr(resp, "_content") and not encodings(resp):
-        return raw_chunks(resp)
-    return body_chunks(resp, limit)
-
-
 async def body_chunks(resp: httpx.Response, limit: int | None = None) -> AsyncIterator[bytes]:
     """The body of ``resp``, decoded within the bounds above (module docstring)."""
     if hasattr(resp, "_content"):  # a response built in memory (httpx's MockTransport): already read and decoded
@@ -83,7 +65,7 @@ async def body_chunks(resp: httpx.Response, limit: int | None = None) -> AsyncIt
         return
     codings = encodings(resp)
     if not codings:
-        async for chunk in raw_chunks(resp):
+        async for chunk in resp.aiter_raw():
             yield chunk
         return
     if len(codings) > 1 or codings[0] not in DECODERS:
@@ -94,7 +76,7 @@ async def body_chunks(resp: httpx.Response, limit: int | None = None) -> AsyncIt
     inflater = zlib.decompressobj(DECODERS[coding])
     first = True
     received = decoded = 0
-    async for raw in raw_chunks(resp):
+    async for raw in resp.aiter_raw():
         received += len(raw)
         data = raw
         produced = False

@@ -17,7 +17,7 @@ import orjson
 
 from lanemon import events as schema
 from lanemon.events import Event
-from lanemon.client.encoding import body_chunks, body_reader
+from lanemon.client.encoding import body_chunks
 from lanemon.measure.records import NO_DONE_NOTE, RequestRecord
 from lanemon.untrusted import Redactor
 from lanemon.results.readings import StreamEnd, Usage, event_data
@@ -122,7 +122,7 @@ async def read_sse(resp: httpx.Response, emit, hot: tuple, t0: int, *, redactor:
     tp = ts = None
     tpl = tsl = 0
     derive = TEMPLATE_TRIES
-    body = body_reader(resp).__aiter__()
+    body = body_chunks(resp).__aiter__()
     ended = False
     while not ended:
         try:
