@@ -1,6 +1,6 @@
 """What drawing the live dashboard costs, its input fixed: CPU of the UI thread per second of session time.
 
-    PYTHONPATH=src python bench/dashboard_draw_cost.py [--size 160x45] [--seconds 30] [--mode live|replay]
+    PYTHONPATH=src python bench/dashboard_draw_cost.py [--size 160x45] [--seconds 30] [--mode live|replay] [--settle 5]
 
 The real app (``make_app``) under Textual's pilot takes in what ``lanemon demo`` does between probes -- the loop
 watcher's windows, host samples, /metrics every 2 s and GPU telemetry every second per lane, a probe streaming on
@@ -28,7 +28,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 
-async def run(size: tuple[int, int], seconds: int, mode: str) -> dict:
+async def run(size: tuple[int, int], seconds: int, mode: str, settle: int = 5) -> dict:
     from textual.screen import Screen
     from textual.widget import Widget
 
@@ -83,14 +83,14 @@ async def run(size: tuple[int, int], seconds: int, mode: str) -> dict:
         await _published(source, pilot)
         source.finished = False  # a replay still playing: the bench publishes the rest as time goes by
         t0 = max(app.state.last_t, app.series.last_t)
-        await _play(app, pilot, source, _demo_events(t0, 5))  # the GPU rows and charts appear, the layout settles
+        await _play(app, pilot, source, _demo_events(t0, settle))  # the GPU rows and charts appear, the layout settles
         await pilot.pause(0.2)
         t0 = max(app.state.last_t, app.series.last_t)
         seen.clear()
         spent.clear()
         await _play(app, pilot, source, _demo_events(t0, seconds))
         await pilot.pause(0.2)
-    return {"size": f"{size[0]}x{size[1]}", "mode": mode, "seconds": seconds,
+    return {"size": f"{size[0]}x{size[1]}", "mode": mode, "seconds": seconds, "settle": settle,
             "draw_ms_per_s": round((spent["redraw"] + spent["compositor"]) * 1000 / seconds, 2),
             "redraw_ms_per_s": round(spent["redraw"] * 1000 / seconds, 2),
             "compositor_ms_per_s": round(spent["compositor"] * 1000 / seconds, 2),
@@ -102,9 +102,12 @@ def main() -> None:
     ap.add_argument("--size", default="160x45", help="COLSxROWS (default 160x45)")
     ap.add_argument("--seconds", type=int, default=30, help="session seconds drawn (default 30)")
     ap.add_argument("--mode", choices=("live", "replay"), default="live")
+    ap.add_argument("--settle", type=int, default=5,
+                    help="session seconds played before the measured ones (default 5; 65 fills the charts' 1-minute "
+                         "window, so they scroll as in a demo past its first minute)")
     args = ap.parse_args()
     cols, rows = (int(v) for v in args.size.lower().split("x"))
-    print(json.dumps(asyncio.run(run((cols, rows), args.seconds, args.mode))))
+    print(json.dumps(asyncio.run(run((cols, rows), args.seconds, args.mode, args.settle))))
 
 
 if __name__ == "__main__":

@@ -476,3 +476,77 @@ async def test_a_replay_at_up_to_4x_draws_a_frame_a_second_of_session_time(count
             assert counts["chart lines"] <= SPAN_S * CHART_LINES_PER_S, per_s
         else:
             assert per_s.get("composite", 0) > 1.5 * COMPOSITES_PER_S, per_s  # (2.45 a second)
+
+
+COMPOSITED_WIDGETS_PER_S = 40.0
+"""Widgets a compositor pass renders (``Widget.render_lines``), per simulated second of the demo at 160x45: those
+under the spans it sends (``ui/compositor.SpanCompositor``).  Measured 27; Textual's own pass, rendering every
+widget in the bounding box of the changes (the status bar at the top, a chart at the bottom: nearly the
+screen), 91."""
+
+
+async def test_a_compositor_pass_renders_the_widgets_under_what_changed_and_sends_what_textual_would(monkeypatch):
+    """Each partial update of the live demo at 160x45 sends the terminal the same bytes as Textual's stock pass
+    would (both computed from the same refreshed regions, ours first), while rendering only the widgets under
+    the refreshed spans: at most :data:`COMPOSITED_WIDGETS_PER_S`, under half of what the stock pass renders."""
+    from textual._compositor import Compositor
+
+    from lanemon.ui.compositor import SpanCompositor
+
+    source = _gpu_demo_source()
+    app = make_app(source, refresh_hz=0.01)
+    rendered: collections.Counter = collections.Counter()
+    passes: list[bool] = []
+    whose: list[str | None] = [None]
+    ours, stock, render_lines = SpanCompositor.render_partial_update, Compositor.render_partial_update, \
+        Widget.render_lines
+
+    def counting_lines(self, crop):
+        if whose[0] is not None:
+            rendered[whose[0]] += 1
+        return render_lines(self, crop)
+
+    def both(self):
+        regions = set(self._dirty_regions)
+        whose[0] = "ours"
+        mine = ours(self)
+        self._dirty_regions.update(regions)
+        whose[0] = "stock"
+        theirs = stock(self)
+        whose[0] = None
+        if regions and measuring[0]:
+            passes.append(mine is not None and theirs is not None
+                          and mine.render_segments(app.console) == theirs.render_segments(app.console))
+        return mine
+
+    measuring = [False]
+    monkeypatch.setattr(Widget, "render_lines", counting_lines)
+    monkeypatch.setattr(SpanCompositor, "render_partial_update", both)
+    async with app.run_test(size=(160, 45)) as pilot:
+        assert isinstance(app.screen._compositor, SpanCompositor)
+        await _published(source, pilot)
+        t0 = max(app.state.last_t, app.series.last_t)
+        await _play(app, pilot, source, _demo_events(t0, 5))  # the GPU rows and charts appear, the layout settles
+        await pilot.pause(0.2)
+        t0 = max(app.state.last_t, app.series.last_t)
+        rendered.clear()
+        measuring[0] = True
+        await _play(app, pilot, source, _demo_events(t0, SPAN_S))
+        await pilot.pause(0.2)
+    assert len(passes) >= SPAN_S * 0.8 and all(passes), passes  # a pass a second of session time, each the same
+    assert rendered["ours"] <= SPAN_S * COMPOSITED_WIDGETS_PER_S, dict(rendered)
+    assert 2 * rendered["ours"] <= rendered["stock"], dict(rendered)
+
+
+def test_a_compositor_pass_renders_a_widget_over_the_band_of_its_lines_that_change():
+    from textual.geometry import Region
+
+    from lanemon.ui.compositor import _band
+
+    spans = {3: [(10, 20)], 5: [(0, 4), (30, 40)], 9: [(50, 60)]}
+    assert _band(Region(0, 0, 80, 12), spans) == Region(0, 3, 80, 7)  # the screen: lines 3 to 9
+    assert _band(Region(12, 2, 5, 5), spans) == Region(12, 3, 5, 1)  # under line 3's span alone
+    assert _band(Region(20, 0, 5, 12), spans) == Region(20, 3, 5, 1)  # starts where a span ends: Textual's update
+    assert _band(Region(21, 0, 8, 12), spans) is None  # moves the cursor there; one column on, no span reaches it
+    assert _band(Region(0, 6, 80, 3), spans) is None  # lines with no span
+    assert _band(Region(0, 0, 0, 12), spans) is None

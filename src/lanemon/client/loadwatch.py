@@ -63,11 +63,6 @@ COLLECT_MAX_WAIT_S = 60.0
 """A session never idle this long past its due collection collects anyway."""
 
 
-def _resolve(fut: asyncio.Future, value: Any) -> None:
-    if not fut.done():
-        fut.set_result(value)
-
-
 def _schedstat_path() -> str | None:
     """This thread's scheduler statistics (Linux): ns on a CPU, ns waiting on the run queue, slices."""
     try:
@@ -136,7 +131,6 @@ class LoadWatch:
         self.idle = idle
         self.idle_interval = idle_interval
         """The period while ``idle()`` (none without ``idle``; never shorter than ``interval``)."""
-        self._wake: asyncio.Future | None = None
         self.idle_sleeps = 0
         self.woken = 0
         """Idle sleeps taken, and how many a request's start cut short (:meth:`wake`; tests read them)."""
@@ -170,6 +164,14 @@ class LoadWatch:
         self._runq_last: int | None = None
         self._open: tuple[int, list[float]] | None = None
         """The window in progress (its start, its lag samples): published by :meth:`stop`."""
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._handle: asyncio.Handle | None = None
+        """The timer (or, after a wake, the callback) of the next sample."""
+        self._sleeping_idle = False
+        self._idle_since = 0.0
+        self._done: asyncio.Future | None = None
+        self._window_ns = int(self.window * 1e9)
+        self._last_collect = 0.0
 
     def _cpu(self) -> dict[str, float]:
         if self._psutil is None:
@@ -213,7 +215,13 @@ class LoadWatch:
         self.emit(Event(self.clock.now(), schema.CLIENT_LOAD, None, None, event_data(data)))
 
     async def run(self) -> None:
-        """Watch until cancelled (:meth:`stop` publishes the window in progress)."""
+        """Watch until cancelled (:meth:`stop` publishes the window in progress).
+
+        Each sample is a timer callback on the loop (:meth:`_arm` sets it, :meth:`_tick` takes the sample and sets
+        the next one), not a task sleeping: a task's sleep costs the loop two passes per sample (the timer fires
+        and resolves the sleep; the task runs on the next pass), a callback one.  On this 2-core VM a pass is
+        ~50-110 us of CPU, and the watch runs 50 times a second while a request is in flight (docs/PERFORMANCE.md
+        section 9).  What is measured is the same: how late the timer ran after it was due."""
         t0 = self.clock.now()
         lags: list[float] = []
         # an empty window at once: a reader knows from the first moment that this stream is watched, so a request
@@ -221,60 +229,81 @@ class LoadWatch:
         # one that ran unwatched (a race at --time-scale 0.02 is over in less than a window)
         self._publish(t0, lags, None)
         self._open = (t0, lags)
-        window_ns = int(self.window * 1e9)
+        self._window_ns = int(self.window * 1e9)
         self._schedstat = _schedstat_path()
         self._runq_last = _runq_ns(self._schedstat)
-        last_collect = time.perf_counter()
-        while True:
-            before = time.perf_counter()
-            idle = self.idle is not None and self.idle()  # asked once a sample (nothing else runs meanwhile)
-            if self.idle is not None and before - last_collect >= self.collect_every:
-                if idle:
-                    # between two samples on this loop: no request can start meanwhile, and nothing measured
-                    # waited for it, so its pause is not a lag of the next sleep
-                    self._collect()
-                    self.idle_collections += 1
-                    before = last_collect = time.perf_counter()
-                elif before - last_collect >= self.collect_every + self.collect_max_wait:
-                    self._collect()  # never idle: collect anyway, and judge the pause like any other lag
-                    self.forced_collections += 1
-                    last_collect = time.perf_counter()
-            if idle and self.idle_interval > self.interval:
-                # nothing in flight: a slower watch until a request starts (wake)
-                due = await self._idle_sleep(before + self.idle_interval)
-            else:
-                await asyncio.sleep(self.interval)
-                due = before + self.interval
-            # how late the watcher ran after it was due (its sleep's end, or a request's start)
+        self._last_collect = time.perf_counter()
+        loop = self._loop = asyncio.get_running_loop()
+        done = self._done = loop.create_future()
+        try:
+            self._arm()
+            await done  # until cancelled, or a sample failed (its exception)
+        finally:
+            self._done = None
+            self._sleeping_idle = False
+            if self._handle is not None:
+                self._handle.cancel()
+                self._handle = None
+
+    def _arm(self) -> None:
+        """The top of one sample: ask ``idle`` once, run a due idle collection, set the timer of the sample."""
+        before = time.perf_counter()
+        idle = self.idle is not None and self.idle()  # asked once a sample (nothing else runs meanwhile)
+        if self.idle is not None and before - self._last_collect >= self.collect_every:
+            if idle:
+                # between two samples on this loop: no request can start meanwhile, and nothing measured
+                # waited for it, so its pause is not a lag of the next sleep
+                self._collect()
+                self.idle_collections += 1
+                before = self._last_collect = time.perf_counter()
+            elif before - self._last_collect >= self.collect_every + self.collect_max_wait:
+                self._collect()  # never idle: collect anyway, and judge the pause like any other lag
+                self.forced_collections += 1
+                self._last_collect = time.perf_counter()
+        loop = self._loop
+        assert loop is not None
+        if idle and self.idle_interval > self.interval:
+            # nothing in flight: a slower watch until a request starts (wake)
+            due = before + self.idle_interval
+            self.idle_sleeps += 1
+            self._sleeping_idle = True
+            self._idle_since = before
+            self._handle = loop.call_later(max(0.0, due - time.perf_counter()), self._tick, due, before)
+        else:
+            due = before + self.interval
+            self._handle = loop.call_later(self.interval, self._tick, due, before)
+
+    def _tick(self, due: float, before: float) -> None:
+        """The sample: how late the watcher ran after it was due (its timer, or a request's start); then the next."""
+        self._handle = None
+        self._sleeping_idle = False
+        try:
             lag_ms = max(0.0, (time.perf_counter() - due) * 1000.0)
+            t0, lags = self._open if self._open is not None else (self.clock.now(), [])
             lags.append(lag_ms)
             now = self.clock.now()
-            if lag_ms >= self.threshold_ms or now - t0 >= window_ns:
+            if lag_ms >= self.threshold_ms or now - t0 >= self._window_ns:
                 # a starved sample is published at once
                 self._publish(t0, lags, self._runq(), due - before)
-                t0, lags = now, []
-                self._open = (t0, lags)
-
-    async def _idle_sleep(self, until: float) -> float:
-        """Sleep until ``until`` (``time.perf_counter``) unless :meth:`wake` cuts it short; the time the
-        watcher was due to run again (``until``, or when it was woken)."""
-        loop = asyncio.get_running_loop()
-        fut = self._wake = loop.create_future()
-        timer = loop.call_later(max(0.0, until - time.perf_counter()), _resolve, fut, until)
-        self.idle_sleeps += 1
-        try:
-            return await fut
-        finally:
-            timer.cancel()
-            self._wake = None
+                self._open = (now, [])
+            self._arm()
+        except BaseException as exc:  # noqa: BLE001 - ends run() with it, as the sample's exception did before
+            done = self._done
+            if done is not None and not done.done():
+                done.set_exception(exc)
+            if not isinstance(exc, Exception):
+                raise
 
     def wake(self) -> None:
         """A request of lanemon's starts (call on the watcher's loop): an idle sleep ends now and the
         watch is back at ``interval``, so the request is watched from its start (a stall right after
         the wake delays the watcher and is its lag, as a late timer's would be)."""
-        fut = self._wake
-        if fut is not None and not fut.done():
-            fut.set_result(time.perf_counter())
+        handle = self._handle
+        if self._sleeping_idle and handle is not None and self._loop is not None:
+            handle.cancel()
+            self._sleeping_idle = False
+            now = time.perf_counter()
+            self._handle = self._loop.call_soon(self._tick, now, self._idle_since)
             self.woken += 1
 
     def start(self) -> asyncio.Task:

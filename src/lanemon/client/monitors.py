@@ -17,6 +17,7 @@ import asyncio
 from collections.abc import Callable, Iterable
 
 from lanemon import events as schema
+from lanemon.client.stop_event import StopEvent
 from lanemon.events import Clock, Event
 from lanemon.results.readings import event_data
 
@@ -49,7 +50,7 @@ class Monitors:
         self.metrics_interval = metrics_interval
         self.host_interval = host_interval
         self.paused = paused
-        self._stop = asyncio.Event()
+        self._stop = StopEvent()  # its sleeps end at stop (client/stop_event.py)
         self._tasks: list[asyncio.Task] = []
         self._scrapers: list = []  # every lane's scraper, for one last scrape at stop()
         self.telemetry_interval = telemetry_interval
@@ -187,10 +188,7 @@ class Monitors:
         await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _sleep(self, seconds: float) -> None:
-        try:
-            await asyncio.wait_for(self._stop.wait(), seconds)
-        except asyncio.TimeoutError:
-            pass
+        await self._stop.sleep(seconds)
 
     async def metrics_loop(self, client) -> None:
         from lanemon.client.prom import MetricsScraper

@@ -114,6 +114,17 @@ class Inbox:
         return batch
 
 
+def _name_os_thread(name: str) -> None:
+    """Give the calling thread ``name`` in the OS too (Linux: its ``comm``, 15 bytes), so ``top -H`` and
+    bench/demo_cpu_ab.py tell the measuring thread from the worker threads (Python names its threads only for
+    itself: every one of them is "python" in /proc).  Best effort: elsewhere, or refused, nothing changes."""
+    try:
+        with open(f"/proc/self/task/{threading.get_native_id()}/comm", "w") as f:
+            f.write(name[:15])
+    except (OSError, AttributeError):
+        pass
+
+
 class SourceThread:
     """Run ``source.run()`` on an asyncio loop of its own in a daemon thread.
 
@@ -142,6 +153,7 @@ class SourceThread:
         return self
 
     def _main(self) -> None:
+        _name_os_thread(self._thread.name)
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
         self.loop = loop

@@ -37,6 +37,7 @@ from lanemon.bus import EventBus
 from lanemon.config import LaneConfig, ProbeConfig
 from lanemon.public_lane import PublicLane
 from lanemon.client.http import LaneClient
+from lanemon.client.stop_event import StopEvent
 from lanemon import events as schema
 from lanemon.recording.writer import Recorder
 from lanemon.recording.reader import Recording
@@ -111,7 +112,7 @@ class LiveSession:
         self.paused = False
         self.speed: float | None = None
         self.finished = False
-        self._stop = asyncio.Event()
+        self._stop = StopEvent()  # its sleeps end at stop (client/stop_event.py)
         self._wake = asyncio.Event()
         self.clients: dict[str, LaneClient] = {}
         self._ready = asyncio.Event()  # set once run() has made the clients
@@ -214,10 +215,7 @@ class LiveSession:
 
     async def _sleep(self, seconds: float) -> None:
         """Sleep, but wake early on stop (the next probe is scheduled after this one ends)."""
-        try:
-            await asyncio.wait_for(self._stop.wait(), timeout=seconds)
-        except asyncio.TimeoutError:
-            pass
+        await self._stop.sleep(seconds)
 
     def mark(self, label: str, lane: str | None = None, **data: Any) -> None:
         self.bus.publish(Event(self.clock.now(), schema.MARK, lane, None, {"label": label, **data}))

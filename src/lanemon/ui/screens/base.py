@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 from textual.binding import Binding
 from textual.screen import Screen
 
+from lanemon.ui.compositor import compositor
+
 if TYPE_CHECKING:  # pragma: no cover
     from lanemon.ui.app import LanemonApp
 
@@ -24,6 +26,10 @@ class LanemonScreen(Screen):
 
     drawn: tuple | None = None
     """The fingerprint of the last draw (None: draw on the next tick)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._compositor = compositor()  # a partial update renders the widgets under what changed (ui/compositor.py)
 
     @property
     def lanemon(self) -> "LanemonApp":

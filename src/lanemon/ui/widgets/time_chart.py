@@ -34,7 +34,8 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 
-from rich.text import Text
+from rich.control import strip_control_codes
+from rich.text import Span, Text
 from textual.widget import Widget
 
 from lanemon.ui.widgets.repaint import CachedLines
@@ -218,12 +219,17 @@ class TimeChart(CachedLines, Widget):
     def cells(self, rows: int, cols: int) -> dict[tuple[int, int], tuple[int, dict[str, int]]]:
         """The plot on a ``rows`` x ``cols`` grid of cells: (row from the top, column) -> (braille dot
         bits, {lane: dots of that lane in the cell}); empty cells left out."""
-        grid: dict[tuple[int, int], list] = {}  # (bits, owners) while it fills: a list, updated in place
+        return {divmod(k, cols): (cell[0], cell[1]) for k, cell in self._grid(rows, cols).items()}
+
+    def _grid(self, rows: int, cols: int) -> dict[int, list]:
+        """:meth:`cells` keyed ``row * cols + column``, each cell ``[bits, owners]``."""
+        grid: dict[int, list] = {}  # [bits, owners] while it fills: a list, updated in place
         get = grid.get
         span = self.t1 - self.t0
         xdots, ydots = 2 * cols, 4 * rows
         connect, connect_ns, t_0, y_max = self.connect, self.connect_ns, self.t0, self.y_max
-        bits_at = [[_DOTS[3 - y % 4][x] for x in (0, 1)] for y in range(4)]  # [y % 4][x % 2]
+        bit = tuple(_DOTS[3 - i // 2][i % 2] for i in range(8))  # [y % 4 * 2 + x % 2]
+        top = rows - 1
 
         for name, pts in self.series.items():
             dots: list[tuple[int, int]] = []  # every dot of the series, in order (a cell counts each one)
@@ -250,17 +256,25 @@ class TimeChart(CachedLines, Widget):
                 if not connect:
                     add((x, min(ydots - 1, y + 1)))  # a point two dots tall reads at a glance
                 prev, prev_t = (x, y), t
+            # the series' cells first (bits and dots per cell, keyed row * cols + column), then into the grid: a
+            # dot costs two lookups of an int, not a tuple built and a cell's list and owners updated
+            bits: dict[int, int] = {}
+            count: dict[int, int] = {}
+            bits_get, count_get = bits.get, count.get
             for x, y in dots:
-                cx, cy = x // 2, rows - 1 - y // 4
-                if 0 <= cx < cols and 0 <= cy < rows:
-                    cell = get((cy, cx))
-                    if cell is None:
-                        grid[(cy, cx)] = [bits_at[y % 4][x % 2], {name: 1}]
-                    else:
-                        cell[0] |= bits_at[y % 4][x % 2]
-                        owners = cell[1]
-                        owners[name] = owners.get(name, 0) + 1
-        return {rc: (cell[0], cell[1]) for rc, cell in grid.items()}
+                if x >= 0:  # (a point before t0: only where a caller passed one; x <= xdots - 1, 0 <= y < ydots)
+                    k = (top - (y >> 2)) * cols + (x >> 1)
+                    bits[k] = bits_get(k, 0) | bit[(y & 3) << 1 | (x & 1)]
+                    count[k] = count_get(k, 0) + 1
+            for k, b in bits.items():
+                cell = get(k)
+                if cell is None:
+                    grid[k] = [b, {name: count[k]}]
+                else:
+                    cell[0] |= b
+                    owners = cell[1]
+                    owners[name] = owners.get(name, 0) + count[k]
+        return grid
 
     def _shared_style(self) -> str:
         if self.shared_colour:
@@ -434,9 +448,18 @@ class TimeChart(CachedLines, Widget):
                 ticks[round((rows - 1) * k / divisions)] = self.value_fmt(self.y_max * (divisions - k) / divisions)
         label_w = max(len(t) for t in ticks.values()) + 1
         plot_w = max(2, width - label_w)
-        grid = self.cells(rows, plot_w)
-        self.shared = {rc: lanes for rc, (_, owners) in grid.items()  # (one series: one lane, not shared)
-                       if len(owners) > 1 and len(lanes := frozenset(self.lane(n) for n in owners)) > 1}
+        grid = self._grid(rows, plot_w)
+        shared_at: dict[int, frozenset[str]] = {}  # (one series: one lane, not shared)
+        lanes_of: dict[tuple[str, ...], frozenset[str]] = {}  # the lanes of the series a cell holds, by those series
+        for k, (_, owners) in grid.items():
+            if len(owners) > 1:
+                held = tuple(owners)
+                lanes = lanes_of.get(held)
+                if lanes is None:
+                    lanes = lanes_of[held] = frozenset(self.lane(n) for n in owners)
+                if len(lanes) > 1:
+                    shared_at[k] = lanes
+        self.shared = {divmod(k, plot_w): lanes for k, lanes in shared_at.items()}
         span = self.t1 - self.t0
         strip: list[tuple[str, str]] = [("─", "dim")] * plot_w
         strip_lanes: list[set[str]] = [set() for _ in range(plot_w)]
@@ -464,29 +487,51 @@ class TimeChart(CachedLines, Widget):
         first = Text()
         first.append_text(head)
         lines = [first]
-        by_row: dict[int, list[int]] = {}  # each row's dotted columns, left to right (cells() keeps them in the plot)
-        for r, c in sorted(grid):
-            by_row.setdefault(r, []).append(c)
+        keys = sorted(grid)  # row by row, each row's dotted columns left to right
+        styles: dict[tuple[str, ...], str] = {}  # the style of a cell one lane's series hold, by those series
+        dashed = self.dashed
+        i = 0
         for r in range(rows):
-            out = Text()
-            lines.append(out)
-            out.append(f"{ticks.get(r, ''):>{label_w - 1}}", style="dim")
-            out.append("┤" if r in ticks else "│", style="dim")
-            row: list[tuple[str, str]] = []  # (glyph, style) of the cells that hold dots, blanks between
-            at = 0
-            for c in by_row.get(r, ()):
+            # a row is built as its text and spans at once: the same Text as appending the label, the axis and
+            # each run of one style (_append_runs), without a Text.append (and its control-code pass) per piece
+            label = strip_control_codes(f"{ticks.get(r, ''):>{label_w - 1}}")
+            base = len(label) + 1
+            spans = [Span(0, base - 1, "dim"), Span(base - 1, base, "dim")] if base > 1 else [Span(0, 1, "dim")]
+            parts = [label, "┤" if r in ticks else "│"]
+            at = 0  # the next plot column
+            run_style, run_start = "", 0  # the run of one style being built: gaps are style ""
+            end = (r + 1) * plot_w
+            while i < len(keys) and keys[i] < end:
+                k = keys[i]
+                i += 1
+                c = k - r * plot_w
                 if c > at:
-                    row.append((" " * (c - at), ""))
-                bits, owners = grid[(r, c)]
-                if (r, c) in self.shared:
+                    parts.append(" " * (c - at))
+                    if run_style:
+                        spans.append(Span(base + run_start, base + at, run_style))
+                    run_style, run_start = "", at
+                bits, owners = grid[k]
+                if k in shared_at:
                     style = shared_style
                 else:  # one lane: its solid series where it has one here
-                    style = self._colour(min(owners, key=lambda n: (n in self.dashed, n)))
-                row.append((chr(0x2800 + bits), style))
+                    held = tuple(owners)
+                    style = styles.get(held)  # type: ignore[assignment]
+                    if style is None:
+                        style = styles[held] = self._colour(min(owners, key=lambda n: (n in dashed, n)))
+                if style != run_style:
+                    if run_style:
+                        spans.append(Span(base + run_start, base + c, run_style))
+                    run_style, run_start = style, c
+                parts.append(chr(0x2800 + bits))
                 at = c + 1
             if at < plot_w:
-                row.append((" " * (plot_w - at), ""))
-            _append_runs(out, row)
+                parts.append(" " * (plot_w - at))
+                if run_style:
+                    spans.append(Span(base + run_start, base + at, run_style))
+                run_style = ""
+            if run_style:
+                spans.append(Span(base + run_start, base + at, run_style))
+            lines.append(Text("".join(parts), spans=spans))
         self.x_labels = self._x_axis(plot_w, width)
         if self.wall is not None and self._ticked:
             for at, text in self.x_labels:
