@@ -9,6 +9,39 @@ another test's Ray elsewhere on the machine.
 from __future__ import annotations
 
 import os
+import subprocess
+import threading
+from typing import NamedTuple
+
+JOINED = "Ray cluster joined in"
+"""What `bench load` prints on stderr once its Ray workers are placed (workers/ray_pool.py)."""
+
+
+class Stderr(NamedTuple):
+    lines: list[str]
+    """Every stderr line so far (the reader thread appends)."""
+    joined: threading.Event
+    """Set once the run said it joined its Ray cluster."""
+    reader: threading.Thread
+
+    def text(self, tail: int = 3000) -> str:
+        return "".join(self.lines)[-tail:]
+
+
+def follow_stderr(p: subprocess.Popen) -> Stderr:
+    """Read a `bench load` process's stderr on a thread, noting when its Ray cluster was joined."""
+    lines: list[str] = []
+    joined = threading.Event()
+
+    def read() -> None:
+        for line in p.stderr:
+            lines.append(line)
+            if JOINED in line:
+                joined.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    return Stderr(lines, joined, reader)
 
 
 def worker_nice() -> dict[int, int]:

@@ -912,10 +912,16 @@ def test_the_text_checks_can_fail_on_the_tables_that_take_the_catalogues_labels(
     bump("decode", ["lanes", lane, "server", "ttft_s"], 1.0, "md", "/ server TTFT: shows")
     bump("decode", ["lanes", lane, "levels", "1", "engine_counters", "requests"], 100, "md",
          "/ engine requests: shows")
-    cat = next(k for k, v in surfaces["decode"].json["category_ratios"]["by_category"].items() if v)
+    # the per-category ratio: the fresh run's, unless lanemon was starved through every category (beside CPU hogs
+    # each ratio is withheld, null); then the sample session's, recorded on a quiet machine, carries the check
+    shown = {name: [k for k, v in surfaces[name].json["category_ratios"]["by_category"].items() if v]
+             for name in ("decode", "sample-decode")}
+    assert shown["sample-decode"], "the sample decode session shows no per-category ratio"
+    source = "decode" if shown["decode"] else "sample-decode"
+    cat = shown[source][0]
     for surface in ("md", "headless"):
-        bump("decode", ["category_ratios", "by_category", cat], 1.0, surface, "per-stream ratio: shows")
-        bump("decode", ["lanes", lane, "categories", cat, "per_stream_tok_s"], 1000.0, surface,
+        bump(source, ["category_ratios", "by_category", cat], 1.0, surface, "per-stream ratio: shows")
+        bump(source, ["lanes", lane, "categories", cat, "per_stream_tok_s"], 1000.0, surface,
              f"{lane} per-stream tok/s: shows")
     length = next(iter(surfaces["needles"].json["lanes"][lane]["lengths"]))
     bump("needles", ["lanes", lane, "lengths", length, "ttft_s"], 1.0, "md", "/ TTFT: shows")

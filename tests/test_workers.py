@@ -163,13 +163,12 @@ def test_ray_backend_runs_the_same_job_through_local_ray_actors(tmp_path):
     """Two Ray actors in a local Ray runtime (the multi-host path, exercised on one machine)."""
     pytest.importorskip("ray", reason="Ray is not installed (pip install 'lanemon[ray]')")
     import os
-    import threading
     import time
 
     from lanemon.measure.records import assemble
     from lanemon.recording.reader import read_events
     from lanemon.workloads.bench.load import schedule
-    from ray_procs import worker_nice
+    from ray_procs import follow_stderr, worker_nice
 
     sim = SimProcess("sglang-native", 0.05)
     try:
@@ -179,17 +178,8 @@ def test_ray_backend_runs_the_same_job_through_local_ray_actors(tmp_path):
                "--workers-backend", "ray", "--json", "--record", str(rec)]
         env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-        lines: list[str] = []
-        joined = threading.Event()
-
-        def read_err() -> None:
-            for line in p.stderr:
-                lines.append(line)
-                if "Ray cluster joined in" in line:
-                    joined.set()
-
-        reader = threading.Thread(target=read_err, daemon=True)
-        reader.start()
+        err = follow_stderr(p)
+        lines, joined, reader = err.lines, err.joined, err.reader
         deadline = time.monotonic() + 150  # bounded: a run that never joins fails on its exit code below
         while not joined.wait(0.05) and reader.is_alive() and time.monotonic() < deadline:
             pass

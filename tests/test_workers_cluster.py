@@ -13,7 +13,6 @@ import re
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import NamedTuple
@@ -21,7 +20,7 @@ from typing import NamedTuple
 import pytest
 
 from conftest import SimProcess
-from ray_procs import worker_nice
+from ray_procs import follow_stderr, worker_nice
 from unstarved import assert_on_schedule, judge_sends
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'lanemon[ray]')")
@@ -313,17 +312,8 @@ def test_a_load_host_removed_mid_run_is_lost_named_and_its_requests_are_errors(c
         rec = tmp_path / "lost.jsonl"
         duration = 5
         p = _start(c, sim.url, rec, rate=4, duration=duration, out=48)
-        lines: list[str] = []
-        joined = threading.Event()
-
-        def read_err() -> None:
-            for line in p.stderr:
-                lines.append(line)
-                if "Ray cluster joined in" in line:
-                    joined.set()
-
-        reader = threading.Thread(target=read_err, daemon=True)
-        reader.start()
+        err = follow_stderr(p)
+        lines, joined, reader = err.lines, err.joined, err.reader
         assert joined.wait(150), "".join(lines)[-3000:]
         # every worker placed runs at its raylet's priority (ray_pool.WORKER_ENV), not Ray's 15 nicer
         nice = worker_nice()
