@@ -550,3 +550,16 @@ def test_a_compositor_pass_renders_a_widget_over_the_band_of_its_lines_that_chan
     assert _band(Region(21, 0, 8, 12), spans) is None  # moves the cursor there; one column on, no span reaches it
     assert _band(Region(0, 6, 80, 3), spans) is None  # lines with no span
     assert _band(Region(0, 0, 0, 12), spans) is None
+
+
+def test_a_textual_without_the_parts_it_builds_on_keeps_textuals_own_compositor(monkeypatch):
+    """ui/compositor.py leans on Textual's private compositor parts: where they are missing (another Textual), a
+    lanemon screen keeps the compositor Textual gave it instead of failing."""
+    from textual._compositor import Compositor
+
+    from lanemon.ui import compositor as ours
+    from lanemon.ui.screens.base import LanemonScreen
+
+    assert type(LanemonScreen()._compositor) is ours.SpanCompositor  # this Textual: ours
+    monkeypatch.setattr(ours, "SUPPORTED", False)
+    assert type(LanemonScreen()._compositor) is Compositor

@@ -24,19 +24,22 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from textual._compositor import ChopsUpdate, Compositor
 from textual.geometry import Region
 from textual.strip import Strip
 
+try:
+    from textual._compositor import ChopsUpdate, Compositor
+except ImportError:  # another Textual's layout: every screen keeps Textual's own compositor
+    ChopsUpdate = Compositor = None  # type: ignore[assignment,misc]
+
 __all__ = ["SpanCompositor", "compositor", "SUPPORTED"]
 
-SUPPORTED = all(hasattr(Compositor, name) for name in
-                ("_render_chops", "_get_renders", "_regions_to_spans", "render_partial_update", "visible_widgets",
-                 "cuts"))
+SUPPORTED = Compositor is not None and all(hasattr(Compositor, name) for name in (
+    "_render_chops", "_get_renders", "_regions_to_spans", "render_partial_update", "visible_widgets", "cuts"))
 """This Textual has the parts :class:`SpanCompositor` builds on."""
 
 
-class SpanCompositor(Compositor):
+class SpanCompositor(Compositor if Compositor is not None else object):  # type: ignore[misc]
     """Textual's compositor, whose partial updates render only the widgets under the spans they send."""
 
     _spans_by_line: dict[int, list[tuple[int, int]]] | None = None
@@ -94,5 +97,6 @@ def _band(visible: Region, by_line: dict[int, list[tuple[int, int]]]) -> Region 
 
 
 def compositor() -> Any:
-    """A compositor for a lanemon screen: :class:`SpanCompositor` where this Textual supports it."""
-    return SpanCompositor() if SUPPORTED else Compositor()
+    """A compositor for a lanemon screen: :class:`SpanCompositor` where this Textual supports it, else None
+    (the screen keeps the one Textual gave it)."""
+    return SpanCompositor() if SUPPORTED else None

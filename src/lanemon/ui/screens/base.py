@@ -29,7 +29,9 @@ class LanemonScreen(Screen):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._compositor = compositor()  # a partial update renders the widgets under what changed (ui/compositor.py)
+        ours = compositor()  # a partial update renders the widgets under what changed (ui/compositor.py)
+        if ours is not None:
+            self._compositor = ours
 
     @property
     def lanemon(self) -> "LanemonApp":
